@@ -1,0 +1,180 @@
+"""IRModule: a set of global functions, looked up by name or GlobalVar.
+
+>>> from relaykit.ir import Var, Function, TensorType
+>>> x = Var("x", TensorType((2,)))
+>>> mod = IRModule.from_expr(Function([x], x))
+>>> mod["main"].params[0] is x
+True
+>>> [gv.name_hint for gv in mod.get_global_vars()]
+['main']
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from ..errors import IRError
+from .attrs import Attrs
+from .expr import Expr, Function, GlobalVar
+from .functor import post_order
+
+__all__ = ["IRModule"]
+
+
+class IRModule:
+    """A module of global functions. ``mod["main"]`` is the entry point."""
+
+    def __init__(
+        self,
+        functions: Mapping[Any, Function] | None = None,
+        type_definitions: Any = None,
+        attrs: Mapping[str, Any] | None = None,
+    ) -> None:
+        self._gvars: dict[str, GlobalVar] = {}
+        self._funcs: dict[str, Function] = {}
+        self.attrs = Attrs(attrs or {})
+        for key, fn in (functions or {}).items():
+            self._add(key, fn)
+
+    # -- construction ----------------------------------------------------------
+    @staticmethod
+    def from_expr(expr: Expr, functions: Mapping[Any, Function] | None = None,
+                  type_defs: Any = None) -> IRModule:
+        """A module whose ``main`` is ``expr`` (wrapped in a function over its free vars)."""
+        from .analysis import free_vars
+
+        if not isinstance(expr, Expr):
+            raise IRError(f"IRModule.from_expr needs a relay expression, got {expr!r}")
+        if isinstance(expr, Function):
+            fn = expr
+        else:
+            fn = Function(free_vars(expr), expr)
+        mod = IRModule(functions)
+        mod["main"] = fn
+        return mod
+
+    def _add(self, key: Any, fn: Any, update: bool = True) -> GlobalVar:
+        if isinstance(fn, Expr) and not isinstance(fn, Function):
+            from .analysis import free_vars
+
+            fn = Function(free_vars(fn), fn)
+        if not isinstance(fn, Function):
+            raise IRError(f"a module holds relay Functions, got {type(fn).__name__}")
+        if isinstance(key, GlobalVar):
+            gv = key
+            existing = self._gvars.get(gv.name_hint)
+            if existing is not None and existing is not gv:
+                # Same name, different GlobalVar object: keep the module's one.
+                gv = existing
+        elif isinstance(key, str):
+            gv = self._gvars.get(key) or GlobalVar(key)
+        else:
+            raise IRError(f"module keys are names or GlobalVars, got {key!r}")
+        if not update and gv.name_hint in self._funcs:
+            raise IRError(f"global function @{gv.name_hint} is already defined")
+        self._gvars[gv.name_hint] = gv
+        self._funcs[gv.name_hint] = fn
+        return gv
+
+    def __setitem__(self, key: Any, fn: Any) -> None:
+        self._add(key, fn)
+
+    def add(self, key: Any, fn: Function) -> IRModule:
+        self._add(key, fn)
+        return self
+
+    def update_func(self, gv: GlobalVar, fn: Function) -> None:
+        self._add(gv, fn)
+
+    def update(self, other: IRModule | Mapping[Any, Function]) -> None:
+        items = other.functions.items() if isinstance(other, IRModule) else other.items()
+        for k, f in items:
+            self._add(k, f)
+
+    def remove(self, key: Any) -> None:
+        name = key.name_hint if isinstance(key, GlobalVar) else key
+        self._funcs.pop(name, None)
+        self._gvars.pop(name, None)
+
+    def __delitem__(self, key: Any) -> None:
+        self.remove(key)
+
+    # -- lookup ------------------------------------------------------------------
+    def _name(self, key: Any) -> str:
+        if isinstance(key, GlobalVar):
+            return key.name_hint
+        if isinstance(key, str):
+            return key
+        raise IRError(f"look up a global by name or GlobalVar, not {key!r}")
+
+    def __getitem__(self, key: Any) -> Function:
+        name = self._name(key)
+        try:
+            return self._funcs[name]
+        except KeyError:
+            close = difflib.get_close_matches(name, self._funcs, n=3)
+            hint = f"; did you mean {', '.join('@' + c for c in close)}?" if close else ""
+            known = ", ".join("@" + n for n in self._funcs) or "none"
+            raise IRError(f"global @{name} is not in the module (globals: {known}){hint}") from None
+
+    def __contains__(self, key: Any) -> bool:
+        try:
+            return self._name(key) in self._funcs
+        except IRError:
+            return False
+
+    def __iter__(self) -> Iterator[GlobalVar]:
+        return iter(list(self._gvars.values()))
+
+    def __len__(self) -> int:
+        return len(self._funcs)
+
+    def get_global_var(self, name: str) -> GlobalVar:
+        try:
+            return self._gvars[name]
+        except KeyError:
+            self[name]  # raises the helpful error
+            raise
+
+    def get_global_vars(self) -> list[GlobalVar]:
+        return list(self._gvars.values())
+
+    def contains_global_var(self, name: str) -> bool:
+        return name in self._gvars
+
+    @property
+    def functions(self) -> dict[GlobalVar, Function]:
+        return {self._gvars[n]: f for n, f in self._funcs.items()}
+
+    def items(self) -> list[tuple[GlobalVar, Function]]:
+        return [(self._gvars[n], f) for n, f in self._funcs.items()]
+
+    def copy(self) -> IRModule:
+        """A shallow copy: same functions, new name table."""
+        new = IRModule(attrs=self.attrs)
+        new._gvars = dict(self._gvars)
+        new._funcs = dict(self._funcs)
+        return new
+
+    def with_attr(self, key: str, value: Any) -> IRModule:
+        new = self.copy()
+        new.attrs = self.attrs.with_updates(**{key: value})
+        return new
+
+    def global_refs(self, name: str) -> list[GlobalVar]:
+        """The globals that function ``name`` refers to, in first-use order."""
+        return [n for n in post_order(self[name]) if isinstance(n, GlobalVar)]
+
+    # -- printing ----------------------------------------------------------------
+    def astext(self, show_meta_data: bool = True, annotate: Any = None) -> str:
+        from ..text.printer import astext
+
+        return astext(self, show_meta_data=show_meta_data, annotate=annotate)
+
+    def __str__(self) -> str:
+        return self.astext(show_meta_data=False)
+
+    def __repr__(self) -> str:
+        return self.astext(show_meta_data=False)

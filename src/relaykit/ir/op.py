@@ -1,0 +1,192 @@
+"""Operator handles and the operator registry with open attribute tables.
+
+Each operator is an :class:`Op` singleton: ``get_op("add") is get_op("add")``.
+What an operator *means* lives in attribute tables beside it, keyed by name:
+``"FTypeRelation"``, ``"FCompute"``, ``"TOpPattern"``, ``"target.dnnl"`` ...
+A backend adds entries; it edits no operator.
+
+>>> from relaykit.ir.op import OpRegistry
+>>> reg = OpRegistry()
+>>> op = reg.register("my.op", num_inputs=1)
+>>> reg.set_attr("my.op", "target.foo", True)
+>>> op.get_attr("target.foo")
+True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from ..errors import IRError, OpNotFoundError
+from .expr import Expr
+
+__all__ = ["Op", "OpRegistry", "default_registry", "get_op", "register_op_attr", "list_op_names"]
+
+_set = object.__setattr__
+
+
+class Op(Expr):
+    """A primitive operator, such as ``nn.conv2d``."""
+
+    __slots__ = ("name", "_registry")
+
+    name: str
+
+    def __init__(self, name: str, registry: OpRegistry) -> None:
+        _set(self, "name", name)
+        _set(self, "_registry", registry)
+        _set(self, "_checked_type", None)
+        _set(self, "span", None)
+
+    def get_attr(self, key: str) -> Any:
+        """The value of attribute ``key`` for this op, or ``None``."""
+        return self._registry.get_attr(self.name, key)
+
+    def has_attr(self, key: str) -> bool:
+        return self._registry.get_attr(self.name, key) is not None
+
+    @property
+    def num_inputs(self) -> int:
+        return self._registry.get_attr(self.name, "num_inputs")
+
+    @property
+    def attrs_schema(self) -> Mapping[str, Any]:
+        return self._registry.get_attr(self.name, "attrs_schema") or {}
+
+    @property
+    def op_name(self) -> str:
+        return self.name
+
+    def with_fields(self, **_: Any) -> Op:
+        return self
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"Op({self.name})"
+
+    def __reduce__(self) -> Any:  # pragma: no cover - ops are never pickled
+        raise TypeError("relaykit objects are not picklable")
+
+
+class OpRegistry:
+    """Operators and their attribute tables. A test can snapshot and restore it."""
+
+    def __init__(self) -> None:
+        self._ops: dict[str, Op] = {}
+        # key -> op name -> (value, level)
+        self._attrs: dict[str, dict[str, tuple[Any, int]]] = {}
+
+    # -- operators -----------------------------------------------------------
+    def register(self, name: str, **attrs: Any) -> Op:
+        """Register operator ``name`` (idempotent) and set the given attributes."""
+        op = self._ops.get(name)
+        if op is None:
+            op = Op(name, self)
+            self._ops[name] = op
+        for key, value in attrs.items():
+            self._attrs.setdefault(key, {})[name] = (value, 0)
+        return op
+
+    def get(self, name: str) -> Op:
+        """The operator called ``name``; an unknown name suggests close ones."""
+        try:
+            return self._ops[name]
+        except KeyError:
+            pass
+        if not isinstance(name, str):
+            raise OpNotFoundError(f"operator name must be a string, got {name!r}")
+        close = difflib.get_close_matches(name, self._ops, n=3, cutoff=0.6)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise OpNotFoundError(f"operator {name!r} is not registered{hint}") from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._ops
+
+    def names(self) -> list[str]:
+        return sorted(self._ops)
+
+    # -- attribute tables ----------------------------------------------------
+    def set_attr(self, op_name: str, key: str, value: Any, level: int = 10) -> None:
+        """Set ``key`` of ``op_name``. A higher ``level`` overrides a lower one;
+        setting the same level twice is an error (as in TVM)."""
+        self.get(op_name)
+        table = self._attrs.setdefault(key, {})
+        old = table.get(op_name)
+        if old is not None:
+            if old[1] == level:
+                raise IRError(
+                    f"attribute {key!r} of operator {op_name!r} is already registered at level "
+                    f"{level}; pass a higher level to override, or reset_attr() first"
+                )
+            if old[1] > level:
+                return
+        table[op_name] = (value, level)
+
+    def get_attr(self, op_name: str, key: str) -> Any:
+        entry = self._attrs.get(key, {}).get(op_name)
+        return None if entry is None else entry[0]
+
+    def reset_attr(self, op_name: str, key: str) -> None:
+        self._attrs.get(key, {}).pop(op_name, None)
+
+    def attr_table(self, key: str) -> dict[str, Any]:
+        """All values of attribute ``key``, by operator name."""
+        return {name: v for name, (v, _) in self._attrs.get(key, {}).items()}
+
+    def ops_with_attr(self, key: str) -> list[str]:
+        return sorted(self._attrs.get(key, {}))
+
+    # -- test support ----------------------------------------------------------
+    def snapshot(self) -> dict[str, dict[str, tuple[Any, int]]]:
+        return {k: dict(v) for k, v in self._attrs.items()}
+
+    def restore(self, snap: dict[str, dict[str, tuple[Any, int]]]) -> None:
+        self._attrs = {k: dict(v) for k, v in snap.items()}
+
+    @contextlib.contextmanager
+    def scoped(self) -> Iterator[OpRegistry]:
+        """Attribute changes made inside the block are undone at its end."""
+        snap = self.snapshot()
+        try:
+            yield self
+        finally:
+            self.restore(snap)
+
+
+default_registry = OpRegistry()
+
+
+def get_op(name: str) -> Op:
+    """The registered operator ``name`` (TVM's ``relay.op.get``)."""
+    return default_registry.get(name)
+
+
+def list_op_names() -> list[str]:
+    return default_registry.names()
+
+
+def register_op_attr(
+    op_name: str, attr_key: str, value: Any = None, level: int = 10
+) -> Callable[[Any], Any] | None:
+    """Register an attribute of an operator, as TVM's ``tvm.ir.register_op_attr``.
+
+    Used as a decorator when ``value`` is omitted::
+
+        @register_op_attr("nn.dense", "target.mylib")
+        def dense(expr):
+            return True
+    """
+
+    def _register(v: Any) -> Any:
+        default_registry.set_attr(op_name, attr_key, v, level)
+        return v
+
+    if value is None:
+        return _register
+    _register(value)
+    return None

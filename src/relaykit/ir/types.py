@@ -1,0 +1,197 @@
+"""Relay types: frozen values that validate themselves on construction.
+
+>>> t = TensorType((1, 3), "float32")
+>>> t
+TensorType((1, 3), float32)
+>>> str(t)
+'Tensor[(1, 3), float32]'
+>>> str(TensorType((), "int32"))
+'int32'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import IRError
+
+__all__ = [
+    "Type",
+    "TensorType",
+    "TupleType",
+    "FuncType",
+    "IncompleteType",
+    "TypeVar",
+    "DTYPES",
+    "check_dtype",
+    "scalar_type",
+]
+
+#: The element types relaykit knows, with their NumPy equivalents.
+DTYPES: dict[str, np.dtype[Any]] = {
+    name: np.dtype(name)
+    for name in (
+        "bool",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "float16",
+        "float32",
+        "float64",
+    )
+}
+
+
+def check_dtype(dtype: Any) -> str:
+    """Normalise a dtype (string, NumPy dtype or type) to its canonical name."""
+    if isinstance(dtype, str) and dtype in DTYPES:
+        return dtype
+    try:
+        name = np.dtype(dtype).name
+    except TypeError:
+        name = None
+    if name not in DTYPES:
+        known = ", ".join(DTYPES)
+        raise IRError(f"unknown dtype {dtype!r}; relaykit supports: {known}")
+    return name
+
+
+class Type:
+    """Base class of all Relay types."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TensorType(Type):
+    """A tensor of static ``shape`` and element type ``dtype``; shape ``()`` is a scalar."""
+
+    shape: tuple[int, ...]
+    dtype: str = "float32"
+
+    def __init__(self, shape: Iterable[Any] = (), dtype: Any = "float32") -> None:
+        dims: list[int] = []
+        for d in shape:
+            try:
+                v = int(d)
+            except (TypeError, ValueError):
+                raise IRError(
+                    f"TensorType dimension {d!r} is not an integer; relaykit supports "
+                    "static shapes only"
+                ) from None
+            if v < 0:
+                raise IRError(f"TensorType dimension {v} is negative in shape {tuple(shape)}")
+            dims.append(v)
+        object.__setattr__(self, "shape", tuple(dims))
+        object.__setattr__(self, "dtype", check_dtype(dtype))
+
+    @property
+    def concrete_shape(self) -> tuple[int, ...]:
+        return self.shape
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def __str__(self) -> str:
+        if not self.shape:
+            return self.dtype
+        dims = ", ".join(str(d) for d in self.shape)
+        return f"Tensor[({dims}), {self.dtype}]"
+
+    def __repr__(self) -> str:
+        return f"TensorType({self.shape}, {self.dtype})"
+
+
+@dataclass(frozen=True, slots=True)
+class TupleType(Type):
+    """The type of a tuple value."""
+
+    fields: tuple[Type, ...]
+
+    def __init__(self, fields: Sequence[Type] = ()) -> None:
+        fs = tuple(fields)
+        for f in fs:
+            if not isinstance(f, Type):
+                raise IRError(f"TupleType field {f!r} is not a Type")
+        object.__setattr__(self, "fields", fs)
+
+    def __str__(self) -> str:
+        if len(self.fields) == 1:
+            return f"({self.fields[0]},)"
+        return "(" + ", ".join(str(f) for f in self.fields) + ")"
+
+    def __len__(self) -> int:
+        return len(self.fields)
+
+    def __getitem__(self, i: int) -> Type:
+        return self.fields[i]
+
+
+@dataclass(frozen=True, slots=True)
+class TypeVar(Type):
+    """A type parameter of a polymorphic function (printed, not solved)."""
+
+    name_hint: str
+
+    def __str__(self) -> str:
+        return self.name_hint
+
+
+@dataclass(frozen=True, slots=True)
+class FuncType(Type):
+    """The type of a function: argument types and return type."""
+
+    arg_types: tuple[Type, ...]
+    ret_type: Type
+    type_params: tuple[TypeVar, ...] = ()
+
+    def __init__(
+        self,
+        arg_types: Sequence[Type],
+        ret_type: Type,
+        type_params: Sequence[TypeVar] = (),
+        type_constraints: Sequence[Any] = (),
+    ) -> None:
+        args = tuple(arg_types)
+        for a in (*args, ret_type):
+            if not isinstance(a, Type):
+                raise IRError(f"FuncType member {a!r} is not a Type")
+        object.__setattr__(self, "arg_types", args)
+        object.__setattr__(self, "ret_type", ret_type)
+        object.__setattr__(self, "type_params", tuple(type_params))
+
+    def __str__(self) -> str:
+        args = ", ".join(str(a) for a in self.arg_types)
+        return f"fn ({args}) -> {self.ret_type}"
+
+
+@dataclass(frozen=True, slots=True)
+class IncompleteType(Type):
+    """A type still to be inferred (printed as ``?``)."""
+
+    kind: int = 0
+
+    def __str__(self) -> str:
+        return "?"
+
+
+def scalar_type(dtype: Any) -> TensorType:
+    """The rank-0 tensor type of ``dtype``: ``scalar_type("int32")``."""
+    return TensorType((), dtype)

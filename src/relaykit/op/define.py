@@ -1,0 +1,127 @@
+"""Defining operators: one call per op, rules in the registry's attribute tables.
+
+An operator is defined once with its arity, attribute schema (names and
+defaults), type relation and reference NumPy kernel::
+
+    define_op(
+        "nn.relu", num_inputs=1, pattern=OpPattern.ELEMWISE,
+        type_rel=identity_rel, compute=lambda args, attrs: np.maximum(args[0], 0),
+    )
+
+and called through :func:`make_call`, which checks the arity and the attribute
+names and fills in defaults. A type relation takes ``(arg_types, attrs)`` and
+returns the output type or raises :class:`TypeRelError`; a kernel takes
+``(inputs, attrs)`` (NumPy arrays) and returns an array or a tuple of arrays.
+
+>>> from relaykit.ir import Var, TensorType
+>>> call = make_call("nn.relu", [Var("x", TensorType((3,)))])
+>>> call.op.name, len(call.attrs)
+('nn.relu', 0)
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from ..errors import AttrError, IRError, RelayTypeError
+from ..ir.attrs import Attrs
+from ..ir.expr import Call, Expr, TupleWrapper
+from ..ir.op import Op, OpRegistry, default_registry
+from ..ir.types import Type
+
+__all__ = [
+    "OpPattern",
+    "TypeRelError",
+    "TypeRelation",
+    "Kernel",
+    "define_op",
+    "make_call",
+    "make_attrs",
+    "VARIADIC",
+]
+
+VARIADIC = -1
+
+TypeRelation = Callable[[Sequence[Type], Attrs], Type]
+Kernel = Callable[[Sequence[np.ndarray], Attrs], Any]
+
+
+class OpPattern:
+    """Fusion patterns, with TVM's numbering (``TOpPattern``)."""
+
+    ELEMWISE = 0
+    BROADCAST = 1
+    INJECTIVE = 2
+    COMM_REDUCE = 3
+    OUT_ELEMWISE_FUSABLE = 4
+    TUPLE = 7
+    OPAQUE = 8
+
+
+class TypeRelError(RelayTypeError):
+    """Raised by a type relation; type inference adds the operator and IR context."""
+
+
+def define_op(
+    name: str,
+    *,
+    num_inputs: int,
+    type_rel: TypeRelation,
+    compute: Kernel | None,
+    attrs: Mapping[str, Any] | None = None,
+    attrs_type_key: str = "DictAttrs",
+    pattern: int = OpPattern.OPAQUE,
+    num_outputs: int = 1,
+    doc: str = "",
+    registry: OpRegistry = default_registry,
+) -> Op:
+    """Register operator ``name`` with its schema, type relation and kernel."""
+    return registry.register(
+        name,
+        num_inputs=num_inputs,
+        num_outputs=num_outputs,
+        attrs_schema=MappingProxyType(dict(attrs or {})),
+        attrs_type_key=attrs_type_key,
+        FTypeRelation=type_rel,
+        FCompute=compute,
+        TOpPattern=pattern,
+        doc=doc,
+    )
+
+
+def make_attrs(op: Op, given: Mapping[str, Any]) -> Attrs:
+    """The full attribute set of a call to ``op``: ``given`` plus schema defaults."""
+    schema = op.attrs_schema
+    unknown = [k for k in given if k not in schema]
+    if unknown:
+        hints = []
+        for k in unknown:
+            close = difflib.get_close_matches(k, schema, n=1)
+            hints.append(f"{k!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        known = ", ".join(schema) or "none"
+        raise AttrError(
+            f"operator {op.name} has no attribute {', '.join(hints)}; its attributes are: {known}"
+        )
+    values = {k: given.get(k, default) for k, default in schema.items()}
+    return Attrs(values, op.get_attr("attrs_type_key") or "DictAttrs")
+
+
+def make_call(name: str | Op, args: Sequence[Any], **attrs: Any) -> Call:
+    """A call of a registered operator with checked arity and attributes."""
+    op = name if isinstance(name, Op) else default_registry.get(name)
+    arity = op.num_inputs
+    args = [a.astuple() if isinstance(a, TupleWrapper) else a for a in args]
+    if arity is not None and arity != VARIADIC and len(args) != arity:
+        raise IRError(f"operator {op.name} takes {arity} inputs, got {len(args)}")
+    for i, a in enumerate(args):
+        if not isinstance(a, Expr):
+            raise IRError(
+                f"input {i} of {op.name} must be a relay expression, got {type(a).__name__}; "
+                "wrap numbers and arrays with relay.const(...)"
+            )
+    return Call(op, args, make_attrs(op, attrs))

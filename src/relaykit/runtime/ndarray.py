@@ -1,0 +1,110 @@
+"""Tensors and devices, under TVM's names (``tvm.nd.array``, ``tvm.cpu``).
+
+>>> a = array([1.0, 2.0])
+>>> a.shape, a.dtype
+((2,), 'float32')
+>>> a.numpy().tolist()
+[1.0, 2.0]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import IRError
+
+__all__ = ["Device", "NDArray", "array", "empty", "cpu", "device"]
+
+
+@dataclass(frozen=True, slots=True)
+class Device:
+    """A device; relaykit runs on the host CPU."""
+
+    device_type: str = "cpu"
+    device_id: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.device_type}({self.device_id})"
+
+    @property
+    def exist(self) -> bool:
+        return self.device_type == "cpu"
+
+
+def cpu(dev_id: int = 0) -> Device:
+    """The host CPU device (``tvm.cpu(0)``)."""
+    return Device("cpu", dev_id)
+
+
+def device(dev_type: str = "cpu", dev_id: int = 0) -> Device:
+    if dev_type not in ("cpu", "llvm", "c"):
+        raise IRError(f"device {dev_type!r} is not available: relaykit runs on the host cpu")
+    return Device("cpu", dev_id)
+
+
+class NDArray:
+    """A host tensor. The wrapped NumPy array is never copied behind your back."""
+
+    __slots__ = ("_data", "device")
+
+    def __init__(self, data: np.ndarray, dev: Device | None = None) -> None:
+        if not isinstance(data, np.ndarray):
+            raise IRError(f"NDArray wraps a numpy.ndarray, got {type(data).__name__}")
+        self._data = data
+        self.device = dev or cpu()
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self._data.shape)
+
+    @property
+    def dtype(self) -> str:
+        return self._data.dtype.name
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def numpy(self) -> np.ndarray:
+        """The data as a NumPy array (shared, not copied)."""
+        return self._data
+
+    asnumpy = numpy
+
+    def copyfrom(self, source: Any) -> NDArray:
+        src = source.numpy() if isinstance(source, NDArray) else np.asarray(source)
+        if src.shape != self._data.shape:
+            raise IRError(f"copyfrom: shape {src.shape} does not match {self._data.shape}")
+        self._data[...] = src
+        return self
+
+    def copyto(self, target: Any) -> Any:
+        if isinstance(target, NDArray):
+            return target.copyfrom(self)
+        return NDArray(self._data.copy(), target)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return self._data if dtype is None else self._data.astype(dtype)
+
+    def __repr__(self) -> str:
+        return f"<tvm.nd.NDArray shape={self.shape}, {self.device}>\n{self._data!r}"
+
+    def __str__(self) -> str:
+        return str(self._data)
+
+
+def array(data: Any, device: Device | None = None, dtype: Any = None) -> NDArray:
+    """An NDArray from array-like ``data`` (copied, as in TVM)."""
+    if isinstance(data, NDArray):
+        data = data.numpy()
+    arr = np.array(data, dtype=dtype, copy=True)
+    if arr.dtype == np.dtype("O"):
+        raise IRError("tvm.nd.array needs numeric data, got Python objects")
+    return NDArray(np.ascontiguousarray(arr), device)
+
+
+def empty(shape: Any, dtype: Any = "float32", device: Device | None = None) -> NDArray:
+    return NDArray(np.empty(tuple(shape), dtype=dtype), device)

@@ -1,0 +1,1 @@
+"""Relay's text format: printer (and parser)."""

@@ -1,0 +1,235 @@
+"""Pass infrastructure: passes as objects, ``Sequential``, ``PassContext``, instruments.
+
+A pass maps an :class:`IRModule` to a new one. It runs when its ``opt_level``
+is at most the context's, or when the context requires it by name, and never
+when the context disables it.
+
+>>> from relaykit.ir import IRModule
+>>> @module_pass(opt_level=1, name="Noop")
+... def noop(mod, ctx):
+...     return mod
+>>> mod = IRModule()
+>>> noop(mod) is mod
+True
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from ..errors import IRError
+from ..ir.expr import Function
+from ..ir.module import IRModule
+
+__all__ = [
+    "PassInfo",
+    "PassContext",
+    "Pass",
+    "ModulePass",
+    "FunctionPass",
+    "Sequential",
+    "module_pass",
+    "function_pass",
+    "PassInstrument",
+    "pass_instrument",
+]
+
+
+@dataclass(frozen=True)
+class PassInfo:
+    """A pass's name, optimisation level and the passes it requires."""
+
+    opt_level: int
+    name: str
+    required: tuple[str, ...] = ()
+
+
+class PassInstrument:
+    """Hooks around passes. Subclass and override what you need."""
+
+    def enter_pass_ctx(self) -> None: ...
+
+    def exit_pass_ctx(self) -> None: ...
+
+    def should_run(self, mod: IRModule, info: PassInfo) -> bool:
+        return True
+
+    def run_before_pass(self, mod: IRModule, info: PassInfo) -> None: ...
+
+    def run_after_pass(self, mod: IRModule, info: PassInfo) -> None: ...
+
+
+def pass_instrument(cls: type) -> type:
+    """TVM's ``@tvm.instrument.pass_instrument``: make a plain class an instrument."""
+    return type(cls.__name__, (cls, PassInstrument), {})
+
+
+@dataclass
+class PassContext:
+    """Carries the optimisation level, required/disabled passes, instruments and config.
+
+    >>> with PassContext(opt_level=3, disabled_pass=["FoldConstant"]) as ctx:
+    ...     PassContext.current().opt_level
+    3
+    """
+
+    opt_level: int = 2
+    required_pass: Sequence[str] = ()
+    disabled_pass: Sequence[str] = ()
+    instruments: Sequence[PassInstrument] = ()
+    config: dict[str, Any] = field(default_factory=dict)
+
+    _stack: ClassVar[list[PassContext]] = []
+
+    def __post_init__(self) -> None:
+        self.required_pass = tuple(self.required_pass or ())
+        self.disabled_pass = tuple(self.disabled_pass or ())
+        self.instruments = tuple(self.instruments or ())
+        self.config = dict(self.config or {})
+
+    def __enter__(self) -> PassContext:
+        PassContext._stack.append(self)
+        for inst in self.instruments:
+            inst.enter_pass_ctx()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for inst in self.instruments:
+            inst.exit_pass_ctx()
+        PassContext._stack.pop()
+
+    @staticmethod
+    def current() -> PassContext:
+        return PassContext._stack[-1] if PassContext._stack else _DEFAULT_CONTEXT
+
+    def pass_enabled(self, info: PassInfo) -> bool:
+        if info.name in self.disabled_pass:
+            return False
+        if info.name in self.required_pass:
+            return True
+        return info.opt_level <= self.opt_level
+
+
+_DEFAULT_CONTEXT = PassContext()
+
+
+class Pass:
+    """Base class: ``pass_(mod)`` returns the transformed module."""
+
+    info: PassInfo
+
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        raise NotImplementedError
+
+    def __call__(self, mod: IRModule) -> IRModule:
+        if not isinstance(mod, IRModule):
+            raise IRError(
+                f"pass {self.info.name} takes an IRModule, got {type(mod).__name__}; "
+                "wrap an expression with IRModule.from_expr(...)"
+            )
+        ctx = PassContext.current()
+        return self._run(mod, ctx)
+
+    def _run(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        if not ctx.pass_enabled(self.info):
+            return mod
+        for inst in ctx.instruments:
+            if not inst.should_run(mod, self.info):
+                return mod
+        for inst in ctx.instruments:
+            inst.run_before_pass(mod, self.info)
+        out = self.transform_module(mod, ctx)
+        if not isinstance(out, IRModule):
+            raise IRError(f"pass {self.info.name} returned {type(out).__name__}, not an IRModule")
+        for inst in ctx.instruments:
+            inst.run_after_pass(out, self.info)
+        return out
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.info.name}, opt_level={self.info.opt_level})"
+
+
+class ModulePass(Pass):
+    """A pass from a function ``(mod, ctx) -> mod``."""
+
+    def __init__(self, fn: Callable[[IRModule, PassContext], IRModule], opt_level: int,
+                 name: str, required: Iterable[str] = ()) -> None:
+        self._fn = fn
+        self.info = PassInfo(opt_level, name, tuple(required))
+
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        return self._fn(mod, ctx)
+
+
+class FunctionPass(Pass):
+    """A pass from ``(func, mod, ctx) -> func``, applied to every Relay function of the
+    module except those handed to an external compiler (``Compiler`` attribute)."""
+
+    def __init__(self, fn: Callable[[Function, IRModule, PassContext], Function],
+                 opt_level: int, name: str, required: Iterable[str] = ()) -> None:
+        self._fn = fn
+        self.info = PassInfo(opt_level, name, tuple(required))
+
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        out = mod.copy()
+        for gv, fn in mod.items():
+            if "Compiler" in fn.attrs:
+                continue
+            new = self._fn(fn, mod, ctx)
+            if new is not fn:
+                out[gv] = new
+        return out
+
+
+class Sequential(Pass):
+    """Run passes in order (TVM's ``tvm.transform.Sequential``)."""
+
+    def __init__(self, passes: Sequence[Pass] = (), opt_level: int = 0,
+                 name: str = "sequential", required: Iterable[str] = ()) -> None:
+        for p in passes:
+            if not isinstance(p, Pass):
+                raise IRError(f"Sequential takes passes, got {p!r}")
+        self.passes = list(passes)
+        self.info = PassInfo(opt_level, name, tuple(required))
+
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        for p in self.passes:
+            mod = p._run(mod, ctx)
+        return mod
+
+
+def _pass_decorator(kind: type, pass_func: Any, opt_level: int | None, name: str | None,
+                    required: Iterable[str]) -> Any:
+    if opt_level is None:
+        raise IRError("give the pass an opt_level")
+
+    def create(fn_or_cls: Any) -> Any:
+        pname = name or fn_or_cls.__name__
+        if inspect.isclass(fn_or_cls):
+            method = "transform_module" if kind is ModulePass else "transform_function"
+
+            @functools.wraps(fn_or_cls)
+            def make(*args: Any, **kwargs: Any) -> Pass:
+                inst = fn_or_cls(*args, **kwargs)
+                return kind(getattr(inst, method), opt_level, pname, required)
+
+            return make
+        return kind(fn_or_cls, opt_level, pname, required)
+
+    return create(pass_func) if pass_func is not None else create
+
+
+def module_pass(pass_func: Any = None, opt_level: int | None = None, name: str | None = None,
+                required: Iterable[str] = ()) -> Any:
+    """Decorate ``fn(mod, ctx) -> mod`` (or a class with ``transform_module``) as a pass."""
+    return _pass_decorator(ModulePass, pass_func, opt_level, name, required)
+
+
+def function_pass(pass_func: Any = None, opt_level: int | None = None, name: str | None = None,
+                  required: Iterable[str] = ()) -> Any:
+    """Decorate ``fn(func, mod, ctx) -> func`` (or a class with ``transform_function``)."""
+    return _pass_decorator(FunctionPass, pass_func, opt_level, name, required)
