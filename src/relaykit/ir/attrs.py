@@ -111,8 +111,10 @@ class Attrs(Mapping[str, Any]):
 
     def with_updates(self, **updates: Any) -> Attrs:
         """A copy with some fields replaced (``self`` when nothing changes)."""
-        if all(k in self._items and self._items[k] == normalize_attr_value(v)
-               for k, v in updates.items()):
+        if all(
+            k in self._items and self._items[k] == normalize_attr_value(v)
+            for k, v in updates.items()
+        ):
             return self
         merged = dict(self._items)
         merged.update(updates)

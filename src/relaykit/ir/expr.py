@@ -26,7 +26,7 @@ from .attrs import Attrs
 from .types import TensorType, Type
 
 if TYPE_CHECKING:
-    from .op import Op
+    pass
 
 __all__ = [
     "Span",
@@ -77,7 +77,8 @@ class Expr:
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(
-            f"{type(self).__name__} nodes are immutable; use with_fields(...) to make a changed copy"
+            f"{type(self).__name__} nodes are immutable; "
+            "use with_fields(...) to make a changed copy"
         )
 
     # -- types -------------------------------------------------------------
@@ -227,9 +228,13 @@ class Var(Expr):
     name_hint: str
     type_annotation: Type | None
 
-    def __init__(self, name_hint: str, type_annotation: Type | None = None, span: Span | None = None):
+    def __init__(
+        self, name_hint: str, type_annotation: Type | None = None, span: Span | None = None
+    ):
         if type_annotation is not None and not isinstance(type_annotation, Type):
-            raise IRError(f"type annotation of %{name_hint} must be a Type, got {type_annotation!r}")
+            raise IRError(
+                f"type annotation of %{name_hint} must be a Type, got {type_annotation!r}"
+            )
         _set(self, "name_hint", str(name_hint))
         _set(self, "type_annotation", type_annotation)
         _set(self, "_checked_type", None)
@@ -239,7 +244,9 @@ class Var(Expr):
     def vid(self) -> Var:  # TVM spells the name as var.vid.name_hint
         return self
 
-    def with_fields(self, name_hint: str | None = None, type_annotation: Any = ..., span: Any = ...) -> Var:
+    def with_fields(
+        self, name_hint: str | None = None, type_annotation: Any = ..., span: Any = ...
+    ) -> Var:
         name = self.name_hint if name_hint is None else name_hint
         ann = self.type_annotation if type_annotation is ... else type_annotation
         if name == self.name_hint and ann is self.type_annotation:
@@ -309,7 +316,7 @@ class Call(Expr):
             new_op is self.op
             and new_attrs is self.attrs
             and len(new_args) == len(self.args)
-            and all(a is b for a, b in zip(new_args, self.args))
+            and all(a is b for a, b in zip(new_args, self.args, strict=False))
         ):
             return self
         return Call(new_op, new_args, new_attrs, self.type_args, self.span if span is ... else span)
@@ -340,7 +347,9 @@ class Tuple(Expr):
         if fields is None:
             return self
         fs = tuple(fields)
-        if len(fs) == len(self.fields) and all(a is b for a, b in zip(fs, self.fields)):
+        if len(fs) == len(self.fields) and all(
+            a is b for a, b in zip(fs, self.fields, strict=False)
+        ):
             return self
         return Tuple(fs, self.span if span is ... else span)
 
@@ -361,7 +370,9 @@ class TupleGetItem(Expr):
         _set(self, "_checked_type", None)
         _set(self, "span", span)
 
-    def with_fields(self, tuple_value: Expr | None = None, index: int | None = None, span: Any = ...):
+    def with_fields(
+        self, tuple_value: Expr | None = None, index: int | None = None, span: Any = ...
+    ):
         tv = self.tuple_value if tuple_value is None else tuple_value
         ix = self.index if index is None else index
         if tv is self.tuple_value and ix == self.index:
@@ -420,10 +431,14 @@ class Function(Expr):
             and rt is self.ret_type
             and at is self.attrs
             and len(ps) == len(self.params)
-            and all(a is c for a, c in zip(ps, self.params))
+            and all(a is c for a, c in zip(ps, self.params, strict=False))
         ):
             return self
         return Function(ps, b, rt, self.type_params, at, self.span if span is ... else span)
+
+    def __call__(self, *args: Any) -> Call:
+        """``fn(a, b)`` builds ``Call(fn, [a, b])``."""
+        return Call(self, list(args))
 
     def with_attr(self, key: str, value: Any) -> Function:
         """A copy with one attribute set: ``f.with_attr("Composite", "dnnl.conv2d")``."""
@@ -454,7 +469,13 @@ class Let(Expr):
         _set(self, "_checked_type", None)
         _set(self, "span", span)
 
-    def with_fields(self, var: Var | None = None, value: Expr | None = None, body: Expr | None = None, span: Any = ...):
+    def with_fields(
+        self,
+        var: Var | None = None,
+        value: Expr | None = None,
+        body: Expr | None = None,
+        span: Any = ...,
+    ):
         v = self.var if var is None else var
         val = self.value if value is None else value
         b = self.body if body is None else body
@@ -479,7 +500,13 @@ class If(Expr):
         _set(self, "_checked_type", None)
         _set(self, "span", span)
 
-    def with_fields(self, cond: Expr | None = None, true_branch: Expr | None = None, false_branch: Expr | None = None, span: Any = ...):
+    def with_fields(
+        self,
+        cond: Expr | None = None,
+        true_branch: Expr | None = None,
+        false_branch: Expr | None = None,
+        span: Any = ...,
+    ):
         c = self.cond if cond is None else cond
         t = self.true_branch if true_branch is None else true_branch
         f = self.false_branch if false_branch is None else false_branch
@@ -499,6 +526,10 @@ class GlobalVar(Expr):
         _set(self, "name_hint", str(name_hint))
         _set(self, "_checked_type", None)
         _set(self, "span", span)
+
+    def __call__(self, *args: Any) -> Call:
+        """``gv(a, b)`` builds a call of the global function."""
+        return Call(self, list(args))
 
     def with_fields(self, **_: Any) -> GlobalVar:
         return self
@@ -564,4 +595,3 @@ def const(value: Any, dtype: Any = None, span: Span | None = None) -> Constant:
 
         arr = np.asarray(value, dtype=check_dtype(dtype))
     return Constant(arr, span)
-

@@ -40,8 +40,9 @@ class IRModule:
 
     # -- construction ----------------------------------------------------------
     @staticmethod
-    def from_expr(expr: Expr, functions: Mapping[Any, Function] | None = None,
-                  type_defs: Any = None) -> IRModule:
+    def from_expr(
+        expr: Expr, functions: Mapping[Any, Function] | None = None, type_defs: Any = None
+    ) -> IRModule:
         """A module whose ``main`` is ``expr`` (wrapped in a function over its free vars)."""
         from .analysis import free_vars
 
@@ -52,7 +53,7 @@ class IRModule:
         else:
             fn = Function(free_vars(expr), expr)
         mod = IRModule(functions)
-        mod["main"] = fn
+        mod._add_checked("main", fn)
         return mod
 
     def _add(self, key: Any, fn: Any, update: bool = True) -> GlobalVar:
@@ -79,11 +80,24 @@ class IRModule:
         return gv
 
     def __setitem__(self, key: Any, fn: Any) -> None:
-        self._add(key, fn)
+        self._add_checked(key, fn)
 
     def add(self, key: Any, fn: Function) -> IRModule:
-        self._add(key, fn)
+        self._add_checked(key, fn)
         return self
+
+    def _add_checked(self, key: Any, fn: Any) -> GlobalVar:
+        """Add a function and type-check it, as TVM's ``IRModule.Add`` does."""
+        from ..transform.infer_type import infer_function
+
+        gv = self._add(key, fn)
+        name = gv.name_hint
+        self._funcs[name] = infer_function(self._funcs[name], self)
+        return gv
+
+    def _set_checked(self, name: str, fn: Function) -> None:
+        """Replace a function by its type-checked version (same GlobalVar)."""
+        self._funcs[name] = fn
 
     def update_func(self, gv: GlobalVar, fn: Function) -> None:
         self._add(gv, fn)

@@ -69,10 +69,14 @@ def _compare_exprs(lhs: Expr, rhs: Expr, map_free_vars: bool, root: str) -> tupl
             seen_l = lmap.get(l)
             if seen_l is not None:
                 if seen_l is not r:
-                    raise _Mismatch(idx, "a node shared on the left is not shared the same way on the right")
+                    raise _Mismatch(
+                        idx, "a node shared on the left is not shared the same way on the right"
+                    )
                 continue
             if r in rmap:
-                raise _Mismatch(idx, "a node shared on the right is not shared the same way on the left")
+                raise _Mismatch(
+                    idx, "a node shared on the right is not shared the same way on the left"
+                )
             if type(l) is not type(r):
                 raise _Mismatch(idx, f"{_describe(l)} vs {_describe(r)}")
             t = type(l)
@@ -82,11 +86,16 @@ def _compare_exprs(lhs: Expr, rhs: Expr, map_free_vars: bool, root: str) -> tupl
                 if l is not r and not map_free_vars:
                     raise _Mismatch(idx, f"free variables %{l.name_hint} and %{r.name_hint} differ")
                 if l.type_annotation != r.type_annotation:
-                    raise _Mismatch(idx, f"type annotation {l.type_annotation} vs {r.type_annotation}")
+                    raise _Mismatch(
+                        idx, f"type annotation {l.type_annotation} vs {r.type_annotation}"
+                    )
             elif t is Constant:
                 if not _same_array(l.data, r.data):
-                    raise _Mismatch(idx, f"constant values differ ({l.data.shape} {l.data.dtype} vs "
-                                    f"{r.data.shape} {r.data.dtype})")
+                    raise _Mismatch(
+                        idx,
+                        f"constant values differ ({l.data.shape} {l.data.dtype} vs "
+                        f"{r.data.shape} {r.data.dtype})",
+                    )
             elif t is Op:
                 if l is not r:
                     raise _Mismatch(idx, f"operator {l.name} vs {r.name}")
@@ -162,7 +171,7 @@ def _bind_params(
     records: list[tuple[int, str]],
     label: str = "params",
 ) -> None:
-    for i, (lp, rp) in enumerate(zip(lps, rps)):
+    for i, (lp, rp) in enumerate(zip(lps, rps, strict=False)):
         where = label if label == "var" else f"params[{i}]"
         if lp in lmap or rp in rmap:
             if lmap.get(lp) is not rp:
@@ -212,7 +221,8 @@ def assert_structural_equal(lhs: Any, rhs: Any, map_free_vars: bool = False) -> 
     if out is not None:
         path, reason = out
         raise StructuralMismatchError(
-            f"structural mismatch at {path}: {reason}\n--- lhs ---\n{_short(lhs)}\n--- rhs ---\n{_short(rhs)}"
+            f"structural mismatch at {path}: {reason}\n"
+            f"--- lhs ---\n{_short(lhs)}\n--- rhs ---\n{_short(rhs)}"
         )
 
 
@@ -224,9 +234,13 @@ def _short(x: Any, limit: int = 4000) -> str:
 def structural_hash(node: Any, map_free_vars: bool = False) -> int:
     """A hash consistent with :func:`structural_equal`."""
     if isinstance(node, IRModule):
-        return hash(tuple(sorted(
-            (gv.name_hint, structural_hash(fn, map_free_vars)) for gv, fn in node.items()
-        )))
+        return hash(
+            tuple(
+                sorted(
+                    (gv.name_hint, structural_hash(fn, map_free_vars)) for gv, fn in node.items()
+                )
+            )
+        )
     if not isinstance(node, Expr):
         return hash(node)
     memo: dict[int, int] = {}

@@ -1,7 +1,41 @@
-"""Operators: definitions (type relation + reference kernel) and constructors."""
+"""Operators: definitions (type relation + reference kernel) and constructors.
+
+Importing this package registers every operator. Constructors have TVM's
+names and signatures: ``relaykit.op.add``, ``relaykit.op.reshape``,
+``relaykit.op.nn.conv2d``, ``relaykit.op.annotation.compiler_begin``...
+
+>>> from relaykit import op
+>>> op.get("nn.conv2d").get_attr("TOpPattern") == op.OpPattern.OUT_ELEMWISE_FUSABLE
+True
+"""
 
 from ..ir.op import get_op as get
 from ..ir.op import register_op_attr
-from .define import OpPattern, define_op, make_call
+from . import annotation, nn, reduce, tensor, transform
+from ._attrs import register_attrs_without_default
+from .define import OpPattern, TypeRelError, define_op, make_call
+from .reduce import *  # noqa: F403
+from .reduce import __all__ as _reduce_all
+from .tensor import *  # noqa: F403
+from .tensor import __all__ as _tensor_all
+from .transform import *  # noqa: F403
+from .transform import __all__ as _transform_all
 
-__all__ = ["get", "register_op_attr", "OpPattern", "define_op", "make_call"]
+register_attrs_without_default()
+
+__all__ = [
+    "get",
+    "register_op_attr",
+    "OpPattern",
+    "TypeRelError",
+    "define_op",
+    "make_call",
+    "nn",
+    "annotation",
+    "tensor",
+    "transform",
+    "reduce",
+    *_tensor_all,
+    *_transform_all,
+    *_reduce_all,
+]

@@ -1,5 +1,5 @@
 """Runtime values: NDArray and devices."""
 
-from .ndarray import NDArray, Device, array, cpu, device, empty
+from .ndarray import Device, NDArray, array, cpu, device, empty
 
 __all__ = ["NDArray", "Device", "array", "cpu", "device", "empty"]

@@ -103,7 +103,9 @@ def array(data: Any, device: Device | None = None, dtype: Any = None) -> NDArray
     arr = np.array(data, dtype=dtype, copy=True)
     if arr.dtype == np.dtype("O"):
         raise IRError("tvm.nd.array needs numeric data, got Python objects")
-    return NDArray(np.ascontiguousarray(arr), device)
+    if not arr.flags.c_contiguous:
+        arr = arr.copy(order="C")
+    return NDArray(arr, device)
 
 
 def empty(shape: Any, dtype: Any = "float32", device: Device | None = None) -> NDArray:

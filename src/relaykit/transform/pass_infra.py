@@ -156,8 +156,13 @@ class Pass:
 class ModulePass(Pass):
     """A pass from a function ``(mod, ctx) -> mod``."""
 
-    def __init__(self, fn: Callable[[IRModule, PassContext], IRModule], opt_level: int,
-                 name: str, required: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        fn: Callable[[IRModule, PassContext], IRModule],
+        opt_level: int,
+        name: str,
+        required: Iterable[str] = (),
+    ) -> None:
         self._fn = fn
         self.info = PassInfo(opt_level, name, tuple(required))
 
@@ -169,8 +174,13 @@ class FunctionPass(Pass):
     """A pass from ``(func, mod, ctx) -> func``, applied to every Relay function of the
     module except those handed to an external compiler (``Compiler`` attribute)."""
 
-    def __init__(self, fn: Callable[[Function, IRModule, PassContext], Function],
-                 opt_level: int, name: str, required: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        fn: Callable[[Function, IRModule, PassContext], Function],
+        opt_level: int,
+        name: str,
+        required: Iterable[str] = (),
+    ) -> None:
         self._fn = fn
         self.info = PassInfo(opt_level, name, tuple(required))
 
@@ -188,8 +198,13 @@ class FunctionPass(Pass):
 class Sequential(Pass):
     """Run passes in order (TVM's ``tvm.transform.Sequential``)."""
 
-    def __init__(self, passes: Sequence[Pass] = (), opt_level: int = 0,
-                 name: str = "sequential", required: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        passes: Sequence[Pass] = (),
+        opt_level: int = 0,
+        name: str = "sequential",
+        required: Iterable[str] = (),
+    ) -> None:
         for p in passes:
             if not isinstance(p, Pass):
                 raise IRError(f"Sequential takes passes, got {p!r}")
@@ -202,8 +217,9 @@ class Sequential(Pass):
         return mod
 
 
-def _pass_decorator(kind: type, pass_func: Any, opt_level: int | None, name: str | None,
-                    required: Iterable[str]) -> Any:
+def _pass_decorator(
+    kind: type, pass_func: Any, opt_level: int | None, name: str | None, required: Iterable[str]
+) -> Any:
     if opt_level is None:
         raise IRError("give the pass an opt_level")
 
@@ -223,13 +239,21 @@ def _pass_decorator(kind: type, pass_func: Any, opt_level: int | None, name: str
     return create(pass_func) if pass_func is not None else create
 
 
-def module_pass(pass_func: Any = None, opt_level: int | None = None, name: str | None = None,
-                required: Iterable[str] = ()) -> Any:
+def module_pass(
+    pass_func: Any = None,
+    opt_level: int | None = None,
+    name: str | None = None,
+    required: Iterable[str] = (),
+) -> Any:
     """Decorate ``fn(mod, ctx) -> mod`` (or a class with ``transform_module``) as a pass."""
     return _pass_decorator(ModulePass, pass_func, opt_level, name, required)
 
 
-def function_pass(pass_func: Any = None, opt_level: int | None = None, name: str | None = None,
-                  required: Iterable[str] = ()) -> Any:
+def function_pass(
+    pass_func: Any = None,
+    opt_level: int | None = None,
+    name: str | None = None,
+    required: Iterable[str] = (),
+) -> Any:
     """Decorate ``fn(func, mod, ctx) -> func`` (or a class with ``transform_function``)."""
     return _pass_decorator(FunctionPass, pass_func, opt_level, name, required)

@@ -1,0 +1,75 @@
+"""Annotation operators: identities that carry information for passes.
+
+``compiler_begin``/``compiler_end`` mark where a region for an external
+compiler starts and ends (``AnnotateTarget`` inserts them, ``PartitionGraph``
+consumes them); ``stop_fusion`` keeps operator fusion from crossing a point.
+
+>>> from relaykit import relay
+>>> x = relay.var("x", shape=(2,))
+>>> compiler_begin(x, "dnnl").attrs.compiler
+'dnnl'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..ir.attrs import Attrs
+from ..ir.expr import Call, Expr
+from ..ir.types import Type
+from .define import OpPattern, TypeRelError, define_op, make_call
+
+__all__ = ["stop_fusion", "compiler_begin", "compiler_end"]
+
+
+def _identity_any_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    """The input's type, whatever it is (tensor or tuple)."""
+    if len(arg_types) != 1:
+        raise TypeRelError(f"expected 1 input, got {len(arg_types)}")
+    return arg_types[0]
+
+
+def _identity(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+    return inputs[0]
+
+
+define_op(
+    "annotation.stop_fusion",
+    num_inputs=1,
+    type_rel=_identity_any_rel,
+    compute=_identity,
+    pattern=OpPattern.OPAQUE,
+    doc="Identity that stops operator fusion.",
+)
+for _name, _doc in (
+    ("annotation.compiler_begin", "Start of a region offloaded to an external compiler."),
+    ("annotation.compiler_end", "End of a region offloaded to an external compiler."),
+):
+    define_op(
+        _name,
+        num_inputs=1,
+        attrs={"compiler": ""},
+        attrs_type_key="relay.attrs.CompilerAttrs",
+        type_rel=_identity_any_rel,
+        compute=_identity,
+        pattern=OpPattern.OPAQUE,
+        doc=_doc,
+    )
+del _name, _doc
+
+
+def stop_fusion(data: Expr) -> Call:
+    """``data`` unchanged, but fusion will not cross this point."""
+    return make_call("annotation.stop_fusion", [data])
+
+
+def compiler_begin(data: Expr, compiler: str) -> Call:
+    """Mark ``data`` as an input of a region for the external ``compiler``."""
+    return make_call("annotation.compiler_begin", [data], compiler=str(compiler))
+
+
+def compiler_end(data: Expr, compiler: str) -> Call:
+    """Mark ``data`` as an output of a region for the external ``compiler``."""
+    return make_call("annotation.compiler_end", [data], compiler=str(compiler))

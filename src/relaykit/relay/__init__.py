@@ -1,0 +1,124 @@
+"""The TVM-compatible facade: ``from relaykit import relay`` gives Relay's names.
+
+>>> from relaykit import relay
+>>> x = relay.var("x", shape=(10, 1))
+>>> print(relay.Function([x], x + x))
+fn (%x: Tensor[(10, 1), float32]) {
+  add(%x, %x)
+}
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import op, transform
+from ..backend.interpreter import create_executor
+from ..ir import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    FuncType,
+    GlobalVar,
+    If,
+    IncompleteType,
+    IRModule,
+    Let,
+    RelayExpr,
+    TensorType,
+    Tuple,
+    TupleGetItem,
+    TupleType,
+    TupleWrapper,
+    Type,
+    TypeVar,
+    Var,
+    const,
+    scalar_type,
+)
+from ..ir.expr import Span
+from ..ir.functor import ExprMutator, ExprVisitor
+from ..ir.types import TensorType as TensorTypeAlias
+from ..op import *  # noqa: F403 - the operator constructors, as relay.add, relay.reshape...
+from ..op import annotation, nn
+from ..parser import fromtext, parse
+from ..transform.bind import bind
+from . import analysis, expr_functor
+
+Module = IRModule
+ShapeVar = None  # dynamic shapes are not supported
+
+
+def var(
+    name_hint: str,
+    type_annotation: Any = None,
+    shape: Any = None,
+    dtype: Any = "float32",
+    span: Span | None = None,
+) -> Var:
+    """A variable: ``relay.var("x", shape=(1, 3), dtype="float32")``.
+
+    With neither a type nor a shape the variable's type is left to inference.
+    """
+    if type_annotation is not None and shape is not None:
+        from ..errors import IRError
+
+        raise IRError("give relay.var either a type_annotation or a shape, not both")
+    if isinstance(type_annotation, str):
+        type_annotation = TensorTypeAlias((), type_annotation)
+    if shape is not None:
+        type_annotation = TensorTypeAlias(shape, dtype)
+    return Var(name_hint, type_annotation, span)
+
+
+def __getattr__(name: str) -> Any:
+    # Heavier sub-packages load on first use.
+    if name == "testing":
+        import importlib
+
+        return importlib.import_module(__name__ + ".testing")
+    if name == "dataflow_pattern":
+        import importlib
+
+        return importlib.import_module(__name__ + ".dataflow_pattern")
+    raise AttributeError(f"module 'relaykit.relay' has no attribute {name!r}")
+
+
+__all__ = [
+    "Call",
+    "Constant",
+    "Expr",
+    "FuncType",
+    "Function",
+    "GlobalVar",
+    "If",
+    "IncompleteType",
+    "IRModule",
+    "Let",
+    "Module",
+    "RelayExpr",
+    "TensorType",
+    "Tuple",
+    "TupleGetItem",
+    "TupleType",
+    "TupleWrapper",
+    "Type",
+    "TypeVar",
+    "Var",
+    "const",
+    "scalar_type",
+    "var",
+    "bind",
+    "fromtext",
+    "parse",
+    "ExprVisitor",
+    "ExprMutator",
+    "create_executor",
+    "op",
+    "nn",
+    "annotation",
+    "transform",
+    "analysis",
+    "expr_functor",
+]

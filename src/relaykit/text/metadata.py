@@ -1,0 +1,102 @@
+"""The ``#[metadata]`` section: non-scalar constants as JSON, read back bit-exactly.
+
+The section is one JSON object mapping a node kind to a list of entries;
+``meta[relay.Constant][i]`` in the code refers to entry ``i`` of
+``"relay.Constant"``. A tensor entry holds its shape, dtype and the
+little-endian bytes in base64.
+
+>>> import numpy as np
+>>> text = dump_metadata({"relay.Constant": [np.arange(3, dtype="int8")]})
+>>> print(text)
+{"relay.Constant": [
+  {"shape": [3], "dtype": "int8", "data": "AAEC"}
+]}
+>>> load_metadata(text)["relay.Constant"][0].tolist()
+[0, 1, 2]
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..ir.types import DTYPES
+
+__all__ = ["dump_metadata", "load_metadata", "MetadataError"]
+
+
+class MetadataError(ValueError):
+    """The metadata section is not what the printer writes (the parser reports it)."""
+
+
+def _encode(array: np.ndarray) -> str:
+    le = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
+    entry = {
+        "shape": list(array.shape),
+        "dtype": array.dtype.name,
+        "data": base64.b64encode(le.tobytes()).decode("ascii"),
+    }
+    return json.dumps(entry)
+
+
+def dump_metadata(sections: Mapping[str, Sequence[np.ndarray]]) -> str:
+    """The JSON text of the metadata section, one entry per line."""
+    parts = []
+    for kind, arrays in sections.items():
+        body = ",\n".join("  " + _encode(np.asarray(a)) for a in arrays)
+        parts.append(f"{json.dumps(kind)}: [\n{body}\n]")
+    return "{" + ",\n".join(parts) + "}"
+
+
+def _decode(entry: Any, where: str) -> np.ndarray:
+    if not isinstance(entry, dict):
+        raise MetadataError(f"{where} must be an object with shape, dtype and data")
+    shape, dtype, data = entry.get("shape"), entry.get("dtype"), entry.get("data")
+    if not isinstance(shape, list) or not all(
+        isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape
+    ):
+        raise MetadataError(
+            f"{where}: shape must be a list of non-negative integers, got {shape!r}"
+        )
+    if dtype not in DTYPES:
+        raise MetadataError(f"{where}: unknown dtype {dtype!r}")
+    if not isinstance(data, str):
+        raise MetadataError(f"{where}: data must be a base64 string")
+    try:
+        raw = base64.b64decode(data.encode("ascii"), validate=True)
+    except (ValueError, UnicodeEncodeError) as err:
+        raise MetadataError(f"{where}: data is not valid base64 ({err})") from None
+    np_dtype = DTYPES[dtype].newbyteorder("<")
+    count = 1
+    for d in shape:
+        count *= d
+    if len(raw) != count * np_dtype.itemsize:
+        raise MetadataError(
+            f"{where}: {len(raw)} bytes of data for shape {tuple(shape)} {dtype} "
+            f"(expected {count * np_dtype.itemsize})"
+        )
+    array = np.frombuffer(raw, dtype=np_dtype).reshape(shape)
+    return array.astype(DTYPES[dtype])  # native byte order, writable copy
+
+
+def load_metadata(text: str) -> dict[str, list[np.ndarray]]:
+    """Parse a metadata section written by :func:`dump_metadata`.
+
+    Raises :class:`MetadataError` (with a reason) on anything else.
+    """
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise MetadataError(f"metadata is not valid JSON: {err.msg} (line {err.lineno})") from None
+    if not isinstance(doc, dict):
+        raise MetadataError("metadata must be a JSON object mapping kinds to lists")
+    out: dict[str, list[np.ndarray]] = {}
+    for kind, entries in doc.items():
+        if not isinstance(entries, list):
+            raise MetadataError(f"metadata[{kind!r}] must be a list")
+        out[kind] = [_decode(e, f"meta[{kind}][{i}]") for i, e in enumerate(entries)]
+    return out

@@ -1,0 +1,461 @@
+"""The Relay text parser: modules and expressions back from the text format.
+
+Reads everything :func:`relaykit.text.astext` writes (and TVM 0.8-0.14 prints):
+the version header (``#[version = "0.0.5"]`` or the older ``v0.0.4``),
+``def @name(...) -> type {...}`` with attributes, ``%n = ...;`` bindings,
+``let``, ``if``, ``fn`` closures, tuples, projections, calls with keyword
+attributes, types, scalar literals, ``meta[relay.Constant][i]`` with the
+``#[metadata]`` section, ``free_var`` and comments. Errors are
+:class:`relaykit.errors.ParseError` with ``source:line:col``, the line and a caret.
+
+>>> from relaykit.ir import OpRegistry
+>>> from relaykit.op.define import define_op
+>>> reg = OpRegistry()
+>>> _ = define_op("add", num_inputs=2, type_rel=None, compute=None, registry=reg)
+>>> e = parse_expr("free_var %x: Tensor[(2), float32];\\nadd(%x, 1f)", registry=reg)
+>>> e.op.name, float(e.args[1].data.numpy())
+('add', 1.0)
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Any
+
+from ..errors import IRError, OpNotFoundError, ParseError, RelayKitError
+from ..ir.analysis import free_vars
+from ..ir.attrs import Attrs
+from ..ir.expr import (
+    Call,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Span,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
+from ..ir.module import IRModule
+from ..ir.op import Op, OpRegistry, default_registry
+from ..ir.types import Type
+from .reader import TokenReader, describe
+from .tokenizer import Source, Token
+
+__all__ = ["parse", "parse_expr", "fromtext"]
+
+_OLD_VERSION = re.compile(r"v[0-9]+\.[0-9]+\.[0-9]+\Z")
+_INDEX = re.compile(r"[0-9]+(\.[0-9]+)?")
+_KEYWORDS = frozenset(
+    {"fn", "def", "let", "if", "else", "free_var", "meta", "True", "False", "None"}
+)
+
+
+class _Parser(TokenReader):
+    def __init__(self, text: str, source_name: str, registry: OpRegistry) -> None:
+        super().__init__(Source(text, source_name))
+        self.registry = registry
+        self.op_info: dict[Op, tuple[int | None, Any, Attrs]] = {}
+        self.scopes: list[dict[str, Expr]] = [{}]
+        self.globals: dict[str, GlobalVar] = {}
+        self.global_refs: dict[str, Token] = {}
+        self.fn_depth = 0
+
+    # -- names ----------------------------------------------------------------------
+    def find(self, name: str) -> Expr | None:
+        for scope in reversed(self.scopes):
+            found = scope.get(name)
+            if found is not None:
+                return found
+        return None
+
+    def lookup(self, tok: Token) -> Expr:
+        name = tok[1]
+        found = self.find(name)
+        if found is not None:
+            return found
+        if tok[0] == "GRAPH":
+            raise self.error(tok, f"undefined temporary {name}: it is used before '{name} = ...;'")
+        # %t.0.1 where %t is defined (and %t.0.1 is not) is a projection, as TVM prints it.
+        parts = name.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            if not all(p.isdigit() for p in parts[cut:]):
+                break
+            base = self.find(".".join(parts[:cut]))
+            if base is not None:
+                span = self.token_span(tok)
+                for index in parts[cut:]:
+                    base = TupleGetItem(base, int(index), span=span)
+                return base
+        hint = f"; declare it first with 'free_var {name}: <type>;'" if not self.fn_depth else ""
+        raise self.error(tok, f"undefined variable {name}{hint}")
+
+    def define(self, tok: Token, value: Expr) -> None:
+        scope = self.scopes[-1]
+        if tok[1] in scope:
+            raise self.error(tok, f"{tok[1]} is already defined in this scope")
+        scope[tok[1]] = value
+
+    def new_var(self, tok: Token, ty: Type | None) -> Var:
+        return Var(tok[1][1:], ty, span=self.token_span(tok))
+
+    def global_var(self, tok: Token) -> GlobalVar:
+        name = tok[1][1:]
+        gv = self.globals.get(name)
+        if gv is None:
+            gv = self.globals[name] = GlobalVar(name)
+        return gv
+
+    # -- expressions -------------------------------------------------------------------
+    def parse_expr(self) -> Expr:
+        start = self.peek()
+        expr = self.primary()
+        if isinstance(expr, Op) and not self.at("("):
+            raise self.error(
+                start,
+                f"operator {expr.name} must be called here, as in "
+                f"{expr.name}(...); relaykit has no operators as values",
+            )
+        while True:
+            if self.at("("):
+                expr = self.call(expr, start)
+            elif self.at("."):
+                self.pos += 1
+                tok = self.next()
+                if tok[0] != "NUMBER" or not _INDEX.fullmatch(tok[1]):
+                    raise self.error(
+                        tok, f"expected a field index after '.' but found {describe(tok)}"
+                    )
+                for index in tok[1].split("."):  # %t.0.1 lexes as %t . 0.1
+                    expr = TupleGetItem(expr, int(index), span=self.span_from(start))
+            else:
+                return expr
+
+    def primary(self) -> Expr:
+        tok = self.peek()
+        kind, text = tok[0], tok[1]
+        if kind in ("LOCAL", "GRAPH"):
+            self.pos += 1
+            return self.lookup(tok)
+        if kind == "GLOBAL":
+            self.pos += 1
+            self.global_refs.setdefault(text[1:], tok)
+            return self.global_var(tok)
+        if kind == "NUMBER":
+            self.pos += 1
+            return self.constant(tok)
+        if kind == "IDENT":
+            if text in ("True", "False"):
+                self.pos += 1
+                return self.bool_constant(tok)
+            if text == "fn":
+                return self.function()
+            if text == "if":
+                return self.if_expr()
+            if text == "meta":
+                return self.meta_ref()
+            if text == "let":
+                return self.body(None)
+            if text not in _KEYWORDS:
+                self.pos += 1
+                return self.op(tok)
+        if kind == "PUNCT" and text == "(":
+            return self.paren()
+        raise self.error(tok, f"expected an expression but found {describe(tok)}")
+
+    def op(self, tok: Token) -> Op:
+        try:
+            return self.registry.get(tok[1])
+        except OpNotFoundError as err:
+            raise self.error(tok, f"unknown operator: {err}") from None
+
+    def paren(self) -> Expr:
+        start = self.next()
+        if self.at("let") or (self.peek()[0] == "GRAPH" and self.at("=", 1)):
+            return self.body(")")
+        fields: list[Expr] = []
+        trailing = False
+        while not self.accept(")"):
+            if fields:
+                self.expect(",", " or ')'")
+                if self.accept(")"):
+                    trailing = True
+                    break
+            fields.append(self.parse_expr())
+        if len(fields) == 1 and not trailing:
+            return fields[0]
+        return Tuple(fields, span=self.span_from(start))
+
+    def call(self, callee: Expr, start: Token) -> Call:
+        self.expect("(")
+        args: list[Expr] = []
+        attrs: dict[str, Any] = {}
+        attr_toks: dict[str, Token] = {}
+        while not self.accept(")"):
+            if args or attrs:
+                self.expect(",", " or ')' in the arguments")
+            tok = self.peek()
+            if tok[0] == "IDENT" and self.at("=", 1):
+                self.pos += 2
+                if tok[1] in attrs:
+                    raise self.error(tok, f"attribute {tok[1]} is given twice")
+                attrs[tok[1]], attr_toks[tok[1]] = self.attr_value(), tok
+            elif attrs:
+                raise self.error(tok, "positional arguments must come before keyword attributes")
+            else:
+                args.append(self.parse_expr())
+        span = self.span_from(start)
+        if not isinstance(callee, Op):
+            return Call(callee, args, attrs or None, span=span)
+        return self.op_call(callee, args, attrs, attr_toks, start, span)
+
+    def op_call(
+        self,
+        op: Op,
+        args: list[Expr],
+        attrs: dict[str, Any],
+        attr_toks: dict[str, Token],
+        start: Token,
+        span: Span,
+    ) -> Call:
+        info = self.op_info.get(op)
+        if info is None:
+            schema = op.attrs_schema
+            type_key = op.get_attr("attrs_type_key") or "DictAttrs"
+            info = self.op_info[op] = (op.num_inputs, schema, Attrs(dict(schema), type_key))
+        arity, schema, defaults = info
+        if arity is not None and arity >= 0 and len(args) != arity:
+            raise self.error(start, f"operator {op.name} takes {arity} inputs, got {len(args)}")
+        if not attrs:
+            return Call(op, args, defaults, span=span)
+        for key, tok in attr_toks.items():
+            if key not in schema:
+                known = ", ".join(schema) or "none"
+                raise self.error(
+                    tok, f"operator {op.name} has no attribute {key!r}; its attributes are: {known}"
+                )
+        values: dict[str, Any] = {}
+        for key, default in schema.items():
+            value = attrs.get(key, default)
+            if isinstance(default, float) and type(value) is int:
+                value = float(value)
+            values[key] = value
+        return Call(op, args, Attrs(values, defaults.type_key), span=span)
+
+    def params(self) -> tuple[list[Var], dict[str, Any]]:
+        """``(%x: T, ..., key=value, ...)`` after the opening parenthesis."""
+        params: list[Var] = []
+        attrs: dict[str, Any] = {}
+        while not self.accept(")"):
+            if params or attrs:
+                self.expect(",", " or ')' in the parameters")
+            tok = self.next()
+            if tok[0] == "LOCAL":
+                if attrs:
+                    raise self.error(tok, "parameters must come before attributes")
+                ty = self.parse_type() if self.accept(":") else None
+                var = self.new_var(tok, ty)
+                self.define(tok, var)
+                params.append(var)
+            elif tok[0] == "IDENT" and self.at("="):
+                self.pos += 1
+                attrs[tok[1]] = self.attr_value()
+            else:
+                raise self.error(
+                    tok,
+                    f"expected a parameter like %x: Tensor[(1), float32] or an "
+                    f"attribute like Primitive=1 but found {describe(tok)}",
+                )
+        return params, attrs
+
+    def function(self, name_tok: Token | None = None) -> Function:
+        start = self.next()  # 'fn' or 'def'
+        if name_tok is None:
+            self.expect("(", " after 'fn'")
+        else:
+            self.next()
+            self.expect("(", f" after {name_tok[1]}")
+        self.scopes.append({})
+        self.fn_depth += 1
+        try:
+            params, attrs = self.params()
+            ret = self.parse_type() if self.accept("->") else None
+            self.expect("{", " to open the function body")
+            body = self.body("}")
+        finally:
+            self.scopes.pop()
+            self.fn_depth -= 1
+        try:
+            return Function(params, body, ret, attrs=attrs or None, span=self.span_from(start))
+        except IRError as err:
+            raise self.error(start, str(err)) from None
+
+    def if_expr(self) -> If:
+        start = self.next()
+        self.expect("(", " after 'if'")
+        cond = self.parse_expr()
+        self.expect(")", " after the condition")
+        self.expect("{", " to open the then-branch")
+        then = self.body("}")
+        self.expect("else", " after the then-branch")
+        self.expect("{", " to open the else-branch")
+        other = self.body("}")
+        return If(cond, then, other, span=self.span_from(start))
+
+    def body(self, closer: str | None) -> Expr:
+        """Bindings and lets ending with the result expression (and ``closer`` if given).
+
+        Iterates over statements, so a long chain of ``%n = ...;`` costs no recursion.
+        """
+        self.scopes.append({})
+        lets: list[tuple[Var, Expr, Token]] = []
+        try:
+            while True:
+                tok = self.peek()
+                if tok[0] == "GRAPH" and self.at("=", 1):
+                    self.pos += 2
+                    value = self.parse_expr()
+                    self.expect(";", f" after the binding of {tok[1]}")
+                    self.define(tok, value)
+                elif tok[0] == "IDENT" and tok[1] == "let":
+                    self.pos += 1
+                    var_tok = self.next()
+                    if var_tok[0] != "LOCAL":
+                        raise self.error(
+                            var_tok,
+                            f"expected a variable like %x after 'let' but "
+                            f"found {describe(var_tok)}",
+                        )
+                    ty = self.parse_type() if self.accept(":") else None
+                    self.expect("=", f" after let {var_tok[1]}")
+                    value = self.parse_expr()
+                    self.expect(";", " after the let value")
+                    var = self.new_var(var_tok, ty)
+                    self.scopes.append({})
+                    self.define(var_tok, var)
+                    lets.append((var, value, tok))
+                else:
+                    result = self.parse_expr()
+                    break
+            if closer is not None:
+                self.expect(closer, " after the result expression")
+        finally:
+            for _ in lets:
+                self.scopes.pop()
+            self.scopes.pop()
+        for var, value, tok in reversed(lets):
+            result = Let(var, value, result, span=self.span_from(tok))
+        return result
+
+    # -- top level -------------------------------------------------------------------
+    def header(self) -> None:
+        tok = self.peek()
+        if tok[0] == "VERSION" or (tok[0] == "IDENT" and _OLD_VERSION.match(tok[1])):
+            self.pos += 1
+
+    def module(self) -> IRModule:
+        self.header()
+        if not self.at("def") and self.peek()[0] != "EOF":
+            expr = self.expression()
+            fn = expr if isinstance(expr, Function) else Function(free_vars(expr), expr)
+            return IRModule({"main": fn})
+        funcs: dict[str, tuple[GlobalVar, Function]] = {}
+        while not self.peek()[0] == "EOF":
+            tok = self.peek()
+            if not self.at("def"):
+                raise self.error(
+                    tok, f"expected 'def' or the end of the module but found {describe(tok)}"
+                )
+            name_tok = self.peek(1)
+            if name_tok[0] != "GLOBAL":
+                raise self.error(
+                    name_tok,
+                    f"expected a global name like @main after 'def' but found {describe(name_tok)}",
+                )
+            name = name_tok[1][1:]
+            if name in funcs:
+                raise self.error(name_tok, f"@{name} is defined twice")
+            gv = self.global_var(name_tok)
+            funcs[name] = (gv, self.function(name_tok))
+        for name, tok in self.global_refs.items():
+            if name not in funcs:
+                close = difflib.get_close_matches(name, funcs, n=3)
+                hint = f"; did you mean {', '.join('@' + c for c in close)}?" if close else ""
+                known = ", ".join("@" + n for n in funcs) or "none"
+                raise self.error(tok, f"undefined global @{name} (defined: {known}){hint}")
+        return IRModule({gv: fn for gv, fn in funcs.values()})
+
+    def expression(self) -> Expr:
+        self.header()
+        while self.at("free_var"):
+            self.pos += 1
+            tok = self.next()
+            if tok[0] != "LOCAL":
+                raise self.error(
+                    tok, f"expected a variable like %x after 'free_var' but found {describe(tok)}"
+                )
+            ty = self.parse_type() if self.accept(":") else None
+            self.accept(";")
+            self.define(tok, self.new_var(tok, ty))
+        expr = self.body(None)
+        tok = self.peek()
+        if tok[0] != "EOF":
+            raise self.error(tok, f"expected the end of the expression but found {describe(tok)}")
+        for name, gtok in self.global_refs.items():
+            raise self.error(
+                gtok,
+                f"undefined global @{name}: a lone expression has no globals; "
+                "parse a module with def @name(...) instead",
+            )
+        return expr
+
+
+def _run(fn: Any, parser: _Parser) -> Any:
+    try:
+        return fn()
+    except RecursionError:
+        raise parser.error(parser.peek(), "expressions are nested too deeply to parse") from None
+    except ParseError:
+        raise
+    except RelayKitError as err:  # an IR constructor refused something: report where
+        raise parser.error(parser.toks[max(parser.pos - 1, 0)], str(err)) from None
+
+
+def parse(
+    text: str,
+    source_name: str = "<string>",
+    *,
+    infer_types: bool = True,
+    registry: OpRegistry | None = None,
+) -> IRModule:
+    """Parse a module (``def @main(...) {...}``, or a lone expression that becomes ``main``).
+
+    As TVM's parser does, the module is type-checked (``infer_types=False`` skips it);
+    a type error names the source position of the offending expression.
+    """
+    if not isinstance(text, str):
+        raise ParseError(f"parse() takes the text as a str, got {type(text).__name__}")
+    parser = _Parser(text, source_name, registry or default_registry)
+    mod = _run(parser.module, parser)
+    if infer_types:
+        from ..transform.infer_type import infer_module
+
+        mod = infer_module(mod)
+    return mod
+
+
+def parse_expr(
+    text: str, source_name: str = "<string>", *, registry: OpRegistry | None = None
+) -> Expr:
+    """Parse one expression, with optional ``free_var`` declarations first (not type-checked)."""
+    if not isinstance(text, str):
+        raise ParseError(f"parse_expr() takes the text as a str, got {type(text).__name__}")
+    parser = _Parser(text, source_name, registry or default_registry)
+    return _run(parser.expression, parser)
+
+
+def fromtext(text: str, source_name: str = "<string>") -> IRModule:
+    """TVM's ``relay.fromtext``: the same as :func:`parse`."""
+    return parse(text, source_name)

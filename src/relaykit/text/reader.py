@@ -1,0 +1,312 @@
+"""A cursor over the tokens of Relay text, with the parts of the grammar that
+do not involve expressions: types, literals, attribute values, metadata references.
+
+:class:`relaykit.text.parser` builds the expression grammar on top of it.
+
+>>> r = TokenReader(Source('Tensor[(1, 3), float32] [1, 2.5f, "a"]'))
+>>> r.parse_type(), r.attr_value()
+(TensorType((1, 3), float32), (1, 2.5, 'a'))
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+from ..errors import ParseError
+from ..ir.expr import Constant, Span
+from ..ir.types import DTYPES, FuncType, IncompleteType, TensorType, TupleType, Type
+from ..runtime.ndarray import NDArray
+from .literals import SUFFIX_DTYPE, unquote
+from .metadata import MetadataError, load_metadata
+from .tokenizer import Source, Token, tokenize
+
+__all__ = ["TokenReader", "describe"]
+
+_NUM_SPLIT = re.compile(r"(-?)(.*?)(f16|f32|f64|f|i8|i16|i32|i64|u8|u16|u32|u64)?\Z")
+_DIM = re.compile(r"[0-9]+(?:i32|i64)?")
+_DESCRIBE = {
+    "GRAPH": "a temporary",
+    "LOCAL": "a variable",
+    "GLOBAL": "a global",
+    "NUMBER": "a number",
+    "STRING": "a string",
+    "EOF": "the end of the text",
+}
+
+
+def describe(tok: Token) -> str:
+    """How an error message names a token: ``';'``, ``a variable %x``."""
+    kind, text = tok[0], tok[1]
+    if kind in ("PUNCT", "IDENT"):
+        return repr(text)
+    what = _DESCRIBE.get(kind, kind.lower())
+    return f"{what} {text}" if text else what
+
+
+class TokenReader:
+    """Tokens of one source, a position in them, and the non-expression grammar."""
+
+    def __init__(self, source: Source) -> None:
+        self.src = source
+        self.name = source.name
+        self.toks, meta = tokenize(source)
+        self.toks.extend([self.toks[-1]] * 3)
+        self.pos = 0
+        self.meta_consts: dict[int, Constant] = {}
+        self.meta_arrays: list[np.ndarray] | None = None
+        if meta is not None:
+            self.load_meta(*meta)
+
+    # -- token helpers -------------------------------------------------------------
+    # Token texts tell kinds apart (strings keep their quotes, variables their sigils),
+    # so comparing the text alone is enough; the list ends with spare EOF tokens.
+    def peek(self, ahead: int = 0) -> Token:
+        return self.toks[self.pos + ahead]
+
+    def next(self) -> Token:
+        tok = self.toks[self.pos]
+        if tok[0] != "EOF":
+            self.pos += 1
+        return tok
+
+    def at(self, text: str, ahead: int = 0) -> bool:
+        return self.toks[self.pos + ahead][1] == text
+
+    def accept(self, text: str) -> bool:
+        if self.toks[self.pos][1] == text:
+            self.pos += 1
+            return True
+        return False
+
+    def expect(self, text: str, what: str = "") -> Token:
+        tok = self.peek()
+        if tok[1] != text or tok[0] not in ("PUNCT", "IDENT"):
+            raise self.error(tok, f"expected '{text}'{what} but found {describe(tok)}")
+        self.pos += 1
+        return tok
+
+    def error(self, tok: Token, message: str) -> ParseError:
+        return self.src.error(tok[2], max(1, len(tok[1])), message)
+
+    def span_from(self, start: Token) -> Span:
+        """The span from token ``start`` to the last token consumed."""
+        prev = self.toks[self.pos - 1] if self.pos > 0 else start
+        return Span(self.name, start[3], start[4], prev[3], prev[4] + len(prev[1]))
+
+    def token_span(self, tok: Token) -> Span:
+        return Span(self.name, tok[3], tok[4], tok[3], tok[4] + len(tok[1]))
+
+    # -- metadata -------------------------------------------------------------------
+    def load_meta(self, text: str, offset: int) -> None:
+        try:
+            sections = load_metadata(text)
+        except RecursionError:
+            raise self.src.error(offset, 1, "bad metadata section: nested too deeply") from None
+        except MetadataError as err:
+            raise self.src.error(offset, 1, f"bad metadata section: {err}") from None
+        self.meta_arrays = sections.get("relay.Constant", [])
+
+    def meta_ref(self) -> Constant:
+        start = self.next()  # 'meta'
+        self.expect("[", " after 'meta'")
+        kind_tok = self.next()
+        if kind_tok[1] != "relay.Constant":
+            raise self.error(
+                kind_tok,
+                f"expected relay.Constant but found {describe(kind_tok)} "
+                "(only constants can be stored in the metadata)",
+            )
+        self.expect("]")
+        self.expect("[")
+        idx_tok = self.next()
+        if idx_tok[0] != "NUMBER" or not idx_tok[1].isdigit():
+            raise self.error(idx_tok, f"expected a constant index but found {describe(idx_tok)}")
+        self.expect("]")
+        index = int(idx_tok[1])
+        const = self.meta_consts.get(index)
+        if const is not None:
+            return const
+        if self.meta_arrays is None:
+            raise self.error(
+                idx_tok,
+                f"meta[relay.Constant][{index}] is used but the text has no "
+                "#[metadata] section: print it with astext(show_meta_data=True)",
+            )
+        if index >= len(self.meta_arrays):
+            raise self.error(
+                idx_tok,
+                f"meta[relay.Constant][{index}] does not exist: the "
+                f"metadata section holds {len(self.meta_arrays)} constants",
+            )
+        const = Constant(NDArray(self.meta_arrays[index]), span=self.span_from(start))
+        self.meta_consts[index] = const
+        return const
+
+    # -- types ----------------------------------------------------------------------
+    def dtype(self) -> str:
+        tok = self.next()
+        if tok[0] != "IDENT" or tok[1] not in DTYPES:
+            raise self.error(
+                tok, f"expected a dtype ({', '.join(DTYPES)}) but found {describe(tok)}"
+            )
+        return tok[1]
+
+    def parse_type(self) -> Type:
+        tok = self.peek()
+        kind, text = tok[0], tok[1]
+        if kind == "IDENT":
+            if text == "Tensor":
+                return self.tensor_type()
+            if text == "fn":
+                self.pos += 1
+                self.expect("(", " after 'fn' in a function type")
+                args = self.type_list(")")
+                self.expect("->", " in a function type")
+                return FuncType(args, self.parse_type())
+            if text in DTYPES:
+                self.pos += 1
+                return TensorType((), text)
+        elif kind == "PUNCT":
+            if text == "?":
+                self.pos += 1
+                return IncompleteType()
+            if text == "(":
+                self.pos += 1
+                fields = self.type_list(")", allow_single=True)
+                if isinstance(fields, Type):
+                    return fields
+                return TupleType(fields)
+        raise self.error(
+            tok,
+            f"expected a type (Tensor[...], a dtype, a tuple type, fn (...) -> ..., "
+            f"or ?) but found {describe(tok)}",
+        )
+
+    def type_list(self, closer: str, allow_single: bool = False) -> Any:
+        """Types up to ``closer``; with ``allow_single``, ``(T)`` is T and ``(T,)`` a tuple."""
+        items: list[Type] = []
+        trailing = False
+        while not self.accept(closer):
+            if items:
+                self.expect(",", f" or '{closer}' in a type list")
+                if self.accept(closer):
+                    trailing = True
+                    break
+            items.append(self.parse_type())
+        if allow_single and len(items) == 1 and not trailing:
+            return items[0]
+        return items
+
+    def tensor_type(self) -> TensorType:
+        self.pos += 1
+        self.expect("[", " after 'Tensor'")
+        dims: list[int] = []
+        if self.accept("("):
+            while not self.accept(")"):
+                if dims:
+                    self.expect(",", " or ')' in a shape")
+                    if self.accept(")"):
+                        break
+                tok = self.next()
+                if tok[0] == "NUMBER" and _DIM.fullmatch(tok[1]):
+                    dims.append(int(tok[1].partition("i")[0]))
+                elif tok[1] == "?":
+                    raise self.error(
+                        tok,
+                        "relaykit supports static shapes only: "
+                        "a dimension must be a non-negative integer, not '?'",
+                    )
+                else:
+                    raise self.error(tok, f"expected a dimension but found {describe(tok)}")
+        else:
+            tok = self.next()
+            if tok[0] != "NUMBER" or not tok[1].isdigit():
+                raise self.error(tok, f"expected a shape like (1, 3) but found {describe(tok)}")
+            dims.append(int(tok[1]))
+        self.expect(",", " between the shape and the dtype")
+        dtype = self.dtype()
+        self.expect("]", " to close Tensor[...]")
+        return TensorType(dims, dtype)
+
+    # -- literals -------------------------------------------------------------------
+    def number(self, tok: Token) -> tuple[Any, str | None]:
+        """The value of a NUMBER token and the dtype its suffix names (None if none)."""
+        sign, body, suffix = _NUM_SPLIT.match(tok[1]).groups()  # type: ignore[union-attr]
+        dtype = SUFFIX_DTYPE.get(suffix) if suffix else None
+        is_float = (
+            dtype is not None
+            and dtype.startswith("float")
+            or (dtype is None and ("." in body or "e" in body or "E" in body))
+        )
+        if body in ("inf", "nan"):
+            value: Any = float(sign + body)
+        elif is_float:
+            value = float(sign + body)
+        else:
+            if "." in body or "e" in body or "E" in body:
+                raise self.error(tok, f"{tok[1]} has an integer suffix but is not an integer")
+            value = int(sign + body)
+        return value, dtype
+
+    def attr_value(self) -> Any:
+        tok = self.next()
+        kind, text = tok[0], tok[1]
+        if kind == "NUMBER":
+            value, dtype = self.number(tok)
+            if dtype is not None and dtype.startswith("float"):
+                return float(value)
+            return value
+        if kind == "STRING":
+            return self.string(tok)
+        if kind == "IDENT" and text in ("True", "False", "None"):
+            return {"True": True, "False": False, "None": None}[text]
+        if kind == "PUNCT" and text in "[(":
+            closer = "]" if text == "[" else ")"
+            items: list[Any] = []
+            while not self.accept(closer):
+                if items:
+                    self.expect(",", f" or '{closer}' in a list")
+                    if self.accept(closer):
+                        break
+                items.append(self.attr_value())
+            return tuple(items)
+        if kind == "PUNCT" and text == "{":
+            entries: dict[str, Any] = {}
+            while not self.accept("}"):
+                if entries:
+                    self.expect(",", " or '}' in a map")
+                key = self.next()
+                if key[0] != "STRING":
+                    raise self.error(key, f"expected a string key but found {describe(key)}")
+                self.expect(":", " after a map key")
+                entries[self.string(key)] = self.attr_value()
+            return entries
+        raise self.error(
+            tok,
+            "expected an attribute value (number, string, True, False, None, "
+            f"[list] or {{map}}) but found {describe(tok)}",
+        )
+
+    def string(self, tok: Token) -> str:
+        try:
+            return unquote(tok[1])
+        except ValueError as err:
+            raise self.error(tok, str(err)) from None
+
+    def bool_constant(self, tok: Token) -> Constant:
+        return Constant(NDArray(np.array(tok[1] == "True")), span=self.token_span(tok))
+
+    def constant(self, tok: Token) -> Constant:
+        value, dtype = self.number(tok)
+        if dtype is None:
+            dtype = "float32" if isinstance(value, float) else "int32"
+        if np.dtype(dtype).kind in "iu":
+            info = np.iinfo(dtype)
+            if not info.min <= value <= info.max:
+                raise self.error(tok, f"{value} does not fit in {dtype}")
+        with np.errstate(over="ignore"):
+            array = np.array(value, dtype=dtype)
+        return Constant(NDArray(array), span=self.token_span(tok))

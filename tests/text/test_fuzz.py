@@ -1,0 +1,158 @@
+"""Bounded fuzzing: mutated programs parse or raise ParseError, never anything else."""
+
+import os
+import random
+import time
+
+import numpy as np
+
+from relaykit.errors import ParseError
+from relaykit.ir import (
+    Call,
+    Constant,
+    Function,
+    If,
+    IRModule,
+    Let,
+    TensorType,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
+from relaykit.text import astext, parse, parse_expr
+from relaykit.text.tokenizer import Source, tokenize
+
+BUDGET = float(os.environ.get("RELAYKIT_FUZZ_SECONDS", "3"))
+_SNIPPETS = [
+    "%",
+    "@",
+    '"',
+    "/*",
+    "*/",
+    "//",
+    "(",
+    ")",
+    "[",
+    "]",
+    "{",
+    "}",
+    ",",
+    ";",
+    "=",
+    ":",
+    "?",
+    ".",
+    "->",
+    "fn",
+    "def",
+    "let",
+    "if",
+    "else",
+    "free_var",
+    "meta",
+    "True",
+    "None",
+    "Tensor",
+    "float32",
+    "int8",
+    "1f",
+    "-1",
+    "16i64",
+    "1e-05f",
+    "inff",
+    "%0",
+    "%x",
+    "@main",
+    "nn.relu",
+    "add",
+    "meta[relay.Constant][0]",
+    "meta[relay.Constant][7]",
+    '#[version = "0.0.5"]',
+    "#[metadata]",
+    "\n",
+    " ",
+    "99999999999999999999",
+    "0.5.1",
+    "\\",
+    "\x00",
+    "é",
+]
+
+
+def _programs(call):
+    x, y = Var("x", TensorType((2, 3))), Var("y", TensorType((2, 3)))
+    c = Var("c", TensorType((), "bool"))
+    a = Var("a")
+    add = call("add", x, y)
+    body = Let(
+        a,
+        add,
+        If(
+            c,
+            Tuple([TupleGetItem(Tuple([a, y]), 0), Constant(np.ones(3, "int8"))]),
+            Tuple([call("clip", a, a_min=-1.0, a_max=2.0), Constant(np.array(3.0))]),
+        ),
+    )
+    inner = Function([Var("p", TensorType((2, 3)))], call("nn.relu", y), attrs={"Composite": "a.b"})
+    main = Function([c, x, y], Tuple([body, Call(inner, [x]), call("my.attrs", x, names=("q",))]))
+    mod = IRModule()
+    mod._add("main", main)
+    mod._add("f", Function([Var("z", TensorType((2,)))], call("negative", Var("z"))))
+    return [astext(mod), astext(main), astext(call("nn.softmax", add))]
+
+
+def _mutate(text, rng):
+    try:
+        toks, _ = tokenize(Source(text))
+    except ParseError:
+        toks = []
+    toks = [t for t in toks if t[0] != "EOF"]
+    choice = rng.randrange(7)
+    if choice < 4 and toks:
+        i = rng.randrange(len(toks))
+        start, end = toks[i][2], toks[i][2] + len(toks[i][1])
+        if choice == 0:  # delete a token
+            return text[:start] + text[end:]
+        if choice == 1:  # duplicate a token
+            return text[:end] + " " + toks[i][1] + text[end:]
+        if choice == 2:  # replace a token by a snippet
+            return text[:start] + rng.choice(_SNIPPETS) + text[end:]
+        j = rng.randrange(len(toks))  # swap two tokens
+        if j < i:
+            i, j = j, i
+        (s1, e1), (s2, e2) = [(toks[k][2], toks[k][2] + len(toks[k][1])) for k in (i, j)]
+        if e1 > s2:
+            return text
+        return text[:s1] + text[s2:e2] + text[e1:s2] + text[s1:e1] + text[e2:]
+    pos = rng.randrange(len(text) + 1)
+    if choice == 4:  # insert a byte
+        return text[:pos] + chr(rng.randrange(1, 128)) + text[pos:]
+    if choice == 5:  # delete a byte
+        return text[:pos] + text[pos + 1 :]
+    return text[:pos] + rng.choice(_SNIPPETS) + text[pos:]
+
+
+def test_mutations_raise_only_parse_errors(ops):
+    rng = random.Random(1234)
+    programs = _programs(ops.call)
+    deadline = time.perf_counter() + BUDGET
+    runs = errors = 0
+    while time.perf_counter() < deadline:
+        text = rng.choice(programs)
+        for _ in range(rng.randrange(1, 4)):
+            text = _mutate(text, rng)
+        for fn in (parse, parse_expr):
+            try:
+                if fn is parse:
+                    parse(text, registry=ops.reg, infer_types=False)
+                else:
+                    parse_expr(text, registry=ops.reg)
+            except ParseError as err:
+                errors += 1
+                assert str(err).startswith("<string>:"), str(err)
+            except Exception as err:  # pragma: no cover - the failure report
+                raise AssertionError(
+                    f"{type(err).__name__}: {err}\n--- input ---\n{text!r}"
+                ) from err
+            runs += 1
+    assert runs > 50 and errors > 0
