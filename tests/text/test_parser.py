@@ -204,7 +204,7 @@ def test_type_errors_point_at_the_parsed_source(P):
         parse(text, source_name="model.relay")  # the real operators
     message = str(info.value)
     assert "nn.dense" in message and "at model.relay:3:3" in message
-    assert "nn.dense(%0, %x)  /* <-- here */" in message
+    assert "nn.dense(%0, %x, units=None)  /* <-- here */" in message
     untyped = P.mod("def @main(%x: float32) -> Tensor[(3), float32] { %x }", infer_types=False)
     assert untyped["main"].ret_type == TensorType((3,))
 

@@ -320,9 +320,14 @@ class _DefPrinter:
             return []
         op = call.op
         schema = op.attrs_schema if isinstance(op, Op) else {}
+        # As TVM: print a field when it differs from its default, and always when
+        # the field has no default at all.
+        required = (op.get_attr("attrs_without_default") or ()) if isinstance(op, Op) else ()
         out = []
         for key, default in schema.items():
-            if key in attrs and not _same(attrs[key], normalize_attr_value(default)):
+            if key in attrs and (
+                key in required or not _same(attrs[key], normalize_attr_value(default))
+            ):
                 out.append(f"{key}={attr_text(attrs[key])}")
         out.extend(f"{k}={attr_text(v)}" for k, v in attrs.items() if k not in schema)
         return out
