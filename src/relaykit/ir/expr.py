@@ -26,7 +26,7 @@ from .attrs import Attrs
 from .types import TensorType, Type
 
 if TYPE_CHECKING:
-    pass
+    from ..runtime.ndarray import NDArray
 
 __all__ = [
     "Span",
@@ -205,6 +205,12 @@ def _as_expr(value: Any, where: str) -> Expr:
 
 
 def _as_expr_list(values: Any, where: str) -> tuple[Expr, ...]:
+    if type(values) is tuple or type(values) is list:
+        for v in values:
+            if not isinstance(v, Expr):
+                break
+        else:
+            return tuple(values)
     if isinstance(values, Expr) or not isinstance(values, Sequence | tuple | list):
         raise IRError(f"{where} must be a list of relay expressions, got {values!r}")
     return tuple(_as_expr(v, f"{where}[{i}]") for i, v in enumerate(values))
@@ -258,6 +264,8 @@ class Constant(Expr):
     """A constant tensor; ``data`` is an :class:`relaykit.runtime.NDArray`."""
 
     __slots__ = ("data",)
+
+    data: NDArray
 
     def __init__(self, data: Any, span: Span | None = None) -> None:
         from ..runtime.ndarray import NDArray, array
