@@ -21,6 +21,7 @@ from .ir import IRModule, assert_structural_equal, structural_equal, structural_
 from .parser import parse
 from .runtime import ndarray as nd
 from .runtime.ndarray import Device, cpu, device
+from .runtime.registry import get_global_func, register_func
 
 __version__ = "0.1.0"
 
@@ -44,6 +45,8 @@ __all__ = [
     "cpu",
     "device",
     "Device",
+    "register_func",
+    "get_global_func",
     "nd",
     "errors",
     "ir",

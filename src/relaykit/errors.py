@@ -22,6 +22,18 @@ __all__ = [
     "ParseError",
     "ExecutionError",
     "MissingDependencyError",
+    "BuildError",
+    "CodegenError",
+    "CompilerNotFoundError",
+    "CompileError",
+    "BackendExecutionError",
+    "FunctionNotFoundError",
+    "ArtifactError",
+    "ArtifactCorruptError",
+    "ArtifactVersionError",
+    "FrontendError",
+    "UnsupportedOpError",
+    "DynamicShapeError",
 ]
 
 
@@ -68,3 +80,68 @@ class ExecutionError(RelayKitError, RuntimeError):
 class MissingDependencyError(RelayKitError, ImportError):
     """An optional feature needs a package that is not installed; the message says
     which extra to install."""
+
+
+# -- build, codegen, runtime and artifacts ------------------------------------------------------
+
+
+class BuildError(RelayKitError):
+    """``relay.build`` could not turn the module into a runnable one (unsupported target,
+    a construct the graph executor cannot run, a backend that returned no module...)."""
+
+
+class CodegenError(BuildError):
+    """A backend's codegen was missing, failed, or cannot generate code for an operator;
+    the message names the backend and the function."""
+
+
+class CompilerNotFoundError(CodegenError, MissingDependencyError):
+    """A C-source backend needs a C compiler and none was found; the message names the
+    backend and what to install."""
+
+
+class CompileError(CodegenError):
+    """The C compiler rejected generated code; the message holds the compiler's output and
+    the path of the generated source, which is kept for inspection."""
+
+
+class BackendExecutionError(ExecutionError):
+    """A backend's function failed while running; the message names the function, the
+    backend and the operators of its region."""
+
+
+class FunctionNotFoundError(RelayKitError, AttributeError):
+    """A runtime module has no function of the requested name; the message lists those
+    it has."""
+
+
+class ArtifactError(RelayKitError, ValueError):
+    """An exported module file cannot be loaded (see the subclasses)."""
+
+
+class ArtifactCorruptError(ArtifactError):
+    """The file is truncated, corrupted, or not a relaykit module file."""
+
+
+class ArtifactVersionError(ArtifactError):
+    """The file was written in a format version this relaykit cannot read."""
+
+
+class FrontendError(RelayKitError, ValueError):
+    """A model file could not be imported; the message names the node (and its op type)
+    where the problem is, and what to do about it."""
+
+
+class UnsupportedOpError(FrontendError):
+    """A model uses operators relaykit cannot import. Every unsupported op type is
+    listed at once, with its count and the name of its first node; ``ops`` maps
+    ``op_type -> (count, first_node_name)``."""
+
+    def __init__(self, message: str, ops: dict[str, tuple[int, str]] | None = None) -> None:
+        super().__init__(message)
+        self.ops = dict(ops or {})
+
+
+class DynamicShapeError(FrontendError):
+    """A shape (or another value that must be known at compile time) is only known
+    at run time; relaykit's IR has static shapes only."""

@@ -136,3 +136,10 @@ def test_attrs_without_default_name_real_attributes():
             assert field in op.get(name).attrs_schema, (name, field)
     assert names >= 20
     assert op.get("nn.conv2d").get_attr("attrs_without_default") is None
+
+
+def test_star_import_does_not_export_submodules_that_clash_with_relay():
+    for name in ("transform", "tensor", "reduce"):
+        assert name not in op.__all__
+        assert inspect.ismodule(getattr(op, name))
+    assert "nn" in op.__all__ and "annotation" in op.__all__

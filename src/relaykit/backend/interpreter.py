@@ -355,11 +355,16 @@ def create_executor(
     params: Mapping[str, Any] | None = None,
 ) -> Executor:
     """TVM's ``relay.create_executor``. ``"debug"`` is the reference interpreter;
-    ``"graph"`` and ``"vm"`` are accepted and, until the graph executor lands, run on it too."""
+    ``"graph"`` builds with ``relay.build`` and runs the graph executor; ``"vm"`` and
+    ``"aot"`` are accepted and run on the interpreter (it handles control flow)."""
     if kind not in ("debug", "graph", "vm", "aot"):
         raise IRError(f"unknown executor kind {kind!r}; use 'debug', 'graph' or 'vm'")
     if mod is not None and not isinstance(mod, IRModule):
         raise IRError(f"create_executor's mod must be an IRModule, got {type(mod).__name__}")
+    if kind == "graph":
+        from .graph_runner import GraphRunner
+
+        return GraphRunner(mod, device, target, params)  # type: ignore[return-value]
     if params:
         from ..transform.bind import bind_params_by_name
 

@@ -3,6 +3,9 @@
 Importing this package registers every operator. Constructors have TVM's
 names and signatures: ``relaykit.op.add``, ``relaykit.op.reshape``,
 ``relaykit.op.nn.conv2d``, ``relaykit.op.annotation.compiler_begin``...
+The submodules ``tensor``, ``transform`` and ``reduce`` are attributes but are
+left out of ``__all__``, so ``from relaykit.op import *`` (as ``relay`` does)
+cannot shadow ``relay.transform``, the passes.
 
 >>> from relaykit import op
 >>> op.get("nn.conv2d").get_attr("TOpPattern") == op.OpPattern.OUT_ELEMWISE_FUSABLE
@@ -11,9 +14,18 @@ True
 
 from ..ir.op import get_op as get
 from ..ir.op import register_op_attr
-from . import annotation, nn, reduce, tensor, transform
+from . import annotation, image, nn
+from . import elemwise as elemwise
+from . import indexing as indexing
+from . import reduce as reduce  # submodules, kept out of __all__
+from . import tensor as tensor
+from . import transform as transform
 from ._attrs import register_attrs_without_default
 from .define import OpPattern, TypeRelError, define_op, make_call
+from .elemwise import *  # noqa: F403
+from .elemwise import __all__ as _elemwise_all
+from .indexing import *  # noqa: F403
+from .indexing import __all__ as _indexing_all
 from .reduce import *  # noqa: F403
 from .reduce import __all__ as _reduce_all
 from .tensor import *  # noqa: F403
@@ -32,10 +44,10 @@ __all__ = [
     "make_call",
     "nn",
     "annotation",
-    "tensor",
-    "transform",
-    "reduce",
+    "image",
     *_tensor_all,
+    *_elemwise_all,
+    *_indexing_all,
     *_transform_all,
     *_reduce_all,
 ]

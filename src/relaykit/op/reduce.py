@@ -27,7 +27,7 @@ from . import _numeric as num
 from ._relations import normalize_axes, tensor_arg
 from .define import OpPattern, TypeRelError, define_op, make_call
 
-__all__ = ["sum", "mean", "max", "min", "prod", "all", "any", "argmax", "argmin", "reduce_axes"]
+__all__ = ["sum", "mean", "max", "min", "prod", "all", "any", "argmax", "argmin"]
 
 _REDUCE_ATTRS = {"axis": None, "keepdims": False, "exclude": False}
 _ARG_REDUCE_ATTRS = {"axis": None, "keepdims": False, "select_last_index": False, "exclude": False}

@@ -37,7 +37,6 @@ __all__ = [
     "tile",
     "repeat",
     "reverse",
-    "infer_reshape",
 ]
 
 _I = OpPattern.INJECTIVE

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import op, transform
+from ..backend.build_module import build
 from ..backend.interpreter import create_executor
 from ..ir import (
     Call,
@@ -115,6 +116,7 @@ __all__ = [
     "ExprVisitor",
     "ExprMutator",
     "create_executor",
+    "build",
     "op",
     "nn",
     "annotation",

@@ -1,5 +1,28 @@
-"""Runtime values: NDArray and devices."""
+"""Runtime values and modules: NDArray and devices, runtime modules, export and load.
 
+``load_module(path)`` reads a file written by ``export_library`` (TVM's
+``tvm.runtime.load_module``).
+"""
+
+from .artifact import export_module, load_module
+from .module import Module, ModuleBlob, PythonModule, register_module_loader
 from .ndarray import Device, NDArray, array, cpu, device, empty
+from .registry import get_global_func, list_global_func_names, register_func
 
-__all__ = ["NDArray", "Device", "array", "cpu", "device", "empty"]
+__all__ = [
+    "NDArray",
+    "Device",
+    "array",
+    "cpu",
+    "device",
+    "empty",
+    "Module",
+    "ModuleBlob",
+    "PythonModule",
+    "register_module_loader",
+    "load_module",
+    "export_module",
+    "register_func",
+    "get_global_func",
+    "list_global_func_names",
+]

@@ -1,8 +1,19 @@
 """Pass infrastructure and passes."""
 
+from .anf import ToANormalForm, ToGraphNormalForm, to_a_normal_form, to_graph_normal_form
 from .bind import bind, bind_params_by_name
+from .combine_parallel import (
+    CombineParallelBatchMatmul,
+    CombineParallelDense,
+    combine_parallel_batch_matmul,
+    combine_parallel_dense,
+)
+from .dead_code import DeadCodeElimination, dead_code_elimination
+from .eliminate_common_subexpr import EliminateCommonSubexpr, eliminate_common_subexpr
 from .fold_constant import FoldConstant, fold_constant
+from .fold_scale_axis import BackwardFoldScaleAxis, FoldScaleAxis, fold_scale_axis
 from .infer_type import InferType, infer_module, infer_type
+from .inline import Inline
 from .pass_infra import (
     FunctionPass,
     ModulePass,
@@ -15,6 +26,7 @@ from .pass_infra import (
     module_pass,
     pass_instrument,
 )
+from .pipeline import optimization_passes, optimization_pipeline, optimize
 from .simplify_inference import SimplifyInference, simplify_inference
 
 __all__ = [
@@ -37,6 +49,25 @@ __all__ = [
     "function_pass",
     "module_pass",
     "pass_instrument",
+    "EliminateCommonSubexpr",
+    "eliminate_common_subexpr",
+    "DeadCodeElimination",
+    "dead_code_elimination",
+    "FoldScaleAxis",
+    "BackwardFoldScaleAxis",
+    "fold_scale_axis",
+    "CombineParallelDense",
+    "CombineParallelBatchMatmul",
+    "combine_parallel_dense",
+    "combine_parallel_batch_matmul",
+    "ToANormalForm",
+    "ToGraphNormalForm",
+    "to_a_normal_form",
+    "to_graph_normal_form",
+    "Inline",
+    "optimization_passes",
+    "optimization_pipeline",
+    "optimize",
 ]
 
 # The BYOC partitioning passes live in relaykit.byoc (which builds on this package);

@@ -95,9 +95,7 @@ class PatternTableRegistry:
 pattern_table_registry = PatternTableRegistry()
 
 
-def register_pattern_table(
-    compiler: str, table: Callable[[], PatternTable] | None = None
-) -> Any:
+def register_pattern_table(compiler: str, table: Callable[[], PatternTable] | None = None) -> Any:
     """Register the pattern table of ``compiler``; usable as a decorator.
 
     ``table`` is a function returning the table; it is called right away.

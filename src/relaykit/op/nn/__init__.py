@@ -20,6 +20,7 @@ from ...ir.expr import Call, Expr, TupleGetItem, TupleWrapper, const
 from ...ir.types import check_dtype
 from ..define import make_call
 from . import _ops  # noqa: F401 - registers the nn.* operators
+from ._extra_ops import lrn
 
 __all__ = [
     "conv2d",
@@ -45,6 +46,7 @@ __all__ = [
     "batch_flatten",
     "pad",
     "get_pad_tuple2d",
+    "lrn",
 ]
 
 

@@ -1,0 +1,217 @@
+"""relaykit + oneDNN against ONNX Runtime: batch-1 fp32 latency on the light ONNX models.
+
+    python benchmarks/dnnl_vs_ort.py                    # all six models, 40 runs each
+    python benchmarks/dnnl_vs_ort.py --models resnet50 --runs 100 --threads 2
+    python benchmarks/dnnl_vs_ort.py --profile resnet50  # per-step times of the dnnl region
+
+Both engines run in this one process, on the same model (``onnx``'s
+``backend/test/data/light`` files) and the same input, with the same thread
+count (all cores unless ``--threads``). Runs are interleaved — relaykit then
+onnxruntime, then onnxruntime then relaykit, and so on — so that drift in
+the machine's state hits both alike; the medians are compared and the ratio
+``relaykit / onnxruntime`` printed (below 1.0: relaykit is faster).
+
+Build time of relaykit is reported per model as import (``from_onnx``) +
+partition (``partition_for_dnnl``) + codegen and compile (``relay.build``:
+lowering, fusion, oneDNN primitive creation, weight reorders). The native
+runtime library is compiled once per oneDNN version and cached; when this run
+had to compile it, that time is reported separately.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+MODELS = {
+    "resnet50": "light_resnet50.onnx",
+    "vgg19": "light_vgg19.onnx",
+    "densenet121": "light_densenet121.onnx",
+    "inception_v1": "light_inception_v1.onnx",
+    "squeezenet": "light_squeezenet.onnx",
+    "shufflenet": "light_shufflenet.onnx",
+}
+
+
+@dataclass
+class Result:
+    name: str
+    import_s: float
+    partition_s: float
+    build_s: float
+    relaykit_ms: float
+    ort_ms: float
+    max_abs_diff: float
+    regions: int
+    host_ops: int
+
+    @property
+    def ratio(self) -> float:
+        return self.relaykit_ms / self.ort_ms
+
+
+def _light_dir() -> str:
+    import onnx
+
+    return os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
+
+
+def _host_op_count(mod) -> int:
+    from relaykit.ir.expr import Call
+    from relaykit.ir.functor import post_order
+    from relaykit.ir.op import Op
+
+    return sum(
+        1 for n in post_order(mod["main"].body) if type(n) is Call and type(n.op) is Op
+    )
+
+
+def build_relaykit(path: str, threads: int):
+    """(executor, input name, times) for the ONNX model at ``path``."""
+    import onnx
+
+    import relaykit as tvm
+    from relaykit import relay
+    from relaykit.contrib import graph_executor
+    from relaykit.contrib.dnnl import OPTIONS_KEY, partition_for_dnnl
+    from relaykit.frontend import from_onnx
+
+    model = onnx.load(path)
+    t0 = time.perf_counter()
+    mod, params = from_onnx(model)
+    t1 = time.perf_counter()
+    pmod = partition_for_dnnl(mod, params)
+    t2 = time.perf_counter()
+    with tvm.transform.PassContext(opt_level=3, config={OPTIONS_KEY: {"num_threads": threads}}):
+        lib = relay.build(pmod, target="llvm", params=params)
+    t3 = time.perf_counter()
+    gmod = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    name = mod["main"].params[0].name_hint
+    regions = sum(1 for gv in pmod.get_global_vars() if gv.name_hint != "main")
+    return gmod, name, (t1 - t0, t2 - t1, t3 - t2), regions, _host_op_count(pmod), lib
+
+
+def build_ort(path: str, threads: int):
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.log_severity_level = 3
+    sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+    return sess, sess.get_inputs()[0].name
+
+
+def bench_model(name: str, runs: int, threads: int) -> Result:
+    path = os.path.join(_light_dir(), MODELS[name])
+    gmod, in_name, (t_imp, t_part, t_build), regions, host_ops, _ = build_relaykit(path, threads)
+    sess, ort_name = build_ort(path, threads)
+    x = np.random.default_rng(0).random((1, 3, 224, 224), dtype=np.float32)
+
+    def run_relaykit() -> np.ndarray:
+        gmod.set_input(in_name, x)
+        gmod.run()
+        return gmod.get_output(0).numpy()
+
+    def run_ort() -> np.ndarray:
+        return sess.run(None, {ort_name: x})[0]
+
+    ours, theirs = run_relaykit(), run_ort()
+    diff = float(np.abs(ours - theirs).max())
+    for _ in range(3):
+        run_relaykit()
+        run_ort()
+    t_ours: list[float] = []
+    t_ort: list[float] = []
+    for i in range(runs):
+        order = (run_relaykit, run_ort) if i % 2 == 0 else (run_ort, run_relaykit)
+        for fn in order:
+            t = time.perf_counter()
+            fn()
+            dt = time.perf_counter() - t
+            (t_ours if fn is run_relaykit else t_ort).append(dt)
+    return Result(
+        name, t_imp, t_part, t_build,
+        1e3 * statistics.median(t_ours), 1e3 * statistics.median(t_ort), diff, regions, host_ops,
+    )  # fmt: skip
+
+
+def profile_model(name: str, threads: int) -> None:
+    path = os.path.join(_light_dir(), MODELS[name])
+    _, _, _, _, _, lib = build_relaykit(path, threads)
+    x = np.random.default_rng(0).random((1, 3, 224, 224), dtype=np.float32)
+    dnnl = [m for m in lib.lib.imported_modules if m.type_key == "dnnl"][0]
+    for region in dnnl.regions.values():
+        if len(region.input_shapes) != 1 or region.input_shapes[0] != x.shape:
+            continue
+        for _ in range(5):
+            region(x)
+        best: list[float] | None = None
+        steps: list[str] = []
+        for _ in range(10):
+            prof = region.profile([x])
+            steps = [s for s, _ in prof]
+            times = [t for _, t in prof]
+            best = times if best is None else [min(a, b) for a, b in zip(best, times, strict=True)]
+        assert best is not None
+        total = sum(best)
+        print(f"{region.name}: {len(steps)} steps, {total:.2f} ms (sum of per-step minima)")
+        for s, t in sorted(zip(steps, best, strict=True), key=lambda p: -p[1])[:40]:
+            print(f"  {t:7.3f} ms  {s[:150]}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--models", default=",".join(MODELS), help="comma-separated names")
+    parser.add_argument("--runs", type=int, default=40, help="timed runs per engine")
+    parser.add_argument("--threads", type=int, default=None, help="threads (default: all)")
+    parser.add_argument("--profile", metavar="MODEL", help="per-step times of one model")
+    args = parser.parse_args(argv)
+
+    from relaykit.contrib.dnnl import resolve_num_threads
+    from relaykit.contrib.dnnl.native import load_runtime
+
+    threads = resolve_num_threads(args.threads)
+    t = time.perf_counter()
+    load_runtime()
+    t_runtime = time.perf_counter() - t
+    if args.profile:
+        profile_model(args.profile, threads)
+        return 0
+
+    import onnxruntime
+
+    import relaykit
+
+    print(f"relaykit {relaykit.__version__} + oneDNN vs onnxruntime {onnxruntime.__version__}, "
+          f"{threads} threads, batch 1, fp32, median of {args.runs} interleaved runs")
+    print(f"native runtime library: {t_runtime:.2f} s to load "
+          "(includes its one-time compile when it was not cached)")
+    header = (f"{'model':<14}{'relaykit ms':>12}{'ort ms':>10}{'ratio':>8}{'max|diff|':>11}"
+              f"{'regions':>9}{'host ops':>9}{'import s':>10}{'partition s':>12}{'build s':>9}")
+    print(header)
+    results = []
+    for name in args.models.split(","):
+        r = bench_model(name.strip(), args.runs, threads)
+        results.append(r)
+        print(f"{r.name:<14}{r.relaykit_ms:>12.2f}{r.ort_ms:>10.2f}{r.ratio:>8.3f}"
+              f"{r.max_abs_diff:>11.2e}{r.regions:>9}{r.host_ops:>9}{r.import_s:>10.2f}"
+              f"{r.partition_s:>12.2f}{r.build_s:>9.2f}", flush=True)
+    for r in results:
+        if r.name == "resnet50":
+            total = r.import_s + r.partition_s + r.build_s
+            print(f"build time of dnnl ResNet-50 (import + partition + codegen + compile): "
+                  f"{total:.2f} s (aim: < 10 s)")
+    worst = max(results, key=lambda r: r.ratio)
+    print(f"worst ratio: {worst.name} {worst.ratio:.3f}; "
+          f"faster than onnxruntime on {sum(r.ratio < 1 for r in results)}/{len(results)} models")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,269 @@
+"""``relay.build``: optimise, hand partitioned functions to their codegens, plan the host.
+
+>>> import numpy as np
+>>> import relaykit as tvm
+>>> from relaykit import relay
+>>> from relaykit.contrib import graph_executor
+>>> x = relay.var("x", shape=(1, 3))
+>>> w = relay.var("w", shape=(2, 3))
+>>> mod = tvm.IRModule.from_expr(relay.Function([x, w], relay.nn.relu(relay.nn.dense(x, w))))
+>>> lib = build(mod, target="llvm", params={"w": np.ones((2, 3), "float32")})
+>>> m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+>>> m.set_input("x", np.array([[1, 2, -9]], "float32"))
+>>> m.run()
+>>> m.get_output(0).numpy().tolist()
+[[0.0, 0.0]]
+
+The steps: bind ``params`` into ``main``; run :func:`build_passes` (type
+inference, ``SimplifyInference``, ``FoldConstant``); give every function with
+a ``Compiler`` attribute to its backend's codegen (``relay.ext.<name>``,
+see :mod:`relaykit.backend.codegen`); lower ``main`` to a memory-planned
+:class:`~relaykit.backend.graph_plan.GraphPlan`. The result is a
+:class:`GraphExecutorFactoryModule`: ``lib["default"](dev)`` creates an
+executor, ``lib.export_library(path)`` writes everything to one file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..errors import BuildError, CodegenError, RelayKitError
+from ..ir.expr import Function
+from ..ir.module import IRModule
+from ..runtime.module import Module, ModuleBlob, register_module_loader
+from ..runtime.ndarray import Device, NDArray
+from ..transform.bind import bind_params_by_name
+from ..transform.pass_infra import Pass, Sequential
+from ..transform.pipeline import optimization_passes
+from .codegen.registry import get_codegen
+from .graph_executor import GraphExecutor
+from .graph_plan import GraphPlan
+from .host_kernels import has_host_kernel
+from .lower import lower_to_plan
+from .memory_plan import MemoryReport, memory_report
+
+__all__ = [
+    "build",
+    "build_passes",
+    "compile_external_functions",
+    "HostModule",
+    "GraphExecutorFactoryModule",
+    "HOST_TARGETS",
+]
+
+#: Target names meaning the host CPU.
+HOST_TARGETS = ("llvm", "c", "cpu")
+
+
+def build_passes() -> list[Pass]:
+    """The optimisation passes ``relay.build`` runs on the host functions, in order: the
+    standard pipeline of :mod:`relaykit.transform.pipeline` (each pass filtered by the
+    ``PassContext``'s opt_level; at the default level 2: type inference,
+    ``SimplifyInference``, ``FoldConstant``...). Functions for backends are skipped."""
+    return optimization_passes()
+
+
+class HostModule(Module):
+    """The library of a build: the host part needs no code (its kernels are resolved by
+    operator name), so it only imports the backends' runtime modules."""
+
+    type_key: ClassVar[str] = "relaykit_host"
+
+    def save_blob(self) -> ModuleBlob:
+        return ModuleBlob(self.type_key, provider=__name__)
+
+    @staticmethod
+    def load_blob(blob: ModuleBlob) -> HostModule:
+        return HostModule()
+
+
+class GraphExecutorFactoryModule(Module):
+    """What ``relay.build`` returns: the plan, the parameters and the library.
+
+    ``factory["default"](dev)`` makes a :class:`~relaykit.backend.graph_executor.GraphExecutor`.
+    """
+
+    type_key: ClassVar[str] = "graph_executor_factory"
+
+    def __init__(
+        self,
+        plan: GraphPlan,
+        lib: Module,
+        params: Mapping[str, np.ndarray],
+        mod_name: str = "default",
+        target: str = "llvm",
+    ) -> None:
+        super().__init__()
+        self.plan = plan
+        self.params = {k: np.asarray(v) for k, v in params.items()}
+        self.mod_name = mod_name
+        self.target = target
+        self.imported_modules = [lib]
+
+    @property
+    def lib(self) -> Module:
+        return self.imported_modules[0]
+
+    @property
+    def graph_json(self) -> str:
+        return self.plan.to_json()
+
+    def get_graph_json(self) -> str:
+        return self.graph_json
+
+    def get_lib(self) -> Module:
+        return self.lib
+
+    def get_params(self) -> dict[str, NDArray]:
+        return {k: NDArray(v) for k, v in self.params.items()}
+
+    def create(self, device: Device | None = None) -> GraphExecutor:
+        """A new executor for this build (its own buffers; parameters shared read-only)."""
+        return GraphExecutor(self.plan, self.lib, self.params, device)
+
+    def memory_report(self) -> MemoryReport:
+        """Intermediate memory with and without the plan (workspace not included)."""
+        return memory_report(self.plan)
+
+    def function_names(self) -> list[str]:
+        return [self.mod_name]
+
+    def _own_function(self, name: str) -> Any:
+        return self.create if name == self.mod_name else None
+
+    def __iter__(self) -> Any:
+        """TVM's legacy ``graph_json, lib, params = relay.build(...)``."""
+        return iter((self.graph_json, self.lib, self.get_params()))
+
+    def save_blob(self) -> ModuleBlob:
+        return ModuleBlob(
+            self.type_key,
+            meta={"mod_name": self.mod_name, "target": self.target},
+            files={"graph.json": self.graph_json.encode()},
+            arrays=dict(self.params),
+            provider=__name__,
+        )
+
+    @staticmethod
+    def load_blob(blob: ModuleBlob) -> GraphExecutorFactoryModule:
+        plan = GraphPlan.from_json(blob.files["graph.json"])
+        missing = [p for p in plan.param_names if p not in blob.arrays]
+        if missing:
+            raise KeyError(f"parameters {', '.join(missing)} are missing")
+        factory = GraphExecutorFactoryModule(
+            plan, HostModule(), blob.arrays, str(blob.meta["mod_name"]), str(blob.meta["target"])
+        )
+        factory.imported_modules = []  # the loader attaches the stored library
+        return factory
+
+    def __repr__(self) -> str:
+        return (
+            f"GraphExecutorFactoryModule({self.plan.num_steps} steps, "
+            f"{len(self.params)} params, imports={[m.type_key for m in self.lib.imported_modules]})"
+        )
+
+
+register_module_loader(HostModule.type_key, HostModule.load_blob)
+register_module_loader(GraphExecutorFactoryModule.type_key, GraphExecutorFactoryModule.load_blob)
+
+
+def _host_target(target: Any) -> str:
+    if target is None:
+        return "llvm"
+    if isinstance(target, Mapping):  # TVM's {"cpu": "llvm"} form
+        values = list(target.values())
+        if len(values) == 1:
+            return _host_target(values[0])
+    text = str(getattr(target, "kind", target))
+    kind = text.split()[0] if text.split() else ""
+    if kind in HOST_TARGETS:
+        return text
+    raise BuildError(
+        f"target {text!r} is not available: relaykit builds for the host CPU; use 'llvm', "
+        "'c' or 'cpu' (backends such as DNNL are chosen by partitioning, not by target)"
+    )
+
+
+def compile_external_functions(mod: IRModule) -> list[Module]:
+    """Run every backend's codegen on its functions; the runtime modules it returns."""
+    by_target: dict[str, list[Function]] = {}
+    for _, fn in mod.items():
+        compiler = fn.attrs.get("Compiler") if fn.attrs else None
+        if compiler:
+            by_target.setdefault(str(compiler), []).append(fn)
+    modules: list[Module] = []
+    for target, funcs in by_target.items():
+        info = get_codegen(target)
+        batches = [funcs] if info.per_module else [[f] for f in funcs]
+        for batch in batches:
+            symbols = [str(f.attrs.get("global_symbol", "?")) for f in batch]
+            try:
+                out = info.compile(batch if info.per_module else batch[0])
+            except RelayKitError:
+                raise
+            except Exception as err:
+                raise CodegenError(
+                    f"the codegen of backend {target!r} failed on {', '.join(symbols)}: "
+                    f"{type(err).__name__}: {err}"
+                ) from err
+            if not isinstance(out, Module):
+                raise CodegenError(
+                    f"the codegen of backend {target!r} returned {type(out).__name__} for "
+                    f"{', '.join(symbols)}; it must return a runtime Module"
+                )
+            for sym in symbols:
+                if not out.implements_function(sym, query_imports=True):
+                    raise CodegenError(
+                        f"the runtime module backend {target!r} returned has no function {sym!r} "
+                        f"(it has: {', '.join(out.function_names()) or 'none'})"
+                    )
+            modules.append(out)
+    return modules
+
+
+def build(
+    ir_mod: IRModule | Function,
+    target: Any = None,
+    target_host: Any = None,
+    executor: Any = None,
+    runtime: Any = None,
+    workspace_memory_pools: Any = None,
+    params: Mapping[str, Any] | None = None,
+    mod_name: str = "default",
+) -> GraphExecutorFactoryModule:
+    """Build ``ir_mod`` for the host with the graph executor (TVM's ``relay.build``)."""
+    target_name = _host_target(target)
+    if target_host is not None:
+        _host_target(target_host)
+    kind = getattr(executor, "name", executor) or "graph"
+    if kind != "graph":
+        raise BuildError(
+            f"executor {kind!r} is not available in relay.build; relaykit builds for the graph "
+            "executor (use relay.create_executor('vm' or 'debug') for control flow)"
+        )
+    if isinstance(ir_mod, Function):
+        ir_mod = IRModule.from_expr(ir_mod)
+    if not isinstance(ir_mod, IRModule):
+        raise BuildError(f"relay.build takes an IRModule, got {type(ir_mod).__name__}")
+    mod = ir_mod.copy()
+    bound: list[str] = []
+    if params:
+        names = {p.name_hint for p in mod["main"].params}
+        bound = [k for k in params if k in names]
+        mod["main"] = bind_params_by_name(mod["main"], params)
+    mod = Sequential(build_passes(), name="RelayBuild")(mod)
+    lib = HostModule()
+    for m in compile_external_functions(mod):
+        lib.import_module(m)
+    plan, consts = lower_to_plan(mod)
+    missing = sorted({n.name for n in plan.nodes if n.kind == "op" and not has_host_kernel(n.name)})
+    if missing:
+        raise BuildError(
+            f"operators {', '.join(missing)} have no kernel the graph executor can run; "
+            "partition them to a backend that supports them"
+        )
+    plan.bound_params = bound
+    return GraphExecutorFactoryModule(plan, lib, consts, mod_name, target_name)

@@ -1,0 +1,186 @@
+"""The codegen plug-in interface: ``relay.ext.<target>``.
+
+A backend registers a codegen for its target; ``relay.build`` hands it every
+function that ``PartitionGraph`` made for that target (attribute
+``Compiler=<target>``) and gets back a runtime :class:`~relaykit.runtime.Module`
+exposing one function per ``global_symbol``::
+
+    @register_codegen("mylib")
+    def mylib_codegen(func):              # a partitioned relay Function
+        return MyLibModule(...)           # runtime module with func's global_symbol
+
+``per_module=True`` hands the codegen all of the target's functions at once,
+as a list, so it can compile them into one library. An ``optimize`` hook,
+``optimize(mod, params) -> mod``, runs on the module before partitioning
+(:func:`run_optimize_hook`; ``partition_for_target`` and the contrib
+``partition_for_<target>`` helpers call it). TVM's spelling works too:
+``tvm.register_func("relay.ext.mylib", fn)`` (and ``"relay.ext.mylib.optimize"``).
+
+>>> from relaykit.runtime.module import PythonModule
+>>> with codegen_registry.scoped():
+...     _ = register_codegen("demo", lambda f: PythonModule("demo", {}))
+...     get_codegen("demo").name
+'demo'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ...errors import CodegenError
+from ...ir.expr import Function
+from ...ir.module import IRModule
+from ...runtime.module import Module
+from ...runtime.registry import func_registry
+
+__all__ = [
+    "CodegenInfo",
+    "CodegenRegistry",
+    "codegen_registry",
+    "register_codegen",
+    "get_codegen",
+    "list_codegens",
+    "run_optimize_hook",
+    "partition_for_target",
+]
+
+Optimize = Callable[[IRModule, Mapping[str, Any] | None], IRModule]
+
+
+@dataclass(frozen=True)
+class CodegenInfo:
+    """A registered codegen: ``compile(func)`` (or ``compile([funcs])`` when
+    ``per_module``) returns a runtime module; ``optimize`` runs before partitioning."""
+
+    name: str
+    compile: Callable[[Any], Module]
+    optimize: Optimize | None = None
+    per_module: bool = False
+
+
+class CodegenRegistry:
+    """Codegens by target name; a test can snapshot and restore it."""
+
+    def __init__(self) -> None:
+        self._infos: dict[str, CodegenInfo] = {}
+
+    def register(self, info: CodegenInfo, override: bool = False) -> None:
+        old = self._infos.get(info.name)
+        if old is not None and not override and old.compile is not info.compile:
+            raise CodegenError(
+                f"a codegen for target {info.name!r} is already registered; "
+                "pass override=True to replace it"
+            )
+        self._infos[info.name] = info
+        func_registry.register(f"relay.ext.{info.name}", info.compile, override=True)
+        if info.optimize is not None:
+            func_registry.register(f"relay.ext.{info.name}.optimize", info.optimize, override=True)
+
+    def get(self, name: str) -> CodegenInfo | None:
+        info = self._infos.get(name)
+        if info is None:  # registered the TVM way, as a global function
+            fn = func_registry.get(f"relay.ext.{name}")
+            if fn is not None:
+                info = CodegenInfo(name, fn, func_registry.get(f"relay.ext.{name}.optimize"))
+        return info
+
+    def names(self) -> list[str]:
+        ext = [n[len("relay.ext.") :] for n in func_registry.names() if n.startswith("relay.ext.")]
+        return sorted(set(self._infos) | {n for n in ext if not n.endswith(".optimize")})
+
+    @contextlib.contextmanager
+    def scoped(self) -> Iterator[CodegenRegistry]:
+        """Codegens (and their ``relay.ext.*`` functions) registered in the block are undone."""
+        snap = dict(self._infos)
+        with func_registry.scoped():
+            try:
+                yield self
+            finally:
+                self._infos = snap
+
+
+codegen_registry = CodegenRegistry()
+
+
+def register_codegen(
+    name: str,
+    fn: Callable[[Any], Module] | None = None,
+    *,
+    optimize: Optimize | None = None,
+    per_module: bool = False,
+    override: bool = False,
+) -> Any:
+    """Register the codegen of target ``name``; a decorator when ``fn`` is omitted."""
+    if not isinstance(name, str) or not name:
+        raise CodegenError(f"a codegen target name must be a non-empty string, got {name!r}")
+
+    def _register(f: Callable[[Any], Module]) -> Callable[[Any], Module]:
+        if not callable(f):
+            raise CodegenError(f"the codegen of {name!r} must be callable, got {f!r}")
+        codegen_registry.register(CodegenInfo(name, f, optimize, per_module), override)
+        return f
+
+    return _register(fn) if fn is not None else _register
+
+
+def get_codegen(name: str) -> CodegenInfo:
+    """The codegen of target ``name``; a missing one is a :class:`CodegenError`."""
+    info = codegen_registry.get(name)
+    if info is None:
+        known = codegen_registry.names()
+        close = difflib.get_close_matches(name, known, n=2)
+        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        raise CodegenError(
+            f"no codegen is registered for target {name!r} (relay.ext.{name}){hint}. "
+            f"Registered: {', '.join(known) or 'none'}. Import the backend's package "
+            f"(e.g. relaykit.contrib.<name>) or register one with register_codegen({name!r})"
+        )
+    return info
+
+
+def list_codegens() -> list[str]:
+    return codegen_registry.names()
+
+
+def run_optimize_hook(
+    mod: IRModule, target: str, params: Mapping[str, Any] | None = None
+) -> IRModule:
+    """Run target's ``optimize`` hook on ``mod`` (``mod`` unchanged when it has none)."""
+    info = codegen_registry.get(target)
+    if info is None or info.optimize is None:
+        return mod
+    out = info.optimize(mod, params)
+    if not isinstance(out, IRModule):
+        raise CodegenError(
+            f"the optimize hook of {target!r} returned {type(out).__name__}, not an IRModule"
+        )
+    return out
+
+
+def partition_for_target(
+    mod: IRModule,
+    target: str | Sequence[str],
+    params: Mapping[str, Any] | None = None,
+    **options: Any,
+) -> IRModule:
+    """Each target's ``optimize`` hook, then BYOC partitioning for the targets.
+
+    ``params`` are bound into ``main`` first; ``options`` go to
+    :func:`relaykit.byoc.partition_for`.
+    """
+    from ...byoc import partition_for
+    from ...transform.bind import bind_params_by_name
+
+    targets = [target] if isinstance(target, str) else list(target)
+    if isinstance(mod, Function):
+        mod = IRModule.from_expr(mod)
+    if params:
+        mod = mod.copy()
+        mod["main"] = bind_params_by_name(mod["main"], params)
+    for t in targets:
+        mod = run_optimize_hook(mod, t, params)
+    return partition_for(mod, targets, **options)

@@ -1,0 +1,456 @@
+"""Host kernels of the graph executor: operators bound to their planned buffers.
+
+A *binder* takes an operator's attributes, its input arrays (a list for a
+tuple argument), its output arrays and a :class:`Scratch` allocator, and
+returns a no-argument callable that computes the outputs in place, or
+``None`` when it does not handle that case. Elementwise operators are NumPy
+ufuncs with ``out=``; ``nn.dense`` and ``nn.conv2d`` (NCHW/OIHW, im2col into
+scratch memory, then one ``matmul`` into the output) write their results
+straight into the planned buffer. Every other operator falls back to its
+reference kernel (``FCompute``) and a copy into the planned buffer.
+
+Binders see the actual arrays once, when the executor is created, so views,
+transposed weights and im2col tap lists are computed then, not per run.
+
+>>> import numpy as np
+>>> from relaykit.ir.attrs import Attrs
+>>> a, b, o = np.ones(3, "float32"), np.full(3, 2, "float32"), np.empty(3, "float32")
+>>> run = bind_kernel("add", Attrs({}), [a, b], [o], Scratch(None))
+>>> _ = run(); o.tolist()
+[3.0, 3.0, 3.0]
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import ExecutionError
+from ..ir.attrs import Attrs
+from ..ir.op import default_registry
+from ..op.nn._relations import pad4, pair
+
+__all__ = [
+    "Scratch",
+    "Binder",
+    "register_host_kernel",
+    "bind_kernel",
+    "host_kernel_names",
+    "has_host_kernel",
+]
+
+Run = Callable[[], Any]
+Binder = Callable[[Attrs, list[Any], list[np.ndarray], "Scratch"], Run | None]
+_ALIGN = 64
+
+
+class Scratch:
+    """Scratch memory shared by all steps (each step may use it all).
+
+    Binding runs twice: once with ``Scratch(None)``, which hands out throwaway
+    arrays and measures the largest request of any step, then with the real
+    arena of that size.
+    """
+
+    def __init__(self, arena: np.ndarray | None) -> None:
+        self.arena = arena
+        self.offset = 0
+        self.peak = 0
+
+    def reset(self) -> None:
+        """Start a new step: its requests may reuse everything."""
+        self.offset = 0
+
+    def take(self, shape: Sequence[int], dtype: Any) -> np.ndarray:
+        dt = np.dtype(dtype)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+        start = -(-self.offset // _ALIGN) * _ALIGN
+        self.offset = start + nbytes
+        self.peak = max(self.peak, self.offset)
+        if self.arena is None:
+            return np.empty(tuple(shape), dt)
+        return self.arena[start : start + nbytes].view(dt).reshape(tuple(shape))
+
+
+_BINDERS: dict[str, Binder] = {}
+
+
+def register_host_kernel(*op_names: str) -> Callable[[Binder], Binder]:
+    """Register a binder for operators ``op_names`` (later registrations win)."""
+
+    def _register(fn: Binder) -> Binder:
+        for name in op_names:
+            _BINDERS[name] = fn
+        return fn
+
+    return _register
+
+
+def host_kernel_names() -> list[str]:
+    """Operators with a dedicated (in-place) host kernel."""
+    return sorted(_BINDERS)
+
+
+def has_host_kernel(op_name: str) -> bool:
+    """Whether the graph executor can run ``op_name`` (a dedicated or a reference kernel)."""
+    return op_name in _BINDERS or default_registry.get_attr(op_name, "FCompute") is not None
+
+
+def bind_kernel(
+    op_name: str, attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch
+) -> Run:
+    """The bound kernel of one operator call (dedicated binder, else the reference kernel)."""
+    binder = _BINDERS.get(op_name)
+    if binder is not None:
+        run = binder(attrs, args, outs, scratch)
+        if run is not None:
+            return run
+    kernel = default_registry.get_attr(op_name, "FCompute")
+    if kernel is None:
+        raise ExecutionError(f"operator {op_name} has no kernel")
+    return _fallback(kernel, attrs, args, outs)
+
+
+def _fallback(kernel: Any, attrs: Attrs, args: list[Any], outs: list[np.ndarray]) -> Run:
+    ins = [tuple(a) if isinstance(a, list) else a for a in args]
+
+    if len(outs) == 1:
+        out = outs[0]
+
+        def run_one() -> None:
+            r = kernel(ins, attrs)
+            if not isinstance(r, np.ndarray) or r.shape != out.shape:
+                raise ExecutionError(
+                    f"kernel returned {getattr(r, 'shape', type(r).__name__)}, "
+                    f"expected shape {out.shape}"
+                )
+            np.copyto(out, r)
+
+        return run_one
+
+    def run_many() -> None:
+        r = _flatten(kernel(ins, attrs))
+        if len(r) != len(outs):
+            raise ExecutionError(f"kernel returned {len(r)} values, expected {len(outs)}")
+        for o, v in zip(outs, r, strict=True):
+            np.copyto(o, v)
+
+    return run_many
+
+
+def _flatten(value: Any) -> list[np.ndarray]:
+    if isinstance(value, (tuple, list)):
+        return [x for v in value for x in _flatten(v)]
+    return [np.asarray(value)]
+
+
+# -- elementwise ------------------------------------------------------------------------------
+
+_BINARY = {
+    "add": np.add,
+    "subtract": np.subtract,
+    "multiply": np.multiply,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "equal": np.equal,
+    "not_equal": np.not_equal,
+    "less": np.less,
+    "less_equal": np.less_equal,
+    "greater": np.greater,
+    "greater_equal": np.greater_equal,
+}
+_FLOAT_BINARY = {"divide": np.divide, "power": np.power}
+_BOOL_BINARY = {
+    "logical_and": np.logical_and,
+    "logical_or": np.logical_or,
+    "logical_xor": np.logical_xor,
+}
+_FLOAT_UNARY = {
+    "exp": np.exp,
+    "log": np.log,
+    "log2": np.log2,
+    "sqrt": np.sqrt,
+    "tanh": np.tanh,
+    "sin": np.sin,
+    "cos": np.cos,
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "trunc": np.trunc,
+}
+_UNARY = {"negative": np.negative, "abs": np.abs, "sign": np.sign}
+
+
+def _binary(ufunc: np.ufunc, kinds: str) -> Binder:
+    def bind(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch) -> Run | None:
+        a, b = args
+        if a.dtype != b.dtype or a.dtype.kind not in kinds:
+            return None
+        return functools.partial(ufunc, a, b, out=outs[0])
+
+    return bind
+
+
+def _unary(ufunc: np.ufunc, kinds: str) -> Binder:
+    def bind(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch) -> Run | None:
+        x = args[0]
+        if x.dtype.kind not in kinds or outs[0].dtype != x.dtype:
+            return None
+        return functools.partial(ufunc, x, out=outs[0])
+
+    return bind
+
+
+for _name, _fn in _BINARY.items():
+    register_host_kernel(_name)(_binary(_fn, "fiub"))
+for _name, _fn in _FLOAT_BINARY.items():
+    register_host_kernel(_name)(_binary(_fn, "f"))
+for _name, _fn in _BOOL_BINARY.items():
+    register_host_kernel(_name)(_binary(_fn, "b"))
+for _name, _fn in _FLOAT_UNARY.items():
+    register_host_kernel(_name)(_unary(_fn, "f"))
+for _name, _fn in _UNARY.items():
+    register_host_kernel(_name)(_unary(_fn, "fi"))
+
+
+@register_host_kernel("nn.relu")
+def _relu(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch) -> Run:
+    return functools.partial(np.maximum, args[0], 0, out=outs[0])
+
+
+@register_host_kernel("rsqrt")
+def _rsqrt(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch) -> Run | None:
+    x, o = args[0], outs[0]
+    if x.dtype.kind != "f":
+        return None
+
+    def run() -> None:
+        np.sqrt(x, out=o)
+        np.divide(1.0, o, out=o)
+
+    return run
+
+
+@register_host_kernel("clip")
+def _clip(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch) -> Run | None:
+    if args[0].dtype.kind != "f":
+        return None
+    return functools.partial(np.clip, args[0], attrs.a_min, attrs.a_max, out=outs[0])
+
+
+@register_host_kernel("cast")
+def _cast(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch) -> Run:
+    return functools.partial(np.copyto, outs[0], args[0], casting="unsafe")
+
+
+@register_host_kernel("copy")
+def _copy(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch) -> Run:
+    return functools.partial(np.copyto, outs[0], args[0])
+
+
+@register_host_kernel("nn.bias_add")
+def _bias_add(
+    attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch
+) -> Run | None:
+    x, b = args
+    if x.dtype != b.dtype:
+        return None
+    shape = [1] * x.ndim
+    shape[attrs.axis % x.ndim] = b.shape[0]
+    return functools.partial(np.add, x, b.reshape(shape), out=outs[0])
+
+
+@register_host_kernel("transpose")
+def _transpose(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch) -> Run:
+    axes = attrs.axes
+    view = args[0].transpose(tuple(axes)) if axes else args[0].transpose()
+    return functools.partial(np.copyto, outs[0], view)
+
+
+@register_host_kernel("concatenate")
+def _concatenate(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch) -> Run:
+    parts = list(args[0])
+    return functools.partial(np.concatenate, parts, axis=attrs.axis, out=outs[0])
+
+
+# -- linear algebra -----------------------------------------------------------------------------
+
+
+def _float_same(*arrays: np.ndarray) -> bool:
+    dt = arrays[0].dtype
+    return dt.kind == "f" and dt.itemsize >= 4 and all(a.dtype == dt for a in arrays)
+
+
+@register_host_kernel("nn.dense")
+def _dense(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch) -> Run | None:
+    x, w = args
+    if not _float_same(x, w, outs[0]):
+        return None
+    return functools.partial(np.matmul, x, w.T, out=outs[0])
+
+
+@register_host_kernel("nn.batch_matmul")
+def _batch_matmul(
+    attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch
+) -> Run | None:
+    a, b = args
+    if not _float_same(a, b, outs[0]):
+        return None
+    a = a.transpose(0, 2, 1) if attrs.transpose_a else a
+    b = b.transpose(0, 2, 1) if attrs.transpose_b else b
+    return functools.partial(np.matmul, a, b, out=outs[0])
+
+
+# -- convolution and pooling (NCHW) -------------------------------------------------------------
+
+
+def _padded(
+    x: np.ndarray, pads: tuple[int, int, int, int], fill: float, scratch: Scratch
+) -> tuple[np.ndarray, list[Run]]:
+    """``x`` padded into scratch memory, and the steps that fill it each run."""
+    pt, pl, pb, pr = pads
+    if not any(pads):
+        return x, []
+    n, c, h, w = x.shape
+    xp = scratch.take((n, c, h + pt + pb, w + pl + pr), x.dtype)
+    borders = [
+        xp[:, :, :pt],
+        xp[:, :, pt + h :],
+        xp[:, :, pt : pt + h, :pl],
+        xp[:, :, pt : pt + h, pl + w :],
+    ]
+    steps: list[Run] = [functools.partial(b.fill, fill) for b in borders if b.size]
+    steps.append(functools.partial(np.copyto, xp[:, :, pt : pt + h, pl : pl + w], x))
+    return xp, steps
+
+
+def _taps(
+    xp: np.ndarray,
+    k: tuple[int, int],
+    s: tuple[int, int],
+    d: tuple[int, int],
+    out_hw: tuple[int, int],
+) -> list[tuple[int, int, np.ndarray]]:
+    """For each kernel tap (i, j), the strided view of ``xp`` it reads."""
+    (kh, kw), (sh, sw), (dh, dw), (oh, ow) = k, s, d, out_hw
+    return [
+        (
+            i,
+            j,
+            xp[
+                :,
+                :,
+                i * dh : i * dh + (oh - 1) * sh + 1 : sh,
+                j * dw : j * dw + (ow - 1) * sw + 1 : sw,
+            ],
+        )
+        for i in range(kh)
+        for j in range(kw)
+    ]
+
+
+@register_host_kernel("nn.conv2d")
+def _conv2d(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch) -> Run | None:
+    x, w = args
+    o = outs[0]
+    if (
+        attrs.data_layout != "NCHW"
+        or attrs.kernel_layout != "OIHW"
+        or attrs.out_layout not in ("", "NCHW")
+        or not _float_same(x, w, o)
+    ):
+        return None
+    n, c, h, wd = x.shape
+    oc, cg, kh, kw = w.shape
+    g = attrs.groups
+    _, _, oh, ow = o.shape
+    strides, dilation = pair(attrs.strides, "strides"), pair(attrs.dilation, "dilation")
+    pads = pad4(attrs.padding)
+    k = cg * kh * kw
+    wmat = np.ascontiguousarray(w).reshape(g, oc // g, k)
+    out = o.reshape(n, g, oc // g, oh * ow)
+    steps: list[Run] = []
+    if (kh, kw) == (1, 1) and strides == (1, 1) and not any(pads):
+        cols = x.reshape(n, g, cg, h * wd)
+    else:
+        xp, steps = _padded(x, pads, 0.0, scratch)
+        cols6 = scratch.take((n, c, kh, kw, oh, ow), x.dtype)
+        for i, j, view in _taps(xp, (kh, kw), strides, dilation, (oh, ow)):
+            steps.append(functools.partial(np.copyto, cols6[:, :, i, j], view))
+        cols = cols6.reshape(n, g, k, oh * ow)
+    steps.extend(_gemms(wmat, cols, out))
+    if len(steps) == 1:
+        return steps[0]
+
+    def run() -> None:
+        for step in steps:
+            step()
+
+    return run
+
+
+def _gemms(wmat: np.ndarray, cols: np.ndarray, out: np.ndarray) -> list[Run]:
+    """``out[n, g] = wmat[g] @ cols[n, g]``: one BLAS call per matrix when there are few
+    (NumPy's broadcasting matmul does not always reach BLAS), else one batched call."""
+    n, g = cols.shape[0], cols.shape[1]
+    if n * g > 32:
+        return [functools.partial(np.matmul, wmat, cols, out=out)]
+    return [
+        functools.partial(np.matmul, wmat[j], cols[i, j], out=out[i, j])
+        for i in range(n)
+        for j in range(g)
+    ]
+
+
+@register_host_kernel("nn.max_pool2d")
+def _max_pool2d(
+    attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch
+) -> Run | None:
+    x, o = args[0], outs[0]
+    if attrs.layout != "NCHW" or attrs.out_layout not in ("", "NCHW") or x.dtype.kind != "f":
+        return None
+    kh, kw = pair(attrs.pool_size, "pool_size")
+    (sh, sw), (dh, dw) = pair(attrs.strides, "strides"), pair(attrs.dilation, "dilation")
+    pt, pl, pb, pr = pad4(attrs.padding)
+    _, _, h, wd = x.shape
+    oh, ow = o.shape[2], o.shape[3]
+    eh = max(0, (oh - 1) * sh + (kh - 1) * dh + 1 - (h + pt + pb))  # ceil_mode's extra rows
+    ew = max(0, (ow - 1) * sw + (kw - 1) * dw + 1 - (wd + pl + pr))
+    xp, steps = _padded(x, (pt, pl, pb + eh, pr + ew), -np.inf, scratch)
+    taps = [v for _, _, v in _taps(xp, (kh, kw), (sh, sw), (dh, dw), (oh, ow))]
+    steps.append(functools.partial(np.copyto, o, taps[0]))
+    steps.extend(functools.partial(np.maximum, o, t, out=o) for t in taps[1:])
+
+    def run() -> None:
+        for step in steps:
+            step()
+
+    return run
+
+
+@register_host_kernel("nn.global_avg_pool2d")
+def _global_avg_pool2d(
+    attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch
+) -> Run | None:
+    if attrs.layout != "NCHW" or attrs.out_layout not in ("", "NCHW"):
+        return None
+    if args[0].dtype.kind != "f":
+        return None
+    return functools.partial(np.mean, args[0], axis=(2, 3), keepdims=True, out=outs[0])
+
+
+@register_host_kernel("nn.softmax")
+def _softmax(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch) -> Run | None:
+    x, o = args[0], outs[0]
+    if x.dtype.kind != "f":
+        return None
+    axis = attrs.axis
+
+    def run() -> None:
+        np.subtract(x, x.max(axis=axis, keepdims=True), out=o)
+        np.exp(o, out=o)
+        np.divide(o, o.sum(axis=axis, keepdims=True), out=o)
+
+    return run

@@ -1,0 +1,245 @@
+"""``AnnotateTarget``: mark every operator with the target that will run it.
+
+As Relay's pass does, every call gets a target (see
+:mod:`relaykit.byoc.choose`), each of its arguments is wrapped in
+``compiler_begin(arg, target)`` and each annotated producer in
+``compiler_end(producer, its_target)``, so every operator starts as a region of
+its own. With ``include_non_call_ops=True`` tuples and projections take the
+target their inputs share (``"default"`` when they differ); with ``False`` they
+stay unannotated. ``If``, ``Let`` and function literals stay on the host; the
+values they consume are closed with ``compiler_end``.
+
+Differences from TVM, on purpose: a producer used by several consumers gets
+one ``compiler_end`` instead of one per use; a ``Let`` value is closed with
+``compiler_end`` only (TVM also opened a region that no ``compiler_end`` ever
+closed); an empty tuple is left alone like a constant; re-annotating keeps the
+targets of already annotated operators and re-decides the rest.
+
+>>> from relaykit import relay
+>>> import relaykit as tvm
+>>> x = relay.var("x", shape=(2,))
+>>> mod = tvm.IRModule.from_expr(relay.nn.relu(x))
+>>> print(AnnotateTarget("nowhere")(mod)["main"].body.op.name)
+annotation.compiler_end
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..ir.expr import Call, Expr, Function, If, Let, Tuple, TupleGetItem
+from ..ir.functor import rewrite_post_order
+from ..ir.module import IRModule
+from ..ir.op import Op
+from ..transform.pass_infra import Pass, PassContext, PassInfo
+from ._common import (
+    DEFAULT_TARGET,
+    annotation_ops,
+    copy_type,
+    data_children,
+    ensure_typed,
+    is_composite,
+    make_begin,
+    make_end,
+    new_call,
+    new_tuple,
+    new_tuple_get_item,
+    no_gc,
+)
+from .choose import Decision, TargetChooser, normalize_targets
+from .pins import as_pins
+from .regions import find_regions
+
+__all__ = ["AnnotateTarget", "annotate_function", "strip_annotations"]
+
+
+class _HasAnnotations(Exception):
+    pass
+
+
+def strip_annotations(func: Function) -> tuple[Function, dict[Expr, str]]:
+    """``func`` without compiler annotations, and the non-default target each
+    formerly annotated node had (keyed by the stripped nodes)."""
+    begin_op, end_op = annotation_ops()
+    rs = find_regions(func.body)
+    old_target: dict[Expr, str] = {}
+    for node, r in rs.region_of.items():
+        t = rs.target(rs.find(r))
+        if t != DEFAULT_TARGET and not (type(node) is Call and node.op in (begin_op, end_op)):
+            old_target[node] = t
+    kept: dict[Expr, str] = {}
+
+    def post(new: Expr, old: Expr) -> Expr | None:
+        if type(new) is Call and (new.op is begin_op or new.op is end_op):
+            return new.args[0]
+        copy_type(new, old)
+        t = old_target.get(old)
+        if t is not None:
+            kept[new] = t
+        return None
+
+    body = rewrite_post_order(func.body, post)
+    return copy_type(func.with_fields(body=body), func), kept  # type: ignore[return-value]
+
+
+def annotate_function(
+    func: Function,
+    chooser: TargetChooser,
+    include_non_call_ops: bool = True,
+    record: dict[Expr, Decision] | None = None,
+    keep: dict[Expr, str] | None = None,
+) -> Function:
+    """``func`` with ``compiler_begin``/``compiler_end`` around every operator.
+
+    ``record``, when given, receives the :class:`Decision` of every call;
+    ``keep`` fixes the targets of some calls (used when re-annotating).
+    """
+    begin_op, end_op = annotation_ops()
+    root = func.body
+    new: dict[Expr, Expr] = {}
+    target: dict[Expr, str] = {}
+    ends: dict[Expr, Expr] = {}
+
+    def closed(a: Expr) -> Expr:
+        """The value of ``a`` as seen from outside its region."""
+        na = new[a]
+        if a not in target or (type(a) is Call and not a.args):
+            return na
+        e = ends.get(a)
+        if e is None:
+            e = make_end(na, target[a])
+            ends[a] = e
+        return e
+
+    seen: set[int] = set()
+    stack: list[tuple[Expr, bool]] = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if not expanded:
+            key = id(node)
+            if key in seen:
+                continue
+            seen.add(key)
+            stack.append((node, True))
+            kids = data_children(node)
+            for i in range(len(kids) - 1, -1, -1):
+                if id(kids[i]) not in seen:
+                    stack.append((kids[i], False))
+            continue
+        t = type(node)
+        if t is Call:
+            op = node.op
+            if op is begin_op or op is end_op:
+                raise _HasAnnotations()
+            args = node.args
+            producer = target.get(args[0]) if args else None
+            fixed = keep.get(node) if keep else None
+            if fixed is not None:
+                tgt = fixed
+            elif record is not None:
+                decision = chooser.decide(node, producer)
+                record[node] = decision
+                tgt = decision.target
+            else:
+                tgt = chooser.choose(node, producer)
+            new_op = op if (type(op) is Op or is_composite(op)) else new[op]
+            new_args = [make_begin(closed(a), tgt) for a in args]
+            new[node] = new_call(new_op, new_args, node.attrs, node.type_args, node.span,
+                                 node._checked_type)
+            target[node] = tgt
+            continue
+        elif t is Tuple:
+            fields = node.fields
+            if not fields:
+                new[node] = node
+                continue
+            if include_non_call_ops:
+                # The target the annotated fields share; inputs (variables, constants)
+                # do not vote, unlike TVM, where one input field sent the tuple home.
+                ref = None
+                for f in fields:
+                    ft = target.get(f)
+                    if ft is None:
+                        continue
+                    ref = ft if ref is None or ref == ft else DEFAULT_TARGET
+                if ref is None:  # a tuple of inputs is an input itself
+                    new[node] = new_tuple([new[f] for f in fields], node.span,
+                                          node._checked_type)
+                    continue
+                tgt = ref
+                fields = [make_begin(closed(f), tgt) for f in fields]
+                target[node] = tgt
+            else:
+                fields = [closed(f) for f in fields]
+            new[node] = new_tuple(fields, node.span, node._checked_type)
+            continue
+        elif t is TupleGetItem:
+            tv = node.tuple_value
+            if include_non_call_ops:
+                tgt = target.get(tv)
+                if tgt is None:  # a projection of an input is an input itself
+                    new[node] = new_tuple_get_item(new[tv], node.index, node.span,
+                                                   node._checked_type)
+                    continue
+                value = make_begin(closed(tv), tgt)
+                target[node] = tgt
+            else:
+                value = closed(tv)
+            new[node] = new_tuple_get_item(value, node.index, node.span, node._checked_type)
+            continue
+        elif t is Let:
+            out = Let(node.var, closed(node.value), closed(node.body), node.span)
+        elif t is If:
+            out = If(closed(node.cond), closed(node.true_branch), closed(node.false_branch),
+                     node.span)
+        elif t is Function and "Composite" not in node.attrs:
+            out = node.with_fields(body=closed(node.body))
+        else:
+            new[node] = node
+            continue
+        ty = node._checked_type
+        if ty is not None:
+            out._set_checked_type(ty)
+        new[node] = out
+    body = closed(root)
+    return copy_type(func.with_fields(body=body), func)  # type: ignore[return-value]
+
+
+def _annotate(func: Function, chooser: TargetChooser, include_non_call_ops: bool,
+              record: dict[Expr, Decision] | None) -> Function:
+    try:
+        return annotate_function(func, chooser, include_non_call_ops, record)
+    except _HasAnnotations:
+        stripped, keep = strip_annotations(func)
+        return annotate_function(stripped, chooser, include_non_call_ops, record, keep)
+
+
+class AnnotateTarget(Pass):
+    """``relay.transform.AnnotateTarget(targets, include_non_call_ops=True)``.
+
+    ``targets`` is one name or a list in priority order. ``pin`` takes pins
+    (see :func:`relaykit.byoc.pin`), operator names or predicates (those pin to
+    the host).
+    """
+
+    def __init__(self, targets: str | Sequence[str], include_non_call_ops: bool = True,
+                 *, pin: Any = None) -> None:
+        self.targets = normalize_targets(targets)
+        self.include_non_call_ops = bool(include_non_call_ops)
+        self.pins = as_pins(pin, self.targets)
+        self.info = PassInfo(0, "AnnotateTarget", ("InferType",))
+
+    def chooser(self) -> TargetChooser:
+        return TargetChooser(self.targets, self.pins)
+
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        chooser = self.chooser()
+        out = mod.copy()
+        for gv, fn in mod.items():
+            if "Compiler" in fn.attrs or "Composite" in fn.attrs:
+                continue
+            fn = ensure_typed(fn, mod)
+            with no_gc():
+                out.update_func(gv, _annotate(fn, chooser, self.include_non_call_ops, None))
+        return out

@@ -1,0 +1,173 @@
+"""Size measures of calls and regions: operator counts, multiply-accumulates, bytes.
+
+MACs are counted from types for the contraction operators (conv1d/2d/3d and
+their transposes, dense, matmul, batch_matmul); every other operator counts
+zero. A composite call counts the operators inside its function.
+
+>>> from relaykit import relay
+>>> from relaykit.transform import infer_type
+>>> x, w = relay.var("x", shape=(4, 8)), relay.var("w", shape=(16, 8))
+>>> y = relay.nn.dense(x, w)
+>>> _ = infer_type(y)
+>>> call_macs(y)
+512
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from ..ir.expr import Call, Constant, Expr, Function
+from ..ir.functor import post_order
+from ..ir.op import Op
+from ..ir.types import TensorType, TupleType, Type
+from ._common import annotation_ops, composite_name
+from .targets import DEFAULT_TRANSPARENT_OPS
+
+__all__ = [
+    "call_macs",
+    "call_op_count",
+    "type_bytes",
+    "constant_bytes",
+    "op_names",
+    "embedded_constants",
+]
+
+
+def _shape(expr: Expr) -> tuple[int, ...] | None:
+    ty = expr._checked_type
+    return tuple(ty.shape) if isinstance(ty, TensorType) else None
+
+
+def _prim_macs(call: Call) -> int:
+    name = call.op.name  # type: ignore[union-attr]
+    out = _shape(call)
+    if out is None:
+        return 0
+    if name.startswith("nn.conv") and len(call.args) == 2:
+        weight = _shape(call.args[1])
+        if weight is None:
+            return 0
+        layout = str(call.attrs.get("kernel_layout", "")) or "OIHW"
+        # Each output element takes one MAC per kernel element of one output channel.
+        axis = layout.find("I" if "transpose" in name else "O")
+        per_channel = math.prod(weight) // max(weight[axis], 1) if 0 <= axis < len(weight) else 0
+        if "transpose" in name:
+            # Transposed convolutions scatter: every input element meets the kernel
+            # slice of each output channel of its group.
+            data = _shape(call.args[0])
+            return 0 if data is None else math.prod(data) * per_channel
+        return math.prod(out) * per_channel
+    if name in ("nn.dense", "nn.matmul"):
+        data = _shape(call.args[0])
+        if data is None or not data:
+            return 0
+        k = data[-2] if call.attrs.get("transpose_a", False) else data[-1]
+        return math.prod(out) * k
+    if name == "nn.batch_matmul":
+        x = _shape(call.args[0])
+        if x is None or len(x) < 2:
+            return 0
+        k = x[-2] if call.attrs.get("transpose_a", False) else x[-1]
+        return math.prod(out) * k
+    return 0
+
+
+_COMPOSITE_CACHE: dict[int, tuple[Function, int, int]] = {}
+
+
+def _composite_stats(fn: Function, transparent: frozenset[str]) -> tuple[int, int]:
+    cached = _COMPOSITE_CACHE.get(id(fn))
+    if cached is not None and cached[0] is fn and transparent == DEFAULT_TRANSPARENT_OPS:
+        return cached[1], cached[2]
+    ops = macs = 0
+    for node in post_order(fn.body):
+        if type(node) is Call and type(node.op) is Op:
+            if node.op.name not in transparent:
+                ops += 1
+            macs += _prim_macs(node)
+    if transparent == DEFAULT_TRANSPARENT_OPS:
+        _COMPOSITE_CACHE[id(fn)] = (fn, ops, macs)
+    return ops, macs
+
+
+def call_macs(call: Call) -> int:
+    """Multiply-accumulates of one operator or composite call (0 for other ops)."""
+    op = call.op
+    if type(op) is Op:
+        return _prim_macs(call)
+    if composite_name(op) is not None:
+        return _composite_stats(op, DEFAULT_TRANSPARENT_OPS)[1]  # type: ignore[arg-type]
+    return 0
+
+
+def call_op_count(call: Call, transparent: frozenset[str] = DEFAULT_TRANSPARENT_OPS) -> int:
+    """Operators a call stands for: 1, the size of a composite, 0 for annotations,
+    transparent operators and calls of functions."""
+    op = call.op
+    if type(op) is Op:
+        if op in annotation_ops() or op.name in transparent:
+            return 0
+        return 1
+    if composite_name(op) is not None:
+        return _composite_stats(op, transparent)[0]  # type: ignore[arg-type]
+    return 0
+
+
+def op_names(call: Call) -> list[str]:
+    """The operator names a call stands for (a composite: its operators, in order)."""
+    op = call.op
+    if type(op) is Op:
+        return [op.name]
+    if composite_name(op) is not None:
+        return [n.op.name for n in post_order(op.body)  # type: ignore[union-attr]
+                if type(n) is Call and type(n.op) is Op]
+    return []
+
+
+def type_bytes(ty: Type | None) -> int:
+    """Bytes of a value of type ``ty`` (tuples summed; unknown types count 0)."""
+    if isinstance(ty, TensorType):
+        return math.prod(ty.shape) * _itemsize(ty.dtype)
+    if isinstance(ty, TupleType):
+        return sum(type_bytes(f) for f in ty.fields)
+    return 0
+
+
+def _itemsize(dtype: str) -> int:
+    import numpy as np
+
+    if dtype == "bool":
+        return 1
+    try:
+        return np.dtype(dtype).itemsize
+    except TypeError:
+        return 0
+
+
+def constant_bytes(nodes: Iterable[Expr]) -> int:
+    """Bytes of the distinct constants among ``nodes``."""
+    seen: set[int] = set()
+    total = 0
+    for n in nodes:
+        if type(n) is Constant and id(n) not in seen:
+            seen.add(id(n))
+            total += int(n.data.numpy().nbytes)
+    return total
+
+
+_CONST_CACHE: dict[int, tuple[Function, tuple[Constant, ...]]] = {}
+
+
+def embedded_constants(call: Call) -> tuple[Constant, ...]:
+    """The constants inside the function of a composite call (none for other calls)."""
+    fn = call.op
+    if composite_name(fn) is None:
+        return ()
+    cached = _CONST_CACHE.get(id(fn))
+    if cached is not None and cached[0] is fn:
+        return cached[1]
+    consts = tuple(n for n in post_order(fn.body) if type(n) is Constant)  # type: ignore[union-attr]
+    _CONST_CACHE[id(fn)] = (fn, consts)  # type: ignore[assignment]
+    return consts

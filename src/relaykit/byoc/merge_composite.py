@@ -1,0 +1,109 @@
+"""``MergeComposite``: wrap pattern matches in composite functions.
+
+Each table entry is ``(name, pattern)`` or ``(name, pattern, check)``. Entries
+are applied in table order; each one partitions every function of the module
+with the pattern language (matching greedily from the outputs towards the
+inputs) and wraps every match ``check`` accepts in a function with attributes
+``Composite=<name>`` and ``PartitionedFromPattern`` (the matched operator
+names joined by ``_``). ``AnnotateTarget`` later sends a composite call to the
+target named before the first ``.`` of its name.
+
+>>> import relaykit as tvm
+>>> from relaykit import relay
+>>> from relaykit.dataflow_pattern import is_op, wildcard
+>>> x = relay.var("x", shape=(1, 4))
+>>> mod = tvm.IRModule.from_expr(relay.nn.relu(relay.abs(x)))
+>>> table = [("lib.abs_relu", is_op("nn.relu")(is_op("abs")(wildcard())))]
+>>> out = MergeComposite(table)(mod)
+>>> out["main"].body.op.attrs["Composite"]
+'lib.abs_relu'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..ir.expr import Expr, Function
+from ..ir.module import IRModule
+from ..transform.pass_infra import Pass, PassContext, PassInfo
+from ._common import PartitionError, ensure_typed, no_gc
+from ._typing import fill_types
+
+__all__ = ["MergeComposite", "normalize_pattern_table", "merge_composite_function"]
+
+PatternEntry = tuple[str, Any, Callable[[Expr], Any] | None]
+
+
+def normalize_pattern_table(table: Any) -> list[PatternEntry]:
+    """Check a pattern table and return ``(name, pattern, check_or_None)`` entries."""
+    from ..dataflow_pattern import DFPattern
+
+    if table is None:
+        return []
+    if not isinstance(table, (list, tuple)):
+        raise PartitionError(
+            f"a pattern table is a list of (name, pattern[, check]) tuples, got "
+            f"{type(table).__name__}"
+        )
+    entries: list[PatternEntry] = []
+    for i, entry in enumerate(table):
+        if not isinstance(entry, (list, tuple)) or len(entry) not in (2, 3):
+            raise PartitionError(
+                f"pattern table entry {i} must be (name, pattern) or (name, pattern, check), "
+                f"got {entry!r}"
+            )
+        name, pattern = entry[0], entry[1]
+        check = entry[2] if len(entry) == 3 else None
+        if not isinstance(name, str) or not name:
+            raise PartitionError(
+                f"pattern table entry {i}: the name must be a string, got {name!r}"
+            )
+        if not isinstance(pattern, DFPattern):
+            raise PartitionError(
+                f"pattern table entry {i} ({name!r}): expected a dataflow pattern, got "
+                f"{type(pattern).__name__}"
+            )
+        if check is not None and not callable(check):
+            raise PartitionError(
+                f"pattern table entry {i} ({name!r}): check must be callable, got {check!r}"
+            )
+        entries.append((name, pattern, check))
+    return entries
+
+
+def merge_composite_function(func: Function, entries: Sequence[PatternEntry],
+                             mod: IRModule | None = None) -> Function:
+    """``func`` with every pattern of ``entries`` partitioned into composite functions."""
+    func = ensure_typed(func, mod)
+    body = func.body
+    for name, pattern, check in entries:
+        attrs = {"Composite": name}
+        new_body = pattern.partition(body, attrs, check) if check else pattern.partition(
+            body, attrs)
+        if new_body is not body:
+            # Later patterns (and their checks) may look at types: type the new nodes.
+            func = fill_types(func.with_fields(body=new_body), mod)
+            body = func.body
+    return func
+
+
+class MergeComposite(Pass):
+    """``relay.transform.MergeComposite(pattern_table)``."""
+
+    def __init__(self, pattern_table: Any) -> None:
+        self.entries = normalize_pattern_table(pattern_table)
+        self.info = PassInfo(0, "MergeComposite", ("InferType",))
+
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        if not self.entries:
+            return mod
+        out = mod.copy()
+        for gv, fn in mod.items():
+            if "Compiler" in fn.attrs or "Composite" in fn.attrs:
+                continue
+            with no_gc():
+                new = merge_composite_function(fn, self.entries, mod)
+            if new is not fn:
+                out.update_func(gv, new)
+        return out

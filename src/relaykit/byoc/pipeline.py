@@ -1,0 +1,88 @@
+"""``partition_for``: the four BYOC passes in one call, as TVM's ``partition_for_<lib>``.
+
+>>> import relaykit as tvm
+>>> from relaykit import relay
+>>> from relaykit.byoc import scoped_registries
+>>> x = relay.var("x", shape=(1, 8))
+>>> mod = tvm.IRModule.from_expr(relay.nn.relu(relay.abs(x)))
+>>> with scoped_registries():
+...     tvm.ir.register_op_attr("abs", "target.lib", True)
+...     out = partition_for(mod, "lib")
+>>> sorted(gv.name_hint for gv in out.get_global_vars())
+['main', 'tvmgen_default_lib_main_0']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..ir.module import IRModule
+from ..op.contrib import get_pattern_table
+from ..transform.bind import bind_params_by_name
+from ..transform.infer_type import InferType
+from ..transform.pass_infra import Pass, Sequential
+from .annotate import AnnotateTarget
+from .choose import normalize_targets
+from .merge_composite import MergeComposite
+from .merge_regions import MergeCompilerRegions
+from .partition import PartitionGraph
+
+__all__ = ["partition_for", "partition_passes", "registered_patterns"]
+
+
+def registered_patterns(targets: str | Sequence[str]) -> list[tuple[Any, ...]]:
+    """The registered pattern tables of ``targets``, concatenated in target order."""
+    table: list[tuple[Any, ...]] = []
+    for t in normalize_targets(targets):
+        table.extend(get_pattern_table(t) or [])
+    return table
+
+
+def partition_passes(
+    targets: str | Sequence[str],
+    *,
+    patterns: Sequence[tuple[Any, ...]] | None = None,
+    pin: Any = None,
+    include_non_call_ops: bool = True,
+    mod_name: str = "default",
+    bind_constants: bool = True,
+) -> list[Pass]:
+    """The passes :func:`partition_for` runs, for use in a ``Sequential``."""
+    names = normalize_targets(targets)
+    table = registered_patterns(names) if patterns is None else list(patterns)
+    passes: list[Pass] = [InferType()]
+    if table:
+        passes.append(MergeComposite(table))
+    passes += [
+        AnnotateTarget(names, include_non_call_ops, pin=pin),
+        MergeCompilerRegions(),
+        PartitionGraph(mod_name, bind_constants),
+    ]
+    return passes
+
+
+def partition_for(
+    mod: IRModule,
+    targets: str | Sequence[str],
+    *,
+    params: Mapping[str, Any] | None = None,
+    patterns: Sequence[tuple[Any, ...]] | None = None,
+    pin: Any = None,
+    include_non_call_ops: bool = True,
+    mod_name: str = "default",
+    bind_constants: bool = True,
+) -> IRModule:
+    """Partition ``mod`` for ``targets`` (highest priority first).
+
+    ``patterns`` defaults to the registered pattern tables of the targets;
+    ``params`` are bound into ``main`` first (so weights become constants that
+    region functions embed); ``pin`` is as for ``AnnotateTarget``.
+    """
+    if params:
+        mod = mod.copy()
+        mod["main"] = bind_params_by_name(mod["main"], params)
+    passes = partition_passes(targets, patterns=patterns, pin=pin,
+                              include_non_call_ops=include_non_call_ops, mod_name=mod_name,
+                              bind_constants=bind_constants)
+    return Sequential(passes, name="PartitionFor")(mod)

@@ -1,0 +1,233 @@
+"""``explain``: where every operator went, and for every target why it was or wasn't taken.
+
+``explain(mod, targets)`` runs the same decisions and passes as
+:func:`relaykit.byoc.partition_for` and reports, per operator call: the
+function it ended up in (a region's global function, or the host), and per
+target the rule's answer ("declined: only float32", "no rule registered for
+nn.softmax", "pattern X matched", "pinned to host by user", "region pruned:
+2 ops < min 3"...). The report prints as a table and serialises to JSON.
+
+>>> import relaykit as tvm
+>>> from relaykit import relay
+>>> from relaykit.byoc import scoped_registries, decline
+>>> x = relay.var("x", shape=(1, 8))
+>>> mod = tvm.IRModule.from_expr(relay.nn.softmax(relay.abs(x)))
+>>> with scoped_registries():
+...     tvm.ir.register_op_attr("abs", "target.lib", lambda call: decline("no abs today"))
+...     report = explain(mod, "lib")
+>>> [(r.op, r.placement, r.reasons["lib"]) for r in report.ops]  # doctest: +NORMALIZE_WHITESPACE
+[('abs', 'host', 'declined: no abs today'),
+ ('nn.softmax', 'host', 'no rule registered for nn.softmax')]
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..ir.expr import Call, Expr, Function, Span
+from ..ir.functor import post_order, rewrite_post_order
+from ..ir.module import IRModule
+from ..ir.op import Op
+from ._common import DEFAULT_TARGET, annotation_ops, composite_name, copy_type, ensure_typed
+from .annotate import annotate_function, strip_annotations
+from .choose import Decision, TargetChooser, normalize_targets
+from .merge_composite import MergeComposite
+from .merge_regions import merge_regions
+from .partition import RegionInfo, partition_module
+from .pins import as_pins
+from .pipeline import registered_patterns
+
+__all__ = ["explain", "Report", "OpReport", "RegionReport"]
+
+_SOURCE = "<explain>"
+
+
+@dataclass(frozen=True)
+class OpReport:
+    """One operator call: where it went and why."""
+
+    index: int
+    op: str
+    type: str
+    placement: str
+    function: str | None
+    why: str
+    reasons: dict[str, str]
+    composite: str | None = None
+    caller: str = "main"
+
+
+@dataclass(frozen=True)
+class RegionReport:
+    """One region: its function (None when pruned), size and fate."""
+
+    target: str
+    function: str | None
+    num_ops: int
+    macs: int
+    pruned: str | None
+    caller: str = "main"
+
+
+@dataclass
+class Report:
+    """The answer of :func:`explain`: ``str(report)`` is a table, ``to_json()`` JSON."""
+
+    targets: tuple[str, ...]
+    ops: list[OpReport] = field(default_factory=list)
+    regions: list[RegionReport] = field(default_factory=list)
+
+    def for_op(self, name: str) -> list[OpReport]:
+        """The rows of operator ``name``."""
+        return [r for r in self.ops if r.op == name]
+
+    def placements(self) -> dict[str, int]:
+        """How many operators went to each target (and to ``host``)."""
+        counts: dict[str, int] = {}
+        for r in self.ops:
+            counts[r.placement] = counts.get(r.placement, 0) + 1
+        return counts
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "targets": list(self.targets),
+            "placements": self.placements(),
+            "ops": [asdict(r) for r in self.ops],
+            "regions": [asdict(r) for r in self.regions],
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def __str__(self) -> str:
+        rows = [("#", "operator", "placement", "function", "why")]
+        for r in self.ops:
+            name = r.op if r.composite is None else f"{r.op} [{r.composite}]"
+            rows.append((str(r.index), name, r.placement, r.function or "-", r.why))
+        widths = [max(len(row[i]) for row in rows) for i in range(4)]
+        lines = []
+        for k, row in enumerate(rows):
+            cells = [row[i].ljust(widths[i]) for i in range(4)]
+            lines.append("  ".join(cells) + "  " + row[4])
+            if k == 0:
+                lines.append("  ".join("-" * w for w in widths) + "  " + "-" * 3)
+                continue
+            rep = self.ops[k - 1]
+            if len(self.targets) > 1 or rep.reasons.get(rep.placement) != rep.why:
+                for t in self.targets:
+                    lines.append(" " * (widths[0] + 2) + f"{t}: {rep.reasons.get(t, '')}")
+        counts = ", ".join(f"{n} on {p}" for p, n in sorted(self.placements().items()))
+        kept = [g for g in self.regions if g.function is not None]
+        pruned = [g for g in self.regions if g.pruned is not None and g.target != DEFAULT_TARGET]
+        lines.append("")
+        lines.append(f"{len(self.ops)} operators: {counts}; {len(kept)} functions"
+                     + (f", {len(pruned)} regions pruned" if pruned else ""))
+        return "\n".join(lines)
+
+
+def _label_calls(func: Function, start: int) -> tuple[Function, int]:
+    """``func`` with every operator and composite call given a numbering span."""
+    begin_op, end_op = annotation_ops()
+    counter = [start]
+
+    def post(new: Expr, old: Expr) -> Expr | None:
+        if type(new) is Call and new.op is not begin_op and new.op is not end_op and (
+            type(new.op) is Op or composite_name(new.op) is not None
+        ):
+            labelled = Call(new.op, new.args, new.attrs, new.type_args,
+                            Span(_SOURCE, counter[0] + 1, 0))
+            counter[0] += 1
+            return copy_type(labelled, old)
+        return copy_type(new, old) if new is not old else None
+
+    skip_composites: dict[Expr, Expr] = {}
+    for node in post_order(func.body):
+        if type(node) is Function and "Composite" in node.attrs:
+            skip_composites[node] = node
+    body = rewrite_post_order(func.body, post, dict(skip_composites))
+    return copy_type(func.with_fields(body=body), func), counter[0]  # type: ignore[return-value]
+
+
+def _label(call: Call) -> int | None:
+    span = call.span
+    if span is not None and span.source_name == _SOURCE:
+        return span.line - 1
+    return None
+
+
+def explain(
+    mod: IRModule,
+    targets: str | Sequence[str],
+    patterns: Sequence[tuple[Any, ...]] | None = None,
+    *,
+    pin: Any = None,
+    include_non_call_ops: bool = True,
+) -> Report:
+    """Partition ``mod`` for ``targets`` as ``partition_for`` would and report why.
+
+    ``patterns`` defaults to the registered pattern tables of the targets.
+    """
+    names = normalize_targets(targets)
+    chooser = TargetChooser(names, as_pins(pin, names))
+    table = registered_patterns(names) if patterns is None else list(patterns)
+    work = mod.copy()
+    if table:
+        work = MergeComposite(table)(work)
+    decisions: dict[int, tuple[Call, Decision, str]] = {}
+    annotated = work.copy()
+    count = 0
+    for gv, fn in work.items():
+        if "Compiler" in fn.attrs or "Composite" in fn.attrs:
+            continue
+        fn = ensure_typed(fn, work)
+        keep = None
+        if any(type(n) is Call and n.op in annotation_ops() for n in post_order(fn.body)):
+            fn, keep = strip_annotations(fn)
+        start = count
+        fn, count = _label_calls(fn, count)
+        record: dict[Expr, Decision] = {}
+        fn = annotate_function(fn, chooser, include_non_call_ops, record, keep)
+        for call, decision in record.items():
+            k = _label(call)  # type: ignore[arg-type]
+            if k is not None and k >= start:
+                decisions[k] = (call, decision, gv.name_hint)  # type: ignore[assignment]
+        annotated.update_func(gv, merge_regions(fn))
+    _, infos = partition_module(annotated)
+    placed: dict[int, RegionInfo] = {}
+    for info in infos:
+        for c in info.calls:
+            k = _label(c)
+            if k is not None:
+                placed[k] = info
+    report = Report(names)
+    for info in infos:
+        report.regions.append(RegionReport(info.target, info.function, info.num_ops, info.macs,
+                                           info.pruned, info.caller))
+    for k in sorted(decisions):
+        call, decision, caller = decisions[k]
+        info = placed.get(k)
+        reasons = dict(decision.reasons)
+        placement, function, why = "host", None, decision.why
+        if decision.target != DEFAULT_TARGET:
+            if info is not None and info.function is not None:
+                placement, function = decision.target, info.function
+            else:
+                why = info.pruned if info is not None and info.pruned else "not partitioned"
+                reasons[decision.target] = f"{reasons.get(decision.target, '')}; {why}".lstrip(
+                    "; ")
+        ty = str(call._checked_type) if call._checked_type is not None else "?"
+        comp = composite_name(call.op)
+        if comp is None:
+            name = call.op.name if type(call.op) is Op else type(call.op).__name__
+            report.ops.append(OpReport(len(report.ops), name, ty, placement, function, why,
+                                       reasons, None, caller))
+            continue
+        for inner in post_order(call.op.body):  # type: ignore[union-attr]
+            if type(inner) is Call and type(inner.op) is Op:
+                ity = str(inner._checked_type) if inner._checked_type is not None else ty
+                report.ops.append(OpReport(len(report.ops), inner.op.name, ity, placement,
+                                           function, why, reasons, comp, caller))
+    return report

@@ -1,0 +1,91 @@
+"""The dnnl codegen (``relay.ext.dnnl``): partitioned functions to compiled regions.
+
+``relay.build`` hands it every ``Compiler="dnnl"`` function of the module at
+once; each is lowered to a region program (:mod:`.lower`), fused
+(:mod:`.fuse`) and compiled into oneDNN primitives (:class:`.region.DnnlRegion`).
+The thread count comes from, in order: ``num_threads`` here, the
+``"relay.ext.dnnl.options"`` entry of the current ``PassContext`` config
+(``{"num_threads": 4}``), ``RELAYKIT_NUM_THREADS``, all cores::
+
+    with tvm.transform.PassContext(opt_level=3,
+                                   config={"relay.ext.dnnl.options": {"num_threads": 2}}):
+        lib = relay.build(partition_for_dnnl(mod, params), target="llvm")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ...errors import CodegenError
+from ...ir.expr import Call, Function
+from ...ir.functor import post_order
+from ...ir.op import Op
+from ...transform.pass_infra import PassContext
+from .fuse import optimize
+from .lower import lower_function
+from .module import DnnlModule
+from .region import DnnlRegion
+
+__all__ = ["dnnl_codegen", "compile_region", "region_ops", "OPTIONS_KEY"]
+
+#: PassContext config key of the codegen's options.
+OPTIONS_KEY = "relay.ext.dnnl.options"
+
+
+def region_ops(func: Function) -> list[str]:
+    """The operators (and composite names) of a region, in program order."""
+    names: list[str] = []
+    for node in post_order(func.body, skip=lambda n: type(n) is Function):
+        if type(node) is Call:
+            if type(node.op) is Op:
+                names.append(node.op.name)
+            elif type(node.op) is Function:
+                names.append(str(node.op.attrs.get("Composite", "function")))
+    return names
+
+
+def _symbol(func: Function) -> str:
+    symbol = func.attrs.get("global_symbol") if func.attrs else None
+    if not symbol:
+        raise CodegenError("dnnl: the partitioned function has no global_symbol attribute")
+    return str(symbol)
+
+
+def compile_region(
+    func: Function, name: str | None = None, num_threads: int | None = None
+) -> DnnlRegion:
+    """Lower, fuse and compile one partitioned (typed) function."""
+    symbol = name or _symbol(func)
+    program = optimize(lower_function(func))
+    return DnnlRegion.from_program(
+        program, name=symbol, num_threads=num_threads, ops=region_ops(func)
+    )
+
+
+def _options() -> dict[str, Any]:
+    opts = PassContext.current().config.get(OPTIONS_KEY) or {}
+    if not isinstance(opts, dict):
+        raise CodegenError(f"PassContext config {OPTIONS_KEY!r} must be a dict, got {opts!r}")
+    unknown = set(opts) - {"num_threads"}
+    if unknown:
+        raise CodegenError(f"unknown {OPTIONS_KEY} option(s): {', '.join(sorted(unknown))}")
+    return opts
+
+
+def dnnl_codegen(
+    funcs: Function | Sequence[Function], num_threads: int | None = None
+) -> DnnlModule:
+    """The runtime module of ``funcs`` (one function or all of a module's dnnl functions)."""
+    if isinstance(funcs, Function):
+        funcs = [funcs]
+    if num_threads is None:
+        num_threads = _options().get("num_threads")
+    regions: dict[str, DnnlRegion] = {}
+    for func in funcs:
+        symbol = _symbol(func)
+        try:
+            regions[symbol] = compile_region(func, symbol, num_threads)
+        except CodegenError as err:
+            raise CodegenError(f"dnnl codegen of {symbol}: {err}") from err
+    return DnnlModule(regions, num_threads)

@@ -1,0 +1,337 @@
+"""Region-level fusion: fewer, bigger oneDNN primitives.
+
+Run on a lowered :class:`~.program.Program`, in this order:
+
+1. ``fold_affine`` — a per-channel constant multiply / add / subtract right
+   after a convolution or dense layer (batch norm, bias) is folded into its
+   weights and bias; ``fold_affine_chains`` merges other runs of them (a
+   batch norm after a concatenation) into one multiply with a fused add.
+2. ``fold_flatten`` — a flatten feeding a dense layer disappears: oneDNN's
+   inner product reads the 4-D (blocked) tensor directly.
+3. ``fold_channel_shuffle`` — reshape → transpose(0, 2, 1, 3, 4) → reshape
+   (ShuffleNet) becomes one oneDNN shuffle.
+4. ``fuse_post_ops`` — activations, residual adds (oneDNN ``sum``: the
+   convolution accumulates into the residual's buffer) and broadcast binary
+   ops become post-ops of the convolution, dense or binary node before them.
+5. ``eliminate_dead`` — nodes nobody reads are dropped.
+
+A node is fused into its producer only when the producer's output has no
+other reader and is not a region output, so results never change.
+
+>>> from relaykit.contrib.dnnl.program import Node, Program
+>>> import numpy as np
+>>> p = Program()
+>>> x = p.add_input((1, 2, 4, 4))
+>>> w = p.add_constant(np.ones((2, 2, 1, 1)))
+>>> c = p.new_tensor((1, 2, 4, 4)); r = p.new_tensor((1, 2, 4, 4))
+>>> p.nodes += [Node("conv", [x], c, {"weight": w, "bias": -1, "strides": [1, 1],
+...             "dilation": [1, 1], "pad": [0, 0, 0, 0], "groups": 1}),
+...             Node("eltwise", [c], r, {"alg": "relu"})]
+>>> p.outputs = [r]
+>>> optimize(p).op_counts()
+{'conv+relu': 1}
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .program import Node, Program
+
+__all__ = [
+    "optimize",
+    "fold_affine",
+    "fold_affine_chains",
+    "fold_flatten",
+    "fold_channel_shuffle",
+    "fuse_post_ops",
+    "eliminate_dead",
+]
+
+_POST_PRODUCERS = frozenset({"conv", "dense", "binary"})
+
+
+class _Graph:
+    """Producers and readers of a program's tensors, kept up to date by the passes."""
+
+    def __init__(self, p: Program) -> None:
+        self.p = p
+        self.order: list[Node | None] = list(p.nodes)
+        self.pos: dict[int, int] = {id(n): i for i, n in enumerate(p.nodes)}
+        self.producer: dict[int, Node] = {n.out: n for n in p.nodes}
+        self.readers: dict[int, list[Node]] = {}
+        for n in p.nodes:
+            for t in n.reads():
+                self.readers.setdefault(t, []).append(n)
+        self.outputs = set(p.outputs)
+
+    def sole_reader(self, t: int) -> Node | None:
+        """The only node reading ``t`` (once), when ``t`` is not a region output."""
+        readers = self.readers.get(t, ())
+        if t in self.outputs or len(readers) != 1:
+            return None
+        return readers[0]
+
+    def absorb(self, producer: Node, consumer: Node, move: bool, keep_reads: bool = True) -> None:
+        """``producer`` now also computes ``consumer`` and writes its output; the
+        consumer's other reads become the producer's (post-op operands) unless
+        ``keep_reads`` is False (folded constants)."""
+        old = producer.out
+        self.readers[old].remove(consumer)
+        for t in consumer.reads():
+            if t == old:
+                continue
+            readers = self.readers[t]
+            readers[readers.index(consumer)] = producer
+            if not keep_reads:
+                readers.remove(producer)
+        producer.out = consumer.out
+        self.producer[consumer.out] = producer
+        i = self.pos.pop(id(consumer))
+        if move:
+            self.order[self.pos[id(producer)]] = None
+            self.order[i] = producer
+            self.pos[id(producer)] = i
+        else:
+            self.order[i] = None
+
+    def remove(self, node: Node) -> None:
+        i = self.pos.pop(id(node))
+        self.order[i] = None
+        for t in node.reads():
+            self.readers[t].remove(node)
+
+    def add_reads(self, node: Node, tensors: list[int]) -> None:
+        for t in tensors:
+            self.readers.setdefault(t, []).append(node)
+
+    def replace(self, old: Node, new: Node) -> None:
+        i = self.pos[id(old)]
+        self.remove(old)
+        self.add_reads(new, list(new.reads()))
+        self.order[i] = new
+        self.pos[id(new)] = i
+        self.producer[new.out] = new
+
+    def commit(self) -> None:
+        self.p.nodes = [n for n in self.order if n is not None]
+
+
+def _channel_vector(p: Program, t: int, out_shape: tuple[int, ...], axis: int) -> np.ndarray | None:
+    """The constant ``t`` as a per-channel vector along ``axis`` of ``out_shape``, if it is one."""
+    c = p.constants.get(t)
+    if c is None or c.ndim != len(out_shape):
+        return None
+    for i, d in enumerate(c.shape):
+        if i != axis and d != 1:
+            return None
+    if c.shape[axis] not in (1, out_shape[axis]):
+        return None
+    return np.broadcast_to(c.reshape(-1), (out_shape[axis],)).astype(np.float32)
+
+
+def fold_affine(p: Program) -> None:
+    """Fold per-channel constant mul/add/sub after conv and dense into weights and bias."""
+    g = _Graph(p)
+    for n in list(g.order):
+        if n is None or n.op not in ("conv", "dense"):
+            continue
+        while not n.post:
+            c = g.sole_reader(n.out)
+            if c is None or c.op != "binary" or c.post:
+                break
+            alg = c.attrs["alg"]
+            first = c.inputs[0] == n.out
+            other = c.inputs[1] if first else c.inputs[0]
+            if alg not in ("add", "sub", "mul") or (not first and alg == "sub"):
+                break
+            out_shape = p.shapes[n.out]
+            vec = _channel_vector(p, other, out_shape, 1)
+            if vec is None or p.shapes[c.out] != out_shape:
+                break
+            weight = p.constants[n.attrs["weight"]]
+            bias_t = n.attrs.get("bias", -1)
+            bias = p.constants[bias_t] if bias_t >= 0 else np.zeros(out_shape[1], np.float32)
+            if alg == "mul":
+                scale = vec.reshape((-1,) + (1,) * (weight.ndim - 1))
+                n.attrs["weight"] = p.add_constant(weight * scale)
+                if bias_t >= 0:
+                    n.attrs["bias"] = p.add_constant(bias * vec)
+            else:
+                n.attrs["bias"] = p.add_constant(bias + vec if alg == "add" else bias - vec)
+            g.absorb(n, c, move=False, keep_reads=False)
+    g.commit()
+
+
+def _affine_operand(p: Program, node: Node, x: int) -> np.ndarray | None:
+    """The constant of ``node = binary(x, c)`` when it broadcasts over ``x`` (an affine step)."""
+    if node.op != "binary" or node.post or node.attrs["alg"] not in ("add", "sub", "mul"):
+        return None
+    if node.inputs[0] != x or p.shapes[node.out] != p.shapes[x]:
+        return None
+    return p.constants.get(node.inputs[1])
+
+
+def fold_affine_chains(p: Program) -> None:
+    """Merge runs of constant mul/add/sub on one tensor into ``x * s`` plus a fused ``+ t``."""
+    g = _Graph(p)
+    for n in list(g.order):
+        if n is None or n.op != "binary" or n.post:
+            continue
+        x = n.inputs[0]
+        first = _affine_operand(p, n, x)
+        if first is None:
+            continue
+        scale = np.ones((1,) * first.ndim, np.float32)
+        shift = np.zeros((1,) * first.ndim, np.float32)
+        steps = 0
+        node: Node | None = n
+        while node is not None:
+            c = _affine_operand(p, node, node.inputs[0])
+            if c is None:
+                break
+            alg = node.attrs["alg"]
+            if alg == "mul":
+                scale, shift = scale * c, shift * c
+            else:
+                shift = shift + c if alg == "add" else shift - c
+            steps += 1
+            if node is not n:
+                g.absorb(n, node, move=False, keep_reads=False)
+            node = g.sole_reader(n.out)
+        if steps < 2:
+            continue
+        g.readers[n.inputs[1]].remove(n)
+        n.post = []
+        if np.all(scale == 1):
+            n.attrs["alg"] = "add"
+            n.inputs = [x, p.add_constant(shift)]
+        else:
+            n.attrs["alg"] = "mul"
+            n.inputs = [x, p.add_constant(scale)]
+            if np.any(shift != 0):
+                n.post = [{"op": "binary_add", "in": p.add_constant(shift)}]
+        g.add_reads(n, [n.inputs[1]] + [q["in"] for q in n.post])
+    g.commit()
+
+
+def fold_flatten(p: Program) -> None:
+    """Let dense layers read the tensor before a flatten (no reorder to plain layout)."""
+    g = _Graph(p)
+    for n in list(g.order):
+        if n is None or n.op != "dense":
+            continue
+        r = g.producer.get(n.inputs[0])
+        if r is None or r.op != "reshape" or g.sole_reader(r.out) is not n:
+            continue
+        src_shape = p.shapes[r.inputs[0]]
+        if len(src_shape) < 2 or src_shape[0] != p.shapes[r.out][0] or len(src_shape) > 5:
+            continue
+        g.remove(r)
+        g.readers[n.inputs[0]].remove(n)
+        n.inputs = [r.inputs[0]]
+        g.add_reads(n, n.inputs)
+    g.commit()
+
+
+def fold_channel_shuffle(p: Program) -> None:
+    """reshape(N,C,H,W -> N,G,C/G,H,W) -> transpose(0,2,1,3,4) -> reshape back: a shuffle."""
+    g = _Graph(p)
+    for n in list(g.order):
+        if n is None or n.op != "transpose" or n.attrs["perm"] != [0, 2, 1, 3, 4]:
+            continue
+        r1 = g.producer.get(n.inputs[0])
+        if r1 is None or r1.op != "reshape" or g.sole_reader(r1.out) is not n:
+            continue
+        r2 = g.sole_reader(n.out)
+        if r2 is None or r2.op != "reshape":
+            continue
+        src, mid, dst = p.shapes[r1.inputs[0]], p.shapes[r1.out], p.shapes[r2.out]
+        if len(src) != 4 or src != dst or len(mid) != 5:
+            continue
+        if (mid[0], mid[1] * mid[2], mid[3], mid[4]) != src:
+            continue
+        shuffle = Node("shuffle", [r1.inputs[0]], r2.out, {"axis": 1, "group": mid[2]})
+        g.remove(r1)
+        g.remove(n)
+        g.replace(r2, shuffle)
+    g.commit()
+
+
+def fuse_post_ops(p: Program) -> None:
+    """Make activations, residual adds and broadcast binaries post-ops of their producer."""
+    g = _Graph(p)
+    i = 0
+    while i < len(g.order):
+        c = g.order[i]
+        i += 1
+        if c is None:
+            continue
+        if c.op == "eltwise":
+            prod = g.producer.get(c.inputs[0])
+            if prod is not None and prod.op in _POST_PRODUCERS and g.sole_reader(c.inputs[0]) is c:
+                spec = {"op": c.attrs["alg"]}
+                for key in ("alpha", "beta"):
+                    if c.attrs.get(key):
+                        spec[key] = c.attrs[key]
+                prod.post.append(spec)
+                g.absorb(prod, c, move=False)
+        elif c.op == "binary" and not c.post:
+            _fuse_binary(g, c)
+    g.commit()
+
+
+def _fuse_binary(g: _Graph, c: Node) -> None:
+    p = g.p
+    a, b = c.inputs
+    alg = c.attrs["alg"]
+    full = p.shapes[c.out]
+    if alg == "add" and p.shapes[a] == full and p.shapes[b] == full:
+        # Residual add: the later of the two producers accumulates into the other operand.
+        best: tuple[int, Node, int] | None = None
+        for t, other in ((a, b), (b, a)):
+            prod = g.producer.get(t)
+            if (
+                prod is not None
+                and prod.op in ("conv", "dense")
+                and g.sole_reader(t) is c
+                and not any(q["op"] == "sum" for q in prod.post)
+                and not p.is_constant(other)
+                and other != t
+            ):
+                pos = g.pos[id(prod)]
+                if best is None or pos > best[0]:
+                    best = (pos, prod, other)
+        if best is not None:
+            _, prod, other = best
+            prod.post.append({"op": "sum", "in": other})
+            g.absorb(prod, c, move=True)
+            return
+    prod = g.producer.get(a)
+    if prod is None or prod.op not in _POST_PRODUCERS or g.sole_reader(a) is not c or a == b:
+        return
+    prod.post.append({"op": "binary_" + alg, "in": b})
+    g.absorb(prod, c, move=True)
+
+
+def eliminate_dead(p: Program) -> None:
+    """Drop nodes whose outputs nobody reads."""
+    live = set(p.outputs)
+    kept: list[Node] = []
+    for n in reversed(p.nodes):
+        if n.out in live:
+            kept.append(n)
+            live.update(n.reads())
+    kept.reverse()
+    p.nodes = kept
+
+
+def optimize(p: Program) -> Program:
+    """Run every fusion on ``p`` (in place) and return it."""
+    fold_affine(p)
+    fold_affine_chains(p)
+    fold_flatten(p)
+    fold_channel_shuffle(p)
+    fuse_post_ops(p)
+    eliminate_dead(p)
+    return p

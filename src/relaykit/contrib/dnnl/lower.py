@@ -1,0 +1,418 @@
+"""Lowering: a partitioned ``Compiler="dnnl"`` function to a region :class:`Program`.
+
+Composite functions are expanded into their operators (the fusion pass
+re-derives every fusion from the whole region, so nothing is lost), each
+operator becomes oneDNN-level nodes, and constants become program constants:
+``nn.batch_norm`` turns into a per-channel scale and shift, ``nn.bias_add``
+into a broadcast add, ``nn.dropout`` into the identity. What a node cannot
+express raises :class:`~relaykit.errors.CodegenError`; the target rules
+(:mod:`.rules`) decline those operators first, so partitioned functions
+always lower.
+
+>>> from relaykit import relay
+>>> x = relay.var("x", shape=(1, 8))
+>>> f = relay.Function([x], relay.nn.relu(x))
+>>> from relaykit.transform import InferType
+>>> import relaykit as tvm
+>>> f = InferType()(tvm.IRModule.from_expr(f))["main"]
+>>> [n.op for n in lower_function(f).nodes]
+['eltwise']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Union
+
+import numpy as np
+
+from ...errors import CodegenError
+from ...ir.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
+from ...ir.functor import post_order
+from ...ir.op import Op
+from ...ir.types import TensorType, TupleType
+from .program import Node, Program
+
+__all__ = ["lower_function", "ELTWISE_OPS", "BINARY_OPS", "COMMUTATIVE", "pair", "pad4"]
+
+Value = Union[int, tuple["Value", ...]]  # noqa: UP007 (a runtime alias)
+
+#: Relay unary operators that are one oneDNN eltwise algorithm (name, alpha, beta).
+ELTWISE_OPS: dict[str, Callable[[Any], tuple[str, float, float]]] = {
+    "nn.relu": lambda a: ("relu", 0.0, 0.0),
+    "nn.leaky_relu": lambda a: ("relu", float(a.alpha), 0.0),
+    "clip": lambda a: ("clip", float(a.a_min), float(a.a_max)),
+    "sigmoid": lambda a: ("sigmoid", 0.0, 0.0),
+    "tanh": lambda a: ("tanh", 0.0, 0.0),
+    "exp": lambda a: ("exp", 0.0, 0.0),
+    "log": lambda a: ("log", 0.0, 0.0),
+    "sqrt": lambda a: ("sqrt", 0.0, 0.0),
+    "abs": lambda a: ("abs", 0.0, 0.0),
+    "negative": lambda a: ("linear", -1.0, 0.0),
+}
+
+#: Relay binary operators and the oneDNN binary algorithm computing them.
+BINARY_OPS: dict[str, str] = {
+    "add": "add",
+    "subtract": "sub",
+    "multiply": "mul",
+    "divide": "div",
+    "maximum": "max",
+    "minimum": "min",
+}
+
+COMMUTATIVE = frozenset({"add", "multiply", "maximum", "minimum"})
+
+
+def _shape(expr: Expr) -> tuple[int, ...]:
+    ty = expr.checked_type
+    if not isinstance(ty, TensorType):
+        raise CodegenError(f"dnnl: expected a tensor, got {ty}")
+    return tuple(int(d) for d in ty.shape)
+
+
+def pair(value: Any) -> tuple[int, int]:
+    """(h, w) from an int or a 1- or 2-element list."""
+    vals = (value,) if isinstance(value, int) else tuple(value)
+    return (vals[0], vals[0]) if len(vals) == 1 else (vals[0], vals[1])
+
+
+def pad4(value: Any) -> tuple[int, int, int, int]:
+    """(top, left, bottom, right) from 1, 2 or 4 values, as Relay's padding attributes."""
+    vals = (value,) if isinstance(value, int) else tuple(value or (0,))
+    if len(vals) == 1:
+        vals = vals * 4
+    elif len(vals) == 2:
+        vals = (vals[0], vals[1], vals[0], vals[1])
+    return tuple(int(v) for v in vals)  # type: ignore[return-value]
+
+
+def _along(vec: np.ndarray, axis: int, ndim: int) -> np.ndarray:
+    shape = [1] * ndim
+    shape[axis] = vec.shape[0]
+    return vec.reshape(shape)
+
+
+class _Lowerer:
+    def __init__(self) -> None:
+        self.p = Program()
+
+    # -- values ----------------------------------------------------------------------
+
+    def tensor(self, v: Value, what: str) -> int:
+        if not isinstance(v, int):
+            raise CodegenError(f"dnnl: {what} is a tuple, expected a tensor")
+        return v
+
+    def const(self, t: int) -> np.ndarray | None:
+        return self.p.constants.get(t)
+
+    def emit(self, op: str, inputs: list[int], shape: tuple[int, ...], **attrs: Any) -> int:
+        out = self.p.new_tensor(shape)
+        self.p.nodes.append(Node(op, list(inputs), out, attrs))
+        return out
+
+    def as_rank(self, t: int, ndim: int) -> int:
+        """``t`` with leading 1-dims so that it has rank ``ndim`` (broadcast operand)."""
+        shape = self.p.shapes[t]
+        if len(shape) == ndim:
+            return t
+        new = (1,) * (ndim - len(shape)) + shape
+        c = self.const(t)
+        if c is not None:
+            return self.p.add_constant(c.reshape(new))
+        return self.emit("reshape", [t], new)
+
+    # -- walking ---------------------------------------------------------------------
+
+    def evaluate(self, root: Expr, env: dict[Var, Value]) -> Value:
+        memo: dict[int, Value] = {}
+        skip = lambda n: type(n) is Function or type(n) is Op  # noqa: E731
+        for node in post_order(root, skip=skip):
+            memo[id(node)] = self.visit(node, env, memo)
+        return memo[id(root)]
+
+    def visit(self, node: Expr, env: dict[Var, Value], memo: dict[int, Value]) -> Value:
+        kind = type(node)
+        if kind is Var:
+            try:
+                return env[node]
+            except KeyError:
+                raise CodegenError(f"dnnl: free variable {node.name_hint} in a region") from None
+        if kind is Constant:
+            return self.p.add_constant(node.data.numpy())
+        if kind is Tuple:
+            return tuple(memo[id(f)] for f in node.fields)
+        if kind is TupleGetItem:
+            value = memo[id(node.tuple_value)]
+            if not isinstance(value, tuple):
+                raise CodegenError("dnnl: TupleGetItem of a tensor")
+            return value[node.index]
+        if kind is Call:
+            args = [memo[id(a)] for a in node.args]
+            op = node.op
+            if type(op) is Function:
+                inner = dict(zip(op.params, args, strict=True))
+                return self.evaluate(op.body, inner)
+            if type(op) is Op:
+                fn = _LOWER.get(op.name)
+                if fn is None:
+                    raise CodegenError(f"dnnl: no lowering for operator {op.name}")
+                return fn(self, node, args)
+        raise CodegenError(f"dnnl: cannot lower a {kind.__name__} inside a region")
+
+
+# -- operator lowerings -----------------------------------------------------------------------
+
+
+def _conv2d(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
+    a = call.attrs
+    x, w = lw.tensor(args[0], "conv2d data"), lw.tensor(args[1], "conv2d weight")
+    if lw.const(w) is None:
+        raise CodegenError("dnnl: conv2d weights must be constants (bind the params)")
+    return lw.emit(
+        "conv", [x], _shape(call), weight=w, bias=-1, strides=list(pair(a.strides)),
+        dilation=list(pair(a.dilation)), pad=list(pad4(a.padding)), groups=int(a.groups),
+    )  # fmt: skip
+
+
+def _dense(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
+    x, w = lw.tensor(args[0], "dense data"), lw.tensor(args[1], "dense weight")
+    if lw.const(w) is None:
+        raise CodegenError("dnnl: dense weights must be constants (bind the params)")
+    in_shape = lw.p.shapes[x]
+    if len(in_shape) != 2:
+        raise CodegenError("dnnl: dense takes a 2-D input")
+    return lw.emit("dense", [x], _shape(call), weight=w, bias=-1)
+
+
+def _binary(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
+    name = call.op.name
+    a, b = lw.tensor(args[0], name), lw.tensor(args[1], name)
+    out = _shape(call)
+    if lw.p.shapes[a] != out:
+        if name in COMMUTATIVE and lw.p.shapes[b] == out:
+            a, b = b, a
+        elif name == "subtract" and lw.const(a) is not None and lw.const(a).size == 1:
+            # c - x = -1 * x + c
+            c = float(lw.const(a).reshape(()))
+            return lw.emit("eltwise", [b], out, alg="linear", alpha=-1.0, beta=c)
+        else:
+            raise CodegenError(f"dnnl: {name} whose first operand broadcasts")
+    b = lw.as_rank(b, len(out))
+    return lw.emit("binary", [a, b], out, alg=BINARY_OPS[name])
+
+
+def _bias_add(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
+    x, b = lw.tensor(args[0], "bias_add data"), lw.tensor(args[1], "bias_add bias")
+    out = _shape(call)
+    axis = int(call.attrs.axis) % len(out)
+    c = lw.const(b)
+    if c is not None:
+        bt = lw.p.add_constant(_along(c, axis, len(out)))
+    else:
+        shape = [1] * len(out)
+        shape[axis] = out[axis]
+        bt = lw.emit("reshape", [b], tuple(shape))
+    return lw.emit("binary", [x, bt], out, alg="add")
+
+
+def _eltwise(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
+    alg, alpha, beta = ELTWISE_OPS[call.op.name](call.attrs)
+    x = lw.tensor(args[0], call.op.name)
+    return lw.emit("eltwise", [x], _shape(call), alg=alg, alpha=alpha, beta=beta)
+
+
+def _batch_norm(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
+    a = call.attrs
+    x = lw.tensor(args[0], "batch_norm data")
+    consts = [lw.const(lw.tensor(v, "batch_norm parameter")) for v in args[1:]]
+    if any(c is None for c in consts):
+        raise CodegenError("dnnl: batch_norm needs constant gamma/beta/mean/var (bind the params)")
+    gamma, beta, mean, var = (np.asarray(c, np.float64) for c in consts)  # type: ignore[arg-type]
+    out = _shape(call.args[0])
+    axis = int(a.axis) % len(out)
+    scale = 1.0 / np.sqrt(var + float(a.epsilon))
+    if a.scale:
+        scale = scale * gamma
+    shift = -mean * scale
+    if a.center:
+        shift = shift + beta
+    s = lw.p.add_constant(_along(scale.astype(np.float32), axis, len(out)))
+    t = lw.p.add_constant(_along(shift.astype(np.float32), axis, len(out)))
+    y = lw.emit("binary", [x, s], out, alg="mul")
+    y = lw.emit("binary", [y, t], out, alg="add")
+    return (y, lw.tensor(args[3], "mean"), lw.tensor(args[4], "var"))
+
+
+def _dropout(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
+    x = lw.tensor(args[0], "dropout data")
+    mask = lw.p.add_constant(np.ones(_shape(call.args[0]), np.float32))
+    return (x, mask)
+
+
+def _pool(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
+    a = call.attrs
+    x = lw.tensor(args[0], call.op.name)
+    n, c, h, w = lw.p.shapes[x]
+    out = _shape(call)
+    kh, kw = pair(a.pool_size)
+    sh, sw = pair(a.strides)
+    dh, dw = pair(a.dilation)
+    pt, pl, pb, pr = pad4(a.padding)
+    oh, ow = out[2], out[3]
+    eh = max(0, (oh - 1) * sh + (kh - 1) * dh + 1 - (h + pt + pb))
+    ew = max(0, (ow - 1) * sw + (kw - 1) * dw + 1 - (w + pl + pr))
+    if call.op.name == "nn.max_pool2d":
+        alg = "max"
+    elif a.count_include_pad and (eh or ew) == 0:
+        alg = "avg_include"
+    elif a.count_include_pad and any((pt, pl, pb, pr)):
+        raise CodegenError("dnnl: avg_pool2d counting padding with ceil_mode's extra padding")
+    else:
+        alg = "avg_exclude"
+    return lw.emit(
+        "pool", [x], out, alg=alg, kernel=[kh, kw], strides=[sh, sw], dilation=[dh, dw],
+        pad_l=[pt, pl], pad_r=[pb + eh, pr + ew],
+    )  # fmt: skip
+
+
+def _global_pool(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
+    x = lw.tensor(args[0], call.op.name)
+    _, _, h, w = lw.p.shapes[x]
+    alg = "max" if "max" in call.op.name else "avg_exclude"
+    return lw.emit(
+        "pool", [x], _shape(call), alg=alg, kernel=[h, w], strides=[1, 1], dilation=[1, 1],
+        pad_l=[0, 0], pad_r=[0, 0],
+    )  # fmt: skip
+
+
+def _adaptive_pool(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
+    x = lw.tensor(args[0], call.op.name)
+    _, _, h, w = lw.p.shapes[x]
+    out = _shape(call)
+    oh, ow = out[2], out[3]
+    if h % oh or w % ow:
+        raise CodegenError("dnnl: adaptive pooling whose output size does not divide the input")
+    alg = "max" if "max" in call.op.name else "avg_exclude"
+    return lw.emit(
+        "pool", [x], out, alg=alg, kernel=[h // oh, w // ow], strides=[h // oh, w // ow],
+        dilation=[1, 1], pad_l=[0, 0], pad_r=[0, 0],
+    )  # fmt: skip
+
+
+def _softmax(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
+    x = lw.tensor(args[0], call.op.name)
+    out = _shape(call)
+    axis = int(call.attrs.axis) % len(out)
+    return lw.emit("softmax", [x], out, axis=axis, log=int(call.op.name == "nn.log_softmax"))
+
+
+def _concatenate(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
+    fields = args[0]
+    if not isinstance(fields, tuple):
+        raise CodegenError("dnnl: concatenate of a non-tuple")
+    out = _shape(call)
+    axis = int(call.attrs.axis) % len(out)
+    ins = [lw.tensor(f, "concatenate field") for f in fields]
+    if len(ins) == 1:
+        return lw.emit("reshape", ins, out)
+    return lw.emit("concat", ins, out, axis=axis)
+
+
+def _reshape(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
+    x = lw.tensor(args[0], call.op.name)
+    out = _shape(call)
+    if lw.p.shapes[x] == out:
+        return x
+    c = lw.const(x)
+    if c is not None:
+        return lw.p.add_constant(c.reshape(out))
+    return lw.emit("reshape", [x], out)
+
+
+def _copy(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
+    return lw.tensor(args[0], "copy")
+
+
+def _transpose(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
+    x = lw.tensor(args[0], "transpose")
+    ndim = len(lw.p.shapes[x])
+    axes = call.attrs.axes
+    perm = list(reversed(range(ndim))) if axes is None else [int(i) % ndim for i in axes]
+    if perm == list(range(ndim)):
+        return x
+    return lw.emit("transpose", [x], _shape(call), perm=perm)
+
+
+def _lrn(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
+    a = call.attrs
+    x = lw.tensor(args[0], "nn.lrn")
+    return lw.emit(
+        "lrn", [x], _shape(call), size=int(a.size), alpha=float(a.alpha), beta=float(a.beta),
+        k=float(a.bias),
+    )  # fmt: skip
+
+
+_LOWER: dict[str, Callable[[_Lowerer, Call, list[Value]], Value]] = {
+    "nn.conv2d": _conv2d,
+    "nn.dense": _dense,
+    "nn.bias_add": _bias_add,
+    "nn.batch_norm": _batch_norm,
+    "nn.dropout": _dropout,
+    "nn.max_pool2d": _pool,
+    "nn.avg_pool2d": _pool,
+    "nn.global_avg_pool2d": _global_pool,
+    "nn.global_max_pool2d": _global_pool,
+    "nn.adaptive_avg_pool2d": _adaptive_pool,
+    "nn.adaptive_max_pool2d": _adaptive_pool,
+    "nn.softmax": _softmax,
+    "nn.log_softmax": _softmax,
+    "nn.lrn": _lrn,
+    "concatenate": _concatenate,
+    "reshape": _reshape,
+    "nn.batch_flatten": _reshape,
+    "squeeze": _reshape,
+    "expand_dims": _reshape,
+    "copy": _copy,
+    "transpose": _transpose,
+    **{name: _eltwise for name in ELTWISE_OPS},
+    **{name: _binary for name in BINARY_OPS},
+}
+
+#: Operators the lowering knows (the rules decide which calls of them are taken).
+LOWERED_OPS = frozenset(_LOWER)
+
+
+def _flatten(value: Value) -> list[int]:
+    if isinstance(value, int):
+        return [value]
+    out: list[int] = []
+    for v in value:
+        out.extend(_flatten(v))
+    return out
+
+
+def _input_value(p: Program, ty: Any, name: str) -> Value:
+    """Region inputs for a parameter: a tensor, or a tuple of them (flattened in order)."""
+    if isinstance(ty, TupleType):
+        return tuple(_input_value(p, f, name) for f in ty.fields)
+    if not isinstance(ty, TensorType) or not ty.shape:
+        raise CodegenError(f"dnnl: region input {name} must be a tensor of rank >= 1, got {ty}")
+    return p.add_input(tuple(int(d) for d in ty.shape))
+
+
+def lower_function(func: Function) -> Program:
+    """The region program of a typed ``Compiler="dnnl"`` function (before fusion)."""
+    lw = _Lowerer()
+    env: dict[Var, Value] = {}
+    for param in func.params:
+        env[param] = _input_value(lw.p, param.checked_type, param.name_hint)
+    outputs = _flatten(lw.evaluate(func.body, env))
+    # The runtime writes outputs from nodes: inputs and constants returned as such get a copy.
+    program = lw.p
+    for k, t in enumerate(outputs):
+        if t in program.inputs or program.is_constant(t):
+            outputs[k] = lw.emit("reshape", [t], program.shapes[t])
+    program.outputs = outputs
+    return program

@@ -1,0 +1,234 @@
+"""The native region runtime: compiled once, cached, loaded with ctypes.
+
+``native/region.cc`` is one C++ library for every region of every model (the
+regions arrive as JSON programs). It is compiled with ``g++ -O3`` against the
+oneDNN wheel's headers the first time it is needed, into a private cache
+directory keyed by the source, the oneDNN version and the compiler, and loaded
+from there afterwards::
+
+    ~/.cache/relaykit/dnnl/<key>/librkdnnl.so      (RELAYKIT_CACHE_DIR overrides ~/.cache/relaykit)
+
+An exported model carries the compiled library and its source
+(:func:`runtime_blob`); :func:`load_runtime_blob` reuses the cached library,
+else the carried binary, else recompiles the carried source.
+
+>>> lib = load_runtime()              # doctest: +SKIP
+>>> lib.abi                           # doctest: +SKIP
+'relaykit-dnnl-3 onednn-3.2.0'
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...errors import CompileError, CompilerNotFoundError
+from .library import INSTALL_HINT, find_onednn
+
+__all__ = [
+    "NativeRuntime",
+    "load_runtime",
+    "runtime_blob",
+    "load_runtime_blob",
+    "cache_dir",
+    "SOURCE_PATH",
+]
+
+SOURCE_PATH = Path(__file__).with_name("native") / "region.cc"
+_LIB_NAME = "librkdnnl.so"
+_FLAGS = ("-O3", "-std=c++17", "-fPIC", "-shared", "-fopenmp", "-DNDEBUG")
+_lock = threading.Lock()
+
+
+def cache_dir() -> Path:
+    """Root of relaykit's private cache (``RELAYKIT_CACHE_DIR`` or ``~/.cache/relaykit``)."""
+    root = os.environ.get("RELAYKIT_CACHE_DIR")
+    if root:
+        return Path(root).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "relaykit"
+
+
+@dataclass(frozen=True)
+class NativeRuntime:
+    """The loaded runtime library with typed entry points."""
+
+    path: Path
+    dll: ctypes.CDLL
+
+    @property
+    def abi(self) -> str:
+        return self.dll.rkdnnl_abi().decode()
+
+    def last_error(self) -> str:
+        return self.dll.rkdnnl_last_error().decode(errors="replace")
+
+
+def _compiler() -> str:
+    cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
+    if not cxx:
+        raise CompilerNotFoundError(
+            "the dnnl backend compiles its oneDNN runtime with a C++ compiler, and none was "
+            "found (looked for $CXX, g++, c++). Install g++ (e.g. apt-get install g++)."
+        )
+    return cxx
+
+
+def _source() -> str:
+    return SOURCE_PATH.read_text()
+
+
+def _key(source: str) -> str:
+    """Cache key: the runtime source, the oneDNN build it links and the flags."""
+    onednn = find_onednn()
+    h = hashlib.sha256()
+    for part in (source, onednn.version, str(onednn.library), " ".join(_FLAGS)):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:20]
+
+
+def _private_dir(key: str) -> Path:
+    d = cache_dir() / "dnnl" / key
+    d.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return d
+
+
+def _compile(source: str, target: Path, cxx: str) -> None:
+    onednn = find_onednn()
+    include = onednn.require_headers()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".so.tmp")
+    os.close(fd)
+    src = target.with_suffix(".cc")
+    src.write_text(source)
+    cmd = [
+        cxx,
+        *_FLAGS,
+        f"-I{include}",
+        str(src),
+        f"-L{onednn.lib_dir}",
+        "-l:" + onednn.library.name,
+        f"-Wl,-rpath,{onednn.lib_dir}",
+        "-o",
+        tmp,
+    ]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    except OSError as err:
+        os.unlink(tmp)
+        raise CompilerNotFoundError(f"the dnnl backend cannot run {cxx}: {err}") from err
+    if proc.returncode != 0:
+        os.unlink(tmp)
+        raise CompileError(
+            f"compiling the dnnl runtime failed ({' '.join(cmd)}):\n{proc.stderr[-4000:]}\n"
+            f"source: {src}"
+        )
+    os.replace(tmp, target)
+
+
+def _preload_onednn() -> None:
+    """Load libdnnl globally first, so the runtime resolves it wherever it was built."""
+    onednn = find_onednn()
+    ctypes.CDLL(str(onednn.library), mode=ctypes.RTLD_GLOBAL)
+
+
+def _bind(path: Path) -> NativeRuntime:
+    _preload_onednn()
+    dll = ctypes.CDLL(str(path))
+    vp, cp, i = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int
+    pp = ctypes.POINTER(ctypes.c_void_p)
+    sig = {
+        "rkdnnl_abi": (cp, []),
+        "rkdnnl_last_error": (cp, []),
+        "rkdnnl_create": (vp, [cp, pp, i, i]),
+        "rkdnnl_run": (i, [vp, pp, pp]),
+        "rkdnnl_profile": (i, [vp, pp, pp, ctypes.POINTER(ctypes.c_double)]),
+        "rkdnnl_num_steps": (i, [vp]),
+        "rkdnnl_step_info": (cp, [vp, i]),
+        "rkdnnl_arena_bytes": (ctypes.c_longlong, [vp]),
+        "rkdnnl_destroy": (None, [vp]),
+    }
+    for name, (res, args) in sig.items():
+        fn = getattr(dll, name)
+        fn.restype = res
+        fn.argtypes = args
+    return NativeRuntime(path, dll)
+
+
+_loaded: dict[str, NativeRuntime] = {}
+
+
+def _load_or_compile(source: str) -> NativeRuntime:
+    key = _key(source)
+    with _lock:
+        if key in _loaded:
+            return _loaded[key]
+        target = _private_dir(key) / _LIB_NAME
+        if not target.exists():
+            _compile(source, target, _compiler())
+        runtime = _bind(target)
+        _loaded[key] = runtime
+        return runtime
+
+
+def load_runtime() -> NativeRuntime:
+    """The runtime library for the installed oneDNN, compiled on first use."""
+    return _load_or_compile(_source())
+
+
+def runtime_blob() -> dict[str, bytes]:
+    """What an exported model carries: the compiled library, its source and ABI tag."""
+    runtime = load_runtime()
+    return {
+        "library": runtime.path.read_bytes(),
+        "source": _source().encode(),
+        "abi": runtime.abi.encode(),
+    }
+
+
+def load_runtime_blob(blob: dict[str, bytes]) -> NativeRuntime:
+    """The runtime for a loaded model: the local build when it matches the carried ABI,
+    else the carried library, else the carried source compiled here."""
+    find_onednn()  # a clear error first when oneDNN is missing
+    abi = blob.get("abi", b"").decode()
+    try:
+        local = load_runtime()
+    except (CompilerNotFoundError, CompileError):
+        local = None
+    if local is not None and local.abi == abi:
+        return local
+    library = blob.get("library")
+    if library:
+        digest = hashlib.sha256(library).hexdigest()[:20]
+        with _lock:
+            if digest in _loaded:
+                return _loaded[digest]
+            target = _private_dir("blob-" + digest) / _LIB_NAME
+            if not target.exists():
+                fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".so.tmp")
+                with os.fdopen(fd, "wb") as f:
+                    f.write(library)
+                os.replace(tmp, target)
+            try:
+                runtime = _bind(target)
+            except OSError:
+                runtime = None
+            if runtime is not None and runtime.abi == abi:
+                _loaded[digest] = runtime
+                return runtime
+    source = blob.get("source")
+    if not source:
+        raise CompileError(
+            "the exported dnnl module carries no runtime this machine can load "
+            f"(ABI {abi!r}); re-export it with this relaykit. Needs: {INSTALL_HINT}"
+        )
+    return _load_or_compile(source.decode())

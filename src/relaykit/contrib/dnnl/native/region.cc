@@ -1,0 +1,1029 @@
+// relaykit oneDNN region runtime.
+//
+// One compiled library serves every region of every model: a region arrives
+// as a small JSON program (written by relaykit/contrib/dnnl/lower.py) plus
+// pointers to its constants. rkdnnl_create builds the oneDNN primitives once
+// (memory formats chosen by oneDNN through format_tag::any, weights reordered
+// once, reorders only where a consumer needs another layout or at the region
+// boundary), plans the intermediate buffers by liveness, and rkdnnl_run then
+// executes the whole region in one native call.
+//
+// C ABI (all functions catch every exception; on failure they return
+// NULL / nonzero and rkdnnl_last_error() says why):
+//   const char* rkdnnl_abi();                      "relaykit-dnnl-<ABI> onednn-<x.y.z>"
+//   const char* rkdnnl_last_error();
+//   void* rkdnnl_create(const char* program, void* const* consts, int nconsts, int nthreads);
+//   int   rkdnnl_run(void* region, void* const* inputs, void* const* outputs);
+//   int   rkdnnl_profile(void* region, void* const* in, void* const* out, double* step_ms);
+//   int   rkdnnl_num_steps(void* region);
+//   const char* rkdnnl_step_info(void* region, int step);
+//   long long rkdnnl_arena_bytes(void* region);
+//   void  rkdnnl_destroy(void* region);
+
+#include <oneapi/dnnl/dnnl.hpp>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#define RKDNNL_ABI "3"
+
+namespace rk {
+
+using dnnl::algorithm;
+using dnnl::engine;
+using dnnl::memory;
+using dnnl::post_ops;
+using dnnl::primitive;
+using dnnl::primitive_attr;
+using dnnl::prop_kind;
+using dnnl::stream;
+using dims = memory::dims;
+using tag = memory::format_tag;
+using dt = memory::data_type;
+
+struct Error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// ---------------------------------------------------------------- JSON ----
+
+struct Json {
+  enum Kind { Null, Bool, Num, Str, Arr, Obj } kind = Null;
+  double num = 0;
+  std::string str;
+  std::vector<Json> items;
+  std::vector<std::pair<std::string, Json>> fields;
+
+  const Json* find(const std::string& key) const {
+    for (const auto& f : fields)
+      if (f.first == key) return &f.second;
+    return nullptr;
+  }
+  const Json& at(const std::string& key) const {
+    const Json* v = find(key);
+    if (!v) throw Error("program: missing field '" + key + "'");
+    return *v;
+  }
+  long long i() const {
+    if (kind != Num) throw Error("program: expected a number");
+    return static_cast<long long>(num);
+  }
+  double f() const {
+    if (kind != Num) throw Error("program: expected a number");
+    return num;
+  }
+  const std::string& s() const {
+    if (kind != Str) throw Error("program: expected a string");
+    return str;
+  }
+  std::vector<long long> ints() const {
+    if (kind != Arr) throw Error("program: expected an array");
+    std::vector<long long> out;
+    for (const auto& x : items) out.push_back(x.i());
+    return out;
+  }
+  long long get_i(const std::string& key, long long dflt) const {
+    const Json* v = find(key);
+    return v ? v->i() : dflt;
+  }
+  double get_f(const std::string& key, double dflt) const {
+    const Json* v = find(key);
+    return v ? v->f() : dflt;
+  }
+};
+
+class JsonParser {
+ public:
+  explicit JsonParser(const char* text) : p_(text) {}
+  Json parse() {
+    Json v = value(0);
+    ws();
+    if (*p_) fail("trailing characters");
+    return v;
+  }
+
+ private:
+  const char* p_;
+  [[noreturn]] void fail(const char* what) { throw Error(std::string("program JSON: ") + what); }
+  void ws() {
+    while (*p_ == ' ' || *p_ == '\n' || *p_ == '\t' || *p_ == '\r') ++p_;
+  }
+  Json value(int depth) {
+    if (depth > 64) fail("nested too deeply");
+    ws();
+    Json v;
+    char c = *p_;
+    if (c == '{') {
+      v.kind = Json::Obj;
+      ++p_;
+      ws();
+      if (*p_ == '}') { ++p_; return v; }
+      while (true) {
+        ws();
+        if (*p_ != '"') fail("expected a key");
+        std::string key = string();
+        ws();
+        if (*p_++ != ':') fail("expected ':'");
+        v.fields.emplace_back(std::move(key), value(depth + 1));
+        ws();
+        if (*p_ == ',') { ++p_; continue; }
+        if (*p_ == '}') { ++p_; break; }
+        fail("expected ',' or '}'");
+      }
+    } else if (c == '[') {
+      v.kind = Json::Arr;
+      ++p_;
+      ws();
+      if (*p_ == ']') { ++p_; return v; }
+      while (true) {
+        v.items.push_back(value(depth + 1));
+        ws();
+        if (*p_ == ',') { ++p_; continue; }
+        if (*p_ == ']') { ++p_; break; }
+        fail("expected ',' or ']'");
+      }
+    } else if (c == '"') {
+      v.kind = Json::Str;
+      v.str = string();
+    } else if (!strncmp(p_, "true", 4)) {
+      v.kind = Json::Bool; v.num = 1; p_ += 4;
+    } else if (!strncmp(p_, "false", 5)) {
+      v.kind = Json::Bool; v.num = 0; p_ += 5;
+    } else if (!strncmp(p_, "null", 4)) {
+      p_ += 4;
+    } else if (c == '-' || (c >= '0' && c <= '9')) {
+      char* end = nullptr;
+      v.kind = Json::Num;
+      v.num = strtod(p_, &end);
+      if (end == p_) fail("bad number");
+      p_ = end;
+    } else {
+      fail("unexpected character");
+    }
+    return v;
+  }
+  std::string string() {
+    ++p_;  // opening quote
+    std::string out;
+    while (*p_ && *p_ != '"') {
+      if (*p_ == '\\') {
+        ++p_;
+        if (!*p_) break;
+        char e = *p_;
+        out.push_back(e == 'n' ? '\n' : e == 't' ? '\t' : e);
+        ++p_;
+      } else {
+        out.push_back(*p_++);
+      }
+    }
+    if (*p_ != '"') fail("unterminated string");
+    ++p_;
+    return out;
+  }
+};
+
+// ------------------------------------------------------------- helpers ----
+
+tag plain_tag(size_t ndims) {
+  switch (ndims) {
+    case 1: return tag::a;
+    case 2: return tag::ab;
+    case 3: return tag::abc;
+    case 4: return tag::abcd;
+    case 5: return tag::abcde;
+    case 6: return tag::abcdef;
+    default: throw Error("tensors of rank " + std::to_string(ndims) + " are not supported");
+  }
+}
+
+memory::desc plain_md(const dims& d) { return memory::desc(d, dt::f32, plain_tag(d.size())); }
+
+dims to_dims(const std::vector<long long>& v) { return dims(v.begin(), v.end()); }
+
+std::string md_str(const memory::desc& md) {
+  // A short description of a memory layout: dims, strides and inner blocks.
+  std::string s;
+  auto d = md.get_dims();
+  for (size_t i = 0; i < d.size(); ++i) s += (i ? "x" : "") + std::to_string(d[i]);
+  if (md.get_format_kind() != memory::format_kind::blocked) return s + ":any";
+  auto strides = md.get_strides();
+  s += ":";
+  for (size_t i = 0; i < strides.size(); ++i) s += (i ? "," : "") + std::to_string(strides[i]);
+  int nb = md.get_inner_nblks();
+  if (nb > 0) {
+    auto bs = md.get_inner_blks();
+    auto bi = md.get_inner_idxs();
+    for (int i = 0; i < nb; ++i)
+      s += std::string(i ? "" : "/") + std::to_string(bs[i]) + static_cast<char>('a' + bi[i]);
+  }
+  return s;
+}
+
+algorithm eltwise_alg(const std::string& name) {
+  static const std::unordered_map<std::string, algorithm> table = {
+      {"relu", algorithm::eltwise_relu},
+      {"leaky_relu", algorithm::eltwise_relu},
+      {"clip", algorithm::eltwise_clip},
+      {"sigmoid", algorithm::eltwise_logistic},
+      {"tanh", algorithm::eltwise_tanh},
+      {"exp", algorithm::eltwise_exp},
+      {"log", algorithm::eltwise_log},
+      {"sqrt", algorithm::eltwise_sqrt},
+      {"abs", algorithm::eltwise_abs},
+      {"square", algorithm::eltwise_square},
+      {"linear", algorithm::eltwise_linear},
+      {"elu", algorithm::eltwise_elu},
+      {"gelu_erf", algorithm::eltwise_gelu_erf},
+      {"swish", algorithm::eltwise_swish},
+      {"hardsigmoid", algorithm::eltwise_hardsigmoid},
+      {"round", algorithm::eltwise_round},
+      {"pow", algorithm::eltwise_pow},
+  };
+  auto it = table.find(name);
+  if (it == table.end()) throw Error("unknown eltwise algorithm '" + name + "'");
+  return it->second;
+}
+
+algorithm binary_alg(const std::string& name) {
+  static const std::unordered_map<std::string, algorithm> table = {
+      {"add", algorithm::binary_add}, {"sub", algorithm::binary_sub},
+      {"mul", algorithm::binary_mul}, {"div", algorithm::binary_div},
+      {"max", algorithm::binary_max}, {"min", algorithm::binary_min},
+  };
+  auto it = table.find(name);
+  if (it == table.end()) throw Error("unknown binary algorithm '" + name + "'");
+  return it->second;
+}
+
+// -------------------------------------------------------------- region ----
+
+// Physical tensor: one logical tensor in one memory layout.
+enum class Kind { Internal, Input, Output, Const };
+
+struct Phys {
+  memory::desc md;
+  Kind kind = Kind::Internal;
+  int ext = -1;            // input/output index
+  int alias = -1;          // shares the buffer of this physical tensor (in-place)
+  void* ptr = nullptr;     // constants: data; internal: set by the planner
+  int first = -1, last = -1;  // steps that write first / read last
+};
+
+struct Arg {
+  int arg;          // DNNL_ARG_*
+  int phys;         // physical tensor
+  memory::desc md;  // layout seen by the primitive (defaults to the tensor's own)
+};
+
+struct Step {
+  primitive prim;
+  std::vector<Arg> args;
+  std::string info;
+  std::unordered_map<int, memory> argmap;
+};
+
+struct ExtBinding {
+  memory mem;
+  bool is_input;
+  int index;
+};
+
+class Region {
+ public:
+  Region(const char* program, void* const* consts, int nconsts, int nthreads)
+      : eng_(engine::kind::cpu, 0), strm_(eng_), nthreads_(nthreads) {
+    if (nthreads_ > 0) omp_set_num_threads(nthreads_);
+    Json prog = JsonParser(program).parse();
+    load(prog, consts, nconsts);
+    for (const auto& node : prog.at("nodes").items) lower(node);
+    finish_outputs();
+    plan();
+    bind();
+  }
+
+  ~Region() {
+    for (void* b : buffers_) std::free(b);
+  }
+
+  void run(void* const* inputs, void* const* outputs, double* step_ms) {
+    if (nthreads_ > 0) omp_set_num_threads(nthreads_);
+    for (auto& b : ext_)
+      b.mem.set_data_handle(b.is_input ? inputs[b.index] : outputs[b.index]);
+    for (auto& s : steps_) {
+      if (step_ms) {
+        auto t0 = std::chrono::steady_clock::now();
+        s.prim.execute(strm_, s.argmap);
+        strm_.wait();
+        auto t1 = std::chrono::steady_clock::now();
+        *step_ms++ = std::chrono::duration<double, std::milli>(t1 - t0).count();
+      } else {
+        s.prim.execute(strm_, s.argmap);
+      }
+    }
+    strm_.wait();
+  }
+
+  int num_steps() const { return static_cast<int>(steps_.size()); }
+  const std::string& step_info(int i) const { return steps_.at(i).info; }
+  long long arena_bytes() const { return arena_bytes_; }
+
+ private:
+  engine eng_;
+  stream strm_;
+  int nthreads_;
+  std::vector<dims> dims_;                 // logical tensor -> dims
+  std::vector<std::vector<int>> versions_;  // logical tensor -> physical tensors (first = primary)
+  std::vector<int> last_use_;              // logical tensor -> index of the last node reading it
+  std::vector<int> outputs_;               // region outputs (logical)
+  std::vector<bool> is_output_;
+  std::vector<Phys> phys_;
+  std::vector<Step> steps_;
+  std::vector<ExtBinding> ext_;
+  std::vector<std::unique_ptr<float[], void (*)(void*)>> owned_;
+  std::vector<void*> buffers_;
+  size_t scratch_bytes_ = 0;
+  void* scratch_ = nullptr;
+  long long arena_bytes_ = 0;
+  int node_index_ = 0;
+
+  // ---- building ----
+
+  int new_phys(const memory::desc& md, Kind kind, int ext = -1, void* ptr = nullptr) {
+    Phys p;
+    p.md = md;
+    p.kind = kind;
+    p.ext = ext;
+    p.ptr = ptr;
+    phys_.push_back(p);
+    return static_cast<int>(phys_.size()) - 1;
+  }
+
+  void load(const Json& prog, void* const* consts, int nconsts) {
+    if (prog.at("format").s() != "relaykit.dnnl")
+      throw Error("not a relaykit dnnl program");
+    for (const auto& t : prog.at("tensors").items) dims_.push_back(to_dims(t.ints()));
+    size_t n = dims_.size();
+    versions_.assign(n, {});
+    last_use_.assign(n, -1);
+    is_output_.assign(n, false);
+    auto inputs = prog.at("inputs").ints();
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      int t = checked(inputs[k]);
+      versions_[t].push_back(new_phys(plain_md(dims_[t]), Kind::Input, static_cast<int>(k)));
+    }
+    auto cids = prog.at("constants").ints();
+    if (static_cast<int>(cids.size()) != nconsts)
+      throw Error("program needs " + std::to_string(cids.size()) + " constants, got " +
+                  std::to_string(nconsts));
+    for (size_t k = 0; k < cids.size(); ++k) {
+      int t = checked(cids[k]);
+      versions_[t].push_back(new_phys(plain_md(dims_[t]), Kind::Const, -1, consts[k]));
+    }
+    for (long long o : prog.at("outputs").ints()) {
+      outputs_.push_back(checked(o));
+      is_output_[outputs_.back()] = true;
+    }
+    // Liveness by node: the last node that reads each logical tensor.
+    const auto& nodes = prog.at("nodes").items;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      for (int t : node_reads(nodes[i])) last_use_[t] = static_cast<int>(i);
+    }
+  }
+
+  int checked(long long t) const {
+    if (t < 0 || t >= static_cast<long long>(dims_.size()))
+      throw Error("program: tensor id " + std::to_string(t) + " out of range");
+    return static_cast<int>(t);
+  }
+
+  std::vector<int> node_reads(const Json& node) const {
+    std::vector<int> reads;
+    for (long long t : node.at("in").ints()) reads.push_back(checked(t));
+    for (const char* key : {"weight", "bias"}) {
+      long long t = node.get_i(key, -1);
+      if (t >= 0) reads.push_back(checked(t));
+    }
+    if (const Json* post = node.find("post"))
+      for (const auto& p : post->items) {
+        long long t = p.get_i("in", -1);
+        if (t >= 0) reads.push_back(checked(t));
+      }
+    return reads;
+  }
+
+  int primary(int t) const {
+    if (versions_[t].empty())
+      throw Error("program: tensor " + std::to_string(t) + " is read before it is written");
+    return versions_[t][0];
+  }
+
+  const memory::desc& md_of(int t) const { return phys_[primary(t)].md; }
+
+  bool is_const(int t) const { return phys_[primary(t)].kind == Kind::Const; }
+
+  int add_step(primitive prim, std::vector<Arg> args, std::string info,
+               const dnnl::primitive_desc_base* pd = nullptr) {
+    int idx = static_cast<int>(steps_.size());
+    for (const auto& a : args) {
+      Phys& p = phys_[a.phys];
+      if (a.arg == DNNL_ARG_DST) {
+        if (p.first < 0) p.first = idx;
+      } else {
+        p.last = idx;
+      }
+    }
+    if (pd) {
+      scratch_bytes_ = std::max(scratch_bytes_, pd->scratchpad_desc().get_size());
+      info += std::string(" impl=") + pd->impl_info_str();
+    }
+    Step s;
+    s.prim = std::move(prim);
+    s.args = std::move(args);
+    s.info = std::move(info);
+    steps_.push_back(std::move(s));
+    return idx;
+  }
+
+  primitive_attr base_attr() const {
+    primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    return attr;
+  }
+
+  // Logical tensor `t` in layout `md`: an existing version, or a new one made by a
+  // reorder (executed once, now, for constants; a step otherwise).
+  int version(int t, const memory::desc& md) {
+    for (int p : versions_[t])
+      if (phys_[p].md == md) return p;
+    int src = primary(t);
+    if (phys_[src].kind == Kind::Const) {
+      size_t bytes = md.get_size();
+      float* data = static_cast<float*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
+      if (!data) throw Error("out of memory reordering a constant");
+      owned_.emplace_back(data, std::free);
+      memory from(phys_[src].md, eng_, phys_[src].ptr);
+      memory to(md, eng_, data);
+      dnnl::reorder(from, to).execute(strm_, from, to);
+      strm_.wait();
+      int p = new_phys(md, Kind::Const, -1, data);
+      versions_[t].push_back(p);
+      return p;
+    }
+    int p = new_phys(md, Kind::Internal);
+    versions_[t].push_back(p);
+    auto pd = dnnl::reorder::primitive_desc(eng_, phys_[src].md, eng_, md, base_attr());
+    add_step(dnnl::reorder(pd), {{DNNL_ARG_FROM, src, phys_[src].md}, {DNNL_ARG_TO, p, md}},
+             "reorder t" + std::to_string(t) + " " + md_str(phys_[src].md) + " -> " + md_str(md),
+             &pd);
+    return p;
+  }
+
+  // The physical tensor a node writes logical tensor `t` into, in layout `md`.
+  // `inplace` names a physical tensor whose buffer may be reused when it dies here.
+  int define(int t, const memory::desc& md, int inplace = -1) {
+    if (!versions_[t].empty()) throw Error("program: tensor " + std::to_string(t) + " written twice");
+    int p;
+    if (is_output_[t] && md == plain_md(dims_[t]) && output_count(t) == 1) {
+      p = new_phys(md, Kind::Output, output_index(t));
+    } else {
+      p = new_phys(md, Kind::Internal);
+      if (inplace >= 0 && phys_[inplace].kind == Kind::Internal &&
+          phys_[inplace].md.get_size() >= md.get_size())
+        phys_[p].alias = inplace;
+    }
+    versions_[t].push_back(p);
+    return p;
+  }
+
+  int output_count(int t) const { return static_cast<int>(std::count(outputs_.begin(), outputs_.end(), t)); }
+  int output_index(int t) const {
+    return static_cast<int>(std::find(outputs_.begin(), outputs_.end(), t) - outputs_.begin());
+  }
+
+  // The primary physical tensor of `t` if `t` dies at the current node (so its buffer can be reused).
+  int dying(int t) const {
+    if (last_use_[t] != node_index_ || is_output_[t]) return -1;
+    int p = primary(t);
+    return phys_[p].kind == Kind::Internal ? p : -1;
+  }
+
+  struct Post {
+    post_ops ops;
+    std::vector<Arg> args;
+    int sum_tensor = -1;
+    std::string info;
+  };
+
+  Post post_ops_of(const Json& node, const dims& dst_dims) {
+    Post post;
+    const Json* list = node.find("post");
+    if (!list) return post;
+    int idx = 0;
+    for (const auto& p : list->items) {
+      const std::string& op = p.at("op").s();
+      if (op == "sum") {
+        if (post.sum_tensor >= 0) throw Error("program: two sum post-ops");
+        post.sum_tensor = checked(p.at("in").i());
+        post.ops.append_sum(1.f);
+      } else if (op.rfind("binary_", 0) == 0) {
+        int t = checked(p.at("in").i());
+        memory::desc md = is_const(t) ? plain_md(dims_[t]) : md_of(t);
+        if (md.get_dims().size() != dst_dims.size())
+          throw Error("program: binary post-op operand rank differs from its node's output");
+        post.ops.append_binary(binary_alg(op.substr(7)), md);
+        post.args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(idx) | DNNL_ARG_SRC_1, version(t, md), md});
+      } else {
+        float alpha = static_cast<float>(p.get_f("alpha", 0.0));
+        float beta = static_cast<float>(p.get_f("beta", 0.0));
+        post.ops.append_eltwise(eltwise_alg(op), alpha, beta);
+      }
+      post.info += "+" + op;
+      ++idx;
+    }
+    return post;
+  }
+
+  // Destination of a node with a sum post-op: the residual's buffer when it dies here
+  // in the same layout, else a copy of it.
+  int define_with_sum(int out, const memory::desc& dst_md, int residual) {
+    int dead = dying(residual);
+    if (dead >= 0 && phys_[dead].md == dst_md) return define(out, dst_md, dead);
+    int p = define(out, dst_md);
+    phys_[p].alias = -1;
+    int src = version(residual, dst_md);
+    auto pd = dnnl::reorder::primitive_desc(eng_, dst_md, eng_, dst_md, base_attr());
+    add_step(dnnl::reorder(pd), {{DNNL_ARG_FROM, src, dst_md}, {DNNL_ARG_TO, p, dst_md}},
+             "copy residual t" + std::to_string(residual), &pd);
+    return p;
+  }
+
+  void lower(const Json& node) {
+    const std::string& op = node.at("op").s();
+    if (op == "conv") lower_conv(node);
+    else if (op == "dense") lower_dense(node);
+    else if (op == "pool") lower_pool(node);
+    else if (op == "eltwise") lower_eltwise(node);
+    else if (op == "binary") lower_binary(node);
+    else if (op == "concat") lower_concat(node);
+    else if (op == "softmax") lower_softmax(node);
+    else if (op == "lrn") lower_lrn(node);
+    else if (op == "shuffle") lower_shuffle(node);
+    else if (op == "reshape") lower_reshape(node);
+    else if (op == "transpose") lower_transpose(node);
+    else throw Error("program: unknown node op '" + op + "'");
+    ++node_index_;
+  }
+
+  int in(const Json& node, size_t k) const {
+    auto ins = node.at("in").ints();
+    if (k >= ins.size()) throw Error("program: node has too few inputs");
+    return checked(ins[k]);
+  }
+  int out(const Json& node) const { return checked(node.at("out").i()); }
+
+  void lower_conv(const Json& node) {
+    int src = in(node, 0), w = checked(node.at("weight").i()), o = out(node);
+    long long b = node.get_i("bias", -1);
+    long long groups = node.get_i("groups", 1);
+    dims wd = dims_[w];
+    if (groups > 1) {
+      wd.insert(wd.begin(), groups);
+      wd[1] /= groups;
+    }
+    auto any = [](const dims& d) { return memory::desc(d, dt::f32, tag::any); };
+    dims strides = to_dims(node.at("strides").ints());
+    dims dil = to_dims(node.at("dilation").ints());
+    for (auto& d : dil) d -= 1;
+    auto pad = node.at("pad").ints();  // top, left, bottom, right
+    dims pad_l = {pad[0], pad[1]}, pad_r = {pad[2], pad[3]};
+    Post post = post_ops_of(node, dims_[o]);
+    primitive_attr attr = base_attr();
+    attr.set_post_ops(post.ops);
+    memory::desc bias_md = b >= 0 ? plain_md(dims_[b]) : memory::desc();
+    auto pd = dnnl::convolution_forward::primitive_desc(
+        eng_, prop_kind::forward_inference, algorithm::convolution_direct, any(dims_[src]), any(wd),
+        bias_md, any(dims_[o]), strides, dil, pad_l, pad_r, attr);
+    int ps = version(src, pd.src_desc());
+    int pw = weight_version(w, wd, pd.weights_desc());
+    int pdst = post.sum_tensor >= 0 ? define_with_sum(o, pd.dst_desc(), post.sum_tensor)
+                                    : define(o, pd.dst_desc());
+    std::vector<Arg> args = {{DNNL_ARG_SRC, ps, pd.src_desc()},
+                             {DNNL_ARG_WEIGHTS, pw, pd.weights_desc()},
+                             {DNNL_ARG_DST, pdst, pd.dst_desc()}};
+    if (b >= 0) args.push_back({DNNL_ARG_BIAS, version(checked(b), bias_md), bias_md});
+    args.insert(args.end(), post.args.begin(), post.args.end());
+    add_step(dnnl::convolution_forward(pd), args,
+             "conv t" + std::to_string(o) + " " + md_str(pd.src_desc()) + " w=" +
+                 md_str(pd.weights_desc()) + " -> " + md_str(pd.dst_desc()) + post.info,
+             &pd);
+  }
+
+  // A weight constant seen with other dims (grouped conv, dense on a 4-D input).
+  int weight_version(int w, const dims& wd, const memory::desc& want) {
+    if (!is_const(w)) throw Error("program: weights must be constants");
+    if (wd == dims_[w]) return version(w, want);
+    for (int p : versions_[w])
+      if (phys_[p].md == want) return p;
+    int src = primary(w);
+    memory::desc from_md = plain_md(wd);
+    size_t bytes = want.get_size();
+    float* data = static_cast<float*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
+    if (!data) throw Error("out of memory reordering weights");
+    owned_.emplace_back(data, std::free);
+    memory from(from_md, eng_, phys_[src].ptr);
+    memory to(want, eng_, data);
+    dnnl::reorder(from, to).execute(strm_, from, to);
+    strm_.wait();
+    int p = new_phys(want, Kind::Const, -1, data);
+    versions_[w].push_back(p);
+    return p;
+  }
+
+  void lower_dense(const Json& node) {
+    int src = in(node, 0), w = checked(node.at("weight").i()), o = out(node);
+    long long b = node.get_i("bias", -1);
+    dims sd = dims_[src];
+    dims wd = sd;
+    wd[0] = dims_[w][0];
+    long long k = 1;
+    for (size_t i = 1; i < sd.size(); ++i) k *= sd[i];
+    if (dims_[w].size() != 2 || dims_[w][1] != k)
+      throw Error("program: dense weight does not match its input");
+    auto any = [](const dims& d) { return memory::desc(d, dt::f32, tag::any); };
+    Post post = post_ops_of(node, dims_[o]);
+    primitive_attr attr = base_attr();
+    attr.set_post_ops(post.ops);
+    memory::desc bias_md = b >= 0 ? plain_md(dims_[b]) : memory::desc();
+    // Keep the input's layout when the primitive accepts it (no reorder), else let it choose.
+    dnnl::inner_product_forward::primitive_desc pd;
+    try {
+      pd = dnnl::inner_product_forward::primitive_desc(eng_, prop_kind::forward_inference,
+                                                       md_of(src), any(wd), bias_md,
+                                                       any(dims_[o]), attr);
+    } catch (const dnnl::error&) {
+      pd = dnnl::inner_product_forward::primitive_desc(eng_, prop_kind::forward_inference,
+                                                       any(sd), any(wd), bias_md,
+                                                       any(dims_[o]), attr);
+    }
+    int ps = version(src, pd.src_desc());
+    int pw = weight_version(w, wd, pd.weights_desc());
+    int pdst = post.sum_tensor >= 0 ? define_with_sum(o, pd.dst_desc(), post.sum_tensor)
+                                    : define(o, pd.dst_desc());
+    std::vector<Arg> args = {{DNNL_ARG_SRC, ps, pd.src_desc()},
+                             {DNNL_ARG_WEIGHTS, pw, pd.weights_desc()},
+                             {DNNL_ARG_DST, pdst, pd.dst_desc()}};
+    if (b >= 0) args.push_back({DNNL_ARG_BIAS, version(checked(b), bias_md), bias_md});
+    args.insert(args.end(), post.args.begin(), post.args.end());
+    add_step(dnnl::inner_product_forward(pd), args,
+             "dense t" + std::to_string(o) + " " + md_str(pd.src_desc()) + " w=" +
+                 md_str(pd.weights_desc()) + post.info,
+             &pd);
+  }
+
+  // Source layout for layout-preserving primitives: the input's own layout,
+  // except constants and inputs, which oneDNN reads in their plain layout anyway.
+  memory::desc follow(int t) const { return md_of(t); }
+
+  memory::desc like(const memory::desc& src, const dims& d) const {
+    // `d`-shaped layout with the same format as `src` (same dims -> identical).
+    if (src.get_dims() == d) return src;
+    return memory::desc(d, dt::f32, tag::any);
+  }
+
+  void lower_pool(const Json& node) {
+    int src = in(node, 0), o = out(node);
+    const std::string& alg_name = node.at("alg").s();
+    algorithm alg = alg_name == "max"           ? algorithm::pooling_max
+                    : alg_name == "avg_include" ? algorithm::pooling_avg_include_padding
+                                                : algorithm::pooling_avg_exclude_padding;
+    dims dil = to_dims(node.at("dilation").ints());
+    for (auto& d : dil) d -= 1;
+    memory::desc smd = follow(src);
+    auto pd = dnnl::pooling_forward::primitive_desc(
+        eng_, prop_kind::forward_inference, alg, smd, memory::desc(dims_[o], dt::f32, tag::any),
+        to_dims(node.at("strides").ints()), to_dims(node.at("kernel").ints()), dil,
+        to_dims(node.at("pad_l").ints()), to_dims(node.at("pad_r").ints()), base_attr());
+    int ps = version(src, pd.src_desc());
+    int pdst = define(o, pd.dst_desc());
+    add_step(dnnl::pooling_forward(pd),
+             {{DNNL_ARG_SRC, ps, pd.src_desc()}, {DNNL_ARG_DST, pdst, pd.dst_desc()}},
+             "pool_" + alg_name + " t" + std::to_string(o) + " " + md_str(pd.src_desc()) +
+                 " -> " + md_str(pd.dst_desc()),
+             &pd);
+  }
+
+  void lower_eltwise(const Json& node) {
+    int src = in(node, 0), o = out(node);
+    const std::string& name = node.at("alg").s();
+    memory::desc md = follow(src);
+    auto pd = dnnl::eltwise_forward::primitive_desc(
+        eng_, prop_kind::forward_inference, eltwise_alg(name), md, md,
+        static_cast<float>(node.get_f("alpha", 0.0)), static_cast<float>(node.get_f("beta", 0.0)),
+        base_attr());
+    int ps = version(src, md);
+    int pdst = define(o, md, dying(src));
+    add_step(dnnl::eltwise_forward(pd), {{DNNL_ARG_SRC, ps, md}, {DNNL_ARG_DST, pdst, md}},
+             name + " t" + std::to_string(o) + " " + md_str(md), &pd);
+  }
+
+  void lower_binary(const Json& node) {
+    int a = in(node, 0), b = in(node, 1), o = out(node);
+    const std::string& name = node.at("alg").s();
+    if (dims_[a] != dims_[o]) throw Error("program: binary's first input must have the output's shape");
+    if (dims_[b].size() != dims_[o].size()) throw Error("program: binary operands differ in rank");
+    memory::desc amd = follow(a);
+    memory::desc bmd = dims_[b] == dims_[a] ? amd : (is_const(b) ? plain_md(dims_[b]) : md_of(b));
+    Post post = post_ops_of(node, dims_[o]);
+    primitive_attr attr = base_attr();
+    attr.set_post_ops(post.ops);
+    auto pd = dnnl::binary::primitive_desc(eng_, binary_alg(name), amd, bmd, amd, attr);
+    int pa = version(a, amd);
+    int pb = version(b, bmd);
+    int inplace = dying(a);
+    int pdst = post.sum_tensor >= 0 ? define_with_sum(o, amd, post.sum_tensor) : define(o, amd, inplace);
+    std::vector<Arg> args = {{DNNL_ARG_SRC_0, pa, amd}, {DNNL_ARG_SRC_1, pb, bmd}, {DNNL_ARG_DST, pdst, amd}};
+    args.insert(args.end(), post.args.begin(), post.args.end());
+    add_step(dnnl::binary(pd), args, "binary_" + name + " t" + std::to_string(o) + " " + md_str(amd) +
+             " " + md_str(bmd) + post.info, &pd);
+  }
+
+  void lower_concat(const Json& node) {
+    int o = out(node);
+    int axis = static_cast<int>(node.at("axis").i());
+    auto ins = node.at("in").ints();
+    std::vector<memory::desc> mds;
+    for (long long t : ins) mds.push_back(follow(checked(t)));
+    // Prefer the inputs' common layout for the output, so consumers need no reorder.
+    dnnl::concat::primitive_desc pd;
+    try {
+      memory::desc want = memory::desc(dims_[o], dt::f32, tag::any);
+      pd = dnnl::concat::primitive_desc(eng_, want, axis, mds, base_attr());
+    } catch (const dnnl::error&) {
+      for (auto& md : mds) md = plain_md(md.get_dims());
+      pd = dnnl::concat::primitive_desc(eng_, plain_md(dims_[o]), axis, mds, base_attr());
+    }
+    std::vector<Arg> args;
+    for (size_t k = 0; k < ins.size(); ++k) {
+      int t = checked(ins[k]);
+      memory::desc md = pd.src_desc(static_cast<int>(k));
+      args.push_back({DNNL_ARG_MULTIPLE_SRC + static_cast<int>(k), version(t, md), md});
+    }
+    int pdst = define(o, pd.dst_desc());
+    args.push_back({DNNL_ARG_DST, pdst, pd.dst_desc()});
+    add_step(dnnl::concat(pd), args, "concat t" + std::to_string(o) + " -> " + md_str(pd.dst_desc()), &pd);
+  }
+
+  void lower_softmax(const Json& node) {
+    int src = in(node, 0), o = out(node);
+    int axis = static_cast<int>(node.at("axis").i());
+    bool log = node.get_i("log", 0) != 0;
+    memory::desc md = follow(src);
+    dnnl::softmax_forward::primitive_desc pd;
+    try {
+      pd = dnnl::softmax_forward::primitive_desc(
+          eng_, prop_kind::forward_inference, log ? algorithm::softmax_log : algorithm::softmax_accurate,
+          md, md, axis, base_attr());
+    } catch (const dnnl::error&) {
+      md = plain_md(dims_[src]);
+      pd = dnnl::softmax_forward::primitive_desc(
+          eng_, prop_kind::forward_inference, log ? algorithm::softmax_log : algorithm::softmax_accurate,
+          md, md, axis, base_attr());
+    }
+    int ps = version(src, md);
+    int pdst = define(o, md, dying(src));
+    add_step(dnnl::softmax_forward(pd), {{DNNL_ARG_SRC, ps, md}, {DNNL_ARG_DST, pdst, md}},
+             std::string(log ? "log_softmax" : "softmax") + " t" + std::to_string(o) + " " + md_str(md), &pd);
+  }
+
+  void lower_lrn(const Json& node) {
+    int src = in(node, 0), o = out(node);
+    memory::desc md = follow(src);
+    auto pd = dnnl::lrn_forward::primitive_desc(
+        eng_, prop_kind::forward_inference, algorithm::lrn_across_channels, md, md,
+        node.at("size").i(), static_cast<float>(node.at("alpha").f()),
+        static_cast<float>(node.at("beta").f()), static_cast<float>(node.at("k").f()), base_attr());
+    int ps = version(src, md);
+    int pdst = define(o, md);
+    add_step(dnnl::lrn_forward(pd), {{DNNL_ARG_SRC, ps, md}, {DNNL_ARG_DST, pdst, md}},
+             "lrn t" + std::to_string(o) + " " + md_str(md), &pd);
+  }
+
+  void lower_shuffle(const Json& node) {
+    int src = in(node, 0), o = out(node);
+    memory::desc md = follow(src);
+    auto pd = dnnl::shuffle_forward::primitive_desc(
+        eng_, prop_kind::forward_inference, md, md, static_cast<int>(node.at("axis").i()),
+        static_cast<int>(node.at("group").i()), base_attr());
+    int ps = version(src, md);
+    int pdst = define(o, md);
+    add_step(dnnl::shuffle_forward(pd), {{DNNL_ARG_SRC, ps, md}, {DNNL_ARG_DST, pdst, md}},
+             "shuffle t" + std::to_string(o) + " " + md_str(md), &pd);
+  }
+
+  // Copy `src` (seen with layout `from`) into a new plain tensor `o`, seen by the
+  // reorder with layout `to` (same bytes as the plain layout of `o`).
+  void copy_step(int src_phys, const memory::desc& from, int o, const memory::desc& to,
+                 const std::string& what) {
+    int pdst = define(o, plain_md(dims_[o]));
+    auto pd = dnnl::reorder::primitive_desc(eng_, from, eng_, to, base_attr());
+    add_step(dnnl::reorder(pd), {{DNNL_ARG_FROM, src_phys, from}, {DNNL_ARG_TO, pdst, to}},
+             what + " t" + std::to_string(o), &pd);
+  }
+
+  void lower_reshape(const Json& node) {
+    int src = in(node, 0), o = out(node);
+    memory::desc pmd = plain_md(dims_[src]);
+    int ps = version(src, pmd);
+    copy_step(ps, pmd, o, pmd, "reshape");
+  }
+
+  void lower_transpose(const Json& node) {
+    int src = in(node, 0), o = out(node);
+    auto perm = node.at("perm").ints();
+    const dims& sd = dims_[src];
+    memory::desc pmd = plain_md(sd);
+    int ps = version(src, pmd);
+    dims strides(sd.size());
+    long long s = 1;
+    for (size_t i = sd.size(); i-- > 0;) { strides[i] = s; s *= sd[i]; }
+    dims vd(sd.size()), vs(sd.size());
+    for (size_t i = 0; i < perm.size(); ++i) { vd[i] = sd[perm[i]]; vs[i] = strides[perm[i]]; }
+    memory::desc view(vd, dt::f32, vs);
+    copy_step(ps, view, o, plain_md(vd), "transpose");
+  }
+
+  void finish_outputs() {
+    for (size_t k = 0; k < outputs_.size(); ++k) {
+      int t = outputs_[k];
+      bool direct = false;
+      for (int p : versions_[t])
+        if (phys_[p].kind == Kind::Output && phys_[p].ext == static_cast<int>(k)) direct = true;
+      if (direct) continue;
+      memory::desc pmd = plain_md(dims_[t]);
+      int src = primary(t);
+      int p = new_phys(pmd, Kind::Output, static_cast<int>(k));
+      auto pd = dnnl::reorder::primitive_desc(eng_, phys_[src].md, eng_, pmd, base_attr());
+      add_step(dnnl::reorder(pd), {{DNNL_ARG_FROM, src, phys_[src].md}, {DNNL_ARG_TO, p, pmd}},
+               "output " + std::to_string(k) + " " + md_str(phys_[src].md), &pd);
+    }
+  }
+
+  // ---- memory planning: internal tensors share buffers by liveness ----
+
+  int root(int p) const {
+    while (phys_[p].alias >= 0) p = phys_[p].alias;
+    return p;
+  }
+
+  void plan() {
+    size_t n = phys_.size();
+    std::vector<int> first(n, -1), last(n, -1);
+    std::vector<size_t> size(n, 0);
+    for (size_t p = 0; p < n; ++p) {
+      if (phys_[p].kind != Kind::Internal) continue;
+      int r = root(static_cast<int>(p));
+      size[r] = std::max(size[r], phys_[p].md.get_size());
+      int f = phys_[p].first, l = std::max(phys_[p].last, phys_[p].first);
+      if (f >= 0) first[r] = first[r] < 0 ? f : std::min(first[r], f);
+      last[r] = std::max(last[r], l);
+    }
+    // Walk the steps; a buffer is free again after the last step that uses its tensors.
+    std::vector<std::vector<int>> starts(steps_.size()), ends(steps_.size());
+    for (size_t r = 0; r < n; ++r)
+      if (size[r] > 0 && first[r] >= 0) {
+        starts[first[r]].push_back(static_cast<int>(r));
+        ends[std::max(last[r], first[r])].push_back(static_cast<int>(r));
+      }
+    std::vector<size_t> buf_size;
+    std::vector<int> free_bufs, buf_of(n, -1);
+    for (size_t s = 0; s < steps_.size(); ++s) {
+      for (int r : starts[s]) {
+        // Best fit among free buffers, else grow the largest free one, else a new one.
+        int best = -1;
+        for (int b : free_bufs)
+          if (buf_size[b] >= size[r] && (best < 0 || buf_size[b] < buf_size[best])) best = b;
+        if (best < 0)
+          for (int b : free_bufs)
+            if (best < 0 || buf_size[b] > buf_size[best]) best = b;
+        if (best < 0) {
+          best = static_cast<int>(buf_size.size());
+          buf_size.push_back(0);
+        } else {
+          free_bufs.erase(std::find(free_bufs.begin(), free_bufs.end(), best));
+        }
+        buf_size[best] = std::max(buf_size[best], size[r]);
+        buf_of[r] = best;
+      }
+      for (int r : ends[s]) free_bufs.push_back(buf_of[r]);
+    }
+    for (size_t b = 0; b < buf_size.size(); ++b) {
+      size_t bytes = (buf_size[b] + 4095) / 4096 * 4096;
+      void* ptr = std::aligned_alloc(4096, bytes);
+      if (!ptr) throw Error("out of memory allocating region buffers");
+      buffers_.push_back(ptr);
+      arena_bytes_ += static_cast<long long>(bytes);
+    }
+    for (size_t p = 0; p < n; ++p)
+      if (phys_[p].kind == Kind::Internal) {
+        int b = buf_of[root(static_cast<int>(p))];
+        if (b >= 0) phys_[p].ptr = buffers_[b];
+      }
+    if (scratch_bytes_ > 0) {
+      size_t bytes = (scratch_bytes_ + 4095) / 4096 * 4096;
+      scratch_ = std::aligned_alloc(4096, bytes);
+      if (!scratch_) throw Error("out of memory allocating the scratchpad");
+      buffers_.push_back(scratch_);
+      arena_bytes_ += static_cast<long long>(bytes);
+    }
+  }
+
+  void bind() {
+    memory scratch;
+    if (scratch_) scratch = memory(memory::desc({static_cast<long long>(scratch_bytes_)}, dt::u8, tag::a), eng_, scratch_);
+    for (auto& s : steps_) {
+      for (const auto& a : s.args) {
+        const Phys& p = phys_[a.phys];
+        bool ext = p.kind == Kind::Input || p.kind == Kind::Output;
+        memory m(a.md, eng_, ext ? DNNL_MEMORY_NONE : p.ptr);
+        if (ext) ext_.push_back({m, p.kind == Kind::Input, p.ext});
+        s.argmap.emplace(a.arg, m);
+      }
+      if (scratch_) s.argmap.emplace(DNNL_ARG_SCRATCHPAD, scratch);
+    }
+  }
+};
+
+thread_local std::string g_error;
+
+template <typename F>
+auto guard(F&& f, decltype(f()) on_error) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const dnnl::error& e) {
+    g_error = std::string("oneDNN: ") + e.what() + " (status " + std::to_string(e.status) + ")";
+  } catch (const std::exception& e) {
+    g_error = e.what();
+  } catch (...) {
+    g_error = "unknown error";
+  }
+  return on_error;
+}
+
+}  // namespace rk
+
+extern "C" {
+
+const char* rkdnnl_abi() {
+  static std::string abi = [] {
+    const dnnl_version_t* v = dnnl_version();
+    return std::string("relaykit-dnnl-" RKDNNL_ABI " onednn-") + std::to_string(v->major) + "." +
+           std::to_string(v->minor) + "." + std::to_string(v->patch);
+  }();
+  return abi.c_str();
+}
+
+const char* rkdnnl_last_error() { return rk::g_error.c_str(); }
+
+void* rkdnnl_create(const char* program, void* const* consts, int nconsts, int nthreads) {
+  return rk::guard([&]() -> void* { return new rk::Region(program, consts, nconsts, nthreads); },
+                   nullptr);
+}
+
+int rkdnnl_run(void* region, void* const* inputs, void* const* outputs) {
+  return rk::guard([&] {
+    static_cast<rk::Region*>(region)->run(inputs, outputs, nullptr);
+    return 0;
+  }, 1);
+}
+
+int rkdnnl_profile(void* region, void* const* inputs, void* const* outputs, double* step_ms) {
+  return rk::guard([&] {
+    static_cast<rk::Region*>(region)->run(inputs, outputs, step_ms);
+    return 0;
+  }, 1);
+}
+
+int rkdnnl_num_steps(void* region) { return static_cast<rk::Region*>(region)->num_steps(); }
+
+const char* rkdnnl_step_info(void* region, int step) {
+  return rk::guard([&] { return static_cast<rk::Region*>(region)->step_info(step).c_str(); },
+                   static_cast<const char*>(nullptr));
+}
+
+long long rkdnnl_arena_bytes(void* region) {
+  return static_cast<rk::Region*>(region)->arena_bytes();
+}
+
+void rkdnnl_destroy(void* region) { delete static_cast<rk::Region*>(region); }
+
+}  // extern "C"

@@ -1,0 +1,136 @@
+"""The region program: what the codegen hands to the native runtime.
+
+A region becomes a list of oneDNN-level nodes over numbered tensors (all
+float32, static shapes), with its constants kept as NumPy arrays. The program
+is serialised to JSON (``to_json``); the constants travel separately, in the
+order of ``constant_ids()``.
+
+Node kinds and their attributes (``post`` lists fused post-ops:
+``{"op": "relu"}``, ``{"op": "sum", "in": t}``, ``{"op": "binary_add", "in": t}``):
+
+========== ========================================================================
+conv       ``weight``, ``bias`` (tensor or -1), ``strides``, ``dilation``, ``pad``
+           (top, left, bottom, right), ``groups``
+dense      ``weight`` (units, K), ``bias``; the input may be N-D (flattened)
+pool       ``alg`` (max / avg_include / avg_exclude), ``kernel``, ``strides``,
+           ``dilation``, ``pad_l``, ``pad_r``
+eltwise    ``alg``, ``alpha``, ``beta``
+binary     ``alg`` (add / sub / mul / div / max / min); input 1 broadcasts
+concat     ``axis``
+softmax    ``axis``, ``log``
+lrn        ``size``, ``alpha``, ``beta``, ``k``
+shuffle    ``axis``, ``group``
+reshape    (output shape is the tensor's shape)
+transpose  ``perm``
+========== ========================================================================
+
+>>> p = Program()
+>>> x = p.add_input((1, 4))
+>>> y = p.new_tensor((1, 4))
+>>> p.nodes.append(Node("eltwise", [x], y, {"alg": "relu"}))
+>>> p.outputs.append(y)
+>>> p.to_json()
+'{"format":"relaykit.dnnl","version":1,"tensors":[[1,4],[1,4]],"inputs":[0],"outputs":[1],"constants":[],"nodes":[{"op":"eltwise","in":[0],"out":1,"alg":"relu"}]}'
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Node", "Program", "FORMAT_VERSION"]
+
+FORMAT_VERSION = 1
+
+
+@dataclass
+class Node:
+    """One oneDNN-level operation writing tensor ``out``."""
+
+    op: str
+    inputs: list[int]
+    out: int
+    attrs: dict[str, Any] = field(default_factory=dict)
+    post: list[dict[str, Any]] = field(default_factory=list)
+
+    def reads(self) -> Iterator[int]:
+        """Every tensor the node reads: inputs, weight, bias, post-op operands."""
+        yield from self.inputs
+        for key in ("weight", "bias"):
+            t = self.attrs.get(key, -1)
+            if t >= 0:
+                yield t
+        for p in self.post:
+            if "in" in p:
+                yield p["in"]
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"op": self.op, "in": list(self.inputs), "out": self.out}
+        d.update(self.attrs)
+        if self.post:
+            d["post"] = [dict(p) for p in self.post]
+        return d
+
+
+@dataclass
+class Program:
+    """A region as oneDNN-level nodes over numbered float32 tensors."""
+
+    shapes: list[tuple[int, ...]] = field(default_factory=list)
+    inputs: list[int] = field(default_factory=list)
+    outputs: list[int] = field(default_factory=list)
+    constants: dict[int, np.ndarray] = field(default_factory=dict)
+    nodes: list[Node] = field(default_factory=list)
+
+    def new_tensor(self, shape: tuple[int, ...]) -> int:
+        self.shapes.append(tuple(int(d) for d in shape))
+        return len(self.shapes) - 1
+
+    def add_input(self, shape: tuple[int, ...]) -> int:
+        t = self.new_tensor(shape)
+        self.inputs.append(t)
+        return t
+
+    def add_constant(self, value: np.ndarray) -> int:
+        arr = np.ascontiguousarray(value, dtype=np.float32)
+        t = self.new_tensor(arr.shape)
+        self.constants[t] = arr
+        return t
+
+    def is_constant(self, t: int) -> bool:
+        return t in self.constants
+
+    def constant_ids(self) -> list[int]:
+        """Constants the nodes read, in the order the runtime receives them."""
+        used: set[int] = set()
+        for n in self.nodes:
+            used.update(t for t in n.reads() if t in self.constants)
+        used.update(t for t in self.outputs if t in self.constants)
+        return sorted(used)
+
+    def constant_arrays(self) -> list[np.ndarray]:
+        return [self.constants[t] for t in self.constant_ids()]
+
+    def to_json(self) -> str:
+        doc = {
+            "format": "relaykit.dnnl",
+            "version": FORMAT_VERSION,
+            "tensors": [list(s) for s in self.shapes],
+            "inputs": list(self.inputs),
+            "outputs": list(self.outputs),
+            "constants": self.constant_ids(),
+            "nodes": [n.to_dict() for n in self.nodes],
+        }
+        return json.dumps(doc, separators=(",", ":"))
+
+    def op_counts(self) -> dict[str, int]:
+        """Nodes per kind, fused post-ops counted as ``kind+post``."""
+        counts: dict[str, int] = {}
+        for n in self.nodes:
+            key = n.op + "".join("+" + p["op"] for p in n.post)
+            counts[key] = counts.get(key, 0) + 1
+        return counts

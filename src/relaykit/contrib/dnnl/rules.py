@@ -1,0 +1,259 @@
+"""Operator rules of target ``dnnl``: which calls oneDNN takes, and why it declines.
+
+Each rule receives the typed ``Call`` (TVM 0.8+ signature) and returns
+``True`` or :func:`relaykit.byoc.decline` with a reason that
+``relaykit.byoc.explain`` shows. Common conditions: every tensor is float32
+with a static shape of rank 1 to 6; weights and batch-norm statistics are
+constants (``partition_for_dnnl(mod, params)`` binds them); 2-D operators use
+the NCHW / OIHW layouts.
+
+:func:`register_rules` installs them (``register_op_attr(op, "target.dnnl")``);
+importing :mod:`relaykit.contrib.dnnl` does so.
+
+>>> from relaykit import relay
+>>> from relaykit.transform import InferType
+>>> import relaykit as tvm
+>>> x = relay.var("x", shape=(1, 8), dtype="float16")
+>>> call = InferType()(tvm.IRModule.from_expr(relay.nn.relu(x)))["main"].body
+>>> check_call(call)
+decline('dtype float16: the dnnl backend runs float32 only')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ...byoc import Decline, decline
+from ...ir.expr import Call, Constant, Expr
+from ...ir.op import default_registry, register_op_attr
+from ...ir.types import TensorType, TupleType, Type
+from .lower import BINARY_OPS, COMMUTATIVE, ELTWISE_OPS, pad4, pair
+
+__all__ = ["RULES", "register_rules", "rules_registered", "check_call", "TARGET"]
+
+TARGET = "dnnl"
+_KEY = f"target.{TARGET}"
+_MAX_RANK = 6
+
+Verdict = bool | Decline
+
+
+def _tensor_types(ty: Type) -> list[TensorType]:
+    if isinstance(ty, TensorType):
+        return [ty]
+    if isinstance(ty, TupleType):
+        out: list[TensorType] = []
+        for f in ty.fields:
+            out.extend(_tensor_types(f))
+        return out
+    return []
+
+
+def _check_tensors(call: Call) -> Decline | None:
+    """Every input and output tensor is float32, of rank 1..6 (constant scalars too),
+    without empty dims."""
+    types: list[tuple[TensorType, bool]] = []
+    for arg in call.args:
+        scalar_ok = isinstance(arg, Constant)
+        types.extend((t, scalar_ok) for t in _tensor_types(arg.checked_type))
+    types.extend((t, False) for t in _tensor_types(call.checked_type))
+    for t, scalar_ok in types:
+        if t.dtype != "float32":
+            return decline(f"dtype {t.dtype}: the dnnl backend runs float32 only")
+        if scalar_ok and not t.shape:
+            continue
+        if not 1 <= len(t.shape) <= _MAX_RANK:
+            return decline(f"a rank-{len(t.shape)} tensor: oneDNN takes ranks 1 to {_MAX_RANK}")
+        if any(d == 0 for d in t.shape):
+            return decline("an empty tensor")
+    return None
+
+
+def _shape(expr: Expr) -> tuple[int, ...]:
+    return tuple(expr.checked_type.shape)
+
+
+def _constant(expr: Expr, what: str) -> Decline | None:
+    if not isinstance(expr, Constant):
+        return decline(
+            f"the {what} is not a constant: the dnnl runtime prepares weights once at load; "
+            "bind the params (partition_for_dnnl(mod, params))"
+        )
+    return None
+
+
+def _constant_or_true(expr: Expr, what: str) -> Verdict:
+    reason = _constant(expr, what)
+    return True if reason is None else reason
+
+
+def _conv2d(call: Call) -> Verdict:
+    a = call.attrs
+    if a.data_layout != "NCHW" or a.kernel_layout != "OIHW":
+        return decline(
+            f"layout {a.data_layout}/{a.kernel_layout}: the dnnl backend takes NCHW/OIHW "
+            "(oneDNN picks its own blocked layout inside the region)"
+        )
+    if a.out_layout not in ("", "NCHW"):
+        return decline(f"out_layout {a.out_layout}: the dnnl backend writes NCHW")
+    if a.out_dtype not in ("", "float32"):
+        return decline(f"out_dtype {a.out_dtype}: the dnnl backend runs float32 only")
+    return _constant_or_true(call.args[1], "weight")
+
+
+def _dense(call: Call) -> Verdict:
+    if call.attrs.out_dtype not in ("", "float32"):
+        return decline(f"out_dtype {call.attrs.out_dtype}: the dnnl backend runs float32 only")
+    if len(_shape(call.args[0])) != 2:
+        return decline("a dense of a non-2-D input")
+    return _constant_or_true(call.args[1], "weight")
+
+
+def _batch_norm(call: Call) -> Verdict:
+    for arg, what in zip(
+        call.args[1:], ("gamma", "beta", "moving_mean", "moving_var"), strict=True
+    ):
+        if (reason := _constant(arg, what)) is not None:
+            return reason
+    return True
+
+
+def _pool2d(call: Call) -> Verdict:
+    a = call.attrs
+    if a.layout != "NCHW" or a.out_layout not in ("", "NCHW"):
+        return decline(f"layout {a.layout}: the dnnl backend pools NCHW tensors")
+    if call.op.name == "nn.avg_pool2d" and a.count_include_pad and a.ceil_mode:
+        h, w = _shape(call.args[0])[2:]
+        oh, ow = _shape(call)[2:]
+        (kh, kw), (sh, sw), (dh, dw) = pair(a.pool_size), pair(a.strides), pair(a.dilation)
+        pt, pl, pb, pr = pad4(a.padding)
+        extra_h = (oh - 1) * sh + (kh - 1) * dh + 1 - (h + pt + pb)
+        extra_w = (ow - 1) * sw + (kw - 1) * dw + 1 - (w + pl + pr)
+        if (extra_h > 0 or extra_w > 0) and any((pt, pl, pb, pr)):
+            return decline(
+                "avg_pool2d with count_include_pad, padding and ceil_mode: oneDNN would also "
+                "count ceil_mode's extra padding"
+            )
+    return True
+
+
+def _global_pool2d(call: Call) -> Verdict:
+    if call.attrs.layout != "NCHW":
+        return decline(f"layout {call.attrs.layout}: the dnnl backend pools NCHW tensors")
+    return True
+
+
+def _adaptive_pool2d(call: Call) -> Verdict:
+    if call.attrs.layout != "NCHW":
+        return decline(f"layout {call.attrs.layout}: the dnnl backend pools NCHW tensors")
+    h, w = _shape(call.args[0])[2:]
+    oh, ow = _shape(call)[2:]
+    if h % oh or w % ow:
+        return decline(
+            f"adaptive pooling {h}x{w} -> {oh}x{ow}: oneDNN pools with a fixed window, so the "
+            "output size must divide the input size"
+        )
+    return True
+
+
+def _binary(call: Call) -> Verdict:
+    name = call.op.name
+    out = _shape(call)
+    lhs, rhs = _shape(call.args[0]), _shape(call.args[1])
+    if not out:
+        return decline("a scalar result")
+    if lhs == out or (name in COMMUTATIVE and rhs == out):
+        return True
+    if name == "subtract" and isinstance(call.args[0], Constant) and int(np.prod(lhs)) == 1:
+        return True
+    return decline(
+        f"{name} of {lhs} and {rhs}: oneDNN broadcasts the second operand only, and the first "
+        "must have the result's shape"
+    )
+
+
+def _always(call: Call) -> Verdict:
+    return True
+
+
+def _lrn(call: Call) -> Verdict:
+    a = call.attrs
+    if len(_shape(call)) != 4 or int(a.axis) % 4 != 1:
+        return decline("lrn across other than the channels of an NCHW tensor")
+    if int(a.size) % 2 == 0:
+        return decline(f"lrn of even size {a.size}: oneDNN centres the window differently")
+    return True
+
+
+_ELTWISE_RULES: dict[str, Callable[[Call], Verdict]] = {name: _always for name in ELTWISE_OPS}
+
+#: Op name -> rule (beyond the float32 / rank conditions every op must meet).
+RULES: dict[str, Callable[[Call], Verdict]] = {
+    "nn.conv2d": _conv2d,
+    "nn.dense": _dense,
+    "nn.bias_add": _always,
+    "nn.batch_norm": _batch_norm,
+    "nn.dropout": _always,
+    "nn.max_pool2d": _pool2d,
+    "nn.avg_pool2d": _pool2d,
+    "nn.global_avg_pool2d": _global_pool2d,
+    "nn.global_max_pool2d": _global_pool2d,
+    "nn.adaptive_avg_pool2d": _adaptive_pool2d,
+    "nn.adaptive_max_pool2d": _adaptive_pool2d,
+    "nn.softmax": _always,
+    "nn.log_softmax": _always,
+    "nn.lrn": _lrn,
+    "concatenate": _always,
+    "reshape": _always,
+    "nn.batch_flatten": _always,
+    "squeeze": _always,
+    "expand_dims": _always,
+    "transpose": _always,
+    "copy": _always,
+    **_ELTWISE_RULES,
+    **{name: _binary for name in BINARY_OPS},
+}
+
+
+def check_call(call: Call) -> Verdict:
+    """What the dnnl backend says about one typed operator call."""
+    rule = RULES.get(call.op.name)
+    if rule is None:
+        return decline(f"{call.op.name} has no oneDNN primitive in this backend")
+    reason = _check_tensors(call)
+    if reason is not None:
+        return reason
+    return rule(call)
+
+
+def _rule_for(op_name: str) -> Callable[[Call], Verdict]:
+    def rule(expr: Any) -> Verdict:
+        return check_call(expr)
+
+    rule.__name__ = f"dnnl_{op_name.replace('.', '_')}"
+    rule.__qualname__ = rule.__name__
+    return rule
+
+
+_INSTALLED: dict[str, Callable[[Call], Verdict]] = {}
+
+
+def register_rules() -> None:
+    """Install the ``target.dnnl`` rule of every supported operator that has none yet
+    (a rule the user registered for an operator is kept)."""
+    for op_name in RULES:
+        if op_name not in default_registry or default_registry.get_attr(op_name, _KEY):
+            continue
+        rule = _INSTALLED.get(op_name)
+        if rule is None:
+            rule = _INSTALLED[op_name] = _rule_for(op_name)
+        register_op_attr(op_name, _KEY, rule)
+
+
+def rules_registered() -> bool:
+    """Whether every supported operator has a ``target.dnnl`` rule (a scoped registry
+    may have dropped them)."""
+    return all(default_registry.get_attr(n, _KEY) for n in RULES if n in default_registry)

@@ -1,0 +1,133 @@
+"""TVM's ``tvm.contrib.graph_executor``: ``GraphModule`` and ``create``.
+
+>>> import numpy as np
+>>> import relaykit as tvm
+>>> from relaykit import relay
+>>> x = relay.var("x", shape=(2,))
+>>> lib = relay.build(tvm.IRModule.from_expr(relay.Function([x], x * x)), target="llvm")
+>>> m = GraphModule(lib["default"](tvm.cpu(0)))
+>>> m.run(x=np.array([3, 4], "float32"))
+>>> m.get_output(0).numpy().tolist(), m.get_num_outputs()
+([9.0, 16.0], 1)
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from ..backend.graph_executor import GraphExecutor
+from ..backend.graph_plan import GraphPlan
+from ..errors import ExecutionError
+from ..runtime.module import Module
+from ..runtime.ndarray import Device, NDArray
+
+__all__ = ["GraphModule", "create", "BenchmarkResult"]
+
+
+class GraphModule:
+    """A wrapper over a graph executor module, with TVM's methods."""
+
+    def __init__(self, module: Module) -> None:
+        if not isinstance(module, Module):
+            raise ExecutionError(
+                f"GraphModule wraps the module lib['default'](dev) returns, got {module!r}"
+            )
+        self.module = module
+        self._set_input = module["set_input"]
+        self._run = module["run"]
+        self._get_output = module["get_output"]
+        self._get_input = module["get_input"]
+        self._get_num_outputs = module["get_num_outputs"]
+        self._get_num_inputs = module["get_num_inputs"]
+        self._get_input_index = module["get_input_index"]
+        self._load_params = module["load_params"]
+
+    def set_input(self, key: Any = None, value: Any = None, **params: Any) -> None:
+        """Set an input by name or index, or several by keyword."""
+        self._set_input(key, value, **params)
+
+    def run(self, **input_dict: Any) -> None:
+        """Run the graph, after setting ``input_dict``."""
+        self._run(**input_dict)
+
+    def get_num_outputs(self) -> int:
+        return int(self._get_num_outputs())
+
+    def get_num_inputs(self) -> int:
+        return int(self._get_num_inputs())
+
+    def get_input(self, index: int | str, out: Any = None) -> NDArray:
+        return self._get_input(index, out)
+
+    def get_input_index(self, name: str) -> int:
+        return int(self._get_input_index(name))
+
+    def get_output(self, index: int, out: Any = None) -> NDArray:
+        return self._get_output(index, out)
+
+    def load_params(self, params: Any) -> None:
+        self._load_params(params)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.module[key]
+
+    def benchmark(
+        self,
+        device: Any = None,
+        func_name: str = "run",
+        repeat: int = 5,
+        number: int = 5,
+        min_repeat_ms: float = 0.0,
+        end_to_end: bool = False,
+        **kwargs: Any,
+    ) -> BenchmarkResult:
+        """Time ``run`` (``repeat`` measurements of ``number`` runs each), as TVM does."""
+        if kwargs:
+            self.set_input(**kwargs)
+        results = []
+        for _ in range(max(1, repeat)):
+            n = max(1, number)
+            while True:
+                start = time.perf_counter()
+                for _ in range(n):
+                    self._run()
+                elapsed = time.perf_counter() - start
+                if elapsed * 1000 >= min_repeat_ms or n > 1 << 20:
+                    break
+                n *= 2
+            results.append(elapsed / n)
+        return BenchmarkResult(results)
+
+
+class BenchmarkResult:
+    """Seconds per run: ``mean``, ``median``, ``min``, ``max``, ``std`` and ``results``."""
+
+    def __init__(self, results: list[float]) -> None:
+        self.results = list(results)
+        arr = np.asarray(self.results)
+        self.mean = float(arr.mean())
+        self.median = float(np.median(arr))
+        self.min = float(arr.min())
+        self.max = float(arr.max())
+        self.std = float(arr.std())
+
+    def __repr__(self) -> str:
+        ms = 1000.0
+        return (
+            "Execution time summary:\n"
+            " mean (ms)   median (ms)    max (ms)     min (ms)     std (ms)\n"
+            f" {self.mean * ms:9.4f}   {self.median * ms:9.4f}   {self.max * ms:9.4f}   "
+            f"{self.min * ms:9.4f}   {self.std * ms:9.4f}"
+        )
+
+
+def create(graph_json_str: str, libmod: Module, device: Device | Any = None) -> GraphModule:
+    """A graph module from a graph (plan) JSON and its library; set the parameters with
+    ``set_input(**params)`` or ``load_params(params)``, as in TVM."""
+    if isinstance(device, (list, tuple)):
+        device = device[0] if device else None
+    plan = GraphPlan.from_json(graph_json_str)
+    return GraphModule(GraphExecutor(plan, libmod, None, device))

@@ -1,0 +1,42 @@
+"""``jsonref``: a JSON-graph BYOC backend whose runtime runs the graph with its own kernels.
+
+Each partitioned function is serialised to JSON (constants kept as arrays);
+the runtime module parses it once, binds its kernels to the executor's buffers
+once, and then just runs them. Importing the package registers its rules,
+patterns, codegen (``relay.ext.jsonref``) and runtime loader::
+
+    from relaykit.contrib import jsonref
+    mod = jsonref.partition_for_jsonref(mod, params)
+    lib = relay.build(mod, target="llvm")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ...backend.codegen.registry import partition_for_target, register_codegen
+from ...ir.module import IRModule
+from .._common import inference_optimize, register_rules
+from .codegen import codegen
+from .rules import RULES, TARGET, pattern_table
+from .runtime import JSONRefRuntime
+
+__all__ = ["TARGET", "JSONRefRuntime", "codegen", "register", "partition_for_jsonref"]
+
+
+def register() -> None:
+    """Register jsonref's rules, patterns and codegen (done on import)."""
+    register_rules(TARGET, RULES, pattern_table)
+    register_codegen(TARGET, codegen, optimize=inference_optimize, override=True)
+
+
+def partition_for_jsonref(
+    mod: IRModule, params: Mapping[str, Any] | None = None, **options: Any
+) -> IRModule:
+    """Bind ``params``, simplify and fold, then partition ``mod`` for jsonref."""
+    register()
+    return partition_for_target(mod, TARGET, params, **options)
+
+
+register()

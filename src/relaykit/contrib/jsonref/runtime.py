@@ -1,0 +1,22 @@
+"""The ``jsonref`` runtime: a JSON graph run with the backend's own NumPy kernels."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from ...runtime.json_runtime import JSONRuntimeBase
+from ...runtime.module import register_module_loader
+from .kernels import KERNELS
+
+__all__ = ["JSONRefRuntime"]
+
+
+class JSONRefRuntime(JSONRuntimeBase):
+    """Parses its JSON graph once; each call site binds the kernels to its buffers once."""
+
+    type_key: ClassVar[str] = "jsonref_json"
+    provider: ClassVar[str] = "relaykit.contrib.jsonref"
+    kernels = KERNELS
+
+
+register_module_loader(JSONRefRuntime.type_key, JSONRefRuntime.load_blob)

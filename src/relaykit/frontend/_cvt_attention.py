@@ -1,0 +1,230 @@
+"""ONNX converters: ``Attention`` (opset 23), and the losses
+``NegativeLogLikelihoodLoss`` and ``SoftmaxCrossEntropyLoss``, as compositions
+of relay operators (batched matmuls, a masked softmax, gathers)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import op
+from ..ir.expr import Constant, Expr
+from ._cvt_nn import matmul
+from ._cvt_util import scalar
+from ._onnx_proto import onnx_dtype_name
+from ._onnx_registry import NodeContext, converter
+
+__all__: list[str] = []
+
+
+def _heads(ctx: NodeContext, x: Expr, heads: int) -> Expr:
+    b, s, hidden = ctx.shape(x)
+    return op.transpose(op.reshape(x, (b, s, heads, hidden // heads)), (0, 2, 1, 3))
+
+
+def _float_mask(ctx: NodeContext, mask: Expr, dt: str) -> Expr:
+    if ctx.dtype(mask) == "bool":
+        return op.where(mask, scalar(0, dt), scalar(-np.inf, dt))
+    return mask
+
+
+def _pad_mask(ctx: NodeContext, mask: Expr, kv_len: int) -> Expr:
+    shape = ctx.shape(mask)
+    extra = kv_len - shape[-1]
+    if extra <= 0:
+        return mask
+    dt = ctx.dtype(mask)
+    fill = False if dt == "bool" else -np.inf
+    pad = Constant(np.full(shape[:-1] + (extra,), fill, dtype=dt))
+    return op.concatenate([mask, pad], axis=-1)
+
+
+def _safe_softmax(ctx: NodeContext, x: Expr, bias: Expr | None) -> Expr:
+    if bias is None:
+        return op.nn.softmax(x, axis=-1)
+    dt = ctx.dtype(x)
+    ninf = scalar(-np.inf, dt)
+    m = op.max(x, -1, keepdims=True)
+    safe = op.where(op.equal(m, ninf), scalar(0, dt), m)
+    e = op.exp(op.subtract(x, safe))
+    s = op.sum(e, -1, keepdims=True)
+    s = op.where(op.equal(s, scalar(0, dt)), scalar(1, dt), s)
+    p = op.divide(e, s)
+    masked = op.equal(op.max(bias, -1, keepdims=True), op.cast(ninf, ctx.dtype(bias)))
+    return op.where(masked, scalar(0, dt), p)
+
+
+@converter("Attention", 23)
+def _attention(
+    ctx: NodeContext,
+    q: Expr,
+    k: Expr,
+    v: Expr,
+    attn_mask: Expr | None = None,
+    past_key: Expr | None = None,
+    past_value: Expr | None = None,
+    nonpad_kv_seqlen: Expr | None = None,
+    **attrs: Any,
+) -> list[Any]:
+    dt = ctx.dtype(q)
+    rank = ctx.ndim(q)
+    if rank == 3:
+        hq, hkv = int(attrs.get("q_num_heads") or 0), int(attrs.get("kv_num_heads") or 0)
+        if not hq or not hkv:
+            raise ctx.fail("3-D inputs need q_num_heads and kv_num_heads")
+        q, k, v = _heads(ctx, q, hq), _heads(ctx, k, hkv), _heads(ctx, v, hkv)
+    scale = attrs.get("scale")
+    if scale is None:
+        scale = 1.0 / np.sqrt(ctx.shape(q)[3])
+    root = scalar(np.sqrt(scale), dt)
+    if past_key is not None:
+        k = op.concatenate([past_key, k], axis=2)
+    if past_value is not None:
+        v = op.concatenate([past_value, v], axis=2)
+    present_k, present_v = k, v
+    batch, hq, lq, _ = ctx.shape(q)
+    lkv = ctx.shape(k)[2]
+    bias: Expr | None = None
+    if attn_mask is not None:
+        attn_mask = _pad_mask(ctx, attn_mask, lkv)
+    offset: Any = ctx.shape(past_key)[2] if past_key is not None else 0
+    lens = None
+    if nonpad_kv_seqlen is not None:
+        lens = np.asarray(ctx.value(nonpad_kv_seqlen, "nonpad_kv_seqlen")).reshape(-1)
+        if past_key is None:
+            offset = lens - lq
+    if attrs.get("is_causal", 0):
+        base = _float_mask(ctx, attn_mask, dt) if attn_mask is not None else None
+        i = np.arange(lq).reshape(lq, 1)
+        j = np.arange(lkv).reshape(1, lkv)
+        if np.ndim(offset):
+            allowed = j <= i + np.reshape(offset, (-1, 1, 1))
+            causal = np.where(allowed, 0, -np.inf).astype(dt)[:, None]
+        else:
+            causal = np.where(j <= i + int(offset), 0, -np.inf).astype(dt)
+        bias = Constant(causal) if base is None else op.add(base, Constant(causal))
+    elif attn_mask is not None:
+        bias = _float_mask(ctx, attn_mask, dt)
+    left = int(
+        attrs.get("left_window_size", -1) if attrs.get("left_window_size") is not None else -1
+    )
+    right = int(
+        attrs.get("right_window_size", -1) if attrs.get("right_window_size") is not None else -1
+    )
+    if left >= 0 or right >= 0:
+        i = np.arange(lq).reshape(lq, 1)
+        j = np.arange(lkv).reshape(1, lkv)
+        win_off = offset
+        if past_key is None and lens is None:
+            win_off = 0
+        if np.ndim(win_off):
+            diff = (i + np.reshape(win_off, (-1, 1, 1))) - j
+        else:
+            diff = (i + int(win_off)) - j
+        allowed = np.ones_like(diff, dtype=bool)
+        if left >= 0:
+            allowed &= diff <= left
+        if right >= 0:
+            allowed &= -diff <= right
+        window = np.where(allowed, 0, -np.inf).astype(dt)
+        if window.ndim == 3:
+            window = window[:, None]
+        base_bias = bias if bias is not None else Constant(np.zeros((lq, lkv), dt))
+        if ctx.dtype(base_bias) == "bool":
+            base_bias = _float_mask(ctx, base_bias, dt)
+        bias = op.add(base_bias, Constant(window))
+    if lens is not None:
+        pad = np.where(np.arange(lkv)[None, :] < lens[:, None], 0, -np.inf).astype(dt)
+        pad_c = Constant(pad.reshape(batch, 1, 1, lkv))
+        bias = pad_c if bias is None else op.add(bias, pad_c)
+    hk = ctx.shape(k)[1]
+    if hq != hk and hq % hk == 0:
+        k = op.repeat(k, hq // hk, 1)
+        v = op.repeat(v, hq // hk, 1)
+    qk = matmul(ctx, op.multiply(q, root), op.transpose(op.multiply(k, root), (0, 1, 3, 2)))
+    cap = float(attrs.get("softcap") or 0.0)
+    if cap > 0:
+        c = scalar(cap, dt)
+        qk = op.multiply(op.tanh(op.divide(qk, c)), c)
+    mode = int(attrs.get("qk_matmul_output_mode") or 0)
+    qk_biased = qk if bias is None else op.add(qk, bias)
+    qk_out = qk_biased if mode == 2 else qk
+    precision = int(attrs.get("softmax_precision") or 0)
+    sm_in = qk_biased
+    if precision and onnx_dtype_name(precision, ctx.where) != dt:
+        sm_in = op.cast(qk_biased, onnx_dtype_name(precision, ctx.where))
+        bias = None if bias is None else op.cast(bias, onnx_dtype_name(precision, ctx.where))
+    probs = _safe_softmax(ctx, sm_in, bias)
+    if ctx.dtype(probs) != dt:
+        probs = op.cast(probs, dt)
+    if mode == 3:
+        qk_out = probs
+    out = matmul(ctx, probs, v)
+    if rank == 3:
+        b, h, s, d = ctx.shape(out)
+        out = op.reshape(op.transpose(out, (0, 2, 1, 3)), (b, s, h * d))
+    return [out, present_k, present_v, qk_out]
+
+
+# -- losses ---------------------------------------------------------------------------------------
+
+
+def _nll(
+    ctx: NodeContext,
+    logp: Expr,
+    target: Expr,
+    weight: Expr | None,
+    reduction: str,
+    ignore_index: Any,
+) -> Expr:
+    dt = ctx.dtype(logp)
+    tdt = ctx.dtype(target)
+    t = target
+    keep: Expr | None = None
+    if ignore_index is not None:
+        ign = scalar(ignore_index, tdt)
+        keep = op.not_equal(target, ign)
+        t = op.where(keep, target, scalar(0, tdt))
+    picked = op.gather(logp, 1, op.expand_dims(t, 1))
+    picked = op.reshape(picked, ctx.shape(target))
+    w: Expr | None = op.take(weight, t, axis=0) if weight is not None else None
+    if keep is not None:
+        mask = op.cast(keep, dt)
+        w = mask if w is None else op.multiply(w, mask)
+    loss = op.negative(picked) if w is None else op.negative(op.multiply(picked, w))
+    if reduction == "none":
+        return loss
+    total = op.sum(loss)
+    if reduction == "sum":
+        return total
+    if w is None:
+        return op.divide(total, scalar(int(np.prod(ctx.shape(target))), dt))
+    return op.divide(total, op.sum(w))
+
+
+@converter("NegativeLogLikelihoodLoss", 12)
+def _nll_loss(
+    ctx: NodeContext,
+    x: Expr,
+    target: Expr,
+    weight: Expr | None = None,
+    *,
+    reduction: str = "mean",
+    ignore_index: Any = None,
+) -> Expr:
+    return _nll(ctx, x, target, weight, reduction, ignore_index)
+
+
+@converter("SoftmaxCrossEntropyLoss", 12)
+def _softmax_ce(
+    ctx: NodeContext,
+    scores: Expr,
+    labels: Expr,
+    weights: Expr | None = None,
+    *,
+    reduction: str = "mean",
+    ignore_index: Any = None,
+) -> list[Expr]:
+    logp = op.nn.log_softmax(scores, axis=1)
+    return [_nll(ctx, logp, labels, weights, reduction, ignore_index), logp]

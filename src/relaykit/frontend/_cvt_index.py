@@ -1,0 +1,273 @@
+"""ONNX converters: gather/scatter, cumulative ops, TopK, OneHot, Trilu, depth/space
+rearrangements, and the resizing ops (Resize, Upsample)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import op
+from ..ir.expr import Constant, Expr
+from ._cvt_util import normalize_axis, scalar
+from ._onnx_registry import NodeContext, converter
+
+__all__: list[str] = []
+
+
+@converter("GatherElements", 11)
+def _gather_elements(ctx: NodeContext, x: Expr, indices: Expr, *, axis: int = 0) -> Expr:
+    return op.gather(x, normalize_axis(ctx, axis, ctx.ndim(x)), indices)
+
+
+@converter("GatherND", 11)
+def _gather_nd(ctx: NodeContext, x: Expr, indices: Expr, *, batch_dims: int = 0) -> Expr:
+    return op.gather_nd(x, indices, batch_dims)
+
+
+@converter("ScatterElements", 11)
+def _scatter_elements(
+    ctx: NodeContext, x: Expr, indices: Expr, updates: Expr, *, axis: int = 0, reduction="none"
+) -> Expr:
+    axis = normalize_axis(ctx, axis, ctx.ndim(x))
+    return op.scatter_elements(
+        x, indices, updates, axis, "update" if reduction == "none" else reduction
+    )
+
+
+@converter("Scatter", 9)
+def _scatter(ctx: NodeContext, x: Expr, indices: Expr, updates: Expr, *, axis: int = 0) -> Expr:
+    return op.scatter_elements(x, indices, updates, normalize_axis(ctx, axis, ctx.ndim(x)))
+
+
+@converter("ScatterND", 11)
+def _scatter_nd(
+    ctx: NodeContext, x: Expr, indices: Expr, updates: Expr, *, reduction: str = "none"
+) -> Expr:
+    return op.scatter_nd(x, indices, updates, "update" if reduction == "none" else reduction)
+
+
+def _cumulative(fn: Any):
+    def convert(ctx: NodeContext, x: Expr, axis: Expr, *, exclusive: int = 0, reverse: int = 0):
+        a = normalize_axis(ctx, int(ctx.scalar(axis, "axis")), ctx.ndim(x))
+        data = op.reverse(x, a) if reverse else x
+        out = fn(data, axis=a, exclusive=bool(exclusive))
+        return op.reverse(out, a) if reverse else out
+
+    return convert
+
+
+converter("CumSum", 11)(_cumulative(op.cumsum))
+converter("CumProd", 26)(_cumulative(op.cumprod))
+
+
+def _topk(ctx: NodeContext, x: Expr, k: int, axis: int, largest: int) -> list[Expr]:
+    axis = normalize_axis(ctx, axis, ctx.ndim(x))
+    values, indices = op.topk(x, k=k, axis=axis, is_ascend=not largest, dtype="int64")
+    return [values, indices]
+
+
+@converter("TopK", 1)
+def _topk_v1(ctx: NodeContext, x: Expr, *, k: int = 1, axis: int = -1) -> list[Expr]:
+    return _topk(ctx, x, k, axis, 1)
+
+
+@converter("TopK", 10)
+def _topk_v10(
+    ctx: NodeContext,
+    x: Expr,
+    k: Expr,
+    *,
+    axis: int = -1,
+    largest: int = 1,
+    sorted: int = 1,  # noqa: A002
+) -> list[Expr]:
+    return _topk(ctx, x, int(ctx.value(k, "k").reshape(-1)[0]), axis, largest)
+
+
+@converter("OneHot", 9)
+def _one_hot(ctx: NodeContext, indices: Expr, depth: Expr, values: Expr, *, axis: int = -1):
+    d = int(np.asarray(ctx.value(depth, "depth")).reshape(-1)[0])
+    shape = ctx.shape(indices)
+    nd = len(shape) + 1
+    axis = normalize_axis(ctx, axis, nd)
+    idx = op.cast(indices, "int64") if ctx.dtype(indices) != "int64" else indices
+    idx = op.where(op.less(idx, scalar(0, "int64")), op.add(idx, scalar(d, "int64")), idx)
+    idx = op.expand_dims(idx, axis)
+    pos = np.arange(d, dtype="int64").reshape([d if i == axis else 1 for i in range(nd)])
+    hit = op.equal(idx, Constant(pos))
+    vdt = ctx.dtype(values)
+    off = op.strided_slice(values, [0], [1])
+    on = op.strided_slice(values, [1], [2])
+    return op.where(hit, op.reshape(on, ()), op.reshape(off, ())) if vdt else hit
+
+
+@converter("Trilu", 14)
+def _trilu(ctx: NodeContext, x: Expr, k: Expr | None = None, *, upper: int = 1) -> Expr:
+    shape = ctx.shape(x)
+    kk = 0 if k is None else int(np.asarray(ctx.value(k, "k")).reshape(-1)[0])
+    rows, cols = shape[-2], shape[-1]
+    mask = (
+        np.triu(np.ones((rows, cols), bool), kk)
+        if upper
+        else np.tril(np.ones((rows, cols), bool), kk)
+    )
+    return op.where(Constant(mask), x, scalar(0, ctx.dtype(x)))
+
+
+@converter("DepthToSpace", 1)
+def _depth_to_space(ctx: NodeContext, x: Expr, *, blocksize: int = 1, mode: str = "DCR") -> Expr:
+    n, c, h, w = ctx.shape(x)
+    b = int(blocksize)
+    if mode == "DCR":
+        t = op.reshape(x, (n, b, b, c // (b * b), h, w))
+        t = op.transpose(t, (0, 3, 4, 1, 5, 2))
+    else:
+        t = op.reshape(x, (n, c // (b * b), b, b, h, w))
+        t = op.transpose(t, (0, 1, 4, 2, 5, 3))
+    return op.reshape(t, (n, c // (b * b), h * b, w * b))
+
+
+@converter("SpaceToDepth", 1)
+def _space_to_depth(ctx: NodeContext, x: Expr, *, blocksize: int = 1, mode: str = "DCR") -> Expr:
+    if mode != "DCR":
+        raise ctx.unsupported(f"mode={mode!r}")
+    n, c, h, w = ctx.shape(x)
+    b = int(blocksize)
+    t = op.reshape(x, (n, c, h // b, b, w // b, b))
+    t = op.transpose(t, (0, 3, 5, 1, 2, 4))
+    return op.reshape(t, (n, c * b * b, h // b, w // b))
+
+
+@converter("NonZero", 9)
+def _nonzero(ctx: NodeContext, x: Expr) -> Expr:
+    value = ctx.value(x, "data")
+    return Constant(np.array(np.nonzero(value), dtype="int64").reshape(value.ndim, -1))
+
+
+@converter("Compress", 9)
+def _compress(ctx: NodeContext, x: Expr, condition: Expr, *, axis: Any = None) -> Expr:
+    cond = np.asarray(ctx.value(condition, "condition")).astype(bool).reshape(-1)
+    if axis is None:
+        flat = op.reshape(x, (-1,))
+        idx = np.nonzero(cond[: int(np.prod(ctx.shape(x)))])[0]
+        return op.take(flat, Constant(idx.astype("int64")), axis=0)
+    a = normalize_axis(ctx, axis, ctx.ndim(x))
+    idx = np.nonzero(cond[: ctx.shape(x)[a]])[0]
+    return op.take(x, Constant(idx.astype("int64")), axis=a)
+
+
+@converter("ReverseSequence", 10)
+def _reverse_sequence(
+    ctx: NodeContext, x: Expr, lens: Expr, *, batch_axis: int = 1, time_axis: int = 0
+) -> Expr:
+    shape = ctx.shape(x)
+    lengths = np.asarray(ctx.value(lens, "sequence_lens")).astype(np.int64)
+    grid = np.indices(shape)
+    t, b = grid[time_axis], grid[batch_axis]
+    seq = lengths[b]
+    idx = np.where(t < seq, seq - 1 - t, t)
+    return op.gather(x, time_axis, Constant(idx.astype("int64")))
+
+
+# -- resize ---------------------------------------------------------------------------------------
+
+
+def _resize(ctx: NodeContext, x: Expr, roi: Any, scales: Any, sizes: Any, attrs: dict) -> Expr:
+    shape = ctx.shape(x)
+    r = len(shape)
+    axes = attrs.get("axes")
+    axes = list(range(r)) if not axes else [normalize_axis(ctx, int(a), r) for a in axes]
+    full_scales = [1.0] * r
+    full_sizes = list(shape)
+    if sizes is not None and len(sizes):
+        for a, s in zip(axes, sizes, strict=True):
+            full_sizes[a] = int(s)
+        full_scales = [o / i if i else 1.0 for o, i in zip(full_sizes, shape, strict=True)]
+        policy = attrs.get("keep_aspect_ratio_policy", "stretch")
+        if policy != "stretch":
+            pick = min if policy == "not_larger" else max
+            s = pick(full_scales[a] for a in axes)
+            full_scales = [s if i in axes else 1.0 for i in range(r)]
+            full_sizes = [int(s * shape[i] + 0.5) if i in axes else shape[i] for i in range(r)]
+    elif scales is not None and len(scales):
+        for a, s in zip(axes, scales, strict=True):
+            full_scales[a] = float(s)
+        full_sizes = [int(np.floor(d * s)) for d, s in zip(shape, full_scales, strict=True)]
+    else:
+        raise ctx.fail("needs either scales or sizes")
+    box: tuple[float, ...] = ()
+    mode = attrs.get("coordinate_transformation_mode", "half_pixel")
+    if mode == "tf_crop_and_resize" and roi is not None and len(roi):
+        lo, hi = [0.0] * r, [1.0] * r
+        k = len(axes)
+        for j, a in enumerate(axes):
+            lo[a], hi[a] = float(roi[j]), float(roi[j + k])
+        box = tuple(lo + hi)
+    method = attrs.get("mode", "nearest")
+    return op.image.resize(
+        x,
+        full_sizes,
+        scales=full_scales,
+        roi=box,
+        method=method,
+        coordinate_transformation_mode=mode,
+        rounding_method=attrs.get("nearest_mode", "round_prefer_floor")
+        if method == "nearest"
+        else "",
+        cubic_alpha=attrs.get("cubic_coeff_a", -0.75),
+        cubic_exclude=attrs.get("exclude_outside", 0),
+        extrapolation_value=attrs.get("extrapolation_value", 0.0),
+        antialias=bool(attrs.get("antialias", 0)),
+    )
+
+
+def _opt_values(ctx: NodeContext, e: Expr | None, what: str) -> Any:
+    if e is None:
+        return None
+    v = np.asarray(ctx.value(e, what)).reshape(-1)
+    return v if v.size else None
+
+
+@converter("Resize", 10)
+def _resize_v10(ctx: NodeContext, x: Expr, scales: Expr, *, mode: str = "nearest") -> Expr:
+    attrs = {"mode": mode, "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}
+    return _resize(ctx, x, None, _opt_values(ctx, scales, "scales"), None, attrs)
+
+
+@converter("Resize", 11)
+def _resize_v11(
+    ctx: NodeContext,
+    x: Expr,
+    roi: Expr | None = None,
+    scales: Expr | None = None,
+    sizes: Expr | None = None,
+    **attrs: Any,
+) -> Expr:
+    return _resize(
+        ctx,
+        x,
+        _opt_values(ctx, roi, "roi"),
+        _opt_values(ctx, scales, "scales"),
+        _opt_values(ctx, sizes, "sizes"),
+        attrs,
+    )
+
+
+def _upsample(ctx: NodeContext, x: Expr, scales: Any, mode: str) -> Expr:
+    attrs = {
+        "mode": "linear" if mode in ("linear", "bilinear") else "nearest",
+        "coordinate_transformation_mode": "asymmetric",
+        "nearest_mode": "floor",
+    }
+    return _resize(ctx, x, None, scales, None, attrs)
+
+
+@converter("Upsample", 7)
+def _upsample_v7(ctx: NodeContext, x: Expr, *, scales: Any = (), mode: str = "nearest") -> Expr:
+    return _upsample(ctx, x, scales, mode)
+
+
+@converter("Upsample", 9)
+def _upsample_v9(ctx: NodeContext, x: Expr, scales: Expr, *, mode: str = "nearest") -> Expr:
+    return _upsample(ctx, x, _opt_values(ctx, scales, "scales"), mode)

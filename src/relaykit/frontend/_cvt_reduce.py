@@ -1,0 +1,120 @@
+"""ONNX converters: reductions (``Reduce*``) and ``ArgMax`` / ``ArgMin``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import op
+from ..ir.expr import Constant, Expr
+from ._cvt_util import scalar
+from ._onnx_registry import NodeContext, converter
+
+__all__: list[str] = []
+
+# name: (builder(x, axes, keepdims, dtype), value over an empty set)
+_EMPTY = {
+    "ReduceSum": 0.0,
+    "ReduceMean": np.nan,
+    "ReduceMax": -np.inf,
+    "ReduceMin": np.inf,
+    "ReduceProd": 1.0,
+    "ReduceL1": 0.0,
+    "ReduceL2": 0.0,
+    "ReduceLogSum": -np.inf,
+    "ReduceLogSumExp": -np.inf,
+    "ReduceSumSquare": 0.0,
+}
+
+
+def _build(name: str, x: Expr, axes: Any, keep: bool, dt: str) -> Expr:
+    if name == "ReduceSum":
+        return op.sum(x, axes, keep)
+    if name == "ReduceMean":
+        return op.mean(x, axes, keep)
+    if name == "ReduceMax":
+        return op.max(x, axes, keep)
+    if name == "ReduceMin":
+        return op.min(x, axes, keep)
+    if name == "ReduceProd":
+        return op.prod(x, axes, keep)
+    if name == "ReduceL1":
+        return op.sum(op.abs(x), axes, keep)
+    if name == "ReduceL2":
+        if not dt.startswith("float"):
+            s = op.sum(op.multiply(x, x), axes, keep)
+            return op.cast(op.sqrt(op.cast(s, "float32")), dt)
+        return op.sqrt(op.sum(op.multiply(x, x), axes, keep))
+    if name == "ReduceLogSum":
+        return op.log(op.sum(x, axes, keep))
+    if name == "ReduceLogSumExp":
+        return op.log(op.sum(op.exp(x), axes, keep))
+    return op.sum(op.multiply(x, x), axes, keep)  # ReduceSumSquare
+
+
+def _reduce(ctx: NodeContext, name: str, x: Expr, axes: Any, keepdims: int, noop: int) -> Expr:
+    shape = ctx.shape(x)
+    dt = ctx.dtype(x)
+    if axes is None or len(axes) == 0:
+        if noop:
+            return x
+        axes = tuple(range(len(shape)))
+    axes = tuple(sorted(int(a) % max(len(shape), 1) for a in axes))
+    keep = bool(keepdims)
+    if any(shape[a] == 0 for a in axes):
+        out_shape = tuple((1 if keep else None) if i in axes else d for i, d in enumerate(shape))
+        out_shape = tuple(d for d in out_shape if d is not None)
+        value = _EMPTY[name]
+        if dt.startswith("float"):
+            return Constant(np.full(out_shape, value, dtype=dt))
+        info = np.iinfo(dt)
+        fill = {np.inf: info.max, -np.inf: info.min}.get(value, 0 if np.isnan(value) else value)
+        return Constant(np.full(out_shape, fill, dtype=dt))
+    if not shape:
+        return _build(name, x, None, keep, dt) if name != "ReduceMax" else x
+    return _build(name, x, axes, keep, dt)
+
+
+def _attr_axes_converter(name: str):
+    def convert(ctx: NodeContext, x: Expr, *, axes: Any = None, keepdims: int = 1) -> Expr:
+        return _reduce(ctx, name, x, axes, keepdims, 0)
+
+    return convert
+
+
+def _input_axes_converter(name: str):
+    def convert(
+        ctx: NodeContext,
+        x: Expr,
+        axes: Expr | None = None,
+        *,
+        keepdims: int = 1,
+        noop_with_empty_axes: int = 0,
+    ) -> Expr:
+        ax = None if axes is None else ctx.ints(axes, "axes")
+        return _reduce(ctx, name, x, ax, keepdims, noop_with_empty_axes)
+
+    return convert
+
+
+for _name in _EMPTY:
+    converter(_name, 1)(_attr_axes_converter(_name))
+    converter(_name, 13 if _name == "ReduceSum" else 18)(_input_axes_converter(_name))
+
+
+def _arg_converter(fn: Any):
+    def convert(
+        ctx: NodeContext, x: Expr, *, axis: int = 0, keepdims: int = 1, select_last_index: int = 0
+    ) -> Expr:
+        out = fn(x, axis=axis, keepdims=bool(keepdims), select_last_index=bool(select_last_index))
+        return op.cast(out, "int64")
+
+    return convert
+
+
+converter("ArgMax", 1)(_arg_converter(op.argmax))
+converter("ArgMin", 1)(_arg_converter(op.argmin))
+
+_ = scalar
+del _name

@@ -1,0 +1,368 @@
+"""Turning one ONNX graph into a Relay function, node by node.
+
+Each node's converter builds Relay calls over the values of its inputs; the
+new calls are typed at once (so a bad node is reported by name, not later in
+type inference), and a call whose inputs are all constants is evaluated right
+away with the reference kernels. That folds the static shape chains of
+exported models (``Shape -> Gather -> Concat -> Reshape``) into constants, so
+converters that need a shape or an axis list simply ask ``ctx.value(...)``.
+Both steps touch each new node once: import is linear in the graph's size.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ..errors import FrontendError, RelayKitError, UnsupportedOpError
+from ..ir.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, TupleWrapper, Var
+from ..ir.functor import post_order
+from ..ir.module import IRModule
+from ..ir.op import Op
+from ..ir.types import TensorType, TupleType, Type
+from ..runtime.ndarray import NDArray
+from ._onnx_proto import onnx_dtype_name, tensor_to_numpy
+from ._onnx_registry import (
+    NodeContext,
+    call_converter,
+    check_known_attributes,
+    lookup,
+    node_attributes,
+)
+
+__all__ = ["GraphImporter", "find_unsupported"]
+
+
+def _node_name(node: Any, index: int) -> str:
+    return node.name or f"{node.op_type}_{index}"
+
+
+def find_unsupported(graph: Any, opsets: Mapping[str, int]) -> dict[str, tuple[int, str]]:
+    """``op_type -> (count, first node name)`` of every node without a converter."""
+    counts: Counter[str] = Counter()
+    first: dict[str, str] = {}
+    for i, node in enumerate(graph.node):
+        domain = "" if node.domain in ("", "ai.onnx") else node.domain
+        opset = opsets.get(domain)
+        if opset is None or lookup(domain, node.op_type, opset) is None:
+            key = node.op_type if not domain else f"{domain}.{node.op_type}"
+            if opset is None:
+                key += f" (domain {domain!r} not imported)"
+            counts[key] += 1
+            first.setdefault(key, _node_name(node, i))
+    return {k: (counts[k], first[k]) for k in counts}
+
+
+def raise_unsupported(ops: dict[str, tuple[int, str]], opset: int) -> None:
+    if not ops:
+        return
+    lines = [
+        f"  {op}: {n} node{'s' if n > 1 else ''} (first: {first!r})"
+        for op, (n, first) in sorted(ops.items(), key=lambda kv: (-kv[1][0], kv[0]))
+    ]
+    raise UnsupportedOpError(
+        f"the model uses {len(ops)} operator type{'s' if len(ops) > 1 else ''} that relaykit "
+        f"cannot import at opset {opset}:\n" + "\n".join(lines),
+        ops,
+    )
+
+
+def _topological(nodes: list[Any], available: set[str]) -> list[int]:
+    """Node indices with every input produced before use: the file's order when it is
+    valid (the usual case), else a depth-first fix-up. A cycle is an error."""
+    producer: dict[str, int] = {}
+    for i, n in enumerate(nodes):
+        for o in n.output:
+            if o:
+                producer[o] = i
+    state = [0] * len(nodes)  # 0 new, 1 in progress, 2 done
+    order: list[int] = []
+    for start in range(len(nodes)):
+        if state[start]:
+            continue
+        stack = [(start, False)]
+        while stack:
+            i, expanded = stack.pop()
+            if expanded:
+                state[i] = 2
+                order.append(i)
+                continue
+            if state[i] == 2:
+                continue
+            state[i] = 1
+            stack.append((i, True))
+            for x in reversed(nodes[i].input):
+                p = producer.get(x)
+                if not x or x in available or p is None or p == i or state[p] == 2:
+                    continue
+                if state[p] == 1:
+                    raise FrontendError(
+                        f"node {_node_name(nodes[p], p)!r} ({nodes[p].op_type}) is part of a "
+                        "cycle: the graph is not a DAG"
+                    )
+                stack.append((p, False))
+    return order
+
+
+class GraphImporter:
+    """Converts a ``GraphProto`` (with its opsets) to a Relay function."""
+
+    def __init__(
+        self,
+        graph: Any,
+        opsets: Mapping[str, int],
+        shape: Mapping[str, Any] | None = None,
+        dtype: Any = "float32",
+        freeze_params: bool = True,
+        bound_inputs: Mapping[str, np.ndarray] | None = None,
+    ) -> None:
+        self.graph = graph
+        self.bound_inputs = dict(bound_inputs or {})
+        self.opsets = dict(opsets)
+        self.shape_overrides = dict(shape or {})
+        self.dtype = dtype
+        self.freeze_params = freeze_params
+        self.values: dict[str, Expr] = {}
+        self.params: dict[str, NDArray] = {}
+        self.dynamic: dict[Expr, bool] = {}
+
+    # -- typing and folding ----------------------------------------------------
+    def _fail_type(self, ctx: NodeContext | None, message: str) -> FrontendError:
+        where = ctx.where if ctx is not None else "the graph"
+        return FrontendError(f"{where}: {message}")
+
+    def type_of(self, expr: Expr, ctx: NodeContext | None = None) -> Type:
+        """The type of ``expr``, inferring only the nodes that have none yet."""
+        t = expr._checked_type
+        if t is not None:
+            return t
+        for node in post_order(expr, skip=lambda n: n._checked_type is not None or type(n) is Op):
+            kind = type(node)
+            if kind is Call:
+                op = node.op
+                if type(op) is not Op:
+                    raise self._fail_type(ctx, "converters may only call operators")
+                rel = op.get_attr("FTypeRelation")
+                arg_types = [a._checked_type for a in node.args]
+                try:
+                    out = rel(arg_types, node.attrs)
+                except RelayKitError as err:
+                    shown = ", ".join(str(a) for a in arg_types)
+                    raise self._fail_type(ctx, f"{op.name}({shown}): {err}") from None
+            elif kind is Tuple:
+                out = TupleType([f._checked_type for f in node.fields])
+            elif kind is TupleGetItem:
+                tt = node.tuple_value._checked_type
+                if not isinstance(tt, TupleType) or node.index >= len(tt.fields):
+                    raise self._fail_type(ctx, f"bad projection .{node.index} of {tt}")
+                out = tt.fields[node.index]
+            else:
+                raise self._fail_type(ctx, f"untyped {kind.__name__} in a converter's output")
+            node._set_checked_type(out)
+        return expr._checked_type  # type: ignore[return-value]
+
+    def _is_dynamic(self, expr: Expr) -> bool:
+        memo = self.dynamic
+        if expr in memo:
+            return memo[expr]
+        for node in post_order(expr, skip=lambda n: n in memo or type(n) is Op):
+            kind = type(node)
+            if kind is Constant:
+                memo[node] = False
+            elif kind is Var:
+                memo[node] = True
+            elif kind is Call:
+                memo[node] = any(memo[a] for a in node.args)
+            elif kind is Tuple:
+                memo[node] = any(memo[f] for f in node.fields)
+            elif kind is TupleGetItem:
+                memo[node] = memo[node.tuple_value]
+            else:
+                memo[node] = True
+        return memo[expr]
+
+    def _evaluate(self, expr: Expr, memo: dict[Expr, Any], ctx: NodeContext) -> Any:
+        for node in post_order(expr, skip=lambda n: n in memo or type(n) is Op):
+            kind = type(node)
+            if kind is Constant:
+                memo[node] = node.data.numpy()
+            elif kind is Call:
+                args = [memo[a] for a in node.args]
+                kernel = node.op.get_attr("FCompute")
+                try:
+                    with np.errstate(all="ignore"):
+                        memo[node] = kernel(args, node.attrs)
+                except RelayKitError as err:
+                    raise ctx.fail(f"cannot evaluate {node.op.name} at import: {err}") from None
+                except Exception as err:
+                    raise ctx.fail(
+                        f"cannot evaluate {node.op.name} at import: {type(err).__name__}: {err}"
+                    ) from None
+            elif kind is Tuple:
+                memo[node] = tuple(memo[f] for f in node.fields)
+            elif kind is TupleGetItem:
+                memo[node] = memo[node.tuple_value][node.index]
+        return memo[expr]
+
+    def finish(self, expr: Any, ctx: NodeContext, memo: dict[Expr, Any]) -> Expr:
+        """Type ``expr`` and fold it to a constant when it depends on no input."""
+        if isinstance(expr, TupleWrapper):
+            expr = expr.astuple()
+        if not isinstance(expr, Expr):
+            raise ctx.fail(f"converter returned {type(expr).__name__}, not a relay expression")
+        ty = self.type_of(expr, ctx)
+        if isinstance(expr, (Constant, Var)) or self._is_dynamic(expr):
+            return expr
+        value = self._evaluate(expr, memo, ctx)
+        if isinstance(ty, TensorType):
+            arr = np.asarray(value)
+            if arr.dtype.name != ty.dtype or arr.shape != ty.shape:
+                raise ctx.fail(f"folding gave {arr.dtype}{list(arr.shape)}, expected {ty}")
+            folded = Constant(np.array(arr, order="C"))
+            self.dynamic[folded] = False
+            return folded
+        return expr
+
+    # -- the graph ---------------------------------------------------------------
+    def _input_type(self, vi: Any) -> TensorType:
+        name = vi.name
+        t = vi.type
+        if t.WhichOneof("value") != "tensor_type":
+            raise FrontendError(
+                f"graph input {name!r} is a {t.WhichOneof('value') or 'value of unknown type'}; "
+                "relaykit imports tensor inputs only"
+            )
+        tt = t.tensor_type
+        if isinstance(self.dtype, Mapping) and name in self.dtype:
+            dtype = str(self.dtype[name])
+        elif tt.elem_type:
+            dtype = onnx_dtype_name(tt.elem_type, f"graph input {name!r}")
+        else:
+            dtype = str(self.dtype)
+        if name in self.shape_overrides:
+            return TensorType(tuple(int(d) for d in self.shape_overrides[name]), dtype)
+        if not tt.HasField("shape"):
+            raise FrontendError(
+                f"graph input {name!r} has no shape; pass it with "
+                f"from_onnx(model, shape={{{name!r}: (...)}})"
+            )
+        dims = []
+        for k, d in enumerate(tt.shape.dim):
+            if d.HasField("dim_value") and d.dim_value >= 0:
+                dims.append(int(d.dim_value))
+            else:
+                label = d.dim_param or "?"
+                raise FrontendError(
+                    f"graph input {name!r} has a dynamic dimension {k} ({label!r}); relaykit "
+                    f"needs static shapes: pass from_onnx(model, shape={{{name!r}: (...)}})"
+                )
+        return TensorType(dims, dtype)
+
+    def import_inputs(self) -> list[Var]:
+        inits = {t.name for t in self.graph.initializer}
+        params: list[Var] = []
+        for t in self.graph.initializer:
+            arr = tensor_to_numpy(t, f"initializer {t.name!r}")
+            if self.freeze_params:
+                c = Constant(arr)
+                self.values[t.name] = c
+            else:
+                v = Var(t.name, TensorType(arr.shape, arr.dtype.name))
+                v._set_checked_type(v.type_annotation)  # type: ignore[arg-type]
+                self.values[t.name] = v
+                self.params[t.name] = NDArray(arr)
+        for t in self.graph.sparse_initializer:
+            raise FrontendError(f"sparse initializer {t.values.name!r} is not supported yet")
+        for vi in self.graph.input:
+            if vi.name in inits:
+                continue
+            if vi.name in self.bound_inputs:
+                want = self._input_type(vi)
+                arr = np.asarray(self.bound_inputs[vi.name])
+                if arr.shape != want.shape:
+                    raise FrontendError(
+                        f"graph input {vi.name!r} is {want}, got a value of shape {arr.shape}"
+                    )
+                self.values[vi.name] = Constant(np.array(arr, dtype=want.dtype, order="C"))
+                continue
+            var = Var(vi.name, self._input_type(vi))
+            var._set_checked_type(var.type_annotation)  # type: ignore[arg-type]
+            self.values[vi.name] = var
+            params.append(var)
+        return params + [self.values[n] for n in self.params]  # type: ignore[misc]
+
+    def convert_nodes(self) -> None:
+        nodes = list(self.graph.node)
+        default_opset = self.opsets.get("", 1)
+        raise_unsupported(find_unsupported(self.graph, self.opsets), default_opset)
+        for i in _topological(nodes, set(self.values)):
+            self.convert_node(nodes[i], i)
+
+    def convert_node(self, node: Any, index: int) -> None:
+        domain = "" if node.domain in ("", "ai.onnx") else node.domain
+        opset = self.opsets[domain]
+        ctx = NodeContext(self, node, _node_name(node, index), opset)
+        fn = lookup(domain, node.op_type, opset)
+        assert fn is not None  # checked up front by find_unsupported
+        inputs: list[Expr | None] = []
+        for k, name in enumerate(node.input):
+            if not name:
+                inputs.append(None)
+                continue
+            value = self.values.get(name)
+            if value is None:
+                raise ctx.fail(
+                    f"input {k} reads tensor {name!r}, which no node, graph input or "
+                    "initializer produces"
+                )
+            inputs.append(value)
+        attrs, given = node_attributes(ctx, domain)
+        check_known_attributes(fn, ctx, given)
+        try:
+            out = call_converter(fn, ctx, inputs, attrs)
+        except FrontendError:
+            raise
+        except RelayKitError as err:
+            raise ctx.fail(f"{type(err).__name__}: {err}") from None
+        except (TypeError, ValueError, IndexError, KeyError) as err:
+            raise ctx.fail(f"cannot convert: {type(err).__name__}: {err}") from None
+        outs = list(out) if isinstance(out, (list, tuple)) else [out]
+        memo: dict[Expr, Any] = {}
+        for name, expr in zip(node.output, outs, strict=False):
+            if not name:
+                continue
+            if expr is None:
+                raise ctx.unsupported(f"output {name!r}")
+            try:
+                self.values[name] = self.finish(expr, ctx, memo)
+            except FrontendError:
+                raise
+            except RelayKitError as err:
+                raise ctx.fail(f"{type(err).__name__}: {err}") from None
+        if len(outs) < len([o for o in node.output if o]):
+            missing = [o for o in node.output[len(outs) :] if o]
+            if missing:
+                raise ctx.unsupported(f"output {missing[0]!r}")
+
+    def output_expr(self) -> Expr:
+        outs = []
+        for vi in self.graph.output:
+            value = self.values.get(vi.name)
+            if value is None:
+                raise FrontendError(
+                    f"graph output {vi.name!r} is not produced by any node, input or initializer"
+                )
+            outs.append(value)
+        if not outs:
+            raise FrontendError("the graph has no outputs")
+        return outs[0] if len(outs) == 1 else Tuple(outs)
+
+    def run(self) -> tuple[IRModule, dict[str, NDArray]]:
+        params = self.import_inputs()
+        self.convert_nodes()
+        body = self.output_expr()
+        mod = IRModule.from_expr(Function(params, body))
+        return mod, dict(self.params)

@@ -1,0 +1,210 @@
+"""Reading ONNX protobufs: models from files, tensors to NumPy, attributes to Python.
+
+Every failure here is a :class:`~relaykit.errors.FrontendError` that says what
+was wrong and where (file, node, attribute), never a protobuf traceback.
+
+>>> from onnx import helper, TensorProto
+>>> t = helper.make_tensor("w", TensorProto.INT64, [2], [3, 4])
+>>> tensor_to_numpy(t).tolist()
+[3, 4]
+>>> onnx_dtype_name(TensorProto.FLOAT)
+'float32'
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from ..errors import FrontendError, MissingDependencyError
+
+__all__ = [
+    "require_onnx",
+    "load_model_proto",
+    "onnx_dtype_name",
+    "tensor_to_numpy",
+    "attribute_value",
+    "check_attribute_type",
+]
+
+
+def require_onnx() -> Any:
+    """The ``onnx`` module, or a clear error saying which extra to install."""
+    try:
+        import onnx
+    except ImportError:  # pragma: no cover - onnx is in the test extra
+        raise MissingDependencyError(
+            "importing ONNX models needs the onnx package: pip install 'relaykit[onnx]'"
+        ) from None
+    return onnx
+
+
+# ONNX TensorProto.DataType -> relaykit dtype name (the types relaykit's IR can hold).
+_DTYPES = {
+    1: "float32",
+    2: "uint8",
+    3: "int8",
+    4: "uint16",
+    5: "int16",
+    6: "int32",
+    7: "int64",
+    9: "bool",
+    10: "float16",
+    11: "float64",
+    12: "uint32",
+    13: "uint64",
+}
+
+
+def onnx_dtype_name(elem_type: int, where: str = "") -> str:
+    """The relaykit dtype of an ONNX element type, or a FrontendError naming ``where``."""
+    name = _DTYPES.get(int(elem_type))
+    if name is None:
+        onnx = require_onnx()
+        try:
+            onnx_name = onnx.TensorProto.DataType.Name(int(elem_type))
+        except ValueError:
+            onnx_name = f"<unknown type {elem_type}>"
+        supported = ", ".join(sorted(set(_DTYPES.values())))
+        raise FrontendError(
+            f"{where + ': ' if where else ''}element type {onnx_name} is not supported "
+            f"(relaykit tensors are {supported})"
+        )
+    return name
+
+
+def onnx_elem_type(dtype: str) -> int:
+    """The ONNX element type of a relaykit dtype name."""
+    for k, v in _DTYPES.items():
+        if v == dtype:
+            return k
+    raise FrontendError(f"dtype {dtype} has no ONNX element type")
+
+
+def load_model_proto(model: Any) -> Any:
+    """A ``ModelProto`` from a ``ModelProto``, a path, or serialized bytes.
+
+    A truncated or foreign file gives a FrontendError naming the file.
+    """
+    onnx = require_onnx()
+    from google.protobuf.message import DecodeError
+
+    if isinstance(model, onnx.ModelProto):
+        proto = model
+        where = "the ModelProto"
+    elif isinstance(model, (bytes, bytearray)):
+        proto = onnx.ModelProto()
+        where = "the given bytes"
+        try:
+            proto.ParseFromString(bytes(model))
+        except (DecodeError, RuntimeError, ValueError) as err:
+            raise FrontendError(f"{where} are not a valid ONNX model: {err}") from None
+    elif isinstance(model, (str, os.PathLike)):
+        path = os.fspath(model)
+        where = repr(path)
+        if not os.path.exists(path):
+            raise FrontendError(f"ONNX model file {path!r} does not exist")
+        try:
+            proto = onnx.load(path, load_external_data=True)
+        except (DecodeError, RuntimeError, ValueError, OSError) as err:
+            raise FrontendError(
+                f"cannot read {path!r} as an ONNX model (is the file truncated, or not an "
+                f"ONNX file?): {type(err).__name__}: {err}"
+            ) from None
+    else:
+        raise FrontendError(
+            f"from_onnx takes an onnx.ModelProto or a file path, got {type(model).__name__}"
+        )
+    if not proto.HasField("graph") or not proto.opset_import:
+        missing = "graph" if not proto.HasField("graph") else "opset_import"
+        raise FrontendError(
+            f"{where} is not an ONNX model: it has no {missing} (a file of another protobuf "
+            "message, or a truncated file?)"
+        )
+    return proto
+
+
+def tensor_to_numpy(tensor: Any, where: str = "") -> np.ndarray:
+    """A ``TensorProto`` as a NumPy array of a relaykit dtype."""
+    onnx = require_onnx()
+    from onnx import numpy_helper
+
+    label = where or f"tensor {tensor.name!r}"
+    dtype = onnx_dtype_name(tensor.data_type, label)
+    if tensor.data_location == onnx.TensorProto.EXTERNAL:
+        raise FrontendError(
+            f"{label} is stored in an external data file that was not loaded; load the model "
+            "by its path so that relaykit can find the data next to it"
+        )
+    try:
+        arr = numpy_helper.to_array(tensor)
+    except Exception as err:
+        raise FrontendError(f"{label} is malformed: {type(err).__name__}: {err}") from None
+    expected = int(np.prod(tuple(tensor.dims), dtype=np.int64))
+    if arr.size != expected:
+        raise FrontendError(
+            f"{label} has {arr.size} values but its dims {tuple(tensor.dims)} need {expected}"
+        )
+    return np.array(arr.astype(dtype, copy=False), order="C")
+
+
+_ATTR_TYPE_NAMES = {
+    0: "UNDEFINED",
+    1: "FLOAT",
+    2: "INT",
+    3: "STRING",
+    4: "TENSOR",
+    5: "GRAPH",
+    6: "FLOATS",
+    7: "INTS",
+    8: "STRINGS",
+    9: "TENSORS",
+    10: "GRAPHS",
+    11: "SPARSE_TENSOR",
+    12: "SPARSE_TENSORS",
+    13: "TYPE_PROTO",
+    14: "TYPE_PROTOS",
+}
+
+
+def check_attribute_type(attr: Any, expected: int, where: str) -> None:
+    """Raise a FrontendError when ``attr`` does not have the schema's type."""
+    if expected and int(attr.type) != int(expected):
+        raise FrontendError(
+            f"{where}: attribute {attr.name!r} must be of type "
+            f"{_ATTR_TYPE_NAMES.get(int(expected), expected)}, got "
+            f"{_ATTR_TYPE_NAMES.get(int(attr.type), attr.type)}"
+        )
+
+
+def attribute_value(attr: Any, where: str) -> Any:
+    """The Python value of an ``AttributeProto``: numbers, strings, tuples, arrays, graphs."""
+    t = int(attr.type)
+    if t == 1:
+        return float(attr.f)
+    if t == 2:
+        return int(attr.i)
+    if t == 3:
+        return attr.s.decode("utf-8", errors="replace")
+    if t == 4:
+        return tensor_to_numpy(attr.t, f"{where}: attribute {attr.name!r}")
+    if t == 5:
+        return attr.g
+    if t == 6:
+        return tuple(float(v) for v in attr.floats)
+    if t == 7:
+        return tuple(int(v) for v in attr.ints)
+    if t == 8:
+        return tuple(s.decode("utf-8", errors="replace") for s in attr.strings)
+    if t == 9:
+        return tuple(tensor_to_numpy(x, f"{where}: attribute {attr.name!r}") for x in attr.tensors)
+    if t == 10:
+        return tuple(attr.graphs)
+    if t == 11:
+        return attr.sparse_tensor
+    raise FrontendError(
+        f"{where}: attribute {attr.name!r} has type "
+        f"{_ATTR_TYPE_NAMES.get(t, t)}, which relaykit does not read"
+    )

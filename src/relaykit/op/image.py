@@ -1,0 +1,263 @@
+"""Image resizing (``relay.image.resize2d`` and an N-d ``image.resize``).
+
+Resizing is separable: each resized axis is interpolated on its own with an
+(out x in) weight matrix, built from the coordinate transformation
+(``half_pixel``, ``align_corners``, ``asymmetric``, ``pytorch_half_pixel``,
+``half_pixel_symmetric``, ``tf_crop_and_resize``) and the method's
+coefficients (``nearest`` with its rounding rule, ``linear``, ``cubic``,
+optionally antialiased), with ONNX's semantics.
+
+>>> from relaykit import relay
+>>> x = relay.var("x", shape=(1, 1, 2, 2))
+>>> resize2d(x, size=(4, 4), method="nearest_neighbor").attrs.size
+(1, 1, 4, 4)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..ir.attrs import Attrs
+from ..ir.expr import Call, Expr
+from ..ir.types import TensorType, Type
+from . import _numeric as num
+from ._relations import tensor_arg
+from .define import OpPattern, TypeRelError, define_op, make_call
+
+__all__ = ["resize", "resize2d", "axis_weights"]
+
+_METHODS = ("nearest", "linear", "cubic")
+_ROUNDING = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+
+
+def _source_coords(mode: str, y: np.ndarray, scale: float, n_in: int, n_out: int, roi: Any):
+    """Source coordinates of output positions ``y`` and the mask of extrapolated ones."""
+    out_f = scale * n_in
+    extra = None
+    if mode == "align_corners":
+        x = np.zeros_like(y) if out_f == 1 else y * (n_in - 1) / (out_f - 1)
+    elif mode == "asymmetric":
+        x = y / scale
+    elif mode == "tf_crop_and_resize":
+        lo, hi = roi
+        if out_f == 1:
+            x = np.full_like(y, (hi - lo) * (n_in - 1) / 2)
+        else:
+            x = y * (hi - lo) * (n_in - 1) / (out_f - 1)
+        x = x + lo * (n_in - 1)
+        extra = (x < 0) | (x > n_in - 1)
+    elif mode == "pytorch_half_pixel":
+        x = np.full_like(y, -0.5) if out_f == 1 else (y + 0.5) / scale - 0.5
+    elif mode == "half_pixel":
+        x = (y + 0.5) / scale - 0.5
+    elif mode == "half_pixel_symmetric":
+        offset = (n_in / 2) * (1 - n_out / out_f)
+        x = offset + (y + 0.5) / scale - 0.5
+    else:
+        raise TypeRelError(f"unknown coordinate_transformation_mode {mode!r}")
+    return x, extra
+
+
+def _coeff_fn(attrs: Attrs) -> Callable[[np.ndarray, float], np.ndarray]:
+    """Coefficients (n_out, taps) from the fractional positions ``ratio``."""
+    method, a = attrs.method, float(attrs.cubic_alpha)
+    antialias = bool(attrs.antialias)
+
+    def nearest(r: np.ndarray, scale: float) -> np.ndarray:
+        rule = attrs.rounding_method or "round_prefer_floor"
+        right = {
+            "round_prefer_floor": r > 0.5,
+            "round_prefer_ceil": r >= 0.5,
+            "floor": np.zeros_like(r, dtype=bool),
+            "ceil": np.ones_like(r, dtype=bool),
+        }[rule]
+        right = np.where(r == 1.0, True, right)
+        return np.stack([~right, right], axis=1).astype(np.float64)
+
+    def cubic_kernel(x: np.ndarray) -> np.ndarray:
+        x = np.abs(x)
+        near = ((a + 2) * x - (a + 3)) * x * x + 1
+        far = ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+        return np.where(x <= 1, near, np.where(x < 2, far, 0.0))
+
+    def smooth(r: np.ndarray, scale: float, support: int, kernel: Callable) -> np.ndarray:
+        s = min(scale, 1.0)
+        start = int(np.floor(-support / s) + 1)
+        offsets = np.arange(start, 2 - start)
+        c = kernel((offsets[None, :] - r[:, None]) * s)
+        return c / c.sum(axis=1, keepdims=True)
+
+    def linear(r: np.ndarray, scale: float) -> np.ndarray:
+        if not antialias:
+            return np.stack([1 - r, r], axis=1)
+        return smooth(r, scale, 1, lambda x: np.clip(1 - np.abs(x), 0, 1))
+
+    def cubic(r: np.ndarray, scale: float) -> np.ndarray:
+        if not antialias:
+            return np.stack(
+                [cubic_kernel(r + 1), cubic_kernel(r), cubic_kernel(1 - r), cubic_kernel(2 - r)],
+                axis=1,
+            )
+        return smooth(r, scale, 2, cubic_kernel)
+
+    return {"nearest": nearest, "linear": linear, "cubic": cubic}[method]
+
+
+def axis_weights(n_in: int, n_out: int, scale: float, roi: Any, attrs: Attrs):
+    """The (n_out, n_in) interpolation matrix of one axis and its extrapolation mask."""
+    y = np.arange(n_out, dtype=np.float64)
+    x, extra = _source_coords(attrs.coordinate_transformation_mode, y, scale, n_in, n_out, roi)
+    xi = np.floor(x)
+    ratio = np.where(x == xi, 1.0, x - xi)
+    coeffs = _coeff_fn(attrs)(ratio, scale)
+    n = coeffs.shape[1]
+    pad = int(np.ceil(n / 2))
+    xp = x + pad
+    p = np.floor(xp).astype(np.int64)
+    frac = xp - p
+    if n % 2 == 0:
+        offset = np.where(frac == 0, -(n // 2), -(n // 2) + 1)
+    else:
+        base = -((n - 1) // 2)
+        offset = np.where(frac <= 0.5, base, base + 1)
+    idx = (p + offset)[:, None] + np.arange(n)[None, :] - pad
+    if attrs.cubic_exclude:
+        coeffs = np.where((idx < 0) | (idx >= n_in), 0.0, coeffs)
+        total = coeffs.sum(axis=1, keepdims=True)
+        coeffs = coeffs / np.where(total == 0, 1.0, total)
+    w = np.zeros((n_out, n_in))
+    rows = np.repeat(np.arange(n_out), n)
+    np.add.at(w, (rows, np.clip(idx, 0, n_in - 1).reshape(-1)), coeffs.reshape(-1))
+    return w, extra
+
+
+def _resize_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types, 0, "data")
+    size = tuple(attrs.size or ())
+    if len(size) != data.ndim or any(not isinstance(s, int) or s < 0 for s in size):
+        raise TypeRelError(f"resize size {size} must give one non-negative size per axis")
+    if attrs.method not in _METHODS:
+        raise TypeRelError(f"resize method must be one of {', '.join(_METHODS)}")
+    if attrs.rounding_method and attrs.rounding_method not in _ROUNDING:
+        raise TypeRelError(f"rounding_method must be one of {', '.join(_ROUNDING)}")
+    return TensorType(size, data.dtype)
+
+
+def _resize_kernel(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+    x = inputs[0]
+    r = x.ndim
+    scales = attrs.scales or tuple(
+        (o / i if i else 1.0) for o, i in zip(attrs.size, x.shape, strict=True)
+    )
+    roi = attrs.roi or ()
+    out = x.astype(np.float64)
+    for axis in range(r):
+        n_in, n_out = x.shape[axis], attrs.size[axis]
+        axis_roi = (roi[axis], roi[axis + r]) if roi else (0.0, 1.0)
+        identity = n_in == n_out and np.isclose(scales[axis], 1.0) and axis_roi == (0.0, 1.0)
+        if identity:
+            continue
+        w, extra = axis_weights(n_in, n_out, float(scales[axis]), axis_roi, attrs)
+        out = np.moveaxis(np.tensordot(w, np.moveaxis(out, axis, 0), axes=(1, 0)), 0, axis)
+        if extra is not None and extra.any():
+            shape = [1] * r
+            shape[axis] = n_out
+            out = np.where(extra.reshape(shape), attrs.extrapolation_value, out)
+    if x.dtype.kind in "iu":
+        info = np.iinfo(x.dtype)
+        out = np.clip(np.rint(out), info.min, info.max)
+    return num.as_out(out, x.dtype)
+
+
+define_op(
+    "image.resize",
+    num_inputs=1,
+    attrs={
+        "size": None,
+        "scales": (),
+        "roi": (),
+        "method": "linear",
+        "coordinate_transformation_mode": "half_pixel",
+        "rounding_method": "",
+        "cubic_alpha": -0.75,
+        "cubic_exclude": 0,
+        "extrapolation_value": 0.0,
+        "antialias": False,
+    },
+    attrs_type_key="relay.attrs.ResizeAttrs",
+    type_rel=_resize_rel,
+    compute=_resize_kernel,
+    pattern=OpPattern.INJECTIVE,
+    doc="Resize every axis to size (ONNX Resize semantics).",
+)
+
+
+def resize(
+    data: Expr,
+    size: Sequence[int],
+    scales: Sequence[float] = (),
+    roi: Sequence[float] = (),
+    method: str = "linear",
+    coordinate_transformation_mode: str = "half_pixel",
+    rounding_method: str = "",
+    cubic_alpha: float = -0.75,
+    cubic_exclude: int = 0,
+    extrapolation_value: float = 0.0,
+    antialias: bool = False,
+) -> Call:
+    """Resize ``data`` to the full output shape ``size``; ``scales`` (one per axis) drive
+    the coordinate transformation when given, as ONNX's ``scales`` input does."""
+    return make_call(
+        "image.resize",
+        [data],
+        size=tuple(int(s) for s in size),
+        scales=tuple(float(s) for s in scales),
+        roi=tuple(float(v) for v in roi),
+        method=method,
+        coordinate_transformation_mode=coordinate_transformation_mode,
+        rounding_method=rounding_method,
+        cubic_alpha=float(cubic_alpha),
+        cubic_exclude=int(cubic_exclude),
+        extrapolation_value=float(extrapolation_value),
+        antialias=bool(antialias),
+    )
+
+
+def resize2d(
+    data: Expr,
+    roi: Any = None,
+    size: Sequence[int] = (),
+    layout: str = "NCHW",
+    method: str = "linear",
+    coordinate_transformation_mode: str = "half_pixel",
+    rounding_method: str = "",
+    cubic_alpha: float = -0.5,
+    cubic_exclude: int = 0,
+    extrapolation_value: float = 0.0,
+    out_dtype: str = "",
+) -> Call:
+    """TVM's ``relay.image.resize2d`` on an NCHW tensor (``method``: ``nearest_neighbor``,
+    ``linear`` or ``cubic``); lowered to the N-d ``image.resize``."""
+    from ..transform.infer_type import infer_type
+
+    if layout != "NCHW":
+        raise TypeRelError(f"resize2d supports the NCHW layout only, got {layout!r}")
+    shape = infer_type(data).shape  # type: ignore[attr-defined]
+    full = (shape[0], shape[1], int(size[0]), int(size[1]))
+    box = ()
+    if roi is not None and len(roi) == 4 and coordinate_transformation_mode == "tf_crop_and_resize":
+        box = (0.0, 0.0, float(roi[0]), float(roi[1]), 1.0, 1.0, float(roi[2]), float(roi[3]))
+    return resize(
+        data,
+        full,
+        roi=box,
+        method="nearest" if method == "nearest_neighbor" else method,
+        coordinate_transformation_mode=coordinate_transformation_mode,
+        rounding_method=rounding_method,
+        cubic_alpha=cubic_alpha,
+        cubic_exclude=cubic_exclude,
+        extrapolation_value=extrapolation_value,
+    )

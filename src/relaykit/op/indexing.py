@@ -1,0 +1,386 @@
+"""Index-driven operators: gather/scatter along an axis or by index tuples,
+cumulative sums and products, and top-k (TVM's ``relay.gather``,
+``relay.gather_nd``, ``relay.scatter_elements``, ``relay.scatter_nd``,
+``relay.cumsum``, ``relay.cumprod``, ``relay.topk``).
+
+Negative indices count from the end of the axis, as in ONNX and NumPy.
+
+>>> from relaykit import relay
+>>> x = relay.var("x", shape=(2, 3))
+>>> i = relay.var("i", shape=(2, 1), dtype="int64")
+>>> gather(x, 1, i).attrs.axis
+1
+>>> len(topk(x, k=2))
+2
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..ir.attrs import Attrs
+from ..ir.expr import Call, Expr, TupleWrapper
+from ..ir.types import TensorType, TupleType, Type, check_dtype
+from . import _numeric as num
+from ._relations import INT_DTYPES, normalize_axis, resolve_dtype, tensor_arg
+from .define import OpPattern, TypeRelError, define_op, make_call
+
+__all__ = ["gather", "gather_nd", "scatter_elements", "scatter_nd", "cumsum", "cumprod", "topk"]
+
+_I = OpPattern.INJECTIVE
+_REDUCTIONS = ("none", "update", "add", "mul", "min", "max")
+
+
+def _indices_arg(arg_types: Sequence[Type], i: int) -> TensorType:
+    t = tensor_arg(arg_types, i, "indices")
+    if t.dtype not in INT_DTYPES:
+        raise TypeRelError(f"indices must be an integer tensor, got {t}")
+    return t
+
+
+def _wrap(indices: np.ndarray, size: int) -> np.ndarray:
+    idx = indices.astype(np.int64)
+    return np.where(idx < 0, idx + size, idx)
+
+
+# -- gather (elements) ----------------------------------------------------------------------------
+
+
+def _gather_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types, 0, "data")
+    idx = _indices_arg(arg_types, 1)
+    normalize_axis(attrs.axis, data.ndim, "gather axis")
+    if idx.ndim != data.ndim:
+        raise TypeRelError(f"indices {idx} must have the rank of data {data}")
+    return TensorType(idx.shape, data.dtype)
+
+
+def _gather_kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+    data, idx = ins
+    axis = attrs.axis % data.ndim
+    return np.take_along_axis(data, _wrap(idx, data.shape[axis]), axis=axis)
+
+
+define_op(
+    "gather",
+    num_inputs=2,
+    attrs={"axis": 0},
+    attrs_type_key="relay.attrs.GatherAttrs",
+    type_rel=_gather_rel,
+    compute=_gather_kernel,
+    pattern=_I,
+    doc="out[i][j][k] = data[i][indices[i][j][k]][k] for axis 1 (ONNX GatherElements).",
+)
+
+
+def gather(data: Expr, axis: int, indices: Expr) -> Call:
+    """Elements of ``data`` picked along ``axis`` by ``indices`` of the same rank."""
+    return make_call("gather", [data, indices], axis=int(axis))
+
+
+# -- gather_nd ------------------------------------------------------------------------------------
+
+
+def _gather_nd_shape(data: tuple[int, ...], idx: tuple[int, ...], b: int) -> tuple[int, ...]:
+    if not idx:
+        raise TypeRelError("gather_nd indices must have rank >= 1")
+    m = idx[-1]
+    if b + m > len(data):
+        raise TypeRelError(
+            f"gather_nd: batch_dims {b} + index depth {m} exceeds the rank of data {data}"
+        )
+    return idx[:-1] + data[b + m :]
+
+
+def _gather_nd_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types, 0, "data")
+    idx = _indices_arg(arg_types, 1)
+    b = int(attrs.batch_dims)
+    if data.shape[:b] != idx.shape[:b]:
+        raise TypeRelError(f"gather_nd: the first {b} dims of {data} and {idx} must match")
+    return TensorType(_gather_nd_shape(data.shape, idx.shape, b), data.dtype)
+
+
+def _gather_nd_kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+    data, idx = ins
+    b = int(attrs.batch_dims)
+    m = idx.shape[-1]
+    batch = int(np.prod(data.shape[:b], dtype=np.int64))
+    d = data.reshape((batch,) + data.shape[b:])
+    ix = idx.reshape((batch, -1, m))
+    cols = [_wrap(ix[..., k], d.shape[1 + k]) for k in range(m)]
+    rows = np.arange(batch)[:, None]
+    out = d[(rows, *cols)]
+    return out.reshape(_gather_nd_shape(data.shape, idx.shape, b))
+
+
+define_op(
+    "gather_nd",
+    num_inputs=2,
+    attrs={"batch_dims": 0, "index_rank": None},
+    attrs_type_key="relay.attrs.GatherNDAttrs",
+    type_rel=_gather_nd_rel,
+    compute=_gather_nd_kernel,
+    pattern=_I,
+    doc="Gather slices of data by index tuples in the last axis of indices (ONNX GatherND).",
+)
+
+
+def gather_nd(data: Expr, indices: Expr, batch_dims: int = 0) -> Call:
+    """Slices of ``data`` at the index tuples held in the last axis of ``indices``.
+
+    Unlike TVM (index tuples on the *first* axis), relaykit follows ONNX and
+    NumPy: ``indices[..., :]`` is one index tuple.
+    """
+    return make_call("gather_nd", [data, indices], batch_dims=int(batch_dims))
+
+
+# -- scatter --------------------------------------------------------------------------------------
+
+
+def _reduce_into(out: np.ndarray, where: tuple[Any, ...], upd: np.ndarray, reduction: str) -> None:
+    if reduction in ("none", "update"):
+        out[where] = upd
+    elif reduction == "add":
+        np.add.at(out, where, upd)
+    elif reduction == "mul":
+        np.multiply.at(out, where, upd)
+    elif reduction == "min":
+        np.minimum.at(out, where, upd)
+    elif reduction == "max":
+        np.maximum.at(out, where, upd)
+    else:
+        raise TypeRelError(f"unknown scatter reduction {reduction!r}")
+
+
+def _scatter_elements_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types, 0, "data")
+    idx = _indices_arg(arg_types, 1)
+    upd = tensor_arg(arg_types, 2, "updates")
+    normalize_axis(attrs.axis, data.ndim, "scatter axis")
+    if upd.shape != idx.shape or upd.dtype != data.dtype or idx.ndim != data.ndim:
+        raise TypeRelError(f"updates {upd} must match indices {idx} and data {data}")
+    if attrs.reduction not in _REDUCTIONS:
+        raise TypeRelError(f"reduction must be one of {', '.join(_REDUCTIONS)}")
+    return data
+
+
+def _scatter_elements_kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+    data, idx, upd = ins
+    axis = attrs.axis % data.ndim
+    out = data.copy()
+    grid = list(np.indices(idx.shape, sparse=True))
+    grid[axis] = _wrap(idx, data.shape[axis])
+    _reduce_into(out, tuple(grid), upd, attrs.reduction)
+    return out
+
+
+define_op(
+    "scatter_elements",
+    num_inputs=3,
+    attrs={"axis": 0, "reduction": "update"},
+    attrs_type_key="relay.attrs.ScatterElementsAttrs",
+    type_rel=_scatter_elements_rel,
+    compute=_scatter_elements_kernel,
+    pattern=OpPattern.OPAQUE,
+    doc="A copy of data with updates written (or reduced) at indices along axis.",
+)
+
+
+def scatter_elements(
+    data: Expr, indices: Expr, updates: Expr, axis: int = 0, reduction: str = "update"
+) -> Call:
+    """``data`` with ``updates`` written at ``indices`` along ``axis``; ``reduction`` is
+    ``"update"``, ``"add"``, ``"mul"``, ``"min"`` or ``"max"``."""
+    return make_call(
+        "scatter_elements", [data, indices, updates], axis=int(axis), reduction=reduction
+    )
+
+
+def _scatter_nd_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types, 0, "data")
+    idx = _indices_arg(arg_types, 1)
+    upd = tensor_arg(arg_types, 2, "updates")
+    m = idx.shape[-1] if idx.shape else 0
+    want = idx.shape[:-1] + data.shape[m:]
+    if upd.shape != want or upd.dtype != data.dtype:
+        raise TypeRelError(f"updates must be {TensorType(want, data.dtype)}, got {upd}")
+    if attrs.reduction not in _REDUCTIONS:
+        raise TypeRelError(f"reduction must be one of {', '.join(_REDUCTIONS)}")
+    return data
+
+
+def _scatter_nd_kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+    data, idx, upd = ins
+    m = idx.shape[-1]
+    out = data.copy()
+    flat = idx.reshape(-1, m)
+    where = tuple(_wrap(flat[:, k], data.shape[k]) for k in range(m))
+    _reduce_into(out, where, upd.reshape((-1,) + data.shape[m:]), attrs.reduction)
+    return out
+
+
+define_op(
+    "scatter_nd",
+    num_inputs=3,
+    attrs={"reduction": "update"},
+    attrs_type_key="relay.attrs.ScatterNDAttrs",
+    type_rel=_scatter_nd_rel,
+    compute=_scatter_nd_kernel,
+    pattern=OpPattern.OPAQUE,
+    doc="A copy of data with slices replaced (or reduced) at index tuples (ONNX ScatterND).",
+)
+
+
+def scatter_nd(data: Expr, indices: Expr, updates: Expr, reduction: str = "update") -> Call:
+    """``data`` with the slices at the index tuples ``indices[..., :]`` set to ``updates``."""
+    return make_call("scatter_nd", [data, indices, updates], reduction=reduction)
+
+
+# -- cumsum, cumprod ------------------------------------------------------------------------------
+
+
+def _cum_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types, 0, "data")
+    if attrs.axis is None:
+        shape: tuple[int, ...] = (int(np.prod(data.shape, dtype=np.int64)),)
+    else:
+        normalize_axis(attrs.axis, data.ndim, "cumulative axis")
+        shape = data.shape
+    return TensorType(shape, resolve_dtype(attrs.dtype, data.dtype, "dtype"))
+
+
+def _cum_kernel(fn: Any, identity: int) -> Any:
+    def compute(ins: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+        x = ins[0]
+        dtype = check_dtype(attrs.dtype) if attrs.dtype else x.dtype
+        if attrs.axis is None:
+            x, axis = x.reshape(-1), 0
+        else:
+            axis = attrs.axis % x.ndim
+        out = fn(x, axis=axis, dtype=dtype)
+        if attrs.exclusive:
+            pad = [(0, 0)] * x.ndim
+            pad[axis] = (1, 0)
+            out = np.pad(out, pad, constant_values=identity)
+            out = np.delete(out, -1, axis=axis) if out.shape[axis] else out
+        return num.as_out(out, dtype)
+
+    return compute
+
+
+for _name, _fn, _identity in (("cumsum", np.cumsum, 0), ("cumprod", np.cumprod, 1)):
+    define_op(
+        _name,
+        num_inputs=1,
+        attrs={"axis": None, "dtype": "", "exclusive": False},
+        attrs_type_key="relay.attrs.ScanopAttrs",
+        type_rel=_cum_rel,
+        compute=_cum_kernel(_fn, _identity),
+        pattern=OpPattern.OPAQUE,
+        doc=f"Cumulative {_name[3:]} along an axis (flattened when axis is None).",
+    )
+
+
+def cumsum(data: Expr, axis: int | None = None, dtype: str = "", exclusive: bool = False) -> Call:
+    """Running sums along ``axis``; ``exclusive`` leaves out the current element."""
+    return make_call(
+        "cumsum",
+        [data],
+        axis=None if axis is None else int(axis),
+        dtype=check_dtype(dtype) if dtype else "",
+        exclusive=bool(exclusive),
+    )
+
+
+def cumprod(data: Expr, axis: int | None = None, dtype: str = "", exclusive: bool = False) -> Call:
+    """Running products along ``axis``; ``exclusive`` leaves out the current element."""
+    return make_call(
+        "cumprod",
+        [data],
+        axis=None if axis is None else int(axis),
+        dtype=check_dtype(dtype) if dtype else "",
+        exclusive=bool(exclusive),
+    )
+
+
+# -- topk -----------------------------------------------------------------------------------------
+
+
+def _topk_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types, 0, "data")
+    axis = normalize_axis(attrs.axis, data.ndim, "topk axis")
+    k = int(attrs.k)
+    if not 0 <= k <= data.shape[axis]:
+        raise TypeRelError(f"topk k={k} is out of range for axis {axis} of {data}")
+    shape = list(data.shape)
+    shape[axis] = k
+    values = TensorType(shape, data.dtype)
+    indices = TensorType(shape, resolve_dtype(attrs.dtype, "int32", "dtype"))
+    if attrs.ret_type == "values":
+        return values
+    if attrs.ret_type == "indices":
+        return indices
+    return TupleType([values, indices])
+
+
+def _topk_kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> Any:
+    x = ins[0]
+    axis = attrs.axis % x.ndim
+    k = int(attrs.k)
+    if attrs.is_ascend:
+        order = np.argsort(x, axis=axis, kind="stable")
+    else:
+        # Largest first; among equal values the lower index first (stable on -x).
+        key = -x if x.dtype.kind == "f" else -(x.astype(np.int64))
+        if x.dtype.kind == "b":
+            key = -(x.astype(np.int8))
+        order = np.argsort(key, axis=axis, kind="stable")
+    idx = np.take(order, np.arange(k), axis=axis)
+    values = np.take_along_axis(x, idx, axis=axis)
+    indices = idx.astype(check_dtype(attrs.dtype or "int32"))
+    if attrs.ret_type == "values":
+        return values
+    if attrs.ret_type == "indices":
+        return indices
+    return values, indices
+
+
+define_op(
+    "topk",
+    num_inputs=1,
+    attrs={"k": 1, "axis": -1, "ret_type": "both", "is_ascend": False, "dtype": "int32"},
+    attrs_type_key="relay.attrs.TopKAttrs",
+    type_rel=_topk_rel,
+    compute=_topk_kernel,
+    pattern=OpPattern.OPAQUE,
+    doc="The k largest (or smallest) values along an axis and their indices.",
+)
+
+
+def topk(
+    data: Expr,
+    k: int = 1,
+    axis: int = -1,
+    ret_type: str = "both",
+    is_ascend: bool = False,
+    dtype: str = "int32",
+) -> Any:
+    """The ``k`` largest values along ``axis`` (smallest with ``is_ascend``) and their
+    indices; ties keep the lower index first. ``ret_type="both"`` gives a 2-tuple."""
+    call = make_call(
+        "topk",
+        [data],
+        k=int(k),
+        axis=int(axis),
+        ret_type=ret_type,
+        is_ascend=bool(is_ascend),
+        dtype=check_dtype(dtype),
+    )
+    return TupleWrapper(call, 2) if ret_type == "both" else call
+
+
+del _name, _fn, _identity

@@ -1,0 +1,209 @@
+"""Runtime modules: named functions, imported modules, and how each kind is saved.
+
+A :class:`Module` exposes callables by symbol (``mod["run"]``,
+``mod.get_function("tvmgen_default_ccompiler_main_0")``) and may import other
+modules, as a host library imports the modules of its BYOC backends. Each
+module kind has a ``type_key``; it saves itself as a :class:`ModuleBlob`
+(JSON-able metadata, raw files, arrays — never pickle), and a loader
+registered for its ``type_key`` rebuilds it (see :mod:`relaykit.runtime.artifact`).
+
+A backend function follows TVM's destination-passing convention:
+``f(*inputs, *outputs)`` writes into the output arrays.
+
+>>> import numpy as np
+>>> m = PythonModule("demo", {"twice": lambda x, out: np.multiply(x, 2, out=out)})
+>>> out = np.empty(2, "float32")
+>>> _ = m["twice"](np.ones(2, "float32"), out)
+>>> out.tolist()
+[2.0, 2.0]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..errors import ArtifactError, FunctionNotFoundError
+
+__all__ = [
+    "Module",
+    "ModuleBlob",
+    "PythonModule",
+    "ModuleLoaderRegistry",
+    "module_loaders",
+    "register_module_loader",
+]
+
+
+@dataclass
+class ModuleBlob:
+    """A saved module: JSON-able ``meta``, raw ``files`` and ``arrays``.
+
+    ``provider`` names the ``relaykit.*`` Python module whose import registers the
+    loader of this ``type_key``, so that a file can be loaded before the backend
+    package was imported.
+    """
+
+    type_key: str
+    meta: dict[str, Any] = field(default_factory=dict)
+    files: dict[str, bytes] = field(default_factory=dict)
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    provider: str = ""
+
+
+class Module:
+    """Base class of runtime modules."""
+
+    type_key: ClassVar[str] = "module"
+
+    def __init__(self) -> None:
+        self.imported_modules: list[Module] = []
+
+    # -- functions --------------------------------------------------------------------------
+    def _own_function(self, name: str) -> Callable[..., Any] | None:
+        """This module's function ``name`` (subclasses override), or None."""
+        return None
+
+    def function_names(self) -> list[str]:
+        """The names of this module's own functions."""
+        return []
+
+    def get_function(self, name: str, query_imports: bool = False) -> Callable[..., Any]:
+        """The function ``name``; with ``query_imports`` also searched in imported modules."""
+        owner = self._owner_of(name) if query_imports else self
+        fn = owner._own_function(name) if owner is not None else None
+        if fn is None:
+            known = ", ".join(self.function_names()) or "none"
+            where = " or its imported modules" if query_imports else ""
+            raise FunctionNotFoundError(
+                f"{self.type_key} module has no function {name!r}{where} (its functions: {known})"
+            )
+        return fn
+
+    def __getitem__(self, name: str) -> Callable[..., Any]:
+        return self.get_function(name, query_imports=True)
+
+    def implements_function(self, name: str, query_imports: bool = False) -> bool:
+        if query_imports:
+            return self._owner_of(name) is not None
+        return self._own_function(name) is not None
+
+    def _owner_of(self, name: str) -> Module | None:
+        """The first module (self, then imports depth-first) with function ``name``."""
+        seen: set[int] = set()
+        stack: list[Module] = [self]
+        while stack:
+            m = stack.pop()
+            if id(m) in seen:
+                continue
+            seen.add(id(m))
+            if m._own_function(name) is not None:
+                return m
+            stack.extend(reversed(m.imported_modules))
+        return None
+
+    def bind_function(
+        self, name: str, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray]
+    ) -> Callable[[], Any]:
+        """A no-argument callable running ``name`` on these fixed arrays.
+
+        Executors call this once per call site; modules override it to precompute
+        whatever they can (pointers, engines bound to the buffers).
+        """
+        owner = self._owner_of(name)
+        if owner is None:
+            return functools.partial(self.get_function(name, True), *inputs, *outputs)
+        if owner is not self:
+            return owner.bind_function(name, inputs, outputs)
+        return functools.partial(self.get_function(name), *inputs, *outputs)
+
+    # -- imports ----------------------------------------------------------------------------
+    def import_module(self, module: Module) -> None:
+        if not isinstance(module, Module):
+            raise ArtifactError(f"import_module takes a runtime Module, got {module!r}")
+        self.imported_modules.append(module)
+
+    # -- saving -----------------------------------------------------------------------------
+    def save_blob(self) -> ModuleBlob:
+        """This module as metadata, files and arrays (subclasses that can be exported
+        override it)."""
+        raise ArtifactError(
+            f"a {self.type_key!r} module cannot be exported: it does not implement save_blob()"
+        )
+
+    def export_library(self, file_name: str, **_: Any) -> None:
+        """Write this module and everything it imports to one file (see
+        :func:`relaykit.runtime.load_module`)."""
+        from .artifact import export_module
+
+        export_module(self, file_name)
+
+    @property
+    def format(self) -> str:
+        return self.type_key
+
+    def __repr__(self) -> str:
+        return f"Module({self.type_key}, {len(self.imported_modules)} imports)"
+
+
+class PythonModule(Module):
+    """A module of Python callables. It cannot be exported: use it in tests and for
+    backends that live only in-process."""
+
+    type_key: ClassVar[str] = "python"
+
+    def __init__(self, name: str, functions: Mapping[str, Callable[..., Any]]) -> None:
+        super().__init__()
+        self.name = name
+        self._functions = dict(functions)
+
+    def _own_function(self, name: str) -> Callable[..., Any] | None:
+        return self._functions.get(name)
+
+    def function_names(self) -> list[str]:
+        return sorted(self._functions)
+
+
+Loader = Callable[[ModuleBlob], Module]
+
+
+class ModuleLoaderRegistry:
+    """Loaders by ``type_key`` (TVM's ``runtime.module.loadbinary_<type_key>``)."""
+
+    def __init__(self) -> None:
+        self._loaders: dict[str, Loader] = {}
+
+    def register(self, type_key: str, loader: Loader) -> None:
+        self._loaders[str(type_key)] = loader
+
+    def get(self, type_key: str) -> Loader | None:
+        return self._loaders.get(type_key)
+
+    def names(self) -> list[str]:
+        return sorted(self._loaders)
+
+    @contextlib.contextmanager
+    def scoped(self) -> Iterator[ModuleLoaderRegistry]:
+        snap = dict(self._loaders)
+        try:
+            yield self
+        finally:
+            self._loaders = snap
+
+
+module_loaders = ModuleLoaderRegistry()
+
+
+def register_module_loader(type_key: str, loader: Loader | None = None) -> Any:
+    """Register how modules of ``type_key`` are rebuilt from a :class:`ModuleBlob`."""
+
+    def _register(fn: Loader) -> Loader:
+        module_loaders.register(type_key, fn)
+        return fn
+
+    return _register(loader) if loader is not None else _register

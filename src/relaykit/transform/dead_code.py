@@ -1,0 +1,51 @@
+"""``DeadCodeElimination``: drop ``let`` bindings nobody uses, and optionally inline
+those used exactly once.
+
+A dataflow graph has no dead nodes by construction (only what the result
+reaches exists); dead code lives in ``let`` bindings. Operators are pure, so
+an unused binding can go. With ``inline_once=True`` a binding used once is
+substituted at its use (functions stay bound). One post-order walk: linear.
+
+>>> from relaykit import relay
+>>> from relaykit.ir import IRModule
+>>> x, t = relay.var("x", shape=(2,)), relay.var("t")
+>>> f = relay.Function([x], relay.Let(t, relay.exp(x), x))
+>>> print(DeadCodeElimination()(IRModule.from_expr(f))["main"].body)
+free_var %x: Tensor[(2), float32];
+%x
+"""
+
+from __future__ import annotations
+
+from ..ir.expr import Expr, Function, Let
+from ..ir.module import IRModule
+from ._let_inline import remove_lets
+from ._uses import use_counts
+from .pass_infra import FunctionPass, PassContext
+
+__all__ = ["DeadCodeElimination", "dead_code_elimination"]
+
+
+def dead_code_elimination(expr: Expr, inline_once: bool = False) -> Expr:
+    """``expr`` without unused let bindings (and single-use ones inlined if asked)."""
+    uses = use_counts(expr)
+
+    def drop(let: Let) -> bool:
+        n = uses.get(let.var, 0)
+        if n == 0:
+            return True
+        return inline_once and n == 1 and type(let.value) is not Function
+
+    return remove_lets(expr, drop)
+
+
+class DeadCodeElimination(FunctionPass):
+    """``relay.transform.DeadCodeElimination(inline_once=False)`` (opt_level 1)."""
+
+    def __init__(self, inline_once: bool = False, ignore_impurity: bool = False) -> None:
+        self.inline_once = inline_once
+        super().__init__(self._transform, opt_level=1, name="DeadCodeElimination")
+
+    def _transform(self, fn: Function, mod: IRModule, ctx: PassContext) -> Function:
+        out = dead_code_elimination(fn, self.inline_once)
+        return out if isinstance(out, Function) else fn

@@ -1,0 +1,70 @@
+"""``EliminateCommonSubexpr``: share identical operator calls.
+
+Two calls of the same operator with the same attributes on the *same* argument
+nodes compute the same value, so the second is replaced by the first; since
+arguments are merged first (post-order), whole duplicated subgraphs collapse.
+``fskip(call)`` may exempt calls (e.g. random ops). One pass, a dict lookup per
+node: linear.
+
+>>> from relaykit import relay
+>>> from relaykit.ir import IRModule
+>>> x = relay.var("x", shape=(2,))
+>>> f = relay.Function([x], relay.add(relay.exp(x), relay.exp(x)))
+>>> with relay.transform.PassContext(opt_level=3):
+...     out = EliminateCommonSubexpr()(IRModule.from_expr(f))["main"].body
+>>> out.args[0] is out.args[1]
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..ir.expr import Call, Expr, Function, TupleGetItem
+from ..ir.functor import rewrite_post_order
+from ..ir.module import IRModule
+from ..ir.op import Op
+from .pass_infra import FunctionPass, PassContext
+
+__all__ = ["EliminateCommonSubexpr", "eliminate_common_subexpr"]
+
+_NEVER_MERGED = frozenset({"nn.dropout"})
+
+
+def eliminate_common_subexpr(expr: Expr, fskip: Callable[[Call], bool] | None = None) -> Expr:
+    """``expr`` with structurally identical calls (same op, attrs and argument nodes)
+    merged."""
+    seen: dict[Any, Expr] = {}
+
+    def post(new: Expr, old: Expr) -> Expr | None:
+        t = type(new)
+        if t is Call:
+            if type(new.op) is not Op or new.op.name in _NEVER_MERGED:
+                return None
+            if fskip is not None and fskip(new):
+                return None
+            key: Any = ("call", new.op, tuple(id(a) for a in new.args), new.attrs)
+        elif t is TupleGetItem:
+            key = ("proj", id(new.tuple_value), new.index)
+        else:
+            return None
+        first = seen.get(key)
+        if first is None:
+            seen[key] = new
+            return None
+        return first
+
+    return rewrite_post_order(expr, post)
+
+
+class EliminateCommonSubexpr(FunctionPass):
+    """``relay.transform.EliminateCommonSubexpr(fskip=None)`` (opt_level 3)."""
+
+    def __init__(self, fskip: Callable[[Call], bool] | None = None) -> None:
+        self.fskip = fskip
+        super().__init__(self._transform, opt_level=3, name="EliminateCommonSubexpr")
+
+    def _transform(self, fn: Function, mod: IRModule, ctx: PassContext) -> Function:
+        out = eliminate_common_subexpr(fn, self.fskip)
+        return out if isinstance(out, Function) else fn

@@ -1,0 +1,143 @@
+"""``FoldScaleAxis``: fold a per-channel scale into the weights of the layer before it.
+
+After ``SimplifyInference`` a batch norm is ``x * scale + shift`` with
+constant per-channel ``scale`` and ``shift``. When ``x`` is a convolution (or
+a dense layer), optionally followed by a per-channel bias, and nothing else
+uses it, the multiplication moves into the constant weights::
+
+    multiply(conv2d(x, W), s)          ->  conv2d(x, W * s[:, None, None, None])
+    multiply(bias_add(conv2d(x, W), b), s)
+                                       ->  bias_add(conv2d(x, W * s'), b * s)
+
+which ``FoldConstant`` then evaluates, so the model runs one convolution where
+it ran a convolution and a multiplication (TVM's backward ``FoldScaleAxis``).
+
+>>> import numpy as np
+>>> from relaykit import relay
+>>> from relaykit.ir import IRModule
+>>> x = relay.var("x", shape=(1, 2, 4, 4))
+>>> w = relay.const(np.ones((3, 2, 1, 1), "float32"))
+>>> s = relay.const(np.full((3, 1, 1), 2.0, "float32"))
+>>> f = relay.Function([x], relay.multiply(relay.nn.conv2d(x, w), s))
+>>> with relay.transform.PassContext(opt_level=3):
+...     out = FoldScaleAxis()(IRModule.from_expr(f))["main"].body
+>>> out.op.name, out.args[1].op.name
+('nn.conv2d', 'multiply')
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import op
+from ..ir.expr import Call, Constant, Expr, Function
+from ..ir.functor import rewrite_post_order
+from ..ir.module import IRModule
+from ..ir.op import Op
+from ..ir.types import TensorType
+from ._uses import use_counts
+from .infer_type import infer_type
+from .pass_infra import FunctionPass, PassContext
+
+__all__ = ["FoldScaleAxis", "BackwardFoldScaleAxis", "fold_scale_axis"]
+
+
+def _name(e: Expr) -> str:
+    return e.op.name if type(e) is Call and type(e.op) is Op else ""
+
+
+def _channel_scale(scale: Expr, out: TensorType, axis: int) -> np.ndarray | None:
+    """The scale as a vector over ``axis`` of ``out``, if it varies along that axis only."""
+    if type(scale) is not Constant:
+        return None
+    s = scale.data.numpy()
+    if s.ndim > out.ndim or s.dtype.name != out.dtype:
+        return None
+    full = (1,) * (out.ndim - s.ndim) + s.shape
+    if any(d != 1 for i, d in enumerate(full) if i != axis):
+        return None
+    if full[axis] not in (1, out.shape[axis]):
+        return None
+    return np.broadcast_to(s.reshape(-1), (out.shape[axis],)).astype(s.dtype)
+
+
+def _scaled_layer(layer: Call, vec: np.ndarray) -> Expr | None:
+    """``layer`` with its output channels multiplied by ``vec``, or None."""
+    name = _name(layer)
+    weight = layer.args[1]
+    if name == "nn.conv2d":
+        o_axis = layer.attrs.kernel_layout.index("O")
+        shape = [1] * 4
+        shape[o_axis] = vec.shape[0]
+    elif name == "nn.dense":
+        shape = [vec.shape[0], 1]
+    else:
+        return None
+    new_w = op.multiply(weight, Constant(vec.reshape(shape)))
+    return layer.with_fields(args=[layer.args[0], new_w])
+
+
+def fold_scale_axis(expr: Expr) -> Expr:
+    """``expr`` with per-channel scales folded into preceding conv2d / dense weights."""
+    infer_type(expr)
+    uses = use_counts(expr)
+
+    def channel_axis(layer: Call) -> int:
+        if _name(layer) == "nn.conv2d":
+            return (layer.attrs.out_layout or layer.attrs.data_layout).index("C")
+        return 1
+
+    def post(new: Expr, old: Expr) -> Expr | None:
+        if _name(new) != "multiply":
+            return None
+        lhs, scale = new.args
+        old_lhs = old.args[0]
+        if uses.get(old_lhs, 0) != 1 or not isinstance(old_lhs._checked_type, TensorType):
+            return None
+        out_t = old_lhs._checked_type
+        bias = None
+        layer = lhs
+        if _name(lhs) in ("nn.bias_add", "add"):
+            if uses.get(old_lhs.args[0], 0) != 1:
+                return None
+            layer, bias = lhs.args
+        if _name(layer) not in ("nn.conv2d", "nn.dense"):
+            return None
+        axis = channel_axis(layer)
+        vec = _channel_scale(scale, out_t, axis)
+        if vec is None:
+            return None
+        if bias is not None:
+            if _name(lhs) == "nn.bias_add":
+                if lhs.attrs.axis % out_t.ndim != axis:
+                    return None
+                new_bias: Expr = op.multiply(bias, Constant(vec))
+            else:
+                if type(bias) is not Constant or _channel_scale(bias, out_t, axis) is None:
+                    return None
+                b = bias.data.numpy()
+                new_bias = Constant(b * vec.reshape((-1,) + (1,) * (out_t.ndim - axis - 1)))
+        scaled = _scaled_layer(layer, vec)
+        if scaled is None:
+            return None
+        if bias is None:
+            return scaled
+        return lhs.with_fields(args=[scaled, new_bias])
+
+    return rewrite_post_order(expr, post)
+
+
+class FoldScaleAxis(FunctionPass):
+    """``relay.transform.FoldScaleAxis()`` (opt_level 3): fold per-channel scales into
+    convolution and dense weights; run ``FoldConstant`` afterwards."""
+
+    def __init__(self) -> None:
+        super().__init__(self._transform, opt_level=3, name="FoldScaleAxis")
+
+    @staticmethod
+    def _transform(fn: Function, mod: IRModule, ctx: PassContext) -> Function:
+        out = fold_scale_axis(fn)
+        return out if isinstance(out, Function) else fn
+
+
+BackwardFoldScaleAxis = FoldScaleAxis

@@ -1,0 +1,20 @@
+"""Runtime tests run with the codegen, BYOC, function and loader registries scoped."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from relaykit.backend.codegen import codegen_registry
+from relaykit.byoc import scoped_registries
+from relaykit.contrib import ccompiler, jsonref
+from relaykit.runtime.module import module_loaders
+
+
+@pytest.fixture(autouse=True)
+def _isolated_registries() -> Iterator[None]:
+    with scoped_registries(), codegen_registry.scoped(), module_loaders.scoped():
+        ccompiler.register()
+        jsonref.register()
+        yield

@@ -1,0 +1,111 @@
+"""FoldScaleAxis, CombineParallelDense/BatchMatmul and the optimisation pipeline."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from relaykit import relay
+from relaykit.ir import IRModule, assert_structural_equal
+from relaykit.transform import (
+    PassContext,
+    combine_parallel_batch_matmul,
+    combine_parallel_dense,
+    fold_scale_axis,
+    optimize,
+)
+
+RNG = np.random.default_rng(0)
+
+
+def _const(*shape):
+    return relay.const(RNG.standard_normal(shape).astype("float32"))
+
+
+def _run(mod_or_fn, *args):
+    mod = mod_or_fn if isinstance(mod_or_fn, IRModule) else IRModule.from_expr(mod_or_fn)
+    out = relay.create_executor("debug", mod=mod).evaluate()(*args)
+    return tuple(o.numpy() for o in out) if isinstance(out, tuple) else out.numpy()
+
+
+def test_fold_scale_into_conv_with_bias():
+    x = relay.var("x", shape=(1, 2, 5, 5))
+    w, b, s = _const(4, 2, 3, 3), _const(4), _const(4, 1, 1)
+    conv = relay.nn.conv2d(x, w, padding=1)
+    before = relay.Function([x], relay.multiply(relay.nn.bias_add(conv, b), s))
+    s_vec = s.data.numpy().reshape(4)
+    w_scale = relay.const(s_vec.reshape(4, 1, 1, 1))
+    expected = relay.Function(
+        [x],
+        relay.nn.bias_add(
+            relay.nn.conv2d(x, relay.multiply(w, w_scale), padding=1),
+            relay.multiply(b, relay.const(s_vec)),
+        ),
+    )
+    after = fold_scale_axis(before)
+    assert_structural_equal(after, expected)
+    data = RNG.standard_normal((1, 2, 5, 5)).astype("float32")
+    np.testing.assert_allclose(_run(after, data), _run(before, data), rtol=1e-5, atol=1e-5)
+
+
+def test_fold_scale_skips_shared_or_non_channel_scale():
+    x = relay.var("x", shape=(1, 2, 5, 5))
+    conv = relay.nn.conv2d(x, _const(4, 2, 1, 1))
+    shared = relay.Function([x], relay.add(relay.multiply(conv, _const(4, 1, 1)), conv))
+    assert fold_scale_axis(shared) is shared
+    spatial = relay.Function([x], relay.multiply(conv, _const(1, 5, 5)))
+    assert fold_scale_axis(spatial) is spatial
+
+
+def test_pipeline_folds_batch_norm_into_conv():
+    x = relay.var("x", shape=(1, 3, 6, 6))
+    conv = relay.nn.conv2d(x, _const(8, 3, 3, 3), padding=1)
+    gamma, beta, mean = _const(8), _const(8), _const(8)
+    var = relay.const(np.abs(RNG.standard_normal(8)).astype("float32") + 0.5)
+    bn = relay.nn.batch_norm(conv, gamma, beta, mean, var)[0]
+    mod = IRModule.from_expr(relay.Function([x], relay.nn.relu(bn)))
+    opt = optimize(mod)
+    ops = []
+    relay.analysis.post_order_visit(
+        opt["main"], lambda n: ops.append(n.op.name) if isinstance(n, relay.Call) else None
+    )
+    assert ops == ["nn.conv2d", "add", "nn.relu"]
+    data = RNG.standard_normal((1, 3, 6, 6)).astype("float32")
+    np.testing.assert_allclose(_run(opt, data), _run(mod, data), rtol=1e-4, atol=1e-4)
+
+
+def test_combine_parallel_dense_qkv():
+    x = relay.var("x", shape=(2, 4))
+    ws = [_const(8, 4), _const(8, 4), _const(6, 4)]
+    before = relay.Function([x], relay.Tuple([relay.nn.dense(x, w) for w in ws]))
+    merged = relay.nn.dense(x, relay.concatenate(ws, axis=0), units=22)
+    parts = relay.split(merged, (8, 16), axis=-1)
+    expected = relay.Function([x], relay.Tuple([parts[0], parts[1], parts[2]]))
+    after = combine_parallel_dense(before)
+    assert_structural_equal(after, expected)
+    data = RNG.standard_normal((2, 4)).astype("float32")
+    for got, want in zip(_run(after, data), _run(before, data), strict=False):
+        np.testing.assert_allclose(got, want, rtol=1e-5)
+    two = relay.Function([x], relay.Tuple([relay.nn.dense(x, w) for w in ws[:2]]))
+    assert combine_parallel_dense(two) is two
+
+
+def test_combine_parallel_batch_matmul():
+    x = relay.var("x", shape=(2, 3, 4))
+    ws = [_const(2, 5, 4) for _ in range(3)]
+    before = relay.Function([x], relay.Tuple([relay.nn.batch_matmul(x, w) for w in ws]))
+    after = combine_parallel_batch_matmul(before)
+    assert after.body.fields[0].tuple_value.args[0].op.name == "nn.batch_matmul"
+    data = RNG.standard_normal((2, 3, 4)).astype("float32")
+    for got, want in zip(_run(after, data), _run(before, data), strict=False):
+        np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_combiners_run_at_opt_level_4_only():
+    x = relay.var("x", shape=(2, 4))
+    ws = [_const(8, 4) for _ in range(3)]
+    mod = IRModule.from_expr(relay.Function([x], relay.Tuple([relay.nn.dense(x, w) for w in ws])))
+    kept = optimize(mod)
+    assert kept["main"].body.fields[0].op.name == "nn.dense"
+    with PassContext(opt_level=4):
+        merged = optimize(mod)
+    assert merged["main"].body.fields[0].tuple_value.op.name == "split"

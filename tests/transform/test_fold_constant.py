@@ -1,0 +1,91 @@
+"""FoldConstant: before/after structure, and what it must leave alone."""
+
+import numpy as np
+
+import relaykit as tvm
+from relaykit import relay
+from relaykit.ir import assert_structural_equal
+from relaykit.transform import FoldConstant, InferType
+
+
+def fold(f):
+    return FoldConstant()(tvm.IRModule.from_expr(f))["main"]
+
+
+def expected(f):
+    return InferType()(tvm.IRModule.from_expr(f))["main"]
+
+
+def test_folds_a_constant_subgraph_into_one_constant():
+    x = relay.var("x", shape=(2, 2))
+    c = relay.const(np.array([[1.0, 2.0], [3.0, 4.0]], "float32"))
+    before = relay.Function([x], relay.add(x, relay.exp(relay.multiply(c, relay.const(0.0)))))
+    after = relay.Function([x], relay.add(x, relay.const(np.ones((2, 2), "float32"))))
+    assert_structural_equal(fold(before), expected(after))
+
+
+def test_leaves_variables_and_partial_constants():
+    x = relay.var("x", shape=(3,))
+    before = relay.Function([x], relay.multiply(relay.add(x, relay.const(1.0)), relay.const(2.0)))
+    assert_structural_equal(fold(before), expected(before))
+
+
+def test_multi_output_operators_and_projections():
+    x = relay.var("x", shape=(1, 2, 3))
+    ones = np.ones(2, "float32")
+    bn = relay.nn.batch_norm(
+        relay.const(np.full((1, 2, 3), 3.0, "float32")),
+        relay.const(ones),
+        relay.const(ones * 0),
+        relay.const(ones),
+        relay.const(ones * 4),
+        epsilon=0.0,
+    )
+    before = relay.Function([x], relay.add(x, bn[0]))
+    after = relay.Function([x], relay.add(x, relay.const(np.ones((1, 2, 3), "float32"))))
+    assert_structural_equal(fold(before), expected(after))
+    tup = relay.Tuple([relay.const(1.0), x])
+    assert_structural_equal(
+        fold(relay.Function([x], relay.add(x, relay.TupleGetItem(tup, 0)))),
+        expected(relay.Function([x], relay.add(x, relay.const(1.0)))),
+    )
+
+
+def test_tuple_arguments_fold_too():
+    a, b = relay.const(np.zeros((1, 2), "float32")), relay.const(np.ones((1, 2), "float32"))
+    x = relay.var("x", shape=(2, 2))
+    before = relay.Function([x], relay.add(x, relay.concatenate([a, b], axis=0)))
+    after = relay.Function([x], relay.add(x, relay.const(np.array([[0, 0], [1, 1]], "float32"))))
+    assert_structural_equal(fold(before), expected(after))
+
+
+def test_annotations_nullary_ops_and_composites_are_left_alone():
+    x = relay.var("x", shape=(2,))
+    z = relay.zeros((2,), "float32")
+    begin = relay.annotation.compiler_begin(relay.const(np.ones(2, "float32")), "lib")
+    p = relay.var("p", shape=(2,))
+    comp = relay.Function([p], relay.add(relay.const(1.0), relay.const(2.0)) + p)
+    comp = comp.with_attr("Composite", "lib.add")
+    before = relay.Function([x], relay.add(relay.add(x, z), begin) + comp(x))
+    assert_structural_equal(fold(before), expected(before))
+
+
+def test_backend_functions_are_skipped():
+    a = relay.var("a", shape=(2,))
+    region = relay.Function([a], relay.add(a, relay.exp(relay.const(np.zeros(2, "float32")))))
+    region = region.with_attrs({"Compiler": "lib", "global_symbol": "lib_0", "Primitive": 1})
+    mod = tvm.IRModule()
+    gv = relay.GlobalVar("lib_0")
+    mod[gv] = region
+    x = relay.var("x", shape=(2,))
+    mod["main"] = relay.Function(
+        [x], gv(relay.add(x, relay.exp(relay.const(np.zeros(2, "float32")))))
+    )
+    out = FoldConstant()(mod)
+    assert_structural_equal(out["lib_0"], mod["lib_0"])
+    assert out["main"].body.args[0].args[1].data.numpy().tolist() == [1.0, 1.0]
+
+
+def test_scalars_stay_scalars():
+    out = fold(relay.Function([], relay.add(relay.const(1.0), relay.const(2.0))))
+    assert out.body.data.shape == () and float(out.body.data.numpy()) == 3.0
