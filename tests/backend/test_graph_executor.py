@@ -211,3 +211,15 @@ def test_graph_json_and_create():
     np.testing.assert_allclose(m.get_output(0).numpy(), (x + y) @ w.T, rtol=1e-6)
     assert isinstance(m.module, GraphExecutor)
     assert m.benchmark(repeat=2, number=2).median > 0
+
+
+def test_deep_chain_builds_and_runs_without_recursion():
+    x = relay.var("x", shape=(4,))
+    y = x
+    for i in range(20000):
+        y = relay.nn.relu(y) if i % 2 else relay.add(y, relay.const(1.0))
+    lib = relay.build(tvm.IRModule.from_expr(relay.Function([x], y)), target="llvm")
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    m.run(x=np.zeros(4, "float32"))
+    np.testing.assert_array_equal(m.get_output(0).numpy(), np.full(4, 10000, "float32"))
+    assert lib.memory_report().planned <= 2 * 16  # two 4-float blocks, reused all along

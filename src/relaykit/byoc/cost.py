@@ -16,6 +16,7 @@ zero. A composite call counts the operators inside its function.
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Iterable
 
 from ..ir.expr import Call, Constant, Expr, Function
@@ -74,22 +75,31 @@ def _prim_macs(call: Call) -> int:
     return 0
 
 
-_COMPOSITE_CACHE: dict[int, tuple[Function, int, int]] = {}
+# Per composite function (weakly held, so the caches never keep a module alive).
+_COMPOSITE_CACHE: weakref.WeakKeyDictionary[Function, tuple[list[str], int, tuple[Constant, ...]]]
+_COMPOSITE_CACHE = weakref.WeakKeyDictionary()
+
+
+def _composite_info(fn: Function) -> tuple[list[str], int, tuple[Constant, ...]]:
+    """The operator names, MACs and constants of a composite function's body."""
+    info = _COMPOSITE_CACHE.get(fn)
+    if info is None:
+        names: list[str] = []
+        macs = 0
+        consts: list[Constant] = []
+        for node in post_order(fn.body):
+            if type(node) is Call and type(node.op) is Op:
+                names.append(node.op.name)
+                macs += _prim_macs(node)
+            elif type(node) is Constant:
+                consts.append(node)
+        info = _COMPOSITE_CACHE[fn] = (names, macs, tuple(consts))
+    return info
 
 
 def _composite_stats(fn: Function, transparent: frozenset[str]) -> tuple[int, int]:
-    cached = _COMPOSITE_CACHE.get(id(fn))
-    if cached is not None and cached[0] is fn and transparent == DEFAULT_TRANSPARENT_OPS:
-        return cached[1], cached[2]
-    ops = macs = 0
-    for node in post_order(fn.body):
-        if type(node) is Call and type(node.op) is Op:
-            if node.op.name not in transparent:
-                ops += 1
-            macs += _prim_macs(node)
-    if transparent == DEFAULT_TRANSPARENT_OPS:
-        _COMPOSITE_CACHE[id(fn)] = (fn, ops, macs)
-    return ops, macs
+    names, macs, _ = _composite_info(fn)
+    return sum(1 for n in names if n not in transparent), macs
 
 
 def call_macs(call: Call) -> int:
@@ -121,8 +131,7 @@ def op_names(call: Call) -> list[str]:
     if type(op) is Op:
         return [op.name]
     if composite_name(op) is not None:
-        return [n.op.name for n in post_order(op.body)  # type: ignore[union-attr]
-                if type(n) is Call and type(n.op) is Op]
+        return list(_composite_info(op)[0])  # type: ignore[arg-type]
     return []
 
 
@@ -157,17 +166,9 @@ def constant_bytes(nodes: Iterable[Expr]) -> int:
     return total
 
 
-_CONST_CACHE: dict[int, tuple[Function, tuple[Constant, ...]]] = {}
-
-
 def embedded_constants(call: Call) -> tuple[Constant, ...]:
     """The constants inside the function of a composite call (none for other calls)."""
     fn = call.op
     if composite_name(fn) is None:
         return ()
-    cached = _CONST_CACHE.get(id(fn))
-    if cached is not None and cached[0] is fn:
-        return cached[1]
-    consts = tuple(n for n in post_order(fn.body) if type(n) is Constant)  # type: ignore[union-attr]
-    _CONST_CACHE[id(fn)] = (fn, consts)  # type: ignore[assignment]
-    return consts
+    return _composite_info(fn)[2]  # type: ignore[arg-type]

@@ -19,6 +19,7 @@ The first matching pin wins.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -60,7 +61,7 @@ class Pin:
         return bool(self.names)
 
 
-_NAMES_CACHE: dict[int, tuple[Function, frozenset[str]]] = {}
+_NAMES_CACHE: weakref.WeakKeyDictionary[Function, frozenset[str]] = weakref.WeakKeyDictionary()
 
 
 def _call_op_names(call: Call) -> frozenset[str]:
@@ -71,17 +72,17 @@ def _call_op_names(call: Call) -> frozenset[str]:
     name = composite_name(op)
     if name is None:
         return frozenset()
-    cached = _NAMES_CACHE.get(id(op))
-    if cached is not None and cached[0] is op:
-        return cached[1]
+    cached = _NAMES_CACHE.get(op)  # type: ignore[call-overload]
+    if cached is not None:
+        return cached
     from ..ir.functor import post_order
 
     names = {name}
-    for node in post_order(op.body):
+    for node in post_order(op.body):  # type: ignore[union-attr]
         if type(node) is Call and type(node.op) is Op:
             names.add(node.op.name)
     result = frozenset(names)
-    _NAMES_CACHE[id(op)] = (op, result)
+    _NAMES_CACHE[op] = result  # type: ignore[index]
     return result
 
 

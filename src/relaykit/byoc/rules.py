@@ -21,6 +21,7 @@ declines by returning anything falsy; :func:`decline` carries the reason into
 from __future__ import annotations
 
 import inspect
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -77,7 +78,7 @@ def rule_key(target: str) -> str:
     return f"target.{target}"
 
 
-_ARITY: dict[Any, int] = {}
+_ARITY: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 
 
 def _arity(fn: Callable[..., Any]) -> int:

@@ -92,10 +92,15 @@ class TargetRegistry:
 
     def __init__(self) -> None:
         self._specs: dict[str, TargetSpec] = {}
+        self._defaults: dict[str, TargetSpec] = {}
 
     def get(self, name: str) -> TargetSpec:
         spec = self._specs.get(name)
-        return spec if spec is not None else TargetSpec(name)
+        if spec is None:
+            spec = self._defaults.get(name)
+            if spec is None:
+                spec = self._defaults[name] = TargetSpec(name)
+        return spec
 
     def set(self, spec: TargetSpec) -> None:
         self._specs[spec.name] = spec

@@ -228,3 +228,54 @@ def _softmax_ce(
 ) -> list[Expr]:
     logp = op.nn.log_softmax(scores, axis=1)
     return [_nll(ctx, logp, labels, weights, reduction, ignore_index), logp]
+
+
+@converter("RotaryEmbedding", 23)
+def _rotary(
+    ctx: NodeContext,
+    x: Expr,
+    cos_cache: Expr,
+    sin_cache: Expr,
+    position_ids: Expr | None = None,
+    *,
+    interleaved: int = 0,
+    num_heads: int = 0,
+    rotary_embedding_dim: int = 0,
+) -> Expr:
+    shape = ctx.shape(x)
+    if len(shape) == 4:
+        b, h, s, d = shape
+        xs = op.transpose(x, (0, 2, 1, 3))
+    else:
+        b, s, hidden = shape
+        h = int(num_heads)
+        if not h:
+            raise ctx.fail("3-D input needs num_heads")
+        d = hidden // h
+        xs = op.reshape(x, (b, s, h, d))
+    rot = int(rotary_embedding_dim) or d
+    half = rot // 2
+    cos, sin = cos_cache, sin_cache
+    if position_ids is not None:
+        cos = op.take(cos, position_ids, axis=0)
+        sin = op.take(sin, position_ids, axis=0)
+    cos = op.strided_slice(op.expand_dims(cos, 2), [0], [half], axes=[3])
+    sin = op.strided_slice(op.expand_dims(sin, 2), [0], [half], axes=[3])
+    xr = op.strided_slice(xs, [0], [rot], axes=[3])
+    if interleaved:
+        x1 = op.strided_slice(xs, [0], [rot], [2], axes=[3])
+        x2 = op.strided_slice(xs, [1], [rot], [2], axes=[3])
+    else:
+        x1 = op.strided_slice(xr, [0], [half], axes=[3])
+        x2 = op.strided_slice(xr, [half], [rot], axes=[3])
+    real = op.subtract(op.multiply(cos, x1), op.multiply(sin, x2))
+    imag = op.add(op.multiply(sin, x1), op.multiply(cos, x2))
+    if interleaved:
+        rotated = op.reshape(op.stack([real, imag], axis=-1), (b, s, h, rot))
+    else:
+        rotated = op.concatenate([real, imag], axis=3)
+    if rot < d:
+        rotated = op.concatenate([rotated, op.strided_slice(xs, [rot], [d], axes=[3])], axis=3)
+    if len(shape) == 4:
+        return op.transpose(rotated, (0, 2, 1, 3))
+    return op.reshape(rotated, shape)

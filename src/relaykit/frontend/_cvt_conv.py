@@ -174,6 +174,19 @@ def _pool(ctx: NodeContext, x: Expr, kind: str, attrs: dict[str, Any]) -> Expr:
         dilations,
         attrs.get("pads") or (),
     )
+    if nsp == 3:
+        common3 = {
+            "pool_size": kernel,
+            "strides": strides,
+            "dilation": dilations,
+            "padding": full_pads,
+            "ceil_mode": ceil,
+        }
+        if kind == "max":
+            return op.nn.max_pool3d(x, **common3)
+        return op.nn.avg_pool3d(
+            x, count_include_pad=bool(attrs.get("count_include_pad", 0)), **common3
+        )
     x2, one_d = _as_2d(ctx, x, "pooling")
     pads = list(_pads_2d(full_pads, one_d))
     k2 = _pair_2d(kernel, one_d, 1)

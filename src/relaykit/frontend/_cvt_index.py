@@ -271,3 +271,20 @@ def _upsample_v7(ctx: NodeContext, x: Expr, *, scales: Any = (), mode: str = "ne
 @converter("Upsample", 9)
 def _upsample_v9(ctx: NodeContext, x: Expr, scales: Expr, *, mode: str = "nearest") -> Expr:
     return _upsample(ctx, x, _opt_values(ctx, scales, "scales"), mode)
+
+
+@converter("GridSample", 16)
+def _grid_sample(
+    ctx: NodeContext,
+    x: Expr,
+    grid: Expr,
+    *,
+    align_corners: int = 0,
+    mode: str = "linear",
+    padding_mode: str = "zeros",
+) -> Expr:
+    nd = ctx.ndim(grid)
+    moved = op.transpose(grid, (0, nd - 1, *range(1, nd - 1)))
+    return op.image.grid_sample(
+        x, moved, method=mode, padding_mode=padding_mode, align_corners=bool(align_corners)
+    )

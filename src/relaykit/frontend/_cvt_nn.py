@@ -313,3 +313,19 @@ def _dropout(
             raise ctx.unsupported("random dropout in training mode")
     mask = Constant(np.ones(ctx.shape(x), dtype="bool"))
     return [x, mask]
+
+
+@converter("Einsum", 12)
+def _einsum(ctx: NodeContext, *xs: Expr, equation: str = "") -> Expr:
+    return op.einsum(list(xs), equation.replace(" ", ""))
+
+
+@converter("Det", 11)
+def _det(ctx: NodeContext, x: Expr) -> Expr:
+    return op.det(x)
+
+
+@converter("SwiGLU", 28)
+def _swiglu(ctx: NodeContext, a: Expr, b: Expr, *, alpha: float = 1.0) -> Expr:
+    gate = op.multiply(a, op.sigmoid(op.multiply(a, scalar(alpha, ctx.dtype(a)))))
+    return op.multiply(gate, b)

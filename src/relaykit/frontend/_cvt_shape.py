@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import op
 from ..ir.expr import Constant, Expr
-from ._cvt_util import normalize_axis, scalar
+from ._cvt_util import normalize_axis, scalar, static_reshape
 from ._onnx_proto import tensor_to_numpy
 from ._onnx_registry import NodeContext, converter
 
@@ -61,7 +61,7 @@ def _reshape_to(ctx: NodeContext, x: Expr, spec: tuple[int, ...], allowzero: int
         out[infer] = total // rest
     if math.prod(out) != total:
         raise ctx.fail(f"cannot reshape {shape} ({total} elements) to {tuple(out)}")
-    return op.reshape(x, tuple(out))
+    return static_reshape(x, tuple(out))
 
 
 @converter("Reshape", 1)
@@ -80,7 +80,7 @@ def _flatten(ctx: NodeContext, x: Expr, *, axis: int = 1) -> Expr:
     a = axis + len(shape) if axis < 0 else axis
     if not 0 <= a <= len(shape):
         raise ctx.fail(f"axis {axis} is out of range for rank {len(shape)}")
-    return op.reshape(x, (math.prod(shape[:a]), math.prod(shape[a:])))
+    return static_reshape(x, (math.prod(shape[:a]), math.prod(shape[a:])))
 
 
 @converter("Transpose", 1)
@@ -105,7 +105,7 @@ def _squeeze(ctx: NodeContext, x: Expr, axes: Any) -> Expr:
             if shape[a] != 1:
                 raise ctx.fail(f"cannot squeeze axis {a} of shape {shape}: its size is not 1")
         keep = [d for i, d in enumerate(shape) if i not in drop]
-    return op.reshape(x, tuple(keep))
+    return static_reshape(x, tuple(keep))
 
 
 @converter("Squeeze", 1)
@@ -126,7 +126,7 @@ def _unsqueeze(ctx: NodeContext, x: Expr, axes: Any) -> Expr:
         raise ctx.fail(f"axes {tuple(axes)} name an axis twice")
     for a in norm:
         shape.insert(a, 1)
-    return op.reshape(x, tuple(shape))
+    return static_reshape(x, tuple(shape))
 
 
 @converter("Unsqueeze", 1)

@@ -18,7 +18,9 @@ from .. import op
 from ..ir.expr import Constant, Expr
 from ._onnx_registry import NodeContext
 
-__all__ = ["resolve_pads", "scalar", "normalize_axis", "flatten_to_2d", "to_float", "relu_like"]
+__all__ = [
+    "static_reshape",
+    "resolve_pads", "scalar", "normalize_axis", "flatten_to_2d", "to_float", "relu_like"]
 
 
 def resolve_pads(
@@ -84,3 +86,9 @@ def relu_like(ctx: NodeContext, x: Expr) -> Expr:
     if ctx.dtype(x).startswith("float"):
         return op.nn.relu(x)
     return op.maximum(x, scalar(0, ctx.dtype(x)))
+
+
+def static_reshape(x: Expr, shape: Sequence[int]) -> Expr:
+    """``reshape`` to a concrete shape (a 0 is a zero-sized axis, not "copy")."""
+    dims = tuple(int(d) for d in shape)
+    return op.reshape(x, dims, allowzero=0 in dims)

@@ -11,14 +11,24 @@ Both steps touch each new node once: import is linear in the graph's size.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import ChainMap, Counter
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from ..errors import FrontendError, RelayKitError, UnsupportedOpError
-from ..ir.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, TupleWrapper, Var
+from ..ir.expr import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    If,
+    Tuple,
+    TupleGetItem,
+    TupleWrapper,
+    Var,
+)
 from ..ir.functor import post_order
 from ..ir.module import IRModule
 from ..ir.op import Op
@@ -159,6 +169,10 @@ class GraphImporter:
                 if not isinstance(tt, TupleType) or node.index >= len(tt.fields):
                     raise self._fail_type(ctx, f"bad projection .{node.index} of {tt}")
                 out = tt.fields[node.index]
+            elif kind is If:
+                out = node.true_branch._checked_type
+                if out != node.false_branch._checked_type:
+                    raise self._fail_type(ctx, "the branches of If have different types")
             else:
                 raise self._fail_type(ctx, f"untyped {kind.__name__} in a converter's output")
             node._set_checked_type(out)
@@ -359,6 +373,30 @@ class GraphImporter:
         if not outs:
             raise FrontendError("the graph has no outputs")
         return outs[0] if len(outs) == 1 else Tuple(outs)
+
+    def run_subgraph(self, graph: Any, inputs: list[Expr], ctx: NodeContext) -> list[Expr]:
+        """Convert a control-flow body with its inputs bound to ``inputs``; outer values
+        stay visible. Returns the expressions of the body's outputs."""
+        if len(inputs) != len(graph.input):
+            raise ctx.fail(f"the body takes {len(graph.input)} inputs, got {len(inputs)}")
+        child = GraphImporter(graph, self.opsets, None, self.dtype, self.freeze_params)
+        child.dynamic = self.dynamic
+        child.values = ChainMap({}, self.values)  # type: ignore[assignment]
+        for t in graph.initializer:
+            child.values[t.name] = Constant(tensor_to_numpy(t, f"initializer {t.name!r}"))
+        for vi, value in zip(graph.input, inputs, strict=True):
+            child.values[vi.name] = value
+        raise_unsupported(find_unsupported(graph, self.opsets), self.opsets.get("", 1))
+        nodes = list(graph.node)
+        for i in _topological(nodes, set(child.values)):
+            child.convert_node(nodes[i], i)
+        outs = []
+        for vi in graph.output:
+            value = child.values.get(vi.name)
+            if value is None:
+                raise ctx.fail(f"the body's output {vi.name!r} is not produced")
+            outs.append(value)
+        return outs
 
     def run(self) -> tuple[IRModule, dict[str, NDArray]]:
         params = self.import_inputs()

@@ -34,10 +34,12 @@ from ..ir.module import IRModule
 from ..runtime.ndarray import NDArray
 from . import (  # noqa: F401 - each module registers its converters
     _cvt_attention,
+    _cvt_control,
     _cvt_conv,
     _cvt_index,
     _cvt_math,
     _cvt_nn,
+    _cvt_quant,
     _cvt_reduce,
     _cvt_rnn,
     _cvt_shape,

@@ -17,6 +17,7 @@ from ..ir.op import register_op_attr
 from . import annotation, image, nn
 from . import elemwise as elemwise
 from . import indexing as indexing
+from . import linalg as linalg
 from . import reduce as reduce  # submodules, kept out of __all__
 from . import tensor as tensor
 from . import transform as transform
@@ -26,6 +27,8 @@ from .elemwise import *  # noqa: F403
 from .elemwise import __all__ as _elemwise_all
 from .indexing import *  # noqa: F403
 from .indexing import __all__ as _indexing_all
+from .linalg import *  # noqa: F403
+from .linalg import __all__ as _linalg_all
 from .reduce import *  # noqa: F403
 from .reduce import __all__ as _reduce_all
 from .tensor import *  # noqa: F403
@@ -48,6 +51,7 @@ __all__ = [
     *_tensor_all,
     *_elemwise_all,
     *_indexing_all,
+    *_linalg_all,
     *_transform_all,
     *_reduce_all,
 ]

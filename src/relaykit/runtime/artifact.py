@@ -20,6 +20,7 @@ ArtifactError: a 'python' module cannot be exported ...
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import io
@@ -63,87 +64,100 @@ def _collect(root: Module) -> list[Module]:
     return order
 
 
-def _npy_bytes(arr: np.ndarray, where: str) -> bytes:
-    arr = np.asarray(arr)
-    if arr.dtype.name not in DTYPES:
-        raise ArtifactError(f"{where}: arrays of dtype {arr.dtype} cannot be exported")
-    buf = io.BytesIO()
-    np.save(buf, np.asarray(arr, order="C"), allow_pickle=False)
-    return buf.getvalue()
+class _HashingWriter:
+    """A write-only file that hashes and counts what passes through it."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+        self.sha = hashlib.sha256()
+        self.size = 0
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data).cast("B")
+        self.sha.update(view)
+        self.size += view.nbytes
+        return self.raw.write(view)
+
+    def record(self) -> dict[str, Any]:
+        return {"size": self.size, "sha256": self.sha.hexdigest()}
+
+
+def _write_blob(
+    zf: zipfile.ZipFile, i: int, blob: ModuleBlob, members: dict[str, Any]
+) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
+    """Stream one module's files and arrays into the container; their manifest records."""
+    files: dict[str, str] = {}
+    for j, (name, data) in enumerate(sorted(blob.files.items())):
+        member = f"modules/{i}/files/{j}"
+        with zf.open(member, "w", force_zip64=True) as raw:
+            w = _HashingWriter(raw)
+            w.write(bytes(data))
+        members[member] = w.record()
+        files[name] = member
+    arrays: dict[str, dict[str, Any]] = {}
+    for j, (name, value) in enumerate(blob.arrays.items()):
+        arr = np.asarray(value, order="C")
+        if arr.dtype.name not in DTYPES:
+            raise ArtifactError(
+                f"array {name!r} of the {blob.type_key} module has dtype {arr.dtype}, "
+                "which cannot be exported"
+            )
+        member = f"modules/{i}/arrays/{j}.npy"
+        with zf.open(member, "w", force_zip64=True) as raw:
+            w = _HashingWriter(raw)
+            np.save(w, arr, allow_pickle=False)
+        members[member] = w.record()
+        arrays[name] = {"member": member, "dtype": arr.dtype.name, "shape": list(arr.shape)}
+    return files, arrays
 
 
 def export_module(module: Module, path: str | os.PathLike[str]) -> None:
-    """Write ``module`` and its imports to the single file ``path`` (atomically)."""
-    modules = _collect(module)
-    index = {id(m): i for i, m in enumerate(modules)}
-    members: dict[str, bytes] = {}
-    entries: list[dict[str, Any]] = []
-    for i, m in enumerate(modules):
-        blob = m.save_blob()
-        if not isinstance(blob, ModuleBlob):
-            raise ArtifactError(f"{m.type_key} module's save_blob() returned {blob!r}")
-        files: dict[str, str] = {}
-        for j, (name, data) in enumerate(sorted(blob.files.items())):
-            member = f"modules/{i}/files/{j}"
-            members[member] = bytes(data)
-            files[name] = member
-        arrays: dict[str, dict[str, Any]] = {}
-        for j, (name, arr) in enumerate(blob.arrays.items()):
-            member = f"modules/{i}/arrays/{j}.npy"
-            members[member] = _npy_bytes(arr, f"array {name!r} of the {blob.type_key} module")
-            arrays[name] = {
-                "member": member,
-                "dtype": np.asarray(arr).dtype.name,
-                "shape": list(np.shape(arr)),
-            }
-        entries.append(
-            {
-                "type_key": blob.type_key,
-                "provider": blob.provider,
-                "meta": blob.meta,
-                "files": files,
-                "arrays": arrays,
-                "imports": [index[id(c)] for c in m.imported_modules],
-            }
-        )
+    """Write ``module`` and its imports to the single file ``path`` (atomically; arrays are
+    streamed, never held twice in memory)."""
     from .. import __version__
 
-    manifest = {
-        "format": FORMAT_NAME,
-        "version": FORMAT_VERSION,
-        "writer": f"relaykit {__version__}",
-        "root": 0,
-        "modules": entries,
-        "members": {
-            name: {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
-            for name, data in members.items()
-        },
-    }
-    try:
-        text = json.dumps(manifest, allow_nan=False, sort_keys=True).encode()
-    except (TypeError, ValueError) as err:
-        raise ArtifactError(f"module metadata is not JSON-serialisable: {err}") from None
+    modules = _collect(module)
+    index = {id(m): i for i, m in enumerate(modules)}
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".relaykit-export-", dir=directory)
     try:
         with os.fdopen(fd, "wb") as fh, zipfile.ZipFile(fh, "w", zipfile.ZIP_STORED) as zf:
+            members: dict[str, Any] = {}
+            entries: list[dict[str, Any]] = []
+            for i, m in enumerate(modules):
+                blob = m.save_blob()
+                if not isinstance(blob, ModuleBlob):
+                    raise ArtifactError(f"{m.type_key} module's save_blob() returned {blob!r}")
+                files, arrays = _write_blob(zf, i, blob, members)
+                entries.append(
+                    {
+                        "type_key": blob.type_key,
+                        "provider": blob.provider,
+                        "meta": blob.meta,
+                        "files": files,
+                        "arrays": arrays,
+                        "imports": [index[id(c)] for c in m.imported_modules],
+                    }
+                )
+            manifest = {
+                "format": FORMAT_NAME,
+                "version": FORMAT_VERSION,
+                "writer": f"relaykit {__version__}",
+                "root": 0,
+                "modules": entries,
+                "members": members,
+            }
+            try:
+                text = json.dumps(manifest, allow_nan=False, sort_keys=True).encode()
+            except (TypeError, ValueError) as err:
+                raise ArtifactError(f"module metadata is not JSON-serialisable: {err}") from None
             zf.writestr(_MANIFEST, text)
-            for name, data in members.items():
-                zf.writestr(name, data)
         os.replace(tmp, path)
     except BaseException:
-        with _suppress_os_error():
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-
-
-class _suppress_os_error:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, exc_type: Any, *_: Any) -> bool:
-        return exc_type is not None and issubclass(exc_type, OSError)
 
 
 # -- reading -------------------------------------------------------------------------------------

@@ -5,7 +5,8 @@ once; each is lowered to a region program (:mod:`.lower`), fused
 (:mod:`.fuse`) and compiled into oneDNN primitives (:class:`.region.DnnlRegion`).
 The thread count comes from, in order: ``num_threads`` here, the
 ``"relay.ext.dnnl.options"`` entry of the current ``PassContext`` config
-(``{"num_threads": 4}``), ``RELAYKIT_NUM_THREADS``, all cores::
+(``{"num_threads": 4}``), ``RELAYKIT_NUM_THREADS``, all cores. The same config
+may set ``"layout"`` (see :func:`compile_region`)::
 
     with tvm.transform.PassContext(opt_level=3,
                                    config={"relay.ext.dnnl.options": {"num_threads": 2}}):
@@ -52,12 +53,25 @@ def _symbol(func: Function) -> str:
     return str(symbol)
 
 
+LAYOUTS = ("auto", "nhwc", "blocked")
+
+
 def compile_region(
-    func: Function, name: str | None = None, num_threads: int | None = None
+    func: Function,
+    name: str | None = None,
+    num_threads: int | None = None,
+    layout: str = "auto",
 ) -> DnnlRegion:
-    """Lower, fuse and compile one partitioned (typed) function."""
+    """Lower, fuse and compile one partitioned (typed) function.
+
+    ``layout`` is the activation layout convolutions prefer: ``"auto"`` lets oneDNN
+    choose, ``"nhwc"`` or ``"blocked"`` (nChw16c) ask for one.
+    """
+    if layout not in LAYOUTS:
+        raise CodegenError(f"dnnl: layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
     symbol = name or _symbol(func)
     program = optimize(lower_function(func))
+    program.layout = layout
     return DnnlRegion.from_program(
         program, name=symbol, num_threads=num_threads, ops=region_ops(func)
     )
@@ -67,25 +81,30 @@ def _options() -> dict[str, Any]:
     opts = PassContext.current().config.get(OPTIONS_KEY) or {}
     if not isinstance(opts, dict):
         raise CodegenError(f"PassContext config {OPTIONS_KEY!r} must be a dict, got {opts!r}")
-    unknown = set(opts) - {"num_threads"}
+    unknown = set(opts) - {"num_threads", "layout"}
     if unknown:
         raise CodegenError(f"unknown {OPTIONS_KEY} option(s): {', '.join(sorted(unknown))}")
     return opts
 
 
 def dnnl_codegen(
-    funcs: Function | Sequence[Function], num_threads: int | None = None
+    funcs: Function | Sequence[Function],
+    num_threads: int | None = None,
+    layout: str | None = None,
 ) -> DnnlModule:
     """The runtime module of ``funcs`` (one function or all of a module's dnnl functions)."""
     if isinstance(funcs, Function):
         funcs = [funcs]
+    opts = _options()
     if num_threads is None:
-        num_threads = _options().get("num_threads")
+        num_threads = opts.get("num_threads")
+    if layout is None:
+        layout = opts.get("layout", "auto")
     regions: dict[str, DnnlRegion] = {}
     for func in funcs:
         symbol = _symbol(func)
         try:
-            regions[symbol] = compile_region(func, symbol, num_threads)
+            regions[symbol] = compile_region(func, symbol, num_threads, layout)
         except CodegenError as err:
             raise CodegenError(f"dnnl codegen of {symbol}: {err}") from err
     return DnnlModule(regions, num_threads)

@@ -20,7 +20,7 @@ from ...ir.expr import Call, Expr, TupleGetItem, TupleWrapper, const
 from ...ir.types import check_dtype
 from ..define import make_call
 from . import _ops  # noqa: F401 - registers the nn.* operators
-from ._extra_ops import lrn
+from ._extra_ops import avg_pool3d, lrn, max_pool3d
 
 __all__ = [
     "conv2d",
@@ -47,6 +47,8 @@ __all__ = [
     "pad",
     "get_pad_tuple2d",
     "lrn",
+    "max_pool3d",
+    "avg_pool3d",
 ]
 
 

@@ -275,6 +275,7 @@ struct Phys {
   Kind kind = Kind::Internal;
   int ext = -1;            // input/output index
   int alias = -1;          // shares the buffer of this physical tensor (in-place)
+  size_t offset = 0;       // byte offset within the buffer of `alias` (concat in place)
   void* ptr = nullptr;     // constants: data; internal: set by the planner
   int first = -1, last = -1;  // steps that write first / read last
 };
@@ -355,6 +356,13 @@ class Region {
   void* scratch_ = nullptr;
   long long arena_bytes_ = 0;
   int node_index_ = 0;
+  std::string layout_ = "auto";  // "auto" (oneDNN chooses), "nhwc" or "blocked"
+  // Concatenation in place: an input of such a concat lives inside the concat's buffer.
+  std::vector<int> concat_parent_;      // logical tensor -> concat output holding it, or -1
+  std::vector<size_t> concat_offset_;   // its byte offset there
+  std::vector<int> group_phys_;         // logical tensor -> its in-place view, or -1
+  std::vector<bool> concat_in_place_;   // concat output computed in place (no primitive)
+  std::vector<std::pair<int, int>> pending_copies_;  // (written, view) to copy after a node
 
   // ---- building ----
 
@@ -371,6 +379,9 @@ class Region {
   void load(const Json& prog, void* const* consts, int nconsts) {
     if (prog.at("format").s() != "relaykit.dnnl")
       throw Error("not a relaykit dnnl program");
+    if (const Json* layout = prog.find("layout")) layout_ = layout->s();
+    if (layout_ != "auto" && layout_ != "nhwc" && layout_ != "blocked")
+      throw Error("program: unknown layout '" + layout_ + "'");
     for (const auto& t : prog.at("tensors").items) dims_.push_back(to_dims(t.ints()));
     size_t n = dims_.size();
     versions_.assign(n, {});
@@ -398,6 +409,61 @@ class Region {
     for (size_t i = 0; i < nodes.size(); ++i) {
       for (int t : node_reads(nodes[i])) last_use_[t] = static_cast<int>(i);
     }
+    plan_concats(nodes);
+  }
+
+  // Which concatenations run in place: batch 1, channels, every input a tensor written
+  // by one node here, read by no other concatenation, with a multiple of 16 channels
+  // (so that in the nChw16c layout each input is one contiguous block of the output).
+  void plan_concats(const std::vector<Json>& nodes) {
+    size_t n = dims_.size();
+    concat_parent_.assign(n, -1);
+    concat_offset_.assign(n, 0);
+    group_phys_.assign(n, -1);
+    concat_in_place_.assign(n, false);
+    std::vector<bool> produced(n, false);
+    std::vector<int> concat_reads(n, 0);
+    for (const auto& node : nodes) {
+      produced[checked(node.at("out").i())] = true;
+      if (node.at("op").s() == "concat")
+        for (long long t : node.at("in").ints()) concat_reads[checked(t)] += 1;
+    }
+    for (const auto& node : nodes) {
+      if (node.at("op").s() != "concat" || node.at("axis").i() != 1) continue;
+      int o = checked(node.at("out").i());
+      const dims& od = dims_[o];
+      if (od.size() != 4 || od[0] != 1 || is_output_[o]) continue;
+      auto ins = node.at("in").ints();
+      bool ok = true;
+      for (long long t : ins) {
+        const dims& d = dims_[t];
+        ok = ok && produced[t] && !is_output_[t] && concat_reads[t] == 1 && d.size() == 4 &&
+             d[1] % 16 == 0 && versions_[t].empty();
+      }
+      if (!ok) continue;
+      concat_in_place_[o] = true;
+      size_t offset = 0;
+      for (long long t : ins) {
+        concat_parent_[t] = o;
+        concat_offset_[t] = offset;
+        offset += static_cast<size_t>(dims_[t][1] * dims_[t][2] * dims_[t][3]) * sizeof(float);
+      }
+    }
+  }
+
+  bool in_concat_group(int t) const { return concat_parent_[t] >= 0 || concat_in_place_[t]; }
+
+  // The physical view of `t` inside its concatenation's buffer (nChw16c).
+  int view_of(int t) {
+    if (group_phys_[t] >= 0) return group_phys_[t];
+    int p = new_phys(memory::desc(dims_[t], dt::f32, tag::aBcd16b), Kind::Internal);
+    if (concat_parent_[t] >= 0) {
+      int parent = view_of(concat_parent_[t]);
+      phys_[p].alias = parent;
+      phys_[p].offset = concat_offset_[t];
+    }
+    group_phys_[t] = p;
+    return p;
   }
 
   int checked(long long t) const {
@@ -454,6 +520,30 @@ class Region {
     return idx;
   }
 
+  static std::string impl_name(const dnnl::primitive_desc_base& pd) {
+    std::string name = pd.impl_info_str();
+    return name.substr(0, name.find(':'));
+  }
+
+  // A convolution kernel worth keeping (not the reference or the im2col+gemm fallback).
+  static bool fast(const dnnl::primitive_desc_base& pd) {
+    std::string name = pd.impl_info_str();
+    return name.rfind("ref", 0) != 0 && name.find("gemm") == std::string::npos;
+  }
+
+  // The layout activation tensor `t` should use, or format_tag::any when oneDNN chooses.
+  memory::desc preferred_for(int t) const {
+    if (concat_parent_[t] >= 0) return memory::desc(dims_[t], dt::f32, tag::aBcd16b);
+    return preferred(dims_[t]);
+  }
+
+  memory::desc preferred(const dims& d) const {
+    if (d.size() == 4 && layout_ == "nhwc") return memory::desc(d, dt::f32, tag::acdb);
+    if (d.size() == 4 && layout_ == "blocked" && d[1] % 16 == 0)
+      return memory::desc(d, dt::f32, tag::aBcd16b);
+    return memory::desc(d, dt::f32, tag::any);
+  }
+
   primitive_attr base_attr() const {
     primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -493,6 +583,19 @@ class Region {
   int define(int t, const memory::desc& md, int inplace = -1) {
     if (!versions_[t].empty()) throw Error("program: tensor " + std::to_string(t) + " written twice");
     int p;
+    if (concat_parent_[t] >= 0) {
+      int view = view_of(t);
+      if (phys_[view].md == md) {
+        versions_[t].push_back(view);
+        return view;
+      }
+      // The producer writes another layout: a copy into the view follows the node.
+      p = new_phys(md, Kind::Internal);
+      versions_[t].push_back(p);
+      versions_[t].push_back(view);
+      pending_copies_.emplace_back(p, view);
+      return p;
+    }
     if (is_output_[t] && md == plain_md(dims_[t]) && output_count(t) == 1) {
       p = new_phys(md, Kind::Output, output_index(t));
     } else {
@@ -512,7 +615,7 @@ class Region {
 
   // The primary physical tensor of `t` if `t` dies at the current node (so its buffer can be reused).
   int dying(int t) const {
-    if (last_use_[t] != node_index_ || is_output_[t]) return -1;
+    if (last_use_[t] != node_index_ || is_output_[t] || in_concat_group(t)) return -1;
     int p = primary(t);
     return phys_[p].kind == Kind::Internal ? p : -1;
   }
@@ -557,7 +660,8 @@ class Region {
   // in the same layout, else a copy of it.
   int define_with_sum(int out, const memory::desc& dst_md, int residual) {
     int dead = dying(residual);
-    if (dead >= 0 && phys_[dead].md == dst_md) return define(out, dst_md, dead);
+    if (concat_parent_[out] < 0 && dead >= 0 && phys_[dead].md == dst_md)
+      return define(out, dst_md, dead);
     int p = define(out, dst_md);
     phys_[p].alias = -1;
     int src = version(residual, dst_md);
@@ -581,6 +685,12 @@ class Region {
     else if (op == "reshape") lower_reshape(node);
     else if (op == "transpose") lower_transpose(node);
     else throw Error("program: unknown node op '" + op + "'");
+    for (auto [from, to] : pending_copies_) {
+      auto pd = dnnl::reorder::primitive_desc(eng_, phys_[from].md, eng_, phys_[to].md, base_attr());
+      add_step(dnnl::reorder(pd), {{DNNL_ARG_FROM, from, phys_[from].md}, {DNNL_ARG_TO, to, phys_[to].md}},
+               "reorder into concat " + md_str(phys_[from].md), &pd);
+    }
+    pending_copies_.clear();
     ++node_index_;
   }
 
@@ -610,9 +720,33 @@ class Region {
     primitive_attr attr = base_attr();
     attr.set_post_ops(post.ops);
     memory::desc bias_md = b >= 0 ? plain_md(dims_[b]) : memory::desc();
-    auto pd = dnnl::convolution_forward::primitive_desc(
-        eng_, prop_kind::forward_inference, algorithm::convolution_direct, any(dims_[src]), any(wd),
-        bias_md, any(dims_[o]), strides, dil, pad_l, pad_r, attr);
+    auto make = [&](const memory::desc& s, const memory::desc& d) {
+      return dnnl::convolution_forward::primitive_desc(
+          eng_, prop_kind::forward_inference, algorithm::convolution_direct, s, any(wd), bias_md, d,
+          strides, dil, pad_l, pad_r, attr);
+    };
+    // Layouts: the preferred activation layout when set, else oneDNN's choice; then, if
+    // oneDNN wants the input in another layout than it has, the input's own layout when
+    // an equally fast kernel takes it (one reorder less).
+    dnnl::convolution_forward::primitive_desc pd;
+    memory::desc want_src = preferred(dims_[src]), want_dst = preferred_for(o);
+    bool done = false;
+    if (!(want_src == any(dims_[src])) || !(want_dst == any(dims_[o]))) {
+      try {
+        pd = make(want_src, want_dst);
+        done = fast(pd);
+      } catch (const dnnl::error&) {
+      }
+    }
+    if (!done) pd = make(any(dims_[src]), any(dims_[o]));
+    const memory::desc& have = md_of(src);
+    if (!(pd.src_desc() == have) && have.get_format_kind() == memory::format_kind::blocked) {
+      try {
+        auto alt = make(have, pd.dst_desc());
+        if (fast(alt) && impl_name(alt) == impl_name(pd)) pd = alt;
+      } catch (const dnnl::error&) {
+      }
+    }
     int ps = version(src, pd.src_desc());
     int pw = weight_version(w, wd, pd.weights_desc());
     int pdst = post.sum_tensor >= 0 ? define_with_sum(o, pd.dst_desc(), post.sum_tensor)
@@ -709,10 +843,22 @@ class Region {
     dims dil = to_dims(node.at("dilation").ints());
     for (auto& d : dil) d -= 1;
     memory::desc smd = follow(src);
-    auto pd = dnnl::pooling_forward::primitive_desc(
-        eng_, prop_kind::forward_inference, alg, smd, memory::desc(dims_[o], dt::f32, tag::any),
-        to_dims(node.at("strides").ints()), to_dims(node.at("kernel").ints()), dil,
-        to_dims(node.at("pad_l").ints()), to_dims(node.at("pad_r").ints()), base_attr());
+    auto make = [&](const memory::desc& dst) {
+      return dnnl::pooling_forward::primitive_desc(
+          eng_, prop_kind::forward_inference, alg, smd, dst, to_dims(node.at("strides").ints()),
+          to_dims(node.at("kernel").ints()), dil, to_dims(node.at("pad_l").ints()),
+          to_dims(node.at("pad_r").ints()), base_attr());
+    };
+    dnnl::pooling_forward::primitive_desc pd;
+    bool done = false;
+    if (concat_parent_[o] >= 0) {  // written into a concatenation: its layout, if supported
+      try {
+        pd = make(preferred_for(o));
+        done = impl_name(pd) != "ref";
+      } catch (const dnnl::error&) {
+      }
+    }
+    if (!done) pd = make(memory::desc(dims_[o], dt::f32, tag::any));
     int ps = version(src, pd.src_desc());
     int pdst = define(o, pd.dst_desc());
     add_step(dnnl::pooling_forward(pd),
@@ -742,11 +888,14 @@ class Region {
     if (dims_[a] != dims_[o]) throw Error("program: binary's first input must have the output's shape");
     if (dims_[b].size() != dims_[o].size()) throw Error("program: binary operands differ in rank");
     memory::desc amd = follow(a);
-    memory::desc bmd = dims_[b] == dims_[a] ? amd : (is_const(b) ? plain_md(dims_[b]) : md_of(b));
+    // A broadcast operand in a layout of oneDNN's choice (its jit kernels want it in the
+    // first operand's format; a plain one would fall back to the reference kernel).
+    memory::desc bmd = dims_[b] == dims_[a] ? amd : memory::desc(dims_[b], dt::f32, tag::any);
     Post post = post_ops_of(node, dims_[o]);
     primitive_attr attr = base_attr();
     attr.set_post_ops(post.ops);
     auto pd = dnnl::binary::primitive_desc(eng_, binary_alg(name), amd, bmd, amd, attr);
+    bmd = pd.src1_desc();
     int pa = version(a, amd);
     int pb = version(b, bmd);
     int inplace = dying(a);
@@ -759,6 +908,10 @@ class Region {
 
   void lower_concat(const Json& node) {
     int o = out(node);
+    if (concat_in_place_[o]) {  // its inputs were written into its buffer
+      versions_[o].push_back(view_of(o));
+      return;
+    }
     int axis = static_cast<int>(node.at("axis").i());
     auto ins = node.at("in").ints();
     std::vector<memory::desc> mds;
@@ -892,7 +1045,9 @@ class Region {
     for (size_t p = 0; p < n; ++p) {
       if (phys_[p].kind != Kind::Internal) continue;
       int r = root(static_cast<int>(p));
-      size[r] = std::max(size[r], phys_[p].md.get_size());
+      size_t offset = 0;
+      for (int q = static_cast<int>(p); phys_[q].alias >= 0; q = phys_[q].alias) offset += phys_[q].offset;
+      size[r] = std::max(size[r], offset + phys_[p].md.get_size());
       int f = phys_[p].first, l = std::max(phys_[p].last, phys_[p].first);
       if (f >= 0) first[r] = first[r] < 0 ? f : std::min(first[r], f);
       last[r] = std::max(last[r], l);
@@ -936,7 +1091,9 @@ class Region {
     for (size_t p = 0; p < n; ++p)
       if (phys_[p].kind == Kind::Internal) {
         int b = buf_of[root(static_cast<int>(p))];
-        if (b >= 0) phys_[p].ptr = buffers_[b];
+        size_t offset = 0;
+        for (int q = static_cast<int>(p); phys_[q].alias >= 0; q = phys_[q].alias) offset += phys_[q].offset;
+        if (b >= 0) phys_[p].ptr = static_cast<char*>(buffers_[b]) + offset;
       }
     if (scratch_bytes_ > 0) {
       size_t bytes = (scratch_bytes_ + 4095) / 4096 * 4096;

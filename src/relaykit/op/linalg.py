@@ -1,0 +1,86 @@
+"""Linear-algebra operators: ``einsum`` (TVM's ``relay.einsum``) and ``det``.
+
+>>> from relaykit import relay
+>>> a, b = relay.var("a", shape=(2, 3)), relay.var("b", shape=(3, 4))
+>>> einsum([a, b], "ij,jk->ik").attrs.equation
+'ij,jk->ik'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..ir.attrs import Attrs
+from ..ir.expr import Call, Expr, Tuple
+from ..ir.types import TensorType, Type
+from . import _numeric as num
+from ._relations import FLOAT_DTYPES, tensor_arg, tuple_arg
+from .define import OpPattern, TypeRelError, define_op, make_call
+
+__all__ = ["einsum", "det"]
+
+
+def _einsum_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    tup = tuple_arg(arg_types, 0, "the operands of einsum")
+    fields: tuple[TensorType, ...] = tup.fields  # type: ignore[assignment]
+    if not fields:
+        raise TypeRelError("einsum needs at least one operand")
+    dtype = fields[0].dtype
+    if any(f.dtype != dtype for f in fields):
+        raise TypeRelError(f"einsum operands must share one dtype, got {tup}")
+    # Zero-strided stand-ins: NumPy works out the output shape without real data.
+    dummies = [np.broadcast_to(np.zeros((), dtype), f.shape) for f in fields]
+    try:
+        shape = np.einsum(attrs.equation, *dummies).shape
+    except ValueError as err:
+        raise TypeRelError(f"einsum {attrs.equation!r} does not fit {tup}: {err}") from None
+    return TensorType(shape, dtype)
+
+
+def _einsum_kernel(inputs: Sequence[Any], attrs: Attrs) -> np.ndarray:
+    operands = tuple(inputs[0])
+    acc = np.float64 if operands[0].dtype.kind == "f" else operands[0].dtype
+    out = np.einsum(attrs.equation, *[o.astype(acc, copy=False) for o in operands])
+    return num.as_out(out, operands[0].dtype)
+
+
+define_op(
+    "einsum",
+    num_inputs=1,
+    attrs={"equation": ""},
+    attrs_type_key="relay.attrs.EinsumAttrs",
+    type_rel=_einsum_rel,
+    compute=_einsum_kernel,
+    pattern=OpPattern.OPAQUE,
+    doc="Einstein summation over a tuple of tensors.",
+)
+
+
+def einsum(data: Sequence[Expr], equation: str) -> Call:
+    """Einstein summation of the tensors in ``data`` by ``equation`` (NumPy's rules)."""
+    return make_call("einsum", [Tuple(list(data))], equation=str(equation))
+
+
+def _det_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types, 0, "data")
+    if data.ndim < 2 or data.shape[-1] != data.shape[-2] or data.dtype not in FLOAT_DTYPES:
+        raise TypeRelError(f"det needs floating-point square matrices (..., n, n), got {data}")
+    return TensorType(data.shape[:-2], data.dtype)
+
+
+define_op(
+    "det",
+    num_inputs=1,
+    type_rel=_det_rel,
+    compute=lambda ins, attrs: num.as_out(np.linalg.det(ins[0].astype(np.float64)), ins[0].dtype),
+    pattern=OpPattern.OPAQUE,
+    doc="Determinants of the trailing square matrices.",
+)
+
+
+def det(data: Expr) -> Call:
+    """The determinant of each (n, n) matrix in the last two axes of ``data``."""
+    return make_call("det", [data])
