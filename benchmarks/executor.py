@@ -11,6 +11,10 @@ ONNX's light ResNet-50 is timed in onnxruntime and in relaykit, interleaved.
 
     python benchmarks/executor.py                 # everything
     python benchmarks/executor.py --models mlp,resnet18 --repeat 5
+    python benchmarks/executor.py --threads 1     # BLAS and onnxruntime on one thread
+
+On a machine that other processes keep busy, multi-threaded BLAS (and
+onnxruntime) can be several times slower than one thread: compare both.
 """
 
 from __future__ import annotations
@@ -135,6 +139,9 @@ def bench_onnxruntime(repeat: int) -> dict[str, Any] | None:
         return None
     options = ort.SessionOptions()
     options.log_severity_level = 3  # the light models carry an unused initializer: no warning
+    threads = os.environ.get("RELAYKIT_BENCH_THREADS")
+    if threads:
+        options.intra_op_num_threads = int(threads)
     sess = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
     inp = sess.get_inputs()[0]
     data = np.random.default_rng(0).standard_normal(inp.shape).astype("float32")
@@ -171,11 +178,18 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--repeat", type=int, default=10, help="graph executor runs per model")
     p.add_argument("--interp-repeat", type=int, default=3, help="interpreter runs per model")
     p.add_argument("--no-ort", action="store_true", help="skip the onnxruntime comparison")
+    p.add_argument("--threads", type=int, default=0, help="threads of BLAS and onnxruntime")
     args = p.parse_args(argv)
+    if args.threads and os.environ.get("RELAYKIT_BENCH_THREADS") != str(args.threads):
+        # BLAS reads its thread count at import: start again with it set.
+        for var in ("RELAYKIT_BENCH_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+            os.environ[var] = str(args.threads)
+        os.execv(sys.executable, [sys.executable, *sys.argv])
 
     print(
-        f"relaykit graph executor benchmark (python {sys.version.split()[0]}, "
-        f"numpy {np.__version__}, {os.cpu_count()} cpus, load {os.getloadavg()[0]:.2f})"
+        f"relaykit graph executor benchmark (python {sys.version.split()[0]}, numpy "
+        f"{np.__version__}, {os.cpu_count()} cpus, BLAS threads "
+        f"{os.environ.get('OPENBLAS_NUM_THREADS', 'default')}, load {os.getloadavg()[0]:.2f})"
     )
     header = (
         f"{'model':9} {'build s':>7} {'interp ms':>10} {'graph ms':>9} {'speedup':>7} "

@@ -108,8 +108,8 @@ _WORKLOADS = ("vgg11", "vgg13", "vgg16", "vgg19", "resnet18", "resnet34", "resne
 
 
 def load_model(name: str, batch: int = 1, image_size: int = 224) -> tuple[IRModule, set[str]]:
-    """A built-in workload by name, or a text-format file; and the names of its weights
-    (every input of ``main`` but the first)."""
+    """A built-in workload by name, an ONNX file or a text-format file; and the names of
+    its weights (for workloads and text files, every input of ``main`` but the first)."""
     from .testing import mlp, mobilenet, resnet, vgg
 
     key = name.lower().replace("-", "").replace("_", "")
@@ -127,9 +127,14 @@ def load_model(name: str, batch: int = 1, image_size: int = 224) -> tuple[IRModu
         path = Path(name)
         if not path.exists():
             raise RelayKitError(
-                f"unknown model {name!r}: give a built-in workload ({', '.join(_WORKLOADS)}) "
-                "or the path of a Relay text file"
+                f"unknown model {name!r}: give a built-in workload ({', '.join(_WORKLOADS)}), "
+                "an ONNX file or the path of a Relay text file"
             )
+        if path.suffix.lower() == ".onnx":
+            from .frontend import load_model as load_onnx
+
+            onnx_mod, params = load_onnx(str(path), freeze_params=False)
+            return onnx_mod, set(params)
         from .text.parser import parse
 
         parsed = parse(path.read_text(), source_name=str(path))
@@ -141,6 +146,42 @@ def load_model(name: str, batch: int = 1, image_size: int = 224) -> tuple[IRModu
 
 
 # -- relaykit partition ---------------------------------------------------------------------
+def _bind_weights(
+    mod: IRModule, weights: set[str], model: str, targets: list[str]
+) -> tuple[IRModule, set[str]]:
+    """Bind the weights as constants (generated for built-in workloads, the file's
+    initializers for ONNX) and run each target's optimize hook, as a build would."""
+    from .backend.codegen.registry import run_optimize_hook
+    from .testing.init import create_workload
+    from .transform.bind import bind_params_by_name
+
+    if Path(model).suffix.lower() == ".onnx":
+        from .frontend import load_model as load_onnx
+
+        mod, params = load_onnx(model, freeze_params=True)
+    else:
+        mod, params = create_workload(mod)
+        mod = mod.copy()
+        mod["main"] = bind_params_by_name(mod["main"], {k: params[k] for k in weights})
+    for t in targets:
+        mod = run_optimize_hook(mod, t, None)
+    return mod, set()
+
+
+def _import_backend(target: str) -> None:
+    """Register the rules of a backend shipped under ``relaykit.contrib.<target>``."""
+    import importlib
+    import importlib.util
+
+    name = f"relaykit.contrib.{target.replace('-', '_')}"
+    try:
+        found = importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        found = False
+    if found:
+        importlib.import_module(name)
+
+
 def _partition(args: argparse.Namespace) -> int:
     from .byoc import configure_target, explain, pin, scoped_registries
     from .byoc.summary import summarize
@@ -149,6 +190,10 @@ def _partition(args: argparse.Namespace) -> int:
 
     targets = args.target
     mod, weights = load_model(args.model, args.batch, args.image_size)
+    for t in targets:
+        _import_backend(t)
+    if args.bind_params:
+        mod, weights = _bind_weights(mod, weights, args.model, targets)
     with scoped_registries():
         notes = []
         for t in targets:
@@ -267,10 +312,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             "operator breakdown before and after."
         ),
     )
-    part.add_argument("model", help=f"a built-in workload ({', '.join(_WORKLOADS)}) or a "
-                                    "Relay text file")
+    part.add_argument("model", help=f"a built-in workload ({', '.join(_WORKLOADS)}), an "
+                                    "ONNX file or a Relay text file")
     part.add_argument("--target", action="append", required=True,
                       help="a target, highest priority first (repeatable)")
+    part.add_argument("--bind-params", action="store_true",
+                      help="bind the weights as constants and run each target's optimize hook "
+                           "first, as a build does (backends such as dnnl only take constant "
+                           "weights)")
     part.add_argument("--json", action="store_true", help="print JSON instead of tables")
     part.add_argument("--explain", action="store_true",
                       help="also say, for every operator, where it went and why")

@@ -17,7 +17,6 @@ import pytest
 from relaykit.backend.codegen import codegen_registry
 from relaykit.byoc import scoped_registries
 from relaykit.contrib import ccompiler, jsonref
-from relaykit.runtime.module import module_loaders
 from relaykit.testing import mlp, resnet, vgg
 
 _LAST_FC = {"mlp": "fc3_weight", "vgg11": "fc8_weight", "resnet18": "fc1_weight"}
@@ -25,7 +24,7 @@ _LAST_FC = {"mlp": "fc3_weight", "vgg11": "fc8_weight", "resnet18": "fc1_weight"
 
 @pytest.fixture(autouse=True)
 def _isolated_registries() -> Iterator[None]:
-    with scoped_registries(), codegen_registry.scoped(), module_loaders.scoped():
+    with scoped_registries(), codegen_registry.scoped():
         ccompiler.register()
         jsonref.register()
         yield

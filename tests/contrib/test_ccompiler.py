@@ -231,3 +231,29 @@ def test_rules_decline_with_reasons():
     assert [gv.name_hint for gv in part.get_global_vars()] == ["main"]
     report = str(explain(mod, "ccompiler"))
     assert "float32 only" in report
+
+
+def test_region_with_tuple_outputs_pass_through_and_repeats():
+    def body(p):
+        s = relay.add(p, p)
+        return relay.Tuple([s, p, s, relay.const(np.full(4, 7, "float32"))])
+
+    p = relay.var("p", shape=(4,))
+    symbol = "tvmgen_default_ccompiler_main_0"
+    region = relay.Function([p], body(p)).with_attrs(
+        {"Compiler": "ccompiler", "global_symbol": symbol, "Primitive": 1, "Inline": 1}
+    )
+    mod = tvm.IRModule()
+    gv = relay.GlobalVar(symbol)
+    mod[gv] = region
+    x = relay.var("x", shape=(4,))
+    t = gv(x)
+    mod["main"] = relay.Function([x], relay.Tuple([relay.TupleGetItem(t, i) for i in range(4)]))
+    lib = relay.build(mod, target="llvm")
+    source = lib.lib.imported_modules[0].source
+    assert source.count("memcpy(") == 3  # the input, the repeat and the constant are copied
+    data = np.arange(4, dtype="float32")
+    outs = relay.create_executor("graph", mod=mod).evaluate()(data)
+    expected = [2 * data, data, 2 * data, np.full(4, 7, "float32")]
+    for o, e in zip(outs, expected, strict=True):
+        np.testing.assert_array_equal(o.numpy(), e)

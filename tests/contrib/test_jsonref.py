@@ -143,3 +143,32 @@ def test_malformed_json_graphs_are_typed_errors(mutate, message):
     mutate(graph)
     with pytest.raises(ArtifactCorruptError, match=message):
         jsonref.JSONRefRuntime("f", json.dumps(graph), consts)
+
+
+def test_region_with_tuple_outputs_and_pass_through():
+    p = relay.var("p", shape=(1, 4))
+    symbol = "tvmgen_default_jsonref_main_0"
+    r = relay.nn.relu(p)
+    region = relay.Function([p], relay.Tuple([r, p, r])).with_attrs(
+        {"Compiler": "jsonref", "global_symbol": symbol, "Primitive": 1, "Inline": 1}
+    )
+    mod = tvm.IRModule()
+    gv = relay.GlobalVar(symbol)
+    mod[gv] = region
+    x = relay.var("x", shape=(1, 4))
+    t = gv(x)
+    t0, t1, t2 = (relay.TupleGetItem(t, i) for i in range(3))
+    mod["main"] = relay.Function([x], relay.add(relay.add(t0, t1), t2))
+    data = np.array([[-1, 2, -3, 4]], "float32")
+    out = relay.create_executor("graph", mod=mod).evaluate()(data).numpy()
+    np.testing.assert_array_equal(out, 2 * np.maximum(data, 0) + data)
+
+
+def test_loaded_modules_export_again(models, tmp_path):
+    mod, params, data = models.workload("mlp")
+    lib = relay.build(jsonref.partition_for_jsonref(mod, params), target="llvm")
+    lib.export_library(str(tmp_path / "a.rkmod"))
+    again = tvm.runtime.load_module(str(tmp_path / "a.rkmod"))
+    again.export_library(str(tmp_path / "b.rkmod"))
+    final = tvm.runtime.load_module(str(tmp_path / "b.rkmod"))
+    np.testing.assert_array_equal(models.run(final, data), models.run(lib, data))

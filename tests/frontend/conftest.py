@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
@@ -34,3 +35,15 @@ def build_model(
 def make_model():
     """``make_model(nodes, inputs, outputs, initializers=(), opset=17)``."""
     return build_model
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``slow`` run only when asked for (``-m slow``); the benchmark scripts
+    cover them otherwise."""
+    if "slow" in (config.getoption("markexpr") or ""):
+        return
+    skip = pytest.mark.skip(reason="slow: run with -m slow or benchmarks/onnx_conformance.py")
+    here = Path(__file__).parent
+    for item in items:
+        if "slow" in item.keywords and here in Path(str(item.fspath)).parents:
+            item.add_marker(skip)

@@ -181,3 +181,20 @@ def test_backend_specialises_value_dependent_shapes(make_model):
     assert y.shape == (3, 2)
     (y,) = rep.run([x, np.array([6, 1], "int64")])
     assert y.shape == (6, 1)
+
+
+def test_unfrozen_params_keep_integer_initializers_constant(make_model):
+    w = numpy_helper.from_array(np.ones((6,), "float32"), "w")
+    shape = numpy_helper.from_array(np.array([2, 3], "int64"), "shape")
+    model = make_model(
+        [
+            helper.make_node("Mul", ["x", "w"], ["m"]),
+            helper.make_node("Reshape", ["m", "shape"], ["y"]),
+        ],
+        [("x", F, [6])],
+        [("y", F, [2, 3])],
+        [w, shape],
+    )
+    mod, params = from_onnx(model, freeze_params=False)
+    assert list(params) == ["w"]
+    assert mod["main"].body.attrs.newshape == (2, 3)

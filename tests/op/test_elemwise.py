@@ -59,3 +59,11 @@ def test_bitwise_ops_match_python(run, tvar):
 def test_bitwise_rejects_floats(rel, tvar):
     with pytest.raises(TypeRelError, match="integer or bool"):
         rel(op.bitwise_and(tvar("a", (2,)), tvar("b", (2,))))
+
+
+def test_reinterpret_keeps_bits(run, rel, tvar):
+    x = np.array([1.0, -2.5, 0.0], "float32")
+    out = run(op.reinterpret(tvar("x", (3,)), "int32"), x)
+    assert out.tolist() == [int.from_bytes(v.tobytes(), "little", signed=True) for v in x]
+    with pytest.raises(TypeRelError, match="bit widths differ"):
+        rel(op.reinterpret(tvar("x", (3,)), "int64"))

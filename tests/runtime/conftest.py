@@ -1,4 +1,4 @@
-"""Runtime tests run with the codegen, BYOC, function and loader registries scoped."""
+"""Runtime tests run with the codegen, BYOC and global-function registries scoped."""
 
 from __future__ import annotations
 
@@ -9,12 +9,11 @@ import pytest
 from relaykit.backend.codegen import codegen_registry
 from relaykit.byoc import scoped_registries
 from relaykit.contrib import ccompiler, jsonref
-from relaykit.runtime.module import module_loaders
 
 
 @pytest.fixture(autouse=True)
 def _isolated_registries() -> Iterator[None]:
-    with scoped_registries(), codegen_registry.scoped(), module_loaders.scoped():
+    with scoped_registries(), codegen_registry.scoped():
         ccompiler.register()
         jsonref.register()
         yield

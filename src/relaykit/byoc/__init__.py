@@ -34,6 +34,7 @@ host or a target, and :func:`explain` says where every operator went and why.
 [('nn.dense', 'mylib'), ('nn.relu', 'mylib'), ('abs', 'host'), ('nn.softmax', 'host')]
 """
 
+from ..backend.codegen.registry import get_codegen, register_codegen, run_optimize_hook
 from ._common import PartitionError
 from .annotate import AnnotateTarget
 from .choose import Decision, TargetChooser
@@ -54,6 +55,10 @@ from .targets import (
 )
 
 __all__ = [
+    # codegens (relay.ext.<name>)
+    "register_codegen",
+    "get_codegen",
+    "run_optimize_hook",
     # passes
     "MergeComposite",
     "AnnotateTarget",

@@ -72,8 +72,12 @@ def partition_for(
     include_non_call_ops: bool = True,
     mod_name: str = "default",
     bind_constants: bool = True,
+    optimize: bool = True,
 ) -> IRModule:
     """Partition ``mod`` for ``targets`` (highest priority first).
+
+    Unless ``optimize=False``, each target's ``optimize`` hook (registered with its
+    codegen) runs first.
 
     ``patterns`` defaults to the registered pattern tables of the targets;
     ``params`` are bound into ``main`` first (so weights become constants that
@@ -82,6 +86,11 @@ def partition_for(
     if params:
         mod = mod.copy()
         mod["main"] = bind_params_by_name(mod["main"], params)
+    # Each target's codegen may rewrite the module first (``relay.ext.<name>.optimize``).
+    from ..backend.codegen.registry import run_optimize_hook
+
+    for target in ([targets] if isinstance(targets, str) else targets) if optimize else ():
+        mod = run_optimize_hook(mod, target, params)
     passes = partition_passes(targets, patterns=patterns, pin=pin,
                               include_non_call_ops=include_non_call_ops, mod_name=mod_name,
                               bind_constants=bind_constants)

@@ -279,3 +279,129 @@ def _rotary(
     if len(shape) == 4:
         return op.transpose(rotated, (0, 2, 1, 3))
     return op.reshape(rotated, shape)
+
+
+@converter("CausalConvWithState", 27)
+def _causal_conv(
+    ctx: NodeContext,
+    x: Expr,
+    weight: Expr,
+    bias: Expr | None = None,
+    past: Expr | None = None,
+    *,
+    activation: str = "none",
+) -> list[Expr]:
+    b, c, length = ctx.shape(x)
+    k = ctx.shape(weight)[2]
+    dt = ctx.dtype(x)
+    if past is None:
+        past = Constant(np.zeros((b, c, k - 1), dt))
+    full = op.concatenate([past, x], axis=2) if k > 1 else x
+    total = length + k - 1
+    out = op.nn.conv2d(
+        op.reshape(full, (b, c, 1, total)),
+        op.reshape(weight, (c, 1, 1, k)),
+        groups=c,
+        channels=c,
+        kernel_size=(1, k),
+    )
+    out = op.reshape(out, (b, c, length))
+    if bias is not None:
+        out = op.nn.bias_add(out, bias, axis=1)
+    if activation in ("silu", "swish"):
+        out = op.multiply(out, op.sigmoid(out))
+    elif activation not in ("none", ""):
+        raise ctx.unsupported(f"activation {activation!r}")
+    present = op.strided_slice(full, [total - (k - 1)], [total], axes=[2])
+    return [out, present]
+
+
+@converter("LinearAttention", 27)
+def _linear_attention(
+    ctx: NodeContext,
+    q: Expr,
+    k: Expr,
+    v: Expr,
+    past: Expr | None = None,
+    decay: Expr | None = None,
+    beta: Expr | None = None,
+    **attrs: Any,
+) -> list[Expr]:
+    hq = int(attrs.get("q_num_heads") or 0)
+    hkv = int(attrs.get("kv_num_heads") or 0)
+    rule = attrs.get("update_rule", "gated_delta")
+    if not hq or not hkv:
+        raise ctx.fail("q_num_heads and kv_num_heads are required")
+    b, t_len, _ = ctx.shape(q)
+    dk = ctx.shape(k)[2] // hkv
+    dv = ctx.shape(v)[2] // hkv
+    dt = ctx.dtype(q)
+    scale = float(attrs.get("scale") or 0.0) or 1.0 / np.sqrt(dk)
+    q4 = op.reshape(q, (b, t_len, hq, dk))
+    k4 = op.reshape(k, (b, t_len, hkv, dk))
+    v4 = op.reshape(v, (b, t_len, hkv, dv))
+    state = past if past is not None else Constant(np.zeros((b, hkv, dk, dv), dt))
+    group = hq // hkv
+
+    def step(x: Expr, t: int, heads: int, width: int) -> Expr:
+        sl = op.strided_slice(x, [t], [t + 1], axes=[1])
+        return op.reshape(sl, (b, heads, width))
+
+    def gate_of(e: Expr, t: int) -> Expr:
+        width = ctx.shape(e)[2] // hkv
+        g = op.exp(step(op.reshape(e, (b, t_len, hkv, width)), t, hkv, width))
+        return op.reshape(g, (b, hkv, width, 1))  # per head (width 1) or per key dim
+
+    outs = []
+    for t in range(t_len):
+        kt, vt = step(k4, t, hkv, dk), step(v4, t, hkv, dv)
+        s = state
+        if rule in ("gated", "gated_delta"):
+            if decay is None:
+                raise ctx.fail(f"update_rule {rule!r} needs the decay input")
+            s = op.multiply(s, gate_of(decay, t))
+        if rule in ("delta", "gated_delta"):
+            if beta is None:
+                raise ctx.fail(f"update_rule {rule!r} needs the beta input")
+            bh = ctx.shape(beta)[2]  # one rate per kv head, or one shared by all heads
+            bt = op.reshape(step(op.reshape(beta, (b, t_len, bh, 1)), t, bh, 1), (b, bh, 1))
+            pred = op.einsum([s, kt], "bhkv,bhk->bhv")
+            delta = op.multiply(bt, op.subtract(vt, pred))
+            state = op.add(s, op.einsum([kt, delta], "bhk,bhv->bhkv"))
+        elif rule in ("linear", "gated"):
+            state = op.add(s, op.einsum([kt, vt], "bhk,bhv->bhkv"))
+        else:
+            raise ctx.fail(f"unknown update_rule {rule!r}")
+        qt = op.reshape(step(q4, t, hq, dk), (b, hkv, group, dk))
+        o = op.einsum([qt, state], "bhgk,bhkv->bhgv")
+        outs.append(op.reshape(op.multiply(o, scalar(scale, dt)), (b, 1, hq * dv)))
+    out = outs[0] if len(outs) == 1 else op.concatenate(outs, axis=1)
+    return [out, state]
+
+
+@converter("FlexAttention", 1, domain="ai.onnx.preview")
+def _flex_attention(ctx: NodeContext, q: Expr, k: Expr, v: Expr, **attrs: Any) -> Expr:
+    """Scaled dot-product attention with ``score_mod`` / ``prob_mod`` subgraphs applied to
+    the whole score and probability tensors (computed in float32, or float64 for double)."""
+    dt = ctx.dtype(q)
+    hq, hk = ctx.shape(q)[1], ctx.shape(k)[1]
+    if hq != hk:
+        k = op.repeat(k, hq // hk, 1)
+        v = op.repeat(v, hq // hk, 1)
+    precision = int(attrs.get("softmax_precision") or 0)
+    work = (
+        onnx_dtype_name(precision, ctx.where)
+        if precision
+        else ("float64" if dt == "float64" else "float32")
+    )
+    scale = attrs.get("scale")
+    if scale is None:
+        scale = 1.0 / np.sqrt(ctx.shape(q)[3])
+    qk = matmul(ctx, op.cast(q, work), op.transpose(op.cast(k, work), (0, 1, 3, 2)))
+    scores = op.multiply(qk, scalar(scale, work))
+    if attrs.get("score_mod") is not None:
+        (scores,) = ctx.importer.run_subgraph(attrs["score_mod"], [scores], ctx)
+    probs = _safe_softmax(ctx, scores, scores)
+    if attrs.get("prob_mod") is not None:
+        (probs,) = ctx.importer.run_subgraph(attrs["prob_mod"], [probs], ctx)
+    return op.cast(matmul(ctx, probs, op.cast(v, work)), dt)

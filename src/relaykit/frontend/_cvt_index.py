@@ -288,3 +288,44 @@ def _grid_sample(
     return op.image.grid_sample(
         x, moved, method=mode, padding_mode=padding_mode, align_corners=bool(align_corners)
     )
+
+
+@converter("CenterCropPad", 18)
+def _center_crop_pad(ctx: NodeContext, x: Expr, shape: Expr, *, axes: Any = None) -> Expr:
+    dims = ctx.shape(x)
+    target = ctx.ints(shape, "shape")
+    nd = len(dims)
+    axes = list(range(nd)) if not axes else [normalize_axis(ctx, int(a), nd) for a in axes]
+    out = x
+    width = [(0, 0)] * nd
+    for a, t in zip(axes, target, strict=True):
+        d = dims[a]
+        if t < d:
+            start = (d - t) // 2
+            out = op.strided_slice(out, [start], [start + t], axes=[a])
+        elif t > d:
+            before = (t - d) // 2
+            width[a] = (before, t - d - before)
+    if any(w != (0, 0) for w in width):
+        out = op.nn.pad(out, width, scalar(0, ctx.dtype(x)))
+    return out
+
+
+@converter("AffineGrid", 20)
+def _affine_grid(ctx: NodeContext, theta: Expr, size: Expr, *, align_corners: int = 0) -> Expr:
+    dims = ctx.ints(size, "size")
+    n, spatial = dims[0], dims[2:]
+    axes = []
+    for d in spatial:
+        if align_corners:
+            axes.append(np.linspace(-1.0, 1.0, d) if d > 1 else np.zeros(1))
+        else:
+            axes.append((2 * np.arange(d) + 1) / d - 1)
+    mesh = np.meshgrid(*axes, indexing="ij")  # per spatial axis, in (D,) H, W order
+    coords = [m.reshape(-1) for m in reversed(mesh)]  # x first, as the grid stores it
+    base = np.stack([*coords, np.ones_like(coords[0])], axis=1)  # (P, r + 1)
+    dt = ctx.dtype(theta)
+    points = base.shape[0]
+    base_c = Constant(np.broadcast_to(base.astype(dt), (n, points, base.shape[1])).copy())
+    grid = op.nn.batch_matmul(base_c, theta, transpose_b=True)  # (N, P, r)
+    return op.reshape(grid, (n, *spatial, len(spatial)))

@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import op
 from ..ir.expr import Expr
-from ._cvt_util import relu_like, scalar
+from ._cvt_util import relu_like, round_half_to_even, scalar
 from ._onnx_proto import onnx_dtype_name
 from ._onnx_registry import NodeContext, converter
 
@@ -69,13 +69,7 @@ def _reciprocal(ctx: NodeContext, x: Expr) -> Expr:
 
 @converter("Round", 11)
 def _round(ctx: NodeContext, x: Expr) -> Expr:
-    """Round half to even, from floor: ties go to the even neighbour."""
-    dt = ctx.dtype(x)
-    half, one, two = scalar(0.5, dt), scalar(1, dt), scalar(2, dt)
-    f = op.floor(op.add(x, half))
-    tie = op.equal(op.subtract(f, x), half)
-    odd = op.not_equal(op.floor_mod(f, two), scalar(0, dt))
-    return op.where(op.logical_and(tie, odd), op.subtract(f, one), f)
+    return round_half_to_even(ctx, x)
 
 
 @converter("IsInf", 10)
@@ -331,3 +325,8 @@ def _cast_like(ctx: NodeContext, x: Expr, like: Expr, *, saturate: int = 1, roun
 
 
 del _name, _fn
+
+
+@converter("BitCast", 26)
+def _bitcast(ctx: NodeContext, x: Expr, *, to: int = 0) -> Expr:
+    return op.reinterpret(x, onnx_dtype_name(int(to), ctx.where))

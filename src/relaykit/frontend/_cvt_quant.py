@@ -1,7 +1,6 @@
 """ONNX converters: linear quantisation (``QuantizeLinear``, ``DequantizeLinear``,
-``DynamicQuantizeLinear``) for 8/16-bit integers, and the signal windows
-(``HannWindow``, ``HammingWindow``, ``BlackmanWindow``), ``CenterCropPad`` and
-``AffineGrid``."""
+``DynamicQuantizeLinear``) to and from 8/16-bit integers, per tensor, per axis or
+blocked."""
 
 from __future__ import annotations
 
@@ -10,18 +9,22 @@ from typing import Any
 import numpy as np
 
 from .. import op
-from ..ir.expr import Constant, Expr
-from ._cvt_math import _round
-from ._cvt_util import normalize_axis, scalar
+from ..ir.expr import Expr
+from ._cvt_util import normalize_axis, round_half_to_even, scalar
 from ._onnx_proto import onnx_dtype_name
 from ._onnx_registry import NodeContext, converter
 
 __all__: list[str] = []
 
 
-def _along(ctx: NodeContext, v: Expr, ndim: int, axis: int) -> Expr:
-    """A per-axis (1-D) parameter shaped to broadcast along ``axis``; scalars as they are."""
+def _along(ctx: NodeContext, v: Expr, ndim: int, axis: int, block: int = 0, dim: int = 0) -> Expr:
+    """A per-axis (1-D) parameter shaped to broadcast along ``axis``; scalars as they are;
+    a blocked parameter (one value per ``block`` elements of ``axis``) repeated out."""
     shape = ctx.shape(v)
+    if block:
+        axis = normalize_axis(ctx, axis, ndim)
+        full = op.repeat(v, block, axis)
+        return op.strided_slice(full, [0], [dim], axes=[axis])
     if len(shape) == 0 or ndim == 0:
         return v
     if len(shape) == 1:
@@ -48,9 +51,8 @@ def _quantize(
     output_dtype: int = 0,
     precision: int = 0,
 ) -> Expr:
-    if block_size:
-        raise ctx.unsupported("blocked quantisation")
     nd = ctx.ndim(x)
+    dim = ctx.shape(x)[normalize_axis(ctx, axis, nd)] if block_size else 0
     if zero_point is not None:
         out_dt = ctx.dtype(zero_point)
     elif output_dtype:
@@ -59,9 +61,9 @@ def _quantize(
         out_dt = "uint8"
     dt = ctx.dtype(scale)
     xf = x if ctx.dtype(x) == dt else op.cast(x, dt)
-    y = _round(ctx, op.divide(xf, _along(ctx, scale, nd, axis)))
+    y = round_half_to_even(ctx, op.divide(xf, _along(ctx, scale, nd, axis, block_size, dim)))
     if zero_point is not None:
-        y = op.add(y, op.cast(_along(ctx, zero_point, nd, axis), dt))
+        y = op.add(y, op.cast(_along(ctx, zero_point, nd, axis, block_size, dim), dt))
     return _saturate(ctx, y, out_dt)
 
 
@@ -76,14 +78,17 @@ def _dequantize(
     block_size: int = 0,
     output_dtype: int = 0,
 ) -> Expr:
-    if block_size:
-        raise ctx.unsupported("blocked quantisation")
     nd = ctx.ndim(x)
+    dim = ctx.shape(x)[normalize_axis(ctx, axis, nd)] if block_size else 0
     dt = ctx.dtype(scale)
     xf = op.cast(x, dt)
     if zero_point is not None:
-        xf = op.subtract(xf, op.cast(_along(ctx, zero_point, nd, axis), dt))
-    return op.multiply(xf, _along(ctx, scale, nd, axis))
+        zp = _along(ctx, zero_point, nd, axis, block_size, dim)
+        xf = op.subtract(xf, op.cast(zp, dt))
+    out = op.multiply(xf, _along(ctx, scale, nd, axis, block_size, dim))
+    if output_dtype and onnx_dtype_name(output_dtype, ctx.where) != dt:
+        out = op.cast(out, onnx_dtype_name(output_dtype, ctx.where))
+    return out
 
 
 @converter("DynamicQuantizeLinear", 11)
@@ -93,72 +98,108 @@ def _dynamic_quantize(ctx: NodeContext, x: Expr) -> list[Expr]:
     hi = op.maximum(op.max(x), zero)
     lo = op.minimum(op.min(x), zero)
     scale = op.divide(op.subtract(hi, lo), scalar(255, dt))
-    zp = _saturate(ctx, _round(ctx, op.subtract(zero, op.divide(lo, scale))), "uint8")
-    y = op.add(_round(ctx, op.divide(x, scale)), op.cast(zp, dt))
+    zp = _saturate(ctx, round_half_to_even(ctx, op.subtract(zero, op.divide(lo, scale))), "uint8")
+    y = op.add(round_half_to_even(ctx, op.divide(x, scale)), op.cast(zp, dt))
     return [_saturate(ctx, y, "uint8"), scale, zp]
 
 
-def _window(ctx: NodeContext, size: Expr, periodic: int, dtype: int, coeffs: list[float]):
-    n = int(ctx.scalar(size, "size"))
-    denom = n if periodic else n - 1
-    k = np.arange(n, dtype=np.float64)
-    w = np.zeros(n)
-    for j, a in enumerate(coeffs):
-        w = w + ((-1) ** j) * a * np.cos(2 * np.pi * j * k / max(denom, 1))
-    return Constant(w.astype(onnx_dtype_name(dtype, ctx.where)))
+# -- integer arithmetic ---------------------------------------------------------------------------
 
 
-@converter("HannWindow", 17)
-def _hann(ctx: NodeContext, size: Expr, *, output_datatype: int = 1, periodic: int = 1):
-    return _window(ctx, size, periodic, output_datatype, [0.5, 0.5])
+def _centered(ctx: NodeContext, x: Expr, zp: Expr | None, row_axis: int | None = None) -> Expr:
+    """``x - zero_point`` in int32 (a 1-D zero point applies along ``row_axis``)."""
+    xi = op.cast(x, "int32")
+    if zp is None:
+        return xi
+    z = op.cast(zp, "int32")
+    if row_axis is not None and ctx.ndim(zp) == 1 and ctx.ndim(x) >= 2:
+        z = _along(ctx, z, ctx.ndim(x), row_axis)
+    return op.subtract(xi, z)
 
 
-@converter("HammingWindow", 17)
-def _hamming(ctx: NodeContext, size: Expr, *, output_datatype: int = 1, periodic: int = 1):
-    return _window(ctx, size, periodic, output_datatype, [25 / 46, 21 / 46])
+def _requantize(ctx: NodeContext, acc: Expr, scale: Expr, y_scale: Expr, y_zp: Expr | None):
+    dt = ctx.dtype(y_scale)
+    real = op.multiply(op.cast(acc, dt), scale)
+    y = round_half_to_even(ctx, op.divide(real, y_scale))
+    out_dt = ctx.dtype(y_zp) if y_zp is not None else "uint8"
+    if y_zp is not None:
+        y = op.add(y, op.cast(y_zp, dt))
+    return _saturate(ctx, y, out_dt)
 
 
-@converter("BlackmanWindow", 17)
-def _blackman(ctx: NodeContext, size: Expr, *, output_datatype: int = 1, periodic: int = 1):
-    return _window(ctx, size, periodic, output_datatype, [0.42, 0.5, 0.08])
+@converter("MatMulInteger", 10)
+def _matmul_integer(
+    ctx: NodeContext, a: Expr, b: Expr, a_zp: Expr | None = None, b_zp: Expr | None = None
+) -> Expr:
+    from ._cvt_nn import matmul
+
+    return matmul(ctx, _centered(ctx, a, a_zp, ctx.ndim(a) - 2), _centered(ctx, b, b_zp))
 
 
-@converter("CenterCropPad", 18)
-def _center_crop_pad(ctx: NodeContext, x: Expr, shape: Expr, *, axes: Any = None) -> Expr:
-    dims = ctx.shape(x)
-    target = ctx.ints(shape, "shape")
-    nd = len(dims)
-    axes = list(range(nd)) if not axes else [normalize_axis(ctx, int(a), nd) for a in axes]
-    out = x
-    width = [(0, 0)] * nd
-    for a, t in zip(axes, target, strict=True):
-        d = dims[a]
-        if t < d:
-            start = (d - t) // 2
-            out = op.strided_slice(out, [start], [start + t], axes=[a])
-        elif t > d:
-            before = (t - d) // 2
-            width[a] = (before, t - d - before)
-    if any(w != (0, 0) for w in width):
-        out = op.nn.pad(out, width, scalar(0, ctx.dtype(x)))
-    return out
+@converter("QLinearMatMul", 10)
+def _qlinear_matmul(
+    ctx: NodeContext,
+    a: Expr,
+    a_scale: Expr,
+    a_zp: Expr,
+    b: Expr,
+    b_scale: Expr,
+    b_zp: Expr,
+    y_scale: Expr,
+    y_zp: Expr,
+) -> Expr:
+    from ._cvt_nn import matmul
+
+    acc = matmul(ctx, _centered(ctx, a, a_zp, ctx.ndim(a) - 2), _centered(ctx, b, b_zp))
+    sa = a_scale
+    if ctx.ndim(a_scale) == 1 and ctx.ndim(a) >= 2:
+        sa = _along(ctx, a_scale, ctx.ndim(a), ctx.ndim(a) - 2)
+    return _requantize(ctx, acc, op.multiply(sa, b_scale), y_scale, y_zp)
 
 
-@converter("AffineGrid", 20)
-def _affine_grid(ctx: NodeContext, theta: Expr, size: Expr, *, align_corners: int = 0) -> Expr:
-    dims = ctx.ints(size, "size")
-    n, spatial = dims[0], dims[2:]
-    axes = []
-    for d in spatial:
-        if align_corners:
-            axes.append(np.linspace(-1.0, 1.0, d) if d > 1 else np.zeros(1))
-        else:
-            axes.append((2 * np.arange(d) + 1) / d - 1)
-    mesh = np.meshgrid(*axes, indexing="ij")  # per spatial axis, in (D,) H, W order
-    coords = [m.reshape(-1) for m in reversed(mesh)]  # x first, as the grid stores it
-    base = np.stack([*coords, np.ones_like(coords[0])], axis=1)  # (P, r + 1)
-    dt = ctx.dtype(theta)
-    points = base.shape[0]
-    base_c = Constant(np.broadcast_to(base.astype(dt), (n, points, base.shape[1])).copy())
-    grid = op.nn.batch_matmul(base_c, theta, transpose_b=True)  # (N, P, r)
-    return op.reshape(grid, (n, *spatial, len(spatial)))
+def _int_conv(ctx: NodeContext, x: Expr, w: Expr, x_zp: Expr | None, w_zp, attrs: dict) -> Expr:
+    from ._cvt_conv import _conv
+
+    xi = _centered(ctx, x, x_zp)
+    wi = op.cast(w, "int32")
+    if w_zp is not None:
+        wz = op.cast(w_zp, "int32")
+        if ctx.ndim(w_zp) == 1:
+            wz = _along(ctx, wz, ctx.ndim(w), 0)
+        wi = op.subtract(wi, wz)
+    return _conv(ctx, xi, wi, None, **attrs)
+
+
+@converter("ConvInteger", 10)
+def _conv_integer(
+    ctx: NodeContext,
+    x: Expr,
+    w: Expr,
+    x_zp: Expr | None = None,
+    w_zp: Expr | None = None,
+    **attrs: Any,
+) -> Expr:
+    return _int_conv(ctx, x, w, x_zp, w_zp, attrs)
+
+
+@converter("QLinearConv", 10)
+def _qlinear_conv(
+    ctx: NodeContext,
+    x: Expr,
+    x_scale: Expr,
+    x_zp: Expr,
+    w: Expr,
+    w_scale: Expr,
+    w_zp: Expr,
+    y_scale: Expr,
+    y_zp: Expr,
+    bias: Expr | None = None,
+    **attrs: Any,
+) -> Expr:
+    acc = _int_conv(ctx, x, w, x_zp, w_zp, attrs)
+    if bias is not None:
+        acc = op.nn.bias_add(acc, op.cast(bias, "int32"), axis=1)
+    ws = w_scale
+    if ctx.ndim(w_scale) == 1:
+        ws = _along(ctx, w_scale, ctx.ndim(x), 1)
+    return _requantize(ctx, acc, op.multiply(x_scale, ws), y_scale, y_zp)

@@ -275,6 +275,17 @@ def _pad(ctx: NodeContext, x: Expr, pads: Any, value: Expr | None, mode: str, ax
     elif ctx.shape(value) != ():
         value = op.reshape(value, ())
     out = x
+    if mode == "wrap" and any(b or e for b, e in grow):
+        for a, (b, e) in enumerate(grow):
+            d = shape[a]
+            parts = []
+            if b:
+                parts.append(op.strided_slice(out, [d - b], [d], axes=[a]))
+            parts.append(out)
+            if e:
+                parts.append(op.strided_slice(out, [0], [e], axes=[a]))
+            out = op.concatenate(parts, axis=a) if len(parts) > 1 else out
+        grow = tuple((0, 0) for _ in grow)
     if any(b or e for b, e in grow):
         np_mode = {"constant": "constant", "reflect": "reflect", "edge": "edge", "wrap": "wrap"}
         if mode not in np_mode:

@@ -20,7 +20,14 @@ from ._onnx_registry import NodeContext
 
 __all__ = [
     "static_reshape",
-    "resolve_pads", "scalar", "normalize_axis", "flatten_to_2d", "to_float", "relu_like"]
+    "round_half_to_even",
+    "resolve_pads",
+    "scalar",
+    "normalize_axis",
+    "flatten_to_2d",
+    "to_float",
+    "relu_like",
+]
 
 
 def resolve_pads(
@@ -92,3 +99,13 @@ def static_reshape(x: Expr, shape: Sequence[int]) -> Expr:
     """``reshape`` to a concrete shape (a 0 is a zero-sized axis, not "copy")."""
     dims = tuple(int(d) for d in shape)
     return op.reshape(x, dims, allowzero=0 in dims)
+
+
+def round_half_to_even(ctx: NodeContext, x: Expr) -> Expr:
+    """ONNX's rounding (halves to the even neighbour), built from ``floor``."""
+    dt = ctx.dtype(x)
+    half, one, two = scalar(0.5, dt), scalar(1, dt), scalar(2, dt)
+    f = op.floor(op.add(x, half))
+    tie = op.equal(op.subtract(f, x), half)
+    odd = op.not_equal(op.floor_mod(f, two), scalar(0, dt))
+    return op.where(op.logical_and(tie, odd), op.subtract(f, one), f)

@@ -280,7 +280,8 @@ class GraphImporter:
         params: list[Var] = []
         for t in self.graph.initializer:
             arr = tensor_to_numpy(t, f"initializer {t.name!r}")
-            if self.freeze_params:
+            # Integer initializers are shapes, axes and indices, not weights: always constants.
+            if self.freeze_params or arr.dtype.kind in "iub":
                 c = Constant(arr)
                 self.values[t.name] = c
             else:

@@ -19,8 +19,8 @@ operators relaykit cannot convert raises one
 ...     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
 >>> mod, params = from_onnx(helper.make_model(graph))
 >>> print(mod["main"])
-fn (%x: Tensor[(2, 3), float32]) {
-  nn.relu(%x)
+fn (%x: Tensor[(2, 3), float32]) -> Tensor[(2, 3), float32] {
+  nn.relu(%x) /* ty=Tensor[(2, 3), float32] */
 }
 """
 
@@ -38,11 +38,13 @@ from . import (  # noqa: F401 - each module registers its converters
     _cvt_conv,
     _cvt_index,
     _cvt_math,
+    _cvt_misc,
     _cvt_nn,
     _cvt_quant,
     _cvt_reduce,
     _cvt_rnn,
     _cvt_shape,
+    _cvt_signal,
 )
 from ._onnx_importer import GraphImporter
 from ._onnx_proto import load_model_proto, require_onnx
@@ -91,10 +93,12 @@ def from_onnx(
     with symbolic dimensions); ``dtype`` is the dtype of inputs that declare
     none (or a name -> dtype map); ``opset`` overrides the model's default
     opset; with ``freeze_params`` (the default) initializers become constants
-    of ``main`` and ``params`` is empty, otherwise they are extra parameters of
-    ``main`` returned in ``params`` by name. ``const_inputs`` binds graph inputs to
-    fixed values (they become constants, not parameters of ``main``), which
-    specialises a model whose shapes depend on input values.
+    of ``main`` and ``params`` is empty, otherwise the floating-point ones are extra
+    parameters of ``main`` returned in ``params`` by name (integer initializers —
+    shapes, axes, indices — stay constants so that shapes remain static).
+    ``const_inputs`` binds graph inputs to fixed values (they become constants,
+    not parameters of ``main``), which specialises a model whose shapes depend on
+    input values.
     """
     proto = load_model_proto(model)
     importer = GraphImporter(

@@ -19,13 +19,14 @@ import numpy as np
 
 from ..ir.attrs import Attrs
 from ..ir.expr import Call, Expr
+from ..ir.types import TensorType, Type, check_dtype
 from . import _numeric as num
-from ._relations import FLOAT_DTYPES, INT_DTYPES, make_broadcast_rel, make_unary_rel
-from .define import OpPattern, define_op, make_call
+from ._relations import FLOAT_DTYPES, INT_DTYPES, make_broadcast_rel, make_unary_rel, tensor_arg
+from .define import OpPattern, TypeRelError, define_op, make_call
 
 __all__ = [
     "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
-    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "reinterpret",
 ]  # fmt: skip
 
 _FLOAT = make_unary_rel(FLOAT_DTYPES, "floating-point (cast integers with relay.cast first)")
@@ -125,5 +126,33 @@ bitwise_not = _unary_ctor("bitwise_not")
 bitwise_and = _binary_ctor("bitwise_and")
 bitwise_or = _binary_ctor("bitwise_or")
 bitwise_xor = _binary_ctor("bitwise_xor")
+
+
+def _reinterpret_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types, 0, "data")
+    target = check_dtype(attrs.dtype)
+    if np.dtype(target).itemsize != np.dtype(data.dtype).itemsize:
+        raise TypeRelError(f"cannot reinterpret {data.dtype} as {target}: their bit widths differ")
+    return TensorType(data.shape, target)
+
+
+define_op(
+    "reinterpret",
+    num_inputs=1,
+    attrs={"dtype": ""},
+    attrs_type_key="relay.attrs.CastAttrs",
+    type_rel=_reinterpret_rel,
+    compute=lambda ins, attrs: (
+        np.ascontiguousarray(ins[0]).view(check_dtype(attrs.dtype)).reshape(ins[0].shape)
+    ),
+    pattern=OpPattern.ELEMWISE,
+    doc="The same bits read as another dtype of the same width.",
+)
+
+
+def reinterpret(data: Expr, dtype: str) -> Call:
+    """``data``'s bits read as ``dtype`` (same bit width), as TVM's ``relay.reinterpret``."""
+    return make_call("reinterpret", [data], dtype=check_dtype(dtype))
+
 
 del _name, _fn, _doc

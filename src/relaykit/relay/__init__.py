@@ -79,6 +79,10 @@ def __getattr__(name: str) -> Any:
         import importlib
 
         return importlib.import_module(__name__ + ".testing")
+    if name == "frontend":
+        import importlib
+
+        return importlib.import_module(__name__ + ".frontend")
     if name == "dataflow_pattern":
         import importlib
 

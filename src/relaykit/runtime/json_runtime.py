@@ -21,6 +21,7 @@ outputs.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -78,7 +79,7 @@ class JSONGraph:
                     f"format {obj.get('format')!r} version {obj.get('version')!r} is not "
                     f"{JSON_GRAPH_FORMAT!r} version {JSON_GRAPH_VERSION}"
                 )
-            nodes = []
+            nodes: list[JSONNode] = []
             for i, n in enumerate(obj["nodes"]):
                 op = str(n["op"])
                 if op not in ("input", "const", "kernel"):
@@ -207,7 +208,7 @@ class JSONRuntimeBase(Module):
             steps.append(factory(node, node_ins, node_outs))
         for out, entry in copies:
             src = values[entry]
-            steps.append(lambda out=out, src=src: np.copyto(out, src))
+            steps.append(functools.partial(np.copyto, out, src))
         kind, symbol = self.type_key, self.symbol
 
         def run() -> None:

@@ -1,6 +1,6 @@
 """Tensors and devices, under TVM's names (``tvm.nd.array``, ``tvm.cpu``).
 
->>> a = array([1.0, 2.0])
+>>> a = array([1.0, 2.0], dtype="float32")
 >>> a.shape, a.dtype
 ((2,), 'float32')
 >>> a.numpy().tolist()

@@ -77,9 +77,10 @@ def _scaled_layer(layer: Call, vec: np.ndarray) -> Expr | None:
     return layer.with_fields(args=[layer.args[0], new_w])
 
 
-def fold_scale_axis(expr: Expr) -> Expr:
-    """``expr`` with per-channel scales folded into preceding conv2d / dense weights."""
-    infer_type(expr)
+def fold_scale_axis(expr: Expr, mod: IRModule | None = None) -> Expr:
+    """``expr`` with per-channel scales folded into preceding conv2d / dense weights
+    (globals it calls are typed in ``mod``)."""
+    infer_type(expr, mod)
     uses = use_counts(expr)
 
     def channel_axis(layer: Call) -> int:
@@ -136,7 +137,7 @@ class FoldScaleAxis(FunctionPass):
 
     @staticmethod
     def _transform(fn: Function, mod: IRModule, ctx: PassContext) -> Function:
-        out = fold_scale_axis(fn)
+        out = fold_scale_axis(fn, mod)
         return out if isinstance(out, Function) else fn
 
 

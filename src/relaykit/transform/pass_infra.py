@@ -1,8 +1,9 @@
 """Pass infrastructure: passes as objects, ``Sequential``, ``PassContext``, instruments.
 
-A pass maps an :class:`IRModule` to a new one. It runs when its ``opt_level``
-is at most the context's, or when the context requires it by name, and never
-when the context disables it.
+A pass maps an :class:`IRModule` to a new one. Called directly, it always
+runs; inside a :class:`Sequential` it runs when its ``opt_level`` is at most
+the context's, or when the context requires it by name, and never when the
+context disables it (TVM's rules).
 
 >>> from relaykit.ir import IRModule
 >>> @module_pass(opt_level=1, name="Noop")
@@ -126,6 +127,8 @@ class Pass:
         raise NotImplementedError
 
     def __call__(self, mod: IRModule) -> IRModule:
+        """Run this pass on ``mod``. Called directly, a pass always runs (as in TVM);
+        inside a ``Sequential`` it runs only when the context enables it."""
         if not isinstance(mod, IRModule):
             raise IRError(
                 f"pass {self.info.name} takes an IRModule, got {type(mod).__name__}; "
@@ -135,8 +138,6 @@ class Pass:
         return self._run(mod, ctx)
 
     def _run(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        if not ctx.pass_enabled(self.info):
-            return mod
         for inst in ctx.instruments:
             if not inst.should_run(mod, self.info):
                 return mod
@@ -213,7 +214,8 @@ class Sequential(Pass):
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         for p in self.passes:
-            mod = p._run(mod, ctx)
+            if ctx.pass_enabled(p.info):
+                mod = p._run(mod, ctx)
         return mod
 
 

@@ -66,7 +66,9 @@ def test_export_and_run_in_fresh_process(dnnl, tmp_path):
         path = tmp_path / f"model{seed}.rkmod"
         lib.export_library(str(path))
         np.save(tmp_path / f"data{seed}.npy", data)
-        jobs.append([str(path), str(tmp_path / f"data{seed}.npy"), str(tmp_path / f"out{seed}.npy")])
+        jobs.append(
+            [str(path), str(tmp_path / f"data{seed}.npy"), str(tmp_path / f"out{seed}.npy")]
+        )
     manifest = read_manifest(jobs[0][0])
     (entry,) = [m for m in manifest["modules"] if m["type_key"] == "dnnl"]
     assert entry["meta"]["native"] is True

@@ -120,7 +120,7 @@ def _unfolded(mod: tvm.IRModule) -> tvm.IRModule:
     """Partition without the pre-partition optimisations (batch_norm, dropout stay)."""
     from relaykit.transform import InferType
 
-    return partition_for(InferType()(mod), "dnnl")
+    return partition_for(InferType()(mod), "dnnl", optimize=False)
 
 
 @pytest.mark.parametrize("center,scale", [(True, True), (False, True), (True, False)])

@@ -283,11 +283,11 @@ class CSourceCodegen:
         for j, (_, _, buf) in enumerate(constants):
             decls.append(f"const {buf.ctype} *{buf.name} = (const {buf.ctype} *)args[{base + j}];")
         decls.append(f"char *ws = (char *)args[{base + len(constants)}];")
-        offset = 0
+        offset = 0  # intermediates: consecutive, aligned slices of the workspace
         for call in calls:
             for b in _flatten_value(values[call]):
                 if b.name == "":
-                    b.name = f"t{offset}"
+                    b.name = f"t{len(decls)}"
                     decls.append(f"{b.ctype} *{b.name} = ({b.ctype} *)(ws + {offset});")
                     offset += -(-b.nbytes // _ALIGN) * _ALIGN
         for call in calls:

@@ -173,14 +173,8 @@ def partition_for_target(
     :func:`relaykit.byoc.partition_for`.
     """
     from ...byoc import partition_for
-    from ...transform.bind import bind_params_by_name
 
     targets = [target] if isinstance(target, str) else list(target)
     if isinstance(mod, Function):
         mod = IRModule.from_expr(mod)
-    if params:
-        mod = mod.copy()
-        mod["main"] = bind_params_by_name(mod["main"], params)
-    for t in targets:
-        mod = run_optimize_hook(mod, t, params)
-    return partition_for(mod, targets, **options)
+    return partition_for(mod, targets, params=params, **options)

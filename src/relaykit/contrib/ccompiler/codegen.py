@@ -76,7 +76,7 @@ def _binary(
 
 @codegen.emitter("add", "subtract", "multiply")
 def _emit_binary(ctx: EmitContext, call: Call, ins: list[Any], outs: list[CBuffer]) -> None:
-    _binary(ctx, call.op.name, ins[0], ins[1], outs[0], relu=False)  # type: ignore[union-attr]
+    _binary(ctx, str(call.op), ins[0], ins[1], outs[0], relu=False)
 
 
 @codegen.emitter("nn.relu")

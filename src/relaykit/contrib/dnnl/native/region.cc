@@ -412,15 +412,17 @@ class Region {
     plan_concats(nodes);
   }
 
-  // Which concatenations run in place: batch 1, channels, every input a tensor written
-  // by one node here, read by no other concatenation, with a multiple of 16 channels
-  // (so that in the nChw16c layout each input is one contiguous block of the output).
+  // Which concatenations run in place (in the blocked layout only): batch 1, channels,
+  // every input a tensor written by one node here, read by no other concatenation, with a
+  // multiple of 16 channels (so that in nChw16c each input is one contiguous block of the
+  // output). oneDNN's kernels take no strided nhwc views, so nhwc concats stay copies.
   void plan_concats(const std::vector<Json>& nodes) {
     size_t n = dims_.size();
     concat_parent_.assign(n, -1);
     concat_offset_.assign(n, 0);
     group_phys_.assign(n, -1);
     concat_in_place_.assign(n, false);
+    if (layout_ != "blocked") return;
     std::vector<bool> produced(n, false);
     std::vector<int> concat_reads(n, 0);
     for (const auto& node : nodes) {
@@ -729,17 +731,24 @@ class Region {
     // oneDNN wants the input in another layout than it has, the input's own layout when
     // an equally fast kernel takes it (one reorder less).
     dnnl::convolution_forward::primitive_desc pd;
-    memory::desc want_src = preferred(dims_[src]), want_dst = preferred_for(o);
     bool done = false;
-    if (!(want_src == any(dims_[src])) || !(want_dst == any(dims_[o]))) {
+    auto attempt = [&](const memory::desc& s, const memory::desc& d) {
+      if (done || (s == any(dims_[src]) && d == any(dims_[o]))) return;
       try {
-        pd = make(want_src, want_dst);
+        pd = make(s, d);
         done = fast(pd);
       } catch (const dnnl::error&) {
       }
-    }
-    if (!done) pd = make(any(dims_[src]), any(dims_[o]));
+    };
+    // 1. Keep the layout the data is already in (no reorders), when a fast kernel takes it;
+    //    the plain layout of a region input does not count (it is only where data enters).
     const memory::desc& have = md_of(src);
+    bool entering = phys_[primary(src)].kind != Kind::Internal && have == plain_md(dims_[src]);
+    memory::desc flow_dst = concat_parent_[o] >= 0 ? preferred_for(o) : like(have, dims_[o]);
+    if (!entering) attempt(have, flow_dst);
+    // 2. The preferred layout; 3. oneDNN's choice.
+    attempt(preferred(dims_[src]), preferred_for(o));
+    if (!done) pd = make(any(dims_[src]), any(dims_[o]));
     if (!(pd.src_desc() == have) && have.get_format_kind() == memory::format_kind::blocked) {
       try {
         auto alt = make(have, pd.dst_desc());
@@ -828,10 +837,23 @@ class Region {
   // except constants and inputs, which oneDNN reads in their plain layout anyway.
   memory::desc follow(int t) const { return md_of(t); }
 
-  memory::desc like(const memory::desc& src, const dims& d) const {
-    // `d`-shaped layout with the same format as `src` (same dims -> identical).
-    if (src.get_dims() == d) return src;
-    return memory::desc(d, dt::f32, tag::any);
+  // A `d`-shaped layout in the same format as `md` (nchw, nhwc or nChw{8,16}c), or any.
+  static memory::desc like(const memory::desc& md, const dims& d) {
+    memory::desc anyd(d, dt::f32, tag::any);
+    if (md.get_format_kind() != memory::format_kind::blocked || md.get_ndims() != 4 || d.size() != 4)
+      return anyd;
+    auto strides = md.get_strides();
+    int nb = md.get_inner_nblks();
+    if (nb == 0) {
+      if (strides[1] == 1 && strides[3] >= strides[1]) return memory::desc(d, dt::f32, tag::acdb);
+      if (strides[3] == 1 && strides[2] <= strides[1]) return memory::desc(d, dt::f32, tag::abcd);
+      return anyd;
+    }
+    auto blks = md.get_inner_blks();
+    auto idxs = md.get_inner_idxs();
+    if (nb == 1 && idxs[0] == 1 && blks[0] == 16) return memory::desc(d, dt::f32, tag::aBcd16b);
+    if (nb == 1 && idxs[0] == 1 && blks[0] == 8) return memory::desc(d, dt::f32, tag::aBcd8b);
+    return anyd;
   }
 
   void lower_pool(const Json& node) {
@@ -974,11 +996,25 @@ class Region {
   void lower_shuffle(const Json& node) {
     int src = in(node, 0), o = out(node);
     memory::desc md = follow(src);
-    auto pd = dnnl::shuffle_forward::primitive_desc(
-        eng_, prop_kind::forward_inference, md, md, static_cast<int>(node.at("axis").i()),
-        static_cast<int>(node.at("group").i()), base_attr());
+    int axis = static_cast<int>(node.at("axis").i());
+    long long group = node.at("group").i();
+    auto pd = dnnl::shuffle_forward::primitive_desc(eng_, prop_kind::forward_inference, md, md,
+                                                    axis, static_cast<int>(group), base_attr());
     int ps = version(src, md);
     int pdst = define(o, md);
+    if (impl_name(pd) == "ref" && md.get_inner_nblks() == 0 && md.get_ndims() == 4 && axis == 1) {
+      // oneDNN shuffles plain layouts with its reference kernel: a strided reorder instead.
+      // out[a * (C / G) + b] = in[b * G + a], seen as two 5-D views of the same layout.
+      dims d = md.get_dims(), st = md.get_strides();
+      long long c = d[1], g = group;
+      dims vd = {d[0], g, c / g, d[2], d[3]};
+      memory::desc from(vd, dt::f32, dims{st[0], st[1], st[1] * g, st[2], st[3]});
+      memory::desc to(vd, dt::f32, dims{st[0], st[1] * (c / g), st[1], st[2], st[3]});
+      auto rpd = dnnl::reorder::primitive_desc(eng_, from, eng_, to, base_attr());
+      add_step(dnnl::reorder(rpd), {{DNNL_ARG_FROM, ps, from}, {DNNL_ARG_TO, pdst, to}},
+               "shuffle t" + std::to_string(o) + " " + md_str(md) + " (strided reorder)", &rpd);
+      return;
+    }
     add_step(dnnl::shuffle_forward(pd), {{DNNL_ARG_SRC, ps, md}, {DNNL_ARG_DST, pdst, md}},
              "shuffle t" + std::to_string(o) + " " + md_str(md), &pd);
   }
