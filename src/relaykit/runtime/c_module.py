@@ -25,7 +25,7 @@ from ..errors import BackendExecutionError, ExecutionError
 from .module import Module, ModuleBlob, register_module_loader
 from .shared_library import load_library_bytes, sha256_hex
 
-__all__ = ["TensorSpec", "CFunctionSignature", "CSourceModule", "check_arrays"]
+__all__ = ["TensorSpec", "CFunctionSignature", "CSourceModule", "array_caller", "check_arrays"]
 
 _ERROR_SYMBOL = "relaykit_last_error"
 
@@ -69,6 +69,26 @@ def check_arrays(
             raise ExecutionError(f"{what} {i} of {owner} must be a C-contiguous writeable array")
         out.append(arr)
     return out
+
+
+def array_caller(
+    module: Any, name: str, inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec]
+) -> Callable[..., Any]:
+    """``f(*inputs)`` returning new outputs, or ``f(*inputs, *outputs)`` filling given
+    ones: the Python face of a runtime module's bound function ``name``."""
+
+    def call(*arrays: Any) -> Any:
+        n_in = len(inputs)
+        ins = check_arrays(arrays[:n_in], inputs, "input", f"function {name}")
+        if len(arrays) == n_in:
+            outs = [np.empty(s.shape, s.dtype) for s in outputs]
+            module.bind_function(name, ins, outs)()
+            return outs[0] if len(outs) == 1 else tuple(outs)
+        outs = check_arrays(arrays[n_in:], outputs, "output", f"function {name}")
+        module.bind_function(name, ins, outs)()
+        return None
+
+    return call
 
 
 @dataclass(frozen=True)
@@ -160,18 +180,7 @@ class CSourceModule(Module):
         if sig is None:
             return None
 
-        def call(*arrays: Any) -> Any:
-            n_in = len(sig.inputs)
-            ins = check_arrays(arrays[:n_in], sig.inputs, "input", f"function {name}")
-            if len(arrays) == n_in:
-                outs = [np.empty(s.shape, s.dtype) for s in sig.outputs]
-                self.bind_function(name, ins, outs)()
-                return outs[0] if len(outs) == 1 else tuple(outs)
-            outs = check_arrays(arrays[n_in:], sig.outputs, "output", f"function {name}")
-            self.bind_function(name, ins, outs)()
-            return None
-
-        return call
+        return array_caller(self, name, sig.inputs, sig.outputs)
 
     def _workspace_for(self, nbytes: int) -> np.ndarray:
         if self._workspace.size < nbytes:

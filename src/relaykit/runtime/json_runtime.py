@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..errors import ArtifactCorruptError, BackendExecutionError, ExecutionError
-from .c_module import TensorSpec, check_arrays
+from .c_module import TensorSpec, array_caller, check_arrays
 from .module import Module, ModuleBlob
 
 __all__ = [
@@ -157,18 +157,7 @@ class JSONRuntimeBase(Module):
         if name != self.symbol:
             return None
 
-        def call(*arrays: Any) -> Any:
-            n_in = len(self.input_specs)
-            ins = check_arrays(arrays[:n_in], self.input_specs, "input", f"function {name}")
-            if len(arrays) == n_in:
-                outs = [np.empty(s.shape, s.dtype) for s in self.output_specs]
-                self.bind_function(name, ins, outs)()
-                return outs[0] if len(outs) == 1 else tuple(outs)
-            outs = check_arrays(arrays[n_in:], self.output_specs, "output", f"function {name}")
-            self.bind_function(name, ins, outs)()
-            return None
-
-        return call
+        return array_caller(self, name, self.input_specs, self.output_specs)
 
     def bind_function(
         self, name: str, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray]
