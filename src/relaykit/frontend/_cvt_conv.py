@@ -216,10 +216,43 @@ def _pool(ctx: NodeContext, x: Expr, kind: str, attrs: dict[str, Any]) -> Expr:
 @converter("MaxPool", 1)
 def _max_pool(ctx: NodeContext, x: Expr, **attrs: Any) -> Any:
     if ctx.num_outputs > 1 and ctx.output_names[1]:
-        raise ctx.unsupported("the Indices output of MaxPool")
-    if attrs.get("storage_order", 0):
-        raise ctx.unsupported("storage_order=1")
+        return _max_pool_with_indices(ctx, x, attrs)
     return _pool(ctx, x, "max", attrs)
+
+
+def _max_pool_with_indices(ctx: NodeContext, x: Expr, attrs: dict[str, Any]) -> list[Expr]:
+    spatial = ctx.shape(x)[2:]
+    if len(spatial) != 2:
+        raise ctx.unsupported(f"the Indices output of a {len(spatial)}-D MaxPool")
+    kernel = tuple(attrs["kernel_shape"] or ())
+    strides = tuple(attrs.get("strides") or (1, 1))
+    dilations = tuple(attrs.get("dilations") or (1, 1))
+    pads = resolve_pads(
+        attrs.get("auto_pad", "NOTSET"),
+        spatial,
+        kernel,
+        strides,
+        dilations,
+        attrs.get("pads") or (),
+    )
+    ceil = bool(attrs.get("ceil_mode", 0))
+    use_ceil = any(
+        _onnx_pool_size(spatial[i], kernel[i], strides[i], dilations[i], pads[i], pads[i + 2], ceil)
+        != _onnx_pool_size(
+            spatial[i], kernel[i], strides[i], dilations[i], pads[i], pads[i + 2], False
+        )
+        for i in range(2)
+    )
+    out = op.nn.max_pool2d_with_argmax(
+        x,
+        pool_size=kernel,
+        strides=strides,
+        dilation=dilations,
+        padding=tuple(pads),
+        ceil_mode=use_ceil,
+        storage_order=int(attrs.get("storage_order", 0)),
+    )
+    return [out[0], out[1]]
 
 
 @converter("AveragePool", 1)

@@ -1,5 +1,5 @@
-"""ONNX converters: gather/scatter, cumulative ops, TopK, OneHot, Trilu, depth/space
-rearrangements, and the resizing ops (Resize, Upsample)."""
+"""ONNX converters: gather/scatter (and TensorScatter's KV-cache writes), cumulative ops,
+TopK, OneHot, Trilu, depth/space rearrangements, and the resizing ops (Resize, Upsample)."""
 
 from __future__ import annotations
 
@@ -33,6 +33,36 @@ def _scatter_elements(
     return op.scatter_elements(
         x, indices, updates, axis, "update" if reduction == "none" else reduction
     )
+
+
+@converter("TensorScatter", 24)
+def _tensor_scatter(
+    ctx: NodeContext,
+    cache: Expr,
+    update: Expr,
+    write_indices: Expr | None = None,
+    *,
+    axis: int = -2,
+    mode: str = "linear",
+) -> Expr:
+    """Write ``update`` into a KV cache along ``axis`` from ``write_indices[b]`` on (per
+    batch entry ``b``; wrapping around the cache in ``circular`` mode)."""
+    if mode not in ("linear", "circular"):
+        raise ctx.unsupported(f"mode={mode!r}")
+    shape, ushape = ctx.shape(cache), ctx.shape(update)
+    nd = len(shape)
+    a = normalize_axis(ctx, axis, nd)
+    if a == 0:
+        raise ctx.fail("axis must not be the batch axis 0")
+    seq = np.arange(ushape[a], dtype="int64").reshape([-1 if i == a else 1 for i in range(nd)])
+    index: Expr = Constant(seq)
+    if write_indices is not None:
+        start = op.reshape(op.cast(write_indices, "int64"), (ushape[0],) + (1,) * (nd - 1))
+        index = op.add(start, index)
+    if mode == "circular":
+        index = op.floor_mod(index, scalar(shape[a], "int64"))
+    index = op.broadcast_to(index, ushape)
+    return op.scatter_elements(cache, index, update, a)
 
 
 @converter("Scatter", 9)
@@ -130,12 +160,13 @@ def _depth_to_space(ctx: NodeContext, x: Expr, *, blocksize: int = 1, mode: str 
 
 @converter("SpaceToDepth", 1)
 def _space_to_depth(ctx: NodeContext, x: Expr, *, blocksize: int = 1, mode: str = "DCR") -> Expr:
-    if mode != "DCR":
+    if mode not in ("DCR", "CRD"):
         raise ctx.unsupported(f"mode={mode!r}")
     n, c, h, w = ctx.shape(x)
     b = int(blocksize)
     t = op.reshape(x, (n, c, h // b, b, w // b, b))
-    t = op.transpose(t, (0, 3, 5, 1, 2, 4))
+    # DCR puts the block offsets before the channels, CRD after them
+    t = op.transpose(t, (0, 3, 5, 1, 2, 4) if mode == "DCR" else (0, 1, 3, 5, 2, 4))
     return op.reshape(t, (n, c * b * b, h // b, w // b))
 
 

@@ -10,6 +10,7 @@ import numpy as np
 from .. import op
 from ..ir.expr import Expr
 from ._cvt_util import relu_like, round_half_to_even, scalar
+from ._narrow import cast_to
 from ._onnx_proto import onnx_dtype_name
 from ._onnx_registry import NodeContext, converter
 
@@ -316,12 +317,12 @@ def _cast(ctx: NodeContext, x: Expr, *, to: Any = None, saturate: int = 1, round
     if isinstance(to, str):  # opset 1-5 spelled the type as a string
         to = {"FLOAT": 1, "INT64": 7, "INT32": 6, "BOOL": 9, "DOUBLE": 11}.get(to.upper(), 0)
     dtype = onnx_dtype_name(int(to), ctx.where)
-    return op.cast(x, dtype)
+    return cast_to(ctx, x, dtype, saturate, round_mode)
 
 
 @converter("CastLike", 15)
 def _cast_like(ctx: NodeContext, x: Expr, like: Expr, *, saturate: int = 1, round_mode: str = ""):
-    return op.cast(x, ctx.dtype(like))
+    return cast_to(ctx, x, ctx.dtype(like), saturate, round_mode)
 
 
 del _name, _fn

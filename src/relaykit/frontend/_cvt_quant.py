@@ -1,16 +1,16 @@
 """ONNX converters: linear quantisation (``QuantizeLinear``, ``DequantizeLinear``,
-``DynamicQuantizeLinear``) to and from 8/16-bit integers, per tensor, per axis or
-blocked."""
+``DynamicQuantizeLinear``) to and from 2/4/8/16-bit integers and the float8/float4
+formats, per tensor, per axis or blocked."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from .. import op
 from ..ir.expr import Expr
+from ..ir.types import dtype_kind
 from ._cvt_util import normalize_axis, round_half_to_even, scalar
+from ._narrow import cast_to, int_range
 from ._onnx_proto import onnx_dtype_name
 from ._onnx_registry import NodeContext, converter
 
@@ -25,7 +25,7 @@ def _along(ctx: NodeContext, v: Expr, ndim: int, axis: int, block: int = 0, dim:
         axis = normalize_axis(ctx, axis, ndim)
         full = op.repeat(v, block, axis)
         return op.strided_slice(full, [0], [dim], axes=[axis])
-    if len(shape) == 0 or ndim == 0:
+    if len(shape) == 0 or ndim == 0 or tuple(shape) == (1,):
         return v
     if len(shape) == 1:
         axis = normalize_axis(ctx, axis, ndim)
@@ -34,8 +34,8 @@ def _along(ctx: NodeContext, v: Expr, ndim: int, axis: int, block: int = 0, dim:
 
 
 def _saturate(ctx: NodeContext, x: Expr, dtype: str) -> Expr:
-    info = np.iinfo(dtype)
-    return op.cast(op.clip(x, float(info.min), float(info.max)), dtype)
+    lo, hi = int_range(dtype)
+    return op.cast(op.clip(x, float(lo), float(hi)), dtype)
 
 
 @converter("QuantizeLinear", 10)
@@ -61,7 +61,14 @@ def _quantize(
         out_dt = "uint8"
     dt = ctx.dtype(scale)
     xf = x if ctx.dtype(x) == dt else op.cast(x, dt)
-    y = round_half_to_even(ctx, op.divide(xf, _along(ctx, scale, nd, axis, block_size, dim)))
+    y = op.divide(xf, _along(ctx, scale, nd, axis, block_size, dim))
+    if out_dt.startswith("float8"):  # the zero point of a float8 type is always 0
+        return cast_to(ctx, y, out_dt, saturate)
+    if dtype_kind(out_dt) == "f":  # float4: no rounding to integers, the cast rounds
+        if zero_point is not None:
+            y = op.add(y, op.cast(_along(ctx, zero_point, nd, axis, block_size, dim), dt))
+        return op.cast(y, out_dt)
+    y = round_half_to_even(ctx, y)
     if zero_point is not None:
         y = op.add(y, op.cast(_along(ctx, zero_point, nd, axis, block_size, dim), dt))
     return _saturate(ctx, y, out_dt)

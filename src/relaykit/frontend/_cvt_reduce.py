@@ -9,6 +9,7 @@ import numpy as np
 from .. import op
 from ..ir.expr import Constant, Expr
 from ._cvt_util import scalar
+from ._narrow import int_range
 from ._onnx_registry import NodeContext, converter
 
 __all__: list[str] = []
@@ -68,8 +69,8 @@ def _reduce(ctx: NodeContext, name: str, x: Expr, axes: Any, keepdims: int, noop
         value = _EMPTY[name]
         if dt.startswith("float"):
             return Constant(np.full(out_shape, value, dtype=dt))
-        info = np.iinfo(dt)
-        fill = {np.inf: info.max, -np.inf: info.min}.get(value, 0 if np.isnan(value) else value)
+        lo, hi = (False, True) if dt == "bool" else int_range(dt)
+        fill = {np.inf: hi, -np.inf: lo}.get(value, 0 if np.isnan(value) else value)
         return Constant(np.full(out_shape, fill, dtype=dt))
     if not shape:
         return _build(name, x, None, keep, dt) if name != "ReduceMax" else x

@@ -34,6 +34,7 @@ from ..ir.module import IRModule
 from ..ir.op import Op
 from ..ir.types import TensorType, TupleType, Type
 from ..runtime.ndarray import NDArray
+from ._narrow import narrow_outputs, widen_inputs
 from ._onnx_proto import onnx_dtype_name, tensor_to_numpy
 from ._onnx_registry import (
     NodeContext,
@@ -44,6 +45,10 @@ from ._onnx_registry import (
 )
 
 __all__ = ["GraphImporter", "find_unsupported"]
+
+
+def _as_list(out: Any) -> list[Any]:
+    return list(out) if isinstance(out, (list, tuple)) else [out]
 
 
 def _node_name(node: Any, index: int) -> str:
@@ -337,14 +342,17 @@ class GraphImporter:
         attrs, given = node_attributes(ctx, domain)
         check_known_attributes(fn, ctx, given)
         try:
+            inputs, narrow = widen_inputs(ctx, inputs)
             out = call_converter(fn, ctx, inputs, attrs)
+            if narrow:
+                out = narrow_outputs(ctx, _as_list(out), narrow)
         except FrontendError:
             raise
         except RelayKitError as err:
             raise ctx.fail(f"{type(err).__name__}: {err}") from None
         except (TypeError, ValueError, IndexError, KeyError) as err:
             raise ctx.fail(f"cannot convert: {type(err).__name__}: {err}") from None
-        outs = list(out) if isinstance(out, (list, tuple)) else [out]
+        outs = _as_list(out)
         memo: dict[Expr, Any] = {}
         for name, expr in zip(node.output, outs, strict=False):
             if not name:

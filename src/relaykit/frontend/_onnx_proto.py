@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import FrontendError, MissingDependencyError
+from ..ir.types import DTYPES, check_dtype
 
 __all__ = [
     "require_onnx",
@@ -57,10 +58,28 @@ _DTYPES = {
     13: "uint64",
 }
 
+# The narrow types, held by relaykit when the optional ml_dtypes package is installed.
+_ML_DTYPES = {
+    16: "bfloat16",
+    17: "float8_e4m3fn",
+    18: "float8_e4m3fnuz",
+    19: "float8_e5m2",
+    20: "float8_e5m2fnuz",
+    21: "uint4",
+    22: "int4",
+    23: "float4_e2m1fn",
+    24: "float8_e8m0fnu",
+    25: "uint2",
+    26: "int2",
+}
+_DTYPES.update({k: v for k, v in _ML_DTYPES.items() if v in DTYPES})
+
 
 def onnx_dtype_name(elem_type: int, where: str = "") -> str:
     """The relaykit dtype of an ONNX element type, or a FrontendError naming ``where``."""
     name = _DTYPES.get(int(elem_type))
+    if name is None and int(elem_type) in _ML_DTYPES:
+        check_dtype(_ML_DTYPES[int(elem_type)])  # raises: "pip install ml_dtypes"
     if name is None:
         onnx = require_onnx()
         try:

@@ -45,6 +45,7 @@ from . import (  # noqa: F401 - each module registers its converters
     _cvt_rnn,
     _cvt_shape,
     _cvt_signal,
+    _cvt_vision,
 )
 from ._onnx_importer import GraphImporter
 from ._onnx_proto import load_model_proto, require_onnx

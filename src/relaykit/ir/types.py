@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import IRError
+from ..errors import IRError, MissingDependencyError
 
 __all__ = [
     "Type",
@@ -27,7 +27,10 @@ __all__ = [
     "IncompleteType",
     "TypeVar",
     "DTYPES",
+    "ML_DTYPES",
+    "MissingDtypeError",
     "check_dtype",
+    "dtype_kind",
     "scalar_type",
 ]
 
@@ -50,6 +53,51 @@ DTYPES: dict[str, np.dtype[Any]] = {
     )
 }
 
+#: Narrow element types backed by the optional ``ml_dtypes`` package (the NumPy dtypes
+#: that onnx and JAX use for them): registered in :data:`DTYPES` when it is installed.
+ML_DTYPES: tuple[str, ...] = (
+    "bfloat16",
+    "float8_e4m3fn",
+    "float8_e4m3fnuz",
+    "float8_e5m2",
+    "float8_e5m2fnuz",
+    "float8_e8m0fnu",
+    "float4_e2m1fn",
+    "int4",
+    "uint4",
+    "int2",
+    "uint2",
+)
+
+
+def _register_ml_dtypes() -> None:
+    try:
+        import ml_dtypes
+    except ImportError:
+        return
+    for name in ML_DTYPES:
+        DTYPES[name] = np.dtype(getattr(ml_dtypes, name))
+
+
+_register_ml_dtypes()
+
+
+def dtype_kind(dtype: str) -> str:
+    """``"f"``, ``"i"``, ``"u"`` or ``"b"`` for a dtype name of :data:`DTYPES`; unlike
+    NumPy's ``dtype.kind`` this also classifies the ``ml_dtypes`` types
+    (``dtype_kind("bfloat16") == "f"``, ``dtype_kind("int4") == "i"``).
+
+    >>> dtype_kind("float32"), dtype_kind("uint8"), dtype_kind("bool")
+    ('f', 'u', 'b')
+    """
+    if dtype in ML_DTYPES:
+        return "u" if dtype.startswith("uint") else ("i" if dtype.startswith("int") else "f")
+    return DTYPES[dtype].kind
+
+
+class MissingDtypeError(IRError, MissingDependencyError):
+    """A dtype that needs the optional ``ml_dtypes`` package, which is not installed."""
+
 
 def check_dtype(dtype: Any) -> str:
     """Normalise a dtype (string, NumPy dtype or type) to its canonical name."""
@@ -60,6 +108,11 @@ def check_dtype(dtype: Any) -> str:
     except TypeError:
         name = None
     if name not in DTYPES:
+        if name in ML_DTYPES or (isinstance(dtype, str) and dtype in ML_DTYPES):
+            raise MissingDtypeError(
+                f"dtype {dtype!r} needs the ml_dtypes package: pip install ml_dtypes "
+                "(or pip install 'relaykit[onnx]')"
+            )
         known = ", ".join(DTYPES)
         raise IRError(f"unknown dtype {dtype!r}; relaykit supports: {known}")
     return name

@@ -21,6 +21,7 @@ from . import linalg as linalg
 from . import reduce as reduce  # submodules, kept out of __all__
 from . import tensor as tensor
 from . import transform as transform
+from . import vision as vision
 from ._attrs import register_attrs_without_default
 from .define import OpPattern, TypeRelError, define_op, make_call
 from .elemwise import *  # noqa: F403

@@ -20,6 +20,7 @@ from ...ir.expr import Call, Expr, TupleGetItem, TupleWrapper, const
 from ...ir.types import check_dtype
 from ..define import make_call
 from . import _ops  # noqa: F401 - registers the nn.* operators
+from ._argmax_pool import max_pool2d_with_argmax
 from ._extra_ops import avg_pool3d, lrn, max_pool3d
 
 __all__ = [
@@ -48,6 +49,7 @@ __all__ = [
     "get_pad_tuple2d",
     "lrn",
     "max_pool3d",
+    "max_pool2d_with_argmax",
     "avg_pool3d",
 ]
 
