@@ -45,7 +45,7 @@ LIGHT_MODELS = [
 def _reason(err: BaseException) -> str:
     text = str(err).splitlines()[0] if str(err) else ""
     if "element type" in text or "sequence_type" in text or "optional_type" in text:
-        return "type relaykit's IR cannot hold (bfloat16, float8, int4, string, sequence...)"
+        return "value relaykit's IR cannot hold (string tensors)"
     return type(err).__name__
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from .. import op
+from ..errors import DynamicShapeError
 from ..ir.expr import Constant, Expr, If, Tuple, TupleGetItem
 from ._cvt_util import normalize_axis
 from ._onnx_registry import NodeContext, converter
@@ -25,11 +26,14 @@ def _if(ctx: NodeContext, cond: Expr, *, then_branch: Any = None, else_branch: A
         return ctx.importer.run_subgraph(taken, [], ctx)
     then_outs = ctx.importer.run_subgraph(then_branch, [], ctx)
     else_outs = ctx.importer.run_subgraph(else_branch, [], ctx)
+    type_of = ctx.importer.type_of  # (a branch may give a sequence: a tuple)
     for k, (a, b) in enumerate(zip(then_outs, else_outs, strict=True)):
-        if ctx.type_of(a) != ctx.type_of(b):
-            raise ctx.fail(
-                f"output {k} is {ctx.type_of(a)} in then_branch but {ctx.type_of(b)} in "
-                "else_branch; relaykit's If needs both branches to have one static type"
+        if type_of(a, ctx) != type_of(b, ctx):
+            raise DynamicShapeError(
+                f"{ctx.where}: "
+                f"output {k} is {type_of(a, ctx)} in then_branch but {type_of(b, ctx)} in "
+                "else_branch; relaykit's If needs both branches to have one static type, "
+                "or its condition known at import"
             )
     flag = cond if ctx.shape(cond) == () else op.reshape(cond, ())
     if ctx.dtype(flag) != "bool":

@@ -21,7 +21,7 @@ import numpy as np
 from .. import op
 from ..errors import FrontendError
 from ..ir.expr import Constant, Expr
-from ..ir.types import DTYPES, ML_DTYPES, dtype_kind
+from ..ir.types import DTYPES, ML_DTYPES, TensorType, dtype_kind
 from ._onnx_registry import NodeContext, _domain, _schema
 
 __all__ = ["NATIVE_OPS", "widened_dtype", "widen_inputs", "narrow_outputs", "cast_to", "int_range"]
@@ -62,8 +62,8 @@ def widen_inputs(ctx: NodeContext, inputs: list[Any]) -> tuple[list[Any], dict[i
     narrow: dict[int, str] = {}
     out = list(inputs)
     for i, x in enumerate(inputs):
-        if not isinstance(x, Expr):
-            continue
+        if not isinstance(x, Expr) or not isinstance(ctx.importer.type_of(x, ctx), TensorType):
+            continue  # a sequence (tuple): its elements were narrowed where they were made
         dtype = ctx.dtype(x)
         wide = widened_dtype(dtype)
         if wide is not None:

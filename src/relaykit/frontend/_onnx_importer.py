@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import FrontendError, RelayKitError, UnsupportedOpError
+from ..errors import DynamicShapeError, FrontendError, RelayKitError, UnsupportedOpError
 from ..ir.expr import (
     Call,
     Constant,
@@ -143,6 +143,8 @@ class GraphImporter:
         self.values: dict[str, Expr] = {}
         self.params: dict[str, NDArray] = {}
         self.dynamic: dict[Expr, bool] = {}
+        #: the expressions standing for empty optionals (``Optional()`` with no input)
+        self.empty_optionals: set[Expr] = set()
 
     # -- typing and folding ----------------------------------------------------
     def _fail_type(self, ctx: NodeContext | None, message: str) -> FrontendError:
@@ -274,7 +276,7 @@ class GraphImporter:
                 dims.append(int(d.dim_value))
             else:
                 label = d.dim_param or "?"
-                raise FrontendError(
+                raise DynamicShapeError(
                     f"graph input {name!r} has a dynamic dimension {k} ({label!r}); relaykit "
                     f"needs static shapes: pass from_onnx(model, shape={{{name!r}: (...)}})"
                 )
@@ -299,6 +301,9 @@ class GraphImporter:
         for vi in self.graph.input:
             if vi.name in inits:
                 continue
+            if vi.type.WhichOneof("value") in ("sequence_type", "optional_type"):
+                self.values[vi.name] = self._bound_value(vi)
+                continue
             if vi.name in self.bound_inputs:
                 want = self._input_type(vi)
                 arr = np.asarray(self.bound_inputs[vi.name])
@@ -313,6 +318,53 @@ class GraphImporter:
             self.values[vi.name] = var
             params.append(var)
         return params + [self.values[n] for n in self.params]  # type: ignore[misc]
+
+    def empty_optional(self) -> Tuple:
+        """A new empty optional: an empty tuple that the importer remembers as one."""
+        t = Tuple([])
+        t._set_checked_type(TupleType([]))
+        self.empty_optionals.add(t)
+        return t
+
+    def _bound_value(self, vi: Any) -> Expr:
+        """A sequence or optional input. A sequence is a tuple of a length fixed at
+        import, and whether an optional holds a value is decided at import: such an input
+        must be bound (``const_inputs={name: [array, ...]}``, or None for an empty
+        optional)."""
+        kind = vi.type.WhichOneof("value")
+        if vi.name not in self.bound_inputs:
+            what = "a sequence" if kind == "sequence_type" else "an optional"
+            raise DynamicShapeError(
+                f"graph input {vi.name!r} is {what}; relaykit holds sequences as tuples "
+                "of a length fixed at import and decides optionals at import: bind it with "
+                "from_onnx(model, "
+                f"const_inputs={{{vi.name!r}: ...}})"
+            )
+        return self._constant_value(vi.name, vi.type, self.bound_inputs[vi.name])
+
+    def _constant_value(self, name: str, tp: Any, value: Any) -> Expr:
+        kind = tp.WhichOneof("value")
+        where = f"graph input {name!r}"
+        if kind == "optional_type":
+            if value is None:
+                return self.empty_optional()
+            return self._constant_value(name, tp.optional_type.elem_type, value)
+        if kind == "sequence_type":
+            if isinstance(value, np.ndarray) or not isinstance(value, (list, tuple)):
+                raise FrontendError(f"{where} is a sequence: bind it to a list of arrays")
+            fields = [self._constant_value(name, tp.sequence_type.elem_type, v) for v in value]
+            t = Tuple(fields)
+            t._set_checked_type(TupleType([f._checked_type for f in fields]))
+            return t
+        if kind != "tensor_type":
+            raise FrontendError(f"{where} holds a {kind or 'value of unknown type'}")
+        dtype = None
+        if tp.tensor_type.elem_type:
+            dtype = onnx_dtype_name(tp.tensor_type.elem_type, where)
+        arr = np.asarray(value) if dtype is None else np.asarray(value, dtype=dtype)
+        c = Constant(np.array(arr, order="C"))
+        c._set_checked_type(TensorType(arr.shape, arr.dtype.name))
+        return c
 
     def convert_nodes(self) -> None:
         nodes = list(self.graph.node)
@@ -390,6 +442,7 @@ class GraphImporter:
             raise ctx.fail(f"the body takes {len(graph.input)} inputs, got {len(inputs)}")
         child = GraphImporter(graph, self.opsets, None, self.dtype, self.freeze_params)
         child.dynamic = self.dynamic
+        child.empty_optionals = self.empty_optionals
         child.values = ChainMap({}, self.values)  # type: ignore[assignment]
         for t in graph.initializer:
             child.values[t.name] = Constant(tensor_to_numpy(t, f"initializer {t.name!r}"))

@@ -223,6 +223,10 @@ def attribute_value(attr: Any, where: str) -> Any:
         return tuple(attr.graphs)
     if t == 11:
         return attr.sparse_tensor
+    if t == 13:
+        return attr.tp
+    if t == 14:
+        return tuple(attr.type_protos)
     raise FrontendError(
         f"{where}: attribute {attr.name!r} has type "
         f"{_ATTR_TYPE_NAMES.get(t, t)}, which relaykit does not read"

@@ -54,36 +54,54 @@ class RelayKitBackendRep(BackendRep):
     """A prepared model: ``run(inputs)`` returns a tuple of NumPy arrays.
 
     A model whose shapes depend on the *values* of some inputs (a ``Range``
-    limit, a ``Reshape`` target given as an input) cannot be compiled ahead of
-    time with static shapes; such a model is specialised at ``run``: the
-    integer inputs (then, if needed, all inputs) are bound as constants and the
+    limit, a ``Reshape`` target given as an input), or on the shapes of inputs
+    declared with symbolic dimensions, or that takes sequences, cannot be
+    compiled ahead of time with static shapes; such a model is specialised at
+    ``run``: the inputs take the shapes they are run with, the integer and
+    sequence inputs (then, if needed, all inputs) are bound as constants and the
     model is imported again, once per distinct set of bound values.
     """
 
     def __init__(
-        self, mod: IRModule | None, input_names: Sequence[str], model: ModelProto | None = None
+        self,
+        mod: IRModule | None,
+        input_names: Sequence[str],
+        model: ModelProto | None = None,
+        num_outputs: int | None = None,
     ) -> None:
         self.mod = mod
         self.input_names = list(input_names)
         self.model = model
+        #: with one graph output, a tuple result is that output (a sequence), not a list
+        self.num_outputs = num_outputs if model is None else len(model.graph.output)
         self.specialized = mod is None
         self._fn = create_executor("debug", mod=mod).evaluate() if mod is not None else None
         self._cache: dict[bytes, Any] = {}
 
     def _specialised(self, args: list[Any]) -> Any:
         assert self.model is not None
-        arrays = [np.asarray(a) for a in args]
-        ints = [i for i, a in enumerate(arrays) if a.dtype.kind in "iub"]
+        # sequences (lists of arrays) are tuples of a length fixed at import
+        # (and optionals: None for an empty one), so they are always bound
+        arrays = [_as_value(a) for a in args]
+        ints = [
+            i
+            for i, a in enumerate(arrays)
+            if not isinstance(a, np.ndarray) or a.dtype.kind in "iub"
+        ]
         for bound in (ints, list(range(len(arrays)))):
-            key = repr(bound).encode() + b"".join(
-                arrays[i].tobytes() + repr(arrays[i].shape).encode() for i in bound
-            )
+            key = repr(bound).encode() + b"".join(_value_key(arrays[i]) for i in bound)
             hit = self._cache.get(key)
             if hit is not None:
                 return hit
             consts = {self.input_names[i]: arrays[i] for i in bound}
+            # inputs declared with symbolic dimensions take the shapes they are run with
+            shapes = {
+                n: a.shape
+                for n, a in zip(self.input_names, arrays, strict=True)
+                if isinstance(a, np.ndarray)
+            }
             try:
-                mod, _ = from_onnx(self.model, const_inputs=consts)
+                mod, _ = from_onnx(self.model, shape=shapes, const_inputs=consts)
             except DynamicShapeError:
                 if len(bound) == len(arrays):
                     raise
@@ -112,8 +130,27 @@ class RelayKitBackendRep(BackendRep):
             out = fn(*[args[i] for i in rest])
         else:
             out = self._fn(*args)
-        outs = out if isinstance(out, tuple) else (out,)
+        outs = out if isinstance(out, tuple) and self.num_outputs != 1 else (out,)
         return tuple(_to_numpy(o) for o in outs)
+
+
+def _as_value(value: Any) -> Any:
+    """An input as a NumPy array, a list of them (a sequence) or None (an empty optional)."""
+    if value is None:
+        return None
+    if isinstance(value, (list, tuple)):
+        return [_as_value(v) for v in value]
+    return np.asarray(value)
+
+
+def _value_key(value: Any) -> bytes:
+    """Bytes that identify an input's value, dtype and shape (a sequence's: all of its
+    elements and its length)."""
+    if value is None:
+        return b"None"
+    if isinstance(value, list):
+        return b"[%d]" % len(value) + b"".join(_value_key(v) for v in value)
+    return value.tobytes() + repr((value.dtype.str, value.shape)).encode()
 
 
 def _to_numpy(value: Any) -> Any:
@@ -136,7 +173,7 @@ class RelayKitBackend(Backend):
             mod, _ = from_onnx(model, shape=shape, freeze_params=True)
         except DynamicShapeError:
             return RelayKitBackendRep(None, names, model)
-        return RelayKitBackendRep(_optimize(mod), names)
+        return RelayKitBackendRep(_optimize(mod), names, num_outputs=len(model.graph.output))
 
     @classmethod
     def run_node(

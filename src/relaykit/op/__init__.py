@@ -18,6 +18,7 @@ from . import annotation, image, nn
 from . import elemwise as elemwise
 from . import indexing as indexing
 from . import linalg as linalg
+from . import ml as ml
 from . import reduce as reduce  # submodules, kept out of __all__
 from . import tensor as tensor
 from . import transform as transform

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import IRError
 from ..ir.attrs import Attrs
-from ..ir.types import DTYPES, TensorType, TupleType, Type, check_dtype
+from ..ir.types import DTYPES, TensorType, TupleType, Type, check_dtype, dtype_kind
 from .define import TypeRelError
 
 __all__ = [
@@ -39,7 +39,9 @@ __all__ = [
     "FLOAT_DTYPES",
 ]
 
-FLOAT_DTYPES = frozenset(n for n, d in DTYPES.items() if d.kind == "f")
+# dtype_kind, not NumPy's kind: NumPy calls bfloat16 and most float8 types "V" (void) but
+# float8_e5m2 "f", so only the relaykit classification puts all ml_dtypes floats here.
+FLOAT_DTYPES = frozenset(n for n in DTYPES if dtype_kind(n) == "f")
 INT_DTYPES = frozenset(n for n, d in DTYPES.items() if d.kind in "iu")
 
 _ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth")

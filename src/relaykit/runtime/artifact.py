@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ArtifactCorruptError, ArtifactError, ArtifactVersionError, RelayKitError
-from ..ir.types import DTYPES
+from ..ir.types import DTYPES, ML_DTYPES
 from .module import Module, ModuleBlob, module_loaders
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "export_module", "load_module", "read_manifest"]
@@ -82,6 +82,16 @@ class _HashingWriter:
         return {"size": self.size, "sha256": self.sha.hexdigest()}
 
 
+def _storage_view(arr: np.ndarray) -> np.ndarray:
+    """``.npy`` has no descriptor for the ``ml_dtypes`` types (bfloat16, float8, int4, ...):
+    ``np.load`` returns bfloat16 as raw void and rejects float8_e5m2's ``<f1``. Such an array
+    is stored as the unsigned integers of its width; the manifest keeps its dtype name and
+    loading views the bits back (:func:`_restore_ml_dtype`)."""
+    if arr.dtype.name in ML_DTYPES:
+        return arr.view(f"uint{8 * arr.dtype.itemsize}")
+    return arr
+
+
 def _write_blob(
     zf: zipfile.ZipFile, i: int, blob: ModuleBlob, members: dict[str, Any]
 ) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
@@ -105,7 +115,7 @@ def _write_blob(
         member = f"modules/{i}/arrays/{j}.npy"
         with zf.open(member, "w", force_zip64=True) as raw:
             w = _HashingWriter(raw)
-            np.save(w, arr, allow_pickle=False)
+            np.save(w, _storage_view(arr), allow_pickle=False)
         members[member] = w.record()
         arrays[name] = {"member": member, "dtype": arr.dtype.name, "shape": list(arr.shape)}
     return files, arrays
@@ -288,6 +298,23 @@ def _loader(type_key: str, provider: str, path: str) -> Any:
     return loader
 
 
+def _restore_ml_dtype(arr: np.ndarray, dtype: Any) -> np.ndarray:
+    """Reinterpret the stored bits of an ``ml_dtypes`` array (see :func:`_storage_view`; older
+    files hold raw void, ``V2``/``V1``) as the dtype the manifest records; any other array is
+    returned unchanged."""
+    if dtype not in ML_DTYPES or arr.dtype.names is not None or arr.dtype.kind not in "uV":
+        return arr
+    target = DTYPES.get(dtype)
+    if target is None:  # written where ml_dtypes was installed, read where it is not
+        raise ArtifactError(
+            f"the module file holds a {dtype} array, which needs the ml_dtypes package: "
+            "pip install ml_dtypes"
+        )
+    if target.itemsize != arr.dtype.itemsize:
+        return arr  # reported as a type mismatch by the caller
+    return arr.view(target)
+
+
 def _load_array(data: bytes, rec: Any, path: str, name: str) -> np.ndarray:
     _expect(isinstance(rec, dict), path, f"array record {name!r} is malformed")
     try:
@@ -295,6 +322,7 @@ def _load_array(data: bytes, rec: Any, path: str, name: str) -> np.ndarray:
     except (ValueError, OSError, EOFError) as err:
         raise _corrupt(path, f"array {name!r} cannot be read ({err})") from None
     _expect(isinstance(arr, np.ndarray), path, f"member of array {name!r} is not an array")
+    arr = _restore_ml_dtype(arr, rec.get("dtype"))
     _expect(arr.dtype.name in DTYPES, path, f"array {name!r} has unsupported dtype {arr.dtype}")
     _expect(
         arr.dtype.name == rec.get("dtype") and list(arr.shape) == rec.get("shape"),
