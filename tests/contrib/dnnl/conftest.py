@@ -36,13 +36,11 @@ def _why_unavailable() -> str | None:
     return None
 
 
-SKIP_REASON = _why_unavailable()
-
-
 @pytest.fixture(autouse=True)
 def _dnnl_available() -> Iterator[None]:
-    if SKIP_REASON is not None:
-        pytest.skip(f"the dnnl backend is not available: {SKIP_REASON}")
+    reason = _why_unavailable()
+    if reason is not None:
+        pytest.skip(f"the dnnl backend is not available: {reason}")
     ensure_registered()  # inside the registries the parent conftest scoped
     yield
 

@@ -24,9 +24,11 @@ from ...ir.functor import post_order
 from ...ir.op import Op
 from ...transform.pass_infra import PassContext
 from .fuse import optimize
-from .lower import lower_function
+from .lower import lower_function, op_name
 from .module import DnnlModule
+from .program import Program
 from .region import DnnlRegion
+from .tune import fastest_build
 
 __all__ = ["dnnl_codegen", "compile_region", "region_ops", "OPTIONS_KEY"]
 
@@ -40,7 +42,7 @@ def region_ops(func: Function) -> list[str]:
     for node in post_order(func.body, skip=lambda n: type(n) is Function):
         if type(node) is Call:
             if type(node.op) is Op:
-                names.append(node.op.name)
+                names.append(op_name(node))
             elif type(node.op) is Function:
                 names.append(str(node.op.attrs.get("Composite", "function")))
     return names
@@ -53,7 +55,8 @@ def _symbol(func: Function) -> str:
     return str(symbol)
 
 
-LAYOUTS = ("auto", "nhwc", "blocked")
+#: Layout choices: "auto" tunes (see :mod:`.tune`), the others are fixed.
+LAYOUTS = ("auto", "nhwc", "blocked", "any")
 
 
 def compile_region(
@@ -64,17 +67,24 @@ def compile_region(
 ) -> DnnlRegion:
     """Lower, fuse and compile one partitioned (typed) function.
 
-    ``layout`` is the activation layout convolutions prefer: ``"auto"`` lets oneDNN
-    choose, ``"nhwc"`` or ``"blocked"`` (nChw16c) ask for one.
+    ``layout`` is the activation layout of convolutions: ``"nhwc"``, ``"blocked"``
+    (nChw16c; concatenations run in place), ``"any"`` (oneDNN picks the first one, the
+    rest follow), or ``"auto"`` (default): the fastest of a few builds, timed on random
+    inputs (:func:`.tune.fastest_build`).
     """
     if layout not in LAYOUTS:
         raise CodegenError(f"dnnl: layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
     symbol = name or _symbol(func)
     program = optimize(lower_function(func))
+    ops = region_ops(func)
+
+    def build(p: Program) -> DnnlRegion:
+        return DnnlRegion.from_program(p, name=symbol, num_threads=num_threads, ops=ops)
+
+    if layout == "auto":
+        return fastest_build(program, build)
     program.layout = layout
-    return DnnlRegion.from_program(
-        program, name=symbol, num_threads=num_threads, ops=region_ops(func)
-    )
+    return build(program)
 
 
 def _options() -> dict[str, Any]:
@@ -99,7 +109,7 @@ def dnnl_codegen(
     if num_threads is None:
         num_threads = opts.get("num_threads")
     if layout is None:
-        layout = opts.get("layout", "auto")
+        layout = str(opts.get("layout", "auto"))
     regions: dict[str, DnnlRegion] = {}
     for func in funcs:
         symbol = _symbol(func)

@@ -78,7 +78,7 @@ def _wheel_file(dist_name: str, suffix: str) -> tuple[Path | None, str | None]:
         return None, None
     for f in dist.files or ():
         if str(f).replace("\\", "/").endswith(suffix):
-            path = Path(dist.locate_file(f)).resolve()
+            path = Path(str(dist.locate_file(f))).resolve()
             if path.exists():
                 return path, dist.version
     return None, dist.version

@@ -22,7 +22,7 @@ always lower.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Union
+from typing import Any, Union, cast
 
 import numpy as np
 
@@ -33,7 +33,15 @@ from ...ir.op import Op
 from ...ir.types import TensorType, TupleType
 from .program import Node, Program
 
-__all__ = ["lower_function", "ELTWISE_OPS", "BINARY_OPS", "COMMUTATIVE", "pair", "pad4"]
+__all__ = [
+    "lower_function",
+    "op_name",
+    "ELTWISE_OPS",
+    "BINARY_OPS",
+    "COMMUTATIVE",
+    "pair",
+    "pad4",
+]
 
 Value = Union[int, tuple["Value", ...]]  # noqa: UP007 (a runtime alias)
 
@@ -62,6 +70,11 @@ BINARY_OPS: dict[str, str] = {
 }
 
 COMMUTATIVE = frozenset({"add", "multiply", "maximum", "minimum"})
+
+
+def op_name(call: Call) -> str:
+    """The operator name of an operator call."""
+    return cast(Op, call.op).name
 
 
 def _shape(expr: Expr) -> tuple[int, ...]:
@@ -133,33 +146,32 @@ class _Lowerer:
         return memo[id(root)]
 
     def visit(self, node: Expr, env: dict[Var, Value], memo: dict[int, Value]) -> Value:
-        kind = type(node)
-        if kind is Var:
-            try:
-                return env[node]
-            except KeyError:
-                raise CodegenError(f"dnnl: free variable {node.name_hint} in a region") from None
-        if kind is Constant:
-            return self.p.add_constant(node.data.numpy())
-        if kind is Tuple:
-            return tuple(memo[id(f)] for f in node.fields)
-        if kind is TupleGetItem:
-            value = memo[id(node.tuple_value)]
-            if not isinstance(value, tuple):
-                raise CodegenError("dnnl: TupleGetItem of a tensor")
-            return value[node.index]
-        if kind is Call:
+        if isinstance(node, Call):
             args = [memo[id(a)] for a in node.args]
             op = node.op
-            if type(op) is Function:
+            if isinstance(op, Function):
                 inner = dict(zip(op.params, args, strict=True))
                 return self.evaluate(op.body, inner)
-            if type(op) is Op:
+            if isinstance(op, Op):
                 fn = _LOWER.get(op.name)
                 if fn is None:
                     raise CodegenError(f"dnnl: no lowering for operator {op.name}")
                 return fn(self, node, args)
-        raise CodegenError(f"dnnl: cannot lower a {kind.__name__} inside a region")
+        elif isinstance(node, Var):
+            try:
+                return env[node]
+            except KeyError:
+                raise CodegenError(f"dnnl: free variable {node.name_hint} in a region") from None
+        elif isinstance(node, Constant):
+            return self.p.add_constant(node.data.numpy())
+        elif isinstance(node, Tuple):
+            return tuple(memo[id(f)] for f in node.fields)
+        elif isinstance(node, TupleGetItem):
+            value = memo[id(node.tuple_value)]
+            if not isinstance(value, tuple):
+                raise CodegenError("dnnl: TupleGetItem of a tensor")
+            return value[node.index]
+        raise CodegenError(f"dnnl: cannot lower a {type(node).__name__} inside a region")
 
 
 # -- operator lowerings -----------------------------------------------------------------------
@@ -187,16 +199,15 @@ def _dense(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
 
 
 def _binary(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
-    name = call.op.name
+    name = op_name(call)
     a, b = lw.tensor(args[0], name), lw.tensor(args[1], name)
     out = _shape(call)
     if lw.p.shapes[a] != out:
         if name in COMMUTATIVE and lw.p.shapes[b] == out:
             a, b = b, a
-        elif name == "subtract" and lw.const(a) is not None and lw.const(a).size == 1:
+        elif name == "subtract" and (c := lw.const(a)) is not None and c.size == 1:
             # c - x = -1 * x + c
-            c = float(lw.const(a).reshape(()))
-            return lw.emit("eltwise", [b], out, alg="linear", alpha=-1.0, beta=c)
+            return lw.emit("eltwise", [b], out, alg="linear", alpha=-1.0, beta=float(c.item()))
         else:
             raise CodegenError(f"dnnl: {name} whose first operand broadcasts")
     b = lw.as_rank(b, len(out))
@@ -218,8 +229,8 @@ def _bias_add(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
 
 
 def _eltwise(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
-    alg, alpha, beta = ELTWISE_OPS[call.op.name](call.attrs)
-    x = lw.tensor(args[0], call.op.name)
+    alg, alpha, beta = ELTWISE_OPS[op_name(call)](call.attrs)
+    x = lw.tensor(args[0], op_name(call))
     return lw.emit("eltwise", [x], _shape(call), alg=alg, alpha=alpha, beta=beta)
 
 
@@ -253,7 +264,7 @@ def _dropout(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
 
 def _pool(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
     a = call.attrs
-    x = lw.tensor(args[0], call.op.name)
+    x = lw.tensor(args[0], op_name(call))
     n, c, h, w = lw.p.shapes[x]
     out = _shape(call)
     kh, kw = pair(a.pool_size)
@@ -263,7 +274,7 @@ def _pool(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
     oh, ow = out[2], out[3]
     eh = max(0, (oh - 1) * sh + (kh - 1) * dh + 1 - (h + pt + pb))
     ew = max(0, (ow - 1) * sw + (kw - 1) * dw + 1 - (w + pl + pr))
-    if call.op.name == "nn.max_pool2d":
+    if op_name(call) == "nn.max_pool2d":
         alg = "max"
     elif a.count_include_pad and (eh or ew) == 0:
         alg = "avg_include"
@@ -278,9 +289,9 @@ def _pool(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
 
 
 def _global_pool(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
-    x = lw.tensor(args[0], call.op.name)
+    x = lw.tensor(args[0], op_name(call))
     _, _, h, w = lw.p.shapes[x]
-    alg = "max" if "max" in call.op.name else "avg_exclude"
+    alg = "max" if "max" in op_name(call) else "avg_exclude"
     return lw.emit(
         "pool", [x], _shape(call), alg=alg, kernel=[h, w], strides=[1, 1], dilation=[1, 1],
         pad_l=[0, 0], pad_r=[0, 0],
@@ -288,13 +299,13 @@ def _global_pool(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
 
 
 def _adaptive_pool(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
-    x = lw.tensor(args[0], call.op.name)
+    x = lw.tensor(args[0], op_name(call))
     _, _, h, w = lw.p.shapes[x]
     out = _shape(call)
     oh, ow = out[2], out[3]
     if h % oh or w % ow:
         raise CodegenError("dnnl: adaptive pooling whose output size does not divide the input")
-    alg = "max" if "max" in call.op.name else "avg_exclude"
+    alg = "max" if "max" in op_name(call) else "avg_exclude"
     return lw.emit(
         "pool", [x], out, alg=alg, kernel=[h // oh, w // ow], strides=[h // oh, w // ow],
         dilation=[1, 1], pad_l=[0, 0], pad_r=[0, 0],
@@ -302,10 +313,10 @@ def _adaptive_pool(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
 
 
 def _softmax(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
-    x = lw.tensor(args[0], call.op.name)
+    x = lw.tensor(args[0], op_name(call))
     out = _shape(call)
     axis = int(call.attrs.axis) % len(out)
-    return lw.emit("softmax", [x], out, axis=axis, log=int(call.op.name == "nn.log_softmax"))
+    return lw.emit("softmax", [x], out, axis=axis, log=int(op_name(call) == "nn.log_softmax"))
 
 
 def _concatenate(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
@@ -321,7 +332,7 @@ def _concatenate(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
 
 
 def _reshape(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
-    x = lw.tensor(args[0], call.op.name)
+    x = lw.tensor(args[0], op_name(call))
     out = _shape(call)
     if lw.p.shapes[x] == out:
         return x

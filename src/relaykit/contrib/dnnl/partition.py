@@ -42,7 +42,9 @@ def pre_partition_passes() -> list[Pass]:
     return passes
 
 
-def optimize_for_dnnl(mod: IRModule, params: Mapping[str, Any] | None = None) -> IRModule:
+def optimize_for_dnnl(
+    mod: IRModule | Function, params: Mapping[str, Any] | None = None
+) -> IRModule:
     """Bind ``params`` and run :func:`pre_partition_passes` (the codegen's optimize hook)."""
     if isinstance(mod, Function):
         mod = IRModule.from_expr(mod)

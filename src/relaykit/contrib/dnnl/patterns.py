@@ -23,12 +23,14 @@ are for TVM-compatible partitioning and for ``explain``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from ...byoc import Decline
 from ...dataflow_pattern import DFPattern, is_constant, is_op, wildcard
 from ...ir.expr import Call, Expr
 from ...ir.op import Op
+from ...ir.types import TensorType
+from .lower import op_name
 from .rules import check_call
 
 __all__ = ["pattern_table", "ACTIVATIONS"]
@@ -62,7 +64,7 @@ def _pattern_calls(root: Expr) -> list[Call]:
         if type(node) is not Call or type(node.op) is not Op:
             continue
         calls.append(node)
-        if depth + 1 < _MAX_DEPTH and node.op.name not in _ANCHORS:
+        if depth + 1 < _MAX_DEPTH and op_name(node) not in _ANCHORS:
             frontier.extend((a, depth + 1) for a in node.args)
     return calls
 
@@ -70,7 +72,7 @@ def _pattern_calls(root: Expr) -> list[Call]:
 def _check(root: Expr) -> bool | Decline:
     """Accept a match when the dnnl rules accept its convolution / dense calls and root."""
     for call in _pattern_calls(root):
-        if call.op.name in _ANCHORS or call is root:
+        if op_name(call) in _ANCHORS or call is root:
             verdict = check_call(call)
             if not verdict:
                 return verdict
@@ -85,9 +87,10 @@ def _check_shuffle(root: Expr) -> bool:
     first = transpose.args[0]
     if type(first) is not Call:
         return False
-    src = tuple(first.args[0].checked_type.shape)
-    mid = tuple(first.checked_type.shape)
-    out = tuple(root.checked_type.shape)
+    types = [first.args[0].checked_type, first.checked_type, root.checked_type]
+    if not all(isinstance(t, TensorType) for t in types):
+        return False
+    src, mid, out = (tuple(cast(TensorType, t).shape) for t in types)
     axes = transpose.attrs.axes
     return (
         len(src) == 4
@@ -96,7 +99,7 @@ def _check_shuffle(root: Expr) -> bool:
         and (mid[0], mid[1] * mid[2], mid[3], mid[4]) == src
         and axes is not None
         and [int(a) for a in axes] == [0, 2, 1, 3, 4]
-        and first.checked_type.dtype == "float32"
+        and cast(TensorType, types[0]).dtype == "float32"
     )
 
 
@@ -107,9 +110,9 @@ def pattern_table() -> list[tuple[str, DFPattern, Callable[[Expr], Any]]]:
     conv_sum = is_op("add")(conv_bias, wildcard())
     table.append(("dnnl.conv2d_bias_sum_relu", is_op("nn.relu")(conv_sum), _check))
     table.append(("dnnl.conv2d_bias_sum", conv_sum, _check))
-    for op_name, kind in (("nn.conv2d", "conv2d"), ("nn.dense", "dense")):
-        plain = _anchor(op_name)
-        bias = _with_bias(_anchor(op_name))
+    for anchor, kind in (("nn.conv2d", "conv2d"), ("nn.dense", "dense")):
+        plain = _anchor(anchor)
+        bias = _with_bias(_anchor(anchor))
         for act, act_op in ACTIVATIONS.items():
             table.append((f"dnnl.{kind}_bias_{act}", is_op(act_op)(bias), _check))
         for act, act_op in ACTIVATIONS.items():

@@ -30,7 +30,7 @@ transpose  ``perm``
 >>> p.nodes.append(Node("eltwise", [x], y, {"alg": "relu"}))
 >>> p.outputs.append(y)
 >>> p.to_json()
-'{"format":"relaykit.dnnl","version":1,"layout":"auto","tensors":[[1,4],[1,4]],"inputs":[0],"outputs":[1],"constants":[],"nodes":[{"op":"eltwise","in":[0],"out":1,"alg":"relu"}]}'
+'{"format":"relaykit.dnnl","version":1,"layout":"any","tensors":[[1,4],[1,4]],"inputs":[0],"outputs":[1],"constants":[],"nodes":[{"op":"eltwise","in":[0],"out":1,"alg":"relu"}]}'
 """
 
 from __future__ import annotations
@@ -85,8 +85,8 @@ class Program:
     outputs: list[int] = field(default_factory=list)
     constants: dict[int, np.ndarray] = field(default_factory=dict)
     nodes: list[Node] = field(default_factory=list)
-    #: Activation layout of convolutions: "auto" (oneDNN chooses), "nhwc" or "blocked".
-    layout: str = "auto"
+    #: Activation layout of convolutions: "any" (oneDNN chooses), "nhwc" or "blocked".
+    layout: str = "any"
 
     def new_tensor(self, shape: tuple[int, ...]) -> int:
         self.shapes.append(tuple(int(d) for d in shape))

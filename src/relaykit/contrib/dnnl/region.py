@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -58,6 +59,8 @@ class DnnlRegion:
             self.input_shapes = [shapes[t] for t in doc["inputs"]]
             self.output_shapes = [shapes[t] for t in doc["outputs"]]
             const_shapes = [shapes[t] for t in doc["constants"]]
+            #: The activation layout the region was built with ("nhwc", "blocked", "any").
+            self.layout = str(doc.get("layout", "any"))
         except (ValueError, KeyError, TypeError, IndexError) as err:
             raise CodegenError(f"dnnl region {name!r}: malformed program ({err})") from None
         self.constants = [np.ascontiguousarray(c, dtype=np.float32) for c in constants]
@@ -77,6 +80,8 @@ class DnnlRegion:
             )
         self._handle: int | None = handle
         self._run = dll.rkdnnl_run
+        # A region's buffers are its own: concurrent calls take turns.
+        self._lock = threading.Lock()
         self._n_in = len(self.input_shapes)
         self._n_out = len(self.output_shapes)
 
@@ -130,9 +135,12 @@ class DnnlRegion:
         outs = self._alloc_outputs(out)
         ins = (ctypes.c_void_p * max(1, self._n_in))(*[a.ctypes.data for a in arrays])
         ots = (ctypes.c_void_p * max(1, self._n_out))(*[o.ctypes.data for o in outs])
-        if self._run(self._handle, ins, ots) != 0:
+        with self._lock:
+            failed = self._run(self._handle, ins, ots) != 0
+            error = self._runtime.last_error() if failed else ""
+        if failed:
             raise BackendExecutionError(
-                f"dnnl region {self.name!r} failed: {self._runtime.last_error()}"
+                f"dnnl region {self.name!r} failed: {error}"
                 + (f" (ops: {', '.join(self.ops)})" if self.ops else "")
             )
         return outs
@@ -150,13 +158,14 @@ class DnnlRegion:
         outs = self._alloc_outputs(outputs)
         ins = (ctypes.c_void_p * max(1, self._n_in))(*[a.ctypes.data for a in arrays])
         ots = (ctypes.c_void_p * max(1, self._n_out))(*[o.ctypes.data for o in outs])
-        run, handle, keep = self._run, self._handle, (arrays, outs, self)
+        run, handle, lock, keep = self._run, self._handle, self._lock, (arrays, outs, self)
 
         def call() -> None:
-            if run(handle, ins, ots) != 0:
-                raise BackendExecutionError(
-                    f"dnnl region {keep[2].name!r} failed: {keep[2]._runtime.last_error()}"
-                )
+            with lock:
+                failed = run(handle, ins, ots) != 0
+                error = keep[2]._runtime.last_error() if failed else ""
+            if failed:
+                raise BackendExecutionError(f"dnnl region {keep[2].name!r} failed: {error}")
 
         return call
 
@@ -182,10 +191,11 @@ class DnnlRegion:
         times = (ctypes.c_double * max(1, n))()
         ins = (ctypes.c_void_p * max(1, self._n_in))(*[a.ctypes.data for a in arrays])
         ots = (ctypes.c_void_p * max(1, self._n_out))(*[o.ctypes.data for o in outs])
-        if dll.rkdnnl_profile(self._handle, ins, ots, times) != 0:
-            raise BackendExecutionError(
-                f"dnnl region {self.name!r} failed: {self._runtime.last_error()}"
-            )
+        with self._lock:
+            failed = dll.rkdnnl_profile(self._handle, ins, ots, times) != 0
+            error = self._runtime.last_error() if failed else ""
+        if failed:
+            raise BackendExecutionError(f"dnnl region {self.name!r} failed: {error}")
         return list(zip(self.steps(), list(times)[:n], strict=True))
 
     @property
@@ -196,5 +206,5 @@ class DnnlRegion:
     def __repr__(self) -> str:
         return (
             f"<DnnlRegion {self.name} inputs={self.input_shapes} outputs={self.output_shapes} "
-            f"threads={self.num_threads}>"
+            f"layout={self.layout} threads={self.num_threads}>"
         )

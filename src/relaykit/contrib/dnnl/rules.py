@@ -22,7 +22,7 @@ decline('dtype float16: the dnnl backend runs float32 only')
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -30,7 +30,7 @@ from ...byoc import Decline, decline
 from ...ir.expr import Call, Constant, Expr
 from ...ir.op import default_registry, register_op_attr
 from ...ir.types import TensorType, TupleType, Type
-from .lower import BINARY_OPS, COMMUTATIVE, ELTWISE_OPS, pad4, pair
+from .lower import BINARY_OPS, COMMUTATIVE, ELTWISE_OPS, op_name, pad4, pair
 
 __all__ = ["RULES", "register_rules", "rules_registered", "check_call", "TARGET"]
 
@@ -73,7 +73,7 @@ def _check_tensors(call: Call) -> Decline | None:
 
 
 def _shape(expr: Expr) -> tuple[int, ...]:
-    return tuple(expr.checked_type.shape)
+    return tuple(cast(TensorType, expr.checked_type).shape)
 
 
 def _constant(expr: Expr, what: str) -> Decline | None:
@@ -125,7 +125,7 @@ def _pool2d(call: Call) -> Verdict:
     a = call.attrs
     if a.layout != "NCHW" or a.out_layout not in ("", "NCHW"):
         return decline(f"layout {a.layout}: the dnnl backend pools NCHW tensors")
-    if call.op.name == "nn.avg_pool2d" and a.count_include_pad and a.ceil_mode:
+    if op_name(call) == "nn.avg_pool2d" and a.count_include_pad and a.ceil_mode:
         h, w = _shape(call.args[0])[2:]
         oh, ow = _shape(call)[2:]
         (kh, kw), (sh, sw), (dh, dw) = pair(a.pool_size), pair(a.strides), pair(a.dilation)
@@ -160,7 +160,7 @@ def _adaptive_pool2d(call: Call) -> Verdict:
 
 
 def _binary(call: Call) -> Verdict:
-    name = call.op.name
+    name = op_name(call)
     out = _shape(call)
     lhs, rhs = _shape(call.args[0]), _shape(call.args[1])
     if not out:
@@ -220,9 +220,9 @@ RULES: dict[str, Callable[[Call], Verdict]] = {
 
 def check_call(call: Call) -> Verdict:
     """What the dnnl backend says about one typed operator call."""
-    rule = RULES.get(call.op.name)
+    rule = RULES.get(op_name(call))
     if rule is None:
-        return decline(f"{call.op.name} has no oneDNN primitive in this backend")
+        return decline(f"{op_name(call)} has no oneDNN primitive in this backend")
     reason = _check_tensors(call)
     if reason is not None:
         return reason
@@ -244,13 +244,13 @@ _INSTALLED: dict[str, Callable[[Call], Verdict]] = {}
 def register_rules() -> None:
     """Install the ``target.dnnl`` rule of every supported operator that has none yet
     (a rule the user registered for an operator is kept)."""
-    for op_name in RULES:
-        if op_name not in default_registry or default_registry.get_attr(op_name, _KEY):
+    for name in RULES:
+        if name not in default_registry or default_registry.get_attr(name, _KEY):
             continue
-        rule = _INSTALLED.get(op_name)
+        rule = _INSTALLED.get(name)
         if rule is None:
-            rule = _INSTALLED[op_name] = _rule_for(op_name)
-        register_op_attr(op_name, _KEY, rule)
+            rule = _INSTALLED[name] = _rule_for(name)
+        register_op_attr(name, _KEY, rule)
 
 
 def rules_registered() -> bool:

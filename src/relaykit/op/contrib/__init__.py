@@ -121,3 +121,12 @@ def get_pattern_table(compiler: str) -> list[tuple[Any, ...]] | None:
 def list_pattern_tables() -> list[str]:
     """Names of the compilers that registered a pattern table."""
     return pattern_table_registry.names()
+
+
+def __getattr__(name: str) -> Any:
+    # Backends shipped with relaykit: relay.op.contrib.dnnl.partition_for_dnnl etc.
+    if name in ("dnnl",):
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

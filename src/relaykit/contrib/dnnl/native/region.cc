@@ -1,12 +1,16 @@
 // relaykit oneDNN region runtime.
 //
 // One compiled library serves every region of every model: a region arrives
-// as a small JSON program (written by relaykit/contrib/dnnl/lower.py) plus
-// pointers to its constants. rkdnnl_create builds the oneDNN primitives once
-// (memory formats chosen by oneDNN through format_tag::any, weights reordered
-// once, reorders only where a consumer needs another layout or at the region
-// boundary), plans the intermediate buffers by liveness, and rkdnnl_run then
-// executes the whole region in one native call.
+// as a small JSON program (written by relaykit/contrib/dnnl/lower.py and
+// fuse.py) plus pointers to its constants. rkdnnl_create builds the oneDNN
+// primitives once: convolution and inner-product layouts are chosen by oneDNN
+// (format_tag::any) or by the program's "layout" (nhwc / nChw16c), other
+// primitives keep their input's layout, so reorders happen only where a
+// consumer needs another layout and at the region boundary; weights are
+// reordered once; channel concatenations run in place in nChw16c (each input
+// written into its slice of the output); residual adds accumulate into the
+// residual's buffer (sum post-op). It then plans the intermediate buffers by
+// liveness, and rkdnnl_run executes the whole region in one native call.
 //
 // C ABI (all functions catch every exception; on failure they return
 // NULL / nonzero and rkdnnl_last_error() says why):
@@ -22,6 +26,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 #include <omp.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <chrono>
@@ -194,6 +199,18 @@ class JsonParser {
 
 // ------------------------------------------------------------- helpers ----
 
+// A buffer for weights or activations: 2 MiB-aligned and backed by huge pages when big
+// (fewer TLB misses streaming VGG's 400 MB of dense weights), else page-aligned.
+void* alloc_buffer(size_t bytes) {
+  const size_t huge = size_t(2) << 20;
+  size_t align = bytes >= huge ? huge : 4096;
+  size_t size = (bytes + align - 1) / align * align;
+  void* p = std::aligned_alloc(align, size ? size : align);
+  if (!p) throw Error("out of memory allocating " + std::to_string(bytes) + " bytes");
+  if (align == huge) madvise(p, size, MADV_HUGEPAGE);
+  return p;
+}
+
 tag plain_tag(size_t ndims) {
   switch (ndims) {
     case 1: return tag::a;
@@ -313,7 +330,8 @@ class Region {
   }
 
   ~Region() {
-    for (void* b : buffers_) std::free(b);
+    std::free(weights_);
+    std::free(arena_);
   }
 
   void run(void* const* inputs, void* const* outputs, double* step_ms) {
@@ -350,13 +368,21 @@ class Region {
   std::vector<Phys> phys_;
   std::vector<Step> steps_;
   std::vector<ExtBinding> ext_;
-  std::vector<std::unique_ptr<float[], void (*)(void*)>> owned_;
-  std::vector<void*> buffers_;
+  // Weights in the layouts the primitives want: reordered once, into one arena.
+  struct ConstReorder {
+    memory::desc from_md;
+    void* from_ptr;
+    int phys;
+  };
+  std::vector<ConstReorder> const_reorders_;
+  void* weights_ = nullptr;  // arena of the reordered constants
+  void* arena_ = nullptr;    // arena of the intermediate buffers and the scratchpad
+  long long weight_bytes_ = 0;
   size_t scratch_bytes_ = 0;
   void* scratch_ = nullptr;
   long long arena_bytes_ = 0;
   int node_index_ = 0;
-  std::string layout_ = "auto";  // "auto" (oneDNN chooses), "nhwc" or "blocked"
+  std::string layout_ = "any";  // "any" (oneDNN chooses), "nhwc" or "blocked"
   // Concatenation in place: an input of such a concat lives inside the concat's buffer.
   std::vector<int> concat_parent_;      // logical tensor -> concat output holding it, or -1
   std::vector<size_t> concat_offset_;   // its byte offset there
@@ -380,7 +406,7 @@ class Region {
     if (prog.at("format").s() != "relaykit.dnnl")
       throw Error("not a relaykit dnnl program");
     if (const Json* layout = prog.find("layout")) layout_ = layout->s();
-    if (layout_ != "auto" && layout_ != "nhwc" && layout_ != "blocked")
+    if (layout_ != "any" && layout_ != "nhwc" && layout_ != "blocked")
       throw Error("program: unknown layout '" + layout_ + "'");
     for (const auto& t : prog.at("tensors").items) dims_.push_back(to_dims(t.ints()));
     size_t n = dims_.size();
@@ -559,15 +585,8 @@ class Region {
       if (phys_[p].md == md) return p;
     int src = primary(t);
     if (phys_[src].kind == Kind::Const) {
-      size_t bytes = md.get_size();
-      float* data = static_cast<float*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
-      if (!data) throw Error("out of memory reordering a constant");
-      owned_.emplace_back(data, std::free);
-      memory from(phys_[src].md, eng_, phys_[src].ptr);
-      memory to(md, eng_, data);
-      dnnl::reorder(from, to).execute(strm_, from, to);
-      strm_.wait();
-      int p = new_phys(md, Kind::Const, -1, data);
+      int p = new_phys(md, Kind::Const);
+      const_reorders_.push_back({phys_[src].md, phys_[src].ptr, p});
       versions_[t].push_back(p);
       return p;
     }
@@ -743,6 +762,12 @@ class Region {
     // 1. Keep the layout the data is already in (no reorders), when a fast kernel takes it;
     //    the plain layout of a region input does not count (it is only where data enters).
     const memory::desc& have = md_of(src);
+    // 0. The layout tuning chose for this convolution ("nhwc" or "blocked").
+    if (const Json* hint = node.find("layout")) {
+      tag t = hint->s() == "nhwc" ? tag::acdb : tag::aBcd16b;
+      memory::desc d = concat_parent_[o] >= 0 ? preferred_for(o) : memory::desc(dims_[o], dt::f32, t);
+      attempt(memory::desc(dims_[src], dt::f32, t), d);
+    }
     bool entering = phys_[primary(src)].kind != Kind::Internal && have == plain_md(dims_[src]);
     memory::desc flow_dst = concat_parent_[o] >= 0 ? preferred_for(o) : like(have, dims_[o]);
     if (!entering) attempt(have, flow_dst);
@@ -778,16 +803,8 @@ class Region {
     for (int p : versions_[w])
       if (phys_[p].md == want) return p;
     int src = primary(w);
-    memory::desc from_md = plain_md(wd);
-    size_t bytes = want.get_size();
-    float* data = static_cast<float*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
-    if (!data) throw Error("out of memory reordering weights");
-    owned_.emplace_back(data, std::free);
-    memory from(from_md, eng_, phys_[src].ptr);
-    memory to(want, eng_, data);
-    dnnl::reorder(from, to).execute(strm_, from, to);
-    strm_.wait();
-    int p = new_phys(want, Kind::Const, -1, data);
+    int p = new_phys(want, Kind::Const);
+    const_reorders_.push_back({plain_md(wd), phys_[src].ptr, p});
     versions_[w].push_back(p);
     return p;
   }
@@ -1117,27 +1134,51 @@ class Region {
       }
       for (int r : ends[s]) free_bufs.push_back(buf_of[r]);
     }
+    // One arena (huge pages when big) holds the buffers, then the scratchpad.
+    auto round = [](size_t b) { return (b + 4095) / 4096 * 4096; };
+    std::vector<size_t> buf_offset(buf_size.size());
+    size_t total = 0;
     for (size_t b = 0; b < buf_size.size(); ++b) {
-      size_t bytes = (buf_size[b] + 4095) / 4096 * 4096;
-      void* ptr = std::aligned_alloc(4096, bytes);
-      if (!ptr) throw Error("out of memory allocating region buffers");
-      buffers_.push_back(ptr);
-      arena_bytes_ += static_cast<long long>(bytes);
+      buf_offset[b] = total;
+      total += round(buf_size[b]);
     }
+    size_t scratch_offset = total;
+    total += round(scratch_bytes_);
+    arena_ = alloc_buffer(total);
+    arena_bytes_ = static_cast<long long>(total);
+    char* base = static_cast<char*>(arena_);
     for (size_t p = 0; p < n; ++p)
       if (phys_[p].kind == Kind::Internal) {
         int b = buf_of[root(static_cast<int>(p))];
         size_t offset = 0;
         for (int q = static_cast<int>(p); phys_[q].alias >= 0; q = phys_[q].alias) offset += phys_[q].offset;
-        if (b >= 0) phys_[p].ptr = static_cast<char*>(buffers_[b]) + offset;
+        if (b >= 0) phys_[p].ptr = base + buf_offset[b] + offset;
       }
-    if (scratch_bytes_ > 0) {
-      size_t bytes = (scratch_bytes_ + 4095) / 4096 * 4096;
-      scratch_ = std::aligned_alloc(4096, bytes);
-      if (!scratch_) throw Error("out of memory allocating the scratchpad");
-      buffers_.push_back(scratch_);
-      arena_bytes_ += static_cast<long long>(bytes);
+    if (scratch_bytes_ > 0) scratch_ = base + scratch_offset;
+    reorder_constants();
+  }
+
+  // Reorder every constant into the layout its primitive wants, all into one arena.
+  void reorder_constants() {
+    size_t total = 0;
+    std::vector<size_t> offsets;
+    for (const auto& c : const_reorders_) {
+      offsets.push_back(total);
+      total += (phys_[c.phys].md.get_size() + 63) / 64 * 64;
     }
+    if (total == 0) return;
+    weights_ = alloc_buffer(total);
+    weight_bytes_ = static_cast<long long>(total);
+    for (size_t i = 0; i < const_reorders_.size(); ++i) {
+      const auto& c = const_reorders_[i];
+      Phys& p = phys_[c.phys];
+      p.ptr = static_cast<char*>(weights_) + offsets[i];
+      memory from(c.from_md, eng_, c.from_ptr);
+      memory to(p.md, eng_, p.ptr);
+      dnnl::reorder(from, to).execute(strm_, from, to);
+    }
+    strm_.wait();
+    const_reorders_.clear();
   }
 
   void bind() {
