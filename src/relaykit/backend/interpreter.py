@@ -38,6 +38,9 @@ class _Env:
 
     __slots__ = ("vars", "parent")
 
+    #: What an unbound variable raises (the graph lowering raises BuildError).
+    unbound_error: type[Exception] = ExecutionError
+
     def __init__(self, bindings: dict[Var, Any], parent: _Env | None) -> None:
         self.vars = bindings
         self.parent = parent
@@ -49,7 +52,7 @@ class _Env:
             if v is not _MISSING:
                 return v
             env = env.parent
-        raise ExecutionError(f"variable %{var.name_hint} is not bound (ill-formed program)")
+        raise self.unbound_error(f"variable %{var.name_hint} is not bound (ill-formed program)")
 
 
 _MISSING = object()

@@ -33,6 +33,7 @@ from ..ir.op import Op, default_registry
 from ..ir.types import TensorType, TupleType, Type
 from ..op.define import OpPattern
 from .graph_plan import EntrySpec, GraphPlan, PlanNode
+from .interpreter import _Env as Env
 from .memory_plan import plan_memory
 
 __all__ = ["lower_to_plan", "VIEW_OPS", "region_ops"]
@@ -53,20 +54,9 @@ class _Closure:
         self.env = env
 
 
-class _Env:
-    __slots__ = ("vars", "parent")
-
-    def __init__(self, bindings: dict[Var, Any], parent: _Env | None) -> None:
-        self.vars = bindings
-        self.parent = parent
-
-    def lookup(self, var: Var) -> Any:
-        env: _Env | None = self
-        while env is not None:
-            if var in env.vars:
-                return env.vars[var]
-            env = env.parent
-        raise BuildError(f"variable %{var.name_hint} is not bound (ill-formed program)")
+class _Env(Env):
+    __slots__ = ()
+    unbound_error = BuildError
 
 
 class _Activation:
