@@ -25,8 +25,14 @@ import numpy as np
 from .errors import RelayKitError
 from .ir import Call, Function, IRModule, Op, post_order
 
-__all__ = ["main", "op_breakdown", "format_breakdown", "load_model", "DEMO_TARGET",
-           "register_demo_target"]
+__all__ = [
+    "main",
+    "op_breakdown",
+    "format_breakdown",
+    "load_model",
+    "DEMO_TARGET",
+    "register_demo_target",
+]
 
 #: The target of the BYOC walkthrough; ``relaykit partition`` gives it the demo rules.
 DEMO_TARGET = "byoc-target"
@@ -103,8 +109,19 @@ def register_demo_target() -> None:
 
 
 # -- models ---------------------------------------------------------------------------------
-_WORKLOADS = ("vgg11", "vgg13", "vgg16", "vgg19", "resnet18", "resnet34", "resnet50",
-              "resnet101", "resnet152", "mobilenet", "mlp")
+_WORKLOADS = (
+    "vgg11",
+    "vgg13",
+    "vgg16",
+    "vgg19",
+    "resnet18",
+    "resnet34",
+    "resnet50",
+    "resnet101",
+    "resnet152",
+    "mobilenet",
+    "mlp",
+)
 
 
 def load_model(name: str, batch: int = 1, image_size: int = 224) -> tuple[IRModule, set[str]]:
@@ -197,12 +214,16 @@ def _partition(args: argparse.Namespace) -> int:
     with scoped_registries():
         notes = []
         for t in targets:
-            has_rules = any(default_registry.get_attr(n, f"target.{t}") is not None
-                            for n in default_registry.names())
+            has_rules = any(
+                default_registry.get_attr(n, f"target.{t}") is not None
+                for n in default_registry.names()
+            )
             if t == DEMO_TARGET and not has_rules and not get_pattern_table(t):
                 register_demo_target()
-                notes.append(f"{t}: using the built-in demo rules (nn.dense, "
-                             "conv2d(+bias_add)+relu patterns)")
+                notes.append(
+                    f"{t}: using the built-in demo rules (nn.dense, "
+                    "conv2d(+bias_add)+relu patterns)"
+                )
             elif not has_rules and not get_pattern_table(t):
                 notes.append(f"{t}: no rules or patterns registered; nothing will be offloaded")
             if args.min_ops is not None or args.min_macs is not None:
@@ -250,16 +271,19 @@ def _demo(args: argparse.Namespace) -> int:
 
     size = args.image_size
     t0 = time.perf_counter()
-    mod, params = vgg.get_workload(batch_size=1, num_classes=1000, image_shape=(3, size, size),
-                                   dtype="float32", num_layers=11)
+    mod, params = vgg.get_workload(
+        batch_size=1, num_classes=1000, image_shape=(3, size, size), dtype="float32", num_layers=11
+    )
     print(f"VGG-11, input (1, 3, {size}, {size}), built in {time.perf_counter() - t0:.1f} s")
     _step("the model", mod)
     with scoped_registries():
         # Operator-based rule: nn.dense is supported.
         register_op_attr("nn.dense", f"target.{DEMO_TARGET}", lambda expr: True)
         patterns = demo_patterns()
-        print(f"\nRules for {DEMO_TARGET}: nn.dense; patterns "
-              + ", ".join(name for name, _ in patterns))
+        print(
+            f"\nRules for {DEMO_TARGET}: nn.dense; patterns "
+            + ", ".join(name for name, _ in patterns)
+        )
         steps: list[tuple[str, Callable[[IRModule], IRModule]]] = [
             ("MergeComposite", MergeComposite(patterns)),
             (f'AnnotateTarget("{DEMO_TARGET}")', AnnotateTarget(DEMO_TARGET)),
@@ -275,8 +299,9 @@ def _demo(args: argparse.Namespace) -> int:
     print(f"\n{len(funcs)} functions partitioned for {DEMO_TARGET}:")
     for i, name in enumerate(funcs, 1):
         fn = part[name]
-        ops = [n.op.name for n in post_order(fn.body) if isinstance(n, Call)
-               and isinstance(n.op, Op)]
+        ops = [
+            n.op.name for n in post_order(fn.body) if isinstance(n, Call) and isinstance(n.op, Op)
+        ]
         print(f"  {i}. @{name}  ({', '.join(ops)})")
     rng = np.random.default_rng(0)
     data = rng.standard_normal((1, 3, size, size)).astype("float32")
@@ -286,12 +311,17 @@ def _demo(args: argparse.Namespace) -> int:
     got = create_executor("debug", mod=part).evaluate()(data, **params).numpy()
     t2 = time.perf_counter()
     diff = float(np.max(np.abs(ref - got)))
-    print(f"\nEvaluated with the reference interpreter (external functions too): original "
-          f"{t1 - t:.1f} s, partitioned {t2 - t1:.1f} s")
+    print(
+        f"\nEvaluated with the reference interpreter (external functions too): original "
+        f"{t1 - t:.1f} s, partitioned {t2 - t1:.1f} s"
+    )
     print(f"max abs difference: {diff:.3g}")
     ok = diff <= 1e-5 * max(1.0, float(np.max(np.abs(ref))))
-    print("the partitioned model computes the same result" if ok
-          else "MISMATCH between the partitioned and the original model")
+    print(
+        "the partitioned model computes the same result"
+        if ok
+        else "MISMATCH between the partitioned and the original model"
+    )
     return 0 if ok else 1
 
 
@@ -312,26 +342,46 @@ def main(argv: Sequence[str] | None = None) -> int:
             "operator breakdown before and after."
         ),
     )
-    part.add_argument("model", help=f"a built-in workload ({', '.join(_WORKLOADS)}), an "
-                                    "ONNX file or a Relay text file")
-    part.add_argument("--target", action="append", required=True,
-                      help="a target, highest priority first (repeatable)")
-    part.add_argument("--bind-params", action="store_true",
-                      help="bind the weights as constants and run each target's optimize hook "
-                           "first, as a build does (backends such as dnnl only take constant "
-                           "weights)")
+    part.add_argument(
+        "model",
+        help=f"a built-in workload ({', '.join(_WORKLOADS)}), an ONNX file or a Relay text file",
+    )
+    part.add_argument(
+        "--target",
+        action="append",
+        required=True,
+        help="a target, highest priority first (repeatable)",
+    )
+    part.add_argument(
+        "--bind-params",
+        action="store_true",
+        help="bind the weights as constants and run each target's optimize hook "
+        "first, as a build does (backends such as dnnl only take constant "
+        "weights)",
+    )
     part.add_argument("--json", action="store_true", help="print JSON instead of tables")
-    part.add_argument("--explain", action="store_true",
-                      help="also say, for every operator, where it went and why")
-    part.add_argument("--pin", action="append", metavar="OP",
-                      help="keep operator OP on the host (repeatable)")
-    part.add_argument("--min-ops", type=int, default=None,
-                      help="regions with fewer operators go back to the host")
-    part.add_argument("--min-macs", type=int, default=None,
-                      help="regions with fewer multiply-accumulates go back to the host")
+    part.add_argument(
+        "--explain", action="store_true", help="also say, for every operator, where it went and why"
+    )
+    part.add_argument(
+        "--pin", action="append", metavar="OP", help="keep operator OP on the host (repeatable)"
+    )
+    part.add_argument(
+        "--min-ops", type=int, default=None, help="regions with fewer operators go back to the host"
+    )
+    part.add_argument(
+        "--min-macs",
+        type=int,
+        default=None,
+        help="regions with fewer multiply-accumulates go back to the host",
+    )
     part.add_argument("--batch", type=int, default=1, help="batch size of built-in workloads")
-    part.add_argument("--image-size", type=int, default=224,
-                      help="input height and width of built-in image workloads")
+    part.add_argument(
+        "--image-size",
+        type=int,
+        default=224,
+        help="input height and width of built-in image workloads",
+    )
     part.set_defaults(func=_partition)
     args = parser.parse_args(argv)
     try:

@@ -18,6 +18,8 @@ __all__ = [
     "RelayTypeError",
     "TypeNotInferredError",
     "OpNotFoundError",
+    "RegistryKeyError",
+    "BackendNotFoundError",
     "AttrError",
     "ParseError",
     "ExecutionError",
@@ -63,6 +65,19 @@ class OpNotFoundError(RelayKitError, KeyError):
 
     def __str__(self) -> str:  # KeyError quotes its argument; we want plain text
         return str(self.args[0]) if self.args else ""
+
+
+class RegistryKeyError(RelayKitError, KeyError):
+    """A registry has no entry of that name; the message lists what it has and close
+    matches."""
+
+    def __str__(self) -> str:  # KeyError quotes its argument; we want plain text
+        return str(self.args[0]) if self.args else ""
+
+
+class BackendNotFoundError(RegistryKeyError):
+    """No backend of that name is built in or installed; the message lists the known
+    backends and how to install or register one."""
 
 
 class AttrError(RelayKitError, ValueError):

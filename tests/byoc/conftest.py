@@ -42,8 +42,9 @@ def supported(target: str, *ops: str, rule: Any = True) -> None:
         tvm.ir.register_op_attr(name, f"target.{target}", rule)
 
 
-def stages(mod: IRModule, targets: str | Sequence[str], patterns: Any = None,
-           **annotate: Any) -> dict[str, IRModule]:
+def stages(
+    mod: IRModule, targets: str | Sequence[str], patterns: Any = None, **annotate: Any
+) -> dict[str, IRModule]:
     """The module after each BYOC pass, by pass name."""
     out = {"input": InferType()(mod)}
     cur = out["input"]
@@ -55,8 +56,9 @@ def stages(mod: IRModule, targets: str | Sequence[str], patterns: Any = None,
     return out
 
 
-def partition(mod: IRModule, targets: str | Sequence[str], patterns: Any = None,
-              **annotate: Any) -> IRModule:
+def partition(
+    mod: IRModule, targets: str | Sequence[str], patterns: Any = None, **annotate: Any
+) -> IRModule:
     return stages(mod, targets, patterns, **annotate)["PartitionGraph"]
 
 
@@ -136,8 +138,9 @@ def region_graph_is_acyclic(annotated: IRModule) -> bool:
 
 def count_annotations(mod: IRModule) -> int:
     begin, end = annotation_ops()
-    return sum(1 for n in walk(mod["main"].body)
-               if type(n) is Call and (n.op is begin or n.op is end))
+    return sum(
+        1 for n in walk(mod["main"].body) if type(n) is Call and (n.op is begin or n.op is end)
+    )
 
 
 @pytest.fixture
@@ -145,8 +148,13 @@ def byoc() -> types.SimpleNamespace:
     """Helpers: supported, stages, partition, region_functions, random_inputs, evaluate,
     assert_same_values, region_graph_is_acyclic, count_annotations."""
     return types.SimpleNamespace(
-        supported=supported, stages=stages, partition=partition,
-        region_functions=region_functions, random_inputs=random_inputs, evaluate=evaluate,
-        assert_same_values=assert_same_values, region_graph_is_acyclic=region_graph_is_acyclic,
+        supported=supported,
+        stages=stages,
+        partition=partition,
+        region_functions=region_functions,
+        random_inputs=random_inputs,
+        evaluate=evaluate,
+        assert_same_values=assert_same_values,
+        region_graph_is_acyclic=region_graph_is_acyclic,
         count_annotations=count_annotations,
     )

@@ -34,14 +34,27 @@ def test_partition_json(capsys):
 
 
 def test_partition_options_prune_pin_and_explain(capsys):
-    args = ["partition", "vgg11", "--target", "byoc-target", "--min-ops", "4",
-            "--pin", "nn.dense", "--explain", "--json", *SMALL]
+    args = [
+        "partition",
+        "vgg11",
+        "--target",
+        "byoc-target",
+        "--min-ops",
+        "4",
+        "--pin",
+        "nn.dense",
+        "--explain",
+        "--json",
+        *SMALL,
+    ]
     assert main(args) == 0
     data = json.loads(capsys.readouterr().out)
     target = data["targets"]["byoc-target"]
     assert target["regions"] == 3
-    assert target["pruned"] == ["region 0: region pruned: 3 ops < min 4",
-                                "region 3: region pruned: 3 ops < min 4"]
+    assert target["pruned"] == [
+        "region 0: region pruned: 3 ops < min 4",
+        "region 3: region pruned: 3 ops < min 4",
+    ]
     dense = [r for r in data["explain"]["ops"] if r["op"] == "nn.dense"]
     assert all(r["why"] == "pinned to host by user" for r in dense)
 
@@ -80,7 +93,11 @@ def test_demo_runs_the_walkthrough_end_to_end(capsys):
     out = capsys.readouterr().out
     assert "8 functions partitioned for byoc-target:" in out
     assert "@tvmgen_default_byoc_target_main_25  (nn.dense)" in out
-    for step in ("MergeComposite", 'AnnotateTarget("byoc-target")', "MergeCompilerRegions",
-                 "PartitionGraph"):
+    for step in (
+        "MergeComposite",
+        'AnnotateTarget("byoc-target")',
+        "MergeCompilerRegions",
+        "PartitionGraph",
+    ):
         assert f"== after {step}" in out
     assert "max abs difference: 0" in out

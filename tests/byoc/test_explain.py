@@ -29,8 +29,7 @@ def test_every_operator_gets_a_row_with_a_reason_per_target():
     table = setup_rules()
     report = explain(model(), ["a", "b"], table)
     rows = {r.op: r for r in report.ops}
-    assert [r.op for r in report.ops] == ["nn.dense", "abs", "nn.relu", "negative",
-                                          "nn.softmax"]
+    assert [r.op for r in report.ops] == ["nn.dense", "abs", "nn.relu", "negative", "nn.softmax"]
     dense = rows["nn.dense"]
     assert dense.placement == "b"
     assert dense.reasons["a"] == "declined: a has no GEMM"
@@ -39,8 +38,10 @@ def test_every_operator_gets_a_row_with_a_reason_per_target():
     assert rows["abs"].reasons["a"] == "pattern a.abs_relu matched"
     assert rows["abs"].reasons["b"] == "inside composite a.abs_relu, which is for a"
     assert rows["nn.softmax"].placement == "host"
-    assert rows["nn.softmax"].reasons == {"a": "no rule registered for nn.softmax",
-                                          "b": "no rule registered for nn.softmax"}
+    assert rows["nn.softmax"].reasons == {
+        "a": "no rule registered for nn.softmax",
+        "b": "no rule registered for nn.softmax",
+    }
     # The functions named in the report are the ones partition_for makes.
     out = partition_for(model(), ["a", "b"], patterns=table)
     made = {gv.name_hint for gv, f in out.items() if "Compiler" in f.attrs}

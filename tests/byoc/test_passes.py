@@ -26,7 +26,8 @@ def module(*params, body):
 def assert_main_equal(mod, expected_body, params):
     expected = InferType()(tvm.IRModule.from_expr(relay.Function(params, expected_body)))
     assert structural_equal(mod["main"], expected["main"]), (
-        f"got:\n{mod['main']}\nexpected:\n{expected['main']}")
+        f"got:\n{mod['main']}\nexpected:\n{expected['main']}"
+    )
 
 
 # -- AnnotateTarget ---------------------------------------------------------------------------
@@ -59,8 +60,10 @@ def test_annotate_target_tuples_take_the_common_target(byoc):
 
 def test_annotate_target_composite_goes_to_its_prefix_target(byoc):
     x = relay.var("x", shape=(2, 3))
-    table = [("lib.abs_relu", is_op("nn.relu")(is_op("abs")(wildcard()))),
-             ("other.neg", is_op("negative")(wildcard()))]
+    table = [
+        ("lib.abs_relu", is_op("nn.relu")(is_op("abs")(wildcard()))),
+        ("other.neg", is_op("negative")(wildcard())),
+    ]
     mod = MergeComposite(table)(module(x, body=relay.negative(relay.nn.relu(relay.abs(x)))))
     out = AnnotateTarget(["lib"])(mod)
     text = out["main"].astext(False)
@@ -77,7 +80,7 @@ def test_annotate_target_again_keeps_earlier_targets(byoc):
     once = AnnotateTarget("a")(mod)
     twice = AnnotateTarget("b")(once)
     text = twice["main"].astext(False)
-    assert 'nn.relu(%0)' in text and 'compiler_begin(%x, compiler="a")' in text
+    assert "nn.relu(%0)" in text and 'compiler_begin(%x, compiler="a")' in text
     assert text.count('compiler="b"') == 2
 
 
@@ -130,8 +133,12 @@ def test_partition_graph_names_attributes_and_params(byoc):
     funcs = byoc.region_functions(out)
     assert list(funcs) == ["tvmgen_mod_my_lib_v2_main_0"]
     fn = funcs["tvmgen_mod_my_lib_v2_main_0"]
-    assert dict(fn.attrs) == {"Compiler": "my-lib.v2", "Inline": 1, "Primitive": 1,
-                              "global_symbol": "tvmgen_mod_my_lib_v2_main_0"}
+    assert dict(fn.attrs) == {
+        "Compiler": "my-lib.v2",
+        "Inline": 1,
+        "Primitive": 1,
+        "global_symbol": "tvmgen_mod_my_lib_v2_main_0",
+    }
     assert [p.name_hint for p in fn.params] == ["my_lib_v2_0_i0"]
     main = out["main"]
     assert main.body.op.name == "negative"
@@ -146,7 +153,7 @@ def test_partition_graph_multi_output_region_returns_a_tuple(byoc):
     body = relay.Tuple([relay.negative(r), relay.negative(a)])
     mod = module(x, body=body)
     out = byoc.partition(mod, "lib")
-    (name, fn), = byoc.region_functions(out).items()
+    ((name, fn),) = byoc.region_functions(out).items()
     assert isinstance(fn.body, relay.Tuple) and len(fn.body.fields) == 2
     projections = [n for n in tvm.ir.post_order(out["main"]) if isinstance(n, relay.TupleGetItem)]
     assert sorted(p.index for p in projections) == [0, 1]
@@ -193,8 +200,10 @@ def test_partition_graph_on_hand_written_annotations(byoc):
     r = relay.Tuple([q0, q1])
     mod = module(x, w0, w1, body=relay.concatenate(r, axis=0))
     out = PartitionGraph()(mod)
-    assert list(byoc.region_functions(out)) == ["tvmgen_default_ccompiler_main_0",
-                                                "tvmgen_default_ccompiler_main_2"]
+    assert list(byoc.region_functions(out)) == [
+        "tvmgen_default_ccompiler_main_0",
+        "tvmgen_default_ccompiler_main_2",
+    ]
     inputs = byoc.random_inputs(mod)
     byoc.assert_same_values(byoc.evaluate(out, inputs), byoc.evaluate(mod, inputs))
 
@@ -202,12 +211,10 @@ def test_partition_graph_on_hand_written_annotations(byoc):
 def test_partition_graph_rejects_inconsistent_annotations():
     x = relay.var("x", shape=(2,))
     y = relay.var("y", shape=(2,))
-    bad = relay.annotation.compiler_end(relay.add(relay.annotation.compiler_begin(x, "a"), y),
-                                        "a")
+    bad = relay.annotation.compiler_end(relay.add(relay.annotation.compiler_begin(x, "a"), y), "a")
     with pytest.raises(PartitionError, match="neither annotated with compiler_begin"):
         PartitionGraph()(module(x, y, body=bad))
-    other = relay.annotation.compiler_end(relay.abs(relay.annotation.compiler_begin(x, "a")),
-                                          "b")
+    other = relay.annotation.compiler_end(relay.abs(relay.annotation.compiler_begin(x, "a")), "b")
     with pytest.raises(PartitionError, match="closes a region of target 'a'"):
         PartitionGraph()(module(x, body=other))
 

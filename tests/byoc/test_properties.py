@@ -56,9 +56,22 @@ def programs(draw):
         return make_call(draw(st.sampled_from(BINARY)), [a, b])
 
     for _ in range(draw(st.integers(3, 30))):
-        kind = draw(st.sampled_from(
-            ["unary", "unary", "binary", "binary", "const", "tuple", "getitem", "concat",
-             "if", "let"]))
+        kind = draw(
+            st.sampled_from(
+                [
+                    "unary",
+                    "unary",
+                    "binary",
+                    "binary",
+                    "const",
+                    "tuple",
+                    "getitem",
+                    "concat",
+                    "if",
+                    "let",
+                ]
+            )
+        )
         if kind == "unary":
             values.append(unary(pick()))
         elif kind == "binary":
@@ -95,8 +108,9 @@ def _rule(style):
     if style == "old":
         return lambda attrs, args: True
     if style == "typed":  # accepts calls whose first input is not a projection
-        return lambda expr: (not isinstance(expr.args[0], relay.TupleGetItem)
-                             or decline("no projections"))
+        return lambda expr: (
+            not isinstance(expr.args[0], relay.TupleGetItem) or decline("no projections")
+        )
     return lambda expr: decline("never")
 
 
@@ -104,23 +118,27 @@ def _rule(style):
 def setups(draw):
     """Targets with support sets and rule styles, a pattern table, pins and options."""
     names = [f"t{i}" for i in range(draw(st.integers(1, 3)))]
-    support = {t: draw(st.lists(st.sampled_from(OPS), unique=True, max_size=len(OPS)))
-               for t in names}
+    support = {
+        t: draw(st.lists(st.sampled_from(OPS), unique=True, max_size=len(OPS))) for t in names
+    }
     styles = {t: draw(st.sampled_from(["new", "old", "typed", "decline"])) for t in names}
     candidates = _patterns()
     chosen = draw(st.lists(st.integers(0, len(candidates) - 1), unique=True, max_size=3))
     table = [(f"{draw(st.sampled_from(names))}.p{i}", candidates[i]) for i in chosen]
     pins = []
     if draw(st.booleans()):
-        pins.append(pin(draw(st.sampled_from(OPS)),
-                        to=draw(st.sampled_from(["host", *names]))))
+        pins.append(pin(draw(st.sampled_from(OPS)), to=draw(st.sampled_from(["host", *names]))))
     min_ops = {t: draw(st.integers(0, 2)) for t in names}
     include_non_call_ops = draw(st.booleans())
     return names, support, styles, table, pins, min_ops, include_non_call_ops
 
 
-@settings(max_examples=300, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=300,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(func=programs(), setup=setups())
 def test_partitioning_preserves_types_values_and_acyclicity(byoc, func, setup):
     names, support, styles, table, pins, min_ops, include_non_call_ops = setup
@@ -129,8 +147,7 @@ def test_partitioning_preserves_types_values_and_acyclicity(byoc, func, setup):
         for t in names:
             byoc.supported(t, *support[t], rule=_rule(styles[t]))
             configure_target(t, min_region_ops=min_ops[t])
-        st_ = byoc.stages(mod, names, table, pin=pins,
-                          include_non_call_ops=include_non_call_ops)
+        st_ = byoc.stages(mod, names, table, pin=pins, include_non_call_ops=include_non_call_ops)
     assert byoc.region_graph_is_acyclic(st_["MergeCompilerRegions"])
     out = st_["PartitionGraph"]
     rechecked = InferType()(tvm.IRModule(dict(out.functions)))
@@ -141,8 +158,12 @@ def test_partitioning_preserves_types_values_and_acyclicity(byoc, func, setup):
     byoc.assert_same_values(byoc.evaluate(out, inputs), byoc.evaluate(mod, inputs))
 
 
-@settings(max_examples=100, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=100,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(func=programs())
 def test_everything_supported_merges_within_each_scope(byoc, func):
     """With every operator supported, a function without If/Let becomes one region."""

@@ -34,8 +34,11 @@ def check_equal_and_acyclic(byoc, mod, targets, **kw):
 def functions_holding(byoc, mod):
     """For every region function, the sorted operator names inside it."""
     return {
-        name: sorted(n.op.name for n in tvm.ir.post_order(fn.body)
-                     if isinstance(n, relay.Call) and isinstance(n.op, tvm.ir.Op))
+        name: sorted(
+            n.op.name
+            for n in tvm.ir.post_order(fn.body)
+            if isinstance(n, relay.Call) and isinstance(n.op, tvm.ir.Op)
+        )
         for name, fn in byoc.region_functions(mod).items()
     }
 
@@ -125,8 +128,9 @@ def test_merge_through_let_that_would_create_a_cycle(byoc):
 def test_regions_do_not_cross_an_if_branch(byoc):
     byoc.supported("lib", "nn.relu", "abs")
     x = relay.var("x", shape=(2, 3))
-    inside = relay.If(relay.less(relay.sum(x), relay.const(0.0)),
-                      relay.abs(relay.nn.relu(x)), relay.nn.relu(x))
+    inside = relay.If(
+        relay.less(relay.sum(x), relay.const(0.0)), relay.abs(relay.nn.relu(x)), relay.nn.relu(x)
+    )
     mod = module(x, body=relay.abs(inside))
     out = check_equal_and_acyclic(byoc, mod, "lib")
     for fn in byoc.region_functions(out).values():
@@ -185,7 +189,8 @@ def test_stop_fusion_does_not_split_regions(byoc):
     mod = module(x, body=y)
     out = check_equal_and_acyclic(byoc, mod, "lib")
     assert list(functions_holding(byoc, out).values()) == [
-        ["abs", "annotation.stop_fusion", "nn.relu"]]
+        ["abs", "annotation.stop_fusion", "nn.relu"]
+    ]
     # A target that does not declare it transparent is split by it, as in TVM.
     configure_target("lib", transparent_ops=[])
     out = check_equal_and_acyclic(byoc, mod, "lib")
@@ -268,8 +273,9 @@ def test_partition_graph_is_a_pass_in_a_sequential(byoc):
     byoc.supported("lib", "nn.relu")
     x = relay.var("x", shape=(2, 3))
     mod = module(x, body=relay.abs(relay.nn.relu(x)))
-    seq = tvm.transform.Sequential([AnnotateTarget("lib"), MergeCompilerRegions(),
-                                    PartitionGraph()])
+    seq = tvm.transform.Sequential(
+        [AnnotateTarget("lib"), MergeCompilerRegions(), PartitionGraph()]
+    )
     out = seq(mod)
     assert len(byoc.region_functions(out)) == 1
     with tvm.transform.PassContext(disabled_pass=["PartitionGraph"]):

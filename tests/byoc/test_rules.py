@@ -71,7 +71,8 @@ def test_decline_carries_its_reason_and_plain_false_declines_too():
     assert "returned False" in check_op(call, "b").reason
     assert "returned None" in check_op(call, "c").reason
     assert check_op(call, "nowhere").reason == (
-        "no rule registered for nn.dense (no target.nowhere attribute)")
+        "no rule registered for nn.dense (no target.nowhere attribute)"
+    )
     assert not decline("x")
 
 

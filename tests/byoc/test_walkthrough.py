@@ -55,8 +55,8 @@ def run_walkthrough(image_shape=(3, 224, 224)):
     """The notebook's cells, verbatim but for the module name."""
     # Define the neural network
     # Get the symbol definition and random weight of a network
-    mod, params = relay.testing.vgg.get_workload(batch_size=1, num_classes=1000,
-        image_shape=image_shape, dtype='float32', num_layers=11
+    mod, params = relay.testing.vgg.get_workload(
+        batch_size=1, num_classes=1000, image_shape=image_shape, dtype="float32", num_layers=11
     )
     print(mod)
     profile_graph(mod["main"])
@@ -69,6 +69,7 @@ def run_walkthrough(image_shape=(3, 224, 224)):
     # Pattern-based annotation rules
     def make_pattern(with_bias=True):
         from relaykit.relay.dataflow_pattern import is_op, wildcard
+
         data = wildcard()
         weight = wildcard()
         bias = wildcard()
@@ -114,12 +115,14 @@ def test_walkthrough_gives_tvms_eight_functions(capsys):
         assert fn.attrs["global_symbol"] == name
         assert fn.attrs["Primitive"] == 1 and fn.attrs["Inline"] == 1
     # The composite functions carry the walkthrough's attributes.
-    comps = [n.op for n in tvm.ir.post_order(mod2["main"])
-             if isinstance(n, relay.Call) and isinstance(n.op, relay.Function)]
+    comps = [
+        n.op
+        for n in tvm.ir.post_order(mod2["main"])
+        if isinstance(n, relay.Call) and isinstance(n.op, relay.Function)
+    ]
     assert len(comps) == 8
     assert {c.attrs["Composite"] for c in comps} == {"byoc-target.conv2d_relu_with_bias"}
-    assert {c.attrs["PartitionedFromPattern"] for c in comps} == {
-        "nn.conv2d_nn.bias_add_nn.relu_"}
+    assert {c.attrs["PartitionedFromPattern"] for c in comps} == {"nn.conv2d_nn.bias_add_nn.relu_"}
     # Annotation counts shrink when regions merge (conv3/4/5 pairs join).
     text3, text4 = mod3.astext(False), mod4.astext(False)
     assert text4.count("compiler_begin") < text3.count("compiler_begin")

@@ -23,7 +23,19 @@ from typing import Any
 import numpy as np
 
 from ..errors import ExecutionError, IRError, RelayKitError
-from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
+from ..ir.expr import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Tuple,
+    TupleGetItem,
+    Var,
+    checked_type_or_none,
+)
 from ..ir.module import IRModule
 from ..ir.op import Op
 from ..ir.types import TensorType, TupleType, Type
@@ -96,7 +108,7 @@ def _describe(node: Expr) -> str:
             callee = "a closure"
         shapes = []
         for a in node.args:
-            t = a._checked_type
+            t = checked_type_or_none(a)
             shapes.append(str(t) if t is not None else type(a).__name__)
         attrs = ", ".join(f"{k}={v!r}" for k, v in node.attrs.items())
         where = f" at {node.span}" if node.span is not None else ""
@@ -215,7 +227,7 @@ class _Machine:
             raise ExecutionError(
                 f"while evaluating {_describe(call)}: {type(err).__name__}: {err}"
             ) from err
-        expected = call._checked_type
+        expected = checked_type_or_none(call)
         if expected is not None:
             _check_value(out, expected, call)
         return out
@@ -345,7 +357,7 @@ class _CallableFunction:
         missing = [p.name_hint for p in params if p not in values]
         if missing:
             raise ExecutionError(f"missing inputs: {', '.join(missing)}")
-        env = {p: _convert_input(values[p], p._checked_type, p.name_hint) for p in params}
+        env = {p: _convert_input(values[p], checked_type_or_none(p), p.name_hint) for p in params}
         act = _Activation(_Env(env, None))
         return to_runtime_value(self.machine.run(self.func.body, act))
 

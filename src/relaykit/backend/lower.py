@@ -26,7 +26,19 @@ from typing import Any
 import numpy as np
 
 from ..errors import BuildError
-from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
+from ..ir.expr import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Tuple,
+    TupleGetItem,
+    Var,
+    checked_type_or_none,
+)
 from ..ir.functor import post_order
 from ..ir.module import IRModule
 from ..ir.op import Op, default_registry
@@ -146,7 +158,10 @@ class _Lowerer:
     def call(self, call: Call, args: list[Any], act: _Activation) -> Any:
         """Lower a call of an operator or a backend function; None means: inline it."""
         op = call.op
-        types = [str(a._checked_type) if a._checked_type is not None else "?" for a in call.args]
+        types = [
+            str(checked_type_or_none(a)) if checked_type_or_none(a) is not None else "?"
+            for a in call.args
+        ]
         if type(op) is Op:
             groups: list[int] = []
             inputs: list[int] = []
@@ -158,7 +173,7 @@ class _Lowerer:
                     flat = _flatten(a)
                     groups.append(len(flat))
                     inputs.extend(flat)
-            out = self.new_entries(call._checked_type, f"the call of {op.name}")
+            out = self.new_entries(checked_type_or_none(call), f"the call of {op.name}")
             desc = _describe(len(self.nodes), call, op.name, types)
             view = op.name in VIEW_OPS and isinstance(out, int) and len(inputs) >= 1
             self.nodes.append(
@@ -179,7 +194,7 @@ class _Lowerer:
             compiler = fn.attrs.get("Compiler") if fn.attrs else None
             if compiler:
                 symbol, ops = self.extern_info(op, fn)
-                out = self.new_entries(call._checked_type, f"the call of @{op.name_hint}")
+                out = self.new_entries(checked_type_or_none(call), f"the call of @{op.name_hint}")
                 desc = _describe(len(self.nodes), call, "@" + op.name_hint, types)
                 self.nodes.append(
                     PlanNode(
@@ -299,7 +314,7 @@ def lower_to_plan(
     low = _Lowerer(mod)
     env: dict[Var, Any] = {}
     for p in main.params:
-        ty = p._checked_type or p.type_annotation
+        ty = checked_type_or_none(p) or p.type_annotation
         if not isinstance(ty, TensorType):
             raise BuildError(
                 f"input %{p.name_hint} of @{func_name} has type {ty}; graph executor inputs "

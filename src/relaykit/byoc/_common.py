@@ -185,8 +185,9 @@ _FAST = (
 )
 
 
-def new_call(op: Expr, args: Any, attrs: Attrs, type_args: Any = (), span: Any = None,
-             ty: Type | None = None) -> Call:
+def new_call(
+    op: Expr, args: Any, attrs: Attrs, type_args: Any = (), span: Any = None, ty: Type | None = None
+) -> Call:
     """``Call(op, args, attrs, type_args, span)`` with checked type ``ty``, unvalidated."""
     if not _FAST:  # pragma: no cover - only if the IR's node layout changes
         call = Call(op, list(args), attrs, list(type_args), span)
@@ -213,8 +214,9 @@ def new_tuple(fields: Any, span: Any = None, ty: Type | None = None) -> Tuple:
     return tup
 
 
-def new_tuple_get_item(value: Expr, index: int, span: Any = None,
-                       ty: Type | None = None) -> TupleGetItem:
+def new_tuple_get_item(
+    value: Expr, index: int, span: Any = None, ty: Type | None = None
+) -> TupleGetItem:
     """``TupleGetItem(value, index, span)`` with checked type ``ty``, unvalidated."""
     if not _FAST:  # pragma: no cover
         tgi = TupleGetItem(value, index, span)
@@ -255,8 +257,11 @@ def fast_rebuild(node: Expr, new: Any) -> Expr:
     elif t is Let:
         out = node.with_fields(var=new(node.var), value=new(node.value), body=new(node.body))
     elif t is If:
-        out = node.with_fields(cond=new(node.cond), true_branch=new(node.true_branch),
-                               false_branch=new(node.false_branch))
+        out = node.with_fields(
+            cond=new(node.cond),
+            true_branch=new(node.true_branch),
+            false_branch=new(node.false_branch),
+        )
     else:
         return node
     return copy_type(out, node)

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..ir.expr import Call, Expr, Function, If, Let, Tuple, TupleGetItem
+from ..ir.expr import Call, Expr, Function, If, Let, Tuple, TupleGetItem, checked_type_or_none
 from ..ir.functor import rewrite_post_order
 from ..ir.module import IRModule
 from ..ir.op import Op
@@ -145,8 +145,9 @@ def annotate_function(
                 tgt = chooser.choose(node, producer)
             new_op = op if (type(op) is Op or is_composite(op)) else new[op]
             new_args = [make_begin(closed(a), tgt) for a in args]
-            new[node] = new_call(new_op, new_args, node.attrs, node.type_args, node.span,
-                                 node._checked_type)
+            new[node] = new_call(
+                new_op, new_args, node.attrs, node.type_args, node.span, checked_type_or_none(node)
+            )
             target[node] = tgt
             continue
         elif t is Tuple:
@@ -164,41 +165,44 @@ def annotate_function(
                         continue
                     ref = ft if ref is None or ref == ft else DEFAULT_TARGET
                 if ref is None:  # a tuple of inputs is an input itself
-                    new[node] = new_tuple([new[f] for f in fields], node.span,
-                                          node._checked_type)
+                    new[node] = new_tuple(
+                        [new[f] for f in fields], node.span, checked_type_or_none(node)
+                    )
                     continue
                 tgt = ref
                 fields = [make_begin(closed(f), tgt) for f in fields]
                 target[node] = tgt
             else:
                 fields = [closed(f) for f in fields]
-            new[node] = new_tuple(fields, node.span, node._checked_type)
+            new[node] = new_tuple(fields, node.span, checked_type_or_none(node))
             continue
         elif t is TupleGetItem:
             tv = node.tuple_value
             if include_non_call_ops:
                 tgt = target.get(tv)
                 if tgt is None:  # a projection of an input is an input itself
-                    new[node] = new_tuple_get_item(new[tv], node.index, node.span,
-                                                   node._checked_type)
+                    new[node] = new_tuple_get_item(
+                        new[tv], node.index, node.span, checked_type_or_none(node)
+                    )
                     continue
                 value = make_begin(closed(tv), tgt)
                 target[node] = tgt
             else:
                 value = closed(tv)
-            new[node] = new_tuple_get_item(value, node.index, node.span, node._checked_type)
+            new[node] = new_tuple_get_item(value, node.index, node.span, checked_type_or_none(node))
             continue
         elif t is Let:
             out = Let(node.var, closed(node.value), closed(node.body), node.span)
         elif t is If:
-            out = If(closed(node.cond), closed(node.true_branch), closed(node.false_branch),
-                     node.span)
+            out = If(
+                closed(node.cond), closed(node.true_branch), closed(node.false_branch), node.span
+            )
         elif t is Function and "Composite" not in node.attrs:
             out = node.with_fields(body=closed(node.body))
         else:
             new[node] = node
             continue
-        ty = node._checked_type
+        ty = checked_type_or_none(node)
         if ty is not None:
             out._set_checked_type(ty)
         new[node] = out
@@ -206,8 +210,12 @@ def annotate_function(
     return copy_type(func.with_fields(body=body), func)  # type: ignore[return-value]
 
 
-def _annotate(func: Function, chooser: TargetChooser, include_non_call_ops: bool,
-              record: dict[Expr, Decision] | None) -> Function:
+def _annotate(
+    func: Function,
+    chooser: TargetChooser,
+    include_non_call_ops: bool,
+    record: dict[Expr, Decision] | None,
+) -> Function:
     try:
         return annotate_function(func, chooser, include_non_call_ops, record)
     except _HasAnnotations:
@@ -223,8 +231,9 @@ class AnnotateTarget(Pass):
     the host).
     """
 
-    def __init__(self, targets: str | Sequence[str], include_non_call_ops: bool = True,
-                 *, pin: Any = None) -> None:
+    def __init__(
+        self, targets: str | Sequence[str], include_non_call_ops: bool = True, *, pin: Any = None
+    ) -> None:
         self.targets = normalize_targets(targets)
         self.include_non_call_ops = bool(include_non_call_ops)
         self.pins = as_pins(pin, self.targets)

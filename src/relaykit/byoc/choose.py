@@ -64,8 +64,12 @@ class Decision:
 class TargetChooser:
     """Decides targets for calls (shared by ``AnnotateTarget`` and ``explain``)."""
 
-    def __init__(self, targets: Sequence[str], pins: Sequence[Pin] = (),
-                 registry: OpRegistry = default_registry) -> None:
+    def __init__(
+        self,
+        targets: Sequence[str],
+        pins: Sequence[Pin] = (),
+        registry: OpRegistry = default_registry,
+    ) -> None:
         self.targets = tuple(targets)
         self.pins = tuple(pins)
         self.registry = registry

@@ -19,7 +19,7 @@ import math
 import weakref
 from collections.abc import Iterable
 
-from ..ir.expr import Call, Constant, Expr, Function
+from ..ir.expr import Call, Constant, Expr, Function, checked_type_or_none
 from ..ir.functor import post_order
 from ..ir.op import Op
 from ..ir.types import TensorType, TupleType, Type
@@ -37,7 +37,7 @@ __all__ = [
 
 
 def _shape(expr: Expr) -> tuple[int, ...] | None:
-    ty = expr._checked_type
+    ty = checked_type_or_none(expr)
     return tuple(ty.shape) if isinstance(ty, TensorType) else None
 
 

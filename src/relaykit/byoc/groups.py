@@ -38,8 +38,9 @@ class ContractedGraph:
     and the span of its members' ranks.
     """
 
-    def __init__(self, out: list[list[int]], inn: list[list[int]], rank: list[int],
-                 host: list[bool]) -> None:
+    def __init__(
+        self, out: list[list[int]], inn: list[list[int]], rank: list[int], host: list[bool]
+    ) -> None:
         n = len(out)
         self.host = host
         # A group's identity for cached search results: kept when the group absorbs the
@@ -178,8 +179,15 @@ class ContractedGraph:
                 if found is not None:
                     return found
 
-    def _backward_step(self, bstack: list[tuple[Iterator[int], bool]], fseen: set[int],
-                       bseen: set[int], a: int, b: int, gid_a: int) -> bool | None:
+    def _backward_step(
+        self,
+        bstack: list[tuple[Iterator[int], bool]],
+        fseen: set[int],
+        bseen: set[int],
+        a: int,
+        b: int,
+        gid_a: int,
+    ) -> bool | None:
         """One step of the backward search: True (a path), False (no path: every
         ancestor was seen) or None (not settled yet)."""
         item = _pull(bstack)

@@ -72,15 +72,17 @@ def normalize_pattern_table(table: Any) -> list[PatternEntry]:
     return entries
 
 
-def merge_composite_function(func: Function, entries: Sequence[PatternEntry],
-                             mod: IRModule | None = None) -> Function:
+def merge_composite_function(
+    func: Function, entries: Sequence[PatternEntry], mod: IRModule | None = None
+) -> Function:
     """``func`` with every pattern of ``entries`` partitioned into composite functions."""
     func = ensure_typed(func, mod)
     body = func.body
     for name, pattern, check in entries:
         attrs = {"Composite": name}
-        new_body = pattern.partition(body, attrs, check) if check else pattern.partition(
-            body, attrs)
+        new_body = (
+            pattern.partition(body, attrs, check) if check else pattern.partition(body, attrs)
+        )
         if new_body is not body:
             # Later patterns (and their checks) may look at types: type the new nodes.
             func = fill_types(func.with_fields(body=new_body), mod)

@@ -83,8 +83,9 @@ def _scopes(order: list[Expr]) -> dict[Expr, int]:
     return scope
 
 
-def merged_groups(body: Expr, order: list[Expr] | None = None,
-                  stats: dict[str, int] | None = None) -> tuple[RegionSet, dict[int, int]]:
+def merged_groups(
+    body: Expr, order: list[Expr] | None = None, stats: dict[str, int] | None = None
+) -> tuple[RegionSet, dict[int, int]]:
     """The regions of ``body`` and, for each region, the representative region of the
     merged group it ends up in. ``stats``, when given, receives counts of the work
     done: ``units``, ``edges``, ``checks``, ``merges``, ``search_steps``, ``refused``."""
@@ -217,9 +218,14 @@ def merged_groups(body: Expr, order: list[Expr] | None = None,
             groups.union(gp, gu, u)
             merges += 1
     if stats is not None:
-        stats.update(units=len(units), edges=len(src), checks=checks, merges=merges,
-                     search_steps=groups.initial_budget - groups.budget,
-                     refused=groups.refused)
+        stats.update(
+            units=len(units),
+            edges=len(src),
+            checks=checks,
+            merges=merges,
+            search_steps=groups.initial_budget - groups.budget,
+            refused=groups.refused,
+        )
     # Name each group by its region with the smallest label.
     best: dict[int, int] = {}
     for r in units[: len(units) - len(host_unit)]:

@@ -28,7 +28,17 @@ import re
 from dataclasses import dataclass, field
 
 from ..ir.attrs import Attrs
-from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, Let, Tuple, Var
+from ..ir.expr import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    Let,
+    Tuple,
+    Var,
+    checked_type_or_none,
+)
 from ..ir.module import IRModule
 from ..ir.op import Op
 from ..ir.types import FuncType, TupleType, Type
@@ -98,8 +108,9 @@ def prune_reason(target: str, num_ops: int, macs: int) -> str | None:
 class _Partitioner:
     """Partitions one function body (see the module docstring)."""
 
-    def __init__(self, body: Expr, func_name: str, mod_name: str, bind_constants: bool,
-                 taken: set[str]) -> None:
+    def __init__(
+        self, body: Expr, func_name: str, mod_name: str, bind_constants: bool, taken: set[str]
+    ) -> None:
         self.begin_op, self.end_op = annotation_ops()
         self.body = body
         self.func_name = func_name
@@ -126,8 +137,11 @@ class _Partitioner:
             target = self.rs.target(root)
             spec = get_target_spec(target)
             calls = tuple(
-                n for n in nodes
-                if type(n) is Call and n.op is not begin_op and n.op is not end_op
+                n
+                for n in nodes
+                if type(n) is Call
+                and n.op is not begin_op
+                and n.op is not end_op
                 and (type(n.op) is Op or is_composite(n.op))
             )
             ops = sum(call_op_count(c, spec.transparent_ops) for c in calls)
@@ -136,8 +150,9 @@ class _Partitioner:
             pruned = prune_reason(target, ops, macs)
             if not has_end and pruned is None:
                 pruned = "region has no output"
-            self.infos[root] = RegionInfo(target, self.rs.label(root), None, calls, ops, macs,
-                                          pruned, caller=self.func_name)
+            self.infos[root] = RegionInfo(
+                target, self.rs.label(root), None, calls, ops, macs, pruned, caller=self.func_name
+            )
             if pruned is None:
                 self.live.add(root)
 
@@ -235,10 +250,10 @@ class _Partitioner:
                 if sub is None:
                     if self.bind_constants and _is_constant(src):
                         sub = src
-                        for c in (src.fields if type(src) is Tuple else (src,)):
+                        for c in src.fields if type(src) is Tuple else (src,):
                             consts[id(c)] = c  # type: ignore[assignment]
                     else:
-                        ty = n._checked_type or src._checked_type
+                        ty = checked_type_or_none(n) or checked_type_or_none(src)
                         sub = Var(f"{safe_target}_{label}_i{len(params)}", ty)
                         _set_type(sub, ty)
                         params.append(sub)  # type: ignore[arg-type]
@@ -294,8 +309,8 @@ class _Partitioner:
         if len(leaves) == 1:
             fbody = leaves[0]
         else:
-            fbody = new_tuple(leaves, None, TupleType([f._checked_type for f in leaves]))
-        ret: Type | None = fbody._checked_type
+            fbody = new_tuple(leaves, None, TupleType([checked_type_or_none(f) for f in leaves]))
+        ret: Type | None = checked_type_or_none(fbody)
         name = mangle_name(self.mod_name, target, self.func_name, label)
         base, k = name, 1
         while name in self.taken:
@@ -304,7 +319,7 @@ class _Partitioner:
         self.taken.add(name)
         attrs = Attrs({"Compiler": target, "Inline": 1, "Primitive": 1, "global_symbol": name})
         fn = Function(params, fbody, ret, None, attrs)
-        fty = FuncType([p._checked_type for p in params], ret) if ret is not None else None
+        fty = FuncType([checked_type_or_none(p) for p in params], ret) if ret is not None else None
         _set_type(fn, fty)
         gv = GlobalVar(name)
         _set_type(gv, fty)
@@ -321,8 +336,16 @@ class _Partitioner:
         self.outputs[root] = outputs
         const_bytes = sum(int(c.data.numpy().nbytes) for c in consts.values())
         self.infos[root] = RegionInfo(
-            target, label, name, info.calls, info.num_ops, info.macs, None, const_bytes,
-            tuple(a for a in args if type(a) is Var), caller=self.func_name,
+            target,
+            label,
+            name,
+            info.calls,
+            info.num_ops,
+            info.macs,
+            None,
+            const_bytes,
+            tuple(a for a in args if type(a) is Var),
+            caller=self.func_name,
         )
 
 
@@ -334,8 +357,14 @@ def _is_constant(e: Expr) -> bool:
 
 def _capturable(e: Expr) -> bool:
     t = type(e)
-    return (t is Constant or t is Op or t is GlobalVar or t is Var
-            or (t is Tuple and not e.fields) or (t is Function and "Composite" in e.attrs))
+    return (
+        t is Constant
+        or t is Op
+        or t is GlobalVar
+        or t is Var
+        or (t is Tuple and not e.fields)
+        or (t is Function and "Composite" in e.attrs)
+    )
 
 
 def _short(e: Expr) -> str:
@@ -357,10 +386,11 @@ def _flatten(e: Expr, out: list[Expr]) -> object:
     nesting shape (None for a leaf, else a list of shapes)."""
     if type(e) is Tuple:
         return [_flatten(f, out) for f in e.fields]
-    ty = e._checked_type
+    ty = checked_type_or_none(e)
     if isinstance(ty, TupleType):
-        return [_flatten(new_tuple_get_item(e, i, None, fty), out)
-                for i, fty in enumerate(ty.fields)]
+        return [
+            _flatten(new_tuple_get_item(e, i, None, fty), out) for i, fty in enumerate(ty.fields)
+        ]
     out.append(e)
     return None
 
@@ -372,15 +402,16 @@ def _unflatten(call: Expr, shape: object, counter: list[int], single: bool) -> E
         counter[0] += 1
         if single:
             return call
-        ty = call._checked_type
+        ty = checked_type_or_none(call)
         fty = ty.fields[i] if isinstance(ty, TupleType) else None
         return new_tuple_get_item(call, i, None, fty)
     fields = [_unflatten(call, s, counter, single) for s in shape]  # type: ignore[attr-defined]
-    return new_tuple(fields, None, TupleType([f._checked_type for f in fields]))
+    return new_tuple(fields, None, TupleType([checked_type_or_none(f) for f in fields]))
 
 
-def partition_module(mod: IRModule, mod_name: str = "default", bind_constants: bool = True
-                     ) -> tuple[IRModule, list[RegionInfo]]:
+def partition_module(
+    mod: IRModule, mod_name: str = "default", bind_constants: bool = True
+) -> tuple[IRModule, list[RegionInfo]]:
     """``mod`` partitioned, and every region found (kept or pruned)."""
     out = mod.copy()
     taken = {gv.name_hint for gv in mod.get_global_vars()}

@@ -91,7 +91,12 @@ def partition_for(
 
     for target in ([targets] if isinstance(targets, str) else targets) if optimize else ():
         mod = run_optimize_hook(mod, target, params)
-    passes = partition_passes(targets, patterns=patterns, pin=pin,
-                              include_non_call_ops=include_non_call_ops, mod_name=mod_name,
-                              bind_constants=bind_constants)
+    passes = partition_passes(
+        targets,
+        patterns=patterns,
+        pin=pin,
+        include_non_call_ops=include_non_call_ops,
+        mod_name=mod_name,
+        bind_constants=bind_constants,
+    )
     return Sequential(passes, name="PartitionFor")(mod)

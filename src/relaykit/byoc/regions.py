@@ -172,8 +172,9 @@ class RegionSet:
         return len(self.roots())
 
 
-def find_regions(root: Expr, order: list[Expr] | None = None,
-                 skip_default: bool = False) -> RegionSet:
+def find_regions(
+    root: Expr, order: list[Expr] | None = None, skip_default: bool = False
+) -> RegionSet:
     """The regions of the annotated expression ``root``; with ``skip_default``,
     ``"default"`` annotations are ignored (their operators are host code)."""
     begin_op, end_op = annotation_ops()
@@ -240,8 +241,10 @@ def find_regions(root: Expr, order: list[Expr] | None = None,
                     continue
                 raise PartitionError(
                     "an argument of a node inside a region is neither annotated with "
-                    "compiler_begin nor inside the region:\n" + _context(a)
-                    + "\n  used by:\n" + _context(node)
+                    "compiler_begin nor inside the region:\n"
+                    + _context(a)
+                    + "\n  used by:\n"
+                    + _context(node)
                 )
             r = find(r)
             if r != dest:

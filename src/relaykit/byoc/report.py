@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..ir.expr import Call, Expr, Function, Span
+from ..ir.expr import Call, Expr, Function, Span, checked_type_or_none
 from ..ir.functor import post_order, rewrite_post_order
 from ..ir.module import IRModule
 from ..ir.op import Op
@@ -123,8 +123,10 @@ class Report:
         kept = [g for g in self.regions if g.function is not None]
         pruned = [g for g in self.regions if g.pruned is not None and g.target != DEFAULT_TARGET]
         lines.append("")
-        lines.append(f"{len(self.ops)} operators: {counts}; {len(kept)} functions"
-                     + (f", {len(pruned)} regions pruned" if pruned else ""))
+        lines.append(
+            f"{len(self.ops)} operators: {counts}; {len(kept)} functions"
+            + (f", {len(pruned)} regions pruned" if pruned else "")
+        )
         return "\n".join(lines)
 
 
@@ -134,11 +136,15 @@ def _label_calls(func: Function, start: int) -> tuple[Function, int]:
     counter = [start]
 
     def post(new: Expr, old: Expr) -> Expr | None:
-        if type(new) is Call and new.op is not begin_op and new.op is not end_op and (
-            type(new.op) is Op or composite_name(new.op) is not None
+        if (
+            type(new) is Call
+            and new.op is not begin_op
+            and new.op is not end_op
+            and (type(new.op) is Op or composite_name(new.op) is not None)
         ):
-            labelled = Call(new.op, new.args, new.attrs, new.type_args,
-                            Span(_SOURCE, counter[0] + 1, 0))
+            labelled = Call(
+                new.op, new.args, new.attrs, new.type_args, Span(_SOURCE, counter[0] + 1, 0)
+            )
             counter[0] += 1
             return copy_type(labelled, old)
         return copy_type(new, old) if new is not old else None
@@ -204,8 +210,11 @@ def explain(
                 placed[k] = info
     report = Report(names)
     for info in infos:
-        report.regions.append(RegionReport(info.target, info.function, info.num_ops, info.macs,
-                                           info.pruned, info.caller))
+        report.regions.append(
+            RegionReport(
+                info.target, info.function, info.num_ops, info.macs, info.pruned, info.caller
+            )
+        )
     for k in sorted(decisions):
         call, decision, caller = decisions[k]
         info = placed.get(k)
@@ -216,18 +225,33 @@ def explain(
                 placement, function = decision.target, info.function
             else:
                 why = info.pruned if info is not None and info.pruned else "not partitioned"
-                reasons[decision.target] = f"{reasons.get(decision.target, '')}; {why}".lstrip(
-                    "; ")
-        ty = str(call._checked_type) if call._checked_type is not None else "?"
+                reasons[decision.target] = f"{reasons.get(decision.target, '')}; {why}".lstrip("; ")
+        ty = str(checked_type_or_none(call)) if checked_type_or_none(call) is not None else "?"
         comp = composite_name(call.op)
         if comp is None:
             name = call.op.name if type(call.op) is Op else type(call.op).__name__
-            report.ops.append(OpReport(len(report.ops), name, ty, placement, function, why,
-                                       reasons, None, caller))
+            report.ops.append(
+                OpReport(len(report.ops), name, ty, placement, function, why, reasons, None, caller)
+            )
             continue
         for inner in post_order(call.op.body):  # type: ignore[union-attr]
             if type(inner) is Call and type(inner.op) is Op:
-                ity = str(inner._checked_type) if inner._checked_type is not None else ty
-                report.ops.append(OpReport(len(report.ops), inner.op.name, ity, placement,
-                                           function, why, reasons, comp, caller))
+                ity = (
+                    str(checked_type_or_none(inner))
+                    if checked_type_or_none(inner) is not None
+                    else ty
+                )
+                report.ops.append(
+                    OpReport(
+                        len(report.ops),
+                        inner.op.name,
+                        ity,
+                        placement,
+                        function,
+                        why,
+                        reasons,
+                        comp,
+                        caller,
+                    )
+                )
     return report

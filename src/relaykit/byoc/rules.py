@@ -93,7 +93,8 @@ def _arity(fn: Callable[..., Any]) -> int:
         n = 1
     else:
         params = [
-            p for p in sig.parameters.values()
+            p
+            for p in sig.parameters.values()
             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
         ]
         varargs = any(p.kind is p.VAR_POSITIONAL for p in sig.parameters.values())

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..ir.expr import Call, Function
+from ..ir.expr import Call, Function, checked_type_or_none
 from ..ir.module import IRModule
 from ..ir.op import Op
 from ._common import DEFAULT_TARGET
@@ -121,34 +121,44 @@ class Summary:
         return json.dumps(self.to_dict(), indent=indent)
 
     def __str__(self) -> str:
-        lines = [f"Model {self.model}: {sum(self.before.values())} operators, "
-                 f"{_si(sum(self.targets_macs()) + self.host_macs)}MACs"]
+        lines = [
+            f"Model {self.model}: {sum(self.before.values())} operators, "
+            f"{_si(sum(self.targets_macs()) + self.host_macs)}MACs"
+        ]
         for name, t in self.targets.items():
             lines.append("")
-            lines.append(f"Target {name}: {len(t.functions)} functions, {t.operators} operators, "
-                         f"{_si(t.macs)}MACs, {_bytes(t.param_bytes)} of parameters")
+            lines.append(
+                f"Target {name}: {len(t.functions)} functions, {t.operators} operators, "
+                f"{_si(t.macs)}MACs, {_bytes(t.param_bytes)} of parameters"
+            )
             if t.functions:
                 width = max(len(f.name) for f in t.functions)
-                lines.append(f"  {'function':<{width}}  {'ops':>4}  {'MACs':>9}  {'params':>9}  "
-                             "operators")
+                lines.append(
+                    f"  {'function':<{width}}  {'ops':>4}  {'MACs':>9}  {'params':>9}  operators"
+                )
                 for f in t.functions:
                     ops = ", ".join(_runs(f.op_names))
-                    lines.append(f"  {f.name:<{width}}  {f.operators:>4}  {_si(f.macs):>9}  "
-                                 f"{_bytes(f.param_bytes):>9}  {ops}")
+                    lines.append(
+                        f"  {f.name:<{width}}  {f.operators:>4}  {_si(f.macs):>9}  "
+                        f"{_bytes(f.param_bytes):>9}  {ops}"
+                    )
             for p in t.pruned:
                 lines.append(f"  {p}")
         lines.append("")
         lines.append(f"Host: {self.host_operators} operators, {_si(self.host_macs)}MACs")
         lines.append("")
         cols = ["before", "host", *self.targets]
-        names = sorted(set(self.before) | {k for c in self.after.values() for k in c},
-                       key=lambda k: (-self.before.get(k, 0), k))
+        names = sorted(
+            set(self.before) | {k for c in self.after.values() for k in c},
+            key=lambda k: (-self.before.get(k, 0), k),
+        )
         width = max([len(n) for n in names] + [len("operator")])
         head = "  ".join(f"{c:>{max(len(c), 6)}}" for c in cols)
         lines.append(f"Operator breakdown\n  {'operator':<{width}}  {head}")
         for n in names:
-            row = [self.before.get(n, 0)] + [self.after.get(c, Counter()).get(n, 0)
-                                              for c in cols[1:]]
+            row = [self.before.get(n, 0)] + [
+                self.after.get(c, Counter()).get(n, 0) for c in cols[1:]
+            ]
             cells = "  ".join(f"{v:>{max(len(c), 6)}}" for v, c in zip(row, cols, strict=True))
             lines.append(f"  {n:<{width}}  {cells}")
         return "\n".join(lines)
@@ -210,8 +220,14 @@ def summarize(
         work = p(work)
     partitioned, infos = partition_module(work)
     weights = set(param_names or ())
-    result = Summary(model, {t: TargetSummary(t) for t in names}, 0, 0,
-                     op_counts(mod["main"]) if "main" in mod else Counter(), {})
+    result = Summary(
+        model,
+        {t: TargetSummary(t) for t in names},
+        0,
+        0,
+        op_counts(mod["main"]) if "main" in mod else Counter(),
+        {},
+    )
     for info in infos:
         _add_region(result, info, partitioned, weights)
     host: Counter[str] = Counter()
@@ -238,7 +254,8 @@ def _add_region(result: Summary, info: RegionInfo, mod: IRModule, weights: set[s
     after.update(counts)
     names = [n for c in info.calls for n in op_names(c)]
     pbytes = info.const_bytes + sum(
-        type_bytes(v._checked_type) for v in dict.fromkeys(info.input_vars)
+        type_bytes(checked_type_or_none(v))
+        for v in dict.fromkeys(info.input_vars)
         if v.name_hint in weights
     )
     t.functions.append(FunctionSummary(info.function, info.num_ops, names, info.macs, pbytes))

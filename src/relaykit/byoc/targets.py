@@ -66,8 +66,9 @@ class TargetSpec:
         for key in ("min_region_ops", "min_region_macs"):
             value = getattr(self, key)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise PartitionError(f"{key} of target {self.name!r} must be an int >= 0, "
-                                     f"got {value!r}")
+                raise PartitionError(
+                    f"{key} of target {self.name!r} must be an int >= 0, got {value!r}"
+                )
         ops = self.transparent_ops
         if isinstance(ops, str) or not isinstance(ops, Iterable):
             raise PartitionError(
@@ -78,8 +79,7 @@ class TargetSpec:
         for name in ops:
             if name not in default_registry:
                 raise PartitionError(
-                    f"transparent op {name!r} of target {self.name!r} is not a registered "
-                    "operator"
+                    f"transparent op {name!r} of target {self.name!r} is not a registered operator"
                 )
         object.__setattr__(self, "transparent_ops", ops)
 

@@ -26,7 +26,18 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import RelayKitError, TypeNotInferredError
-from ..ir.expr import Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var
+from ..ir.expr import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    If,
+    Let,
+    Tuple,
+    TupleGetItem,
+    Var,
+    checked_type_or_none,
+)
 from ..ir.op import Op
 from ..ir.structural import structural_equal
 from ..ir.types import TensorType, Type
@@ -177,7 +188,7 @@ class DFPatternMatcher:
 
     # -- types -------------------------------------------------------------------------
     def _type_of(self, expr: Expr) -> Type | None:
-        t = expr._checked_type
+        t = checked_type_or_none(expr)
         if t is None and type(expr) is Var:
             t = expr.type_annotation
         if t is None and not isinstance(expr, Op):

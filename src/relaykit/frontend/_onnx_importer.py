@@ -28,6 +28,7 @@ from ..ir.expr import (
     TupleGetItem,
     TupleWrapper,
     Var,
+    checked_type_or_none,
 )
 from ..ir.functor import post_order
 from ..ir.module import IRModule
@@ -153,37 +154,39 @@ class GraphImporter:
 
     def type_of(self, expr: Expr, ctx: NodeContext | None = None) -> Type:
         """The type of ``expr``, inferring only the nodes that have none yet."""
-        t = expr._checked_type
+        t = checked_type_or_none(expr)
         if t is not None:
             return t
-        for node in post_order(expr, skip=lambda n: n._checked_type is not None or type(n) is Op):
+        for node in post_order(
+            expr, skip=lambda n: checked_type_or_none(n) is not None or type(n) is Op
+        ):
             kind = type(node)
             if kind is Call:
                 op = node.op
                 if type(op) is not Op:
                     raise self._fail_type(ctx, "converters may only call operators")
                 rel = op.get_attr("FTypeRelation")
-                arg_types = [a._checked_type for a in node.args]
+                arg_types = [checked_type_or_none(a) for a in node.args]
                 try:
                     out = rel(arg_types, node.attrs)
                 except RelayKitError as err:
                     shown = ", ".join(str(a) for a in arg_types)
                     raise self._fail_type(ctx, f"{op.name}({shown}): {err}") from None
             elif kind is Tuple:
-                out = TupleType([f._checked_type for f in node.fields])
+                out = TupleType([checked_type_or_none(f) for f in node.fields])
             elif kind is TupleGetItem:
-                tt = node.tuple_value._checked_type
+                tt = checked_type_or_none(node.tuple_value)
                 if not isinstance(tt, TupleType) or node.index >= len(tt.fields):
                     raise self._fail_type(ctx, f"bad projection .{node.index} of {tt}")
                 out = tt.fields[node.index]
             elif kind is If:
-                out = node.true_branch._checked_type
-                if out != node.false_branch._checked_type:
+                out = checked_type_or_none(node.true_branch)
+                if out != checked_type_or_none(node.false_branch):
                     raise self._fail_type(ctx, "the branches of If have different types")
             else:
                 raise self._fail_type(ctx, f"untyped {kind.__name__} in a converter's output")
             node._set_checked_type(out)
-        return expr._checked_type  # type: ignore[return-value]
+        return checked_type_or_none(expr)  # type: ignore[return-value]
 
     def _is_dynamic(self, expr: Expr) -> bool:
         memo = self.dynamic
@@ -354,7 +357,7 @@ class GraphImporter:
                 raise FrontendError(f"{where} is a sequence: bind it to a list of arrays")
             fields = [self._constant_value(name, tp.sequence_type.elem_type, v) for v in value]
             t = Tuple(fields)
-            t._set_checked_type(TupleType([f._checked_type for f in fields]))
+            t._set_checked_type(TupleType([checked_type_or_none(f) for f in fields]))
             return t
         if kind != "tensor_type":
             raise FrontendError(f"{where} holds a {kind or 'value of unknown type'}")

@@ -16,6 +16,7 @@ from .expr import (
     TupleGetItem,
     TupleWrapper,
     Var,
+    checked_type_or_none,
     const,
 )
 from .functor import (
@@ -64,6 +65,7 @@ __all__ = [
     "TupleWrapper",
     "Var",
     "const",
+    "checked_type_or_none",
     "ExprFunctor",
     "ExprMutator",
     "ExprVisitor",

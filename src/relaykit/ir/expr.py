@@ -43,6 +43,7 @@ __all__ = [
     "GlobalVar",
     "TupleWrapper",
     "const",
+    "checked_type_or_none",
 ]
 
 _EMPTY_ATTRS = Attrs({})
@@ -179,6 +180,16 @@ class Expr:
 
 
 RelayExpr = Expr
+
+
+def checked_type_or_none(expr: Expr) -> Type | None:
+    """The type inference gave ``expr``, or ``None`` when it has not been typed yet.
+
+    >>> x = Var("x", TensorType((2,), "float32"))
+    >>> checked_type_or_none(x) is None
+    True
+    """
+    return expr._checked_type
 
 
 def _dtype_hint(expr: Expr, value: Any) -> str:

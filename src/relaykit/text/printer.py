@@ -25,7 +25,19 @@ from typing import Any
 
 from ..ir.analysis import free_vars
 from ..ir.attrs import normalize_attr_value
-from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
+from ..ir.expr import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Tuple,
+    TupleGetItem,
+    Var,
+    checked_type_or_none,
+)
 from ..ir.functor import post_order
 from ..ir.module import IRModule
 from ..ir.op import Op
@@ -276,7 +288,7 @@ class _DefPrinter:
         if ann is not None:
             note = ann(node)
             return mark + (str(note) if note else "")
-        ty = node._checked_type
+        ty = checked_type_or_none(node)
         if ty is not None and isinstance(node, (Call, Tuple, TupleGetItem)):
             return f"{mark} /* ty={ty} */"
         return mark
@@ -300,8 +312,8 @@ class _DefPrinter:
         text = None if shared else scalar_text(node.data.numpy())
         if text is None:
             text = self.ctx.meta_ref(node)
-        if self.typed and self.ctx.annotate is None and node._checked_type is not None:
-            text += f" /* ty={node._checked_type} */"
+        if self.typed and self.ctx.annotate is None and checked_type_or_none(node) is not None:
+            text += f" /* ty={checked_type_or_none(node)} */"
         return text + mark
 
     def text_of(self, node: Expr) -> _Text:

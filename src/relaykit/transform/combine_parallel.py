@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import op
-from ..ir.expr import Call, Constant, Expr, Function, TupleGetItem, Var
+from ..ir.expr import Call, Constant, Expr, Function, TupleGetItem, Var, checked_type_or_none
 from ..ir.functor import post_order, rewrite_post_order
 from ..ir.module import IRModule
 from ..ir.op import Op
@@ -59,7 +59,7 @@ def _combine(expr: Expr, groups: Sequence[list[Call]], merged: Any, axis: int) -
     """Replace each group member by its slice of ``merged(group)`` split on ``axis``."""
     replace: dict[Expr, Expr] = {}
     for group in groups:
-        widths = [c._checked_type.shape[axis] for c in group]  # type: ignore[union-attr]
+        widths = [checked_type_or_none(c).shape[axis] for c in group]  # type: ignore[union-attr]
         combined = merged(group)
         points, total = [], 0
         for w in widths[:-1]:
@@ -76,8 +76,8 @@ def combine_parallel_dense(expr: Expr, min_num_branches: int = 3) -> Expr:
     infer_type(expr)
 
     def key(call: Call) -> Any:
-        w = call.args[1]._checked_type
-        out = call._checked_type
+        w = checked_type_or_none(call.args[1])
+        out = checked_type_or_none(call)
         if not isinstance(w, TensorType) or not isinstance(out, TensorType):
             return None
         return (id(call.args[0]), w.shape[1], w.dtype, call.attrs.out_dtype)
@@ -88,7 +88,7 @@ def combine_parallel_dense(expr: Expr, min_num_branches: int = 3) -> Expr:
 
     def merged(group: list[Call]) -> Expr:
         weight = op.concatenate([c.args[1] for c in group], axis=0)
-        units = sum(c.args[1]._checked_type.shape[0] for c in group)  # type: ignore[union-attr]
+        units = sum(checked_type_or_none(c.args[1]).shape[0] for c in group)  # type: ignore[union-attr]
         return op.nn.dense(
             group[0].args[0], weight, units=units, out_dtype=group[0].attrs.out_dtype
         )
@@ -101,7 +101,7 @@ def combine_parallel_batch_matmul(expr: Expr, min_num_branches: int = 3) -> Expr
     infer_type(expr)
 
     def key(call: Call) -> Any:
-        b = call.args[1]._checked_type
+        b = checked_type_or_none(call.args[1])
         if not isinstance(b, TensorType) or call.attrs.transpose_a:
             return None
         k_axis = 2 if call.attrs.transpose_b else 1

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ir.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem
+from ..ir.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, checked_type_or_none
 from ..ir.functor import post_order, rebuild
 from ..ir.module import IRModule
 from ..ir.op import Op
@@ -94,7 +94,7 @@ def _fold_call(new: Call, old: Call) -> Expr | None:
         out = tuple(out)
     if isinstance(out, np.generic):
         out = np.asarray(out)
-    if not _matches(out, old._checked_type):
+    if not _matches(out, checked_type_or_none(old)):
         return None
     return _as_expr(out)
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import op
-from ..ir.expr import Call, Constant, Expr, Function
+from ..ir.expr import Call, Constant, Expr, Function, checked_type_or_none
 from ..ir.functor import rewrite_post_order
 from ..ir.module import IRModule
 from ..ir.op import Op
@@ -93,9 +93,9 @@ def fold_scale_axis(expr: Expr, mod: IRModule | None = None) -> Expr:
             return None
         lhs, scale = new.args
         old_lhs = old.args[0]
-        if uses.get(old_lhs, 0) != 1 or not isinstance(old_lhs._checked_type, TensorType):
+        if uses.get(old_lhs, 0) != 1 or not isinstance(checked_type_or_none(old_lhs), TensorType):
             return None
-        out_t = old_lhs._checked_type
+        out_t = checked_type_or_none(old_lhs)
         bias = None
         layer = lhs
         if _name(lhs) in ("nn.bias_add", "add"):

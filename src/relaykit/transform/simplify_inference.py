@@ -24,7 +24,7 @@ True
 
 from __future__ import annotations
 
-from ..ir.expr import Call, Expr, Function, TupleGetItem, const
+from ..ir.expr import Call, Expr, Function, TupleGetItem, checked_type_or_none, const
 from ..ir.module import IRModule
 from ..ir.op import Op
 from ..ir.types import TensorType
@@ -37,7 +37,7 @@ __all__ = ["SimplifyInference", "simplify_inference"]
 
 
 def _tensor_type(e: Expr) -> TensorType | None:
-    t = e._checked_type
+    t = checked_type_or_none(e)
     return t if isinstance(t, TensorType) else None
 
 

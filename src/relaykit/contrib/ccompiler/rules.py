@@ -13,7 +13,7 @@ from typing import Any
 
 from ...byoc.rules import Decline, decline
 from ...dataflow_pattern import is_op, wildcard
-from ...ir.expr import Call, Expr
+from ...ir.expr import Call, Expr, checked_type_or_none
 from ...ir.types import TensorType
 from .kernels_c import MAX_DIMS
 
@@ -23,16 +23,18 @@ TARGET = "ccompiler"
 
 
 def _float32(expr: Expr) -> bool:
-    ty = expr._checked_type
+    ty = checked_type_or_none(expr)
     return isinstance(ty, TensorType) and ty.dtype == "float32"
 
 
 def _all_float32(call: Call) -> Decline | bool:
     for i, a in enumerate(call.args):
         if not _float32(a):
-            return decline(f"input {i} is {a._checked_type}, ccompiler handles float32 only")
-    if call._checked_type is not None and not _float32(call):
-        return decline(f"output is {call._checked_type}, ccompiler handles float32 only")
+            return decline(
+                f"input {i} is {checked_type_or_none(a)}, ccompiler handles float32 only"
+            )
+    if checked_type_or_none(call) is not None and not _float32(call):
+        return decline(f"output is {checked_type_or_none(call)}, ccompiler handles float32 only")
     return True
 
 
@@ -40,7 +42,7 @@ def _elementwise(call: Call) -> Decline | bool:
     ok = _all_float32(call)
     if not ok:
         return ok
-    ty = call._checked_type
+    ty = checked_type_or_none(call)
     if isinstance(ty, TensorType) and ty.ndim > MAX_DIMS:
         return decline(f"{ty.ndim} axes; ccompiler handles up to {MAX_DIMS}")
     return True

@@ -13,7 +13,7 @@ from typing import Any
 
 from ...byoc.rules import Decline, decline
 from ...dataflow_pattern import is_op, wildcard
-from ...ir.expr import Call, Expr
+from ...ir.expr import Call, Expr, checked_type_or_none
 from ...ir.types import TensorType
 
 __all__ = ["TARGET", "RULES", "pattern_table"]
@@ -23,7 +23,7 @@ TARGET = "jsonref"
 
 def _float32(call: Call) -> Decline | bool:
     for i, a in enumerate(call.args):
-        ty = a._checked_type
+        ty = checked_type_or_none(a)
         if not (isinstance(ty, TensorType) and ty.dtype == "float32"):
             return decline(f"input {i} is {ty}; jsonref handles float32 tensors only")
     return True
