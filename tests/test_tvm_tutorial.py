@@ -96,7 +96,7 @@ def test_heterogeneous_style_mutator_from_the_tutorial():
                 self.n += 1
             return visit
 
-    resnet, params = relay.testing.resnet.get_workload()
+    resnet, _params = relay.testing.resnet.get_workload()
     m = CountConv()
     out = m.visit(resnet["main"])
     assert m.n == 21 and out is resnet["main"]

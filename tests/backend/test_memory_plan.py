@@ -1,6 +1,8 @@
 """The static memory plan: reuse by liveness, in place, views, outputs kept; and that
 planned execution computes what the interpreter computes on random graphs."""
 
+import itertools
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -42,7 +44,7 @@ def test_elementwise_ops_write_in_place_into_dying_inputs():
         op("nn.relu", [1], [2]),
         op("negative", [2], [3]),
     ]
-    planned, storage = plan_memory(entries, nodes, heads=[3], inplace_ops={"nn.relu", "negative"})
+    planned, _storage = plan_memory(entries, nodes, heads=[3], inplace_ops={"nn.relu", "negative"})
     assert planned[1].storage == planned[2].storage == planned[3].storage
     # never into a graph input
     planned, _ = plan_memory(entries[:2], nodes[:2], heads=[1], inplace_ops={"exp"})
@@ -139,7 +141,7 @@ def test_planned_execution_matches_the_interpreter(f, seed):
             by_block.setdefault(plan.entries[r].storage, []).append([born, dies])
     for spans in by_block.values():
         spans.sort()
-        for (_, d0), (b1, _) in zip(spans, spans[1:], strict=False):
+        for (_, d0), (b1, _) in itertools.pairwise(spans):
             assert b1 >= d0
     rng = np.random.default_rng(seed)
     args = [rng.standard_normal((4, 6)).astype("float32") for _ in f.params]

@@ -153,7 +153,7 @@ def test_partition_graph_multi_output_region_returns_a_tuple(byoc):
     body = relay.Tuple([relay.negative(r), relay.negative(a)])
     mod = module(x, body=body)
     out = byoc.partition(mod, "lib")
-    ((name, fn),) = byoc.region_functions(out).items()
+    ((_name, fn),) = byoc.region_functions(out).items()
     assert isinstance(fn.body, relay.Tuple) and len(fn.body.fields) == 2
     projections = [n for n in tvm.ir.post_order(out["main"]) if isinstance(n, relay.TupleGetItem)]
     assert sorted(p.index for p in projections) == [0, 1]

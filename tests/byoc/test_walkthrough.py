@@ -5,7 +5,7 @@ partitions VGG-11 into the 8 functions TVM made, with TVM's names."""
 import numpy as np
 
 import relaykit as tvm
-import relaykit.relay.testing  # noqa: F401  - as `import tvm.relay.testing`
+import relaykit.relay.testing
 from relaykit import relay
 from relaykit.backend.interpreter import create_executor
 
@@ -74,10 +74,7 @@ def run_walkthrough(image_shape=(3, 224, 224)):
         weight = wildcard()
         bias = wildcard()
         conv = is_op("nn.conv2d")(data, weight)
-        if with_bias:
-            conv_out = is_op("nn.bias_add")(conv, bias)
-        else:
-            conv_out = conv
+        conv_out = is_op("nn.bias_add")(conv, bias) if with_bias else conv
         return is_op("nn.relu")(conv_out)
 
     conv2d_bias_relu_pat = ("byoc-target.conv2d_relu_with_bias", make_pattern(with_bias=True))

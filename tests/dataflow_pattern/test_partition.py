@@ -199,7 +199,7 @@ def test_partition_fuzzy_function_args():
         params = [relay.var(str(i)) for i in range(n + 1)]
         label = "add_FunctionCall_add_" if n < 3 else "add_add_FunctionCall_add_"
         body = relay.Call(call.op, params[:-1]) + params[-1]
-        return composite(params, body, label)(*([x, y, z][:n] + [b]))
+        return composite(params, body, label)(*([*[x, y, z][:n], b]))
 
     for call in [
         relay.Function([xp], xp + xp)(x),

@@ -66,7 +66,7 @@ def test_rewrite_100k_chain_without_recursion(chain_100k):
 
 
 def test_match_at_the_top_of_a_deep_chain_only_looks_at_the_pattern(chain_100k):
-    x, chain = chain_100k
+    _x, chain = chain_100k
     assert match(PAIR, chain)
     assert not match(is_op("nn.relu")(is_op("tanh")(wildcard())), chain)
 

@@ -142,7 +142,7 @@ def test_random_cnn_matches_onnxruntime(tmp_path, make_model):
     ort = pytest.importorskip("onnxruntime")
     path = _random_cnn(tmp_path, make_model)
     x = np.random.default_rng(1).standard_normal((1, 3, 8, 8)).astype("float32")
-    mod, params = load_model(path)
+    mod, _params = load_model(path)
     want = ort.InferenceSession(str(path)).run(None, {"x": x})[0]
     np.testing.assert_allclose(_run(mod, x), want, rtol=1e-4, atol=1e-6)
     opt = relay.transform.optimize(mod)

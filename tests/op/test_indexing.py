@@ -77,7 +77,7 @@ def test_cumsum_cumprod_exclusive(run, tvar):
 
 def test_topk_ties_and_order(run, rel, tvar):
     x = np.array([[3, 1, 3, 2]], "float32")
-    values, indices = op.topk(tvar("x", (1, 4)), k=3, dtype="int64")
+    values, _indices = op.topk(tvar("x", (1, 4)), k=3, dtype="int64")
     call = values.tuple_value
     vals, idx = run(call, x)
     assert vals.tolist() == [[3, 3, 2]] and idx.tolist() == [[0, 2, 3]]

@@ -15,7 +15,7 @@ COUNTS = (0, 4)
 def tfidf_by_loop(x, min_n, max_n, max_skip, counts, indexes, pool, weights, mode):
     """The spec, one n-gram at a time: skip distances 1..max_skip+1, unigrams once."""
     grams = {}
-    bounds = list(counts) + [len(pool)]
+    bounds = [*list(counts), len(pool)]
     g = 0
     for k in range(len(counts)):
         n = k + 1
@@ -36,7 +36,7 @@ def tfidf_by_loop(x, min_n, max_n, max_skip, counts, indexes, pool, weights, mod
                         tf[grams[tuple(row[idx])]] += 1
         w = np.asarray(weights) if weights else np.ones(width)
         out[r] = {"TF": tf, "IDF": (tf > 0) * w, "TFIDF": tf * w}[mode]
-    return out.reshape(x.shape[:-1] + (width,)).astype("float32")
+    return out.reshape((*x.shape[:-1], width)).astype("float32")
 
 
 CASES = [

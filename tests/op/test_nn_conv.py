@@ -14,7 +14,7 @@ from relaykit.op import TypeRelError, nn
 
 def naive_conv2d(x, w, strides=(1, 1), padding=(0, 0, 0, 0), dilation=(1, 1), groups=1):
     """NCHW x OIHW convolution by explicit loops over every output and tap."""
-    n, c, h, wd = x.shape
+    n, _c, h, wd = x.shape
     o, cg, kh, kw = w.shape
     pt, pl, pb, pr = padding
     sh, sw = strides

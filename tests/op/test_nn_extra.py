@@ -35,13 +35,13 @@ def _pool3d_loop(x, k, s, pad, kind, include_pad=False):
     out = np.empty((n, c, *out_shape), "float32")
     for idx in np.ndindex(*out_shape):
         sl = tuple(slice(i * ss, i * ss + kk) for i, ss, kk in zip(idx, s, k, strict=True))
-        win = padded[(slice(None), slice(None)) + sl].reshape(n, c, -1)
+        win = padded[(slice(None), slice(None), *sl)].reshape(n, c, -1)
         if kind == "max":
-            out[(slice(None), slice(None)) + idx] = np.nanmax(win, axis=-1)
+            out[(slice(None), slice(None), *idx)] = np.nanmax(win, axis=-1)
         elif include_pad:
-            out[(slice(None), slice(None)) + idx] = np.nansum(win, axis=-1) / win.shape[-1]
+            out[(slice(None), slice(None), *idx)] = np.nansum(win, axis=-1) / win.shape[-1]
         else:
-            out[(slice(None), slice(None)) + idx] = np.nanmean(win, axis=-1)
+            out[(slice(None), slice(None), *idx)] = np.nanmean(win, axis=-1)
     return out
 
 

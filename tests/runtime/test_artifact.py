@@ -142,7 +142,7 @@ def test_arrays_are_never_unpickled(artifact):
 
     def edit(manifest, members):
         entry = next(m for m in manifest["modules"] if m["arrays"])
-        name, rec = next(iter(entry["arrays"].items()))
+        _name, rec = next(iter(entry["arrays"].items()))
         buf = io.BytesIO()
         np.save(buf, np.array([{"x": 1}], dtype=object), allow_pickle=True)
         members[rec["member"]] = buf.getvalue()

@@ -60,7 +60,7 @@ def max_pool(x, size, stride, pad=0):
     xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)), constant_values=-np.inf)
     oh = (x.shape[2] + 2 * pad - size) // stride + 1
     ow = (x.shape[3] + 2 * pad - size) // stride + 1
-    out = np.full(x.shape[:2] + (oh, ow), -np.inf)
+    out = np.full((*x.shape[:2], oh, ow), -np.inf)
     for i in range(size):
         for j in range(size):
             out = np.maximum(

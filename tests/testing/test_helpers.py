@@ -34,4 +34,4 @@ def test_run_infer_type_returns_typed_body_or_function() -> None:
 def test_rand_makes_an_ndarray_of_the_requested_shape_and_dtype() -> None:
     a = rand("float32", 2, 3)
     assert isinstance(a, NDArray) and a.shape == (2, 3) and a.dtype == "float32"
-    assert 0.0 <= float(np.min(a.numpy())) and float(np.max(a.numpy())) < 1.0
+    assert float(np.min(a.numpy())) >= 0.0 and float(np.max(a.numpy())) < 1.0

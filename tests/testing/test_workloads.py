@@ -370,7 +370,21 @@ def test_mobilenet_parameters_and_operators_are_tvms() -> None:
     depthwise = [c for c in convs if c.attrs.groups > 1]
     assert [c.attrs.groups for c in depthwise] == [c.attrs.channels for c in depthwise]
     assert len(depthwise) == 13
-    assert [tuple(c.attrs.strides)[0] for c in depthwise] == [1, 2, 1, 2, 1, 2, 1, 1, 1, 1, 1, 2, 1]
+    assert [next(iter(c.attrs.strides)) for c in depthwise] == [
+        1,
+        2,
+        1,
+        2,
+        1,
+        2,
+        1,
+        1,
+        1,
+        1,
+        1,
+        2,
+        1,
+    ]
     (bias,) = _calls(main, "nn.bias_add")
     assert bias.attrs.axis == 1  # TVM's mobilenet calls bias_add with its default axis
     assert main.checked_type.ret_type == TensorType((1, 1000))

@@ -237,7 +237,7 @@ def _check(err, line, col, *needles):
     assert text.startswith(f"<string>:{line}:{col}: error: "), text
     for needle in needles:
         assert needle in text, text
-    src_line, caret = text.splitlines()[1:3]
+    _src_line, caret = text.splitlines()[1:3]
     assert caret.index("^") == col + 1  # two spaces of indent, 1-based column
 
 

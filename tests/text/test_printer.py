@@ -316,7 +316,7 @@ def test_tensor_constants_go_to_metadata_indexed_by_first_use(call):
     text = f.astext()
     assert "multiply(%x, meta[relay.Constant][0])" in text
     assert "add(meta[relay.Constant][1], meta[relay.Constant][0])" in text
-    code, meta = text.split("\n#[metadata]\n")
+    _code, meta = text.split("\n#[metadata]\n")
     assert meta.splitlines()[1] == '  {"shape": [2], "dtype": "float32", "data": "AACAPwAAAEA="},'
     short = str(f)
     assert "#[metadata]" not in short

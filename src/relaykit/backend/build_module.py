@@ -30,14 +30,15 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..errors import BuildError, CodegenError, RelayKitError
-from ..ir.expr import Function
-from ..ir.module import IRModule
-from ..runtime.module import Module, ModuleBlob, register_module_loader
-from ..runtime.ndarray import Device, NDArray
-from ..transform.bind import bind_params_by_name
-from ..transform.pass_infra import Pass, Sequential
-from ..transform.pipeline import optimization_passes
+from relaykit.errors import BuildError, CodegenError, RelayKitError
+from relaykit.ir.expr import Function
+from relaykit.ir.module import IRModule
+from relaykit.runtime.module import Module, ModuleBlob, register_module_loader
+from relaykit.runtime.ndarray import Device, NDArray
+from relaykit.transform.bind import bind_params_by_name
+from relaykit.transform.pass_infra import Pass, Sequential
+from relaykit.transform.pipeline import optimization_passes
+
 from .codegen.registry import get_codegen
 from .graph_executor import GraphExecutor
 from .graph_plan import GraphPlan

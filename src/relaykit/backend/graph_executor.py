@@ -20,9 +20,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..errors import BackendExecutionError, BuildError, ExecutionError, RelayKitError
-from ..runtime.module import Module
-from ..runtime.ndarray import Device, NDArray, cpu
+from relaykit.errors import BackendExecutionError, BuildError, ExecutionError, RelayKitError
+from relaykit.runtime.module import Module
+from relaykit.runtime.ndarray import Device, NDArray, cpu
+
 from .graph_plan import GraphPlan
 from .host_kernels import Scratch, bind_kernel
 from .memory_plan import MemoryReport, memory_report

@@ -26,10 +26,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ArtifactCorruptError, ArtifactError
-from ..ir.attrs import Attrs
-from ..ir.op import default_registry
-from ..ir.types import DTYPES
+from relaykit.errors import ArtifactCorruptError, ArtifactError
+from relaykit.ir.attrs import Attrs
+from relaykit.ir.op import default_registry
+from relaykit.ir.types import DTYPES
 
 __all__ = [
     "PLAN_FORMAT",

@@ -16,11 +16,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import ExecutionError, IRError
-from ..ir.expr import Expr, Function, GlobalVar, Var
-from ..ir.module import IRModule
-from ..ir.types import TupleType, Type
-from ..runtime.ndarray import NDArray
+from relaykit.errors import ExecutionError, IRError
+from relaykit.ir.expr import Expr, Function, GlobalVar, Var
+from relaykit.ir.module import IRModule
+from relaykit.ir.types import TupleType, Type
+from relaykit.runtime.ndarray import NDArray
+
 from .build_module import build
 from .graph_executor import GraphExecutor
 
@@ -68,7 +69,7 @@ class GraphRunner:
         else:
             raise IRError(f"evaluate needs a relay expression, got {type(expr).__name__}")
         if binds:
-            from ..transform.bind import bind
+            from relaykit.transform.bind import bind
 
             func = bind(func, binds)  # type: ignore[assignment]
         mod["main"] = func

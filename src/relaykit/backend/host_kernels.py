@@ -28,10 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ExecutionError
-from ..ir.attrs import Attrs
-from ..ir.op import default_registry
-from ..op.nn._relations import pad4, pair
+from relaykit.errors import ExecutionError
+from relaykit.ir.attrs import Attrs
+from relaykit.ir.op import default_registry
+from relaykit.op.nn._relations import pad4, pair
 
 __all__ = [
     "Scratch",

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ExecutionError, IRError, RelayKitError
-from ..ir.expr import (
+from relaykit.errors import ExecutionError, IRError, RelayKitError
+from relaykit.ir.expr import (
     Call,
     Constant,
     Expr,
@@ -36,11 +36,11 @@ from ..ir.expr import (
     Var,
     checked_type_or_none,
 )
-from ..ir.module import IRModule
-from ..ir.op import Op
-from ..ir.types import TensorType, TupleType, Type
-from ..runtime.ndarray import NDArray
-from ..transform.infer_type import infer_module
+from relaykit.ir.module import IRModule
+from relaykit.ir.op import Op
+from relaykit.ir.types import TensorType, TupleType, Type
+from relaykit.runtime.ndarray import NDArray
+from relaykit.transform.infer_type import infer_module
 
 __all__ = ["Closure", "Executor", "create_executor", "evaluate", "to_runtime_value"]
 
@@ -318,7 +318,7 @@ class Executor:
         if not isinstance(expr, Expr):
             raise IRError(f"evaluate needs a relay expression, got {type(expr).__name__}")
         if binds:
-            from ..transform.bind import bind
+            from relaykit.transform.bind import bind
 
             expr = bind(expr, binds)
         main_name = "__evaluate_target__"
@@ -381,7 +381,7 @@ def create_executor(
 
         return GraphRunner(mod, device, target, params)  # type: ignore[return-value]
     if params:
-        from ..transform.bind import bind_params_by_name
+        from relaykit.transform.bind import bind_params_by_name
 
         mod = mod.copy() if mod is not None else IRModule()
         mod["main"] = bind_params_by_name(mod["main"], params)

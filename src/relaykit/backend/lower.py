@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import BuildError
-from ..ir.expr import (
+from relaykit.errors import BuildError
+from relaykit.ir.expr import (
     Call,
     Constant,
     Expr,
@@ -39,11 +39,12 @@ from ..ir.expr import (
     Var,
     checked_type_or_none,
 )
-from ..ir.functor import post_order
-from ..ir.module import IRModule
-from ..ir.op import Op, default_registry
-from ..ir.types import TensorType, TupleType, Type
-from ..op.define import OpPattern
+from relaykit.ir.functor import post_order
+from relaykit.ir.module import IRModule
+from relaykit.ir.op import Op, default_registry
+from relaykit.ir.types import TensorType, TupleType, Type
+from relaykit.op.define import OpPattern
+
 from .graph_plan import EntrySpec, GraphPlan, PlanNode
 from .interpreter import _Env as Env
 from .memory_plan import plan_memory

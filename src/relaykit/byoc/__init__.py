@@ -34,7 +34,8 @@ host or a target, and :func:`explain` says where every operator went and why.
 [('nn.dense', 'mylib'), ('nn.relu', 'mylib'), ('abs', 'host'), ('nn.softmax', 'host')]
 """
 
-from ..backend.codegen.registry import get_codegen, register_codegen, run_optimize_hook
+from relaykit.backend.codegen.registry import get_codegen, register_codegen, run_optimize_hook
+
 from ._common import PartitionError
 from .annotate import AnnotateTarget
 from .choose import Decision, TargetChooser

@@ -15,11 +15,11 @@ import gc
 from collections.abc import Iterator
 from typing import Any
 
-from ..errors import IRError
-from ..ir.attrs import Attrs
-from ..ir.expr import Call, Expr, Function, If, Let, Tuple, TupleGetItem
-from ..ir.op import Op, get_op
-from ..ir.types import Type
+from relaykit.errors import IRError
+from relaykit.ir.attrs import Attrs
+from relaykit.ir.expr import Call, Expr, Function, If, Let, Tuple, TupleGetItem
+from relaykit.ir.op import Op, get_op
+from relaykit.ir.types import Type
 
 __all__ = [
     "DEFAULT_TARGET",
@@ -61,7 +61,7 @@ def annotation_ops() -> tuple[Op, Op]:
     """``(annotation.compiler_begin, annotation.compiler_end)``."""
     global _OPS
     if _OPS is None:
-        from ..op import annotation  # noqa: F401  (registers the operators)
+        from relaykit.op import annotation  # noqa: F401  (registers the operators)
 
         _OPS = (get_op("annotation.compiler_begin"), get_op("annotation.compiler_end"))
     return _OPS
@@ -164,7 +164,7 @@ def ensure_typed(func: Function, mod: Any = None) -> Function:
     """``func`` with types inferred, when its body has none yet."""
     if func.has_checked_type and func.body.has_checked_type:
         return func
-    from ..transform.infer_type import infer_function
+    from relaykit.transform.infer_type import infer_function
 
     return infer_function(func, mod)
 

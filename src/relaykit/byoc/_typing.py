@@ -15,10 +15,11 @@ new nodes. It uses the type inferencer of :mod:`relaykit.transform.infer_type`.
 
 from __future__ import annotations
 
-from ..ir.expr import Expr, Function
-from ..ir.module import IRModule
-from ..ir.types import FuncType
-from ..transform.infer_type import _Inferencer, _signature
+from relaykit.ir.expr import Expr, Function
+from relaykit.ir.module import IRModule
+from relaykit.ir.types import FuncType
+from relaykit.transform.infer_type import _Inferencer, _signature
+
 from ._common import data_children
 
 __all__ = ["fill_types"]

@@ -28,11 +28,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..ir.expr import Call, Expr, Function, If, Let, Tuple, TupleGetItem, checked_type_or_none
-from ..ir.functor import rewrite_post_order
-from ..ir.module import IRModule
-from ..ir.op import Op
-from ..transform.pass_infra import Pass, PassContext, PassInfo
+from relaykit.ir.expr import (
+    Call,
+    Expr,
+    Function,
+    If,
+    Let,
+    Tuple,
+    TupleGetItem,
+    checked_type_or_none,
+)
+from relaykit.ir.functor import rewrite_post_order
+from relaykit.ir.module import IRModule
+from relaykit.ir.op import Op
+from relaykit.transform.pass_infra import Pass, PassContext, PassInfo
+
 from ._common import (
     DEFAULT_TARGET,
     annotation_ops,

@@ -23,8 +23,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..ir.expr import Call
-from ..ir.op import Op, OpRegistry, default_registry
+from relaykit.ir.expr import Call
+from relaykit.ir.op import Op, OpRegistry, default_registry
+
 from ._common import DEFAULT_TARGET, PartitionError, composite_name
 from .pins import Pin, find_pin
 from .rules import call_rule, rule_key, verdict_of

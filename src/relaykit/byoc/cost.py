@@ -19,10 +19,11 @@ import math
 import weakref
 from collections.abc import Iterable
 
-from ..ir.expr import Call, Constant, Expr, Function, checked_type_or_none
-from ..ir.functor import post_order
-from ..ir.op import Op
-from ..ir.types import TensorType, TupleType, Type
+from relaykit.ir.expr import Call, Constant, Expr, Function, checked_type_or_none
+from relaykit.ir.functor import post_order
+from relaykit.ir.op import Op
+from relaykit.ir.types import TensorType, TupleType, Type
+
 from ._common import annotation_ops, composite_name
 from .targets import DEFAULT_TRANSPARENT_OPS
 

@@ -24,9 +24,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..ir.expr import Expr, Function
-from ..ir.module import IRModule
-from ..transform.pass_infra import Pass, PassContext, PassInfo
+from relaykit.ir.expr import Expr, Function
+from relaykit.ir.module import IRModule
+from relaykit.transform.pass_infra import Pass, PassContext, PassInfo
+
 from ._common import PartitionError, ensure_typed, no_gc
 from ._typing import fill_types
 
@@ -37,7 +38,7 @@ PatternEntry = tuple[str, Any, Callable[[Expr], Any] | None]
 
 def normalize_pattern_table(table: Any) -> list[PatternEntry]:
     """Check a pattern table and return ``(name, pattern, check_or_None)`` entries."""
-    from ..dataflow_pattern import DFPattern
+    from relaykit.dataflow_pattern import DFPattern
 
     if table is None:
         return []

@@ -34,10 +34,11 @@ costs O(1) per merge, and a shared budget keeps the pass linear on any input
 
 from __future__ import annotations
 
-from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let
-from ..ir.module import IRModule
-from ..ir.op import Op
-from ..transform.pass_infra import Pass, PassContext, PassInfo
+from relaykit.ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let
+from relaykit.ir.module import IRModule
+from relaykit.ir.op import Op
+from relaykit.transform.pass_infra import Pass, PassContext, PassInfo
+
 from ._common import (
     DEFAULT_TARGET,
     PartitionError,

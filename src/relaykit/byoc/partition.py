@@ -27,8 +27,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..ir.attrs import Attrs
-from ..ir.expr import (
+from relaykit.ir.attrs import Attrs
+from relaykit.ir.expr import (
     Call,
     Constant,
     Expr,
@@ -39,10 +39,11 @@ from ..ir.expr import (
     Var,
     checked_type_or_none,
 )
-from ..ir.module import IRModule
-from ..ir.op import Op
-from ..ir.types import FuncType, TupleType, Type
-from ..transform.pass_infra import Pass, PassContext, PassInfo
+from relaykit.ir.module import IRModule
+from relaykit.ir.op import Op
+from relaykit.ir.types import FuncType, TupleType, Type
+from relaykit.transform.pass_infra import Pass, PassContext, PassInfo
+
 from ._common import (
     PartitionError,
     annotation_ops,

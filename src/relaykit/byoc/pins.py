@@ -24,8 +24,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..ir.expr import Call, Function
-from ..ir.op import Op
+from relaykit.ir.expr import Call, Function
+from relaykit.ir.op import Op
+
 from ._common import DEFAULT_TARGET, PartitionError, composite_name
 
 __all__ = ["HOST", "Pin", "pin", "as_pins", "find_pin"]
@@ -75,7 +76,7 @@ def _call_op_names(call: Call) -> frozenset[str]:
     cached = _NAMES_CACHE.get(op)  # type: ignore[call-overload]
     if cached is not None:
         return cached
-    from ..ir.functor import post_order
+    from relaykit.ir.functor import post_order
 
     names = {name}
     for node in post_order(op.body):  # type: ignore[union-attr]

@@ -17,11 +17,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..ir.module import IRModule
-from ..op.contrib import get_pattern_table
-from ..transform.bind import bind_params_by_name
-from ..transform.infer_type import InferType
-from ..transform.pass_infra import Pass, Sequential
+from relaykit.ir.module import IRModule
+from relaykit.op.contrib import get_pattern_table
+from relaykit.transform.bind import bind_params_by_name
+from relaykit.transform.infer_type import InferType
+from relaykit.transform.pass_infra import Pass, Sequential
+
 from .annotate import AnnotateTarget
 from .choose import normalize_targets
 from .merge_composite import MergeComposite
@@ -87,7 +88,7 @@ def partition_for(
         mod = mod.copy()
         mod["main"] = bind_params_by_name(mod["main"], params)
     # Each target's codegen may rewrite the module first (``relay.ext.<name>.optimize``).
-    from ..backend.codegen.registry import run_optimize_hook
+    from relaykit.backend.codegen.registry import run_optimize_hook
 
     for target in ([targets] if isinstance(targets, str) else targets) if optimize else ():
         mod = run_optimize_hook(mod, target, params)

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..ir.expr import Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var
-from ..ir.op import Op
+from relaykit.ir.expr import Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var
+from relaykit.ir.op import Op
+
 from ._common import (
     DEFAULT_TARGET,
     PartitionError,

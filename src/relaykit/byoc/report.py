@@ -27,10 +27,11 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..ir.expr import Call, Expr, Function, Span, checked_type_or_none
-from ..ir.functor import post_order, rewrite_post_order
-from ..ir.module import IRModule
-from ..ir.op import Op
+from relaykit.ir.expr import Call, Expr, Function, Span, checked_type_or_none
+from relaykit.ir.functor import post_order, rewrite_post_order
+from relaykit.ir.module import IRModule
+from relaykit.ir.op import Op
+
 from ._common import DEFAULT_TARGET, annotation_ops, composite_name, copy_type, ensure_typed
 from .annotate import annotate_function, strip_annotations
 from .choose import Decision, TargetChooser, normalize_targets

@@ -20,15 +20,17 @@ declines by returning anything falsy; :func:`decline` carries the reason into
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import RelayKitError
-from ..ir.expr import Call
-from ..ir.op import Op, OpRegistry, default_registry
+from relaykit.errors import RelayKitError
+from relaykit.ir.expr import Call
+from relaykit.ir.op import Op, OpRegistry, default_registry
+
 from ._common import PartitionError
 
 __all__ = [
@@ -101,10 +103,8 @@ def _arity(fn: Callable[..., Any]) -> int:
         n = 2 if len(params) >= 2 else 1
         if varargs and not params:
             n = 1
-    try:
+    with contextlib.suppress(TypeError):
         _ARITY[fn] = n
-    except TypeError:
-        pass
     return n
 
 

@@ -21,9 +21,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..ir.expr import Call, Function, checked_type_or_none
-from ..ir.module import IRModule
-from ..ir.op import Op
+from relaykit.ir.expr import Call, Function, checked_type_or_none
+from relaykit.ir.module import IRModule
+from relaykit.ir.op import Op
+
 from ._common import DEFAULT_TARGET
 from .choose import normalize_targets
 from .cost import call_macs, op_names, type_bytes

@@ -32,7 +32,8 @@ import contextlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
-from ..ir.op import default_registry
+from relaykit.ir.op import default_registry
+
 from ._common import DEFAULT_TARGET, PartitionError
 
 __all__ = [
@@ -162,7 +163,7 @@ def get_target_spec(name: str) -> TargetSpec:
 def scoped_registries() -> Iterator[None]:
     """Undo, at the end of the block, every operator attribute (target rules),
     pattern table and target spec registered inside it."""
-    from ..op.contrib import pattern_table_registry
+    from relaykit.op.contrib import pattern_table_registry
 
     with default_registry.scoped(), pattern_table_registry.scoped(), target_registry.scoped():
         yield None

@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..ir.module import IRModule
-from ..ir.op import default_registry
-from ..op.contrib import register_pattern_table
-from ..transform.bind import bind_params_by_name
-from ..transform.fold_constant import FoldConstant
-from ..transform.infer_type import InferType
-from ..transform.pass_infra import Sequential
-from ..transform.simplify_inference import SimplifyInference
+from relaykit.ir.module import IRModule
+from relaykit.ir.op import default_registry
+from relaykit.op.contrib import register_pattern_table
+from relaykit.transform.bind import bind_params_by_name
+from relaykit.transform.fold_constant import FoldConstant
+from relaykit.transform.infer_type import InferType
+from relaykit.transform.pass_infra import Sequential
+from relaykit.transform.simplify_inference import SimplifyInference
 
 __all__ = ["register_rules", "inference_optimize"]
 

@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from ..backend.graph_executor import GraphExecutor
-from ..backend.graph_plan import GraphPlan
-from ..errors import ExecutionError
-from ..runtime.module import Module
-from ..runtime.ndarray import Device, NDArray
+from relaykit.backend.graph_executor import GraphExecutor
+from relaykit.backend.graph_plan import GraphPlan
+from relaykit.errors import ExecutionError
+from relaykit.runtime.module import Module
+from relaykit.runtime.ndarray import Device, NDArray
 
 __all__ = ["GraphModule", "create", "BenchmarkResult"]
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..ir.expr import Expr
-from ..ir.op import get_op
-from ..ir.types import Type
+from relaykit.ir.expr import Expr
+from relaykit.ir.op import get_op
+from relaykit.ir.types import Type
+
 from .pattern import (
     AttrPattern,
     ConstantPattern,

@@ -24,7 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from ..ir.expr import Call, Expr, Function, If, Let, Tuple, TupleGetItem, Var
+from relaykit.ir.expr import Call, Expr, Function, If, Let, Tuple, TupleGetItem, Var
+
 from .matcher import DFPatternMatcher, check_match_args
 from .pattern import DFPattern
 from .printer import describe_expr, pattern_to_str
@@ -89,7 +90,7 @@ class MatchResult:
         if self.matched or self.node is None:
             return str(self)
         try:
-            from ..text.printer import context_lines
+            from relaykit.text.printer import context_lines
 
             return f"{self.reason}\n{context_lines(self.expr, self.node)}"
         except Exception:  # the printer is optional for the explanation
@@ -102,7 +103,7 @@ _NAMED_LINE = re.compile(r"\s*(%[\w.]+) = ")
 def _printed_name(root: Expr, node: Expr) -> str | None:
     """The name the text printer gives ``node`` when printing ``root`` (``%3``), if any."""
     try:
-        from ..text.printer import context_lines
+        from relaykit.text.printer import context_lines
 
         text = context_lines(root, node, radius=0, marker=_MARK)
     except Exception:  # no printer, or it cannot print this graph: fall back to the path

@@ -17,8 +17,8 @@ True
 
 from __future__ import annotations
 
-from ..ir.expr import Call, Expr, Function, If, Let, Tuple, TupleGetItem
-from ..ir.op import Op
+from relaykit.ir.expr import Call, Expr, Function, If, Let, Tuple, TupleGetItem
+from relaykit.ir.op import Op
 
 __all__ = ["IndexedGraph", "graph_children"]
 

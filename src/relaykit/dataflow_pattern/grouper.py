@@ -32,9 +32,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import cast
 
-from ..ir.expr import Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var
-from ..ir.functor import post_order, rebuild
-from ..ir.op import Op
+from relaykit.ir.expr import Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var
+from relaykit.ir.functor import post_order, rebuild
+from relaykit.ir.op import Op
+
 from .graph import IndexedGraph, graph_children
 from .matcher import DFPatternMatcher, NodeMap
 from .pattern import (

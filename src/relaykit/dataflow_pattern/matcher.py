@@ -25,8 +25,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import RelayKitError, TypeNotInferredError
-from ..ir.expr import (
+from relaykit.errors import RelayKitError, TypeNotInferredError
+from relaykit.ir.expr import (
     Call,
     Constant,
     Expr,
@@ -38,9 +38,10 @@ from ..ir.expr import (
     Var,
     checked_type_or_none,
 )
-from ..ir.op import Op
-from ..ir.structural import structural_equal
-from ..ir.types import TensorType, Type
+from relaykit.ir.op import Op
+from relaykit.ir.structural import structural_equal
+from relaykit.ir.types import TensorType, Type
+
 from .graph import IndexedGraph
 from .pattern import (
     AltPattern,
@@ -192,7 +193,7 @@ class DFPatternMatcher:
         if t is None and type(expr) is Var:
             t = expr.type_annotation
         if t is None and not isinstance(expr, Op):
-            from ..transform.infer_type import infer_type
+            from relaykit.transform.infer_type import infer_type
 
             try:
                 t = infer_type(expr)

@@ -15,9 +15,10 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..ir.attrs import Attrs
-from ..ir.expr import Call, Expr, Function
-from ..ir.functor import children, rebuild
+from relaykit.ir.attrs import Attrs
+from relaykit.ir.expr import Call, Expr, Function
+from relaykit.ir.functor import children, rebuild
+
 from .grouper import PARTITIONED_FROM_PATTERN, Group, PatternGrouper
 from .pattern import DFPattern, FunctionPattern, PatternError
 

@@ -18,10 +18,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from ..errors import IRError
-from ..ir.attrs import Attrs
-from ..ir.expr import Expr, TupleWrapper
-from ..ir.types import Type, check_dtype
+from relaykit.errors import IRError
+from relaykit.ir.attrs import Attrs
+from relaykit.ir.expr import Expr, TupleWrapper
+from relaykit.ir.types import Type, check_dtype
 
 if TYPE_CHECKING:
     from .explain import MatchResult
@@ -193,7 +193,7 @@ class DFPattern:
 
 
 def _op_pattern(name: str) -> ExprPattern:
-    from ..ir.op import get_op
+    from relaykit.ir.op import get_op
 
     return ExprPattern(get_op(name))
 

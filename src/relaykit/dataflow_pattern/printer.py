@@ -9,8 +9,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
-from ..ir.op import Op
+from relaykit.ir.expr import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
+from relaykit.ir.op import Op
+
 from .pattern import (
     AltPattern,
     AttrPattern,

@@ -21,11 +21,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import RelayKitError
-from ..ir.expr import Expr, TupleWrapper
-from ..ir.functor import rewrite_post_order
-from ..ir.module import IRModule
-from ..ir.structural import structural_equal
+from relaykit.errors import RelayKitError
+from relaykit.ir.expr import Expr, TupleWrapper
+from relaykit.ir.functor import rewrite_post_order
+from relaykit.ir.module import IRModule
+from relaykit.ir.structural import structural_equal
+
 from .grouper import PatternGrouper
 from .matcher import NodeMap
 from .pattern import DFPattern, PatternError
@@ -124,7 +125,7 @@ def rewrite(
 
 def _apply(cb: DFPatternCallback, expr: Expr, mod: IRModule | None) -> Expr:
     if cb.require_type:
-        from ..transform.infer_type import infer_type
+        from relaykit.transform.infer_type import infer_type
 
         infer_type(expr, mod)
     grouper = PatternGrouper(cb.pattern, expr)  # type: ignore[arg-type]

@@ -5,7 +5,8 @@
 True
 """
 
-from ..errors import DynamicShapeError, FrontendError, UnsupportedOpError
+from relaykit.errors import DynamicShapeError, FrontendError, UnsupportedOpError
+
 from .onnx import from_onnx, load_model
 
 __all__ = ["from_onnx", "load_model", "FrontendError", "UnsupportedOpError", "DynamicShapeError"]

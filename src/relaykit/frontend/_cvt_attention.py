@@ -8,8 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import op
-from ..ir.expr import Constant, Expr
+from relaykit import op
+from relaykit.ir.expr import Constant, Expr
+
 from ._cvt_nn import matmul
 from ._cvt_util import scalar
 from ._onnx_proto import onnx_dtype_name
@@ -36,7 +37,7 @@ def _pad_mask(ctx: NodeContext, mask: Expr, kv_len: int) -> Expr:
         return mask
     dt = ctx.dtype(mask)
     fill = False if dt == "bool" else -np.inf
-    pad = Constant(np.full(shape[:-1] + (extra,), fill, dtype=dt))
+    pad = Constant(np.full((*shape[:-1], extra), fill, dtype=dt))
     return op.concatenate([mask, pad], axis=-1)
 
 
@@ -118,10 +119,7 @@ def _attention(
         win_off = offset
         if past_key is None and lens is None:
             win_off = 0
-        if np.ndim(win_off):
-            diff = (i + np.reshape(win_off, (-1, 1, 1))) - j
-        else:
-            diff = (i + int(win_off)) - j
+        diff = i + np.reshape(win_off, (-1, 1, 1)) - j if np.ndim(win_off) else i + int(win_off) - j
         allowed = np.ones_like(diff, dtype=bool)
         if left >= 0:
             allowed &= diff <= left

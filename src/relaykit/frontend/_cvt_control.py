@@ -8,9 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import op
-from ..errors import DynamicShapeError
-from ..ir.expr import Constant, Expr, If, Tuple, TupleGetItem
+from relaykit import op
+from relaykit.errors import DynamicShapeError
+from relaykit.ir.expr import Constant, Expr, If, Tuple, TupleGetItem
+
 from ._cvt_util import normalize_axis
 from ._onnx_registry import NodeContext, converter
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .. import op
-from ..ir.expr import Expr
+from relaykit import op
+from relaykit.ir.expr import Expr
+
 from ._cvt_util import resolve_pads, scalar
 from ._onnx_registry import NodeContext, converter
 
@@ -150,8 +151,8 @@ def _conv_transpose(
 def _onnx_pool_size(size: int, k: int, s: int, d: int, lo: int, hi: int, ceil: bool) -> int:
     span = (size + lo + hi - d * (k - 1) - 1) / s + 1
     if not ceil:
-        return int(math.floor(span))
-    out = int(math.ceil(span))
+        return math.floor(span)
+    out = math.ceil(span)
     if (out - 1) * s >= size + lo:
         out -= 1
     return out

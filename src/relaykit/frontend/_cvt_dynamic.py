@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from ..ir.expr import Constant, Expr
+from relaykit.ir.expr import Constant, Expr
+
 from ._cvt_util import normalize_axis
 from ._onnx_registry import NodeContext, converter
 
@@ -141,7 +142,7 @@ def unique(
 
 
 @converter("Unique", 11)
-def _unique(ctx: NodeContext, x: Expr, *, axis: Any = None, sorted: int = 1) -> list[Expr]:  # noqa: A002
+def _unique(ctx: NodeContext, x: Expr, *, axis: Any = None, sorted: int = 1) -> list[Expr]:
     value = np.asarray(ctx.value(x, "X"))
     a = None if axis is None else normalize_axis(ctx, axis, value.ndim)
     return [Constant(np.ascontiguousarray(v)) for v in unique(value, a, bool(sorted))]

@@ -7,8 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import op
-from ..ir.expr import Constant, Expr
+from relaykit import op
+from relaykit.ir.expr import Constant, Expr
+
 from ._cvt_util import normalize_axis, scalar
 from ._onnx_registry import NodeContext, converter
 
@@ -110,7 +111,7 @@ def _topk_v10(
     *,
     axis: int = -1,
     largest: int = 1,
-    sorted: int = 1,  # noqa: A002
+    sorted: int = 1,
 ) -> list[Expr]:
     return _topk(ctx, x, int(ctx.value(k, "k").reshape(-1)[0]), axis, largest)
 

@@ -7,8 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import op
-from ..ir.expr import Expr
+from relaykit import op
+from relaykit.ir.expr import Expr
+
 from ._cvt_util import relu_like, round_half_to_even, scalar
 from ._narrow import cast_to
 from ._onnx_proto import onnx_dtype_name
@@ -197,7 +198,7 @@ def _shrink(ctx: NodeContext, x: Expr, *, bias: float = 0.0, lambd: float = 0.5)
 
 
 @converter("Clip", 1)
-def _clip_v1(ctx: NodeContext, x: Expr, *, min: float = -3.4e38, max: float = 3.4e38) -> Expr:  # noqa: A002
+def _clip_v1(ctx: NodeContext, x: Expr, *, min: float = -3.4e38, max: float = 3.4e38) -> Expr:
     return op.clip(x, min, max)
 
 

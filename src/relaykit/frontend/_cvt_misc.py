@@ -10,8 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import op
-from ..ir.expr import Constant, Expr
+from relaykit import op
+from relaykit.ir.expr import Constant, Expr
+
 from ._cvt_signal import _dft
 from ._cvt_util import scalar
 from ._onnx_registry import NodeContext, converter
@@ -100,7 +101,7 @@ def _stft(
     *,
     onesided: int = 1,
 ) -> Expr:
-    batch, length, comps = ctx.shape(signal)
+    _batch, length, _comps = ctx.shape(signal)
     step = int(ctx.scalar(frame_step, "frame_step"))
     if frame_length is not None:
         flen = int(ctx.scalar(frame_length, "frame_length"))

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .. import op
-from ..ir.expr import Expr
+from relaykit import op
+from relaykit.ir.expr import Expr
+
 from ._onnx_registry import NodeContext, converter
 
 __all__: list[str] = []

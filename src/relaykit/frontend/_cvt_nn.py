@@ -7,8 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import op
-from ..ir.expr import Constant, Expr
+from relaykit import op
+from relaykit.ir.expr import Constant, Expr
+
 from ._cvt_util import flatten_to_2d, normalize_axis, scalar
 from ._onnx_registry import NodeContext, converter
 
@@ -35,16 +36,16 @@ def matmul(ctx: NodeContext, a: Expr, b: Expr) -> Expr:
     if len(sb) == 2:
         flat = op.reshape(a, (-1, k)) if len(sa) != 2 else a
         out = op.nn.dense(flat, op.transpose(b, (1, 0)), units=n)
-        out_shape = sa[:-1] + (n,)
+        out_shape = (*sa[:-1], n)
     else:
         batch = tuple(np.broadcast_shapes(sa[:-2], sb[:-2]))
         bsz = math.prod(batch)
-        fa = op.broadcast_to(a, batch + (m, k)) if sa[:-2] != batch else a
-        fb = op.broadcast_to(b, batch + (k, n)) if sb[:-2] != batch else b
+        fa = op.broadcast_to(a, (*batch, m, k)) if sa[:-2] != batch else a
+        fb = op.broadcast_to(b, (*batch, k, n)) if sb[:-2] != batch else b
         out = op.nn.batch_matmul(
             op.reshape(fa, (bsz, m, k)), op.reshape(fb, (bsz, k, n)), transpose_b=False
         )
-        out_shape = batch + (m, n)
+        out_shape = (*batch, m, n)
     if squeeze_a:
         out_shape = out_shape[:-2] + out_shape[-1:]
     if squeeze_b:
@@ -241,7 +242,7 @@ def _group_norm(
     shape = ctx.shape(x)
     n, c = shape[0], shape[1]
     g = int(num_groups)
-    grouped = op.reshape(x, (n, g, c // g) + shape[2:])
+    grouped = op.reshape(x, (n, g, c // g, *shape[2:]))
     y, _, _ = _normalize(ctx, grouped, tuple(range(2, len(shape) + 1)), epsilon)
     y = op.reshape(y, shape)
     nd = len(shape)

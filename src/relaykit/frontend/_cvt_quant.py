@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import op
-from ..ir.expr import Expr
-from ..ir.types import dtype_kind
+from relaykit import op
+from relaykit.ir.expr import Expr
+from relaykit.ir.types import dtype_kind
+
 from ._cvt_util import normalize_axis, round_half_to_even, scalar
 from ._narrow import cast_to, int_range
 from ._onnx_proto import onnx_dtype_name

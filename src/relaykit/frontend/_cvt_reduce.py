@@ -6,8 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import op
-from ..ir.expr import Constant, Expr
+from relaykit import op
+from relaykit.ir.expr import Constant, Expr
+
 from ._cvt_util import scalar
 from ._narrow import int_range
 from ._onnx_registry import NodeContext, converter

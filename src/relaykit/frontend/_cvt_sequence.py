@@ -16,9 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import op
-from ..ir.expr import Constant, Expr, Tuple, TupleGetItem
-from ..ir.types import TupleType
+from relaykit import op
+from relaykit.ir.expr import Constant, Expr, Tuple, TupleGetItem
+from relaykit.ir.types import TupleType
+
 from ._cvt_util import normalize_axis
 from ._onnx_registry import NodeContext, converter
 
@@ -72,7 +73,7 @@ def _sequence_at(ctx: NodeContext, seq: Expr, pos: Expr) -> Expr:
 def _sequence_insert(ctx: NodeContext, seq: Expr, tensor: Expr, pos: Expr | None = None) -> Expr:
     items = elements(ctx, seq)
     at = _position(ctx, pos, len(items), len(items), insert=True)
-    return Tuple(items[:at] + [tensor] + items[at:])
+    return Tuple([*items[:at], tensor, *items[at:]])
 
 
 @converter("SequenceErase", 11)
@@ -160,7 +161,7 @@ def _is_empty(ctx: NodeContext, x: Expr | None) -> bool:
 
 
 @converter("Optional", 15)
-def _optional(ctx: NodeContext, x: Expr | None = None, *, type: Any = None) -> Expr:  # noqa: A002
+def _optional(ctx: NodeContext, x: Expr | None = None, *, type: Any = None) -> Expr:
     return ctx.importer.empty_optional() if x is None else x
 
 

@@ -12,8 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import op
-from ..ir.expr import Constant, Expr
+from relaykit import op
+from relaykit.ir.expr import Constant, Expr
+
 from ._cvt_util import normalize_axis, scalar, static_reshape
 from ._onnx_proto import tensor_to_numpy
 from ._onnx_registry import NodeContext, converter

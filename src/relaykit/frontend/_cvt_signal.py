@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import op
-from ..ir.expr import Constant, Expr
+from relaykit import op
+from relaykit.ir.expr import Constant, Expr
+
 from ._cvt_util import normalize_axis
 from ._onnx_proto import onnx_dtype_name
 from ._onnx_registry import NodeContext, converter
@@ -51,10 +52,10 @@ def _dft(ctx: NodeContext, x: Expr, length: Expr | None, axis: int, inverse: int
     t = op.cast(op.transpose(x, perm), "float64")  # (..., n_in, 1|2)
     lead = ctx.shape(x)[:axis] + ctx.shape(x)[axis + 1 : nd - 1]
     n_in = shape[axis]
-    real = op.reshape(op.strided_slice(t, [0], [1], axes=[nd - 1]), lead + (n_in,))
+    real = op.reshape(op.strided_slice(t, [0], [1], axes=[nd - 1]), (*lead, n_in))
     imag = None
     if shape[-1] == 2:
-        imag = op.reshape(op.strided_slice(t, [1], [2], axes=[nd - 1]), lead + (n_in,))
+        imag = op.reshape(op.strided_slice(t, [1], [2], axes=[nd - 1]), (*lead, n_in))
     real_out = bool(inverse and onesided)
     if real_out:  # irfft: bins 0..m-1 given, the rest are conjugates
         n = 2 * (n_in - 1) if length is None else int(ctx.scalar(length, "dft_length"))
@@ -75,7 +76,7 @@ def _dft(ctx: NodeContext, x: Expr, length: Expr | None, axis: int, inverse: int
     scale = 1.0 / n if inverse else 1.0
     cos = Constant(np.cos(theta) * scale)
     sin = Constant((1.0 if inverse else -1.0) * np.sin(theta) * scale)
-    out_shape = lead + (k_count,)
+    out_shape = (*lead, k_count)
 
     def mat(v: Expr, w: Constant) -> Expr:
         return op.reshape(op.nn.dense(op.reshape(v, (-1, n)), w), out_shape)

@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import op
-from ..ir.expr import Constant, Expr
+from relaykit import op
+from relaykit.ir.expr import Constant, Expr
+
 from ._onnx_registry import NodeContext
 
 __all__ = [

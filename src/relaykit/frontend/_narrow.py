@@ -18,10 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import op
-from ..errors import FrontendError
-from ..ir.expr import Constant, Expr
-from ..ir.types import DTYPES, ML_DTYPES, TensorType, dtype_kind
+from relaykit import op
+from relaykit.errors import FrontendError
+from relaykit.ir.expr import Constant, Expr
+from relaykit.ir.types import DTYPES, ML_DTYPES, TensorType, dtype_kind
+
 from ._onnx_registry import NodeContext, _domain, _schema
 
 __all__ = ["NATIVE_OPS", "widened_dtype", "widen_inputs", "narrow_outputs", "cast_to", "int_range"]

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DynamicShapeError, FrontendError, RelayKitError, UnsupportedOpError
-from ..ir.expr import (
+from relaykit.errors import DynamicShapeError, FrontendError, RelayKitError, UnsupportedOpError
+from relaykit.ir.expr import (
     Call,
     Constant,
     Expr,
@@ -30,11 +30,12 @@ from ..ir.expr import (
     Var,
     checked_type_or_none,
 )
-from ..ir.functor import post_order
-from ..ir.module import IRModule
-from ..ir.op import Op
-from ..ir.types import TensorType, TupleType, Type
-from ..runtime.ndarray import NDArray
+from relaykit.ir.functor import post_order
+from relaykit.ir.module import IRModule
+from relaykit.ir.op import Op
+from relaykit.ir.types import TensorType, TupleType, Type
+from relaykit.runtime.ndarray import NDArray
+
 from ._narrow import narrow_outputs, widen_inputs
 from ._onnx_proto import onnx_dtype_name, tensor_to_numpy
 from ._onnx_registry import (

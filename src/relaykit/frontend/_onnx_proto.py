@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import FrontendError, MissingDependencyError
-from ..ir.types import DTYPES, check_dtype
+from relaykit.errors import FrontendError, MissingDependencyError
+from relaykit.ir.types import DTYPES, check_dtype
 
 __all__ = [
     "require_onnx",

@@ -23,9 +23,10 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import DynamicShapeError, FrontendError
-from ..ir.expr import Constant, Expr
-from ..ir.types import TensorType
+from relaykit.errors import DynamicShapeError, FrontendError
+from relaykit.ir.expr import Constant, Expr
+from relaykit.ir.types import TensorType
+
 from ._onnx_proto import attribute_value, check_attribute_type, require_onnx
 
 __all__ = ["Converter", "NodeContext", "converter", "lookup", "supported_ops", "schema_defaults"]

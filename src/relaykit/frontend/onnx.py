@@ -29,9 +29,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import FrontendError
-from ..ir.module import IRModule
-from ..runtime.ndarray import NDArray
+from relaykit.errors import FrontendError
+from relaykit.ir.module import IRModule
+from relaykit.runtime.ndarray import NDArray
+
 from . import (  # noqa: F401 - each module registers its converters
     _cvt_attention,
     _cvt_control,

@@ -25,9 +25,10 @@ import numpy as np
 from onnx import ModelProto, NodeProto, helper
 from onnx.backend.base import Backend, BackendRep
 
-from ..backend.interpreter import create_executor
-from ..errors import DynamicShapeError, FrontendError
-from ..ir.module import IRModule
+from relaykit.backend.interpreter import create_executor
+from relaykit.errors import DynamicShapeError, FrontendError
+from relaykit.ir.module import IRModule
+
 from .onnx import from_onnx
 
 __all__ = [
@@ -44,7 +45,7 @@ __all__ = [
 def _optimize(mod: IRModule) -> IRModule:
     """The opt_level=3 pipeline when it is available (it is cheap on small graphs)."""
     try:
-        from ..transform.pipeline import optimize
+        from relaykit.transform.pipeline import optimize
     except ImportError:  # pragma: no cover - the pipeline ships with relaykit
         return mod
     return optimize(mod)

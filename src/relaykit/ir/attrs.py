@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import AttrError
+from relaykit.errors import AttrError
 
 __all__ = ["Attrs", "DictAttrs", "normalize_attr_value"]
 

@@ -21,12 +21,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import IRError, TypeNotInferredError
+from relaykit.errors import IRError, TypeNotInferredError
+
 from .attrs import Attrs
 from .types import TensorType, Type
 
 if TYPE_CHECKING:
-    from ..runtime.ndarray import NDArray
+    from relaykit.runtime.ndarray import NDArray
 
 __all__ = [
     "Span",
@@ -105,7 +106,7 @@ class Expr:
     # -- printing ----------------------------------------------------------
     def astext(self, show_meta_data: bool = True, annotate: Any = None) -> str:
         """This expression in Relay's text format."""
-        from ..text.printer import astext
+        from relaykit.text.printer import astext
 
         return astext(self, show_meta_data=show_meta_data, annotate=annotate)
 
@@ -279,7 +280,7 @@ class Constant(Expr):
     data: NDArray
 
     def __init__(self, data: Any, span: Span | None = None) -> None:
-        from ..runtime.ndarray import NDArray, array
+        from relaykit.runtime.ndarray import NDArray, array
 
         nd = data if isinstance(data, NDArray) else array(data)
         _set(self, "data", nd)
@@ -598,7 +599,7 @@ def const(value: Any, dtype: Any = None, span: Span | None = None) -> Constant:
     >>> const(1.0).data.dtype
     'float32'
     """
-    from ..runtime.ndarray import NDArray
+    from relaykit.runtime.ndarray import NDArray
 
     if isinstance(value, NDArray):
         value = value.numpy()

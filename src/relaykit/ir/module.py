@@ -15,7 +15,8 @@ import difflib
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ..errors import IRError
+from relaykit.errors import IRError
+
 from .attrs import Attrs
 from .expr import Expr, Function, GlobalVar
 from .functor import post_order
@@ -48,10 +49,7 @@ class IRModule:
 
         if not isinstance(expr, Expr):
             raise IRError(f"IRModule.from_expr needs a relay expression, got {expr!r}")
-        if isinstance(expr, Function):
-            fn = expr
-        else:
-            fn = Function(free_vars(expr), expr)
+        fn = expr if isinstance(expr, Function) else Function(free_vars(expr), expr)
         mod = IRModule(functions)
         mod._add_checked("main", fn)
         return mod
@@ -88,7 +86,7 @@ class IRModule:
 
     def _add_checked(self, key: Any, fn: Any) -> GlobalVar:
         """Add a function and type-check it, as TVM's ``IRModule.Add`` does."""
-        from ..transform.infer_type import infer_function
+        from relaykit.transform.infer_type import infer_function
 
         gv = self._add(key, fn)
         name = gv.name_hint
@@ -183,7 +181,7 @@ class IRModule:
 
     # -- printing ----------------------------------------------------------------
     def astext(self, show_meta_data: bool = True, annotate: Any = None) -> str:
-        from ..text.printer import astext
+        from relaykit.text.printer import astext
 
         return astext(self, show_meta_data=show_meta_data, annotate=annotate)
 

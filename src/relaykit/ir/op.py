@@ -20,7 +20,8 @@ import difflib
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from ..errors import IRError, OpNotFoundError
+from relaykit.errors import IRError, OpNotFoundError
+
 from .expr import Expr
 
 __all__ = ["Op", "OpRegistry", "default_registry", "get_op", "register_op_attr", "list_op_names"]

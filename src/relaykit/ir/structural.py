@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import StructuralMismatchError
+from relaykit.errors import StructuralMismatchError
+
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from .functor import children, post_order
 from .module import IRModule

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import IRError, MissingDependencyError
+from relaykit.errors import IRError, MissingDependencyError
 
 __all__ = [
     "Type",

@@ -12,8 +12,9 @@ cannot shadow ``relay.transform``, the passes.
 True
 """
 
-from ..ir.op import get_op as get
-from ..ir.op import register_op_attr
+from relaykit.ir.op import get_op as get
+from relaykit.ir.op import register_op_attr
+
 from . import annotation, image, nn
 from . import elemwise as elemwise
 from . import indexing as indexing

@@ -13,7 +13,7 @@ the op attribute ``"attrs_without_default"`` (a tuple of names).
 
 from __future__ import annotations
 
-from ..ir.op import default_registry
+from relaykit.ir.op import default_registry
 
 __all__ = ["ATTRS_WITHOUT_DEFAULT", "register_attrs_without_default"]
 

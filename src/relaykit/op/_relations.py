@@ -17,9 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import IRError
-from ..ir.attrs import Attrs
-from ..ir.types import DTYPES, TensorType, TupleType, Type, check_dtype, dtype_kind
+from relaykit.errors import IRError
+from relaykit.ir.attrs import Attrs
+from relaykit.ir.types import DTYPES, TensorType, TupleType, Type, check_dtype, dtype_kind
+
 from .define import TypeRelError
 
 __all__ = [

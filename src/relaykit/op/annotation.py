@@ -16,9 +16,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..ir.attrs import Attrs
-from ..ir.expr import Call, Expr
-from ..ir.types import Type
+from relaykit.ir.attrs import Attrs
+from relaykit.ir.expr import Call, Expr
+from relaykit.ir.types import Type
+
 from .define import OpPattern, TypeRelError, define_op, make_call
 
 __all__ = ["stop_fusion", "compiler_begin", "compiler_end"]

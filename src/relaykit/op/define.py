@@ -28,11 +28,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import AttrError, IRError, RelayTypeError
-from ..ir.attrs import Attrs
-from ..ir.expr import Call, Expr, TupleWrapper
-from ..ir.op import Op, OpRegistry, default_registry
-from ..ir.types import Type
+from relaykit.errors import AttrError, IRError, RelayTypeError
+from relaykit.ir.attrs import Attrs
+from relaykit.ir.expr import Call, Expr, TupleWrapper
+from relaykit.ir.op import Op, OpRegistry, default_registry
+from relaykit.ir.types import Type
 
 __all__ = [
     "OpPattern",

@@ -17,9 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from ..ir.attrs import Attrs
-from ..ir.expr import Call, Expr
-from ..ir.types import TensorType, Type, check_dtype
+from relaykit.ir.attrs import Attrs
+from relaykit.ir.expr import Call, Expr
+from relaykit.ir.types import TensorType, Type, check_dtype
+
 from . import _numeric as num
 from ._relations import FLOAT_DTYPES, INT_DTYPES, make_broadcast_rel, make_unary_rel, tensor_arg
 from .define import OpPattern, TypeRelError, define_op, make_call

@@ -25,9 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from ..ir.attrs import Attrs
-from ..ir.expr import Call, Expr
-from ..ir.types import TensorType, Type
+from relaykit.ir.attrs import Attrs
+from relaykit.ir.expr import Call, Expr
+from relaykit.ir.types import TensorType, Type
+
 from . import _numeric as num
 from ._relations import tensor_arg
 from .define import OpPattern, TypeRelError, define_op, make_call
@@ -246,7 +247,7 @@ def resize2d(
 ) -> Call:
     """TVM's ``relay.image.resize2d`` on an NCHW tensor (``method``: ``nearest_neighbor``,
     ``linear`` or ``cubic``); lowered to the N-d ``image.resize``."""
-    from ..transform.infer_type import infer_type
+    from relaykit.transform.infer_type import infer_type
 
     if layout != "NCHW":
         raise TypeRelError(f"resize2d supports the NCHW layout only, got {layout!r}")
@@ -374,7 +375,7 @@ def _grid_sample_kernel(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarra
             weight = np.prod([w for _, w in combo], axis=0)
             out = out + fetch([ix.astype(np.int64) for ix, _ in combo]) * weight[..., None]
     out = np.moveaxis(np.asarray(out), -1, 1)
-    return num.as_out(out.reshape((n, c) + grid.shape[2:]), data.dtype)
+    return num.as_out(out.reshape((n, c, *grid.shape[2:])), data.dtype)
 
 
 define_op(

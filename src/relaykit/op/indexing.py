@@ -21,9 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from ..ir.attrs import Attrs
-from ..ir.expr import Call, Expr, TupleWrapper
-from ..ir.types import TensorType, TupleType, Type, check_dtype
+from relaykit.ir.attrs import Attrs
+from relaykit.ir.expr import Call, Expr, TupleWrapper
+from relaykit.ir.types import TensorType, TupleType, Type, check_dtype
+
 from . import _numeric as num
 from ._relations import INT_DTYPES, normalize_axis, resolve_dtype, tensor_arg
 from .define import OpPattern, TypeRelError, define_op, make_call
@@ -109,7 +110,7 @@ def _gather_nd_kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
     b = int(attrs.batch_dims)
     m = idx.shape[-1]
     batch = int(np.prod(data.shape[:b], dtype=np.int64))
-    d = data.reshape((batch,) + data.shape[b:])
+    d = data.reshape((batch, *data.shape[b:]))
     ix = idx.reshape((batch, -1, m))
     cols = [_wrap(ix[..., k], d.shape[1 + k]) for k in range(m)]
     rows = np.arange(batch)[:, None]
@@ -219,7 +220,7 @@ def _scatter_nd_kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
     out = data.copy()
     flat = idx.reshape(-1, m)
     where = tuple(_wrap(flat[:, k], data.shape[k]) for k in range(m))
-    _reduce_into(out, where, upd.reshape((-1,) + data.shape[m:]), attrs.reduction)
+    _reduce_into(out, where, upd.reshape((-1, *data.shape[m:])), attrs.reduction)
     return out
 
 

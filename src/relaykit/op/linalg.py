@@ -13,9 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from ..ir.attrs import Attrs
-from ..ir.expr import Call, Expr, Tuple
-from ..ir.types import TensorType, Type
+from relaykit.ir.attrs import Attrs
+from relaykit.ir.expr import Call, Expr, Tuple
+from relaykit.ir.types import TensorType, Type
+
 from . import _numeric as num
 from ._relations import FLOAT_DTYPES, tensor_arg, tuple_arg
 from .define import OpPattern, TypeRelError, define_op, make_call

@@ -24,9 +24,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..ir.attrs import Attrs
-from ..ir.expr import Call, Expr
-from ..ir.types import TensorType, Type
+from relaykit.ir.attrs import Attrs
+from relaykit.ir.expr import Call, Expr
+from relaykit.ir.types import TensorType, Type
+
 from ._relations import INT_DTYPES, tensor_arg
 from .define import OpPattern, TypeRelError, define_op, make_call
 
@@ -62,7 +63,7 @@ def _tfidf_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     width = max(int(v) for v in attrs.ngram_indexes) + 1
     if attrs.weights and len(attrs.weights) < width:
         raise TypeRelError(f"tfidf_vectorizer has {len(attrs.weights)} weights for {width} columns")
-    return TensorType(data.shape[:-1] + (width,), "float32")
+    return TensorType((*data.shape[:-1], width), "float32")
 
 
 def _tfidf_kernel(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
@@ -86,7 +87,7 @@ def _tfidf_kernel(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
         out = np.where(counts > 0, weights[:width] if weights.size else 1.0, 0.0)
     else:
         out = counts * weights[:width] if weights.size else counts
-    return np.asarray(out, dtype=np.float32).reshape(data.shape[:-1] + (width,))
+    return np.asarray(out, dtype=np.float32).reshape((*data.shape[:-1], width))
 
 
 define_op(

@@ -20,9 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from ..ir.attrs import Attrs
-from ..ir.expr import Call, Expr
-from ..ir.types import TensorType, Type
+from relaykit.ir.attrs import Attrs
+from relaykit.ir.expr import Call, Expr
+from relaykit.ir.types import TensorType, Type
+
 from . import _numeric as num
 from ._relations import normalize_axes, tensor_arg
 from .define import OpPattern, TypeRelError, define_op, make_call
@@ -125,13 +126,13 @@ def _reduce_ctor(name: str, what: str) -> Callable[..., Call]:
     return reducer
 
 
-sum = _reduce_ctor("sum", "sum")  # noqa: A001 - TVM's name
+sum = _reduce_ctor("sum", "sum")
 mean = _reduce_ctor("mean", "mean")
-max = _reduce_ctor("max", "maximum")  # noqa: A001 - TVM's name
-min = _reduce_ctor("min", "minimum")  # noqa: A001 - TVM's name
+max = _reduce_ctor("max", "maximum")
+min = _reduce_ctor("min", "minimum")
 prod = _reduce_ctor("prod", "product")
-all = _reduce_ctor("all", "logical and")  # noqa: A001 - TVM's name
-any = _reduce_ctor("any", "logical or")  # noqa: A001 - TVM's name
+all = _reduce_ctor("all", "logical and")
+any = _reduce_ctor("any", "logical or")
 
 
 # -- argmax / argmin ------------------------------------------------------------------------------
@@ -143,7 +144,7 @@ def _arg_reduce_kernel(fn: Callable[..., np.ndarray]) -> Callable:
         axes = reduce_axes(attrs, x.ndim)
         kept = [a for a in range(x.ndim) if a not in axes]
         moved = np.transpose(x, kept + list(axes))
-        flat = moved.reshape(moved.shape[: len(kept)] + (-1,))
+        flat = moved.reshape((*moved.shape[: len(kept)], -1))
         if attrs.select_last_index:
             idx = flat.shape[-1] - 1 - fn(flat[..., ::-1], axis=-1)
         else:

@@ -19,9 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from ..ir.attrs import Attrs
-from ..ir.expr import Call, Expr, const
-from ..ir.types import TensorType, Type, check_dtype
+from relaykit.ir.attrs import Attrs
+from relaykit.ir.expr import Call, Expr, const
+from relaykit.ir.types import TensorType, Type, check_dtype
+
 from . import _numeric as num
 from ._relations import (
     FLOAT_DTYPES,
@@ -222,9 +223,9 @@ for _name, (_fn, _rel, _out, _doc) in _UNARY.items():
     )
 
 negative = _ctor("negative", 1, _UNARY["negative"][3])
-abs = _ctor("abs", 1, _UNARY["abs"][3])  # noqa: A001 - TVM's name
+abs = _ctor("abs", 1, _UNARY["abs"][3])
 sign = _ctor("sign", 1, _UNARY["sign"][3])
-round = _ctor("round", 1, _UNARY["round"][3])  # noqa: A001 - TVM's name
+round = _ctor("round", 1, _UNARY["round"][3])
 floor = _ctor("floor", 1, _UNARY["floor"][3])
 ceil = _ctor("ceil", 1, _UNARY["ceil"][3])
 trunc = _ctor("trunc", 1, _UNARY["trunc"][3])

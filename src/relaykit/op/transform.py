@@ -11,15 +11,17 @@ concatenate, stack, split, strided_slice, take, broadcast_to, tile, repeat, reve
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from ..ir.attrs import Attrs
-from ..ir.expr import Call, Expr, Tuple, TupleWrapper
-from ..ir.types import TensorType, TupleType, Type
+from relaykit.ir.attrs import Attrs
+from relaykit.ir.expr import Call, Expr, Tuple, TupleWrapper
+from relaykit.ir.types import TensorType, TupleType, Type
+
 from ._relations import INT_DTYPES, normalize_axes, normalize_axis, tensor_arg, tuple_arg
 from .define import OpPattern, TypeRelError, define_op, make_call
 
@@ -354,7 +356,7 @@ def _stack_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
                 f"all stacked tensors must have one type: field 0 is {first}, field {j} is {f}"
             )
     axis = normalize_axis(attrs.axis, first.ndim, "stack axis", extra=1)
-    return TensorType(first.shape[:axis] + (len(fields),) + first.shape[axis:], first.dtype)
+    return TensorType((*first.shape[:axis], len(fields), *first.shape[axis:]), first.dtype)
 
 
 define_op(
@@ -397,7 +399,7 @@ def _split_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     points = _split_points(attrs.indices_or_sections, data.shape[axis])
     bounds = (0, *points, data.shape[axis])
     fields = []
-    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+    for lo, hi in itertools.pairwise(bounds):
         shape = list(data.shape)
         shape[axis] = hi - lo
         fields.append(TensorType(shape, data.dtype))

@@ -23,9 +23,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..ir.attrs import Attrs
-from ..ir.expr import Call, Expr
-from ..ir.types import TensorType, Type
+from relaykit.ir.attrs import Attrs
+from relaykit.ir.expr import Call, Expr
+from relaykit.ir.types import TensorType, Type
+
 from ._relations import FLOAT_DTYPES, tensor_arg
 from .define import OpPattern, TypeRelError, define_op, make_call
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import op, transform
-from ..backend.build_module import build
-from ..backend.interpreter import create_executor
-from ..ir import (
+from relaykit import op, transform
+from relaykit.backend.build_module import build
+from relaykit.backend.interpreter import create_executor
+from relaykit.ir import (
     Call,
     Constant,
     Expr,
@@ -38,13 +38,14 @@ from ..ir import (
     const,
     scalar_type,
 )
-from ..ir.expr import Span
-from ..ir.functor import ExprMutator, ExprVisitor
-from ..ir.types import TensorType as TensorTypeAlias
-from ..op import *  # noqa: F403 - the operator constructors, as relay.add, relay.reshape...
-from ..op import annotation, nn
-from ..parser import fromtext, parse
-from ..transform.bind import bind
+from relaykit.ir.expr import Span
+from relaykit.ir.functor import ExprMutator, ExprVisitor
+from relaykit.ir.types import TensorType as TensorTypeAlias
+from relaykit.op import *  # noqa: F403 - the operator constructors, as relay.add, relay.reshape...
+from relaykit.op import annotation, nn
+from relaykit.parser import fromtext, parse
+from relaykit.transform.bind import bind
+
 from . import analysis, expr_functor
 
 Module = IRModule
@@ -63,7 +64,7 @@ def var(
     With neither a type nor a shape the variable's type is left to inference.
     """
     if type_annotation is not None and shape is not None:
-        from ..errors import IRError
+        from relaykit.errors import IRError
 
         raise IRError("give relay.var either a type_annotation or a shape, not both")
     if isinstance(type_annotation, str):

@@ -1,5 +1,5 @@
 """TVM's ``relay.expr_functor``: iterative visitor and mutator base classes."""
 
-from ..ir.functor import ExprFunctor, ExprMutator, ExprVisitor
+from relaykit.ir.functor import ExprFunctor, ExprMutator, ExprVisitor
 
 __all__ = ["ExprFunctor", "ExprMutator", "ExprVisitor"]

@@ -5,6 +5,12 @@
 'relaykit.frontend.onnx'
 """
 
-from ..frontend import DynamicShapeError, FrontendError, UnsupportedOpError, from_onnx, load_model
+from relaykit.frontend import (
+    DynamicShapeError,
+    FrontendError,
+    UnsupportedOpError,
+    from_onnx,
+    load_model,
+)
 
 __all__ = ["from_onnx", "load_model", "FrontendError", "UnsupportedOpError", "DynamicShapeError"]

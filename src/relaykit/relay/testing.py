@@ -2,8 +2,8 @@
 
 import sys
 
-from ..testing import *  # noqa: F403
-from ..testing import init, layers, mlp, mobilenet, resnet, vgg
+from relaykit.testing import *  # noqa: F403
+from relaykit.testing import init, layers, mlp, mobilenet, resnet, vgg
 
 for _sub in (init, layers, mlp, mobilenet, resnet, vgg):
     sys.modules.setdefault(f"{__name__}.{_sub.__name__.rsplit('.', 1)[-1]}", _sub)

@@ -33,8 +33,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ArtifactCorruptError, ArtifactError, ArtifactVersionError, RelayKitError
-from ..ir.types import DTYPES, ML_DTYPES
+from relaykit.errors import ArtifactCorruptError, ArtifactError, ArtifactVersionError, RelayKitError
+from relaykit.ir.types import DTYPES, ML_DTYPES
+
 from .module import Module, ModuleBlob, module_loaders
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "export_module", "load_module", "read_manifest"]
@@ -124,7 +125,7 @@ def _write_blob(
 def export_module(module: Module, path: str | os.PathLike[str]) -> None:
     """Write ``module`` and its imports to the single file ``path`` (atomically; arrays are
     streamed, never held twice in memory)."""
-    from .. import __version__
+    from relaykit import __version__
 
     modules = _collect(module)
     index = {id(m): i for i, m in enumerate(modules)}
@@ -283,10 +284,8 @@ def _manifest(zf: zipfile.ZipFile, path: str) -> dict[str, Any]:
 def _loader(type_key: str, provider: str, path: str) -> Any:
     loader = module_loaders.get(type_key)
     if loader is None and provider and _PROVIDER.match(provider):
-        try:
+        with contextlib.suppress(ImportError):
             importlib.import_module(provider)
-        except ImportError:
-            pass
         loader = module_loaders.get(type_key)
     if loader is None:
         raise ArtifactError(

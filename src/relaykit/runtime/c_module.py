@@ -21,7 +21,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..errors import BackendExecutionError, ExecutionError
+from relaykit.errors import BackendExecutionError, ExecutionError
+
 from .module import Module, ModuleBlob, register_module_loader
 from .shared_library import load_library_bytes, sha256_hex
 

@@ -29,7 +29,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..errors import ArtifactCorruptError, BackendExecutionError, ExecutionError
+from relaykit.errors import ArtifactCorruptError, BackendExecutionError, ExecutionError
+
 from .c_module import TensorSpec, array_caller, check_arrays
 from .module import Module, ModuleBlob
 

@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..errors import ArtifactError, FunctionNotFoundError
+from relaykit.errors import ArtifactError, FunctionNotFoundError
 
 __all__ = [
     "Module",

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import IRError
+from relaykit.errors import IRError
 
 __all__ = ["Device", "NDArray", "array", "empty", "cpu", "device"]
 

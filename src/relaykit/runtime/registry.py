@@ -21,7 +21,7 @@ import difflib
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..errors import RelayKitError
+from relaykit.errors import RelayKitError
 
 __all__ = [
     "FunctionRegistry",

@@ -17,7 +17,7 @@ import os
 import shutil
 import tempfile
 
-from ..errors import ArtifactCorruptError, ArtifactError
+from relaykit.errors import ArtifactCorruptError, ArtifactError
 
 __all__ = ["sha256_hex", "load_library_bytes"]
 

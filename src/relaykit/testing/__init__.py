@@ -18,12 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from ..ir.expr import Call, Expr, Function
-from ..ir.functor import post_order
-from ..ir.module import IRModule
-from ..ir.op import Op
-from ..runtime.ndarray import NDArray, array
-from ..transform.infer_type import InferType
+from relaykit.ir.expr import Call, Expr, Function
+from relaykit.ir.functor import post_order
+from relaykit.ir.module import IRModule
+from relaykit.ir.op import Op
+from relaykit.runtime.ndarray import NDArray, array
+from relaykit.transform.infer_type import InferType
+
 from . import init, layers, mlp, mobilenet, resnet, vgg
 from .init import create_workload
 

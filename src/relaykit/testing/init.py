@@ -21,12 +21,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import IRError
-from ..ir.expr import Expr
-from ..ir.module import IRModule
-from ..ir.types import TensorType
-from ..runtime.ndarray import NDArray
-from ..transform.infer_type import InferType
+from relaykit.errors import IRError
+from relaykit.ir.expr import Expr
+from relaykit.ir.module import IRModule
+from relaykit.ir.types import TensorType
+from relaykit.runtime.ndarray import NDArray
+from relaykit.transform.infer_type import InferType
 
 __all__ = ["Initializer", "Xavier", "Constant", "create_workload"]
 

@@ -24,12 +24,12 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import IRError
-from ..ir.expr import Call, Constant, Expr, Tuple, TupleGetItem, TupleWrapper, Var
-from ..ir.functor import post_order
-from ..ir.op import Op
-from ..ir.types import TensorType, TupleType, Type
-from ..op import nn
+from relaykit.errors import IRError
+from relaykit.ir.expr import Call, Constant, Expr, Tuple, TupleGetItem, TupleWrapper, Var
+from relaykit.ir.functor import post_order
+from relaykit.ir.op import Op
+from relaykit.ir.types import TensorType, TupleType, Type
+from relaykit.op import nn
 
 __all__ = [
     "batch_norm_infer",

@@ -16,11 +16,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..ir.analysis import free_vars
-from ..ir.expr import Function
-from ..ir.module import IRModule
-from ..op import nn
-from ..runtime.ndarray import NDArray
+from relaykit.ir.analysis import free_vars
+from relaykit.ir.expr import Function
+from relaykit.ir.module import IRModule
+from relaykit.op import nn
+from relaykit.runtime.ndarray import NDArray
+
 from .init import create_workload
 from .layers import _var
 

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..errors import IRError
-from ..ir.analysis import free_vars
-from ..ir.expr import Expr, Function
-from ..ir.module import IRModule
-from ..op import nn
-from ..runtime.ndarray import NDArray
+from relaykit.errors import IRError
+from relaykit.ir.analysis import free_vars
+from relaykit.ir.expr import Expr, Function
+from relaykit.ir.module import IRModule
+from relaykit.op import nn
+from relaykit.runtime.ndarray import NDArray
+
 from . import layers
 from .init import create_workload
 from .layers import _tensor_type, _var

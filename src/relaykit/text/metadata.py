@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ir.types import DTYPES
+from relaykit.ir.types import DTYPES
 
 __all__ = ["dump_metadata", "load_metadata", "MetadataError"]
 

@@ -23,10 +23,10 @@ import difflib
 import re
 from typing import Any
 
-from ..errors import IRError, OpNotFoundError, ParseError, RelayKitError
-from ..ir.analysis import free_vars
-from ..ir.attrs import Attrs
-from ..ir.expr import (
+from relaykit.errors import IRError, OpNotFoundError, ParseError, RelayKitError
+from relaykit.ir.analysis import free_vars
+from relaykit.ir.attrs import Attrs
+from relaykit.ir.expr import (
     Call,
     Expr,
     Function,
@@ -38,9 +38,10 @@ from ..ir.expr import (
     TupleGetItem,
     Var,
 )
-from ..ir.module import IRModule
-from ..ir.op import Op, OpRegistry, default_registry
-from ..ir.types import Type
+from relaykit.ir.module import IRModule
+from relaykit.ir.op import Op, OpRegistry, default_registry
+from relaykit.ir.types import Type
+
 from .reader import TokenReader, describe
 from .tokenizer import Source, Token
 
@@ -362,7 +363,7 @@ class _Parser(TokenReader):
             fn = expr if isinstance(expr, Function) else Function(free_vars(expr), expr)
             return IRModule({"main": fn})
         funcs: dict[str, tuple[GlobalVar, Function]] = {}
-        while not self.peek()[0] == "EOF":
+        while self.peek()[0] != "EOF":
             tok = self.peek()
             if not self.at("def"):
                 raise self.error(
@@ -440,7 +441,7 @@ def parse(
     parser = _Parser(text, source_name, registry or default_registry)
     mod = _run(parser.module, parser)
     if infer_types:
-        from ..transform.infer_type import infer_module
+        from relaykit.transform.infer_type import infer_module
 
         mod = infer_module(mod)
     return mod

@@ -23,9 +23,9 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..ir.analysis import free_vars
-from ..ir.attrs import normalize_attr_value
-from ..ir.expr import (
+from relaykit.ir.analysis import free_vars
+from relaykit.ir.attrs import normalize_attr_value
+from relaykit.ir.expr import (
     Call,
     Constant,
     Expr,
@@ -38,10 +38,11 @@ from ..ir.expr import (
     Var,
     checked_type_or_none,
 )
-from ..ir.functor import post_order
-from ..ir.module import IRModule
-from ..ir.op import Op
-from ..ir.types import Type
+from relaykit.ir.functor import post_order
+from relaykit.ir.module import IRModule
+from relaykit.ir.op import Op
+from relaykit.ir.types import Type
+
 from .literals import attr_text, scalar_text
 from .metadata import dump_metadata
 

@@ -15,10 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ParseError
-from ..ir.expr import Constant, Span
-from ..ir.types import DTYPES, FuncType, IncompleteType, TensorType, TupleType, Type
-from ..runtime.ndarray import NDArray
+from relaykit.errors import ParseError
+from relaykit.ir.expr import Constant, Span
+from relaykit.ir.types import DTYPES, FuncType, IncompleteType, TensorType, TupleType, Type
+from relaykit.runtime.ndarray import NDArray
+
 from .literals import SUFFIX_DTYPE, unquote
 from .metadata import MetadataError, load_metadata
 from .tokenizer import Source, Token, tokenize
@@ -236,10 +237,8 @@ class TokenReader:
         """The value of a NUMBER token and the dtype its suffix names (None if none)."""
         sign, body, suffix = _NUM_SPLIT.match(tok[1]).groups()  # type: ignore[union-attr]
         dtype = SUFFIX_DTYPE.get(suffix) if suffix else None
-        is_float = (
-            dtype is not None
-            and dtype.startswith("float")
-            or (dtype is None and ("." in body or "e" in body or "E" in body))
+        is_float = (dtype is not None and dtype.startswith("float")) or (
+            dtype is None and ("." in body or "e" in body or "E" in body)
         )
         if body in ("inf", "nan"):
             value: Any = float(sign + body)

@@ -18,8 +18,8 @@ from __future__ import annotations
 import bisect
 import re
 
-from ..errors import ParseError
-from ..ir.expr import Span
+from relaykit.errors import ParseError
+from relaykit.ir.expr import Span
 
 __all__ = ["Token", "Source", "tokenize"]
 

@@ -75,9 +75,9 @@ __all__ = [
 _BYOC_PASSES = ("MergeComposite", "AnnotateTarget", "MergeCompilerRegions", "PartitionGraph")
 
 
-def __getattr__(name: str):  # noqa: ANN202 - module-level lazy attribute
+def __getattr__(name: str):
     if name in _BYOC_PASSES:
-        from .. import byoc
+        from relaykit import byoc
 
         return getattr(byoc, name)
     raise AttributeError(f"module 'relaykit.transform' has no attribute {name!r}")

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..ir.expr import Expr, Let, Var
-from ..ir.functor import post_order, rebuild
+from relaykit.ir.expr import Expr, Let, Var
+from relaykit.ir.functor import post_order, rebuild
 
 __all__ = ["remove_lets"]
 

@@ -9,8 +9,8 @@
 
 from __future__ import annotations
 
-from ..ir.expr import Expr, Function, Let
-from ..ir.functor import children, post_order
+from relaykit.ir.expr import Expr, Function, Let
+from relaykit.ir.functor import children, post_order
 
 __all__ = ["use_counts"]
 

@@ -27,10 +27,22 @@ True
 
 from __future__ import annotations
 
-from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
-from ..ir.functor import children, post_order
-from ..ir.module import IRModule
-from ..ir.op import Op
+from relaykit.ir.expr import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
+from relaykit.ir.functor import children, post_order
+from relaykit.ir.module import IRModule
+from relaykit.ir.op import Op
+
 from ._let_inline import remove_lets
 from .pass_infra import ModulePass, PassContext
 

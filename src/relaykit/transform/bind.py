@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import IRError
-from ..ir.expr import Constant, Expr, Function, Var, const
-from ..ir.functor import rewrite_post_order
-from ..runtime.ndarray import NDArray
+from relaykit.errors import IRError
+from relaykit.ir.expr import Constant, Expr, Function, Var, const
+from relaykit.ir.functor import rewrite_post_order
+from relaykit.runtime.ndarray import NDArray
 
 __all__ = ["bind", "bind_params_by_name"]
 

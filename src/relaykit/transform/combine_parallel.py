@@ -23,12 +23,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .. import op
-from ..ir.expr import Call, Constant, Expr, Function, TupleGetItem, Var, checked_type_or_none
-from ..ir.functor import post_order, rewrite_post_order
-from ..ir.module import IRModule
-from ..ir.op import Op
-from ..ir.types import TensorType
+from relaykit import op
+from relaykit.ir.expr import Call, Constant, Expr, Function, TupleGetItem, Var, checked_type_or_none
+from relaykit.ir.functor import post_order, rewrite_post_order
+from relaykit.ir.module import IRModule
+from relaykit.ir.op import Op
+from relaykit.ir.types import TensorType
+
 from .infer_type import infer_type
 from .pass_infra import FunctionPass, PassContext
 

@@ -17,8 +17,9 @@ free_var %x: Tensor[(2), float32];
 
 from __future__ import annotations
 
-from ..ir.expr import Expr, Function, Let
-from ..ir.module import IRModule
+from relaykit.ir.expr import Expr, Function, Let
+from relaykit.ir.module import IRModule
+
 from ._let_inline import remove_lets
 from ._uses import use_counts
 from .pass_infra import FunctionPass, PassContext

@@ -21,10 +21,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..ir.expr import Call, Expr, Function, TupleGetItem
-from ..ir.functor import rewrite_post_order
-from ..ir.module import IRModule
-from ..ir.op import Op
+from relaykit.ir.expr import Call, Expr, Function, TupleGetItem
+from relaykit.ir.functor import rewrite_post_order
+from relaykit.ir.module import IRModule
+from relaykit.ir.op import Op
+
 from .pass_infra import FunctionPass, PassContext
 
 __all__ = ["EliminateCommonSubexpr", "eliminate_common_subexpr"]

@@ -24,11 +24,20 @@ from typing import Any
 
 import numpy as np
 
-from ..ir.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, checked_type_or_none
-from ..ir.functor import post_order, rebuild
-from ..ir.module import IRModule
-from ..ir.op import Op
-from ..ir.types import TensorType, TupleType
+from relaykit.ir.expr import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    Tuple,
+    TupleGetItem,
+    checked_type_or_none,
+)
+from relaykit.ir.functor import post_order, rebuild
+from relaykit.ir.module import IRModule
+from relaykit.ir.op import Op
+from relaykit.ir.types import TensorType, TupleType
+
 from .pass_infra import FunctionPass, PassContext
 
 __all__ = ["FoldConstant", "fold_constant"]

@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import op
-from ..ir.expr import Call, Constant, Expr, Function, checked_type_or_none
-from ..ir.functor import rewrite_post_order
-from ..ir.module import IRModule
-from ..ir.op import Op
-from ..ir.types import TensorType
+from relaykit import op
+from relaykit.ir.expr import Call, Constant, Expr, Function, checked_type_or_none
+from relaykit.ir.functor import rewrite_post_order
+from relaykit.ir.module import IRModule
+from relaykit.ir.op import Op
+from relaykit.ir.types import TensorType
+
 from ._uses import use_counts
 from .infer_type import infer_type
 from .pass_infra import FunctionPass, PassContext

@@ -15,12 +15,24 @@ recursive global needs its return type annotated.
 
 from __future__ import annotations
 
-from ..errors import RelayTypeError
-from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
-from ..ir.functor import post_order, rewrite_post_order
-from ..ir.module import IRModule
-from ..ir.op import Op
-from ..ir.types import FuncType, IncompleteType, TensorType, TupleType, Type
+from relaykit.errors import RelayTypeError
+from relaykit.ir.expr import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
+from relaykit.ir.functor import post_order, rewrite_post_order
+from relaykit.ir.module import IRModule
+from relaykit.ir.op import Op
+from relaykit.ir.types import FuncType, IncompleteType, TensorType, TupleType, Type
+
 from .pass_infra import ModulePass, PassContext
 
 __all__ = ["InferType", "infer_type", "infer_module", "infer_function"]
@@ -42,7 +54,7 @@ class _Inferencer:
         if node.span is not None:
             where = f" at {node.span}"
         try:
-            from ..text.printer import context_lines
+            from relaykit.text.printer import context_lines
 
             context = context_lines(self.root, node)
         except Exception:  # the printer is optional for the message

@@ -20,10 +20,11 @@ is an error.
 
 from __future__ import annotations
 
-from ..errors import IRError
-from ..ir.expr import Call, Expr, Function, GlobalVar
-from ..ir.functor import rewrite_post_order
-from ..ir.module import IRModule
+from relaykit.errors import IRError
+from relaykit.ir.expr import Call, Expr, Function, GlobalVar
+from relaykit.ir.functor import rewrite_post_order
+from relaykit.ir.module import IRModule
+
 from .bind import bind
 from .pass_infra import ModulePass, PassContext
 

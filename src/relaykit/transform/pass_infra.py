@@ -22,9 +22,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..errors import IRError
-from ..ir.expr import Function
-from ..ir.module import IRModule
+from relaykit.errors import IRError
+from relaykit.ir.expr import Function
+from relaykit.ir.module import IRModule
 
 __all__ = [
     "PassInfo",

@@ -17,7 +17,8 @@ True
 
 from __future__ import annotations
 
-from ..ir.module import IRModule
+from relaykit.ir.module import IRModule
+
 from .combine_parallel import CombineParallelBatchMatmul, CombineParallelDense
 from .dead_code import DeadCodeElimination
 from .eliminate_common_subexpr import EliminateCommonSubexpr

@@ -24,11 +24,12 @@ True
 
 from __future__ import annotations
 
-from ..ir.expr import Call, Expr, Function, TupleGetItem, checked_type_or_none, const
-from ..ir.module import IRModule
-from ..ir.op import Op
-from ..ir.types import TensorType
-from ..op import add, divide, expand_dims, mean, multiply, negative, sqrt, subtract
+from relaykit.ir.expr import Call, Expr, Function, TupleGetItem, checked_type_or_none, const
+from relaykit.ir.module import IRModule
+from relaykit.ir.op import Op
+from relaykit.ir.types import TensorType
+from relaykit.op import add, divide, expand_dims, mean, multiply, negative, sqrt, subtract
+
 from .fold_constant import rewrite_outside_opaque
 from .infer_type import infer_type
 from .pass_infra import FunctionPass, PassContext

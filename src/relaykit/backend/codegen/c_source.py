@@ -32,12 +32,13 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import CodegenError
-from ...ir.expr import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
-from ...ir.functor import post_order
-from ...ir.op import Op
-from ...ir.types import TensorType, TupleType, Type
-from ...runtime.c_module import CFunctionSignature, CSourceModule, TensorSpec
+from relaykit.errors import CodegenError
+from relaykit.ir.expr import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
+from relaykit.ir.functor import post_order
+from relaykit.ir.op import Op
+from relaykit.ir.types import TensorType, TupleType, Type
+from relaykit.runtime.c_module import CFunctionSignature, CSourceModule, TensorSpec
+
 from .names import c_comment, c_identifier, c_string
 from .toolchain import DEFAULT_CFLAGS, compile_shared_library
 

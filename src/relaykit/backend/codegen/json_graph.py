@@ -28,13 +28,14 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import CodegenError
-from ...ir.expr import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
-from ...ir.functor import post_order
-from ...ir.op import Op
-from ...ir.types import TensorType
-from ...runtime.json_runtime import JSON_GRAPH_FORMAT, JSON_GRAPH_VERSION, JSONRuntimeBase
-from ...runtime.module import Module
+from relaykit.errors import CodegenError
+from relaykit.ir.expr import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
+from relaykit.ir.functor import post_order
+from relaykit.ir.op import Op
+from relaykit.ir.types import TensorType
+from relaykit.runtime.json_runtime import JSON_GRAPH_FORMAT, JSON_GRAPH_VERSION, JSONRuntimeBase
+from relaykit.runtime.module import Module
+
 from .c_source import flatten_types, region_symbol
 
 __all__ = ["JSONSerializer", "json_attr_value", "make_json_codegen"]

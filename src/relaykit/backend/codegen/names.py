@@ -23,9 +23,45 @@ import re
 __all__ = ["c_identifier", "c_comment", "c_string", "C_KEYWORDS"]
 
 C_KEYWORDS = frozenset(
-    """auto break case char const continue default do double else enum extern float for goto
-    if inline int long register restrict return short signed sizeof static struct switch
-    typedef union unsigned void volatile while _Bool _Complex _Imaginary""".split()
+    [
+        "auto",
+        "break",
+        "case",
+        "char",
+        "const",
+        "continue",
+        "default",
+        "do",
+        "double",
+        "else",
+        "enum",
+        "extern",
+        "float",
+        "for",
+        "goto",
+        "if",
+        "inline",
+        "int",
+        "long",
+        "register",
+        "restrict",
+        "return",
+        "short",
+        "signed",
+        "sizeof",
+        "static",
+        "struct",
+        "switch",
+        "typedef",
+        "union",
+        "unsigned",
+        "void",
+        "volatile",
+        "while",
+        "_Bool",
+        "_Complex",
+        "_Imaginary",
+    ]
 )
 _VALID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 

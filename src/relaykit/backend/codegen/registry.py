@@ -31,11 +31,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...errors import CodegenError
-from ...ir.expr import Function
-from ...ir.module import IRModule
-from ...runtime.module import Module
-from ...runtime.registry import func_registry
+from relaykit.errors import CodegenError
+from relaykit.ir.expr import Function
+from relaykit.ir.module import IRModule
+from relaykit.runtime.module import Module
+from relaykit.runtime.registry import func_registry
 
 __all__ = [
     "CodegenInfo",
@@ -172,7 +172,7 @@ def partition_for_target(
     ``params`` are bound into ``main`` first; ``options`` go to
     :func:`relaykit.byoc.partition_for`.
     """
-    from ...byoc import partition_for
+    from relaykit.byoc import partition_for
 
     targets = [target] if isinstance(target, str) else list(target)
     if isinstance(mod, Function):

@@ -19,7 +19,7 @@ import subprocess
 import tempfile
 from collections.abc import Sequence
 
-from ...errors import CompileError, CompilerNotFoundError
+from relaykit.errors import CompileError, CompilerNotFoundError
 
 __all__ = ["find_c_compiler", "compile_shared_library", "DEFAULT_CFLAGS"]
 

@@ -16,9 +16,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...backend.codegen.registry import partition_for_target, register_codegen
-from ...ir.module import IRModule
-from .._common import inference_optimize, register_rules
+from relaykit.backend.codegen.registry import partition_for_target, register_codegen
+from relaykit.contrib._common import inference_optimize, register_rules
+from relaykit.ir.module import IRModule
+
 from .codegen import codegen
 from .rules import RULES, TARGET, pattern_table
 

@@ -12,9 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from ...backend.codegen.c_source import CBuffer, CSourceCodegen, EmitContext, composite_calls
-from ...ir.expr import Call
-from ...op.nn._relations import pad4, pair
+from relaykit.backend.codegen.c_source import CBuffer, CSourceCodegen, EmitContext, composite_calls
+from relaykit.ir.expr import Call
+from relaykit.op.nn._relations import pad4, pair
+
 from .kernels_c import PREAMBLE
 from .rules import TARGET
 

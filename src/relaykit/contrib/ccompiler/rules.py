@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ...byoc.rules import Decline, decline
-from ...dataflow_pattern import is_op, wildcard
-from ...ir.expr import Call, Expr, checked_type_or_none
-from ...ir.types import TensorType
+from relaykit.byoc.rules import Decline, decline
+from relaykit.dataflow_pattern import is_op, wildcard
+from relaykit.ir.expr import Call, Expr, checked_type_or_none
+from relaykit.ir.types import TensorType
+
 from .kernels_c import MAX_DIMS
 
 __all__ = ["TARGET", "RULES", "pattern_table"]

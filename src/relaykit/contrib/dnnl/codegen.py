@@ -18,11 +18,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ...errors import CodegenError
-from ...ir.expr import Call, Function
-from ...ir.functor import post_order
-from ...ir.op import Op
-from ...transform.pass_infra import PassContext
+from relaykit.errors import CodegenError
+from relaykit.ir.expr import Call, Function
+from relaykit.ir.functor import post_order
+from relaykit.ir.op import Op
+from relaykit.transform.pass_infra import PassContext
+
 from .fuse import optimize
 from .lower import lower_function, op_name
 from .module import DnnlModule

@@ -26,7 +26,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...errors import MissingDependencyError
+from relaykit.errors import MissingDependencyError
 
 __all__ = ["DnnlNotFoundError", "OneDNN", "find_onednn", "INSTALL_HINT", "ONEDNN_VERSION"]
 

@@ -26,11 +26,12 @@ from typing import Any, Union, cast
 
 import numpy as np
 
-from ...errors import CodegenError
-from ...ir.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
-from ...ir.functor import post_order
-from ...ir.op import Op
-from ...ir.types import TensorType, TupleType
+from relaykit.errors import CodegenError
+from relaykit.ir.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
+from relaykit.ir.functor import post_order
+from relaykit.ir.op import Op
+from relaykit.ir.types import TensorType, TupleType
+
 from .program import Node, Program
 
 __all__ = [
@@ -265,7 +266,7 @@ def _dropout(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
 def _pool(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
     a = call.attrs
     x = lw.tensor(args[0], op_name(call))
-    n, c, h, w = lw.p.shapes[x]
+    _n, _c, h, w = lw.p.shapes[x]
     out = _shape(call)
     kh, kw = pair(a.pool_size)
     sh, sw = pair(a.strides)

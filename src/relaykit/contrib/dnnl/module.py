@@ -20,8 +20,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ...errors import ArtifactCorruptError
-from ...runtime.module import Module, ModuleBlob
+from relaykit.errors import ArtifactCorruptError
+from relaykit.runtime.module import Module, ModuleBlob
+
 from .native import load_runtime_blob, runtime_blob
 from .region import DnnlRegion
 

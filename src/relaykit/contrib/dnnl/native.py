@@ -29,7 +29,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...errors import CompileError, CompilerNotFoundError
+from relaykit.errors import CompileError, CompilerNotFoundError
+
 from .library import INSTALL_HINT, find_onednn
 
 __all__ = [

@@ -19,12 +19,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ... import transform
-from ...byoc import configure_target, partition_for, target_registry
-from ...ir.expr import Function
-from ...ir.module import IRModule
-from ...transform.bind import bind_params_by_name
-from ...transform.pass_infra import Pass, Sequential
+from relaykit import transform
+from relaykit.byoc import configure_target, partition_for, target_registry
+from relaykit.ir.expr import Function
+from relaykit.ir.module import IRModule
+from relaykit.transform.bind import bind_params_by_name
+from relaykit.transform.pass_infra import Pass, Sequential
+
 from .library import find_onednn
 from .patterns import pattern_table
 

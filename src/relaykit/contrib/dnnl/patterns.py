@@ -25,11 +25,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, cast
 
-from ...byoc import Decline
-from ...dataflow_pattern import DFPattern, is_constant, is_op, wildcard
-from ...ir.expr import Call, Expr
-from ...ir.op import Op
-from ...ir.types import TensorType
+from relaykit.byoc import Decline
+from relaykit.dataflow_pattern import DFPattern, is_constant, is_op, wildcard
+from relaykit.ir.expr import Call, Expr
+from relaykit.ir.op import Op
+from relaykit.ir.types import TensorType
+
 from .lower import op_name
 from .rules import check_call
 

@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import BackendExecutionError, CodegenError
+from relaykit.errors import BackendExecutionError, CodegenError
+
 from .native import NativeRuntime, load_runtime
 from .program import Program
 from .threads import resolve_num_threads

@@ -14,9 +14,10 @@ it. A rule or pattern table the user registered for ``dnnl`` is kept.
 
 from __future__ import annotations
 
-from ...backend.codegen.registry import codegen_registry, register_codegen
-from ...op.contrib import get_pattern_table, register_pattern_table
-from ...runtime.module import module_loaders, register_module_loader
+from relaykit.backend.codegen.registry import codegen_registry, register_codegen
+from relaykit.op.contrib import get_pattern_table, register_pattern_table
+from relaykit.runtime.module import module_loaders, register_module_loader
+
 from .codegen import dnnl_codegen
 from .module import DnnlModule
 from .partition import optimize_for_dnnl

@@ -26,10 +26,11 @@ from typing import Any, cast
 
 import numpy as np
 
-from ...byoc import Decline, decline
-from ...ir.expr import Call, Constant, Expr
-from ...ir.op import default_registry, register_op_attr
-from ...ir.types import TensorType, TupleType, Type
+from relaykit.byoc import Decline, decline
+from relaykit.ir.expr import Call, Constant, Expr
+from relaykit.ir.op import default_registry, register_op_attr
+from relaykit.ir.types import TensorType, TupleType, Type
+
 from .lower import BINARY_OPS, COMMUTATIVE, ELTWISE_OPS, op_name, pad4, pair
 
 __all__ = ["RULES", "register_rules", "rules_registered", "check_call", "TARGET"]

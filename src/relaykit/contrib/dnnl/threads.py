@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 
-from ...errors import RelayKitError
+from relaykit.errors import RelayKitError
 
 __all__ = ["resolve_num_threads", "ENV_VAR"]
 

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...backend.codegen.c_source import composite_calls
-from ...backend.codegen.json_graph import JSONSerializer, make_json_codegen
-from ...errors import CodegenError
-from ...ir.expr import Call, Function
+from relaykit.backend.codegen.c_source import composite_calls
+from relaykit.backend.codegen.json_graph import JSONSerializer, make_json_codegen
+from relaykit.errors import CodegenError
+from relaykit.ir.expr import Call, Function
+
 from .runtime import JSONRefRuntime
 
 __all__ = ["JSONRefSerializer", "codegen"]

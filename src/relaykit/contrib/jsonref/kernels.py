@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ...runtime.json_runtime import JSONNode
+from relaykit.runtime.json_runtime import JSONNode
 
 __all__ = ["KERNELS"]
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from ...runtime.json_runtime import JSONRuntimeBase
-from ...runtime.module import register_module_loader
+from relaykit.runtime.json_runtime import JSONRuntimeBase
+from relaykit.runtime.module import register_module_loader
+
 from .kernels import KERNELS
 
 __all__ = ["JSONRefRuntime"]

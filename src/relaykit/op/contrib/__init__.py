@@ -27,7 +27,7 @@ import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from ...errors import IRError
+from relaykit.errors import IRError
 
 __all__ = [
     "PatternTable",

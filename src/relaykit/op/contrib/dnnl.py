@@ -11,7 +11,7 @@ Importing it registers the ``target.dnnl`` rules and the ``dnnl`` pattern table.
 
 from __future__ import annotations
 
-from ...contrib.dnnl import partition_for_dnnl, pattern_table
-from ...contrib.dnnl.rules import check_call
+from relaykit.contrib.dnnl import partition_for_dnnl, pattern_table
+from relaykit.contrib.dnnl.rules import check_call
 
 __all__ = ["partition_for_dnnl", "pattern_table", "check_call"]

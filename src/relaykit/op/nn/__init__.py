@@ -16,9 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from ...ir.expr import Call, Expr, TupleGetItem, TupleWrapper, const
-from ...ir.types import check_dtype
-from ..define import make_call
+from relaykit.ir.expr import Call, Expr, TupleGetItem, TupleWrapper, const
+from relaykit.ir.types import check_dtype
+from relaykit.op.define import make_call
+
 from . import _ops  # noqa: F401 - registers the nn.* operators
 from ._argmax_pool import max_pool2d_with_argmax
 from ._extra_ops import avg_pool3d, lrn, max_pool3d

@@ -19,11 +19,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ...ir.attrs import Attrs
-from ...ir.expr import Expr, TupleWrapper
-from ...ir.types import TensorType, TupleType, Type
-from .._numeric import lowest_value
-from ..define import OpPattern, TypeRelError, define_op, make_call
+from relaykit.ir.attrs import Attrs
+from relaykit.ir.expr import Expr, TupleWrapper
+from relaykit.ir.types import TensorType, TupleType, Type
+from relaykit.op._numeric import lowest_value
+from relaykit.op.define import OpPattern, TypeRelError, define_op, make_call
+
 from ._kernels import _pool_geometry, _windows
 from ._relations import pool2d_rel
 
@@ -61,10 +62,7 @@ def _kernel(inputs: Sequence[np.ndarray], attrs: Attrs) -> tuple[np.ndarray, np.
     hh = np.arange(oh)[:, None] * sh + ki * dh - pt
     ww = np.arange(ow)[None, :] * sw + kj * dw - pl
     plane = (np.arange(n)[:, None, None, None] * c + np.arange(c)[None, :, None, None]) * (h * w)
-    if attrs.storage_order:
-        index = plane + ww * h + hh
-    else:
-        index = plane + hh * w + ww
+    index = plane + ww * h + hh if attrs.storage_order else plane + hh * w + ww
     return values.astype(x.dtype), index.astype(np.int64)
 
 

@@ -17,12 +17,12 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from ...ir.attrs import Attrs
-from ...ir.expr import Call, Expr
-from ...ir.types import TensorType, Type
-from .._numeric import as_out
-from .._relations import FLOAT_DTYPES, normalize_axis, tensor_arg
-from ..define import OpPattern, TypeRelError, define_op, make_call
+from relaykit.ir.attrs import Attrs
+from relaykit.ir.expr import Call, Expr
+from relaykit.ir.types import TensorType, Type
+from relaykit.op._numeric import as_out
+from relaykit.op._relations import FLOAT_DTYPES, normalize_axis, tensor_arg
+from relaykit.op.define import OpPattern, TypeRelError, define_op, make_call
 
 __all__ = ["lrn", "max_pool3d", "avg_pool3d", "pool_out_size"]
 
@@ -95,8 +95,8 @@ def pool_out_size(size: int, k: int, s: int, d: int, lo: int, hi: int, ceil_mode
     """Output length of one pooled axis (PyTorch/ONNX rule in ceil mode)."""
     span = (size + lo + hi - d * (k - 1) - 1) / s + 1
     if not ceil_mode:
-        return int(math.floor(span))
-    out = int(math.ceil(span))
+        return math.floor(span)
+    out = math.ceil(span)
     if (out - 1) * s >= size + lo:
         out -= 1
     return out

@@ -13,9 +13,10 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from ...ir.attrs import Attrs
-from ...ir.types import check_dtype
-from .._numeric import as_out, lowest_value
+from relaykit.ir.attrs import Attrs
+from relaykit.ir.types import check_dtype
+from relaykit.op._numeric import as_out, lowest_value
+
 from ._relations import adaptive_output_size, layout_perm, pad4, pair, pool2d_out_size
 
 __all__ = [
@@ -83,7 +84,7 @@ def _grouped_conv(
     acc: np.dtype,
 ) -> np.ndarray:
     """NCHW x OIHW -> NCHW grouped convolution by im2col and one batched matmul."""
-    n, c, h, wd = x.shape
+    n, _c, h, wd = x.shape
     o, cg, kh, kw = w.shape
     pt, pl, pb, pr = padding
     xp = np.pad(x.astype(acc, copy=False), ((0, 0), (0, 0), (pt, pb), (pl, pr)))

@@ -13,10 +13,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ...ir.attrs import Attrs
-from .._numeric import as_out
-from .._relations import identity_rel
-from ..define import OpPattern, define_op
+from relaykit.ir.attrs import Attrs
+from relaykit.op._numeric import as_out
+from relaykit.op._relations import identity_rel
+from relaykit.op.define import OpPattern, define_op
+
 from . import _kernels as k
 from . import _relations as r
 

@@ -16,10 +16,10 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from ...ir.attrs import Attrs
-from ...ir.types import TensorType, TupleType, Type
-from .._relations import FLOAT_DTYPES, normalize_axis, resolve_dtype, tensor_arg
-from ..define import TypeRelError
+from relaykit.ir.attrs import Attrs
+from relaykit.ir.types import TensorType, TupleType, Type
+from relaykit.op._relations import FLOAT_DTYPES, normalize_axis, resolve_dtype, tensor_arg
+from relaykit.op.define import TypeRelError
 
 __all__ = [
     "layout_perm",
@@ -212,7 +212,7 @@ def dense_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
         )
     if attrs.units is not None and attrs.units != units:
         raise TypeRelError(f"units={attrs.units} but the weight {weight} has {units} rows")
-    return TensorType(data.shape[:-1] + (units,), resolve_dtype(attrs.out_dtype, data.dtype))
+    return TensorType((*data.shape[:-1], units), resolve_dtype(attrs.out_dtype, data.dtype))
 
 
 def batch_matmul_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
