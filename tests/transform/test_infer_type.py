@@ -119,3 +119,15 @@ def test_ret_type_annotation_is_checked():
     x = Var("x", T)
     with pytest.raises(RelayTypeError, match="annotated to return"):
         infer_type(Function([x], x, ret_type=TensorType((3,))))
+
+
+def test_infer_type_local_is_exported_and_keeps_existing_types():
+    from relaykit.transform import InferTypeLocal
+
+    x = Var("x", T)
+    y = op.add(x, x)
+    infer_type(y)
+    before = y.checked_type
+    z = op.multiply(y, const(2.0))
+    assert InferTypeLocal(z) == T
+    assert y.checked_type is before  # the typed subexpression was not re-typed

@@ -17,8 +17,19 @@ from typing import Any
 
 from relaykit.errors import IRError
 from relaykit.ir.attrs import Attrs
-from relaykit.ir.expr import Call, Expr, Function, If, Let, Tuple, TupleGetItem
+from relaykit.ir.expr import (
+    Call,
+    Expr,
+    Function,
+    If,
+    Let,
+    Tuple,
+    TupleGetItem,
+    checked_type_or_none,
+)
+from relaykit.ir.functor import rebuild
 from relaykit.ir.op import Op, get_op
+from relaykit.ir.type_check import infer_function
 from relaykit.ir.types import Type
 
 __all__ = [
@@ -76,7 +87,7 @@ def _compiler_attrs(target: str) -> Attrs:
 
 
 def _annotate(op: Op, expr: Expr, target: str) -> Call:
-    return new_call(op, (expr,), _compiler_attrs(target), (), None, expr._checked_type)
+    return new_call(op, (expr,), _compiler_attrs(target), (), None, checked_type_or_none(expr))
 
 
 def make_begin(expr: Expr, target: str) -> Call:
@@ -123,7 +134,7 @@ def is_composite(expr: Any) -> bool:
     return composite_name(expr) is not None
 
 
-def data_children(node: Expr) -> tuple[Expr, ...]:
+def data_children(node: Any) -> tuple[Expr, ...]:
     """The sub-expressions whose values ``node`` consumes, in evaluation order.
 
     Differs from :func:`relaykit.ir.children` in two ways: the callee of an
@@ -152,11 +163,12 @@ def data_children(node: Expr) -> tuple[Expr, ...]:
 
 
 def copy_type(new: Expr, old: Expr) -> Expr:
-    """Give ``new`` the checked type of ``old`` (when it has one) and return it."""
+    """Give ``new`` (rebuilt from ``old``) the checked type of ``old`` when it has one
+    and ``new`` has none; return ``new``."""
     if new is not old:
-        ty: Type | None = old._checked_type
-        if ty is not None and new._checked_type is None:
-            new._set_checked_type(ty)
+        ty = checked_type_or_none(old)
+        if ty is not None and checked_type_or_none(new) is None:
+            new.set_checked_type(ty)
     return new
 
 
@@ -164,72 +176,40 @@ def ensure_typed(func: Function, mod: Any = None) -> Function:
     """``func`` with types inferred, when its body has none yet."""
     if func.has_checked_type and func.body.has_checked_type:
         return func
-    from relaykit.transform.infer_type import infer_function
-
     return infer_function(func, mod)
 
 
 # -- fast node construction ---------------------------------------------------------------
 # The partitioning passes build hundreds of thousands of nodes from children that are
-# already valid expressions. These constructors skip the argument validation of the
-# public constructors (which dominates their cost) and set the checked type in the same
-# step. They fall back to the public constructors if the node layout ever changes.
+# already valid expressions. These constructors use the IR's unvalidated constructors
+# (``Call.unchecked`` ...), which skip the argument checks of the public constructors
+# (they dominate their cost) and set the checked type in the same step.
 
-_set = object.__setattr__
-_new = object.__new__
-_FAST = (
-    Expr.__slots__ == ("_checked_type", "span", "__weakref__")
-    and Call.__slots__ == ("op", "args", "attrs", "type_args")
-    and Tuple.__slots__ == ("fields",)
-    and TupleGetItem.__slots__ == ("tuple_value", "index")
-)
+_call = Call.unchecked
+_tuple = Tuple.unchecked
+_tuple_get_item = TupleGetItem.unchecked
 
 
 def new_call(
     op: Expr, args: Any, attrs: Attrs, type_args: Any = (), span: Any = None, ty: Type | None = None
 ) -> Call:
     """``Call(op, args, attrs, type_args, span)`` with checked type ``ty``, unvalidated."""
-    if not _FAST:  # pragma: no cover - only if the IR's node layout changes
-        call = Call(op, list(args), attrs, list(type_args), span)
-    else:
-        call = _new(Call)
-        _set(call, "op", op)
-        _set(call, "args", tuple(args))
-        _set(call, "attrs", attrs)
-        _set(call, "type_args", tuple(type_args))
-        _set(call, "span", span)
-    _set(call, "_checked_type", ty)
-    return call
+    return _call(op, tuple(args), attrs, tuple(type_args), span=span, checked_type=ty)
 
 
 def new_tuple(fields: Any, span: Any = None, ty: Type | None = None) -> Tuple:
     """``Tuple(fields, span)`` with checked type ``ty``, unvalidated."""
-    if not _FAST:  # pragma: no cover
-        tup = Tuple(list(fields), span)
-    else:
-        tup = _new(Tuple)
-        _set(tup, "fields", tuple(fields))
-        _set(tup, "span", span)
-    _set(tup, "_checked_type", ty)
-    return tup
+    return _tuple(tuple(fields), span=span, checked_type=ty)
 
 
 def new_tuple_get_item(
     value: Expr, index: int, span: Any = None, ty: Type | None = None
 ) -> TupleGetItem:
     """``TupleGetItem(value, index, span)`` with checked type ``ty``, unvalidated."""
-    if not _FAST:  # pragma: no cover
-        tgi = TupleGetItem(value, index, span)
-    else:
-        tgi = _new(TupleGetItem)
-        _set(tgi, "tuple_value", value)
-        _set(tgi, "index", index)
-        _set(tgi, "span", span)
-    _set(tgi, "_checked_type", ty)
-    return tgi
+    return _tuple_get_item(value, index, span=span, checked_type=ty)
 
 
-def fast_rebuild(node: Expr, new: Any) -> Expr:
+def fast_rebuild(node: Any, new: Any) -> Expr:
     """``node`` with each child ``c`` replaced by ``new(c)``, typed like ``node``
     (``node`` itself when no child changed)."""
     t = type(node)
@@ -240,34 +220,31 @@ def fast_rebuild(node: Expr, new: Any) -> Expr:
         nargs = [new(a) for a in args]
         if nop is op and all(a is b for a, b in zip(nargs, args, strict=True)):
             return node
-        return new_call(nop, nargs, node.attrs, node.type_args, node.span, node._checked_type)
+        return _call(
+            nop,
+            tuple(nargs),
+            node.attrs,
+            node.type_args,
+            span=node.span,
+            checked_type=checked_type_or_none(node),
+        )
     if t is Tuple:
         fields = node.fields
         nfields = [new(f) for f in fields]
         if all(a is b for a, b in zip(nfields, fields, strict=True)):
             return node
-        return new_tuple(nfields, node.span, node._checked_type)
+        return _tuple(tuple(nfields), span=node.span, checked_type=checked_type_or_none(node))
     if t is TupleGetItem:
         tv = new(node.tuple_value)
         if tv is node.tuple_value:
             return node
-        return new_tuple_get_item(tv, node.index, node.span, node._checked_type)
-    if t is Function:
-        out = node.with_fields(params=[new(p) for p in node.params], body=new(node.body))
-    elif t is Let:
-        out = node.with_fields(var=new(node.var), value=new(node.value), body=new(node.body))
-    elif t is If:
-        out = node.with_fields(
-            cond=new(node.cond),
-            true_branch=new(node.true_branch),
-            false_branch=new(node.false_branch),
+        return _tuple_get_item(
+            tv, node.index, span=node.span, checked_type=checked_type_or_none(node)
         )
-    else:
-        return node
-    return copy_type(out, node)
+    return copy_type(rebuild(node, new), node)
 
 
-def rebuild_with(node: Expr, memo: dict[Expr, Expr]) -> Expr:
+def rebuild_with(node: Any, memo: dict[Expr, Expr]) -> Expr:
     """``node`` with each child found in ``memo`` replaced by its value (``node`` itself
     when none is): :func:`fast_rebuild` specialised to a replacement table."""
     t = type(node)
@@ -287,7 +264,14 @@ def rebuild_with(node: Expr, memo: dict[Expr, Expr]) -> Expr:
             if nop is op:
                 return node
             nargs = args
-        return new_call(nop, nargs, node.attrs, node.type_args, node.span, node._checked_type)
+        return _call(
+            nop,
+            tuple(nargs),
+            node.attrs,
+            node.type_args,
+            span=node.span,
+            checked_type=checked_type_or_none(node),
+        )
     if t is Tuple:
         fields = node.fields
         nfields = None
@@ -299,12 +283,14 @@ def rebuild_with(node: Expr, memo: dict[Expr, Expr]) -> Expr:
                 nfields[i] = nf
         if nfields is None:
             return node
-        return new_tuple(nfields, node.span, node._checked_type)
+        return _tuple(tuple(nfields), span=node.span, checked_type=checked_type_or_none(node))
     if t is TupleGetItem:
         tv = get(node.tuple_value)
         if tv is None:
             return node
-        return new_tuple_get_item(tv, node.index, node.span, node._checked_type)
+        return _tuple_get_item(
+            tv, node.index, span=node.span, checked_type=checked_type_or_none(node)
+        )
     return fast_rebuild(node, lambda c: get(c, c))
 
 

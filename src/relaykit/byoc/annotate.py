@@ -214,7 +214,7 @@ def annotate_function(
             continue
         ty = checked_type_or_none(node)
         if ty is not None:
-            out._set_checked_type(ty)
+            out.set_checked_type(ty)
         new[node] = out
     body = closed(root)
     return copy_type(func.with_fields(body=body), func)  # type: ignore[return-value]

@@ -379,7 +379,7 @@ def _short(e: Expr) -> str:
 
 def _set_type(node: Expr, ty: Type | None) -> None:
     if ty is not None:
-        node._set_checked_type(ty)
+        node.set_checked_type(ty)
 
 
 def _flatten(e: Expr, out: list[Expr]) -> object:

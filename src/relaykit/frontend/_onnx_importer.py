@@ -17,13 +17,17 @@ from typing import Any
 
 import numpy as np
 
-from relaykit.errors import DynamicShapeError, FrontendError, RelayKitError, UnsupportedOpError
+from relaykit.errors import (
+    DynamicShapeError,
+    FrontendError,
+    RelayKitError,
+    UnsupportedOpError,
+)
 from relaykit.ir.expr import (
     Call,
     Constant,
     Expr,
     Function,
-    If,
     Tuple,
     TupleGetItem,
     TupleWrapper,
@@ -33,7 +37,8 @@ from relaykit.ir.expr import (
 from relaykit.ir.functor import post_order
 from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op
-from relaykit.ir.types import TensorType, TupleType, Type
+from relaykit.ir.type_check import infer_type_local
+from relaykit.ir.types import TensorType, Type
 from relaykit.runtime.ndarray import NDArray
 
 from ._narrow import narrow_outputs, widen_inputs
@@ -158,36 +163,10 @@ class GraphImporter:
         t = checked_type_or_none(expr)
         if t is not None:
             return t
-        for node in post_order(
-            expr, skip=lambda n: checked_type_or_none(n) is not None or type(n) is Op
-        ):
-            kind = type(node)
-            if kind is Call:
-                op = node.op
-                if type(op) is not Op:
-                    raise self._fail_type(ctx, "converters may only call operators")
-                rel = op.get_attr("FTypeRelation")
-                arg_types = [checked_type_or_none(a) for a in node.args]
-                try:
-                    out = rel(arg_types, node.attrs)
-                except RelayKitError as err:
-                    shown = ", ".join(str(a) for a in arg_types)
-                    raise self._fail_type(ctx, f"{op.name}({shown}): {err}") from None
-            elif kind is Tuple:
-                out = TupleType([checked_type_or_none(f) for f in node.fields])
-            elif kind is TupleGetItem:
-                tt = checked_type_or_none(node.tuple_value)
-                if not isinstance(tt, TupleType) or node.index >= len(tt.fields):
-                    raise self._fail_type(ctx, f"bad projection .{node.index} of {tt}")
-                out = tt.fields[node.index]
-            elif kind is If:
-                out = checked_type_or_none(node.true_branch)
-                if out != checked_type_or_none(node.false_branch):
-                    raise self._fail_type(ctx, "the branches of If have different types")
-            else:
-                raise self._fail_type(ctx, f"untyped {kind.__name__} in a converter's output")
-            node._set_checked_type(out)
-        return checked_type_or_none(expr)  # type: ignore[return-value]
+        try:
+            return infer_type_local(expr)
+        except RelayKitError as err:  # a type error, or a bad attribute met by a relation
+            raise self._fail_type(ctx, str(err).split("\n", 1)[0]) from None
 
     def _is_dynamic(self, expr: Expr) -> bool:
         memo = self.dynamic
@@ -297,7 +276,7 @@ class GraphImporter:
                 self.values[t.name] = c
             else:
                 v = Var(t.name, TensorType(arr.shape, arr.dtype.name))
-                v._set_checked_type(v.type_annotation)  # type: ignore[arg-type]
+                infer_type_local(v)
                 self.values[t.name] = v
                 self.params[t.name] = NDArray(arr)
         for t in self.graph.sparse_initializer:
@@ -318,7 +297,7 @@ class GraphImporter:
                 self.values[vi.name] = Constant(np.array(arr, dtype=want.dtype, order="C"))
                 continue
             var = Var(vi.name, self._input_type(vi))
-            var._set_checked_type(var.type_annotation)  # type: ignore[arg-type]
+            infer_type_local(var)
             self.values[vi.name] = var
             params.append(var)
         return params + [self.values[n] for n in self.params]  # type: ignore[misc]
@@ -326,7 +305,7 @@ class GraphImporter:
     def empty_optional(self) -> Tuple:
         """A new empty optional: an empty tuple that the importer remembers as one."""
         t = Tuple([])
-        t._set_checked_type(TupleType([]))
+        infer_type_local(t)
         self.empty_optionals.add(t)
         return t
 
@@ -358,7 +337,7 @@ class GraphImporter:
                 raise FrontendError(f"{where} is a sequence: bind it to a list of arrays")
             fields = [self._constant_value(name, tp.sequence_type.elem_type, v) for v in value]
             t = Tuple(fields)
-            t._set_checked_type(TupleType([checked_type_or_none(f) for f in fields]))
+            infer_type_local(t)
             return t
         if kind != "tensor_type":
             raise FrontendError(f"{where} holds a {kind or 'value of unknown type'}")
@@ -367,7 +346,6 @@ class GraphImporter:
             dtype = onnx_dtype_name(tp.tensor_type.elem_type, where)
         arr = np.asarray(value) if dtype is None else np.asarray(value, dtype=dtype)
         c = Constant(np.array(arr, order="C"))
-        c._set_checked_type(TensorType(arr.shape, arr.dtype.name))
         return c
 
     def convert_nodes(self) -> None:

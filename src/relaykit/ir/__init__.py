@@ -19,6 +19,7 @@ from .expr import (
     checked_type_or_none,
     const,
 )
+from .fields import child_field, children_field, data_field
 from .functor import (
     ExprFunctor,
     ExprMutator,
@@ -29,6 +30,7 @@ from .functor import (
     rebuild,
     rewrite_post_order,
 )
+from .hooks import install_printer
 from .module import IRModule
 from .op import Op, OpRegistry, default_registry, get_op, list_op_names, register_op_attr
 from .structural import (
@@ -36,6 +38,13 @@ from .structural import (
     first_mismatch,
     structural_equal,
     structural_hash,
+)
+from .type_check import (
+    TypeChecker,
+    infer_function,
+    infer_module,
+    infer_type,
+    infer_type_local,
 )
 from .types import (
     DTYPES,
@@ -96,4 +105,13 @@ __all__ = [
     "free_vars",
     "bound_vars",
     "all_vars",
+    "child_field",
+    "children_field",
+    "data_field",
+    "install_printer",
+    "TypeChecker",
+    "infer_function",
+    "infer_module",
+    "infer_type",
+    "infer_type_local",
 ]

@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .expr import Expr, Function, Let, Var
 from .functor import post_order
 
@@ -18,6 +20,7 @@ def _vars(expr: Expr) -> tuple[list[Var], set[Var]]:
     """All variables (in post-order) and the set of those bound by a Function or Let."""
     seen: list[Var] = []
     bound: set[Var] = set()
+    node: Any
     for node in post_order(expr):
         t = type(node)
         if t is Var:

@@ -103,7 +103,7 @@ class Attrs(Mapping[str, Any]):
         body = ", ".join(f"{k}={v!r}" for k, v in self._items.items())
         return f"{self.type_key}({body})"
 
-    def keys(self):  # type: ignore[override]
+    def keys(self):
         return self._items.keys()
 
     def list_field_info(self) -> list[str]:

@@ -16,14 +16,24 @@ True
 from __future__ import annotations
 
 import numbers
+import operator
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from relaykit.errors import IRError, TypeNotInferredError
 
 from .attrs import Attrs
+from .fields import (
+    FieldSpec,
+    child_field,
+    children_field,
+    data_field,
+    node_class,
+    register_node_class,
+)
+from .hooks import printer_hook
 from .types import TensorType, Type
 
 if TYPE_CHECKING:
@@ -48,6 +58,7 @@ __all__ = [
 ]
 
 _EMPTY_ATTRS = Attrs({})
+_E = TypeVar("_E", bound="Expr")
 _set = object.__setattr__
 
 
@@ -70,18 +81,86 @@ class Span:
 
 
 class Expr:
-    """Base class of every Relay expression."""
+    """Base class of every Relay expression.
+
+    Each node class declares its fields once (see :mod:`relaykit.ir.fields`);
+    ``_fields`` lists their names, as ``ast.AST`` does.
+    """
 
     __slots__ = ("_checked_type", "span", "__weakref__")
 
     _checked_type: Type | None
     span: Span | None
+    _layout: tuple[FieldSpec, ...] = ()
+    _fields: tuple[str, ...] = ()
+    _visitor_name: str = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        register_node_class(cls)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(
             f"{type(self).__name__} nodes are immutable; "
             "use with_fields(...) to make a changed copy"
         )
+
+    # -- construction --------------------------------------------------------
+    @classmethod
+    def unchecked(
+        cls: type[_E], *fields: Any, span: Span | None = None, checked_type: Type | None = None
+    ) -> _E:
+        """The node built from its fields (in ``_fields`` order) without validation.
+
+        Each node class gets its own version, compiled from its field declaration.
+        For passes that build many nodes from parts already known to be valid:
+        sequences must already be tuples and attributes an ``Attrs``. The
+        ``checked_type`` is trusted; give it only when it is the type the checker
+        would compute (for example, the type of the node being rebuilt).
+
+        >>> from relaykit.ir import Attrs, TensorType, Var, get_op
+        >>> x = Var("x", TensorType((2,)))
+        >>> ty = x.type_annotation
+        >>> c = Call.unchecked(get_op("nn.relu"), (x,), Attrs({}), (), checked_type=ty)
+        >>> c.args[0] is x, str(c.checked_type)
+        (True, 'Tensor[(2), float32]')
+        """
+        raise IRError(f"{cls.__name__} declares no fields")
+
+    def with_fields(self: _E, *, span: Any = ..., **changes: Any) -> _E:
+        """This node with the given fields replaced, or the node itself when nothing
+        changes (copy-on-write). A field left out, or given as ``None`` when ``None``
+        is not a value it can hold, keeps its value.
+
+        >>> x = Var("x", TensorType((2,)))
+        >>> t = Tuple([x, x])
+        >>> t.with_fields(fields=[x, x]) is t, len(t.with_fields(fields=[x]).fields)
+        (True, 1)
+        """
+        values: list[Any] = []
+        changed = span is not ... and span is not self.span
+        for f in type(self)._layout:
+            old = getattr(self, f.name)
+            new = changes.pop(f.name, ...)
+            if new is ... or (new is None and not f.optional):
+                values.append(old)
+                continue
+            if f.is_sequence:
+                new = tuple(new)
+                same = len(new) == len(old) and all(map(operator.is_, new, old))
+            else:
+                same = new is old or (type(new) in (int, str) and new == old)
+            changed = changed or not same
+            values.append(new)
+        if changes:
+            raise IRError(
+                f"{type(self).__name__} has no field {next(iter(changes))!r}; "
+                f"its fields are {', '.join(type(self)._fields)}"
+            )
+        if not changed:
+            return self
+        node_type: Any = type(self)
+        return node_type(*values, span=self.span if span is ... else span)
 
     # -- types -------------------------------------------------------------
     @property
@@ -92,7 +171,7 @@ class Expr:
             raise TypeNotInferredError(
                 f"checked_type of this {type(self).__name__} is not available yet: "
                 "run relay.transform.InferType() on the module (or use "
-                "relaykit.transform.infer_type(expr)) first"
+                "relaykit.transform.InferTypeLocal(expr)) first"
             )
         return t
 
@@ -100,15 +179,36 @@ class Expr:
     def has_checked_type(self) -> bool:
         return self._checked_type is not None
 
-    def _set_checked_type(self, ty: Type) -> None:
+    def set_checked_type(self: _E, ty: Type) -> _E:
+        """Record ``ty`` as this node's checked type and return the node.
+
+        For a pass that builds a node whose type it knows, typically a node rebuilt
+        from one of the same type; the type checker stays the authority: use
+        ``InferTypeLocal(expr)`` to compute a type. A node's type is written once:
+        giving a typed node a different type raises :class:`IRError`.
+
+        >>> x = Var("x", TensorType((2,)))
+        >>> x.set_checked_type(x.type_annotation) is x
+        True
+        """
+        if not isinstance(ty, Type):
+            raise IRError(f"a checked type must be a Type, got {ty!r}")
+        old = self._checked_type
+        if old is not None and old is not ty and old != ty:
+            raise IRError(
+                f"this {type(self).__name__} already has checked type {old}; "
+                f"it cannot become {ty} (build a new node instead)"
+            )
+        _set(self, "_checked_type", ty)
+        return self
+
+    def _set_checked_type(self, ty: Type | None) -> None:
         _set(self, "_checked_type", ty)
 
     # -- printing ----------------------------------------------------------
     def astext(self, show_meta_data: bool = True, annotate: Any = None) -> str:
         """This expression in Relay's text format."""
-        from relaykit.text.printer import astext
-
-        return astext(self, show_meta_data=show_meta_data, annotate=annotate)
+        return printer_hook().astext(self, show_meta_data=show_meta_data, annotate=annotate)
 
     def __str__(self) -> str:
         return self.astext(show_meta_data=False)
@@ -238,13 +338,12 @@ def _as_attrs(attrs: Any) -> Attrs:
     raise IRError(f"attrs must be a mapping, got {type(attrs).__name__}")
 
 
+@node_class
 class Var(Expr):
     """A local variable; ``name_hint`` is only a hint (the printer makes names unique)."""
 
-    __slots__ = ("name_hint", "type_annotation")
-
-    name_hint: str
-    type_annotation: Type | None
+    name_hint: str = data_field()
+    type_annotation: Type | None = data_field(optional=True)
 
     def __init__(
         self, name_hint: str, type_annotation: Type | None = None, span: Span | None = None
@@ -262,22 +361,12 @@ class Var(Expr):
     def vid(self) -> Var:  # TVM spells the name as var.vid.name_hint
         return self
 
-    def with_fields(
-        self, name_hint: str | None = None, type_annotation: Any = ..., span: Any = ...
-    ) -> Var:
-        name = self.name_hint if name_hint is None else name_hint
-        ann = self.type_annotation if type_annotation is ... else type_annotation
-        if name == self.name_hint and ann is self.type_annotation:
-            return self
-        return Var(name, ann, self.span if span is ... else span)
 
-
+@node_class
 class Constant(Expr):
     """A constant tensor; ``data`` is an :class:`relaykit.runtime.NDArray`."""
 
-    __slots__ = ("data",)
-
-    data: NDArray
+    data: NDArray = data_field()
 
     def __init__(self, data: Any, span: Span | None = None) -> None:
         from relaykit.runtime.ndarray import NDArray, array
@@ -291,21 +380,15 @@ class Constant(Expr):
     def is_scalar(self) -> bool:
         return len(self.data.shape) == 0
 
-    def with_fields(self, data: Any = None, span: Any = ...) -> Constant:
-        if data is None or data is self.data:
-            return self
-        return Constant(data, self.span if span is ... else span)
 
-
+@node_class
 class Call(Expr):
     """A call of an operator, a function or a global: ``op(args..., **attrs)``."""
 
-    __slots__ = ("op", "args", "attrs", "type_args")
-
-    op: Expr
-    args: tuple[Expr, ...]
-    attrs: Attrs
-    type_args: tuple[Type, ...]
+    op: Expr = child_field()
+    args: tuple[Expr, ...] = children_field()
+    attrs: Attrs = data_field()
+    type_args: tuple[Type, ...] = data_field(compare=False)
 
     def __init__(
         self,
@@ -322,32 +405,12 @@ class Call(Expr):
         _set(self, "_checked_type", None)
         _set(self, "span", span)
 
-    def with_fields(
-        self,
-        op: Any = None,
-        args: Sequence[Expr] | None = None,
-        attrs: Any = None,
-        span: Any = ...,
-    ) -> Call:
-        new_op = self.op if op is None else op
-        new_args = self.args if args is None else tuple(args)
-        new_attrs = self.attrs if attrs is None else _as_attrs(attrs)
-        if (
-            new_op is self.op
-            and new_attrs is self.attrs
-            and len(new_args) == len(self.args)
-            and all(a is b for a, b in zip(new_args, self.args, strict=False))
-        ):
-            return self
-        return Call(new_op, new_args, new_attrs, self.type_args, self.span if span is ... else span)
 
-
+@node_class
 class Tuple(Expr):
     """A tuple of expressions."""
 
-    __slots__ = ("fields",)
-
-    fields: tuple[Expr, ...]
+    fields: tuple[Expr, ...] = children_field()
 
     def __init__(self, fields: Sequence[Any], span: Span | None = None) -> None:
         _set(self, "fields", _as_expr_list(fields, "Tuple.fields"))
@@ -363,24 +426,15 @@ class Tuple(Expr):
     def astuple(self) -> Tuple:
         return self
 
-    def with_fields(self, fields: Sequence[Expr] | None = None, span: Any = ...) -> Tuple:
-        if fields is None:
-            return self
-        fs = tuple(fields)
-        if len(fs) == len(self.fields) and all(
-            a is b for a, b in zip(fs, self.fields, strict=False)
-        ):
-            return self
-        return Tuple(fs, self.span if span is ... else span)
 
-
+@node_class
 class TupleGetItem(Expr):
     """Projection ``tuple_value.index``."""
 
-    __slots__ = ("tuple_value", "index")
+    _visitor_name = "visit_tuple_getitem"  # TVM's spelling
 
-    tuple_value: Expr
-    index: int
+    tuple_value: Expr = child_field()
+    index: int = data_field()
 
     def __init__(self, tuple_value: Any, index: int, span: Span | None = None) -> None:
         if not isinstance(index, (int, np.integer)) or isinstance(index, bool):
@@ -390,26 +444,16 @@ class TupleGetItem(Expr):
         _set(self, "_checked_type", None)
         _set(self, "span", span)
 
-    def with_fields(
-        self, tuple_value: Expr | None = None, index: int | None = None, span: Any = ...
-    ):
-        tv = self.tuple_value if tuple_value is None else tuple_value
-        ix = self.index if index is None else index
-        if tv is self.tuple_value and ix == self.index:
-            return self
-        return TupleGetItem(tv, ix, self.span if span is ... else span)
 
-
+@node_class
 class Function(Expr):
     """A function: ``fn (params) -> ret_type { body }`` with frozen ``attrs``."""
 
-    __slots__ = ("params", "body", "ret_type", "type_params", "attrs")
-
-    params: tuple[Var, ...]
-    body: Expr
-    ret_type: Type | None
-    type_params: tuple[Any, ...]
-    attrs: Attrs
+    params: tuple[Var, ...] = children_field(binds=True)
+    body: Expr = child_field()
+    ret_type: Type | None = data_field(optional=True)
+    type_params: tuple[Any, ...] = data_field(compare=False)
+    attrs: Attrs = data_field()
 
     def __init__(
         self,
@@ -434,28 +478,6 @@ class Function(Expr):
         _set(self, "_checked_type", None)
         _set(self, "span", span)
 
-    def with_fields(
-        self,
-        params: Sequence[Var] | None = None,
-        body: Expr | None = None,
-        ret_type: Any = ...,
-        attrs: Any = None,
-        span: Any = ...,
-    ) -> Function:
-        ps = self.params if params is None else tuple(params)
-        b = self.body if body is None else body
-        rt = self.ret_type if ret_type is ... else ret_type
-        at = self.attrs if attrs is None else _as_attrs(attrs)
-        if (
-            b is self.body
-            and rt is self.ret_type
-            and at is self.attrs
-            and len(ps) == len(self.params)
-            and all(a is c for a, c in zip(ps, self.params, strict=False))
-        ):
-            return self
-        return Function(ps, b, rt, self.type_params, at, self.span if span is ... else span)
-
     def __call__(self, *args: Any) -> Call:
         """``fn(a, b)`` builds ``Call(fn, [a, b])``."""
         return Call(self, list(args))
@@ -471,14 +493,13 @@ class Function(Expr):
         return self.with_fields(attrs=self.attrs.without(*keys))
 
 
+@node_class
 class Let(Expr):
     """``let var = value; body``."""
 
-    __slots__ = ("var", "value", "body")
-
-    var: Var
-    value: Expr
-    body: Expr
+    var: Var = child_field(binds=True)
+    value: Expr = child_field()
+    body: Expr = child_field()
 
     def __init__(self, var: Var, value: Any, body: Any, span: Span | None = None) -> None:
         if not isinstance(var, Var):
@@ -489,29 +510,14 @@ class Let(Expr):
         _set(self, "_checked_type", None)
         _set(self, "span", span)
 
-    def with_fields(
-        self,
-        var: Var | None = None,
-        value: Expr | None = None,
-        body: Expr | None = None,
-        span: Any = ...,
-    ):
-        v = self.var if var is None else var
-        val = self.value if value is None else value
-        b = self.body if body is None else body
-        if v is self.var and val is self.value and b is self.body:
-            return self
-        return Let(v, val, b, self.span if span is ... else span)
 
-
+@node_class
 class If(Expr):
     """``if (cond) { true_branch } else { false_branch }``."""
 
-    __slots__ = ("cond", "true_branch", "false_branch")
-
-    cond: Expr
-    true_branch: Expr
-    false_branch: Expr
+    cond: Expr = child_field()
+    true_branch: Expr = child_field()
+    false_branch: Expr = child_field()
 
     def __init__(self, cond: Any, true_branch: Any, false_branch: Any, span: Span | None = None):
         _set(self, "cond", _as_expr(cond, "If.cond"))
@@ -520,27 +526,12 @@ class If(Expr):
         _set(self, "_checked_type", None)
         _set(self, "span", span)
 
-    def with_fields(
-        self,
-        cond: Expr | None = None,
-        true_branch: Expr | None = None,
-        false_branch: Expr | None = None,
-        span: Any = ...,
-    ):
-        c = self.cond if cond is None else cond
-        t = self.true_branch if true_branch is None else true_branch
-        f = self.false_branch if false_branch is None else false_branch
-        if c is self.cond and t is self.true_branch and f is self.false_branch:
-            return self
-        return If(c, t, f, self.span if span is ... else span)
 
-
+@node_class
 class GlobalVar(Expr):
     """The name of a global function in an :class:`IRModule`."""
 
-    __slots__ = ("name_hint",)
-
-    name_hint: str
+    name_hint: str = data_field()
 
     def __init__(self, name_hint: str, span: Span | None = None) -> None:
         _set(self, "name_hint", str(name_hint))
@@ -550,9 +541,6 @@ class GlobalVar(Expr):
     def __call__(self, *args: Any) -> Call:
         """``gv(a, b)`` builds a call of the global function."""
         return Call(self, list(args))
-
-    def with_fields(self, **_: Any) -> GlobalVar:
-        return self
 
 
 class TupleWrapper:

@@ -20,8 +20,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
-from .op import Op
+from relaykit.errors import IRError
+
+from .expr import Expr
+from .fields import CHILDREN_OF, REBUILD_OF
 
 __all__ = [
     "children",
@@ -35,33 +37,13 @@ __all__ = [
 ]
 
 
-def _no_children(e: Any) -> tuple[Expr, ...]:
-    return ()
-
-
-_CHILDREN: dict[type, Callable[[Any], tuple[Expr, ...]]] = {
-    Var: _no_children,
-    Constant: _no_children,
-    GlobalVar: _no_children,
-    Op: _no_children,
-    Call: lambda e: (e.op, *e.args),
-    Tuple: lambda e: e.fields,
-    TupleGetItem: lambda e: (e.tuple_value,),
-    Function: lambda e: (*e.params, e.body),
-    Let: lambda e: (e.var, e.value, e.body),
-    If: lambda e: (e.cond, e.true_branch, e.false_branch),
-}
-
-
 def children(expr: Expr) -> tuple[Expr, ...]:
-    """The direct sub-expressions of ``expr``, in field order."""
-    try:
-        return _CHILDREN[type(expr)](expr)
-    except KeyError:
-        for base, fn in _CHILDREN.items():
-            if isinstance(expr, base):
-                return fn(expr)
-        raise TypeError(f"not a relay expression: {expr!r}") from None
+    """The direct sub-expressions of ``expr``, in field order (from its class's
+    field declaration)."""
+    fn = CHILDREN_OF.get(type(expr))
+    if fn is None:
+        raise IRError(f"not a relay expression: {expr!r}")
+    return fn(expr)
 
 
 def post_order(root: Expr, skip: Callable[[Expr], bool] | None = None) -> Iterator[Expr]:
@@ -71,7 +53,7 @@ def post_order(root: Expr, skip: Callable[[Expr], bool] | None = None) -> Iterat
     """
     visited: set[int] = set()
     stack: list[tuple[Expr, bool]] = [(root, False)]
-    get = _CHILDREN.get
+    get = CHILDREN_OF.__getitem__
     while stack:
         node, expanded = stack.pop()
         if expanded:
@@ -85,9 +67,7 @@ def post_order(root: Expr, skip: Callable[[Expr], bool] | None = None) -> Iterat
             continue
         visited.add(key)
         stack.append((node, True))
-        fn = get(type(node))
-        kids = fn(node) if fn is not None else children(node)
-        for child in reversed(kids):
+        for child in reversed(get(type(node))(node)):
             if id(child) not in visited:
                 stack.append((child, False))
 
@@ -100,25 +80,12 @@ def post_order_visit(expr: Expr, fvisit: Callable[[Expr], Any]) -> None:
 
 
 def rebuild(node: Expr, new: Callable[[Expr], Expr]) -> Expr:
-    """``node`` with each child ``c`` replaced by ``new(c)`` (``node`` itself if none changed)."""
-    t = type(node)
-    if t is Call:
-        return node.with_fields(op=new(node.op), args=[new(a) for a in node.args])
-    if t is Tuple:
-        return node.with_fields(fields=[new(f) for f in node.fields])
-    if t is TupleGetItem:
-        return node.with_fields(tuple_value=new(node.tuple_value))
-    if t is Function:
-        return node.with_fields(params=[new(p) for p in node.params], body=new(node.body))
-    if t is Let:
-        return node.with_fields(var=new(node.var), value=new(node.value), body=new(node.body))
-    if t is If:
-        return node.with_fields(
-            cond=new(node.cond),
-            true_branch=new(node.true_branch),
-            false_branch=new(node.false_branch),
-        )
-    return node
+    """``node`` with each child ``c`` replaced by ``new(c)`` (``node`` itself if none changed).
+
+    The new node is built by the public constructor (so the new children are
+    checked) and keeps ``node``'s span; it has no checked type yet.
+    """
+    return REBUILD_OF[type(node)](node, new)
 
 
 def rewrite_post_order(
@@ -138,27 +105,10 @@ def rewrite_post_order(
     return memo[root]
 
 
-_DISPATCH = {
-    Var: "visit_var",
-    Constant: "visit_constant",
-    GlobalVar: "visit_global_var",
-    Op: "visit_op",
-    Call: "visit_call",
-    Tuple: "visit_tuple",
-    TupleGetItem: "visit_tuple_getitem",
-    Function: "visit_function",
-    Let: "visit_let",
-    If: "visit_if",
-}
-
-
 def _method_name(expr: Expr) -> str:
-    name = _DISPATCH.get(type(expr))
+    name: str | None = getattr(type(expr), "_visitor_name", None)
     if name is None:
-        for base, n in _DISPATCH.items():
-            if isinstance(expr, base):
-                return n
-        raise TypeError(f"not a relay expression: {expr!r}")
+        raise IRError(f"not a relay expression: {expr!r}")
     return name
 
 
@@ -184,86 +134,48 @@ class ExprFunctor:
             memo[node] = getattr(self, _method_name(node))(node)
         return memo[expr]
 
-    def visit_var(self, var: Var) -> Any:
-        raise NotImplementedError
+    def visit_var(self, node: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} does not visit {type(node).__name__}")
 
     visit_constant = visit_global_var = visit_op = visit_var
     visit_call = visit_tuple = visit_tuple_getitem = visit_function = visit_var
     visit_let = visit_if = visit_var
 
 
+def _visit_children(self: ExprFunctor, node: Any) -> None:
+    for child in children(node):
+        self.visit(child)
+
+
+def _rebuild_children(self: ExprFunctor, node: Any) -> Expr:
+    return rebuild(node, self.visit)
+
+
+def _leaf(self: ExprFunctor, node: Any) -> Any:
+    return None
+
+
+def _same(self: ExprFunctor, node: Any) -> Any:
+    return node
+
+
 class ExprVisitor(ExprFunctor):
-    """Visit every node once; override ``visit_call`` etc. and call ``super()``."""
+    """Visit every node once; override ``visit_call`` etc. and call ``super()``.
 
-    def visit_var(self, var: Var) -> None:
-        return None
+    The default of every ``visit_*`` visits the node's children (none for leaves).
+    """
 
-    def visit_constant(self, const: Constant) -> None:
-        return None
-
-    def visit_global_var(self, gv: GlobalVar) -> None:
-        return None
-
-    def visit_op(self, op: Op) -> None:
-        return None
-
-    def visit_call(self, call: Call) -> None:
-        self.visit(call.op)
-        for a in call.args:
-            self.visit(a)
-
-    def visit_tuple(self, tup: Tuple) -> None:
-        for f in tup.fields:
-            self.visit(f)
-
-    def visit_tuple_getitem(self, t: TupleGetItem) -> None:
-        self.visit(t.tuple_value)
-
-    def visit_function(self, fn: Function) -> None:
-        for p in fn.params:
-            self.visit(p)
-        self.visit(fn.body)
-
-    def visit_let(self, let: Let) -> None:
-        self.visit(let.var)
-        self.visit(let.value)
-        self.visit(let.body)
-
-    def visit_if(self, ite: If) -> None:
-        self.visit(ite.cond)
-        self.visit(ite.true_branch)
-        self.visit(ite.false_branch)
+    visit_var = visit_constant = visit_global_var = visit_op = _leaf
+    visit_call = visit_tuple = visit_tuple_getitem = visit_function = _visit_children
+    visit_let = visit_if = _visit_children
 
 
 class ExprMutator(ExprFunctor):
-    """Rebuild an expression; unchanged subtrees are returned as they are."""
+    """Rebuild an expression; unchanged subtrees are returned as they are.
 
-    def visit_var(self, var: Var) -> Expr:
-        return var
+    The default of every ``visit_*`` rebuilds the node from its visited children.
+    """
 
-    def visit_constant(self, const: Constant) -> Expr:
-        return const
-
-    def visit_global_var(self, gv: GlobalVar) -> Expr:
-        return gv
-
-    def visit_op(self, op: Op) -> Expr:
-        return op
-
-    def visit_call(self, call: Call) -> Expr:
-        return rebuild(call, self.visit)
-
-    def visit_tuple(self, tup: Tuple) -> Expr:
-        return rebuild(tup, self.visit)
-
-    def visit_tuple_getitem(self, t: TupleGetItem) -> Expr:
-        return rebuild(t, self.visit)
-
-    def visit_function(self, fn: Function) -> Expr:
-        return rebuild(fn, self.visit)
-
-    def visit_let(self, let: Let) -> Expr:
-        return rebuild(let, self.visit)
-
-    def visit_if(self, ite: If) -> Expr:
-        return rebuild(ite, self.visit)
+    visit_var = visit_constant = visit_global_var = visit_op = _same
+    visit_call = visit_tuple = visit_tuple_getitem = visit_function = _rebuild_children
+    visit_let = visit_if = _rebuild_children

@@ -17,9 +17,12 @@ from typing import Any
 
 from relaykit.errors import IRError
 
+from .analysis import free_vars
 from .attrs import Attrs
 from .expr import Expr, Function, GlobalVar
 from .functor import post_order
+from .hooks import printer_hook
+from .type_check import infer_function
 
 __all__ = ["IRModule"]
 
@@ -45,8 +48,6 @@ class IRModule:
         expr: Expr, functions: Mapping[Any, Function] | None = None, type_defs: Any = None
     ) -> IRModule:
         """A module whose ``main`` is ``expr`` (wrapped in a function over its free vars)."""
-        from .analysis import free_vars
-
         if not isinstance(expr, Expr):
             raise IRError(f"IRModule.from_expr needs a relay expression, got {expr!r}")
         fn = expr if isinstance(expr, Function) else Function(free_vars(expr), expr)
@@ -56,8 +57,6 @@ class IRModule:
 
     def _add(self, key: Any, fn: Any, update: bool = True) -> GlobalVar:
         if isinstance(fn, Expr) and not isinstance(fn, Function):
-            from .analysis import free_vars
-
             fn = Function(free_vars(fn), fn)
         if not isinstance(fn, Function):
             raise IRError(f"a module holds relay Functions, got {type(fn).__name__}")
@@ -86,8 +85,6 @@ class IRModule:
 
     def _add_checked(self, key: Any, fn: Any) -> GlobalVar:
         """Add a function and type-check it, as TVM's ``IRModule.Add`` does."""
-        from relaykit.transform.infer_type import infer_function
-
         gv = self._add(key, fn)
         name = gv.name_hint
         self._funcs[name] = infer_function(self._funcs[name], self)
@@ -181,9 +178,8 @@ class IRModule:
 
     # -- printing ----------------------------------------------------------------
     def astext(self, show_meta_data: bool = True, annotate: Any = None) -> str:
-        from relaykit.text.printer import astext
-
-        return astext(self, show_meta_data=show_meta_data, annotate=annotate)
+        """This module in Relay's text format."""
+        return printer_hook().astext(self, show_meta_data=show_meta_data, annotate=annotate)
 
     def __str__(self) -> str:
         return self.astext(show_meta_data=False)

@@ -21,20 +21,25 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from relaykit.errors import IRError, OpNotFoundError
+from relaykit.registry import Registry
 
 from .expr import Expr
+from .fields import data_field, node_class
 
 __all__ = ["Op", "OpRegistry", "default_registry", "get_op", "register_op_attr", "list_op_names"]
 
 _set = object.__setattr__
 
 
+@node_class
 class Op(Expr):
     """A primitive operator, such as ``nn.conv2d``."""
 
-    __slots__ = ("name", "_registry")
+    __slots__ = ("_registry",)
 
-    name: str
+    _registry: OpRegistry
+
+    name: str = data_field()
 
     def __init__(self, name: str, registry: OpRegistry) -> None:
         _set(self, "name", name)
@@ -74,34 +79,45 @@ class Op(Expr):
         raise TypeError("relaykit objects are not picklable")
 
 
+_Table = dict[str, tuple[Any, int]]  # op name -> (value, level)
+
+
 class OpRegistry:
-    """Operators and their attribute tables. A test can snapshot and restore it."""
+    """Operators and their attribute tables, held in :class:`relaykit.registry.Registry`
+    objects: the operators by name, and one table per attribute key. A test can
+    snapshot and restore the attribute tables."""
 
     def __init__(self) -> None:
-        self._ops: dict[str, Op] = {}
-        # key -> op name -> (value, level)
-        self._attrs: dict[str, dict[str, tuple[Any, int]]] = {}
+        self._ops: Registry[str, Op] = Registry("operator")
+        self._attrs: Registry[str, _Table] = Registry("operator attribute")
+        # Lookup caches of the two registries (attribute lookups are on every hot path);
+        # emptied whenever the registries change as a whole (restore).
+        self._op_cache: dict[str, Op] = {}
+        self._table_cache: dict[str, _Table] = {}
 
     # -- operators -----------------------------------------------------------
     def register(self, name: str, **attrs: Any) -> Op:
         """Register operator ``name`` (idempotent) and set the given attributes."""
         op = self._ops.get(name)
         if op is None:
-            op = Op(name, self)
-            self._ops[name] = op
+            op = self._ops.register(name, Op(name, self))
         for key, value in attrs.items():
-            self._attrs.setdefault(key, {})[name] = (value, 0)
+            self._table(key)[name] = (value, 0)
         return op
 
     def get(self, name: str) -> Op:
         """The operator called ``name``; an unknown name suggests close ones."""
         try:
-            return self._ops[name]
+            return self._op_cache[name]
         except KeyError:
             pass
+        op = self._ops.get(name) if isinstance(name, str) else None
+        if op is not None:
+            self._op_cache[name] = op
+            return op
         if not isinstance(name, str):
             raise OpNotFoundError(f"operator name must be a string, got {name!r}")
-        close = difflib.get_close_matches(name, self._ops, n=3, cutoff=0.6)
+        close = difflib.get_close_matches(name, list(self._ops), n=3, cutoff=0.6)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise OpNotFoundError(f"operator {name!r} is not registered{hint}") from None
 
@@ -112,11 +128,17 @@ class OpRegistry:
         return sorted(self._ops)
 
     # -- attribute tables ----------------------------------------------------
+    def _table(self, key: str) -> _Table:
+        table = self._attrs.get(key)
+        if table is None:
+            table = self._attrs.register(key, {})
+        return table
+
     def set_attr(self, op_name: str, key: str, value: Any, level: int = 10) -> None:
         """Set ``key`` of ``op_name``. A higher ``level`` overrides a lower one;
         setting the same level twice is an error (as in TVM)."""
         self.get(op_name)
-        table = self._attrs.setdefault(key, {})
+        table = self._table(key)
         old = table.get(op_name)
         if old is not None:
             if old[1] == level:
@@ -129,11 +151,19 @@ class OpRegistry:
         table[op_name] = (value, level)
 
     def get_attr(self, op_name: str, key: str) -> Any:
-        entry = self._attrs.get(key, {}).get(op_name)
+        table = self._table_cache.get(key)
+        if table is None:
+            table = self._attrs.get(key)
+            if table is None:
+                return None
+            self._table_cache[key] = table
+        entry = table.get(op_name)
         return None if entry is None else entry[0]
 
     def reset_attr(self, op_name: str, key: str) -> None:
-        self._attrs.get(key, {}).pop(op_name, None)
+        table = self._attrs.get(key)
+        if table is not None:
+            table.pop(op_name, None)
 
     def attr_table(self, key: str) -> dict[str, Any]:
         """All values of attribute ``key``, by operator name."""
@@ -143,11 +173,12 @@ class OpRegistry:
         return sorted(self._attrs.get(key, {}))
 
     # -- test support ----------------------------------------------------------
-    def snapshot(self) -> dict[str, dict[str, tuple[Any, int]]]:
+    def snapshot(self) -> dict[str, _Table]:
         return {k: dict(v) for k, v in self._attrs.items()}
 
-    def restore(self, snap: dict[str, dict[str, tuple[Any, int]]]) -> None:
-        self._attrs = {k: dict(v) for k, v in snap.items()}
+    def restore(self, snap: dict[str, _Table]) -> None:
+        self._attrs.restore({k: dict(v) for k, v in snap.items()})
+        self._table_cache.clear()
 
     @contextlib.contextmanager
     def scoped(self) -> Iterator[OpRegistry]:

@@ -15,14 +15,16 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
 from relaykit.errors import StructuralMismatchError
 
-from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
-from .functor import children, post_order
+from .expr import Call, Constant, Expr, GlobalVar, Var
+from .fields import CHILDREN_OF, DATA_OF, FieldSpec
+from .functor import post_order
 from .module import IRModule
 from .op import Op
 
@@ -52,140 +54,168 @@ def _describe(e: Any) -> str:
     return type(e).__name__
 
 
-def _compare_exprs(lhs: Expr, rhs: Expr, map_free_vars: bool, root: str) -> tuple[str, str] | None:
-    """None when equal, else (path, reason) of the first mismatch."""
-    lmap: dict[Expr, Expr] = {}
-    rmap: dict[Expr, Expr] = {}
-    # Records of (parent index, label) to rebuild the path of a mismatch.
-    records: list[tuple[int, str]] = [(-1, root)]
-    stack: list[tuple[Expr, Expr, int]] = [(lhs, rhs, 0)]
+class _Comparison:
+    """One structural comparison of two expressions, iterative and sharing-aware.
 
-    def push(l: Expr, r: Expr, parent: int, label: str) -> None:
-        records.append((parent, label))
-        stack.append((l, r, len(records) - 1))
+    Generic over the node kinds: each class's field declaration says which fields
+    are data (compared by value), sub-expressions (compared recursively) and
+    binders (variables matched at their definition).
+    """
 
-    try:
-        while stack:
-            l, r, idx = stack.pop()
-            seen_l = lmap.get(l)
-            if seen_l is not None:
-                if seen_l is not r:
+    def __init__(self, map_free_vars: bool, root: str) -> None:
+        self.map_free_vars = map_free_vars
+        self.lmap: dict[Expr, Expr] = {}
+        self.rmap: dict[Expr, Expr] = {}
+        # Records of (parent index, label) to rebuild the path of a mismatch.
+        self.records: list[tuple[int, str]] = [(-1, root)]
+        self.stack: list[tuple[Expr, Expr, int]] = []
+
+    def run(self, lhs: Expr, rhs: Expr) -> tuple[str, str] | None:
+        """None when equal, else (path, reason) of the first mismatch."""
+        stack, lmap, rmap = self.stack, self.lmap, self.rmap
+        stack.append((lhs, rhs, 0))
+        leaves = _COMPARE
+        try:
+            while stack:
+                lt, rt, idx = stack.pop()
+                seen = lmap.get(lt)
+                if seen is not None:
+                    if seen is not rt:
+                        raise _Mismatch(
+                            idx, "a node shared on the left is not shared the same way on the right"
+                        )
+                    continue
+                if rt in rmap:
                     raise _Mismatch(
-                        idx, "a node shared on the left is not shared the same way on the right"
+                        idx, "a node shared on the right is not shared the same way on the left"
                     )
-                continue
-            if r in rmap:
-                raise _Mismatch(
-                    idx, "a node shared on the right is not shared the same way on the left"
-                )
-            if type(l) is not type(r):
-                raise _Mismatch(idx, f"{_describe(l)} vs {_describe(r)}")
-            t = type(l)
-            if t is Var:
-                # Reaching a var here means it was not bound by an enclosing
-                # Function/Let (those map their vars first): it is free.
-                if l is not r and not map_free_vars:
-                    raise _Mismatch(idx, f"free variables %{l.name_hint} and %{r.name_hint} differ")
-                if l.type_annotation != r.type_annotation:
-                    raise _Mismatch(
-                        idx, f"type annotation {l.type_annotation} vs {r.type_annotation}"
-                    )
-            elif t is Constant:
-                if not _same_array(l.data, r.data):
-                    raise _Mismatch(
-                        idx,
-                        f"constant values differ ({l.data.shape} {l.data.dtype} vs "
-                        f"{r.data.shape} {r.data.dtype})",
-                    )
-            elif t is Op:
-                if l is not r:
-                    raise _Mismatch(idx, f"operator {l.name} vs {r.name}")
-            elif t is GlobalVar:
-                if l.name_hint != r.name_hint:
-                    raise _Mismatch(idx, f"@{l.name_hint} vs @{r.name_hint}")
-            elif t is Call:
-                if len(l.args) != len(r.args):
-                    raise _Mismatch(idx, f"{len(l.args)} vs {len(r.args)} arguments")
-                if l.attrs != r.attrs:
-                    raise _Mismatch(idx, f"attributes {dict(l.attrs)} vs {dict(r.attrs)}")
-                lmap[l], rmap[r] = r, l
-                for i in range(len(l.args) - 1, -1, -1):
-                    push(l.args[i], r.args[i], idx, f"args[{i}]")
-                push(l.op, r.op, idx, "op")
-                continue
-            elif t is Tuple:
-                if len(l.fields) != len(r.fields):
-                    raise _Mismatch(idx, f"tuple of {len(l.fields)} vs {len(r.fields)} fields")
-                lmap[l], rmap[r] = r, l
-                for i in range(len(l.fields) - 1, -1, -1):
-                    push(l.fields[i], r.fields[i], idx, f"fields[{i}]")
-                continue
-            elif t is TupleGetItem:
-                if l.index != r.index:
-                    raise _Mismatch(idx, f"tuple index {l.index} vs {r.index}")
-                lmap[l], rmap[r] = r, l
-                push(l.tuple_value, r.tuple_value, idx, "tuple_value")
-                continue
-            elif t is Function:
-                if len(l.params) != len(r.params):
-                    raise _Mismatch(idx, f"{len(l.params)} vs {len(r.params)} parameters")
-                if l.ret_type != r.ret_type:
-                    raise _Mismatch(idx, f"return type {l.ret_type} vs {r.ret_type}")
-                if l.attrs != r.attrs:
-                    raise _Mismatch(idx, f"function attributes {dict(l.attrs)} vs {dict(r.attrs)}")
-                lmap[l], rmap[r] = r, l
-                records.append((idx, "body"))
-                stack.append((l.body, r.body, len(records) - 1))
-                _bind_params(l.params, r.params, idx, lmap, rmap, records)
-                continue
-            elif t is Let:
-                lmap[l], rmap[r] = r, l
-                push(l.body, r.body, idx, "body")
-                push(l.value, r.value, idx, "value")
-                _bind_params((l.var,), (r.var,), idx, lmap, rmap, records, label="var")
-                continue
-            elif t is If:
-                lmap[l], rmap[r] = r, l
-                push(l.false_branch, r.false_branch, idx, "false_branch")
-                push(l.true_branch, r.true_branch, idx, "true_branch")
-                push(l.cond, r.cond, idx, "cond")
-                continue
-            lmap[l], rmap[r] = r, l
-    except _Mismatch as m:
+                t = type(lt)
+                if t is not type(rt):
+                    raise _Mismatch(idx, f"{_describe(lt)} vs {_describe(rt)}")
+                compare = leaves.get(t) or _comparer(t)
+                compare(self, lt, rt, idx)
+                lmap[lt], rmap[rt] = rt, lt
+        except _Mismatch as m:
+            return self.path(m.index), m.reason
+        return None
+
+    def path(self, index: int) -> str:
         parts: list[str] = []
-        i = m.index
+        i = index
         while i >= 0:
-            parent, label = records[i]
+            parent, label = self.records[i]
             parts.append(label)
             i = parent
-        path = ".".join(reversed(parts)).replace(".[", "[")
-        return path, m.reason
-    return None
+        return ".".join(reversed(parts)).replace(".[", "[")
 
+    def compare_var(self, lhs: Var, rhs: Var, idx: int) -> None:
+        # Reaching a var here means it was not bound by an enclosing
+        # Function/Let (those map their vars first): it is free.
+        if lhs is not rhs and not self.map_free_vars:
+            raise _Mismatch(idx, f"free variables %{lhs.name_hint} and %{rhs.name_hint} differ")
+        if lhs.type_annotation != rhs.type_annotation:
+            raise _Mismatch(idx, f"type annotation {lhs.type_annotation} vs {rhs.type_annotation}")
 
-def _bind_params(
-    lps: tuple[Var, ...],
-    rps: tuple[Var, ...],
-    idx: int,
-    lmap: dict[Expr, Expr],
-    rmap: dict[Expr, Expr],
-    records: list[tuple[int, str]],
-    label: str = "params",
-) -> None:
-    for i, (lp, rp) in enumerate(zip(lps, rps, strict=False)):
-        where = label if label == "var" else f"params[{i}]"
-        if lp in lmap or rp in rmap:
-            if lmap.get(lp) is not rp:
-                records.append((idx, where))
-                raise _Mismatch(len(records) - 1, f"variable %{lp.name_hint} is bound twice")
-            continue
-        if lp.type_annotation != rp.type_annotation:
-            records.append((idx, where))
+    def compare_constant(self, lhs: Constant, rhs: Constant, idx: int) -> None:
+        if not _same_array(lhs.data, rhs.data):
             raise _Mismatch(
-                len(records) - 1,
-                f"parameter %{lp.name_hint}: {lp.type_annotation} vs {rp.type_annotation}",
+                idx,
+                f"constant values differ ({lhs.data.shape} {lhs.data.dtype} vs "
+                f"{rhs.data.shape} {rhs.data.dtype})",
             )
-        lmap[lp], rmap[rp] = rp, lp
+
+    def compare_op(self, lhs: Op, rhs: Op, idx: int) -> None:
+        if lhs is not rhs:
+            raise _Mismatch(idx, f"operator {lhs.name} vs {rhs.name}")
+
+    def bind(
+        self, lps: tuple[Var, ...], rps: tuple[Var, ...], idx: int, label: str, sequence: bool
+    ) -> None:
+        """Match bound variables at their definition."""
+        lmap, rmap, records = self.lmap, self.rmap, self.records
+        for i, (lp, rp) in enumerate(zip(lps, rps, strict=False)):
+            where = f"{label}[{i}]" if sequence else label
+            if lp in lmap or rp in rmap:
+                if lmap.get(lp) is not rp:
+                    records.append((idx, where))
+                    raise _Mismatch(len(records) - 1, f"variable %{lp.name_hint} is bound twice")
+                continue
+            if lp.type_annotation != rp.type_annotation:
+                records.append((idx, where))
+                raise _Mismatch(
+                    len(records) - 1,
+                    f"parameter %{lp.name_hint}: {lp.type_annotation} vs {rp.type_annotation}",
+                )
+            lmap[lp], rmap[rp] = rp, lp
+
+
+def _compare_source(layout: tuple[FieldSpec, ...]) -> str:
+    """The source of ``compare(cmp, lhs, rhs, idx)`` for one node class: check the
+    lengths of its expression tuples and its data fields, bind its binders, and queue
+    its sub-expressions so that they are compared in field order."""
+    lines = ["def compare(cmp, l, r, idx):", "    records, stack = cmp.records, cmp.stack"]
+    for f in layout:
+        n = f.name
+        if f.is_sequence:
+            lines.append(f"    l_{n}, r_{n} = l.{n}, r.{n}")
+            lines.append(f"    if len(l_{n}) != len(r_{n}):")
+            lines.append(f"        raise _Mismatch(idx, f'{{len(l_{n})}} vs {{len(r_{n})}} {n}')")
+        elif not f.is_child and f.compare:
+            lines.append(f"    if l.{n} != r.{n}:")
+            lines.append(
+                f"        raise _Mismatch(idx, f'{n} {{_show(l.{n})}} vs {{_show(r.{n})}}')"
+            )
+    for f in layout:
+        if f.binds:
+            args = f"l_{f.name}, r_{f.name}" if f.is_sequence else f"(l.{f.name},), (r.{f.name},)"
+            lines.append(f"    cmp.bind({args}, idx, {f.name!r}, {f.is_sequence})")
+    for f in reversed(layout):
+        n = f.name
+        if not f.is_child or f.binds:
+            continue
+        if f.is_sequence:
+            lines.append(f"    for i in range(len(l_{n}) - 1, -1, -1):")
+            lines.append(f"        records.append((idx, f'{n}[{{i}}]'))")
+            lines.append(f"        stack.append((l_{n}[i], r_{n}[i], len(records) - 1))")
+        else:
+            lines.append(f"    records.append((idx, {n!r}))")
+            lines.append(f"    stack.append((l.{n}, r.{n}, len(records) - 1))")
+    return "\n".join(lines) + "\n"
+
+
+_Compare = Callable[["_Comparison", Any, Any, int], None]
+_COMPARE: dict[type, _Compare] = {}
+
+
+def _comparer(cls: Any) -> _Compare:
+    """The comparison of two nodes of class ``cls``, compiled once from its layout."""
+    fn = _COMPARE.get(cls)
+    if fn is None:
+        env = {"_Mismatch": _Mismatch, "_show": _show}
+        scope: dict[str, Any] = {}
+        source = _compare_source(cls._layout)
+        exec(compile(source, f"<relaykit.ir.structural: {cls.__name__}>", "exec"), env, scope)
+        fn = _COMPARE[cls] = scope["compare"]
+    return fn
+
+
+# The leaves whose comparison is not only their fields'.
+_COMPARE.update(
+    {
+        Var: _Comparison.compare_var,
+        Constant: _Comparison.compare_constant,
+        Op: _Comparison.compare_op,
+    }
+)
+
+
+def _show(value: Any) -> str:
+    return str(dict(value)) if isinstance(value, Mapping) else str(value)
+
+
+def _compare_exprs(lhs: Expr, rhs: Expr, map_free_vars: bool, root: str) -> tuple[str, str] | None:
+    """None when equal, else (path, reason) of the first mismatch."""
+    return _Comparison(map_free_vars, root).run(lhs, rhs)
 
 
 def first_mismatch(lhs: Any, rhs: Any, map_free_vars: bool = False) -> tuple[str, str] | None:
@@ -246,6 +276,8 @@ def structural_hash(node: Any, map_free_vars: bool = False) -> int:
         return hash(node)
     memo: dict[int, int] = {}
     var_index: dict[int, int] = {}
+    children_of, data_of = CHILDREN_OF, DATA_OF
+    n: Any
     for n in post_order(node):
         t = type(n)
         if t is Var:
@@ -254,19 +286,8 @@ def structural_hash(node: Any, map_free_vars: bool = False) -> int:
         elif t is Constant:
             arr = n.data.numpy()
             h = hash(("Const", arr.shape, arr.dtype.name, arr.tobytes()))
-        elif t is Op:
-            h = hash(("Op", n.name))
-        elif t is GlobalVar:
-            h = hash(("GlobalVar", n.name_hint))
         else:
-            kids = tuple(memo[id(c)] for c in children(n))
-            if t is Call:
-                h = hash(("Call", kids, n.attrs))
-            elif t is TupleGetItem:
-                h = hash(("TupleGetItem", kids, n.index))
-            elif t is Function:
-                h = hash(("Function", kids, n.ret_type, n.attrs))
-            else:
-                h = hash((t.__name__, kids))
+            kids = tuple([memo[id(c)] for c in children_of[t](n)])
+            h = hash((t.__name__, kids, data_of[t](n)))
         memo[id(n)] = h
     return memo[id(node)]

@@ -27,6 +27,7 @@ import numpy as np
 
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.expr import Call, Expr
+from relaykit.ir.type_check import infer_type
 from relaykit.ir.types import TensorType, Type
 
 from . import _numeric as num
@@ -247,8 +248,6 @@ def resize2d(
 ) -> Call:
     """TVM's ``relay.image.resize2d`` on an NCHW tensor (``method``: ``nearest_neighbor``,
     ``linear`` or ``cubic``); lowered to the N-d ``image.resize``."""
-    from relaykit.transform.infer_type import infer_type
-
     if layout != "NCHW":
         raise TypeRelError(f"resize2d supports the NCHW layout only, got {layout!r}")
     shape = infer_type(data).shape  # type: ignore[attr-defined]

@@ -38,7 +38,9 @@ from relaykit.ir.expr import (
     Var,
     checked_type_or_none,
 )
+from relaykit.ir.fields import CHILDREN_OF as children_of
 from relaykit.ir.functor import post_order
+from relaykit.ir.hooks import install_printer
 from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op
 from relaykit.ir.types import Type
@@ -246,13 +248,7 @@ class _DefPrinter:
         for node in reversed(order):
             s = scope[node]
             k = _kind(node)
-            if k is Call:
-                edges = [(c, s, _PLAIN) for c in (node.op, *node.args)]
-            elif k is Tuple:
-                edges = [(c, s, _PLAIN) for c in node.fields]
-            elif k is TupleGetItem:
-                edges = [(node.tuple_value, s, _PLAIN)]
-            elif k is Function:
+            if k is Function:
                 body = inner[node] = _Scope(s)
                 edges = [(node.body, body, _RESULT)]
             elif k is If:
@@ -263,10 +259,12 @@ class _DefPrinter:
                     (node.true_branch, then, _RESULT),
                     (node.false_branch, other, _RESULT),
                 ]
-            else:  # Let: continue the enclosing scope, or open a parenthesised block
+            elif k is Let:  # continue the enclosing scope, or open a parenthesised block
                 block = s if self.is_result(node) else _Scope(s)
                 inner[node] = block
                 edges = [(node.value, block, _LETVALUE), (node.body, block, _RESULT)]
+            else:  # no scope of its own: every child is used in place
+                edges = [(c, s, _PLAIN) for c in children_of[type(node)](node)]
             for child, es, kind in edges:
                 if isinstance(child, _ATOMIC):
                     if isinstance(child, Constant):
@@ -418,7 +416,7 @@ class _DefPrinter:
         while stack:
             node, state = stack.pop()
             if state == 1:
-                self.let_line(node)  # type: ignore[arg-type]
+                self.let_line(node)
                 continue
             if state == 2:
                 self.finish(node)
@@ -437,14 +435,8 @@ class _DefPrinter:
                 for p in node.params:
                     self.alloc(p)
                 kids: tuple[Expr, ...] = (node.body,)
-            elif k is Call:
-                kids = (node.op, *node.args)
-            elif k is Tuple:
-                kids = node.fields
-            elif k is TupleGetItem:
-                kids = (node.tuple_value,)
             else:
-                kids = (node.cond, node.true_branch, node.false_branch)
+                kids = children_of[type(node)](node)
             for child in reversed(kids):
                 if not isinstance(child, _ATOMIC) and child not in memo:
                     stack.append((child, 0))
@@ -536,3 +528,18 @@ def context_lines(root: Any, node: Expr, radius: int = 3, marker: str = "/* <-- 
     if hi < len(lines):
         shown.append("...")
     return "\n".join(shown)
+
+
+class _TextPrinter:
+    """The printer the IR's ``astext`` and type errors use (see :mod:`relaykit.ir.hooks`)."""
+
+    @staticmethod
+    def astext(node: Any, show_meta_data: bool = True, annotate: Any = None) -> str:
+        return astext(node, show_meta_data=show_meta_data, annotate=annotate)
+
+    @staticmethod
+    def context_lines(root: Any, node: Any) -> str:
+        return context_lines(root, node)
+
+
+install_printer(_TextPrinter())

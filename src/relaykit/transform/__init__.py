@@ -12,7 +12,7 @@ from .dead_code import DeadCodeElimination, dead_code_elimination
 from .eliminate_common_subexpr import EliminateCommonSubexpr, eliminate_common_subexpr
 from .fold_constant import FoldConstant, fold_constant
 from .fold_scale_axis import BackwardFoldScaleAxis, FoldScaleAxis, fold_scale_axis
-from .infer_type import InferType, infer_module, infer_type
+from .infer_type import InferType, InferTypeLocal, infer_module, infer_type
 from .inline import Inline
 from .pass_infra import (
     FunctionPass,
@@ -37,6 +37,7 @@ __all__ = [
     "InferType",
     "infer_type",
     "infer_module",
+    "InferTypeLocal",
     "bind",
     "bind_params_by_name",
     "FunctionPass",
