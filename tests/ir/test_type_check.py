@@ -3,10 +3,11 @@
 import pytest
 
 from relaykit import op
-from relaykit.errors import IRError, RelayTypeError
+from relaykit.errors import IRError, OpNotFoundError, RelayTypeError
 from relaykit.ir import (
     Function,
     IRModule,
+    OpRegistry,
     TensorType,
     Tuple,
     TupleType,
@@ -98,9 +99,13 @@ def test_printing_without_a_printer_installed_says_what_to_import(monkeypatch):
 
 
 def test_op_registry_tables_are_registries_that_restore():
-    default_registry.register("test.fields_op", num_inputs=1)
-    with default_registry.scoped():
-        default_registry.set_attr("test.fields_op", "target.fields_test", True)
-        assert default_registry.get_attr("test.fields_op", "target.fields_test") is True
-    assert default_registry.get_attr("test.fields_op", "target.fields_test") is None
-    assert "test.fields_op" in default_registry
+    reg = OpRegistry()
+    relu = reg.register("my.relu", num_inputs=1)
+    with reg.scoped():
+        reg.set_attr("my.relu", "target.fields_test", True)
+        assert relu.get_attr("target.fields_test") is True
+        assert reg.attr_table("target.fields_test") == {"my.relu": True}
+    assert relu.get_attr("target.fields_test") is None  # restored, cache dropped
+    assert reg.ops_with_attr("num_inputs") == ["my.relu"]
+    with pytest.raises(OpNotFoundError, match=r"did you mean my\.relu"):
+        reg.get("my.relux")

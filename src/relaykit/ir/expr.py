@@ -18,11 +18,12 @@ from __future__ import annotations
 import numbers
 import operator
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
 from relaykit.errors import IRError, TypeNotInferredError
+from relaykit.runtime.ndarray import NDArray, array
 
 from .attrs import Attrs
 from .fields import (
@@ -34,10 +35,7 @@ from .fields import (
     register_node_class,
 )
 from .hooks import printer_hook
-from .types import TensorType, Type
-
-if TYPE_CHECKING:
-    from relaykit.runtime.ndarray import NDArray
+from .types import TensorType, Type, check_dtype
 
 __all__ = [
     "Span",
@@ -369,8 +367,6 @@ class Constant(Expr):
     data: NDArray = data_field()
 
     def __init__(self, data: Any, span: Span | None = None) -> None:
-        from relaykit.runtime.ndarray import NDArray, array
-
         nd = data if isinstance(data, NDArray) else array(data)
         _set(self, "data", nd)
         _set(self, "_checked_type", TensorType(nd.shape, nd.dtype))
@@ -587,8 +583,6 @@ def const(value: Any, dtype: Any = None, span: Span | None = None) -> Constant:
     >>> const(1.0).data.dtype
     'float32'
     """
-    from relaykit.runtime.ndarray import NDArray
-
     if isinstance(value, NDArray):
         value = value.numpy()
     if dtype is None:
@@ -599,7 +593,5 @@ def const(value: Any, dtype: Any = None, span: Span | None = None) -> Constant:
             elif arr.dtype == np.int64:
                 arr = arr.astype("int32")
     else:
-        from .types import check_dtype
-
         arr = np.asarray(value, dtype=check_dtype(dtype))
     return Constant(arr, span)
