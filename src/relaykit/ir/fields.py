@@ -37,6 +37,8 @@ import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from relaykit.errors import IRError
+
 _C = TypeVar("_C")
 
 __all__ = [
@@ -176,10 +178,56 @@ def _unchecked_source(layout: tuple[FieldSpec, ...]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _with_fields_source(layout: tuple[FieldSpec, ...]) -> str:
+    """``with_fields`` for one class: see ``Expr.with_fields`` for what it does."""
+    params = ", ".join(f"{f.name}=..." for f in layout)
+    lines = [
+        f"def with_fields(self, *, span=..., {params}, **unknown):",
+        "    if unknown:",
+        "        _unknown_field(self, unknown)",
+        "    changed = span is not ... and span is not self.span",
+    ]
+    for f in layout:
+        n = f.name
+        keep = f"{n} is ..." if f.optional else f"{n} is ... or {n} is None"
+        lines.append(f"    if {keep}:")
+        lines.append(f"        {n} = self.{n}")
+        if f.is_sequence:
+            lines.append("    else:")
+            lines.append(f"        {n} = tuple({n})")
+            lines.append(f"        o = self.{n}")
+            lines.append(f"        if len({n}) != len(o) or not all(map(_is, {n}, o)):")
+            lines.append("            changed = True")
+        elif f.is_child:
+            lines.append(f"    elif {n} is not self.{n}:")
+            lines.append("        changed = True")
+        else:
+            lines.append(f"    elif not _same_data({n}, self.{n}):")
+            lines.append("        changed = True")
+    lines.append("    if not changed:")
+    lines.append("        return self")
+    args = ", ".join(f.name for f in layout)
+    lines.append(f"    return type(self)({args}, span=self.span if span is ... else span)")
+    return "\n".join(lines) + "\n"
+
+
+def _same_data(new: Any, old: Any) -> bool:
+    return new is old or (type(new) in (int, str) and new == old)
+
+
+def _unknown_field(node: Any, unknown: dict[str, Any]) -> None:
+    raise IRError(
+        f"{type(node).__name__} has no field {next(iter(unknown))!r}; "
+        f"its fields are {', '.join(type(node)._fields)}"
+    )
+
+
 _ENV: dict[str, Any] = {
     "_new": object.__new__,
     "_set": object.__setattr__,
     "_is": operator.is_,
+    "_same_data": _same_data,
+    "_unknown_field": _unknown_field,
 }
 
 
@@ -216,6 +264,11 @@ def node_class(cls: type[_C]) -> type[_C]:
         unchecked.__doc__ = _unchecked_doc(cls.__name__, layout)
         unchecked.__qualname__ = f"{cls.__qualname__}.unchecked"
         ns["unchecked"] = classmethod(unchecked)
+        if "with_fields" not in ns:
+            with_fields = _compile(_with_fields_source(layout), "with_fields", _ENV)
+            with_fields.__doc__ = "This node with the given fields replaced (see Expr.with_fields)."
+            with_fields.__qualname__ = f"{cls.__qualname__}.with_fields"
+            ns["with_fields"] = with_fields
     metaclass: Any = type(cls)
     new: Any = metaclass(cls.__name__, cls.__bases__, ns)
     new.__qualname__ = cls.__qualname__
