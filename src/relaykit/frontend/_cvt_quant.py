@@ -10,6 +10,8 @@ from relaykit import op
 from relaykit.ir.expr import Expr
 from relaykit.ir.types import dtype_kind
 
+from ._cvt_conv import _conv
+from ._cvt_nn import matmul
 from ._cvt_util import normalize_axis, round_half_to_even, scalar
 from ._narrow import cast_to, int_range
 from ._onnx_proto import onnx_dtype_name
@@ -139,8 +141,6 @@ def _requantize(ctx: NodeContext, acc: Expr, scale: Expr, y_scale: Expr, y_zp: E
 def _matmul_integer(
     ctx: NodeContext, a: Expr, b: Expr, a_zp: Expr | None = None, b_zp: Expr | None = None
 ) -> Expr:
-    from ._cvt_nn import matmul
-
     return matmul(ctx, _centered(ctx, a, a_zp, ctx.ndim(a) - 2), _centered(ctx, b, b_zp))
 
 
@@ -156,8 +156,6 @@ def _qlinear_matmul(
     y_scale: Expr,
     y_zp: Expr,
 ) -> Expr:
-    from ._cvt_nn import matmul
-
     acc = matmul(ctx, _centered(ctx, a, a_zp, ctx.ndim(a) - 2), _centered(ctx, b, b_zp))
     sa = a_scale
     if ctx.ndim(a_scale) == 1 and ctx.ndim(a) >= 2:
@@ -166,8 +164,6 @@ def _qlinear_matmul(
 
 
 def _int_conv(ctx: NodeContext, x: Expr, w: Expr, x_zp: Expr | None, w_zp, attrs: dict) -> Expr:
-    from ._cvt_conv import _conv
-
     xi = _centered(ctx, x, x_zp)
     wi = op.cast(w, "int32")
     if w_zp is not None:

@@ -16,7 +16,7 @@ from relaykit import op
 from relaykit.ir.expr import Constant, Expr
 
 from ._cvt_util import normalize_axis, scalar, static_reshape
-from ._onnx_proto import tensor_to_numpy
+from ._onnx_proto import onnx_dtype_name, tensor_to_numpy
 from ._onnx_registry import NodeContext, converter
 
 __all__: list[str] = []
@@ -373,8 +373,6 @@ def _range(ctx: NodeContext, start: Expr, limit: Expr, delta: Expr) -> Expr:
 
 @converter("EyeLike", 9)
 def _eye_like(ctx: NodeContext, x: Expr, *, dtype: Any = None, k: int = 0) -> Expr:
-    from ._onnx_proto import onnx_dtype_name
-
     shape = ctx.shape(x)
     if len(shape) != 2:
         raise ctx.fail(f"EyeLike needs a 2-D input, got shape {shape}")

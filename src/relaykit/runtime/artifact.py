@@ -33,8 +33,9 @@ from typing import Any
 
 import numpy as np
 
+from relaykit._version import __version__
+from relaykit.dtypes import DTYPES, ML_DTYPES
 from relaykit.errors import ArtifactCorruptError, ArtifactError, ArtifactVersionError, RelayKitError
-from relaykit.ir.types import DTYPES, ML_DTYPES
 
 from .module import Module, ModuleBlob, module_loaders
 
@@ -125,8 +126,6 @@ def _write_blob(
 def export_module(module: Module, path: str | os.PathLike[str]) -> None:
     """Write ``module`` and its imports to the single file ``path`` (atomically; arrays are
     streamed, never held twice in memory)."""
-    from relaykit import __version__
-
     modules = _collect(module)
     index = {id(m): i for i, m in enumerate(modules)}
     path = os.fspath(path)

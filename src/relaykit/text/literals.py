@@ -4,6 +4,8 @@ The printer and the parser share these rules, so that what one writes the
 other reads back exactly.
 
 >>> import numpy as np
+
+from relaykit.errors import ParseError
 >>> scalar_text(np.array(1.0, "float32")), scalar_text(np.array(16, "int64"))
 ('1f', '16i64')
 >>> attr_text(1e-05), attr_text([[0, 0], [0, 1]]), attr_text("NCHW")
@@ -129,7 +131,7 @@ def unquote(literal: str) -> str:
             out.append(chr(int(body[i + 2 : i + 4], 16)))
             i += 4
         else:
-            raise ValueError(f"bad escape \\{nxt} in string literal")
+            raise ParseError(f"bad escape \\{nxt} in string literal")
     return "".join(out)
 
 

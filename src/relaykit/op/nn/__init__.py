@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from relaykit.errors import AttrError
 from relaykit.ir.expr import Call, Expr, TupleGetItem, TupleWrapper, const
 from relaykit.ir.types import check_dtype
 from relaykit.op.define import make_call
@@ -68,7 +69,7 @@ def get_pad_tuple2d(padding: Any) -> tuple[int, int, int, int]:
         if len(vals) == 4:
             return vals  # type: ignore[return-value]
         if len(vals) != 2:
-            raise ValueError(f"padding must have 1, 2 or 4 values, got {padding!r}")
+            raise AttrError(f"padding must have 1, 2 or 4 values, got {padding!r}")
         pad_h, pad_w = vals[0] * 2, vals[1] * 2
     top, left = (pad_h + 1) // 2, (pad_w + 1) // 2
     return top, left, pad_h - top, pad_w - left
