@@ -50,6 +50,8 @@ PENDING: dict[str, str] = {
     "runtime/registry.py": "wp-backends",
     "cli.py": "wp-backends",
     "backend/": "wp-eval",
+    # an unused "type: ignore" on Registry.get (line 82); the file has no owner in issue 10
+    "registry.py": "the lead",
     # resize2d needs its input's type: it imports the IR's checker once wp-ir adds it
     # (relaykit.ir.type_check); until then it reaches up into relaykit.transform.
     "op/image.py": "wp-ir",

@@ -64,7 +64,7 @@ def _quantize(
         out_dt = "uint8"
     dt = ctx.dtype(scale)
     xf = x if ctx.dtype(x) == dt else op.cast(x, dt)
-    y = op.divide(xf, _along(ctx, scale, nd, axis, block_size, dim))
+    y: Expr = op.divide(xf, _along(ctx, scale, nd, axis, block_size, dim))
     if out_dt.startswith("float8"):  # the zero point of a float8 type is always 0
         return cast_to(ctx, y, out_dt, saturate)
     if dtype_kind(out_dt) == "f":  # float4: no rounding to integers, the cast rounds
@@ -121,7 +121,7 @@ def _centered(ctx: NodeContext, x: Expr, zp: Expr | None, row_axis: int | None =
     xi = op.cast(x, "int32")
     if zp is None:
         return xi
-    z = op.cast(zp, "int32")
+    z: Expr = op.cast(zp, "int32")
     if row_axis is not None and ctx.ndim(zp) == 1 and ctx.ndim(x) >= 2:
         z = _along(ctx, z, ctx.ndim(x), row_axis)
     return op.subtract(xi, z)
@@ -167,7 +167,7 @@ def _int_conv(ctx: NodeContext, x: Expr, w: Expr, x_zp: Expr | None, w_zp, attrs
     xi = _centered(ctx, x, x_zp)
     wi = op.cast(w, "int32")
     if w_zp is not None:
-        wz = op.cast(w_zp, "int32")
+        wz: Expr = op.cast(w_zp, "int32")
         if ctx.ndim(w_zp) == 1:
             wz = _along(ctx, wz, ctx.ndim(w), 0)
         wi = op.subtract(wi, wz)

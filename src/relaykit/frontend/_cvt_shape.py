@@ -159,7 +159,7 @@ def _split(ctx: NodeContext, x: Expr, axis: int, sizes: Any, num: int) -> list[E
         sizes = [min(chunk, max(0, dim - k * chunk)) for k in range(n)]
     if sum(sizes) != dim:
         raise ctx.fail(f"split sizes {tuple(sizes)} do not add up to dimension {dim}")
-    outs = []
+    outs: list[Expr] = []
     start = 0
     for s in sizes:
         outs.append(op.strided_slice(x, [start], [start + s], [1], axes=[axis]))
@@ -279,7 +279,7 @@ def _pad(ctx: NodeContext, x: Expr, pads: Any, value: Expr | None, mode: str, ax
     if mode == "wrap" and any(b or e for b, e in grow):
         for a, (b, e) in enumerate(grow):
             d = shape[a]
-            parts = []
+            parts: list[Expr] = []
             if b:
                 parts.append(op.strided_slice(out, [d - b], [d], axes=[a]))
             parts.append(out)

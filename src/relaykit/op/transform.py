@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -562,7 +562,7 @@ def _take_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
 
 def _take_kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
     data, indices = ins
-    mode = "clip" if attrs.mode == "clip" else "wrap"
+    mode: Literal["clip", "wrap"] = "clip" if attrs.mode == "clip" else "wrap"
     return np.take(data, indices, axis=attrs.axis, mode=mode)
 
 

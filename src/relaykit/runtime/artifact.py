@@ -351,7 +351,7 @@ def load_module(path: str | os.PathLike[str], allow_native: bool = True) -> Modu
                 m = members[member]
                 files[name] = _read_member(zf, path, member, m["size"], m["sha256"])
             for name, arec in rec["arrays"].items():
-                member = arec.get("member") if isinstance(arec, dict) else None
+                member = arec.get("member", "") if isinstance(arec, dict) else ""
                 _expect(member in members, path, f"array {name!r} of module {i} is not listed")
                 m = members[member]
                 data = _read_member(zf, path, member, m["size"], m["sha256"])

@@ -4,8 +4,6 @@ The printer and the parser share these rules, so that what one writes the
 other reads back exactly.
 
 >>> import numpy as np
-
-from relaykit.errors import ParseError
 >>> scalar_text(np.array(1.0, "float32")), scalar_text(np.array(16, "int64"))
 ('1f', '16i64')
 >>> attr_text(1e-05), attr_text([[0, 0], [0, 1]]), attr_text("NCHW")
@@ -19,6 +17,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+
+from relaykit.errors import ParseError
 
 __all__ = [
     "DTYPE_SUFFIX",

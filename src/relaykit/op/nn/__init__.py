@@ -67,7 +67,7 @@ def get_pad_tuple2d(padding: Any) -> tuple[int, int, int, int]:
     else:
         vals = tuple(int(p) for p in padding)
         if len(vals) == 4:
-            return vals  # type: ignore[return-value]
+            return vals[0], vals[1], vals[2], vals[3]
         if len(vals) != 2:
             raise AttrError(f"padding must have 1, 2 or 4 values, got {padding!r}")
         pad_h, pad_w = vals[0] * 2, vals[1] * 2
