@@ -12,10 +12,24 @@ True
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from types import ModuleType
 
-from . import errors, ir, op, parser, runtime, transform
+from . import (
+    backend,
+    byoc,
+    contrib,
+    dataflow_pattern,
+    errors,
+    ir,
+    op,
+    parser,
+    runtime,
+    text,
+    transform,
+)
 from . import relay as relay
+from ._version import __version__
 from .errors import RelayKitError
 from .ir import IRModule, assert_structural_equal, structural_equal, structural_hash
 from .parser import parse
@@ -23,18 +37,17 @@ from .runtime import ndarray as nd
 from .runtime.ndarray import Device, cpu, device
 from .runtime.registry import get_global_func, register_func
 
-__version__ = "0.1.0"
 
-
-def __getattr__(name: str) -> Any:
-    if name in ("testing", "dataflow_pattern", "byoc", "text", "backend", "contrib"):
-        import importlib
-
-        return importlib.import_module(f"{__name__}.{name}")
+def __getattr__(name: str) -> ModuleType:
+    # relaykit.testing (the workloads) loads on first use: loading and running an
+    # artifact imports no workload (tests/contrib/test_export.py checks it).
+    if name == "testing":
+        return importlib.import_module(f"{__name__}.testing")
     raise AttributeError(f"module 'relaykit' has no attribute {name!r}")
 
 
 __all__ = [
+    "__version__",
     "IRModule",
     "RelayKitError",
     "parse",
@@ -48,10 +61,15 @@ __all__ = [
     "register_func",
     "get_global_func",
     "nd",
+    "backend",
+    "byoc",
+    "contrib",
+    "dataflow_pattern",
     "errors",
     "ir",
     "op",
     "relay",
     "runtime",
+    "text",
     "transform",
 ]

@@ -14,6 +14,7 @@ from __future__ import annotations
 __all__ = [
     "RelayKitError",
     "IRError",
+    "ArgumentError",
     "StructuralMismatchError",
     "RelayTypeError",
     "TypeNotInferredError",
@@ -45,6 +46,11 @@ class RelayKitError(Exception):
 
 class IRError(RelayKitError, ValueError):
     """An IR node was built or used incorrectly (wrong field type, bad arity...)."""
+
+
+class ArgumentError(RelayKitError, TypeError):
+    """A constructor or API function got an argument of the wrong kind (a symbolic shape
+    where integers are needed, ...)."""
 
 
 class StructuralMismatchError(RelayKitError, AssertionError):

@@ -14,7 +14,7 @@ import relaykit as tvm  # noqa: E402
 from relaykit import relay  # noqa: E402
 from relaykit.errors import IRError, MissingDependencyError  # noqa: E402
 from relaykit.ir import structural_equal  # noqa: E402
-from relaykit.ir import types as types_mod  # noqa: E402
+from relaykit import dtypes as dtypes_mod  # noqa: E402
 from relaykit.ir.types import (  # noqa: E402
     DTYPES,
     ML_DTYPES,
@@ -52,7 +52,7 @@ def test_without_ml_dtypes_the_narrow_dtypes_ask_for_it(monkeypatch):
     for name in ML_DTYPES:
         monkeypatch.delitem(DTYPES, name)
     monkeypatch.setitem(sys.modules, "ml_dtypes", None)  # import ml_dtypes now fails
-    types_mod._register_ml_dtypes()
+    dtypes_mod._register_ml_dtypes()
     assert "bfloat16" not in DTYPES
     with pytest.raises(MissingDtypeError, match="pip install ml_dtypes") as info:
         TensorType((1,), "bfloat16")

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from relaykit.ir.expr import Call, Expr, Function, If, Let, Tuple, TupleGetItem, Var
+from relaykit.text.printer import context_lines
 
 from .matcher import DFPatternMatcher, check_match_args
 from .pattern import DFPattern
@@ -90,8 +91,6 @@ class MatchResult:
         if self.matched or self.node is None:
             return str(self)
         try:
-            from relaykit.text.printer import context_lines
-
             return f"{self.reason}\n{context_lines(self.expr, self.node)}"
         except Exception:  # the printer is optional for the explanation
             return self.reason
@@ -103,8 +102,6 @@ _NAMED_LINE = re.compile(r"\s*(%[\w.]+) = ")
 def _printed_name(root: Expr, node: Expr) -> str | None:
     """The name the text printer gives ``node`` when printing ``root`` (``%3``), if any."""
     try:
-        from relaykit.text.printer import context_lines
-
         text = context_lines(root, node, radius=0, marker=_MARK)
     except Exception:  # no printer, or it cannot print this graph: fall back to the path
         return None

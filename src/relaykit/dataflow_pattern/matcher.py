@@ -41,6 +41,7 @@ from relaykit.ir.expr import (
 from relaykit.ir.op import Op
 from relaykit.ir.structural import structural_equal
 from relaykit.ir.types import TensorType, Type
+from relaykit.transform.infer_type import infer_type
 
 from .graph import IndexedGraph
 from .pattern import (
@@ -193,8 +194,6 @@ class DFPatternMatcher:
         if t is None and type(expr) is Var:
             t = expr.type_annotation
         if t is None and not isinstance(expr, Op):
-            from relaykit.transform.infer_type import infer_type
-
             try:
                 t = infer_type(expr)
             except RelayKitError as err:

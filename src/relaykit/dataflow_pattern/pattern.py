@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 from relaykit.errors import IRError
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.expr import Expr, TupleWrapper
+from relaykit.ir.op import get_op
 from relaykit.ir.types import Type, check_dtype
 
 if TYPE_CHECKING:
@@ -50,6 +51,11 @@ __all__ = [
 
 class PatternError(IRError):
     """A pattern was built or used incorrectly (wrong argument kind, missing pattern...)."""
+
+
+class PatternIndexError(PatternError, IndexError):
+    """An index past the fields of an ``is_tuple`` pattern (an ``IndexError``, so that
+    iterating over the pattern stops there)."""
 
 
 def as_pattern(value: Any, where: str) -> DFPattern:
@@ -193,8 +199,6 @@ class DFPattern:
 
 
 def _op_pattern(name: str) -> ExprPattern:
-    from relaykit.ir.op import get_op
-
     return ExprPattern(get_op(name))
 
 
@@ -288,7 +292,7 @@ class TuplePattern(DFPattern):
         if self.fields is None:
             raise PatternError("is_tuple(None) has no fields to index")
         if index >= len(self.fields):
-            raise IndexError("TuplePattern index out of range")
+            raise PatternIndexError("TuplePattern index out of range")
         return self.fields[index]
 
     def __len__(self) -> int:

@@ -26,6 +26,7 @@ from relaykit.ir.expr import Expr, TupleWrapper
 from relaykit.ir.functor import rewrite_post_order
 from relaykit.ir.module import IRModule
 from relaykit.ir.structural import structural_equal
+from relaykit.transform.infer_type import infer_type
 
 from .grouper import PatternGrouper
 from .matcher import NodeMap
@@ -125,8 +126,6 @@ def rewrite(
 
 def _apply(cb: DFPatternCallback, expr: Expr, mod: IRModule | None) -> Expr:
     if cb.require_type:
-        from relaykit.transform.infer_type import infer_type
-
         infer_type(expr, mod)
     grouper = PatternGrouper(cb.pattern, expr)  # type: ignore[arg-type]
     if not grouper.groups:

@@ -176,17 +176,23 @@ def _pool(ctx: NodeContext, x: Expr, kind: str, attrs: dict[str, Any]) -> Expr:
         attrs.get("pads") or (),
     )
     if nsp == 3:
-        common3 = {
-            "pool_size": kernel,
-            "strides": strides,
-            "dilation": dilations,
-            "padding": full_pads,
-            "ceil_mode": ceil,
-        }
         if kind == "max":
-            return op.nn.max_pool3d(x, **common3)
+            return op.nn.max_pool3d(
+                x,
+                pool_size=kernel,
+                strides=strides,
+                dilation=dilations,
+                padding=full_pads,
+                ceil_mode=ceil,
+            )
         return op.nn.avg_pool3d(
-            x, count_include_pad=bool(attrs.get("count_include_pad", 0)), **common3
+            x,
+            pool_size=kernel,
+            strides=strides,
+            dilation=dilations,
+            padding=full_pads,
+            ceil_mode=ceil,
+            count_include_pad=bool(attrs.get("count_include_pad", 0)),
         )
     x2, one_d = _as_2d(ctx, x, "pooling")
     pads = list(_pads_2d(full_pads, one_d))
@@ -201,15 +207,19 @@ def _pool(ctx: NodeContext, x: Expr, kind: str, attrs: dict[str, Any]) -> Expr:
         floor = _onnx_pool_size(h[i], k2[i], s2[i], d2[i], lo, hi, False)
         if want != floor:
             use_ceil = True
-    common = {"pool_size": k2, "strides": s2, "dilation": d2, "padding": tuple(pads)}
     if kind == "max":
-        out = op.nn.max_pool2d(x2, ceil_mode=use_ceil, **common)
+        out = op.nn.max_pool2d(
+            x2, pool_size=k2, strides=s2, dilation=d2, padding=tuple(pads), ceil_mode=use_ceil
+        )
     else:
         out = op.nn.avg_pool2d(
             x2,
+            pool_size=k2,
+            strides=s2,
+            dilation=d2,
+            padding=tuple(pads),
             ceil_mode=use_ceil,
             count_include_pad=bool(attrs.get("count_include_pad", 0)),
-            **common,
         )
     return _back(ctx, out, one_d)
 

@@ -249,8 +249,8 @@ def _binary_converter(fn: Any):
     return convert
 
 
-for _name, _fn in _BINARY.items():
-    converter(_name, 1)(_binary_converter(_fn))
+for _name, _binary_fn in _BINARY.items():
+    converter(_name, 1)(_binary_converter(_binary_fn))
 
 
 @converter("Div", 1)
@@ -326,7 +326,7 @@ def _cast_like(ctx: NodeContext, x: Expr, like: Expr, *, saturate: int = 1, roun
     return cast_to(ctx, x, ctx.dtype(like), saturate, round_mode)
 
 
-del _name, _fn
+del _name, _fn, _binary_fn
 
 
 @converter("BitCast", 26)

@@ -155,7 +155,8 @@ def _adagrad(ctx: NodeContext, rate: Expr, t: Expr, *tensors: Expr, **attrs: Any
             scalar(1, dt), op.multiply(_f(ctx, t, dt), scalar(attrs.get("decay_factor", 0.0), dt))
         ),
     )
-    new_x, new_h = [], []
+    new_x: list[Expr] = []
+    new_h: list[Expr] = []
     for x, g, h in zip(xs, gs, hs, strict=True):
         g = op.add(op.multiply(scalar(attrs.get("norm_coefficient", 0.0), dt), x), g)
         h2 = op.add(h, op.multiply(g, g))
@@ -172,7 +173,8 @@ def _momentum(ctx: NodeContext, rate: Expr, t: Expr, *tensors: Expr, **attrs: An
     alpha, beta = scalar(attrs["alpha"], dt), scalar(attrs["beta"], dt)
     beta_t = op.where(op.greater(_f(ctx, t, dt), scalar(0, dt)), beta, scalar(1, dt))
     r = _f(ctx, rate, dt)
-    new_x, new_v = [], []
+    new_x: list[Expr] = []
+    new_v: list[Expr] = []
     for x, g, v in zip(xs, gs, vs, strict=True):
         g = op.add(op.multiply(scalar(attrs["norm_coefficient"], dt), x), g)
         v2 = op.add(op.multiply(alpha, v), op.multiply(beta_t, g))
@@ -197,7 +199,9 @@ def _adam(ctx: NodeContext, rate: Expr, t: Expr, *tensors: Expr, **attrs: Any) -
         op.subtract(one, op.power(scalar(a, dt), tt)),
     )
     r_adj = op.where(op.greater(tt, scalar(0, dt)), op.multiply(r, corr), r)
-    outs_x, outs_v, outs_h = [], [], []
+    outs_x: list[Expr] = []
+    outs_v: list[Expr] = []
+    outs_h: list[Expr] = []
     for x, g, v, h in zip(xs, gs, vs, hs, strict=True):
         g = op.add(op.multiply(scalar(attrs.get("norm_coefficient", 0.0), dt), x), g)
         v2 = op.add(op.multiply(scalar(a, dt), v), op.multiply(scalar(1 - a, dt), g))

@@ -10,6 +10,8 @@ from relaykit import op
 from relaykit.ir.expr import Expr
 from relaykit.ir.types import dtype_kind
 
+from ._cvt_conv import _conv
+from ._cvt_nn import matmul
 from ._cvt_util import normalize_axis, round_half_to_even, scalar
 from ._narrow import cast_to, int_range
 from ._onnx_proto import onnx_dtype_name
@@ -62,7 +64,7 @@ def _quantize(
         out_dt = "uint8"
     dt = ctx.dtype(scale)
     xf = x if ctx.dtype(x) == dt else op.cast(x, dt)
-    y = op.divide(xf, _along(ctx, scale, nd, axis, block_size, dim))
+    y: Expr = op.divide(xf, _along(ctx, scale, nd, axis, block_size, dim))
     if out_dt.startswith("float8"):  # the zero point of a float8 type is always 0
         return cast_to(ctx, y, out_dt, saturate)
     if dtype_kind(out_dt) == "f":  # float4: no rounding to integers, the cast rounds
@@ -119,7 +121,7 @@ def _centered(ctx: NodeContext, x: Expr, zp: Expr | None, row_axis: int | None =
     xi = op.cast(x, "int32")
     if zp is None:
         return xi
-    z = op.cast(zp, "int32")
+    z: Expr = op.cast(zp, "int32")
     if row_axis is not None and ctx.ndim(zp) == 1 and ctx.ndim(x) >= 2:
         z = _along(ctx, z, ctx.ndim(x), row_axis)
     return op.subtract(xi, z)
@@ -139,8 +141,6 @@ def _requantize(ctx: NodeContext, acc: Expr, scale: Expr, y_scale: Expr, y_zp: E
 def _matmul_integer(
     ctx: NodeContext, a: Expr, b: Expr, a_zp: Expr | None = None, b_zp: Expr | None = None
 ) -> Expr:
-    from ._cvt_nn import matmul
-
     return matmul(ctx, _centered(ctx, a, a_zp, ctx.ndim(a) - 2), _centered(ctx, b, b_zp))
 
 
@@ -156,8 +156,6 @@ def _qlinear_matmul(
     y_scale: Expr,
     y_zp: Expr,
 ) -> Expr:
-    from ._cvt_nn import matmul
-
     acc = matmul(ctx, _centered(ctx, a, a_zp, ctx.ndim(a) - 2), _centered(ctx, b, b_zp))
     sa = a_scale
     if ctx.ndim(a_scale) == 1 and ctx.ndim(a) >= 2:
@@ -166,12 +164,10 @@ def _qlinear_matmul(
 
 
 def _int_conv(ctx: NodeContext, x: Expr, w: Expr, x_zp: Expr | None, w_zp, attrs: dict) -> Expr:
-    from ._cvt_conv import _conv
-
     xi = _centered(ctx, x, x_zp)
     wi = op.cast(w, "int32")
     if w_zp is not None:
-        wz = op.cast(w_zp, "int32")
+        wz: Expr = op.cast(w_zp, "int32")
         if ctx.ndim(w_zp) == 1:
             wz = _along(ctx, wz, ctx.ndim(w), 0)
         wi = op.subtract(wi, wz)

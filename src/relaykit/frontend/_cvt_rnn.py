@@ -4,6 +4,7 @@ the (static) sequence length into dense layers and elementwise gates."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -42,6 +43,11 @@ def _activation(ctx: NodeContext, name: str, alpha: Any, beta: Any) -> Callable[
     return unit
 
 
+def _unused(x: Expr) -> Expr:
+    """The activation slot a cell kind does not have (RNN has one, GRU two, LSTM three)."""
+    return x
+
+
 def _activations(ctx: NodeContext, attrs: dict, defaults: list[str], dirs: int) -> list:
     names = list(attrs.get("activations") or ()) or defaults * dirs
     if len(names) == len(defaults):
@@ -60,13 +66,140 @@ def _slice0(x: Expr, i: int) -> Expr:
     return op.squeeze(op.strided_slice(x, [i], [i + 1], axes=[0]), [0])
 
 
-def _run(ctx: NodeContext, kind: str, inputs: list[Any], attrs: dict) -> list[Expr]:
-    x, w, r = inputs[0], inputs[1], inputs[2]
+Activation = Callable[[Expr], Expr]
+
+
+@dataclass(frozen=True)
+class _Direction:
+    """One direction of a recurrent layer: its weights, activations and options, and the
+    step that maps the input at one time and the state to the next state."""
+
+    kind: str
+    f: Activation
+    g: Activation
+    h: Activation
+    w: Expr
+    r: Expr
+    bias_w: Expr | None
+    bias_r: Expr | None
+    peep: Expr | None
+    clip: Any
+    dt: str
+    linear_before_reset: bool
+    input_forget: bool
+
+    def clipped(self, e: Expr) -> Expr:
+        return op.clip(e, -self.clip, self.clip) if self.clip else e
+
+    def step(self, x_t: Expr, ht: Expr, ct: Expr) -> tuple[Expr, Expr]:
+        """The hidden and cell state after input ``x_t``."""
+        xw = op.nn.dense(x_t, self.w)
+        if self.bias_w is not None:
+            xw = op.add(xw, self.bias_w)
+        if self.kind == "GRU":
+            return self._gru(xw, ht), ct
+        pre = op.add(xw, op.nn.dense(ht, self.r))
+        if self.bias_r is not None:
+            pre = op.add(pre, self.bias_r)
+        if self.kind == "RNN":
+            return self.f(self.clipped(pre)), ct
+        return self._lstm(pre, ct)
+
+    def _gru(self, xw: Expr, ht: Expr) -> Expr:
+        f, g, clipped = self.f, self.g, self.clipped
+        xz, xr, xh = op.split(xw, 3, axis=1)
+        rz, rr, rh = op.split(self.r, 3, axis=0)
+        bz = br = bh = None
+        if self.bias_r is not None:
+            bz, br, bh = op.split(self.bias_r, 3, axis=0)
+
+        def rec(hh: Expr, rm: Expr, bb: Expr | None) -> Expr:
+            e = op.nn.dense(hh, rm)
+            return e if bb is None else op.add(e, bb)
+
+        z = f(clipped(op.add(xz, rec(ht, rz, bz))))
+        rg = f(clipped(op.add(xr, rec(ht, rr, br))))
+        if self.linear_before_reset:
+            cand = op.add(xh, op.multiply(rg, rec(ht, rh, bh)))
+        else:
+            cand = op.add(xh, rec(op.multiply(rg, ht), rh, bh))
+        hc = g(clipped(cand))
+        one = scalar(1, self.dt)
+        return op.add(op.multiply(op.subtract(one, z), hc), op.multiply(z, ht))
+
+    def _lstm(self, pre: Expr, ct: Expr) -> tuple[Expr, Expr]:
+        f, g, h, clipped = self.f, self.g, self.h, self.clipped
+        i_, o_, f_, c_ = op.split(pre, 4, axis=1)
+        po = None
+        if self.peep is not None:
+            pi, po, pf = op.split(self.peep, 3, axis=0)
+            i_ = op.add(i_, op.multiply(pi, ct))
+            f_ = op.add(f_, op.multiply(pf, ct))
+        it = f(clipped(i_))
+        ft = f(clipped(f_))
+        if self.input_forget:
+            ft = op.subtract(scalar(1, self.dt), it)
+        cand = g(clipped(c_))
+        ct = op.add(op.multiply(ft, ct), op.multiply(it, cand))
+        if po is not None:
+            o_ = op.add(o_, op.multiply(po, ct))
+        ot = f(clipped(o_))
+        return op.multiply(ot, h(ct)), ct
+
+
+_GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
+_DEFAULT_ACTIVATIONS = {
+    "RNN": ["Tanh"],
+    "GRU": ["Sigmoid", "Tanh"],
+    "LSTM": ["Sigmoid", "Tanh", "Tanh"],
+}
+
+
+def _directions(
+    ctx: NodeContext, kind: str, inputs: list[Any], attrs: dict, dt: str
+) -> list[_Direction]:
+    """The per-direction cells of the layer (one, or two when bidirectional)."""
+    w, r = inputs[1], inputs[2]
     b = inputs[3] if len(inputs) > 3 else None
+    peep = inputs[7] if len(inputs) > 7 else None
+    dirs = 2 if attrs.get("direction", "forward") == "bidirectional" else 1
+    hidden = int(attrs.get("hidden_size") or ctx.shape(r)[-1])
+    gates = _GATES[kind]
+    acts = _activations(ctx, attrs, _DEFAULT_ACTIVATIONS[kind], dirs)
+    per = len(_DEFAULT_ACTIVATIONS[kind])
+    out = []
+    for d in range(dirs):
+        f, g, h = (acts[d * per + k] if k < per else _unused for k in range(3))
+        bias_w = bias_r = None
+        if b is not None:
+            bd = _slice0(b, d)
+            bias_w = op.strided_slice(bd, [0], [gates * hidden])
+            bias_r = op.strided_slice(bd, [gates * hidden], [2 * gates * hidden])
+        out.append(
+            _Direction(
+                kind,
+                f,
+                g,
+                h,
+                w=_slice0(w, d),
+                r=_slice0(r, d),
+                bias_w=bias_w,
+                bias_r=bias_r,
+                peep=_slice0(peep, d) if peep is not None else None,
+                clip=attrs.get("clip"),
+                dt=dt,
+                linear_before_reset=bool(attrs.get("linear_before_reset", 0)),
+                input_forget=bool(attrs.get("input_forget", 0)),
+            )
+        )
+    return out
+
+
+def _run(ctx: NodeContext, kind: str, inputs: list[Any], attrs: dict) -> list[Expr]:
+    x = inputs[0]
     lens = inputs[4] if len(inputs) > 4 else None
     h0 = inputs[5] if len(inputs) > 5 else None
     c0 = inputs[6] if len(inputs) > 6 else None
-    peep = inputs[7] if len(inputs) > 7 else None
     layout = int(attrs.get("layout", 0))
     if layout:
         x = op.transpose(x, (1, 0, 2))
@@ -78,81 +211,19 @@ def _run(ctx: NodeContext, kind: str, inputs: list[Any], attrs: dict) -> list[Ex
         if not (values == seq).all():
             raise ctx.unsupported("sequence_lens shorter than the sequence")
     direction = attrs.get("direction", "forward")
-    dirs = 2 if direction == "bidirectional" else 1
-    hidden = int(attrs.get("hidden_size") or ctx.shape(r)[-1])
-    gates = {"RNN": 1, "GRU": 3, "LSTM": 4}[kind]
-    defaults = {"RNN": ["Tanh"], "GRU": ["Sigmoid", "Tanh"], "LSTM": ["Sigmoid", "Tanh", "Tanh"]}
-    acts = _activations(ctx, attrs, defaults[kind], dirs)
-    per = len(defaults[kind])
-    clip = attrs.get("clip")
+    hidden = int(attrs.get("hidden_size") or ctx.shape(inputs[2])[-1])
     dt = ctx.dtype(x)
+    cells = _directions(ctx, kind, inputs, attrs, dt)
     steps = [_slice0(x, t) for t in range(seq)]
     ys, hs, cs = [], [], []
-    for d in range(dirs):
-        f, g, h = (acts[d * per + k] if k < per else None for k in range(3))
-        wd, rd = _slice0(w, d), _slice0(r, d)
-        bias_w = bias_r = None
-        if b is not None:
-            bd = _slice0(b, d)
-            bias_w = op.strided_slice(bd, [0], [gates * hidden])
-            bias_r = op.strided_slice(bd, [gates * hidden], [2 * gates * hidden])
+    for d, cell in enumerate(cells):
         zero = Constant(np.zeros((batch, hidden), dt))
         ht = _slice0(h0, d) if h0 is not None else zero
         ct = _slice0(c0, d) if c0 is not None else zero
-        pd = _slice0(peep, d) if peep is not None else None
         backward = direction == "reverse" or (direction == "bidirectional" and d == 1)
-        order = range(seq - 1, -1, -1) if backward else range(seq)
         outs: dict[int, Expr] = {}
-
-        def clipped(e: Expr) -> Expr:
-            return op.clip(e, -clip, clip) if clip else e
-
-        for t in order:
-            xw = op.nn.dense(steps[t], wd)
-            if bias_w is not None:
-                xw = op.add(xw, bias_w)
-            if kind == "GRU":
-                xz, xr, xh = op.split(xw, 3, axis=1)
-                rz, rr, rh = op.split(rd, 3, axis=0)
-                bz = br = bh = None
-                if bias_r is not None:
-                    bz, br, bh = op.split(bias_r, 3, axis=0)
-
-                def rec(hh: Expr, rm: Expr, bb: Expr | None) -> Expr:
-                    e = op.nn.dense(hh, rm)
-                    return e if bb is None else op.add(e, bb)
-
-                z = f(clipped(op.add(xz, rec(ht, rz, bz))))
-                rg = f(clipped(op.add(xr, rec(ht, rr, br))))
-                if attrs.get("linear_before_reset", 0):
-                    cand = op.add(xh, op.multiply(rg, rec(ht, rh, bh)))
-                else:
-                    cand = op.add(xh, rec(op.multiply(rg, ht), rh, bh))
-                hc = g(clipped(cand))
-                one = scalar(1, dt)
-                ht = op.add(op.multiply(op.subtract(one, z), hc), op.multiply(z, ht))
-            else:
-                pre = op.add(xw, op.nn.dense(ht, rd))
-                if bias_r is not None:
-                    pre = op.add(pre, bias_r)
-                if kind == "RNN":
-                    ht = f(clipped(pre))
-                else:
-                    i_, o_, f_, c_ = op.split(pre, 4, axis=1)
-                    if pd is not None:
-                        pi, po, pf = op.split(pd, 3, axis=0)
-                        i_ = op.add(i_, op.multiply(pi, ct))
-                        f_ = op.add(f_, op.multiply(pf, ct))
-                    it = f(clipped(i_))
-                    ft = f(clipped(f_))
-                    if attrs.get("input_forget", 0):
-                        ft = op.subtract(scalar(1, dt), it)
-                    cand = g(clipped(c_))
-                    ct = op.add(op.multiply(ft, ct), op.multiply(it, cand))
-                    if pd is not None:
-                        o_ = op.add(o_, op.multiply(po, ct))
-                    ot = f(clipped(o_))
-                    ht = op.multiply(ot, h(ct))
+        for t in range(seq - 1, -1, -1) if backward else range(seq):
+            ht, ct = cell.step(steps[t], ht, ct)
             outs[t] = ht
         ys.append(op.stack([outs[t] for t in range(seq)], axis=0))
         hs.append(ht)

@@ -16,7 +16,7 @@ from relaykit import op
 from relaykit.ir.expr import Constant, Expr
 
 from ._cvt_util import normalize_axis, scalar, static_reshape
-from ._onnx_proto import tensor_to_numpy
+from ._onnx_proto import onnx_dtype_name, tensor_to_numpy
 from ._onnx_registry import NodeContext, converter
 
 __all__: list[str] = []
@@ -159,7 +159,7 @@ def _split(ctx: NodeContext, x: Expr, axis: int, sizes: Any, num: int) -> list[E
         sizes = [min(chunk, max(0, dim - k * chunk)) for k in range(n)]
     if sum(sizes) != dim:
         raise ctx.fail(f"split sizes {tuple(sizes)} do not add up to dimension {dim}")
-    outs = []
+    outs: list[Expr] = []
     start = 0
     for s in sizes:
         outs.append(op.strided_slice(x, [start], [start + s], [1], axes=[axis]))
@@ -279,7 +279,7 @@ def _pad(ctx: NodeContext, x: Expr, pads: Any, value: Expr | None, mode: str, ax
     if mode == "wrap" and any(b or e for b, e in grow):
         for a, (b, e) in enumerate(grow):
             d = shape[a]
-            parts = []
+            parts: list[Expr] = []
             if b:
                 parts.append(op.strided_slice(out, [d - b], [d], axes=[a]))
             parts.append(out)
@@ -373,8 +373,6 @@ def _range(ctx: NodeContext, start: Expr, limit: Expr, delta: Expr) -> Expr:
 
 @converter("EyeLike", 9)
 def _eye_like(ctx: NodeContext, x: Expr, *, dtype: Any = None, k: int = 0) -> Expr:
-    from ._onnx_proto import onnx_dtype_name
-
     shape = ctx.shape(x)
     if len(shape) != 2:
         raise ctx.fail(f"EyeLike needs a 2-D input, got shape {shape}")

@@ -52,8 +52,8 @@ def _dft(ctx: NodeContext, x: Expr, length: Expr | None, axis: int, inverse: int
     t = op.cast(op.transpose(x, perm), "float64")  # (..., n_in, 1|2)
     lead = ctx.shape(x)[:axis] + ctx.shape(x)[axis + 1 : nd - 1]
     n_in = shape[axis]
-    real = op.reshape(op.strided_slice(t, [0], [1], axes=[nd - 1]), (*lead, n_in))
-    imag = None
+    real: Expr = op.reshape(op.strided_slice(t, [0], [1], axes=[nd - 1]), (*lead, n_in))
+    imag: Expr | None = None
     if shape[-1] == 2:
         imag = op.reshape(op.strided_slice(t, [1], [2], axes=[nd - 1]), (*lead, n_in))
     real_out = bool(inverse and onesided)

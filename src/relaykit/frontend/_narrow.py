@@ -160,7 +160,7 @@ def int_range(dtype: str) -> tuple[int, int]:
     if dtype in ML_DTYPES:
         import ml_dtypes
 
-        info = ml_dtypes.iinfo(DTYPES[dtype])
-    else:
-        info = np.iinfo(dtype)
+        ml_info = ml_dtypes.iinfo(DTYPES[dtype])
+        return int(ml_info.min), int(ml_info.max)
+    info = np.iinfo(dtype)
     return int(info.min), int(info.max)

@@ -173,16 +173,15 @@ class GraphImporter:
         if expr in memo:
             return memo[expr]
         for node in post_order(expr, skip=lambda n: n in memo or type(n) is Op):
-            kind = type(node)
-            if kind is Constant:
+            if type(node) is Constant:
                 memo[node] = False
-            elif kind is Var:
+            elif type(node) is Var:
                 memo[node] = True
-            elif kind is Call:
+            elif type(node) is Call:
                 memo[node] = any(memo[a] for a in node.args)
-            elif kind is Tuple:
+            elif type(node) is Tuple:
                 memo[node] = any(memo[f] for f in node.fields)
-            elif kind is TupleGetItem:
+            elif type(node) is TupleGetItem:
                 memo[node] = memo[node.tuple_value]
             else:
                 memo[node] = True
@@ -190,24 +189,26 @@ class GraphImporter:
 
     def _evaluate(self, expr: Expr, memo: dict[Expr, Any], ctx: NodeContext) -> Any:
         for node in post_order(expr, skip=lambda n: n in memo or type(n) is Op):
-            kind = type(node)
-            if kind is Constant:
+            if type(node) is Constant:
                 memo[node] = node.data.numpy()
-            elif kind is Call:
+            elif type(node) is Call:
                 args = [memo[a] for a in node.args]
-                kernel = node.op.get_attr("FCompute")
+                op = node.op
+                if type(op) is not Op:
+                    raise ctx.fail(f"cannot evaluate a call of {type(op).__name__} at import")
+                kernel = op.get_attr("FCompute")
                 try:
                     with np.errstate(all="ignore"):
                         memo[node] = kernel(args, node.attrs)
                 except RelayKitError as err:
-                    raise ctx.fail(f"cannot evaluate {node.op.name} at import: {err}") from None
+                    raise ctx.fail(f"cannot evaluate {op.name} at import: {err}") from None
                 except Exception as err:
                     raise ctx.fail(
-                        f"cannot evaluate {node.op.name} at import: {type(err).__name__}: {err}"
+                        f"cannot evaluate {op.name} at import: {type(err).__name__}: {err}"
                     ) from None
-            elif kind is Tuple:
+            elif type(node) is Tuple:
                 memo[node] = tuple(memo[f] for f in node.fields)
-            elif kind is TupleGetItem:
+            elif type(node) is TupleGetItem:
                 memo[node] = memo[node.tuple_value][node.index]
         return memo[expr]
 
@@ -436,10 +437,10 @@ class GraphImporter:
             child.convert_node(nodes[i], i)
         outs = []
         for vi in graph.output:
-            value = child.values.get(vi.name)
-            if value is None:
+            produced = child.values.get(vi.name)
+            if produced is None:
                 raise ctx.fail(f"the body's output {vi.name!r} is not produced")
-            outs.append(value)
+            outs.append(produced)
         return outs
 
     def run(self) -> tuple[IRModule, dict[str, NDArray]]:

@@ -28,6 +28,7 @@ from onnx.backend.base import Backend, BackendRep
 from relaykit.backend.interpreter import create_executor
 from relaykit.errors import DynamicShapeError, FrontendError
 from relaykit.ir.module import IRModule
+from relaykit.transform.pipeline import optimize
 
 from .onnx import from_onnx
 
@@ -43,11 +44,7 @@ __all__ = [
 
 
 def _optimize(mod: IRModule) -> IRModule:
-    """The opt_level=3 pipeline when it is available (it is cheap on small graphs)."""
-    try:
-        from relaykit.transform.pipeline import optimize
-    except ImportError:  # pragma: no cover - the pipeline ships with relaykit
-        return mod
+    """The opt_level=3 pipeline (it is cheap on small graphs)."""
     return optimize(mod)
 
 
@@ -112,7 +109,7 @@ class RelayKitBackendRep(BackendRep):
             hit = (fn, rest)
             self._cache[key] = hit
             return hit
-        raise AssertionError("unreachable")  # pragma: no cover
+        raise FrontendError("no binding of the inputs imports this model")  # pragma: no cover
 
     def run(self, inputs: Any, **kwargs: Any) -> tuple[Any, ...]:
         if isinstance(inputs, Mapping):

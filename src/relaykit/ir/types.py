@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from relaykit.dtypes import DTYPES, ML_DTYPES
 from relaykit.errors import IRError, MissingDependencyError
 
 __all__ = [
@@ -33,54 +34,6 @@ __all__ = [
     "dtype_kind",
     "scalar_type",
 ]
-
-#: The element types relaykit knows, with their NumPy equivalents.
-DTYPES: dict[str, np.dtype[Any]] = {
-    name: np.dtype(name)
-    for name in (
-        "bool",
-        "int8",
-        "int16",
-        "int32",
-        "int64",
-        "uint8",
-        "uint16",
-        "uint32",
-        "uint64",
-        "float16",
-        "float32",
-        "float64",
-    )
-}
-
-#: Narrow element types backed by the optional ``ml_dtypes`` package (the NumPy dtypes
-#: that onnx and JAX use for them): registered in :data:`DTYPES` when it is installed.
-ML_DTYPES: tuple[str, ...] = (
-    "bfloat16",
-    "float8_e4m3fn",
-    "float8_e4m3fnuz",
-    "float8_e5m2",
-    "float8_e5m2fnuz",
-    "float8_e8m0fnu",
-    "float4_e2m1fn",
-    "int4",
-    "uint4",
-    "int2",
-    "uint2",
-)
-
-
-def _register_ml_dtypes() -> None:
-    try:
-        import ml_dtypes
-    except ImportError:
-        return
-    for name in ML_DTYPES:
-        DTYPES[name] = np.dtype(getattr(ml_dtypes, name))
-
-
-_register_ml_dtypes()
-
 
 def dtype_kind(dtype: str) -> str:
     """``"f"``, ``"i"``, ``"u"`` or ``"b"`` for a dtype name of :data:`DTYPES`; unlike

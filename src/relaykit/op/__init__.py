@@ -58,12 +58,3 @@ __all__ = [
     *_transform_all,
     *_reduce_all,
 ]
-
-
-def __getattr__(name: str) -> object:
-    # relay.op.contrib (pattern tables, partition_for_<backend>) loads on first use.
-    if name == "contrib":
-        import importlib
-
-        return importlib.import_module(f"{__name__}.contrib")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

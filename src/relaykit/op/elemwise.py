@@ -76,12 +76,12 @@ _BITWISE = {
     "bitwise_or": (np.bitwise_or, "Elementwise ``lhs | rhs``."),
     "bitwise_xor": (np.bitwise_xor, "Elementwise ``lhs ^ rhs``."),
 }
-for _name, (_fn, _doc) in _BITWISE.items():
+for _name, (_ufunc2, _doc) in _BITWISE.items():
     define_op(
         _name,
         num_inputs=2,
         type_rel=_INT_BINARY,
-        compute=_binary(_fn),
+        compute=_binary(_ufunc2),
         pattern=OpPattern.BROADCAST,
         doc=_doc,
     )
@@ -156,4 +156,4 @@ def reinterpret(data: Expr, dtype: str) -> Call:
     return make_call("reinterpret", [data], dtype=check_dtype(dtype))
 
 
-del _name, _fn, _doc
+del _name, _fn, _ufunc2, _doc

@@ -252,7 +252,7 @@ def resize2d(
         raise TypeRelError(f"resize2d supports the NCHW layout only, got {layout!r}")
     shape = infer_type(data).shape  # type: ignore[attr-defined]
     full = (shape[0], shape[1], int(size[0]), int(size[1]))
-    box = ()
+    box: tuple[float, ...] = ()
     if roi is not None and len(roi) == 4 and coordinate_transformation_mode == "tf_crop_and_resize":
         box = (0.0, 0.0, float(roi[0]), float(roi[1]), 1.0, 1.0, float(roi[2]), float(roi[3]))
     return resize(
@@ -354,9 +354,10 @@ def _grid_sample_kernel(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarra
                 ix = np.clip(np.trunc(_reflect(ix.astype(np.float64), *bounds[i])), 0, d - 1)
             fixed.append(ix.astype(np.int64))
         batch = np.arange(n).reshape((n,) + (1,) * (idx[0].ndim - 1))
-        vals = xt[(batch, *fixed)]
+        vals = xt[tuple([batch, *fixed])]
         return vals * valid[..., None]
 
+    out: np.ndarray | float
     if attrs.method == "nearest":
         out = fetch([x.astype(np.int64) for x in coords])
     else:

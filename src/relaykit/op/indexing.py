@@ -114,7 +114,7 @@ def _gather_nd_kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
     ix = idx.reshape((batch, -1, m))
     cols = [_wrap(ix[..., k], d.shape[1 + k]) for k in range(m)]
     rows = np.arange(batch)[:, None]
-    out = d[(rows, *cols)]
+    out = d[tuple([rows, *cols])]
     return out.reshape(_gather_nd_shape(data.shape, idx.shape, b))
 
 
@@ -173,7 +173,7 @@ def _scatter_elements_kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> np.ndar
     data, idx, upd = ins
     axis = attrs.axis % data.ndim
     out = data.copy()
-    grid = list(np.indices(idx.shape, sparse=True))
+    grid: list[np.ndarray] = list(np.indices(idx.shape, sparse=True))
     grid[axis] = _wrap(idx, data.shape[axis])
     _reduce_into(out, tuple(grid), upd, attrs.reduction)
     return out

@@ -79,8 +79,9 @@ def _tfidf_kernel(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
                 break
             windows = rows[:, starts[:, None] + d * np.arange(n)]  # (B, W, n)
             hits = (windows[:, :, None, :] == grams[None, None]).all(-1).sum(1)  # (B, G)
-            np.add.at(counts, (slice(None), columns), hits)
+            np.add.at(counts.T, columns, hits.T)  # counts[:, columns] += hits, repeats add up
     weights = np.asarray(attrs.weights, dtype=np.float32)
+    out: np.ndarray
     if attrs.mode == "TF":
         out = counts.astype(np.float32)
     elif attrs.mode == "IDF":

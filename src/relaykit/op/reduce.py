@@ -76,7 +76,7 @@ def _reduce_kernel(fn: Callable[..., Any]) -> Callable:
 def _mean(x: np.ndarray, axis: tuple[int, ...], keepdims: bool) -> np.ndarray:
     if x.dtype.kind == "f":
         return np.mean(x, axis=axis, keepdims=keepdims)
-    total = np.sum(x, axis=axis, keepdims=keepdims, dtype=np.int64)
+    total = np.asarray(np.sum(x, axis=axis, keepdims=keepdims, dtype=np.int64))
     count = int(np.prod([x.shape[a] for a in axis]))
     return num.trunc_divide(total, np.int64(count))
 

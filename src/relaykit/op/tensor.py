@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from relaykit.errors import ArgumentError
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.expr import Call, Expr, const
 from relaykit.ir.types import TensorType, Type, check_dtype
@@ -358,7 +359,9 @@ def _static_shape(shape: Any, what: str = "shape") -> tuple[int, ...]:
     if isinstance(shape, (int, np.integer)):
         return (int(shape),)
     if isinstance(shape, Expr):
-        raise TypeError(f"{what} must be a list of integers; relaykit supports static shapes only")
+        raise ArgumentError(
+            f"{what} must be a list of integers; relaykit supports static shapes only"
+        )
     return tuple(int(s) for s in shape)
 
 

@@ -14,10 +14,11 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
+from relaykit.errors import ArgumentError, IRError
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.expr import Call, Expr, Tuple, TupleWrapper
 from relaykit.ir.types import TensorType, TupleType, Type
@@ -48,7 +49,9 @@ def _int_list(value: Any, what: str) -> tuple[int, ...]:
     if isinstance(value, (int, np.integer)):
         return (int(value),)
     if isinstance(value, Expr):
-        raise TypeError(f"{what} must be a list of integers; relaykit supports static shapes only")
+        raise ArgumentError(
+            f"{what} must be a list of integers; relaykit supports static shapes only"
+        )
     return tuple(int(v) for v in value)
 
 
@@ -291,7 +294,7 @@ def _as_tuple(data: Any, what: str) -> Expr:
         return data
     fields = list(data)
     if not fields:
-        raise ValueError(f"{what} needs at least one tensor")
+        raise IRError(f"{what} needs at least one tensor")
     return Tuple(fields)
 
 
@@ -559,7 +562,7 @@ def _take_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
 
 def _take_kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
     data, indices = ins
-    mode = "clip" if attrs.mode == "clip" else "wrap"
+    mode: Literal["clip", "wrap"] = "clip" if attrs.mode == "clip" else "wrap"
     return np.take(data, indices, axis=attrs.axis, mode=mode)
 
 

@@ -10,11 +10,15 @@ fn (%x: Tensor[(10, 1), float32]) {
 
 from __future__ import annotations
 
+import importlib
+from types import ModuleType
 from typing import Any
 
-from relaykit import op, transform
+import relaykit.op.contrib  # noqa: F401 - relay.op.contrib: the pattern tables of backends
+from relaykit import op
 from relaykit.backend.build_module import build
 from relaykit.backend.interpreter import create_executor
+from relaykit.errors import IRError
 from relaykit.ir import (
     Call,
     Constant,
@@ -46,7 +50,7 @@ from relaykit.op import annotation, nn
 from relaykit.parser import fromtext, parse
 from relaykit.transform.bind import bind
 
-from . import analysis, expr_functor
+from . import analysis, dataflow_pattern, expr_functor, transform
 
 Module = IRModule
 ShapeVar = None  # dynamic shapes are not supported
@@ -64,31 +68,12 @@ def var(
     With neither a type nor a shape the variable's type is left to inference.
     """
     if type_annotation is not None and shape is not None:
-        from relaykit.errors import IRError
-
         raise IRError("give relay.var either a type_annotation or a shape, not both")
     if isinstance(type_annotation, str):
         type_annotation = TensorTypeAlias((), type_annotation)
     if shape is not None:
         type_annotation = TensorTypeAlias(shape, dtype)
     return Var(name_hint, type_annotation, span)
-
-
-def __getattr__(name: str) -> Any:
-    # Heavier sub-packages load on first use.
-    if name == "testing":
-        import importlib
-
-        return importlib.import_module(__name__ + ".testing")
-    if name == "frontend":
-        import importlib
-
-        return importlib.import_module(__name__ + ".frontend")
-    if name == "dataflow_pattern":
-        import importlib
-
-        return importlib.import_module(__name__ + ".dataflow_pattern")
-    raise AttributeError(f"module 'relaykit.relay' has no attribute {name!r}")
 
 
 __all__ = [
@@ -127,5 +112,14 @@ __all__ = [
     "annotation",
     "transform",
     "analysis",
+    "dataflow_pattern",
     "expr_functor",
 ]
+
+
+def __getattr__(name: str) -> ModuleType:
+    # relay.testing (the workloads) and relay.frontend (the importers) load on first use:
+    # loading and running an artifact imports neither (tests/contrib/test_export.py).
+    if name in ("testing", "frontend"):
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module 'relaykit.relay' has no attribute {name!r}")

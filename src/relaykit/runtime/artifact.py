@@ -33,8 +33,9 @@ from typing import Any
 
 import numpy as np
 
+from relaykit._version import __version__
+from relaykit.dtypes import DTYPES, ML_DTYPES
 from relaykit.errors import ArtifactCorruptError, ArtifactError, ArtifactVersionError, RelayKitError
-from relaykit.ir.types import DTYPES, ML_DTYPES
 
 from .module import Module, ModuleBlob, module_loaders
 
@@ -125,8 +126,6 @@ def _write_blob(
 def export_module(module: Module, path: str | os.PathLike[str]) -> None:
     """Write ``module`` and its imports to the single file ``path`` (atomically; arrays are
     streamed, never held twice in memory)."""
-    from relaykit import __version__
-
     modules = _collect(module)
     index = {id(m): i for i, m in enumerate(modules)}
     path = os.fspath(path)
@@ -352,7 +351,7 @@ def load_module(path: str | os.PathLike[str], allow_native: bool = True) -> Modu
                 m = members[member]
                 files[name] = _read_member(zf, path, member, m["size"], m["sha256"])
             for name, arec in rec["arrays"].items():
-                member = arec.get("member") if isinstance(arec, dict) else None
+                member = arec.get("member", "") if isinstance(arec, dict) else ""
                 _expect(member in members, path, f"array {name!r} of module {i} is not listed")
                 m = members[member]
                 data = _read_member(zf, path, member, m["size"], m["sha256"])

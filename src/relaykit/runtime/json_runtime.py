@@ -60,6 +60,10 @@ class JSONNode:
     body: tuple[Mapping[str, Any], ...] = ()
 
 
+def _malformed(why: str) -> ArtifactCorruptError:
+    return ArtifactCorruptError(f"malformed JSON graph: {why}")
+
+
 @dataclass(frozen=True)
 class JSONGraph:
     symbol: str
@@ -76,7 +80,7 @@ class JSONGraph:
         try:
             obj = json.loads(text)
             if obj.get("format") != JSON_GRAPH_FORMAT or obj.get("version") != JSON_GRAPH_VERSION:
-                raise ValueError(
+                raise _malformed(
                     f"format {obj.get('format')!r} version {obj.get('version')!r} is not "
                     f"{JSON_GRAPH_FORMAT!r} version {JSON_GRAPH_VERSION}"
                 )
@@ -84,18 +88,18 @@ class JSONGraph:
             for i, n in enumerate(obj["nodes"]):
                 op = str(n["op"])
                 if op not in ("input", "const", "kernel"):
-                    raise ValueError(f"node {i} has unknown kind {op!r}")
+                    raise _malformed(f"node {i} has unknown kind {op!r}")
                 inputs = tuple((int(a), int(b)) for a, b in n.get("inputs", []))
                 for a, b in inputs:
                     if not 0 <= a < i or b < 0:
-                        raise ValueError(f"node {i} reads entry ({a}, {b}) not defined before it")
+                        raise _malformed(f"node {i} reads entry ({a}, {b}) not defined before it")
                 outs = tuple(
                     TensorSpec(tuple(int(d) for d in s), str(t))
                     for s, t in zip(n["shape"], n["dtype"], strict=True)
                 )
                 for a, b in inputs:
                     if b >= len(nodes[a].outputs):
-                        raise ValueError(f"node {i} reads output {b} of node {a}, which has fewer")
+                        raise _malformed(f"node {i} reads output {b} of node {a}, which has fewer")
                 nodes.append(
                     JSONNode(
                         op,
@@ -109,8 +113,10 @@ class JSONGraph:
             heads = tuple((int(a), int(b)) for a, b in obj["heads"])
             for a, b in heads:
                 if not (0 <= a < len(nodes) and 0 <= b < len(nodes[a].outputs)):
-                    raise ValueError(f"head ({a}, {b}) is not an entry of the graph")
+                    raise _malformed(f"head ({a}, {b}) is not an entry of the graph")
             return JSONGraph(str(obj["symbol"]), tuple(nodes), heads)
+        except ArtifactCorruptError:
+            raise
         except (ValueError, KeyError, TypeError, AttributeError) as err:
             raise ArtifactCorruptError(f"malformed JSON graph: {err}") from None
 

@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from relaykit.errors import ParseError
+
 __all__ = [
     "DTYPE_SUFFIX",
     "SUFFIX_DTYPE",
@@ -129,7 +131,7 @@ def unquote(literal: str) -> str:
             out.append(chr(int(body[i + 2 : i + 4], 16)))
             i += 4
         else:
-            raise ValueError(f"bad escape \\{nxt} in string literal")
+            raise ParseError(f"bad escape \\{nxt} in string literal")
     return "".join(out)
 
 

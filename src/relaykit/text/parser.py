@@ -41,6 +41,7 @@ from relaykit.ir.expr import (
 from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op, OpRegistry, default_registry
 from relaykit.ir.types import Type
+from relaykit.transform.infer_type import infer_module
 
 from .reader import TokenReader, describe
 from .tokenizer import Source, Token
@@ -441,8 +442,6 @@ def parse(
     parser = _Parser(text, source_name, registry or default_registry)
     mod = _run(parser.module, parser)
     if infer_types:
-        from relaykit.transform.infer_type import infer_module
-
         mod = infer_module(mod)
     return mod
 

@@ -292,7 +292,7 @@ class TokenReader:
     def string(self, tok: Token) -> str:
         try:
             return unquote(tok[1])
-        except ValueError as err:
+        except ParseError as err:
             raise self.error(tok, str(err)) from None
 
     def bool_constant(self, tok: Token) -> Constant:

@@ -70,15 +70,3 @@ __all__ = [
     "optimization_pipeline",
     "optimize",
 ]
-
-# The BYOC partitioning passes live in relaykit.byoc (which builds on this package);
-# they are reachable here under Relay's names, as relay.transform.MergeComposite etc.
-_BYOC_PASSES = ("MergeComposite", "AnnotateTarget", "MergeCompilerRegions", "PartitionGraph")
-
-
-def __getattr__(name: str):
-    if name in _BYOC_PASSES:
-        from relaykit import byoc
-
-        return getattr(byoc, name)
-    raise AttributeError(f"module 'relaykit.transform' has no attribute {name!r}")

@@ -71,10 +71,9 @@ def _scope_nodes(root: Expr) -> list[Expr]:
             continue
         seen.add(id(node))
         stack.append((node, True))
-        t = type(node)
-        if t is If:
+        if type(node) is If:
             kids: tuple[Expr, ...] = (node.cond,)
-        elif t is Let or t is Function:
+        elif type(node) is Let or type(node) is Function:
             kids = ()
         else:
             kids = children(node)
@@ -83,82 +82,97 @@ def _scope_nodes(root: Expr) -> list[Expr]:
     return out
 
 
-def to_a_normal_form(expr: Expr) -> Expr:
-    """``expr`` with every non-atomic sub-expression bound by a ``let`` in its scope."""
-    done: dict[Expr, Expr] = {}
-    # Inner scopes first: every Function body, If branch and Let part is a scope.
+def _scopes_inner_first(expr: Expr) -> list[Expr]:
+    """Every scope of ``expr`` (function bodies, if branches, let parts), inner first."""
     scopes: list[Expr] = []
     for node in post_order(expr):
-        t = type(node)
-        if t is Function:
+        if type(node) is Function:
             scopes.append(node.body)
-        elif t is If:
+        elif type(node) is If:
             scopes.extend((node.true_branch, node.false_branch))
-        elif t is Let:
+        elif type(node) is Let:
             scopes.extend((node.value, node.body))
     if type(expr) is not Function:
         scopes.append(expr)
-    converted: dict[Expr, Expr] = {}
-    counter = [0]
+    return scopes
 
-    def fresh() -> Var:
-        counter[0] += 1
-        return Var(f"x{counter[0]}")
 
-    def rebuilt(node: Expr, atom: dict[Expr, Expr]) -> Expr:
+class _ANormalizer:
+    """One run of :func:`to_a_normal_form`: each scope becomes a let chain, inner first."""
+
+    def __init__(self, expr: Expr) -> None:
+        self.expr = expr
+        self.done: dict[Expr, Expr] = {}  # function -> its converted function
+        self.converted: dict[Expr, Expr] = {}  # scope -> its let chain
+        self.counter = 0
+        self.owners: dict[Expr, list[Function]] = {}  # body -> the functions it is the body of
+        for node in post_order(expr):
+            if type(node) is Function:
+                self.owners.setdefault(node.body, []).append(node)
+
+    def fresh(self) -> Var:
+        self.counter += 1
+        return Var(f"x{self.counter}")
+
+    def rebuilt(self, node: Expr, atom: dict[Expr, Expr]) -> Expr:
         """``node`` with its children replaced by their atoms / converted scopes."""
-        t = type(node)
 
         def get(c: Expr) -> Expr:
             if c in atom:
                 return atom[c]
             if type(c) is Function:
-                return done.get(c, c)
+                return self.done.get(c, c)
             return c
 
-        if t is Call:
+        converted = self.converted
+        if type(node) is Call:
             return node.with_fields(op=get(node.op), args=[get(a) for a in node.args])
-        if t is Tuple:
+        if type(node) is Tuple:
             return node.with_fields(fields=[get(f) for f in node.fields])
-        if t is TupleGetItem:
+        if type(node) is TupleGetItem:
             return node.with_fields(tuple_value=get(node.tuple_value))
-        if t is If:
+        if type(node) is If:
             return node.with_fields(
                 cond=get(node.cond),
                 true_branch=converted[node.true_branch],
                 false_branch=converted[node.false_branch],
             )
-        if t is Let:
+        if type(node) is Let:
             return node.with_fields(value=converted[node.value], body=converted[node.body])
         return node
 
-    owners: dict[Expr, list[Function]] = {}
-    for node in post_order(expr):
-        if type(node) is Function:
-            owners.setdefault(node.body, []).append(node)
-    for scope in scopes:
-        if scope in converted:
-            continue
-        nodes = _scope_nodes(scope)
+    def convert(self, scope: Expr) -> None:
+        """Bind every non-atomic node of ``scope`` by a let, in post-order."""
         atom: dict[Expr, Expr] = {}
         bindings: list[tuple[Var, Expr]] = []
-        for n in nodes:
+        for n in _scope_nodes(scope):
             if n is scope and type(n) is Let:
-                atom[n] = rebuilt(n, atom)
+                atom[n] = self.rebuilt(n, atom)
             elif isinstance(n, _BOUND):
-                value = rebuilt(n, atom)
-                v = fresh()
+                value = self.rebuilt(n, atom)
+                v = self.fresh()
                 bindings.append((v, value))
                 atom[n] = v
-        result = atom.get(scope, done.get(scope, scope) if type(scope) is Function else scope)
+        default = self.done.get(scope, scope) if type(scope) is Function else scope
+        result = atom.get(scope, default)
         for v, value in reversed(bindings):
             result = Let(v, value, result)
-        converted[scope] = result
-        for fn in owners.get(scope, ()):
-            done[fn] = fn.with_fields(body=result)
-    if type(expr) is Function:
-        return done.get(expr, expr)
-    return converted[expr]
+        self.converted[scope] = result
+        for fn in self.owners.get(scope, ()):
+            self.done[fn] = fn.with_fields(body=result)
+
+    def run(self) -> Expr:
+        for scope in _scopes_inner_first(self.expr):
+            if scope not in self.converted:
+                self.convert(scope)
+        if type(self.expr) is Function:
+            return self.done.get(self.expr, self.expr)
+        return self.converted[self.expr]
+
+
+def to_a_normal_form(expr: Expr) -> Expr:
+    """``expr`` with every non-atomic sub-expression bound by a ``let`` in its scope."""
+    return _ANormalizer(expr).run()
 
 
 def to_graph_normal_form(expr: Expr) -> Expr:

@@ -42,7 +42,7 @@ def bind(expr: Expr, binds: Mapping[Var, Any]) -> Expr:
     memo: dict[Expr, Expr] = dict(table)
 
     def post(new: Expr, old: Expr) -> Expr | None:
-        if isinstance(new, Function):
+        if isinstance(new, Function) and isinstance(old, Function):
             kept = [p for p in old.params if p not in table]
             if len(kept) != len(old.params):
                 return Function(kept, new.body, new.ret_type, new.type_params, new.attrs, new.span)

@@ -48,7 +48,7 @@ def _name(e: Expr) -> str:
 def _groups(expr: Expr, op_name: str, key_fn: Any, min_branches: int) -> list[list[Call]]:
     groups: dict[Any, list[Call]] = {}
     for node in post_order(expr):
-        if _name(node) != op_name:
+        if type(node) is not Call or _name(node) != op_name:
             continue
         key = key_fn(node)
         if key is not None and type(node.args[1]) in (Constant, Var):

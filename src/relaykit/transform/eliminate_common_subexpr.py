@@ -39,14 +39,13 @@ def eliminate_common_subexpr(expr: Expr, fskip: Callable[[Call], bool] | None = 
     seen: dict[Any, Expr] = {}
 
     def post(new: Expr, old: Expr) -> Expr | None:
-        t = type(new)
-        if t is Call:
+        if type(new) is Call:
             if type(new.op) is not Op or new.op.name in _NEVER_MERGED:
                 return None
             if fskip is not None and fskip(new):
                 return None
             key: Any = ("call", new.op, tuple(id(a) for a in new.args), new.attrs)
-        elif t is TupleGetItem:
+        elif type(new) is TupleGetItem:
             key = ("proj", id(new.tuple_value), new.index)
         else:
             return None

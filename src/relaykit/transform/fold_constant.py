@@ -136,10 +136,9 @@ def fold_constant(expr: Expr, mod: IRModule | None = None) -> Expr:
         return expr
 
     def post(new: Expr, old: Expr) -> Expr | None:
-        t = type(new)
-        if t is Call:
+        if type(new) is Call:
             return _fold_call(new, old)  # type: ignore[arg-type]
-        if t is TupleGetItem and type(new.tuple_value) is Tuple:
+        if type(new) is TupleGetItem and type(new.tuple_value) is Tuple:
             return new.tuple_value.fields[new.index]
         return None
 

@@ -62,6 +62,20 @@ def _channel_scale(scale: Expr, out: TensorType, axis: int) -> np.ndarray | None
     return np.broadcast_to(s.reshape(-1), (out.shape[axis],)).astype(s.dtype)
 
 
+def _scaled_bias(
+    bias_call: Call, bias: Expr, vec: np.ndarray, out_t: TensorType, axis: int
+) -> Expr | None:
+    """The bias of ``bias_call`` (``nn.bias_add`` or ``add``) times ``vec``, if it can be."""
+    if _name(bias_call) == "nn.bias_add":
+        if bias_call.attrs.axis % out_t.ndim != axis:
+            return None
+        return op.multiply(bias, Constant(vec))
+    if type(bias) is not Constant or _channel_scale(bias, out_t, axis) is None:
+        return None
+    b = bias.data.numpy()
+    return Constant(b * vec.reshape((-1,) + (1,) * (out_t.ndim - axis - 1)))
+
+
 def _scaled_layer(layer: Call, vec: np.ndarray) -> Expr | None:
     """``layer`` with its output channels multiplied by ``vec``, or None."""
     name = _name(layer)
@@ -90,41 +104,37 @@ def fold_scale_axis(expr: Expr, mod: IRModule | None = None) -> Expr:
         return 1
 
     def post(new: Expr, old: Expr) -> Expr | None:
-        if _name(new) != "multiply":
+        if type(new) is not Call or type(old) is not Call or _name(new) != "multiply":
             return None
         lhs, scale = new.args
         old_lhs = old.args[0]
-        if uses.get(old_lhs, 0) != 1 or not isinstance(checked_type_or_none(old_lhs), TensorType):
-            return None
         out_t = checked_type_or_none(old_lhs)
-        bias = None
-        layer = lhs
-        if _name(lhs) in ("nn.bias_add", "add"):
-            if uses.get(old_lhs.args[0], 0) != 1:
+        if uses.get(old_lhs, 0) != 1 or not isinstance(out_t, TensorType):
+            return None
+        # multiply(layer, scale) or multiply(bias_add/add(layer, bias), scale)
+        bias_call = lhs if type(lhs) is Call and _name(lhs) in ("nn.bias_add", "add") else None
+        layer, bias = lhs, None
+        if bias_call is not None:
+            if type(old_lhs) is not Call or uses.get(old_lhs.args[0], 0) != 1:
                 return None
-            layer, bias = lhs.args
-        if _name(layer) not in ("nn.conv2d", "nn.dense"):
+            layer, bias = bias_call.args
+        if type(layer) is not Call or _name(layer) not in ("nn.conv2d", "nn.dense"):
             return None
         axis = channel_axis(layer)
         vec = _channel_scale(scale, out_t, axis)
         if vec is None:
             return None
-        if bias is not None:
-            if _name(lhs) == "nn.bias_add":
-                if lhs.attrs.axis % out_t.ndim != axis:
-                    return None
-                new_bias: Expr = op.multiply(bias, Constant(vec))
-            else:
-                if type(bias) is not Constant or _channel_scale(bias, out_t, axis) is None:
-                    return None
-                b = bias.data.numpy()
-                new_bias = Constant(b * vec.reshape((-1,) + (1,) * (out_t.ndim - axis - 1)))
+        new_bias = None
+        if bias_call is not None and bias is not None:
+            new_bias = _scaled_bias(bias_call, bias, vec, out_t, axis)
+            if new_bias is None:
+                return None
         scaled = _scaled_layer(layer, vec)
         if scaled is None:
             return None
-        if bias is None:
+        if bias_call is None or new_bias is None:
             return scaled
-        return lhs.with_fields(args=[scaled, new_bias])
+        return bias_call.with_fields(args=[scaled, new_bias])
 
     return rewrite_post_order(expr, post)
 

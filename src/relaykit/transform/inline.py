@@ -26,6 +26,7 @@ from relaykit.ir.functor import rewrite_post_order
 from relaykit.ir.module import IRModule
 
 from .bind import bind
+from .infer_type import infer_module
 from .pass_infra import ModulePass, PassContext
 
 __all__ = ["Inline", "inline_calls"]
@@ -106,7 +107,5 @@ class Inline(ModulePass):
                 continue
             new = inline_calls(fn, bodies)
             out._add(gv, new)
-        from .infer_type import infer_module
-
         infer_module(out)
         return out

@@ -57,10 +57,10 @@ def _batch_norm(call: Call, old: Call) -> Expr | None:
     ndim = ty.ndim
     axis = attrs.axis % ndim if ndim else 0
     eps = const(attrs.epsilon, ty.dtype)
-    scale = divide(const(1.0, ty.dtype), sqrt(add(moving_var, eps)))
+    scale: Expr = divide(const(1.0, ty.dtype), sqrt(add(moving_var, eps)))
     if attrs.scale:
         scale = multiply(scale, gamma)
-    shift = multiply(negative(moving_mean), scale)
+    shift: Expr = multiply(negative(moving_mean), scale)
     if attrs.center:
         shift = add(shift, beta)
     scale = _expand_to_axis(scale, ndim, axis)

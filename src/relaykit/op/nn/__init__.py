@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from relaykit.errors import AttrError
 from relaykit.ir.expr import Call, Expr, TupleGetItem, TupleWrapper, const
 from relaykit.ir.types import check_dtype
 from relaykit.op.define import make_call
@@ -66,9 +67,9 @@ def get_pad_tuple2d(padding: Any) -> tuple[int, int, int, int]:
     else:
         vals = tuple(int(p) for p in padding)
         if len(vals) == 4:
-            return vals  # type: ignore[return-value]
+            return vals[0], vals[1], vals[2], vals[3]
         if len(vals) != 2:
-            raise ValueError(f"padding must have 1, 2 or 4 values, got {padding!r}")
+            raise AttrError(f"padding must have 1, 2 or 4 values, got {padding!r}")
         pad_h, pad_w = vals[0] * 2, vals[1] * 2
     top, left = (pad_h + 1) // 2, (pad_w + 1) // 2
     return top, left, pad_h - top, pad_w - left

@@ -131,7 +131,7 @@ def _windows(x: np.ndarray, k, s, d, out) -> np.ndarray:
     r = len(k)
     eff = tuple((k[i] - 1) * d[i] + 1 for i in range(r))
     win = sliding_window_view(x, eff, axis=tuple(range(2, 2 + r)))
-    index = (slice(None), slice(None))
+    index: tuple[slice, ...] = (slice(None), slice(None))
     index += tuple(slice(None, s[i] * (out[i] - 1) + 1, s[i]) for i in range(r))
     index += tuple(slice(None, None, d[i]) for i in range(r))
     return win[index]

@@ -95,7 +95,7 @@ def pad4(padding: Any, what: str = "padding") -> tuple[int, int, int, int]:
         vals = (vals[0], vals[1], vals[0], vals[1])
     if len(vals) != 4 or any(not isinstance(v, int) or v < 0 for v in vals):
         raise TypeRelError(f"{what} must be 1, 2 or 4 non-negative integers, got {padding!r}")
-    return vals  # type: ignore[return-value]
+    return vals
 
 
 def _same_dtype(a: TensorType, b: TensorType, names: str) -> None:
@@ -254,7 +254,8 @@ def prelu_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
 
 def softmax_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     data = float_unary_rel(arg_types, attrs)
-    normalize_axis(attrs.axis, data.ndim, "softmax axis")  # type: ignore[union-attr]
+    assert isinstance(data, TensorType)  # float_unary_rel returns a tensor type or raises
+    normalize_axis(attrs.axis, data.ndim, "softmax axis")
     return data
 
 

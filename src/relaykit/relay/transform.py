@@ -1,0 +1,24 @@
+"""TVM's ``relay.transform``: relaykit's passes and, under Relay's names, the BYOC passes.
+
+In TVM the partitioning passes sit beside the others in ``relay.transform``; in relaykit
+they live in :mod:`relaykit.byoc`, which builds on :mod:`relaykit.transform`, so this
+facade module is where the two meet.
+
+>>> from relaykit import relay
+>>> relay.transform.MergeComposite.__module__
+'relaykit.byoc.merge_composite'
+>>> relay.transform.InferType is relaykit.transform.InferType
+True
+"""
+
+import relaykit.transform
+from relaykit.byoc import AnnotateTarget, MergeCompilerRegions, MergeComposite, PartitionGraph
+from relaykit.transform import *  # noqa: F403 - every pass and the pass infrastructure
+
+__all__ = [
+    *relaykit.transform.__all__,
+    "MergeComposite",
+    "AnnotateTarget",
+    "MergeCompilerRegions",
+    "PartitionGraph",
+]
