@@ -21,9 +21,9 @@ True
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.metadata
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -138,10 +138,13 @@ class BackendRegistry(Registry[str, Backend]):
         return sorted(set(self) | set(BUILTIN) | set(_installed()))
 
     def _missing_message(self, key: str) -> str:
+        names = self.known()
+        close = difflib.get_close_matches(str(key), names, n=3)
+        hint = f"Did you mean {', '.join(close)}? " if close else ""
         return (
-            super()._missing_message(key).replace("(registered:", "(known:", 1)
-            + ". Built-in backends load by name; others come from packages declaring a "
-            f"{ENTRY_POINT_GROUP!r} entry point, or from register_backend(Backend(...))"
+            f"no backend named {key!r} (known: {', '.join(names) or 'none'}). {hint}"
+            "Install a package that declares it in the "
+            f"{ENTRY_POINT_GROUP!r} entry-point group, or register_backend(Backend(...))"
         )
 
     def __getitem__(self, key: str) -> Backend:
@@ -187,5 +190,3 @@ def backend_names() -> list[str]:
     """Names of every backend: registered, built in and installed."""
     return backend_registry.known()
 
-
-Factory = Callable[[], Backend]
