@@ -8,6 +8,10 @@ evaluated against the original.
 ``relaykit partition MODEL --target X`` partitions a built-in workload or a
 text-format file and prints, per target, its functions, operators, MACs and
 parameter bytes, and the operator breakdown before and after.
+
+``relaykit backends`` lists the backends relaykit knows (built in, or installed
+through the ``relaykit.backends`` entry-point group) with their version, whether
+they can run here (or what to install), and what each supports.
 """
 
 from __future__ import annotations
@@ -22,6 +26,9 @@ from typing import Any
 
 import numpy as np
 
+from .backends import target_key
+from .backends.status import describe_all, format_table
+from .byoc.targets import activate_targets
 from .errors import RelayKitError
 from .ir import Call, Function, IRModule, Op, post_order
 
@@ -103,8 +110,8 @@ def register_demo_target() -> None:
     from .ir.op import default_registry, register_op_attr
     from .op.contrib import register_pattern_table
 
-    if default_registry.get_attr("nn.dense", f"target.{DEMO_TARGET}") is None:
-        register_op_attr("nn.dense", f"target.{DEMO_TARGET}", lambda expr: True)
+    if default_registry.get_attr("nn.dense", target_key(DEMO_TARGET)) is None:
+        register_op_attr("nn.dense", target_key(DEMO_TARGET), lambda expr: True)
     register_pattern_table(DEMO_TARGET, demo_patterns)
 
 
@@ -185,20 +192,6 @@ def _bind_weights(
     return mod, set()
 
 
-def _import_backend(target: str) -> None:
-    """Register the rules of a backend shipped under ``relaykit.contrib.<target>``."""
-    import importlib
-    import importlib.util
-
-    name = f"relaykit.contrib.{target.replace('-', '_')}"
-    try:
-        found = importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
-        found = False
-    if found:
-        importlib.import_module(name)
-
-
 def _partition(args: argparse.Namespace) -> int:
     from .byoc import configure_target, explain, pin, scoped_registries
     from .byoc.summary import summarize
@@ -207,15 +200,14 @@ def _partition(args: argparse.Namespace) -> int:
 
     targets = args.target
     mod, weights = load_model(args.model, args.batch, args.image_size)
-    for t in targets:
-        _import_backend(t)
+    activate_targets(targets)  # built-in and installed backends load by name
     if args.bind_params:
         mod, weights = _bind_weights(mod, weights, args.model, targets)
     with scoped_registries():
         notes = []
         for t in targets:
             has_rules = any(
-                default_registry.get_attr(n, f"target.{t}") is not None
+                default_registry.get_attr(n, target_key(t)) is not None
                 for n in default_registry.names()
             )
             if t == DEMO_TARGET and not has_rules and not get_pattern_table(t):
@@ -249,6 +241,18 @@ def _partition(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- relaykit backends ------------------------------------------------------------------------
+def _backends(args: argparse.Namespace) -> int:
+    rows = describe_all()
+    if args.json:
+        import json
+
+        print(json.dumps([r.to_dict() for r in rows], indent=2))
+    else:
+        print(format_table(rows, verbose=args.verbose))
+    return 0
+
+
 # -- relaykit demo --------------------------------------------------------------------------
 def _step(title: str, mod: IRModule) -> None:
     print(f"\n== {title}")
@@ -278,7 +282,7 @@ def _demo(args: argparse.Namespace) -> int:
     _step("the model", mod)
     with scoped_registries():
         # Operator-based rule: nn.dense is supported.
-        register_op_attr("nn.dense", f"target.{DEMO_TARGET}", lambda expr: True)
+        register_op_attr("nn.dense", target_key(DEMO_TARGET), lambda expr: True)
         patterns = demo_patterns()
         print(
             f"\nRules for {DEMO_TARGET}: nn.dense; patterns "
@@ -383,6 +387,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="input height and width of built-in image workloads",
     )
     part.set_defaults(func=_partition)
+    backends = sub.add_parser(
+        "backends",
+        help="list the backends: version, status, what each supports",
+        description=(
+            "List the backends relaykit knows — built in, or installed by a package that "
+            "declares a 'relaykit.backends' entry point — with version, status (available, "
+            "or what to install) and how many operators and patterns each supports."
+        ),
+    )
+    backends.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    backends.add_argument(
+        "--verbose", "-v", action="store_true", help="also list the operators and patterns"
+    )
+    backends.set_defaults(func=_backends)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))

@@ -21,6 +21,8 @@ __all__ = [
     "OpNotFoundError",
     "RegistryKeyError",
     "BackendNotFoundError",
+    "BackendError",
+    "BackendLoadError",
     "AttrError",
     "ParseError",
     "ExecutionError",
@@ -84,6 +86,15 @@ class RegistryKeyError(RelayKitError, KeyError):
 class BackendNotFoundError(RegistryKeyError):
     """No backend of that name is built in or installed; the message lists the known
     backends and how to install or register one."""
+
+
+class BackendError(RelayKitError):
+    """A backend record is malformed or cannot be registered."""
+
+
+class BackendLoadError(BackendError, ImportError):
+    """A built-in backend or an installed ``relaykit.backends`` entry point failed to load;
+    the message names the entry point and the package that declares it."""
 
 
 class AttrError(RelayKitError, ValueError):

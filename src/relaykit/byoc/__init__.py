@@ -34,7 +34,6 @@ host or a target, and :func:`explain` says where every operator went and why.
 [('nn.dense', 'mylib'), ('nn.relu', 'mylib'), ('abs', 'host'), ('nn.softmax', 'host')]
 """
 
-from relaykit.backend.codegen.registry import get_codegen, register_codegen, run_optimize_hook
 
 from ._common import PartitionError
 from .annotate import AnnotateTarget
@@ -44,7 +43,7 @@ from .merge_composite import MergeComposite
 from .merge_regions import MergeCompilerRegions
 from .partition import PartitionGraph, RegionInfo, partition_module, region_functions
 from .pins import Pin, pin
-from .pipeline import partition_for, partition_passes, registered_patterns
+from .pipeline import partition_for, partition_passes, registered_patterns, run_optimize_hook
 from .report import OpReport, Report, explain
 from .rules import Decline, RuleError, Verdict, check_op, decline
 from .targets import (
@@ -56,9 +55,7 @@ from .targets import (
 )
 
 __all__ = [
-    # codegens (relay.ext.<name>)
-    "register_codegen",
-    "get_codegen",
+    # a backend's optimize hook (relay.ext.<name>.optimize)
     "run_optimize_hook",
     # passes
     "MergeComposite",

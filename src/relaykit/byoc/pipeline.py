@@ -17,8 +17,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from relaykit.errors import CodegenError
 from relaykit.ir.module import IRModule
 from relaykit.op.contrib import get_pattern_table
+from relaykit.runtime.registry import get_global_func
 from relaykit.transform.bind import bind_params_by_name
 from relaykit.transform.infer_type import InferType
 from relaykit.transform.pass_infra import Pass, Sequential
@@ -28,8 +30,25 @@ from .choose import normalize_targets
 from .merge_composite import MergeComposite
 from .merge_regions import MergeCompilerRegions
 from .partition import PartitionGraph
+from .targets import activate_targets
 
-__all__ = ["partition_for", "partition_passes", "registered_patterns"]
+__all__ = ["partition_for", "partition_passes", "registered_patterns", "run_optimize_hook"]
+
+
+def run_optimize_hook(
+    mod: IRModule, target: str, params: Mapping[str, Any] | None = None
+) -> IRModule:
+    """Run ``target``'s optimize hook (``relay.ext.<target>.optimize``: the backend
+    record's ``optimize``, or a function registered under that name) on ``mod``."""
+    hook = get_global_func(f"relay.ext.{target}.optimize", allow_missing=True)
+    if hook is None:
+        return mod
+    out = hook(mod, params)
+    if not isinstance(out, IRModule):
+        raise CodegenError(
+            f"the optimize hook of {target!r} returned {type(out).__name__}, not an IRModule"
+        )
+    return out
 
 
 def registered_patterns(targets: str | Sequence[str]) -> list[tuple[Any, ...]]:
@@ -51,6 +70,7 @@ def partition_passes(
 ) -> list[Pass]:
     """The passes :func:`partition_for` runs, for use in a ``Sequential``."""
     names = normalize_targets(targets)
+    activate_targets(names)
     table = registered_patterns(names) if patterns is None else list(patterns)
     passes: list[Pass] = [InferType()]
     if table:
@@ -87,10 +107,8 @@ def partition_for(
     if params:
         mod = mod.copy()
         mod["main"] = bind_params_by_name(mod["main"], params)
-    # Each target's codegen may rewrite the module first (``relay.ext.<name>.optimize``).
-    from relaykit.backend.codegen.registry import run_optimize_hook
-
-    for target in ([targets] if isinstance(targets, str) else targets) if optimize else ():
+    # Each target's backend may rewrite the module first (its ``optimize`` hook).
+    for target in normalize_targets(targets) if optimize else ():
         mod = run_optimize_hook(mod, target, params)
     passes = partition_passes(
         targets,

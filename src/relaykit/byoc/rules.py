@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from relaykit.backends import target_key
 from relaykit.errors import RelayKitError
 from relaykit.ir.expr import Call
 from relaykit.ir.op import Op, OpRegistry, default_registry
@@ -76,8 +77,9 @@ class Verdict:
 
 
 def rule_key(target: str) -> str:
-    """The operator attribute that holds ``target``'s rule: ``"target.<target>"``."""
-    return f"target.{target}"
+    """The operator attribute that holds ``target``'s rule: ``"target.<target>"``
+    (:func:`relaykit.backends.target_key`, the one place the key is spelled)."""
+    return target_key(target)
 
 
 _ARITY: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()

@@ -15,8 +15,10 @@ pass as in TVM::
   calls count their operators) or fewer multiply-accumulates (conv2d, dense,
   batch_matmul) goes back to the host. Both default to 0: no pruning, as in TVM.
 
-Specs live in :data:`target_registry`; :func:`scoped_registries` undoes, at
-the end of a ``with`` block, every rule, pattern table and spec registered in it.
+The options are fields of the target's :class:`~relaykit.backends.Backend` record;
+:data:`target_registry` is a view of them. :func:`scoped_registries` undoes, at
+the end of a ``with`` block, every rule, backend, pattern table and spec
+registered in it.
 
 >>> with scoped_registries():
 ...     spec = configure_target("demo", min_region_ops=2)
@@ -30,8 +32,11 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
+from typing import Any
 
+from relaykit.backends import Backend, backend_registry, find_backend, update_backend
 from relaykit.ir.op import default_registry
 
 from ._common import DEFAULT_TARGET, PartitionError
@@ -44,6 +49,9 @@ __all__ = [
     "configure_target",
     "get_target_spec",
     "scoped_registries",
+    "spec_of",
+    "install_rules",
+    "activate_targets",
 ]
 
 #: Operators that are transparent for every target unless its spec overrides them.
@@ -89,39 +97,52 @@ class TargetSpec:
 
 
 class TargetRegistry:
-    """Target specs by name; a target without a spec gets the defaults."""
+    """Target specs by name: a view of the backend registry (a backend's
+    ``min_region_ops``, ``min_region_macs`` and ``transparent_ops`` fields); a target
+    without a backend record gets the defaults."""
 
     def __init__(self) -> None:
-        self._specs: dict[str, TargetSpec] = {}
         self._defaults: dict[str, TargetSpec] = {}
 
     def get(self, name: str) -> TargetSpec:
-        spec = self._specs.get(name)
-        if spec is None:
+        backend = find_backend(name)
+        if backend is None:
             spec = self._defaults.get(name)
             if spec is None:
                 spec = self._defaults[name] = TargetSpec(name)
-        return spec
+            return spec
+        return spec_of(backend)
 
     def set(self, spec: TargetSpec) -> None:
-        self._specs[spec.name] = spec
+        update_backend(
+            spec.name,
+            min_region_ops=spec.min_region_ops,
+            min_region_macs=spec.min_region_macs,
+            transparent_ops=spec.transparent_ops,
+        )
 
     def names(self) -> list[str]:
-        return sorted(self._specs)
+        return sorted(n for n, b in backend_registry.items() if spec_of(b) != TargetSpec(n))
 
-    def snapshot(self) -> dict[str, TargetSpec]:
-        return dict(self._specs)
+    def scoped(self) -> AbstractContextManager[Any]:
+        return backend_registry.scoped()
 
-    def restore(self, snap: dict[str, TargetSpec]) -> None:
-        self._specs = dict(snap)
 
-    @contextlib.contextmanager
-    def scoped(self) -> Iterator[TargetRegistry]:
-        snap = self.snapshot()
-        try:
-            yield self
-        finally:
-            self.restore(snap)
+_SPECS: dict[int, tuple[Backend, TargetSpec]] = {}
+
+
+def spec_of(backend: Backend) -> TargetSpec:
+    """The partitioning options of ``backend``, validated (one :class:`TargetSpec` per
+    record, so reading them in a hot loop costs a dict lookup)."""
+    hit = _SPECS.get(id(backend))
+    if hit is not None and hit[0] is backend:
+        return hit[1]
+    ops = DEFAULT_TRANSPARENT_OPS if backend.transparent_ops is None else backend.transparent_ops
+    spec = TargetSpec(backend.name, backend.min_region_ops, backend.min_region_macs, ops)
+    if len(_SPECS) > 256:
+        _SPECS.clear()
+    _SPECS[id(backend)] = (backend, spec)
+    return spec
 
 
 target_registry = TargetRegistry()
@@ -163,7 +184,34 @@ def get_target_spec(name: str) -> TargetSpec:
 def scoped_registries() -> Iterator[None]:
     """Undo, at the end of the block, every operator attribute (target rules),
     pattern table and target spec registered inside it."""
-    from relaykit.op.contrib import pattern_table_registry
-
-    with default_registry.scoped(), pattern_table_registry.scoped(), target_registry.scoped():
+    with default_registry.scoped(), backend_registry.scoped():
         yield None
+
+
+def install_rules(backend: Backend, *, replace_existing: bool = False) -> None:
+    """Put ``backend``'s rules into the operator attribute table (``target.<name>``).
+
+    An operator that already has a rule for the backend keeps it (a rule the user
+    registered wins) unless ``replace_existing``. Operators that are not registered
+    are skipped.
+    """
+    key = backend.key
+    for op_name, rule in backend.rules.items():
+        if op_name not in default_registry:
+            continue
+        current = default_registry.get_attr(op_name, key)
+        if current is rule or (current is not None and not replace_existing):
+            continue
+        if current is not None:
+            default_registry.reset_attr(op_name, key)
+        default_registry.set_attr(op_name, key, rule)
+
+
+def activate_targets(targets: Iterable[str]) -> None:
+    """Load each target's backend (built-in and installed ones are found by name) and
+    install its operator rules where missing. A target with no backend is left alone:
+    its rules may have been registered directly as operator attributes."""
+    for name in targets:
+        backend = find_backend(name)
+        if backend is not None and backend.rules:
+            install_rules(backend)

@@ -1,4 +1,5 @@
-"""Helpers shared by the example backends: idempotent registration, the optimize hook.
+"""Helpers shared by the built-in backends: idempotent registration, the optimize hook,
+status checks.
 
 >>> from relaykit.ir import IRModule
 >>> inference_optimize(IRModule()).functions
@@ -7,31 +8,50 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import importlib.metadata
+from collections.abc import Mapping
 from typing import Any
 
+from relaykit.backend.codegen.toolchain import find_c_compiler
+from relaykit.backends import Backend, register_backend
+from relaykit.byoc.targets import install_rules
+from relaykit.errors import CompilerNotFoundError
 from relaykit.ir.module import IRModule
-from relaykit.ir.op import default_registry
-from relaykit.op.contrib import register_pattern_table
 from relaykit.transform.bind import bind_params_by_name
 from relaykit.transform.fold_constant import FoldConstant
 from relaykit.transform.infer_type import InferType
 from relaykit.transform.pass_infra import Sequential
 from relaykit.transform.simplify_inference import SimplifyInference
 
-__all__ = ["register_rules", "inference_optimize"]
+__all__ = ["register", "inference_optimize", "c_compiler_missing", "RELAYKIT_VERSION"]
 
 
-def register_rules(
-    target: str, rules: Mapping[str, Callable[..., Any]], patterns: Callable[[], Any]
-) -> None:
-    """(Re)register ``target``'s operator rules and pattern table; safe to call again."""
-    key = f"target.{target}"
-    for op_name, rule in rules.items():
-        if default_registry.get_attr(op_name, key) is not rule:
-            default_registry.reset_attr(op_name, key)
-            default_registry.set_attr(op_name, key, rule)
-    register_pattern_table(target, patterns)
+def _version() -> str:
+    try:
+        return importlib.metadata.version("relaykit")
+    except importlib.metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+#: The version of the built-in backends: relaykit's own.
+RELAYKIT_VERSION = _version()
+
+
+def register(backend: Backend) -> None:
+    """(Re)register ``backend``'s record and install its operator rules (replacing rules
+    registered for it before); safe to call again, e.g. after a test restored the
+    registries."""
+    register_backend(backend, override=True)
+    install_rules(backend, replace_existing=True)
+
+
+def c_compiler_missing() -> str | None:
+    """``None`` when a C compiler is on PATH; otherwise why not (a backend's status check)."""
+    try:
+        find_c_compiler("ccompiler")
+    except CompilerNotFoundError:
+        return "no C compiler found (set CC or install cc, gcc or clang)"
+    return None
 
 
 def inference_optimize(mod: IRModule, params: Mapping[str, Any] | None = None) -> IRModule:

@@ -20,15 +20,16 @@ A backend function follows TVM's destination-passing convention:
 
 from __future__ import annotations
 
-import contextlib
 import functools
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 
-from relaykit.errors import ArtifactError, FunctionNotFoundError
+from relaykit.backends import backend_registry, find_backend
+from relaykit.errors import ArtifactError, BackendLoadError, FunctionNotFoundError
+from relaykit.registry import Registry
 
 __all__ = [
     "Module",
@@ -172,38 +173,44 @@ class PythonModule(Module):
 Loader = Callable[[ModuleBlob], Module]
 
 
-class ModuleLoaderRegistry:
-    """Loaders by ``type_key`` (TVM's ``runtime.module.loadbinary_<type_key>``)."""
+def _backend_loader(type_key: str) -> Loader | None:
+    """The loader that a backend record declares for ``type_key`` (loaded backends first,
+    then the built-in and installed ones, loaded on demand)."""
+    for name in [*backend_registry, *backend_registry.known()]:
+        try:
+            backend = find_backend(name)
+        except BackendLoadError:
+            continue  # a broken third-party backend must not hide another's loader
+        if backend is not None and type_key in backend.loaders:
+            return backend.loaders[type_key]  # type: ignore[no-any-return]
+    return None
 
-    def __init__(self) -> None:
-        self._loaders: dict[str, Loader] = {}
 
-    def register(self, type_key: str, loader: Loader) -> None:
-        self._loaders[str(type_key)] = loader
+class ModuleLoaderRegistry(Registry[str, Loader]):
+    """Loaders by ``type_key`` (TVM's ``runtime.module.loadbinary_<type_key>``).
 
-    def get(self, type_key: str) -> Loader | None:
-        return self._loaders.get(type_key)
+    Holds the loaders of relaykit's own module types; a backend's loaders are read from
+    its :class:`~relaykit.backends.Backend` record (``loaders``), not copied here.
+    """
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        loader = self._entries.get(key)
+        if loader is None:
+            loader = _backend_loader(key)
+        return default if loader is None else loader
 
     def names(self) -> list[str]:
-        return sorted(self._loaders)
-
-    @contextlib.contextmanager
-    def scoped(self) -> Iterator[ModuleLoaderRegistry]:
-        snap = dict(self._loaders)
-        try:
-            yield self
-        finally:
-            self._loaders = snap
+        return sorted(self)
 
 
-module_loaders = ModuleLoaderRegistry()
+module_loaders = ModuleLoaderRegistry("module loader")
 
 
 def register_module_loader(type_key: str, loader: Loader | None = None) -> Any:
     """Register how modules of ``type_key`` are rebuilt from a :class:`ModuleBlob`."""
 
     def _register(fn: Loader) -> Loader:
-        module_loaders.register(type_key, fn)
+        module_loaders.register(str(type_key), fn, override=True)
         return fn
 
     return _register(loader) if loader is not None else _register

@@ -1,8 +1,10 @@
 """Global functions by name, as TVM's ``tvm.register_func`` / ``tvm.get_global_func``.
 
-BYOC codegens are found here under ``relay.ext.<target>`` (see
-:mod:`relaykit.backend.codegen`). The registry is an object a test can snapshot
-and restore.
+BYOC codegens are found here under ``relay.ext.<target>`` (and their optimize
+hooks under ``relay.ext.<target>.optimize``): those names are views of the
+backend registry (:mod:`relaykit.backends`), so ``relay.ext.ccompiler`` exists
+as soon as relaykit is imported and loads its backend on first use. The
+registry is an object a test can snapshot and restore.
 
 >>> with func_registry.scoped():
 ...     @register_func("demo.twice")
@@ -12,18 +14,22 @@ and restore.
 42
 >>> get_global_func("demo.twice", allow_missing=True) is None
 True
+>>> callable(get_global_func("relay.ext.ccompiler"))
+True
 """
 
 from __future__ import annotations
 
-import contextlib
 import difflib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-from relaykit.errors import RelayKitError
+from relaykit.backends import backend_registry, find_backend
+from relaykit.errors import RegistryKeyError, RelayKitError
+from relaykit.registry import Registry
 
 __all__ = [
+    "EXT_PREFIX",
     "FunctionRegistry",
     "func_registry",
     "register_func",
@@ -32,50 +38,42 @@ __all__ = [
     "remove_global_func",
 ]
 
+#: Global functions ``relay.ext.<backend>`` are backends' codegens.
+EXT_PREFIX = "relay.ext."
 
-class FunctionRegistry:
+
+class FunctionRegistry(Registry[str, Callable[..., Any]]):
     """Named callables. Registering a taken name needs ``override=True``."""
 
-    def __init__(self) -> None:
-        self._funcs: dict[str, Callable[..., Any]] = {}
-
-    def register(self, name: str, fn: Callable[..., Any], override: bool = False) -> None:
-        if not isinstance(name, str) or not name:
-            raise RelayKitError(f"a global function name must be a non-empty string, got {name!r}")
-        if not callable(fn):
-            raise RelayKitError(f"global function {name!r} must be callable, got {fn!r}")
-        if name in self._funcs and not override and self._funcs[name] is not fn:
-            raise RelayKitError(
-                f"global function {name!r} is already registered; pass override=True to replace it"
-            )
-        self._funcs[name] = fn
-
-    def get(self, name: str) -> Callable[..., Any] | None:
-        return self._funcs.get(name)
+    def register(self, key: str, value: Any = None, *, override: bool = False) -> Any:  # type: ignore[override]
+        if not isinstance(key, str) or not key:
+            raise RelayKitError(f"a global function name must be a non-empty string, got {key!r}")
+        if not callable(value):
+            raise RelayKitError(f"global function {key!r} must be callable, got {value!r}")
+        return super().register(key, value, override=override)
 
     def remove(self, name: str) -> None:
-        self._funcs.pop(name, None)
+        self._entries.pop(name, None)
 
     def names(self) -> list[str]:
-        return sorted(self._funcs)
-
-    def snapshot(self) -> dict[str, Callable[..., Any]]:
-        return dict(self._funcs)
-
-    def restore(self, snap: dict[str, Callable[..., Any]]) -> None:
-        self._funcs = dict(snap)
-
-    @contextlib.contextmanager
-    def scoped(self) -> Iterator[FunctionRegistry]:
-        """Registrations made inside the block are undone at its end."""
-        snap = self.snapshot()
-        try:
-            yield self
-        finally:
-            self.restore(snap)
+        return sorted(self)
 
 
-func_registry = FunctionRegistry()
+func_registry = FunctionRegistry("global function")
+
+
+def _backend_function(name: str) -> Callable[..., Any] | None:
+    """``relay.ext.<b>`` -> backend ``b``'s codegen; ``relay.ext.<b>.optimize`` -> its hook."""
+    if not name.startswith(EXT_PREFIX):
+        return None
+    rest = name[len(EXT_PREFIX) :]
+    target, _, tail = rest.partition(".")
+    if tail not in ("", "optimize"):
+        return None
+    backend = find_backend(target)
+    if backend is None:
+        return None
+    return backend.optimize if tail else backend.codegen
 
 
 def register_func(
@@ -87,11 +85,11 @@ def register_func(
     """
     if callable(func_name) and f is None:
         fn = func_name
-        func_registry.register(fn.__name__, fn, override)
+        func_registry.register(fn.__name__, fn, override=override)
         return fn
 
     def _register(fn: Callable[..., Any]) -> Callable[..., Any]:
-        func_registry.register(str(func_name), fn, override)
+        func_registry.register(str(func_name), fn, override=override)
         return fn
 
     return _register(f) if f is not None else _register
@@ -100,15 +98,19 @@ def register_func(
 def get_global_func(name: str, allow_missing: bool = False) -> Callable[..., Any] | None:
     """The global function ``name``; ``None`` if missing and ``allow_missing``."""
     fn = func_registry.get(name)
+    if fn is None:
+        fn = _backend_function(name)
     if fn is None and not allow_missing:
-        close = difflib.get_close_matches(name, func_registry.names(), n=3)
+        close = difflib.get_close_matches(name, list_global_func_names(), n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
-        raise RelayKitError(f"global function {name!r} is not registered{hint}")
+        raise RegistryKeyError(f"global function {name!r} is not registered{hint}")
     return fn
 
 
 def list_global_func_names() -> list[str]:
-    return func_registry.names()
+    """Registered functions, and ``relay.ext.<name>`` of every known backend."""
+    ext = {EXT_PREFIX + n for n in backend_registry.known()}
+    return sorted(set(func_registry) | ext)
 
 
 def remove_global_func(name: str) -> None:

@@ -31,11 +31,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from relaykit.backends import backend_registry, find_backend, update_backend
+from relaykit.byoc.pipeline import partition_for, run_optimize_hook
 from relaykit.errors import CodegenError
 from relaykit.ir.expr import Function
 from relaykit.ir.module import IRModule
 from relaykit.runtime.module import Module
-from relaykit.runtime.registry import func_registry
+from relaykit.runtime.registry import EXT_PREFIX, func_registry, get_global_func
 
 __all__ = [
     "CodegenInfo",
@@ -53,7 +55,7 @@ Optimize = Callable[[IRModule, Mapping[str, Any] | None], IRModule]
 
 @dataclass(frozen=True)
 class CodegenInfo:
-    """A registered codegen: ``compile(func)`` (or ``compile([funcs])`` when
+    """A backend's codegen: ``compile(func)`` (or ``compile([funcs])`` when
     ``per_module``) returns a runtime module; ``optimize`` runs before partitioning."""
 
     name: str
@@ -63,44 +65,43 @@ class CodegenInfo:
 
 
 class CodegenRegistry:
-    """Codegens by target name; a test can snapshot and restore it."""
-
-    def __init__(self) -> None:
-        self._infos: dict[str, CodegenInfo] = {}
+    """Codegens by target name: a view of the backend registry (each backend record's
+    ``codegen``, ``optimize`` and ``per_module``), plus functions registered the TVM
+    way as ``relay.ext.<name>``. A test can scope it."""
 
     def register(self, info: CodegenInfo, override: bool = False) -> None:
-        old = self._infos.get(info.name)
-        if old is not None and not override and old.compile is not info.compile:
-            raise CodegenError(
-                f"a codegen for target {info.name!r} is already registered; "
-                "pass override=True to replace it"
-            )
-        self._infos[info.name] = info
-        func_registry.register(f"relay.ext.{info.name}", info.compile, override=True)
+        old = find_backend(info.name)
+        if old is not None and old.codegen is not None and not override:
+            if old.codegen is not info.compile:
+                raise CodegenError(
+                    f"a codegen for target {info.name!r} is already registered; "
+                    "pass override=True to replace it"
+                )
+        changes: dict[str, Any] = {"codegen": info.compile, "per_module": info.per_module}
         if info.optimize is not None:
-            func_registry.register(f"relay.ext.{info.name}.optimize", info.optimize, override=True)
+            changes["optimize"] = info.optimize
+        update_backend(info.name, **changes)
 
     def get(self, name: str) -> CodegenInfo | None:
-        info = self._infos.get(name)
-        if info is None:  # registered the TVM way, as a global function
-            fn = func_registry.get(f"relay.ext.{name}")
-            if fn is not None:
-                info = CodegenInfo(name, fn, func_registry.get(f"relay.ext.{name}.optimize"))
-        return info
+        backend = find_backend(name)
+        if backend is not None and backend.codegen is not None:
+            return CodegenInfo(name, backend.codegen, backend.optimize, backend.per_module)
+        fn = func_registry.get(EXT_PREFIX + name)  # registered the TVM way
+        if fn is None:
+            return None
+        return CodegenInfo(name, fn, get_global_func(f"{EXT_PREFIX}{name}.optimize", True))
 
     def names(self) -> list[str]:
-        ext = [n[len("relay.ext.") :] for n in func_registry.names() if n.startswith("relay.ext.")]
-        return sorted(set(self._infos) | {n for n in ext if not n.endswith(".optimize")})
+        ext = {n[len(EXT_PREFIX) :] for n in func_registry if n.startswith(EXT_PREFIX)}
+        loaded = {n for n, b in backend_registry.items() if b.codegen is not None}
+        unloaded = set(backend_registry.known()) - set(backend_registry)
+        return sorted(loaded | unloaded | {n for n in ext if not n.endswith(".optimize")})
 
     @contextlib.contextmanager
     def scoped(self) -> Iterator[CodegenRegistry]:
-        """Codegens (and their ``relay.ext.*`` functions) registered in the block are undone."""
-        snap = dict(self._infos)
-        with func_registry.scoped():
-            try:
-                yield self
-            finally:
-                self._infos = snap
+        """Codegens (and ``relay.ext.*`` functions) registered in the block are undone."""
+        with backend_registry.scoped(), func_registry.scoped():
+            yield self
 
 
 codegen_registry = CodegenRegistry()
@@ -114,7 +115,11 @@ def register_codegen(
     per_module: bool = False,
     override: bool = False,
 ) -> Any:
-    """Register the codegen of target ``name``; a decorator when ``fn`` is omitted."""
+    """Register the codegen of target ``name``; a decorator when ``fn`` is omitted.
+
+    It sets the ``codegen`` of backend ``name``'s record (creating a bare record when
+    the backend has none).
+    """
     if not isinstance(name, str) or not name:
         raise CodegenError(f"a codegen target name must be a non-empty string, got {name!r}")
 
@@ -136,29 +141,15 @@ def get_codegen(name: str) -> CodegenInfo:
         hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
         raise CodegenError(
             f"no codegen is registered for target {name!r} (relay.ext.{name}){hint}. "
-            f"Registered: {', '.join(known) or 'none'}. Import the backend's package "
-            f"(e.g. relaykit.contrib.<name>) or register one with register_codegen({name!r})"
+            f"Registered: {', '.join(known) or 'none'}. Install a package that provides "
+            f"backend {name!r} (entry-point group 'relaykit.backends'), register a "
+            f"relaykit.backends.Backend, or register_codegen({name!r}, fn)"
         )
     return info
 
 
 def list_codegens() -> list[str]:
     return codegen_registry.names()
-
-
-def run_optimize_hook(
-    mod: IRModule, target: str, params: Mapping[str, Any] | None = None
-) -> IRModule:
-    """Run target's ``optimize`` hook on ``mod`` (``mod`` unchanged when it has none)."""
-    info = codegen_registry.get(target)
-    if info is None or info.optimize is None:
-        return mod
-    out = info.optimize(mod, params)
-    if not isinstance(out, IRModule):
-        raise CodegenError(
-            f"the optimize hook of {target!r} returned {type(out).__name__}, not an IRModule"
-        )
-    return out
 
 
 def partition_for_target(
@@ -172,8 +163,6 @@ def partition_for_target(
     ``params`` are bound into ``main`` first; ``options`` go to
     :func:`relaykit.byoc.partition_for`.
     """
-    from relaykit.byoc import partition_for
-
     targets = [target] if isinstance(target, str) else list(target)
     if isinstance(mod, Function):
         mod = IRModule.from_expr(mod)

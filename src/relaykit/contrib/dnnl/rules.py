@@ -26,6 +26,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from relaykit.backends import target_key
 from relaykit.byoc import Decline, decline
 from relaykit.ir.expr import Call, Constant, Expr
 from relaykit.ir.op import default_registry, register_op_attr
@@ -33,10 +34,10 @@ from relaykit.ir.types import TensorType, TupleType, Type
 
 from .lower import BINARY_OPS, COMMUTATIVE, ELTWISE_OPS, op_name, pad4, pair
 
-__all__ = ["RULES", "register_rules", "rules_registered", "check_call", "TARGET"]
+__all__ = ["RULES", "register_rules", "rules_registered", "check_call", "rule_for", "TARGET"]
 
 TARGET = "dnnl"
-_KEY = f"target.{TARGET}"
+_KEY = target_key(TARGET)
 _MAX_RANK = 6
 
 Verdict = bool | Decline
@@ -230,16 +231,22 @@ def check_call(call: Call) -> Verdict:
     return rule(call)
 
 
-def _rule_for(op_name: str) -> Callable[[Call], Verdict]:
-    def rule(expr: Any) -> Verdict:
+_INSTALLED: dict[str, Callable[[Call], Verdict]] = {}
+
+
+def rule_for(op_name: str) -> Callable[[Call], Verdict]:
+    """The ``target.dnnl`` rule of ``op_name`` (one function per operator, made once)."""
+    rule = _INSTALLED.get(op_name)
+    if rule is not None:
+        return rule
+
+    def checker(expr: Any) -> Verdict:
         return check_call(expr)
 
-    rule.__name__ = f"dnnl_{op_name.replace('.', '_')}"
-    rule.__qualname__ = rule.__name__
-    return rule
-
-
-_INSTALLED: dict[str, Callable[[Call], Verdict]] = {}
+    checker.__name__ = f"dnnl_{op_name.replace('.', '_')}"
+    checker.__qualname__ = checker.__name__
+    _INSTALLED[op_name] = checker
+    return checker
 
 
 def register_rules() -> None:
@@ -248,10 +255,7 @@ def register_rules() -> None:
     for name in RULES:
         if name not in default_registry or default_registry.get_attr(name, _KEY):
             continue
-        rule = _INSTALLED.get(name)
-        if rule is None:
-            rule = _INSTALLED[name] = _rule_for(name)
-        register_op_attr(name, _KEY, rule)
+        register_op_attr(name, _KEY, rule_for(name))
 
 
 def rules_registered() -> bool:

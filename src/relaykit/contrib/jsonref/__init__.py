@@ -15,21 +15,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from relaykit.backend.codegen.registry import partition_for_target, register_codegen
-from relaykit.contrib._common import inference_optimize, register_rules
+from relaykit.backend.codegen.registry import partition_for_target
+from relaykit.contrib import _common
 from relaykit.ir.module import IRModule
 
+from .backend import BACKEND
 from .codegen import codegen
 from .rules import RULES, TARGET, pattern_table
 from .runtime import JSONRefRuntime
 
-__all__ = ["TARGET", "JSONRefRuntime", "codegen", "register", "partition_for_jsonref"]
+__all__ = ["BACKEND", "TARGET", "JSONRefRuntime", "codegen", "register", "partition_for_jsonref"]
 
 
 def register() -> None:
-    """Register jsonref's rules, patterns and codegen (done on import)."""
-    register_rules(TARGET, RULES, pattern_table)
-    register_codegen(TARGET, codegen, optimize=inference_optimize, override=True)
+    """Register jsonref's backend record and install its rules (call again after a test
+    restored the registries; relaykit finds the backend by name without it)."""
+    _common.register(BACKEND)
 
 
 def partition_for_jsonref(

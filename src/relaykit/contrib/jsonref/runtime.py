@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import ClassVar
 
 from relaykit.runtime.json_runtime import JSONRuntimeBase
-from relaykit.runtime.module import register_module_loader
 
 from .kernels import KERNELS
 
@@ -20,4 +19,3 @@ class JSONRefRuntime(JSONRuntimeBase):
     kernels = KERNELS
 
 
-register_module_loader(JSONRefRuntime.type_key, JSONRefRuntime.load_blob)

@@ -1,17 +1,19 @@
 """Pattern tables of external backends (TVM's ``relay.op.contrib``).
 
-A backend registers the composite patterns its codegen understands under its
-target name; ``MergeComposite(get_pattern_table("X"))`` then wraps every match
-in a composite function whose ``Composite`` attribute names the pattern::
+A backend's pattern table lists the composite patterns its codegen understands;
+``MergeComposite(get_pattern_table("X"))`` then wraps every match in a composite
+function whose ``Composite`` attribute names the pattern::
 
     @register_pattern_table("mylib")
     def pattern_table():
         conv = is_op("nn.conv2d")(wildcard(), wildcard())
         return [("mylib.conv2d_relu", is_op("nn.relu")(conv))]
 
-As in TVM, the decorated function is called once, when it is registered, and
-its result is what :func:`get_pattern_table` returns. Tables live in
-:data:`pattern_table_registry`, which a test can snapshot and restore:
+A table is the ``patterns`` field of the backend's
+:class:`~relaykit.backends.Backend` record: :func:`register_pattern_table` sets it
+(as in TVM, the decorated function is called once, when it is registered) and
+:func:`get_pattern_table` reads it, loading a built-in backend by name.
+:data:`pattern_table_registry` is that view; a test can scope it:
 
 >>> with pattern_table_registry.scoped():
 ...     _ = register_pattern_table("demo", lambda: [])
@@ -23,10 +25,11 @@ True
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
+from relaykit.backends import backend_registry, find_backend, update_backend
 from relaykit.errors import IRError
 
 __all__ = [
@@ -60,36 +63,26 @@ def _check_table(compiler: str, table: Any) -> list[tuple[Any, ...]]:
 
 
 class PatternTableRegistry:
-    """Pattern tables by compiler name."""
-
-    def __init__(self) -> None:
-        self._tables: dict[str, list[tuple[Any, ...]]] = {}
+    """Pattern tables by compiler name: a view of the backend registry."""
 
     def register(self, compiler: str, table: PatternTable) -> None:
         """Set the table of ``compiler`` (a later registration replaces an earlier one)."""
-        self._tables[str(compiler)] = _check_table(compiler, table)
+        update_backend(str(compiler), patterns=tuple(_check_table(compiler, table)))
 
     def get(self, compiler: str) -> list[tuple[Any, ...]] | None:
-        table = self._tables.get(compiler)
-        return None if table is None else list(table)
+        backend = find_backend(compiler)
+        table = None if backend is None else backend.pattern_table()
+        return None if table is None else _check_table(compiler, table)
 
     def names(self) -> list[str]:
-        return sorted(self._tables)
+        return sorted(n for n, b in backend_registry.items() if b.patterns is not None)
 
-    def snapshot(self) -> dict[str, list[tuple[Any, ...]]]:
-        return dict(self._tables)
-
-    def restore(self, snap: dict[str, list[tuple[Any, ...]]]) -> None:
-        self._tables = dict(snap)
-
-    @contextlib.contextmanager
-    def scoped(self) -> Iterator[PatternTableRegistry]:
+    def scoped(self) -> AbstractContextManager[Any]:
         """Registrations made inside the block are undone at its end."""
-        snap = self.snapshot()
-        try:
-            yield self
-        finally:
-            self.restore(snap)
+        return backend_registry.scoped()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
 
 
 pattern_table_registry = PatternTableRegistry()
@@ -114,19 +107,10 @@ def register_pattern_table(compiler: str, table: Callable[[], PatternTable] | No
 
 
 def get_pattern_table(compiler: str) -> list[tuple[Any, ...]] | None:
-    """The pattern table registered for ``compiler``, or None."""
+    """The pattern table of backend ``compiler``, or None."""
     return pattern_table_registry.get(compiler)
 
 
 def list_pattern_tables() -> list[str]:
-    """Names of the compilers that registered a pattern table."""
+    """Names of the (loaded) backends that have a pattern table."""
     return pattern_table_registry.names()
-
-
-def __getattr__(name: str) -> Any:
-    # Backends shipped with relaykit: relay.op.contrib.dnnl.partition_for_dnnl etc.
-    if name in ("dnnl",):
-        import importlib
-
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

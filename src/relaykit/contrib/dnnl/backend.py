@@ -1,0 +1,42 @@
+"""The ``dnnl`` backend record, found by name through :data:`relaykit.backends.BUILTIN`.
+
+Loading the record imports the backend's Python code only; oneDNN itself is
+opened when a region is compiled (or by the ``requires`` check).
+"""
+
+from __future__ import annotations
+
+from relaykit.backends import Backend, Requirement
+from relaykit.contrib._common import RELAYKIT_VERSION
+
+from .codegen import OPTIONS_KEY, dnnl_codegen
+from .library import DnnlNotFoundError, find_onednn
+from .module import DnnlModule
+from .partition import optimize_for_dnnl
+from .patterns import pattern_table
+from .rules import RULES, TARGET, rule_for
+
+__all__ = ["BACKEND"]
+
+
+def _onednn_missing() -> str | None:
+    try:
+        find_onednn()
+    except DnnlNotFoundError:
+        return "oneDNN is not installed"
+    return None
+
+
+BACKEND = Backend(
+    TARGET,
+    rules={name: rule_for(name) for name in RULES},
+    patterns=pattern_table,
+    options={"config_key": OPTIONS_KEY, "num_threads": None},
+    optimize=optimize_for_dnnl,
+    codegen=dnnl_codegen,
+    per_module=True,
+    loaders={DnnlModule.type_key: DnnlModule.load_blob},
+    description="CNN regions fused and run by oneDNN through one cached C++ runtime",
+    version=RELAYKIT_VERSION,
+    requires=Requirement(extra="dnnl", check=_onednn_missing),
+)
