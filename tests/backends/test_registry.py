@@ -130,7 +130,8 @@ def test_import_relaykit_loads_no_backend() -> None:
         """
         import sys
         import relaykit
-        heavy = [m for m in sys.modules if m.startswith(("relaykit.contrib", "onednn", "dnnl"))]
+        # the relaykit.contrib namespace (tvm.contrib) is there; no backend in it is loaded
+        heavy = [m for m in sys.modules if m.startswith(("relaykit.contrib.", "onednn", "dnnl"))]
         assert not heavy, heavy
         fn = relaykit.get_global_func("relay.ext.ccompiler")   # exists, resolved lazily
         assert callable(fn)
