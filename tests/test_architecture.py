@@ -7,7 +7,7 @@
   function-local import of a relaykit module (bar the command line and the listed lazy
   loaders of optional features); no module ``__getattr__`` loader; every ``raise`` raises
   a class of ``relaykit.errors``;
-- mypy reports no error on ``src/relaykit``.
+- ruff (the project's rules) and mypy report no error on ``src/relaykit``.
 
 While the branches of issue 10 are merged one by one, each check has two tests: one that
 holds now for every file outside ``PENDING`` (the files other branches rewrite), and one
@@ -370,6 +370,27 @@ def test_import_contracts():
     found = [(_module_path(imp), 0, f"{imp} -> {dst}") for imp, dst in _BROKEN_IMPORT.findall(out)]
     _assert_none("import-linter contracts", found)
     assert code == 0, out
+
+
+# -- ruff -----------------------------------------------------------------------------------
+
+_RUFF_ERROR = re.compile(r"^(?:\./)?src/relaykit/(\S+?\.py):(\d+):\d+: (.*)$", re.M)
+
+
+def test_ruff_clean():
+    """ruff reports nothing on src/relaykit with the project's rules (pyproject.toml)."""
+    pytest.importorskip("ruff", reason="ruff is in the test extra")
+    proc = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--output-format", "concise", "src/relaykit"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    out = proc.stdout + proc.stderr
+    found = [(rel, int(line), msg) for rel, line, msg in _RUFF_ERROR.findall(out)]
+    _assert_none("ruff", found)
+    assert proc.returncode == 0, out
 
 
 # -- mypy -----------------------------------------------------------------------------------

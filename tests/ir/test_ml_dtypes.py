@@ -11,10 +11,10 @@ import pytest
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
 import relaykit as tvm  # noqa: E402
+from relaykit import dtypes as dtypes_mod  # noqa: E402
 from relaykit import relay  # noqa: E402
 from relaykit.errors import IRError, MissingDependencyError  # noqa: E402
 from relaykit.ir import structural_equal  # noqa: E402
-from relaykit import dtypes as dtypes_mod  # noqa: E402
 from relaykit.ir.types import (  # noqa: E402
     DTYPES,
     ML_DTYPES,

@@ -28,6 +28,7 @@ Everything is iterative and linear in the graph for patterns of bounded size.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import cast
@@ -176,22 +177,8 @@ class PatternGrouper:
             inputs.add(node)
             args.append(node)
 
-        leaves = self._leaves
-        for p in self._pattern_nodes:
-            matches = node_map.get(p)
-            if not matches:
-                continue
-            if type(p) is TuplePattern and p.fields is None:
-                for m in matches:
-                    for f in cast(Tuple, m).fields:
-                        make_input(f, p)
-            elif type(p) is CallPattern and p.args is None:
-                for m in matches:
-                    for a in cast(Call, m).args:
-                        make_input(a, p)
-            elif p in leaves:
-                for m in matches:
-                    make_input(m, p)
+        for node, leaf in self._input_candidates(node_map):
+            make_input(node, leaf)
 
         nodes, name = _collect(root, inputs)
         reason = self._conflict(root, nodes)
@@ -203,6 +190,27 @@ class PatternGrouper:
         group_of = self.group_of
         for node in nodes:
             group_of[node] = gid
+
+    def _input_candidates(self, node_map: NodeMap) -> Iterator[tuple[Expr, DFPattern]]:
+        """The nodes that may become inputs of a group, in order, with the pattern leaf
+        that matched them: what a leaf matched, and the fields / arguments that an
+        ``is_tuple(None)`` / ``CallPattern(op, None)`` left unconstrained."""
+        leaves = self._leaves
+        for p in self._pattern_nodes:
+            matches = node_map.get(p)
+            if not matches:
+                continue
+            if type(p) is TuplePattern and p.fields is None:
+                for m in matches:
+                    for f in cast(Tuple, m).fields:
+                        yield f, p
+            elif type(p) is CallPattern and p.args is None:
+                for m in matches:
+                    for a in cast(Call, m).args:
+                        yield a, p
+            elif p in leaves:
+                for m in matches:
+                    yield m, p
 
     def _fuzzy_nodes(self, node_map: NodeMap) -> set[Expr]:
         """Nodes matched by a dominator's parent or path, or inside a matched function."""

@@ -4,6 +4,7 @@ of relay operators (batched matmuls, a masked softmax, gathers)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -56,6 +57,117 @@ def _safe_softmax(ctx: NodeContext, x: Expr, bias: Expr | None) -> Expr:
     return op.where(masked, scalar(0, dt), p)
 
 
+@dataclass(frozen=True)
+class _Positions:
+    """Where the ``lq`` queries sit among the ``lkv`` keys: ``offset`` (an int, or one per
+    batch row) and the number of real keys of each batch row (``lens``, or None)."""
+
+    lq: int
+    lkv: int
+    offset: Any
+    lens: np.ndarray | None
+
+    def grid(self) -> tuple[np.ndarray, np.ndarray]:
+        """Query index ``i`` (a column) and key index ``j`` (a row)."""
+        return np.arange(self.lq).reshape(self.lq, 1), np.arange(self.lkv).reshape(1, self.lkv)
+
+
+def _positions(
+    ctx: NodeContext, past_key: Expr | None, nonpad_kv_seqlen: Expr | None, lq: int, lkv: int
+) -> _Positions:
+    offset: Any = ctx.shape(past_key)[2] if past_key is not None else 0
+    lens = None
+    if nonpad_kv_seqlen is not None:
+        lens = np.asarray(ctx.value(nonpad_kv_seqlen, "nonpad_kv_seqlen")).reshape(-1)
+        if past_key is None:
+            offset = lens - lq
+    return _Positions(lq, lkv, offset, lens)
+
+
+def _causal_bias(ctx: NodeContext, attn_mask: Expr | None, pos: _Positions, dt: str) -> Expr:
+    base = _float_mask(ctx, attn_mask, dt) if attn_mask is not None else None
+    i, j = pos.grid()
+    if np.ndim(pos.offset):
+        allowed = j <= i + np.reshape(pos.offset, (-1, 1, 1))
+        causal = np.where(allowed, 0, -np.inf).astype(dt)[:, None]
+    else:
+        causal = np.where(j <= i + int(pos.offset), 0, -np.inf).astype(dt)
+    return Constant(causal) if base is None else op.add(base, Constant(causal))
+
+
+def _window_sizes(attrs: dict[str, Any]) -> tuple[int, int]:
+    """(left, right) of the sliding window; -1 for no limit on that side."""
+    left, right = attrs.get("left_window_size"), attrs.get("right_window_size")
+    return (-1 if left is None else int(left)), (-1 if right is None else int(right))
+
+
+def _window_bias(
+    ctx: NodeContext, bias: Expr | None, pos: _Positions, left: int, right: int, dt: str
+) -> Expr:
+    i, j = pos.grid()
+    off = pos.offset
+    diff = i + np.reshape(off, (-1, 1, 1)) - j if np.ndim(off) else i + int(off) - j
+    allowed = np.ones_like(diff, dtype=bool)
+    if left >= 0:
+        allowed &= diff <= left
+    if right >= 0:
+        allowed &= -diff <= right
+    window = np.where(allowed, 0, -np.inf).astype(dt)
+    if window.ndim == 3:
+        window = window[:, None]
+    base_bias = bias if bias is not None else Constant(np.zeros((pos.lq, pos.lkv), dt))
+    if ctx.dtype(base_bias) == "bool":
+        base_bias = _float_mask(ctx, base_bias, dt)
+    return op.add(base_bias, Constant(window))
+
+
+def _mask_bias(
+    ctx: NodeContext,
+    attrs: dict[str, Any],
+    attn_mask: Expr | None,
+    pos: _Positions,
+    batch: int,
+    dt: str,
+) -> Expr | None:
+    """The additive bias of the scores: mask, causal mask, sliding window, key padding."""
+    bias: Expr | None = None
+    if attn_mask is not None:
+        attn_mask = _pad_mask(ctx, attn_mask, pos.lkv)
+    if attrs.get("is_causal", 0):
+        bias = _causal_bias(ctx, attn_mask, pos, dt)
+    elif attn_mask is not None:
+        bias = _float_mask(ctx, attn_mask, dt)
+    left, right = _window_sizes(attrs)
+    if left >= 0 or right >= 0:
+        bias = _window_bias(ctx, bias, pos, left, right, dt)
+    if pos.lens is not None:
+        keys = np.arange(pos.lkv)[None, :] < pos.lens[:, None]
+        pad = np.where(keys, 0, -np.inf).astype(dt)
+        pad_c = Constant(pad.reshape(batch, 1, 1, pos.lkv))
+        bias = pad_c if bias is None else op.add(bias, pad_c)
+    return bias
+
+
+def _attend(
+    ctx: NodeContext, qk: Expr, bias: Expr | None, v: Expr, attrs: dict[str, Any], dt: str
+) -> tuple[Expr, Expr]:
+    """The attention output and the ``qk_matmul_output`` its mode asks for."""
+    mode = int(attrs.get("qk_matmul_output_mode") or 0)
+    qk_biased = qk if bias is None else op.add(qk, bias)
+    qk_out = qk_biased if mode == 2 else qk
+    precision = int(attrs.get("softmax_precision") or 0)
+    sm_in = qk_biased
+    if precision and onnx_dtype_name(precision, ctx.where) != dt:
+        sm_in = op.cast(qk_biased, onnx_dtype_name(precision, ctx.where))
+        bias = None if bias is None else op.cast(bias, onnx_dtype_name(precision, ctx.where))
+    probs = _safe_softmax(ctx, sm_in, bias)
+    if ctx.dtype(probs) != dt:
+        probs = op.cast(probs, dt)
+    if mode == 3:
+        qk_out = probs
+    return matmul(ctx, probs, v), qk_out
+
+
 @converter("Attention", 23)
 def _attention(
     ctx: NodeContext,
@@ -85,57 +197,8 @@ def _attention(
         v = op.concatenate([past_value, v], axis=2)
     present_k, present_v = k, v
     batch, hq, lq, _ = ctx.shape(q)
-    lkv = ctx.shape(k)[2]
-    bias: Expr | None = None
-    if attn_mask is not None:
-        attn_mask = _pad_mask(ctx, attn_mask, lkv)
-    offset: Any = ctx.shape(past_key)[2] if past_key is not None else 0
-    lens = None
-    if nonpad_kv_seqlen is not None:
-        lens = np.asarray(ctx.value(nonpad_kv_seqlen, "nonpad_kv_seqlen")).reshape(-1)
-        if past_key is None:
-            offset = lens - lq
-    if attrs.get("is_causal", 0):
-        base = _float_mask(ctx, attn_mask, dt) if attn_mask is not None else None
-        i = np.arange(lq).reshape(lq, 1)
-        j = np.arange(lkv).reshape(1, lkv)
-        if np.ndim(offset):
-            allowed = j <= i + np.reshape(offset, (-1, 1, 1))
-            causal = np.where(allowed, 0, -np.inf).astype(dt)[:, None]
-        else:
-            causal = np.where(j <= i + int(offset), 0, -np.inf).astype(dt)
-        bias = Constant(causal) if base is None else op.add(base, Constant(causal))
-    elif attn_mask is not None:
-        bias = _float_mask(ctx, attn_mask, dt)
-    left = int(
-        attrs.get("left_window_size", -1) if attrs.get("left_window_size") is not None else -1
-    )
-    right = int(
-        attrs.get("right_window_size", -1) if attrs.get("right_window_size") is not None else -1
-    )
-    if left >= 0 or right >= 0:
-        i = np.arange(lq).reshape(lq, 1)
-        j = np.arange(lkv).reshape(1, lkv)
-        win_off = offset
-        if past_key is None and lens is None:
-            win_off = 0
-        diff = i + np.reshape(win_off, (-1, 1, 1)) - j if np.ndim(win_off) else i + int(win_off) - j
-        allowed = np.ones_like(diff, dtype=bool)
-        if left >= 0:
-            allowed &= diff <= left
-        if right >= 0:
-            allowed &= -diff <= right
-        window = np.where(allowed, 0, -np.inf).astype(dt)
-        if window.ndim == 3:
-            window = window[:, None]
-        base_bias = bias if bias is not None else Constant(np.zeros((lq, lkv), dt))
-        if ctx.dtype(base_bias) == "bool":
-            base_bias = _float_mask(ctx, base_bias, dt)
-        bias = op.add(base_bias, Constant(window))
-    if lens is not None:
-        pad = np.where(np.arange(lkv)[None, :] < lens[:, None], 0, -np.inf).astype(dt)
-        pad_c = Constant(pad.reshape(batch, 1, 1, lkv))
-        bias = pad_c if bias is None else op.add(bias, pad_c)
+    pos = _positions(ctx, past_key, nonpad_kv_seqlen, lq, ctx.shape(k)[2])
+    bias = _mask_bias(ctx, attrs, attn_mask, pos, batch, dt)
     hk = ctx.shape(k)[1]
     if hq != hk and hq % hk == 0:
         k = op.repeat(k, hq // hk, 1)
@@ -145,20 +208,7 @@ def _attention(
     if cap > 0:
         c = scalar(cap, dt)
         qk = op.multiply(op.tanh(op.divide(qk, c)), c)
-    mode = int(attrs.get("qk_matmul_output_mode") or 0)
-    qk_biased = qk if bias is None else op.add(qk, bias)
-    qk_out = qk_biased if mode == 2 else qk
-    precision = int(attrs.get("softmax_precision") or 0)
-    sm_in = qk_biased
-    if precision and onnx_dtype_name(precision, ctx.where) != dt:
-        sm_in = op.cast(qk_biased, onnx_dtype_name(precision, ctx.where))
-        bias = None if bias is None else op.cast(bias, onnx_dtype_name(precision, ctx.where))
-    probs = _safe_softmax(ctx, sm_in, bias)
-    if ctx.dtype(probs) != dt:
-        probs = op.cast(probs, dt)
-    if mode == 3:
-        qk_out = probs
-    out = matmul(ctx, probs, v)
+    out, qk_out = _attend(ctx, qk, bias, v, attrs, dt)
     if rank == 3:
         b, h, s, d = ctx.shape(out)
         out = op.reshape(op.transpose(out, (0, 2, 1, 3)), (b, s, h * d))

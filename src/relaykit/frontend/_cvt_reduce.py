@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -30,17 +31,20 @@ _EMPTY = {
 }
 
 
+#: Reductions that are one relay operator.
+_PLAIN: dict[str, Callable[[Expr, Any, bool], Expr]] = {
+    "ReduceSum": op.sum,
+    "ReduceMean": op.mean,
+    "ReduceMax": op.max,
+    "ReduceMin": op.min,
+    "ReduceProd": op.prod,
+}
+
+
 def _build(name: str, x: Expr, axes: Any, keep: bool, dt: str) -> Expr:
-    if name == "ReduceSum":
-        return op.sum(x, axes, keep)
-    if name == "ReduceMean":
-        return op.mean(x, axes, keep)
-    if name == "ReduceMax":
-        return op.max(x, axes, keep)
-    if name == "ReduceMin":
-        return op.min(x, axes, keep)
-    if name == "ReduceProd":
-        return op.prod(x, axes, keep)
+    plain = _PLAIN.get(name)
+    if plain is not None:
+        return plain(x, axes, keep)
     if name == "ReduceL1":
         return op.sum(op.abs(x), axes, keep)
     if name == "ReduceL2":

@@ -14,6 +14,7 @@ was wrong and where (file, node, attribute), never a protobuf traceback.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -198,35 +199,30 @@ def check_attribute_type(attr: Any, expected: int, where: str) -> None:
         )
 
 
+#: AttributeProto.type -> (attribute, where) -> its Python value.
+_ATTR_READERS: dict[int, Callable[[Any, str], Any]] = {
+    1: lambda a, w: float(a.f),
+    2: lambda a, w: int(a.i),
+    3: lambda a, w: a.s.decode("utf-8", errors="replace"),
+    4: lambda a, w: tensor_to_numpy(a.t, w),
+    5: lambda a, w: a.g,
+    6: lambda a, w: tuple(float(v) for v in a.floats),
+    7: lambda a, w: tuple(int(v) for v in a.ints),
+    8: lambda a, w: tuple(s.decode("utf-8", errors="replace") for s in a.strings),
+    9: lambda a, w: tuple(tensor_to_numpy(x, w) for x in a.tensors),
+    10: lambda a, w: tuple(a.graphs),
+    11: lambda a, w: a.sparse_tensor,
+    13: lambda a, w: a.tp,
+    14: lambda a, w: tuple(a.type_protos),
+}
+
+
 def attribute_value(attr: Any, where: str) -> Any:
     """The Python value of an ``AttributeProto``: numbers, strings, tuples, arrays, graphs."""
     t = int(attr.type)
-    if t == 1:
-        return float(attr.f)
-    if t == 2:
-        return int(attr.i)
-    if t == 3:
-        return attr.s.decode("utf-8", errors="replace")
-    if t == 4:
-        return tensor_to_numpy(attr.t, f"{where}: attribute {attr.name!r}")
-    if t == 5:
-        return attr.g
-    if t == 6:
-        return tuple(float(v) for v in attr.floats)
-    if t == 7:
-        return tuple(int(v) for v in attr.ints)
-    if t == 8:
-        return tuple(s.decode("utf-8", errors="replace") for s in attr.strings)
-    if t == 9:
-        return tuple(tensor_to_numpy(x, f"{where}: attribute {attr.name!r}") for x in attr.tensors)
-    if t == 10:
-        return tuple(attr.graphs)
-    if t == 11:
-        return attr.sparse_tensor
-    if t == 13:
-        return attr.tp
-    if t == 14:
-        return tuple(attr.type_protos)
+    read = _ATTR_READERS.get(t)
+    if read is not None:
+        return read(attr, f"{where}: attribute {attr.name!r}")
     raise FrontendError(
         f"{where}: attribute {attr.name!r} has type "
         f"{_ATTR_TYPE_NAMES.get(t, t)}, which relaykit does not read"

@@ -58,6 +58,36 @@ def _int_list(value: Any, what: str) -> tuple[int, ...]:
 # -- reshape --------------------------------------------------------------------------------------
 
 
+def _split_dim(spec: tuple[int, ...], i: int, d: int) -> tuple[int, int]:
+    """The two factors ``spec[i + 1], spec[i + 2]`` that a ``-4`` at ``spec[i]`` splits
+    the input dimension ``d`` into (one may be ``-1``, inferred)."""
+    if i + 2 >= len(spec):
+        raise TypeRelError(f"reshape {spec}: -4 must be followed by two dimensions")
+    d0, d1 = spec[i + 1], spec[i + 2]
+    if d0 == -1 and d1 == -1:
+        raise TypeRelError(f"reshape {spec}: at most one of the -4 factors may be -1")
+    if d0 == -1:
+        d0 = d // d1 if d1 else 0
+    elif d1 == -1:
+        d1 = d // d0 if d0 else 0
+    if d0 * d1 != d:
+        raise TypeRelError(
+            f"reshape {spec}: cannot split dimension {d} into {spec[i + 1]} x {spec[i + 2]}"
+        )
+    return d0, d1
+
+
+def _inferred_dim(
+    ishape: tuple[int, ...], spec: tuple[int, ...], out: list[int], infer_at: int
+) -> int:
+    """The value of the ``-1`` at ``out[infer_at]``: what the other dimensions leave."""
+    total = math.prod(ishape)
+    rest = math.prod(out[:infer_at] + out[infer_at + 1 :])
+    if rest == 0 or total % rest:
+        raise TypeRelError(f"cannot reshape {ishape} ({total} elements) to {spec}")
+    return total // rest
+
+
 def infer_reshape(
     ishape: Sequence[int], newshape: Sequence[int], allowzero: bool = False
 ) -> tuple[int, ...]:
@@ -107,21 +137,7 @@ def infer_reshape(
             out.append(src_dim(src) * src_dim(src + 1))
             src += 2
         elif v == -4:
-            if i + 2 >= len(spec):
-                raise TypeRelError(f"reshape {spec}: -4 must be followed by two dimensions")
-            d = src_dim(src)
-            d0, d1 = spec[i + 1], spec[i + 2]
-            if d0 == -1 and d1 == -1:
-                raise TypeRelError(f"reshape {spec}: at most one of the -4 factors may be -1")
-            if d0 == -1:
-                d0 = d // d1 if d1 else 0
-            elif d1 == -1:
-                d1 = d // d0 if d0 else 0
-            if d0 * d1 != d:
-                raise TypeRelError(
-                    f"reshape {spec}: cannot split dimension {d} into {spec[i + 1]} x {spec[i + 2]}"
-                )
-            out.extend((d0, d1))
+            out.extend(_split_dim(spec, i, src_dim(src)))
             src += 1
             i += 2
         else:
@@ -129,10 +145,7 @@ def infer_reshape(
         i += 1
     total = math.prod(ishape)
     if infer_at >= 0:
-        rest = math.prod(out[:infer_at] + out[infer_at + 1 :])
-        if rest == 0 or total % rest:
-            raise TypeRelError(f"cannot reshape {ishape} ({total} elements) to {spec}")
-        out[infer_at] = total // rest
+        out[infer_at] = _inferred_dim(ishape, spec, out, infer_at)
     if math.prod(out) != total:
         raise TypeRelError(
             f"cannot reshape {ishape} ({total} elements) to {tuple(out)} "

@@ -14,6 +14,10 @@ True
 import relaykit.transform
 from relaykit.byoc import AnnotateTarget, MergeCompilerRegions, MergeComposite, PartitionGraph
 from relaykit.transform import *  # noqa: F403 - every pass and the pass infrastructure
+from relaykit.transform import FoldScaleAxis
+
+#: TVM's name for the backward half of FoldScaleAxis, the only half relaykit folds.
+BackwardFoldScaleAxis = FoldScaleAxis
 
 __all__ = [
     *relaykit.transform.__all__,
@@ -21,4 +25,5 @@ __all__ = [
     "AnnotateTarget",
     "MergeCompilerRegions",
     "PartitionGraph",
+    "BackwardFoldScaleAxis",
 ]

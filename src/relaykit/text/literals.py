@@ -135,6 +135,14 @@ def unquote(literal: str) -> str:
     return "".join(out)
 
 
+def _float_attr_text(value: float) -> str:
+    if math.isnan(value):
+        return "nanf"
+    if math.isinf(value):
+        return "inff" if value > 0 else "-inff"
+    return f"{float_text(value)}f"
+
+
 def attr_text(value: Any) -> str:
     """An attribute value as the text format writes it.
 
@@ -149,11 +157,7 @@ def attr_text(value: Any) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        if math.isnan(value):
-            return "nanf"
-        if math.isinf(value):
-            return "inff" if value > 0 else "-inff"
-        return f"{float_text(value)}f"
+        return _float_attr_text(value)
     if isinstance(value, str):
         return quote(value)
     if isinstance(value, (tuple, list)):

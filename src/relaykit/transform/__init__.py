@@ -11,7 +11,7 @@ from .combine_parallel import (
 from .dead_code import DeadCodeElimination, dead_code_elimination
 from .eliminate_common_subexpr import EliminateCommonSubexpr, eliminate_common_subexpr
 from .fold_constant import FoldConstant, fold_constant
-from .fold_scale_axis import BackwardFoldScaleAxis, FoldScaleAxis, fold_scale_axis
+from .fold_scale_axis import FoldScaleAxis, fold_scale_axis
 from .infer_type import InferType, InferTypeLocal, infer_module, infer_type
 from .inline import Inline
 from .pass_infra import (
@@ -55,7 +55,6 @@ __all__ = [
     "DeadCodeElimination",
     "dead_code_elimination",
     "FoldScaleAxis",
-    "BackwardFoldScaleAxis",
     "fold_scale_axis",
     "CombineParallelDense",
     "CombineParallelBatchMatmul",

@@ -40,7 +40,7 @@ from ._uses import use_counts
 from .infer_type import infer_type
 from .pass_infra import FunctionPass, PassContext
 
-__all__ = ["FoldScaleAxis", "BackwardFoldScaleAxis", "fold_scale_axis"]
+__all__ = ["FoldScaleAxis", "fold_scale_axis"]
 
 
 def _name(e: Expr) -> str:
@@ -150,6 +150,3 @@ class FoldScaleAxis(FunctionPass):
     def _transform(fn: Function, mod: IRModule, ctx: PassContext) -> Function:
         out = fold_scale_axis(fn, mod)
         return out if isinstance(out, Function) else fn
-
-
-BackwardFoldScaleAxis = FoldScaleAxis
