@@ -45,7 +45,7 @@ def make_broken():
     raise RuntimeError("tinyneg's factory is broken on purpose")
 '''
 
-_PYPROJECT = '''
+_PYPROJECT = """
 [build-system]
 requires = ["setuptools>=61"]
 build-backend = "setuptools.build_meta"
@@ -61,13 +61,13 @@ tinymissing = "tinyneg_nowhere:BACKEND"
 
 [tool.setuptools]
 packages = ["tinyneg"]
-'''
+"""
 
-_ENTRY_POINTS = '''[relaykit.backends]
+_ENTRY_POINTS = """[relaykit.backends]
 tinyneg = tinyneg:BACKEND
 tinybroken = tinyneg:make_broken
 tinymissing = tinyneg_nowhere:BACKEND
-'''
+"""
 
 
 def _write_by_hand(site: Path, src: Path) -> None:

@@ -174,3 +174,19 @@ def test_ccompiler_graph_builds_in_a_fresh_interpreter() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "ok"
+
+
+def test_tvm_relay_op_contrib_dnnl_loads_on_first_use() -> None:
+    proc = _run(
+        """
+        import sys
+        import relaykit as tvm
+        from relaykit import relay
+        assert "relaykit.contrib.dnnl" not in sys.modules
+        fn = relay.op.contrib.dnnl.partition_for_dnnl
+        assert fn.__module__ == "relaykit.contrib.dnnl.partition"
+        print("ok")
+        """
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "ok"

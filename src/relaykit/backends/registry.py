@@ -61,7 +61,9 @@ def _installed() -> dict[str, importlib.metadata.EntryPoint]:
     """The group's entry points by name (read once; :func:`refresh_entry_points` rereads)."""
     global _entry_points
     if _entry_points is None:
-        _entry_points = {ep.name: ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
+        _entry_points = {
+            ep.name: ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
+        }
     return _entry_points
 
 
@@ -189,4 +191,3 @@ def find_backend(name: str) -> Backend | None:
 def backend_names() -> list[str]:
     """Names of every backend: registered, built in and installed."""
     return backend_registry.known()
-

@@ -20,7 +20,7 @@ from typing import Any
 from relaykit.errors import CodegenError
 from relaykit.ir.module import IRModule
 from relaykit.op.contrib import get_pattern_table
-from relaykit.runtime.registry import get_global_func
+from relaykit.runtime.registry import EXT_PREFIX, get_global_func
 from relaykit.transform.bind import bind_params_by_name
 from relaykit.transform.infer_type import InferType
 from relaykit.transform.pass_infra import Pass, Sequential
@@ -40,7 +40,7 @@ def run_optimize_hook(
 ) -> IRModule:
     """Run ``target``'s optimize hook (``relay.ext.<target>.optimize``: the backend
     record's ``optimize``, or a function registered under that name) on ``mod``."""
-    hook = get_global_func(f"relay.ext.{target}.optimize", allow_missing=True)
+    hook = get_global_func(f"{EXT_PREFIX}{target}.optimize", allow_missing=True)
     if hook is None:
         return mod
     out = hook(mod, params)

@@ -182,7 +182,8 @@ def _backend_loader(type_key: str) -> Loader | None:
         except BackendLoadError:
             continue  # a broken third-party backend must not hide another's loader
         if backend is not None and type_key in backend.loaders:
-            return backend.loaders[type_key]  # type: ignore[no-any-return]
+            loader: Loader = backend.loaders[type_key]
+            return loader
     return None
 
 
@@ -193,7 +194,7 @@ class ModuleLoaderRegistry(Registry[str, Loader]):
     its :class:`~relaykit.backends.Backend` record (``loaders``), not copied here.
     """
 
-    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, key: str, default: Any = None) -> Any:
         loader = self._entries.get(key)
         if loader is None:
             loader = _backend_loader(key)

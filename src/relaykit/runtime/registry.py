@@ -45,7 +45,7 @@ EXT_PREFIX = "relay.ext."
 class FunctionRegistry(Registry[str, Callable[..., Any]]):
     """Named callables. Registering a taken name needs ``override=True``."""
 
-    def register(self, key: str, value: Any = None, *, override: bool = False) -> Any:  # type: ignore[override]
+    def register(self, key: str, value: Any = None, *, override: bool = False) -> Any:
         if not isinstance(key, str) or not key:
             raise RelayKitError(f"a global function name must be a non-empty string, got {key!r}")
         if not callable(value):

@@ -181,6 +181,20 @@ def _describe(call: Call) -> str:
     return type(call.op).__name__
 
 
+@dataclass
+class _FunctionBuild:
+    """The state of generating one function (see :meth:`CSourceCodegen.generate_function`)."""
+
+    ctx: EmitContext
+    symbol: str
+    c_name: str
+    inputs: list[TensorSpec] = field(default_factory=list)
+    values: dict[Expr, Any] = field(default_factory=dict)
+    decls: list[str] = field(default_factory=list)
+    calls: list[Call] = field(default_factory=list)
+    constants: list[tuple[str, np.ndarray, CBuffer]] = field(default_factory=list)
+
+
 class CSourceCodegen:
     """Generates C for partitioned functions and compiles it (see the module docstring)."""
 
@@ -211,65 +225,99 @@ class CSourceCodegen:
     def generate_function(
         self, func: Function, symbol: str
     ) -> tuple[str, CFunctionSignature, dict[str, np.ndarray]]:
-        """The C text, signature and constants of one partitioned function."""
+        """The C text, signature and constants of one partitioned function.
+
+        The steps: bind the parameters to the input pointers, walk the body giving every
+        value a buffer, declare the outputs, constants and workspace slices, emit one C
+        call per operator or composite, and assemble the function.
+        """
         c_name = c_identifier(symbol)
         if c_name.startswith(("rk_", "relaykit_")):
             c_name = "sym_" + c_name
-        ctx = EmitContext(self.target, symbol)
-        n_in = len(func.params)
-        inputs: list[TensorSpec] = []
-        values: dict[Expr, Any] = {}
-        decls: list[str] = []
+        fb = _FunctionBuild(EmitContext(self.target, symbol), symbol, c_name)
+        self._bind_params(fb, func)
+        self._assign_buffers(fb, func)
+        outputs = _flatten_value(fb.values[func.body])
+        out_specs, copies = self._declare_outputs(fb, outputs, len(func.params))
+        workspace = self._declare_workspace(fb, len(func.params) + len(out_specs))
+        self._emit_calls(fb)
+        for k, buf in copies:
+            fb.ctx.line(f"memcpy(out{k}, {buf.name}, {buf.nbytes});")
+        body = "\n".join(["  " + d for d in fb.decls] + fb.ctx.lines)
+        text = (
+            f"/* {c_comment(symbol)} for backend {c_comment(self.target)} */\n"
+            f"RK_EXPORT int32_t {c_name}(void **args) {{\n{body}\n  return 0;\n}}\n"
+        )
+        sig = CFunctionSignature(
+            symbol,
+            c_name,
+            tuple(fb.inputs),
+            tuple(out_specs),
+            tuple(name for name, _, _ in fb.constants),
+            workspace,
+        )
+        return text, sig, {name: arr for name, arr, _ in fb.constants}
+
+    def _bind_params(self, fb: _FunctionBuild, func: Function) -> None:
+        """Step 1: each parameter is the input pointer ``in<i>``."""
         for i, p in enumerate(func.params):
             ty = p.checked_type
             if not isinstance(ty, TensorType):
-                raise ctx.error(
+                raise fb.ctx.error(
                     f"parameter %{p.name_hint} has type {ty}; only tensors are supported"
                 )
-            self._check_dtype(ctx, ty)
-            inputs.append(TensorSpec(ty.shape, ty.dtype))
-            values[p] = CBuffer(f"in{i}", ty.shape, ty.dtype)
-            decls.append(f"{C_TYPES[ty.dtype]} *in{i} = ({C_TYPES[ty.dtype]} *)args[{i}];")
-        nodes = list(post_order(func.body, skip=lambda n: isinstance(n, (Function, Op))))
-        calls: list[Call] = []
-        constants: list[tuple[str, np.ndarray, CBuffer]] = []
+            self._check_dtype(fb.ctx, ty)
+            fb.inputs.append(TensorSpec(ty.shape, ty.dtype))
+            fb.values[p] = CBuffer(f"in{i}", ty.shape, ty.dtype)
+            fb.decls.append(f"{C_TYPES[ty.dtype]} *in{i} = ({C_TYPES[ty.dtype]} *)args[{i}];")
 
-        def add_constant(node: Constant) -> None:
-            ty = node.checked_type
-            self._check_dtype(ctx, ty)
-            buf = CBuffer(f"c{len(constants)}", ty.shape, ty.dtype)
-            constants.append((f"{c_name}_const_{len(constants)}", node.data.numpy(), buf))
-            values[node] = buf
+    def _add_constant(self, fb: _FunctionBuild, node: Constant) -> None:
+        ty = node.checked_type
+        if not isinstance(ty, TensorType) or ty.dtype not in C_TYPES:
+            raise fb.ctx.error(f"values of type {ty} are not supported in generated C")
+        buf = CBuffer(f"c{len(fb.constants)}", ty.shape, ty.dtype)
+        fb.constants.append((f"{fb.c_name}_const_{len(fb.constants)}", node.data.numpy(), buf))
+        fb.values[node] = buf
 
-        for node in nodes:
-            t = type(node)
-            if t is Var:
+    def _add_call(self, fb: _FunctionBuild, node: Call) -> None:
+        if isinstance(node.op, Function):  # constants embedded in a composite body
+            for inner in post_order(node.op.body):
+                if type(inner) is Constant and inner not in fb.values:
+                    self._add_constant(fb, inner)
+        if isinstance(node.op, GlobalVar):
+            raise fb.ctx.error(
+                f"calls of global functions (@{node.op.name_hint}) are not supported"
+            )
+        bufs = [CBuffer("", tt.shape, tt.dtype) for tt in flatten_types(node.checked_type)]
+        for b in bufs:
+            self._check_dtype(fb.ctx, TensorType(b.shape, b.dtype))
+        fb.values[node] = bufs[0] if isinstance(node.checked_type, TensorType) else tuple(bufs)
+        fb.calls.append(node)
+
+    def _assign_buffers(self, fb: _FunctionBuild, func: Function) -> None:
+        """Step 2: walk the body in post-order; constants and call results get buffers
+        (call results are named later), tuples are tuples of buffers."""
+        values = fb.values
+        for node in post_order(func.body, skip=lambda n: isinstance(n, (Function, Op))):
+            if isinstance(node, Var):
                 if node not in values:
-                    raise ctx.error(f"free variable %{node.name_hint} in the function body")
-            elif t is Constant:
-                add_constant(node)
-            elif t is Call:
-                if isinstance(node.op, Function):  # constants embedded in a composite body
-                    for inner in post_order(node.op.body):
-                        if type(inner) is Constant and inner not in values:
-                            add_constant(inner)
-                if isinstance(node.op, GlobalVar):
-                    raise ctx.error(
-                        f"calls of global functions (@{node.op.name_hint}) are not supported"
-                    )
-                bufs = [CBuffer("", tt.shape, tt.dtype) for tt in flatten_types(node.checked_type)]
-                for b in bufs:
-                    self._check_dtype(ctx, TensorType(b.shape, b.dtype))
-                values[node] = bufs[0] if isinstance(node.checked_type, TensorType) else tuple(bufs)
-                calls.append(node)
-            elif t is Tuple:
+                    raise fb.ctx.error(f"free variable %{node.name_hint} in the function body")
+            elif isinstance(node, Constant):
+                self._add_constant(fb, node)
+            elif isinstance(node, Call):
+                self._add_call(fb, node)
+            elif isinstance(node, Tuple):
                 values[node] = tuple(values[f] for f in node.fields)
-            elif t is TupleGetItem:
+            elif isinstance(node, TupleGetItem):
                 values[node] = values[node.tuple_value][node.index]
             else:
-                raise ctx.error(f"{t.__name__} nodes are not supported in generated C")
-        outputs = _flatten_value(values[func.body])
-        # Outputs of calls are written in place; the rest (inputs, constants, repeats) copied.
+                raise fb.ctx.error(f"{type(node).__name__} nodes are not supported in generated C")
+
+    def _declare_outputs(
+        self, fb: _FunctionBuild, outputs: list[CBuffer], n_in: int
+    ) -> tuple[list[TensorSpec], list[tuple[int, CBuffer]]]:
+        """Step 3: outputs of calls are written in place (``out<k>``); the rest (inputs,
+        constants, repeats) are copied at the end."""
         out_specs = [TensorSpec(b.shape, b.dtype) for b in outputs]
         copies: list[tuple[int, CBuffer]] = []
         for k, buf in enumerate(outputs):
@@ -279,26 +327,36 @@ class CSourceCodegen:
                 copies.append((k, buf))
         for k, spec in enumerate(out_specs):
             ct = C_TYPES[spec.dtype]
-            decls.append(f"{ct} *out{k} = ({ct} *)args[{n_in + k}];")
-        base = n_in + len(out_specs)
-        for j, (_, _, buf) in enumerate(constants):
+            fb.decls.append(f"{ct} *out{k} = ({ct} *)args[{n_in + k}];")
+        return out_specs, copies
+
+    def _declare_workspace(self, fb: _FunctionBuild, base: int) -> int:
+        """Step 4: constant pointers, then intermediates as consecutive, aligned slices of
+        the workspace; returns the workspace size."""
+        decls = fb.decls
+        for j, (_, _, buf) in enumerate(fb.constants):
             decls.append(f"const {buf.ctype} *{buf.name} = (const {buf.ctype} *)args[{base + j}];")
-        decls.append(f"char *ws = (char *)args[{base + len(constants)}];")
-        offset = 0  # intermediates: consecutive, aligned slices of the workspace
-        for call in calls:
-            for b in _flatten_value(values[call]):
+        decls.append(f"char *ws = (char *)args[{base + len(fb.constants)}];")
+        offset = 0
+        for call in fb.calls:
+            for b in _flatten_value(fb.values[call]):
                 if b.name == "":
                     b.name = f"t{len(decls)}"
                     decls.append(f"{b.ctype} *{b.name} = ({b.ctype} *)(ws + {offset});")
                     offset += -(-b.nbytes // _ALIGN) * _ALIGN
-        for call in calls:
+        return offset
+
+    def _emit_calls(self, fb: _FunctionBuild) -> None:
+        """Step 5: one emitter call per operator or composite, in order."""
+        ctx, values = fb.ctx, fb.values
+        for call in fb.calls:
             name = _describe(call)
             emit = self.emitters.get(name)
             if emit is None:
                 known = ", ".join(sorted(self.emitters)) or "none"
                 raise CodegenError(
                     f"backend {self.target!r} cannot generate C for {name!r} in function "
-                    f"{symbol} (it has emitters for: {known}); its rules should not have "
+                    f"{fb.symbol} (it has emitters for: {known}); its rules should not have "
                     "accepted this call"
                 )
             ctx.current = name
@@ -309,22 +367,6 @@ class CSourceCodegen:
                 ctx.values = ChainMap(dict(zip(call.op.params, args, strict=True)), values)
             emit(ctx, call, args, _flatten_value(values[call]))
         ctx.current = ""
-        for k, buf in copies:
-            ctx.line(f"memcpy(out{k}, {buf.name}, {buf.nbytes});")
-        body = "\n".join(["  " + d for d in decls] + ctx.lines)
-        text = (
-            f"/* {c_comment(symbol)} for backend {c_comment(self.target)} */\n"
-            f"RK_EXPORT int32_t {c_name}(void **args) {{\n{body}\n  return 0;\n}}\n"
-        )
-        sig = CFunctionSignature(
-            symbol,
-            c_name,
-            tuple(inputs),
-            tuple(out_specs),
-            tuple(name for name, _, _ in constants),
-            offset,
-        )
-        return text, sig, {name: arr for name, arr, _ in constants}
 
     def _check_dtype(self, ctx: EmitContext, ty: Type) -> None:
         if not isinstance(ty, TensorType) or ty.dtype not in C_TYPES:

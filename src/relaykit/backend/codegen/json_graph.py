@@ -111,21 +111,22 @@ class JSONSerializer:
                 raise fail(f"parameter %{p.name_hint} has type {ty}; only tensors are supported")
             values[p] = add({"op": "input", "name": p.name_hint}, [ty])[0]
         for node in post_order(func.body, skip=lambda n: isinstance(n, (Function, Op))):
-            t = type(node)
-            if t is Var:
+            if isinstance(node, Var):
                 if node not in values:
                     raise fail(f"free variable %{node.name_hint}")
-            elif t is Constant:
+            elif isinstance(node, Constant):
                 name = f"{symbol}_const_{len(constants)}"
                 constants[name] = node.data.numpy()
-                values[node] = add({"op": "const", "name": name}, [node.checked_type])[0]
-            elif t is Call:
+                values[node] = add({"op": "const", "name": name}, flatten_types(node.checked_type))[
+                    0
+                ]
+            elif isinstance(node, Call):
                 if isinstance(node.op, GlobalVar):
                     raise fail(
                         f"calls of global functions (@{node.op.name_hint}) are not supported"
                     )
                 ins = self.kernel_inputs(node, [values[a] for a in node.args])
-                name = node.op.name if isinstance(node.op, Op) else node.op.attrs.get("Composite")
+                name = _kernel_name(node)
                 if not isinstance(name, str):
                     raise fail("a call of a function literal that is not a composite")
                 entry: dict[str, Any] = {
@@ -142,12 +143,12 @@ class JSONSerializer:
                 values[node] = (
                     entries[0] if isinstance(node.checked_type, TensorType) else tuple(entries)
                 )
-            elif t is Tuple:
+            elif isinstance(node, Tuple):
                 values[node] = tuple(values[f] for f in node.fields)
-            elif t is TupleGetItem:
+            elif isinstance(node, TupleGetItem):
                 values[node] = values[node.tuple_value][node.index]
             else:
-                raise fail(f"{t.__name__} nodes are not supported")
+                raise fail(f"{type(node).__name__} nodes are not supported")
         graph = {
             "format": JSON_GRAPH_FORMAT,
             "version": JSON_GRAPH_VERSION,
@@ -177,3 +178,12 @@ def make_json_codegen(
         return runtime(symbol, text, constants)
 
     return codegen
+
+
+def _kernel_name(call: Call) -> Any:
+    """The operator's name, or the ``Composite`` name of a composite function's call."""
+    if isinstance(call.op, Op):
+        return call.op.name
+    if isinstance(call.op, Function):
+        return call.op.attrs.get("Composite")
+    return None

@@ -71,12 +71,16 @@ class CodegenRegistry:
 
     def register(self, info: CodegenInfo, override: bool = False) -> None:
         old = find_backend(info.name)
-        if old is not None and old.codegen is not None and not override:
-            if old.codegen is not info.compile:
-                raise CodegenError(
-                    f"a codegen for target {info.name!r} is already registered; "
-                    "pass override=True to replace it"
-                )
+        if (
+            old is not None
+            and old.codegen is not None
+            and not override
+            and old.codegen is not info.compile
+        ):
+            raise CodegenError(
+                f"a codegen for target {info.name!r} is already registered; "
+                "pass override=True to replace it"
+            )
         changes: dict[str, Any] = {"codegen": info.compile, "per_module": info.per_module}
         if info.optimize is not None:
             changes["optimize"] = info.optimize

@@ -24,7 +24,15 @@ from .backend import BACKEND
 from .codegen import codegen
 from .rules import RULES, TARGET, pattern_table
 
-__all__ = ["BACKEND", "TARGET", "codegen", "register", "partition_for_ccompiler", "pattern_table"]
+__all__ = [
+    "BACKEND",
+    "RULES",
+    "TARGET",
+    "codegen",
+    "register",
+    "partition_for_ccompiler",
+    "pattern_table",
+]
 
 
 def register() -> None:

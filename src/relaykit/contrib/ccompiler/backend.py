@@ -17,7 +17,9 @@ BACKEND = Backend(
     optimize=inference_optimize,
     codegen=codegen,
     per_module=True,
-    description="generated C for elementwise ops, dense and conv2d, compiled by the system C compiler",
+    description="generated C (elementwise, dense, conv2d) built by the system C compiler",
     version=RELAYKIT_VERSION,
-    requires=Requirement(install="a C compiler on PATH (cc, gcc or clang)", check=c_compiler_missing),
+    requires=Requirement(
+        install="a C compiler on PATH (cc, gcc or clang)", check=c_compiler_missing
+    ),
 )

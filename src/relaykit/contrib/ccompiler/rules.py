@@ -13,6 +13,7 @@ from typing import Any
 
 from relaykit.byoc.rules import Decline, decline
 from relaykit.dataflow_pattern import is_op, wildcard
+from relaykit.errors import RelayTypeError
 from relaykit.ir.expr import Call, Expr, checked_type_or_none
 from relaykit.ir.types import TensorType
 
@@ -21,6 +22,18 @@ from .kernels_c import MAX_DIMS
 __all__ = ["TARGET", "RULES", "pattern_table"]
 
 TARGET = "ccompiler"
+
+
+def _tensor(expr: Expr) -> TensorType:
+    """The tensor type of ``expr`` (rules run on typed, float32-checked calls)."""
+    ty = expr.checked_type
+    if not isinstance(ty, TensorType):
+        raise RelayTypeError(f"expected a tensor, got {ty}")
+    return ty
+
+
+def _op_name(call: Call) -> str:
+    return str(getattr(call.op, "name", ""))
 
 
 def _float32(expr: Expr) -> bool:
@@ -51,7 +64,7 @@ def _elementwise(call: Call) -> Decline | bool:
 
 def _bias_add(call: Call) -> Decline | bool:
     ok = _elementwise(call)
-    if ok and len(call.args[1].checked_type.shape) != 1:
+    if ok and len(_tensor(call.args[1]).shape) != 1:
         return decline("the bias must be 1-D")
     return ok
 
@@ -104,12 +117,12 @@ def _check(names: list[str], bias_axis: tuple[int, ...]) -> Callable[[Expr], boo
         if calls is None:
             return False
         for c in calls:
-            if not RULES[c.op.name](c):  # type: ignore[union-attr]
+            if not RULES[_op_name(c)](c):
                 return False
-        bias = next(c for c in calls if c.op.name == "nn.bias_add")  # type: ignore[union-attr]
-        ndim = bias.args[0].checked_type.ndim
+        bias = next(c for c in calls if _op_name(c) == "nn.bias_add")
+        ndim = _tensor(bias.args[0]).ndim
         on_axis = any(bias.attrs.axis % ndim == ax % ndim for ax in bias_axis)
-        return on_axis and len(bias.args[1].checked_type.shape) == 1
+        return on_axis and len(_tensor(bias.args[1]).shape) == 1
 
     return check
 

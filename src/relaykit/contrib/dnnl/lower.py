@@ -241,7 +241,7 @@ def _batch_norm(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
     consts = [lw.const(lw.tensor(v, "batch_norm parameter")) for v in args[1:]]
     if any(c is None for c in consts):
         raise CodegenError("dnnl: batch_norm needs constant gamma/beta/mean/var (bind the params)")
-    gamma, beta, mean, var = (np.asarray(c, np.float64) for c in consts)  # type: ignore[arg-type]
+    gamma, beta, mean, var = (np.asarray(c, np.float64) for c in consts)
     out = _shape(call.args[0])
     axis = int(a.axis) % len(out)
     scale = 1.0 / np.sqrt(var + float(a.epsilon))

@@ -24,7 +24,16 @@ from .codegen import codegen
 from .rules import RULES, TARGET, pattern_table
 from .runtime import JSONRefRuntime
 
-__all__ = ["BACKEND", "TARGET", "JSONRefRuntime", "codegen", "register", "partition_for_jsonref"]
+__all__ = [
+    "BACKEND",
+    "RULES",
+    "TARGET",
+    "JSONRefRuntime",
+    "pattern_table",
+    "codegen",
+    "register",
+    "partition_for_jsonref",
+]
 
 
 def register() -> None:

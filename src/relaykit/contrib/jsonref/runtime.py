@@ -17,5 +17,3 @@ class JSONRefRuntime(JSONRuntimeBase):
     type_key: ClassVar[str] = "jsonref_json"
     provider: ClassVar[str] = "relaykit.contrib.jsonref"
     kernels = KERNELS
-
-

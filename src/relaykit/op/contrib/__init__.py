@@ -25,11 +25,12 @@ True
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
-from relaykit.backends import backend_registry, find_backend, update_backend
+from relaykit.backends import backend_registry, find_backend, get_backend, update_backend
 from relaykit.errors import IRError
 
 __all__ = [
@@ -114,3 +115,17 @@ def get_pattern_table(compiler: str) -> list[tuple[Any, ...]] | None:
 def list_pattern_tables() -> list[str]:
     """Names of the (loaded) backends that have a pattern table."""
     return pattern_table_registry.names()
+
+
+#: Backends with a TVM-named module here (``relay.op.contrib.dnnl``).
+_TVM_MODULES = frozenset({"dnnl"})
+
+
+def __getattr__(name: str) -> Any:
+    # TVM imports every backend's module into relay.op.contrib; relaykit's backends are
+    # optional and heavy, so ``relay.op.contrib.dnnl`` loads its backend (through the
+    # backend registry) and the module of TVM's names on first use.
+    if name in _TVM_MODULES:
+        get_backend(name)
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
