@@ -7,7 +7,13 @@ import re
 SRC = pathlib.Path(__file__).resolve().parents[2] / "src" / "relaykit"
 IR = SRC / "ir"
 # what ir may import from relaykit (errors / registry / runtime basics are below it)
-ALLOWED = ("relaykit.errors", "relaykit.registry", "relaykit.runtime.ndarray", "relaykit.ir")
+ALLOWED = (
+    "relaykit.errors",
+    "relaykit.registry",
+    "relaykit.dtypes",
+    "relaykit.runtime.ndarray",
+    "relaykit.ir",
+)
 
 
 def _imports(path):
