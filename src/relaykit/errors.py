@@ -15,6 +15,8 @@ __all__ = [
     "RelayKitError",
     "IRError",
     "ArgumentError",
+    "ImmutableError",
+    "IRIndexError",
     "StructuralMismatchError",
     "RelayTypeError",
     "TypeNotInferredError",
@@ -48,6 +50,15 @@ class RelayKitError(Exception):
 
 class IRError(RelayKitError, ValueError):
     """An IR node was built or used incorrectly (wrong field type, bad arity...)."""
+
+
+class ImmutableError(RelayKitError, AttributeError):
+    """An attribute of an immutable object (an IR node, attributes, a type) was assigned;
+    the message says how to make a changed copy."""
+
+
+class IRIndexError(IRError, IndexError):
+    """An index into an IR tuple is out of range."""
 
 
 class ArgumentError(RelayKitError, TypeError):

@@ -79,7 +79,7 @@ class Registry(Mapping[K, V], Generic[K, V]):
             return True
         return self._load(key) is not _MISSING  # type: ignore[arg-type]
 
-    def get(self, key: K, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, key: K, default: Any = None) -> Any:
         try:
             return self._entries[key]
         except KeyError:

@@ -88,7 +88,9 @@ class Backend:
     - ``loaders``: runtime-module ``type_key`` -> ``loader(blob)`` for exported artifacts;
     - ``transparent_ops``, ``min_region_ops``, ``min_region_macs``: partitioning options
       (``None`` transparent ops: the default set);
-    - ``description``, ``version``, ``requires``: what ``relaykit backends`` shows.
+    - ``description``, ``version``, ``requires``: what ``relaykit backends`` shows;
+    - ``exports``: the names the backend publishes under TVM's ``relay.op.contrib.<name>``
+      (e.g. ``partition_for_dnnl``), for scripts written against TVM.
     """
 
     name: str
@@ -105,13 +107,14 @@ class Backend:
     description: str = ""
     version: str = ""
     requires: Requirement = field(default_factory=Requirement)
+    exports: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise BackendError(f"a backend name must be a non-empty string, got {self.name!r}")
         if self.name == HOST_TARGET:
             raise BackendError(f"{HOST_TARGET!r} is the host, not a backend")
-        for key in ("rules", "options", "loaders"):
+        for key in ("rules", "options", "loaders", "exports"):
             value = getattr(self, key)
             if not isinstance(value, Mapping):
                 raise BackendError(

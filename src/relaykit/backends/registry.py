@@ -24,7 +24,9 @@ from __future__ import annotations
 import difflib
 import importlib
 import importlib.metadata
+import importlib.util
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from relaykit.errors import BackendError, BackendLoadError, BackendNotFoundError
@@ -44,12 +46,24 @@ __all__ = [
     "refresh_entry_points",
 ]
 
+#: Where the built-in backends live: one folder each, declaring ``BACKEND`` in ``backend.py``.
+BUILTIN_PACKAGE = "relaykit.contrib"
+
+
+def _builtin_backends() -> dict[str, str]:
+    """Every folder of :data:`BUILTIN_PACKAGE` with a ``backend.py``, read from the file
+    system (nothing is imported): adding a built-in backend is adding its folder."""
+    spec = importlib.util.find_spec(BUILTIN_PACKAGE)
+    found: dict[str, str] = {}
+    for location in (spec.submodule_search_locations or []) if spec is not None else []:
+        for folder in sorted(Path(location).iterdir()):
+            if (folder / "backend.py").is_file() and not folder.name.startswith("_"):
+                found[folder.name] = f"{BUILTIN_PACKAGE}.{folder.name}.backend:BACKEND"
+    return found
+
+
 #: Built-in backends: name -> ``"module:attribute"`` of their :class:`Backend` record.
-BUILTIN: dict[str, str] = {
-    "ccompiler": "relaykit.contrib.ccompiler.backend:BACKEND",
-    "jsonref": "relaykit.contrib.jsonref.backend:BACKEND",
-    "dnnl": "relaykit.contrib.dnnl.backend:BACKEND",
-}
+BUILTIN: dict[str, str] = _builtin_backends()
 
 #: The entry-point group third-party backends declare in their pyproject.
 ENTRY_POINT_GROUP = "relaykit.backends"

@@ -34,7 +34,6 @@ host or a target, and :func:`explain` says where every operator went and why.
 [('nn.dense', 'mylib'), ('nn.relu', 'mylib'), ('abs', 'host'), ('nn.softmax', 'host')]
 """
 
-
 from ._common import PartitionError
 from .annotate import AnnotateTarget
 from .choose import Decision, TargetChooser

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from relaykit.errors import AttrError
+from relaykit.errors import AttrError, ImmutableError
 
 __all__ = ["Attrs", "DictAttrs", "normalize_attr_value"]
 
@@ -61,7 +61,7 @@ class Attrs(Mapping[str, Any]):
         object.__setattr__(self, "type_key", type_key)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError("Attrs are immutable; use with_updates(...)")
+        raise ImmutableError("Attrs are immutable; use with_updates(...)")
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from relaykit.errors import IRError, TypeNotInferredError
+from relaykit.errors import ImmutableError, IRError, IRIndexError, TypeNotInferredError
 from relaykit.runtime.ndarray import NDArray, array
 
 from .attrs import Attrs
@@ -98,7 +98,7 @@ class Expr:
         register_node_class(cls)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(
+        raise ImmutableError(
             f"{type(self).__name__} nodes are immutable; "
             "use with_fields(...) to make a changed copy"
         )
@@ -560,7 +560,7 @@ class TupleWrapper:
 
     def __getitem__(self, index: int) -> TupleGetItem:
         if not -self.size <= index < self.size:
-            raise IndexError(f"tuple index {index} out of range for {self.size} fields")
+            raise IRIndexError(f"tuple index {index} out of range for {self.size} fields")
         return TupleGetItem(self.tuple_value, index % self.size)
 
     def __len__(self) -> int:

@@ -125,7 +125,7 @@ class ExprFunctor:
         if expr in memo:
             out = memo[expr]
             if out is ExprFunctor._PENDING:
-                raise RuntimeError(f"cycle in the expression graph at {type(expr).__name__}")
+                raise IRError(f"cycle in the expression graph at {type(expr).__name__}")
             return out
         # Visit everything below first, iteratively, so that the visit_* methods
         # below only ever find memoised children.

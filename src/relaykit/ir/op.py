@@ -20,7 +20,7 @@ import difflib
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from relaykit.errors import IRError, OpNotFoundError
+from relaykit.errors import ArgumentError, IRError, OpNotFoundError
 from relaykit.registry import Registry
 
 from .expr import Expr
@@ -76,7 +76,7 @@ class Op(Expr):
         return f"Op({self.name})"
 
     def __reduce__(self) -> Any:  # pragma: no cover - ops are never pickled
-        raise TypeError("relaykit objects are not picklable")
+        raise ArgumentError("relaykit objects are not picklable")
 
 
 _Table = dict[str, tuple[Any, int]]  # op name -> (value, level)

@@ -35,6 +35,7 @@ __all__ = [
     "scalar_type",
 ]
 
+
 def dtype_kind(dtype: str) -> str:
     """``"f"``, ``"i"``, ``"u"`` or ``"b"`` for a dtype name of :data:`DTYPES`; unlike
     NumPy's ``dtype.kind`` this also classifies the ``ml_dtypes`` types

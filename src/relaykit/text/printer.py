@@ -23,6 +23,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from relaykit.errors import ArgumentError
 from relaykit.ir.analysis import free_vars
 from relaykit.ir.attrs import normalize_attr_value
 from relaykit.ir.expr import (
@@ -73,7 +74,7 @@ def _kind(node: Expr) -> type:
         if isinstance(node, k):
             _KIND_CACHE[t] = k
             return k
-    raise TypeError(f"cannot print {t.__name__}: not a relay expression")
+    raise ArgumentError(f"cannot print {t.__name__}: not a relay expression")
 
 
 _KIND_CACHE: dict[type, type] = {k: k for k in _KINDS}
@@ -468,7 +469,9 @@ def _print_lines(node: Any, ctx: _Context, out: list[str]) -> None:
         out.append(str(node))
         return
     if not isinstance(node, Expr):
-        raise TypeError(f"astext prints relay expressions and modules, not {type(node).__name__}")
+        raise ArgumentError(
+            f"astext prints relay expressions and modules, not {type(node).__name__}"
+        )
     printer = _DefPrinter(ctx, node)
     for var in free_vars(node):
         out.append(f"free_var {printer.var_decl(var)};")

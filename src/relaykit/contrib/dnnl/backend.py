@@ -12,9 +12,9 @@ from relaykit.contrib._common import RELAYKIT_VERSION
 from .codegen import OPTIONS_KEY, dnnl_codegen
 from .library import DnnlNotFoundError, find_onednn
 from .module import DnnlModule
-from .partition import optimize_for_dnnl
+from .partition import optimize_for_dnnl, partition_for_dnnl
 from .patterns import pattern_table
-from .rules import RULES, TARGET, rule_for
+from .rules import RULES, TARGET, check_call, rule_for
 
 __all__ = ["BACKEND"]
 
@@ -39,4 +39,10 @@ BACKEND = Backend(
     description="CNN regions fused and run by oneDNN through one cached C++ runtime",
     version=RELAYKIT_VERSION,
     requires=Requirement(extra="dnnl", check=_onednn_missing),
+    # TVM's relay.op.contrib.dnnl
+    exports={
+        "partition_for_dnnl": partition_for_dnnl,
+        "pattern_table": pattern_table,
+        "check_call": check_call,
+    },
 )

@@ -21,6 +21,7 @@ from typing import Any
 
 from relaykit import transform
 from relaykit.byoc import configure_target, partition_for, target_registry
+from relaykit.byoc.targets import activate_targets
 from relaykit.ir.expr import Function
 from relaykit.ir.module import IRModule
 from relaykit.transform.bind import bind_params_by_name
@@ -74,10 +75,8 @@ def partition_for_dnnl(
     operators to the host or to dnnl). Without oneDNN installed it raises
     :class:`~.library.DnnlNotFoundError`, which names the extra to install.
     """
-    from .registration import ensure_registered
-
     find_onednn()  # choosing dnnl without oneDNN installed fails here, saying what to install
-    ensure_registered()
+    activate_targets(["dnnl"])  # the record's rules, re-installed if a test dropped them
     mod = optimize_for_dnnl(mod, params)
     with target_registry.scoped():
         if prune_subgraphs:

@@ -25,12 +25,13 @@ True
 
 from __future__ import annotations
 
-import importlib
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
+from types import ModuleType
 from typing import Any
 
-from relaykit.backends import backend_registry, find_backend, get_backend, update_backend
+from relaykit.backends import backend_registry, find_backend, update_backend
 from relaykit.errors import IRError
 
 __all__ = [
@@ -117,15 +118,19 @@ def list_pattern_tables() -> list[str]:
     return pattern_table_registry.names()
 
 
-#: Backends with a TVM-named module here (``relay.op.contrib.dnnl``).
-_TVM_MODULES = frozenset({"dnnl"})
-
-
-def __getattr__(name: str) -> Any:
-    # TVM imports every backend's module into relay.op.contrib; relaykit's backends are
-    # optional and heavy, so ``relay.op.contrib.dnnl`` loads its backend (through the
-    # backend registry) and the module of TVM's names on first use.
-    if name in _TVM_MODULES:
-        get_backend(name)
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def __getattr__(name: str) -> ModuleType:
+    # TVM imports every backend's module into relay.op.contrib. relaykit's backends are
+    # optional and heavy, so ``relay.op.contrib.<backend>`` is made on first use from the
+    # names the backend's record exports (``Backend.exports``), found through the backend
+    # registry: this layer never imports a backend's code itself.
+    backend = find_backend(name) if not name.startswith("_") else None
+    if backend is None or not backend.exports:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = ModuleType(
+        f"{__name__}.{name}", f"TVM's relay.op.contrib.{name}: {backend.description}"
+    )
+    module.__dict__.update(backend.exports)
+    module.__all__ = sorted(backend.exports)  # type: ignore[attr-defined]
+    sys.modules[module.__name__] = module
+    globals()[name] = module
+    return module
