@@ -15,8 +15,10 @@ from typing import Any
 from relaykit.backend.codegen.toolchain import find_c_compiler
 from relaykit.backends import Backend, register_backend
 from relaykit.byoc.targets import install_rules
-from relaykit.errors import CompilerNotFoundError
+from relaykit.errors import CompilerNotFoundError, RelayTypeError
+from relaykit.ir.expr import Call, Expr
 from relaykit.ir.module import IRModule
+from relaykit.ir.types import TensorType
 from relaykit.transform.bind import bind_params_by_name
 from relaykit.transform.fold_constant import FoldConstant
 from relaykit.transform.infer_type import InferType
@@ -63,3 +65,16 @@ def inference_optimize(mod: IRModule, params: Mapping[str, Any] | None = None) -
         mod["main"] = bind_params_by_name(mod["main"], params)
     seq = Sequential([InferType(), SimplifyInference(), FoldConstant(), InferType()])
     return seq(mod)
+
+
+def tensor_type(expr: Expr) -> TensorType:
+    """The tensor type of ``expr`` (rules run on typed calls)."""
+    ty = expr.checked_type
+    if not isinstance(ty, TensorType):
+        raise RelayTypeError(f"expected a tensor, got {ty}")
+    return ty
+
+
+def op_name(call: Call) -> str:
+    """The operator name of ``call`` ("" when it calls a function)."""
+    return str(getattr(call.op, "name", ""))

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from typing import Any
 
 from relaykit.byoc.rules import Decline, decline
+from relaykit.contrib._common import op_name, tensor_type
 from relaykit.dataflow_pattern import is_op, wildcard
-from relaykit.errors import RelayTypeError
 from relaykit.ir.expr import Call, Expr, checked_type_or_none
 from relaykit.ir.types import TensorType
 
@@ -22,18 +22,6 @@ from .kernels_c import MAX_DIMS
 __all__ = ["TARGET", "RULES", "pattern_table"]
 
 TARGET = "ccompiler"
-
-
-def _tensor(expr: Expr) -> TensorType:
-    """The tensor type of ``expr`` (rules run on typed, float32-checked calls)."""
-    ty = expr.checked_type
-    if not isinstance(ty, TensorType):
-        raise RelayTypeError(f"expected a tensor, got {ty}")
-    return ty
-
-
-def _op_name(call: Call) -> str:
-    return str(getattr(call.op, "name", ""))
 
 
 def _float32(expr: Expr) -> bool:
@@ -64,7 +52,7 @@ def _elementwise(call: Call) -> Decline | bool:
 
 def _bias_add(call: Call) -> Decline | bool:
     ok = _elementwise(call)
-    if ok and len(_tensor(call.args[1]).shape) != 1:
+    if ok and len(tensor_type(call.args[1]).shape) != 1:
         return decline("the bias must be 1-D")
     return ok
 
@@ -117,12 +105,12 @@ def _check(names: list[str], bias_axis: tuple[int, ...]) -> Callable[[Expr], boo
         if calls is None:
             return False
         for c in calls:
-            if not RULES[_op_name(c)](c):
+            if not RULES[op_name(c)](c):
                 return False
-        bias = next(c for c in calls if _op_name(c) == "nn.bias_add")
-        ndim = _tensor(bias.args[0]).ndim
+        bias = next(c for c in calls if op_name(c) == "nn.bias_add")
+        ndim = tensor_type(bias.args[0]).ndim
         on_axis = any(bias.attrs.axis % ndim == ax % ndim for ax in bias_axis)
-        return on_axis and len(_tensor(bias.args[1]).shape) == 1
+        return on_axis and len(tensor_type(bias.args[1]).shape) == 1
 
     return check
 

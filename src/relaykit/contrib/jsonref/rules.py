@@ -12,26 +12,14 @@ from collections.abc import Callable
 from typing import Any
 
 from relaykit.byoc.rules import Decline, decline
+from relaykit.contrib._common import op_name, tensor_type
 from relaykit.dataflow_pattern import is_op, wildcard
-from relaykit.errors import RelayTypeError
 from relaykit.ir.expr import Call, Expr, checked_type_or_none
 from relaykit.ir.types import TensorType
 
 __all__ = ["TARGET", "RULES", "pattern_table"]
 
 TARGET = "jsonref"
-
-
-def _tensor(expr: Expr) -> TensorType:
-    """The tensor type of ``expr`` (rules run on typed, float32-checked calls)."""
-    ty = expr.checked_type
-    if not isinstance(ty, TensorType):
-        raise RelayTypeError(f"expected a tensor, got {ty}")
-    return ty
-
-
-def _op_name(call: Call) -> str:
-    return str(getattr(call.op, "name", ""))
 
 
 def _float32(call: Call) -> Decline | bool:
@@ -86,12 +74,12 @@ def _check(op: str, last_axis: bool) -> Callable[[Expr], bool]:
     def check(root: Expr) -> bool:
         node = root
         while isinstance(node, Call) and getattr(node.op, "name", "") != op:
-            if _op_name(node) == "nn.bias_add":
-                ndim = _tensor(node).ndim
+            if op_name(node) == "nn.bias_add":
+                ndim = tensor_type(node).ndim
                 want = ndim - 1 if last_axis else 1
-                if node.attrs.axis % ndim != want or len(_tensor(node.args[1]).shape) != 1:
+                if node.attrs.axis % ndim != want or len(tensor_type(node.args[1]).shape) != 1:
                     return False
-            if not RULES[_op_name(node)](node):
+            if not RULES[op_name(node)](node):
                 return False
             node = node.args[0]
         return isinstance(node, Call) and bool(RULES[op](node))
