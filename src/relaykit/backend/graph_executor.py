@@ -103,8 +103,7 @@ class GraphExecutor(Module):
     def _bind(self) -> None:
         plan = self.plan
         blocks = list(self._blocks)
-        views: list[np.ndarray | None] = [None] * len(plan.entries)
-        self._inputs: list[np.ndarray] = []
+        param_views: dict[int, np.ndarray] = {}
         for node in plan.nodes:
             if node.kind == "param":
                 e = node.outputs[0]
@@ -113,13 +112,16 @@ class GraphExecutor(Module):
                     spec = plan.entries[e]
                     arr = np.zeros(spec.shape, spec.dtype)
                     self._params[node.name] = arr
-                views[e] = arr
+                param_views[e] = arr
                 blocks[plan.entries[e].storage] = arr.reshape(-1).view(np.uint8)
+        views: list[np.ndarray] = []
         for i, spec in enumerate(plan.entries):
-            if views[i] is None:
+            view = param_views.get(i)
+            if view is None:
                 block = blocks[spec.storage]
                 assert block is not None
-                views[i] = block[: spec.nbytes].view(spec.dtype).reshape(spec.shape)
+                view = block[: spec.nbytes].view(spec.dtype).reshape(spec.shape)
+            views.append(view)
         self._views = views
         self._inputs = [views[n.outputs[0]] for n in plan.nodes if n.kind == "input"]
         # Two binding passes: the first measures the scratch memory host kernels need.

@@ -21,6 +21,7 @@ from relaykit.ir.expr import Expr, Function, GlobalVar, Var
 from relaykit.ir.module import IRModule
 from relaykit.ir.types import TupleType, Type
 from relaykit.runtime.ndarray import NDArray
+from relaykit.transform.bind import bind
 
 from .build_module import build
 from .graph_executor import GraphExecutor
@@ -69,8 +70,6 @@ class GraphRunner:
         else:
             raise IRError(f"evaluate needs a relay expression, got {type(expr).__name__}")
         if binds:
-            from relaykit.transform.bind import bind
-
             func = bind(func, binds)  # type: ignore[assignment]
         mod["main"] = func
         factory = build(mod, target=self.target, params=self.params or None)

@@ -149,7 +149,7 @@ def _flatten(value: Any) -> list[np.ndarray]:
 
 # -- elementwise ------------------------------------------------------------------------------
 
-_BINARY = {
+_BINARY: dict[str, np.ufunc] = {
     "add": np.add,
     "subtract": np.subtract,
     "multiply": np.multiply,
@@ -162,13 +162,13 @@ _BINARY = {
     "greater": np.greater,
     "greater_equal": np.greater_equal,
 }
-_FLOAT_BINARY = {"divide": np.divide, "power": np.power}
-_BOOL_BINARY = {
+_FLOAT_BINARY: dict[str, np.ufunc] = {"divide": np.divide, "power": np.power}
+_BOOL_BINARY: dict[str, np.ufunc] = {
     "logical_and": np.logical_and,
     "logical_or": np.logical_or,
     "logical_xor": np.logical_xor,
 }
-_FLOAT_UNARY = {
+_FLOAT_UNARY: dict[str, np.ufunc] = {
     "exp": np.exp,
     "log": np.log,
     "log2": np.log2,
@@ -180,7 +180,7 @@ _FLOAT_UNARY = {
     "ceil": np.ceil,
     "trunc": np.trunc,
 }
-_UNARY = {"negative": np.negative, "abs": np.abs, "sign": np.sign}
+_UNARY: dict[str, np.ufunc] = {"negative": np.negative, "abs": np.abs, "sign": np.sign}
 
 
 def _binary(ufunc: np.ufunc, kinds: str) -> Binder:

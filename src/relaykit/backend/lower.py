@@ -26,59 +26,23 @@ from typing import Any
 import numpy as np
 
 from relaykit.errors import BuildError
-from relaykit.ir.expr import (
-    Call,
-    Constant,
-    Expr,
-    Function,
-    GlobalVar,
-    If,
-    Let,
-    Tuple,
-    TupleGetItem,
-    Var,
-    checked_type_or_none,
-)
+from relaykit.ir.expr import Call, Constant, Function, GlobalVar, If, Var, checked_type_or_none
 from relaykit.ir.functor import post_order
 from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op, default_registry
 from relaykit.ir.types import TensorType, TupleType, Type
 from relaykit.op.define import OpPattern
 
+from .evaluator import Activation, Environment, Evaluator, Task
 from .graph_plan import EntrySpec, GraphPlan, PlanNode
-from .interpreter import _Env as Env
 from .memory_plan import plan_memory
 
-__all__ = ["lower_to_plan", "VIEW_OPS", "region_ops"]
+__all__ = ["VIEW_OPS", "PlanLowering", "lower_to_plan", "region_ops"]
 
 #: Operators whose output is a view of their input's storage (no data is moved).
 VIEW_OPS = frozenset(
     {"reshape", "nn.batch_flatten", "squeeze", "expand_dims", "annotation.stop_fusion"}
 )
-
-_ENTER, _APPLY, _RETURN, _LET_BODY, _COPY = range(5)
-
-
-class _Closure:
-    __slots__ = ("func", "env")
-
-    def __init__(self, func: Function, env: _Env | None) -> None:
-        self.func = func
-        self.env = env
-
-
-class _Env(Env):
-    __slots__ = ()
-    unbound_error = BuildError
-
-
-class _Activation:
-    __slots__ = ("env", "memo", "chain")
-
-    def __init__(self, env: _Env, chain: tuple[str, ...]) -> None:
-        self.env = env
-        self.memo: dict[int, Any] = {}
-        self.chain = chain
 
 
 def _flatten(value: Any) -> list[int]:
@@ -113,16 +77,27 @@ def region_ops(func: Function) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _describe(index: int, call: Call, name: str, arg_types: list[str]) -> str:
+def _describe(index: int, call: Call, name: str) -> str:
+    types = []
+    for a in call.args:
+        t = checked_type_or_none(a)
+        types.append(str(t) if t is not None else "?")
     attrs = ", ".join(f"{k}={v!r}" for k, v in call.attrs.items()) if call.attrs else ""
     where = f" at {call.span}" if call.span is not None else ""
-    body = ", ".join(arg_types + ([attrs] if attrs else []))
+    body = ", ".join(types + ([attrs] if attrs else []))
     return f"%{index} = {name}({body}){where}"
 
 
-class _Lowerer:
+class PlanLowering(Evaluator):
+    """A symbolic run of a function: values are plan entries (entry ids, tuples of
+    them, closures); operator and backend calls append plan nodes; everything else
+    (global and local functions, ``let``) is evaluated away. Control flow, recursion
+    and global functions as values are a :class:`~relaykit.errors.BuildError`."""
+
+    error = BuildError
+
     def __init__(self, mod: IRModule) -> None:
-        self.mod = mod
+        super().__init__(mod)
         self.entries: list[EntrySpec] = []
         self.nodes: list[PlanNode] = []
         self.params: dict[str, np.ndarray] = {}
@@ -130,6 +105,7 @@ class _Lowerer:
         self.externs: dict[str, tuple[str, tuple[str, ...]]] = {}
 
     def new_entries(self, ty: Type | None, where: str) -> Any:
+        """Fresh entries for a value of type ``ty`` (an id, or a tuple for a tuple type)."""
         if isinstance(ty, TensorType):
             self.entries.append(EntrySpec(ty.shape, ty.dtype))
             return len(self.entries) - 1
@@ -137,170 +113,124 @@ class _Lowerer:
             return tuple(self.new_entries(t, where) for t in ty.fields)
         raise BuildError(f"{where} has type {ty}; the graph executor handles tensors and tuples")
 
-    def constant(self, c: Constant) -> int:
-        e = self.const_entry.get(id(c))
+    def add_input(self, param: Var, func_name: str) -> int:
+        """A plan input for the parameter ``param`` of the lowered function."""
+        ty = checked_type_or_none(param) or param.type_annotation
+        if not isinstance(ty, TensorType):
+            raise BuildError(
+                f"input %{param.name_hint} of @{func_name} has type {ty}; graph executor inputs "
+                "must be tensors"
+            )
+        e: int = self.new_entries(ty, f"input %{param.name_hint}")
+        self.nodes.append(PlanNode("input", param.name_hint, outputs=(e,)))
+        return e
+
+    # -- hooks of the evaluator ----------------------------------------------------------
+
+    def eval_constant(self, node: Constant) -> int:
+        """A parameter ``p<i>``, one per constant node."""
+        e = self.const_entry.get(id(node))
         if e is None:
-            arr = c.data.numpy()
+            arr = node.data.numpy()
             e = self.new_entries(TensorType(arr.shape, arr.dtype.name), "a constant")
             name = f"p{len(self.params)}"
             self.params[name] = arr
             self.nodes.append(PlanNode("param", name, outputs=(e,)))
-            self.const_entry[id(c)] = e
+            self.const_entry[id(node)] = e
         return e
 
-    def extern_info(self, gv: GlobalVar, fn: Function) -> tuple[str, tuple[str, ...]]:
+    def apply_op(self, call: Call, op: Op, args: list[Any]) -> Any:
+        """An ``op`` node; a tuple argument is passed flat, its size in ``groups``."""
+        groups: list[int] = []
+        inputs: list[int] = []
+        for a in args:
+            if isinstance(a, int):
+                groups.append(-1)
+                inputs.append(a)
+            else:
+                flat = _flatten(a)
+                groups.append(len(flat))
+                inputs.extend(flat)
+        out = self.new_entries(checked_type_or_none(call), f"the call of {op.name}")
+        desc = _describe(len(self.nodes), call, op.name)
+        view = op.name in VIEW_OPS and isinstance(out, int) and len(inputs) >= 1
+        self.nodes.append(
+            PlanNode(
+                "op",
+                op.name,
+                tuple(inputs),
+                tuple(_flatten(out)),
+                call.attrs,
+                tuple(groups),
+                view=view,
+                desc=desc,
+            )
+        )
+        return out
+
+    def is_extern(self, gv: GlobalVar, fn: Function) -> bool:
+        """Functions with a ``Compiler`` attribute run in their backend's module."""
+        return bool(fn.attrs.get("Compiler")) if fn.attrs else False
+
+    def apply_extern(self, call: Call, gv: GlobalVar, fn: Function, args: list[Any]) -> Any:
+        """An ``extern`` node calling the backend function's symbol."""
         info = self.externs.get(gv.name_hint)
         if info is None:
             symbol = fn.attrs.get("global_symbol") or gv.name_hint
             info = (str(symbol), region_ops(fn))
             self.externs[gv.name_hint] = info
-        return info
-
-    def call(self, call: Call, args: list[Any], act: _Activation) -> Any:
-        """Lower a call of an operator or a backend function; None means: inline it."""
-        op = call.op
-        types = [
-            str(checked_type_or_none(a)) if checked_type_or_none(a) is not None else "?"
-            for a in call.args
-        ]
-        if type(op) is Op:
-            groups: list[int] = []
-            inputs: list[int] = []
-            for a in args:
-                if isinstance(a, int):
-                    groups.append(-1)
-                    inputs.append(a)
-                else:
-                    flat = _flatten(a)
-                    groups.append(len(flat))
-                    inputs.extend(flat)
-            out = self.new_entries(checked_type_or_none(call), f"the call of {op.name}")
-            desc = _describe(len(self.nodes), call, op.name, types)
-            view = op.name in VIEW_OPS and isinstance(out, int) and len(inputs) >= 1
-            self.nodes.append(
-                PlanNode(
-                    "op",
-                    op.name,
-                    tuple(inputs),
-                    tuple(_flatten(out)),
-                    call.attrs,
-                    tuple(groups),
-                    view=view,
-                    desc=desc,
-                )
+        symbol, ops = info
+        out = self.new_entries(checked_type_or_none(call), f"the call of @{gv.name_hint}")
+        desc = _describe(len(self.nodes), call, "@" + gv.name_hint)
+        self.nodes.append(
+            PlanNode(
+                "extern",
+                symbol,
+                tuple(i for a in args for i in _flatten(a)),
+                tuple(_flatten(out)),
+                compiler=str(fn.attrs["Compiler"]),
+                region_ops=ops,
+                desc=desc,
             )
-            return out
-        if type(op) is GlobalVar:
-            fn = self.mod[op.name_hint]
-            compiler = fn.attrs.get("Compiler") if fn.attrs else None
-            if compiler:
-                symbol, ops = self.extern_info(op, fn)
-                out = self.new_entries(checked_type_or_none(call), f"the call of @{op.name_hint}")
-                desc = _describe(len(self.nodes), call, "@" + op.name_hint, types)
-                self.nodes.append(
-                    PlanNode(
-                        "extern",
-                        symbol,
-                        tuple(i for a in args for i in _flatten(a)),
-                        tuple(_flatten(out)),
-                        compiler=str(compiler),
-                        region_ops=ops,
-                        desc=desc,
-                    )
-                )
-                return out
-        return None
+        )
+        return out
 
-    def run(self, root: Expr, act: _Activation) -> Any:
-        stack: list[tuple[Any, ...]] = [(root, act, _ENTER)]
-        while stack:
-            task = stack.pop()
-            node, act, stage = task[0], task[1], task[2]
-            memo = act.memo
-            if stage == _ENTER:
-                if id(node) in memo:
-                    continue
-                t = type(node)
-                if t is Var:
-                    memo[id(node)] = act.env.lookup(node)
-                elif t is Constant:
-                    memo[id(node)] = self.constant(node)
-                elif t is Function:
-                    memo[id(node)] = _Closure(node, act.env)
-                elif t is Call or t is Tuple:
-                    stack.append((node, act, _APPLY))
-                    kids = node.args if t is Call else node.fields
-                    for k in reversed(kids):
-                        if id(k) not in memo:
-                            stack.append((k, act, _ENTER))
-                    if t is Call and type(node.op) not in (Op, GlobalVar):
-                        stack.append((node.op, act, _ENTER))
-                elif t is TupleGetItem:
-                    stack.append((node, act, _APPLY))
-                    stack.append((node.tuple_value, act, _ENTER))
-                elif t is Let:
-                    stack.append((node, act, _LET_BODY))
-                    stack.append((node.value, act, _ENTER))
-                elif t is If:
-                    raise BuildError(
-                        "the graph executor runs dataflow graphs and cannot run `if`"
-                        + (f" (at {node.span})" if node.span is not None else "")
-                        + "; run this module with relay.create_executor('vm' or 'debug')"
-                    )
-                elif t is GlobalVar:
-                    raise BuildError(
-                        f"@{node.name_hint} is used as a value; the graph executor can only "
-                        "call global functions"
-                    )
-                else:
-                    raise BuildError(f"the graph executor cannot run a {t.__name__} node")
-            elif stage == _APPLY:
-                t = type(node)
-                if t is Tuple:
-                    memo[id(node)] = tuple(memo[id(f)] for f in node.fields)
-                elif t is TupleGetItem:
-                    value = memo[id(node.tuple_value)]
-                    if not isinstance(value, tuple):
-                        raise BuildError(f"projection .{node.index} of a non-tuple value")
-                    memo[id(node)] = value[node.index]
-                else:
-                    args = [memo[id(a)] for a in node.args]
-                    out = self.call(node, args, act)
-                    if out is not None:
-                        memo[id(node)] = out
-                        continue
-                    op = node.op
-                    if type(op) is GlobalVar:
-                        name = op.name_hint
-                        if name in act.chain:
-                            raise BuildError(
-                                f"@{name} is recursive; the graph executor cannot run recursion "
-                                "(use relay.create_executor('vm' or 'debug'))"
-                            )
-                        fn, env, chain = self.mod[name], None, (*act.chain, name)
-                    else:
-                        closure = memo[id(op)]
-                        if not isinstance(closure, _Closure):
-                            raise BuildError("a call of something that is not a function")
-                        fn, env, chain = closure.func, closure.env, act.chain
-                    if len(fn.params) != len(args):
-                        raise BuildError(
-                            f"a function of {len(fn.params)} parameters is called with "
-                            f"{len(args)} arguments"
-                        )
-                    callee = _Activation(_Env(dict(zip(fn.params, args, strict=True)), env), chain)
-                    stack.append((node, act, _RETURN, callee, fn.body))
-                    stack.append((fn.body, callee, _ENTER))
-            elif stage == _RETURN:
-                callee, body = task[3], task[4]
-                memo[id(node)] = callee.memo[id(body)]
-            elif stage == _LET_BODY:
-                act.env.vars[node.var] = memo[id(node.value)]
-                stack.append((node, act, _COPY, node.body))
-                stack.append((node.body, act, _ENTER))
-            else:
-                memo[id(node)] = memo[id(task[3])]
-        return act.memo[id(root)]
+    def call_global(
+        self, call: Call, gv: GlobalVar, fn: Function, args: list[Any], act: Activation
+    ) -> Activation:
+        """Host functions are inlined; recursion cannot be."""
+        if act.is_evaluating(gv.name_hint):
+            raise BuildError(
+                f"@{gv.name_hint} is recursive; the graph executor cannot run recursion "
+                "(use relay.create_executor('vm' or 'debug'))"
+            )
+        return super().call_global(call, gv, fn, args, act)
+
+    def eval_global(self, gv: GlobalVar) -> Any:
+        raise BuildError(
+            f"@{gv.name_hint} is used as a value; the graph executor can only call global functions"
+        )
+
+    def enter_if(self, node: If, act: Activation, stack: list[Task]) -> None:
+        raise BuildError(
+            "the graph executor runs dataflow graphs and cannot run `if`"
+            + (f" (at {node.span})" if node.span is not None else "")
+            + "; run this module with relay.create_executor('vm' or 'debug')"
+        )
+
+    def enter_op(self, node: Op, act: Activation, stack: list[Task]) -> None:
+        raise self.unsupported(node)
+
+    def unsupported(self, node: Any) -> BuildError:
+        return BuildError(f"the graph executor cannot run a {type(node).__name__} node")
+
+    def not_callable(self, call: Call, value: Any) -> BuildError:
+        return BuildError("a call of something that is not a function")
+
+    def arity_error(self, call: Call, fn: Function, args: list[Any]) -> BuildError:
+        return BuildError(
+            f"a function of {len(fn.params)} parameters is called with {len(args)} arguments"
+        )
 
 
 def lower_to_plan(
@@ -312,18 +242,8 @@ def lower_to_plan(
     broadcast operators.
     """
     main = mod[func_name]
-    low = _Lowerer(mod)
-    env: dict[Var, Any] = {}
-    for p in main.params:
-        ty = checked_type_or_none(p) or p.type_annotation
-        if not isinstance(ty, TensorType):
-            raise BuildError(
-                f"input %{p.name_hint} of @{func_name} has type {ty}; graph executor inputs "
-                "must be tensors"
-            )
-        e = low.new_entries(ty, f"input %{p.name_hint}")
-        low.nodes.append(PlanNode("input", p.name_hint, outputs=(e,)))
-        env[p] = e
+    low = PlanLowering(mod)
+    env = {p: low.add_input(p, func_name) for p in main.params}
     names = [p.name_hint for p in main.params]
     dup = {n for n in names if names.count(n) > 1}
     if dup:
@@ -331,7 +251,7 @@ def lower_to_plan(
             f"@{func_name} has several inputs named {', '.join(sorted(dup))}; the graph executor "
             "sets inputs by name, so give them distinct names"
         )
-    value = low.run(main.body, _Activation(_Env(env, None), (func_name,)))
+    value = low.run(main.body, Activation(Environment(env), None, func_name))
     heads = _flatten(value)
     if inplace_ops is None:
         inplace_ops = {n.name for n in low.nodes if n.kind == "op" and _elementwise(n.name)}

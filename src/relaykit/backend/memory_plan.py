@@ -41,12 +41,31 @@ def plan_memory(
 ) -> tuple[list[EntrySpec], list[StorageSpec]]:
     """Entries with storage ids, and the storage table. ``inplace_ops``: operators that may
     write into a dying input of the same size and dtype."""
-    n = len(entries)
-    root = list(range(n))  # the entry whose storage each entry uses (views share)
+    root = _view_roots(len(entries), nodes)
+    planner = _Planner(entries, root, _last_uses(root, nodes, heads), inplace_ops)
+    for step, node in enumerate(nodes):
+        if node.kind in ("input", "param"):
+            planner.place_pinned(node)
+        elif node.kind == "op" and node.view:
+            planner.place_view(node)
+        else:
+            reused = planner.place_outputs(node, step)
+            planner.release_dead(node, step, reused)
+    return planner.result()
+
+
+def _view_roots(n: int, nodes: Sequence[PlanNode]) -> list[int]:
+    """For each entry, the entry whose storage it uses (a view shares its input's)."""
+    root = list(range(n))
     for node in nodes:
         if node.kind == "op" and node.view:
             root[node.outputs[0]] = root[node.inputs[0]]
-    last_use = [-1] * n  # by root entry
+    return root
+
+
+def _last_uses(root: list[int], nodes: Sequence[PlanNode], heads: Sequence[int]) -> list[int]:
+    """For each root entry, the last step that reads or writes it (graph outputs: never)."""
+    last_use = [-1] * len(root)
     for step, node in enumerate(nodes):
         for e in node.outputs:
             r = root[e]
@@ -56,77 +75,113 @@ def plan_memory(
             last_use[r] = max(last_use[r], step)
     for h in heads:
         last_use[root[h]] = _FOREVER
-    pinned = [False] * n  # inputs and params: never pooled, never written in place
+    return last_use
 
-    storage: list[StorageSpec] = []
-    block_size: list[int] = []  # pool blocks, by storage id
-    entry_storage = [-1] * n
-    free_sizes: list[tuple[int, int]] = []  # sorted (size, storage id)
 
-    def take(nbytes: int) -> int:
+class _Planner:
+    """The state of one planning run: storage per entry, the pool's blocks, free blocks."""
+
+    def __init__(
+        self,
+        entries: Sequence[EntrySpec],
+        root: list[int],
+        last_use: list[int],
+        inplace_ops: Collection[str],
+    ) -> None:
+        n = len(entries)
+        self.entries = entries
+        self.root = root
+        self.last_use = last_use
+        self.inplace_ops = inplace_ops
+        self.pinned = [False] * n  # inputs and params: never pooled, never written in place
+        self.entry_storage = [-1] * n
+        self.storage: list[StorageSpec] = []
+        self.block_size: list[int] = []  # pool blocks, by storage id
+        self.free_sizes: list[tuple[int, int]] = []  # sorted (size, storage id)
+
+    def take(self, nbytes: int) -> int:
+        """A free block of at least ``nbytes`` (best fit), else the largest grown, else new."""
+        free_sizes = self.free_sizes
         i = bisect.bisect_left(free_sizes, (nbytes, -1))
         if i < len(free_sizes):
             _, sid = free_sizes.pop(i)
             return sid
         if free_sizes:  # grow the largest free block rather than add one
             _, sid = free_sizes.pop()
-            block_size[sid] = nbytes
+            self.block_size[sid] = nbytes
             return sid
-        storage.append(StorageSpec("pool", 0))
-        block_size.append(nbytes)
-        return len(storage) - 1
+        self.storage.append(StorageSpec("pool", 0))
+        self.block_size.append(nbytes)
+        return len(self.storage) - 1
 
-    def release(sid: int) -> None:
-        bisect.insort(free_sizes, (block_size[sid], sid))
+    def place_pinned(self, node: PlanNode) -> None:
+        """A graph input or parameter: a buffer of its own."""
+        e = node.outputs[0]
+        nbytes = self.entries[e].nbytes
+        self.storage.append(StorageSpec(node.kind, nbytes))
+        self.block_size.append(nbytes)
+        self.entry_storage[e] = len(self.storage) - 1
+        self.pinned[e] = True
 
-    for step, node in enumerate(nodes):
-        if node.kind in ("input", "param"):
-            e = node.outputs[0]
-            storage.append(StorageSpec(node.kind, entries[e].nbytes))
-            block_size.append(entries[e].nbytes)
-            entry_storage[e] = len(storage) - 1
-            pinned[e] = True
-            continue
-        if node.kind == "op" and node.view:
-            out, src = node.outputs[0], node.inputs[0]
-            entry_storage[out] = entry_storage[src]
-            pinned[out] = pinned[root[src]]
-            continue
+    def place_view(self, node: PlanNode) -> None:
+        """A view: its input's storage."""
+        out, src = node.outputs[0], node.inputs[0]
+        self.entry_storage[out] = self.entry_storage[src]
+        self.pinned[out] = self.pinned[self.root[src]]
+
+    def inplace_input(self, node: PlanNode, spec: EntrySpec, step: int, reused: set[int]) -> int:
+        """The storage of an input that dies at ``step`` and fits ``spec``, or -1."""
+        root, entries, entry_storage = self.root, self.entries, self.entry_storage
+        for x in node.inputs:
+            r = root[x]
+            cand = entry_storage[x]
+            if (
+                not self.pinned[r]
+                and self.last_use[r] == step
+                and entries[x].nbytes == spec.nbytes
+                and entries[x].dtype == spec.dtype
+                and cand not in reused
+            ):
+                return cand
+        return -1
+
+    def place_outputs(self, node: PlanNode, step: int) -> set[int]:
+        """Storage for the outputs of an op or extern node; the inputs' storage it reuses."""
         reused: set[int] = set()
+        inplace = node.kind == "op" and node.name in self.inplace_ops and len(node.outputs) == 1
         for e in node.outputs:
-            spec = entries[e]
-            sid = -1
-            if node.kind == "op" and node.name in inplace_ops and len(node.outputs) == 1:
-                for x in node.inputs:
-                    r = root[x]
-                    cand = entry_storage[x]
-                    if (
-                        not pinned[r]
-                        and last_use[r] == step
-                        and entries[x].nbytes == spec.nbytes
-                        and entries[x].dtype == spec.dtype
-                        and cand not in reused
-                    ):
-                        sid = cand
-                        reused.add(cand)
-                        break
-            if sid < 0:
-                sid = take(spec.nbytes)
-                block_size[sid] = max(block_size[sid], spec.nbytes)
-            entry_storage[e] = sid
+            spec = self.entries[e]
+            sid = self.inplace_input(node, spec, step, reused) if inplace else -1
+            if sid >= 0:
+                reused.add(sid)
+            else:
+                sid = self.take(spec.nbytes)
+                self.block_size[sid] = max(self.block_size[sid], spec.nbytes)
+            self.entry_storage[e] = sid
+        return reused
+
+    def release_dead(self, node: PlanNode, step: int, reused: set[int]) -> None:
+        """Return to the pool the blocks of the tensors that die at ``step``."""
+        root, last_use, entry_storage = self.root, self.last_use, self.entry_storage
         freed: set[int] = set()
         for e in (*node.inputs, *node.outputs):
             r = root[e]
             sid = entry_storage[e]
-            if pinned[r] or last_use[r] != step or sid in reused or sid in freed:
+            if self.pinned[r] or last_use[r] != step or sid in reused or sid in freed:
                 continue
             freed.add(sid)
-            release(sid)
-    for sid, spec in enumerate(storage):
-        if spec.kind == "pool":
-            storage[sid] = StorageSpec("pool", block_size[sid])
-    planned = [EntrySpec(e.shape, e.dtype, s) for e, s in zip(entries, entry_storage, strict=True)]
-    return planned, storage
+            bisect.insort(self.free_sizes, (self.block_size[sid], sid))
+
+    def result(self) -> tuple[list[EntrySpec], list[StorageSpec]]:
+        storage = self.storage
+        for sid, spec in enumerate(storage):
+            if spec.kind == "pool":
+                storage[sid] = StorageSpec("pool", self.block_size[sid])
+        planned = [
+            EntrySpec(e.shape, e.dtype, s)
+            for e, s in zip(self.entries, self.entry_storage, strict=True)
+        ]
+        return planned, storage
 
 
 @dataclass(frozen=True)
