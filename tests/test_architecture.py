@@ -34,7 +34,6 @@ SRC = ROOT / "src" / "relaykit"
 #: folder ending in "/"), with the branch that owns them.
 PENDING: dict[str, str] = {
     "byoc/": "wp-byoc",
-    "backend/": "wp-eval",
 }
 
 #: Function-local imports of relaykit modules that are not there to dodge a cycle: the
