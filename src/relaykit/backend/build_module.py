@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from relaykit.errors import BuildError, CodegenError, RelayKitError
+from relaykit.errors import ArtifactCorruptError, BuildError, CodegenError, RelayKitError
 from relaykit.ir.expr import Function
 from relaykit.ir.module import IRModule
 from relaykit.runtime.module import Module, ModuleBlob, register_module_loader
@@ -153,7 +153,9 @@ class GraphExecutorFactoryModule(Module):
         plan = GraphPlan.from_json(blob.files["graph.json"])
         missing = [p for p in plan.param_names if p not in blob.arrays]
         if missing:
-            raise KeyError(f"parameters {', '.join(missing)} are missing")
+            raise ArtifactCorruptError(
+                f"the artifact's parameters {', '.join(missing)} are missing"
+            )
         factory = GraphExecutorFactoryModule(
             plan, HostModule(), blob.arrays, str(blob.meta["mod_name"]), str(blob.meta["target"])
         )

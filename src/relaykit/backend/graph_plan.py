@@ -149,6 +149,8 @@ class GraphPlan:
             raise ArtifactCorruptError(f"the graph plan is not valid JSON ({err})") from None
         try:
             return _parse(obj)
+        except ArtifactError:
+            raise
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise ArtifactCorruptError(
                 f"malformed graph plan: {type(err).__name__}: {err}"
@@ -162,7 +164,7 @@ def _check(cond: bool, what: str) -> None:
 
 def _int(v: Any) -> int:
     if not isinstance(v, int) or isinstance(v, bool):
-        raise TypeError(f"expected an integer, got {v!r}")
+        raise ArtifactCorruptError(f"malformed graph plan: expected an integer, got {v!r}")
     return v
 
 
@@ -255,13 +257,15 @@ def _value_from_json(v: Any) -> Any:
             return float(str(v["float"]))
         if set(v) == {"attrs"} and isinstance(v["attrs"], dict):
             return Attrs({str(k): _value_from_json(x) for k, x in v["attrs"].items()})
-        raise ValueError(f"unexpected attribute object {v!r}")
+        raise ArtifactCorruptError(f"malformed graph plan: unexpected attribute object {v!r}")
     return v
 
 
 def attrs_from_json(obj: Any, op_name: str = "") -> Attrs:
     """The inverse of :func:`attrs_to_json` (with the op's attrs type key)."""
     if not isinstance(obj, dict):
-        raise TypeError(f"attributes must be an object, got {obj!r}")
+        raise ArtifactCorruptError(
+            f"malformed graph plan: attributes must be an object, got {obj!r}"
+        )
     key = default_registry.get_attr(op_name, "attrs_type_key") if op_name else None
     return Attrs({str(k): _value_from_json(v) for k, v in obj.items()}, key or "DictAttrs")
