@@ -5,7 +5,8 @@ For mlp, VGG-11, ResNet-18 and ResNet-50 (``relay.testing``, batch 1,
 median latency of the reference interpreter and of the graph executor,
 the number of executor steps, and the intermediate memory with and without
 the static memory plan. A chain of tiny operators measures the per-op
-dispatch overhead of both executors against the bare NumPy call. When
+dispatch overhead of both executors against the bare NumPy call, and the
+per-op cost of lowering to a plan and of interpreting. When
 ``onnx``, ``onnxruntime`` and ``relaykit.frontend.from_onnx`` are available,
 ONNX's light ResNet-50 is timed in onnxruntime and in relaykit, interleaved.
 
@@ -31,6 +32,7 @@ import numpy as np
 
 import relaykit as tvm
 from relaykit import relay
+from relaykit.backend.lower import lower_to_plan
 from relaykit.testing import mlp, resnet, vgg
 
 MIB = 1 << 20
@@ -119,6 +121,31 @@ def bench_dispatch(n_ops: int, repeat: int) -> dict[str, float]:
         "graph_dispatch_overhead_us": graph_us - bare_us,
         "interp_dispatch_overhead_us": interp_us - bare_us,
     }
+
+
+def bench_lowering(n_ops: int, repeat: int) -> dict[str, float]:
+    """Per-op time of the two evaluator subclasses on a chain of ``n_ops`` tiny ops:
+    lowering to a memory-planned plan (``lower_to_plan``) and the reference interpreter."""
+    x = relay.var("x", shape=(4,))
+    y = x
+    for i in range(n_ops):
+        y = relay.nn.relu(y) if i % 2 else relay.add(y, relay.const(1.0))
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([x], y)))
+    lower_us = best_ms(lambda: lower_to_plan(mod), repeat) * 1000 / n_ops
+    interp = relay.create_executor("debug", mod=mod).evaluate()
+    data = np.ones(4, "float32")
+    interp_us = best_ms(lambda: interp(data), repeat) * 1000 / n_ops
+    return {"lower_us_per_op": lower_us, "interp_us_per_op": interp_us}
+
+
+def best_ms(fn: Callable[[], Any], repeat: int) -> float:
+    """The fastest of ``repeat`` runs (CPU time of this process, robust on a busy machine)."""
+    times = []
+    for _ in range(repeat):
+        t = time.process_time()
+        fn()
+        times.append(time.process_time() - t)
+    return min(times) * 1000
 
 
 def bench_onnxruntime(repeat: int) -> dict[str, Any] | None:
@@ -211,6 +238,11 @@ def main(argv: list[str] | None = None) -> None:
         f"bare ufunc {d['bare_ufunc_us']:.2f} us/op\n"
         f"  => per-op dispatch overhead: graph executor {d['graph_dispatch_overhead_us']:.2f} us, "
         f"interpreter {d['interp_dispatch_overhead_us']:.2f} us"
+    )
+    low = bench_lowering(20000, max(3, args.repeat // 2))
+    print(
+        f"evaluator (20000-op chain, best CPU time): lower_to_plan {low['lower_us_per_op']:.2f} "
+        f"us/op, interpreter {low['interp_us_per_op']:.2f} us/op"
     )
     if not args.no_ort:
         o = bench_onnxruntime(max(args.repeat, 10))

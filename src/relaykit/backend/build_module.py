@@ -153,7 +153,9 @@ class GraphExecutorFactoryModule(Module):
         plan = GraphPlan.from_json(blob.files["graph.json"])
         missing = [p for p in plan.param_names if p not in blob.arrays]
         if missing:
-            raise ArtifactCorruptError(f"parameters {', '.join(missing)} are missing")
+            raise ArtifactCorruptError(
+                f"the artifact's parameters {', '.join(missing)} are missing"
+            )
         factory = GraphExecutorFactoryModule(
             plan, HostModule(), blob.arrays, str(blob.meta["mod_name"]), str(blob.meta["target"])
         )

@@ -149,7 +149,7 @@ class GraphPlan:
             raise ArtifactCorruptError(f"the graph plan is not valid JSON ({err})") from None
         try:
             return _parse(obj)
-        except ArtifactCorruptError:
+        except ArtifactError:
             raise
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise ArtifactCorruptError(
