@@ -43,14 +43,19 @@ def plan_memory(
     write into a dying input of the same size and dtype."""
     root = _view_roots(len(entries), nodes)
     planner = _Planner(entries, root, _last_uses(root, nodes, heads), inplace_ops)
+    place_pinned, place_view, place_computed = (
+        planner.place_pinned,
+        planner.place_view,
+        planner.place_computed,
+    )
     for step, node in enumerate(nodes):
-        if node.kind in ("input", "param"):
-            planner.place_pinned(node)
-        elif node.kind == "op" and node.view:
-            planner.place_view(node)
+        kind = node.kind
+        if kind == "op" and node.view:
+            place_view(node)
+        elif kind in ("input", "param"):
+            place_pinned(node)
         else:
-            reused = planner.place_outputs(node, step)
-            planner.release_dead(node, step, reused)
+            place_computed(node, step)
     return planner.result()
 
 
@@ -129,48 +134,44 @@ class _Planner:
         self.entry_storage[out] = self.entry_storage[src]
         self.pinned[out] = self.pinned[self.root[src]]
 
-    def inplace_input(self, node: PlanNode, spec: EntrySpec, step: int, reused: set[int]) -> int:
-        """The storage of an input that dies at ``step`` and fits ``spec``, or -1."""
-        root, entries, entry_storage = self.root, self.entries, self.entry_storage
-        for x in node.inputs:
-            r = root[x]
-            cand = entry_storage[x]
-            if (
-                not self.pinned[r]
-                and self.last_use[r] == step
-                and entries[x].nbytes == spec.nbytes
-                and entries[x].dtype == spec.dtype
-                and cand not in reused
-            ):
-                return cand
-        return -1
-
-    def place_outputs(self, node: PlanNode, step: int) -> set[int]:
-        """Storage for the outputs of an op or extern node; the inputs' storage it reuses."""
+    def place_computed(self, node: PlanNode, step: int) -> None:
+        """Storage for the outputs of an op or extern node (in place into a dying input
+        when allowed, else a pool block); then the blocks of tensors dying here are free."""
+        entries, entry_storage, block_size = self.entries, self.entry_storage, self.block_size
         reused: set[int] = set()
         inplace = node.kind == "op" and node.name in self.inplace_ops and len(node.outputs) == 1
+        root, last_use, pinned = self.root, self.last_use, self.pinned
         for e in node.outputs:
-            spec = self.entries[e]
-            sid = self.inplace_input(node, spec, step, reused) if inplace else -1
+            spec = entries[e]
+            sid = -1
+            if inplace:  # into an input that dies here, of the same size and dtype
+                for x in node.inputs:
+                    r = root[x]
+                    cand = entry_storage[x]
+                    if (
+                        not pinned[r]
+                        and last_use[r] == step
+                        and entries[x].nbytes == spec.nbytes
+                        and entries[x].dtype == spec.dtype
+                        and cand not in reused
+                    ):
+                        sid = cand
+                        break
             if sid >= 0:
                 reused.add(sid)
             else:
                 sid = self.take(spec.nbytes)
-                self.block_size[sid] = max(self.block_size[sid], spec.nbytes)
-            self.entry_storage[e] = sid
-        return reused
-
-    def release_dead(self, node: PlanNode, step: int, reused: set[int]) -> None:
-        """Return to the pool the blocks of the tensors that die at ``step``."""
-        root, last_use, entry_storage = self.root, self.last_use, self.entry_storage
+                if block_size[sid] < spec.nbytes:
+                    block_size[sid] = spec.nbytes
+            entry_storage[e] = sid
         freed: set[int] = set()
         for e in (*node.inputs, *node.outputs):
             r = root[e]
             sid = entry_storage[e]
-            if self.pinned[r] or last_use[r] != step or sid in reused or sid in freed:
+            if pinned[r] or last_use[r] != step or sid in reused or sid in freed:
                 continue
             freed.add(sid)
-            bisect.insort(self.free_sizes, (self.block_size[sid], sid))
+            bisect.insort(self.free_sizes, (block_size[sid], sid))
 
     def result(self) -> tuple[list[EntrySpec], list[StorageSpec]]:
         storage = self.storage
