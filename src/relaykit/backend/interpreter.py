@@ -78,12 +78,25 @@ class Interpreter(Evaluator):
         return out
 
 
+_DTYPE_NAMES: dict[np.dtype[Any], str] = {}
+
+
+def _dtype_name(dtype: np.dtype[Any]) -> str:
+    """``dtype.name``, which NumPy computes in Python on every read (microseconds): cached."""
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = dtype.name
+        if len(_DTYPE_NAMES) < 256:
+            _DTYPE_NAMES[dtype] = name
+    return name
+
+
 def _check_value(value: Any, ty: Type, call: Call) -> None:
     """The kernel's output must have the type inference predicted."""
     if isinstance(ty, TensorType):
         if not isinstance(value, np.ndarray):
             value = np.asarray(value)
-        if value.shape != ty.shape or value.dtype.name != ty.dtype:
+        if value.shape != ty.shape or _dtype_name(value.dtype) != ty.dtype:
             raise ExecutionError(
                 f"while evaluating {describe_call(call)}: kernel returned {value.dtype.name}"
                 f"{list(value.shape)} but the type is {ty}"
