@@ -33,7 +33,6 @@ SRC = ROOT / "src" / "relaykit"
 #: Files that other branches of issue 10 rewrite (path relative to src/relaykit, or a
 #: folder ending in "/"), with the branch that owns them.
 PENDING: dict[str, str] = {
-    "byoc/": "wp-byoc",
 }
 
 #: Function-local imports of relaykit modules that are not there to dodge a cycle: the

@@ -25,7 +25,7 @@ annotation.compiler_end
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from relaykit.ir.expr import (
@@ -47,7 +47,6 @@ from ._common import (
     DEFAULT_TARGET,
     annotation_ops,
     copy_type,
-    data_children,
     ensure_typed,
     is_composite,
     make_begin,
@@ -59,7 +58,7 @@ from ._common import (
 )
 from .choose import Decision, TargetChooser, normalize_targets
 from .pins import as_pins
-from .regions import find_regions
+from .regions import find_regions, walk
 
 __all__ = ["AnnotateTarget", "annotate_function", "strip_annotations"]
 
@@ -93,52 +92,55 @@ def strip_annotations(func: Function) -> tuple[Function, dict[Expr, str]]:
     return copy_type(func.with_fields(body=body), func), kept  # type: ignore[return-value]
 
 
-def annotate_function(
-    func: Function,
-    chooser: TargetChooser,
-    include_non_call_ops: bool = True,
-    record: dict[Expr, Decision] | None = None,
-    keep: dict[Expr, str] | None = None,
-) -> Function:
-    """``func`` with ``compiler_begin``/``compiler_end`` around every operator.
+class _Annotator:
+    """The state of one ``annotate_function`` run: the rewritten node of every visited
+    node, the target of every annotated one and the ``compiler_end`` closing it."""
 
-    ``record``, when given, receives the :class:`Decision` of every call;
-    ``keep`` fixes the targets of some calls (used when re-annotating).
-    """
-    begin_op, end_op = annotation_ops()
-    root = func.body
-    new: dict[Expr, Expr] = {}
-    target: dict[Expr, str] = {}
-    ends: dict[Expr, Expr] = {}
+    def __init__(
+        self,
+        chooser: TargetChooser,
+        include_non_call_ops: bool,
+        record: dict[Call, Decision] | None,
+        keep: dict[Expr, str] | None,
+    ) -> None:
+        self.chooser = chooser
+        self.include_non_call_ops = include_non_call_ops
+        self.record = record
+        self.keep = keep
+        self.new: dict[Expr, Expr] = {}
+        self.target: dict[Expr, str] = {}
+        self.ends: dict[Expr, Expr] = {}
 
-    def closed(a: Expr) -> Expr:
-        """The value of ``a`` as seen from outside its region."""
-        na = new[a]
-        if a not in target or (type(a) is Call and not a.args):
+    def closed(self, a: Expr) -> Expr:
+        """The value of ``a`` as seen from outside its region (its ``compiler_end``)."""
+        na = self.new[a]
+        if a not in self.target or (type(a) is Call and not a.args):
             return na
-        e = ends.get(a)
+        e = self.ends.get(a)
         if e is None:
-            e = make_end(na, target[a])
-            ends[a] = e
+            e = make_end(na, self.target[a])
+            self.ends[a] = e
         return e
 
-    seen: set[int] = set()
-    stack: list[tuple[Expr, bool]] = [(root, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if not expanded:
-            key = id(node)
-            if key in seen:
+    def run(self, root: Expr) -> Expr:
+        """Rewrites every node under ``root``, inputs first; returns the closed root.
+
+        Operator calls, the bulk of any graph, are handled inline; the other kinds go
+        to :meth:`visit_tuple`, :meth:`visit_projection` and :meth:`visit_host`."""
+        begin_op, end_op = annotation_ops()
+        new, target, closed = self.new, self.target, self.closed
+        choose, decide = self.chooser.choose, self.chooser.decide
+        record, keep = self.record, self.keep
+        others: dict[type, Callable[[Any], None]] = {
+            Tuple: self.visit_tuple,
+            TupleGetItem: self.visit_projection,
+        }
+        host = self.visit_host
+        node: Any
+        for node in walk(root):
+            if type(node) is not Call:
+                others.get(type(node), host)(node)
                 continue
-            seen.add(key)
-            stack.append((node, True))
-            kids = data_children(node)
-            for i in range(len(kids) - 1, -1, -1):
-                if id(kids[i]) not in seen:
-                    stack.append((kids[i], False))
-            continue
-        t = type(node)
-        if t is Call:
             op = node.op
             if op is begin_op or op is end_op:
                 raise _HasAnnotations()
@@ -148,75 +150,95 @@ def annotate_function(
             if fixed is not None:
                 tgt = fixed
             elif record is not None:
-                decision = chooser.decide(node, producer)
-                record[node] = decision
+                decision = record[node] = decide(node, producer)
                 tgt = decision.target
             else:
-                tgt = chooser.choose(node, producer)
+                tgt = choose(node, producer)
             new_op = op if (type(op) is Op or is_composite(op)) else new[op]
             new_args = [make_begin(closed(a), tgt) for a in args]
             new[node] = new_call(
                 new_op, new_args, node.attrs, node.type_args, node.span, checked_type_or_none(node)
             )
             target[node] = tgt
-            continue
-        elif t is Tuple:
-            fields = node.fields
-            if not fields:
-                new[node] = node
+        return closed(root)
+
+    def shared_target(self, fields: Sequence[Expr]) -> str | None:
+        """The target the annotated ``fields`` share (``"default"`` when they differ,
+        None when none is annotated); inputs (variables, constants) do not vote,
+        unlike TVM, where one input field sent the tuple home."""
+        ref = None
+        for f in fields:
+            ft = self.target.get(f)
+            if ft is None:
                 continue
-            if include_non_call_ops:
-                # The target the annotated fields share; inputs (variables, constants)
-                # do not vote, unlike TVM, where one input field sent the tuple home.
-                ref = None
-                for f in fields:
-                    ft = target.get(f)
-                    if ft is None:
-                        continue
-                    ref = ft if ref is None or ref == ft else DEFAULT_TARGET
-                if ref is None:  # a tuple of inputs is an input itself
-                    new[node] = new_tuple(
-                        [new[f] for f in fields], node.span, checked_type_or_none(node)
-                    )
-                    continue
-                tgt = ref
-                fields = [make_begin(closed(f), tgt) for f in fields]
-                target[node] = tgt
-            else:
-                fields = [closed(f) for f in fields]
-            new[node] = new_tuple(fields, node.span, checked_type_or_none(node))
-            continue
-        elif t is TupleGetItem:
-            tv = node.tuple_value
-            if include_non_call_ops:
-                tgt = target.get(tv)
-                if tgt is None:  # a projection of an input is an input itself
-                    new[node] = new_tuple_get_item(
-                        new[tv], node.index, node.span, checked_type_or_none(node)
-                    )
-                    continue
-                value = make_begin(closed(tv), tgt)
-                target[node] = tgt
-            else:
-                value = closed(tv)
-            new[node] = new_tuple_get_item(value, node.index, node.span, checked_type_or_none(node))
-            continue
-        elif t is Let:
+            ref = ft if ref is None or ref == ft else DEFAULT_TARGET
+        return ref
+
+    def visit_tuple(self, node: Tuple) -> None:
+        """A tuple joins the target its fields share, or closes them (host tuple)."""
+        fields: Sequence[Expr] = node.fields
+        ty = checked_type_or_none(node)
+        if not fields:
+            self.new[node] = node
+            return
+        if not self.include_non_call_ops:
+            fields = [self.closed(f) for f in fields]
+        else:
+            tgt = self.shared_target(fields)
+            if tgt is None:  # a tuple of inputs is an input itself
+                self.new[node] = new_tuple([self.new[f] for f in fields], node.span, ty)
+                return
+            fields = [make_begin(self.closed(f), tgt) for f in fields]
+            self.target[node] = tgt
+        self.new[node] = new_tuple(fields, node.span, ty)
+
+    def visit_projection(self, node: TupleGetItem) -> None:
+        """A projection follows the target of its tuple, or closes it (host projection)."""
+        tv = node.tuple_value
+        ty = checked_type_or_none(node)
+        if not self.include_non_call_ops:
+            value = self.closed(tv)
+        else:
+            tgt = self.target.get(tv)
+            if tgt is None:  # a projection of an input is an input itself
+                self.new[node] = new_tuple_get_item(self.new[tv], node.index, node.span, ty)
+                return
+            value = make_begin(self.closed(tv), tgt)
+            self.target[node] = tgt
+        self.new[node] = new_tuple_get_item(value, node.index, node.span, ty)
+
+    def visit_host(self, node: Expr) -> None:
+        """``If``, ``Let`` and function literals stay on the host and close the values
+        they consume; leaves (variables, constants, operators) stay as they are."""
+        closed = self.closed
+        out: Expr
+        if type(node) is Let:
             out = Let(node.var, closed(node.value), closed(node.body), node.span)
-        elif t is If:
+        elif type(node) is If:
             out = If(
                 closed(node.cond), closed(node.true_branch), closed(node.false_branch), node.span
             )
-        elif t is Function and "Composite" not in node.attrs:
+        elif type(node) is Function and "Composite" not in node.attrs:
             out = node.with_fields(body=closed(node.body))
         else:
-            new[node] = node
-            continue
-        ty = checked_type_or_none(node)
-        if ty is not None:
-            out.set_checked_type(ty)
-        new[node] = out
-    body = closed(root)
+            self.new[node] = node
+            return
+        self.new[node] = copy_type(out, node)
+
+
+def annotate_function(
+    func: Function,
+    chooser: TargetChooser,
+    include_non_call_ops: bool = True,
+    record: dict[Call, Decision] | None = None,
+    keep: dict[Expr, str] | None = None,
+) -> Function:
+    """``func`` with ``compiler_begin``/``compiler_end`` around every operator.
+
+    ``record``, when given, receives the :class:`Decision` of every call;
+    ``keep`` fixes the targets of some calls (used when re-annotating).
+    """
+    body = _Annotator(chooser, include_non_call_ops, record, keep).run(func.body)
     return copy_type(func.with_fields(body=body), func)  # type: ignore[return-value]
 
 
@@ -224,7 +246,7 @@ def _annotate(
     func: Function,
     chooser: TargetChooser,
     include_non_call_ops: bool,
-    record: dict[Expr, Decision] | None,
+    record: dict[Call, Decision] | None,
 ) -> Function:
     try:
         return annotate_function(func, chooser, include_non_call_ops, record)

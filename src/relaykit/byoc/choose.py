@@ -116,49 +116,62 @@ class TargetChooser:
 
     def decide(self, call: Call, producer: str | None) -> Decision:
         """Like :meth:`choose`, with a reason for every target."""
-        op = call.op
-        reasons: dict[str, str] = {}
-        comp = composite_name(op)
-        if type(op) is Op:
-            name = op.name
-            for t in self.targets:
-                if producer == t and self._transparent_for(name, t):
-                    reasons[t] = f"transparent for {t}: follows its producer"
-                    continue
-                rule = self.registry.get_attr(name, rule_key(t))
-                if rule is None:
-                    reasons[t] = f"no rule registered for {name}"
-                else:
-                    reasons[t] = verdict_of(call_rule(rule, call, name, t), name, t).reason
-        elif comp is not None:
-            prefix = comp.split(".", 1)[0] if "." in comp else None
-            for t in self.targets:
-                if t == prefix:
-                    reasons[t] = f"pattern {comp} matched"
-                elif prefix is None:
-                    reasons[t] = f"composite {comp} names no target (no '.')"
-                else:
-                    reasons[t] = f"inside composite {comp}, which is for {prefix}"
-        else:
-            for t in self.targets:
-                reasons[t] = "not an operator call (calls of functions stay on the host)"
+        reasons = self._reasons(call, producer)
         chosen = self.choose(call, producer)
-        if self.pins:
-            p = find_pin(self.pins, call)
-            if p is not None:
-                where = "host" if p.target == DEFAULT_TARGET else p.target
-                for t in self.targets:
-                    if t != p.target:
-                        reasons[t] = f"pinned to {where} by user ({reasons[t]})"
-                    else:
-                        reasons[t] = f"pinned to {t} by user"
-                return Decision(chosen, f"pinned to {where} by user", reasons, True)
+        p = find_pin(self.pins, call) if self.pins else None
+        if p is not None:
+            return self._pinned(p, reasons)
         if chosen == DEFAULT_TARGET:
             why = "no target takes it" if self.targets else "no targets given"
             return Decision(chosen, why, reasons)
-        for t in self.targets:
-            if t != chosen and self.targets.index(t) > self.targets.index(chosen):
-                r = reasons[t]
-                if r.startswith("accepted") or r.startswith("transparent"):
-                    reasons[t] = f"{r}, but {chosen} comes first in the target list"
+        self._note_priority(chosen, reasons)
         return Decision(chosen, reasons[chosen], reasons)
+
+    def _reasons(self, call: Call, producer: str | None) -> dict[str, str]:
+        """For every target, why its rules (or the composite's name) take ``call`` or not."""
+        op = call.op
+        if type(op) is Op:
+            return {t: self._operator_reason(call, op.name, t, producer) for t in self.targets}
+        comp = composite_name(op)
+        if comp is None:
+            why = "not an operator call (calls of functions stay on the host)"
+            return dict.fromkeys(self.targets, why)
+        prefix = comp.split(".", 1)[0] if "." in comp else None
+        reasons: dict[str, str] = {}
+        for t in self.targets:
+            if t == prefix:
+                reasons[t] = f"pattern {comp} matched"
+            elif prefix is None:
+                reasons[t] = f"composite {comp} names no target (no '.')"
+            else:
+                reasons[t] = f"inside composite {comp}, which is for {prefix}"
+        return reasons
+
+    def _operator_reason(self, call: Call, name: str, t: str, producer: str | None) -> str:
+        """Why target ``t`` takes the call of operator ``name`` or not."""
+        if producer == t and self._transparent_for(name, t):
+            return f"transparent for {t}: follows its producer"
+        rule = self.registry.get_attr(name, rule_key(t))
+        if rule is None:
+            return f"no rule registered for {name}"
+        return verdict_of(call_rule(rule, call, name, t), name, t).reason
+
+    def _pinned(self, p: Pin, reasons: dict[str, str]) -> Decision:
+        """The decision for a call the user pinned with ``p``: the pin overrides every
+        target's reason."""
+        where = "host" if p.target == DEFAULT_TARGET else p.target
+        for t in self.targets:
+            if t != p.target:
+                reasons[t] = f"pinned to {where} by user ({reasons[t]})"
+            else:
+                reasons[t] = f"pinned to {t} by user"
+        return Decision(p.target, f"pinned to {where} by user", reasons, True)
+
+    def _note_priority(self, chosen: str, reasons: dict[str, str]) -> None:
+        """Adds to the reasons of later targets that accepted too that ``chosen`` won."""
+        rank = self.targets.index
+        for t in self.targets:
+            if t != chosen and rank(t) > rank(chosen):
+                r = reasons[t]
+                if r.startswith(("accepted", "transparent")):
+                    reasons[t] = f"{r}, but {chosen} comes first in the target list"

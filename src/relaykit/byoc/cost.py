@@ -19,6 +19,8 @@ import math
 import weakref
 from collections.abc import Iterable
 
+import numpy as np
+
 from relaykit.ir.expr import Call, Constant, Expr, Function, checked_type_or_none
 from relaykit.ir.functor import post_order
 from relaykit.ir.op import Op
@@ -42,8 +44,8 @@ def _shape(expr: Expr) -> tuple[int, ...] | None:
     return tuple(ty.shape) if isinstance(ty, TensorType) else None
 
 
-def _prim_macs(call: Call) -> int:
-    name = call.op.name  # type: ignore[union-attr]
+def _prim_macs(call: Call, name: str) -> int:
+    """Multiply-accumulates of one call of operator ``name``."""
     out = _shape(call)
     if out is None:
         return 0
@@ -91,7 +93,7 @@ def _composite_info(fn: Function) -> tuple[list[str], int, tuple[Constant, ...]]
         for node in post_order(fn.body):
             if type(node) is Call and type(node.op) is Op:
                 names.append(node.op.name)
-                macs += _prim_macs(node)
+                macs += _prim_macs(node, node.op.name)
             elif type(node) is Constant:
                 consts.append(node)
         info = _COMPOSITE_CACHE[fn] = (names, macs, tuple(consts))
@@ -107,7 +109,7 @@ def call_macs(call: Call) -> int:
     """Multiply-accumulates of one operator or composite call (0 for other ops)."""
     op = call.op
     if type(op) is Op:
-        return _prim_macs(call)
+        return _prim_macs(call, op.name)
     if composite_name(op) is not None:
         return _composite_stats(op, DEFAULT_TRANSPARENT_OPS)[1]  # type: ignore[arg-type]
     return 0
@@ -146,8 +148,6 @@ def type_bytes(ty: Type | None) -> int:
 
 
 def _itemsize(dtype: str) -> int:
-    import numpy as np
-
     if dtype == "bool":
         return 1
     try:

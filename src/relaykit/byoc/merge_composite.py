@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from relaykit.dataflow_pattern import DFPattern
 from relaykit.ir.expr import Expr, Function
 from relaykit.ir.module import IRModule
 from relaykit.transform.pass_infra import Pass, PassContext, PassInfo
@@ -38,8 +39,6 @@ PatternEntry = tuple[str, Any, Callable[[Expr], Any] | None]
 
 def normalize_pattern_table(table: Any) -> list[PatternEntry]:
     """Check a pattern table and return ``(name, pattern, check_or_None)`` entries."""
-    from relaykit.dataflow_pattern import DFPattern
-
     if table is None:
         return []
     if not isinstance(table, (list, tuple)):

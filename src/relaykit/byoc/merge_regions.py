@@ -34,6 +34,8 @@ costs O(1) per merge, and a shared budget keeps the pass linear on any input
 
 from __future__ import annotations
 
+from typing import Any
+
 from relaykit.ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let
 from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op
@@ -65,6 +67,7 @@ def _scopes(order: list[Expr]) -> dict[Expr, int]:
         return scope
     scope[order[-1]] = 0
     fresh = 1
+    node: Any
     for node in reversed(order):
         s = scope.get(node, 0)
         t = type(node)
@@ -84,108 +87,127 @@ def _scopes(order: list[Expr]) -> dict[Expr, int]:
     return scope
 
 
-def merged_groups(
-    body: Expr, order: list[Expr] | None = None, stats: dict[str, int] | None = None
-) -> tuple[RegionSet, dict[int, int]]:
-    """The regions of ``body`` and, for each region, the representative region of the
-    merged group it ends up in. ``stats``, when given, receives counts of the work
-    done: ``units``, ``edges``, ``checks``, ``merges``, ``search_steps``, ``refused``."""
-    order = walk(body) if order is None else order
-    rs = find_regions(body, order)
-    begin_op, end_op = annotation_ops()
-    region_of = rs.region_of
-    root = rs.root_table()
-    rget = region_of.get
-    n_raw = len(root)
-    host_unit: dict[Expr, int] = {}
-    hget = host_unit.get
-    src: list[int] = []
-    dst: list[int] = []
-    control_flow = False
+class _UnitGraph:
+    """The dataflow graph of one function body whose nodes ("units") are the regions
+    (by root) and the host nodes between them, and its greedy contraction."""
 
-    def unit(e: Expr) -> int | None:
-        r = rget(e)
-        return root[r] if r is not None else hget(e)
+    def __init__(self, body: Expr, order: list[Expr]) -> None:
+        self.order = order
+        self.rs = find_regions(body, order)
+        self.root = self.rs.root_table()
+        self.n_raw = len(self.root)
+        self.host_unit: dict[Expr, int] = {}
+        self.src: list[int] = []
+        self.dst: list[int] = []
+        self.control_flow = False
 
-    for node in order:
-        t = type(node)
-        if t is Call:
-            op = node.op
-            if op is begin_op:
-                arg = node.args[0]
-                r = rget(arg)
-                u = root[r] if r is not None else hget(arg)
-                if u is not None:
-                    src.append(u)
-                    dst.append(root[region_of[node]])
-                continue
-            if op is end_op:
-                continue
-        r = rget(node)
-        if r is not None:
-            # Inside a region: only a closed region used directly (no begin) is an edge.
+    def unit(self, e: Expr) -> int | None:
+        """The unit of ``e``: its region's root, its host unit, or None (not a unit)."""
+        r = self.rs.region_of.get(e)
+        return self.root[r] if r is not None else self.host_unit.get(e)
+
+    def collect_edges(self) -> None:
+        """Establishes ``src``/``dst`` (one edge per data dependency between units) and
+        a host unit for every host node that is not a leaf."""
+        begin_op, end_op = annotation_ops()
+        region_of = self.rs.region_of
+        root = self.root
+        rget = region_of.get
+        host_unit = self.host_unit
+        hget = host_unit.get
+        n_raw = self.n_raw
+        src, dst = self.src, self.dst
+        node: Any
+        for node in self.order:
+            t = type(node)
             if t is Call:
-                for kid in node.args:
+                op = node.op
+                if op is begin_op:
+                    arg = node.args[0]
+                    r = rget(arg)
+                    u = root[r] if r is not None else hget(arg)
+                    if u is not None:
+                        src.append(u)
+                        dst.append(root[region_of[node]])
+                    continue
+                if op is end_op:
+                    continue
+            r = rget(node)
+            if r is not None:
+                # Inside a region: only a closed region used directly (no begin) is an edge.
+                for kid in node.args if t is Call else data_children(node):
                     if type(kid) is Call and kid.op is end_op:
                         src.append(root[region_of[kid]])
                         dst.append(root[r])
-            else:
-                for kid in data_children(node):
-                    if type(kid) is Call and kid.op is end_op:
-                        src.append(root[region_of[kid]])
-                        dst.append(root[r])
-            continue
-        if t is Constant or t is Op or t is GlobalVar:
-            continue
-        if t is If or t is Let or t is Function:
-            control_flow = True
-        u = host_unit[node] = n_raw + len(host_unit)
-        for kid in data_children(node):
-            uk = unit(kid)
-            if uk is not None:
-                src.append(uk)
-                dst.append(u)
-        if t is Let:
-            uv = unit(node.value)
-            if uv is not None:
-                src.append(uv)
-                dst.append(host_unit[node.var])
-    n = n_raw + len(host_unit)
-    out: list[list[int]] = [[] for _ in range(n)]
-    inn: list[list[int]] = [[] for _ in range(n)]
-    for a, b in zip(src, dst, strict=True):
-        if a != b:
-            out[a].append(b)
-            inn[b].append(a)
-    units = [r for r in range(n_raw) if root[r] == r]
-    units.extend(range(n_raw, n))
-    unit_target: list[str | None] = [None] * n
-    for r in units[: len(units) - len(host_unit)]:
-        unit_target[r] = rs.target(r)
-    # Topological ranks (Kahn); a cycle means the annotations are inconsistent.
-    indeg = [len(x) for x in inn]
-    ready = [u for u in units if indeg[u] == 0]
-    topo: list[int] = []
-    while ready:
-        u = ready.pop()
-        topo.append(u)
-        for w in out[u]:
-            indeg[w] -= 1
-            if indeg[w] == 0:
-                ready.append(w)
-    if len(topo) != len(units):
-        raise PartitionError(
-            "the compiler regions form a cycle (a region depends on its own output); the "
-            "compiler_begin/compiler_end annotations are inconsistent"
-        )
-    rank = [0] * n
-    for i, u in enumerate(topo):
-        rank[u] = i
-    unit_scope = [0] * n
-    if control_flow:
-        scope = _scopes(order)
-        seen_unit = [False] * n
-        for node in order:
+                continue
+            if t is Constant or t is Op or t is GlobalVar:
+                continue
+            if t is If or t is Let or t is Function:
+                self.control_flow = True
+            u = host_unit[node] = n_raw + len(host_unit)
+            for kid in data_children(node):
+                r = rget(kid)
+                uk = root[r] if r is not None else hget(kid)
+                if uk is not None:
+                    src.append(uk)
+                    dst.append(u)
+            if t is Let:
+                uv = self.unit(node.value)
+                if uv is not None:
+                    src.append(uv)
+                    dst.append(host_unit[node.var])
+
+    def build_adjacency(self) -> None:
+        """Establishes ``out``/``inn`` (edge lists without self-loops), the ``units``
+        (region roots, then host units) and the target of every region unit."""
+        n = self.n = self.n_raw + len(self.host_unit)
+        out: list[list[int]] = [[] for _ in range(n)]
+        inn: list[list[int]] = [[] for _ in range(n)]
+        for a, b in zip(self.src, self.dst, strict=True):
+            if a != b:
+                out[a].append(b)
+                inn[b].append(a)
+        self.out, self.inn = out, inn
+        root = self.root
+        self.region_units = [r for r in range(self.n_raw) if root[r] == r]
+        self.units = [*self.region_units, *range(self.n_raw, n)]
+        self.unit_target: list[str | None] = [None] * n
+        for r in self.region_units:
+            self.unit_target[r] = self.rs.target(r)
+
+    def topological_order(self) -> None:
+        """Establishes ``topo`` (Kahn's order of the units) and each unit's ``rank`` in
+        it; a cycle means the annotations are inconsistent."""
+        out = self.out
+        indeg = [len(x) for x in self.inn]
+        ready = [u for u in self.units if indeg[u] == 0]
+        topo: list[int] = []
+        while ready:
+            u = ready.pop()
+            topo.append(u)
+            for w in out[u]:
+                indeg[w] -= 1
+                if indeg[w] == 0:
+                    ready.append(w)
+        if len(topo) != len(self.units):
+            raise PartitionError(
+                "the compiler regions form a cycle (a region depends on its own output); the "
+                "compiler_begin/compiler_end annotations are inconsistent"
+            )
+        self.topo = topo
+        self.rank = [0] * self.n
+        for i, u in enumerate(topo):
+            self.rank[u] = i
+
+    def unit_scopes(self) -> list[int]:
+        """The control scope of every unit (``_MULTI`` when its nodes lie in several)."""
+        unit_scope = [0] * self.n
+        if not self.control_flow:
+            return unit_scope
+        scope = _scopes(self.order)
+        seen_unit = [False] * self.n
+        unit = self.unit
+        for node in self.order:
             u = unit(node)
             if u is None:
                 continue
@@ -195,46 +217,71 @@ def merged_groups(
                 unit_scope[u] = sc
             elif unit_scope[u] != sc:
                 unit_scope[u] = _MULTI
-    never_merged = [t is None or t == DEFAULT_TARGET for t in unit_target]
-    groups = ContractedGraph(out, inn, rank, never_merged)
-    find = groups.find
-    checks = merges = 0
-    for u in topo:
-        tgt = unit_target[u]
-        if tgt is None or tgt == DEFAULT_TARGET or unit_scope[u] == _MULTI:
-            continue
-        tried: set[int] = set()
-        for p in inn[u]:
-            if p in tried or unit_target[p] != tgt or unit_scope[p] != unit_scope[u]:
+        return unit_scope
+
+    def contract(self, stats: dict[str, int] | None) -> ContractedGraph:
+        """Merges, in topological order, each unit with every producer of the same
+        target and scope unless that would create a cycle; returns the groups."""
+        unit_target, inn = self.unit_target, self.inn
+        unit_scope = self.unit_scopes()
+        never_merged = [t is None or t == DEFAULT_TARGET for t in unit_target]
+        groups = ContractedGraph(self.out, inn, self.rank, never_merged)
+        find = groups.find
+        checks = merges = 0
+        for u in self.topo:
+            tgt = unit_target[u]
+            if never_merged[u] or unit_scope[u] == _MULTI:
                 continue
-            tried.add(p)
-            gp, gu = find(p), find(u)
-            if gp == gu:
-                continue
-            checks += 1
-            if groups.has_path(gp, gu):
-                continue
-            if groups.members[gu] is not None and groups.has_path(gu, gp):
-                continue
-            groups.union(gp, gu, u)
-            merges += 1
-    if stats is not None:
-        stats.update(
-            units=len(units),
-            edges=len(src),
-            checks=checks,
-            merges=merges,
-            search_steps=groups.initial_budget - groups.budget,
-            refused=groups.refused,
-        )
-    # Name each group by its region with the smallest label.
-    best: dict[int, int] = {}
-    for r in units[: len(units) - len(host_unit)]:
-        g = find(r)
-        cur = best.get(g)
-        if cur is None or rs.label(r) < rs.label(cur):
-            best[g] = r
-    return rs, {r: best[find(r)] for r in units[: len(units) - len(host_unit)]}
+            tried: set[int] = set()
+            for p in inn[u]:
+                if p in tried or unit_target[p] != tgt or unit_scope[p] != unit_scope[u]:
+                    continue
+                tried.add(p)
+                gp, gu = find(p), find(u)
+                if gp == gu:
+                    continue
+                checks += 1
+                if groups.has_path(gp, gu):
+                    continue
+                if groups.members[gu] is not None and groups.has_path(gu, gp):
+                    continue
+                groups.union(gp, gu, u)
+                merges += 1
+        if stats is not None:
+            stats.update(
+                units=len(self.units),
+                edges=len(self.src),
+                checks=checks,
+                merges=merges,
+                search_steps=groups.initial_budget - groups.budget,
+                refused=groups.refused,
+            )
+        return groups
+
+    def representatives(self, groups: ContractedGraph) -> dict[int, int]:
+        """Each region's group, named by the region of the group with the smallest label."""
+        find, label = groups.find, self.rs.label
+        best: dict[int, int] = {}
+        for r in self.region_units:
+            g = find(r)
+            cur = best.get(g)
+            if cur is None or label(r) < label(cur):
+                best[g] = r
+        return {r: best[find(r)] for r in self.region_units}
+
+
+def merged_groups(
+    body: Expr, order: list[Expr] | None = None, stats: dict[str, int] | None = None
+) -> tuple[RegionSet, dict[int, int]]:
+    """The regions of ``body`` and, for each region, the representative region of the
+    merged group it ends up in. ``stats``, when given, receives counts of the work
+    done: ``units``, ``edges``, ``checks``, ``merges``, ``search_steps``, ``refused``."""
+    graph = _UnitGraph(body, walk(body) if order is None else order)
+    graph.collect_edges()
+    graph.build_adjacency()
+    graph.topological_order()
+    groups = graph.contract(stats)
+    return graph.rs, graph.representatives(groups)
 
 
 def merge_regions(func: Function) -> Function:
@@ -251,12 +298,16 @@ def merge_regions(func: Function) -> Function:
     for node in order:
         if type(node) is Call and node.op is begin_op:
             arg = node.args[0]
-            if type(arg) is Call and arg.op is end_op:
-                if group_of[region_of[node]] == group_of[region_of[arg]]:
-                    inner = arg.args[0]
-                    memo[node] = get(inner, inner)
-                    changed = True
-                    continue
+            if (
+                type(arg) is Call
+                and arg.op is end_op
+                and group_of[region_of[node]] == group_of[region_of[arg]]
+            ):
+                # A boundary between two regions of one group disappears.
+                inner = arg.args[0]
+                memo[node] = get(inner, inner)
+                changed = True
+                continue
         if changed:
             new = rebuild_with(node, memo)
             if new is not node:

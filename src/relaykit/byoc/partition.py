@@ -25,7 +25,8 @@ constants are bound into the function unless ``bind_constants=False``.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeAlias
 
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.expr import (
@@ -72,6 +73,9 @@ __all__ = [
 
 
 _NO_ATTRS = Attrs({})
+
+#: How an output nests its tensor leaves: None for a leaf, else one shape per field.
+_Shape: TypeAlias = "list[_Shape] | None"
 
 
 def mangle_name(mod_name: str, target: str, func_name: str, region_id: int) -> str:
@@ -230,49 +234,58 @@ class _Partitioner:
 
     # -- one region -----------------------------------------------------------------
     def _emit(self, root: int) -> None:
+        """Lifts region ``root`` into a global function, collected in ``functions``, and
+        records in ``outputs`` how the host sees each of its outputs."""
         info = self.infos[root]
+        region = self._rebuild_region(root, info)
+        out_nodes = _distinct_outputs(region.ends)
+        fbody, leaves, shapes = _function_body([region.inner[a] for a in out_nodes])
+        name = self._fresh_name(info.target, info.label)
+        gv, fn = _region_function(name, info.target, region.params, fbody)
+        self.functions.append((info.label, gv, fn))
+        call = new_call(gv, region.args, _NO_ATTRS, (), None, checked_type_or_none(fbody))
+        self.outputs[root] = _caller_view(call, out_nodes, leaves, shapes)
+        self.infos[root] = replace(
+            info,
+            function=name,
+            pruned=None,
+            const_bytes=sum(int(c.data.numpy().nbytes) for c in region.consts.values()),
+            input_vars=tuple(a for a in region.args if type(a) is Var),
+        )
+
+    def _rebuild_region(self, root: int, info: RegionInfo) -> _RegionBody:
+        """The members of region ``root`` rebuilt inside its function: each
+        ``compiler_begin`` becomes a parameter (or a bound constant), every value taken
+        from outside is checked to be a constant, an operator or bound inside."""
         target, label = info.target, info.label
-        safe_target = re.sub(r"[^0-9A-Za-z]", "_", target)
         outer = self.outer
         begin_op, end_op = self.begin_op, self.end_op
-        inner: dict[Expr, Expr] = {}
-        params: list[Var] = []
-        args: list[Expr] = []
-        by_input: dict[Expr, Expr] = {}
-        ends: list[Call] = []
-        consts: dict[int, Constant] = {}
+        region = _RegionBody(f"{re.sub(r'[^0-9A-Za-z]', '_', target)}_{label}_i")
+        inner, by_input, consts = region.inner, region.by_input, region.consts
         used_vars: set[Var] = set()
         bound_vars: set[Var] = set()
+        n: Any
+        kid: Any
         for n in self.members[root]:
             t = type(n)
             if t is Call and n.op is begin_op:
                 src = outer[n.args[0]]
                 sub = by_input.get(src)
                 if sub is None:
-                    if self.bind_constants and _is_constant(src):
-                        sub = src
-                        for c in src.fields if type(src) is Tuple else (src,):
-                            consts[id(c)] = c  # type: ignore[assignment]
-                    else:
-                        ty = checked_type_or_none(n) or checked_type_or_none(src)
-                        sub = Var(f"{safe_target}_{label}_i{len(params)}", ty)
-                        _set_type(sub, ty)
-                        params.append(sub)  # type: ignore[arg-type]
-                        args.append(src)
-                    by_input[src] = sub
+                    sub = region.add_input(n, src, self.bind_constants)
                 inner[n] = sub
                 continue
             if t is Call and n.op is end_op:
-                ends.append(n)
+                region.ends.append(n)
                 continue
             for kid in data_children(n):
                 if kid in inner:
                     continue
                 kt = type(kid)
                 if kt is Constant:
-                    consts[id(kid)] = kid  # type: ignore[assignment]
+                    consts[id(kid)] = kid
                 elif kt is Var:
-                    used_vars.add(kid)  # type: ignore[arg-type]
+                    used_vars.add(kid)
                 elif not _capturable(kid):
                     raise PartitionError(
                         f"a node inside region {label} of {target!r} uses a value from outside "
@@ -286,68 +299,126 @@ class _Partitioner:
                 for c in embedded_constants(n):
                     consts[id(c)] = c
             inner[n] = rebuild_with(n, inner)
-        stray = used_vars - bound_vars
-        if stray:
-            names = ", ".join(sorted("%" + v.name_hint for v in stray))
-            raise PartitionError(
-                f"region {label} of {target!r} uses variables bound outside it without "
-                f"compiler_begin: {names}"
-            )
-        # Outputs: one per distinct compiler_end argument, in walk order.
-        out_nodes: list[Expr] = []
-        seen: set[Expr] = set()
-        for e in ends:
-            a = e.args[0]
-            if a not in seen:
-                seen.add(a)
-                out_nodes.append(a)
-        exprs = [inner[a] for a in out_nodes]
-        if len(exprs) == 1 and type(exprs[0]) is not Tuple:
-            leaves, shapes = exprs, [None]
-        else:
-            leaves = []
-            shapes = [_flatten(ex, leaves) for ex in exprs]
-        if len(leaves) == 1:
-            fbody = leaves[0]
-        else:
-            fbody = new_tuple(leaves, None, TupleType([checked_type_or_none(f) for f in leaves]))
-        ret: Type | None = checked_type_or_none(fbody)
+        _check_no_stray_vars(used_vars - bound_vars, label, target)
+        return region
+
+    def _fresh_name(self, target: str, label: int) -> str:
+        """TVM's name for the function of region ``label``, made unique in the module."""
         name = mangle_name(self.mod_name, target, self.func_name, label)
         base, k = name, 1
         while name in self.taken:
             name = f"{base}_{k}"
             k += 1
         self.taken.add(name)
-        attrs = Attrs({"Compiler": target, "Inline": 1, "Primitive": 1, "global_symbol": name})
-        fn = Function(params, fbody, ret, None, attrs)
-        fty = FuncType([checked_type_or_none(p) for p in params], ret) if ret is not None else None
-        _set_type(fn, fty)
-        gv = GlobalVar(name)
-        _set_type(gv, fty)
-        self.functions.append((label, gv, fn))
-        call = new_call(gv, args, _NO_ATTRS, (), None, ret)
-        outputs: dict[Expr, Expr] = {}
-        if len(leaves) == 1 and shapes == [None]:
-            outputs[out_nodes[0]] = call
+        return name
+
+
+@dataclass
+class _RegionBody:
+    """A region being rebuilt as a function body: the rebuilt node of each member, the
+    parameters and the caller's arguments, the ``compiler_end`` calls (its outputs)
+    and the constants it holds."""
+
+    param_prefix: str
+    inner: dict[Expr, Expr] = field(default_factory=dict)
+    params: list[Var] = field(default_factory=list)
+    args: list[Expr] = field(default_factory=list)
+    by_input: dict[Expr, Expr] = field(default_factory=dict)
+    ends: list[Call] = field(default_factory=list)
+    consts: dict[int, Constant] = field(default_factory=dict)
+
+    def add_input(self, begin: Call, src: Expr, bind_constants: bool) -> Expr:
+        """What stands for the outside value ``src`` inside: a new parameter, or
+        ``src`` itself when it is a constant to bind."""
+        sub: Expr
+        if bind_constants and _is_constant(src):
+            sub = src
+            for c in src.fields if type(src) is Tuple else (src,):
+                self.consts[id(c)] = c  # type: ignore[assignment]
         else:
-            counter = [0]
-            single = len(leaves) == 1
-            for a, shape in zip(out_nodes, shapes, strict=True):
-                outputs[a] = _unflatten(call, shape, counter, single)
-        self.outputs[root] = outputs
-        const_bytes = sum(int(c.data.numpy().nbytes) for c in consts.values())
-        self.infos[root] = RegionInfo(
-            target,
-            label,
-            name,
-            info.calls,
-            info.num_ops,
-            info.macs,
-            None,
-            const_bytes,
-            tuple(a for a in args if type(a) is Var),
-            caller=self.func_name,
+            ty = checked_type_or_none(begin) or checked_type_or_none(src)
+            param = Var(f"{self.param_prefix}{len(self.params)}", ty)
+            _set_type(param, ty)
+            self.params.append(param)
+            self.args.append(src)
+            sub = param
+        self.by_input[src] = sub
+        return sub
+
+
+def _check_no_stray_vars(stray: set[Var], label: int, target: str) -> None:
+    """Raises when a region uses variables bound outside it."""
+    if stray:
+        names = ", ".join(sorted("%" + v.name_hint for v in stray))
+        raise PartitionError(
+            f"region {label} of {target!r} uses variables bound outside it without "
+            f"compiler_begin: {names}"
         )
+
+
+def _distinct_outputs(ends: list[Call]) -> list[Expr]:
+    """The outputs of a region: one per distinct ``compiler_end`` argument, in walk order."""
+    out_nodes: list[Expr] = []
+    seen: set[Expr] = set()
+    for e in ends:
+        a = e.args[0]
+        if a not in seen:
+            seen.add(a)
+            out_nodes.append(a)
+    return out_nodes
+
+
+def _function_body(exprs: list[Expr]) -> tuple[Expr, list[Expr], list[_Shape]]:
+    """The body returning ``exprs`` (one value, or a flat tuple of their tensor leaves),
+    the leaves and each output's nesting shape (see :func:`_flatten`)."""
+    leaves: list[Expr]
+    shapes: list[_Shape]
+    if len(exprs) == 1 and type(exprs[0]) is not Tuple:
+        leaves, shapes = exprs, [None]
+    else:
+        leaves = []
+        shapes = [_flatten(ex, leaves) for ex in exprs]
+    if len(leaves) == 1:
+        return leaves[0], leaves, shapes
+    ty = TupleType([_type_of(f) for f in leaves])
+    return new_tuple(leaves, None, ty), leaves, shapes
+
+
+def _region_function(
+    name: str, target: str, params: list[Var], body: Expr
+) -> tuple[GlobalVar, Function]:
+    """The global function of a region for ``target`` and its global variable, typed."""
+    ret: Type | None = checked_type_or_none(body)
+    attrs = Attrs({"Compiler": target, "Inline": 1, "Primitive": 1, "global_symbol": name})
+    fn = Function(params, body, ret, None, attrs)
+    fty = FuncType([_type_of(p) for p in params], ret) if ret is not None else None
+    _set_type(fn, fty)
+    gv = GlobalVar(name)
+    _set_type(gv, fty)
+    return gv, fn
+
+
+def _caller_view(
+    call: Expr, out_nodes: list[Expr], leaves: list[Expr], shapes: list[_Shape]
+) -> dict[Expr, Expr]:
+    """For each output of a region, what replaces it on the host: ``call`` itself or
+    projections of it, nested as the output was."""
+    if len(leaves) == 1 and shapes == [None]:
+        return {out_nodes[0]: call}
+    counter = [0]
+    single = len(leaves) == 1
+    return {
+        a: _unflatten(call, shape, counter, single)
+        for a, shape in zip(out_nodes, shapes, strict=True)
+    }
+
+
+def _type_of(e: Expr) -> Type:
+    """The checked type of ``e``, which the partitioner only asks of typed nodes."""
+    ty = checked_type_or_none(e)
+    if ty is None:  # pragma: no cover - the passes run on typed functions
+        raise PartitionError(f"a {type(e).__name__} in a region has no type: run InferType first")
+    return ty
 
 
 def _is_constant(e: Expr) -> bool:
@@ -363,8 +434,8 @@ def _capturable(e: Expr) -> bool:
         or t is Op
         or t is GlobalVar
         or t is Var
-        or (t is Tuple and not e.fields)
-        or (t is Function and "Composite" in e.attrs)
+        or (type(e) is Tuple and not e.fields)
+        or (type(e) is Function and "Composite" in e.attrs)
     )
 
 
@@ -382,7 +453,7 @@ def _set_type(node: Expr, ty: Type | None) -> None:
         node.set_checked_type(ty)
 
 
-def _flatten(e: Expr, out: list[Expr]) -> object:
+def _flatten(e: Expr, out: list[Expr]) -> _Shape:
     """Append the tensor leaves of ``e`` (tuples taken apart) to ``out``; return the
     nesting shape (None for a leaf, else a list of shapes)."""
     if type(e) is Tuple:
@@ -396,7 +467,7 @@ def _flatten(e: Expr, out: list[Expr]) -> object:
     return None
 
 
-def _unflatten(call: Expr, shape: object, counter: list[int], single: bool) -> Expr:
+def _unflatten(call: Expr, shape: _Shape, counter: list[int], single: bool) -> Expr:
     """The caller's view of one output: projections of ``call`` nested like ``shape``."""
     if shape is None:
         i = counter[0]
@@ -406,8 +477,8 @@ def _unflatten(call: Expr, shape: object, counter: list[int], single: bool) -> E
         ty = checked_type_or_none(call)
         fty = ty.fields[i] if isinstance(ty, TupleType) else None
         return new_tuple_get_item(call, i, None, fty)
-    fields = [_unflatten(call, s, counter, single) for s in shape]  # type: ignore[attr-defined]
-    return new_tuple(fields, None, TupleType([checked_type_or_none(f) for f in fields]))
+    fields = [_unflatten(call, s, counter, single) for s in shape]
+    return new_tuple(fields, None, TupleType([_type_of(f) for f in fields]))
 
 
 def partition_module(

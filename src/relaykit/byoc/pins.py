@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from relaykit.ir.expr import Call, Function
+from relaykit.ir.functor import post_order
 from relaykit.ir.op import Op
 
 from ._common import DEFAULT_TARGET, PartitionError, composite_name
@@ -73,17 +74,17 @@ def _call_op_names(call: Call) -> frozenset[str]:
     name = composite_name(op)
     if name is None:
         return frozenset()
-    cached = _NAMES_CACHE.get(op)  # type: ignore[call-overload]
+    if type(op) is not Function:  # pragma: no cover - composite_name saw a function
+        return frozenset((name,))
+    cached = _NAMES_CACHE.get(op)
     if cached is not None:
         return cached
-    from relaykit.ir.functor import post_order
-
     names = {name}
-    for node in post_order(op.body):  # type: ignore[union-attr]
+    for node in post_order(op.body):
         if type(node) is Call and type(node.op) is Op:
             names.add(node.op.name)
     result = frozenset(names)
-    _NAMES_CACHE[op] = result  # type: ignore[index]
+    _NAMES_CACHE[op] = result
     return result
 
 

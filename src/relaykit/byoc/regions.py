@@ -18,6 +18,7 @@ iterative and the regions are a union-find, so finding them is linear.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from relaykit.ir.expr import Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var
 from relaykit.ir.op import Op
@@ -41,6 +42,7 @@ def walk(root: Expr) -> list[Expr]:
     add = seen.add
     stack = [(root, iter(data_children(root)))]
     push, pop = stack.append, stack.pop
+    kid: Any
     while stack:
         node, kids = stack[-1]
         for kid in kids:
@@ -64,17 +66,18 @@ def walk(root: Expr) -> list[Expr]:
 
 def region_args(node: Expr) -> tuple[Expr, ...]:
     """The arguments through which ``node`` joins open regions (TVM's choice per kind)."""
-    t = type(node)
+    n: Any = node  # dispatched on ``type(n)`` below
+    t = type(n)
     if t is Call:
-        return node.args
+        return n.args
     if t is Tuple:
-        return node.fields
+        return n.fields
     if t is TupleGetItem:
-        return (node.tuple_value,)
+        return (n.tuple_value,)
     if t is Let:
-        return (node.var, node.value, node.body)
+        return (n.var, n.value, n.body)
     if t is If:
-        return (node.cond, node.true_branch, node.false_branch)
+        return (n.cond, n.true_branch, n.false_branch)
     return ()
 
 
@@ -177,7 +180,12 @@ def find_regions(
     root: Expr, order: list[Expr] | None = None, skip_default: bool = False
 ) -> RegionSet:
     """The regions of the annotated expression ``root``; with ``skip_default``,
-    ``"default"`` annotations are ignored (their operators are host code)."""
+    ``"default"`` annotations are ignored (their operators are host code).
+
+    One pass inputs-first: a ``compiler_begin`` opens a region (inline: they are the
+    most common nodes), a ``compiler_end`` closes one (:func:`_closed_region`), any
+    other node joins the open regions of its arguments (:func:`_join_regions` when it
+    has several)."""
     begin_op, end_op = annotation_ops()
     rs = RegionSet(walk(root) if order is None else order)
     region_of = rs.region_of
@@ -185,6 +193,7 @@ def find_regions(
     find = rs.find
     parent, size, label, targets = rs._parent, rs._size, rs._label, rs._target
     attr_target: dict[int, str] = {}  # annotation attrs are shared: id -> compiler
+    node: Any
     for node in rs.order:
         t = type(node)
         if t is Call:
@@ -196,34 +205,21 @@ def find_regions(
                 if skip_default and target == DEFAULT_TARGET:
                     continue
                 if op is begin_op:
-                    r = len(parent)
-                    parent.append(r)
+                    fresh = len(parent)
+                    parent.append(fresh)
                     size.append(1)
-                    label.append(r)
+                    label.append(fresh)
                     targets.append(target)
-                    region_of[node] = r
-                    continue
-                arg = node.args[0]
-                r = get(arg)
-                if r is None:
-                    raise PartitionError(
-                        f"compiler_end(..., {target!r}) closes no region: its argument is "
-                        "not inside a compiler_begin of the same target\n" + _context(node)
-                    )
-                r = find(r)
-                if targets[r] != target:
-                    raise PartitionError(
-                        f"compiler_end(..., {target!r}) closes a region of target "
-                        f"{targets[r]!r}\n" + _context(node)
-                    )
-                region_of[node] = r
+                    region_of[node] = fresh
+                else:
+                    region_of[node] = _closed_region(rs, node, target)
                 continue
             args = node.args
         elif t is Var or t is Constant or t is Op or t is Function:
             continue
         else:
             args = region_args(node)
-        dest = None
+        dest: int | None = None
         for a in args:
             if type(a) is Call and a.op is end_op:
                 continue
@@ -233,28 +229,55 @@ def find_regions(
                 break
         if dest is None:
             continue
-        for a in args:
-            if type(a) is Call and a.op is end_op:
-                continue
-            r = get(a)
-            if r is None:
-                if type(a) is Constant or (type(a) is Tuple and not a.fields):
-                    continue
-                raise PartitionError(
-                    "an argument of a node inside a region is neither annotated with "
-                    "compiler_begin nor inside the region:\n"
-                    + _context(a)
-                    + "\n  used by:\n"
-                    + _context(node)
-                )
-            r = find(r)
-            if r != dest:
-                if targets[r] != targets[dest]:
-                    raise PartitionError(
-                        f"a node joins regions of different targets ({targets[dest]!r} and "
-                        f"{targets[r]!r}); put compiler_end/compiler_begin between them\n"
-                        + _context(node)
-                    )
-                dest = rs.merge(r, dest)
+        if len(args) > 1:
+            dest = _join_regions(rs, node, args, dest, end_op)
         region_of[node] = dest
     return rs
+
+
+def _closed_region(rs: RegionSet, end: Call, target: str) -> int:
+    """The region the ``compiler_end`` ``end`` of ``target`` closes (checked)."""
+    r = rs.region_of.get(end.args[0])
+    if r is None:
+        raise PartitionError(
+            f"compiler_end(..., {target!r}) closes no region: its argument is "
+            "not inside a compiler_begin of the same target\n" + _context(end)
+        )
+    r = rs.find(r)
+    if rs._target[r] != target:
+        raise PartitionError(
+            f"compiler_end(..., {target!r}) closes a region of target "
+            f"{rs._target[r]!r}\n" + _context(end)
+        )
+    return r
+
+
+def _join_regions(rs: RegionSet, node: Expr, args: tuple[Expr, ...], dest: int, end_op: Op) -> int:
+    """Merges the open regions of all of ``args`` into ``dest`` (the region of the first
+    one) and returns the result; every argument must be in a region of the same target,
+    closed, or a constant."""
+    get, find, targets = rs.region_of.get, rs.find, rs._target
+    for a in args:
+        if type(a) is Call and a.op is end_op:
+            continue
+        r = get(a)
+        if r is None:
+            if type(a) is Constant or (type(a) is Tuple and not a.fields):
+                continue
+            raise PartitionError(
+                "an argument of a node inside a region is neither annotated with "
+                "compiler_begin nor inside the region:\n"
+                + _context(a)
+                + "\n  used by:\n"
+                + _context(node)
+            )
+        r = find(r)
+        if r != dest:
+            if targets[r] != targets[dest]:
+                raise PartitionError(
+                    f"a node joins regions of different targets ({targets[dest]!r} and "
+                    f"{targets[r]!r}); put compiler_end/compiler_begin between them\n"
+                    + _context(node)
+                )
+            dest = rs.merge(r, dest)
+    return dest

@@ -165,6 +165,10 @@ def _label(call: Call) -> int | None:
     return None
 
 
+#: The decision of every labelled call: label -> (call, decision, caller's name).
+_Decisions = dict[int, tuple[Call, Decision, str]]
+
+
 def explain(
     mod: IRModule,
     targets: str | Sequence[str],
@@ -180,79 +184,100 @@ def explain(
     names = normalize_targets(targets)
     chooser = TargetChooser(names, as_pins(pin, names))
     table = registered_patterns(names) if patterns is None else list(patterns)
-    work = mod.copy()
-    if table:
-        work = MergeComposite(table)(work)
-    decisions: dict[int, tuple[Call, Decision, str]] = {}
+    work = MergeComposite(table)(mod.copy()) if table else mod.copy()
+    annotated, decisions = _annotate_recording(work, chooser, include_non_call_ops)
+    _, infos = partition_module(annotated)
+    report = Report(names)
+    report.regions.extend(
+        RegionReport(info.target, info.function, info.num_ops, info.macs, info.pruned, info.caller)
+        for info in infos
+    )
+    placed = _placed(infos)
+    for k in sorted(decisions):
+        call, decision, caller = decisions[k]
+        _report_call(report, call, decision, placed.get(k), caller)
+    return report
+
+
+def _annotate_recording(
+    work: IRModule, chooser: TargetChooser, include_non_call_ops: bool
+) -> tuple[IRModule, _Decisions]:
+    """``work`` annotated and its regions merged as ``partition_for`` does, its calls
+    labelled (numbered spans), and the decision taken for every labelled call."""
+    decisions: _Decisions = {}
     annotated = work.copy()
     count = 0
+    begin_end = annotation_ops()
     for gv, fn in work.items():
         if "Compiler" in fn.attrs or "Composite" in fn.attrs:
             continue
         fn = ensure_typed(fn, work)
         keep = None
-        if any(type(n) is Call and n.op in annotation_ops() for n in post_order(fn.body)):
+        if any(type(n) is Call and n.op in begin_end for n in post_order(fn.body)):
             fn, keep = strip_annotations(fn)
         start = count
         fn, count = _label_calls(fn, count)
-        record: dict[Expr, Decision] = {}
+        record: dict[Call, Decision] = {}
         fn = annotate_function(fn, chooser, include_non_call_ops, record, keep)
         for call, decision in record.items():
-            k = _label(call)  # type: ignore[arg-type]
+            k = _label(call)
             if k is not None and k >= start:
-                decisions[k] = (call, decision, gv.name_hint)  # type: ignore[assignment]
+                decisions[k] = (call, decision, gv.name_hint)
         annotated.update_func(gv, merge_regions(fn))
-    _, infos = partition_module(annotated)
+    return annotated, decisions
+
+
+def _placed(infos: list[RegionInfo]) -> dict[int, RegionInfo]:
+    """The region each labelled call ended up in."""
     placed: dict[int, RegionInfo] = {}
     for info in infos:
         for c in info.calls:
             k = _label(c)
             if k is not None:
                 placed[k] = info
-    report = Report(names)
-    for info in infos:
-        report.regions.append(
-            RegionReport(
-                info.target, info.function, info.num_ops, info.macs, info.pruned, info.caller
-            )
+    return placed
+
+
+def _report_call(
+    report: Report, call: Call, decision: Decision, info: RegionInfo | None, caller: str
+) -> None:
+    """Appends the rows of one call: one for an operator, one per operator inside a
+    composite; a call whose region was pruned or not partitioned is on the host."""
+    reasons = dict(decision.reasons)
+    placement, function, why = "host", None, decision.why
+    if decision.target != DEFAULT_TARGET:
+        if info is not None and info.function is not None:
+            placement, function = decision.target, info.function
+        else:
+            why = info.pruned if info is not None and info.pruned else "not partitioned"
+            reasons[decision.target] = f"{reasons.get(decision.target, '')}; {why}".lstrip("; ")
+    ty = _type_text(call, "?")
+    op = call.op
+    comp = composite_name(op)
+    if comp is None or type(op) is not Function:
+        name = op.name if type(op) is Op else type(op).__name__
+        report.ops.append(
+            OpReport(len(report.ops), name, ty, placement, function, why, reasons, None, caller)
         )
-    for k in sorted(decisions):
-        call, decision, caller = decisions[k]
-        info = placed.get(k)
-        reasons = dict(decision.reasons)
-        placement, function, why = "host", None, decision.why
-        if decision.target != DEFAULT_TARGET:
-            if info is not None and info.function is not None:
-                placement, function = decision.target, info.function
-            else:
-                why = info.pruned if info is not None and info.pruned else "not partitioned"
-                reasons[decision.target] = f"{reasons.get(decision.target, '')}; {why}".lstrip("; ")
-        ty = str(checked_type_or_none(call)) if checked_type_or_none(call) is not None else "?"
-        comp = composite_name(call.op)
-        if comp is None:
-            name = call.op.name if type(call.op) is Op else type(call.op).__name__
+        return
+    for inner in post_order(op.body):
+        if type(inner) is Call and type(inner.op) is Op:
             report.ops.append(
-                OpReport(len(report.ops), name, ty, placement, function, why, reasons, None, caller)
+                OpReport(
+                    len(report.ops),
+                    inner.op.name,
+                    _type_text(inner, ty),
+                    placement,
+                    function,
+                    why,
+                    reasons,
+                    comp,
+                    caller,
+                )
             )
-            continue
-        for inner in post_order(call.op.body):  # type: ignore[union-attr]
-            if type(inner) is Call and type(inner.op) is Op:
-                ity = (
-                    str(checked_type_or_none(inner))
-                    if checked_type_or_none(inner) is not None
-                    else ty
-                )
-                report.ops.append(
-                    OpReport(
-                        len(report.ops),
-                        inner.op.name,
-                        ity,
-                        placement,
-                        function,
-                        why,
-                        reasons,
-                        comp,
-                        caller,
-                    )
-                )
-    return report
+
+
+def _type_text(e: Expr, default: str) -> str:
+    """The checked type of ``e`` as text, or ``default`` when it has none."""
+    ty = checked_type_or_none(e)
+    return default if ty is None else str(ty)
