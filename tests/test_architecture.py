@@ -9,10 +9,7 @@
   a class of ``relaykit.errors``;
 - ruff (the project's rules) and mypy report no error on ``src/relaykit``.
 
-While the branches of issue 10 are merged one by one, each check has two tests: one that
-holds now for every file outside ``PENDING`` (the files other branches rewrite), and one
-over every file, marked xfail until those branches are in. Merging a branch means
-deleting its entries from ``PENDING``; once ``PENDING`` is empty the xfail marks go.
+Each check lists every violation it finds, with its file and line.
 """
 
 from __future__ import annotations
@@ -29,11 +26,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "relaykit"
-
-#: Files that other branches of issue 10 rewrite (path relative to src/relaykit, or a
-#: folder ending in "/"), with the branch that owns them.
-PENDING: dict[str, str] = {
-}
 
 #: Function-local imports of relaykit modules that are not there to dodge a cycle: the
 #: lazy loaders of optional features, and sugar methods that call back into the module
@@ -87,14 +79,6 @@ def _sources() -> tuple[tuple[str, ast.Module], ...]:
     return tuple(out)
 
 
-def _pending(rel: str) -> str | None:
-    """The branch that still rewrites ``rel``, or None."""
-    for key in sorted(PENDING, key=len, reverse=True):
-        if rel == key or (key.endswith("/") and rel.startswith(key)):
-            return PENDING[key]
-    return None
-
-
 def _subpackage(rel: str) -> str:
     """``ir`` for ``ir/expr.py``; the module name for a top-level module."""
     return rel.split("/", 1)[0].removesuffix(".py")
@@ -127,13 +111,8 @@ def _report(name: str, found: list[Violation]) -> str:
 
 
 def _assert_none(name: str, found: list[Violation]) -> None:
-    """Fail on every violation outside PENDING; xfail on the ones inside it (the branches
-    that rewrite those files are not merged yet)."""
-    mine = [v for v in found if _pending(v[0]) is None]
-    assert not mine, _report(name, mine)
-    if found:
-        branches = sorted({_pending(v[0]) or "" for v in found})
-        pytest.xfail(f"until {', '.join(branches)} merge: " + _report(name, found))
+    """Fail, listing every violation, when there is one."""
+    assert not found, _report(name, found)
 
 
 # -- the rules ------------------------------------------------------------------------------
@@ -321,7 +300,6 @@ _BROKEN_IMPORT = re.compile(r"^\s*-\s+(relaykit[\w.]*)\s+->\s+(relaykit[\w.]*|\w
 
 @cache
 def _lint_imports() -> tuple[int, str]:
-    pytest.importorskip("importlinter", reason="import-linter is in the test extra")
     proc = subprocess.run(
         [
             sys.executable,
@@ -346,8 +324,7 @@ def _module_path(module: str) -> str:
 
 
 def test_import_contracts():
-    """Every import that breaks a contract fails the test, unless it starts in a file
-    another branch rewrites (then the test is an xfail until that branch merges)."""
+    """Every import that breaks a contract fails the test."""
     code, out = _lint_imports()
     assert "Contracts:" in out, out
     found = [(_module_path(imp), 0, f"{imp} -> {dst}") for imp, dst in _BROKEN_IMPORT.findall(out)]
@@ -362,7 +339,6 @@ _RUFF_ERROR = re.compile(r"^(?:\./)?src/relaykit/(\S+?\.py):(\d+):\d+: (.*)$", r
 
 def test_ruff_clean():
     """ruff reports nothing on src/relaykit with the project's rules (pyproject.toml)."""
-    pytest.importorskip("ruff", reason="ruff is in the test extra")
     proc = subprocess.run(
         [sys.executable, "-m", "ruff", "check", "--output-format", "concise", "src/relaykit"],
         capture_output=True,
@@ -383,7 +359,6 @@ _MYPY_ERROR = re.compile(r"^src/relaykit/(\S+?\.py):(\d+): error: (.*)$", re.M)
 
 def test_mypy_clean():
     """mypy reports no error on src/relaykit (runs from the tree root, with its cache)."""
-    pytest.importorskip("mypy", reason="mypy is in the test extra")
     proc = subprocess.run(
         [sys.executable, "-m", "mypy", "--no-error-summary", "src/relaykit"],
         capture_output=True,

@@ -31,6 +31,7 @@ from relaykit.ir.functor import rebuild
 from relaykit.ir.op import Op, get_op
 from relaykit.ir.type_check import infer_function
 from relaykit.ir.types import Type
+from relaykit.op import annotation  # noqa: F401 - registers compiler_begin/compiler_end
 
 __all__ = [
     "DEFAULT_TARGET",
@@ -72,8 +73,6 @@ def annotation_ops() -> tuple[Op, Op]:
     """``(annotation.compiler_begin, annotation.compiler_end)``."""
     global _OPS
     if _OPS is None:
-        from relaykit.op import annotation  # noqa: F401  (registers the operators)
-
         _OPS = (get_op("annotation.compiler_begin"), get_op("annotation.compiler_end"))
     return _OPS
 
