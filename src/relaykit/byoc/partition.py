@@ -25,7 +25,7 @@ constants are bound into the function unless ``bind_constants=False``.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from relaykit.ir.attrs import Attrs
@@ -245,12 +245,17 @@ class _Partitioner:
         self.functions.append((info.label, gv, fn))
         call = new_call(gv, region.args, _NO_ATTRS, (), None, checked_type_or_none(fbody))
         self.outputs[root] = _caller_view(call, out_nodes, leaves, shapes)
-        self.infos[root] = replace(
-            info,
-            function=name,
-            pruned=None,
-            const_bytes=sum(int(c.data.numpy().nbytes) for c in region.consts.values()),
-            input_vars=tuple(a for a in region.args if type(a) is Var),
+        self.infos[root] = RegionInfo(  # not dataclasses.replace: this runs per region
+            info.target,
+            info.label,
+            name,
+            info.calls,
+            info.num_ops,
+            info.macs,
+            None,
+            sum(int(c.data.numpy().nbytes) for c in region.consts.values()),
+            tuple(a for a in region.args if type(a) is Var),
+            info.caller,
         )
 
     def _rebuild_region(self, root: int, info: RegionInfo) -> _RegionBody:
