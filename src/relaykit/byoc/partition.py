@@ -24,6 +24,7 @@ constants are bound into the function unless ``bind_constants=False``.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
@@ -60,7 +61,7 @@ from ._common import (
 )
 from .cost import call_macs, call_op_count, embedded_constants
 from .regions import RegionSet, find_regions, walk
-from .targets import get_target_spec
+from .targets import TargetSpec, get_target_spec
 
 __all__ = [
     "PartitionGraph",
@@ -100,9 +101,12 @@ class RegionInfo:
     caller: str = "main"
 
 
-def prune_reason(target: str, num_ops: int, macs: int) -> str | None:
+def prune_reason(
+    target: str, num_ops: int, macs: int, spec: TargetSpec | None = None
+) -> str | None:
     """Why a region of ``target`` that size goes back to the host (None: it stays)."""
-    spec = get_target_spec(target)
+    if spec is None:
+        spec = get_target_spec(target)
     if num_ops < spec.min_region_ops:
         return f"region pruned: {num_ops} ops < min {spec.min_region_ops}"
     if macs < spec.min_region_macs:
@@ -138,9 +142,12 @@ class _Partitioner:
 
     def _measure(self) -> None:
         begin_op, end_op = self.begin_op, self.end_op
+        specs: dict[str, TargetSpec] = {}
         for root, nodes in self.members.items():
             target = self.rs.target(root)
-            spec = get_target_spec(target)
+            spec = specs.get(target)
+            if spec is None:
+                spec = specs[target] = get_target_spec(target)
             calls = tuple(
                 n
                 for n in nodes
@@ -152,7 +159,7 @@ class _Partitioner:
             ops = sum(call_op_count(c, spec.transparent_ops) for c in calls)
             macs = sum(call_macs(c) for c in calls)
             has_end = any(type(n) is Call and n.op is end_op for n in nodes)
-            pruned = prune_reason(target, ops, macs)
+            pruned = prune_reason(target, ops, macs, spec)
             if not has_end and pruned is None:
                 pruned = "region has no output"
             self.infos[root] = RegionInfo(
@@ -265,7 +272,7 @@ class _Partitioner:
         target, label = info.target, info.label
         outer = self.outer
         begin_op, end_op = self.begin_op, self.end_op
-        region = _RegionBody(f"{re.sub(r'[^0-9A-Za-z]', '_', target)}_{label}_i")
+        region = _RegionBody(f"{_safe_name(target)}_{label}_i")
         inner, by_input, consts = region.inner, region.by_input, region.consts
         used_vars: set[Var] = set()
         bound_vars: set[Var] = set()
@@ -424,6 +431,12 @@ def _type_of(e: Expr) -> Type:
     if ty is None:  # pragma: no cover - the passes run on typed functions
         raise PartitionError(f"a {type(e).__name__} in a region has no type: run InferType first")
     return ty
+
+
+@functools.lru_cache(maxsize=64)
+def _safe_name(target: str) -> str:
+    """``target`` with every character other than a letter or digit made ``_``."""
+    return re.sub(r"[^0-9A-Za-z]", "_", target)
 
 
 def _is_constant(e: Expr) -> bool:
