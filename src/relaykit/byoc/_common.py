@@ -51,7 +51,6 @@ __all__ = [
     "new_call",
     "new_tuple",
     "new_tuple_get_item",
-    "fast_rebuild",
     "rebuild_with",
     "no_gc",
 ]
@@ -208,44 +207,9 @@ def new_tuple_get_item(
     return _tuple_get_item(value, index, span=span, checked_type=ty)
 
 
-def fast_rebuild(node: Any, new: Any) -> Expr:
-    """``node`` with each child ``c`` replaced by ``new(c)``, typed like ``node``
-    (``node`` itself when no child changed)."""
-    t = type(node)
-    if t is Call:
-        op = node.op
-        nop = new(op)
-        args = node.args
-        nargs = [new(a) for a in args]
-        if nop is op and all(a is b for a, b in zip(nargs, args, strict=True)):
-            return node
-        return _call(
-            nop,
-            tuple(nargs),
-            node.attrs,
-            node.type_args,
-            span=node.span,
-            checked_type=checked_type_or_none(node),
-        )
-    if t is Tuple:
-        fields = node.fields
-        nfields = [new(f) for f in fields]
-        if all(a is b for a, b in zip(nfields, fields, strict=True)):
-            return node
-        return _tuple(tuple(nfields), span=node.span, checked_type=checked_type_or_none(node))
-    if t is TupleGetItem:
-        tv = new(node.tuple_value)
-        if tv is node.tuple_value:
-            return node
-        return _tuple_get_item(
-            tv, node.index, span=node.span, checked_type=checked_type_or_none(node)
-        )
-    return copy_type(rebuild(node, new), node)
-
-
 def rebuild_with(node: Any, memo: dict[Expr, Expr]) -> Expr:
     """``node`` with each child found in ``memo`` replaced by its value (``node`` itself
-    when none is): :func:`fast_rebuild` specialised to a replacement table."""
+    when none is), typed like ``node``."""
     t = type(node)
     get = memo.get
     if t is Call:
@@ -290,7 +254,7 @@ def rebuild_with(node: Any, memo: dict[Expr, Expr]) -> Expr:
         return _tuple_get_item(
             tv, node.index, span=node.span, checked_type=checked_type_or_none(node)
         )
-    return fast_rebuild(node, lambda c: get(c, c))
+    return copy_type(rebuild(node, lambda c: get(c, c)), node)
 
 
 @contextlib.contextmanager
