@@ -53,6 +53,13 @@ LOCAL_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
 
 #: Module-level ``__getattr__`` loaders that stay: genuinely lazy optional features.
 GETATTR_ALLOWED: dict[str, str] = {
+    **{
+        f"{name}.py": (
+            "a TVM module relaykit has no equivalent of: it imports, and every name raises "
+            "UnsupportedFeatureError saying what to use instead"
+        )
+        for name in ("te", "tir", "autotvm", "auto_scheduler", "rpc", "script/__init__", "script/tir")
+    },
     "op/contrib/__init__.py": (
         "relay.op.contrib.<backend> (TVM's per-backend module) is made on first use from the "
         "backend record's exports: backends are optional and heavy"

@@ -16,21 +16,31 @@ import importlib
 from types import ModuleType
 
 from . import (
+    auto_scheduler,
+    autotvm,
     backend,
     byoc,
     contrib,
     dataflow_pattern,
+    error,
     errors,
+    instrument,
     ir,
     op,
     parser,
+    rpc,
     runtime,
+    script,
+    target,
+    te,
     text,
+    tir,
     transform,
 )
 from . import relay as relay
 from ._version import __version__
 from .errors import RelayKitError
+from .errors import RelayKitError as TVMError
 from .ir import IRModule, assert_structural_equal, structural_equal, structural_hash
 from .parser import parse
 from .runtime import ndarray as nd
@@ -50,6 +60,7 @@ __all__ = [
     "__version__",
     "IRModule",
     "RelayKitError",
+    "TVMError",
     "parse",
     "parser",
     "assert_structural_equal",
@@ -72,4 +83,13 @@ __all__ = [
     "runtime",
     "text",
     "transform",
+    "target",
+    "te",
+    "tir",
+    "autotvm",
+    "auto_scheduler",
+    "rpc",
+    "script",
+    "error",
+    "instrument",
 ]

@@ -41,6 +41,8 @@ __all__ = [
     "FrontendError",
     "UnsupportedOpError",
     "DynamicShapeError",
+    "DiagnosticError",
+    "UnsupportedFeatureError",
 ]
 
 
@@ -70,7 +72,12 @@ class StructuralMismatchError(RelayKitError, AssertionError):
     """Raised by ``assert_structural_equal``; the message names the first mismatching path."""
 
 
-class RelayTypeError(RelayKitError, TypeError):
+class DiagnosticError(RelayKitError):
+    """A diagnostic about the program (TVM's ``tvm.error.DiagnosticError``): the base of
+    parse and type errors, which point at the offending source or node."""
+
+
+class RelayTypeError(DiagnosticError, TypeError):
     """Type inference failed: the message names the operator, the argument types
     and shows the IR around the offending node."""
 
@@ -112,7 +119,7 @@ class AttrError(RelayKitError, ValueError):
     """An operator attribute is unknown, missing or of the wrong kind."""
 
 
-class ParseError(RelayKitError, SyntaxError):
+class ParseError(DiagnosticError, SyntaxError):
     """Relay text could not be parsed; the message shows ``source:line:col`` and a caret."""
 
 
@@ -188,3 +195,17 @@ class UnsupportedOpError(FrontendError):
 class DynamicShapeError(FrontendError):
     """A shape (or another value that must be known at compile time) is only known
     at run time; relaykit's IR has static shapes only."""
+
+
+class UnsupportedFeatureError(RelayKitError, AttributeError):
+    """A TVM feature relaykit does not have (TE, TIR, AutoTVM, RPC, GPU codegen...) was
+    used; the message says what relaykit offers instead. It is an ``AttributeError`` so
+    that ``hasattr`` on the TVM-compatible module answers False."""
+
+    @classmethod
+    def for_name(cls, module: str, name: str, instead: str) -> AttributeError:
+        """The error a TVM-compatible module's ``__getattr__`` raises for ``name``
+        (a plain ``AttributeError`` for dunder names, as Python's protocols expect)."""
+        if name.startswith("__"):
+            return AttributeError(name)
+        return cls(f"relaykit has no {module} ({module}.{name} was used): {instead}")

@@ -1,5 +1,6 @@
 """The Relay IR: expressions, types, attributes, modules, traversal and comparison."""
 
+from . import instrument as instrument
 from .analysis import all_vars, bound_vars, free_vars
 from .attrs import Attrs, DictAttrs
 from .expr import (

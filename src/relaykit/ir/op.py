@@ -26,7 +26,19 @@ from relaykit.registry import Registry
 from .expr import Expr
 from .fields import data_field, node_class
 
-__all__ = ["Op", "OpRegistry", "default_registry", "get_op", "register_op_attr", "list_op_names"]
+__all__ = [
+    "Op",
+    "OpRegistry",
+    "default_registry",
+    "get_op",
+    "register_op_attr",
+    "list_op_names",
+    "named_type_relations",
+]
+
+#: Type relations by name, for ``Op.add_type_rel("Broadcast")`` (TVM's built-in relation
+#: names); the operator layer registers them.
+named_type_relations: Registry[str, Callable[..., Any]] = Registry("type relation")
 
 _set = object.__setattr__
 
@@ -68,6 +80,45 @@ class Op(Expr):
 
     def with_fields(self, **_: Any) -> Op:
         return self
+
+    # -- TVM's op-definition methods (``_op.get(name).set_num_inputs(1)`` ...) ----------
+    def _set_attr(self, key: str, value: Any) -> None:
+        self._registry.restore_attr(self.name, key, (value, 0))
+
+    def set_attr(self, attr_name: str, value: Any, plevel: int = 10) -> None:
+        """Set an attribute of this operator (TVM's ``Op.set_attr``); a higher ``plevel``
+        overrides a lower one."""
+        self._registry.set_attr(self.name, attr_name, value, plevel)
+
+    def reset_attr(self, attr_name: str) -> None:
+        self._registry.reset_attr(self.name, attr_name)
+
+    def set_num_inputs(self, n: int) -> None:
+        """Declare the number of inputs (TVM's ``OpNode.set_num_inputs``)."""
+        self._set_attr("num_inputs", int(n))
+
+    def add_argument(self, name: str, type_key: str, description: str = "") -> None:
+        """Document an input, in order (TVM's ``OpNode.add_argument``)."""
+        args = tuple(self.get_attr("arguments") or ())
+        self._set_attr("arguments", (*args, (name, type_key, description)))
+
+    def set_support_level(self, level: int) -> None:
+        self._set_attr("support_level", int(level))
+
+    def set_attrs_type_key(self, key: str) -> None:
+        self._set_attr("attrs_type_key", str(key))
+
+    def add_type_rel(self, rel_name: str, type_rel_func: Callable[..., Any] | None = None) -> None:
+        """Attach a type relation: a built-in one by name (``"Identity"``,
+        ``"Broadcast"``...), or ``type_rel_func(arg_types, attrs) -> Type``."""
+        if type_rel_func is None:
+            type_rel_func = named_type_relations[rel_name]
+        elif not callable(type_rel_func):
+            raise ArgumentError(
+                f"the type relation {rel_name!r} of {self.name} must be a function "
+                "(arg_types, attrs) -> Type"
+            )
+        self._set_attr("FTypeRelation", type_rel_func)
 
     def __str__(self) -> str:
         return self.name
@@ -159,6 +210,18 @@ class OpRegistry:
             self._table_cache[key] = table
         entry = table.get(op_name)
         return None if entry is None else entry[0]
+
+    def attr_entry(self, op_name: str, key: str) -> tuple[Any, int] | None:
+        """``(value, level)`` of ``key`` of ``op_name``, or None: to put it back later
+        with :meth:`restore_attr`."""
+        return self._attrs.get(key, {}).get(op_name)
+
+    def restore_attr(self, op_name: str, key: str, entry: tuple[Any, int] | None) -> None:
+        """Put back an entry read with :meth:`attr_entry` (None removes the attribute)."""
+        if entry is None:
+            self.reset_attr(op_name, key)
+        else:
+            self._table(key)[op_name] = entry
 
     def reset_attr(self, op_name: str, key: str) -> None:
         table = self._attrs.get(key)

@@ -11,6 +11,7 @@ TensorType((1, 3), float32)
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,7 @@ from relaykit.dtypes import DTYPES, ML_DTYPES
 from relaykit.errors import IRError, MissingDependencyError
 
 __all__ = [
+    "TypeKind",
     "Type",
     "TensorType",
     "TupleType",
@@ -151,11 +153,23 @@ class TupleType(Type):
         return self.fields[i]
 
 
+class TypeKind(enum.IntEnum):
+    """What a type variable ranges over (TVM's ``relay.TypeKind``)."""
+
+    Type = 0
+    ShapeVar = 1
+    BaseType = 2
+    Constraint = 4
+    AdtHandle = 5
+    TypeData = 6
+
+
 @dataclass(frozen=True, slots=True)
 class TypeVar(Type):
     """A type parameter of a polymorphic function (printed, not solved)."""
 
     name_hint: str
+    kind: TypeKind = TypeKind.Type
 
     def __str__(self) -> str:
         return self.name_hint

@@ -20,6 +20,7 @@ from . import elemwise as elemwise
 from . import indexing as indexing
 from . import linalg as linalg
 from . import ml as ml
+from . import op as op  # TVM's relay.op.op: defining operators, register_* helpers
 from . import reduce as reduce  # submodules, kept out of __all__
 from . import tensor as tensor
 from . import transform as transform
@@ -32,6 +33,18 @@ from .indexing import *  # noqa: F403
 from .indexing import __all__ as _indexing_all
 from .linalg import *  # noqa: F403
 from .linalg import __all__ as _linalg_all
+from .op import register_alter_op_layout as register_alter_op_layout
+from .op import register_broadcast_schedule as register_broadcast_schedule
+from .op import register_compute as register_compute
+from .op import register_convert_op_layout as register_convert_op_layout
+from .op import register_gradient as register_gradient
+from .op import register_injective_schedule as register_injective_schedule
+from .op import register_legalize as register_legalize
+from .op import register_mixed_precision_conversion as register_mixed_precision_conversion
+from .op import register_pattern as register_pattern
+from .op import register_reduce_schedule as register_reduce_schedule
+from .op import register_shape_func as register_shape_func
+from .op import register_stateful as register_stateful
 from .reduce import *  # noqa: F403
 from .reduce import __all__ as _reduce_all
 from .tensor import *  # noqa: F403

@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 from relaykit.errors import IRError
 from relaykit.ir.expr import Function
+from relaykit.ir.instrument import PassInstrument, pass_instrument
 from relaykit.ir.module import IRModule
 
 __all__ = [
@@ -49,26 +50,6 @@ class PassInfo:
     required: tuple[str, ...] = ()
 
 
-class PassInstrument:
-    """Hooks around passes. Subclass and override what you need."""
-
-    def enter_pass_ctx(self) -> None: ...
-
-    def exit_pass_ctx(self) -> None: ...
-
-    def should_run(self, mod: IRModule, info: PassInfo) -> bool:
-        return True
-
-    def run_before_pass(self, mod: IRModule, info: PassInfo) -> None: ...
-
-    def run_after_pass(self, mod: IRModule, info: PassInfo) -> None: ...
-
-
-def pass_instrument(cls: type) -> type:
-    """TVM's ``@tvm.instrument.pass_instrument``: make a plain class an instrument."""
-    return type(cls.__name__, (cls, PassInstrument), {})
-
-
 @dataclass
 class PassContext:
     """Carries the optimisation level, required/disabled passes, instruments and config.
@@ -92,16 +73,47 @@ class PassContext:
         self.instruments = tuple(self.instruments or ())
         self.config = dict(self.config or {})
 
+    def _enter_instruments(self) -> None:
+        """Enter every instrument in order; if one fails, leave those already entered,
+        drop the instruments and re-raise (TVM's rule)."""
+        entered: list[PassInstrument] = []
+        try:
+            for inst in self.instruments:
+                inst.enter_pass_ctx()
+                entered.append(inst)
+        except BaseException:
+            self.instruments = ()
+            for inst in entered:
+                inst.exit_pass_ctx()
+            raise
+
+    def _exit_instruments(self) -> None:
+        """Leave every instrument in order; the first failure stops and propagates, and
+        the instruments are dropped either way."""
+        try:
+            for inst in self.instruments:
+                inst.exit_pass_ctx()
+        except BaseException:
+            self.instruments = ()
+            raise
+
     def __enter__(self) -> PassContext:
+        self._enter_instruments()
         PassContext._stack.append(self)
-        for inst in self.instruments:
-            inst.enter_pass_ctx()
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        for inst in self.instruments:
-            inst.exit_pass_ctx()
-        PassContext._stack.pop()
+        try:
+            self._exit_instruments()
+        finally:
+            PassContext._stack.pop()
+
+    def override_instruments(self, instruments: Sequence[PassInstrument] | None) -> None:
+        """Replace this context's instruments: the old ones are left, the new entered
+        (TVM's ``PassContext.override_instruments``)."""
+        self._exit_instruments()
+        self.instruments = tuple(instruments or ())
+        self._enter_instruments()
 
     @staticmethod
     def current() -> PassContext:

@@ -1,0 +1,27 @@
+"""``tvm.auto_scheduler``: TVM's auto-scheduler (Ansor), which relaykit does not have.
+
+The module imports; using it raises :class:`~relaykit.errors.UnsupportedFeatureError`.
+relaykit tunes nothing by search: the dnnl backend picks oneDNN's kernels and
+layouts itself (``relaykit.contrib.dnnl.tune`` times its few layout choices).
+
+>>> from relaykit import auto_scheduler
+>>> hasattr(auto_scheduler, "TaskScheduler")
+False
+"""
+
+from __future__ import annotations
+
+from typing import NoReturn
+
+from relaykit.errors import UnsupportedFeatureError
+
+__all__: list[str] = []
+
+INSTEAD = (
+    "relaykit has no schedule templates to tune; backends choose their kernels "
+    "(the dnnl backend lets oneDNN pick, see relaykit.contrib.dnnl.tune)"
+)
+
+
+def __getattr__(name: str) -> NoReturn:
+    raise UnsupportedFeatureError.for_name("tvm.auto_scheduler", name, INSTEAD)

@@ -1,0 +1,29 @@
+"""``tvm.relay.backend.executor``: which executor a build targets.
+
+>>> Executor("graph").name
+'graph'
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from ._options import KindWithOptions
+
+__all__ = ["Executor"]
+
+
+class Executor(KindWithOptions):
+    """TVM's ``Executor``: ``graph`` (what ``relay.build`` makes here) or ``aot``."""
+
+    what: ClassVar[str] = "executor"
+    kinds: ClassVar = {
+        "graph": {"link-params": bool},
+        "aot": {
+            "link-params": bool,
+            "unpacked-api": bool,
+            "interface-api": str,
+            "workspace-byte-alignment": int,
+            "constant-byte-alignment": int,
+        },
+    }

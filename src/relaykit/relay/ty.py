@@ -1,0 +1,30 @@
+"""``tvm.relay.ty``: Relay's type classes.
+
+>>> from relaykit.relay import ty
+>>> ty.TensorType((1, 2), "float32")
+TensorType((1, 2), float32)
+"""
+
+from __future__ import annotations
+
+from relaykit.ir.types import (
+    FuncType,
+    IncompleteType,
+    TensorType,
+    TupleType,
+    Type,
+    TypeKind,
+    TypeVar,
+    scalar_type,
+)
+
+__all__ = [
+    "FuncType",
+    "IncompleteType",
+    "TensorType",
+    "TupleType",
+    "Type",
+    "TypeKind",
+    "TypeVar",
+    "scalar_type",
+]

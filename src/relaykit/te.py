@@ -1,0 +1,31 @@
+"""``tvm.te``: TVM's tensor-expression language, which relaykit does not have.
+
+The module imports, so scripts that ``from tvm import te`` load; using any of
+its names raises :class:`~relaykit.errors.UnsupportedFeatureError` saying what
+to use instead. relaykit's operators are NumPy kernels, registered per operator
+(``tvm.ir.register_op_attr(name, "FCompute", fn)``), and shapes are integers.
+
+>>> from relaykit import te
+>>> te.placeholder((3,))
+Traceback (most recent call last):
+...
+relaykit.errors.UnsupportedFeatureError: relaykit has no tvm.te (tvm.te.placeholder was used): ...
+"""
+
+from __future__ import annotations
+
+from typing import NoReturn
+
+from relaykit.errors import UnsupportedFeatureError
+
+__all__: list[str] = []
+
+INSTEAD = (
+    "relaykit has no tensor expressions or schedules; operators run NumPy kernels "
+    "(register one with tvm.ir.register_op_attr(op_name, 'FCompute', fn)), shapes are "
+    "integers, and a symbolic dimension (te.var / te.size_var) has no equivalent yet"
+)
+
+
+def __getattr__(name: str) -> NoReturn:
+    raise UnsupportedFeatureError.for_name("tvm.te", name, INSTEAD)
