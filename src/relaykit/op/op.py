@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from relaykit.errors import IRError
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.op import Op, default_registry, get_op, named_type_relations, register_op_attr
 
@@ -61,10 +62,15 @@ for _name, _rel in (
 
 
 def register(op_name: str, describe: str = "") -> Op:
-    """Register a new operator ``op_name`` (idempotent); describe it on the returned Op."""
+    """Register a new operator ``op_name``; describe it on the returned Op. Registering
+    a name twice is an error, as in TVM."""
+    if op_name in default_registry:
+        raise IRError(
+            f"operator {op_name} is registered before; set its attributes with "
+            f"tvm.ir.register_op_attr({op_name!r}, key, value) instead"
+        )
     op = default_registry.register(op_name)
     if describe:
-        op.reset_attr("doc")
         op.set_attr("doc", describe)
     return op
 

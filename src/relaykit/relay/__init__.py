@@ -43,14 +43,15 @@ from relaykit.ir import (
     scalar_type,
 )
 from relaykit.ir.expr import Span
-from relaykit.ir.functor import ExprMutator, ExprVisitor
+from relaykit.ir.functor import ExprFunctor, ExprMutator, ExprVisitor
 from relaykit.ir.types import TensorType as TensorTypeAlias
 from relaykit.op import *  # noqa: F403 - the operator constructors, as relay.add, relay.reshape...
 from relaykit.op import annotation, nn
 from relaykit.parser import fromtext, parse
 from relaykit.transform.bind import bind
 
-from . import analysis, dataflow_pattern, expr_functor, transform
+from . import analysis, backend, build_module, dataflow_pattern, expr, expr_functor, transform, ty
+from .scope_builder import ScopeBuilder
 
 Module = IRModule
 ShapeVar = None  # dynamic shapes are not supported
@@ -103,6 +104,7 @@ __all__ = [
     "bind",
     "fromtext",
     "parse",
+    "ExprFunctor",
     "ExprVisitor",
     "ExprMutator",
     "create_executor",
@@ -114,6 +116,11 @@ __all__ = [
     "analysis",
     "dataflow_pattern",
     "expr_functor",
+    "backend",
+    "build_module",
+    "expr",
+    "ty",
+    "ScopeBuilder",
 ]
 
 

@@ -5,7 +5,7 @@
 Python with ``relaykit.relay`` or in Relay's text format (``relaykit.parse``).
 
 >>> from relaykit.script import tir as T
->>> hasattr(T, "int32")
+>>> hasattr(T, "prim_func")
 False
 """
 
