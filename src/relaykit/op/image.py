@@ -1,4 +1,4 @@
-"""Image resizing (``relay.image.resize2d`` and an N-d ``image.resize``).
+"""Image resizing (TVM's ``relay.image.resize1d/2d/3d`` and an N-d ``image.resize``).
 
 ``image.grid_sample`` samples an (N, C, *spatial) tensor at the normalised
 coordinates of a grid (``nearest``, ``linear`` or ``cubic``; ``zeros``,
@@ -14,7 +14,7 @@ optionally antialiased), with ONNX's semantics.
 >>> from relaykit import relay
 >>> x = relay.var("x", shape=(1, 1, 2, 2))
 >>> resize2d(x, size=(4, 4), method="nearest_neighbor").attrs.size
-(1, 1, 4, 4)
+(4, 4)
 """
 
 from __future__ import annotations
@@ -27,14 +27,13 @@ import numpy as np
 
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.expr import Call, Expr
-from relaykit.ir.type_check import infer_type
 from relaykit.ir.types import TensorType, Type
 
 from . import _numeric as num
 from ._relations import tensor_arg
 from .define import OpPattern, TypeRelError, define_op, make_call
 
-__all__ = ["resize", "resize2d", "axis_weights", "grid_sample"]
+__all__ = ["resize", "resize1d", "resize2d", "resize3d", "axis_weights", "grid_sample"]
 
 _METHODS = ("nearest", "linear", "cubic")
 _ROUNDING = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
@@ -233,10 +232,186 @@ def resize(
     )
 
 
+_RESIZE_LAYOUTS = {1: ("NCW", "NWC"), 2: ("NCHW", "NHWC"), 3: ("NCDHW", "NDHWC")}
+_TVM_METHODS = {"nearest_neighbor": "nearest", "linear": "linear", "cubic": "cubic"}
+# TVM's rounding names for nearest-neighbour, in ONNX's terms ("round" rounds half up here:
+# coordinates are never negative once clamped)
+_TVM_ROUNDING = {
+    "round": "round_prefer_ceil",
+    "round_prefer_floor": "round_prefer_floor",
+    "round_prefer_ceil": "round_prefer_ceil",
+    "floor": "floor",
+    "ceil": "ceil",
+}
+
+
+def _spatial_axes(layout: str, rank: int) -> list[int]:
+    if layout not in _RESIZE_LAYOUTS[rank]:
+        raise TypeRelError(
+            f"resize{rank}d layout must be one of {', '.join(_RESIZE_LAYOUTS[rank])}, "
+            f"got {layout!r}"
+        )
+    return [i for i, c in enumerate(layout) if c in "DHW"]
+
+
+def _resize_nd_attrs(attrs: Attrs, shape: Sequence[int], rank: int) -> Attrs:
+    """The N-d ``image.resize`` attributes equivalent to a TVM ``resizeKd`` call."""
+    axes = _spatial_axes(attrs.layout, rank)
+    size = list(shape)
+    for axis, s in zip(axes, attrs.size, strict=True):
+        size[axis] = int(s)
+    method = _TVM_METHODS.get(attrs.method)
+    if method is None:
+        raise TypeRelError(
+            f"resize method must be one of {', '.join(_TVM_METHODS)}, got {attrs.method!r}"
+        )
+    rounding = ""
+    if method == "nearest":
+        default = "round" if attrs.coordinate_transformation_mode == "align_corners" else "floor"
+        name = attrs.rounding_method or default
+        if name not in _TVM_ROUNDING:
+            raise TypeRelError(f"rounding_method must be one of {', '.join(_TVM_ROUNDING)}")
+        rounding = _TVM_ROUNDING[name]
+    roi: tuple[float, ...] = ()
+    if attrs.coordinate_transformation_mode == "tf_crop_and_resize" and attrs.roi:
+        starts, ends = [0.0] * len(shape), [1.0] * len(shape)
+        for k, axis in enumerate(axes):
+            starts[axis], ends[axis] = float(attrs.roi[k]), float(attrs.roi[k + rank])
+        roi = (*starts, *ends)
+    return Attrs(
+        {
+            "size": tuple(size),
+            "scales": (),
+            "roi": roi,
+            "method": method,
+            "coordinate_transformation_mode": attrs.coordinate_transformation_mode,
+            "rounding_method": rounding,
+            "cubic_alpha": float(attrs.cubic_alpha),
+            "cubic_exclude": int(attrs.cubic_exclude),
+            "extrapolation_value": float(attrs.extrapolation_value),
+            "antialias": False,
+        },
+        "relay.attrs.ResizeAttrs",
+    )
+
+
+def _make_resize_kd(rank: int) -> tuple[Callable[..., Type], Callable[..., np.ndarray]]:
+    def rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+        data = tensor_arg(arg_types, 0, "data")
+        if data.ndim != rank + 2:
+            raise TypeRelError(f"resize{rank}d takes a {rank + 2}-d tensor, got {data}")
+        size = tuple(attrs.size or ())
+        if len(size) != rank or any(not isinstance(v, int) or v < 0 for v in size):
+            raise TypeRelError(
+                f"resize{rank}d size must be {rank} non-negative integers, got {size}"
+            )
+        nd = _resize_nd_attrs(attrs, data.shape, rank)
+        return TensorType(nd.size, attrs.out_dtype or data.dtype)
+
+    def kernel(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+        out = _resize_kernel([inputs[0]], _resize_nd_attrs(attrs, inputs[0].shape, rank))
+        return out.astype(attrs.out_dtype, copy=False) if attrs.out_dtype else out
+
+    return rel, kernel
+
+
+for _rank in (1, 2, 3):
+    _rel, _kernel = _make_resize_kd(_rank)
+    define_op(
+        f"image.resize{_rank}d",
+        num_inputs=1,
+        attrs={
+            "size": None,
+            "roi": None,
+            "layout": _RESIZE_LAYOUTS[_rank][0],
+            "method": "linear",
+            "coordinate_transformation_mode": "half_pixel",
+            "rounding_method": "",
+            "cubic_alpha": -0.5,
+            "cubic_exclude": 0,
+            "extrapolation_value": 0.0,
+            "out_dtype": "",
+        },
+        attrs_type_key=f"relay.attrs.Resize{_rank}DAttrs",
+        type_rel=_rel,
+        compute=_kernel,
+        pattern=OpPattern.INJECTIVE,
+        doc=f"Resize the {_rank} spatial axes of a tensor (TVM's image.resize{_rank}d).",
+    )
+
+
+def _resize_kd(
+    rank: int,
+    data: Expr,
+    size: Any,
+    roi: Any,
+    layout: str | None,
+    method: str,
+    coordinate_transformation_mode: str,
+    rounding_method: str,
+    cubic_alpha: float,
+    cubic_exclude: int,
+    extrapolation_value: float,
+    out_dtype: str,
+) -> Call:
+    if isinstance(size, Expr):
+        raise TypeRelError(
+            f"resize{rank}d with a run-time size (an expression) needs dynamic shapes, which "
+            "relaykit does not have yet; pass the size as integers"
+        )
+    size_t = tuple(int(v) for v in size)
+    roi_t = tuple(float(v) for v in roi) if roi is not None else (0.0,) * (2 * rank)
+    return make_call(
+        f"image.resize{rank}d",
+        [data],
+        size=size_t,
+        roi=roi_t,
+        layout=layout or _RESIZE_LAYOUTS[rank][0],
+        method=method,
+        coordinate_transformation_mode=coordinate_transformation_mode,
+        rounding_method=rounding_method,
+        cubic_alpha=float(cubic_alpha),
+        cubic_exclude=int(cubic_exclude),
+        extrapolation_value=float(extrapolation_value),
+        out_dtype=out_dtype or "",
+    )
+
+
+def resize1d(
+    data: Expr,
+    size: Sequence[int],
+    roi: Any = None,
+    layout: str = "NCW",
+    method: str = "linear",
+    coordinate_transformation_mode: str = "half_pixel",
+    rounding_method: str = "",
+    cubic_alpha: float = -0.5,
+    cubic_exclude: int = 0,
+    extrapolation_value: float = 0.0,
+    out_dtype: str = "",
+) -> Call:
+    """TVM's ``relay.image.resize1d``: resize the width of an NCW or NWC tensor
+    (``method``: ``nearest_neighbor``, ``linear`` or ``cubic``)."""
+    return _resize_kd(
+        1,
+        data,
+        size,
+        roi,
+        layout,
+        method,
+        coordinate_transformation_mode,
+        rounding_method,
+        cubic_alpha,
+        cubic_exclude,
+        extrapolation_value,
+        out_dtype,
+    )
+
+
 def resize2d(
     data: Expr,
+    size: Sequence[int],
     roi: Any = None,
-    size: Sequence[int] = (),
     layout: str = "NCHW",
     method: str = "linear",
     coordinate_transformation_mode: str = "half_pixel",
@@ -246,25 +421,52 @@ def resize2d(
     extrapolation_value: float = 0.0,
     out_dtype: str = "",
 ) -> Call:
-    """TVM's ``relay.image.resize2d`` on an NCHW tensor (``method``: ``nearest_neighbor``,
-    ``linear`` or ``cubic``); lowered to the N-d ``image.resize``."""
-    if layout != "NCHW":
-        raise TypeRelError(f"resize2d supports the NCHW layout only, got {layout!r}")
-    shape = infer_type(data).shape  # type: ignore[attr-defined]
-    full = (shape[0], shape[1], int(size[0]), int(size[1]))
-    box: tuple[float, ...] = ()
-    if roi is not None and len(roi) == 4 and coordinate_transformation_mode == "tf_crop_and_resize":
-        box = (0.0, 0.0, float(roi[0]), float(roi[1]), 1.0, 1.0, float(roi[2]), float(roi[3]))
-    return resize(
+    """TVM's ``relay.image.resize2d``: resize the height and width of an NCHW or NHWC
+    tensor (``method``: ``nearest_neighbor``, ``linear`` or ``cubic``)."""
+    return _resize_kd(
+        2,
         data,
-        full,
-        roi=box,
-        method="nearest" if method == "nearest_neighbor" else method,
-        coordinate_transformation_mode=coordinate_transformation_mode,
-        rounding_method=rounding_method,
-        cubic_alpha=cubic_alpha,
-        cubic_exclude=cubic_exclude,
-        extrapolation_value=extrapolation_value,
+        size,
+        roi,
+        layout,
+        method,
+        coordinate_transformation_mode,
+        rounding_method,
+        cubic_alpha,
+        cubic_exclude,
+        extrapolation_value,
+        out_dtype,
+    )
+
+
+def resize3d(
+    data: Expr,
+    size: Sequence[int],
+    roi: Any = None,
+    layout: str = "NCDHW",
+    method: str = "linear",
+    coordinate_transformation_mode: str = "half_pixel",
+    rounding_method: str = "",
+    cubic_alpha: float = -0.5,
+    cubic_exclude: int = 0,
+    extrapolation_value: float = 0.0,
+    out_dtype: str = "",
+) -> Call:
+    """TVM's ``relay.image.resize3d``: resize depth, height and width of an NCDHW or
+    NDHWC tensor (``method``: ``nearest_neighbor``, ``linear`` or ``cubic``)."""
+    return _resize_kd(
+        3,
+        data,
+        size,
+        roi,
+        layout,
+        method,
+        coordinate_transformation_mode,
+        rounding_method,
+        cubic_alpha,
+        cubic_exclude,
+        extrapolation_value,
+        out_dtype,
     )
 
 
