@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from relaykit.ir.expr import Call, Function
+from relaykit.ir.expr import Call, Expr, Function
 from relaykit.ir.functor import post_order
 from relaykit.ir.op import Op
 
@@ -95,7 +95,7 @@ def pin(*ops: str | Callable[[Call], Any], to: str = HOST) -> Pin:
     for item in ops:
         if isinstance(item, str):
             names.append(item)
-        elif callable(item):
+        elif callable(item) and not isinstance(item, Expr):  # an Expr is callable: f(x)
             if predicate is not None:
                 raise PartitionError("give pin(...) at most one predicate")
             predicate = item

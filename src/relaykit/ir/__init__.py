@@ -2,7 +2,7 @@
 
 from . import instrument as instrument
 from .analysis import all_vars, bound_vars, free_vars
-from .attrs import Attrs, DictAttrs
+from .attrs import Attrs, DictAttrs, make_node
 from .expr import (
     Call,
     Constant,
@@ -61,6 +61,7 @@ from .types import (
 __all__ = [
     "Attrs",
     "DictAttrs",
+    "make_node",
     "Call",
     "Constant",
     "Expr",

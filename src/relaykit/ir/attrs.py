@@ -19,7 +19,7 @@ import numpy as np
 
 from relaykit.errors import AttrError, ImmutableError
 
-__all__ = ["Attrs", "DictAttrs", "normalize_attr_value"]
+__all__ = ["Attrs", "DictAttrs", "normalize_attr_value", "make_node"]
 
 
 def normalize_attr_value(value: Any) -> Any:
@@ -138,3 +138,19 @@ class Attrs(Mapping[str, Any]):
 
 #: TVM's name for function attributes.
 DictAttrs = Attrs
+
+
+def make_node(type_key: str, **fields: Any) -> Attrs:
+    """An attribute node by its type key (TVM's ``tvm.ir.make_node``), e.g.
+    ``make_node("DictAttrs", call_attr="x")``. relaykit's only reflective nodes are
+    attributes: a key that names another kind of node is an error.
+
+    >>> make_node("relay.attrs.TestAttrs", padding=(3, 4)).padding
+    (3, 4)
+    """
+    if not (type_key == "DictAttrs" or type_key.endswith("Attrs")):
+        raise AttrError(
+            f"make_node builds attribute nodes (type keys ending in 'Attrs'), not "
+            f"{type_key!r}; build IR nodes with their constructors (relay.Var, relay.Call...)"
+        )
+    return Attrs(fields, type_key)

@@ -161,6 +161,10 @@ class Expr:
         node_type: Any = type(self)
         return node_type(*values, span=self.span if span is ... else span)
 
+    def __call__(self, *args: Any) -> Call:
+        """``f(x, y)`` is the call ``Call(f, [x, y])``, as in TVM."""
+        return Call(self, list(args))
+
     # -- types -------------------------------------------------------------
     @property
     def checked_type(self) -> Type:

@@ -47,7 +47,7 @@ from relaykit.ir.functor import ExprFunctor, ExprMutator, ExprVisitor
 from relaykit.ir.types import TensorType as TensorTypeAlias
 from relaykit.op import *  # noqa: F403 - the operator constructors, as relay.add, relay.reshape...
 from relaykit.op import annotation, nn
-from relaykit.parser import fromtext, parse
+from relaykit.parser import fromtext, parse, parse_expr
 from relaykit.transform.bind import bind
 
 from . import analysis, backend, build_module, dataflow_pattern, expr, expr_functor, transform, ty
@@ -104,6 +104,7 @@ __all__ = [
     "bind",
     "fromtext",
     "parse",
+    "parse_expr",
     "ExprFunctor",
     "ExprVisitor",
     "ExprMutator",

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from relaykit.errors import UnsupportedFeatureError
 from relaykit.ir.expr import Call, Expr, Function
 from relaykit.ir.functor import post_order
 from relaykit.ir.module import IRModule
@@ -43,12 +44,18 @@ __all__ = [
 ]
 
 
-def run_opt_pass(expr: Expr, opt_pass: Any) -> Expr:
+def run_opt_pass(expr: Expr, opt_pass: Any, import_prelude: bool = False) -> Expr:
     """Run ``opt_pass`` on ``expr`` (after type inference) and return the result.
 
     A function comes back as a function; any other expression as the body of
-    the ``main`` function it was wrapped in.
+    the ``main`` function it was wrapped in. ``import_prelude=True`` (TVM's
+    option to add the Prelude's list/option types) is refused: relaykit has no
+    algebraic data types yet.
     """
+    if import_prelude:
+        raise UnsupportedFeatureError.for_name(
+            "relay.prelude", "Prelude", "relaykit has no algebraic data types yet"
+        )
     mod = IRModule.from_expr(expr)
     mod = InferType()(mod)
     mod = opt_pass(mod)
