@@ -188,3 +188,14 @@ class UnsupportedOpError(FrontendError):
 class DynamicShapeError(FrontendError):
     """A shape (or another value that must be known at compile time) is only known
     at run time; relaykit's IR has static shapes only."""
+
+
+# -- executors (issue 15) ---------------------------------------------------------------------
+__all__ += ["ExecutorUsageError"]
+
+
+class ExecutorUsageError(ExecutionError):
+    """The graph executor's API was misused: an unknown input name or index, a value that
+    is not an array of the input's shape and dtype, an output index out of range, ``run()``
+    before every input was set, or ``get_output`` before ``run()`` in that thread. The
+    message says what to do."""

@@ -198,7 +198,7 @@ def test_a_failing_host_kernel_names_the_step(monkeypatch):
         match=r"while running %\d+ = exp\(Tensor\[\(2, 3\), "
         r"float32\]\): ZeroDivisionError: boom",
     ):
-        m.run()
+        m.run(x=rand(2, 3), y=rand(3), w=rand(4, 3))
 
 
 def test_graph_json_and_create():
