@@ -81,23 +81,25 @@ def _type_str(spec: EntrySpec) -> str:
     return f"{spec.dtype}{list(spec.shape)}"
 
 
-def _as_array(value: Any, what: str, want: str) -> np.ndarray:
-    """``value`` (an array, an NDArray, nested lists, a scalar) as a numeric NumPy array."""
-    if isinstance(value, NDArray):
-        return value.numpy()
-    if isinstance(value, np.ndarray):
+def _as_array(value: Any, what: str, name: str, spec: EntrySpec) -> np.ndarray:
+    """``value`` (an array, an NDArray, nested lists, a scalar) as a numeric NumPy array;
+    ``what`` ("input", "parameter"), ``name`` and ``spec`` are for the error message."""
+    if type(value) is np.ndarray:
         arr = value
+    elif isinstance(value, NDArray):
+        arr = value.numpy()
     else:
         try:
             arr = np.asarray(value)
         except (ValueError, TypeError, OverflowError) as err:
             raise ExecutorUsageError(
-                f"{what} expects an array of {want}; NumPy cannot make one of the given "
-                f"{type(value).__name__} ({err}): pass a numpy.ndarray or a tvm.nd.array"
+                f"{what} {name!r} expects an array of {_type_str(spec)}; NumPy cannot make one "
+                f"of the given {type(value).__name__} ({err}): pass a numpy.ndarray or a "
+                "tvm.nd.array"
             ) from None
     if arr.dtype.kind in "OUSMm":  # objects, strings, dates (ml_dtypes' kind is "V")
         raise ExecutorUsageError(
-            f"{what} expects an array of {want}, got {arr.dtype} values "
+            f"{what} {name!r} expects an array of {_type_str(spec)}, got {arr.dtype} values "
             f"(from a {type(value).__name__}): pass a numpy.ndarray or a tvm.nd.array"
         )
     return arr
@@ -161,11 +163,13 @@ class GraphExecutor(Module):
         self.plan = plan
         self.lib = lib
         self.device = device or cpu()
-        self._input_index = {name: i for i, name in enumerate(plan.input_names)}
+        self._input_names = plan.input_names  # a property that walks the plan: read once
+        self._input_index = {name: i for i, name in enumerate(self._input_names)}
         self._param_names = set(plan.param_names)
         self._bound = set(plan.bound_params)
         self._param_entry = {n.name: n.outputs[0] for n in plan.nodes if n.kind == "param"}
         self._input_entries = [n.outputs[0] for n in plan.nodes if n.kind == "input"]
+        self._input_dtypes = [np.dtype(plan.entries[e].dtype) for e in self._input_entries]
         self._lock = threading.Lock()
         self._local = threading.local()
         # Parameters: a dict replaced (never changed in place) under the lock, with a version
@@ -207,7 +211,7 @@ class GraphExecutor(Module):
         first: bool = False,
     ) -> _ThreadState:
         state = _ThreadState(blocks, np.zeros(self.workspace_bytes + 64, np.uint8), first)
-        state.unset = set(self.plan.input_names)
+        state.unset = set(self._input_names)
         self._bind_state(state, params, version)
         return state
 
@@ -242,7 +246,7 @@ class GraphExecutor(Module):
     # -- binding ----------------------------------------------------------------------------
     def _readonly(self, value: Any, name: str) -> np.ndarray:
         spec = self.plan.entries[self._param_entry[name]]
-        arr = _as_array(value, f"parameter {name!r}", _type_str(spec))
+        arr = _as_array(value, "parameter", name, spec)
         if arr.shape != spec.shape or arr.dtype.name != spec.dtype:
             raise ExecutorUsageError(
                 f"parameter {name!r} must be {_type_str(spec)}, got "
@@ -337,7 +341,17 @@ class GraphExecutor(Module):
         before any is copied. Names of parameters bound at build time (now constants) are
         ignored, as in TVM; a parameter ``p<k>`` can be replaced by name.
         """
-        state = self._state()
+        state = getattr(self._local, "state", None)
+        if state is None or state.version != self._version:
+            state = self._refresh(state)
+        if not params and type(key) is str and type(value) is np.ndarray:
+            i = self._input_index.get(key)
+            if i is not None:  # the common call: an array of the input's shape and dtype
+                buf = state.inputs[i]
+                if value.shape == buf.shape and value.dtype == buf.dtype:
+                    np.copyto(buf, value)
+                    state.unset.discard(key)
+                    return
         copies: list[tuple[int, np.ndarray]] = []
         changed: dict[str, np.ndarray] = {}
         if key is not None:
@@ -348,7 +362,7 @@ class GraphExecutor(Module):
             )
         for k, v in params.items():
             self._check_one(k, v, False, copies, changed)
-        names = self.plan.input_names
+        names = self._input_names
         for i, arr in copies:
             np.copyto(state.inputs[i], arr, casting="same_kind")
             state.unset.discard(names[i])
@@ -357,18 +371,20 @@ class GraphExecutor(Module):
 
     def _input_position(self, key: Any) -> int | str:
         """An input index (checked) or a name, from ``key``."""
-        if isinstance(key, str):
+        if type(key) is str:
             return key
+        if isinstance(key, str):
+            return str(key)
         if isinstance(key, bool) or not hasattr(key, "__index__"):
             raise ExecutorUsageError(
                 f"an input is named by a string or an int index, got {type(key).__name__} "
-                f"{key!r}; the inputs are: {', '.join(self.plan.input_names) or 'none'}"
+                f"{key!r}; the inputs are: {', '.join(self._input_names) or 'none'}"
             )
         i = operator.index(key)
         if not 0 <= i < len(self._input_entries):
             raise ExecutorUsageError(
                 f"input index {i} out of range ({len(self._input_entries)} inputs: "
-                f"{', '.join(self.plan.input_names) or 'none'})"
+                f"{', '.join(self._input_names) or 'none'})"
             )
         return i
 
@@ -382,28 +398,28 @@ class GraphExecutor(Module):
     ) -> None:
         """Check one input (appended to ``copies``) or parameter (to ``changed``)."""
         pos = self._input_position(key)
-        name = self.plan.input_names[pos] if isinstance(pos, int) else pos
-        if name in self._input_index:
-            i = self._input_index[name]
+        name = self._input_names[pos] if isinstance(pos, int) else pos
+        i = self._input_index.get(name)
+        if i is not None:
             spec = self.plan.entries[self._input_entries[i]]
-            want = _type_str(spec)
-            arr = _as_array(value, f"input {name!r}", want)
+            arr = _as_array(value, "input", name, spec)
             if arr.shape != spec.shape:
                 raise ExecutorUsageError(
-                    f"input {name!r} expects {want}, got an array of shape "
+                    f"input {name!r} expects {_type_str(spec)}, got an array of shape "
                     f"{list(arr.shape)} ({arr.dtype}): pass an array of that shape (the "
                     "model was built for it)"
                 )
-            if arr.dtype.name != spec.dtype and not np.can_cast(arr.dtype, spec.dtype, "same_kind"):
+            want = self._input_dtypes[i]
+            if arr.dtype != want and not np.can_cast(arr.dtype, want, "same_kind"):
                 raise ExecutorUsageError(
-                    f"input {name!r} expects {want}, got {arr.dtype}: convert it with "
-                    f".astype({spec.dtype!r}) if that is what you mean"
+                    f"input {name!r} expects {_type_str(spec)}, got {arr.dtype}: convert it "
+                    f"with .astype({spec.dtype!r}) if that is what you mean"
                 )
             copies.append((i, arr))
         elif name in self._param_names:
             changed[name] = self._readonly(value, name)
         elif strict or name not in self._bound:
-            known = ", ".join(self.plan.input_names) or "none"
+            known = ", ".join(self._input_names) or "none"
             raise ExecutorUsageError(f"the graph has no input {name!r}; its inputs are: {known}")
 
     def load_params(self, params: Mapping[str, Any]) -> None:
@@ -424,7 +440,9 @@ class GraphExecutor(Module):
         """Run the graph (after setting ``inputs``, if given); every input must be set."""
         if inputs:
             self.set_input(**inputs)
-        state = self._state()
+        state = getattr(self._local, "state", None)
+        if state is None or state.version != self._version:
+            state = self._refresh(state)
         if state.unset or self._unset_params:
             raise self._unset_error(state)
         state.ran = False
@@ -438,7 +456,7 @@ class GraphExecutor(Module):
         state.ran = True
 
     def _unset_error(self, state: _ThreadState) -> ExecutorUsageError:
-        names = [n for n in self.plan.input_names if n in state.unset]
+        names = [n for n in self._input_names if n in state.unset]
         if names:
             spec = self.plan.entries[self._input_entries[self._input_index[names[0]]]]
             others = f" (also not set: {', '.join(names[1:])})" if len(names) > 1 else ""
@@ -462,7 +480,7 @@ class GraphExecutor(Module):
 
     def get_input_index(self, name: str) -> int:
         if not isinstance(name, str) or name not in self._input_index:
-            known = ", ".join(self.plan.input_names) or "none"
+            known = ", ".join(self._input_names) or "none"
             raise ExecutorUsageError(f"the graph has no input {name!r}; its inputs are: {known}")
         return self._input_index[name]
 
@@ -479,7 +497,7 @@ class GraphExecutor(Module):
         """Output ``index`` of this thread's last run, as a new array (or copied into
         ``out``, a ``tvm.nd.NDArray`` of the output's shape)."""
         n = len(self.plan.heads)
-        if isinstance(index, bool) or not hasattr(index, "__index__"):
+        if type(index) is not int and (isinstance(index, bool) or not hasattr(index, "__index__")):
             raise ExecutorUsageError(
                 f"get_output takes an output index, an int from 0 to {n - 1}, got "
                 f"{type(index).__name__} {index!r} (a graph executor's outputs have no names)"
@@ -489,7 +507,9 @@ class GraphExecutor(Module):
             raise ExecutorUsageError(
                 f"output index {i} out of range ({n} outputs): use 0 to {n - 1}"
             )
-        state = self._state()
+        state = getattr(self._local, "state", None)
+        if state is None or state.version != self._version:
+            state = self._refresh(state)
         if not state.ran:
             note = "" if state.first else _THREAD_NOTE
             raise ExecutorUsageError(
