@@ -434,7 +434,8 @@ class GraphExecutor(Module):
             for name, value in params.items()
             if name in self._param_names
         }
-        self._replace_params(changed)
+        if changed:
+            self._replace_params(changed)
 
     def run(self, **inputs: Any) -> None:
         """Run the graph (after setting ``inputs``, if given); every input must be set."""
@@ -445,14 +446,17 @@ class GraphExecutor(Module):
             state = self._refresh(state)
         if state.unset or self._unset_params:
             raise self._unset_error(state)
-        state.ran = False
         i = 0
         try:
             with np.errstate(all="ignore"):
                 for i, step in enumerate(state.steps):  # noqa: B007 - read in the handler
                     step()
         except Exception as err:
+            state.ran = False  # the outputs are partial
             raise self._step_error(state, i, err) from err
+        except BaseException:  # KeyboardInterrupt...
+            state.ran = False
+            raise
         state.ran = True
 
     def _unset_error(self, state: _ThreadState) -> ExecutorUsageError:
