@@ -198,3 +198,16 @@ def test_parameters_are_shared_by_the_threads():
     m.set_input(b2, params["b2"] * 2)
     doubled = numpy_model(xs[0], dict(params, b2=params["b2"] * 2))
     np.testing.assert_allclose(in_threads(1, other)[0], doubled, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("backend", ["ccompiler", "jsonref"])
+def test_executors_created_in_parallel_threads(backend):
+    lib = build(backend, "chain")  # the compiled library is loaded by the first binding
+    xs, refs = inputs(4, "chain")
+
+    def work(t: int) -> bool:
+        m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+        m.run(x=xs[t])
+        return bool(np.allclose(m.get_output(0).numpy(), refs[t], rtol=1e-4, atol=1e-4))
+
+    assert in_threads(4, work) == [True] * 4
