@@ -123,6 +123,33 @@ def bench_dispatch(n_ops: int, repeat: int) -> dict[str, float]:
     }
 
 
+def bench_api(repeat: int) -> dict[str, float]:
+    """Microseconds of ``set_input``, ``run`` and ``get_output`` on a one-op graph (the
+    executor's own cost per call), best of ``repeat`` bursts of 2000 calls."""
+    x = relay.var("x", shape=(4,))
+    ex = relay.build(tvm.IRModule.from_expr(relay.Function([x], x + x)), target="llvm")["default"](
+        tvm.cpu(0)
+    )
+    data = np.ones(4, "float32")
+    ex.set_input("x", data)
+    ex.run()
+    calls = {
+        "set_input_us": lambda: ex.set_input("x", data),
+        "run_us": ex.run,
+        "get_output_us": lambda: ex.get_output(0),
+    }
+    out = {}
+    for name, fn in calls.items():
+        best = float("inf")
+        for _ in range(repeat):
+            t = time.perf_counter()
+            for _ in range(2000):
+                fn()
+            best = min(best, (time.perf_counter() - t) / 2000)
+        out[name] = best * 1e6
+    return out
+
+
 def bench_lowering(n_ops: int, repeat: int) -> dict[str, float]:
     """Per-op time of the two evaluator subclasses on a chain of ``n_ops`` tiny ops:
     lowering to a memory-planned plan (``lower_to_plan``) and the reference interpreter."""
@@ -238,6 +265,11 @@ def main(argv: list[str] | None = None) -> None:
         f"bare ufunc {d['bare_ufunc_us']:.2f} us/op\n"
         f"  => per-op dispatch overhead: graph executor {d['graph_dispatch_overhead_us']:.2f} us, "
         f"interpreter {d['interp_dispatch_overhead_us']:.2f} us"
+    )
+    api = bench_api(max(5, args.repeat))
+    print(
+        f"API on a one-op graph (best burst): set_input {api['set_input_us']:.2f} us, run "
+        f"{api['run_us']:.2f} us, get_output {api['get_output_us']:.2f} us"
     )
     low = bench_lowering(20000, max(3, args.repeat // 2))
     print(

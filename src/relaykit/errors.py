@@ -209,3 +209,14 @@ class UnsupportedFeatureError(RelayKitError, AttributeError):
         if name.startswith("__"):
             return AttributeError(name)
         return cls(f"relaykit has no {module} ({module}.{name} was used): {instead}")
+
+
+# -- executors (issue 15) ---------------------------------------------------------------------
+__all__ += ["ExecutorUsageError"]
+
+
+class ExecutorUsageError(ExecutionError):
+    """The graph executor's API was misused: an unknown input name or index, a value that
+    is not an array of the input's shape and dtype, an output index out of range, ``run()``
+    before every input was set, or ``get_output`` before ``run()`` in that thread. The
+    message says what to do."""

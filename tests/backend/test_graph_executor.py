@@ -8,7 +8,7 @@ from relaykit import relay
 from relaykit.backend.graph_executor import GraphExecutor
 from relaykit.backend.graph_plan import GraphPlan
 from relaykit.contrib import graph_executor
-from relaykit.errors import BuildError, ExecutionError
+from relaykit.errors import BuildError, ExecutionError, ExecutorUsageError
 from relaykit.testing import resnet
 
 RNG = np.random.default_rng(0)
@@ -198,7 +198,10 @@ def test_a_failing_host_kernel_names_the_step(monkeypatch):
         match=r"while running %\d+ = exp\(Tensor\[\(2, 3\), "
         r"float32\]\): ZeroDivisionError: boom",
     ):
-        m.run()
+        m.run(x=rand(2, 3), y=rand(3), w=rand(4, 3))
+    # a failed run leaves no outputs to read
+    with pytest.raises(ExecutorUsageError, match=r"get_output\(0\) before a completed run"):
+        m.get_output(0)
 
 
 def test_graph_json_and_create():
@@ -223,3 +226,89 @@ def test_deep_chain_builds_and_runs_without_recursion():
     m.run(x=np.zeros(4, "float32"))
     np.testing.assert_array_equal(m.get_output(0).numpy(), np.full(4, 10000, "float32"))
     assert lib.memory_report().planned <= 2 * 16  # two 4-float blocks, reused all along
+
+
+def test_set_input_checks_every_value_and_says_what_to_do():
+    lib = relay.build(two_input_mod(), target="llvm")
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    with pytest.raises(ExecutorUsageError, match=r"input 'y' expects an array of float32\[3\]"):
+        m.set_input("y", [[1.0, 2.0], [3.0]])  # ragged: NumPy refuses it
+    with pytest.raises(ExecutorUsageError, match=r"got <U1 values .*numpy.ndarray"):
+        m.set_input("y", ["a", "b", "c"])
+    with pytest.raises(ExecutorUsageError, match=r"expects float32\[3\], got complex128"):
+        m.set_input("y", np.ones(3, complex))
+    with pytest.raises(ExecutorUsageError, match=r"named by a string or an int index, got float"):
+        m.set_input(1.0, rand(3))
+    with pytest.raises(ExecutorUsageError, match=r"input index -1 out of range \(3 inputs"):
+        m.set_input(-1, rand(3))
+    with pytest.raises(ExecutorUsageError, match=r"a value but no input"):
+        m.set_input(None, rand(3))
+    # Values are checked before any is copied: a failing call changes nothing.
+    x = rand(2, 3)
+    m.set_input("x", x)
+    with pytest.raises(ExecutorUsageError, match=r"input 'y' expects float32\[3\], got an array"):
+        m.set_input(x=x + 1, y=np.zeros(4, "float32"))
+    np.testing.assert_array_equal(m.get_input("x").numpy(), x)
+    # Values of another dtype of the same kind are converted, as before.
+    m.set_input("y", np.arange(3))
+    np.testing.assert_array_equal(m.get_input(1).numpy(), [0.0, 1.0, 2.0])
+
+
+def test_an_int_input_refuses_floats():
+    x = relay.var("x", shape=(3,), dtype="int32")
+    lib = relay.build(relay.Function([x], x + x), target="llvm")
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    with pytest.raises(ExecutorUsageError, match=r"expects int32\[3\], got float64: .*astype"):
+        m.set_input("x", np.ones(3))
+    m.run(x=np.array([1, 2, 3], "int64"))
+    np.testing.assert_array_equal(m.get_output(0).numpy(), [2, 4, 6])
+
+
+def test_run_refuses_an_input_never_set():
+    lib = relay.build(two_input_mod(), target="llvm", params={"w": rand(4, 3)})
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    with pytest.raises(
+        ExecutorUsageError,
+        match=r"before input 'x' \(float32\[2, 3\]\) was set "
+        r"\(also not set: y\): call set_input\('x', value\) or run\(x=value\)",
+    ):
+        m.run()
+    m.set_input("x", rand(2, 3))
+    with pytest.raises(ExecutorUsageError, match=r"before input 'y' \(float32\[3\]\) was set:"):
+        m.run()
+    m.run(y=rand(3))  # once set, an input keeps its value from run to run
+    m.run()
+
+
+def test_outputs_are_read_by_index_after_a_run():
+    lib = relay.build(two_input_mod(), target="llvm", params={"w": rand(4, 3)})
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    with pytest.raises(ExecutorUsageError, match=r"get_output\(0\) before a completed run"):
+        m.get_output(0)
+    m.run(x=rand(2, 3), y=rand(3))
+    with pytest.raises(ExecutorUsageError, match=r"an int from 0 to 1, got str 'x'.*no names"):
+        m.get_output("x")
+    with pytest.raises(ExecutorUsageError, match=r"output index -1 out of range \(2 outputs\)"):
+        m.get_output(-1)
+    with pytest.raises(ExecutorUsageError, match=r"out to be a tvm.nd.NDArray of shape \[2, 4\]"):
+        m.get_output(0, tvm.nd.empty((3,)))
+    assert m.get_output(np.int64(1)).shape == (2, 3)
+    with pytest.raises(ExecutorUsageError, match=r"no input 3; its inputs are: x, y"):
+        m.get_input_index(3)
+    with pytest.raises(ExecutorUsageError, match=r"load_params takes a dict"):
+        m.load_params(b"\x00")
+
+
+def test_parameters_are_checked():
+    lib = relay.build(two_input_mod(), target="llvm", params={"w": rand(4, 3)})
+    m = graph_executor.create(lib.get_graph_json(), lib.get_lib())
+    (pname,) = lib.plan.param_names
+    with pytest.raises(ExecutorUsageError, match=rf"parameter '{pname}' must be float32\[4, 3\]"):
+        m.set_input(**{pname: rand(3, 4)})
+    with pytest.raises(ExecutorUsageError, match=rf"parameter '{pname}' expects an array"):
+        m.load_params({pname: [[1.0], [2.0, 3.0]]})
+    with pytest.raises(ExecutorUsageError, match=rf"before parameter '{pname}' was set"):
+        m.run(x=rand(2, 3), y=rand(3))
+    m.load_params(lib.get_params())
+    m.run()
+    assert m.get_output(0).shape == (2, 4)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from relaykit.errors import ExecutionError, IRError
+from relaykit.errors import ExecutorUsageError, IRError
 from relaykit.ir.expr import Expr, Function, GlobalVar, Var
 from relaykit.ir.module import IRModule
 from relaykit.ir.types import TupleType, Type
@@ -90,15 +90,20 @@ class _Callable:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         ex = self.executor
         if len(args) > len(self.names):
-            raise ExecutionError(f"function takes {len(self.names)} inputs, got {len(args)}")
+            raise ExecutorUsageError(
+                f"the function takes {len(self.names)} inputs ({', '.join(self.names)}), got "
+                f"{len(args)}"
+            )
         given = dict(zip(self.names, args, strict=False))
         for k, v in kwargs.items():
             if k in given:
-                raise ExecutionError(f"input {k!r} given twice")
+                raise ExecutorUsageError(f"input {k!r} given twice (by position and by name)")
             given[k] = v
         missing = [n for n in self.names if n not in given]
         if missing:
-            raise ExecutionError(f"missing inputs: {', '.join(missing)}")
+            raise ExecutorUsageError(
+                f"missing inputs: {', '.join(missing)}; the function takes {', '.join(self.names)}"
+            )
         ex.set_input(**given)
         ex.run()
         flat = [ex.get_output(i) for i in range(ex.get_num_outputs())]

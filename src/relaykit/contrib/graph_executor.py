@@ -28,7 +28,11 @@ __all__ = ["GraphModule", "create", "BenchmarkResult"]
 
 
 class GraphModule:
-    """A wrapper over a graph executor module, with TVM's methods."""
+    """A wrapper over a graph executor module, with TVM's methods.
+
+    Like the executor it wraps, it may be shared by threads: each thread sets its own
+    inputs, runs and reads its own outputs (see :mod:`relaykit.backend.graph_executor`).
+    """
 
     def __init__(self, module: Module) -> None:
         if not isinstance(module, Module):
@@ -126,7 +130,8 @@ class BenchmarkResult:
 
 def create(graph_json_str: str, libmod: Module, device: Device | Any = None) -> GraphModule:
     """A graph module from a graph (plan) JSON and its library; set the parameters with
-    ``set_input(**params)`` or ``load_params(params)``, as in TVM."""
+    ``set_input(**params)`` or ``load_params(params)``, as in TVM (``run()`` refuses to
+    run before they are set)."""
     if isinstance(device, (list, tuple)):
         device = device[0] if device else None
     plan = GraphPlan.from_json(graph_json_str)

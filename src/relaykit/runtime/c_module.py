@@ -147,7 +147,6 @@ class CSourceModule(Module):
         self.signatures = {s.symbol: s for s in signatures}
         self.constants = {k: np.asarray(v, order="C") for k, v in constants.items()}
         self._lib: ctypes.CDLL | None = None
-        self._workspace = np.zeros(0, np.uint8)
 
     # -- loading ----------------------------------------------------------------------------
     def _handle(self) -> ctypes.CDLL:
@@ -183,11 +182,6 @@ class CSourceModule(Module):
 
         return array_caller(self, name, sig.inputs, sig.outputs)
 
-    def _workspace_for(self, nbytes: int) -> np.ndarray:
-        if self._workspace.size < nbytes:
-            self._workspace = np.zeros(nbytes, np.uint8)
-        return self._workspace
-
     def bind_function(
         self, name: str, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray]
     ) -> Callable[[], Any]:
@@ -198,7 +192,9 @@ class CSourceModule(Module):
         ins = check_arrays(inputs, sig.inputs, "input", owner)
         outs = check_arrays(outputs, sig.outputs, "output", owner)
         consts = [self.constants[c] for c in sig.constants]
-        ws = self._workspace_for(max(sig.workspace_bytes, 1))
+        # Every binding (one per call site of each executor) has its own workspace, so
+        # executors running in parallel never share intermediate buffers.
+        ws = np.zeros(max(sig.workspace_bytes, 1), np.uint8)
         keep = [*ins, *outs, *consts, ws]
         ptrs = (ctypes.c_void_p * len(keep))(*[a.ctypes.data for a in keep])
         fn = self._c_function(sig)

@@ -14,9 +14,11 @@ A runtime subclasses :class:`JSONRuntimeBase` with a ``type_key`` and a
 ``kernels`` table (node name -> factory). The graph is parsed and every node's
 kernel resolved when the module is created; ``bind_function`` then allocates
 the intermediate buffers and binds each kernel to its arrays once, so a run
-is a loop over prepared closures. A kernel factory takes
-``(node, inputs, outputs)`` and returns a no-argument callable that writes the
-outputs.
+is a loop over prepared closures. A kernel factory takes ``(node, inputs,
+outputs)`` and returns a no-argument callable that writes the outputs. Every
+binding owns its buffers (a kernel's private buffers included), so executors,
+and threads of one executor, never share memory: a kernel keeps no state
+outside what its factory allocates.
 """
 
 from __future__ import annotations

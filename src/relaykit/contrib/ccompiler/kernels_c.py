@@ -4,6 +4,10 @@ Plain C99 loops: broadcasting elementwise arithmetic (strides in elements, 0
 on broadcast axes), dense, and direct NCHW/OIHW convolution with an optional
 bias and fused ReLU. Shapes arrive as arguments, so the helpers are shared by
 every generated function; the generated code calls them with literal sizes.
+
+Special values follow NumPy, as on every backend: ReLU is ``np.maximum(x, 0)``
+(NaN stays NaN, -0.0 becomes +0.0), and nothing is compiled with fast-math,
+so NaN, infinities and denormals propagate as IEEE arithmetic says.
 """
 
 from __future__ import annotations
@@ -15,6 +19,9 @@ MAX_DIMS = 8
 PREAMBLE = r"""
 #define RK_MAX_DIMS 8
 enum { RK_ADD = 0, RK_SUB = 1, RK_MUL = 2 };
+
+/* np.maximum(v, 0): NaN propagates, -0.0 and negatives give +0.0. */
+static inline float rk_relu1(float v) { return (v > 0.0f || v != v) ? v : 0.0f; }
 
 /* out = a (op) b with NumPy broadcasting; sa/sb: element strides, 0 on broadcast axes. */
 static void rk_binary_f32(int op, int relu, const float *a, const float *b, float *out,
@@ -36,7 +43,7 @@ static void rk_binary_f32(int op, int relu, const float *a, const float *b, floa
       for (int64_t i = 0; i < inner; ++i) po[i] = pa[i * ia] * pb[i * ib];
     }
     if (relu) {
-      for (int64_t i = 0; i < inner; ++i) po[i] = po[i] > 0.0f ? po[i] : 0.0f;
+      for (int64_t i = 0; i < inner; ++i) po[i] = rk_relu1(po[i]);
     }
     for (int d = ndim - 2; d >= 0; --d) {
       ++idx[d];
@@ -51,7 +58,7 @@ static void rk_binary_f32(int op, int relu, const float *a, const float *b, floa
 }
 
 static void rk_relu_f32(const float *x, float *out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[i] = x[i] > 0.0f ? x[i] : 0.0f;
+  for (int64_t i = 0; i < n; ++i) out[i] = rk_relu1(x[i]);
 }
 
 /* out[m, n] = sum_k x[m, k] * w[n, k] (+ bias[n]) (then relu). */
@@ -64,7 +71,7 @@ static void rk_dense_f32(const float *x, const float *w, const float *bias, int 
       float acc = 0.0f;
       for (int64_t k = 0; k < K; ++k) acc += px[k] * pw[k];
       if (bias) acc += bias[n];
-      out[m * N + n] = relu && acc < 0.0f ? 0.0f : acc;
+      out[m * N + n] = relu ? rk_relu1(acc) : acc;
     }
   }
 }
@@ -107,7 +114,7 @@ static void rk_conv2d_f32(const float *x, const float *w, const float *bias, int
         }
       }
       if (relu) {
-        for (int64_t i = 0; i < OH * OW; ++i) po[i] = po[i] > 0.0f ? po[i] : 0.0f;
+        for (int64_t i = 0; i < OH * OW; ++i) po[i] = rk_relu1(po[i]);
       }
     }
   }
