@@ -20,6 +20,7 @@ from . import elemwise as elemwise
 from . import indexing as indexing
 from . import linalg as linalg
 from . import ml as ml
+from . import moments as moments
 from . import op as op  # TVM's relay.op.op: defining operators, register_* helpers
 from . import reduce as reduce  # submodules, kept out of __all__
 from . import tensor as tensor
@@ -33,6 +34,8 @@ from .indexing import *  # noqa: F403
 from .indexing import __all__ as _indexing_all
 from .linalg import *  # noqa: F403
 from .linalg import __all__ as _linalg_all
+from .moments import *  # noqa: F403
+from .moments import __all__ as _moments_all
 from .op import register_alter_op_layout as register_alter_op_layout
 from .op import register_broadcast_schedule as register_broadcast_schedule
 from .op import register_compute as register_compute
@@ -70,4 +73,5 @@ __all__ = [
     *_linalg_all,
     *_transform_all,
     *_reduce_all,
+    *_moments_all,
 ]
