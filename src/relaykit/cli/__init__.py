@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 
 from relaykit._version import __version__
-from relaykit.cli import backends, demo, partition
+from relaykit.cli import backends, bench, compile, demo, partition, run
 from relaykit.cli._common import run_command
 from relaykit.cli._models import (
     DEMO_TARGET,
@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 #: The subcommand modules, in the order ``relaykit --help`` lists them.
-SUBCOMMANDS = (demo, partition, backends)
+SUBCOMMANDS = (demo, partition, compile, run, bench, backends)
 
 EPILOG = """\
 examples:
