@@ -184,7 +184,15 @@ def test_an_unexpected_exception_is_an_internal_error_without_traceback(capsys):
     assert "Traceback" in capsys.readouterr().err
 
 
-def test_output_paths_that_are_directories_are_usage_errors(tmp_path, capsys):
+def test_output_paths_that_are_not_files_are_usage_errors(tmp_path, artifact, capsys):
     proc = in_process(capsys, "compile", "mlp", "--target", "jsonref", "-o", str(tmp_path))
-    assert_clean_error(proc, 2, "is a directory")
+    assert_clean_error(proc, 2, "output file", "is a directory")
     assert Path(tmp_path).is_dir()
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)  # writing would block until a reader comes
+    proc = in_process(capsys, "compile", "mlp", "--target", "jsonref", "-o", str(fifo))
+    assert_clean_error(proc, 2, "is a FIFO")
+    proc = in_process(capsys, "run", artifact, "--outputs", str(fifo))
+    assert_clean_error(proc, 2, "outputs file", "is a FIFO")
+    proc = in_process(capsys, "run", artifact, "--outputs", str(tmp_path / "no" / "o.npz"))
+    assert_clean_error(proc, 2, "does not exist")

@@ -37,6 +37,7 @@ __all__ = [
     "parse_size",
     "format_size",
     "check_file",
+    "check_output_path",
     "read_file_bytes",
     "read_text_file",
     "parse_shapes",
@@ -132,6 +133,26 @@ def check_file(path: str | os.PathLike[str], what: str, limit: int) -> Path:
     except OSError as err:
         raise UsageError(f"cannot read {what} {name!r}: {err.strerror}") from None
     _check_stat(st, name, what, limit)
+    return Path(name)
+
+
+def check_output_path(path: str | os.PathLike[str], what: str) -> Path:
+    """``path`` if a file may be written there: it is new or a regular file (writing to
+    a FIFO would block, to a device or a directory makes no sense)."""
+    name = os.fspath(path)
+    try:
+        st = os.stat(name)
+    except FileNotFoundError:
+        parent = Path(name).parent
+        if not parent.is_dir():
+            raise UsageError(
+                f"{what} {name!r}: the directory {str(parent)!r} does not exist"
+            ) from None
+        return Path(name)
+    except OSError as err:
+        raise UsageError(f"cannot write {what} {name!r}: {err.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise UsageError(f"{what} {name!r} is {_kind(st.st_mode)}; give a file name to write")
     return Path(name)
 
 

@@ -27,13 +27,13 @@ from relaykit.cli._common import (
     SubParsers,
     add_file_limit,
     artifact_signature,
+    check_output_path,
     format_size,
     parse_pins,
     parse_shapes,
     split_targets,
 )
 from relaykit.cli._models import MODEL_HELP, load_for_build
-from relaykit.errors import UsageError
 from relaykit.ir import IRModule
 from relaykit.runtime.module import Module
 
@@ -183,9 +183,7 @@ def run(args: argparse.Namespace) -> int:
     targets = split_targets(args.target)
     pins = parse_pins(args.pin)
     shapes = parse_shapes(args.input_shapes)
-    out = Path(args.output) if args.output else default_output(args.model)
-    if out.is_dir():
-        raise UsageError(f"-o {str(out)!r} is a directory; give the artifact's file name")
+    out = check_output_path(args.output or default_output(args.model), "output file")
     progress = Progress()
     with progress.step(f"import {args.model}"):
         mod, what = load_for_build(

@@ -31,7 +31,7 @@ from relaykit.byoc import (
     scoped_registries,
 )
 from relaykit.byoc.summary import summarize
-from relaykit.cli._common import Progress, SubParsers, artifact_signature
+from relaykit.cli._common import Progress, SubParsers, artifact_signature, check_output_path
 from relaykit.cli._models import (
     DEMO_TARGET,
     demo_patterns,
@@ -113,9 +113,7 @@ def _plural(n: int, word: str) -> str:
 
 
 def _write_report(path: Path, text: str) -> None:
-    if path.is_dir():
-        raise UsageError(f"--report {str(path)!r} is a directory; give a file name")
-    path.write_text(text, encoding="utf-8")
+    check_output_path(path, "report file").write_text(text, encoding="utf-8")
 
 
 def run(args: argparse.Namespace) -> int:

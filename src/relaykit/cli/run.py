@@ -23,6 +23,7 @@ from relaykit.cli._common import (
     add_file_limit,
     artifact_signature,
     check_file,
+    check_output_path,
     load_npz,
 )
 from relaykit.contrib.graph_executor import GraphModule
@@ -204,8 +205,6 @@ def _summary(name: str, value: np.ndarray) -> str:
 
 
 def _save_outputs(path: Path, outputs: dict[str, np.ndarray]) -> None:
-    if path.is_dir():
-        raise UsageError(f"--outputs {str(path)!r} is a directory; give a file name")
     arrays: dict[str, Any] = dict(outputs)
     with path.open("wb") as f:  # np.savez would add .npz to a name without it
         np.savez(f, **arrays)
@@ -219,6 +218,7 @@ def load_artifact(path: str, limit: int, allow_native: bool = True) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     limit = args.max_file_size
+    out_path = check_output_path(args.outputs, "outputs file") if args.outputs else None
     factory = load_artifact(args.file, limit, allow_native=not args.no_native)
     inputs, outputs = artifact_signature(factory, repr(args.file))
     if args.inputs:
@@ -236,8 +236,8 @@ def run(args: argparse.Namespace) -> int:
         module.set_input(**values)
     module.run()
     results = {s.name: module.get_output(i).numpy() for i, s in enumerate(outputs)}
-    if args.outputs:
-        _save_outputs(Path(args.outputs), results)
+    if out_path is not None:
+        _save_outputs(out_path, results)
         print(f"wrote {len(results)} outputs to {args.outputs}")
     if args.print_top:
         for name, value in results.items():
