@@ -12,6 +12,7 @@ import pytest
 from relaykit.backends.status import AVAILABLE, describe
 from relaykit.cli import main
 from relaykit.cli._common import Progress
+from relaykit.runtime import load_module
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -184,3 +185,31 @@ def test_progress_nests_sub_steps():
     with pytest.raises(KeyError), progress.step("fails"):
         raise KeyError("x")
     assert stream.getvalue().endswith("[2] fails ... failed\n")
+
+
+def _host_ops(artifact: Path) -> list[str]:
+    plan = load_module(str(artifact)).plan
+    return [n.name for n in plan.nodes if n.kind == "op"]
+
+
+def test_pin_and_min_ops_move_the_region_boundaries(conv_net, tmp_path, capsys):
+    image = np.random.default_rng(1).standard_normal((1, 3, 12, 12)).astype("float32")
+    np.savez(tmp_path / "in.npz", image=image)
+    (want,) = _onnxruntime(conv_net, {"image": image})
+    cases = {
+        "all": ([], lambda ops: "nn.conv2d" not in ops),
+        "pinned": (["--pin", "nn.conv2d"], lambda ops: ops.count("nn.conv2d") == 2),
+        "pruned": (["--min-ops", "1000"], lambda ops: "nn.conv2d" in ops and "nn.dense" in ops),
+    }
+    for name, (options, host_ok) in cases.items():
+        artifact = tmp_path / f"{name}.rkmod"
+        args = ["compile", str(conv_net), "--target", "jsonref", "-o", str(artifact), *options]
+        assert main(args) == 0
+        out = capsys.readouterr().out
+        assert ("none offloaded" in out) == (name == "pruned"), out
+        assert host_ok(_host_ops(artifact)), (name, _host_ops(artifact))
+        outputs = tmp_path / f"{name}.npz"
+        assert main(["run", str(artifact), "--inputs", str(tmp_path / "in.npz"),
+                     "--outputs", str(outputs)]) == 0  # fmt: skip
+        with np.load(outputs) as saved:
+            np.testing.assert_allclose(saved["output_0"], want, rtol=1e-4, atol=1e-5)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -175,6 +176,17 @@ def region_counts(part: IRModule) -> dict[str, int]:
     return counts
 
 
+def write_artifact(lib: Any, out: Path) -> None:
+    """``lib.export_library(out)`` through a temporary file beside ``out``, renamed when
+    complete: a failed or interrupted write leaves no half-written artifact."""
+    partial = out.with_name(f".{out.name}.partial-{os.getpid()}")
+    try:
+        lib.export_library(str(partial))
+        os.replace(partial, out)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
 def default_output(model: str) -> Path:
     return Path(Path(model).stem + ".rkmod")
 
@@ -195,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
         )
     lib, part = compile_model(mod, targets, pins=pins, min_ops=args.min_ops, progress=progress)
     with progress.step(f"write {out}"):
-        lib.export_library(str(out))
+        write_artifact(lib, out)
     regions = region_counts(part)
     placed = ", ".join(f"{n} on {t}" for t, n in regions.items()) or "none offloaded"
     print(f"compiled {what} for {', '.join(targets)}: regions {placed}")
