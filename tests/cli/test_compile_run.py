@@ -89,6 +89,10 @@ def test_random_inputs_are_announced_and_top_k_printed(conv_net, tmp_path, capsy
 
 def test_input_shapes_fix_a_symbolic_dimension(two_input_net, tmp_path, capsys):
     artifact = tmp_path / "mm.rkmod"
+    assert main(["compile", str(two_input_net), "--target", "jsonref", "-o", str(artifact)]) == 2
+    err = capsys.readouterr().err
+    assert "graph input 'a' has a dynamic dimension" in err and "--input-shapes" in err
+    assert not artifact.exists()
     args = ["compile", str(two_input_net), "--target", "jsonref", "-o", str(artifact),
             "--input-shapes", "a:3x4 b:[4,4]"]  # fmt: skip
     assert main(args) == 0

@@ -330,6 +330,11 @@ def run_command(func: Callable[[argparse.Namespace], int], args: argparse.Namesp
     except RelayKitError as err:
         _error(str(err))
         return EXIT_FAILURE
+    except BrokenPipeError:  # the reader went away (| head): stop quietly
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes
+        return EXIT_FAILURE
     except KeyboardInterrupt:
         _error("interrupted")
         return 130
