@@ -153,6 +153,9 @@ def test_usage_errors_exit_2(capsys):
         ["compile", "mlp", "--target", "jsonref", "--input-shapes", "data=1x2"],
         ["compile", "mlp", "--target", ","],
         ["run", "x", "--max-file-size", "lots"],
+        ["compile", "mlp", "--target", "jsonref", "--batch", "100000"],
+        ["partition", "vgg11", "--target", "x", "--image-size", "100000"],
+        ["compile", "x.onnx", "--target", "jsonref", "--input-shapes", "a:100000x100000x1000"],
     ]
     for args in cases:
         proc = in_process(capsys, *args)

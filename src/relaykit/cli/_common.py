@@ -46,6 +46,9 @@ __all__ = [
     "Progress",
     "run_command",
     "add_file_limit",
+    "int_range",
+    "BATCH",
+    "IMAGE_SIZE",
     "TensorSpec",
     "load_npz",
     "artifact_signature",
@@ -87,6 +90,30 @@ def format_size(n: int) -> str:
             return f"{n} bytes" if unit == "bytes" else f"{size:.1f} {unit}"
         size /= 1024
     return f"{size:.1f} GiB"  # pragma: no cover - the loop always returns
+
+
+def int_range(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: an integer in ``[low, high]`` (sizes that would allocate absurd
+    amounts of memory are refused before any work)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is not between {low} and {high}")
+        return value
+
+    return parse
+
+
+#: The sizes of built-in workloads the command line accepts.
+BATCH = int_range(1, 1024)
+IMAGE_SIZE = int_range(16, 4096)
+
+#: The most elements one ``--input-shapes`` shape may have (2**31, 8 GiB of float32).
+MAX_SHAPE_ELEMENTS = 2**31
 
 
 def add_file_limit(parser: argparse.ArgumentParser) -> None:
@@ -235,6 +262,14 @@ def _dims(text: str, item: str) -> tuple[int, ...]:
         )
     if any(d < 0 for d in dims):
         raise UsageError(f"input shape {item!r} has a negative dimension")
+    count = 1
+    for d in dims:
+        count *= d
+    if count > MAX_SHAPE_ELEMENTS:
+        raise UsageError(
+            f"input shape {item!r} has {count} elements, more than the {MAX_SHAPE_ELEMENTS} "
+            "relaykit accepts"
+        )
     return dims
 
 

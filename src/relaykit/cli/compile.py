@@ -24,6 +24,8 @@ from relaykit.backend.codegen.registry import (
 from relaykit.byoc import configure_target, partition_for, region_functions, scoped_registries
 from relaykit.byoc.targets import activate_targets
 from relaykit.cli._common import (
+    BATCH,
+    IMAGE_SIZE,
     Progress,
     SubParsers,
     add_file_limit,
@@ -113,10 +115,10 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
         help="static shapes of ONNX inputs, e.g. data:1x3x224x224 or 'a:[1,8] b:[1,4]' "
         "(needed for inputs with symbolic dimensions)",
     )
-    parser.add_argument("--batch", type=int, default=1, help="batch size of built-in workloads")
+    parser.add_argument("--batch", type=BATCH, default=1, help="batch size of built-in workloads")
     parser.add_argument(
         "--image-size",
-        type=int,
+        type=IMAGE_SIZE,
         default=224,
         help="input height and width of built-in image workloads",
     )

@@ -31,7 +31,13 @@ from relaykit.byoc import (
     scoped_registries,
 )
 from relaykit.byoc.summary import summarize
-from relaykit.cli._common import Progress, SubParsers, artifact_signature, check_output_path
+from relaykit.cli._common import (
+    IMAGE_SIZE,
+    Progress,
+    SubParsers,
+    artifact_signature,
+    check_output_path,
+)
 from relaykit.cli._models import (
     DEMO_TARGET,
     demo_patterns,
@@ -41,7 +47,7 @@ from relaykit.cli._models import (
 )
 from relaykit.cli.bench import measure, relaykit_engine
 from relaykit.cli.compile import compile_model, region_counts
-from relaykit.cli.run import random_inputs
+from relaykit.cli.run import positive_int, random_inputs
 from relaykit.errors import UsageError
 from relaykit.ir import Call, IRModule, Op, post_order
 from relaykit.ir.op import register_op_attr
@@ -77,14 +83,16 @@ def register(sub: SubParsers) -> None:
         "--model", default="resnet18", help="a built-in workload or a model file (resnet18)"
     )
     demo.add_argument("--target", default=None, help="the backend (default: dnnl, else ccompiler)")
-    demo.add_argument("--image-size", type=int, default=224, help="input height and width")
+    demo.add_argument("--image-size", type=IMAGE_SIZE, default=224, help="input height and width")
     demo.add_argument(
         "--report",
         default="relaykit-demo-report.txt",
         metavar="FILE",
         help="where to write the placement report (default relaykit-demo-report.txt)",
     )
-    demo.add_argument("--runs", type=int, default=3, help="timed runs per burst (default 3)")
+    demo.add_argument(
+        "--runs", type=positive_int, default=3, help="timed runs per burst (default 3)"
+    )
     demo.add_argument(
         "--walkthrough",
         action="store_true",
