@@ -116,6 +116,14 @@ def best_target() -> tuple[str, str]:
     )
 
 
+def _compare(fast: float, slow: float) -> str:
+    if fast <= 0 or slow <= 0:
+        return "too fast to compare"
+    if fast <= slow:
+        return f"{slow / fast:.1f}x faster than the host"
+    return f"{fast / slow:.1f}x slower than the host (a busy machine, or a model too small to gain)"
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
@@ -175,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
     fast, slow = engines[0].median_ms, engines[1].median_ms
     print(
         f"6. time: {target} {fast:.2f} ms, host {slow:.2f} ms (median of "
-        f"{len(engines[0].times)} runs): {slow / fast:.1f}x the host's speed"
+        f"{len(engines[0].times)} runs): {_compare(fast, slow)}"
     )
     print(
         "\nnext: relaykit compile model.onnx --target "
