@@ -43,6 +43,7 @@ __all__ = [
     "DynamicShapeError",
     "DiagnosticError",
     "UnsupportedFeatureError",
+    "UsageError",
 ]
 
 
@@ -220,3 +221,11 @@ class ExecutorUsageError(ExecutionError):
     is not an array of the input's shape and dtype, an output index out of range, ``run()``
     before every input was set, or ``get_output`` before ``run()`` in that thread. The
     message says what to do."""
+
+
+# -- the command line ---------------------------------------------------------------------------
+
+
+class UsageError(RelayKitError, ValueError):
+    """A command-line argument is wrong: an unknown model name, a file that is missing, not
+    a regular file or too large, a malformed shape. ``relaykit`` exits with status 2."""
