@@ -41,6 +41,8 @@ __all__ = [
     "FrontendError",
     "UnsupportedOpError",
     "DynamicShapeError",
+    "NativeCodeRefusedError",
+    "ArtifactSignatureError",
 ]
 
 
@@ -188,3 +190,17 @@ class UnsupportedOpError(FrontendError):
 class DynamicShapeError(FrontendError):
     """A shape (or another value that must be known at compile time) is only known
     at run time; relaykit's IR has static shapes only."""
+
+
+# -- artifact trust (issue 15) ---------------------------------------------------------------------
+
+
+class NativeCodeRefusedError(ArtifactError):
+    """``load_module(..., allow_native=False)`` met a module whose code would have to come
+    from the file (a compiled library, or source to compile) and relaykit cannot rebuild
+    it from its own sources; the message names the module and how to allow it."""
+
+
+class ArtifactSignatureError(ArtifactError):
+    """``load_module(..., trusted_keys=...)`` refused a file: it is unsigned, signed by
+    no trusted key, or its signature does not verify."""
