@@ -136,18 +136,17 @@ def _codegen(target: str, allow_native: bool) -> CGenerator:
         backend, why = None, str(err)
     else:
         why = f"no backend named {target!r} is registered or installed"
-    codegen = backend.codegen if backend is not None else None
-    if backend is not None and not isinstance(codegen, CGenerator):
+    codegen: Any = backend.codegen if backend is not None else None
+    if isinstance(codegen, CGenerator):
+        return codegen
+    if backend is not None:
         why = f"backend {target!r} does not generate C"
-        codegen = None
-    if codegen is None:
-        if not allow_native:
-            raise _refuse(target, why)
-        raise ArtifactCorruptError(
-            f"cannot check the {target!r} module of the file against its graph: {why}. "
-            "Install or register that backend before load_module"
-        )
-    return codegen
+    if not allow_native:
+        raise _refuse(target, why)
+    raise ArtifactCorruptError(
+        f"cannot check the {target!r} module of the file against its graph: {why}. "
+        "Install or register that backend before load_module"
+    )
 
 
 def _function(blob: ModuleBlob, i: int) -> Function:
