@@ -41,6 +41,7 @@ __all__ = [
     "FrontendError",
     "UnsupportedOpError",
     "DynamicShapeError",
+    "UsageError",
     "NativeCodeRefusedError",
     "ArtifactSignatureError",
 ]
@@ -192,6 +193,12 @@ class DynamicShapeError(FrontendError):
     at run time; relaykit's IR has static shapes only."""
 
 
+# -- the command line ---------------------------------------------------------------------------
+
+
+class UsageError(RelayKitError, ValueError):
+    """A command-line argument is wrong: an unknown model name, a file that is missing, not
+    a regular file or too large, a malformed shape. ``relaykit`` exits with status 2."""
 # -- artifact trust (issue 15) ---------------------------------------------------------------------
 
 
