@@ -199,6 +199,8 @@ class DynamicShapeError(FrontendError):
 class UsageError(RelayKitError, ValueError):
     """A command-line argument is wrong: an unknown model name, a file that is missing, not
     a regular file or too large, a malformed shape. ``relaykit`` exits with status 2."""
+
+
 # -- artifact trust (issue 15) ---------------------------------------------------------------------
 
 

@@ -49,6 +49,7 @@ __all__ = [
     "sign_artifact",
     "verify_signatures",
     "verified_digest",
+    "verify_artifact",
     "key_id",
     "TrustedKey",
 ]
@@ -251,3 +252,18 @@ def verify_signatures(path: str, sealed: Sealed, trusted_keys: Sequence[TrustedK
         f"refusing {path!r}: it is signed by {', '.join(seen)}, none of them a trusted key "
         f"({trusted})"
     )
+
+
+def verify_artifact(
+    path: str | os.PathLike[str], trusted_keys: Sequence[TrustedKey] | None = None
+) -> tuple[str, str | None]:
+    """Check the whole file at ``path`` without loading it: the manifest against the
+    digest, every member against the manifest and, with ``trusted_keys``, the signature.
+    Returns the artifact digest and the id of the trusted key that signed it (or None)."""
+    digest = verified_digest(path)
+    if trusted_keys is None:
+        return digest, None
+    name = os.fspath(path)
+    with open_container(name) as zf:
+        sealed = read_sealed(zf, name)
+    return digest, verify_signatures(name, sealed, trusted_keys)
