@@ -20,6 +20,7 @@ from relaykit.backend.codegen.toolchain import compile_shared_library
 from relaykit.contrib import ccompiler, graph_executor
 from relaykit.errors import (
     ArtifactCorruptError,
+    ArtifactError,
     ArtifactSignatureError,
     MissingDependencyError,
     NativeCodeRefusedError,
@@ -357,3 +358,46 @@ def test_missing_cryptography_names_the_extra(artifact, keys, monkeypatch):
     with pytest.raises(MissingDependencyError, match=r"relaykit\[sign\]"):
         load_module(path, trusted_keys=[keys["alice"][1]])
     load_module(path)  # without keys, cryptography is not needed
+
+
+# -- plan storage is checked before allocation --------------------------------------------
+
+
+def _edit_plan(path, edit):
+    def inner(manifest, members):
+        entry = next(m for m in manifest["modules"] if m["type_key"] == "graph_executor_factory")
+        name = entry["files"]["graph.json"]
+        plan = json.loads(members[name])
+        edit(plan)
+        members[name] = json.dumps(plan).encode()
+
+    forge(path, inner)
+
+
+def test_plan_storage_larger_than_its_tensors_is_refused(artifact):
+    path, _ = artifact
+    _edit_plan(path, lambda plan: plan["storage"][-1].update(nbytes=1 << 39))
+    with pytest.raises(ArtifactCorruptError, match=r"storage \d+ is 549755813888 bytes"):
+        load_module(path)
+
+
+def test_plan_needing_more_memory_than_the_machine_is_refused_before_allocating(artifact):
+    path, _ = artifact
+    physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    if physical >= 1 << 39:
+        pytest.skip("this machine has 512 GiB of memory or more")
+
+    def edit(plan):
+        sid = plan["entries"][0]["storage"]
+        plan["entries"][0]["shape"] = [1 << 27, 1 << 10]  # 512 GiB of float32
+        plan["storage"][sid]["nbytes"] = 1 << 39
+
+    _edit_plan(path, edit)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ArtifactError, match=r"needs 512\.0 GiB of buffers, more than"):
+            load_module(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20
