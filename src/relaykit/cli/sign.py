@@ -10,7 +10,7 @@ from relaykit.runtime.signing import generate_keypair, sign_artifact, verify_art
 
 __all__ = ["register", "run_keygen", "run_sign", "run_verify"]
 
-_KEYGEN_EPILOG = """\
+EPILOG = """\
 examples:
   relaykit keygen release.pem release.pub
   relaykit sign model.rkmod --key release.pem
@@ -27,7 +27,7 @@ def register(sub: SubParsers) -> None:
             "model files, PUBLIC (PEM) is what users pass to load_module(trusted_keys=...). "
             "Existing files are never overwritten. Needs: pip install relaykit[sign]."
         ),
-        epilog=_KEYGEN_EPILOG,
+        epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     keygen.add_argument("private", metavar="PRIVATE", help="where to write the private key")
