@@ -42,7 +42,7 @@ def register(sub: SubParsers) -> None:
             "covers every byte that steers loading). A file can carry signatures by several "
             "keys; signing again with the same key replaces its signature."
         ),
-        epilog="example:\n  relaykit sign model.rkmod --key release.pem\n",
+        epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sign.add_argument("file", metavar="FILE", help="the model file (export_library's output)")
@@ -58,7 +58,7 @@ def register(sub: SubParsers) -> None:
             "with --trusted-key, also that one of the given keys signed it. Nothing in the "
             "file is loaded or run."
         ),
-        epilog="example:\n  relaykit verify model.rkmod --trusted-key release.pub\n",
+        epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     verify.add_argument("file", metavar="FILE", help="the model file")
