@@ -44,6 +44,8 @@ __all__ = [
     "DiagnosticError",
     "UnsupportedFeatureError",
     "UsageError",
+    "NativeCodeRefusedError",
+    "ArtifactSignatureError",
 ]
 
 
@@ -229,3 +231,17 @@ class ExecutorUsageError(ExecutionError):
 class UsageError(RelayKitError, ValueError):
     """A command-line argument is wrong: an unknown model name, a file that is missing, not
     a regular file or too large, a malformed shape. ``relaykit`` exits with status 2."""
+
+
+# -- artifact trust (issue 15) ---------------------------------------------------------------------
+
+
+class NativeCodeRefusedError(ArtifactError):
+    """``load_module(..., allow_native=False)`` met a module whose code would have to come
+    from the file (a compiled library, or source to compile) and relaykit cannot rebuild
+    it from its own sources; the message names the module and how to allow it."""
+
+
+class ArtifactSignatureError(ArtifactError):
+    """``load_module(..., trusted_keys=...)`` refused a file: it is unsigned, signed by
+    no trusted key, or its signature does not verify."""

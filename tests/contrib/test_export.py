@@ -81,11 +81,11 @@ def test_the_file_holds_plan_params_library_source_and_graphs(models, tmp_path):
         str(path)
     )
     manifest = read_manifest(path)
-    assert manifest["format"] == "relaykit.module" and manifest["version"] == 1
+    assert manifest["format"] == "relaykit.module" and manifest["version"] == 2
     kinds = [m["type_key"] for m in manifest["modules"]]
-    assert kinds == ["graph_executor_factory", "relaykit_host", "c_source"]
+    assert kinds == ["graph_executor_factory", "relaykit_host", "c_generated"]
     c_entry = manifest["modules"][2]
-    assert set(c_entry["files"]) == {"source.c", "library.so"}
+    assert set(c_entry["files"]) == {"source.c", "library.so", "function0.relay"}
     assert c_entry["meta"]["native"] is True and len(c_entry["meta"]["library_sha256"]) == 64
     with zipfile.ZipFile(path) as zf:
         names = zf.namelist()

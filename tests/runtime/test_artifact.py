@@ -38,14 +38,20 @@ def run(lib):
     return m.get_output(0).numpy()
 
 
-def rewrite(path, edit):
-    """Rewrite the container, letting ``edit(manifest, members)`` change its contents."""
+def rewrite(path, edit, seal=True):
+    """Rewrite the container, letting ``edit(manifest, members)`` change its contents; with
+    ``seal`` the integrity record is recomputed, as a forger would."""
     with zipfile.ZipFile(path) as zf:
         members = {n: zf.read(n) for n in zf.namelist()}
     manifest = json.loads(members.pop("manifest.json"))
+    integrity = members.pop("integrity.json")
     edit(manifest, members)
+    text = json.dumps(manifest).encode()
+    if seal:
+        integrity = json.dumps({"digest": "sha256:" + hashlib.sha256(text).hexdigest()}).encode()
     with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as zf:
-        zf.writestr("manifest.json", json.dumps(manifest))
+        zf.writestr("manifest.json", text)
+        zf.writestr("integrity.json", integrity)
         for n, data in members.items():
             zf.writestr(n, data)
 
@@ -79,7 +85,7 @@ def test_flipped_byte_in_the_library_fails_its_checksum(artifact):
     path, _ = artifact
     with zipfile.ZipFile(path) as zf:
         manifest = json.loads(zf.read("manifest.json"))
-        name = member_of(manifest, "c_source", "library.so")
+        name = member_of(manifest, "c_generated", "library.so")
         offset = zf.getinfo(name).header_offset + 30 + len(name) + 200
     data = bytearray(path.read_bytes())
     data[offset] ^= 0xFF
@@ -92,7 +98,7 @@ def test_forged_library_with_a_matching_member_table_is_refused(artifact):
     path, _ = artifact
 
     def edit(manifest, members):
-        name = member_of(manifest, "c_source", "library.so")
+        name = member_of(manifest, "c_generated", "library.so")
         members[name] = members[name][:-16] + b"\0" * 16
         reseal(manifest, members, name)
 
@@ -116,11 +122,11 @@ def test_not_a_module_file(tmp_path):
 
 def test_newer_format_version_is_an_incompatibility(artifact):
     path, _ = artifact
-    rewrite(path, lambda m, _: m.update(version=2, writer="relaykit 9.0"))
+    rewrite(path, lambda m, _: m.update(version=3, writer="relaykit 9.0"))
     with pytest.raises(
         ArtifactVersionError,
-        match=r"format version 2, written by relaykit 9\.0.*"
-        r"reads version 1.*Upgrade relaykit",
+        match=r"format version 3, written by relaykit 9\.0.*"
+        r"reads version 2.*Upgrade relaykit",
     ):
         load_module(path)
 
@@ -149,7 +155,7 @@ def test_arrays_are_never_unpickled(artifact):
         reseal(manifest, members, rec["member"])
 
     rewrite(path, edit)
-    with pytest.raises(ArtifactCorruptError, match="cannot be read"):
+    with pytest.raises(ArtifactCorruptError, match="holds Python objects"):
         load_module(path)
 
 
@@ -185,10 +191,16 @@ def test_corrupted_graph_plan(artifact):
         load_module(path)
 
 
-def test_allow_native_false_refuses_compiled_code(artifact):
-    path, _ = artifact
-    with pytest.raises(ArtifactError, match="compiled native library .* allow_native=False"):
-        load_module(path, allow_native=False)
+def test_allow_native_false_rebuilds_the_library_from_the_graph(artifact):
+    path, expected = artifact
+    lib = load_module(path, allow_native=False)
+    (cmod,) = lib.lib.imported_modules
+    with zipfile.ZipFile(path) as zf:
+        carried = zf.read(
+            member_of(json.loads(zf.read("manifest.json")), "c_generated", "library.so")
+        )
+    assert cmod.library is not carried and "rk_dense_f32" in cmod.source
+    np.testing.assert_allclose(run(lib), expected, rtol=1e-6)
 
 
 def test_no_pickle_anywhere_in_the_package():

@@ -25,12 +25,19 @@ executor, ``lib.export_library(path)`` writes everything to one file.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
 
-from relaykit.errors import ArtifactCorruptError, BuildError, CodegenError, RelayKitError
+from relaykit.errors import (
+    ArtifactCorruptError,
+    ArtifactError,
+    BuildError,
+    CodegenError,
+    RelayKitError,
+)
 from relaykit.ir.expr import Function
 from relaykit.ir.module import IRModule
 from relaykit.runtime.module import Module, ModuleBlob, register_module_loader
@@ -151,6 +158,7 @@ class GraphExecutorFactoryModule(Module):
     @staticmethod
     def load_blob(blob: ModuleBlob) -> GraphExecutorFactoryModule:
         plan = GraphPlan.from_json(blob.files["graph.json"])
+        _check_storage(plan)
         missing = [p for p in plan.param_names if p not in blob.arrays]
         if missing:
             raise ArtifactCorruptError(
@@ -166,6 +174,35 @@ class GraphExecutorFactoryModule(Module):
         return (
             f"GraphExecutorFactoryModule({self.plan.num_steps} steps, "
             f"{len(self.params)} params, imports={[m.type_key for m in self.lib.imported_modules]})"
+        )
+
+
+def _physical_memory() -> int | None:
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _check_storage(plan: GraphPlan) -> None:
+    """A loaded plan's buffers, before an executor allocates them: each no larger than the
+    largest tensor it holds (as the memory planner makes them), all together within this
+    machine's memory."""
+    largest = [0] * len(plan.storage)
+    for e in plan.entries:
+        largest[e.storage] = max(largest[e.storage], e.nbytes)
+    for sid, (spec, need) in enumerate(zip(plan.storage, largest, strict=True)):
+        if spec.nbytes > need:
+            raise ArtifactCorruptError(
+                f"the graph plan's storage {sid} is {spec.nbytes} bytes, but the largest tensor "
+                f"it holds is {need} bytes; the plan was changed after export"
+            )
+    total = sum(s.nbytes for s in plan.storage if s.kind != "param")
+    memory = _physical_memory()
+    if memory is not None and total > memory:
+        raise ArtifactError(
+            f"the graph plan needs {total / 2**30:.1f} GiB of buffers, more than this "
+            f"machine's {memory / 2**30:.1f} GiB of memory"
         )
 
 

@@ -4,7 +4,8 @@ Subcommands (each one module of this package, listed in :data:`SUBCOMMANDS`):
 
 - ``relaykit demo``: the BYOC walkthrough on VGG-11, end to end;
 - ``relaykit partition MODEL --target X``: partition a model and summarise the result;
-- ``relaykit backends``: the backends relaykit knows, their status and install hints.
+- ``relaykit backends``: the backends relaykit knows, their status and install hints;
+- ``relaykit keygen`` / ``sign`` / ``verify``: Ed25519 signatures of model files.
 
 A subcommand module defines ``register(sub)``, which adds its parser to the
 sub-parsers ``sub`` with ``set_defaults(func=run)``, and ``run(args) -> int``, the exit
@@ -19,7 +20,7 @@ import sys
 from collections.abc import Sequence
 
 from relaykit._version import __version__
-from relaykit.cli import backends, bench, compile, demo, partition, run
+from relaykit.cli import backends, bench, compile, demo, partition, run, sign
 from relaykit.cli._common import run_command
 from relaykit.cli._models import (
     DEMO_TARGET,
@@ -41,7 +42,7 @@ __all__ = [
 ]
 
 #: The subcommand modules, in the order ``relaykit --help`` lists them.
-SUBCOMMANDS = (demo, partition, compile, run, bench, backends)
+SUBCOMMANDS = (demo, partition, compile, run, bench, backends, sign)
 
 EPILOG = """\
 examples:

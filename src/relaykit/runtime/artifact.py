@@ -1,14 +1,20 @@
 """One-file export of runtime modules, and loading them back (``tvm.runtime.load_module``).
 
-The file is a ZIP container (members stored uncompressed, so reading cannot
-inflate beyond the file's size) holding ``manifest.json`` and, per module, its
-raw files (compiled libraries, C source, JSON graphs) and arrays in NumPy's
-``.npy`` format written and read with ``allow_pickle=False``. The manifest
-records the format name and version, each module's ``type_key``, metadata
-and imports, and the size and SHA-256 of every member; loading checks all of
-them before any module is rebuilt. Nothing in the file is unpickled or
-evaluated; a compiled library is loaded only after its hash was verified
-(pass ``allow_native=False`` to refuse files with native code).
+The file is a ZIP container (see :mod:`relaykit.runtime.container`) holding, per
+module, its raw files (compiled libraries, C source, JSON graphs) and arrays in
+NumPy's ``.npy`` format (never pickled), the manifest (format name and version,
+each module's ``type_key``, metadata and imports, the size and SHA-256 of every
+member) and the integrity record: the SHA-256 of the manifest, which therefore
+covers every byte that steers loading. Loading checks, in this order and before
+any module is rebuilt: the manifest against the integrity record, the
+signatures when ``trusted_keys`` are given (:mod:`relaykit.runtime.signing`), the
+member list against the manifest, and each member's size and hash; an array's
+``.npy`` header is checked against the manifest before anything is allocated.
+
+``allow_native=False`` guarantees that no native code from the file is loaded,
+written or compiled: each module's loader rebuilds its kernels from relaykit's
+own sources or raises :class:`~relaykit.errors.NativeCodeRefusedError`. The
+trust model is written down in ``docs/artifacts.md``.
 
 >>> import numpy as np, os, tempfile
 >>> from relaykit.runtime.module import PythonModule
@@ -29,22 +35,43 @@ import os
 import re
 import tempfile
 import zipfile
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from relaykit._version import __version__
 from relaykit.dtypes import DTYPES, ML_DTYPES
-from relaykit.errors import ArtifactCorruptError, ArtifactError, ArtifactVersionError, RelayKitError
+from relaykit.errors import ArtifactError, ArtifactVersionError, RelayKitError
 
+from .container import (
+    INTEGRITY,
+    MANIFEST,
+    check_member_names,
+    corrupt,
+    expect,
+    integrity_record,
+    open_container,
+    parse_json,
+    read_member,
+    read_sealed,
+)
 from .module import Module, ModuleBlob, module_loaders
+from .signing import TrustedKey, verify_signatures
 
-__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "export_module", "load_module", "read_manifest"]
+__all__ = [
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "export_module",
+    "load_module",
+    "read_manifest",
+    "artifact_digest",
+]
 
 FORMAT_NAME = "relaykit.module"
-FORMAT_VERSION = 1
-_MANIFEST = "manifest.json"
-_MAX_MANIFEST_BYTES = 64 << 20
+FORMAT_VERSION = 2
+_NPY_MAGIC = b"\x93NUMPY"
+_MAX_NPY_HEADER = 1 << 16
 _PROVIDER = re.compile(r"^relaykit(\.[A-Za-z_][A-Za-z0-9_]*)+$")
 
 
@@ -162,7 +189,8 @@ def export_module(module: Module, path: str | os.PathLike[str]) -> None:
                 text = json.dumps(manifest, allow_nan=False, sort_keys=True).encode()
             except (TypeError, ValueError) as err:
                 raise ArtifactError(f"module metadata is not JSON-serialisable: {err}") from None
-            zf.writestr(_MANIFEST, text)
+            zf.writestr(MANIFEST, text)
+            zf.writestr(INTEGRITY, integrity_record(text))
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -173,111 +201,75 @@ def export_module(module: Module, path: str | os.PathLike[str]) -> None:
 # -- reading -------------------------------------------------------------------------------------
 
 
-def _corrupt(path: str, what: str) -> ArtifactCorruptError:
-    return ArtifactCorruptError(
-        f"cannot load {path!r}: {what}. The file is truncated, corrupted, or was not written "
-        "by relaykit's export_library; export the model again"
-    )
+def _is_index(v: Any, n: int) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < n
 
 
-def _expect(cond: bool, path: str, what: str) -> None:
-    if not cond:
-        raise _corrupt(path, what)
-
-
-def _open(path: str) -> zipfile.ZipFile:
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(4)
-    except OSError as err:
-        raise ArtifactError(f"cannot read {path!r}: {err.strerror or err}") from None
-    if head == b"\x7fELF":
-        raise _corrupt(path, "it is a native shared library, not a relaykit module file")
-    _expect(head == b"PK\x03\x04", path, "it does not start with the relaykit module signature")
-    try:
-        return zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, EOFError, OSError, ValueError) as err:
-        raise _corrupt(path, f"the container is damaged ({err})") from None
-
-
-def _read_member(zf: zipfile.ZipFile, path: str, name: str, size: int, sha: str) -> bytes:
-    try:
-        info = zf.getinfo(name)
-    except KeyError:
-        raise _corrupt(path, f"member {name!r} is missing") from None
-    _expect(info.compress_type == zipfile.ZIP_STORED, path, f"member {name!r} is compressed")
-    _expect(info.file_size == size, path, f"member {name!r} has the wrong size")
-    try:
-        data = zf.read(name)
-    except (zipfile.BadZipFile, EOFError, OSError, ValueError, RuntimeError) as err:
-        raise _corrupt(path, f"member {name!r} cannot be read ({err})") from None
-    _expect(hashlib.sha256(data).hexdigest() == sha, path, f"member {name!r} fails its checksum")
-    return data
-
-
-def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The checked manifest of a module file (format, version, modules, members)."""
-    path = os.fspath(path)
-    with _open(path) as zf:
-        return _manifest(zf, path)
-
-
-def _manifest(zf: zipfile.ZipFile, path: str) -> dict[str, Any]:
-    try:
-        info = zf.getinfo(_MANIFEST)
-    except KeyError:
-        raise _corrupt(path, "it has no manifest") from None
-    _expect(info.file_size <= _MAX_MANIFEST_BYTES, path, "the manifest is implausibly large")
-    try:
-        manifest = json.loads(zf.read(_MANIFEST))
-    except (zipfile.BadZipFile, EOFError, OSError, ValueError, RuntimeError) as err:
-        raise _corrupt(path, f"the manifest cannot be read ({err})") from None
-    _expect(isinstance(manifest, dict), path, "the manifest is not an object")
-    _expect(manifest.get("format") == FORMAT_NAME, path, "the manifest names another format")
+def _check_version(manifest: dict[str, Any], path: str) -> None:
+    expect(manifest.get("format") == FORMAT_NAME, path, "the manifest names another format")
     version = manifest.get("version")
-    _expect(isinstance(version, int) and not isinstance(version, bool), path, "no format version")
+    expect(isinstance(version, int) and not isinstance(version, bool), path, "no format version")
     if version != FORMAT_VERSION:
-        newer = version > FORMAT_VERSION
+        newer = int(version) > FORMAT_VERSION  # type: ignore[arg-type]
         raise ArtifactVersionError(
             f"cannot load {path!r}: it is in relaykit module format version {version}, written by "
             f"{manifest.get('writer', 'an unknown writer')}; this relaykit reads version "
             f"{FORMAT_VERSION}. "
             + ("Upgrade relaykit to load it." if newer else "Export the model again.")
         )
+
+
+def _check_module_record(m: Any, i: int, n: int, members: dict[str, Any], path: str) -> None:
+    ok = (
+        isinstance(m, dict)
+        and isinstance(m.get("type_key"), str)
+        and isinstance(m.get("provider", ""), str)
+        and isinstance(m.get("meta"), dict)
+        and isinstance(m.get("files"), dict)
+        and isinstance(m.get("arrays"), dict)
+        and isinstance(m.get("imports"), list)
+        and all(_is_index(j, n) for j in m["imports"])
+    )
+    expect(ok, path, f"module record {i} is malformed")
+    for name, member in m["files"].items():
+        expect(member in members, path, f"file {name!r} of module {i} is not listed")
+    for name, rec in m["arrays"].items():
+        ok = isinstance(rec, dict) and rec.get("member") in members
+        expect(ok, path, f"array {name!r} of module {i} is not listed")
+        shape = rec.get("shape")
+        ok = isinstance(shape, list) and all(_is_index(d, 1 << 62) for d in shape)
+        expect(ok and isinstance(rec.get("dtype"), str), path,
+               f"array {name!r} of module {i} has a malformed type")  # fmt: skip
+
+
+def _manifest(text: bytes, path: str) -> dict[str, Any]:
+    """The parsed manifest (its bytes already matched the integrity record), checked."""
+    manifest = parse_json(text, path, "the manifest")
+    expect(isinstance(manifest, dict), path, "the manifest is not an object")
+    _check_version(manifest, path)
     members = manifest.get("members")
     modules = manifest.get("modules")
-    _expect(isinstance(members, dict), path, "the member table is missing")
-    _expect(isinstance(modules, list) and len(modules) > 0, path, "the module list is missing")
-    root = manifest.get("root")
-    _expect(
-        isinstance(root, int) and not isinstance(root, bool) and 0 <= root < len(modules),
-        path,
-        "the root module index is invalid",
-    )
-    for name, rec in members.items():
-        _expect(
-            isinstance(rec, dict)
-            and isinstance(rec.get("size"), int)
-            and isinstance(rec.get("sha256"), str),
-            path,
-            f"member record {name!r} is malformed",
-        )
+    expect(isinstance(members, dict), path, "the member table is missing")
+    expect(isinstance(modules, list) and len(modules) > 0, path, "the module list is missing")
+    expect(_is_index(manifest.get("root"), len(modules)), path, "the root module index is invalid")
     for i, m in enumerate(modules):
-        ok = (
-            isinstance(m, dict)
-            and isinstance(m.get("type_key"), str)
-            and isinstance(m.get("provider", ""), str)
-            and isinstance(m.get("meta"), dict)
-            and isinstance(m.get("files"), dict)
-            and isinstance(m.get("arrays"), dict)
-            and isinstance(m.get("imports"), list)
-            and all(
-                isinstance(j, int) and not isinstance(j, bool) and 0 <= j < len(modules)
-                for j in m["imports"]
-            )
-        )
-        _expect(ok, path, f"module record {i} is malformed")
+        _check_module_record(m, i, len(modules), members, path)
     return manifest
+
+
+def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The checked manifest of a module file (format, version, modules, members)."""
+    path = os.fspath(path)
+    with open_container(path) as zf:
+        return _manifest(read_sealed(zf, path).manifest, path)
+
+
+def artifact_digest(path: str | os.PathLike[str]) -> str:
+    """The artifact digest (``sha256:<hex>`` of the manifest) of the module file ``path``,
+    after checking the manifest against it; what a signature signs."""
+    path = os.fspath(path)
+    with open_container(path) as zf:
+        return read_sealed(zf, path).digest
 
 
 def _loader(type_key: str, provider: str, path: str) -> Any:
@@ -297,9 +289,8 @@ def _loader(type_key: str, provider: str, path: str) -> Any:
 
 
 def _restore_ml_dtype(arr: np.ndarray, dtype: Any) -> np.ndarray:
-    """Reinterpret the stored bits of an ``ml_dtypes`` array (see :func:`_storage_view`; older
-    files hold raw void, ``V2``/``V1``) as the dtype the manifest records; any other array is
-    returned unchanged."""
+    """Reinterpret the stored bits of an ``ml_dtypes`` array (see :func:`_storage_view`) as the
+    dtype the manifest records; any other array is returned unchanged."""
     if dtype not in ML_DTYPES or arr.dtype.names is not None or arr.dtype.kind not in "uV":
         return arr
     target = DTYPES.get(dtype)
@@ -313,70 +304,111 @@ def _restore_ml_dtype(arr: np.ndarray, dtype: Any) -> np.ndarray:
     return arr.view(target)
 
 
-def _load_array(data: bytes, rec: Any, path: str, name: str) -> np.ndarray:
-    _expect(isinstance(rec, dict), path, f"array record {name!r} is malformed")
+def _npy_header(data: bytearray, path: str, what: str) -> tuple[tuple[int, ...], np.dtype, int]:
+    """Shape, dtype and data offset from an ``.npy`` header, read without ``np.load`` (which
+    would allocate what the header claims before reading a byte of data)."""
+    fmt = np.lib.format
+    buf = io.BytesIO(memoryview(data)[: min(len(data), _MAX_NPY_HEADER)])
     try:
-        arr = np.load(io.BytesIO(data), allow_pickle=False)
-    except (ValueError, OSError, EOFError) as err:
-        raise _corrupt(path, f"array {name!r} cannot be read ({err})") from None
-    _expect(isinstance(arr, np.ndarray), path, f"member of array {name!r} is not an array")
-    arr = _restore_ml_dtype(arr, rec.get("dtype"))
-    _expect(arr.dtype.name in DTYPES, path, f"array {name!r} has unsupported dtype {arr.dtype}")
-    _expect(
-        arr.dtype.name == rec.get("dtype") and list(arr.shape) == rec.get("shape"),
+        version = fmt.read_magic(buf)
+        if version == (1, 0):
+            shape, fortran, dtype = fmt.read_array_header_1_0(buf)
+        elif version == (2, 0):
+            shape, fortran, dtype = fmt.read_array_header_2_0(buf)
+        else:
+            raise corrupt(path, f"{what} has .npy version {version}")
+    except (ValueError, OSError, EOFError, SyntaxError, TypeError) as err:
+        raise corrupt(path, f"{what} has a malformed .npy header ({err})") from None
+    expect(not fortran, path, f"{what} is stored in Fortran order")
+    expect(not dtype.hasobject, path, f"{what} holds Python objects (pickle), which are refused")
+    return tuple(shape), dtype, buf.tell()
+
+
+def _load_array(data: bytearray, rec: dict[str, Any], path: str, name: str) -> np.ndarray:
+    """The array of member ``data`` (a view of it, no copy), after checking its header
+    against the manifest record and the member's size."""
+    what = f"array {name!r}"
+    expect(bytes(data[:6]) == _NPY_MAGIC, path, f"{what} is not in .npy format")
+    shape, dtype, offset = _npy_header(data, path, what)
+    expect(list(shape) == rec["shape"], path, f"{what} does not match its recorded shape")
+    count = 1
+    for d in shape:
+        count *= d
+    expect(
+        count * dtype.itemsize == len(data) - offset,
         path,
-        f"array {name!r} does not match its recorded type",
+        f"{what}: its header claims {count} elements of {dtype}, the member holds "
+        f"{len(data) - offset} bytes of data",
     )
+    arr = np.frombuffer(data, dtype=dtype, count=count, offset=offset).reshape(shape)
+    arr = _restore_ml_dtype(arr, rec["dtype"])
+    expect(arr.dtype.name in DTYPES, path, f"{what} has unsupported dtype {arr.dtype}")
+    expect(arr.dtype.name == rec["dtype"], path, f"{what} does not match its recorded dtype")
     return arr
 
 
-def load_module(path: str | os.PathLike[str], allow_native: bool = True) -> Module:
+def _read_blob(
+    zf: zipfile.ZipFile, path: str, i: int, rec: dict[str, Any], members: dict[str, Any]
+) -> ModuleBlob:
+    files: dict[str, bytes] = {}
+    arrays: dict[str, np.ndarray] = {}
+    kind = rec["type_key"]
+    for name, member in rec["files"].items():
+        what = f"file {name!r} of module {i}, {kind}"
+        files[name] = bytes(read_member(zf, path, member, members[member], what))
+    for name, arec in rec["arrays"].items():
+        member = arec["member"]
+        what = f"array {name!r} of module {i}, {kind}"
+        data = read_member(zf, path, member, members[member], what)
+        arrays[name] = _load_array(data, arec, path, name)
+    return ModuleBlob(kind, rec["meta"], files, arrays, rec.get("provider", ""))
+
+
+def _rebuild(blob: ModuleBlob, i: int, path: str) -> Module:
+    loader = _loader(blob.type_key, blob.provider, path)
+    try:
+        mod = loader(blob)
+    except RelayKitError:
+        raise
+    except Exception as err:  # a loader met data it did not expect
+        raise corrupt(
+            path, f"module {i} ({blob.type_key}) cannot be rebuilt: {type(err).__name__}: {err}"
+        ) from None
+    if not isinstance(mod, Module):
+        raise ArtifactError(f"the loader of {blob.type_key!r} returned {mod!r}, not a Module")
+    return mod
+
+
+def load_module(
+    path: str | os.PathLike[str],
+    allow_native: bool = True,
+    trusted_keys: Sequence[TrustedKey] | None = None,
+) -> Module:
     """Load a module written by ``export_library`` (TVM's ``tvm.runtime.load_module``).
 
-    Raises :class:`~relaykit.errors.ArtifactCorruptError` for a truncated,
-    corrupted or foreign file and :class:`~relaykit.errors.ArtifactVersionError`
-    for an incompatible format version. ``allow_native=False`` refuses files
-    holding compiled native libraries.
+    Raises :class:`~relaykit.errors.ArtifactCorruptError` when any byte that steers
+    loading differs from what was exported (or the file is truncated or foreign) and
+    :class:`~relaykit.errors.ArtifactVersionError` for an incompatible format version.
+
+    ``allow_native=False``: no native code from the file is loaded, written or compiled;
+    backends rebuild their kernels from relaykit's own sources, or raise
+    :class:`~relaykit.errors.NativeCodeRefusedError`. ``trusted_keys`` (public keys, see
+    :mod:`relaykit.runtime.signing`): the file must carry a valid signature by one of
+    them, else :class:`~relaykit.errors.ArtifactSignatureError`. See ``docs/artifacts.md``.
     """
     path = os.fspath(path)
-    with _open(path) as zf:
-        manifest = _manifest(zf, path)
+    with open_container(path) as zf:
+        sealed = read_sealed(zf, path)
+        if trusted_keys is not None:
+            verify_signatures(path, sealed, trusted_keys)
+        manifest = _manifest(sealed.manifest, path)
         members = manifest["members"]
-        blobs: list[ModuleBlob] = []
-        for i, rec in enumerate(manifest["modules"]):
-            files: dict[str, bytes] = {}
-            arrays: dict[str, np.ndarray] = {}
-            for name, member in rec["files"].items():
-                _expect(member in members, path, f"file {name!r} of module {i} is not listed")
-                m = members[member]
-                files[name] = _read_member(zf, path, member, m["size"], m["sha256"])
-            for name, arec in rec["arrays"].items():
-                member = arec.get("member", "") if isinstance(arec, dict) else ""
-                _expect(member in members, path, f"array {name!r} of module {i} is not listed")
-                m = members[member]
-                data = _read_member(zf, path, member, m["size"], m["sha256"])
-                arrays[name] = _load_array(data, arec, path, name)
-            blob = ModuleBlob(rec["type_key"], rec["meta"], files, arrays, rec.get("provider", ""))
-            if not allow_native and blob.meta.get("native"):
-                raise ArtifactError(
-                    f"{path!r} holds a compiled native library (module {i}, {blob.type_key}) "
-                    "and allow_native=False; load it only if you trust where it came from"
-                )
-            blobs.append(blob)
+        check_member_names(zf, path, members)  # before any member is read
+        blobs = [_read_blob(zf, path, i, rec, members) for i, rec in enumerate(manifest["modules"])]
     modules: list[Module] = []
     for i, blob in enumerate(blobs):
-        loader = _loader(blob.type_key, blob.provider, path)
-        try:
-            mod = loader(blob)
-        except RelayKitError:
-            raise
-        except Exception as err:  # a loader met data it did not expect
-            raise _corrupt(
-                path, f"module {i} ({blob.type_key}) cannot be rebuilt: {type(err).__name__}: {err}"
-            ) from None
-        if not isinstance(mod, Module):
-            raise ArtifactError(f"the loader of {blob.type_key!r} returned {mod!r}, not a Module")
-        modules.append(mod)
+        blob.allow_native = bool(allow_native)
+        modules.append(_rebuild(blob, i, path))
     for mod, rec in zip(modules, manifest["modules"], strict=True):
         mod.imported_modules = [modules[j] for j in rec["imports"]]
     return modules[manifest["root"]]

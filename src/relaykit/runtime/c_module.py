@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from relaykit.errors import BackendExecutionError, ExecutionError
+from relaykit.errors import BackendExecutionError, ExecutionError, NativeCodeRefusedError
 
 from .module import Module, ModuleBlob, register_module_loader
 from .shared_library import load_library_bytes, sha256_hex
@@ -227,6 +227,13 @@ class CSourceModule(Module):
     @staticmethod
     def load_blob(blob: ModuleBlob) -> CSourceModule:
         meta = blob.meta
+        if not blob.allow_native:  # a bare library: nothing to rebuild it from
+            raise NativeCodeRefusedError(
+                f"the file holds a compiled library of backend {str(meta.get('target'))!r} "
+                "without the graph it was generated from, so relaykit cannot rebuild it; native "
+                "code from the file was refused (allow_native=False). Load with "
+                "allow_native=True only if you trust the file's origin (see docs/artifacts.md)"
+            )
         return CSourceModule(
             str(meta["target"]),
             blob.files["source.c"].decode("utf-8"),

@@ -48,6 +48,13 @@ class ModuleBlob:
     ``provider`` names the ``relaykit.*`` Python module whose import registers the
     loader of this ``type_key``, so that a file can be loaded before the backend
     package was imported.
+
+    ``allow_native`` is not part of the file: ``load_module`` sets it from its own
+    argument. When it is False a loader must not load, write or compile native code
+    taken from ``files`` (a library, or source to compile): it rebuilds its kernels
+    from relaykit's own sources, or raises
+    :class:`~relaykit.errors.NativeCodeRefusedError`. Nothing in ``meta`` may change
+    that decision.
     """
 
     type_key: str
@@ -55,6 +62,7 @@ class ModuleBlob:
     files: dict[str, bytes] = field(default_factory=dict)
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
     provider: str = ""
+    allow_native: bool = True
 
 
 class Module:

@@ -39,6 +39,7 @@ from relaykit.ir.op import Op
 from relaykit.ir.types import TensorType, TupleType, Type
 from relaykit.runtime.c_module import CFunctionSignature, CSourceModule, TensorSpec
 
+from .c_artifact import GeneratedCModule
 from .names import c_comment, c_identifier, c_string
 from .toolchain import DEFAULT_CFLAGS, compile_shared_library
 
@@ -400,7 +401,7 @@ class CSourceCodegen:
         library = compile_shared_library(
             source, self.target, [s.symbol for s in sigs], self.cflags, self.libs
         )
-        return CSourceModule(self.target, source, library, sigs, consts)
+        return GeneratedCModule(self.target, source, library, sigs, consts, funcs)
 
     def __call__(self, funcs: Function | Sequence[Function]) -> CSourceModule:
         """The codegen entry point: one function, or a list with ``per_module=True``."""

@@ -95,7 +95,8 @@ class DnnlModule(Module):
                 "library": blob.files.get("runtime.so", b""),
                 "source": blob.files.get("runtime.cc", b""),
                 "abi": str(meta.get("abi", "")).encode(),
-            }
+            },
+            allow_native=blob.allow_native,
         )
         threads = meta.get("num_threads")
         threads = threads if isinstance(threads, int) and threads > 0 else None

@@ -29,7 +29,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from relaykit.errors import CompileError, CompilerNotFoundError
+from relaykit.errors import CompileError, CompilerNotFoundError, NativeCodeRefusedError
 
 from .library import INSTALL_HINT, find_onednn
 
@@ -196,11 +196,31 @@ def runtime_blob() -> dict[str, bytes]:
     }
 
 
-def load_runtime_blob(blob: dict[str, bytes]) -> NativeRuntime:
+def _own_runtime(abi: str) -> NativeRuntime:
+    """relaykit's own runtime (from the shipped ``region.cc``), which must speak ``abi``."""
+    local = load_runtime()
+    if local.abi != abi:
+        raise NativeCodeRefusedError(
+            f"the file's dnnl regions were built for the runtime ABI {abi!r}, and relaykit's own "
+            f"runtime here is {local.abi!r}; the runtime the file carries was refused "
+            "(allow_native=False). Export the model again with this relaykit, or load with "
+            "allow_native=True only if you trust the file's origin (see docs/artifacts.md)"
+        )
+    return local
+
+
+def _sha_prefix(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:20]
+
+
+def load_runtime_blob(blob: dict[str, bytes], allow_native: bool = True) -> NativeRuntime:
     """The runtime for a loaded model: the local build when it matches the carried ABI,
-    else the carried library, else the carried source compiled here."""
+    else (only with ``allow_native``) the carried library, else the carried source compiled
+    here. Without ``allow_native`` nothing the file carries is written, loaded or compiled."""
     find_onednn()  # a clear error first when oneDNN is missing
     abi = blob.get("abi", b"").decode()
+    if not allow_native:
+        return _own_runtime(abi)
     try:
         local = load_runtime()
     except (CompilerNotFoundError, CompileError):
@@ -214,7 +234,7 @@ def load_runtime_blob(blob: dict[str, bytes]) -> NativeRuntime:
             if digest in _loaded:
                 return _loaded[digest]
             target = _private_dir("blob-" + digest) / _LIB_NAME
-            if not target.exists():
+            if not target.exists() or _sha_prefix(target) != digest:
                 fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".so.tmp")
                 with os.fdopen(fd, "wb") as f:
                     f.write(library)
