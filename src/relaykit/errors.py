@@ -41,6 +41,7 @@ __all__ = [
     "FrontendError",
     "UnsupportedOpError",
     "DynamicShapeError",
+    "UsageError",
 ]
 
 
@@ -188,3 +189,11 @@ class UnsupportedOpError(FrontendError):
 class DynamicShapeError(FrontendError):
     """A shape (or another value that must be known at compile time) is only known
     at run time; relaykit's IR has static shapes only."""
+
+
+# -- the command line ---------------------------------------------------------------------------
+
+
+class UsageError(RelayKitError, ValueError):
+    """A command-line argument is wrong: an unknown model name, a file that is missing, not
+    a regular file or too large, a malformed shape. ``relaykit`` exits with status 2."""
