@@ -3,7 +3,8 @@
 The script reads the report's data from ``<script id="rk-data">`` and adds pan and
 zoom (wheel, drag, buttons, ``f``/``+``/``-``), a tooltip on hover, a details panel on
 click (placement, function, why, the answer of every target), highlighting of a
-node's region and edges, region rows that zoom to their region, and a search box.
+node's region and edges, region rows that zoom to their region, a search box, and
+links: ``report.html#op=12`` opens with operator 12 selected, ``#fn=NAME`` with a region.
 When it has run, it sets ``data-ready="1"`` on ``<body>``.
 
 >>> "rk-graph" in SCRIPT and "rk-pane" in STYLE
@@ -202,16 +203,26 @@ SCRIPT = r"""
     var g = e.target.closest && e.target.closest(".node");
     if (g) select(+g.dataset.i, false); else clear();
   });
+  function showRegion(k) {
+    var r = data.regions[k];
+    clear(); svg.classList.add("focus");
+    r[2].forEach(function (i) { nodes[i].classList.add("on"); });
+    details(r[2][0]);
+    var b = box(r[2]); show(b[0], b[1], b[2], b[3], 1.2);
+  }
   document.querySelectorAll("#rk-regions tbody tr").forEach(function (tr) {
     tr.addEventListener("click", function () {
-      var r = data.regions[+tr.dataset.region];
-      clear(); svg.classList.add("focus");
-      r[2].forEach(function (k) { nodes[k].classList.add("on"); });
-      details(r[2][0]);
-      var b = box(r[2]); show(b[0], b[1], b[2], b[3], 1.2);
+      showRegion(+tr.dataset.region);
       pane.scrollIntoView({block: "nearest"});
     });
   });
+  function fromHash() {  // #op=12 selects operator 12, #fn=NAME a region
+    var m = /^#(op|fn)=(.+)$/.exec(decodeURIComponent(location.hash));
+    if (!m) return;
+    if (m[1] === "op" && data.ops[+m[2]]) select(+m[2], true);
+    if (m[1] === "fn" && region[m[2]] !== undefined) showRegion(region[m[2]]);
+  }
+  window.addEventListener("hashchange", fromHash);
   var hits = [], hit = 0, last = "";
   document.getElementById("rk-find").addEventListener("keydown", function (e) {
     if (e.key !== "Enter") return;
@@ -242,6 +253,7 @@ SCRIPT = r"""
   });
   panel.appendChild(el("p", data.ops.length + " operators drawn, " + data.regions.length +
     " partitioned functions.", "rk-count"));
+  fromHash();
   document.body.dataset.ready = "1";
 })();
 """

@@ -90,6 +90,8 @@ def layout(
     chains = [g.connect(u, v) for u, v in pairs]
     g.order()
     g.place()
+    for chain in chains:
+        g.straighten(chain)
     step = height + LAYER_GAP
     boxes = [
         Box(g.x[v] - g.width[v] / 2, MARGIN + layer[v] * step, g.width[v], height, layer[v])
@@ -245,6 +247,22 @@ class _Graph:
                 self._pack(row, want)
         left = min((self.x[v] - self.width[v] / 2 for v in range(len(self.x))), default=0.0)
         self.x = [x - left + MARGIN for x in self.x]
+
+    def straighten(self, chain: list[int]) -> None:
+        """Moves the dummies of one long edge onto one vertical line (their median x)
+        when that collides with nothing, so the edge runs straight past the layers."""
+        if len(chain) < 2:
+            return
+        x = sorted(self.x[d] for d in chain)[len(chain) // 2]
+        half = DUMMY_WIDTH / 2 + NODE_GAP
+        for d in chain:
+            row, i = self.layers[self.layer[d]], self.pos[d]
+            if i > 0 and self.x[row[i - 1]] + self.width[row[i - 1]] / 2 + half > x:
+                return
+            if i + 1 < len(row) and self.x[row[i + 1]] - self.width[row[i + 1]] / 2 - half < x:
+                return
+        for d in chain:
+            self.x[d] = x
 
     def _pack(self, row: list[int], want: list[float]) -> None:
         """The x centres closest (least squares) to ``want`` that keep ``row``'s order
