@@ -118,8 +118,8 @@ def _svg(report: Report, lay: Layout, colors: dict[str, str]) -> str:
         f'<svg id="rk-graph" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" '
         f'data-width="{w}" data-height="{h}" preserveAspectRatio="xMidYMin meet">',
         '<defs><marker id="rk-arrow" viewBox="0 0 8 8" refX="7" refY="4" markerWidth="7" '
-        'markerHeight="7" orient="auto"><path d="M0,0 L8,4 L0,8 z" fill="#8a8f96"/></marker>'
-        "</defs>",
+        'markerHeight="7" markerUnits="userSpaceOnUse" orient="auto">'
+        '<path d="M0,0 L8,4 L0,8 z" fill="#8a8f96"/></marker></defs>',
         '<g id="rk-edges">',
     ]
     for e in lay.edges:

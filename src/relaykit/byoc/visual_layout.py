@@ -6,8 +6,9 @@ that graphs of thousands of operators lay out in about a second:
 1. *Layers*: longest path from the sources (a source sits just above its first
    consumer), so every edge points downwards.
 2. *Dummy nodes*: an edge that spans several layers gets a chain of narrow
-   dummy nodes, one per layer, so it can bend around the nodes in between
-   (edges spanning more than ``MAX_SPAN`` layers are drawn directly).
+   dummy nodes, one per layer, so it can bend around the nodes in between;
+   edges spanning more than ``MAX_SPAN`` layers (a mask read by every layer of a
+   transformer) run down a lane right of the graph instead, one lane per source.
 3. *Order*: barycentric sweeps down and up, keeping the order with the fewest
    crossings (counted exactly, with a Fenwick tree).
 4. *Coordinates*: each node is pulled towards the mean position of its
@@ -39,6 +40,7 @@ NODE_GAP = 16.0
 DUMMY_WIDTH = 4.0
 MARGIN = 20.0
 MAX_SPAN = 64
+LANE_GAP = 10.0
 SWEEPS = 4
 
 
@@ -98,6 +100,8 @@ def layout(
         for v in range(n)
     ]
     ports = _ports(pairs, boxes)
+    right = max((b.x + b.width for b in boxes), default=0.0)
+    lanes: dict[int, float] = {}
     out: list[Edge] = []
     for (u, v), chain in zip(pairs, chains, strict=True):
         src, dst = boxes[u], boxes[v]
@@ -105,9 +109,13 @@ def layout(
         for d in chain:
             top = MARGIN + g.layer[d] * step
             pts += [(g.x[d], top), (g.x[d], top + height)]
+        if not chain and dst.layer - src.layer > 1:
+            # too long for dummies: down a lane right of the graph, one lane per source
+            lane = lanes.setdefault(u, right + LANE_GAP * (len(lanes) + 1))
+            pts += [(lane, src.y + height + LAYER_GAP / 2), (lane, dst.y - LAYER_GAP / 2)]
         pts.append((ports[u, v], dst.y))
         out.append(Edge(u, v, tuple(pts)))
-    right = max((b.x + b.width for b in boxes), default=0.0)
+    right += LANE_GAP * len(lanes)
     bottom = max((b.y + b.height for b in boxes), default=0.0)
     return Layout(boxes, out, right + MARGIN, bottom + MARGIN)
 
