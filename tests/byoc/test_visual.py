@@ -169,6 +169,24 @@ def test_long_edges_bend_around_the_nodes_they_pass(seed):
                     assert not (b.x - DUMMY_WIDTH / 2 < x0 < b.x + b.width + DUMMY_WIDTH / 2)
 
 
+def test_very_long_edges_run_in_a_lane_beside_the_graph():
+    # a chain of 150 operators, each also reading operator 0 (a transformer's mask)
+    n = 150
+    edges = [(i, i + 1) for i in range(n - 1)] + [(0, i) for i in range(2, n)]
+    lay = layout([60.0] * n, edges)
+    assert not boxes_overlap(lay)
+    right = max(b.x + b.width for b in lay.boxes)
+    for e in lay.edges:
+        ys = [p[1] for p in e.points]
+        assert ys == sorted(ys)
+        inner = e.points[1:-1]
+        span = lay.boxes[e.target].layer - lay.boxes[e.source].layer
+        if span > 64:
+            # the whole run between the ends is right of every operator
+            assert inner and all(x > right for x, _ in inner)
+            assert lay.width > max(x for x, _ in inner)
+
+
 def test_layout_keeps_a_chain_straight_and_a_diamond_symmetric():
     chain = layout([60.0] * 5, [(i, i + 1) for i in range(4)])
     assert len({b.cx for b in chain.boxes}) == 1
