@@ -94,7 +94,8 @@ def test_inputs_through_composites_tuples_and_let():
     t = relay.Tuple([r, relay.negative(x)])
     s = relay.add(relay.TupleGetItem(t, 0), relay.TupleGetItem(t, 1))
     v = relay.var("v", shape=(1, 8))
-    body = relay.Let(v, s, relay.nn.softmax(v))
+    # the let-bound variable is read through a tuple: its producer is still found
+    body = relay.Let(v, s, relay.nn.softmax(relay.TupleGetItem(relay.Tuple([v, x]), 0)))
     mod = tvm.IRModule.from_expr(relay.Function([x], body))
     rules("a", "negative")
     table = [("a.abs_relu", is_op("nn.relu")(is_op("abs")(wildcard())))]

@@ -41,12 +41,12 @@ def _frontiers(
 ) -> tuple[_Frontiers, dict[Var, Expr], list[Call]]:
     """Per node, the labels of the nearest labelled calls it reads; the let-bound
     variables' values; and the labelled calls of ``body`` in post-order."""
-    bound: dict[Var, Expr] = {}
+    nodes = list(post_order(body, skip=_composite_function))
+    # a let-bound variable reads its value (post-order visits the body before the Let)
+    bound: dict[Var, Expr] = {n.var: n.value for n in nodes if type(n) is Let}
     memo: _Frontiers = {}
     labelled: list[Call] = []
-    for node in post_order(body, skip=_composite_function):
-        if type(node) is Let:
-            bound[node.var] = node.value
+    for node in nodes:
         if type(node) is Call:
             k = label_of(node)
             if k is not None:
