@@ -263,6 +263,18 @@ def test_html_draws_every_operator_in_its_targets_colour():
         assert re.search(
             rf'data-target="{t}"><span class="rk-sw" style="background:{colors[t]}"', page
         )
+    # a band under each edge inside a region, in the region's colour, and none elsewhere
+    bands = page[page.index('<g id="rk-bands">') : page.index('<g id="rk-edges">')]
+    inside = [
+        (r.function, r.placement)
+        for r in report.ops
+        for j in r.inputs
+        if r.function is not None and report.ops[j].function == r.function
+    ]
+    assert len(inside) == 1  # dense -> relu; every other edge crosses a region boundary
+    assert sorted(re.findall(r'<path stroke="(#[0-9a-f]{6})"', bands)) == sorted(
+        colors[p] for _, p in inside
+    )
     # parameter bytes per region: the dense weights, 16*16 and 8*16 float32
     assert "1.0 KB" in table and "512 B" in table
     data = json.loads(re.search(r'id="rk-data">(.*?)</script>', page, re.S).group(1))

@@ -31,6 +31,7 @@ main{display:flex;height:calc(100vh - 92px);min-height:420px;border-bottom:1px s
 #rk-pane{position:relative;flex:1;overflow:hidden;background:#fbfbfc}
 #rk-graph{width:100%;height:100%;display:block;cursor:grab;user-select:none}
 #rk-graph.drag{cursor:grabbing}
+#rk-bands path{fill:none;stroke-width:12;stroke-opacity:.3;stroke-linecap:round}
 #rk-edges path{fill:none;stroke:#a3a8af;stroke-width:1.1;marker-end:url(#rk-arrow)}
 #rk-edges path.hot{stroke:#1d2228;stroke-width:2}
 .node rect{stroke:rgba(0,0,0,.35);stroke-width:.8}
@@ -40,6 +41,7 @@ dominant-baseline:central;pointer-events:none}
 .node{cursor:pointer}
 .node:hover rect{stroke:#000;stroke-width:1.6}
 #rk-graph.focus .node{opacity:.28}#rk-graph.focus #rk-edges path{opacity:.25}
+#rk-graph.focus #rk-bands{opacity:.35}
 #rk-graph.focus .node.on,#rk-graph.focus #rk-edges path.hot{opacity:1}
 .node.sel rect{stroke:#000;stroke-width:2.6}
 #rk-tools{position:absolute;top:8px;left:8px;display:flex;gap:4px;z-index:2}

@@ -120,8 +120,16 @@ def _svg(report: Report, lay: Layout, colors: dict[str, str]) -> str:
         '<defs><marker id="rk-arrow" viewBox="0 0 8 8" refX="7" refY="4" markerWidth="7" '
         'markerHeight="7" markerUnits="userSpaceOnUse" orient="auto">'
         '<path d="M0,0 L8,4 L0,8 z" fill="#8a8f96"/></marker></defs>',
-        '<g id="rk-edges">',
+        '<g id="rk-bands">',
     ]
+    # a band under the edges inside a region: two neighbouring regions of one target
+    # stay apart (the edge between them has no band)
+    for e in lay.edges:
+        fn = report.ops[e.source].function
+        if fn is not None and report.ops[e.target].function == fn:
+            color = colors.get(report.ops[e.source].placement, colors[HOST])
+            out.append(f'<path stroke="{color}" d="{_path(e.points)}"/>')
+    out.append('</g><g id="rk-edges">')
     for e in lay.edges:
         out.append(f'<path data-s="{e.source}" data-t="{e.target}" d="{_path(e.points)}"/>')
     out.append('</g><g id="rk-nodes">')
