@@ -49,6 +49,7 @@ def chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
         "--disable-background-networking",
         "--disable-component-update",
         "--disable-sync",
+        "--disable-dev-shm-usage",
         "--hide-scrollbars",
         "--force-device-scale-factor=1",
         f"--user-data-dir={tmp_path / 'profile'}",

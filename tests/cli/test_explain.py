@@ -161,8 +161,8 @@ def test_an_onnx_model_explained_to_html_renders_in_a_browser(tmp_path):
     dom = subprocess.run(
         [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
          "--no-first-run", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1000,760",
-         "--dump-dom", html.as_uri()],
+         "--disable-sync", "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'profile'}",
+         "--window-size=1000,760", "--dump-dom", html.as_uri()],
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert dom.returncode == 0, dom.stderr[-2000:]
