@@ -139,8 +139,11 @@ def test_the_page_renders_its_regions_in_a_browser(tmp_path):
 
     # a link to one operator opens with it selected and its reasons in the panel
     op = next(r for r in report.ops if r.placement == "host")
-    proc = chromium(tmp_path, "--dump-dom", f"{page.as_uri()}#op={op.index}")
+    proc = chromium(
+        tmp_path, "--enable-logging=stderr", "--v=0", "--dump-dom", f"{page.as_uri()}#op={op.index}"
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Uncaught" not in proc.stderr, proc.stderr[-2000:]  # no script error in the console
     panel = proc.stdout[proc.stdout.index('id="rk-details"') :]
     assert f"#{op.index} {op.op}" in panel
     assert f"<dt>target convlib</dt><dd>{op.reasons['convlib']}</dd>" in panel
