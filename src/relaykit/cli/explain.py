@@ -44,9 +44,9 @@ def register(sub: SubParsers) -> None:
         "explain",
         help="draw a model's partition (HTML, DOT) and say where each operator went and why",
         description=(
-            "Partition MODEL for the targets as a build would, and report for every operator "
-            "where it went and, per target, why: as an HTML page with the graph drawn and "
-            "each target's regions coloured (--html), as Graphviz DOT (--dot), as JSON "
+            "Partition MODEL for the targets as a build would, and report for every operator\n"
+            "where it went and, per target, why: as an HTML page with the graph drawn and\n"
+            "each target's regions coloured (--html), as Graphviz DOT (--dot), as JSON\n"
             "(--json), or as tables on standard output."
         ),
         epilog=EPILOG,
@@ -73,12 +73,12 @@ def register(sub: SubParsers) -> None:
         "--pin", action="append", metavar="OP", help="keep operator OP on the host (repeatable)"
     )
     p.add_argument(
-        "--min-ops", type=int, default=None, help="regions with fewer operators go back to the host"
+        "--min-ops", type=int, metavar="N", help="regions with fewer operators go back to the host"
     )
     p.add_argument(
         "--min-macs",
         type=int,
-        default=None,
+        metavar="N",
         help="regions with fewer multiply-accumulates go back to the host",
     )
     p.add_argument(
@@ -87,9 +87,15 @@ def register(sub: SubParsers) -> None:
         metavar="NAME:SHAPE",
         help="static shapes of ONNX inputs, e.g. data:1x3x224x224 (repeatable)",
     )
-    p.add_argument("--batch", type=int, default=1, help="batch size of built-in workloads")
     p.add_argument(
-        "--image-size", type=int, default=224, help="input height and width of image workloads"
+        "--batch", type=int, default=1, metavar="N", help="batch size of built-in workloads"
+    )
+    p.add_argument(
+        "--image-size",
+        type=int,
+        default=224,
+        metavar="N",
+        help="input height and width of image workloads",
     )
     add_file_limit(p)
     p.set_defaults(func=run)
