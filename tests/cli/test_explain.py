@@ -100,6 +100,8 @@ def test_usage_errors_exit_2_with_one_line(argv, message, capsys):
 def test_missing_option_is_a_usage_error(capsys):
     assert main(["explain", "mlp"]) == 2
     assert "--target" in capsys.readouterr().err
+    assert main(["explain", "mlp", "--target", "dnnl", "--min-ops", "-1"]) == 2
+    assert "'-1' is not a count" in capsys.readouterr().err
 
 
 def test_a_model_that_does_not_parse_fails_with_1(tmp_path, capsys):

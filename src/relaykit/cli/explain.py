@@ -39,6 +39,17 @@ exit status: 0 ok, 1 failure, 2 usage error.
 """
 
 
+def _count(text: str) -> int:
+    """An argparse type: an integer >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a count: give an integer >= 0")
+    return value
+
+
 def register(sub: SubParsers) -> None:
     p = sub.add_parser(
         "explain",
@@ -73,11 +84,14 @@ def register(sub: SubParsers) -> None:
         "--pin", action="append", metavar="OP", help="keep operator OP on the host (repeatable)"
     )
     p.add_argument(
-        "--min-ops", type=int, metavar="N", help="regions with fewer operators go back to the host"
+        "--min-ops",
+        type=_count,
+        metavar="N",
+        help="regions with fewer operators go back to the host",
     )
     p.add_argument(
         "--min-macs",
-        type=int,
+        type=_count,
         metavar="N",
         help="regions with fewer multiply-accumulates go back to the host",
     )
