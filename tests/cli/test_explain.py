@@ -83,7 +83,7 @@ def test_help_has_an_example(capsys):
             ["explain", "mlp", "--target", "dnnl", "--html", "/no/such/dir/r.html"],
             "the directory '/no/such/dir' does not exist",
         ),
-        (["explain", "mlp", "--target", ","], "--target is empty"),
+        (["explain", "mlp", "--target", ","], "--target needs at least one backend name"),
         (
             ["explain", "mlp", "--target", "dnnl", "--dot", "-", "--json", "-"],
             "only one of --html, --dot and --json",

@@ -1,4 +1,4 @@
-"""``relaykit partition`` and ``relaykit demo``."""
+"""``relaykit partition`` and ``relaykit demo --walkthrough``."""
 
 import json
 
@@ -89,7 +89,7 @@ def test_unknown_model_is_an_error(capsys):
 
 
 def test_demo_runs_the_walkthrough_end_to_end(capsys):
-    assert main(["demo", *SMALL]) == 0
+    assert main(["demo", "--walkthrough", *SMALL]) == 0
     out = capsys.readouterr().out
     assert "8 functions partitioned for byoc-target:" in out
     assert "@tvmgen_default_byoc_target_main_25  (nn.dense)" in out

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 
 from relaykit._version import __version__
-from relaykit.cli import backends, demo, explain, partition
+from relaykit.cli import backends, bench, compile, demo, explain, partition, run
 from relaykit.cli._common import run_command
 from relaykit.cli._models import (
     DEMO_TARGET,
@@ -42,7 +42,7 @@ __all__ = [
 ]
 
 #: The subcommand modules, in the order ``relaykit --help`` lists them.
-SUBCOMMANDS = (demo, partition, explain, backends)
+SUBCOMMANDS = (demo, partition, explain, compile, run, bench, backends)
 
 EPILOG = """\
 examples:

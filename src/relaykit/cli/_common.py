@@ -16,11 +16,17 @@ import stat
 import sys
 import time
 import traceback
+import zipfile
+import zlib
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, TypeAlias
 
-from relaykit.errors import RelayKitError, UsageError
+import numpy as np
+
+from relaykit.byoc import pin
+from relaykit.errors import ArtifactError, RelayKitError, UsageError
 
 __all__ = [
     "SubParsers",
@@ -31,12 +37,19 @@ __all__ = [
     "parse_size",
     "format_size",
     "check_file",
+    "check_output_path",
     "read_file_bytes",
     "read_text_file",
     "parse_shapes",
+    "split_targets",
+    "parse_pins",
     "Progress",
     "run_command",
     "add_file_limit",
+    "TensorSpec",
+    "load_npz",
+    "artifact_signature",
+    "output_name",
 ]
 
 #: What ``register(sub)`` of a subcommand module receives.
@@ -123,6 +136,26 @@ def check_file(path: str | os.PathLike[str], what: str, limit: int) -> Path:
     return Path(name)
 
 
+def check_output_path(path: str | os.PathLike[str], what: str) -> Path:
+    """``path`` if a file may be written there: it is new or a regular file (writing to
+    a FIFO would block, to a device or a directory makes no sense)."""
+    name = os.fspath(path)
+    try:
+        st = os.stat(name)
+    except FileNotFoundError:
+        parent = Path(name).parent
+        if not parent.is_dir():
+            raise UsageError(
+                f"{what} {name!r}: the directory {str(parent)!r} does not exist"
+            ) from None
+        return Path(name)
+    except OSError as err:
+        raise UsageError(f"cannot write {what} {name!r}: {err.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise UsageError(f"{what} {name!r} is {_kind(st.st_mode)}; give a file name to write")
+    return Path(name)
+
+
 def read_file_bytes(path: str | os.PathLike[str], what: str, limit: int) -> bytes:
     """The bytes of a regular file of at most ``limit`` bytes.
 
@@ -162,6 +195,25 @@ def read_text_file(path: str | os.PathLike[str], what: str, limit: int) -> str:
         raise UsageError(
             f"{what} {name!r} is not UTF-8 text (byte {err.start}); a Relay text file is expected"
         ) from None
+
+
+def split_targets(values: list[str] | None) -> list[str]:
+    """``["dnnl,ccompiler", "jsonref"]`` -> ``["dnnl", "ccompiler", "jsonref"]``."""
+    targets = [t.strip() for v in values or () for t in v.split(",") if t.strip()]
+    if not targets:
+        raise UsageError("--target needs at least one backend name (see 'relaykit backends')")
+    return targets
+
+
+def parse_pins(values: list[str] | None) -> list[Any]:
+    """``["nn.softmax", "nn.dense=ccompiler"]`` -> pins to the host and to ccompiler."""
+    pins = []
+    for value in values or ():
+        op, _, to = value.partition("=")
+        if not op.strip():
+            raise UsageError(f"--pin {value!r}: give an operator name, e.g. --pin nn.softmax")
+        pins.append(pin(op.strip(), to=to.strip() or "host"))
+    return pins
 
 
 _SHAPE_ITEM = re.compile(r"^(?P<name>[^:\s]+|\"[^\"]+\"):(?P<dims>.+)$")
@@ -211,8 +263,10 @@ def parse_shapes(items: list[str] | None) -> dict[str, tuple[int, ...]]:
 class Progress:
     """Steps of a long command, shown on a terminal only.
 
-    On a TTY each step prints ``[k] label ...`` and, when done, its time; anywhere else
-    (a pipe, a file, a test) it prints nothing, so scripted output stays clean.
+    On a TTY each step prints ``[k] label ...`` and, when done, its time; a step that
+    opens sub-steps (a build's codegen, one per region) lists them indented below it.
+    Anywhere else (a pipe, a file, a test) it prints nothing, so scripted output stays
+    clean.
     """
 
     def __init__(self, stream: IO[str] | None = None, enabled: bool | None = None) -> None:
@@ -222,25 +276,44 @@ class Progress:
             enabled = bool(isatty and isatty())
         self.enabled = enabled
         self.count = 0
+        self._depth = 0
+        self._line_open = False
 
-    def note(self, text: str) -> None:
-        if self.enabled:
-            print(f"    {text}", file=self.stream, flush=True)
+    def _write(self, text: str) -> None:
+        self.stream.write(text)
+        self.stream.flush()
 
     @contextlib.contextmanager
     def step(self, label: str) -> Iterator[None]:
-        self.count += 1
         if not self.enabled:
             yield
             return
-        print(f"[{self.count}] {label} ...", end="", file=self.stream, flush=True)
+        if self._line_open:  # an outer step gets sub-steps: end its line
+            self._write("\n")
+        if self._depth == 0:
+            self.count += 1
+            indent, label = "", f"[{self.count}] {label}"
+        else:
+            indent = "    " * self._depth
+        self._write(f"{indent}{label} ...")
+        self._line_open = True
+        self._depth += 1
         t0 = time.perf_counter()
         try:
             yield
         except BaseException:
-            print(" failed", file=self.stream, flush=True)
+            self._finish(indent, label, "failed")
             raise
-        print(f" {time.perf_counter() - t0:.2f} s", file=self.stream, flush=True)
+        finally:
+            self._depth -= 1
+        self._finish(indent, label, f"{time.perf_counter() - t0:.2f} s")
+
+    def _finish(self, indent: str, label: str, result: str) -> None:
+        if self._line_open:
+            self._write(f" {result}\n")
+        else:
+            self._write(f"{indent}{label}: {result}\n")
+        self._line_open = False
 
 
 def _error(message: str) -> None:
@@ -283,6 +356,107 @@ def run_command(func: Callable[[argparse.Namespace], int], args: argparse.Namesp
         return EXIT_FAILURE
 
 
-def describe_array(arr: Any) -> str:
-    """``float32[1, 3, 224, 224]``."""
-    return f"{arr.dtype}{list(arr.shape)}"
+_NPZ_KINDS = "biufc"  # bool, integers, floats, complex: plain numbers, no objects
+
+
+def _npz_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, name: str, budget: int) -> np.ndarray:
+    """One ``.npy`` member, its header checked before its data is read."""
+    key = info.filename[: -len(".npy")]
+    with zf.open(info) as f:
+        version = np.lib.format.read_magic(f)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+        else:
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+        if dtype.kind not in _NPZ_KINDS or dtype.hasobject or dtype.fields is not None:
+            raise UsageError(
+                f"array {key!r} of {name!r} has dtype {dtype}; only numbers and booleans are "
+                "read (no objects, no pickles)"
+            )
+        count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        nbytes = count * dtype.itemsize
+        if count < 0 or nbytes > budget:
+            raise UsageError(
+                f"array {key!r} of {name!r} declares {dtype}{list(shape)} "
+                f"({format_size(nbytes)}), above the limit of {format_size(budget)} left"
+            )
+        data = f.read(nbytes)
+    if len(data) != nbytes:
+        raise UsageError(f"array {key!r} of {name!r} is truncated")
+    arr = np.frombuffer(data, dtype=dtype, count=count)
+    return arr.reshape(shape, order="F" if fortran else "C")
+
+
+def load_npz(path: str | os.PathLike[str], what: str, limit: int) -> dict[str, np.ndarray]:
+    """The arrays of an ``.npz`` file (as ``np.savez`` writes), read safely.
+
+    The file must be a regular file within ``limit`` bytes; every member's header is
+    checked (plain numeric dtype, no pickle) and the arrays together may not exceed
+    ``limit`` bytes once decompressed, so a small file cannot claim a huge array.
+    """
+    name = os.fspath(path)
+    check_file(name, what, limit)
+    arrays: dict[str, np.ndarray] = {}
+    budget = limit
+    try:
+        with zipfile.ZipFile(name) as zf:
+            for info in zf.infolist():
+                if not info.filename.endswith(".npy"):
+                    raise UsageError(
+                        f"{what} {name!r} holds {info.filename!r}, which is not an .npy array"
+                    )
+                arr = _npz_member(zf, info, name, budget)
+                budget -= arr.nbytes
+                arrays[info.filename[: -len(".npy")]] = arr
+    except UsageError:
+        raise
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError) as err:
+        raise UsageError(
+            f"{what} {name!r} is not a valid .npz file (write it with numpy.savez): {err}"
+        ) from None
+    except (ValueError, NotImplementedError, OSError) as err:
+        raise UsageError(f"{what} {name!r} holds a malformed array: {err}") from None
+    return arrays
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """An input or output of an artifact: its name, shape and dtype."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.dtype}{list(self.shape)}"
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
+
+
+def output_name(i: int) -> str:
+    """The name of output ``i`` in an outputs file (as tvmc names them)."""
+    return f"output_{i}"
+
+
+def artifact_signature(factory: Any, path: str = "the module") -> tuple[list[TensorSpec], ...]:
+    """The inputs and outputs of a built or loaded graph-executor module."""
+    plan = getattr(factory, "plan", None)
+    if plan is None:
+        raise ArtifactError(
+            f"{path} holds no graph-executor module (a {type(factory).__name__}); "
+            "write one with 'relaykit compile' or relay.build(...).export_library(...)"
+        )
+    inputs = [
+        TensorSpec(
+            n.name, tuple(plan.entries[n.outputs[0]].shape), plan.entries[n.outputs[0]].dtype
+        )
+        for n in plan.nodes
+        if n.kind == "input"
+    ]
+    outputs = [
+        TensorSpec(output_name(i), tuple(plan.entries[h].shape), plan.entries[h].dtype)
+        for i, h in enumerate(plan.heads)
+    ]
+    return inputs, outputs

@@ -140,7 +140,11 @@ def _workload(name: str, batch: int, image_size: int) -> Function | None:
 
 
 def _model_path(name: str, limit: int) -> Path:
-    if not Path(name).exists():
+    path = Path(name)
+    looks_like_a_file = path.suffix != "" or len(path.parts) > 1
+    if looks_like_a_file and not path.exists() and not path.is_symlink():
+        raise UsageError(f"model file {name!r} does not exist")
+    if not path.exists() and not path.is_symlink():
         raise UsageError(
             f"unknown model {name!r}: give a built-in workload ({', '.join(WORKLOADS)}), "
             "an ONNX file or the path of a Relay text file"

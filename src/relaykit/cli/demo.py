@@ -1,49 +1,179 @@
-"""``relaykit demo``: the BYOC walkthrough on VGG-11, end to end."""
+"""``relaykit demo``: a model from partition to a timed run on a real backend.
+
+The default flow: ResNet-18 (generated weights) partitioned for the best backend here
+(dnnl when oneDNN is installed, else ccompiler, or ``--target``), the placement report
+written to a file, the model built, run, checked against the host build, and timed
+against it. ``--walkthrough`` shows instead the BYOC walkthrough on VGG-11 with the
+demo rules, pass by pass.
+"""
 
 from __future__ import annotations
 
 import argparse
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
+from relaykit.backend.build_module import build
 from relaykit.backend.interpreter import create_executor
 from relaykit.backends import target_key
+from relaykit.backends.status import AVAILABLE, describe
 from relaykit.byoc import (
     AnnotateTarget,
     MergeCompilerRegions,
     MergeComposite,
     PartitionGraph,
+    explain,
     region_functions,
+    run_optimize_hook,
     scoped_registries,
 )
-from relaykit.cli._common import SubParsers
-from relaykit.cli._models import DEMO_TARGET, demo_patterns, format_breakdown, main_breakdown
+from relaykit.byoc.summary import summarize
+from relaykit.cli._common import Progress, SubParsers, artifact_signature, check_output_path
+from relaykit.cli._models import (
+    DEMO_TARGET,
+    demo_patterns,
+    format_breakdown,
+    load_for_build,
+    main_breakdown,
+)
+from relaykit.cli.bench import measure, relaykit_engine
+from relaykit.cli.compile import compile_model, region_counts
+from relaykit.cli.run import random_inputs
+from relaykit.errors import UsageError
 from relaykit.ir import Call, IRModule, Op, post_order
 from relaykit.ir.op import register_op_attr
 from relaykit.testing import vgg
 from relaykit.transform import InferType
 
-__all__ = ["register", "run"]
+__all__ = ["register", "run", "walkthrough", "best_target"]
 
 EPILOG = """\
 examples:
-  relaykit demo
-  relaykit demo --image-size 64     # a smaller input, faster
+  relaykit demo                                  # ResNet-18 on dnnl (or ccompiler)
+  relaykit demo --model mobilenet --target ccompiler --image-size 96
+  relaykit demo --walkthrough                    # the four BYOC passes, one by one
 """
+
+#: Backends the demo tries, best first.
+PREFERRED = ("dnnl", "ccompiler")
 
 
 def register(sub: SubParsers) -> None:
     demo = sub.add_parser(
         "demo",
-        help="the BYOC walkthrough on VGG-11, end to end",
-        description="The BYOC walkthrough on VGG-11, end to end.",
+        help="partition, build, run and time a model on a real backend, end to end",
+        description=(
+            "Partition a built-in model for a real backend (dnnl if available, else "
+            "ccompiler), write the placement report to a file, build, run, check the "
+            "result against the host build and time both."
+        ),
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    demo.add_argument(
+        "--model", default="resnet18", help="a built-in workload or a model file (resnet18)"
+    )
+    demo.add_argument("--target", default=None, help="the backend (default: dnnl, else ccompiler)")
     demo.add_argument("--image-size", type=int, default=224, help="input height and width")
+    demo.add_argument(
+        "--report",
+        default="relaykit-demo-report.txt",
+        metavar="FILE",
+        help="where to write the placement report (default relaykit-demo-report.txt)",
+    )
+    demo.add_argument("--runs", type=int, default=3, help="timed runs per burst (default 3)")
+    demo.add_argument(
+        "--walkthrough",
+        action="store_true",
+        help="show the BYOC walkthrough on VGG-11 with the demo rules instead",
+    )
     demo.set_defaults(func=run)
+
+
+def best_target() -> tuple[str, str]:
+    """The first available backend of :data:`PREFERRED`, and why the others were passed."""
+    skipped: list[str] = []
+    for name in PREFERRED:
+        row = describe(name)
+        if row.status == AVAILABLE:
+            return name, "; ".join(skipped)
+        skipped.append(f"{name} is not available ({row.detail or row.status})")
+    raise UsageError(
+        "no backend of the demo is available here: "
+        + "; ".join(skipped)
+        + ". Install oneDNN (pip install 'relaykit[dnnl]') or a C compiler"
+    )
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _write_report(path: Path, text: str) -> None:
+    check_output_path(path, "report file").write_text(text, encoding="utf-8")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.walkthrough:
+        return walkthrough(args)
+    if args.target:
+        target, skipped = args.target, ""
+    else:
+        target, skipped = best_target()
+    progress = Progress()
+    t0 = time.perf_counter()
+    mod, what = load_for_build(args.model, 1, args.image_size)
+    optimized = run_optimize_hook(mod, target, None)
+    ops = sum(main_breakdown(optimized).values())
+    print(f"1. model: {what}, {ops} operators ({time.perf_counter() - t0:.1f} s)")
+    note = f" ({skipped})" if skipped else ""
+    print(f"2. backend: {target}{note}")
+    summary = summarize(optimized, [target], model=args.model)
+    report = explain(optimized, [target])
+    t = summary.targets[target]
+    print(
+        f"3. partition: {_plural(len(t.functions), 'region')} on {target} with "
+        f"{_plural(t.operators, 'operator')}, {_plural(summary.host_operators, 'operator')} "
+        "left on the host"
+    )
+    report_path = Path(args.report)
+    _write_report(report_path, f"{summary}\n\n{report}\n")
+    print(f"   where every operator went and why: {report_path}")
+    t1 = time.perf_counter()
+    lib, part = compile_model(mod, [target], progress=progress)
+    host = build(mod, target="llvm")
+    regions = region_counts(part)
+    print(
+        f"4. build: {_plural(regions.get(target, 0), 'region')} compiled by {target}, the "
+        f"rest planned for the host ({time.perf_counter() - t1:.1f} s)"
+    )
+    specs, _ = artifact_signature(lib)
+    inputs = random_inputs(specs, 0)
+    engines = [relaykit_engine(target, lib, inputs), relaykit_engine("host", host, inputs)]
+    diff = max(
+        float(np.max(np.abs(a - b)))
+        for a, b in zip(engines[0].outputs, engines[1].outputs, strict=True)
+    )
+    scale = max(float(np.max(np.abs(o))) for o in engines[1].outputs)
+    ok = diff <= 1e-4 * max(1.0, scale)
+    print(
+        f"5. run: {', '.join(str(s) for s in specs)} (random); max abs difference from the "
+        f"host build {diff:.2g}" + ("" if ok else "  MISMATCH")
+    )
+    measure(engines, bursts=2, runs=max(1, args.runs), pause=0.2)
+    fast, slow = engines[0].median_ms, engines[1].median_ms
+    print(
+        f"6. time: {target} {fast:.2f} ms, host {slow:.2f} ms (median of "
+        f"{len(engines[0].times)} runs): {slow / fast:.1f}x the host's speed"
+    )
+    print(
+        "\nnext: relaykit compile model.onnx --target "
+        f"{target} -o model.rkmod && relaykit run model.rkmod --print-time"
+    )
+    return 0 if ok else 1
 
 
 def _step(title: str, mod: IRModule) -> None:
@@ -51,7 +181,8 @@ def _step(title: str, mod: IRModule) -> None:
     print(format_breakdown(main_breakdown(mod)))
 
 
-def run(args: argparse.Namespace) -> int:
+def walkthrough(args: argparse.Namespace) -> int:
+    """The BYOC walkthrough on VGG-11 with the demo rules, pass by pass."""
     size = args.image_size
     t0 = time.perf_counter()
     mod, params = vgg.get_workload(

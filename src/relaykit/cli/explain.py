@@ -14,14 +14,22 @@ import json
 import sys
 from pathlib import Path
 
-from relaykit.byoc import pin, run_optimize_hook, scoped_registries
+from relaykit.byoc import run_optimize_hook, scoped_registries
 from relaykit.byoc.report import Report
 from relaykit.byoc.summary import Summary
 from relaykit.byoc.targets import activate_targets
 from relaykit.byoc.visual import analyse, render_dot, render_html
-from relaykit.cli._common import EXIT_OK, SubParsers, add_file_limit, parse_shapes
+from relaykit.cli._common import (
+    EXIT_OK,
+    SubParsers,
+    add_file_limit,
+    check_output_path,
+    parse_pins,
+    parse_shapes,
+    split_targets,
+)
 from relaykit.cli._models import MODEL_HELP, bind_weights_for_partition, load_model
-from relaykit.cli.partition import _target_notes, split_targets
+from relaykit.cli.partition import _target_notes
 from relaykit.errors import UsageError
 
 __all__ = ["register", "run"]
@@ -30,7 +38,7 @@ EPILOG = """\
 examples:
   relaykit explain resnet50 --target dnnl --bind-params --html resnet50.html
   relaykit explain model.onnx --target dnnl,ccompiler --html report.html --dot report.dot
-  relaykit explain vgg11 --target byoc-target --dot - | dot -Tsvg > vgg11.svg
+  relaykit explain vgg11 --target byoc-target --dot vgg11.dot  # dot -Tsvg vgg11.dot > vgg11.svg
   relaykit explain mlp --target ccompiler --json report.json
 
 The HTML page needs no network: open it in any browser (drag to pan, wheel to zoom,
@@ -81,7 +89,10 @@ def register(sub: SubParsers) -> None:
         "build does (backends such as dnnl only take constant weights)",
     )
     p.add_argument(
-        "--pin", action="append", metavar="OP", help="keep operator OP on the host (repeatable)"
+        "--pin",
+        action="append",
+        metavar="OP[=TARGET]",
+        help="keep operator OP on the host, or on TARGET (repeatable)",
     )
     p.add_argument(
         "--min-ops",
@@ -115,18 +126,6 @@ def register(sub: SubParsers) -> None:
     p.set_defaults(func=run)
 
 
-def _check_output(path: str | None, option: str) -> None:
-    """A usage error, before any work, when ``path`` cannot be written."""
-    if path is None or path == "-":
-        return
-    target = Path(path)
-    if target.is_dir():
-        raise UsageError(f"{option} {path!r} is a directory; give a file name")
-    parent = target.parent if str(target.parent) else Path(".")
-    if not parent.is_dir():
-        raise UsageError(f"{option} {path!r}: the directory {str(parent)!r} does not exist")
-
-
 def _write(path: str, text: str, what: str) -> None:
     if path == "-":
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
@@ -142,10 +141,9 @@ def _json(report: Report, summary: Summary, notes: list[str]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     targets = split_targets(args.target)
-    if not targets:
-        raise UsageError("--target is empty: give at least one target, e.g. --target dnnl")
     for value, option in ((args.html, "--html"), (args.dot, "--dot"), (args.json, "--json")):
-        _check_output(value, option)
+        if value is not None and value != "-":
+            check_output_path(value, option)
     if sum(v == "-" for v in (args.html, args.dot, args.json)) > 1:
         raise UsageError("only one of --html, --dot and --json can write to standard output")
     shapes = parse_shapes(args.input_shapes)
@@ -166,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
             mod,
             targets,
             params=weights,
-            pins=[pin(name) for name in args.pin or ()],
+            pins=parse_pins(args.pin),
             min_ops=args.min_ops,
             min_macs=args.min_macs,
             model=title,

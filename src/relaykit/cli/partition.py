@@ -10,10 +10,16 @@ import argparse
 import json
 
 from relaykit.backends import target_key
-from relaykit.byoc import configure_target, explain, pin, run_optimize_hook, scoped_registries
+from relaykit.byoc import configure_target, explain, run_optimize_hook, scoped_registries
 from relaykit.byoc.summary import summarize
 from relaykit.byoc.targets import activate_targets
-from relaykit.cli._common import SubParsers, add_file_limit, parse_shapes
+from relaykit.cli._common import (
+    SubParsers,
+    add_file_limit,
+    parse_pins,
+    parse_shapes,
+    split_targets,
+)
 from relaykit.cli._models import (
     DEMO_TARGET,
     MODEL_HELP,
@@ -67,7 +73,10 @@ def register(sub: SubParsers) -> None:
         "--explain", action="store_true", help="also say, for every operator, where it went and why"
     )
     part.add_argument(
-        "--pin", action="append", metavar="OP", help="keep operator OP on the host (repeatable)"
+        "--pin",
+        action="append",
+        metavar="OP[=TARGET]",
+        help="keep operator OP on the host, or on TARGET (repeatable)",
     )
     part.add_argument(
         "--min-ops", type=int, default=None, help="regions with fewer operators go back to the host"
@@ -93,11 +102,6 @@ def register(sub: SubParsers) -> None:
     )
     add_file_limit(part)
     part.set_defaults(func=run)
-
-
-def split_targets(values: list[str] | None) -> list[str]:
-    """``["dnnl,ccompiler", "jsonref"]`` -> ``["dnnl", "ccompiler", "jsonref"]``."""
-    return [t.strip() for v in values or () for t in v.split(",") if t.strip()]
 
 
 def _target_notes(targets: list[str]) -> list[str]:
@@ -137,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
         if args.min_ops is not None or args.min_macs is not None:
             for t in targets:
                 configure_target(t, min_region_ops=args.min_ops, min_region_macs=args.min_macs)
-        pins = [pin(name) for name in args.pin or ()]
+        pins = parse_pins(args.pin)
         summary = summarize(mod, targets, pin=pins, param_names=weights, model=args.model)
         report = explain(mod, targets, pin=pins) if args.explain else None
     if args.json:

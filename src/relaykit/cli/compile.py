@@ -1,0 +1,220 @@
+"""``relaykit compile MODEL --target dnnl[,ccompiler,...]``: a model to one artifact file.
+
+The model (an ONNX file, a Relay text file or a built-in workload) is imported,
+partitioned for the targets (highest priority first), each region compiled by its
+backend, the rest planned for the host, and everything written into one file
+(``export_library``) that ``relaykit run`` and ``relaykit.runtime.load_module`` read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from relaykit.backend.build_module import build
+from relaykit.backend.codegen.registry import (
+    CodegenInfo,
+    codegen_registry,
+    get_codegen,
+)
+from relaykit.byoc import configure_target, partition_for, region_functions, scoped_registries
+from relaykit.byoc.targets import activate_targets
+from relaykit.cli._common import (
+    Progress,
+    SubParsers,
+    add_file_limit,
+    artifact_signature,
+    check_output_path,
+    format_size,
+    parse_pins,
+    parse_shapes,
+    split_targets,
+)
+from relaykit.cli._models import MODEL_HELP, load_for_build
+from relaykit.ir import IRModule
+from relaykit.runtime.module import Module
+
+__all__ = ["register", "run", "compile_model", "region_counts", "add_target_options"]
+
+EPILOG = """\
+examples:
+  relaykit compile model.onnx --target dnnl -o model.rkmod
+  relaykit compile model.onnx --target dnnl,ccompiler --input-shapes data:1x3x224x224
+  relaykit compile resnet18 --target ccompiler --pin nn.softmax --min-ops 2
+  relaykit run model.rkmod --inputs in.npz --print-time     # then run it
+"""
+
+
+def register(sub: SubParsers) -> None:
+    parser = sub.add_parser(
+        "compile",
+        help="compile a model for backends into one artifact file",
+        description=(
+            "Import MODEL, partition it for the targets (highest priority first), compile "
+            "each region with its backend and the rest for the host, and write one artifact "
+            "file. On a terminal, the steps are shown as they run."
+        ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("model", help=MODEL_HELP)
+    add_target_options(parser)
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="the artifact to write (default: MODEL's name with .rkmod, here)",
+    )
+    add_model_options(parser)
+    parser.set_defaults(func=run)
+
+
+def add_target_options(parser: argparse.ArgumentParser) -> None:
+    """``--target``, ``--pin``, ``--min-ops``: shared by ``compile`` and ``bench``."""
+    parser.add_argument(
+        "--target",
+        action="append",
+        required=True,
+        metavar="T[,T...]",
+        help="backends to offload to, highest priority first: comma-separated or repeated "
+        "(see 'relaykit backends')",
+    )
+    parser.add_argument(
+        "--pin",
+        action="append",
+        metavar="OP[=TARGET]",
+        help="keep operator OP on the host, or on TARGET (repeatable)",
+    )
+    parser.add_argument(
+        "--min-ops",
+        type=int,
+        default=None,
+        metavar="N",
+        help="regions with fewer than N operators go back to the host",
+    )
+
+
+def add_model_options(parser: argparse.ArgumentParser) -> None:
+    """``--input-shapes``, ``--batch``, ``--image-size``, ``--max-file-size``."""
+    parser.add_argument(
+        "--input-shapes",
+        action="append",
+        metavar="NAME:SHAPE",
+        help="static shapes of ONNX inputs, e.g. data:1x3x224x224 or 'a:[1,8] b:[1,4]' "
+        "(needed for inputs with symbolic dimensions)",
+    )
+    parser.add_argument("--batch", type=int, default=1, help="batch size of built-in workloads")
+    parser.add_argument(
+        "--image-size",
+        type=int,
+        default=224,
+        help="input height and width of built-in image workloads",
+    )
+    add_file_limit(parser)
+
+
+@contextlib.contextmanager
+def _codegen_progress(targets: list[str], progress: Progress) -> Iterator[None]:
+    """Show one progress step per region while the backends compile (terminal only)."""
+    if not progress.enabled:
+        yield
+        return
+    with codegen_registry.scoped():
+        for target in targets:
+            info = get_codegen(target)
+            codegen_registry.register(
+                CodegenInfo(target, _shown(info, progress), info.optimize, info.per_module),
+                override=True,
+            )
+        yield
+
+
+def _shown(info: CodegenInfo, progress: Progress) -> Callable[[Any], Module]:
+    def compile_one(funcs: Any) -> Module:
+        batch = funcs if isinstance(funcs, list) else [funcs]
+        names = ", ".join(str(f.attrs.get("global_symbol", "?")) for f in batch)
+        with progress.step(f"codegen {info.name}: {names}"):
+            return info.compile(funcs)
+
+    return compile_one
+
+
+def compile_model(
+    mod: IRModule,
+    targets: list[str],
+    *,
+    pins: list[Any] | None = None,
+    min_ops: int | None = None,
+    progress: Progress | None = None,
+) -> tuple[Any, IRModule]:
+    """Partition ``mod`` for ``targets`` and build it: the built factory module and the
+    partitioned module."""
+    progress = progress or Progress(enabled=False)
+    with scoped_registries():  # the options set here do not outlive the call
+        activate_targets(targets)
+        for target in targets:
+            get_codegen(target)  # an unknown target fails here, before any work
+            if min_ops is not None:
+                configure_target(target, min_region_ops=min_ops)
+        with progress.step(f"partition for {', '.join(targets)}"):
+            part = partition_for(mod, targets, pin=pins or None)
+    with progress.step("build"), _codegen_progress(targets, progress):
+        lib = build(part, target="llvm")
+    return lib, part
+
+
+def region_counts(part: IRModule) -> dict[str, int]:
+    """How many regions each backend got."""
+    counts: dict[str, int] = {}
+    for name in region_functions(part):
+        compiler = str(part[name].attrs.get("Compiler"))
+        counts[compiler] = counts.get(compiler, 0) + 1
+    return counts
+
+
+def write_artifact(lib: Any, out: Path) -> None:
+    """``lib.export_library(out)`` through a temporary file beside ``out``, renamed when
+    complete: a failed or interrupted write leaves no half-written artifact."""
+    partial = out.with_name(f".{out.name}.partial-{os.getpid()}")
+    try:
+        lib.export_library(str(partial))
+        os.replace(partial, out)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def default_output(model: str) -> Path:
+    return Path(Path(model).stem + ".rkmod")
+
+
+def run(args: argparse.Namespace) -> int:
+    targets = split_targets(args.target)
+    pins = parse_pins(args.pin)
+    shapes = parse_shapes(args.input_shapes)
+    out = check_output_path(args.output or default_output(args.model), "output file")
+    progress = Progress()
+    with progress.step(f"import {args.model}"):
+        mod, what = load_for_build(
+            args.model,
+            args.batch,
+            args.image_size,
+            shapes=shapes or None,
+            limit=args.max_file_size,
+        )
+    lib, part = compile_model(mod, targets, pins=pins, min_ops=args.min_ops, progress=progress)
+    with progress.step(f"write {out}"):
+        write_artifact(lib, out)
+    regions = region_counts(part)
+    placed = ", ".join(f"{n} on {t}" for t, n in regions.items()) or "none offloaded"
+    print(f"compiled {what} for {', '.join(targets)}: regions {placed}")
+    inputs, outputs = artifact_signature(lib)
+    for spec in inputs:
+        print(f"  input  {spec}")
+    for spec in outputs:
+        print(f"  output {spec}")
+    print(f"wrote {out} ({format_size(out.stat().st_size)})")
+    return 0

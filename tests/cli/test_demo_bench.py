@@ -1,0 +1,100 @@
+"""``relaykit demo`` (the whole flow on a real backend) and ``relaykit bench``."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from relaykit.backends.status import AVAILABLE, describe
+from relaykit.cli import main
+from relaykit.cli.bench import Engine, measure
+from relaykit.cli.demo import PREFERRED, best_target
+
+
+def test_demo_partitions_builds_runs_and_times(tmp_path, capsys):
+    report = tmp_path / "report.txt"
+    args = ["demo", "--model", "mlp", "--report", str(report), "--runs", "2"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    target, _ = best_target()
+    assert f"2. backend: {target}" in out
+    assert re.search(rf"3\. partition: \d+ regions? on {target} with \d+ operators?", out)
+    assert re.search(rf"4\. build: [1-9]\d* regions? compiled by {target}", out), out
+    diff = float(re.search(r"max abs difference from the host build (\S+)", out).group(1))
+    assert diff <= 1e-4
+    times = re.search(rf"6\. time: {target} (\S+) ms, host (\S+) ms \(median of 4 runs\)", out)
+    assert times and float(times.group(1)) > 0 and float(times.group(2)) > 0
+    text = report.read_text()
+    assert f"Target {target}:" in text  # the partition summary
+    assert "nn.dense" in text and "Operator breakdown" in text  # and where each op went
+
+
+def test_demo_picks_the_first_available_backend():
+    target, skipped = best_target()
+    statuses = {name: describe(name).status for name in PREFERRED}
+    first = next(n for n in PREFERRED if statuses[n] == AVAILABLE)
+    assert target == first
+    assert ("not available" in skipped) == (first != PREFERRED[0])
+
+
+def test_demo_with_a_chosen_backend(tmp_path, capsys):
+    args = ["demo", "--model", "mlp", "--target", "jsonref", "--runs", "1",
+            "--report", str(tmp_path / "r.txt")]  # fmt: skip
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "2. backend: jsonref" in out
+    assert "Target jsonref:" in (tmp_path / "r.txt").read_text()
+
+
+def test_bench_compares_relaykit_host_and_onnxruntime(conv_net, capsys):
+    pytest.importorskip("onnxruntime")
+    args = ["bench", str(conv_net), "--target", "jsonref", "--bursts", "2", "--runs", "2",
+            "--pause", "0"]  # fmt: skip
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "2 bursts x 2 runs per engine" in out
+    rows = {}
+    for line in out.splitlines():
+        m = re.fullmatch(r"(relaykit jsonref|relaykit host|onnxruntime)\s+(\S+)\s+(\S+)x\s+(\S+)",
+                         line)  # fmt: skip
+        if m:
+            rows[m.group(1)] = (float(m.group(2)), float(m.group(3)), m.group(4))
+    assert set(rows) == {"relaykit jsonref", "relaykit host", "onnxruntime"}, out
+    base = rows["relaykit jsonref"][0]
+    assert rows["relaykit jsonref"][1:] == (1.0, "-")
+    for name in ("relaykit host", "onnxruntime"):
+        median, ratio, diff = rows[name]
+        assert ratio == pytest.approx(median / base, rel=0.02, abs=0.01)
+        assert float(diff) <= 1e-5  # the same outputs as relaykit's build
+
+
+def test_bench_on_a_workload_says_onnxruntime_needs_a_file(capsys):
+    args = ["bench", "mlp", "--target", "jsonref", "--bursts", "1", "--runs", "1", "--no-host"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "onnxruntime runs ONNX files only" in out
+    assert "relaykit host" not in out
+
+
+def test_measure_takes_turns_in_bursts():
+    calls: list[str] = []
+    engines = [Engine(n, lambda n=n: calls.append(n)) for n in ("a", "b", "c")]
+    measure(engines, bursts=3, runs=2, pause=0)
+    assert calls[:3] == ["a", "b", "c"]  # one warm-up each
+    timed = calls[3:]
+    assert (
+        timed
+        == ["a"] * 2
+        + ["b"] * 2
+        + ["c"] * 2
+        + ["b"] * 2
+        + ["c"] * 2
+        + ["a"] * 2
+        + ["c"] * 2
+        + ["a"] * 2
+        + ["b"] * 2
+    )
+    assert all(len(e.times) == 6 for e in engines)
+    assert all(np.isfinite(e.median_ms) for e in engines)
