@@ -407,3 +407,14 @@ def test_graphviz_draws_the_dot_output():
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count('class="node"') == len(report.ops)
     assert proc.stdout.count('class="cluster"') == len({r.function for r in report.ops} - {None})
+
+
+def test_a_built_in_backend_is_found_by_name_and_both_views_agree():
+    x, w = relay.var("x", shape=(1, 8)), relay.var("w", shape=(4, 8))
+    mod = tvm.IRModule.from_expr(relay.nn.relu(relay.nn.dense(x, w)))
+    report, summary = analyse(mod, "ccompiler", params={"w"})
+    assert report.placements() == {"ccompiler": 2}
+    # the functions the explain report names are the ones the summary measured
+    assert [f.name for f in summary.targets["ccompiler"].functions] == [report.ops[0].function]
+    assert summary.targets["ccompiler"].functions[0].param_bytes == 4 * 8 * 4
+    assert summary.targets["ccompiler"].functions[0].macs == 4 * 8

@@ -205,8 +205,10 @@ def explain(
         args = [
             tuple(last_row[j] for j in labels if j in last_row) for labels in sources.get(k, ())
         ]
+        before = len(report.ops)
         _report_call(report, call, decision, placed.get(k), caller, args)
-        last_row[k] = len(report.ops) - 1
+        if len(report.ops) > before:  # its result is its last row (a composite's root)
+            last_row[k] = len(report.ops) - 1
     return report
 
 
