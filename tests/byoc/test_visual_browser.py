@@ -133,8 +133,10 @@ def test_the_page_renders_its_regions_in_a_browser(tmp_path):
     dom = proc.stdout
     assert 'data-ready="1"' in dom, "the page's script did not run to its end"
     assert f"{len(report.ops)} operators drawn, {len(regions)} partitioned functions" in dom
-    for fn in regions:
-        assert f"<code>{fn}</code>" in dom
+    aside = dom[dom.index('<aside id="rk-details"') : dom.index("</aside>")]
+    for fn in regions:  # in the side panel (first screen) and in the regions table
+        assert f"<code>{fn}</code>" in aside
+        assert dom.count(f"<code>{fn}</code>") == 2
     assert dom.count('class="node') == len(report.ops)
 
     # a link to one operator opens with it selected and its reasons in the panel
@@ -148,6 +150,14 @@ def test_the_page_renders_its_regions_in_a_browser(tmp_path):
     assert f"#{op.index} {op.op}" in panel
     assert f"<dt>target convlib</dt><dd>{op.reasons['convlib']}</dd>" in panel
     assert re.search(rf'<g class="node[^"]* sel" data-i="{op.index}"', proc.stdout)
+
+    # and a link to a region opens with the region's operators, MACs and parameters
+    fn = next(r.function for r in report.ops if r.placement == "convlib")
+    proc = chromium(tmp_path, "--dump-dom", f"{page.as_uri()}#fn={fn}")
+    panel = proc.stdout[proc.stdout.index('id="rk-details"') : proc.stdout.index("</aside>")]
+    rows = [r for r in report.ops if r.function == fn]
+    assert f"<h3>{fn}</h3>" in panel and "<dt>target</dt><dd>convlib</dd>" in panel
+    assert f"<dt>operators</dt><dd>{len(rows)}: #{rows[0].index} {rows[0].op}" in panel
 
     shot = tmp_path / "shot.png"
     proc = chromium(tmp_path, f"--screenshot={shot}", page.as_uri())

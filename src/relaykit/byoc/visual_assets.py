@@ -52,6 +52,8 @@ background:#fff;border-radius:4px;padding:3px 9px}
 padding:6px 9px;border-radius:5px;font-size:12px;pointer-events:none;white-space:pre-wrap}
 aside#rk-details{width:340px;overflow:auto;padding:10px 14px;border-left:1px solid #e3e6ea;
 font-size:13px}
+#rk-reglist{list-style:none;padding:0;margin:0}#rk-reglist li{cursor:pointer;padding:1px 0}
+#rk-reglist li:hover{background:#eef3fa}
 aside dl{margin:0}aside dt{font-weight:600;margin-top:6px}aside dd{margin:0 0 0 10px}
 section{padding:0 18px}
 table{border-collapse:collapse;font-size:13px;margin:4px 0 10px}
@@ -156,7 +158,9 @@ SCRIPT = r"""
   });
   svg.addEventListener("mouseleave", function () { tip.hidden = true; });
 
+  var intro = panel.innerHTML;  // the usage note and the list of regions, from Python
   function clear() {
+    if (panel.dataset.shows) { panel.innerHTML = intro; panel.dataset.shows = ""; listen(); }
     svg.classList.remove("focus");
     svg.querySelectorAll(".on,.sel").forEach(function (n) { n.classList.remove("on", "sel"); });
     svg.querySelectorAll(".hot").forEach(function (p) { p.classList.remove("hot"); });
@@ -175,6 +179,7 @@ SCRIPT = r"""
   function details(i) {
     var op = data.ops[i];
     panel.textContent = "";
+    panel.dataset.shows = String(i);
     panel.appendChild(el("h3", "#" + i + " " + opName(op)));
     var dl = el("dl");
     function item(k, v) { dl.appendChild(el("dt", k)); dl.appendChild(el("dd", v)); }
@@ -205,11 +210,26 @@ SCRIPT = r"""
     var g = e.target.closest && e.target.closest(".node");
     if (g) select(+g.dataset.i, false); else clear();
   });
+  function regionDetails(k) {
+    var r = data.regions[k];
+    panel.textContent = "";
+    panel.dataset.shows = "fn=" + r[0];
+    panel.appendChild(el("h3", r[0]));
+    var dl = el("dl");
+    function item(key, v) { dl.appendChild(el("dt", key)); dl.appendChild(el("dd", v)); }
+    item("target", r[1]);
+    item("operators", r[2].length + ": " + r[2].map(function (i) {
+      return "#" + i + " " + data.ops[i][0];
+    }).join(", "));
+    item("MACs", r[3]);
+    item("parameters", r[4]);
+    panel.appendChild(dl);
+  }
   function showRegion(k) {
     var r = data.regions[k];
     clear(); svg.classList.add("focus");
     r[2].forEach(function (i) { nodes[i].classList.add("on"); });
-    details(r[2][0]);
+    regionDetails(k);
     var b = box(r[2]); show(b[0], b[1], b[2], b[3], 1.2);
   }
   document.querySelectorAll("#rk-regions tbody tr").forEach(function (tr) {
@@ -218,6 +238,12 @@ SCRIPT = r"""
       pane.scrollIntoView({block: "nearest"});
     });
   });
+  function listen() {
+    panel.querySelectorAll("#rk-reglist li").forEach(function (li) {
+      li.addEventListener("click", function () { showRegion(+li.dataset.region); });
+    });
+  }
+  listen();
   function fromHash() {  // #op=12 selects operator 12, #fn=NAME a region
     var m = /^#(op|fn)=(.+)$/.exec(decodeURIComponent(location.hash));
     if (!m) return;
@@ -253,8 +279,9 @@ SCRIPT = r"""
     if (e.key === "-") zoom(1.3, s[0] / 2, s[1] / 2);
     if (e.key === "Escape") clear();
   });
-  panel.appendChild(el("p", data.ops.length + " operators drawn, " + data.regions.length +
-    " partitioned functions.", "rk-count"));
+  panel.insertBefore(el("p", data.ops.length + " operators drawn, " + data.regions.length +
+    " partitioned functions.", "rk-count"), panel.children[1] || null);
+  intro = panel.innerHTML;
   fromHash();
   document.body.dataset.ready = "1";
 })();

@@ -62,7 +62,10 @@ def render_html(report: Report, summary: Summary | None = None, *, title: str | 
             [r.op, r.type, r.placement, r.function, r.why, r.reasons, r.composite, r.caller]
             for r in report.ops
         ],
-        "regions": [[v.function, v.target, list(v.ops)] for v in views],
+        "regions": [
+            [v.function, v.target, list(v.ops), human_count(v.macs), human_bytes(v.param_bytes)]
+            for v in views
+        ],
     }
     payload = json.dumps(data, separators=(",", ":")).replace("<", "\\u003c")
     parts = [
@@ -81,8 +84,7 @@ def render_html(report: Report, summary: Summary | None = None, *, title: str | 
         "</div>",
         _svg(report, lay, colors),
         '<div id="rk-tip" hidden></div></section>',
-        '<aside id="rk-details"><p>Click an operator to see where it went and why; '
-        "drag to pan, wheel to zoom.</p></aside></main>",
+        f'<aside id="rk-details">{_panel(views, colors)}</aside></main>',
         _region_table(views, colors, report),
         _summary_tables(summary) if summary is not None else "",
         _op_table(report, colors),
@@ -90,6 +92,21 @@ def render_html(report: Report, summary: Summary | None = None, *, title: str | 
         f"<script>{SCRIPT}</script></body></html>",
     ]
     return "\n".join(parts)
+
+
+def _panel(views: list[RegionView], colors: dict[str, str]) -> str:
+    """The side panel before anything is selected: how to use the page, and the
+    regions (click one to see it in the graph)."""
+    items = "".join(
+        f'<li data-region="{k}"><span class="rk-sw" style="background:'
+        f'{colors.get(v.target, colors[HOST])}"></span><code>{escape(v.function)}</code> '
+        f"<small>{len(v.ops)} ops</small></li>"
+        for k, v in enumerate(views)
+    )
+    return (
+        "<p>Click an operator to see where it went and why; drag to pan, wheel to zoom.</p>"
+        f'<h3>Regions ({len(views)})</h3><ul id="rk-reglist">{items}</ul>'
+    )
 
 
 def _headline(report: Report, views: list[RegionView]) -> str:
