@@ -13,6 +13,7 @@ from relaykit.backends.status import AVAILABLE, describe
 from relaykit.cli import main
 from relaykit.cli._common import Progress
 from relaykit.runtime import load_module
+from relaykit.text.parser import parse
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -89,6 +90,10 @@ def test_random_inputs_are_announced_and_top_k_printed(conv_net, tmp_path, capsy
 
 def test_input_shapes_fix_a_symbolic_dimension(two_input_net, tmp_path, capsys):
     artifact = tmp_path / "mm.rkmod"
+    assert main(["compile", str(two_input_net), "--target", "jsonref", "-o", str(artifact)]) == 2
+    err = capsys.readouterr().err
+    assert "graph input 'a' has a dynamic dimension" in err and "--input-shapes" in err
+    assert not artifact.exists()
     args = ["compile", str(two_input_net), "--target", "jsonref", "-o", str(artifact),
             "--input-shapes", "a:3x4 b:[4,4]"]  # fmt: skip
     assert main(args) == 0
@@ -213,3 +218,25 @@ def test_pin_and_min_ops_move_the_region_boundaries(conv_net, tmp_path, capsys):
                      "--outputs", str(outputs)]) == 0  # fmt: skip
         with np.load(outputs) as saved:
             np.testing.assert_allclose(saved["output_0"], want, rtol=1e-4, atol=1e-5)
+
+
+def test_dump_relay_and_fill_mode(two_input_net, tmp_path, capsys):
+    artifact, text = tmp_path / "mm.rkmod", tmp_path / "mm.relay"
+    args = ["compile", str(two_input_net), "--target", "jsonref", "-o", str(artifact),
+            "--input-shapes", "a:2x4", "--dump-relay", str(text)]  # fmt: skip
+    assert main(args) == 0
+    dumped = parse(text.read_text())
+    compilers = {str(f.attrs["Compiler"]) for _, f in dumped.items() if "Compiler" in f.attrs}
+    assert compilers == {"jsonref"}
+    capsys.readouterr()
+    assert (
+        main(["run", str(artifact), "--fill-mode", "ones", "--outputs", str(tmp_path / "o.npz")])
+        == 0
+    )
+    assert (
+        "running on inputs of ones for a: float32[2, 4], b: float32[4, 4]"
+        in capsys.readouterr().err
+    )
+    with np.load(tmp_path / "o.npz") as saved:
+        ones = np.ones((2, 4), "float32")
+        np.testing.assert_allclose(saved["output_0"], ones @ np.ones((4, 4)) + ones)

@@ -72,7 +72,8 @@ def artifact(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def test_the_real_command_exits_2_1_0_without_traceback(bad_files, artifact, tmp_path):
-    """A few cases on the installed entry point; the full matrix runs in-process below."""
+    """A few cases on the real command (python -m relaykit.cli, what the console script
+    runs); the full matrix runs in-process below."""
     assert_clean_error(relaykit("compile", bad_files["directory"][0], "--target", "jsonref"),
                        2, "is a directory")  # fmt: skip
     assert_clean_error(relaykit("run", bad_files["fifo"][0]), 2, "is a FIFO")
@@ -80,14 +81,8 @@ def test_the_real_command_exits_2_1_0_without_traceback(bad_files, artifact, tmp
     junk = tmp_path / "junk.onnx"
     junk.write_bytes(np.random.default_rng(0).integers(0, 256, 3000, np.uint8).tobytes())
     assert_clean_error(relaykit("compile", str(junk), "--target", "jsonref"), 1, "ONNX model")
-    proc = relaykit("compile", "mlp", "--target", "jsonref", "--bogus")
-    assert proc.returncode == 2 and "unrecognized arguments: --bogus" in proc.stderr
-    assert "Traceback" not in proc.stderr
     proc = relaykit("--version")
     assert (proc.returncode, proc.stdout.split()) == (0, ["relaykit", __version__])
-    out = tmp_path / "o.npz"
-    proc = relaykit("run", artifact, "--outputs", str(out))
-    assert proc.returncode == 0 and out.is_file(), proc.stderr
 
 
 @pytest.mark.parametrize("kind", ["directory", "fifo", "device", "too large", "missing"])
@@ -158,6 +153,9 @@ def test_usage_errors_exit_2(capsys):
         ["compile", "mlp", "--target", "jsonref", "--input-shapes", "data=1x2"],
         ["compile", "mlp", "--target", ","],
         ["run", "x", "--max-file-size", "lots"],
+        ["compile", "mlp", "--target", "jsonref", "--batch", "100000"],
+        ["partition", "vgg11", "--target", "x", "--image-size", "100000"],
+        ["compile", "x.onnx", "--target", "jsonref", "--input-shapes", "a:100000x100000x1000"],
     ]
     for args in cases:
         proc = in_process(capsys, *args)

@@ -1,4 +1,6 @@
-"""What every subcommand shares: exit codes, reading user files safely, shapes, progress.
+"""What every subcommand shares: exit codes, targets, pins and shapes, progress, an
+artifact's signature, and (from :mod:`relaykit.cli._files`, re-exported here) reading
+and writing user files safely.
 
 Exit codes follow the usual convention: 0 when the command did what it was asked, 2 for
 a usage error (a wrong argument: unknown model, a missing, special or oversized file, a
@@ -12,12 +14,9 @@ import argparse
 import contextlib
 import os
 import re
-import stat
 import sys
 import time
 import traceback
-import zipfile
-import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,17 @@ from typing import IO, Any, TypeAlias
 import numpy as np
 
 from relaykit.byoc import pin
+from relaykit.cli._files import (
+    DEFAULT_MAX_FILE_SIZE,
+    add_file_limit,
+    check_file,
+    check_output_path,
+    format_size,
+    load_npz,
+    parse_size,
+    read_file_bytes,
+    read_text_file,
+)
 from relaykit.errors import ArtifactError, RelayKitError, UsageError
 
 __all__ = [
@@ -46,6 +56,9 @@ __all__ = [
     "Progress",
     "run_command",
     "add_file_limit",
+    "int_range",
+    "BATCH",
+    "IMAGE_SIZE",
     "TensorSpec",
     "load_npz",
     "artifact_signature",
@@ -59,142 +72,29 @@ EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 
-#: The largest file a subcommand reads unless ``--max-file-size`` says otherwise.
-DEFAULT_MAX_FILE_SIZE = 2 * 1024**3
 
-_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+def int_range(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: an integer in ``[low, high]`` (sizes that would allocate absurd
+    amounts of memory are refused before any work)."""
 
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is not between {low} and {high}")
+        return value
 
-def parse_size(text: str) -> int:
-    """``"512M"`` -> 536870912: a byte count with an optional K/M/G/T suffix (powers of 1024).
-
-    >>> parse_size("2G"), parse_size("100"), parse_size("1.5k")
-    (2147483648, 100, 1536)
-    """
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKmMgGtT]?)(?:i?[bB])?\s*", text)
-    if m is None:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a size: give bytes, or a number with K, M, G or T (e.g. 512M)"
-        )
-    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    return parse
 
 
-def format_size(n: int) -> str:
-    """``1536`` -> ``'1.5 KiB'``."""
-    size = float(n)
-    for unit in ("bytes", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{n} bytes" if unit == "bytes" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} GiB"  # pragma: no cover - the loop always returns
+#: The sizes of built-in workloads the command line accepts.
+BATCH = int_range(1, 1024)
+IMAGE_SIZE = int_range(16, 4096)
 
-
-def add_file_limit(parser: argparse.ArgumentParser) -> None:
-    """The ``--max-file-size`` option of a subcommand that reads files."""
-    parser.add_argument(
-        "--max-file-size",
-        type=parse_size,
-        default=DEFAULT_MAX_FILE_SIZE,
-        metavar="SIZE",
-        help="refuse input files larger than this (default 2G; e.g. 512M, 8G)",
-    )
-
-
-def _kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
-
-
-def _check_stat(st: os.stat_result, path: str, what: str, limit: int) -> None:
-    if not stat.S_ISREG(st.st_mode):
-        raise UsageError(f"{what} {path!r} is {_kind(st.st_mode)}; give a regular file")
-    if st.st_size > limit:
-        raise UsageError(
-            f"{what} {path!r} is {format_size(st.st_size)}, above the limit of "
-            f"{format_size(limit)}; raise it with --max-file-size if the file is trusted"
-        )
-
-
-def check_file(path: str | os.PathLike[str], what: str, limit: int) -> Path:
-    """``path`` if it names a regular file of at most ``limit`` bytes, else a UsageError
-    saying what is wrong (missing, a directory, a FIFO or device, too large)."""
-    name = os.fspath(path)
-    try:
-        st = os.stat(name)
-    except FileNotFoundError:
-        raise UsageError(f"{what} {name!r} does not exist") from None
-    except OSError as err:
-        raise UsageError(f"cannot read {what} {name!r}: {err.strerror}") from None
-    _check_stat(st, name, what, limit)
-    return Path(name)
-
-
-def check_output_path(path: str | os.PathLike[str], what: str) -> Path:
-    """``path`` if a file may be written there: it is new or a regular file (writing to
-    a FIFO would block, to a device or a directory makes no sense)."""
-    name = os.fspath(path)
-    try:
-        st = os.stat(name)
-    except FileNotFoundError:
-        parent = Path(name).parent
-        if not parent.is_dir():
-            raise UsageError(
-                f"{what} {name!r}: the directory {str(parent)!r} does not exist"
-            ) from None
-        return Path(name)
-    except OSError as err:
-        raise UsageError(f"cannot write {what} {name!r}: {err.strerror}") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise UsageError(f"{what} {name!r} is {_kind(st.st_mode)}; give a file name to write")
-    return Path(name)
-
-
-def read_file_bytes(path: str | os.PathLike[str], what: str, limit: int) -> bytes:
-    """The bytes of a regular file of at most ``limit`` bytes.
-
-    The file is opened without blocking (a FIFO does not hang) and checked on the open
-    descriptor before anything is read, and no more than ``limit`` bytes are ever read,
-    so a device such as ``/dev/zero`` or a file growing underneath costs bounded memory.
-    """
-    name = os.fspath(path)
-    check_file(name, what, limit)
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(name, flags)
-    except OSError as err:
-        raise UsageError(f"cannot read {what} {name!r}: {err.strerror}") from None
-    with os.fdopen(fd, "rb", closefd=True) as f:
-        _check_stat(os.fstat(f.fileno()), name, what, limit)
-        data = f.read(limit + 1)
-    if len(data) > limit:
-        raise UsageError(
-            f"{what} {name!r} grew above the limit of {format_size(limit)} while being read"
-        )
-    return data
-
-
-def read_text_file(path: str | os.PathLike[str], what: str, limit: int) -> str:
-    """A UTF-8 text file (bounded as :func:`read_file_bytes`); binary data is a UsageError."""
-    data = read_file_bytes(path, what, limit)
-    name = os.fspath(path)
-    nul = data.find(b"\0")
-    if nul >= 0:
-        raise UsageError(
-            f"{what} {name!r} is a binary file (a NUL byte at offset {nul}), not Relay text"
-        )
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise UsageError(
-            f"{what} {name!r} is not UTF-8 text (byte {err.start}); a Relay text file is expected"
-        ) from None
+#: The most elements one ``--input-shapes`` shape may have (2**31, 8 GiB of float32).
+MAX_SHAPE_ELEMENTS = 2**31
 
 
 def split_targets(values: list[str] | None) -> list[str]:
@@ -235,6 +135,14 @@ def _dims(text: str, item: str) -> tuple[int, ...]:
         )
     if any(d < 0 for d in dims):
         raise UsageError(f"input shape {item!r} has a negative dimension")
+    count = 1
+    for d in dims:
+        count *= d
+    if count > MAX_SHAPE_ELEMENTS:
+        raise UsageError(
+            f"input shape {item!r} has {count} elements, more than the {MAX_SHAPE_ELEMENTS} "
+            "relaykit accepts"
+        )
     return dims
 
 
@@ -330,6 +238,11 @@ def run_command(func: Callable[[argparse.Namespace], int], args: argparse.Namesp
     except RelayKitError as err:
         _error(str(err))
         return EXIT_FAILURE
+    except BrokenPipeError:  # the reader went away (| head): stop quietly
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes
+        return EXIT_FAILURE
     except KeyboardInterrupt:
         _error("interrupted")
         return 130
@@ -354,69 +267,6 @@ def run_command(func: Callable[[argparse.Namespace], int], args: argparse.Namesp
         if getattr(args, "traceback", False):
             traceback.print_exception(err, file=sys.stderr)
         return EXIT_FAILURE
-
-
-_NPZ_KINDS = "biufc"  # bool, integers, floats, complex: plain numbers, no objects
-
-
-def _npz_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, name: str, budget: int) -> np.ndarray:
-    """One ``.npy`` member, its header checked before its data is read."""
-    key = info.filename[: -len(".npy")]
-    with zf.open(info) as f:
-        version = np.lib.format.read_magic(f)
-        if version == (1, 0):
-            shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
-        else:
-            shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
-        if dtype.kind not in _NPZ_KINDS or dtype.hasobject or dtype.fields is not None:
-            raise UsageError(
-                f"array {key!r} of {name!r} has dtype {dtype}; only numbers and booleans are "
-                "read (no objects, no pickles)"
-            )
-        count = int(np.prod(shape, dtype=np.int64)) if shape else 1
-        nbytes = count * dtype.itemsize
-        if count < 0 or nbytes > budget:
-            raise UsageError(
-                f"array {key!r} of {name!r} declares {dtype}{list(shape)} "
-                f"({format_size(nbytes)}), above the limit of {format_size(budget)} left"
-            )
-        data = f.read(nbytes)
-    if len(data) != nbytes:
-        raise UsageError(f"array {key!r} of {name!r} is truncated")
-    arr = np.frombuffer(data, dtype=dtype, count=count)
-    return arr.reshape(shape, order="F" if fortran else "C")
-
-
-def load_npz(path: str | os.PathLike[str], what: str, limit: int) -> dict[str, np.ndarray]:
-    """The arrays of an ``.npz`` file (as ``np.savez`` writes), read safely.
-
-    The file must be a regular file within ``limit`` bytes; every member's header is
-    checked (plain numeric dtype, no pickle) and the arrays together may not exceed
-    ``limit`` bytes once decompressed, so a small file cannot claim a huge array.
-    """
-    name = os.fspath(path)
-    check_file(name, what, limit)
-    arrays: dict[str, np.ndarray] = {}
-    budget = limit
-    try:
-        with zipfile.ZipFile(name) as zf:
-            for info in zf.infolist():
-                if not info.filename.endswith(".npy"):
-                    raise UsageError(
-                        f"{what} {name!r} holds {info.filename!r}, which is not an .npy array"
-                    )
-                arr = _npz_member(zf, info, name, budget)
-                budget -= arr.nbytes
-                arrays[info.filename[: -len(".npy")]] = arr
-    except UsageError:
-        raise
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError) as err:
-        raise UsageError(
-            f"{what} {name!r} is not a valid .npz file (write it with numpy.savez): {err}"
-        ) from None
-    except (ValueError, NotImplementedError, OSError) as err:
-        raise UsageError(f"{what} {name!r} holds a malformed array: {err}") from None
-    return arrays
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from typing import Any
 from relaykit.backends import target_key
 from relaykit.cli._common import DEFAULT_MAX_FILE_SIZE, check_file, read_text_file
 from relaykit.dataflow_pattern import is_op, wildcard
-from relaykit.errors import UsageError
+from relaykit.errors import DynamicShapeError, UsageError
 from relaykit.frontend import from_onnx
 from relaykit.ir import Call, Function, IRModule, Op, post_order
 from relaykit.ir.op import default_registry, register_op_attr
@@ -152,6 +152,18 @@ def _model_path(name: str, limit: int) -> Path:
     return check_file(name, "model file", limit)
 
 
+def _import_onnx(
+    path: Path, shapes: Mapping[str, Any] | None, freeze: bool
+) -> tuple[IRModule, Any]:
+    try:
+        return from_onnx(str(path), shape=shapes, freeze_params=freeze)
+    except DynamicShapeError as err:
+        raise UsageError(
+            f"{err}. On the command line, give static shapes with --input-shapes, e.g. "
+            "--input-shapes data:1x3x224x224 (several: 'a:1x8 b:[1,4]')"
+        ) from None
+
+
 def _parse_text(path: Path, limit: int) -> IRModule:
     text = read_text_file(path, "model file", limit)
     parsed = parse(text, source_name=str(path))
@@ -172,7 +184,7 @@ def load_model(
     if net is None:
         path = _model_path(name, limit)
         if path.suffix.lower() == ".onnx":
-            onnx_mod, params = from_onnx(str(path), shape=shapes, freeze_params=False)
+            onnx_mod, params = _import_onnx(path, shapes, freeze=False)
             return onnx_mod, set(params)
         mod = _parse_text(path, limit)
         return mod, {p.name_hint for p in mod["main"].params[1:]}
@@ -203,7 +215,7 @@ def load_for_build(
         return mod, f"workload {name} (batch {batch}, generated weights)"
     path = _model_path(name, limit)
     if path.suffix.lower() == ".onnx":
-        mod, _ = from_onnx(str(path), shape=shapes, freeze_params=True)
+        mod, _ = _import_onnx(path, shapes, freeze=True)
         return mod, f"ONNX model {path.name}"
     if shapes:
         raise UsageError("--input-shapes applies to ONNX models; a Relay text file has its types")
@@ -217,7 +229,7 @@ def bind_weights_for_partition(
     initializers for ONNX), as a build would."""
     if Path(model).suffix.lower() == ".onnx" and _workload(model, 1, 32) is None:
         path = _model_path(model, limit)
-        bound, _ = from_onnx(str(path), shape=shapes, freeze_params=True)
+        bound, _ = _import_onnx(path, shapes, freeze=True)
         return bound
     mod, params = create_workload(mod)
     mod = mod.copy()

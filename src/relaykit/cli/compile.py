@@ -24,6 +24,8 @@ from relaykit.backend.codegen.registry import (
 from relaykit.byoc import configure_target, partition_for, region_functions, scoped_registries
 from relaykit.byoc.targets import activate_targets
 from relaykit.cli._common import (
+    BATCH,
+    IMAGE_SIZE,
     Progress,
     SubParsers,
     add_file_limit,
@@ -45,6 +47,7 @@ examples:
   relaykit compile model.onnx --target dnnl -o model.rkmod
   relaykit compile model.onnx --target dnnl,ccompiler --input-shapes data:1x3x224x224
   relaykit compile resnet18 --target ccompiler --pin nn.softmax --min-ops 2
+  relaykit compile mlp --target dnnl --dump-relay mlp.relay   # see what dnnl got
   relaykit run model.rkmod --inputs in.npz --print-time     # then run it
 """
 
@@ -68,6 +71,11 @@ def register(sub: SubParsers) -> None:
         "--output",
         metavar="FILE",
         help="the artifact to write (default: MODEL's name with .rkmod, here)",
+    )
+    parser.add_argument(
+        "--dump-relay",
+        metavar="FILE",
+        help="also write the partitioned module as Relay text (what each backend got)",
     )
     add_model_options(parser)
     parser.set_defaults(func=run)
@@ -107,10 +115,10 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
         help="static shapes of ONNX inputs, e.g. data:1x3x224x224 or 'a:[1,8] b:[1,4]' "
         "(needed for inputs with symbolic dimensions)",
     )
-    parser.add_argument("--batch", type=int, default=1, help="batch size of built-in workloads")
+    parser.add_argument("--batch", type=BATCH, default=1, help="batch size of built-in workloads")
     parser.add_argument(
         "--image-size",
-        type=int,
+        type=IMAGE_SIZE,
         default=224,
         help="input height and width of built-in image workloads",
     )
@@ -196,6 +204,7 @@ def run(args: argparse.Namespace) -> int:
     pins = parse_pins(args.pin)
     shapes = parse_shapes(args.input_shapes)
     out = check_output_path(args.output or default_output(args.model), "output file")
+    dump = check_output_path(args.dump_relay, "Relay text file") if args.dump_relay else None
     progress = Progress()
     with progress.step(f"import {args.model}"):
         mod, what = load_for_build(
@@ -208,6 +217,8 @@ def run(args: argparse.Namespace) -> int:
     lib, part = compile_model(mod, targets, pins=pins, min_ops=args.min_ops, progress=progress)
     with progress.step(f"write {out}"):
         write_artifact(lib, out)
+    if dump is not None:
+        dump.write_text(part.astext(), encoding="utf-8")
     regions = region_counts(part)
     placed = ", ".join(f"{n} on {t}" for t, n in regions.items()) or "none offloaded"
     print(f"compiled {what} for {', '.join(targets)}: regions {placed}")

@@ -31,7 +31,13 @@ from relaykit.byoc import (
     scoped_registries,
 )
 from relaykit.byoc.summary import summarize
-from relaykit.cli._common import Progress, SubParsers, artifact_signature, check_output_path
+from relaykit.cli._common import (
+    IMAGE_SIZE,
+    Progress,
+    SubParsers,
+    artifact_signature,
+    check_output_path,
+)
 from relaykit.cli._models import (
     DEMO_TARGET,
     demo_patterns,
@@ -41,7 +47,7 @@ from relaykit.cli._models import (
 )
 from relaykit.cli.bench import measure, relaykit_engine
 from relaykit.cli.compile import compile_model, region_counts
-from relaykit.cli.run import random_inputs
+from relaykit.cli.run import positive_int, random_inputs
 from relaykit.errors import UsageError
 from relaykit.ir import Call, IRModule, Op, post_order
 from relaykit.ir.op import register_op_attr
@@ -77,14 +83,16 @@ def register(sub: SubParsers) -> None:
         "--model", default="resnet18", help="a built-in workload or a model file (resnet18)"
     )
     demo.add_argument("--target", default=None, help="the backend (default: dnnl, else ccompiler)")
-    demo.add_argument("--image-size", type=int, default=224, help="input height and width")
+    demo.add_argument("--image-size", type=IMAGE_SIZE, default=224, help="input height and width")
     demo.add_argument(
         "--report",
         default="relaykit-demo-report.txt",
         metavar="FILE",
         help="where to write the placement report (default relaykit-demo-report.txt)",
     )
-    demo.add_argument("--runs", type=int, default=3, help="timed runs per burst (default 3)")
+    demo.add_argument(
+        "--runs", type=positive_int, default=3, help="timed runs per burst (default 3)"
+    )
     demo.add_argument(
         "--walkthrough",
         action="store_true",
@@ -106,6 +114,14 @@ def best_target() -> tuple[str, str]:
         + "; ".join(skipped)
         + ". Install oneDNN (pip install 'relaykit[dnnl]') or a C compiler"
     )
+
+
+def _compare(fast: float, slow: float) -> str:
+    if fast <= 0 or slow <= 0:
+        return "too fast to compare"
+    if fast <= slow:
+        return f"{slow / fast:.1f}x faster than the host"
+    return f"{fast / slow:.1f}x slower than the host (a busy machine, or a model too small to gain)"
 
 
 def _plural(n: int, word: str) -> str:
@@ -167,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
     fast, slow = engines[0].median_ms, engines[1].median_ms
     print(
         f"6. time: {target} {fast:.2f} ms, host {slow:.2f} ms (median of "
-        f"{len(engines[0].times)} runs): {slow / fast:.1f}x the host's speed"
+        f"{len(engines[0].times)} runs): {_compare(fast, slow)}"
     )
     print(
         "\nnext: relaykit compile model.onnx --target "

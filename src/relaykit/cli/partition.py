@@ -14,6 +14,8 @@ from relaykit.byoc import configure_target, explain, run_optimize_hook, scoped_r
 from relaykit.byoc.summary import summarize
 from relaykit.byoc.targets import activate_targets
 from relaykit.cli._common import (
+    BATCH,
+    IMAGE_SIZE,
     SubParsers,
     add_file_limit,
     parse_pins,
@@ -93,10 +95,10 @@ def register(sub: SubParsers) -> None:
         metavar="NAME:SHAPE",
         help="static shapes of ONNX inputs, e.g. data:1x3x224x224 (repeatable)",
     )
-    part.add_argument("--batch", type=int, default=1, help="batch size of built-in workloads")
+    part.add_argument("--batch", type=BATCH, default=1, help="batch size of built-in workloads")
     part.add_argument(
         "--image-size",
-        type=int,
+        type=IMAGE_SIZE,
         default=224,
         help="input height and width of built-in image workloads",
     )

@@ -30,12 +30,21 @@ from relaykit.contrib.graph_executor import GraphModule
 from relaykit.errors import UsageError
 from relaykit.runtime import load_module
 
-__all__ = ["register", "run", "random_inputs", "check_inputs", "time_runs", "format_times"]
+__all__ = [
+    "register",
+    "run",
+    "random_inputs",
+    "fill_inputs",
+    "check_inputs",
+    "time_runs",
+    "format_times",
+]
 
 EPILOG = """\
 examples:
   relaykit run model.rkmod --inputs in.npz --outputs out.npz
   relaykit run model.rkmod --print-time --repeat 50      # random inputs, timed
+  relaykit run model.rkmod --fill-mode ones --outputs out.npz
   relaykit run model.rkmod --inputs img.npz --print-top 5
 """
 
@@ -85,6 +94,12 @@ def register(sub: SubParsers) -> None:
         metavar="K",
         help="print the K largest values of each output and their indices",
     )
+    parser.add_argument(
+        "--fill-mode",
+        choices=("random", "zeros", "ones"),
+        default="random",
+        help="what inputs hold without --inputs (default random)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
     parser.add_argument(
         "--no-native",
@@ -118,6 +133,15 @@ def random_inputs(specs: list[TensorSpec], seed: int = 0) -> dict[str, np.ndarra
         else:
             out[spec.name] = rng.integers(0, 10, spec.shape).astype(dtype)
     return out
+
+
+def fill_inputs(specs: list[TensorSpec], mode: str, seed: int = 0) -> dict[str, np.ndarray]:
+    """Inputs for ``specs`` when none are given: ``random`` (see :func:`random_inputs`),
+    ``zeros`` or ``ones``."""
+    if mode == "random":
+        return random_inputs(specs, seed)
+    fill = np.zeros if mode == "zeros" else np.ones
+    return {s.name: fill(s.shape, s.dtype) for s in specs}
 
 
 def check_inputs(
@@ -224,10 +248,15 @@ def run(args: argparse.Namespace) -> int:
     if args.inputs:
         values = check_inputs(load_npz(args.inputs, "inputs file", limit), inputs, args.inputs)
     else:
-        values = random_inputs(inputs, args.seed)
+        values = fill_inputs(inputs, args.fill_mode, args.seed)
         if inputs:
+            what = (
+                f"random inputs (seed {args.seed})"
+                if args.fill_mode == "random"
+                else f"inputs of {args.fill_mode}"
+            )
             print(
-                f"note: no --inputs given: running on random inputs (seed {args.seed}) for "
+                f"note: no --inputs given: running on {what} for "
                 + ", ".join(str(s) for s in inputs),
                 file=sys.stderr,
             )
