@@ -101,7 +101,8 @@ def test_missing_option_is_a_usage_error(capsys):
     assert main(["explain", "mlp"]) == 2
     assert "--target" in capsys.readouterr().err
     assert main(["explain", "mlp", "--target", "dnnl", "--min-ops", "-1"]) == 2
-    assert "'-1' is not a count" in capsys.readouterr().err
+    assert "-1 is not between 0 and" in capsys.readouterr().err
+    assert main(["explain", "mlp", "--target", "dnnl", "--batch", "100000"]) == 2
 
 
 def test_a_model_that_does_not_parse_fails_with_1(tmp_path, capsys):

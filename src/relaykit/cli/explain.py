@@ -20,10 +20,13 @@ from relaykit.byoc.summary import Summary
 from relaykit.byoc.targets import activate_targets
 from relaykit.byoc.visual import analyse, render_dot, render_html
 from relaykit.cli._common import (
+    BATCH,
     EXIT_OK,
+    IMAGE_SIZE,
     SubParsers,
     add_file_limit,
     check_output_path,
+    int_range,
     parse_pins,
     parse_shapes,
     split_targets,
@@ -47,15 +50,8 @@ exit status: 0 ok, 1 failure, 2 usage error.
 """
 
 
-def _count(text: str) -> int:
-    """An argparse type: an integer >= 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a count: give an integer >= 0")
-    return value
+#: Minimum region sizes: counts, >= 0.
+_COUNT = int_range(0, 2**62)
 
 
 def register(sub: SubParsers) -> None:
@@ -96,13 +92,13 @@ def register(sub: SubParsers) -> None:
     )
     p.add_argument(
         "--min-ops",
-        type=_count,
+        type=_COUNT,
         metavar="N",
         help="regions with fewer operators go back to the host",
     )
     p.add_argument(
         "--min-macs",
-        type=_count,
+        type=_COUNT,
         metavar="N",
         help="regions with fewer multiply-accumulates go back to the host",
     )
@@ -113,11 +109,11 @@ def register(sub: SubParsers) -> None:
         help="static shapes of ONNX inputs, e.g. data:1x3x224x224 (repeatable)",
     )
     p.add_argument(
-        "--batch", type=int, default=1, metavar="N", help="batch size of built-in workloads"
+        "--batch", type=BATCH, default=1, metavar="N", help="batch size of built-in workloads"
     )
     p.add_argument(
         "--image-size",
-        type=int,
+        type=IMAGE_SIZE,
         default=224,
         metavar="N",
         help="input height and width of image workloads",
