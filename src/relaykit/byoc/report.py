@@ -37,6 +37,7 @@ from .annotate import annotate_function, strip_annotations
 from .choose import Decision, TargetChooser, normalize_targets
 from .merge_composite import MergeComposite
 from .merge_regions import merge_regions
+from .op_edges import call_sources, composite_inner_inputs
 from .partition import RegionInfo, partition_module
 from .pins import as_pins
 from .pipeline import registered_patterns
@@ -59,6 +60,8 @@ class OpReport:
     reasons: dict[str, str]
     composite: str | None = None
     caller: str = "main"
+    #: The rows (``index``) whose results this operator reads, in the same function.
+    inputs: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -167,6 +170,8 @@ def _label(call: Call) -> int | None:
 
 #: The decision of every labelled call: label -> (call, decision, caller's name).
 _Decisions = dict[int, tuple[Call, Decision, str]]
+#: Per labelled call, per argument: the labels of the labelled calls it reads.
+_Sources = dict[int, list[tuple[int, ...]]]
 
 
 def explain(
@@ -185,7 +190,8 @@ def explain(
     chooser = TargetChooser(names, as_pins(pin, names))
     table = registered_patterns(names) if patterns is None else list(patterns)
     work = MergeComposite(table)(mod.copy()) if table else mod.copy()
-    annotated, decisions = _annotate_recording(work, chooser, include_non_call_ops)
+    sources: _Sources = {}
+    annotated, decisions = _annotate_recording(work, chooser, include_non_call_ops, sources)
     _, infos = partition_module(annotated)
     report = Report(names)
     report.regions.extend(
@@ -193,17 +199,25 @@ def explain(
         for info in infos
     )
     placed = _placed(infos)
+    last_row: dict[int, int] = {}
     for k in sorted(decisions):
         call, decision, caller = decisions[k]
-        _report_call(report, call, decision, placed.get(k), caller)
+        args = [
+            tuple(last_row[j] for j in labels if j in last_row) for labels in sources.get(k, ())
+        ]
+        before = len(report.ops)
+        _report_call(report, call, decision, placed.get(k), caller, args)
+        if len(report.ops) > before:  # its result is its last row (a composite's root)
+            last_row[k] = len(report.ops) - 1
     return report
 
 
 def _annotate_recording(
-    work: IRModule, chooser: TargetChooser, include_non_call_ops: bool
+    work: IRModule, chooser: TargetChooser, include_non_call_ops: bool, sources: _Sources
 ) -> tuple[IRModule, _Decisions]:
     """``work`` annotated and its regions merged as ``partition_for`` does, its calls
-    labelled (numbered spans), and the decision taken for every labelled call."""
+    labelled (numbered spans), and the decision taken for every labelled call; fills
+    ``sources`` with the labels each labelled call's arguments read."""
     decisions: _Decisions = {}
     annotated = work.copy()
     count = 0
@@ -217,6 +231,7 @@ def _annotate_recording(
             fn, keep = strip_annotations(fn)
         start = count
         fn, count = _label_calls(fn, count)
+        sources.update(call_sources(fn.body, _label))
         record: dict[Call, Decision] = {}
         fn = annotate_function(fn, chooser, include_non_call_ops, record, keep)
         for call, decision in record.items():
@@ -239,10 +254,16 @@ def _placed(infos: list[RegionInfo]) -> dict[int, RegionInfo]:
 
 
 def _report_call(
-    report: Report, call: Call, decision: Decision, info: RegionInfo | None, caller: str
+    report: Report,
+    call: Call,
+    decision: Decision,
+    info: RegionInfo | None,
+    caller: str,
+    args: list[tuple[int, ...]],
 ) -> None:
     """Appends the rows of one call: one for an operator, one per operator inside a
-    composite; a call whose region was pruned or not partitioned is on the host."""
+    composite; a call whose region was pruned or not partitioned is on the host.
+    ``args`` holds, per argument, the rows that argument reads."""
     reasons = dict(decision.reasons)
     placement, function, why = "host", None, decision.why
     if decision.target != DEFAULT_TARGET:
@@ -256,12 +277,20 @@ def _report_call(
     comp = composite_name(op)
     if comp is None or type(op) is not Function:
         name = op.name if type(op) is Op else type(op).__name__
+        inputs = tuple(dict.fromkeys(r for rows in args for r in rows))
         report.ops.append(
-            OpReport(len(report.ops), name, ty, placement, function, why, reasons, None, caller)
+            OpReport(
+                len(report.ops), name, ty, placement, function, why, reasons, None, caller, inputs
+            )
         )
         return
+    first = len(report.ops)
+    links = iter(composite_inner_inputs(op))
     for inner in post_order(op.body):
         if type(inner) is Call and type(inner.op) is Op:
+            inner_rows, params = next(links)
+            outer = (r for p in params if p < len(args) for r in args[p])
+            inputs = tuple(dict.fromkeys([*outer, *(first + i for i in inner_rows)]))
             report.ops.append(
                 OpReport(
                     len(report.ops),
@@ -273,6 +302,7 @@ def _report_call(
                     reasons,
                     comp,
                     caller,
+                    inputs,
                 )
             )
 

@@ -4,6 +4,7 @@ Subcommands (each one module of this package, listed in :data:`SUBCOMMANDS`):
 
 - ``relaykit demo``: the BYOC walkthrough on VGG-11, end to end;
 - ``relaykit partition MODEL --target X``: partition a model and summarise the result;
+- ``relaykit explain MODEL --target X --html FILE``: the partition drawn, and why;
 - ``relaykit backends``: the backends relaykit knows, their status and install hints;
 - ``relaykit keygen`` / ``sign`` / ``verify``: Ed25519 signatures of model files.
 
@@ -20,7 +21,7 @@ import sys
 from collections.abc import Sequence
 
 from relaykit._version import __version__
-from relaykit.cli import backends, bench, compile, demo, partition, run, sign
+from relaykit.cli import backends, bench, compile, demo, explain, partition, run, sign
 from relaykit.cli._common import run_command
 from relaykit.cli._models import (
     DEMO_TARGET,
@@ -42,12 +43,13 @@ __all__ = [
 ]
 
 #: The subcommand modules, in the order ``relaykit --help`` lists them.
-SUBCOMMANDS = (demo, partition, compile, run, bench, backends, sign)
+SUBCOMMANDS = (demo, partition, explain, compile, run, bench, backends, sign)
 
 EPILOG = """\
 examples:
   relaykit demo
   relaykit partition resnet18 --target dnnl --bind-params
+  relaykit explain resnet18 --target dnnl --bind-params --html report.html
   relaykit backends
 
 run 'relaykit COMMAND --help' for the options and an example of each command.

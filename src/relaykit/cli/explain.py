@@ -1,0 +1,181 @@
+"""``relaykit explain MODEL --target T[,T2]``: where every operator went, and why.
+
+Writes the partition as a self-contained HTML page (``--html``: the graph drawn
+top-down with each target's regions coloured, the placement and reasons of each
+operator on hover and click, per-region operators, MACs and parameter bytes, and
+the summary tables), as Graphviz DOT (``--dot``) and as JSON (``--json``); ``-``
+writes to standard output. With none of them it prints the tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from relaykit.byoc import run_optimize_hook, scoped_registries
+from relaykit.byoc.report import Report
+from relaykit.byoc.summary import Summary
+from relaykit.byoc.targets import activate_targets
+from relaykit.byoc.visual import analyse, render_dot, render_html
+from relaykit.cli._common import (
+    BATCH,
+    EXIT_OK,
+    IMAGE_SIZE,
+    SubParsers,
+    add_file_limit,
+    check_output_path,
+    int_range,
+    parse_pins,
+    parse_shapes,
+    split_targets,
+)
+from relaykit.cli._models import MODEL_HELP, bind_weights_for_partition, load_model
+from relaykit.cli.partition import _target_notes
+from relaykit.errors import UsageError
+
+__all__ = ["register", "run"]
+
+EPILOG = """\
+examples:
+  relaykit explain resnet50 --target dnnl --bind-params --html resnet50.html
+  relaykit explain model.onnx --target dnnl,ccompiler --html report.html --dot report.dot
+  relaykit explain vgg11 --target byoc-target --dot vgg11.dot  # dot -Tsvg vgg11.dot > vgg11.svg
+  relaykit explain mlp --target ccompiler --json report.json
+
+The HTML page needs no network: open it in any browser (drag to pan, wheel to zoom,
+click an operator for its placement and the answer of every target).
+exit status: 0 ok, 1 failure, 2 usage error.
+"""
+
+
+#: Minimum region sizes: counts, >= 0.
+_COUNT = int_range(0, 2**62)
+
+
+def register(sub: SubParsers) -> None:
+    p = sub.add_parser(
+        "explain",
+        help="draw a model's partition (HTML, DOT) and say where each operator went and why",
+        description=(
+            "Partition MODEL for the targets as a build would, and report for every operator\n"
+            "where it went and, per target, why: as an HTML page with the graph drawn and\n"
+            "each target's regions coloured (--html), as Graphviz DOT (--dot), as JSON\n"
+            "(--json), or as tables on standard output."
+        ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("model", help=MODEL_HELP)
+    p.add_argument(
+        "--target",
+        action="append",
+        required=True,
+        help="a target, highest priority first (repeatable, or comma-separated)",
+    )
+    p.add_argument("--html", metavar="FILE", help="write the HTML report to FILE ('-': stdout)")
+    p.add_argument("--dot", metavar="FILE", help="write Graphviz DOT to FILE ('-': stdout)")
+    p.add_argument("--json", metavar="FILE", help="write the report as JSON to FILE ('-': stdout)")
+    p.add_argument("--title", help="the report's title (default: the model's name)")
+    p.add_argument(
+        "--bind-params",
+        action="store_true",
+        help="bind the weights as constants and run each target's optimize hook first, as a "
+        "build does (backends such as dnnl only take constant weights)",
+    )
+    p.add_argument(
+        "--pin",
+        action="append",
+        metavar="OP[=TARGET]",
+        help="keep operator OP on the host, or on TARGET (repeatable)",
+    )
+    p.add_argument(
+        "--min-ops",
+        type=_COUNT,
+        metavar="N",
+        help="regions with fewer operators go back to the host",
+    )
+    p.add_argument(
+        "--min-macs",
+        type=_COUNT,
+        metavar="N",
+        help="regions with fewer multiply-accumulates go back to the host",
+    )
+    p.add_argument(
+        "--input-shapes",
+        action="append",
+        metavar="NAME:SHAPE",
+        help="static shapes of ONNX inputs, e.g. data:1x3x224x224 (repeatable)",
+    )
+    p.add_argument(
+        "--batch", type=BATCH, default=1, metavar="N", help="batch size of built-in workloads"
+    )
+    p.add_argument(
+        "--image-size",
+        type=IMAGE_SIZE,
+        default=224,
+        metavar="N",
+        help="input height and width of image workloads",
+    )
+    add_file_limit(p)
+    p.set_defaults(func=run)
+
+
+def _write(path: str, text: str, what: str) -> None:
+    if path == "-":
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        return
+    Path(path).write_text(text, encoding="utf-8")
+    print(f"wrote {what} to {path}", file=sys.stderr)
+
+
+def _json(report: Report, summary: Summary, notes: list[str]) -> str:
+    data = {"notes": notes, "summary": summary.to_dict(), "explain": report.to_dict()}
+    return json.dumps(data, indent=2)
+
+
+def run(args: argparse.Namespace) -> int:
+    targets = split_targets(args.target)
+    for value, option in ((args.html, "--html"), (args.dot, "--dot"), (args.json, "--json")):
+        if value is not None and value != "-":
+            check_output_path(value, option)
+    if sum(v == "-" for v in (args.html, args.dot, args.json)) > 1:
+        raise UsageError("only one of --html, --dot and --json can write to standard output")
+    shapes = parse_shapes(args.input_shapes)
+    limit = args.max_file_size
+    mod, weights = load_model(
+        args.model, args.batch, args.image_size, shapes=shapes or None, limit=limit
+    )
+    activate_targets(targets)  # built-in and installed backends load by name
+    if args.bind_params:
+        mod = bind_weights_for_partition(mod, weights, args.model, shapes or None, limit)
+        weights = set()
+        for t in targets:
+            mod = run_optimize_hook(mod, t, None)
+    title = args.title or Path(args.model).name
+    with scoped_registries():
+        notes = _target_notes(targets)
+        report, summary = analyse(
+            mod,
+            targets,
+            params=weights,
+            pins=parse_pins(args.pin),
+            min_ops=args.min_ops,
+            min_macs=args.min_macs,
+            model=title,
+        )
+    quiet = "-" in (args.html, args.dot, args.json)
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr if quiet else sys.stdout)
+    if args.html:
+        _write(args.html, render_html(report, summary, title=title), "the HTML report")
+    if args.dot:
+        _write(args.dot, render_dot(report, summary, title=title), "Graphviz DOT")
+    if args.json:
+        _write(args.json, _json(report, summary, notes), "JSON")
+    if not (args.html or args.dot or args.json):
+        print(summary)
+        print()
+        print(report)
+    return EXIT_OK
