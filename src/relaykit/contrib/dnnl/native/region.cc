@@ -10,15 +10,21 @@
 // reordered once; channel concatenations run in place in nChw16c (each input
 // written into its slice of the output); residual adds accumulate into the
 // residual's buffer (sum post-op). It then plans the intermediate buffers by
-// liveness, and rkdnnl_run executes the whole region in one native call.
+// liveness. A region is immutable once built: each caller runs it in a context of its
+// own (rkdnnl_context_create: the intermediate buffers and the scratchpad, a stream),
+// so any number of contexts run one region in parallel threads; rkdnnl_run executes
+// the whole region in one native call.
 //
 // C ABI (all functions catch every exception; on failure they return
 // NULL / nonzero and rkdnnl_last_error() says why):
 //   const char* rkdnnl_abi();                      "relaykit-dnnl-<ABI> onednn-<x.y.z>"
 //   const char* rkdnnl_last_error();
 //   void* rkdnnl_create(const char* program, void* const* consts, int nconsts, int nthreads);
-//   int   rkdnnl_run(void* region, void* const* inputs, void* const* outputs);
-//   int   rkdnnl_profile(void* region, void* const* in, void* const* out, double* step_ms);
+//   void* rkdnnl_context_create(void* region);     a caller's own buffers, scratchpad, stream
+//   void  rkdnnl_context_destroy(void* context);
+//   int   rkdnnl_run(void* region, void* context, void* const* inputs, void* const* outputs);
+//   int   rkdnnl_profile(void* region, void* context, void* const* in, void* const* out,
+//                        double* step_ms);
 //   int   rkdnnl_num_steps(void* region);
 //   const char* rkdnnl_step_info(void* region, int step);
 //   long long rkdnnl_arena_bytes(void* region);
@@ -40,7 +46,7 @@
 #include <utility>
 #include <vector>
 
-#define RKDNNL_ABI "3"
+#define RKDNNL_ABI "4"
 
 namespace rk {
 
@@ -293,7 +299,8 @@ struct Phys {
   int ext = -1;            // input/output index
   int alias = -1;          // shares the buffer of this physical tensor (in-place)
   size_t offset = 0;       // byte offset within the buffer of `alias` (concat in place)
-  void* ptr = nullptr;     // constants: data; internal: set by the planner
+  void* ptr = nullptr;     // constants: data
+  size_t arena_offset = 0;  // internal: byte offset in a context's arena (set by the planner)
   int first = -1, last = -1;  // steps that write first / read last
 };
 
@@ -307,13 +314,27 @@ struct Step {
   primitive prim;
   std::vector<Arg> args;
   std::string info;
-  std::unordered_map<int, memory> argmap;
 };
 
 struct ExtBinding {
   memory mem;
   bool is_input;
   int index;
+};
+
+// What one caller needs to run a region: its own intermediate buffers and scratchpad
+// (the arena), stream and memory objects. The primitives and the reordered weights are
+// shared by every context of a region; contexts used from different threads at once
+// never touch each other's memory.
+struct Context {
+  stream strm;
+  void* arena = nullptr;
+  std::vector<std::unordered_map<int, memory>> argmaps;  // one per step
+  std::vector<ExtBinding> ext;
+  explicit Context(const engine& eng) : strm(eng) {}
+  ~Context() { std::free(arena); }
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
 };
 
 class Region {
@@ -326,30 +347,53 @@ class Region {
     for (const auto& node : prog.at("nodes").items) lower(node);
     finish_outputs();
     plan();
-    bind();
   }
 
-  ~Region() {
-    std::free(weights_);
-    std::free(arena_);
+  ~Region() { std::free(weights_); }
+
+  // A new execution context: its own arena, stream and memory objects.
+  Context* new_context() const {
+    auto ctx = std::make_unique<Context>(eng_);
+    ctx->arena = alloc_buffer(static_cast<size_t>(arena_bytes_));
+    char* base = static_cast<char*>(ctx->arena);
+    memory scratch;
+    if (scratch_bytes_ > 0)
+      scratch = memory(memory::desc({static_cast<long long>(scratch_bytes_)}, dt::u8, tag::a), eng_,
+                       base + scratch_offset_);
+    ctx->argmaps.resize(steps_.size());
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      auto& argmap = ctx->argmaps[i];
+      for (const auto& a : steps_[i].args) {
+        const Phys& p = phys_[a.phys];
+        bool ext = p.kind == Kind::Input || p.kind == Kind::Output;
+        void* ptr = ext ? DNNL_MEMORY_NONE
+                        : p.kind == Kind::Const ? p.ptr : static_cast<void*>(base + p.arena_offset);
+        memory m(a.md, eng_, ptr);
+        if (ext) ctx->ext.push_back({m, p.kind == Kind::Input, p.ext});
+        argmap.emplace(a.arg, m);
+      }
+      if (scratch_bytes_ > 0) argmap.emplace(DNNL_ARG_SCRATCHPAD, scratch);
+    }
+    return ctx.release();
   }
 
-  void run(void* const* inputs, void* const* outputs, double* step_ms) {
+  void run(Context& ctx, void* const* inputs, void* const* outputs, double* step_ms) const {
     if (nthreads_ > 0) omp_set_num_threads(nthreads_);
-    for (auto& b : ext_)
+    for (auto& b : ctx.ext)
       b.mem.set_data_handle(b.is_input ? inputs[b.index] : outputs[b.index]);
-    for (auto& s : steps_) {
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      const Step& s = steps_[i];
       if (step_ms) {
         auto t0 = std::chrono::steady_clock::now();
-        s.prim.execute(strm_, s.argmap);
-        strm_.wait();
+        s.prim.execute(ctx.strm, ctx.argmaps[i]);
+        ctx.strm.wait();
         auto t1 = std::chrono::steady_clock::now();
         *step_ms++ = std::chrono::duration<double, std::milli>(t1 - t0).count();
       } else {
-        s.prim.execute(strm_, s.argmap);
+        s.prim.execute(ctx.strm, ctx.argmaps[i]);
       }
     }
-    strm_.wait();
+    ctx.strm.wait();
   }
 
   int num_steps() const { return static_cast<int>(steps_.size()); }
@@ -367,7 +411,6 @@ class Region {
   std::vector<bool> is_output_;
   std::vector<Phys> phys_;
   std::vector<Step> steps_;
-  std::vector<ExtBinding> ext_;
   // Weights in the layouts the primitives want: reordered once, into one arena.
   struct ConstReorder {
     memory::desc from_md;
@@ -376,11 +419,10 @@ class Region {
   };
   std::vector<ConstReorder> const_reorders_;
   void* weights_ = nullptr;  // arena of the reordered constants
-  void* arena_ = nullptr;    // arena of the intermediate buffers and the scratchpad
   long long weight_bytes_ = 0;
   size_t scratch_bytes_ = 0;
-  void* scratch_ = nullptr;
-  long long arena_bytes_ = 0;
+  size_t scratch_offset_ = 0;  // of the scratchpad within a context's arena
+  long long arena_bytes_ = 0;  // size of a context's arena (intermediate buffers + scratchpad)
   int node_index_ = 0;
   std::string layout_ = "any";  // "any" (oneDNN chooses), "nhwc" or "blocked"
   // Concatenation in place: an input of such a concat lives inside the concat's buffer.
@@ -1142,19 +1184,16 @@ class Region {
       buf_offset[b] = total;
       total += round(buf_size[b]);
     }
-    size_t scratch_offset = total;
+    scratch_offset_ = total;
     total += round(scratch_bytes_);
-    arena_ = alloc_buffer(total);
     arena_bytes_ = static_cast<long long>(total);
-    char* base = static_cast<char*>(arena_);
     for (size_t p = 0; p < n; ++p)
       if (phys_[p].kind == Kind::Internal) {
         int b = buf_of[root(static_cast<int>(p))];
         size_t offset = 0;
         for (int q = static_cast<int>(p); phys_[q].alias >= 0; q = phys_[q].alias) offset += phys_[q].offset;
-        if (b >= 0) phys_[p].ptr = base + buf_offset[b] + offset;
+        if (b >= 0) phys_[p].arena_offset = buf_offset[b] + offset;
       }
-    if (scratch_bytes_ > 0) scratch_ = base + scratch_offset;
     reorder_constants();
   }
 
@@ -1181,20 +1220,6 @@ class Region {
     const_reorders_.clear();
   }
 
-  void bind() {
-    memory scratch;
-    if (scratch_) scratch = memory(memory::desc({static_cast<long long>(scratch_bytes_)}, dt::u8, tag::a), eng_, scratch_);
-    for (auto& s : steps_) {
-      for (const auto& a : s.args) {
-        const Phys& p = phys_[a.phys];
-        bool ext = p.kind == Kind::Input || p.kind == Kind::Output;
-        memory m(a.md, eng_, ext ? DNNL_MEMORY_NONE : p.ptr);
-        if (ext) ext_.push_back({m, p.kind == Kind::Input, p.ext});
-        s.argmap.emplace(a.arg, m);
-      }
-      if (scratch_) s.argmap.emplace(DNNL_ARG_SCRATCHPAD, scratch);
-    }
-  }
 };
 
 thread_local std::string g_error;
@@ -1233,16 +1258,26 @@ void* rkdnnl_create(const char* program, void* const* consts, int nconsts, int n
                    nullptr);
 }
 
-int rkdnnl_run(void* region, void* const* inputs, void* const* outputs) {
+void* rkdnnl_context_create(void* region) {
+  return rk::guard([&]() -> void* { return static_cast<rk::Region*>(region)->new_context(); },
+                   nullptr);
+}
+
+void rkdnnl_context_destroy(void* context) { delete static_cast<rk::Context*>(context); }
+
+int rkdnnl_run(void* region, void* context, void* const* inputs, void* const* outputs) {
   return rk::guard([&] {
-    static_cast<rk::Region*>(region)->run(inputs, outputs, nullptr);
+    static_cast<rk::Region*>(region)->run(*static_cast<rk::Context*>(context), inputs, outputs,
+                                          nullptr);
     return 0;
   }, 1);
 }
 
-int rkdnnl_profile(void* region, void* const* inputs, void* const* outputs, double* step_ms) {
+int rkdnnl_profile(void* region, void* context, void* const* inputs, void* const* outputs,
+                   double* step_ms) {
   return rk::guard([&] {
-    static_cast<rk::Region*>(region)->run(inputs, outputs, step_ms);
+    static_cast<rk::Region*>(region)->run(*static_cast<rk::Context*>(context), inputs, outputs,
+                                          step_ms);
     return 0;
   }, 1);
 }
