@@ -267,6 +267,7 @@ algorithm eltwise_alg(const std::string& name) {
       {"linear", algorithm::eltwise_linear},
       {"elu", algorithm::eltwise_elu},
       {"gelu_erf", algorithm::eltwise_gelu_erf},
+      {"gelu_tanh", algorithm::eltwise_gelu_tanh},
       {"swish", algorithm::eltwise_swish},
       {"hardsigmoid", algorithm::eltwise_hardsigmoid},
       {"round", algorithm::eltwise_round},
@@ -407,8 +408,12 @@ class Region {
   std::vector<dims> dims_;                 // logical tensor -> dims
   std::vector<std::vector<int>> versions_;  // logical tensor -> physical tensors (first = primary)
   std::vector<int> last_use_;              // logical tensor -> index of the last node reading it
+  // Views (reshapes, transposes) share their source's buffer: tensors sharing one are a
+  // group, whose buffer dies when the last of them does (and never if one is an output).
+  std::vector<int> group_;                 // logical tensor -> parent in its group (union-find)
   std::vector<int> outputs_;               // region outputs (logical)
   std::vector<bool> is_output_;
+  std::vector<bool> is_output_group_;      // by group root: some tensor of the group is an output
   std::vector<Phys> phys_;
   std::vector<Step> steps_;
   // Weights in the layouts the primitives want: reordered once, into one arena.
@@ -454,6 +459,8 @@ class Region {
     size_t n = dims_.size();
     versions_.assign(n, {});
     last_use_.assign(n, -1);
+    group_.resize(n);
+    for (size_t t = 0; t < n; ++t) group_[t] = static_cast<int>(t);
     is_output_.assign(n, false);
     auto inputs = prog.at("inputs").ints();
     for (size_t k = 0; k < inputs.size(); ++k) {
@@ -472,6 +479,7 @@ class Region {
       outputs_.push_back(checked(o));
       is_output_[outputs_.back()] = true;
     }
+    is_output_group_ = is_output_;
     // Liveness by node: the last node that reads each logical tensor.
     const auto& nodes = prog.at("nodes").items;
     for (size_t i = 0; i < nodes.size(); ++i) {
@@ -677,8 +685,23 @@ class Region {
   }
 
   // The primary physical tensor of `t` if `t` dies at the current node (so its buffer can be reused).
+  int group_root(int t) const {
+    while (group_[t] != t) t = group_[t];
+    return t;
+  }
+
+  // `view` now shares the buffer of `t`: one group, dying with the last of its tensors.
+  void join_group(int t, int view) {
+    int a = group_root(t), b = group_root(view);
+    if (a == b) return;
+    group_[b] = a;
+    last_use_[a] = std::max(last_use_[a], last_use_[b]);
+    is_output_group_[a] = is_output_group_[a] || is_output_group_[b];
+  }
+
   int dying(int t) const {
-    if (last_use_[t] != node_index_ || is_output_[t] || in_concat_group(t)) return -1;
+    int g = group_root(t);
+    if (last_use_[g] != node_index_ || is_output_group_[g] || in_concat_group(t)) return -1;
     int p = primary(t);
     return phys_[p].kind == Kind::Internal ? p : -1;
   }
@@ -747,6 +770,8 @@ class Region {
     else if (op == "shuffle") lower_shuffle(node);
     else if (op == "reshape") lower_reshape(node);
     else if (op == "transpose") lower_transpose(node);
+    else if (op == "matmul") lower_matmul(node);
+    else if (op == "layer_norm") lower_layer_norm(node);
     else throw Error("program: unknown node op '" + op + "'");
     for (auto [from, to] : pending_copies_) {
       auto pd = dnnl::reorder::primitive_desc(eng_, phys_[from].md, eng_, phys_[to].md, base_attr());
@@ -1027,6 +1052,7 @@ class Region {
       pd = dnnl::softmax_forward::primitive_desc(
           eng_, prop_kind::forward_inference, log ? algorithm::softmax_log : algorithm::softmax_accurate,
           md, md, axis, base_attr());
+      if (impl_name(pd) == "ref" && !(md == plain_md(dims_[src]))) throw dnnl::error(dnnl_unimplemented, "ref");
     } catch (const dnnl::error&) {
       md = plain_md(dims_[src]);
       pd = dnnl::softmax_forward::primitive_desc(
@@ -1088,26 +1114,195 @@ class Region {
              what + " t" + std::to_string(o), &pd);
   }
 
+  // Strides of `nd` viewing a tensor of dims `od` and strides `os` without a copy, as
+  // NumPy's reshape does; false when the reshape needs a copy.
+  static bool reshape_strides(const dims& od, const dims& os, const dims& nd, dims& ns) {
+    dims d, st;  // the old dims without the 1s
+    for (size_t i = 0; i < od.size(); ++i)
+      if (od[i] != 1) { d.push_back(od[i]); st.push_back(os[i]); }
+    ns.assign(nd.size(), 0);
+    size_t oi = 0, oj = 1, ni = 0, nj = 1;
+    while (ni < nd.size() && oi < d.size()) {
+      long long np = nd[ni], op = d[oi];
+      while (np != op) {
+        if (np < op) {
+          if (nj >= nd.size()) return false;
+          np *= nd[nj++];
+        } else {
+          if (oj >= d.size()) return false;
+          op *= d[oj++];
+        }
+      }
+      for (size_t ok = oi; ok + 1 < oj; ++ok)
+        if (st[ok] != d[ok + 1] * st[ok + 1]) return false;  // the block is not contiguous
+      ns[nj - 1] = st[oj - 1];
+      for (size_t nk = nj - 1; nk > ni; --nk) ns[nk - 1] = ns[nk] * nd[nk];
+      ni = nj++;
+      oi = oj++;
+    }
+    // Trailing (and any unset) 1-dims: a stride that keeps the layout dense-looking.
+    for (size_t i = nd.size(); i-- > 0;)
+      if (ns[i] == 0) ns[i] = i + 1 < nd.size() ? ns[i + 1] * nd[i + 1] : 1;
+    return true;
+  }
+
+  static bool is_strided(const memory::desc& md) {
+    return md.get_format_kind() == memory::format_kind::blocked && md.get_inner_nblks() == 0;
+  }
+
+  static dims plain_strides(const dims& d) {
+    dims st(d.size());
+    long long s = 1;
+    for (size_t i = d.size(); i-- > 0;) { st[i] = s; s *= d[i]; }
+    return st;
+  }
+
+  // Logical tensor `o` is `src` (physical tensor `ps`) seen through the layout `md`:
+  // the same buffer, no step.
+  void define_view(int o, int src, int ps, const memory::desc& md) {
+    if (!versions_[o].empty()) throw Error("program: tensor " + std::to_string(o) + " written twice");
+    Phys v = phys_[ps];
+    v.md = md;
+    v.first = v.last = -1;
+    v.offset = 0;
+    v.alias = v.kind == Kind::Internal ? ps : -1;
+    phys_.push_back(v);
+    versions_[o].push_back(static_cast<int>(phys_.size()) - 1);
+    join_group(src, o);
+  }
+
+  // Reshapes and transposes are views of their input (its strides rearranged) when the
+  // input's layout allows it, else of a plain copy of it; tensors of an in-place
+  // concatenation keep the copying path.
+  bool views_allowed(int src, int o) const { return !in_concat_group(src) && !in_concat_group(o); }
+
   void lower_reshape(const Json& node) {
     int src = in(node, 0), o = out(node);
     memory::desc pmd = plain_md(dims_[src]);
-    int ps = version(src, pmd);
-    copy_step(ps, pmd, o, pmd, "reshape");
+    if (!views_allowed(src, o)) {
+      int ps = version(src, pmd);
+      copy_step(ps, pmd, o, pmd, "reshape");
+      return;
+    }
+    const memory::desc& have = md_of(src);
+    dims ns;
+    if (is_strided(have) && reshape_strides(dims_[src], have.get_strides(), dims_[o], ns)) {
+      define_view(o, src, primary(src), memory::desc(dims_[o], dt::f32, ns));
+      return;
+    }
+    define_view(o, src, version(src, pmd), plain_md(dims_[o]));
   }
 
   void lower_transpose(const Json& node) {
     int src = in(node, 0), o = out(node);
     auto perm = node.at("perm").ints();
     const dims& sd = dims_[src];
-    memory::desc pmd = plain_md(sd);
-    int ps = version(src, pmd);
-    dims strides(sd.size());
-    long long s = 1;
-    for (size_t i = sd.size(); i-- > 0;) { strides[i] = s; s *= sd[i]; }
+    if (perm.size() != sd.size()) throw Error("program: transpose permutation has the wrong rank");
+    const memory::desc& have = md_of(src);
+    bool strided = is_strided(have);
+    int ps = strided ? primary(src) : version(src, plain_md(sd));
+    dims st = strided ? have.get_strides() : plain_strides(sd);
     dims vd(sd.size()), vs(sd.size());
-    for (size_t i = 0; i < perm.size(); ++i) { vd[i] = sd[perm[i]]; vs[i] = strides[perm[i]]; }
+    for (size_t i = 0; i < perm.size(); ++i) {
+      vd[i] = sd[checked_axis(perm[i], sd.size())];
+      vs[i] = st[perm[i]];
+    }
     memory::desc view(vd, dt::f32, vs);
+    if (views_allowed(src, o)) {
+      define_view(o, src, ps, view);
+      return;
+    }
     copy_step(ps, view, o, plain_md(vd), "transpose");
+  }
+
+  static size_t checked_axis(long long a, size_t ndims) {
+    if (a < 0 || a >= static_cast<long long>(ndims)) throw Error("program: axis out of range");
+    return static_cast<size_t>(a);
+  }
+
+  // `t` in a layout whose innermost dimension is contiguous (what normalisations and the
+  // jit softmax want): its own when it is, else a plain copy.
+  memory::desc last_dense(int t) {
+    const memory::desc& md = md_of(t);
+    if (is_strided(md)) {
+      auto st = md.get_strides();
+      if (!st.empty() && st.back() == 1) return md;
+    }
+    return plain_md(dims_[t]);
+  }
+
+  // Batched matrix product: in [..., M, K] and [..., K, N] (any strides: transposed
+  // operands are views), optional bias [..., N] (broadcast), post-ops.
+  void lower_matmul(const Json& node) {
+    int a = in(node, 0), b = in(node, 1), o = out(node);
+    long long bias = node.get_i("bias", -1);
+    size_t rank = dims_[o].size();
+    if (dims_[a].size() != rank || dims_[b].size() != rank || rank < 2)
+      throw Error("program: matmul operands must have the output's rank (>= 2)");
+    auto operand = [&](int t) {
+      const memory::desc& md = md_of(t);
+      if (is_const(t)) return memory::desc(dims_[t], dt::f32, tag::any);
+      return is_strided(md) ? md : plain_md(dims_[t]);
+    };
+    Post post = post_ops_of(node, dims_[o]);
+    primitive_attr attr = base_attr();
+    attr.set_post_ops(post.ops);
+    memory::desc bias_md = bias >= 0 ? plain_md(dims_[checked(bias)]) : memory::desc();
+    memory::desc dst_md = plain_md(dims_[o]);
+    auto make = [&](const memory::desc& am, const memory::desc& bm) {
+      return dnnl::matmul::primitive_desc(eng_, am, bm, bias_md, dst_md, attr);
+    };
+    dnnl::matmul::primitive_desc pd;
+    bool done = false;
+    try {
+      pd = make(operand(a), operand(b));
+      done = impl_name(pd) != "ref";
+    } catch (const dnnl::error&) {
+    }
+    if (!done) {  // strided operands only the reference kernel takes: plain copies
+      memory::desc bm = is_const(b) ? memory::desc(dims_[b], dt::f32, tag::any) : plain_md(dims_[b]);
+      pd = make(plain_md(dims_[a]), bm);
+    }
+    int pa = version(a, pd.src_desc());
+    int pb = version(b, pd.weights_desc());
+    int pdst = post.sum_tensor >= 0 ? define_with_sum(o, pd.dst_desc(), post.sum_tensor)
+                                    : define(o, pd.dst_desc());
+    std::vector<Arg> args = {{DNNL_ARG_SRC, pa, pd.src_desc()},
+                             {DNNL_ARG_WEIGHTS, pb, pd.weights_desc()},
+                             {DNNL_ARG_DST, pdst, pd.dst_desc()}};
+    if (bias >= 0) args.push_back({DNNL_ARG_BIAS, version(checked(bias), bias_md), bias_md});
+    args.insert(args.end(), post.args.begin(), post.args.end());
+    add_step(dnnl::matmul(pd), args,
+             "matmul t" + std::to_string(o) + " " + md_str(pd.src_desc()) + " w=" +
+                 md_str(pd.weights_desc()) + " -> " + md_str(pd.dst_desc()) + post.info,
+             &pd);
+  }
+
+  // Layer normalisation over the innermost dimension, with optional scale and shift
+  // ("weight" and "bias": constants of that dimension's size).
+  void lower_layer_norm(const Json& node) {
+    int src = in(node, 0), o = out(node);
+    long long scale = node.get_i("weight", -1), shift = node.get_i("bias", -1);
+    float eps = static_cast<float>(node.at("eps").f());
+    memory::desc md = last_dense(src);
+    auto flags = dnnl::normalization_flags::none;
+    if (scale >= 0) flags |= dnnl::normalization_flags::use_scale;
+    if (shift >= 0) flags |= dnnl::normalization_flags::use_shift;
+    auto pd = dnnl::layer_normalization_forward::primitive_desc(
+        eng_, prop_kind::forward_inference, md, md, eps, flags, base_attr());
+    int ps = version(src, md);
+    int pdst = define(o, md, dying(src));
+    std::vector<Arg> args = {{DNNL_ARG_SRC, ps, md}, {DNNL_ARG_DST, pdst, md}};
+    memory::desc cmd = plain_md({dims_[src].back()});
+    for (auto [t, arg] : {std::pair<long long, int>{scale, DNNL_ARG_SCALE}, {shift, DNNL_ARG_SHIFT}}) {
+      if (t < 0) continue;
+      int c = checked(t);
+      if (!is_const(c) || dims_[c] != cmd.get_dims())
+        throw Error("program: layer_norm scale and shift must be constants of the last dim's size");
+      args.push_back({arg, version(c, cmd), cmd});
+    }
+    add_step(dnnl::layer_normalization_forward(pd), args,
+             "layer_norm t" + std::to_string(o) + " " + md_str(md), &pd);
   }
 
   void finish_outputs() {
