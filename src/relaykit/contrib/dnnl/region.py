@@ -41,7 +41,35 @@ from .native import NativeRuntime, load_runtime
 from .program import Program
 from .threads import resolve_num_threads
 
-__all__ = ["BoundRegion", "DnnlRegion"]
+__all__ = ["BoundRegion", "DnnlRegion", "SMALL_REGION_WORK", "region_work"]
+
+#: A region doing less work than this (multiply-adds of its matrix products and
+#: convolutions plus the elements every other step writes) runs on one thread. oneDNN
+#: forks and joins its OpenMP team once per primitive; on 2 cores that costs ~10-30 µs
+#: per primitive when the machine is idle and milliseconds when it is busy
+#: (benchmarks/dnnl_overhead.py: a one-step region took 4.3 ms per call at 2 threads
+#: and 14 µs at 1 on the shared 2-core test machine), while one core does ~10^6
+#: multiply-adds in ~40 µs, so below that a second thread cannot pay for itself.
+SMALL_REGION_WORK = 1_000_000
+
+
+def region_work(doc: dict[str, Any]) -> int:
+    """Rough work of a region program: multiply-adds of conv/dense/matmul nodes, and
+    the elements every other node writes."""
+    shapes = doc["tensors"]
+    total = 0
+    for node in doc["nodes"]:
+        out = int(np.prod(shapes[node["out"]]))
+        op = node["op"]
+        if op == "conv":
+            total += out * int(np.prod(shapes[node["weight"]][1:]))
+        elif op == "dense":
+            total += out * int(np.prod(shapes[node["in"][0]][1:]))
+        elif op == "matmul":
+            total += out * int(shapes[node["in"][0]][-1])
+        else:
+            total += out
+    return total
 
 class DnnlRegion:
     """A region program compiled into oneDNN primitives (see the module docstring)."""
@@ -57,7 +85,6 @@ class DnnlRegion:
     ) -> None:
         self.name = name
         self.program_json = program_json
-        self.num_threads = resolve_num_threads(num_threads)
         self.ops = list(ops)
         try:
             doc = json.loads(program_json)
@@ -67,8 +94,13 @@ class DnnlRegion:
             const_shapes = [shapes[t] for t in doc["constants"]]
             #: The activation layout the region was built with ("nhwc", "blocked", "any").
             self.layout = str(doc.get("layout", "any"))
+            work = region_work(doc)
         except (ValueError, KeyError, TypeError, IndexError) as err:
             raise CodegenError(f"dnnl region {name!r}: malformed program ({err})") from None
+        #: Threads oneDNN uses for this region: one for small regions (see
+        #: :data:`SMALL_REGION_WORK`), else the count asked for (or the default policy).
+        requested = resolve_num_threads(num_threads)
+        self.num_threads = 1 if work < SMALL_REGION_WORK else requested
         self.constants = [np.ascontiguousarray(c, dtype=np.float32) for c in constants]
         if [c.shape for c in self.constants] != const_shapes:
             raise CodegenError(f"dnnl region {name!r}: constants do not match the program")

@@ -172,6 +172,12 @@ class JsonParser {
       v.kind = Json::Bool; v.num = 0; p_ += 5;
     } else if (!strncmp(p_, "null", 4)) {
       p_ += 4;
+    } else if (!strncmp(p_, "Infinity", 8) || !strncmp(p_, "-Infinity", 9) || !strncmp(p_, "NaN", 3)) {
+      // Python's json writes non-finite floats (clip bounds) so.
+      v.kind = Json::Num;
+      bool neg = c == '-';
+      v.num = c == 'N' ? std::nan("") : neg ? -HUGE_VAL : HUGE_VAL;
+      p_ += c == 'N' ? 3 : neg ? 9 : 8;
     } else if (c == '-' || (c >= '0' && c <= '9')) {
       char* end = nullptr;
       v.kind = Json::Num;
@@ -252,11 +258,22 @@ std::string md_str(const memory::desc& md) {
   return s;
 }
 
+algorithm eltwise_alg(const std::string& name);
+
+// ReLU keeps NaN (as NumPy's maximum and relaykit's host do): oneDNN's relu kernels
+// compute max(x, 0), which turns NaN into 0, while elu with alpha 0 is x for x > 0 and
+// 0 * (exp(x) - 1) = -0 otherwise, NaN for NaN. Leaky ReLU (alpha != 0) keeps NaN as is.
+algorithm eltwise_alg(const std::string& name, float alpha) {
+  if (name == "relu" && alpha == 0.f) return algorithm::eltwise_elu;
+  return eltwise_alg(name);
+}
+
 algorithm eltwise_alg(const std::string& name) {
   static const std::unordered_map<std::string, algorithm> table = {
       {"relu", algorithm::eltwise_relu},
       {"leaky_relu", algorithm::eltwise_relu},
       {"clip", algorithm::eltwise_clip},
+      {"clip_v2", algorithm::eltwise_clip_v2},
       {"sigmoid", algorithm::eltwise_logistic},
       {"tanh", algorithm::eltwise_tanh},
       {"exp", algorithm::eltwise_exp},
@@ -330,7 +347,8 @@ struct ExtBinding {
 struct Context {
   stream strm;
   void* arena = nullptr;
-  std::vector<std::unordered_map<int, memory>> argmaps;  // one per step
+  std::vector<std::unordered_map<int, memory>> argmaps;  // one per step (owns the memories)
+  std::vector<std::vector<dnnl_exec_arg_t>> args;        // the same, as the C API takes them
   std::vector<ExtBinding> ext;
   explicit Context(const engine& eng) : strm(eng) {}
   ~Context() { std::free(arena); }
@@ -375,6 +393,9 @@ class Region {
       }
       if (scratch_bytes_ > 0) argmap.emplace(DNNL_ARG_SCRATCHPAD, scratch);
     }
+    ctx->args.resize(steps_.size());
+    for (size_t i = 0; i < steps_.size(); ++i)
+      for (const auto& [arg, mem] : ctx->argmaps[i]) ctx->args[i].push_back({arg, mem.get()});
     return ctx.release();
   }
 
@@ -382,16 +403,18 @@ class Region {
     if (nthreads_ > 0) omp_set_num_threads(nthreads_);
     for (auto& b : ctx.ext)
       b.mem.set_data_handle(b.is_input ? inputs[b.index] : outputs[b.index]);
+    // The C API with argument arrays prepared once: no map building per call.
+    dnnl_stream_t strm = ctx.strm.get();
     for (size_t i = 0; i < steps_.size(); ++i) {
-      const Step& s = steps_[i];
+      const auto& a = ctx.args[i];
+      auto t0 = std::chrono::steady_clock::now();
+      dnnl::error::wrap_c_api(
+          dnnl_primitive_execute(steps_[i].prim.get(), strm, static_cast<int>(a.size()), a.data()),
+          "could not execute a primitive");
       if (step_ms) {
-        auto t0 = std::chrono::steady_clock::now();
-        s.prim.execute(ctx.strm, ctx.argmaps[i]);
         ctx.strm.wait();
         auto t1 = std::chrono::steady_clock::now();
         *step_ms++ = std::chrono::duration<double, std::milli>(t1 - t0).count();
-      } else {
-        s.prim.execute(ctx.strm, ctx.argmaps[i]);
       }
     }
     ctx.strm.wait();
@@ -734,7 +757,7 @@ class Region {
       } else {
         float alpha = static_cast<float>(p.get_f("alpha", 0.0));
         float beta = static_cast<float>(p.get_f("beta", 0.0));
-        post.ops.append_eltwise(eltwise_alg(op), alpha, beta);
+        post.ops.append_eltwise(eltwise_alg(op, alpha), alpha, beta);
       }
       post.info += "+" + op;
       ++idx;
@@ -979,7 +1002,7 @@ class Region {
     const std::string& name = node.at("alg").s();
     memory::desc md = follow(src);
     auto pd = dnnl::eltwise_forward::primitive_desc(
-        eng_, prop_kind::forward_inference, eltwise_alg(name), md, md,
+        eng_, prop_kind::forward_inference, eltwise_alg(name, static_cast<float>(node.get_f("alpha", 0.0))), md, md,
         static_cast<float>(node.get_f("alpha", 0.0)), static_cast<float>(node.get_f("beta", 0.0)),
         base_attr());
     int ps = version(src, md);
