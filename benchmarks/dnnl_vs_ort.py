@@ -161,7 +161,7 @@ def profile_model(name: str, threads: int, layout: str = "auto") -> None:
     path = os.path.join(_light_dir(), MODELS[name])
     _, _, _, _, _, lib = build_relaykit(path, threads, layout)
     x = np.random.default_rng(0).random((1, 3, 224, 224), dtype=np.float32)
-    dnnl = [m for m in lib.lib.imported_modules if m.type_key == "dnnl"][0]
+    dnnl = next(m for m in lib.lib.imported_modules if m.type_key == "dnnl")
     for region in dnnl.regions.values():
         if len(region.input_shapes) != 1 or region.input_shapes[0] != x.shape:
             continue

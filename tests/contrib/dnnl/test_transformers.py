@@ -252,7 +252,9 @@ def _encoder_layer_onnx(hidden: int = 32, heads: int = 2, ffn: int = 64, seq: in
         dd = node("Sub", [x, m], name + ".d")
         sq = node("Pow", [dd, const(name + ".two", 2.0)], name + ".sq")
         var = node("ReduceMean", [sq], name + ".var", axes=[-1])
-        std = node("Sqrt", [node("Add", [var, const(name + ".eps", 1e-5)], name + ".ve")], name + ".std")
+        std = node(
+            "Sqrt", [node("Add", [var, const(name + ".eps", 1e-5)], name + ".ve")], name + ".std"
+        )
         y = node("Div", [dd, std], name + ".n")
         y = node("Mul", [y, const(name + ".g", _c(hidden) + 1)], name + ".s")
         return node("Add", [y, const(name + ".beta", _c(hidden))], name)
@@ -266,7 +268,9 @@ def _encoder_layer_onnx(hidden: int = 32, heads: int = 2, ffn: int = 64, seq: in
     v = split(linear("x", hidden, hidden, "v"), [0, 2, 1, 3], "vh")
     s = node("Div", [node("MatMul", [q, k], "qk"), const("scale", math.sqrt(d))], "scores")
     um = node("Unsqueeze", ["mask", shape("axes", (1, 2))], "mask4")
-    add_mask = node("Mul", [node("Sub", [const("one", 1.0), um], "inv"), const("big", -10000.0)], "am")
+    add_mask = node(
+        "Mul", [node("Sub", [const("one", 1.0), um], "inv"), const("big", -10000.0)], "am"
+    )
     p = node("Softmax", [node("Add", [s, add_mask], "masked")], "probs", axis=-1)
     c = node("Transpose", [node("MatMul", [p, v], "ctx")], "ctxt", perm=[0, 2, 1, 3])
     c = node("Reshape", [c, shape("hshape", (1, seq, hidden))], "ctxr")

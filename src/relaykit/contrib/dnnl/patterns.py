@@ -148,7 +148,9 @@ def _has_values(values: list[float], wanted: list[tuple[float, ...]]) -> bool:
     """``values`` are, one for one, each close to one of the alternatives in ``wanted``."""
     rest = list(values)
     for alternatives in wanted:
-        hit = next((v for v in rest if any(abs(v - w) <= 1e-4 * abs(w) for w in alternatives)), None)
+        hit = next(
+            (v for v in rest if any(abs(v - w) <= 1e-4 * abs(w) for w in alternatives)), None
+        )
         if hit is None:
             return False
         rest.remove(hit)
@@ -163,8 +165,13 @@ def _float32_tensor(expr: Expr) -> TensorType | None:
 
 
 _SQRT2 = 2.0**0.5
-_GELU_ERF = [(_SQRT2, 1 / _SQRT2), (1.0,), (0.5,)]
-_GELU_TANH = [(0.044715,), ((2 / 3.141592653589793) ** 0.5,), (1.0,), (0.5,)]
+_GELU_ERF: list[tuple[float, ...]] = [(_SQRT2, 1 / _SQRT2), (1.0,), (0.5,)]
+_GELU_TANH: list[tuple[float, ...]] = [
+    (0.044715,),
+    ((2 / 3.141592653589793) ** 0.5,),
+    (1.0,),
+    (0.5,),
+]
 
 
 def _check_gelu(

@@ -71,6 +71,7 @@ def region_work(doc: dict[str, Any]) -> int:
             total += out
     return total
 
+
 class DnnlRegion:
     """A region program compiled into oneDNN primitives (see the module docstring)."""
 
@@ -295,4 +296,4 @@ class BoundRegion:
         ctx = getattr(self, "_ctx", None)
         if ctx:
             self._region._runtime.dll.rkdnnl_context_destroy(ctx)
-            self._ctx = None
+            self._ctx = 0
