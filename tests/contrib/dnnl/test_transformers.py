@@ -306,7 +306,14 @@ def test_encoder_layer_is_one_region_and_matches_onnxruntime(dnnl):
     x = RNG.standard_normal((1, seq, 32)).astype("float32")
     mask = np.ones((1, seq), "float32")
     mask[0, 12:] = 0
-    (got,) = dnnl.run_lib(dnnl.build(part), {"x": x, "mask": mask})
+    lib = dnnl.build(part)
+    (got,) = dnnl.run_lib(lib, {"x": x, "mask": mask})
+    (region,) = next(m for m in lib.lib.imported_modules if m.type_key == "dnnl").regions.values()
+    steps = region.steps()
+    # reshapes and transposes are views: no copy steps; scale and mask fuse into QK^T
+    assert not [s for s in steps if s.startswith(("reshape", "transpose"))], steps
+    assert any(s.startswith("matmul") and "+linear+binary_add" in s for s in steps), steps
+    assert sum(s.startswith("layer_norm") for s in steps) == 2, steps
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     (want,) = sess.run(None, {"x": x, "mask": mask})
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
@@ -382,3 +389,29 @@ def test_relu_keeps_nan_and_infinities(dnnl):
         assert dnnl.host_ops(part) == []
         (got,) = dnnl.run_lib(dnnl.build(part), {"x0": special})
         np.testing.assert_array_equal(got, want)
+
+
+def test_reshapes_sink_to_the_producer_and_stop():
+    from relaykit.contrib.dnnl.fuse import optimize
+    from relaykit.contrib.dnnl.program import Node, Program
+
+    # reshape(dense(reshape(x))) + bias + residual, as exporters write a linear layer
+    p = Program()
+    x, res = p.add_input((1, 8, 16)), p.add_input((1, 8, 16))
+    w = p.add_constant(np.ones((16, 16)))
+    bias = p.add_constant(np.ones((1, 1, 16)))
+    x2 = p.new_tensor((8, 16))
+    d = p.new_tensor((8, 16))
+    d3 = p.new_tensor((1, 8, 16))
+    a1 = p.new_tensor((1, 8, 16))
+    a2 = p.new_tensor((1, 8, 16))
+    p.nodes = [
+        Node("reshape", [x], x2),
+        Node("dense", [x2], d, {"weight": w, "bias": -1}),
+        Node("reshape", [d], d3),
+        Node("binary", [d3, bias], a1, {"alg": "add"}),
+        Node("binary", [res, a1], a2, {"alg": "add"}),
+    ]
+    p.outputs = [a2]
+    counts = optimize(p).op_counts()
+    assert counts == {"reshape": 3, "dense+sum": 1}, counts

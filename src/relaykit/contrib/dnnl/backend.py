@@ -42,7 +42,9 @@ BACKEND = Backend(
     codegen=dnnl_codegen,
     per_module=True,
     loaders={DnnlModule.type_key: DnnlModule.load_blob},
-    description="CNN regions fused and run by oneDNN through one cached C++ runtime",
+    description=(
+        "CNN and transformer regions fused and run by oneDNN through one cached C++ runtime"
+    ),
     version=RELAYKIT_VERSION,
     requires=Requirement(extra="dnnl", check=_onednn_missing),
     # TVM's relay.op.contrib.dnnl
