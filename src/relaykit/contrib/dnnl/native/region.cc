@@ -261,10 +261,14 @@ std::string md_str(const memory::desc& md) {
 algorithm eltwise_alg(const std::string& name);
 
 // ReLU keeps NaN (as NumPy's maximum and relaykit's host do): oneDNN's relu kernels
-// compute max(x, 0), which turns NaN into 0, while elu with alpha 0 is x for x > 0 and
-// 0 * (exp(x) - 1) = -0 otherwise, NaN for NaN. Leaky ReLU (alpha != 0) keeps NaN as is.
-algorithm eltwise_alg(const std::string& name, float alpha) {
-  if (name == "relu" && alpha == 0.f) return algorithm::eltwise_elu;
+// compute max(x, 0), which turns NaN into 0, while elu with alpha -0.0 is x for x > 0,
+// (-0) * (exp(x) - 1) = +0 otherwise (-inf included), NaN for NaN. Leaky ReLU
+// (alpha != 0) keeps NaN as is. `alpha` is updated with the algorithm.
+algorithm eltwise_alg(const std::string& name, float& alpha) {
+  if (name == "relu" && alpha == 0.f) {
+    alpha = -0.f;
+    return algorithm::eltwise_elu;
+  }
   return eltwise_alg(name);
 }
 
@@ -757,7 +761,8 @@ class Region {
       } else {
         float alpha = static_cast<float>(p.get_f("alpha", 0.0));
         float beta = static_cast<float>(p.get_f("beta", 0.0));
-        post.ops.append_eltwise(eltwise_alg(op, alpha), alpha, beta);
+        algorithm alg = eltwise_alg(op, alpha);
+        post.ops.append_eltwise(alg, alpha, beta);
       }
       post.info += "+" + op;
       ++idx;
@@ -1000,10 +1005,12 @@ class Region {
   void lower_eltwise(const Json& node) {
     int src = in(node, 0), o = out(node);
     const std::string& name = node.at("alg").s();
+    float alpha = static_cast<float>(node.get_f("alpha", 0.0));
+    algorithm alg = eltwise_alg(name, alpha);
     memory::desc md = follow(src);
     auto pd = dnnl::eltwise_forward::primitive_desc(
-        eng_, prop_kind::forward_inference, eltwise_alg(name, static_cast<float>(node.get_f("alpha", 0.0))), md, md,
-        static_cast<float>(node.get_f("alpha", 0.0)), static_cast<float>(node.get_f("beta", 0.0)),
+        eng_, prop_kind::forward_inference, alg, md, md, alpha,
+        static_cast<float>(node.get_f("beta", 0.0)),
         base_attr());
     int ps = version(src, md);
     int pdst = define(o, md, dying(src));
