@@ -3,6 +3,7 @@
     python benchmarks/dnnl_vs_ort.py                    # all six models, 40 runs each
     python benchmarks/dnnl_vs_ort.py --models resnet50 --runs 100 --threads 2
     python benchmarks/dnnl_vs_ort.py --profile resnet50  # per-step times of the dnnl region
+    python benchmarks/dnnl_vs_ort.py --models /tmp/resnet18.onnx   # any 1x3x224x224 model
 
 Both engines run in this one process, on the same model (``onnx``'s
 ``backend/test/data/light`` files) and the same input, with the same thread
@@ -79,6 +80,11 @@ def _host_op_count(mod) -> int:
     return sum(1 for n in post_order(mod["main"].body) if type(n) is Call and type(n.op) is Op)
 
 
+def _model_path(name: str) -> str:
+    """A light model by name, or any ONNX file (input [1, 3, 224, 224]) by path."""
+    return name if name.endswith(".onnx") else os.path.join(_light_dir(), MODELS[name])
+
+
 def build_relaykit(path: str, threads: int, layout: str = "auto"):
     """(executor, input name, times) for the ONNX model at ``path``."""
     import onnx
@@ -119,7 +125,7 @@ def build_ort(path: str, threads: int):
 def bench_model(
     name: str, runs: int, threads: int, gap: float = 0.2, burst: int = 5, layout: str = "auto"
 ) -> Result:
-    path = os.path.join(_light_dir(), MODELS[name])
+    path = _model_path(name)
     built = build_relaykit(path, threads, layout)
     gmod, in_name, (t_imp, t_part, t_build), regions, host_ops, _ = built
     sess, ort_name = build_ort(path, threads)
@@ -158,10 +164,10 @@ def bench_model(
 
 
 def profile_model(name: str, threads: int, layout: str = "auto") -> None:
-    path = os.path.join(_light_dir(), MODELS[name])
+    path = _model_path(name)
     _, _, _, _, _, lib = build_relaykit(path, threads, layout)
     x = np.random.default_rng(0).random((1, 3, 224, 224), dtype=np.float32)
-    dnnl = [m for m in lib.lib.imported_modules if m.type_key == "dnnl"][0]
+    dnnl = next(m for m in lib.lib.imported_modules if m.type_key == "dnnl")
     for region in dnnl.regions.values():
         if len(region.input_shapes) != 1 or region.input_shapes[0] != x.shape:
             continue

@@ -64,10 +64,21 @@ def test_thread_count_precedence(dnnl, monkeypatch):
 
 def test_thread_count_reaches_the_regions(dnnl, monkeypatch):
     monkeypatch.setenv("RELAYKIT_NUM_THREADS", "2")
-    mod = partition_for_dnnl(dnnl.module_of(relay.nn.relu, (1, 4)))
-    (dnnl_mod,) = [m for m in dnnl.build(mod).lib.imported_modules if isinstance(m, DnnlModule)]
+    # Big enough for more than one thread (see SMALL_REGION_WORK).
+    big = partition_for_dnnl(dnnl.module_of(relay.nn.relu, (1000, 1100)))
+    (dnnl_mod,) = [m for m in dnnl.build(big).lib.imported_modules if isinstance(m, DnnlModule)]
     assert [r.num_threads for r in dnnl_mod.regions.values()] == [2]
-    lib = dnnl.build(mod, num_threads=1)
+    lib = dnnl.build(big, num_threads=1)
+    (dnnl_mod,) = [m for m in lib.lib.imported_modules if isinstance(m, DnnlModule)]
+    assert [r.num_threads for r in dnnl_mod.regions.values()] == [1]
+    x = np.random.default_rng(0).standard_normal((1000, 1100)).astype("float32")
+    np.testing.assert_array_equal(dnnl.run_lib(lib, {"x0": x})[0], np.maximum(x, 0))
+
+
+def test_small_regions_run_on_one_thread(dnnl, monkeypatch):
+    monkeypatch.setenv("RELAYKIT_NUM_THREADS", "2")
+    mod = partition_for_dnnl(dnnl.module_of(relay.nn.relu, (1, 4)))
+    lib = dnnl.build(mod)
     (dnnl_mod,) = [m for m in lib.lib.imported_modules if isinstance(m, DnnlModule)]
     assert [r.num_threads for r in dnnl_mod.regions.values()] == [1]
     x = np.array([[-1, 1, -2, 2]], "float32")

@@ -1,4 +1,9 @@
-"""The oneDNN (DNNL) backend: offload CNN regions to oneDNN through BYOC.
+"""The oneDNN (DNNL) backend: offload CNN and transformer regions to oneDNN through BYOC.
+
+Convolutions, pooling, dense layers, batched matrix products, layer norms,
+softmax (with additive masks) and GELU are taken, with the reshapes and
+transposes between them (views, not copies): a BERT encoder layer becomes one
+region, run by one native call.
 
 Partition a model, build it, run it::
 
@@ -15,7 +20,9 @@ oneDNN comes from PyPI (``pip install relaykit[dnnl]``: the
 ``onednn-cpu-gomp`` and ``onednn-devel-cpu-gomp`` wheels). Each region runs
 in one native call of a C++ runtime compiled once against them (see
 :mod:`.native`); oneDNN uses all cores unless ``RELAYKIT_NUM_THREADS`` or the
-``"relay.ext.dnnl.options"`` PassContext config says otherwise.
+``"relay.ext.dnnl.options"`` PassContext config says otherwise (regions too small
+to gain from a second thread run on one). Each executor runs a region in buffers
+of its own, so executors of one build run in parallel threads.
 
 Importing this package registers the ``target.dnnl`` operator rules, the
 ``dnnl`` pattern table and the ``relay.ext.dnnl`` codegen.

@@ -33,10 +33,18 @@ BACKEND = Backend(
     patterns=pattern_table,
     options={"config_key": OPTIONS_KEY, "num_threads": None},
     optimize=optimize_for_dnnl,
+    # Every region is worth taking: benchmarks/dnnl_overhead.py measured a region call at
+    # ~1 µs (bound, one step), and dense+bias+relu regions from 256 to 1.3e8 MACs at 0.35-
+    # 0.77x the host kernels' time (1 thread, OPENBLAS_NUM_THREADS=1; the MLP workload:
+    # 8 µs with dnnl, 15 µs on the host). Small regions run on one thread (region.py).
+    min_region_ops=1,
+    min_region_macs=0,
     codegen=dnnl_codegen,
     per_module=True,
     loaders={DnnlModule.type_key: DnnlModule.load_blob},
-    description="CNN regions fused and run by oneDNN through one cached C++ runtime",
+    description=(
+        "CNN and transformer regions fused and run by oneDNN through one cached C++ runtime"
+    ),
     version=RELAYKIT_VERSION,
     requires=Requirement(extra="dnnl", check=_onednn_missing),
     # TVM's relay.op.contrib.dnnl

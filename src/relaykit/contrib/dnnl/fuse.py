@@ -2,6 +2,12 @@
 
 Run on a lowered :class:`~.program.Program`, in this order:
 
+0. ``sink_reshapes`` — a reshape that keeps the trailing dimensions moves past
+   the eltwise, broadcast binary, softmax and layer-norm nodes after it, so
+   that they meet the dense or matmul node before it (exporters put a reshape
+   between a matrix product and its bias, scale, mask and activation);
+   reshapes and transposes themselves cost nothing (the runtime makes them
+   views: the same buffer with other strides).
 1. ``fold_affine`` — a per-channel constant multiply / add / subtract right
    after a convolution or dense layer (batch norm, bias) is folded into its
    weights and bias; ``fold_affine_chains`` merges other runs of them (a
@@ -10,10 +16,15 @@ Run on a lowered :class:`~.program.Program`, in this order:
    inner product reads the 4-D (blocked) tensor directly.
 3. ``fold_channel_shuffle`` — reshape → transpose(0, 2, 1, 3, 4) → reshape
    (ShuffleNet) becomes one oneDNN shuffle.
-4. ``fuse_post_ops`` — activations, residual adds (oneDNN ``sum``: the
+4. ``fold_matmul_bias`` — a constant added along the last axis of a matmul
+   becomes its bias; ``scale_to_linear`` — a multiply, divide, add or subtract
+   by a scalar constant becomes an eltwise ``linear`` (a post-op below).
+5. ``fuse_post_ops`` — activations, residual adds (oneDNN ``sum``: the
    convolution accumulates into the residual's buffer) and broadcast binary
-   ops become post-ops of the convolution, dense or binary node before them.
-5. ``eliminate_dead`` — nodes nobody reads are dropped.
+   ops become post-ops of the convolution, dense, matmul or binary node
+   before them.
+6. ``eliminate_dead`` — nodes nobody reads are dropped, and chains of
+   reshapes become one.
 
 A node is fused into its producer only when the producer's output has no
 other reader and is not a region output, so results never change.
@@ -46,9 +57,13 @@ __all__ = [
     "fold_channel_shuffle",
     "fuse_post_ops",
     "eliminate_dead",
+    "sink_reshapes",
+    "collapse_reshapes",
+    "fold_matmul_bias",
+    "scale_to_linear",
 ]
 
-_POST_PRODUCERS = frozenset({"conv", "dense", "binary"})
+_POST_PRODUCERS = frozenset({"conv", "dense", "binary", "matmul"})
 
 
 class _Graph:
@@ -314,6 +329,170 @@ def _fuse_binary(g: _Graph, c: Node) -> None:
     g.absorb(prod, c, move=True)
 
 
+def _trailing_kept(src: tuple[int, ...], dst: tuple[int, ...]) -> int:
+    """How many trailing dimensions a reshape from ``src`` to ``dst`` keeps."""
+    k = 0
+    while k < min(len(src), len(dst)) and src[-1 - k] == dst[-1 - k]:
+        k += 1
+    return k
+
+
+def _strip_ones(shape: tuple[int, ...]) -> tuple[int, ...]:
+    i = 0
+    while i < len(shape) and shape[i] == 1:
+        i += 1
+    return shape[i:]
+
+
+def _sunk(p: Program, c: Node, y: int, x: int, extra: list[Node]) -> Node | None:
+    """``c`` (reading ``y = reshape(x)``) rewritten to read ``x``, or None if it cannot;
+    reshapes of its other operand go to ``extra``."""
+    sx, sy = p.shapes[x], p.shapes[y]
+    kept = _trailing_kept(sx, sy)
+    if c.op == "eltwise" and not c.post:
+        return Node("eltwise", [x], -1, dict(c.attrs))
+    if c.op == "softmax" and len(sy) - c.attrs["axis"] <= kept:
+        attrs = dict(c.attrs, axis=len(sx) - (len(sy) - c.attrs["axis"]))
+        return Node("softmax", [x], -1, attrs)
+    if c.op == "layer_norm" and kept >= 1:
+        return Node("layer_norm", [x], -1, dict(c.attrs))
+    if c.op != "binary" or c.post:
+        return None
+    a, b = c.inputs
+    if b == y and a != y and c.attrs["alg"] in ("add", "mul", "max", "min"):
+        a, b = b, a
+    if a != y or b == y or p.shapes[c.out] != sy:
+        return None
+    sb = p.shapes[b]
+    if sb == sy:  # a full operand: read it reshaped too (a view)
+        b_shape = sx
+    else:
+        tail = _strip_ones(sb)
+        if len(tail) > kept:
+            return None
+        b_shape = (1,) * (len(sx) - len(tail)) + tail
+    return Node("binary", [x, _reshaped(p, b, b_shape, extra)], -1, dict(c.attrs))
+
+
+def _reshaped(p: Program, t: int, shape: tuple[int, ...], extra: list[Node]) -> int:
+    if p.shapes[t] == shape:
+        return t
+    c = p.constants.get(t)
+    if c is not None:
+        return p.add_constant(c.reshape(shape))
+    out = p.new_tensor(shape)
+    extra.append(Node("reshape", [t], out))
+    return out
+
+
+def _sink_round(p: Program, pinned: set[int]) -> bool:
+    readers: dict[int, list[Node]] = {}
+    for n in p.nodes:
+        for t in n.reads():
+            readers.setdefault(t, []).append(n)
+    outputs = set(p.outputs)
+    removed: set[int] = set()
+    before: dict[int, list[Node]] = {}
+    for n in p.nodes:
+        if n.op != "reshape" or n.out in outputs or len(readers.get(n.out, ())) != 1:
+            continue
+        if id(n) in pinned:  # reshapes an operand for a node sunk before: stays
+            continue
+        c = readers[n.out][0]
+        if id(c) in before:
+            continue
+        extra: list[Node] = []
+        new = _sunk(p, c, n.out, n.inputs[0], extra)
+        if new is None:
+            continue
+        new.out = p.new_tensor(p.shapes[n.inputs[0]])
+        # c becomes the reshape back; the rewritten node runs where c ran.
+        c.op, c.inputs, c.attrs, c.post = "reshape", [new.out], {}, []
+        before[id(c)] = [*extra, new]
+        pinned.update(id(e) for e in extra)
+        removed.add(id(n))
+    if not removed:
+        return False
+    nodes: list[Node] = []
+    for n in p.nodes:
+        nodes.extend(before.get(id(n), ()))
+        if id(n) not in removed:
+            nodes.append(n)
+    p.nodes = nodes
+    return True
+
+
+def sink_reshapes(p: Program) -> None:
+    """Move reshapes that keep the trailing dimensions past the nodes after them (see
+    the module docstring), so that those nodes can fuse with what precedes the reshape."""
+    pinned: set[int] = set()
+    for _ in range(64):  # each round moves every reshape one node further
+        if not _sink_round(p, pinned):
+            return
+
+
+def collapse_reshapes(p: Program) -> None:
+    """reshape(reshape(x)) reads x directly; a reshape to the same shape disappears."""
+    producer = {n.out: n for n in p.nodes}
+    outputs = set(p.outputs)
+    rename: dict[int, int] = {}
+    for n in p.nodes:
+        n.inputs = [rename.get(t, t) for t in n.inputs]
+        for key in ("weight", "bias"):
+            if key in n.attrs and n.attrs[key] in rename:
+                n.attrs[key] = rename[n.attrs[key]]
+        for q in n.post:
+            if "in" in q:
+                q["in"] = rename.get(q["in"], q["in"])
+        if n.op != "reshape":
+            continue
+        src = producer.get(n.inputs[0])
+        while src is not None and src.op == "reshape":
+            n.inputs = [src.inputs[0]]
+            src = producer.get(n.inputs[0])
+        if p.shapes[n.inputs[0]] == p.shapes[n.out] and n.out not in outputs:
+            rename[n.out] = n.inputs[0]
+
+
+def fold_matmul_bias(p: Program) -> None:
+    """A constant vector added along the last axis of a matmul becomes its bias."""
+    g = _Graph(p)
+    for n in list(g.order):
+        if n is None or n.op != "matmul" or n.post or n.attrs.get("bias", -1) >= 0:
+            continue
+        c = g.sole_reader(n.out)
+        if c is None or c.op != "binary" or c.post or c.attrs["alg"] != "add":
+            continue
+        other = c.inputs[1] if c.inputs[0] == n.out else c.inputs[0]
+        out_shape = p.shapes[n.out]
+        vec = _channel_vector(p, other, out_shape, len(out_shape) - 1)
+        if vec is None or p.shapes[c.out] != out_shape:
+            continue
+        n.attrs["bias"] = p.add_constant(vec.reshape((1,) * (len(out_shape) - 1) + (-1,)))
+        g.absorb(n, c, move=False, keep_reads=False)
+    g.commit()
+
+
+def scale_to_linear(p: Program) -> None:
+    """``x * c``, ``x / c``, ``x + c``, ``x - c`` for a scalar constant ``c``: eltwise
+    linear (alpha * x + beta), which fuses as a post-op."""
+    for i, n in enumerate(p.nodes):
+        if n.op != "binary" or n.post or n.attrs["alg"] not in ("mul", "div", "add", "sub"):
+            continue
+        c = p.constants.get(n.inputs[1])
+        if c is None or c.size != 1 or p.shapes[n.inputs[0]] != p.shapes[n.out]:
+            continue
+        v = float(c.reshape(()))
+        alg = n.attrs["alg"]
+        if alg == "div" and v == 0:
+            continue
+        alpha, beta = {
+            "mul": (v, 0.0), "div": (1.0 / v, 0.0), "add": (1.0, v), "sub": (1.0, -v)
+        }[alg]  # fmt: skip
+        p.nodes[i] = Node("eltwise", [n.inputs[0]], n.out, {"alg": "linear", "alpha": alpha,
+                                                            "beta": beta})  # fmt: skip
+
+
 def eliminate_dead(p: Program) -> None:
     """Drop nodes whose outputs nobody reads."""
     live = set(p.outputs)
@@ -328,8 +507,12 @@ def eliminate_dead(p: Program) -> None:
 
 def optimize(p: Program) -> Program:
     """Run every fusion on ``p`` (in place) and return it."""
+    sink_reshapes(p)
+    collapse_reshapes(p)
     fold_affine(p)
+    fold_matmul_bias(p)
     fold_affine_chains(p)
+    scale_to_linear(p)
     fold_flatten(p)
     fold_channel_shuffle(p)
     fuse_post_ops(p)

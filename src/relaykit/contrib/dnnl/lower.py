@@ -37,6 +37,8 @@ from .program import Node, Program
 __all__ = [
     "lower_function",
     "op_name",
+    "layer_norm_parts",
+    "COMPOSITES",
     "ELTWISE_OPS",
     "BINARY_OPS",
     "COMMUTATIVE",
@@ -151,6 +153,9 @@ class _Lowerer:
             args = [memo[id(a)] for a in node.args]
             op = node.op
             if isinstance(op, Function):
+                composite = COMPOSITES.get(_composite_kind(op))
+                if composite is not None:
+                    return composite(self, op, args)
                 inner = dict(zip(op.params, args, strict=True))
                 return self.evaluate(op.body, inner)
             if isinstance(op, Op):
@@ -191,12 +196,57 @@ def _conv2d(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
 
 def _dense(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
     x, w = lw.tensor(args[0], "dense data"), lw.tensor(args[1], "dense weight")
-    if lw.const(w) is None:
+    weight = lw.const(w)
+    if weight is None:
         raise CodegenError("dnnl: dense weights must be constants (bind the params)")
     in_shape = lw.p.shapes[x]
-    if len(in_shape) != 2:
-        raise CodegenError("dnnl: dense takes a 2-D input")
-    return lw.emit("dense", [x], _shape(call), weight=w, bias=-1)
+    out = _shape(call)
+    if len(in_shape) == 2:
+        return lw.emit("dense", [x], out, weight=w, bias=-1)
+    # N-D data: a matmul with the weight transposed once, broadcast over the batch dims.
+    wt = lw.p.add_constant(weight.T.reshape((1,) * (len(out) - 2) + weight.T.shape))
+    return lw.emit("matmul", [x, wt], out, bias=-1)
+
+
+def _batch_matmul(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
+    a = lw.tensor(args[0], "batch_matmul operand")
+    b = lw.tensor(args[1], "batch_matmul operand")
+    attrs = call.attrs
+    # Transposed operands are views in the runtime (strides), not copies.
+    if attrs.transpose_a:
+        ba, k, m = lw.p.shapes[a]
+        a = lw.emit("transpose", [a], (ba, m, k), perm=[0, 2, 1])
+    if attrs.transpose_b:
+        bb, n, k = lw.p.shapes[b]
+        b = lw.emit("transpose", [b], (bb, k, n), perm=[0, 2, 1])
+    return lw.emit("matmul", [a, b], _shape(call), bias=-1)
+
+
+def _layer_norm_node(
+    lw: _Lowerer, x: int, out: tuple[int, ...], eps: float, gamma: Any, beta: Any
+) -> int:
+    """A layer normalisation node over the last axis (``gamma``/``beta``: arrays or None)."""
+    c = out[-1]
+    attrs: dict[str, Any] = {"eps": float(eps), "weight": -1, "bias": -1}
+    if gamma is not None:
+        attrs["weight"] = lw.p.add_constant(np.broadcast_to(np.asarray(gamma).reshape(-1), (c,)))
+    if beta is not None:
+        attrs["bias"] = lw.p.add_constant(np.broadcast_to(np.asarray(beta).reshape(-1), (c,)))
+    return lw.emit("layer_norm", [x], out, **attrs)
+
+
+def _layer_norm(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
+    a = call.attrs
+    x = lw.tensor(args[0], "layer_norm data")
+    out = _shape(call)
+    if int(a.axis) % len(out) != len(out) - 1:
+        raise CodegenError("dnnl: layer_norm over other than the last axis")
+    consts = [lw.const(lw.tensor(v, "layer_norm parameter")) for v in args[1:]]
+    if any(c is None for c in consts):
+        raise CodegenError("dnnl: layer_norm needs constant gamma and beta (bind the params)")
+    gamma = consts[0] if a.scale else None
+    beta = consts[1] if a.center else None
+    return _layer_norm_node(lw, x, out, float(a.epsilon), gamma, beta)
 
 
 def _binary(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
@@ -369,6 +419,8 @@ def _lrn(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
 _LOWER: dict[str, Callable[[_Lowerer, Call, list[Value]], Value]] = {
     "nn.conv2d": _conv2d,
     "nn.dense": _dense,
+    "nn.batch_matmul": _batch_matmul,
+    "nn.layer_norm": _layer_norm,
     "nn.bias_add": _bias_add,
     "nn.batch_norm": _batch_norm,
     "nn.dropout": _dropout,
@@ -394,6 +446,83 @@ _LOWER: dict[str, Callable[[_Lowerer, Call, list[Value]], Value]] = {
 
 #: Operators the lowering knows (the rules decide which calls of them are taken).
 LOWERED_OPS = frozenset(_LOWER)
+
+
+# -- composites lowered whole (their operators have no oneDNN primitive one by one) ----------
+
+
+def _composite_kind(func: Function) -> str:
+    name = str(func.attrs.get("Composite", "")) if func.attrs else ""
+    for kind in COMPOSITES:
+        if name == kind or name.startswith(kind + "_"):
+            return kind
+    return ""
+
+
+def _calls(func: Function) -> list[Call]:
+    return [
+        n
+        for n in post_order(func.body, skip=lambda n: type(n) is Function)
+        if type(n) is Call and type(n.op) is Op
+    ]
+
+
+def _const_arg(call: Call) -> np.ndarray | None:
+    for a in call.args:
+        if type(a) is Constant:
+            return a.data.numpy()
+    return None
+
+
+def _composite_input(lw: _Lowerer, args: list[Value], what: str) -> int:
+    if len(args) != 1:
+        raise CodegenError(f"dnnl: a {what} composite takes one tensor, got {len(args)} inputs")
+    return lw.tensor(args[0], what)
+
+
+def layer_norm_parts(func: Function) -> tuple[float, Any, Any]:
+    """(epsilon, gamma or None, beta or None) of a ``dnnl.layer_norm*`` composite: the
+    constant added to the variance, and the constants multiplied / added after the
+    normalisation (the outermost ``multiply`` / ``add`` with a constant)."""
+    eps: float | None = None
+    gamma = beta = None
+    body = func.body
+    if type(body) is Call and op_name(body) == "add" and _const_arg(body) is not None:
+        beta = _const_arg(body)
+        body = next(a for a in body.args if type(a) is not Constant)
+    if type(body) is Call and op_name(body) == "multiply" and _const_arg(body) is not None:
+        gamma = _const_arg(body)
+    for call in _calls(func):
+        if op_name(call) in ("sqrt", "rsqrt"):
+            inner = call.args[0]
+            if type(inner) is Call and op_name(inner) == "add":
+                c = _const_arg(inner)
+                eps = float(c.item()) if c is not None and c.size == 1 else None
+    if eps is None:
+        raise CodegenError("dnnl: a layer_norm composite without a constant epsilon")
+    return eps, gamma, beta
+
+
+def _layer_norm_composite(lw: _Lowerer, func: Function, args: list[Value]) -> Value:
+    x = _composite_input(lw, args, "layer_norm")
+    eps, gamma, beta = layer_norm_parts(func)
+    return _layer_norm_node(lw, x, _shape(func.body), eps, gamma, beta)
+
+
+def _gelu_composite(alg: str) -> Callable[[_Lowerer, Function, list[Value]], Value]:
+    def lower(lw: _Lowerer, func: Function, args: list[Value]) -> Value:
+        x = _composite_input(lw, args, alg)
+        return lw.emit("eltwise", [x], _shape(func.body), alg=alg, alpha=0.0, beta=0.0)
+
+    return lower
+
+
+#: Composite names (and their ``<name>_*`` variants) lowered as one node.
+COMPOSITES: dict[str, Callable[[_Lowerer, Function, list[Value]], Value]] = {
+    "dnnl.layer_norm": _layer_norm_composite,
+    "dnnl.gelu_erf": _gelu_composite("gelu_erf"),
+    "dnnl.gelu_tanh": _gelu_composite("gelu_tanh"),
+}
 
 
 def _flatten(value: Value) -> list[int]:

@@ -136,9 +136,38 @@ def _compile(source: str, target: Path, cxx: str) -> None:
     os.replace(tmp, target)
 
 
+#: OpenMP's wait policy when the user sets none (read once, when libgomp loads).
+WAIT_POLICY = "PASSIVE"
+
+
+def _openmp_loaded() -> bool:
+    try:
+        with open("/proc/self/maps") as f:
+            return "libgomp" in f.read()
+    except OSError:
+        return True  # cannot tell: leave the environment alone
+
+
+def _default_wait_policy() -> None:
+    """Idle oneDNN threads sleep instead of spinning, unless the user chose otherwise.
+
+    GNU OpenMP's default lets a thread spin ~300,000 times after every primitive; when
+    the cores are shared (other processes, NumPy's BLAS pool, the graph executor's
+    host work between regions), the spinning thread takes the core from the one
+    doing the work. Measured on the 2-core test machine, under load, a BERT-like
+    encoder at 2 threads (benchmarks/dnnl_bert.py): 423 ms by default, 394 ms with
+    GOMP_SPINCOUNT=30000, 30 ms with 1000, 20 ms PASSIVE (onnxruntime: 49-67 ms).
+    """
+    if "OMP_WAIT_POLICY" in os.environ or "GOMP_SPINCOUNT" in os.environ:
+        return
+    if not _openmp_loaded():
+        os.environ["OMP_WAIT_POLICY"] = WAIT_POLICY
+
+
 def _preload_onednn() -> None:
     """Load libdnnl globally first, so the runtime resolves it wherever it was built."""
     onednn = find_onednn()
+    _default_wait_policy()
     ctypes.CDLL(str(onednn.library), mode=ctypes.RTLD_GLOBAL)
 
 
@@ -151,8 +180,10 @@ def _bind(path: Path) -> NativeRuntime:
         "rkdnnl_abi": (cp, []),
         "rkdnnl_last_error": (cp, []),
         "rkdnnl_create": (vp, [cp, pp, i, i]),
-        "rkdnnl_run": (i, [vp, pp, pp]),
-        "rkdnnl_profile": (i, [vp, pp, pp, ctypes.POINTER(ctypes.c_double)]),
+        "rkdnnl_context_create": (vp, [vp]),
+        "rkdnnl_context_destroy": (None, [vp]),
+        "rkdnnl_run": (i, [vp, vp, pp, pp]),
+        "rkdnnl_profile": (i, [vp, vp, pp, pp, ctypes.POINTER(ctypes.c_double)]),
         "rkdnnl_num_steps": (i, [vp]),
         "rkdnnl_step_info": (cp, [vp, i]),
         "rkdnnl_arena_bytes": (ctypes.c_longlong, [vp]),

@@ -20,8 +20,13 @@ concat     ``axis``
 softmax    ``axis``, ``log``
 lrn        ``size``, ``alpha``, ``beta``, ``k``
 shuffle    ``axis``, ``group``
-reshape    (output shape is the tensor's shape)
-transpose  ``perm``
+reshape    (output shape is the tensor's shape); a view of the input (no copy) when
+           its layout allows
+transpose  ``perm``; a view of the input (its strides permuted)
+matmul     inputs [..., M, K] and [..., K, N] of the output's rank (broadcast batch
+           dims), ``bias`` (tensor [1, ..., N] or -1); post-ops
+layer_norm ``eps``, ``weight`` (scale) and ``bias`` (shift): constants of the last
+           dimension's size, or -1; normalises the last dimension
 ========== ========================================================================
 
 >>> p = Program()

@@ -5,6 +5,14 @@ once, reorders the weights into the layouts oneDNN chose and plans the
 intermediate buffers; calling it runs the whole region in one native call
 (the GIL is released meanwhile).
 
+A region is immutable once built and is shared by everyone who runs it; the
+memory a run writes (intermediate buffers, oneDNN's scratchpad, a stream) is
+a *context*. :meth:`DnnlRegion.bind` gives each executor a context of its own,
+so executors run one region in parallel threads without waiting for each
+other; :meth:`DnnlRegion.run` takes a free context from a small pool (making
+one when every context is busy), so concurrent callers of ``run`` never wait
+either. A bound call used by two threads at once takes turns on its context.
+
 >>> import numpy as np
 >>> from relaykit.contrib.dnnl.program import Node, Program
 >>> p = Program()
@@ -22,7 +30,7 @@ from __future__ import annotations
 import ctypes
 import json
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -33,9 +41,35 @@ from .native import NativeRuntime, load_runtime
 from .program import Program
 from .threads import resolve_num_threads
 
-__all__ = ["DnnlRegion"]
+__all__ = ["BoundRegion", "DnnlRegion", "SMALL_REGION_WORK", "region_work"]
 
-_PtrArray = ctypes.c_void_p * 1
+#: A region doing less work than this (multiply-adds of its matrix products and
+#: convolutions plus the elements every other step writes) runs on one thread. oneDNN
+#: forks and joins its OpenMP team once per primitive; on 2 cores that costs ~10-30 µs
+#: per primitive when the machine is idle and milliseconds when it is busy
+#: (benchmarks/dnnl_overhead.py: a one-step region took 4.3 ms per call at 2 threads
+#: and 14 µs at 1 on the shared 2-core test machine), while one core does ~10^6
+#: multiply-adds in ~40 µs, so below that a second thread cannot pay for itself.
+SMALL_REGION_WORK = 1_000_000
+
+
+def region_work(doc: dict[str, Any]) -> int:
+    """Rough work of a region program: multiply-adds of conv/dense/matmul nodes, and
+    the elements every other node writes."""
+    shapes = doc["tensors"]
+    total = 0
+    for node in doc["nodes"]:
+        out = int(np.prod(shapes[node["out"]]))
+        op = node["op"]
+        if op == "conv":
+            total += out * int(np.prod(shapes[node["weight"]][1:]))
+        elif op == "dense":
+            total += out * int(np.prod(shapes[node["in"][0]][1:]))
+        elif op == "matmul":
+            total += out * int(shapes[node["in"][0]][-1])
+        else:
+            total += out
+    return total
 
 
 class DnnlRegion:
@@ -52,7 +86,6 @@ class DnnlRegion:
     ) -> None:
         self.name = name
         self.program_json = program_json
-        self.num_threads = resolve_num_threads(num_threads)
         self.ops = list(ops)
         try:
             doc = json.loads(program_json)
@@ -62,8 +95,13 @@ class DnnlRegion:
             const_shapes = [shapes[t] for t in doc["constants"]]
             #: The activation layout the region was built with ("nhwc", "blocked", "any").
             self.layout = str(doc.get("layout", "any"))
+            work = region_work(doc)
         except (ValueError, KeyError, TypeError, IndexError) as err:
             raise CodegenError(f"dnnl region {name!r}: malformed program ({err})") from None
+        #: Threads oneDNN uses for this region: one for small regions (see
+        #: :data:`SMALL_REGION_WORK`), else the count asked for (or the default policy).
+        requested = resolve_num_threads(num_threads)
+        self.num_threads = 1 if work < SMALL_REGION_WORK else requested
         self.constants = [np.ascontiguousarray(c, dtype=np.float32) for c in constants]
         if [c.shape for c in self.constants] != const_shapes:
             raise CodegenError(f"dnnl region {name!r}: constants do not match the program")
@@ -81,10 +119,30 @@ class DnnlRegion:
             )
         self._handle: int | None = handle
         self._run = dll.rkdnnl_run
-        # A region's buffers are its own: concurrent calls take turns.
-        self._lock = threading.Lock()
         self._n_in = len(self.input_shapes)
         self._n_out = len(self.output_shapes)
+        # Free contexts for run() (each call takes one, so concurrent calls never share).
+        self._pool: list[int] = []
+        self._pool_lock = threading.Lock()
+
+    def _new_context(self) -> int:
+        ctx = self._runtime.dll.rkdnnl_context_create(self._handle)
+        if not ctx:
+            raise BackendExecutionError(
+                f"dnnl region {self.name!r}: cannot allocate its buffers "
+                f"({self.arena_bytes} bytes): {self._runtime.last_error()}"
+            )
+        return int(ctx)
+
+    def _take_context(self) -> int:
+        with self._pool_lock:
+            if self._pool:
+                return self._pool.pop()
+        return self._new_context()
+
+    def _give_back(self, ctx: int) -> None:
+        with self._pool_lock:
+            self._pool.append(ctx)
 
     @classmethod
     def from_program(cls, program: Program, name: str = "region", **kwargs: Any) -> DnnlRegion:
@@ -94,7 +152,11 @@ class DnnlRegion:
     def __del__(self) -> None:
         handle = getattr(self, "_handle", None)
         if handle:
-            self._runtime.dll.rkdnnl_destroy(handle)
+            dll = self._runtime.dll
+            for ctx in getattr(self, "_pool", ()):
+                dll.rkdnnl_context_destroy(ctx)
+            self._pool = []
+            dll.rkdnnl_destroy(handle)
             self._handle = None
 
     # -- running ---------------------------------------------------------------------
@@ -136,9 +198,12 @@ class DnnlRegion:
         outs = self._alloc_outputs(out)
         ins = (ctypes.c_void_p * max(1, self._n_in))(*[a.ctypes.data for a in arrays])
         ots = (ctypes.c_void_p * max(1, self._n_out))(*[o.ctypes.data for o in outs])
-        with self._lock:
-            failed = self._run(self._handle, ins, ots) != 0
+        ctx = self._take_context()
+        try:
+            failed = self._run(self._handle, ctx, ins, ots) != 0
             error = self._runtime.last_error() if failed else ""
+        finally:
+            self._give_back(ctx)
         if failed:
             raise BackendExecutionError(
                 f"dnnl region {self.name!r} failed: {error}"
@@ -146,29 +211,16 @@ class DnnlRegion:
             )
         return outs
 
-    def bind(
-        self, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray]
-    ) -> Callable[[], None]:
-        """A no-argument callable running the region on these fixed arrays (the pointers
-        are prepared once, so a call costs one native call)."""
+    def bind(self, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray]) -> BoundRegion:
+        """A no-argument callable running the region on these fixed arrays, in a context
+        of its own (the pointers are prepared once, so a call costs one native call)."""
         arrays = self._check_inputs(inputs)
         if any(a is not b for a, b in zip(arrays, inputs, strict=True)):
             raise BackendExecutionError(
                 f"dnnl region {self.name!r} binds to C-contiguous float32 input arrays only"
             )
         outs = self._alloc_outputs(outputs)
-        ins = (ctypes.c_void_p * max(1, self._n_in))(*[a.ctypes.data for a in arrays])
-        ots = (ctypes.c_void_p * max(1, self._n_out))(*[o.ctypes.data for o in outs])
-        run, handle, lock, keep = self._run, self._handle, self._lock, (arrays, outs, self)
-
-        def call() -> None:
-            with lock:
-                failed = run(handle, ins, ots) != 0
-                error = keep[2]._runtime.last_error() if failed else ""
-            if failed:
-                raise BackendExecutionError(f"dnnl region {keep[2].name!r} failed: {error}")
-
-        return call
+        return BoundRegion(self, arrays, outs)
 
     def __call__(self, *inputs: Any) -> Any:
         """``region(x, ...)``: one array, or a tuple when the region has several outputs."""
@@ -192,9 +244,12 @@ class DnnlRegion:
         times = (ctypes.c_double * max(1, n))()
         ins = (ctypes.c_void_p * max(1, self._n_in))(*[a.ctypes.data for a in arrays])
         ots = (ctypes.c_void_p * max(1, self._n_out))(*[o.ctypes.data for o in outs])
-        with self._lock:
-            failed = dll.rkdnnl_profile(self._handle, ins, ots, times) != 0
+        ctx = self._take_context()
+        try:
+            failed = dll.rkdnnl_profile(self._handle, ctx, ins, ots, times) != 0
             error = self._runtime.last_error() if failed else ""
+        finally:
+            self._give_back(ctx)
         if failed:
             raise BackendExecutionError(f"dnnl region {self.name!r} failed: {error}")
         return list(zip(self.steps(), list(times)[:n], strict=True))
@@ -209,3 +264,36 @@ class DnnlRegion:
             f"<DnnlRegion {self.name} inputs={self.input_shapes} outputs={self.output_shapes} "
             f"layout={self.layout} threads={self.num_threads}>"
         )
+
+
+class BoundRegion:
+    """A region bound to fixed input and output arrays, with its own context (buffers,
+    scratchpad, stream): what one executor calls. Two threads calling the same bound
+    region take turns; different bound regions of one region run in parallel."""
+
+    __slots__ = ("_ctx", "_ins", "_keep", "_lock", "_ots", "_region", "_run")
+
+    def __init__(
+        self, region: DnnlRegion, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray]
+    ) -> None:
+        self._region = region
+        self._keep = (list(inputs), list(outputs))
+        self._ins = (ctypes.c_void_p * max(1, len(inputs)))(*[a.ctypes.data for a in inputs])
+        self._ots = (ctypes.c_void_p * max(1, len(outputs)))(*[o.ctypes.data for o in outputs])
+        self._ctx = region._new_context()
+        self._run = region._run
+        self._lock = threading.Lock()
+
+    def __call__(self) -> None:
+        region = self._region
+        with self._lock:
+            failed = self._run(region._handle, self._ctx, self._ins, self._ots) != 0
+            error = region._runtime.last_error() if failed else ""
+        if failed:
+            raise BackendExecutionError(f"dnnl region {region.name!r} failed: {error}")
+
+    def __del__(self) -> None:
+        ctx = getattr(self, "_ctx", None)
+        if ctx:
+            self._region._runtime.dll.rkdnnl_context_destroy(ctx)
+            self._ctx = 0

@@ -109,9 +109,26 @@ def _conv2d(call: Call) -> Verdict:
 def _dense(call: Call) -> Verdict:
     if call.attrs.out_dtype not in ("", "float32"):
         return decline(f"out_dtype {call.attrs.out_dtype}: the dnnl backend runs float32 only")
-    if len(_shape(call.args[0])) != 2:
-        return decline("a dense of a non-2-D input")
+    if len(_shape(call.args[1])) != 2:
+        return decline("a dense whose weight is not 2-D")
     return _constant_or_true(call.args[1], "weight")
+
+
+def _batch_matmul(call: Call) -> Verdict:
+    if call.attrs.out_dtype not in ("", "float32"):
+        return decline(f"out_dtype {call.attrs.out_dtype}: the dnnl backend runs float32 only")
+    return True
+
+
+def _layer_norm(call: Call) -> Verdict:
+    a = call.attrs
+    ndim = len(_shape(call))
+    if int(a.axis) % ndim != ndim - 1:
+        return decline(f"layer_norm over axis {a.axis}: oneDNN normalises the last axis")
+    for arg, what in zip(call.args[1:], ("gamma", "beta"), strict=True):
+        if (reason := _constant(arg, what)) is not None:
+            return reason
+    return True
 
 
 def _batch_norm(call: Call) -> Verdict:
@@ -196,6 +213,8 @@ _ELTWISE_RULES: dict[str, Callable[[Call], Verdict]] = {name: _always for name i
 RULES: dict[str, Callable[[Call], Verdict]] = {
     "nn.conv2d": _conv2d,
     "nn.dense": _dense,
+    "nn.batch_matmul": _batch_matmul,
+    "nn.layer_norm": _layer_norm,
     "nn.bias_add": _always,
     "nn.batch_norm": _batch_norm,
     "nn.dropout": _always,

@@ -10,15 +10,21 @@
 // reordered once; channel concatenations run in place in nChw16c (each input
 // written into its slice of the output); residual adds accumulate into the
 // residual's buffer (sum post-op). It then plans the intermediate buffers by
-// liveness, and rkdnnl_run executes the whole region in one native call.
+// liveness. A region is immutable once built: each caller runs it in a context of its
+// own (rkdnnl_context_create: the intermediate buffers and the scratchpad, a stream),
+// so any number of contexts run one region in parallel threads; rkdnnl_run executes
+// the whole region in one native call.
 //
 // C ABI (all functions catch every exception; on failure they return
 // NULL / nonzero and rkdnnl_last_error() says why):
 //   const char* rkdnnl_abi();                      "relaykit-dnnl-<ABI> onednn-<x.y.z>"
 //   const char* rkdnnl_last_error();
 //   void* rkdnnl_create(const char* program, void* const* consts, int nconsts, int nthreads);
-//   int   rkdnnl_run(void* region, void* const* inputs, void* const* outputs);
-//   int   rkdnnl_profile(void* region, void* const* in, void* const* out, double* step_ms);
+//   void* rkdnnl_context_create(void* region);     a caller's own buffers, scratchpad, stream
+//   void  rkdnnl_context_destroy(void* context);
+//   int   rkdnnl_run(void* region, void* context, void* const* inputs, void* const* outputs);
+//   int   rkdnnl_profile(void* region, void* context, void* const* in, void* const* out,
+//                        double* step_ms);
 //   int   rkdnnl_num_steps(void* region);
 //   const char* rkdnnl_step_info(void* region, int step);
 //   long long rkdnnl_arena_bytes(void* region);
@@ -40,7 +46,7 @@
 #include <utility>
 #include <vector>
 
-#define RKDNNL_ABI "3"
+#define RKDNNL_ABI "4"
 
 namespace rk {
 
@@ -166,6 +172,12 @@ class JsonParser {
       v.kind = Json::Bool; v.num = 0; p_ += 5;
     } else if (!strncmp(p_, "null", 4)) {
       p_ += 4;
+    } else if (!strncmp(p_, "Infinity", 8) || !strncmp(p_, "-Infinity", 9) || !strncmp(p_, "NaN", 3)) {
+      // Python's json writes non-finite floats (clip bounds) so.
+      v.kind = Json::Num;
+      bool neg = c == '-';
+      v.num = c == 'N' ? std::nan("") : neg ? -HUGE_VAL : HUGE_VAL;
+      p_ += c == 'N' ? 3 : neg ? 9 : 8;
     } else if (c == '-' || (c >= '0' && c <= '9')) {
       char* end = nullptr;
       v.kind = Json::Num;
@@ -246,11 +258,26 @@ std::string md_str(const memory::desc& md) {
   return s;
 }
 
+algorithm eltwise_alg(const std::string& name);
+
+// ReLU keeps NaN (as NumPy's maximum and relaykit's host do): oneDNN's relu kernels
+// compute max(x, 0), which turns NaN into 0, while elu with alpha -0.0 is x for x > 0,
+// (-0) * (exp(x) - 1) = +0 otherwise (-inf included), NaN for NaN. Leaky ReLU
+// (alpha != 0) keeps NaN as is. `alpha` is updated with the algorithm.
+algorithm eltwise_alg(const std::string& name, float& alpha) {
+  if (name == "relu" && alpha == 0.f) {
+    alpha = -0.f;
+    return algorithm::eltwise_elu;
+  }
+  return eltwise_alg(name);
+}
+
 algorithm eltwise_alg(const std::string& name) {
   static const std::unordered_map<std::string, algorithm> table = {
       {"relu", algorithm::eltwise_relu},
       {"leaky_relu", algorithm::eltwise_relu},
       {"clip", algorithm::eltwise_clip},
+      {"clip_v2", algorithm::eltwise_clip_v2},
       {"sigmoid", algorithm::eltwise_logistic},
       {"tanh", algorithm::eltwise_tanh},
       {"exp", algorithm::eltwise_exp},
@@ -261,6 +288,7 @@ algorithm eltwise_alg(const std::string& name) {
       {"linear", algorithm::eltwise_linear},
       {"elu", algorithm::eltwise_elu},
       {"gelu_erf", algorithm::eltwise_gelu_erf},
+      {"gelu_tanh", algorithm::eltwise_gelu_tanh},
       {"swish", algorithm::eltwise_swish},
       {"hardsigmoid", algorithm::eltwise_hardsigmoid},
       {"round", algorithm::eltwise_round},
@@ -293,7 +321,8 @@ struct Phys {
   int ext = -1;            // input/output index
   int alias = -1;          // shares the buffer of this physical tensor (in-place)
   size_t offset = 0;       // byte offset within the buffer of `alias` (concat in place)
-  void* ptr = nullptr;     // constants: data; internal: set by the planner
+  void* ptr = nullptr;     // constants: data
+  size_t arena_offset = 0;  // internal: byte offset in a context's arena (set by the planner)
   int first = -1, last = -1;  // steps that write first / read last
 };
 
@@ -307,13 +336,28 @@ struct Step {
   primitive prim;
   std::vector<Arg> args;
   std::string info;
-  std::unordered_map<int, memory> argmap;
 };
 
 struct ExtBinding {
   memory mem;
   bool is_input;
   int index;
+};
+
+// What one caller needs to run a region: its own intermediate buffers and scratchpad
+// (the arena), stream and memory objects. The primitives and the reordered weights are
+// shared by every context of a region; contexts used from different threads at once
+// never touch each other's memory.
+struct Context {
+  stream strm;
+  void* arena = nullptr;
+  std::vector<std::unordered_map<int, memory>> argmaps;  // one per step (owns the memories)
+  std::vector<std::vector<dnnl_exec_arg_t>> args;        // the same, as the C API takes them
+  std::vector<ExtBinding> ext;
+  explicit Context(const engine& eng) : strm(eng) {}
+  ~Context() { std::free(arena); }
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
 };
 
 class Region {
@@ -326,30 +370,58 @@ class Region {
     for (const auto& node : prog.at("nodes").items) lower(node);
     finish_outputs();
     plan();
-    bind();
   }
 
-  ~Region() {
-    std::free(weights_);
-    std::free(arena_);
+  ~Region() { std::free(weights_); }
+
+  // A new execution context: its own arena, stream and memory objects.
+  Context* new_context() const {
+    auto ctx = std::make_unique<Context>(eng_);
+    ctx->arena = alloc_buffer(static_cast<size_t>(arena_bytes_));
+    char* base = static_cast<char*>(ctx->arena);
+    memory scratch;
+    if (scratch_bytes_ > 0)
+      scratch = memory(memory::desc({static_cast<long long>(scratch_bytes_)}, dt::u8, tag::a), eng_,
+                       base + scratch_offset_);
+    ctx->argmaps.resize(steps_.size());
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      auto& argmap = ctx->argmaps[i];
+      for (const auto& a : steps_[i].args) {
+        const Phys& p = phys_[a.phys];
+        bool ext = p.kind == Kind::Input || p.kind == Kind::Output;
+        void* ptr = ext ? DNNL_MEMORY_NONE
+                        : p.kind == Kind::Const ? p.ptr : static_cast<void*>(base + p.arena_offset);
+        memory m(a.md, eng_, ptr);
+        if (ext) ctx->ext.push_back({m, p.kind == Kind::Input, p.ext});
+        argmap.emplace(a.arg, m);
+      }
+      if (scratch_bytes_ > 0) argmap.emplace(DNNL_ARG_SCRATCHPAD, scratch);
+    }
+    ctx->args.resize(steps_.size());
+    for (size_t i = 0; i < steps_.size(); ++i)
+      for (const auto& [arg, mem] : ctx->argmaps[i]) ctx->args[i].push_back({arg, mem.get()});
+    return ctx.release();
   }
 
-  void run(void* const* inputs, void* const* outputs, double* step_ms) {
+  void run(Context& ctx, void* const* inputs, void* const* outputs, double* step_ms) const {
     if (nthreads_ > 0) omp_set_num_threads(nthreads_);
-    for (auto& b : ext_)
+    for (auto& b : ctx.ext)
       b.mem.set_data_handle(b.is_input ? inputs[b.index] : outputs[b.index]);
-    for (auto& s : steps_) {
+    // The C API with argument arrays prepared once: no map building per call.
+    dnnl_stream_t strm = ctx.strm.get();
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      const auto& a = ctx.args[i];
+      auto t0 = std::chrono::steady_clock::now();
+      dnnl::error::wrap_c_api(
+          dnnl_primitive_execute(steps_[i].prim.get(), strm, static_cast<int>(a.size()), a.data()),
+          "could not execute a primitive");
       if (step_ms) {
-        auto t0 = std::chrono::steady_clock::now();
-        s.prim.execute(strm_, s.argmap);
-        strm_.wait();
+        ctx.strm.wait();
         auto t1 = std::chrono::steady_clock::now();
         *step_ms++ = std::chrono::duration<double, std::milli>(t1 - t0).count();
-      } else {
-        s.prim.execute(strm_, s.argmap);
       }
     }
-    strm_.wait();
+    ctx.strm.wait();
   }
 
   int num_steps() const { return static_cast<int>(steps_.size()); }
@@ -363,11 +435,14 @@ class Region {
   std::vector<dims> dims_;                 // logical tensor -> dims
   std::vector<std::vector<int>> versions_;  // logical tensor -> physical tensors (first = primary)
   std::vector<int> last_use_;              // logical tensor -> index of the last node reading it
+  // Views (reshapes, transposes) share their source's buffer: tensors sharing one are a
+  // group, whose buffer dies when the last of them does (and never if one is an output).
+  std::vector<int> group_;                 // logical tensor -> parent in its group (union-find)
   std::vector<int> outputs_;               // region outputs (logical)
   std::vector<bool> is_output_;
+  std::vector<bool> is_output_group_;      // by group root: some tensor of the group is an output
   std::vector<Phys> phys_;
   std::vector<Step> steps_;
-  std::vector<ExtBinding> ext_;
   // Weights in the layouts the primitives want: reordered once, into one arena.
   struct ConstReorder {
     memory::desc from_md;
@@ -376,11 +451,10 @@ class Region {
   };
   std::vector<ConstReorder> const_reorders_;
   void* weights_ = nullptr;  // arena of the reordered constants
-  void* arena_ = nullptr;    // arena of the intermediate buffers and the scratchpad
   long long weight_bytes_ = 0;
   size_t scratch_bytes_ = 0;
-  void* scratch_ = nullptr;
-  long long arena_bytes_ = 0;
+  size_t scratch_offset_ = 0;  // of the scratchpad within a context's arena
+  long long arena_bytes_ = 0;  // size of a context's arena (intermediate buffers + scratchpad)
   int node_index_ = 0;
   std::string layout_ = "any";  // "any" (oneDNN chooses), "nhwc" or "blocked"
   // Concatenation in place: an input of such a concat lives inside the concat's buffer.
@@ -412,6 +486,8 @@ class Region {
     size_t n = dims_.size();
     versions_.assign(n, {});
     last_use_.assign(n, -1);
+    group_.resize(n);
+    for (size_t t = 0; t < n; ++t) group_[t] = static_cast<int>(t);
     is_output_.assign(n, false);
     auto inputs = prog.at("inputs").ints();
     for (size_t k = 0; k < inputs.size(); ++k) {
@@ -430,6 +506,7 @@ class Region {
       outputs_.push_back(checked(o));
       is_output_[outputs_.back()] = true;
     }
+    is_output_group_ = is_output_;
     // Liveness by node: the last node that reads each logical tensor.
     const auto& nodes = prog.at("nodes").items;
     for (size_t i = 0; i < nodes.size(); ++i) {
@@ -635,8 +712,23 @@ class Region {
   }
 
   // The primary physical tensor of `t` if `t` dies at the current node (so its buffer can be reused).
+  int group_root(int t) const {
+    while (group_[t] != t) t = group_[t];
+    return t;
+  }
+
+  // `view` now shares the buffer of `t`: one group, dying with the last of its tensors.
+  void join_group(int t, int view) {
+    int a = group_root(t), b = group_root(view);
+    if (a == b) return;
+    group_[b] = a;
+    last_use_[a] = std::max(last_use_[a], last_use_[b]);
+    is_output_group_[a] = is_output_group_[a] || is_output_group_[b];
+  }
+
   int dying(int t) const {
-    if (last_use_[t] != node_index_ || is_output_[t] || in_concat_group(t)) return -1;
+    int g = group_root(t);
+    if (last_use_[g] != node_index_ || is_output_group_[g] || in_concat_group(t)) return -1;
     int p = primary(t);
     return phys_[p].kind == Kind::Internal ? p : -1;
   }
@@ -669,7 +761,8 @@ class Region {
       } else {
         float alpha = static_cast<float>(p.get_f("alpha", 0.0));
         float beta = static_cast<float>(p.get_f("beta", 0.0));
-        post.ops.append_eltwise(eltwise_alg(op), alpha, beta);
+        algorithm alg = eltwise_alg(op, alpha);
+        post.ops.append_eltwise(alg, alpha, beta);
       }
       post.info += "+" + op;
       ++idx;
@@ -705,6 +798,8 @@ class Region {
     else if (op == "shuffle") lower_shuffle(node);
     else if (op == "reshape") lower_reshape(node);
     else if (op == "transpose") lower_transpose(node);
+    else if (op == "matmul") lower_matmul(node);
+    else if (op == "layer_norm") lower_layer_norm(node);
     else throw Error("program: unknown node op '" + op + "'");
     for (auto [from, to] : pending_copies_) {
       auto pd = dnnl::reorder::primitive_desc(eng_, phys_[from].md, eng_, phys_[to].md, base_attr());
@@ -910,10 +1005,12 @@ class Region {
   void lower_eltwise(const Json& node) {
     int src = in(node, 0), o = out(node);
     const std::string& name = node.at("alg").s();
+    float alpha = static_cast<float>(node.get_f("alpha", 0.0));
+    algorithm alg = eltwise_alg(name, alpha);
     memory::desc md = follow(src);
     auto pd = dnnl::eltwise_forward::primitive_desc(
-        eng_, prop_kind::forward_inference, eltwise_alg(name), md, md,
-        static_cast<float>(node.get_f("alpha", 0.0)), static_cast<float>(node.get_f("beta", 0.0)),
+        eng_, prop_kind::forward_inference, alg, md, md, alpha,
+        static_cast<float>(node.get_f("beta", 0.0)),
         base_attr());
     int ps = version(src, md);
     int pdst = define(o, md, dying(src));
@@ -985,6 +1082,7 @@ class Region {
       pd = dnnl::softmax_forward::primitive_desc(
           eng_, prop_kind::forward_inference, log ? algorithm::softmax_log : algorithm::softmax_accurate,
           md, md, axis, base_attr());
+      if (impl_name(pd) == "ref" && !(md == plain_md(dims_[src]))) throw dnnl::error(dnnl_unimplemented, "ref");
     } catch (const dnnl::error&) {
       md = plain_md(dims_[src]);
       pd = dnnl::softmax_forward::primitive_desc(
@@ -1046,26 +1144,195 @@ class Region {
              what + " t" + std::to_string(o), &pd);
   }
 
+  // Strides of `nd` viewing a tensor of dims `od` and strides `os` without a copy, as
+  // NumPy's reshape does; false when the reshape needs a copy.
+  static bool reshape_strides(const dims& od, const dims& os, const dims& nd, dims& ns) {
+    dims d, st;  // the old dims without the 1s
+    for (size_t i = 0; i < od.size(); ++i)
+      if (od[i] != 1) { d.push_back(od[i]); st.push_back(os[i]); }
+    ns.assign(nd.size(), 0);
+    size_t oi = 0, oj = 1, ni = 0, nj = 1;
+    while (ni < nd.size() && oi < d.size()) {
+      long long np = nd[ni], op = d[oi];
+      while (np != op) {
+        if (np < op) {
+          if (nj >= nd.size()) return false;
+          np *= nd[nj++];
+        } else {
+          if (oj >= d.size()) return false;
+          op *= d[oj++];
+        }
+      }
+      for (size_t ok = oi; ok + 1 < oj; ++ok)
+        if (st[ok] != d[ok + 1] * st[ok + 1]) return false;  // the block is not contiguous
+      ns[nj - 1] = st[oj - 1];
+      for (size_t nk = nj - 1; nk > ni; --nk) ns[nk - 1] = ns[nk] * nd[nk];
+      ni = nj++;
+      oi = oj++;
+    }
+    // Trailing (and any unset) 1-dims: a stride that keeps the layout dense-looking.
+    for (size_t i = nd.size(); i-- > 0;)
+      if (ns[i] == 0) ns[i] = i + 1 < nd.size() ? ns[i + 1] * nd[i + 1] : 1;
+    return true;
+  }
+
+  static bool is_strided(const memory::desc& md) {
+    return md.get_format_kind() == memory::format_kind::blocked && md.get_inner_nblks() == 0;
+  }
+
+  static dims plain_strides(const dims& d) {
+    dims st(d.size());
+    long long s = 1;
+    for (size_t i = d.size(); i-- > 0;) { st[i] = s; s *= d[i]; }
+    return st;
+  }
+
+  // Logical tensor `o` is `src` (physical tensor `ps`) seen through the layout `md`:
+  // the same buffer, no step.
+  void define_view(int o, int src, int ps, const memory::desc& md) {
+    if (!versions_[o].empty()) throw Error("program: tensor " + std::to_string(o) + " written twice");
+    Phys v = phys_[ps];
+    v.md = md;
+    v.first = v.last = -1;
+    v.offset = 0;
+    v.alias = v.kind == Kind::Internal ? ps : -1;
+    phys_.push_back(v);
+    versions_[o].push_back(static_cast<int>(phys_.size()) - 1);
+    join_group(src, o);
+  }
+
+  // Reshapes and transposes are views of their input (its strides rearranged) when the
+  // input's layout allows it, else of a plain copy of it; tensors of an in-place
+  // concatenation keep the copying path.
+  bool views_allowed(int src, int o) const { return !in_concat_group(src) && !in_concat_group(o); }
+
   void lower_reshape(const Json& node) {
     int src = in(node, 0), o = out(node);
     memory::desc pmd = plain_md(dims_[src]);
-    int ps = version(src, pmd);
-    copy_step(ps, pmd, o, pmd, "reshape");
+    if (!views_allowed(src, o)) {
+      int ps = version(src, pmd);
+      copy_step(ps, pmd, o, pmd, "reshape");
+      return;
+    }
+    const memory::desc& have = md_of(src);
+    dims ns;
+    if (is_strided(have) && reshape_strides(dims_[src], have.get_strides(), dims_[o], ns)) {
+      define_view(o, src, primary(src), memory::desc(dims_[o], dt::f32, ns));
+      return;
+    }
+    define_view(o, src, version(src, pmd), plain_md(dims_[o]));
   }
 
   void lower_transpose(const Json& node) {
     int src = in(node, 0), o = out(node);
     auto perm = node.at("perm").ints();
     const dims& sd = dims_[src];
-    memory::desc pmd = plain_md(sd);
-    int ps = version(src, pmd);
-    dims strides(sd.size());
-    long long s = 1;
-    for (size_t i = sd.size(); i-- > 0;) { strides[i] = s; s *= sd[i]; }
+    if (perm.size() != sd.size()) throw Error("program: transpose permutation has the wrong rank");
+    const memory::desc& have = md_of(src);
+    bool strided = is_strided(have);
+    int ps = strided ? primary(src) : version(src, plain_md(sd));
+    dims st = strided ? have.get_strides() : plain_strides(sd);
     dims vd(sd.size()), vs(sd.size());
-    for (size_t i = 0; i < perm.size(); ++i) { vd[i] = sd[perm[i]]; vs[i] = strides[perm[i]]; }
+    for (size_t i = 0; i < perm.size(); ++i) {
+      vd[i] = sd[checked_axis(perm[i], sd.size())];
+      vs[i] = st[perm[i]];
+    }
     memory::desc view(vd, dt::f32, vs);
+    if (views_allowed(src, o)) {
+      define_view(o, src, ps, view);
+      return;
+    }
     copy_step(ps, view, o, plain_md(vd), "transpose");
+  }
+
+  static size_t checked_axis(long long a, size_t ndims) {
+    if (a < 0 || a >= static_cast<long long>(ndims)) throw Error("program: axis out of range");
+    return static_cast<size_t>(a);
+  }
+
+  // `t` in a layout whose innermost dimension is contiguous (what normalisations and the
+  // jit softmax want): its own when it is, else a plain copy.
+  memory::desc last_dense(int t) {
+    const memory::desc& md = md_of(t);
+    if (is_strided(md)) {
+      auto st = md.get_strides();
+      if (!st.empty() && st.back() == 1) return md;
+    }
+    return plain_md(dims_[t]);
+  }
+
+  // Batched matrix product: in [..., M, K] and [..., K, N] (any strides: transposed
+  // operands are views), optional bias [..., N] (broadcast), post-ops.
+  void lower_matmul(const Json& node) {
+    int a = in(node, 0), b = in(node, 1), o = out(node);
+    long long bias = node.get_i("bias", -1);
+    size_t rank = dims_[o].size();
+    if (dims_[a].size() != rank || dims_[b].size() != rank || rank < 2)
+      throw Error("program: matmul operands must have the output's rank (>= 2)");
+    auto operand = [&](int t) {
+      const memory::desc& md = md_of(t);
+      if (is_const(t)) return memory::desc(dims_[t], dt::f32, tag::any);
+      return is_strided(md) ? md : plain_md(dims_[t]);
+    };
+    Post post = post_ops_of(node, dims_[o]);
+    primitive_attr attr = base_attr();
+    attr.set_post_ops(post.ops);
+    memory::desc bias_md = bias >= 0 ? plain_md(dims_[checked(bias)]) : memory::desc();
+    memory::desc dst_md = plain_md(dims_[o]);
+    auto make = [&](const memory::desc& am, const memory::desc& bm) {
+      return dnnl::matmul::primitive_desc(eng_, am, bm, bias_md, dst_md, attr);
+    };
+    dnnl::matmul::primitive_desc pd;
+    bool done = false;
+    try {
+      pd = make(operand(a), operand(b));
+      done = impl_name(pd) != "ref";
+    } catch (const dnnl::error&) {
+    }
+    if (!done) {  // strided operands only the reference kernel takes: plain copies
+      memory::desc bm = is_const(b) ? memory::desc(dims_[b], dt::f32, tag::any) : plain_md(dims_[b]);
+      pd = make(plain_md(dims_[a]), bm);
+    }
+    int pa = version(a, pd.src_desc());
+    int pb = version(b, pd.weights_desc());
+    int pdst = post.sum_tensor >= 0 ? define_with_sum(o, pd.dst_desc(), post.sum_tensor)
+                                    : define(o, pd.dst_desc());
+    std::vector<Arg> args = {{DNNL_ARG_SRC, pa, pd.src_desc()},
+                             {DNNL_ARG_WEIGHTS, pb, pd.weights_desc()},
+                             {DNNL_ARG_DST, pdst, pd.dst_desc()}};
+    if (bias >= 0) args.push_back({DNNL_ARG_BIAS, version(checked(bias), bias_md), bias_md});
+    args.insert(args.end(), post.args.begin(), post.args.end());
+    add_step(dnnl::matmul(pd), args,
+             "matmul t" + std::to_string(o) + " " + md_str(pd.src_desc()) + " w=" +
+                 md_str(pd.weights_desc()) + " -> " + md_str(pd.dst_desc()) + post.info,
+             &pd);
+  }
+
+  // Layer normalisation over the innermost dimension, with optional scale and shift
+  // ("weight" and "bias": constants of that dimension's size).
+  void lower_layer_norm(const Json& node) {
+    int src = in(node, 0), o = out(node);
+    long long scale = node.get_i("weight", -1), shift = node.get_i("bias", -1);
+    float eps = static_cast<float>(node.at("eps").f());
+    memory::desc md = last_dense(src);
+    auto flags = dnnl::normalization_flags::none;
+    if (scale >= 0) flags |= dnnl::normalization_flags::use_scale;
+    if (shift >= 0) flags |= dnnl::normalization_flags::use_shift;
+    auto pd = dnnl::layer_normalization_forward::primitive_desc(
+        eng_, prop_kind::forward_inference, md, md, eps, flags, base_attr());
+    int ps = version(src, md);
+    int pdst = define(o, md, dying(src));
+    std::vector<Arg> args = {{DNNL_ARG_SRC, ps, md}, {DNNL_ARG_DST, pdst, md}};
+    memory::desc cmd = plain_md({dims_[src].back()});
+    for (auto [t, arg] : {std::pair<long long, int>{scale, DNNL_ARG_SCALE}, {shift, DNNL_ARG_SHIFT}}) {
+      if (t < 0) continue;
+      int c = checked(t);
+      if (!is_const(c) || dims_[c] != cmd.get_dims())
+        throw Error("program: layer_norm scale and shift must be constants of the last dim's size");
+      args.push_back({arg, version(c, cmd), cmd});
+    }
+    add_step(dnnl::layer_normalization_forward(pd), args,
+             "layer_norm t" + std::to_string(o) + " " + md_str(md), &pd);
   }
 
   void finish_outputs() {
@@ -1142,19 +1409,16 @@ class Region {
       buf_offset[b] = total;
       total += round(buf_size[b]);
     }
-    size_t scratch_offset = total;
+    scratch_offset_ = total;
     total += round(scratch_bytes_);
-    arena_ = alloc_buffer(total);
     arena_bytes_ = static_cast<long long>(total);
-    char* base = static_cast<char*>(arena_);
     for (size_t p = 0; p < n; ++p)
       if (phys_[p].kind == Kind::Internal) {
         int b = buf_of[root(static_cast<int>(p))];
         size_t offset = 0;
         for (int q = static_cast<int>(p); phys_[q].alias >= 0; q = phys_[q].alias) offset += phys_[q].offset;
-        if (b >= 0) phys_[p].ptr = base + buf_offset[b] + offset;
+        if (b >= 0) phys_[p].arena_offset = buf_offset[b] + offset;
       }
-    if (scratch_bytes_ > 0) scratch_ = base + scratch_offset;
     reorder_constants();
   }
 
@@ -1181,20 +1445,6 @@ class Region {
     const_reorders_.clear();
   }
 
-  void bind() {
-    memory scratch;
-    if (scratch_) scratch = memory(memory::desc({static_cast<long long>(scratch_bytes_)}, dt::u8, tag::a), eng_, scratch_);
-    for (auto& s : steps_) {
-      for (const auto& a : s.args) {
-        const Phys& p = phys_[a.phys];
-        bool ext = p.kind == Kind::Input || p.kind == Kind::Output;
-        memory m(a.md, eng_, ext ? DNNL_MEMORY_NONE : p.ptr);
-        if (ext) ext_.push_back({m, p.kind == Kind::Input, p.ext});
-        s.argmap.emplace(a.arg, m);
-      }
-      if (scratch_) s.argmap.emplace(DNNL_ARG_SCRATCHPAD, scratch);
-    }
-  }
 };
 
 thread_local std::string g_error;
@@ -1233,16 +1483,26 @@ void* rkdnnl_create(const char* program, void* const* consts, int nconsts, int n
                    nullptr);
 }
 
-int rkdnnl_run(void* region, void* const* inputs, void* const* outputs) {
+void* rkdnnl_context_create(void* region) {
+  return rk::guard([&]() -> void* { return static_cast<rk::Region*>(region)->new_context(); },
+                   nullptr);
+}
+
+void rkdnnl_context_destroy(void* context) { delete static_cast<rk::Context*>(context); }
+
+int rkdnnl_run(void* region, void* context, void* const* inputs, void* const* outputs) {
   return rk::guard([&] {
-    static_cast<rk::Region*>(region)->run(inputs, outputs, nullptr);
+    static_cast<rk::Region*>(region)->run(*static_cast<rk::Context*>(context), inputs, outputs,
+                                          nullptr);
     return 0;
   }, 1);
 }
 
-int rkdnnl_profile(void* region, void* const* inputs, void* const* outputs, double* step_ms) {
+int rkdnnl_profile(void* region, void* context, void* const* inputs, void* const* outputs,
+                   double* step_ms) {
   return rk::guard([&] {
-    static_cast<rk::Region*>(region)->run(inputs, outputs, step_ms);
+    static_cast<rk::Region*>(region)->run(*static_cast<rk::Context*>(context), inputs, outputs,
+                                          step_ms);
     return 0;
   }, 1);
 }
