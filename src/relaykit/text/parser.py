@@ -60,18 +60,28 @@ class _Parser(TokenReader):
         super().__init__(Source(text, source_name))
         self.registry = registry
         self.op_info: dict[Op, tuple[int | None, Any, Attrs]] = {}
-        self.scopes: list[dict[str, Expr]] = [{}]
+        # Names in scope: each name maps to the stack of its bindings (the depth of the
+        # scope that bound it, the value), innermost last, and each scope lists the
+        # names it bound; so a lookup costs O(1) however many scopes (one per ``let``)
+        # are open.
+        self.bound: dict[str, list[tuple[int, Expr]]] = {}
+        self.scopes: list[list[str]] = [[]]
         self.globals: dict[str, GlobalVar] = {}
         self.global_refs: dict[str, Token] = {}
         self.fn_depth = 0
 
     # -- names ----------------------------------------------------------------------
     def find(self, name: str) -> Expr | None:
-        for scope in reversed(self.scopes):
-            found = scope.get(name)
-            if found is not None:
-                return found
-        return None
+        found = self.bound.get(name)
+        return found[-1][1] if found else None
+
+    def open_scope(self) -> None:
+        self.scopes.append([])
+
+    def close_scope(self) -> None:
+        bound = self.bound
+        for name in self.scopes.pop():
+            bound[name].pop()
 
     def lookup(self, tok: Token) -> Expr:
         name = tok[1]
@@ -89,16 +99,23 @@ class _Parser(TokenReader):
             if base is not None:
                 span = self.token_span(tok)
                 for index in parts[cut:]:
-                    base = TupleGetItem(base, int(index), span=span)
+                    base = TupleGetItem(base, self.integer(tok, index), span=span)
                 return base
         hint = f"; declare it first with 'free_var {name}: <type>;'" if not self.fn_depth else ""
         raise self.error(tok, f"undefined variable {name}{hint}")
 
     def define(self, tok: Token, value: Expr) -> None:
-        scope = self.scopes[-1]
-        if tok[1] in scope:
-            raise self.error(tok, f"{tok[1]} is already defined in this scope")
-        scope[tok[1]] = value
+        """Bind ``tok``'s name in the innermost scope."""
+        name = tok[1]
+        depth = len(self.scopes)
+        stack = self.bound.get(name)
+        if stack is None:
+            self.bound[name] = [(depth, value)]
+        elif stack and stack[-1][0] == depth:
+            raise self.error(tok, f"{name} is already defined in this scope")
+        else:
+            stack.append((depth, value))
+        self.scopes[-1].append(name)
 
     def new_var(self, tok: Token, ty: Type | None) -> Var:
         return Var(tok[1][1:], ty, span=self.token_span(tok))
@@ -131,7 +148,7 @@ class _Parser(TokenReader):
                         tok, f"expected a field index after '.' but found {describe(tok)}"
                     )
                 for index in tok[1].split("."):  # %t.0.1 lexes as %t . 0.1
-                    expr = TupleGetItem(expr, int(index), span=self.span_from(start))
+                    expr = TupleGetItem(expr, self.integer(tok, index), span=self.span_from(start))
             else:
                 return expr
 
@@ -238,6 +255,11 @@ class _Parser(TokenReader):
                 raise self.error(
                     tok, f"operator {op.name} has no attribute {key!r}; its attributes are: {known}"
                 )
+            wanted = _attr_kind_error(schema[key], attrs[key])
+            if wanted:
+                raise self.error(
+                    tok, f"attribute {key} of {op.name} must be {wanted}, got {attrs[key]!r}"
+                )
         values: dict[str, Any] = {}
         for key, default in schema.items():
             value = attrs.get(key, default)
@@ -279,7 +301,7 @@ class _Parser(TokenReader):
         else:
             self.next()
             self.expect("(", f" after {name_tok[1]}")
-        self.scopes.append({})
+        self.open_scope()
         self.fn_depth += 1
         try:
             params, attrs = self.params()
@@ -287,7 +309,7 @@ class _Parser(TokenReader):
             self.expect("{", " to open the function body")
             body = self.body("}")
         finally:
-            self.scopes.pop()
+            self.close_scope()
             self.fn_depth -= 1
         try:
             return Function(params, body, ret, attrs=attrs or None, span=self.span_from(start))
@@ -311,7 +333,7 @@ class _Parser(TokenReader):
 
         Iterates over statements, so a long chain of ``%n = ...;`` costs no recursion.
         """
-        self.scopes.append({})
+        self.open_scope()
         lets: list[tuple[Var, Expr, Token]] = []
         try:
             while True:
@@ -335,7 +357,7 @@ class _Parser(TokenReader):
                     value = self.parse_expr()
                     self.expect(";", " after the let value")
                     var = self.new_var(var_tok, ty)
-                    self.scopes.append({})
+                    self.open_scope()
                     self.define(var_tok, var)
                     lets.append((var, value, tok))
                 else:
@@ -345,8 +367,8 @@ class _Parser(TokenReader):
                 self.expect(closer, " after the result expression")
         finally:
             for _ in lets:
-                self.scopes.pop()
-            self.scopes.pop()
+                self.close_scope()
+            self.close_scope()
         for var, value, tok in reversed(lets):
             result = Let(var, value, result, span=self.span_from(tok))
         return result
@@ -412,6 +434,18 @@ class _Parser(TokenReader):
                 "parse a module with def @name(...) instead",
             )
         return expr
+
+
+def _attr_kind_error(default: Any, value: Any) -> str:
+    """What ``value`` should be when its kind cannot be that of the schema ``default``
+    (only for string and float defaults, whose kinds are unambiguous), else ``""``."""
+    if isinstance(default, str) and not isinstance(value, str):
+        return "a string"
+    if isinstance(default, float) and (
+        isinstance(value, bool) or not isinstance(value, (int, float))
+    ):
+        return "a number"
+    return ""
 
 
 def _run(fn: Any, parser: _Parser) -> Any:
