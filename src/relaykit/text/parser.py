@@ -108,13 +108,10 @@ class _Parser(TokenReader):
         """Bind ``tok``'s name in the innermost scope."""
         name = tok[1]
         depth = len(self.scopes)
-        stack = self.bound.get(name)
-        if stack is None:
-            self.bound[name] = [(depth, value)]
-        elif stack and stack[-1][0] == depth:
+        stack = self.bound.setdefault(name, [])
+        if stack and stack[-1][0] == depth:
             raise self.error(tok, f"{name} is already defined in this scope")
-        else:
-            stack.append((depth, value))
+        stack.append((depth, value))
         self.scopes[-1].append(name)
 
     def new_var(self, tok: Token, ty: Type | None) -> Var:
@@ -255,7 +252,8 @@ class _Parser(TokenReader):
                 raise self.error(
                     tok, f"operator {op.name} has no attribute {key!r}; its attributes are: {known}"
                 )
-            wanted = _attr_kind_error(schema[key], attrs[key])
+            default = schema[key]
+            wanted = _attr_kind_error(default, attrs[key]) if type(default) in _CHECKED else ""
             if wanted:
                 raise self.error(
                     tok, f"attribute {key} of {op.name} must be {wanted}, got {attrs[key]!r}"
@@ -434,6 +432,9 @@ class _Parser(TokenReader):
                 "parse a module with def @name(...) instead",
             )
         return expr
+
+
+_CHECKED = (str, float)  # schema defaults whose kind an attribute value must have
 
 
 def _attr_kind_error(default: Any, value: Any) -> str:

@@ -105,13 +105,12 @@ class TokenReader:
         return int(digits)
 
     def enter(self, tok: Token, what: str) -> None:
-        """One level deeper into a nested type or attribute value (``leave`` undoes it)."""
+        """One level deeper into a tuple or function type or an attribute list or map
+        (the caller steps out with ``self.nesting -= 1``; after an error the reader is
+        not used again)."""
         self.nesting += 1
         if self.nesting > MAX_NESTING:
             raise self.error(tok, f"{what} nested more than {MAX_NESTING} levels deep")
-
-    def leave(self) -> None:
-        self.nesting -= 1
 
     def error(self, tok: Token, message: str) -> ParseError:
         return self.src.error(tok[2], max(1, len(tok[1])), message)
@@ -180,13 +179,6 @@ class TokenReader:
         return tok[1]
 
     def parse_type(self) -> Type:
-        self.enter(self.peek(), "types")
-        try:
-            return self.type_inner()
-        finally:
-            self.leave()
-
-    def type_inner(self) -> Type:
         tok = self.peek()
         kind, text = tok[0], tok[1]
         if kind == "IDENT":
@@ -219,6 +211,7 @@ class TokenReader:
 
     def type_list(self, closer: str, allow_single: bool = False) -> Any:
         """Types up to ``closer``; with ``allow_single``, ``(T)`` is T and ``(T,)`` a tuple."""
+        self.enter(self.toks[self.pos - 1], "types")
         items: list[Type] = []
         trailing = False
         while not self.accept(closer):
@@ -228,6 +221,7 @@ class TokenReader:
                     trailing = True
                     break
             items.append(self.parse_type())
+        self.nesting -= 1
         if allow_single and len(items) == 1 and not trailing:
             return items[0]
         return items
@@ -264,6 +258,8 @@ class TokenReader:
         return TensorType(dims, dtype)
 
     def dim(self, tok: Token, digits: str) -> int:
+        if len(digits) < 19:  # fits in int64
+            return int(digits)
         value = self.integer(tok, digits)
         if value > _MAX_DIM:
             raise self.error(tok, f"dimension {value} does not fit in int64")
@@ -288,13 +284,6 @@ class TokenReader:
         return value, dtype
 
     def attr_value(self) -> Any:
-        self.enter(self.peek(), "attribute values")
-        try:
-            return self.attr_inner()
-        finally:
-            self.leave()
-
-    def attr_inner(self) -> Any:
         tok = self.next()
         kind, text = tok[0], tok[1]
         if kind == "NUMBER":
@@ -308,6 +297,7 @@ class TokenReader:
             return {"True": True, "False": False, "None": None}[text]
         if kind == "PUNCT" and text in "[(":
             closer = "]" if text == "[" else ")"
+            self.enter(tok, "attribute values")
             items: list[Any] = []
             while not self.accept(closer):
                 if items:
@@ -315,8 +305,10 @@ class TokenReader:
                     if self.accept(closer):
                         break
                 items.append(self.attr_value())
+            self.nesting -= 1
             return tuple(items)
         if kind == "PUNCT" and text == "{":
+            self.enter(tok, "attribute values")
             entries: dict[str, Any] = {}
             while not self.accept("}"):
                 if entries:
@@ -326,6 +318,7 @@ class TokenReader:
                     raise self.error(key, f"expected a string key but found {describe(key)}")
                 self.expect(":", " after a map key")
                 entries[self.string(key)] = self.attr_value()
+            self.nesting -= 1
             return entries
         raise self.error(
             tok,
