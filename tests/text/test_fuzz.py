@@ -1,4 +1,9 @@
-"""Bounded fuzzing: mutated programs parse or raise ParseError, never anything else."""
+"""Bounded fuzzing: mutated programs parse or raise relaykit errors, never anything else.
+
+The first test mutates programs over the test operators (ParseError only); the
+second runs benchmarks/fuzz_parser.py (real operators, type inference) on a few
+hundred inputs. Long runs: ``python benchmarks/fuzz_parser.py``.
+"""
 
 import importlib.util
 import os
