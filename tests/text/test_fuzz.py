@@ -1,10 +1,18 @@
-"""Bounded fuzzing: mutated programs parse or raise ParseError, never anything else."""
+"""Bounded fuzzing: mutated programs parse or raise relaykit errors, never anything else.
 
+The first test mutates programs over the test operators (ParseError only); the
+second runs benchmarks/fuzz_parser.py (real operators, type inference) on a few
+hundred inputs. Long runs: ``python benchmarks/fuzz_parser.py``.
+"""
+
+import importlib.util
 import os
 import random
-import time
+import sys
+from pathlib import Path
 
 import numpy as np
+import pytest
 
 from relaykit.errors import ParseError
 from relaykit.ir import (
@@ -22,7 +30,9 @@ from relaykit.ir import (
 from relaykit.text import astext, parse, parse_expr
 from relaykit.text.tokenizer import Source, tokenize
 
-BUDGET = float(os.environ.get("RELAYKIT_FUZZ_SECONDS", "3"))
+# A fixed number of inputs (not a time budget), so every run checks the same texts.
+RUNS = int(os.environ.get("RELAYKIT_FUZZ_RUNS", "400"))
+_FUZZER = Path(__file__).resolve().parents[2] / "benchmarks" / "fuzz_parser.py"
 _SNIPPETS = [
     "%",
     "@",
@@ -135,9 +145,8 @@ def _mutate(text, rng):
 def test_mutations_raise_only_parse_errors(ops):
     rng = random.Random(1234)
     programs = _programs(ops.call)
-    deadline = time.perf_counter() + BUDGET
     runs = errors = 0
-    while time.perf_counter() < deadline:
+    for _ in range(RUNS):
         text = rng.choice(programs)
         for _ in range(rng.randrange(1, 4)):
             text = _mutate(text, rng)
@@ -155,4 +164,31 @@ def test_mutations_raise_only_parse_errors(ops):
                     f"{type(err).__name__}: {err}\n--- input ---\n{text!r}"
                 ) from err
             runs += 1
-    assert runs > 50 and errors > 0
+    assert runs == 2 * RUNS and errors > RUNS // 2
+
+
+def _load_fuzzer():
+    name = "relaykit_bench_fuzz_parser"
+    module = sys.modules.get(name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(name, _FUZZER)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses look their module up while it loads
+        spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_fuzzer_finds_only_relaykit_errors(seed):
+    """benchmarks/fuzz_parser.py, bounded: real operators and type inference, number,
+    shape, attribute, metadata and nesting mutations; only relaykit errors escape."""
+    fuzz = _load_fuzzer()
+    report = fuzz.run(RUNS // 2, seed=seed, workloads=False)
+    found = "\n".join(
+        f"{count} x {site}\n    e.g. {fuzz_input!r:.400}"
+        for site, count in report.sites.most_common()
+        for fuzz_input in [report.examples[site]]
+    )
+    assert report.untyped == 0, found
+    assert report.runs == 2 * (RUNS // 2)
+    assert report.typed > report.runs // 2  # the mutants are mostly invalid: errors were seen

@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from relaykit.errors import RelayTypeError
+from relaykit.errors import RelayKitError, RelayTypeError
 
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from .functor import children, post_order, rewrite_post_order
@@ -53,6 +53,9 @@ __all__ = [
 ]
 
 _BOOL = TensorType((), "bool")
+# What a type relation raises when a call's attribute values are not of the kinds it
+# reads (they come from user text or code): reported as a type error of that call.
+_RELATION_CRASHES = (TypeError, ValueError, KeyError, IndexError, AttributeError, ArithmeticError)
 _VISIT, _BIND, _FINISH = 0, 1, 2
 
 
@@ -293,6 +296,18 @@ class TypeChecker:
         except RelayTypeError as err:
             args = ", ".join(str(a) for a in arg_types)
             raise self.fail(call, f"type error in {op.name}({args}): {err}") from None
+        except RelayKitError:
+            raise
+        except _RELATION_CRASHES as err:
+            # The relation could not use the attribute values (a string where it wants
+            # numbers, an int where it wants a list...): the call is at fault, not the op.
+            args = ", ".join(str(a) for a in arg_types)
+            attrs = ", ".join(f"{k}={v!r}" for k, v in (call.attrs or {}).items()) or "none"
+            raise self.fail(
+                call,
+                f"type error in {op.name}({args}): its attributes ({attrs}) are not of the "
+                f"kinds {op.name} takes ({type(err).__name__}: {err}); check their values",
+            ) from None
         if not isinstance(out, Type):
             raise self.fail(call, f"type relation of {op.name} returned {out!r}, not a Type")
         return out

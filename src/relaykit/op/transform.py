@@ -262,10 +262,15 @@ def squeeze(data: Expr, axis: Any = None) -> Call:
     return make_call("squeeze", [data], axis=None if axis is None else _int_list(axis, "axis"))
 
 
+_MAX_RANK = 32
+
+
 def _expanded_shape(shape: tuple[int, ...], attrs: Attrs) -> tuple[int, ...]:
     n = attrs.num_newaxis
     if not isinstance(n, int) or n < 0:
         raise TypeRelError(f"num_newaxis must be a non-negative integer, got {n!r}")
+    if len(shape) + n > _MAX_RANK:
+        raise TypeRelError(f"num_newaxis={n} gives a rank above {_MAX_RANK}, NumPy's limit")
     axis = normalize_axis(attrs.axis, len(shape), "expand_dims axis", extra=1)
     return shape[:axis] + (1,) * n + shape[axis:]
 

@@ -13,6 +13,7 @@ other reads back exactly.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -53,6 +54,7 @@ SUFFIX_DTYPE: dict[str, str] = {
 }
 
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+_HEX2 = re.compile("[0-9A-Fa-f]{2}")
 _UNESCAPES = {"\\": "\\", '"': '"', "n": "\n", "t": "\t", "r": "\r"}
 
 
@@ -110,7 +112,7 @@ def quote(text: str) -> str:
 def unquote(literal: str) -> str:
     """The value of a string literal written by :func:`quote` (quotes included).
 
-    Raises ValueError on a bad escape.
+    Raises ParseError on a bad escape.
     """
     body = literal[1:-1]
     if "\\" not in body:
@@ -127,7 +129,7 @@ def unquote(literal: str) -> str:
         if nxt in _UNESCAPES:
             out.append(_UNESCAPES[nxt])
             i += 2
-        elif nxt == "x" and len(body) >= i + 4:
+        elif nxt == "x" and _HEX2.fullmatch(body, i + 2, i + 4):
             out.append(chr(int(body[i + 2 : i + 4], 16)))
             i += 4
         else:

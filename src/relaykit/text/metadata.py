@@ -29,6 +29,10 @@ from relaykit.ir.types import DTYPES
 __all__ = ["dump_metadata", "load_metadata", "MetadataError"]
 
 
+_MAX_NDIM = 32  # NumPy's limit
+_MAX_DIM = 2**63 - 1
+
+
 class MetadataError(ValueError):
     """The metadata section is not what the printer writes (the parser reports it)."""
 
@@ -62,7 +66,12 @@ def _decode(entry: Any, where: str) -> np.ndarray:
         raise MetadataError(
             f"{where}: shape must be a list of non-negative integers, got {shape!r}"
         )
-    if dtype not in DTYPES:
+    if len(shape) > _MAX_NDIM or any(d > _MAX_DIM for d in shape):
+        raise MetadataError(
+            f"{where}: shape {shape!r} is too large (at most {_MAX_NDIM} dimensions, "
+            "each below 2**63)"
+        )
+    if not isinstance(dtype, str) or dtype not in DTYPES:
         raise MetadataError(f"{where}: unknown dtype {dtype!r}")
     if not isinstance(data, str):
         raise MetadataError(f"{where}: data must be a base64 string")
@@ -71,9 +80,12 @@ def _decode(entry: Any, where: str) -> np.ndarray:
     except (ValueError, UnicodeEncodeError) as err:
         raise MetadataError(f"{where}: data is not valid base64 ({err})") from None
     np_dtype = DTYPES[dtype].newbyteorder("<")
-    count = 1
+    count = extent = 1
     for d in shape:
         count *= d
+        extent *= max(d, 1)  # NumPy refuses shapes whose non-zero extents overflow
+    if extent * np_dtype.itemsize > _MAX_DIM:
+        raise MetadataError(f"{where}: shape {tuple(shape)} {dtype} is too large for an array")
     if len(raw) != count * np_dtype.itemsize:
         raise MetadataError(
             f"{where}: {len(raw)} bytes of data for shape {tuple(shape)} {dtype} "

@@ -28,6 +28,11 @@ __all__ = ["TokenReader", "describe"]
 
 _NUM_SPLIT = re.compile(r"(-?)(.*?)(f16|f32|f64|f|i8|i16|i32|i64|u8|u16|u32|u64)?\Z")
 _DIM = re.compile(r"[0-9]+(?:i32|i64)?")
+_MAX_INT_DIGITS = 100  # longer integer literals are refused (Python's int() has a limit too)
+_MAX_DIM = 2**63 - 1  # dimensions are int64, as in TVM
+# Types and attribute values nest at most this deep (the IR compares, hashes and
+# prints them recursively); TVM's printer never writes more than a few levels.
+MAX_NESTING = 100
 _DESCRIBE = {
     "GRAPH": "a temporary",
     "LOCAL": "a variable",
@@ -56,6 +61,7 @@ class TokenReader:
         self.toks, meta = tokenize(source)
         self.toks.extend([self.toks[-1]] * 3)
         self.pos = 0
+        self.nesting = 0
         self.meta_consts: dict[int, Constant] = {}
         self.meta_arrays: list[np.ndarray] | None = None
         if meta is not None:
@@ -88,6 +94,23 @@ class TokenReader:
             raise self.error(tok, f"expected '{text}'{what} but found {describe(tok)}")
         self.pos += 1
         return tok
+
+    def integer(self, tok: Token, digits: str) -> int:
+        """The value of the decimal ``digits`` (part of ``tok``), refusing absurd lengths."""
+        if len(digits.lstrip("-")) > _MAX_INT_DIGITS:
+            raise self.error(
+                tok,
+                f"integer literal of {len(digits)} digits is too long (at most {_MAX_INT_DIGITS})",
+            )
+        return int(digits)
+
+    def enter(self, tok: Token, what: str) -> None:
+        """One level deeper into a tuple or function type or an attribute list or map
+        (the caller steps out with ``self.nesting -= 1``; after an error the reader is
+        not used again)."""
+        self.nesting += 1
+        if self.nesting > MAX_NESTING:
+            raise self.error(tok, f"{what} nested more than {MAX_NESTING} levels deep")
 
     def error(self, tok: Token, message: str) -> ParseError:
         return self.src.error(tok[2], max(1, len(tok[1])), message)
@@ -126,7 +149,7 @@ class TokenReader:
         if idx_tok[0] != "NUMBER" or not idx_tok[1].isdigit():
             raise self.error(idx_tok, f"expected a constant index but found {describe(idx_tok)}")
         self.expect("]")
-        index = int(idx_tok[1])
+        index = self.integer(idx_tok, idx_tok[1])
         const = self.meta_consts.get(index)
         if const is not None:
             return const
@@ -188,6 +211,7 @@ class TokenReader:
 
     def type_list(self, closer: str, allow_single: bool = False) -> Any:
         """Types up to ``closer``; with ``allow_single``, ``(T)`` is T and ``(T,)`` a tuple."""
+        self.enter(self.toks[self.pos - 1], "types")
         items: list[Type] = []
         trailing = False
         while not self.accept(closer):
@@ -197,6 +221,7 @@ class TokenReader:
                     trailing = True
                     break
             items.append(self.parse_type())
+        self.nesting -= 1
         if allow_single and len(items) == 1 and not trailing:
             return items[0]
         return items
@@ -213,7 +238,7 @@ class TokenReader:
                         break
                 tok = self.next()
                 if tok[0] == "NUMBER" and _DIM.fullmatch(tok[1]):
-                    dims.append(int(tok[1].partition("i")[0]))
+                    dims.append(self.dim(tok, tok[1].partition("i")[0]))
                 elif tok[1] == "?":
                     raise self.error(
                         tok,
@@ -226,11 +251,19 @@ class TokenReader:
             tok = self.next()
             if tok[0] != "NUMBER" or not tok[1].isdigit():
                 raise self.error(tok, f"expected a shape like (1, 3) but found {describe(tok)}")
-            dims.append(int(tok[1]))
+            dims.append(self.dim(tok, tok[1]))
         self.expect(",", " between the shape and the dtype")
         dtype = self.dtype()
         self.expect("]", " to close Tensor[...]")
         return TensorType(dims, dtype)
+
+    def dim(self, tok: Token, digits: str) -> int:
+        if len(digits) < 19:  # fits in int64
+            return int(digits)
+        value = self.integer(tok, digits)
+        if value > _MAX_DIM:
+            raise self.error(tok, f"dimension {value} does not fit in int64")
+        return value
 
     # -- literals -------------------------------------------------------------------
     def number(self, tok: Token) -> tuple[Any, str | None]:
@@ -247,7 +280,7 @@ class TokenReader:
         else:
             if "." in body or "e" in body or "E" in body:
                 raise self.error(tok, f"{tok[1]} has an integer suffix but is not an integer")
-            value = int(sign + body)
+            value = self.integer(tok, sign + body)
         return value, dtype
 
     def attr_value(self) -> Any:
@@ -264,6 +297,7 @@ class TokenReader:
             return {"True": True, "False": False, "None": None}[text]
         if kind == "PUNCT" and text in "[(":
             closer = "]" if text == "[" else ")"
+            self.enter(tok, "attribute values")
             items: list[Any] = []
             while not self.accept(closer):
                 if items:
@@ -271,8 +305,10 @@ class TokenReader:
                     if self.accept(closer):
                         break
                 items.append(self.attr_value())
+            self.nesting -= 1
             return tuple(items)
         if kind == "PUNCT" and text == "{":
+            self.enter(tok, "attribute values")
             entries: dict[str, Any] = {}
             while not self.accept("}"):
                 if entries:
@@ -282,6 +318,7 @@ class TokenReader:
                     raise self.error(key, f"expected a string key but found {describe(key)}")
                 self.expect(":", " after a map key")
                 entries[self.string(key)] = self.attr_value()
+            self.nesting -= 1
             return entries
         raise self.error(
             tok,
