@@ -13,6 +13,7 @@ was wrong and where (file, node, attribute), never a protobuf traceback.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +22,8 @@ import numpy as np
 
 from relaykit.errors import FrontendError, MissingDependencyError
 from relaykit.ir.types import DTYPES, check_dtype
+
+from ._limits import check_shape
 
 __all__ = [
     "require_onnx",
@@ -146,6 +149,37 @@ def load_model_proto(model: Any) -> Any:
     return proto
 
 
+# bits per element of the packed narrow types (the others take a whole number of bytes)
+_PACKED_BITS = {"int4": 4, "uint4": 4, "float4_e2m1fn": 4, "int2": 2, "uint2": 2}
+
+# the repeated fields a TensorProto may hold its values in
+_DATA_FIELDS = ("float_data", "int32_data", "int64_data", "double_data", "uint64_data")
+
+
+def _check_declared_size(tensor: Any, dtype: str, label: str) -> None:
+    """Check the tensor's dims against the data it carries before anything is allocated:
+    no negative or absurd dims, and as many bytes or values as the dims declare."""
+    dims = tuple(int(d) for d in tensor.dims)
+    check_shape(dims, label)
+    n = math.prod(dims)
+    bits = _PACKED_BITS.get(dtype, 8 * DTYPES[dtype].itemsize if dtype in DTYPES else 8)
+    if tensor.HasField("raw_data"):
+        want = (n * bits + 7) // 8
+        if len(tensor.raw_data) != want:
+            raise FrontendError(
+                f"{label}: its dims {dims} declare {n} values ({want} bytes) but its raw_data "
+                f"holds {len(tensor.raw_data)} bytes; the file is corrupted or truncated"
+            )
+        return
+    stored = sum(len(getattr(tensor, f)) for f in _DATA_FIELDS)
+    per_value = max(1, 32 // bits) if bits < 8 else 1  # packed types: several per int32
+    if stored * per_value < n:
+        raise FrontendError(
+            f"{label}: its dims {dims} declare {n} values but it holds {stored}; the file "
+            "is corrupted or truncated"
+        )
+
+
 def tensor_to_numpy(tensor: Any, where: str = "") -> np.ndarray:
     """A ``TensorProto`` as a NumPy array of a relaykit dtype."""
     onnx = require_onnx()
@@ -158,11 +192,12 @@ def tensor_to_numpy(tensor: Any, where: str = "") -> np.ndarray:
             f"{label} is stored in an external data file that was not loaded; load the model "
             "by its path so that relaykit can find the data next to it"
         )
+    _check_declared_size(tensor, dtype, label)
     try:
         arr = numpy_helper.to_array(tensor)
     except Exception as err:
         raise FrontendError(f"{label} is malformed: {type(err).__name__}: {err}") from None
-    expected = int(np.prod(tuple(tensor.dims), dtype=np.int64))
+    expected = math.prod(int(d) for d in tensor.dims)
     if arr.size != expected:
         raise FrontendError(
             f"{label} has {arr.size} values but its dims {tuple(tensor.dims)} need {expected}"

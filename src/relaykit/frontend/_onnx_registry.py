@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +28,7 @@ from relaykit.errors import DynamicShapeError, FrontendError
 from relaykit.ir.expr import Constant, Expr
 from relaykit.ir.types import TensorType
 
+from ._limits import check_shape
 from ._onnx_proto import attribute_value, check_attribute_type, require_onnx
 
 __all__ = ["Converter", "NodeContext", "converter", "lookup", "supported_ops", "schema_defaults"]
@@ -147,6 +149,13 @@ class NodeContext:
             raise self.fail(f"the {what} input is missing")
         if isinstance(expr, Constant):
             return expr.data.numpy()
+        if expr in self.importer.too_large:
+            raise self.fail(
+                f"its {what} input is a constant of {self.importer.type_of(expr, self)}, above "
+                f"the import-time folding limit of {self.importer.max_fold_bytes} bytes; raise "
+                "it with PassContext(config={'relay.FoldConstant.max_bytes': ...}) if the model "
+                "really needs it"
+            )
         raise DynamicShapeError(
             f"{self.where}: its {what} input is computed at run time, but relaykit needs it "
             "at import time (its IR has static shapes only); pass fixed input shapes with "
@@ -164,6 +173,19 @@ class NodeContext:
 
     def ints(self, expr: Expr | None, what: str) -> tuple[int, ...]:
         return tuple(int(v) for v in self.value(expr, what).reshape(-1))
+
+    def check_constant(self, shape: Any, itemsize: int = 8, what: str = "a constant") -> None:
+        """Raise before the converter builds a NumPy constant of ``shape`` whose size is
+        above the import-time folding limit (or whose shape is absurd)."""
+        dims = tuple(int(d) for d in shape)
+        check_shape(dims, f"{self.where}: {what}")
+        nbytes = math.prod(dims) * int(itemsize)
+        limit = self.importer.max_fold_bytes
+        if nbytes > limit:
+            raise self.fail(
+                f"{what} of shape {dims} ({nbytes} bytes) would be built at import, above the "
+                f"limit of {limit} bytes (PassContext config 'relay.FoldConstant.max_bytes')"
+            )
 
     def const(self, value: Any, dtype: str | None = None) -> Constant:
         import numpy as np
@@ -194,6 +216,23 @@ def node_attributes(ctx: NodeContext, domain: str) -> tuple[dict[str, Any], set[
         attrs[a.name] = attribute_value(a, ctx.where)
         given.add(a.name)
     return attrs, given
+
+
+def check_inputs(ctx: NodeContext, domain: str, inputs: list[Any]) -> None:
+    """Raise when the node has more inputs than its schema allows, or misses a required
+    one (converters may then assume every required input is there)."""
+    schema = _schema(_domain(domain), ctx.op_type, ctx.opset)
+    if schema is None:
+        return
+    onnx = require_onnx()
+    option = onnx.defs.OpSchema.FormalParameterOption
+    if len(inputs) > schema.max_input:
+        raise ctx.fail(f"has {len(inputs)} inputs; {ctx.op_type} takes at most {schema.max_input}")
+    for k, param in enumerate(schema.inputs):
+        if param.option == option.Variadic:
+            break
+        if param.option == option.Single and (k >= len(inputs) or inputs[k] is None):
+            raise ctx.fail(f"its required input {k} ({param.name!r}) is missing")
 
 
 def check_known_attributes(fn: Converter, ctx: NodeContext, given: set[str]) -> None:
