@@ -337,6 +337,8 @@ CHEAP_ELEMENTS = 100_000
 
 def _cheap_inputs(mod: Any, seed: Seed, rng: np.random.Generator) -> list[np.ndarray] | None:
     """Inputs for ``main`` when they are small: the seed's own when they fit, else random."""
+    from relaykit.ir.expr import checked_type_or_none
+    from relaykit.ir.functor import post_order
     from relaykit.ir.types import TensorType
 
     params = mod["main"].params
@@ -345,6 +347,11 @@ def _cheap_inputs(mod: Any, seed: Seed, rng: np.random.Generator) -> list[np.nda
         return None
     if sum(t.size for t in tys) > CHEAP_ELEMENTS:
         return None
+    # every value the program computes must be small too (running allocates them all)
+    for node in post_order(mod["main"]):
+        ty = checked_type_or_none(node)
+        if isinstance(ty, TensorType) and ty.size > CHEAP_ELEMENTS:
+            return None
     own = seed.inputs or []
     out = []
     for k, t in enumerate(tys):

@@ -32,6 +32,7 @@ __all__ = [
     "tensor_to_numpy",
     "attribute_value",
     "check_attribute_type",
+    "check_text",
 ]
 
 
@@ -146,6 +147,7 @@ def load_model_proto(model: Any) -> Any:
             f"{where} is not an ONNX model: it has no {missing} (a file of another protobuf "
             "message, or a truncated file?)"
         )
+    check_text(proto)
     return proto
 
 
@@ -178,6 +180,40 @@ def _check_declared_size(tensor: Any, dtype: str, label: str) -> None:
             f"{label}: its dims {dims} declare {n} values but it holds {stored}; the file "
             "is corrupted or truncated"
         )
+
+
+def _not_text(value: Any) -> bool:
+    return not isinstance(value, str)
+
+
+def check_text(model: Any) -> None:
+    """Raise a FrontendError when a name of the model (of an opset, node, value,
+    initializer or attribute, in any subgraph) is not valid UTF-8 text: protobuf hands
+    such fields over as bytes, and a corrupted file has them."""
+    for entry in model.opset_import:
+        if _not_text(entry.domain):
+            raise FrontendError(f"an opset domain is not valid UTF-8 text: {entry.domain!r}")
+    stack = [model.graph]
+    while stack:
+        g = stack.pop()
+        names = [vi.name for vi in (*g.input, *g.output, *g.value_info)]
+        names += [t.name for t in g.initializer]
+        bad = next((n for n in names if _not_text(n)), None)
+        if bad is not None:
+            raise FrontendError(f"a value name of graph {g.name!r} is not valid UTF-8: {bad!r}")
+        for i, node in enumerate(g.node):
+            fields = [node.name, node.op_type, node.domain, *node.input, *node.output]
+            fields += [a.name for a in node.attribute]
+            bad = next((n for n in fields if _not_text(n)), None)
+            if bad is not None:
+                raise FrontendError(
+                    f"node {i} of graph {g.name!r} has a name that is not valid UTF-8 text: "
+                    f"{bad!r} (is the file corrupted?)"
+                )
+            for a in node.attribute:
+                if a.HasField("g"):
+                    stack.append(a.g)
+                stack.extend(a.graphs)
 
 
 def tensor_to_numpy(tensor: Any, where: str = "") -> np.ndarray:

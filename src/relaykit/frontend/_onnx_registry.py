@@ -90,6 +90,15 @@ def schema_defaults(domain: str, op_type: str, opset: int) -> tuple[dict[str, An
     return defaults, types
 
 
+@functools.lru_cache(maxsize=4096)
+def required_attributes(domain: str, op_type: str, opset: int) -> frozenset[str]:
+    """The names of the attributes the op's schema at ``opset`` requires."""
+    schema = _schema(_domain(domain), op_type, opset)
+    if schema is None:
+        return frozenset()
+    return frozenset(name for name, spec in schema.attributes.items() if spec.required)
+
+
 @functools.lru_cache(maxsize=1024)
 def _accepted(fn: Converter) -> tuple[frozenset[str], bool]:
     params = inspect.signature(fn).parameters.values()
@@ -210,11 +219,16 @@ def node_attributes(ctx: NodeContext, domain: str) -> tuple[dict[str, Any], set[
     attrs = dict(defaults)
     given: set[str] = set()
     for a in ctx.node.attribute:
+        if not isinstance(a.name, str):
+            raise ctx.fail(f"an attribute name is not valid UTF-8 text: {a.name!r}")
         if a.ref_attr_name:
             raise ctx.unsupported(f"attribute {a.name!r} refers to a function attribute; this")
         check_attribute_type(a, types.get(a.name, 0), ctx.where)
         attrs[a.name] = attribute_value(a, ctx.where)
         given.add(a.name)
+    missing = sorted(required_attributes(domain, ctx.op_type, ctx.opset) - given)
+    if missing:
+        raise ctx.fail(f"its required attribute {missing[0]!r} is missing")
     return attrs, given
 
 
@@ -230,6 +244,9 @@ def check_inputs(ctx: NodeContext, domain: str, inputs: list[Any]) -> None:
         raise ctx.fail(f"has {len(inputs)} inputs; {ctx.op_type} takes at most {schema.max_input}")
     for k, param in enumerate(schema.inputs):
         if param.option == option.Variadic:
+            missing = [j for j in range(k, len(inputs)) if inputs[j] is None]
+            if missing:
+                raise ctx.fail(f"its variadic input {missing[0]} ({param.name!r}) is empty")
             break
         if param.option == option.Single and (k >= len(inputs) or inputs[k] is None):
             raise ctx.fail(f"its required input {k} ({param.name!r}) is missing")
