@@ -57,15 +57,12 @@ class Seed:
 
 
 def load_seeds(light: bool = True) -> list[Seed]:
-    from onnx.backend.test.loader import load_model_tests
     from onnx.backend.test.runner import _normalize_tensor
 
+    from relaykit.frontend.onnx_backend import node_test_cases
+
     seeds = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with np.errstate(all="ignore"):
-            cases = list(load_model_tests(kind="node"))
-    for case in cases:
+    for case in node_test_cases():
         ins = None
         if case.data_sets:
             ins = [_normalize_tensor(t) for t in case.data_sets[0][0]]
@@ -495,6 +492,38 @@ class Pool:
                 w[0].kill()
 
 
+def fuzz(
+    seeds: list[Seed],
+    indices: range,
+    seed: int = 0,
+    workers: int = 2,
+    mem: int = 2**30,
+    timeout: float = 20.0,
+    build: bool = True,
+    progress: int = 0,
+) -> tuple[collections.Counter[str], dict[tuple[str, str], list[str]]]:
+    """Run mutants ``indices``: the count of each status, and the findings (untyped
+    exceptions, timeouts, crashes) by ``(exception type, code site)``."""
+    OP_TYPES[:] = sorted({n.op_type for s in seeds for n in s.model.graph.node})
+    pool = Pool(workers, (seeds, seed, mem, timeout, build), hard_timeout=timeout * 3 + 10)
+    counts: collections.Counter[str] = collections.Counter()
+    sites: dict[tuple[str, str], list[str]] = collections.defaultdict(list)
+    t0 = time.perf_counter()
+    try:
+        for i, status, etype, site, msg in pool.run(list(indices)):
+            counts[status] += 1
+            if status not in ("ok", "typed"):
+                sites[(etype, site)].append(f"#{i} {msg}")
+            done = sum(counts.values())
+            if progress and done % progress == 0:
+                bad = sum(len(v) for v in sites.values())
+                print(f"  {done} mutants, {bad} findings, {time.perf_counter() - t0:.0f} s",
+                      flush=True)  # fmt: skip
+    finally:
+        pool.close()
+    return counts, dict(sites)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=40_000, help="number of mutants")
@@ -509,28 +538,18 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.perf_counter()
     seeds = load_seeds()
-    OP_TYPES[:] = sorted({n.op_type for s in seeds for n in s.model.graph.node})
     print(f"{len(seeds)} seed models; {args.n} mutants from seed {args.seed}", flush=True)
-    pool = Pool(
+    counts, sites = fuzz(
+        seeds,
+        range(args.start, args.start + args.n),
+        args.seed,
         args.workers,
-        (seeds, args.seed, args.mem_mib * 2**20, args.timeout, not args.no_build),
-        hard_timeout=args.timeout * 3 + 10,
+        args.mem_mib * 2**20,
+        args.timeout,
+        not args.no_build,
+        progress=2000,
     )
-    counts: collections.Counter[str] = collections.Counter()
-    sites: dict[tuple[str, str], list[str]] = collections.defaultdict(list)
-    done = 0
-    try:
-        for i, status, etype, site, msg in pool.run(list(range(args.start, args.start + args.n))):
-            counts[status] += 1
-            done += 1
-            if status not in ("ok", "typed"):
-                sites[(etype, site)].append(f"#{i} {msg}")
-            if done % 2000 == 0:
-                bad = sum(len(v) for v in sites.values())
-                print(f"  {done} mutants, {bad} findings, {time.perf_counter() - t0:.0f} s",
-                      flush=True)  # fmt: skip
-    finally:
-        pool.close()
+    done = sum(counts.values())
     bad = sum(len(v) for v in sites.values())
     print(f"\n{done} mutants in {time.perf_counter() - t0:.0f} s: " +
           ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))  # fmt: skip

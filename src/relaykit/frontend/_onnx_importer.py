@@ -387,12 +387,7 @@ class GraphImporter:
         for i in _topological(nodes, set(self.values)):
             self.convert_node(nodes[i], i)
 
-    def convert_node(self, node: Any, index: int) -> None:
-        domain = "" if node.domain in ("", "ai.onnx") else node.domain
-        opset = self.opsets[domain]
-        ctx = NodeContext(self, node, _node_name(node, index), opset)
-        fn = lookup(domain, node.op_type, opset)
-        assert fn is not None  # checked up front by find_unsupported
+    def _node_inputs(self, node: Any, ctx: NodeContext) -> list[Expr | None]:
         inputs: list[Expr | None] = []
         for k, name in enumerate(node.input):
             if not name:
@@ -405,6 +400,15 @@ class GraphImporter:
                     "initializer produces"
                 )
             inputs.append(value)
+        return inputs
+
+    def convert_node(self, node: Any, index: int) -> None:
+        domain = "" if node.domain in ("", "ai.onnx") else node.domain
+        opset = self.opsets[domain]
+        ctx = NodeContext(self, node, _node_name(node, index), opset)
+        fn = lookup(domain, node.op_type, opset)
+        assert fn is not None  # checked up front by find_unsupported
+        inputs = self._node_inputs(node, ctx)
         check_inputs(ctx, domain, inputs)
         attrs, given = node_attributes(ctx, domain)
         check_known_attributes(fn, ctx, given)
@@ -419,7 +423,9 @@ class GraphImporter:
             raise ctx.fail(f"{type(err).__name__}: {err}") from None
         except (TypeError, ValueError, IndexError, KeyError, ArithmeticError) as err:
             raise ctx.fail(f"cannot convert: {type(err).__name__}: {err}") from None
-        outs = _as_list(out)
+        self._bind_outputs(node, ctx, _as_list(out))
+
+    def _bind_outputs(self, node: Any, ctx: NodeContext, outs: list[Any]) -> None:
         memo: dict[Expr, Any] = {}
         for name, expr in zip(node.output, outs, strict=False):
             if not name:
@@ -432,6 +438,8 @@ class GraphImporter:
                 raise
             except RelayKitError as err:
                 raise ctx.fail(f"{type(err).__name__}: {err}") from None
+            except ArithmeticError as err:  # a type relation met numbers it cannot use
+                raise ctx.fail(f"cannot type its output: {type(err).__name__}: {err}") from None
         if len(outs) < len([o for o in node.output if o]):
             missing = [o for o in node.output[len(outs) :] if o]
             if missing:
