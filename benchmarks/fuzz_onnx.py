@@ -342,7 +342,9 @@ def _cheap_inputs(mod: Any, seed: Seed, rng: np.random.Generator) -> list[np.nda
     tys = [p.type_annotation for p in params]
     if not all(isinstance(t, TensorType) for t in tys):
         return None
-    if sum(t.size for t in tys) > CHEAP_ELEMENTS:
+    if sum(t.size for t in tys) > CHEAP_ELEMENTS or any(
+        d > CHEAP_ELEMENTS for t in tys for d in t.shape
+    ):
         return None
     # every value the program computes must be small too (running allocates them all)
     for node in post_order(mod["main"]):
@@ -365,8 +367,8 @@ def _cheap_inputs(mod: Any, seed: Seed, rng: np.random.Generator) -> list[np.nda
 
 
 def run_one(seeds: list[Seed], seed: int, i: int, build: bool) -> tuple[str, str, str, str]:
-    """``(status, exception type, site, message)``; status is ``ok``, ``typed``,
-    ``untyped`` or ``timeout``."""
+    """``(status, exception type, site, message)``; status is ``ok`` (imported), ``ran``
+    (imported, built and run), ``typed`` (a relaykit error), ``untyped`` or ``timeout``."""
     from relaykit import relay
     from relaykit.frontend import from_onnx
 
@@ -383,6 +385,7 @@ def run_one(seeds: list[Seed], seed: int, i: int, build: bool) -> tuple[str, str
                     fn = relay.create_executor("graph", mod=mod).evaluate()
                     stage = "run"
                     fn(*args)
+                    return "ran", "", "", ""
         return "ok", "", "", ""
     except RelayKitError:
         return "typed", "", "", ""
@@ -512,7 +515,7 @@ def fuzz(
     try:
         for i, status, etype, site, msg in pool.run(list(indices)):
             counts[status] += 1
-            if status not in ("ok", "typed"):
+            if status not in ("ok", "ran", "typed"):
                 sites[(etype, site)].append(f"#{i} {msg}")
             done = sum(counts.values())
             if progress and done % progress == 0:

@@ -145,6 +145,11 @@ def bombs(tmp_path_factory):
         "lstm_2_62": lstm_model(2**62),
         "lstm_2_20": lstm_model(2**20),
         "flipped": flipped_alexnet(),
+        "einsum": build_model(
+            [helper.make_node("Einsum", ["a", "b"], ["y"], equation="ij,jk->ik")],
+            [("a", TensorProto.FLOAT, [2**16, 1]), ("b", TensorProto.FLOAT, [1, 2**16])],
+            [("y", TensorProto.FLOAT, None)],
+        ).SerializeToString(),
     }
     return import_in_subprocess(tmp_path_factory.mktemp("bombs"), models)
 
@@ -197,6 +202,12 @@ def test_flipped_bit_in_alexnet_fails_typed_within_memory(bombs):
     assert "1048832" in res["message"]
     # the unflipped model's own weights (below the folding limit) are about 100 MiB
     assert res["peak"] < 400 * MiB, res["peak"]
+
+
+def test_einsum_with_a_huge_output_is_typed_without_computing_it(bombs):
+    res = bombs["einsum"]
+    assert res.get("ok") == "Tensor[(65536, 65536), float32]", res
+    assert res["peak"] < 16 * MiB, res["peak"]
 
 
 # -- folding at import is bounded, and the result is still right --------------------------------

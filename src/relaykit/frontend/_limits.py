@@ -7,7 +7,8 @@ allocates or loops, and raises a :class:`~relaykit.errors.FrontendError`
 naming the node and the value:
 
 - :data:`MAX_ELEMENTS`: no tensor type (graph input, initializer, node output)
-  has more elements than this (2**32; a float32 tensor of that size is 16 GiB);
+  has more elements than this (2**32; a float32 tensor of that size is 16 GiB),
+  nor, when empty, other dimensions multiplying to more;
 - :data:`MAX_UNROLL_STEPS` and :data:`MAX_UNROLL_NODES`: recurrent layers,
   ``Scan``, ``Loop`` and the other converters that unroll over a length build
   at most this many steps and this many operator calls in all;
@@ -62,6 +63,13 @@ def check_shape(shape: Iterable[Any], where: str) -> None:
         raise FrontendError(
             f"{where}: shape {dims} has {n} elements, more than relaykit's limit of "
             f"{MAX_ELEMENTS} per tensor (is a dimension corrupted?)"
+        )
+    # an empty tensor, but NumPy still multiplies out the other dimensions
+    nonzero = math.prod(d for d in dims if d)
+    if nonzero > MAX_ELEMENTS:
+        raise FrontendError(
+            f"{where}: shape {dims} is empty but its other dimensions multiply to {nonzero}, "
+            f"more than relaykit's limit of {MAX_ELEMENTS} (is a dimension corrupted?)"
         )
 
 

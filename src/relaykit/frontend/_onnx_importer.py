@@ -466,6 +466,7 @@ class GraphImporter:
         child = GraphImporter(graph, self.opsets, None, self.dtype, self.freeze_params)
         child.dynamic = self.dynamic
         child.empty_optionals = self.empty_optionals
+        child.too_large = self.too_large
         child.values = ChainMap({}, self.values)  # type: ignore[assignment]
         for t in graph.initializer:
             child.values[t.name] = Constant(tensor_to_numpy(t, f"initializer {t.name!r}"))

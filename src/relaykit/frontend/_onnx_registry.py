@@ -232,24 +232,34 @@ def node_attributes(ctx: NodeContext, domain: str) -> tuple[dict[str, Any], set[
     return attrs, given
 
 
+@functools.lru_cache(maxsize=4096)
+def _input_spec(domain: str, op_type: str, opset: int) -> tuple[int, tuple[tuple[str, str], ...]]:
+    """The most inputs the op's schema allows and ``(name, "single"|"optional"|"variadic")``
+    of each formal input; ``(-1, ())`` when there is no schema."""
+    schema = _schema(_domain(domain), op_type, opset)
+    if schema is None:
+        return -1, ()
+    option = require_onnx().defs.OpSchema.FormalParameterOption
+    kinds = {option.Single: "single", option.Optional: "optional", option.Variadic: "variadic"}
+    return int(schema.max_input), tuple((p.name, kinds[p.option]) for p in schema.inputs)
+
+
 def check_inputs(ctx: NodeContext, domain: str, inputs: list[Any]) -> None:
     """Raise when the node has more inputs than its schema allows, or misses a required
     one (converters may then assume every required input is there)."""
-    schema = _schema(_domain(domain), ctx.op_type, ctx.opset)
-    if schema is None:
+    max_input, params = _input_spec(domain, ctx.op_type, ctx.opset)
+    if max_input < 0:
         return
-    onnx = require_onnx()
-    option = onnx.defs.OpSchema.FormalParameterOption
-    if len(inputs) > schema.max_input:
-        raise ctx.fail(f"has {len(inputs)} inputs; {ctx.op_type} takes at most {schema.max_input}")
-    for k, param in enumerate(schema.inputs):
-        if param.option == option.Variadic:
+    if len(inputs) > max_input:
+        raise ctx.fail(f"has {len(inputs)} inputs; {ctx.op_type} takes at most {max_input}")
+    for k, (name, kind) in enumerate(params):
+        if kind == "variadic":
             missing = [j for j in range(k, len(inputs)) if inputs[j] is None]
             if missing:
-                raise ctx.fail(f"its variadic input {missing[0]} ({param.name!r}) is empty")
+                raise ctx.fail(f"its variadic input {missing[0]} ({name!r}) is empty")
             break
-        if param.option == option.Single and (k >= len(inputs) or inputs[k] is None):
-            raise ctx.fail(f"its required input {k} ({param.name!r}) is missing")
+        if kind == "single" and (k >= len(inputs) or inputs[k] is None):
+            raise ctx.fail(f"its required input {k} ({name!r}) is missing")
 
 
 def check_known_attributes(fn: Converter, ctx: NodeContext, given: set[str]) -> None:
