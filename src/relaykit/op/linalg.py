@@ -67,9 +67,10 @@ def _einsum_out_shape(equation: str, shapes: Sequence[tuple[int, ...]]) -> tuple
         if not dots and len(head) != len(shape):
             return None
         n_ell = len(shape) - len(head) - len(tail)
-        ell = _broadcast(ell, shape[len(head) : len(head) + n_ell])
-        if ell is None:
+        wider = _broadcast(ell, shape[len(head) : len(head) + n_ell])
+        if wider is None:
             return None
+        ell = wider
         for c, d in zip(head + tail, shape[: len(head)] + shape[len(head) + n_ell :], strict=True):
             known = sizes.setdefault(c, d)
             if known != d and 1 not in (known, d):
