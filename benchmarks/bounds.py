@@ -6,6 +6,8 @@
   ``relay.build`` folded a 1 GiB constant;
 - ``lstm``: an LSTM whose input declares a sequence length of 2**62 (the
   importer unrolled it forever);
+- ``matmul``: ``MatMul`` of a 4096 x 4096 expanded constant with itself (64 MiB,
+  within the folding limit, but 2**36 multiply-adds to fold);
 - ``flipped-bit``: ``light_bvlc_alexnet.onnx`` (3,968 bytes) with one bit flipped
   in the shape of ``conv2_w_0`` (256 -> 1,048,832 output channels: 4.9 GB of
   weights folded before the type error).
@@ -44,6 +46,26 @@ def expand_bomb() -> bytes:
         [
             helper.make_tensor("a", TensorProto.FLOAT, [], [1.0]),
             helper.make_tensor("s", TensorProto.INT64, [2], [16384, 16384]),
+        ],
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="")
+    m.ir_version = 8
+    return m.SerializeToString()
+
+
+def matmul_bomb(n: int = 4096) -> bytes:
+    """``MatMul`` of an expanded constant with itself: 64 MiB, but n**3 multiply-adds."""
+    g = helper.make_graph(
+        [
+            helper.make_node("Expand", ["a", "s"], ["e"]),
+            helper.make_node("MatMul", ["e", "e"], ["y"]),
+        ],
+        "",
+        [],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [
+            helper.make_tensor("a", TensorProto.FLOAT, [], [1.0]),
+            helper.make_tensor("s", TensorProto.INT64, [2], [n, n]),
         ],
     )
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="")
@@ -148,6 +170,7 @@ def main() -> None:
         ("expand", expand_bomb()),
         ("lstm", lstm_bomb()),
         ("flipped-bit", flipped_alexnet()),
+        ("matmul", matmul_bomb()),
     ):
         path = os.path.join(tmp, f"{name}.onnx")
         with open(path, "wb") as f:

@@ -265,6 +265,25 @@ def test_value_needed_at_import_but_too_large_to_fold_names_the_limit():
         from_onnx(m)
 
 
+def test_a_product_of_expanded_constants_is_left_to_run_time():
+    m = build_model(
+        [
+            helper.make_node("Expand", ["a", "s"], ["e"]),
+            helper.make_node("MatMul", ["e", "e"], ["y"]),
+        ],
+        [],
+        [("y", TensorProto.FLOAT, None)],
+        [
+            numpy_helper.from_array(np.array(1.0, "float32"), "a"),
+            numpy_helper.from_array(np.array([4096, 4096]), "s"),
+        ],
+    )
+    mod, _ = from_onnx(m)  # folding it would take 2**36 multiply-adds
+    body = mod["main"].body
+    assert isinstance(body, Call) and not isinstance(body, Constant)
+    assert str(body.checked_type) == "Tensor[(4096, 4096), float32]"
+
+
 # -- absurd numbers are rejected before anything is allocated ------------------------------------
 
 

@@ -104,3 +104,27 @@ def test_untyped_expressions_are_typed_before_deciding():
     assert isinstance(fold_constant(big), Call)  # no InferType ran
     assert fold_constant(small).data.numpy() == 3.0
     assert isinstance(fold_constant(small, max_bytes=0), Call)
+
+
+def test_products_are_bounded_by_their_work():
+    a = relay.const(np.arange(12, dtype="float32").reshape(3, 4))
+    w = relay.const(np.ones((5, 4), "float32"))
+    f = relay.Function([], relay.nn.dense(a, w))  # 3 * 5 outputs of 4 multiply-adds: 60
+    assert isinstance(fold(f, {"relay.FoldConstant.max_macs": 59}).body, Call)
+    folded = fold(f, {"relay.FoldConstant.max_macs": 60}).body
+    want = np.arange(12, dtype="float32").reshape(3, 4) @ np.ones((4, 5), "float32")
+    np.testing.assert_allclose(folded.data.numpy(), want)
+
+
+def test_a_product_of_two_expanded_constants_is_not_folded():
+    big = relay.broadcast_to(relay.const(1.0), (4096, 4096))  # 64 MiB: folded
+    f = relay.Function([], relay.nn.dense(big, big))  # 2**36 multiply-adds: not folded
+    out = fold(f)
+    assert isinstance(out.body, Call) and out.body.op.name == "nn.dense"
+    assert all(isinstance(a, Constant) for a in out.body.args)
+
+
+def test_a_bad_work_limit_is_a_typed_error():
+    f = relay.Function([], relay.add(relay.const(1.0), relay.const(2.0)))
+    with pytest.raises(ArgumentError, match=r"relay.FoldConstant.max_macs"):
+        fold(f, {"relay.FoldConstant.max_macs": -5})

@@ -45,7 +45,12 @@ from relaykit.ir.op import Op
 from relaykit.ir.type_check import infer_type_local
 from relaykit.ir.types import TensorType, Type
 from relaykit.runtime.ndarray import NDArray
-from relaykit.transform.fold_constant import largest_tensor_bytes, max_fold_bytes
+from relaykit.transform.fold_constant import (
+    fold_macs,
+    largest_tensor_bytes,
+    max_fold_bytes,
+    max_fold_macs,
+)
 
 from ._limits import check_shape, check_type
 from ._narrow import narrow_outputs, widen_inputs
@@ -166,6 +171,7 @@ class GraphImporter:
         self.empty_optionals: set[Expr] = set()
         #: the per-tensor folding limit in bytes (read once from the PassContext)
         self.max_fold_bytes = max_fold_bytes()
+        self.max_fold_macs = max_fold_macs()
         #: values left unfolded because they are above the folding limit
         self.too_large: set[Expr] = set()
 
@@ -208,8 +214,11 @@ class GraphImporter:
             if type(node) is Constant:
                 memo[node] = node.data.numpy()
             elif type(node) is Call:
-                size = largest_tensor_bytes(checked_type_or_none(node))
+                ty = checked_type_or_none(node)
+                size = largest_tensor_bytes(ty)
                 if size is None or size > self.max_fold_bytes:
+                    raise _TooLarge
+                if fold_macs(node, ty) > self.max_fold_macs:
                     raise _TooLarge
                 args = [memo[a] for a in node.args]
                 op = node.op
@@ -467,6 +476,7 @@ class GraphImporter:
         child.dynamic = self.dynamic
         child.empty_optionals = self.empty_optionals
         child.too_large = self.too_large
+        child.max_fold_bytes, child.max_fold_macs = self.max_fold_bytes, self.max_fold_macs
         child.values = ChainMap({}, self.values)  # type: ignore[assignment]
         for t in graph.initializer:
             child.values[t.name] = Constant(tensor_to_numpy(t, f"initializer {t.name!r}"))

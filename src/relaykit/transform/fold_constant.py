@@ -14,6 +14,10 @@ Folding is bounded: a call whose result (from its inferred type, checked
 bytes of program (``broadcast_to(1f, shape=[16384, 16384])``) never make the
 compiler allocate gigabytes. The limit is the ``PassContext`` config option
 ``"relay.FoldConstant.max_bytes"`` (bytes per tensor; ``0`` folds nothing).
+Products and convolutions (``nn.dense``, ``nn.batch_matmul``, ``nn.matmul``,
+``nn.conv*``) are also bounded by their work: at most
+:data:`DEFAULT_MAX_FOLD_MACS` multiply-adds (``"relay.FoldConstant.max_macs"``),
+so two expanded constants cannot make folding run for minutes.
 
 >>> from relaykit import relay
 >>> from relaykit.ir import IRModule
@@ -26,6 +30,7 @@ compiler allocate gigabytes. The limit is the ``PassContext`` config option
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -57,6 +62,10 @@ __all__ = [
     "MAX_FOLD_BYTES_CONFIG",
     "max_fold_bytes",
     "largest_tensor_bytes",
+    "DEFAULT_MAX_FOLD_MACS",
+    "MAX_FOLD_MACS_CONFIG",
+    "max_fold_macs",
+    "fold_macs",
 ]
 
 #: The largest tensor (in bytes) constant folding materialises by default: 64 MiB.
@@ -83,6 +92,59 @@ def max_fold_bytes(ctx: PassContext | None = None) -> int:
             f"(an int >= 0), got {value!r}"
         )
     return int(value)
+
+
+#: The most multiply-adds one folded product or convolution may take by default (2**32).
+DEFAULT_MAX_FOLD_MACS = 2**32
+
+#: The ``PassContext`` config option that overrides :data:`DEFAULT_MAX_FOLD_MACS`.
+MAX_FOLD_MACS_CONFIG = "relay.FoldConstant.max_macs"
+
+
+def max_fold_macs(ctx: PassContext | None = None) -> int:
+    """The work limit of ``ctx`` (the current ``PassContext`` by default)."""
+    ctx = PassContext.current() if ctx is None else ctx
+    value = ctx.config.get(MAX_FOLD_MACS_CONFIG, DEFAULT_MAX_FOLD_MACS)
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ArgumentError(
+            f"PassContext config {MAX_FOLD_MACS_CONFIG!r} must be a number of multiply-adds "
+            f"(an int >= 0), got {value!r}"
+        )
+    return int(value)
+
+
+def _shape_of(e: Expr) -> tuple[int, ...] | None:
+    if type(e) is Constant:
+        return tuple(e.data.shape)
+    ty = checked_type_or_none(e)
+    return ty.shape if isinstance(ty, TensorType) else None
+
+
+def fold_macs(call: Call, ty: Type | None) -> int:
+    """An upper bound of the multiply-adds of evaluating ``call`` (of result type ``ty``)
+    for products and convolutions; 0 for other operators, whose work is bounded by the
+    sizes of their tensors.
+
+    >>> from relaykit import relay
+    >>> a = relay.const(np.ones((64, 32), "float32"))
+    >>> w = relay.const(np.ones((16, 32), "float32"))
+    >>> fold_macs(relay.nn.dense(a, w), TensorType((64, 16), "float32"))
+    32768
+    """
+    op = call.op
+    if type(op) is not Op or not isinstance(ty, TensorType) or len(call.args) < 2:
+        return 0
+    name = op.name
+    shapes = [_shape_of(a) for a in call.args[:2]]
+    if shapes[0] is None or shapes[1] is None:
+        return 0
+    if name == "nn.dense" and shapes[0]:
+        return ty.size * shapes[0][-1]
+    if name in ("nn.batch_matmul", "nn.matmul") and shapes[0]:
+        return ty.size * max(shapes[0][-2:])
+    if name.startswith("nn.conv"):
+        return ty.size * math.prod(shapes[1])
+    return 0
 
 
 def largest_tensor_bytes(ty: Type | None) -> int | None:
@@ -156,7 +218,7 @@ def _result_type(new: Call, old: Call) -> Type | None:
         return None
 
 
-def _fold_call(new: Call, old: Call, limit: int) -> Expr | None:
+def _fold_call(new: Call, old: Call, limit: int, macs: int) -> Expr | None:
     op = new.op
     if type(op) is not Op or not new.args or op.name.startswith("annotation."):
         return None
@@ -168,7 +230,7 @@ def _fold_call(new: Call, old: Call, limit: int) -> Expr | None:
     # decide from the type, before the kernel allocates anything
     ty = _result_type(new, old)
     size = largest_tensor_bytes(ty)
-    if size is None or size > limit:
+    if size is None or size > limit or fold_macs(new, ty) > macs:
         return None
     args = [_constant_value(a) for a in new.args]
     if any(a is None for a in args):
@@ -208,17 +270,24 @@ def rewrite_outside_opaque(expr: Expr, post: Callable[[Expr, Expr], Expr | None]
     return memo[expr]
 
 
-def fold_constant(expr: Expr, mod: IRModule | None = None, max_bytes: int | None = None) -> Expr:
+def fold_constant(
+    expr: Expr,
+    mod: IRModule | None = None,
+    max_bytes: int | None = None,
+    max_macs: int | None = None,
+) -> Expr:
     """``expr`` with constant sub-expressions evaluated (TVM's ``relay.transform.FoldConstant``
     on one expression). No tensor above ``max_bytes`` (default: :func:`max_fold_bytes`
-    of the current ``PassContext``) is computed; such calls stay runtime operators."""
+    of the current ``PassContext``) is computed, nor a product or convolution of more
+    than ``max_macs`` multiply-adds; such calls stay runtime operators."""
     if type(expr) is Function and _is_opaque(expr):
         return expr
     limit = max_fold_bytes() if max_bytes is None else int(max_bytes)
+    macs = max_fold_macs() if max_macs is None else int(max_macs)
 
     def post(new: Expr, old: Expr) -> Expr | None:
         if type(new) is Call:
-            return _fold_call(new, old, limit)  # type: ignore[arg-type]
+            return _fold_call(new, old, limit, macs)  # type: ignore[arg-type]
         if type(new) is TupleGetItem and type(new.tuple_value) is Tuple:
             return new.tuple_value.fields[new.index]
         return None
@@ -234,5 +303,5 @@ class FoldConstant(FunctionPass):
 
     @staticmethod
     def _transform(fn: Function, mod: IRModule, ctx: PassContext) -> Function:
-        out = fold_constant(fn, mod, max_fold_bytes(ctx))
+        out = fold_constant(fn, mod, max_fold_bytes(ctx), max_fold_macs(ctx))
         return out if isinstance(out, Function) else fn
