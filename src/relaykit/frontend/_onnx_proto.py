@@ -23,7 +23,7 @@ import numpy as np
 from relaykit.errors import FrontendError, MissingDependencyError
 from relaykit.ir.types import DTYPES, check_dtype
 
-from ._limits import check_shape
+from ._limits import MAX_ELEMENTS, check_shape
 
 __all__ = [
     "require_onnx",
@@ -154,6 +154,9 @@ def load_model_proto(model: Any) -> Any:
 # bits per element of the packed narrow types (the others take a whole number of bytes)
 _PACKED_BITS = {"int4": 4, "uint4": 4, "float4_e2m1fn": 4, "int2": 2, "uint2": 2}
 
+# bits per element of every dtype
+_BITS = {name: 8 * dt.itemsize for name, dt in DTYPES.items() if name not in _PACKED_BITS}
+
 # the repeated fields a TensorProto may hold its values in
 _DATA_FIELDS = ("float_data", "int32_data", "int64_data", "double_data", "uint64_data")
 
@@ -161,10 +164,11 @@ _DATA_FIELDS = ("float_data", "int32_data", "int64_data", "double_data", "uint64
 def _check_declared_size(tensor: Any, dtype: str, label: str) -> None:
     """Check the tensor's dims against the data it carries before anything is allocated:
     no negative or absurd dims, and as many bytes or values as the dims declare."""
-    dims = tuple(int(d) for d in tensor.dims)
-    check_shape(dims, label)
+    dims = tuple(tensor.dims)
     n = math.prod(dims)
-    bits = _PACKED_BITS.get(dtype, 8 * DTYPES[dtype].itemsize if dtype in DTYPES else 8)
+    if not (0 < n <= MAX_ELEMENTS and min(dims, default=1) > 0):  # else: say what is wrong
+        check_shape(dims, label)
+    bits = _BITS.get(dtype) or _PACKED_BITS.get(dtype, 8)
     if tensor.HasField("raw_data"):
         want = (n * bits + 7) // 8
         if len(tensor.raw_data) != want:
@@ -186,34 +190,47 @@ def _not_text(value: Any) -> bool:
     return not isinstance(value, str)
 
 
+def _first_not_text(values: Any) -> Any:
+    """The first value that is not a ``str`` (protobuf's bytes for invalid UTF-8), or
+    None; ``"".join`` is the fast check, the scan runs only when it fails."""
+    try:
+        "".join(values)
+    except TypeError:
+        return next(v for v in values if _not_text(v))
+    return None
+
+
 def check_text(model: Any) -> None:
     """Raise a FrontendError when a name of the model (of an opset, node, value,
     initializer or attribute, in any subgraph) is not valid UTF-8 text: protobuf hands
     such fields over as bytes, and a corrupted file has them."""
-    for entry in model.opset_import:
-        if _not_text(entry.domain):
-            raise FrontendError(f"an opset domain is not valid UTF-8 text: {entry.domain!r}")
+    bad = _first_not_text([entry.domain for entry in model.opset_import])
+    if bad is not None:
+        raise FrontendError(f"an opset domain is not valid UTF-8 text: {bad!r}")
     stack = [model.graph]
     while stack:
         g = stack.pop()
         names = [vi.name for vi in (*g.input, *g.output, *g.value_info)]
         names += [t.name for t in g.initializer]
-        bad = next((n for n in names if _not_text(n)), None)
+        bad = _first_not_text(names)
         if bad is not None:
             raise FrontendError(f"a value name of graph {g.name!r} is not valid UTF-8: {bad!r}")
         for i, node in enumerate(g.node):
+            attrs = node.attribute
             fields = [node.name, node.op_type, node.domain, *node.input, *node.output]
-            fields += [a.name for a in node.attribute]
-            bad = next((n for n in fields if _not_text(n)), None)
+            if attrs:
+                fields += [a.name for a in attrs]
+            bad = _first_not_text(fields)
             if bad is not None:
                 raise FrontendError(
                     f"node {i} of graph {g.name!r} has a name that is not valid UTF-8 text: "
                     f"{bad!r} (is the file corrupted?)"
                 )
-            for a in node.attribute:
-                if a.HasField("g"):
+            for a in attrs:
+                if a.type == 5:  # GRAPH
                     stack.append(a.g)
-                stack.extend(a.graphs)
+                elif a.type == 10:  # GRAPHS
+                    stack.extend(a.graphs)
 
 
 def tensor_to_numpy(tensor: Any, where: str = "") -> np.ndarray:
