@@ -14,6 +14,7 @@ from relaykit.ir.expr import Constant, Expr
 
 from ._cvt_nn import matmul
 from ._cvt_util import scalar
+from ._limits import check_unroll
 from ._onnx_proto import onnx_dtype_name
 from ._onnx_registry import NodeContext, converter
 
@@ -38,6 +39,7 @@ def _pad_mask(ctx: NodeContext, mask: Expr, kv_len: int) -> Expr:
         return mask
     dt = ctx.dtype(mask)
     fill = False if dt == "bool" else -np.inf
+    ctx.check_constant((*shape[:-1], extra), 8, "the mask padding")
     pad = Constant(np.full((*shape[:-1], extra), fill, dtype=dt))
     return op.concatenate([mask, pad], axis=-1)
 
@@ -104,6 +106,7 @@ def _window_sizes(attrs: dict[str, Any]) -> tuple[int, int]:
 def _window_bias(
     ctx: NodeContext, bias: Expr | None, pos: _Positions, left: int, right: int, dt: str
 ) -> Expr:
+    ctx.check_constant((max(np.size(pos.offset), 1), pos.lq, pos.lkv), 8, "the window bias")
     i, j = pos.grid()
     off = pos.offset
     diff = i + np.reshape(off, (-1, 1, 1)) - j if np.ndim(off) else i + int(off) - j
@@ -141,6 +144,7 @@ def _mask_bias(
     if left >= 0 or right >= 0:
         bias = _window_bias(ctx, bias, pos, left, right, dt)
     if pos.lens is not None:
+        ctx.check_constant((pos.lens.size, pos.lkv), 8, "the padding mask")
         keys = np.arange(pos.lkv)[None, :] < pos.lens[:, None]
         pad = np.where(keys, 0, -np.inf).astype(dt)
         pad_c = Constant(pad.reshape(batch, 1, 1, pos.lkv))
@@ -343,6 +347,7 @@ def _causal_conv(
     k = ctx.shape(weight)[2]
     dt = ctx.dtype(x)
     if past is None:
+        ctx.check_constant((b, c, max(k - 1, 0)), 8, "the initial state")
         past = Constant(np.zeros((b, c, k - 1), dt))
     full = op.concatenate([past, x], axis=2) if k > 1 else x
     total = length + k - 1
@@ -388,6 +393,8 @@ def _linear_attention(
     q4 = op.reshape(q, (b, t_len, hq, dk))
     k4 = op.reshape(k, (b, t_len, hkv, dk))
     v4 = op.reshape(v, (b, t_len, hkv, dv))
+    if past is None:
+        ctx.check_constant((b, hkv, dk, dv), 8, "the initial state")
     state = past if past is not None else Constant(np.zeros((b, hkv, dk, dv), dt))
     group = hq // hkv
 
@@ -400,6 +407,7 @@ def _linear_attention(
         g = op.exp(step(op.reshape(e, (b, t_len, hkv, width)), t, hkv, width))
         return op.reshape(g, (b, hkv, width, 1))  # per head (width 1) or per key dim
 
+    check_unroll(ctx.where, "the sequence length", t_len, 12)
     outs = []
     for t in range(t_len):
         kt, vt = step(k4, t, hkv, dk), step(v4, t, hkv, dv)

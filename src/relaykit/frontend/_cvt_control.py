@@ -13,6 +13,7 @@ from relaykit.errors import DynamicShapeError
 from relaykit.ir.expr import Constant, Expr, If, Tuple, TupleGetItem
 
 from ._cvt_util import normalize_axis
+from ._limits import check_unroll
 from ._onnx_registry import NodeContext, converter
 
 __all__: list[str] = []
@@ -53,6 +54,7 @@ def _loop(ctx: NodeContext, trip: Expr | None, cond: Expr | None, *carried: Expr
     keep = True if cond is None else bool(ctx.scalar(cond, "cond"))
     if n > _MAX_UNROLL:
         raise ctx.unsupported(f"a Loop of {n} iterations (unrolled up to {_MAX_UNROLL})")
+    check_unroll(ctx.where, "the number of iterations", max(n, 0), len(body.node) + 1)
     state = list(carried)
     scans: list[list[Expr]] = []
     n_scan = len(body.output) - 1 - len(carried)
@@ -87,6 +89,8 @@ def _loop(ctx: NodeContext, trip: Expr | None, cond: Expr | None, *carried: Expr
 def _scan(ctx: NodeContext, *inputs: Expr, **attrs: Any) -> list[Expr]:
     body = attrs["body"]
     m = int(attrs["num_scan_inputs"])
+    if not 0 <= m <= len(inputs):
+        raise ctx.fail(f"num_scan_inputs={m}, but the node has {len(inputs)} inputs")
     states = list(inputs[: len(inputs) - m])
     xs = list(inputs[len(inputs) - m :])
     in_axes = list(attrs.get("scan_input_axes") or [0] * m)
@@ -94,8 +98,13 @@ def _scan(ctx: NodeContext, *inputs: Expr, **attrs: Any) -> list[Expr]:
     axes = [normalize_axis(ctx, a, ctx.ndim(x)) for a, x in zip(in_axes, xs, strict=True)]
     length = ctx.shape(xs[0])[axes[0]] if xs else 0
     n_out = len(body.output) - len(states)
+    if n_out < 0:
+        raise ctx.fail(
+            f"the body has {len(body.output)} outputs, fewer than the {len(states)} states"
+        )
     out_axes = list(attrs.get("scan_output_axes") or [0] * n_out)
     out_dirs = list(attrs.get("scan_output_directions") or [0] * n_out)
+    check_unroll(ctx.where, "the scan length", length, len(body.node) + 1)
     collected: list[list[Expr]] = [[] for _ in range(n_out)]
     for t in range(length):
         slices = [
@@ -122,6 +131,7 @@ def _scan_v8(ctx: NodeContext, lens: Expr | None, *inputs: Expr, **attrs: Any) -
     body = attrs["body"]
     m = int(attrs["num_scan_inputs"])
     batch = ctx.shape(inputs[0])[0]
+    check_unroll(ctx.where, "the batch size", batch, len(body.node) + 1)
     per_item = []
     for b in range(batch):
         items = [_slice_axis(x, 0, b) for x in inputs]

@@ -24,6 +24,15 @@ def _as_2d(ctx: NodeContext, x: Expr, what: str) -> tuple[Expr, bool]:
     raise ctx.unsupported(f"{len(shape) - 2}-D {what}")
 
 
+def _check_window(ctx: NodeContext, nsp: int, **values: tuple[int, ...]) -> None:
+    """Each of kernel_shape, strides, dilations has one positive value per spatial axis."""
+    for name, vals in values.items():
+        if len(vals) != nsp:
+            raise ctx.fail(f"{name} {vals} does not match the {nsp} spatial axes")
+        if any(int(v) <= 0 for v in vals):
+            raise ctx.fail(f"{name} {vals} must be positive")
+
+
 def _pair_2d(values: Any, one_d: bool, fill: int) -> tuple[int, int]:
     vals = tuple(int(v) for v in values)
     return (fill, vals[0]) if one_d else (vals[0], vals[1])
@@ -61,6 +70,7 @@ def _conv(
     kernel = tuple(kernel_shape or ctx.shape(w)[2:])
     strides = tuple(strides or (1,) * nsp)
     dilations = tuple(dilations or (1,) * nsp)
+    _check_window(ctx, nsp, kernel_shape=kernel, strides=strides, dilations=dilations)
     full_pads = resolve_pads(auto_pad, spatial, kernel, strides, dilations, pads or ())
     x2, one_d = _as_2d(ctx, x, "convolution")
     w2 = w
@@ -103,6 +113,7 @@ def _conv_transpose(
     kernel = tuple(kernel_shape or ctx.shape(w)[2:])
     strides = tuple(strides or (1,) * nsp)
     dilations = tuple(dilations or (1,) * nsp)
+    _check_window(ctx, nsp, kernel_shape=kernel, strides=strides, dilations=dilations)
     out_pad = list(output_padding or (0,) * nsp)
     if output_shape or auto_pad in ("SAME_UPPER", "SAME_LOWER"):
         target = list(output_shape or [s * st for s, st in zip(spatial, strides, strict=True)])
@@ -166,6 +177,7 @@ def _pool(ctx: NodeContext, x: Expr, kind: str, attrs: dict[str, Any]) -> Expr:
         raise ctx.fail(f"kernel_shape {kernel} does not match the {nsp} spatial axes")
     strides = tuple(attrs.get("strides") or (1,) * nsp)
     dilations = tuple(attrs.get("dilations") or (1,) * nsp)
+    _check_window(ctx, nsp, kernel_shape=kernel, strides=strides, dilations=dilations)
     ceil = bool(attrs.get("ceil_mode", 0))
     full_pads = resolve_pads(
         attrs.get("auto_pad", "NOTSET"),
@@ -238,6 +250,7 @@ def _max_pool_with_indices(ctx: NodeContext, x: Expr, attrs: dict[str, Any]) -> 
     kernel = tuple(attrs["kernel_shape"] or ())
     strides = tuple(attrs.get("strides") or (1, 1))
     dilations = tuple(attrs.get("dilations") or (1, 1))
+    _check_window(ctx, 2, kernel_shape=kernel, strides=strides, dilations=dilations)
     pads = resolve_pads(
         attrs.get("auto_pad", "NOTSET"),
         spatial,

@@ -55,6 +55,7 @@ def _tensor_scatter(
     a = normalize_axis(ctx, axis, nd)
     if a == 0:
         raise ctx.fail("axis must not be the batch axis 0")
+    ctx.check_constant((ushape[a],), 8, "the index sequence")
     seq = np.arange(ushape[a], dtype="int64").reshape([-1 if i == a else 1 for i in range(nd)])
     index: Expr = Constant(seq)
     if write_indices is not None:
@@ -125,6 +126,7 @@ def _one_hot(ctx: NodeContext, indices: Expr, depth: Expr, values: Expr, *, axis
     idx = op.cast(indices, "int64") if ctx.dtype(indices) != "int64" else indices
     idx = op.where(op.less(idx, scalar(0, "int64")), op.add(idx, scalar(d, "int64")), idx)
     idx = op.expand_dims(idx, axis)
+    ctx.check_constant((d,), 8, "the positions")
     pos = np.arange(d, dtype="int64").reshape([d if i == axis else 1 for i in range(nd)])
     hit = op.equal(idx, Constant(pos))
     vdt = ctx.dtype(values)
@@ -138,6 +140,7 @@ def _trilu(ctx: NodeContext, x: Expr, k: Expr | None = None, *, upper: int = 1) 
     shape = ctx.shape(x)
     kk = 0 if k is None else int(np.asarray(ctx.value(k, "k")).reshape(-1)[0])
     rows, cols = shape[-2], shape[-1]
+    ctx.check_constant((rows, cols), 1, "the triangle mask")
     mask = (
         np.triu(np.ones((rows, cols), bool), kk)
         if upper
@@ -195,6 +198,7 @@ def _reverse_sequence(
 ) -> Expr:
     shape = ctx.shape(x)
     lengths = np.asarray(ctx.value(lens, "sequence_lens")).astype(np.int64)
+    ctx.check_constant((len(shape), *shape), 8, "the index grid")
     grid = np.indices(shape)
     t, b = grid[time_axis], grid[batch_axis]
     seq = lengths[b]
@@ -346,7 +350,10 @@ def _center_crop_pad(ctx: NodeContext, x: Expr, shape: Expr, *, axes: Any = None
 @converter("AffineGrid", 20)
 def _affine_grid(ctx: NodeContext, theta: Expr, size: Expr, *, align_corners: int = 0) -> Expr:
     dims = ctx.ints(size, "size")
+    if len(dims) < 3:
+        raise ctx.fail(f"size {dims} must have at least 3 values (N, C, spatial...)")
     n, spatial = dims[0], dims[2:]
+    ctx.check_constant((n, *spatial, len(spatial) + 1), 8, "the base grid")
     axes = []
     for d in spatial:
         if align_corners:

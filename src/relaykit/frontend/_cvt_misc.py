@@ -15,6 +15,7 @@ from relaykit.ir.expr import Constant, Expr
 
 from ._cvt_signal import _dft
 from ._cvt_util import scalar
+from ._limits import check_shape, check_unroll
 from ._onnx_registry import NodeContext, converter
 
 __all__: list[str] = []
@@ -46,6 +47,7 @@ def _max_unpool(
         ]
         out = (*shape[:2], *spatial)
     total = math.prod(out)
+    ctx.check_constant((total,), 8, "the output buffer")
     flat = op.scatter_elements(
         Constant(np.zeros(total, ctx.dtype(x))),
         op.reshape(indices, (-1,)),
@@ -80,6 +82,13 @@ def _col2im(
     ]
     if math.prod(counts) != length:
         raise ctx.fail(f"input has {length} blocks, the geometry gives {math.prod(counts)}")
+    check_unroll(ctx.where, "the number of block positions", k * length)
+    check_shape((k * length, math.prod(image)), ctx.where)
+    if k * length * math.prod(image) * 4 > ctx.importer.max_fold_bytes:
+        raise ctx.fail(
+            f"its scatter matrix of {k * length} x {math.prod(image)} values is above the "
+            f"import-time constant limit of {ctx.importer.max_fold_bytes} bytes"
+        )
     scatter = np.zeros((k * length, math.prod(image)), dtype=ctx.dtype(x))
     for kk, offs in enumerate(np.ndindex(*block)):
         for ll, pos in enumerate(np.ndindex(*counts)):
@@ -109,7 +118,10 @@ def _stft(
         flen = ctx.shape(window)[0]
     else:
         raise ctx.fail("needs a window or a frame_length")
+    if step <= 0 or flen <= 0:
+        raise ctx.fail(f"frame_step ({step}) and frame_length ({flen}) must be positive")
     frames = 1 + (length - flen) // step
+    ctx.check_constant((max(frames, 0), flen), 8, "the frame indices")
     idx = (np.arange(frames)[:, None] * step + np.arange(flen)[None, :]).astype("int64")
     framed = op.take(signal, Constant(idx), axis=1)  # (batch, frames, flen, comps)
     if window is not None:

@@ -122,6 +122,7 @@ def _hardmax(ctx: NodeContext, x: Expr, axis: int) -> Expr:
     shape = ctx.shape(x)
     axis = normalize_axis(ctx, axis, len(shape))
     idx = op.argmax(x, axis=axis, keepdims=True)
+    ctx.check_constant((shape[axis],), 4, "the positions")
     pos = np.arange(shape[axis], dtype="int32").reshape(
         [shape[axis] if i == axis else 1 for i in range(len(shape))]
     )
@@ -312,6 +313,7 @@ def _dropout(
         r = 0.5 if ratio is None else float(ctx.scalar(ratio, "ratio"))
         if r != 0.0:
             raise ctx.unsupported("random dropout in training mode")
+    ctx.check_constant(ctx.shape(x), 1, "the mask")
     mask = Constant(np.ones(ctx.shape(x), dtype="bool"))
     return [x, mask]
 

@@ -72,6 +72,7 @@ def _reduce(ctx: NodeContext, name: str, x: Expr, axes: Any, keepdims: int, noop
         out_shape = tuple((1 if keep else None) if i in axes else d for i, d in enumerate(shape))
         out_shape = tuple(d for d in out_shape if d is not None)
         value = _EMPTY[name]
+        ctx.check_constant(out_shape, 8, "the result of an empty reduction")
         if dt.startswith("float"):
             return Constant(np.full(out_shape, value, dtype=dt))
         lo, hi = (False, True) if dt == "bool" else int_range(dt)

@@ -13,6 +13,7 @@ from relaykit import op
 from relaykit.ir.expr import Constant, Expr
 
 from ._cvt_util import scalar
+from ._limits import check_unroll
 from ._onnx_registry import NodeContext, converter
 
 __all__: list[str] = []
@@ -206,12 +207,23 @@ def _run(ctx: NodeContext, kind: str, inputs: list[Any], attrs: dict) -> list[Ex
         h0 = None if h0 is None else op.transpose(h0, (1, 0, 2))
         c0 = None if c0 is None else op.transpose(c0, (1, 0, 2))
     seq, batch, _ = ctx.shape(x)
+    check_unroll(
+        ctx.where,
+        "the sequence length",
+        seq,
+        40 * (1 + (attrs.get("direction") == "bidirectional")),
+    )
     if lens is not None:
         values = np.asarray(ctx.value(lens, "sequence_lens"))
         if not (values == seq).all():
             raise ctx.unsupported("sequence_lens shorter than the sequence")
     direction = attrs.get("direction", "forward")
     hidden = int(attrs.get("hidden_size") or ctx.shape(inputs[2])[-1])
+    if hidden != ctx.shape(inputs[2])[-1]:
+        raise ctx.fail(
+            f"hidden_size={hidden} does not match the recurrence weights of shape "
+            f"{ctx.shape(inputs[2])}"
+        )
     dt = ctx.dtype(x)
     cells = _directions(ctx, kind, inputs, attrs, dt)
     steps = [_slice0(x, t) for t in range(seq)]

@@ -21,6 +21,7 @@ from relaykit.ir.expr import Constant, Expr, Tuple, TupleGetItem
 from relaykit.ir.types import TupleType
 
 from ._cvt_util import normalize_axis
+from ._limits import check_unroll
 from ._onnx_registry import NodeContext, converter
 
 __all__: list[str] = []
@@ -93,6 +94,7 @@ def _split_to_sequence(
     a = normalize_axis(ctx, axis, len(shape))
     n = shape[a]
     if split is None:
+        check_unroll(ctx.where, "the sequence length", n, 2)
         parts = [op.strided_slice(x, [i], [i + 1], axes=[a]) for i in range(n)]
         if not keepdims:
             parts = [op.squeeze(p, [a]) for p in parts]
@@ -102,8 +104,10 @@ def _split_to_sequence(
         step = int(sizes_arr)
         if step <= 0:
             raise ctx.fail(f"split must be positive, got {step}")
+        check_unroll(ctx.where, "the sequence length", -(-n // step))
         sizes = [min(step, n - s) for s in range(0, n, step)]
     else:
+        check_unroll(ctx.where, "the sequence length", sizes_arr.size)
         sizes = [int(v) for v in sizes_arr]
         if sum(sizes) != n or min(sizes, default=0) < 0:
             raise ctx.fail(f"split {sizes} does not add up to dimension {a} of size {n}")

@@ -16,6 +16,7 @@ from relaykit import op
 from relaykit.ir.expr import Constant, Expr
 
 from ._cvt_util import normalize_axis, scalar, static_reshape
+from ._limits import check_shape, check_unroll
 from ._onnx_proto import onnx_dtype_name, tensor_to_numpy
 from ._onnx_registry import NodeContext, converter
 
@@ -155,9 +156,13 @@ def _split(ctx: NodeContext, x: Expr, axis: int, sizes: Any, num: int) -> list[E
     dim = shape[axis]
     if sizes is None or len(sizes) == 0:
         n = num or ctx.num_outputs
+        if n <= 0:
+            raise ctx.fail(f"cannot split into {n} outputs")
+        check_unroll(ctx.where, "the number of outputs", n)
         chunk = -(-dim // n)
         sizes = [min(chunk, max(0, dim - k * chunk)) for k in range(n)]
-    if sum(sizes) != dim:
+    check_unroll(ctx.where, "the number of outputs", len(sizes))
+    if sum(sizes) != dim or min(sizes) < 0:
         raise ctx.fail(f"split sizes {tuple(sizes)} do not add up to dimension {dim}")
     outs: list[Expr] = []
     start = 0
@@ -327,7 +332,8 @@ def _pad_v11(
 def _sparse_to_dense(sparse: Any, where: str) -> np.ndarray:
     values = tensor_to_numpy(sparse.values, where)
     indices = tensor_to_numpy(sparse.indices, where).astype(np.int64)
-    dims = tuple(sparse.dims)
+    dims = tuple(int(d) for d in sparse.dims)
+    check_shape(dims, where)
     dense = np.zeros(dims, dtype=values.dtype)
     if indices.ndim == 1:
         dense.reshape(-1)[indices] = values
@@ -359,6 +365,12 @@ def _constant(ctx: NodeContext, **attrs: Any) -> Expr:
 def _constant_of_shape(ctx: NodeContext, shape: Expr, *, value: Any = None) -> Expr:
     dims = ctx.ints(shape, "shape")
     fill = np.zeros(1, dtype="float32") if value is None else np.asarray(value).reshape(-1)
+    if fill.size != 1:
+        raise ctx.fail(f"value must hold one element, got {fill.size}")
+    check_shape(dims, ctx.where)
+    if math.prod(dims) * fill.dtype.itemsize > ctx.importer.max_fold_bytes:
+        # too large to build at import: filled when the model runs
+        return op.full(Constant(fill.reshape(())), dims, fill.dtype.name)
     return Constant(np.full(dims, fill[0], dtype=fill.dtype))
 
 
@@ -367,7 +379,10 @@ def _range(ctx: NodeContext, start: Expr, limit: Expr, delta: Expr) -> Expr:
     s = ctx.scalar(start, "start")
     lim = ctx.scalar(limit, "limit")
     d = ctx.scalar(delta, "delta")
+    if not np.isfinite([float(s), float(lim), float(d)]).all() or float(d) == 0.0:
+        raise ctx.fail(f"start {s}, limit {lim} and delta {d} must be finite, delta nonzero")
     n = max(int(np.ceil((float(lim) - float(s)) / float(d))), 0)
+    ctx.check_constant((n,), np.dtype(s.dtype).itemsize, "the range")
     return Constant((s + np.arange(n, dtype=s.dtype) * d).astype(s.dtype))
 
 
@@ -377,4 +392,5 @@ def _eye_like(ctx: NodeContext, x: Expr, *, dtype: Any = None, k: int = 0) -> Ex
     if len(shape) != 2:
         raise ctx.fail(f"EyeLike needs a 2-D input, got shape {shape}")
     dt = onnx_dtype_name(dtype, ctx.where) if dtype else ctx.dtype(x)
+    ctx.check_constant(shape, 8, "the identity matrix")
     return Constant(np.eye(shape[0], shape[1], k=k, dtype=dt))

@@ -18,6 +18,7 @@ __all__: list[str] = []
 
 def _window(ctx: NodeContext, size: Expr, periodic: int, dtype: int, coeffs: list[float]):
     n = int(ctx.scalar(size, "size"))
+    ctx.check_constant((max(n, 0),), 8, "the window")
     denom = n if periodic else n - 1
     k = np.arange(n, dtype=np.float64)
     w = np.zeros(n)
@@ -59,6 +60,9 @@ def _dft(ctx: NodeContext, x: Expr, length: Expr | None, axis: int, inverse: int
     real_out = bool(inverse and onesided)
     if real_out:  # irfft: bins 0..m-1 given, the rest are conjugates
         n = 2 * (n_in - 1) if length is None else int(ctx.scalar(length, "dft_length"))
+        if n <= 0:
+            raise ctx.fail(f"the signal length {n} must be positive")
+        ctx.check_constant((n, n), 8, "the DFT matrix")
         idx = np.array(list(range(min(n_in, n))) + [n - k for k in range(n_in, n)], "int64")
         sign = np.array([1.0] * min(n_in, n) + [-1.0] * (n - min(n_in, n)))
         real = op.take(real, Constant(idx), axis=len(lead))
@@ -69,7 +73,10 @@ def _dft(ctx: NodeContext, x: Expr, length: Expr | None, axis: int, inverse: int
     if n_in != n:
         real = _fit(real, n_in, n, len(lead))
         imag = None if imag is None else _fit(imag, n_in, n, len(lead))
+    if n <= 0:
+        raise ctx.fail(f"the signal length {n} must be positive")
     k_count = n // 2 + 1 if (onesided and not inverse) else n
+    ctx.check_constant((k_count, n), 8, "the DFT matrix")
     k = np.arange(k_count)[:, None]
     j = np.arange(n)[None, :]
     theta = 2 * np.pi * k * j / n

@@ -7,6 +7,11 @@ away with the reference kernels. That folds the static shape chains of
 exported models (``Shape -> Gather -> Concat -> Reshape``) into constants, so
 converters that need a shape or an axis list simply ask ``ctx.value(...)``.
 Both steps touch each new node once: import is linear in the graph's size.
+
+Folding is bounded like ``FoldConstant``: a value whose type holds a tensor
+above the folding limit (``"relay.FoldConstant.max_bytes"``, 64 MiB by
+default) is decided from its type, before any kernel runs, and stays a runtime
+operator; every tensor type is checked against the limits of ``_limits``.
 """
 
 from __future__ import annotations
@@ -40,18 +45,30 @@ from relaykit.ir.op import Op
 from relaykit.ir.type_check import infer_type_local
 from relaykit.ir.types import TensorType, Type
 from relaykit.runtime.ndarray import NDArray
+from relaykit.transform.fold_constant import (
+    fold_macs,
+    largest_tensor_bytes,
+    max_fold_bytes,
+    max_fold_macs,
+)
 
+from ._limits import check_shape, check_type
 from ._narrow import narrow_outputs, widen_inputs
 from ._onnx_proto import onnx_dtype_name, tensor_to_numpy
 from ._onnx_registry import (
     NodeContext,
     call_converter,
+    check_inputs,
     check_known_attributes,
     lookup,
     node_attributes,
 )
 
 __all__ = ["GraphImporter", "find_unsupported"]
+
+
+class _TooLarge(Exception):
+    """A value met while folding is above the folding limit."""
 
 
 def _as_list(out: Any) -> list[Any]:
@@ -152,6 +169,11 @@ class GraphImporter:
         self.dynamic: dict[Expr, bool] = {}
         #: the expressions standing for empty optionals (``Optional()`` with no input)
         self.empty_optionals: set[Expr] = set()
+        #: the per-tensor folding limit in bytes (read once from the PassContext)
+        self.max_fold_bytes = max_fold_bytes()
+        self.max_fold_macs = max_fold_macs()
+        #: values left unfolded because they are above the folding limit
+        self.too_large: set[Expr] = set()
 
     # -- typing and folding ----------------------------------------------------
     def _fail_type(self, ctx: NodeContext | None, message: str) -> FrontendError:
@@ -192,6 +214,12 @@ class GraphImporter:
             if type(node) is Constant:
                 memo[node] = node.data.numpy()
             elif type(node) is Call:
+                ty = checked_type_or_none(node)
+                size = largest_tensor_bytes(ty)
+                if size is None or size > self.max_fold_bytes:
+                    raise _TooLarge
+                if fold_macs(node, ty) > self.max_fold_macs:
+                    raise _TooLarge
                 args = [memo[a] for a in node.args]
                 op = node.op
                 if type(op) is not Op:
@@ -219,9 +247,18 @@ class GraphImporter:
         if not isinstance(expr, Expr):
             raise ctx.fail(f"converter returned {type(expr).__name__}, not a relay expression")
         ty = self.type_of(expr, ctx)
+        check_type(ty, ctx.where)
         if isinstance(expr, (Constant, Var)) or self._is_dynamic(expr):
             return expr
-        value = self._evaluate(expr, memo, ctx)
+        size = largest_tensor_bytes(ty)
+        try:
+            if size is not None and size > self.max_fold_bytes:
+                raise _TooLarge
+            value = self._evaluate(expr, memo, ctx)
+        except _TooLarge:  # a runtime operator, as if it depended on an input
+            self.dynamic[expr] = True
+            self.too_large.add(expr)
+            return expr
         if isinstance(ty, TensorType):
             arr = np.asarray(value)
             if arr.dtype.name != ty.dtype or arr.shape != ty.shape:
@@ -248,7 +285,9 @@ class GraphImporter:
         else:
             dtype = str(self.dtype)
         if name in self.shape_overrides:
-            return TensorType(tuple(int(d) for d in self.shape_overrides[name]), dtype)
+            given = tuple(int(d) for d in self.shape_overrides[name])
+            check_shape(given, f"graph input {name!r} (from shape=)")
+            return TensorType(given, dtype)
         if not tt.HasField("shape"):
             raise FrontendError(
                 f"graph input {name!r} has no shape; pass it with "
@@ -264,6 +303,7 @@ class GraphImporter:
                     f"graph input {name!r} has a dynamic dimension {k} ({label!r}); relaykit "
                     f"needs static shapes: pass from_onnx(model, shape={{{name!r}: (...)}})"
                 )
+        check_shape(dims, f"graph input {name!r}")
         return TensorType(dims, dtype)
 
     def import_inputs(self) -> list[Var]:
@@ -356,12 +396,7 @@ class GraphImporter:
         for i in _topological(nodes, set(self.values)):
             self.convert_node(nodes[i], i)
 
-    def convert_node(self, node: Any, index: int) -> None:
-        domain = "" if node.domain in ("", "ai.onnx") else node.domain
-        opset = self.opsets[domain]
-        ctx = NodeContext(self, node, _node_name(node, index), opset)
-        fn = lookup(domain, node.op_type, opset)
-        assert fn is not None  # checked up front by find_unsupported
+    def _node_inputs(self, node: Any, ctx: NodeContext) -> list[Expr | None]:
         inputs: list[Expr | None] = []
         for k, name in enumerate(node.input):
             if not name:
@@ -374,6 +409,16 @@ class GraphImporter:
                     "initializer produces"
                 )
             inputs.append(value)
+        return inputs
+
+    def convert_node(self, node: Any, index: int) -> None:
+        domain = "" if node.domain in ("", "ai.onnx") else node.domain
+        opset = self.opsets[domain]
+        ctx = NodeContext(self, node, _node_name(node, index), opset)
+        fn = lookup(domain, node.op_type, opset)
+        assert fn is not None  # checked up front by find_unsupported
+        inputs = self._node_inputs(node, ctx)
+        check_inputs(ctx, domain, inputs)
         attrs, given = node_attributes(ctx, domain)
         check_known_attributes(fn, ctx, given)
         try:
@@ -385,9 +430,11 @@ class GraphImporter:
             raise
         except RelayKitError as err:
             raise ctx.fail(f"{type(err).__name__}: {err}") from None
-        except (TypeError, ValueError, IndexError, KeyError) as err:
+        except (TypeError, ValueError, IndexError, KeyError, ArithmeticError) as err:
             raise ctx.fail(f"cannot convert: {type(err).__name__}: {err}") from None
-        outs = _as_list(out)
+        self._bind_outputs(node, ctx, _as_list(out))
+
+    def _bind_outputs(self, node: Any, ctx: NodeContext, outs: list[Any]) -> None:
         memo: dict[Expr, Any] = {}
         for name, expr in zip(node.output, outs, strict=False):
             if not name:
@@ -400,6 +447,8 @@ class GraphImporter:
                 raise
             except RelayKitError as err:
                 raise ctx.fail(f"{type(err).__name__}: {err}") from None
+            except ArithmeticError as err:  # a type relation met numbers it cannot use
+                raise ctx.fail(f"cannot type its output: {type(err).__name__}: {err}") from None
         if len(outs) < len([o for o in node.output if o]):
             missing = [o for o in node.output[len(outs) :] if o]
             if missing:
@@ -426,6 +475,8 @@ class GraphImporter:
         child = GraphImporter(graph, self.opsets, None, self.dtype, self.freeze_params)
         child.dynamic = self.dynamic
         child.empty_optionals = self.empty_optionals
+        child.too_large = self.too_large
+        child.max_fold_bytes, child.max_fold_macs = self.max_fold_bytes, self.max_fold_macs
         child.values = ChainMap({}, self.values)  # type: ignore[assignment]
         for t in graph.initializer:
             child.values[t.name] = Constant(tensor_to_numpy(t, f"initializer {t.name!r}"))

@@ -13,6 +13,7 @@ was wrong and where (file, node, attribute), never a protobuf traceback.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from typing import Any
@@ -22,6 +23,8 @@ import numpy as np
 from relaykit.errors import FrontendError, MissingDependencyError
 from relaykit.ir.types import DTYPES, check_dtype
 
+from ._limits import MAX_ELEMENTS, check_shape
+
 __all__ = [
     "require_onnx",
     "load_model_proto",
@@ -29,6 +32,7 @@ __all__ = [
     "tensor_to_numpy",
     "attribute_value",
     "check_attribute_type",
+    "check_text",
 ]
 
 
@@ -143,7 +147,90 @@ def load_model_proto(model: Any) -> Any:
             f"{where} is not an ONNX model: it has no {missing} (a file of another protobuf "
             "message, or a truncated file?)"
         )
+    check_text(proto)
     return proto
+
+
+# bits per element of the packed narrow types (the others take a whole number of bytes)
+_PACKED_BITS = {"int4": 4, "uint4": 4, "float4_e2m1fn": 4, "int2": 2, "uint2": 2}
+
+# bits per element of every dtype
+_BITS = {name: 8 * dt.itemsize for name, dt in DTYPES.items() if name not in _PACKED_BITS}
+
+# the repeated fields a TensorProto may hold its values in
+_DATA_FIELDS = ("float_data", "int32_data", "int64_data", "double_data", "uint64_data")
+
+
+def _check_declared_size(tensor: Any, dtype: str, label: str) -> None:
+    """Check the tensor's dims against the data it carries before anything is allocated:
+    no negative or absurd dims, and as many bytes or values as the dims declare."""
+    dims = tuple(tensor.dims)
+    n = math.prod(dims)
+    if not (0 < n <= MAX_ELEMENTS and min(dims, default=1) > 0):  # else: say what is wrong
+        check_shape(dims, label)
+    bits = _BITS.get(dtype) or _PACKED_BITS.get(dtype, 8)
+    if tensor.HasField("raw_data"):
+        want = (n * bits + 7) // 8
+        if len(tensor.raw_data) != want:
+            raise FrontendError(
+                f"{label}: its dims {dims} declare {n} values ({want} bytes) but its raw_data "
+                f"holds {len(tensor.raw_data)} bytes; the file is corrupted or truncated"
+            )
+        return
+    stored = sum(len(getattr(tensor, f)) for f in _DATA_FIELDS)
+    per_value = max(1, 32 // bits) if bits < 8 else 1  # packed types: several per int32
+    if stored * per_value < n:
+        raise FrontendError(
+            f"{label}: its dims {dims} declare {n} values but it holds {stored}; the file "
+            "is corrupted or truncated"
+        )
+
+
+def _not_text(value: Any) -> bool:
+    return not isinstance(value, str)
+
+
+def _first_not_text(values: Any) -> Any:
+    """The first value that is not a ``str`` (protobuf's bytes for invalid UTF-8), or
+    None; ``"".join`` is the fast check, the scan runs only when it fails."""
+    try:
+        "".join(values)
+    except TypeError:
+        return next(v for v in values if _not_text(v))
+    return None
+
+
+def check_text(model: Any) -> None:
+    """Raise a FrontendError when a name of the model (of an opset, node, value,
+    initializer or attribute, in any subgraph) is not valid UTF-8 text: protobuf hands
+    such fields over as bytes, and a corrupted file has them."""
+    bad = _first_not_text([entry.domain for entry in model.opset_import])
+    if bad is not None:
+        raise FrontendError(f"an opset domain is not valid UTF-8 text: {bad!r}")
+    stack = [model.graph]
+    while stack:
+        g = stack.pop()
+        names = [vi.name for vi in (*g.input, *g.output, *g.value_info)]
+        names += [t.name for t in g.initializer]
+        bad = _first_not_text(names)
+        if bad is not None:
+            raise FrontendError(f"a value name of graph {g.name!r} is not valid UTF-8: {bad!r}")
+        for i, node in enumerate(g.node):
+            attrs = node.attribute
+            fields = [node.name, node.op_type, node.domain, *node.input, *node.output]
+            if attrs:
+                fields += [a.name for a in attrs]
+            bad = _first_not_text(fields)
+            if bad is not None:
+                raise FrontendError(
+                    f"node {i} of graph {g.name!r} has a name that is not valid UTF-8 text: "
+                    f"{bad!r} (is the file corrupted?)"
+                )
+            for a in attrs:
+                if a.type == 5:  # GRAPH
+                    stack.append(a.g)
+                elif a.type == 10:  # GRAPHS
+                    stack.extend(a.graphs)
 
 
 def tensor_to_numpy(tensor: Any, where: str = "") -> np.ndarray:
@@ -158,11 +245,12 @@ def tensor_to_numpy(tensor: Any, where: str = "") -> np.ndarray:
             f"{label} is stored in an external data file that was not loaded; load the model "
             "by its path so that relaykit can find the data next to it"
         )
+    _check_declared_size(tensor, dtype, label)
     try:
         arr = numpy_helper.to_array(tensor)
     except Exception as err:
         raise FrontendError(f"{label} is malformed: {type(err).__name__}: {err}") from None
-    expected = int(np.prod(tuple(tensor.dims), dtype=np.int64))
+    expected = math.prod(int(d) for d in tensor.dims)
     if arr.size != expected:
         raise FrontendError(
             f"{label} has {arr.size} values but its dims {tuple(tensor.dims)} need {expected}"

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +28,7 @@ from relaykit.errors import DynamicShapeError, FrontendError
 from relaykit.ir.expr import Constant, Expr
 from relaykit.ir.types import TensorType
 
+from ._limits import check_shape
 from ._onnx_proto import attribute_value, check_attribute_type, require_onnx
 
 __all__ = ["Converter", "NodeContext", "converter", "lookup", "supported_ops", "schema_defaults"]
@@ -88,6 +90,15 @@ def schema_defaults(domain: str, op_type: str, opset: int) -> tuple[dict[str, An
     return defaults, types
 
 
+@functools.lru_cache(maxsize=4096)
+def required_attributes(domain: str, op_type: str, opset: int) -> frozenset[str]:
+    """The names of the attributes the op's schema at ``opset`` requires."""
+    schema = _schema(_domain(domain), op_type, opset)
+    if schema is None:
+        return frozenset()
+    return frozenset(name for name, spec in schema.attributes.items() if spec.required)
+
+
 @functools.lru_cache(maxsize=1024)
 def _accepted(fn: Converter) -> tuple[frozenset[str], bool]:
     params = inspect.signature(fn).parameters.values()
@@ -147,6 +158,13 @@ class NodeContext:
             raise self.fail(f"the {what} input is missing")
         if isinstance(expr, Constant):
             return expr.data.numpy()
+        if expr in self.importer.too_large:
+            raise self.fail(
+                f"its {what} input is a constant of {self.importer.type_of(expr, self)}, above "
+                f"the import-time folding limit of {self.importer.max_fold_bytes} bytes; raise "
+                "it with PassContext(config={'relay.FoldConstant.max_bytes': ...}) if the model "
+                "really needs it"
+            )
         raise DynamicShapeError(
             f"{self.where}: its {what} input is computed at run time, but relaykit needs it "
             "at import time (its IR has static shapes only); pass fixed input shapes with "
@@ -164,6 +182,19 @@ class NodeContext:
 
     def ints(self, expr: Expr | None, what: str) -> tuple[int, ...]:
         return tuple(int(v) for v in self.value(expr, what).reshape(-1))
+
+    def check_constant(self, shape: Any, itemsize: int = 8, what: str = "a constant") -> None:
+        """Raise before the converter builds a NumPy constant of ``shape`` whose size is
+        above the import-time folding limit (or whose shape is absurd)."""
+        dims = tuple(int(d) for d in shape)
+        check_shape(dims, f"{self.where}: {what}")
+        nbytes = math.prod(dims) * int(itemsize)
+        limit = self.importer.max_fold_bytes
+        if nbytes > limit:
+            raise self.fail(
+                f"{what} of shape {dims} ({nbytes} bytes) would be built at import, above the "
+                f"limit of {limit} bytes (PassContext config 'relay.FoldConstant.max_bytes')"
+            )
 
     def const(self, value: Any, dtype: str | None = None) -> Constant:
         import numpy as np
@@ -188,12 +219,47 @@ def node_attributes(ctx: NodeContext, domain: str) -> tuple[dict[str, Any], set[
     attrs = dict(defaults)
     given: set[str] = set()
     for a in ctx.node.attribute:
+        if not isinstance(a.name, str):
+            raise ctx.fail(f"an attribute name is not valid UTF-8 text: {a.name!r}")
         if a.ref_attr_name:
             raise ctx.unsupported(f"attribute {a.name!r} refers to a function attribute; this")
         check_attribute_type(a, types.get(a.name, 0), ctx.where)
         attrs[a.name] = attribute_value(a, ctx.where)
         given.add(a.name)
+    missing = sorted(required_attributes(domain, ctx.op_type, ctx.opset) - given)
+    if missing:
+        raise ctx.fail(f"its required attribute {missing[0]!r} is missing")
     return attrs, given
+
+
+@functools.lru_cache(maxsize=4096)
+def _input_spec(domain: str, op_type: str, opset: int) -> tuple[int, tuple[tuple[str, str], ...]]:
+    """The most inputs the op's schema allows and ``(name, "single"|"optional"|"variadic")``
+    of each formal input; ``(-1, ())`` when there is no schema."""
+    schema = _schema(_domain(domain), op_type, opset)
+    if schema is None:
+        return -1, ()
+    option = require_onnx().defs.OpSchema.FormalParameterOption
+    kinds = {option.Single: "single", option.Optional: "optional", option.Variadic: "variadic"}
+    return int(schema.max_input), tuple((p.name, kinds[p.option]) for p in schema.inputs)
+
+
+def check_inputs(ctx: NodeContext, domain: str, inputs: list[Any]) -> None:
+    """Raise when the node has more inputs than its schema allows, or misses a required
+    one (converters may then assume every required input is there)."""
+    max_input, params = _input_spec(domain, ctx.op_type, ctx.opset)
+    if max_input < 0:
+        return
+    if len(inputs) > max_input:
+        raise ctx.fail(f"has {len(inputs)} inputs; {ctx.op_type} takes at most {max_input}")
+    for k, (name, kind) in enumerate(params):
+        if kind == "variadic":
+            missing = [j for j in range(k, len(inputs)) if inputs[j] is None]
+            if missing:
+                raise ctx.fail(f"its variadic input {missing[0]} ({name!r}) is empty")
+            break
+        if kind == "single" and (k >= len(inputs) or inputs[k] is None):
+            raise ctx.fail(f"its required input {k} ({name!r}) is missing")
 
 
 def check_known_attributes(fn: Converter, ctx: NodeContext, given: set[str]) -> None:

@@ -10,6 +10,13 @@ run time where the IR needs a static shape raise a
 operators relaykit cannot convert raises one
 :class:`~relaykit.errors.UnsupportedOpError` listing all of them.
 
+Import is bounded by the model's size in bytes, not by the numbers in it: a
+constant above ``FoldConstant``'s limit (the ``PassContext`` option
+``"relay.FoldConstant.max_bytes"``, 64 MiB per tensor) stays a runtime
+operator, and absurd shapes, unroll lengths and initializers whose dims do not
+match their data raise a :class:`~relaykit.errors.FrontendError` naming the
+node and the value before anything is allocated (see ``_limits``).
+
 >>> import onnx
 >>> from onnx import helper, TensorProto
 >>> node = helper.make_node("Relu", ["x"], ["y"])

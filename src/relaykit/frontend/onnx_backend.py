@@ -18,6 +18,7 @@ relaykit end to end.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -207,7 +208,13 @@ run_node = RelayKitBackend.run_node
 
 
 def node_test_cases() -> list[Any]:
-    """ONNX's node test cases (``onnx.backend.test``), generated in memory."""
+    """ONNX's node test cases (``onnx.backend.test``), generated in memory once per
+    process (the cases are shared: copy a model before changing it)."""
+    return list(_node_test_cases())
+
+
+@functools.cache
+def _node_test_cases() -> tuple[Any, ...]:
     import warnings
 
     from onnx.backend.test.loader import load_model_tests
@@ -215,7 +222,7 @@ def node_test_cases() -> list[Any]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with np.errstate(all="ignore"):
-            return list(load_model_tests(kind="node"))
+            return tuple(load_model_tests(kind="node"))
 
 
 def run_node_test(case: Any, backend: Any = RelayKitBackend) -> None:

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,6 +33,9 @@ def _einsum_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     dtype = fields[0].dtype
     if any(f.dtype != dtype for f in fields):
         raise TypeRelError(f"einsum operands must share one dtype, got {tup}")
+    parsed = _einsum_out_shape(attrs.equation, [f.shape for f in fields])
+    if parsed is not None and math.prod(parsed) > _EINSUM_PROBE_LIMIT:
+        return TensorType(parsed, dtype)  # too large to probe with NumPy: trust the parse
     # Zero-strided stand-ins: NumPy works out the output shape without real data.
     dummies = [np.broadcast_to(np.zeros((), dtype), f.shape) for f in fields]
     try:
@@ -39,6 +43,59 @@ def _einsum_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     except ValueError as err:
         raise TypeRelError(f"einsum {attrs.equation!r} does not fit {tup}: {err}") from None
     return TensorType(shape, dtype)
+
+
+#: above this many output elements the relation does not run NumPy's einsum on stand-ins
+#: (it would allocate and compute the whole output to learn its shape)
+_EINSUM_PROBE_LIMIT = 2**20
+
+
+def _einsum_out_shape(equation: str, shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...] | None:
+    """The output shape of ``equation`` over operands of ``shapes`` from the subscripts
+    alone, or None when it cannot tell (or the sizes do not fit)."""
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(shapes) or not all(c.isalpha() or c in ".,->" for c in eq):
+        return None
+    sizes: dict[str, int] = {}
+    ell: tuple[int, ...] = ()
+    for term, shape in zip(terms, shapes, strict=True):
+        head, dots, tail = term.partition("...")
+        if "." in head + tail or len(head) + len(tail) > len(shape):
+            return None
+        if not dots and len(head) != len(shape):
+            return None
+        n_ell = len(shape) - len(head) - len(tail)
+        wider = _broadcast(ell, shape[len(head) : len(head) + n_ell])
+        if wider is None:
+            return None
+        ell = wider
+        for c, d in zip(head + tail, shape[: len(head)] + shape[len(head) + n_ell :], strict=True):
+            known = sizes.setdefault(c, d)
+            if known != d and 1 not in (known, d):
+                return None  # NumPy's probe says what does not fit
+            sizes[c] = max(known, d) if 1 in (known, d) else d
+    if not arrow:
+        labels = "".join(terms).replace(".", "")
+        out = "..." + "".join(sorted(c for c in set(labels) if labels.count(c) == 1))
+    else:
+        out = rhs
+    head, dots, tail = out.partition("...")
+    if any(c not in sizes for c in head + tail) or "." in head + tail:
+        return None
+    return (*[sizes[c] for c in head], *(ell if dots else ()), *[sizes[c] for c in tail])
+
+
+def _broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
+    n = max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+    out = []
+    for x, y in zip(a, b, strict=True):
+        if x != y and 1 not in (x, y):
+            return None
+        out.append(y if x == 1 else x)
+    return tuple(out)
 
 
 def _einsum_kernel(inputs: Sequence[Any], attrs: Attrs) -> np.ndarray:

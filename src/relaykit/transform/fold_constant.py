@@ -8,6 +8,17 @@ to keep than to store) and functions handed to a backend or marked
 ``Primitive``/``Composite`` are left alone, as in TVM. A call whose kernel
 fails is kept, so the error surfaces, with its context, when the model runs.
 
+Folding is bounded: a call whose result (from its inferred type, checked
+*before* the kernel runs) holds a tensor of more than
+:data:`DEFAULT_MAX_FOLD_BYTES` (64 MiB) stays a runtime operator, so a few
+bytes of program (``broadcast_to(1f, shape=[16384, 16384])``) never make the
+compiler allocate gigabytes. The limit is the ``PassContext`` config option
+``"relay.FoldConstant.max_bytes"`` (bytes per tensor; ``0`` folds nothing).
+Products and convolutions (``nn.dense``, ``nn.batch_matmul``, ``nn.matmul``,
+``nn.conv*``) are also bounded by their work: at most
+:data:`DEFAULT_MAX_FOLD_MACS` multiply-adds (``"relay.FoldConstant.max_macs"``),
+so two expanded constants cannot make folding run for minutes.
+
 >>> from relaykit import relay
 >>> from relaykit.ir import IRModule
 >>> x = relay.var("x", shape=(2,))
@@ -19,11 +30,14 @@ fails is kept, so the error surfaces, with its context, when the model runs.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from relaykit.dtypes import DTYPES
+from relaykit.errors import ArgumentError, RelayKitError
 from relaykit.ir.expr import (
     Call,
     Constant,
@@ -36,11 +50,119 @@ from relaykit.ir.expr import (
 from relaykit.ir.functor import post_order, rebuild
 from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op
-from relaykit.ir.types import TensorType, TupleType
+from relaykit.ir.type_check import infer_type_local
+from relaykit.ir.types import TensorType, TupleType, Type
 
 from .pass_infra import FunctionPass, PassContext
 
-__all__ = ["FoldConstant", "fold_constant"]
+__all__ = [
+    "FoldConstant",
+    "fold_constant",
+    "DEFAULT_MAX_FOLD_BYTES",
+    "MAX_FOLD_BYTES_CONFIG",
+    "max_fold_bytes",
+    "largest_tensor_bytes",
+    "DEFAULT_MAX_FOLD_MACS",
+    "MAX_FOLD_MACS_CONFIG",
+    "max_fold_macs",
+    "fold_macs",
+]
+
+#: The largest tensor (in bytes) constant folding materialises by default: 64 MiB.
+DEFAULT_MAX_FOLD_BYTES = 64 * 2**20
+
+#: The ``PassContext`` config option that overrides :data:`DEFAULT_MAX_FOLD_BYTES`.
+MAX_FOLD_BYTES_CONFIG = "relay.FoldConstant.max_bytes"
+
+
+def max_fold_bytes(ctx: PassContext | None = None) -> int:
+    """The per-tensor folding limit of ``ctx`` (the current ``PassContext`` by default).
+
+    >>> with PassContext(config={"relay.FoldConstant.max_bytes": 1024}):
+    ...     max_fold_bytes()
+    1024
+    >>> max_fold_bytes() == DEFAULT_MAX_FOLD_BYTES
+    True
+    """
+    ctx = PassContext.current() if ctx is None else ctx
+    value = ctx.config.get(MAX_FOLD_BYTES_CONFIG, DEFAULT_MAX_FOLD_BYTES)
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ArgumentError(
+            f"PassContext config {MAX_FOLD_BYTES_CONFIG!r} must be a number of bytes "
+            f"(an int >= 0), got {value!r}"
+        )
+    return int(value)
+
+
+#: The most multiply-adds one folded product or convolution may take by default (2**32).
+DEFAULT_MAX_FOLD_MACS = 2**32
+
+#: The ``PassContext`` config option that overrides :data:`DEFAULT_MAX_FOLD_MACS`.
+MAX_FOLD_MACS_CONFIG = "relay.FoldConstant.max_macs"
+
+
+def max_fold_macs(ctx: PassContext | None = None) -> int:
+    """The work limit of ``ctx`` (the current ``PassContext`` by default)."""
+    ctx = PassContext.current() if ctx is None else ctx
+    value = ctx.config.get(MAX_FOLD_MACS_CONFIG, DEFAULT_MAX_FOLD_MACS)
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ArgumentError(
+            f"PassContext config {MAX_FOLD_MACS_CONFIG!r} must be a number of multiply-adds "
+            f"(an int >= 0), got {value!r}"
+        )
+    return int(value)
+
+
+def _shape_of(e: Expr) -> tuple[int, ...] | None:
+    if type(e) is Constant:
+        return tuple(e.data.shape)
+    ty = checked_type_or_none(e)
+    return ty.shape if isinstance(ty, TensorType) else None
+
+
+def fold_macs(call: Call, ty: Type | None) -> int:
+    """An upper bound of the multiply-adds of evaluating ``call`` (of result type ``ty``)
+    for products and convolutions; 0 for other operators, whose work is bounded by the
+    sizes of their tensors.
+
+    >>> from relaykit import relay
+    >>> a = relay.const(np.ones((64, 32), "float32"))
+    >>> w = relay.const(np.ones((16, 32), "float32"))
+    >>> fold_macs(relay.nn.dense(a, w), TensorType((64, 16), "float32"))
+    32768
+    """
+    op = call.op
+    if type(op) is not Op or not isinstance(ty, TensorType) or len(call.args) < 2:
+        return 0
+    name = op.name
+    shapes = [_shape_of(a) for a in call.args[:2]]
+    if shapes[0] is None or shapes[1] is None:
+        return 0
+    if name == "nn.dense" and shapes[0]:
+        return ty.size * shapes[0][-1]
+    if name in ("nn.batch_matmul", "nn.matmul") and shapes[0]:
+        return ty.size * max(shapes[0][-2:])
+    if name.startswith("nn.conv"):
+        return ty.size * math.prod(shapes[1])
+    return 0
+
+
+def largest_tensor_bytes(ty: Type | None) -> int | None:
+    """The size in bytes of the largest tensor a value of type ``ty`` holds, or None
+    when ``ty`` is not a tensor or a tuple of them.
+
+    >>> largest_tensor_bytes(TupleType([TensorType((4, 4), "float32"), TensorType((3,), "int8")]))
+    64
+    """
+    if isinstance(ty, TensorType):
+        return ty.size * DTYPES[ty.dtype].itemsize
+    if isinstance(ty, TupleType):
+        sizes = [largest_tensor_bytes(f) for f in ty.fields]
+        if any(s is None for s in sizes):
+            return None
+        return max((s for s in sizes if s is not None), default=0)
+    return None
+
 
 _OPAQUE_FUNCTION_ATTRS = ("Primitive", "Composite", "Compiler")
 
@@ -84,12 +206,31 @@ def _as_expr(value: Any) -> Expr:
     return Constant(np.asarray(value, order="C"))
 
 
-def _fold_call(new: Call, old: Call) -> Expr | None:
+def _result_type(new: Call, old: Call) -> Type | None:
+    """The type of the call's result: the original's, else inferred for the new call
+    (whose arguments are constants, so that is cheap); None when it does not type."""
+    ty = checked_type_or_none(old)
+    if ty is not None:
+        return ty
+    try:
+        return infer_type_local(new)
+    except RelayKitError:  # keep the call: the type error shows when the model is typed
+        return None
+
+
+def _fold_call(new: Call, old: Call, limit: int, macs: int) -> Expr | None:
     op = new.op
     if type(op) is not Op or not new.args or op.name.startswith("annotation."):
         return None
     kernel = op.get_attr("FCompute")
     if kernel is None:
+        return None
+    if any(type(a) is not Constant and type(a) is not Tuple for a in new.args):
+        return None
+    # decide from the type, before the kernel allocates anything
+    ty = _result_type(new, old)
+    size = largest_tensor_bytes(ty)
+    if size is None or size > limit or fold_macs(new, ty) > macs:
         return None
     args = [_constant_value(a) for a in new.args]
     if any(a is None for a in args):
@@ -103,7 +244,7 @@ def _fold_call(new: Call, old: Call) -> Expr | None:
         out = tuple(out)
     if isinstance(out, np.generic):
         out = np.asarray(out)
-    if not _matches(out, checked_type_or_none(old)):
+    if not _matches(out, ty):
         return None
     return _as_expr(out)
 
@@ -129,15 +270,24 @@ def rewrite_outside_opaque(expr: Expr, post: Callable[[Expr, Expr], Expr | None]
     return memo[expr]
 
 
-def fold_constant(expr: Expr, mod: IRModule | None = None) -> Expr:
+def fold_constant(
+    expr: Expr,
+    mod: IRModule | None = None,
+    max_bytes: int | None = None,
+    max_macs: int | None = None,
+) -> Expr:
     """``expr`` with constant sub-expressions evaluated (TVM's ``relay.transform.FoldConstant``
-    on one expression)."""
+    on one expression). No tensor above ``max_bytes`` (default: :func:`max_fold_bytes`
+    of the current ``PassContext``) is computed, nor a product or convolution of more
+    than ``max_macs`` multiply-adds; such calls stay runtime operators."""
     if type(expr) is Function and _is_opaque(expr):
         return expr
+    limit = max_fold_bytes() if max_bytes is None else int(max_bytes)
+    macs = max_fold_macs() if max_macs is None else int(max_macs)
 
     def post(new: Expr, old: Expr) -> Expr | None:
         if type(new) is Call:
-            return _fold_call(new, old)  # type: ignore[arg-type]
+            return _fold_call(new, old, limit, macs)  # type: ignore[arg-type]
         if type(new) is TupleGetItem and type(new.tuple_value) is Tuple:
             return new.tuple_value.fields[new.index]
         return None
@@ -153,5 +303,5 @@ class FoldConstant(FunctionPass):
 
     @staticmethod
     def _transform(fn: Function, mod: IRModule, ctx: PassContext) -> Function:
-        out = fold_constant(fn, mod)
+        out = fold_constant(fn, mod, max_fold_bytes(ctx), max_fold_macs(ctx))
         return out if isinstance(out, Function) else fn
