@@ -27,11 +27,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+import scipy.special
 
 from relaykit.errors import ExecutionError
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.op import default_registry
 from relaykit.op.nn._relations import pad4, pair
+from relaykit.op.reduce import reduce_axes
+from relaykit.runtime.threads import get_policy
 
 __all__ = [
     "Scratch",
@@ -179,6 +182,8 @@ _FLOAT_UNARY: dict[str, np.ufunc] = {
     "floor": np.floor,
     "ceil": np.ceil,
     "trunc": np.trunc,
+    "erf": scipy.special.erf,
+    "sigmoid": scipy.special.expit,
 }
 _UNARY: dict[str, np.ufunc] = {"negative": np.negative, "abs": np.abs, "sign": np.sign}
 
@@ -286,9 +291,13 @@ def _float_same(*arrays: np.ndarray) -> bool:
 @register_host_kernel("nn.dense")
 def _dense(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch) -> Run | None:
     x, w = args
-    if not _float_same(x, w, outs[0]):
+    o = outs[0]
+    if not _float_same(x, w, o):
         return None
-    return functools.partial(np.matmul, x, w.T, out=outs[0])
+    get_policy().ensure_applied()
+    if x.ndim > 2 and x.flags.c_contiguous:  # one GEMM over all leading axes, no copies
+        x, o = x.reshape(-1, x.shape[-1]), o.reshape(-1, o.shape[-1])
+    return functools.partial(np.matmul, x, w.T, out=o)
 
 
 @register_host_kernel("nn.batch_matmul")
@@ -296,11 +305,17 @@ def _batch_matmul(
     attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch
 ) -> Run | None:
     a, b = args
-    if not _float_same(a, b, outs[0]):
+    o = outs[0]
+    if not _float_same(a, b, o):
         return None
+    get_policy().ensure_applied()
     a = a.transpose(0, 2, 1) if attrs.transpose_a else a
     b = b.transpose(0, 2, 1) if attrs.transpose_b else b
-    return functools.partial(np.matmul, a, b, out=outs[0])
+    if b.shape[0] == 1 and a.flags.c_contiguous:  # a shared right side: one (B*M, K) GEMM
+        return functools.partial(
+            np.matmul, a.reshape(-1, a.shape[-1]), b[0], out=o.reshape(-1, o.shape[-1])
+        )
+    return functools.partial(np.matmul, a, b, out=o)
 
 
 # -- convolution and pooling (NCHW) -------------------------------------------------------------
@@ -380,7 +395,14 @@ def _conv2d(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scra
         for i, j, view in _taps(xp, (kh, kw), strides, dilation, (oh, ow)):
             steps.append(functools.partial(np.copyto, cols6[:, :, i, j], view))
         cols = cols6.reshape(n, g, k, oh * ow)
-    steps.extend(_gemms(wmat, cols, out))
+    if cg == 1 and g > 1:
+        # Depthwise (one input channel per group): per channel, a K-tap dot product at each
+        # output pixel. Thousands of 1-row GEMMs are slow in BLAS (and wake its threads for
+        # each); NumPy's einsum loop does it in one pass over the columns.
+        steps.append(functools.partial(np.einsum, "gmk,ngkp->ngmp", wmat, cols, out=out))
+    else:
+        get_policy().ensure_applied()
+        steps.extend(_gemms(wmat, cols, out))
     if len(steps) == 1:
         return steps[0]
 
@@ -444,13 +466,72 @@ def _global_avg_pool2d(
 @register_host_kernel("nn.softmax")
 def _softmax(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch) -> Run | None:
     x, o = args[0], outs[0]
-    if x.dtype.kind != "f":
+    if x.dtype.kind != "f" or o.dtype != x.dtype:
         return None
-    axis = attrs.axis
+    axis = attrs.axis % x.ndim
+    red = scratch.take((*x.shape[:axis], 1, *x.shape[axis + 1 :]), x.dtype)
 
     def run() -> None:
-        np.subtract(x, x.max(axis=axis, keepdims=True), out=o)
+        np.max(x, axis=axis, keepdims=True, out=red)
+        np.subtract(x, red, out=o)
         np.exp(o, out=o)
-        np.divide(o, o.sum(axis=axis, keepdims=True), out=o)
+        np.sum(o, axis=axis, keepdims=True, out=red)
+        np.divide(o, red, out=o)
 
     return run
+
+
+@register_host_kernel("nn.layer_norm")
+def _layer_norm(
+    attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch
+) -> Run | None:
+    x, gamma, beta = args
+    o = outs[0]
+    if not _float_same(x, gamma, beta, o):
+        return None
+    axis = attrs.axis % x.ndim
+    shape = [1] * x.ndim
+    shape[axis] = x.shape[axis]
+    g = gamma.reshape(shape) if attrs.scale else None
+    b = beta.reshape(shape) if attrs.center else None
+    stat = scratch.take((*x.shape[:axis], 1, *x.shape[axis + 1 :]), x.dtype)
+    sq = scratch.take(x.shape, x.dtype)
+    eps = x.dtype.type(attrs.epsilon)
+
+    def run() -> None:
+        np.mean(x, axis=axis, keepdims=True, out=stat)
+        np.subtract(x, stat, out=o)
+        np.multiply(o, o, out=sq)
+        np.mean(sq, axis=axis, keepdims=True, out=stat)
+        np.add(stat, eps, out=stat)
+        np.sqrt(stat, out=stat)
+        np.divide(o, stat, out=o)
+        if g is not None:
+            np.multiply(o, g, out=o)
+        if b is not None:
+            np.add(o, b, out=o)
+
+    return run
+
+
+_REDUCE: dict[str, Callable[..., Any]] = {
+    "sum": np.sum,
+    "mean": np.mean,
+    "max": np.max,
+    "min": np.min,
+}
+
+
+def _reduce(fn: Callable[..., Any]) -> Binder:
+    def bind(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch) -> Run | None:
+        x, o = args[0], outs[0]
+        if x.dtype.kind != "f" or o.dtype != x.dtype or x.size == 0:
+            return None
+        axes = reduce_axes(attrs, x.ndim)
+        return functools.partial(fn, x, axis=axes, keepdims=bool(attrs.keepdims), out=o)
+
+    return bind
+
+
+for _name, _red in _REDUCE.items():
+    register_host_kernel(_name)(_reduce(_red))

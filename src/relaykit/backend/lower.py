@@ -32,6 +32,8 @@ from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op, default_registry
 from relaykit.ir.types import TensorType, TupleType, Type
 from relaykit.op.define import OpPattern
+from relaykit.runtime.threads import CONFIG_KEY, check_count, get_policy
+from relaykit.transform.pass_infra import PassContext
 
 from .evaluator import Activation, Environment, Evaluator, Task
 from .graph_plan import EntrySpec, GraphPlan, PlanNode
@@ -239,8 +241,12 @@ def lower_to_plan(
     """The memory-planned :class:`GraphPlan` of ``mod[func_name]`` and its parameters.
 
     ``mod`` must be type-checked. ``inplace_ops`` defaults to the elementwise and
-    broadcast operators.
+    broadcast operators. A ``"relay.num_threads"`` option in the current
+    ``PassContext`` sets the process's thread budget (docs/threads.md).
     """
+    configured = PassContext.current().config.get(CONFIG_KEY)
+    if configured is not None:
+        get_policy().set_num_threads(check_count(configured, f"PassContext config {CONFIG_KEY!r}"))
     main = mod[func_name]
     low = PlanLowering(mod)
     env = {p: low.add_input(p, func_name) for p in main.params}
