@@ -2,6 +2,8 @@
 executor, oneDNN's OpenMP pool and NumPy's BLAS, where the budget comes from, and that the
 BLAS count really reaches the BLAS libraries."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -149,3 +151,22 @@ def test_dnnl_regions_take_their_share(global_policy, monkeypatch):
         pytest.raises(RelayKitError, match="relay.num_threads"),
     ):
         dnnl.resolve_num_threads()
+
+
+def test_docs_example_runs(tmp_path):
+    """The python block of docs/threads.md runs, in a fresh interpreter."""
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    doc = Path(__file__).resolve().parents[2] / "docs" / "threads.md"
+    (code,) = re.findall(r"```python\n(.*?)```", doc.read_text(encoding="utf-8"), re.S)
+    script = tmp_path / "example.py"
+    script.write_text(code, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != threads.ENV_VAR}
+    proc = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "ThreadBudget(total=2, executor=1, openmp=2, blas=2)" in proc.stdout

@@ -209,11 +209,12 @@ class ThreadPolicy:
 
     # -- applying ------------------------------------------------------------------------
 
-    def apply(self) -> ThreadBudget:
-        """Set BLAS to its share if it changed since the last call; the current budget."""
+    def apply(self, force: bool = False) -> ThreadBudget:
+        """Set BLAS to its share if it changed since the last call (or ``force``: also when
+        someone else changed it behind the policy's back); the current budget."""
         budget = self.budget()
         with self._lock:
-            if self._applied != budget.blas:
+            if force or self._applied != budget.blas:
                 self._blas.set(budget.blas)
                 self._applied = budget.blas
         return budget
