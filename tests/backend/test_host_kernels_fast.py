@@ -9,6 +9,7 @@ import pytest
 from relaykit.backend.host_kernels import Scratch, bind_kernel
 from relaykit.ir.op import get_op
 from relaykit.op.define import make_attrs
+from relaykit.runtime.threads import get_policy
 
 RNG = np.random.default_rng(7)
 
@@ -153,3 +154,36 @@ def test_reductions(name, fn, axis, keepdims, exclude):
     want = fn(x.astype("f8"), axis=axes, keepdims=keepdims)
     got = run_host(name, [x], np.shape(want), axis=axis, keepdims=keepdims, exclude=exclude)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_depthwise_conv2d_split_between_threads():
+    """Big enough to be split by channel over the host threads (with a budget of 3, parts
+    of unequal size); the same numbers as the loops."""
+    policy = get_policy()
+    before = policy.budget().total
+    policy.set_num_threads(3)
+    try:
+        x, w = rand(2, 10, 40, 40), rand(10, 1, 3, 3)
+        want = _depthwise_loops(x, w, 1, 1, 1)
+        got = run_host(
+            "nn.conv2d", [x, w], want.shape, groups=10, padding=(1, 1), kernel_size=(3, 3),
+            channels=10,
+        )  # fmt: skip
+    finally:
+        policy.set_num_threads(None)
+    assert policy.budget().total == before
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name, ref", [("erf", None), ("exp", np.exp), ("tanh", np.tanh)])
+def test_costly_unary_split_between_threads(name, ref):
+    policy = get_policy()
+    policy.set_num_threads(3)
+    try:
+        x = np.linspace(-4, 4, 100_003).astype("float32").reshape(1, -1)
+        got = run_host(name, [x], x.shape)
+    finally:
+        policy.set_num_threads(None)
+    x64 = x.astype("f8")
+    want = np.vectorize(math.erf)(x64) if ref is None else ref(x64)
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-7)

@@ -23,6 +23,7 @@ transposed weights and im2col tap lists are computed then, not per run.
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -198,12 +199,32 @@ def _binary(ufunc: np.ufunc, kinds: str) -> Binder:
     return bind
 
 
-def _unary(ufunc: np.ufunc, kinds: str) -> Binder:
+#: Unary functions that cost far more than a memory pass: big ones are split over the
+#: host threads.
+_TRANSCENDENTAL = frozenset({"exp", "log", "log2", "tanh", "sin", "cos", "erf", "sigmoid"})
+#: Below this many elements a transcendental step is not split between threads.
+_PARALLEL_MIN_ELEMENTS = 32_768
+
+
+def _unary(ufunc: np.ufunc, kinds: str, costly: bool = False) -> Binder:
     def bind(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch) -> Run | None:
-        x = args[0]
-        if x.dtype.kind not in kinds or outs[0].dtype != x.dtype:
+        x, o = args[0], outs[0]
+        if x.dtype.kind not in kinds or o.dtype != x.dtype:
             return None
-        return functools.partial(ufunc, x, out=outs[0])
+        parts = get_policy().host_threads() if costly else 1
+        if (
+            parts < 2
+            or x.size < _PARALLEL_MIN_ELEMENTS
+            or not (x.flags.c_contiguous and o.flags.c_contiguous)
+        ):
+            return functools.partial(ufunc, x, out=o)
+        flat_x, flat_o = x.reshape(-1), o.reshape(-1)
+        bounds = [x.size * i // parts for i in range(parts + 1)]
+        tasks = [
+            functools.partial(ufunc, flat_x[a:b], out=flat_o[a:b])
+            for a, b in itertools.pairwise(bounds)
+        ]
+        return functools.partial(get_policy().run_parallel, tasks)
 
     return bind
 
@@ -215,7 +236,7 @@ for _name, _fn in _FLOAT_BINARY.items():
 for _name, _fn in _BOOL_BINARY.items():
     register_host_kernel(_name)(_binary(_fn, "b"))
 for _name, _fn in _FLOAT_UNARY.items():
-    register_host_kernel(_name)(_unary(_fn, "f"))
+    register_host_kernel(_name)(_unary(_fn, "f", costly=_name in _TRANSCENDENTAL))
 for _name, _fn in _UNARY.items():
     register_host_kernel(_name)(_unary(_fn, "fi"))
 
@@ -325,11 +346,20 @@ def _padded(
     x: np.ndarray, pads: tuple[int, int, int, int], fill: float, scratch: Scratch
 ) -> tuple[np.ndarray, list[Run]]:
     """``x`` padded into scratch memory, and the steps that fill it each run."""
-    pt, pl, pb, pr = pads
     if not any(pads):
         return x, []
     n, c, h, w = x.shape
+    pt, pl, pb, pr = pads
     xp = scratch.take((n, c, h + pt + pb, w + pl + pr), x.dtype)
+    return xp, _pad_steps(x, xp, pads, fill)
+
+
+def _pad_steps(
+    x: np.ndarray, xp: np.ndarray, pads: tuple[int, int, int, int], fill: float
+) -> list[Run]:
+    """The steps that write ``x`` padded by ``pads`` (with ``fill``) into ``xp``."""
+    pt, pl = pads[0], pads[1]
+    h, w = x.shape[2], x.shape[3]
     borders = [
         xp[:, :, :pt],
         xp[:, :, pt + h :],
@@ -338,7 +368,7 @@ def _padded(
     ]
     steps: list[Run] = [functools.partial(b.fill, fill) for b in borders if b.size]
     steps.append(functools.partial(np.copyto, xp[:, :, pt : pt + h, pl : pl + w], x))
-    return xp, steps
+    return steps
 
 
 def _taps(
@@ -386,6 +416,8 @@ def _conv2d(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scra
     k = cg * kh * kw
     wmat = np.ascontiguousarray(w).reshape(g, oc // g, k)
     out = o.reshape(n, g, oc // g, oh * ow)
+    if cg == 1 and g > 1:
+        return _depthwise(x, w, o, pads, strides, dilation, scratch)
     steps: list[Run] = []
     if (kh, kw) == (1, 1) and strides == (1, 1) and not any(pads):
         cols = x.reshape(n, g, cg, h * wd)
@@ -395,17 +427,68 @@ def _conv2d(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scra
         for i, j, view in _taps(xp, (kh, kw), strides, dilation, (oh, ow)):
             steps.append(functools.partial(np.copyto, cols6[:, :, i, j], view))
         cols = cols6.reshape(n, g, k, oh * ow)
-    if cg == 1 and g > 1:
-        # Depthwise (one input channel per group): per channel, a K-tap dot product at each
-        # output pixel. Thousands of 1-row GEMMs are slow in BLAS (and wake its threads for
-        # each); NumPy's einsum loop does it in one pass over the columns.
-        steps.append(functools.partial(np.einsum, "gmk,ngkp->ngmp", wmat, cols, out=out))
-    else:
-        get_policy().ensure_applied()
-        steps.extend(_gemms(wmat, cols, out))
+    get_policy().ensure_applied()
+    steps.extend(_gemms(wmat, cols, out))
     if len(steps) == 1:
         return steps[0]
 
+    def run() -> None:
+        for step in steps:
+            step()
+
+    return run
+
+
+#: Below this many multiply-adds a depthwise convolution is not split between threads.
+_PARALLEL_MIN_MACS = 200_000
+
+
+def _depthwise(
+    x: np.ndarray,
+    w: np.ndarray,
+    o: np.ndarray,
+    pads: tuple[int, int, int, int],
+    strides: tuple[int, int],
+    dilation: tuple[int, int],
+    scratch: Scratch,
+) -> Run:
+    """Depthwise convolution (one input channel per group, ``m`` outputs each): per channel,
+    a K-tap dot product at each output pixel. Thousands of 1-row GEMMs are slow in BLAS
+    (and wake its threads for each), so the taps are gathered (im2col) and NumPy's einsum
+    loop reduces them in one pass; big ones are split by channel over the host threads."""
+    n, c = x.shape[:2]
+    oc, _, kh, kw = w.shape
+    m = oc // c
+    oh, ow = o.shape[2], o.shape[3]
+    wmat = np.ascontiguousarray(w).reshape(c, m, kh * kw)
+    out = o.reshape(n, c, m, oh * ow)
+    xp = x
+    if any(pads):
+        pt, pl, pb, pr = pads
+        xp = scratch.take((n, c, x.shape[2] + pt + pb, x.shape[3] + pl + pr), x.dtype)
+    parts = max(1, min(get_policy().host_threads(), c))
+    if n * oc * oh * ow * kh * kw < _PARALLEL_MIN_MACS:
+        parts = 1
+    bounds = [c * i // parts for i in range(parts + 1)]
+    tasks: list[Run] = []
+    for c0, c1 in itertools.pairwise(bounds):
+        steps = _pad_steps(x[:, c0:c1], xp[:, c0:c1], pads, 0.0) if any(pads) else []
+        taps = _taps(xp[:, c0:c1], (kh, kw), strides, dilation, (oh, ow))
+        cols = scratch.take((n, c1 - c0, kh, kw, oh, ow), x.dtype)  # each part its own
+        steps += [functools.partial(np.copyto, cols[:, :, i, j], v) for i, j, v in taps]
+        part_cols = cols.reshape(n, c1 - c0, kh * kw, oh * ow)
+        steps.append(
+            functools.partial(
+                np.einsum, "gmk,ngkp->ngmp", wmat[c0:c1], part_cols, out=out[:, c0:c1]
+            )
+        )
+        tasks.append(_sequence(steps))
+    if len(tasks) == 1:
+        return tasks[0]
+    return functools.partial(get_policy().run_parallel, tasks)
+
+
+def _sequence(steps: list[Run]) -> Run:
     def run() -> None:
         for step in steps:
             step()

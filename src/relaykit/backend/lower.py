@@ -29,9 +29,9 @@ from relaykit.errors import BuildError
 from relaykit.ir.expr import Call, Constant, Function, GlobalVar, If, Var, checked_type_or_none
 from relaykit.ir.functor import post_order
 from relaykit.ir.module import IRModule
-from relaykit.ir.op import Op, default_registry
+from relaykit.ir.op import Op, default_registry, get_op
 from relaykit.ir.types import TensorType, TupleType, Type
-from relaykit.op.define import OpPattern
+from relaykit.op.define import OpPattern, make_attrs
 from relaykit.runtime.threads import CONFIG_KEY, check_count, get_policy
 from relaykit.transform.pass_infra import PassContext
 
@@ -105,6 +105,10 @@ class PlanLowering(Evaluator):
         self.params: dict[str, np.ndarray] = {}
         self.const_entry: dict[int, int] = {}
         self.externs: dict[str, tuple[str, tuple[str, ...]]] = {}
+        #: Float scalar constants by entry, and the node producing each op entry: what the
+        #: clamp fusion looks at.
+        self.scalars: dict[int, float] = {}
+        self.producer: dict[int, PlanNode] = {}
 
     def new_entries(self, ty: Type | None, where: str) -> Any:
         """Fresh entries for a value of type ``ty`` (an id, or a tuple for a tuple type)."""
@@ -139,6 +143,8 @@ class PlanLowering(Evaluator):
             self.params[name] = arr
             self.nodes.append(PlanNode("param", name, outputs=(e,)))
             self.const_entry[id(node)] = e
+            if arr.ndim == 0 and arr.dtype.kind == "f":
+                self.scalars[e] = float(arr)
         return e
 
     def apply_op(self, call: Call, op: Op, args: list[Any]) -> Any:
@@ -155,9 +161,10 @@ class PlanLowering(Evaluator):
                 inputs.extend(flat)
         out = self.new_entries(checked_type_or_none(call), f"the call of {op.name}")
         desc = _describe(len(self.nodes), call, op.name)
-        view = op.name in VIEW_OPS and isinstance(out, int) and len(inputs) >= 1
-        self.nodes.append(
-            PlanNode(
+        node = self._clamp(op.name, inputs, out, desc)
+        if node is None:
+            view = op.name in VIEW_OPS and isinstance(out, int) and len(inputs) >= 1
+            node = PlanNode(
                 "op",
                 op.name,
                 tuple(inputs),
@@ -167,8 +174,34 @@ class PlanLowering(Evaluator):
                 view=view,
                 desc=desc,
             )
-        )
+        self.nodes.append(node)
+        if isinstance(out, int):
+            self.producer[out] = node
         return out
+
+    def _clamp(self, name: str, inputs: list[int], out: Any, desc: str) -> PlanNode | None:
+        """``minimum(maximum(x, lo), hi)`` (or ``maximum(minimum(x, hi), lo)``) with float
+        scalar constants and ``lo <= hi`` -- ReLU6 as exporters write it -- as one ``clip``
+        step reading ``x``, one pass over memory instead of two. The inner step stays in the
+        plan for its other users; :func:`lower_to_plan` drops it when it has none."""
+        other = {"minimum": "maximum", "maximum": "minimum"}.get(name)
+        if other is None or len(inputs) != 2 or inputs[1] not in self.scalars:
+            return None
+        inner = self.producer.get(inputs[0])
+        if (
+            inner is None
+            or inner.name != other
+            or len(inner.inputs) != 2
+            or inner.inputs[1] not in self.scalars
+            or self.entries[inner.inputs[0]] != self.entries[inputs[0]]
+        ):
+            return None
+        outer_c, inner_c = self.scalars[inputs[1]], self.scalars[inner.inputs[1]]
+        lo, hi = (inner_c, outer_c) if name == "minimum" else (outer_c, inner_c)
+        if not lo <= hi or self.entries[inputs[0]].dtype[:5] != "float":
+            return None
+        attrs = make_attrs(get_op("clip"), {"a_min": lo, "a_max": hi})
+        return PlanNode("op", "clip", (inner.inputs[0],), (out,), attrs, (-1,), desc=desc)
 
     def is_extern(self, gv: GlobalVar, fn: Function) -> bool:
         """Functions with a ``Compiler`` attribute run in their backend's module."""
@@ -259,10 +292,26 @@ def lower_to_plan(
         )
     value = low.run(main.body, Activation(Environment(env), None, func_name))
     heads = _flatten(value)
+    nodes = _drop_unused_ops(low.nodes, heads)
     if inplace_ops is None:
-        inplace_ops = {n.name for n in low.nodes if n.kind == "op" and _elementwise(n.name)}
-    entries, storage = plan_memory(low.entries, low.nodes, heads, inplace_ops)
-    return GraphPlan(entries, low.nodes, storage, heads), low.params
+        inplace_ops = {n.name for n in nodes if n.kind == "op" and _elementwise(n.name)}
+    entries, storage = plan_memory(low.entries, nodes, heads, inplace_ops)
+    return GraphPlan(entries, nodes, storage, heads), low.params
+
+
+def _drop_unused_ops(nodes: list[PlanNode], heads: list[int]) -> list[PlanNode]:
+    """``nodes`` without the operator steps nothing reads (left behind by a fusion)."""
+    used = set(heads)
+    keep: list[PlanNode] = []
+    for node in reversed(nodes):
+        if node.kind == "op" and not used.intersection(node.outputs):
+            continue
+        used.update(node.inputs)
+        keep.append(node)
+    if len(keep) == len(nodes):
+        return nodes
+    keep.reverse()
+    return keep
 
 
 def _elementwise(op_name: str) -> bool:

@@ -37,7 +37,8 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -155,6 +156,8 @@ class ThreadPolicy:
         self._openmp_active = False
         self._executor_workers = 1
         self._applied: int | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_size = 0
 
     # -- what the budget is ------------------------------------------------------------
 
@@ -206,6 +209,36 @@ class ThreadPolicy:
     def blas_threads(self) -> int:
         """The BLAS thread count the policy wants now."""
         return self.budget().blas
+
+    def host_threads(self) -> int:
+        """Threads a host kernel may split its own work over: BLAS' share (the BLAS pool
+        is idle meanwhile: a host step runs either BLAS or its own parts)."""
+        return self.budget().blas
+
+    def run_parallel(self, tasks: Sequence[Callable[[], Any]]) -> None:
+        """Run independent ``tasks`` (NumPy work that releases the GIL): the first on the
+        calling thread, the others on the policy's host workers (threads that sleep, not
+        spin, when idle). Size the list with :meth:`host_threads`."""
+        if len(tasks) == 1:
+            tasks[0]()
+            return
+        pool = self._host_pool(len(tasks) - 1)
+        futures = [pool.submit(t) for t in tasks[1:]]
+        try:
+            tasks[0]()
+        finally:
+            for f in futures:
+                f.result()
+
+    def _host_pool(self, workers: int) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None or self._pool_size < workers:
+                old = self._pool
+                self._pool = ThreadPoolExecutor(workers, thread_name_prefix="relaykit-host")
+                self._pool_size = workers
+                if old is not None:
+                    old.shutdown(wait=False)
+            return self._pool
 
     # -- applying ------------------------------------------------------------------------
 
