@@ -75,3 +75,19 @@ def test_not_fused(body, want):
     assert "clip" not in ops
     if want is not None:
         np.testing.assert_array_equal(out, want())
+
+
+def test_dropped_step_leaves_no_unplaced_entry():
+    """The inner step's entry goes with it: every entry left has a storage (a big dropped
+    entry once landed in a small block)."""
+    x = relay.var("x", shape=(2, 12))
+    body = relay.sum(relay.minimum(relay.maximum(x, c(0.0)), c(6.0)))
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([x], body)))
+    plan, _ = lower_to_plan(mod)
+    assert [n.name for n in plan.nodes if n.kind == "op"] == ["clip", "sum"]
+    assert all(e.storage >= 0 for e in plan.entries)
+    lib = relay.build(mod, target="llvm")
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    g.set_input("x", X)
+    g.run()
+    np.testing.assert_allclose(g.get_output(0).numpy(), np.nansum(np.clip(X, 0, 6)) + np.nan)

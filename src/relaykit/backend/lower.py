@@ -21,6 +21,7 @@ clear :class:`~relaykit.errors.BuildError`.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -292,15 +293,18 @@ def lower_to_plan(
         )
     value = low.run(main.body, Activation(Environment(env), None, func_name))
     heads = _flatten(value)
-    nodes = _drop_unused_ops(low.nodes, heads)
+    entries, nodes, heads = _drop_unused_ops(low.entries, low.nodes, heads)
     if inplace_ops is None:
         inplace_ops = {n.name for n in nodes if n.kind == "op" and _elementwise(n.name)}
-    entries, storage = plan_memory(low.entries, nodes, heads, inplace_ops)
+    entries, storage = plan_memory(entries, nodes, heads, inplace_ops)
     return GraphPlan(entries, nodes, storage, heads), low.params
 
 
-def _drop_unused_ops(nodes: list[PlanNode], heads: list[int]) -> list[PlanNode]:
-    """``nodes`` without the operator steps nothing reads (left behind by a fusion)."""
+def _drop_unused_ops(
+    entries: list[EntrySpec], nodes: list[PlanNode], heads: list[int]
+) -> tuple[list[EntrySpec], list[PlanNode], list[int]]:
+    """The plan without the operator steps nothing reads (left behind by a fusion), their
+    entries dropped and the rest renumbered."""
     used = set(heads)
     keep: list[PlanNode] = []
     for node in reversed(nodes):
@@ -309,9 +313,16 @@ def _drop_unused_ops(nodes: list[PlanNode], heads: list[int]) -> list[PlanNode]:
         used.update(node.inputs)
         keep.append(node)
     if len(keep) == len(nodes):
-        return nodes
+        return entries, nodes, heads
     keep.reverse()
-    return keep
+    live = sorted({e for n in keep for e in (*n.inputs, *n.outputs)} | set(heads))
+    new_id = {e: i for i, e in enumerate(live)}
+
+    def renumber(ids: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(new_id[e] for e in ids)
+
+    keep = [replace(n, inputs=renumber(n.inputs), outputs=renumber(n.outputs)) for n in keep]
+    return [entries[e] for e in live], keep, [new_id[h] for h in heads]
 
 
 def _elementwise(op_name: str) -> bool:
