@@ -170,3 +170,20 @@ def test_docs_example_runs(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert "ThreadBudget(total=2, executor=1, openmp=2, blas=2)" in proc.stdout
+
+
+def test_default_budget_keeps_blas_at_its_startup_count(monkeypatch):
+    """OPENBLAS_NUM_THREADS=1 (BLAS started with 1 thread) is honoured while the budget is
+    the default; an explicit budget overrides it."""
+    monkeypatch.delenv(threads.ENV_VAR, raising=False)
+    rec = Recorder()
+    rec.startup = 1
+    p = ThreadPolicy(rec)
+    assert p.blas_threads() == 1
+    p.ensure_applied()
+    assert rec.calls == [1]
+    p.set_num_threads(4)
+    assert rec.calls == [1, 4]
+    monkeypatch.setenv(threads.ENV_VAR, "3")
+    p.set_num_threads(None)
+    assert rec.calls == [1, 4, 3]

@@ -35,11 +35,12 @@ ThreadBudget(total=4, executor=2, openmp=2, blas=2)
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from relaykit.errors import ArgumentError, RelayKitError
@@ -66,6 +67,9 @@ __all__ = [
 ENV_VAR = "RELAYKIT_NUM_THREADS"
 #: ``PassContext`` config key with the thread budget (``relay.build`` applies it).
 CONFIG_KEY = "relay.num_threads"
+
+
+_UNKNOWN = object()
 
 
 def available_cores() -> int:
@@ -128,6 +132,13 @@ class BlasControl:
         """Whether threadpoolctl is there to set BLAS threads."""
         return self._controller is not None
 
+    @functools.cached_property
+    def startup(self) -> int | None:
+        """The BLAS thread count before relaykit set any (``OPENBLAS_NUM_THREADS``,
+        ``OMP_NUM_THREADS`` or the library's default; the smallest over the libraries)."""
+        counts = self.get()
+        return min(counts) if counts else None
+
     def set(self, n: int) -> None:
         """Every loaded BLAS to ``n`` threads (libraries are looked up anew: one loaded since
         the last call is covered too)."""
@@ -158,6 +169,7 @@ class ThreadPolicy:
         self._applied: int | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._pool_size = 0
+        self._startup: object = _UNKNOWN
 
     # -- what the budget is ------------------------------------------------------------
 
@@ -181,10 +193,22 @@ class ThreadPolicy:
         return self.apply()
 
     def budget(self) -> ThreadBudget:
-        """The current split (see :func:`split`)."""
-        return split(
+        """The current split (see :func:`split`). While the budget is the default (no
+        ``set_num_threads``, no ``RELAYKIT_NUM_THREADS``), BLAS gets no more threads than it
+        started with, so ``OPENBLAS_NUM_THREADS=1`` is still honoured."""
+        budget = split(
             self.total, openmp_active=self._openmp_active, executor_workers=self._executor_workers
         )
+        if self._total is None and _env_threads() is None:
+            startup = self._startup_blas()
+            if startup is not None and budget.blas > startup:
+                budget = replace(budget, blas=startup)
+        return budget
+
+    def _startup_blas(self) -> int | None:
+        if self._startup is _UNKNOWN:
+            self._startup = getattr(self._blas, "startup", None)
+        return self._startup  # type: ignore[return-value]
 
     # -- what the engines ask for ------------------------------------------------------
 
