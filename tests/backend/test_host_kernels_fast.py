@@ -161,6 +161,7 @@ def test_depthwise_conv2d_split_between_threads():
     of unequal size); the same numbers as the loops."""
     policy = get_policy()
     before = policy.budget().total
+    state = policy.snapshot()
     policy.set_num_threads(3)
     try:
         x, w = rand(2, 10, 40, 40), rand(10, 1, 3, 3)
@@ -170,7 +171,7 @@ def test_depthwise_conv2d_split_between_threads():
             channels=10,
         )  # fmt: skip
     finally:
-        policy.set_num_threads(None)
+        policy.restore(state)
     assert policy.budget().total == before
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
@@ -178,12 +179,13 @@ def test_depthwise_conv2d_split_between_threads():
 @pytest.mark.parametrize("name, ref", [("erf", None), ("exp", np.exp), ("tanh", np.tanh)])
 def test_costly_unary_split_between_threads(name, ref):
     policy = get_policy()
+    state = policy.snapshot()
     policy.set_num_threads(3)
     try:
         x = np.linspace(-4, 4, 100_003).astype("float32").reshape(1, -1)
         got = run_host(name, [x], x.shape)
     finally:
-        policy.set_num_threads(None)
+        policy.restore(state)
     x64 = x.astype("f8")
     want = np.vectorize(math.erf)(x64) if ref is None else ref(x64)
     np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-7)

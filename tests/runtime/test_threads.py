@@ -31,15 +31,15 @@ class Recorder:
 
 @pytest.fixture
 def global_policy(monkeypatch):
-    """The process's policy, reset before and after (and BLAS restored)."""
+    """The process's policy, reset before and restored after (OpenMP state and BLAS too:
+    later tests in this process must see the state they would have seen)."""
     monkeypatch.delenv(threads.ENV_VAR, raising=False)
-    before = threadpoolctl.threadpool_info()
-    threads.get_policy().reset()
-    yield threads.get_policy()
-    threads.get_policy().reset()
-    for lib in before:
-        if lib["user_api"] == "blas":
-            threadpoolctl.threadpool_limits(lib["num_threads"], user_api="blas")
+    policy = threads.get_policy()
+    state = policy.snapshot()
+    policy.reset()
+    yield policy
+    monkeypatch.undo()
+    policy.restore(state)
 
 
 @pytest.mark.parametrize(
