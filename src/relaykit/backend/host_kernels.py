@@ -23,15 +23,19 @@ transposed weights and im2col tap lists are computed then, not per run.
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+import scipy.special
 
 from relaykit.errors import ExecutionError
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.op import default_registry
 from relaykit.op.nn._relations import pad4, pair
+from relaykit.op.reduce import reduce_axes
+from relaykit.runtime.threads import get_policy
 
 __all__ = [
     "Scratch",
@@ -179,6 +183,8 @@ _FLOAT_UNARY: dict[str, np.ufunc] = {
     "floor": np.floor,
     "ceil": np.ceil,
     "trunc": np.trunc,
+    "erf": scipy.special.erf,
+    "sigmoid": scipy.special.expit,
 }
 _UNARY: dict[str, np.ufunc] = {"negative": np.negative, "abs": np.abs, "sign": np.sign}
 
@@ -193,12 +199,32 @@ def _binary(ufunc: np.ufunc, kinds: str) -> Binder:
     return bind
 
 
-def _unary(ufunc: np.ufunc, kinds: str) -> Binder:
+#: Unary functions that cost far more than a memory pass: big ones are split over the
+#: host threads.
+_TRANSCENDENTAL = frozenset({"exp", "log", "log2", "tanh", "sin", "cos", "erf", "sigmoid"})
+#: Below this many elements a transcendental step is not split between threads.
+_PARALLEL_MIN_ELEMENTS = 32_768
+
+
+def _unary(ufunc: np.ufunc, kinds: str, costly: bool = False) -> Binder:
     def bind(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch) -> Run | None:
-        x = args[0]
-        if x.dtype.kind not in kinds or outs[0].dtype != x.dtype:
+        x, o = args[0], outs[0]
+        if x.dtype.kind not in kinds or o.dtype != x.dtype:
             return None
-        return functools.partial(ufunc, x, out=outs[0])
+        parts = get_policy().host_threads() if costly else 1
+        if (
+            parts < 2
+            or x.size < _PARALLEL_MIN_ELEMENTS
+            or not (x.flags.c_contiguous and o.flags.c_contiguous)
+        ):
+            return functools.partial(ufunc, x, out=o)
+        flat_x, flat_o = x.reshape(-1), o.reshape(-1)
+        bounds = [x.size * i // parts for i in range(parts + 1)]
+        tasks = [
+            functools.partial(ufunc, flat_x[a:b], out=flat_o[a:b])
+            for a, b in itertools.pairwise(bounds)
+        ]
+        return functools.partial(get_policy().run_parallel, tasks)
 
     return bind
 
@@ -210,7 +236,7 @@ for _name, _fn in _FLOAT_BINARY.items():
 for _name, _fn in _BOOL_BINARY.items():
     register_host_kernel(_name)(_binary(_fn, "b"))
 for _name, _fn in _FLOAT_UNARY.items():
-    register_host_kernel(_name)(_unary(_fn, "f"))
+    register_host_kernel(_name)(_unary(_fn, "f", costly=_name in _TRANSCENDENTAL))
 for _name, _fn in _UNARY.items():
     register_host_kernel(_name)(_unary(_fn, "fi"))
 
@@ -286,9 +312,13 @@ def _float_same(*arrays: np.ndarray) -> bool:
 @register_host_kernel("nn.dense")
 def _dense(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch) -> Run | None:
     x, w = args
-    if not _float_same(x, w, outs[0]):
+    o = outs[0]
+    if not _float_same(x, w, o):
         return None
-    return functools.partial(np.matmul, x, w.T, out=outs[0])
+    get_policy().ensure_applied()
+    if x.ndim > 2 and x.flags.c_contiguous:  # one GEMM over all leading axes, no copies
+        x, o = x.reshape(-1, x.shape[-1]), o.reshape(-1, o.shape[-1])
+    return functools.partial(np.matmul, x, w.T, out=o)
 
 
 @register_host_kernel("nn.batch_matmul")
@@ -296,11 +326,17 @@ def _batch_matmul(
     attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch
 ) -> Run | None:
     a, b = args
-    if not _float_same(a, b, outs[0]):
+    o = outs[0]
+    if not _float_same(a, b, o):
         return None
+    get_policy().ensure_applied()
     a = a.transpose(0, 2, 1) if attrs.transpose_a else a
     b = b.transpose(0, 2, 1) if attrs.transpose_b else b
-    return functools.partial(np.matmul, a, b, out=outs[0])
+    if b.shape[0] == 1 and a.flags.c_contiguous:  # a shared right side: one (B*M, K) GEMM
+        return functools.partial(
+            np.matmul, a.reshape(-1, a.shape[-1]), b[0], out=o.reshape(-1, o.shape[-1])
+        )
+    return functools.partial(np.matmul, a, b, out=o)
 
 
 # -- convolution and pooling (NCHW) -------------------------------------------------------------
@@ -310,11 +346,20 @@ def _padded(
     x: np.ndarray, pads: tuple[int, int, int, int], fill: float, scratch: Scratch
 ) -> tuple[np.ndarray, list[Run]]:
     """``x`` padded into scratch memory, and the steps that fill it each run."""
-    pt, pl, pb, pr = pads
     if not any(pads):
         return x, []
     n, c, h, w = x.shape
+    pt, pl, pb, pr = pads
     xp = scratch.take((n, c, h + pt + pb, w + pl + pr), x.dtype)
+    return xp, _pad_steps(x, xp, pads, fill)
+
+
+def _pad_steps(
+    x: np.ndarray, xp: np.ndarray, pads: tuple[int, int, int, int], fill: float
+) -> list[Run]:
+    """The steps that write ``x`` padded by ``pads`` (with ``fill``) into ``xp``."""
+    pt, pl = pads[0], pads[1]
+    h, w = x.shape[2], x.shape[3]
     borders = [
         xp[:, :, :pt],
         xp[:, :, pt + h :],
@@ -323,7 +368,7 @@ def _padded(
     ]
     steps: list[Run] = [functools.partial(b.fill, fill) for b in borders if b.size]
     steps.append(functools.partial(np.copyto, xp[:, :, pt : pt + h, pl : pl + w], x))
-    return xp, steps
+    return steps
 
 
 def _taps(
@@ -371,6 +416,8 @@ def _conv2d(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scra
     k = cg * kh * kw
     wmat = np.ascontiguousarray(w).reshape(g, oc // g, k)
     out = o.reshape(n, g, oc // g, oh * ow)
+    if cg == 1 and g > 1:
+        return _depthwise(x, w, o, pads, strides, dilation, scratch)
     steps: list[Run] = []
     if (kh, kw) == (1, 1) and strides == (1, 1) and not any(pads):
         cols = x.reshape(n, g, cg, h * wd)
@@ -380,10 +427,68 @@ def _conv2d(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scra
         for i, j, view in _taps(xp, (kh, kw), strides, dilation, (oh, ow)):
             steps.append(functools.partial(np.copyto, cols6[:, :, i, j], view))
         cols = cols6.reshape(n, g, k, oh * ow)
+    get_policy().ensure_applied()
     steps.extend(_gemms(wmat, cols, out))
     if len(steps) == 1:
         return steps[0]
 
+    def run() -> None:
+        for step in steps:
+            step()
+
+    return run
+
+
+#: Below this many multiply-adds a depthwise convolution is not split between threads.
+_PARALLEL_MIN_MACS = 200_000
+
+
+def _depthwise(
+    x: np.ndarray,
+    w: np.ndarray,
+    o: np.ndarray,
+    pads: tuple[int, int, int, int],
+    strides: tuple[int, int],
+    dilation: tuple[int, int],
+    scratch: Scratch,
+) -> Run:
+    """Depthwise convolution (one input channel per group, ``m`` outputs each): per channel,
+    a K-tap dot product at each output pixel. Thousands of 1-row GEMMs are slow in BLAS
+    (and wake its threads for each), so the taps are gathered (im2col) and NumPy's einsum
+    loop reduces them in one pass; big ones are split by channel over the host threads."""
+    n, c = x.shape[:2]
+    oc, _, kh, kw = w.shape
+    m = oc // c
+    oh, ow = o.shape[2], o.shape[3]
+    wmat = np.ascontiguousarray(w).reshape(c, m, kh * kw)
+    out = o.reshape(n, c, m, oh * ow)
+    xp = x
+    if any(pads):
+        pt, pl, pb, pr = pads
+        xp = scratch.take((n, c, x.shape[2] + pt + pb, x.shape[3] + pl + pr), x.dtype)
+    parts = max(1, min(get_policy().host_threads(), c))
+    if n * oc * oh * ow * kh * kw < _PARALLEL_MIN_MACS:
+        parts = 1
+    bounds = [c * i // parts for i in range(parts + 1)]
+    tasks: list[Run] = []
+    for c0, c1 in itertools.pairwise(bounds):
+        steps = _pad_steps(x[:, c0:c1], xp[:, c0:c1], pads, 0.0) if any(pads) else []
+        taps = _taps(xp[:, c0:c1], (kh, kw), strides, dilation, (oh, ow))
+        cols = scratch.take((n, c1 - c0, kh, kw, oh, ow), x.dtype)  # each part its own
+        steps += [functools.partial(np.copyto, cols[:, :, i, j], v) for i, j, v in taps]
+        part_cols = cols.reshape(n, c1 - c0, kh * kw, oh * ow)
+        steps.append(
+            functools.partial(
+                np.einsum, "gmk,ngkp->ngmp", wmat[c0:c1], part_cols, out=out[:, c0:c1]
+            )
+        )
+        tasks.append(_sequence(steps))
+    if len(tasks) == 1:
+        return tasks[0]
+    return functools.partial(get_policy().run_parallel, tasks)
+
+
+def _sequence(steps: list[Run]) -> Run:
     def run() -> None:
         for step in steps:
             step()
@@ -444,13 +549,72 @@ def _global_avg_pool2d(
 @register_host_kernel("nn.softmax")
 def _softmax(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch) -> Run | None:
     x, o = args[0], outs[0]
-    if x.dtype.kind != "f":
+    if x.dtype.kind != "f" or o.dtype != x.dtype:
         return None
-    axis = attrs.axis
+    axis = attrs.axis % x.ndim
+    red = scratch.take((*x.shape[:axis], 1, *x.shape[axis + 1 :]), x.dtype)
 
     def run() -> None:
-        np.subtract(x, x.max(axis=axis, keepdims=True), out=o)
+        np.max(x, axis=axis, keepdims=True, out=red)
+        np.subtract(x, red, out=o)
         np.exp(o, out=o)
-        np.divide(o, o.sum(axis=axis, keepdims=True), out=o)
+        np.sum(o, axis=axis, keepdims=True, out=red)
+        np.divide(o, red, out=o)
 
     return run
+
+
+@register_host_kernel("nn.layer_norm")
+def _layer_norm(
+    attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch
+) -> Run | None:
+    x, gamma, beta = args
+    o = outs[0]
+    if not _float_same(x, gamma, beta, o):
+        return None
+    axis = attrs.axis % x.ndim
+    shape = [1] * x.ndim
+    shape[axis] = x.shape[axis]
+    g = gamma.reshape(shape) if attrs.scale else None
+    b = beta.reshape(shape) if attrs.center else None
+    stat = scratch.take((*x.shape[:axis], 1, *x.shape[axis + 1 :]), x.dtype)
+    sq = scratch.take(x.shape, x.dtype)
+    eps = x.dtype.type(attrs.epsilon)
+
+    def run() -> None:
+        np.mean(x, axis=axis, keepdims=True, out=stat)
+        np.subtract(x, stat, out=o)
+        np.multiply(o, o, out=sq)
+        np.mean(sq, axis=axis, keepdims=True, out=stat)
+        np.add(stat, eps, out=stat)
+        np.sqrt(stat, out=stat)
+        np.divide(o, stat, out=o)
+        if g is not None:
+            np.multiply(o, g, out=o)
+        if b is not None:
+            np.add(o, b, out=o)
+
+    return run
+
+
+_REDUCE: dict[str, Callable[..., Any]] = {
+    "sum": np.sum,
+    "mean": np.mean,
+    "max": np.max,
+    "min": np.min,
+}
+
+
+def _reduce(fn: Callable[..., Any]) -> Binder:
+    def bind(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch) -> Run | None:
+        x, o = args[0], outs[0]
+        if x.dtype.kind != "f" or o.dtype != x.dtype or x.size == 0:
+            return None
+        axes = reduce_axes(attrs, x.ndim)
+        return functools.partial(fn, x, axis=axes, keepdims=bool(attrs.keepdims), out=o)
+
+    return bind
+
+
+for _name, _red in _REDUCE.items():
+    register_host_kernel(_name)(_reduce(_red))

@@ -21,6 +21,7 @@ clear :class:`~relaykit.errors.BuildError`.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -29,9 +30,11 @@ from relaykit.errors import BuildError
 from relaykit.ir.expr import Call, Constant, Function, GlobalVar, If, Var, checked_type_or_none
 from relaykit.ir.functor import post_order
 from relaykit.ir.module import IRModule
-from relaykit.ir.op import Op, default_registry
+from relaykit.ir.op import Op, default_registry, get_op
 from relaykit.ir.types import TensorType, TupleType, Type
-from relaykit.op.define import OpPattern
+from relaykit.op.define import OpPattern, make_attrs
+from relaykit.runtime.threads import CONFIG_KEY, check_count, get_policy
+from relaykit.transform.pass_infra import PassContext
 
 from .evaluator import Activation, Environment, Evaluator, Task
 from .graph_plan import EntrySpec, GraphPlan, PlanNode
@@ -103,6 +106,10 @@ class PlanLowering(Evaluator):
         self.params: dict[str, np.ndarray] = {}
         self.const_entry: dict[int, int] = {}
         self.externs: dict[str, tuple[str, tuple[str, ...]]] = {}
+        #: Float scalar constants by entry, and the node producing each op entry: what the
+        #: clamp fusion looks at.
+        self.scalars: dict[int, float] = {}
+        self.producer: dict[int, PlanNode] = {}
 
     def new_entries(self, ty: Type | None, where: str) -> Any:
         """Fresh entries for a value of type ``ty`` (an id, or a tuple for a tuple type)."""
@@ -137,6 +144,8 @@ class PlanLowering(Evaluator):
             self.params[name] = arr
             self.nodes.append(PlanNode("param", name, outputs=(e,)))
             self.const_entry[id(node)] = e
+            if arr.ndim == 0 and arr.dtype.kind == "f":
+                self.scalars[e] = float(arr)
         return e
 
     def apply_op(self, call: Call, op: Op, args: list[Any]) -> Any:
@@ -153,9 +162,10 @@ class PlanLowering(Evaluator):
                 inputs.extend(flat)
         out = self.new_entries(checked_type_or_none(call), f"the call of {op.name}")
         desc = _describe(len(self.nodes), call, op.name)
-        view = op.name in VIEW_OPS and isinstance(out, int) and len(inputs) >= 1
-        self.nodes.append(
-            PlanNode(
+        node = self._clamp(op.name, inputs, out, desc)
+        if node is None:
+            view = op.name in VIEW_OPS and isinstance(out, int) and len(inputs) >= 1
+            node = PlanNode(
                 "op",
                 op.name,
                 tuple(inputs),
@@ -165,8 +175,34 @@ class PlanLowering(Evaluator):
                 view=view,
                 desc=desc,
             )
-        )
+        self.nodes.append(node)
+        if isinstance(out, int):
+            self.producer[out] = node
         return out
+
+    def _clamp(self, name: str, inputs: list[int], out: Any, desc: str) -> PlanNode | None:
+        """``minimum(maximum(x, lo), hi)`` (or ``maximum(minimum(x, hi), lo)``) with float
+        scalar constants and ``lo <= hi`` -- ReLU6 as exporters write it -- as one ``clip``
+        step reading ``x``, one pass over memory instead of two. The inner step stays in the
+        plan for its other users; :func:`lower_to_plan` drops it when it has none."""
+        other = {"minimum": "maximum", "maximum": "minimum"}.get(name)
+        if other is None or len(inputs) != 2 or inputs[1] not in self.scalars:
+            return None
+        inner = self.producer.get(inputs[0])
+        if (
+            inner is None
+            or inner.name != other
+            or len(inner.inputs) != 2
+            or inner.inputs[1] not in self.scalars
+            or self.entries[inner.inputs[0]] != self.entries[inputs[0]]
+        ):
+            return None
+        outer_c, inner_c = self.scalars[inputs[1]], self.scalars[inner.inputs[1]]
+        lo, hi = (inner_c, outer_c) if name == "minimum" else (outer_c, inner_c)
+        if not lo <= hi or self.entries[inputs[0]].dtype[:5] != "float":
+            return None
+        attrs = make_attrs(get_op("clip"), {"a_min": lo, "a_max": hi})
+        return PlanNode("op", "clip", (inner.inputs[0],), (out,), attrs, (-1,), desc=desc)
 
     def is_extern(self, gv: GlobalVar, fn: Function) -> bool:
         """Functions with a ``Compiler`` attribute run in their backend's module."""
@@ -239,8 +275,12 @@ def lower_to_plan(
     """The memory-planned :class:`GraphPlan` of ``mod[func_name]`` and its parameters.
 
     ``mod`` must be type-checked. ``inplace_ops`` defaults to the elementwise and
-    broadcast operators.
+    broadcast operators. A ``"relay.num_threads"`` option in the current
+    ``PassContext`` sets the process's thread budget (docs/threads.md).
     """
+    configured = PassContext.current().config.get(CONFIG_KEY)
+    if configured is not None:
+        get_policy().set_num_threads(check_count(configured, f"PassContext config {CONFIG_KEY!r}"))
     main = mod[func_name]
     low = PlanLowering(mod)
     env = {p: low.add_input(p, func_name) for p in main.params}
@@ -253,10 +293,36 @@ def lower_to_plan(
         )
     value = low.run(main.body, Activation(Environment(env), None, func_name))
     heads = _flatten(value)
+    entries, nodes, heads = _drop_unused_ops(low.entries, low.nodes, heads)
     if inplace_ops is None:
-        inplace_ops = {n.name for n in low.nodes if n.kind == "op" and _elementwise(n.name)}
-    entries, storage = plan_memory(low.entries, low.nodes, heads, inplace_ops)
-    return GraphPlan(entries, low.nodes, storage, heads), low.params
+        inplace_ops = {n.name for n in nodes if n.kind == "op" and _elementwise(n.name)}
+    entries, storage = plan_memory(entries, nodes, heads, inplace_ops)
+    return GraphPlan(entries, nodes, storage, heads), low.params
+
+
+def _drop_unused_ops(
+    entries: list[EntrySpec], nodes: list[PlanNode], heads: list[int]
+) -> tuple[list[EntrySpec], list[PlanNode], list[int]]:
+    """The plan without the operator steps nothing reads (left behind by a fusion), their
+    entries dropped and the rest renumbered."""
+    used = set(heads)
+    keep: list[PlanNode] = []
+    for node in reversed(nodes):
+        if node.kind == "op" and not used.intersection(node.outputs):
+            continue
+        used.update(node.inputs)
+        keep.append(node)
+    if len(keep) == len(nodes):
+        return entries, nodes, heads
+    keep.reverse()
+    live = sorted({e for n in keep for e in (*n.inputs, *n.outputs)} | set(heads))
+    new_id = {e: i for i, e in enumerate(live)}
+
+    def renumber(ids: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(new_id[e] for e in ids)
+
+    keep = [replace(n, inputs=renumber(n.inputs), outputs=renumber(n.outputs)) for n in keep]
+    return [entries[e] for e in live], keep, [new_id[h] for h in heads]
 
 
 def _elementwise(op_name: str) -> bool:

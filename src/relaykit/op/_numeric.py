@@ -1,4 +1,5 @@
-"""Vectorised numeric helpers for the reference kernels (NumPy only).
+"""Vectorised numeric helpers for the reference kernels (NumPy; special functions from
+``scipy.special``).
 
 >>> float(erf(np.array(1.0)))  # doctest: +ELLIPSIS
 0.84270079294971...
@@ -10,18 +11,12 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
+import scipy.special as _special
 
 __all__ = ["as_out", "erf", "round_half_away", "trunc_divide", "trunc_mod", "lowest_value"]
-
-_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
-_INV_SQRT_PI = 1.0 / math.sqrt(math.pi)
-_SERIES_LIMIT = 2.5
-_SERIES_TERMS = 60
-_CF_TERMS = 60
 
 
 def as_out(value: Any, dtype: Any) -> np.ndarray:
@@ -33,33 +28,13 @@ def as_out(value: Any, dtype: Any) -> np.ndarray:
 
 
 def erf(x: np.ndarray) -> np.ndarray:
-    """The error function, accurate to a few float64 ulps (|err| < 2e-15).
+    """The Gauss error function: ``scipy.special.erf`` (Cephes), within a few ulps of the
+    input's float type (float64: |err| < 1e-15; float32: one float32 ulp).
 
-    For ``|x| < 2.5`` it sums the everywhere-positive series
-    ``erf(x) = 2/sqrt(pi) exp(-x^2) sum_n 2^n x^(2n+1) / (2n+1)!!``; beyond, it
-    uses the continued fraction of ``erfc``. Computed in float64 and returned
-    in float64; callers cast.
+    Integers and float16 are computed in the smallest float type scipy has for them;
+    callers cast the result to the output type.
     """
-    xd = np.asarray(x, dtype=np.float64)
-    ax = np.abs(xd)
-    out = np.empty_like(ax)
-    small = ax < _SERIES_LIMIT
-    xs = ax[small]
-    x2 = xs * xs
-    term = xs.copy()
-    total = xs.copy()
-    for n in range(1, _SERIES_TERMS):
-        term = term * (2.0 * x2) / (2 * n + 1)
-        total += term
-    out[small] = _TWO_OVER_SQRT_PI * np.exp(-x2) * total
-    large = ~small
-    xl = ax[large]
-    with np.errstate(invalid="ignore", over="ignore"):
-        frac = xl.copy()
-        for k in range(_CF_TERMS, 0, -1):
-            frac = xl + (k / 2.0) / frac
-        out[large] = 1.0 - np.exp(-xl * xl) * _INV_SQRT_PI / frac
-    return np.copysign(out, xd)
+    return np.asarray(_special.erf(x))
 
 
 def round_half_away(x: np.ndarray) -> np.ndarray:

@@ -1,10 +1,14 @@
-"""How many threads oneDNN uses: all cores, unless told otherwise.
+"""How many threads oneDNN uses: its share of the process's thread policy.
 
 The oneDNN wheel is the GNU OpenMP build, so the count is the OpenMP thread
 count the runtime sets before building and before running a region. In order
 of precedence: the ``num_threads`` argument (of ``relay.build``'s dnnl
-options, ``DnnlModule`` or ``DnnlRegion``), the ``RELAYKIT_NUM_THREADS``
-environment variable, then every core this process may run on.
+options, ``DnnlModule`` or ``DnnlRegion``), the ``"relay.num_threads"``
+option of the current ``PassContext``, then the process's budget
+(:func:`relaykit.runtime.threads.set_num_threads`, ``RELAYKIT_NUM_THREADS``,
+every core this process may run on) as :mod:`relaykit.runtime.threads`
+shares it out. Creating a region tells the policy that an OpenMP pool lives
+in the process, which drops NumPy's BLAS to one thread (docs/threads.md).
 
 >>> resolve_num_threads(3)
 3
@@ -14,35 +18,16 @@ True
 
 from __future__ import annotations
 
-import os
-
-from relaykit.errors import RelayKitError
+from relaykit.runtime.threads import CONFIG_KEY, ENV_VAR, check_count, get_policy
+from relaykit.transform.pass_infra import PassContext
 
 __all__ = ["resolve_num_threads", "ENV_VAR"]
 
-ENV_VAR = "RELAYKIT_NUM_THREADS"
-
-
-def _available_cores() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
-
 
 def resolve_num_threads(num_threads: int | None = None) -> int:
-    """The thread count to use (see the module docstring)."""
-    if num_threads is not None:
-        if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
-            raise RelayKitError(f"num_threads must be a positive integer, got {num_threads!r}")
-        return num_threads
-    env = os.environ.get(ENV_VAR, "").strip()
-    if env:
-        try:
-            value = int(env)
-        except ValueError:
-            value = 0
-        if value < 1:
-            raise RelayKitError(f"{ENV_VAR} must be a positive integer, got {env!r}")
-        return value
-    return _available_cores()
+    """The OpenMP thread count of one region (see the module docstring)."""
+    if num_threads is None:
+        configured = PassContext.current().config.get(CONFIG_KEY)
+        if configured is not None:
+            num_threads = check_count(configured, f"PassContext config {CONFIG_KEY!r}")
+    return get_policy().openmp_threads(num_threads)
