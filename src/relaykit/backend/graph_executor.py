@@ -25,6 +25,7 @@ functions (``m["set_input"]``, ``m["run"]``...), which is what
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -375,12 +376,15 @@ class GraphExecutor(Module):
             return key
         if isinstance(key, str):
             return str(key)
-        if isinstance(key, bool) or not hasattr(key, "__index__"):
+        i: int | None = None
+        if not isinstance(key, bool):
+            with contextlib.suppress(TypeError):  # an array of several elements has __index__
+                i = operator.index(key)
+        if i is None:
             raise ExecutorUsageError(
                 f"an input is named by a string or an int index, got {type(key).__name__} "
                 f"{key!r}; the inputs are: {', '.join(self._input_names) or 'none'}"
             )
-        i = operator.index(key)
         if not 0 <= i < len(self._input_entries):
             raise ExecutorUsageError(
                 f"input index {i} out of range ({len(self._input_entries)} inputs: "
