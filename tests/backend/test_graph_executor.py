@@ -295,6 +295,9 @@ def test_outputs_are_read_by_index_after_a_run():
     assert m.get_output(np.int64(1)).shape == (2, 3)
     with pytest.raises(ExecutorUsageError, match=r"no input 3; its inputs are: x, y"):
         m.get_input_index(3)
+    assert m.get_input_index("no_such_input") == -1  # TVM's answer for an unknown name
+    with pytest.raises(ExecutorUsageError, match=r"no input 'no_such_input'"):
+        m.get_input("no_such_input")
     with pytest.raises(ExecutorUsageError, match=r"load_params takes a dict"):
         m.load_params(b"\x00")
 

@@ -486,16 +486,23 @@ class GraphExecutor(Module):
     def get_num_inputs(self) -> int:
         return len(self._input_entries)
 
-    def get_input_index(self, name: str) -> int:
+    def _index_of(self, name: Any) -> int:
         if not isinstance(name, str) or name not in self._input_index:
             known = ", ".join(self._input_names) or "none"
             raise ExecutorUsageError(f"the graph has no input {name!r}; its inputs are: {known}")
         return self._input_index[name]
 
+    def get_input_index(self, name: str) -> int:
+        """The index of input ``name``, or -1 when the graph has no such input (TVM's
+        answer); a name that is not a string is an error."""
+        if isinstance(name, str) and name not in self._input_index:
+            return -1
+        return self._index_of(name)
+
     def get_input(self, index: int | str, out: Any = None) -> NDArray:
         """This thread's input buffer (by index or name), or a copy into ``out``."""
         pos = self._input_position(index)
-        i = self.get_input_index(pos) if isinstance(pos, str) else pos
+        i = self._index_of(pos) if isinstance(pos, str) else pos
         buf = self._state().inputs[i]
         if out is not None:
             return out.copyfrom(buf) if isinstance(out, NDArray) else NDArray(buf.copy())
