@@ -166,8 +166,6 @@ def _private_imports() -> Iterator[Violation]:
 
 def _function_local_imports() -> Iterator[Violation]:
     for rel, tree in _sources():
-        if rel == "cli.py":
-            continue
         for fn in ast.walk(tree):
             if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue

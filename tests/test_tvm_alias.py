@@ -62,6 +62,28 @@ def test_python_m_relaykit_tvm_runs_a_tvm_script(tmp_path):
     assert "ran ['a', 'b']" in out.stdout
 
 
+def test_relaykit_tvm_subcommand_runs_a_tvm_script(tmp_path):
+    script = tmp_path / "tvm_script.py"
+    script.write_text(SCRIPT)
+    out = subprocess.run(
+        [sys.executable, "-m", "relaykit.cli", "tvm", str(script), "--flag"],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "ran ['--flag']" in out.stdout
+    missing = subprocess.run(
+        [sys.executable, "-m", "relaykit.cli", "tvm", str(tmp_path / "nope.py")],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=60,
+    )
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr
+
+
 def test_import_relaykit_installs_no_alias():
     code = (
         "import relaykit\ntry:\n    import tvm\nexcept ModuleNotFoundError:\n    print('no tvm')\n"

@@ -2,11 +2,14 @@
 
 Subcommands (each one module of this package, listed in :data:`SUBCOMMANDS`):
 
-- ``relaykit demo``: the BYOC walkthrough on VGG-11, end to end;
+- ``relaykit demo``: partition, build with a real backend, run and time, end to end;
 - ``relaykit partition MODEL --target X``: partition a model and summarise the result;
+- ``relaykit compile MODEL --target X -o FILE`` / ``run FILE`` / ``bench MODEL``: build
+  one artifact file, run it, time it against the host path and onnxruntime;
 - ``relaykit explain MODEL --target X --html FILE``: the partition drawn, and why;
 - ``relaykit backends``: the backends relaykit knows, their status and install hints;
-- ``relaykit keygen`` / ``sign`` / ``verify``: Ed25519 signatures of model files.
+- ``relaykit keygen`` / ``sign`` / ``verify``: Ed25519 signatures of model files;
+- ``relaykit tvm SCRIPT [ARGS...]``: run a TVM script with ``import tvm`` as relaykit.
 
 A subcommand module defines ``register(sub)``, which adds its parser to the
 sub-parsers ``sub`` with ``set_defaults(func=run)``, and ``run(args) -> int``, the exit
@@ -21,7 +24,7 @@ import sys
 from collections.abc import Sequence
 
 from relaykit._version import __version__
-from relaykit.cli import backends, bench, compile, demo, explain, partition, run, sign
+from relaykit.cli import backends, bench, compile, demo, explain, partition, run, sign, tvm
 from relaykit.cli._common import run_command
 from relaykit.cli._models import (
     DEMO_TARGET,
@@ -43,7 +46,7 @@ __all__ = [
 ]
 
 #: The subcommand modules, in the order ``relaykit --help`` lists them.
-SUBCOMMANDS = (demo, partition, explain, compile, run, bench, backends, sign)
+SUBCOMMANDS = (demo, partition, explain, compile, run, bench, backends, sign, tvm)
 
 EPILOG = """\
 examples:
