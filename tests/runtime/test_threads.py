@@ -187,3 +187,19 @@ def test_default_budget_keeps_blas_at_its_startup_count(monkeypatch):
     monkeypatch.setenv(threads.ENV_VAR, "3")
     p.set_num_threads(None)
     assert rec.calls == [1, 4, 3]
+
+
+def test_host_kernels_split_only_beside_a_single_threaded_blas(monkeypatch):
+    monkeypatch.delenv(threads.ENV_VAR, raising=False)
+    rec = Recorder()
+    p = ThreadPolicy(rec)
+    p.set_num_threads(4)
+    assert p.host_threads() == 1  # BLAS has 4 spinning threads: no host workers beside them
+    p.set_num_threads(None)
+    rec.startup = 1  # OPENBLAS_NUM_THREADS=1
+    p2 = ThreadPolicy(rec)
+    monkeypatch.setattr(threads, "available_cores", lambda: 4)
+    assert p2.blas_threads() == 1
+    assert p2.host_threads() == 4
+    p2.openmp_threads()
+    assert p2.host_threads() == 1

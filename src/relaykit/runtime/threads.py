@@ -235,9 +235,14 @@ class ThreadPolicy:
         return self.budget().blas
 
     def host_threads(self) -> int:
-        """Threads a host kernel may split its own work over: BLAS' share (the BLAS pool
-        is idle meanwhile: a host step runs either BLAS or its own parts)."""
-        return self.budget().blas
+        """Threads a host kernel may split its own work over. OpenBLAS' threads spin for a
+        while after every GEMM, so host workers running beside them would oversubscribe the
+        cores: the split is only allowed while BLAS runs single-threaded for another reason
+        than OpenMP (``OPENBLAS_NUM_THREADS=1``), and then gets one worker's share."""
+        budget = self.budget()
+        if self._openmp_active or budget.blas > 1:
+            return 1
+        return budget.openmp
 
     def run_parallel(self, tasks: Sequence[Callable[[], Any]]) -> None:
         """Run independent ``tasks`` (NumPy work that releases the GIL): the first on the
