@@ -80,6 +80,12 @@ class TypeChecker:
         self.var_env: dict[Var, Type] = {}
         self.done: dict[int, Type] = {}
         self.rules: dict[Op, tuple[Any, int | None]] = {}
+        # Unification state, used only once some type is unknown (an unannotated
+        # parameter, a called variable): the fully annotated walk never touches it.
+        self.holes = False
+        self.subst: dict[Unknown, Type] = {}
+        self.pending: list[Expr] = []  # nodes typed while some of their type was unknown
+        self.deferred: list[tuple[Call, Op, Unknown]] = []  # op calls waiting for inputs
 
     # -- error reporting -------------------------------------------------------
     def fail(self, node: Expr, message: str) -> RelayTypeError:
@@ -95,6 +101,20 @@ class TypeChecker:
     # -- the walk --------------------------------------------------------------
     def run(self) -> Type:
         """Type ``root`` and everything below it; return the type of ``root``."""
+        try:
+            self.walk()
+            if self.holes:
+                self.settle()
+        except RelayTypeError:
+            # No node keeps a type with unknowns in it (a later local inference would
+            # trust it).
+            for node in self.pending:
+                if has_unknown(node._checked_type):  # type: ignore[arg-type]
+                    node._set_checked_type(None)
+            raise
+        return self.done[id(self.root)]
+
+    def walk(self) -> None:
         stack: list[tuple[Expr, int]] = [(self.root, _VISIT)]
         while stack:
             node, stage = stack.pop()
@@ -104,7 +124,6 @@ class TypeChecker:
                 self.bind(node, stack)
             else:
                 self.finish(node, self.compute(node))
-        return self.done[id(self.root)]
 
     def visit(self, node: Expr, stack: list[tuple[Expr, int]]) -> None:
         """First sight of ``node``: type a leaf, or schedule its children."""
@@ -156,7 +175,9 @@ class TypeChecker:
     def bind_let(self, let: Let) -> None:
         vt = self.done[id(let.value)]
         ann = let.var.type_annotation
-        if ann is not None and ann != vt:
+        if self.holes and ann is not None and self.unify(ann, vt) is not None:
+            vt = self.resolve(vt)
+        elif ann is not None and ann != vt:
             raise self.fail(let, f"let %{let.var.name_hint} is annotated {ann} but bound to {vt}")
         self.var_env[let.var] = vt
         self.finish(let.var, vt)
@@ -172,7 +193,7 @@ class TypeChecker:
             if p.type_annotation is None:
                 prev = self.var_env.get(p)
                 at = self.done[id(a)]
-                if prev is not None and prev != at:
+                if prev is not None and prev != at and not (self.holes and self.unify(prev, at)):
                     raise self.fail(
                         call, f"parameter %{p.name_hint} is used at types {prev} and {at}"
                     )
@@ -188,17 +209,17 @@ class TypeChecker:
     def finish(self, node: Expr, ty: Type) -> None:
         self.done[id(node)] = ty
         node._set_checked_type(ty)
+        if self.holes and has_unknown(ty):
+            self.pending.append(node)
 
     def var_type(self, var: Var) -> Type:
-        if var.type_annotation is not None:
-            return var.type_annotation
+        ann = var.type_annotation
+        if ann is not None and type(ann) is not IncompleteType:
+            return ann
         t = self.var_env.get(var)
         if t is None:
-            raise self.fail(
-                var,
-                f"cannot infer the type of %{var.name_hint}: it has no type annotation; "
-                f'give it one, e.g. relay.var({var.name_hint!r}, shape=(...), dtype="float32")',
-            )
+            # Solved later from how the variable is used (TVM's weight-shape deduction).
+            t = self.var_env[var] = self.fresh(var)
         return t
 
     def global_type(self, gv: GlobalVar) -> Type:
@@ -232,6 +253,10 @@ class TypeChecker:
 
     def projection_type(self, node: TupleGetItem) -> Type:
         tt = self.done[id(node.tuple_value)]
+        if self.holes:
+            tt = self.resolve(tt)
+            if type(tt) is Unknown:
+                raise self.fail(node, self.unsolved(tt, f"projection .{node.index} needs it"))
         if not isinstance(tt, TupleType):
             raise self.fail(node, f"projection .{node.index} of a non-tuple of type {tt}")
         if not 0 <= node.index < len(tt.fields):
@@ -243,7 +268,9 @@ class TypeChecker:
     def function_type(self, node: Function) -> Type:
         done = self.done
         body_t = done[id(node.body)]
-        if node.ret_type is not None and node.ret_type != body_t:
+        if self.holes and node.ret_type is not None and self.unify(node.ret_type, body_t):
+            body_t = self.resolve(body_t)
+        elif node.ret_type is not None and node.ret_type != body_t:
             raise self.fail(
                 node,
                 f"function is annotated to return {node.ret_type} but its body has type {body_t}",
@@ -253,9 +280,13 @@ class TypeChecker:
     def if_type(self, node: If) -> Type:
         done = self.done
         ct = done[id(node.cond)]
+        if self.holes and self.unify(ct, _BOOL):
+            ct = _BOOL
         if ct != _BOOL:
             raise self.fail(node, f"if condition must be a scalar bool, got {ct}")
         tt, ft = done[id(node.true_branch)], done[id(node.false_branch)]
+        if self.holes and self.unify(tt, ft):
+            tt = ft = self.resolve(tt)
         if tt != ft:
             raise self.fail(node, f"if branches have different types: {tt} vs {ft}")
         return tt
@@ -267,6 +298,8 @@ class TypeChecker:
         if type(op) is Op:
             return self.op_call_type(call, op, arg_types)
         ft = done[id(op)]
+        if self.holes:
+            return self.unify_call(call, ft, arg_types)
         if not isinstance(ft, FuncType):
             raise self.fail(call, f"calling a value of non-function type {ft}")
         if len(ft.arg_types) != len(arg_types):
@@ -275,6 +308,28 @@ class TypeChecker:
             if not isinstance(want, IncompleteType) and want != got:
                 raise self.fail(
                     call, f"argument {i} has type {got} but the function expects {want} ({ft})"
+                )
+        return ft.ret_type
+
+    def unify_call(self, call: Call, ft: Type, arg_types: list[Type]) -> Type:
+        """The type of a call of a function value while some types are unknown: the
+        callee's type is unified with the argument types (an unknown callee becomes
+        ``fn (args) -> ?``)."""
+        ft = self.resolve(ft)
+        if type(ft) is Unknown:
+            ret = self.fresh(call)
+            self.unify(ft, FuncType(arg_types, ret))
+            return ret
+        if not isinstance(ft, FuncType):
+            raise self.fail(call, f"calling a value of non-function type {ft}")
+        if len(ft.arg_types) != len(arg_types):
+            raise self.fail(call, f"function of type {ft} called with {len(arg_types)} arguments")
+        for i, (want, got) in enumerate(zip(ft.arg_types, arg_types, strict=False)):
+            if self.unify(want, got) is None:
+                raise self.fail(
+                    call,
+                    f"argument {i} has type {self.resolve(got)} but the function expects "
+                    f"{self.resolve(want)} ({self.resolve(ft)})",
                 )
         return ft.ret_type
 
@@ -291,6 +346,18 @@ class TypeChecker:
             raise self.fail(call, f"operator {op.name} has no type relation")
         if arity is not None and arity >= 0 and arity != len(arg_types):
             raise self.fail(call, f"operator {op.name} takes {arity} inputs, got {len(arg_types)}")
+        if self.holes:
+            known = self.solve_inputs(call, op, arg_types)
+            if known is None:
+                # Wait until something else determines the unknown inputs.
+                out = self.fresh(call)
+                self.deferred.append((call, op, out))
+                return out
+            arg_types = known
+        return self.apply_relation(call, op, rel, arg_types)
+
+    def apply_relation(self, call: Call, op: Op, rel: Any, arg_types: list[Type]) -> Any:
+        """``rel(arg_types, call.attrs)``, its errors reported at ``call``."""
         try:
             out = rel(arg_types, call.attrs)
         except RelayTypeError as err:
@@ -308,9 +375,166 @@ class TypeChecker:
                 f"type error in {op.name}({args}): its attributes ({attrs}) are not of the "
                 f"kinds {op.name} takes ({type(err).__name__}: {err}); check their values",
             ) from None
-        if not isinstance(out, Type):
+        if rel is self.rules[op][0] and not isinstance(out, Type):
             raise self.fail(call, f"type relation of {op.name} returned {out!r}, not a Type")
         return out
+
+    # -- unknown types ---------------------------------------------------------
+    def fresh(self, origin: Expr) -> Unknown:
+        """A new unknown type, standing for the type of ``origin``."""
+        self.holes = True
+        return Unknown(origin)
+
+    def resolve(self, t: Type) -> Type:
+        """``t`` with every solved unknown replaced by its solution."""
+        tt = type(t)
+        if tt is Unknown:
+            s = self.subst.get(t)  # type: ignore[arg-type]
+            if s is None:
+                return t
+            r = self.resolve(s)
+            self.subst[t] = r  # type: ignore[index]
+            return r
+        if tt is TupleType:
+            fields = [self.resolve(f) for f in t.fields]  # type: ignore[attr-defined]
+            same = all(a is b for a, b in zip(fields, t.fields, strict=True))  # type: ignore[attr-defined]
+            return t if same else TupleType(fields)
+        if tt is FuncType:
+            args = [self.resolve(a) for a in t.arg_types]  # type: ignore[attr-defined]
+            ret = self.resolve(t.ret_type)  # type: ignore[attr-defined]
+            same = ret is t.ret_type and all(  # type: ignore[attr-defined]
+                a is b
+                for a, b in zip(args, t.arg_types, strict=True)  # type: ignore[attr-defined]
+            )
+            return t if same else FuncType(args, ret, t.type_params)  # type: ignore[attr-defined]
+        return t
+
+    def unify(self, a: Type, b: Type) -> Type | None:
+        """Make ``a`` and ``b`` the same type by solving unknowns in them; return the
+        unified type, or ``None`` if they cannot be the same."""
+        a, b = self.resolve(a), self.resolve(b)
+        if a is b:
+            return a
+        if type(a) is Unknown or type(b) is Unknown:
+            hole, other = (a, b) if type(a) is Unknown else (b, a)
+            if hole in unknowns(other):
+                return None  # a type cannot contain itself
+            self.subst[hole] = other  # type: ignore[index]
+            return other
+        if isinstance(a, IncompleteType):  # an annotation that says "any type"
+            return b
+        if isinstance(b, IncompleteType):
+            return a
+        ta = type(a)
+        if ta is not type(b):
+            return None
+        if ta is TupleType:
+            if len(a.fields) != len(b.fields):  # type: ignore[attr-defined]
+                return None
+            fields = [self.unify(x, y) for x, y in zip(a.fields, b.fields, strict=True)]  # type: ignore[attr-defined]
+            return None if None in fields else self.resolve(a)
+        if ta is FuncType:
+            if len(a.arg_types) != len(b.arg_types):  # type: ignore[attr-defined]
+                return None
+            pairs = [*zip(a.arg_types, b.arg_types, strict=True), (a.ret_type, b.ret_type)]  # type: ignore[attr-defined]
+            parts = [self.unify(x, y) for x, y in pairs]
+            return None if None in parts else self.resolve(a)
+        return a if a == b else None
+
+    def solve_inputs(self, call: Call, op: Op, arg_types: list[Type]) -> list[Type] | None:
+        """The argument types of an operator call with unknowns solved by the op's
+        ``"FTypeSolveInputs"`` (TVM's weight-shape deduction); ``None`` while some
+        stay unknown."""
+        arg_types = [self.resolve(t) for t in arg_types]
+        if not any(unknowns(t) for t in arg_types):
+            return arg_types
+        solver = op.get_attr("FTypeSolveInputs")
+        if solver is None:
+            return None
+        solved = self.apply_relation(call, op, solver, arg_types)
+        for i, (t, s) in enumerate(zip(arg_types, solved, strict=False)):
+            if s is not None and self.unify(t, s) is None:
+                raise self.fail(
+                    call,
+                    f"argument {i} of {op.name} has type {self.resolve(t)} but {op.name} "
+                    f"needs {s} there",
+                )
+        arg_types = [self.resolve(t) for t in arg_types]
+        return None if any(unknowns(t) for t in arg_types) else arg_types
+
+    def settle(self) -> None:
+        """Finish a run that met unknown types: retry the operator calls that waited
+        for their inputs until nothing changes, then write the solved types on every
+        node; fail at the first type nothing determined."""
+        progress = True
+        while self.deferred and progress:
+            progress = False
+            for item in list(self.deferred):
+                call, op, out = item
+                known = self.solve_inputs(call, op, [self.done[id(a)] for a in call.args])
+                if known is None:
+                    continue
+                self.deferred.remove(item)
+                progress = True
+                t = self.apply_relation(call, op, self.op_rule(op)[0], known)
+                if self.unify(out, t) is None:  # pragma: no cover - out is a fresh unknown
+                    raise self.fail(call, f"{op.name} has type {t} but is used as {out}")
+        if self.deferred:
+            call, op, _ = self.deferred[0]
+            args = [self.resolve(self.done[id(a)]) for a in call.args]
+            hole = next(u for t in args for u in unknowns(t))
+            raise self.fail(call, self.unsolved(hole, f"{op.name} cannot deduce it"))
+        done = self.done
+        for node in self.pending:
+            t = self.resolve(done[id(node)])
+            left = unknowns(t)
+            if left:
+                raise self.fail(left[0].origin, self.unsolved(left[0], "nothing determines it"))
+            done[id(node)] = t
+            node._set_checked_type(t)
+
+    @staticmethod
+    def unsolved(hole: Unknown, why: str) -> str:
+        origin = hole.origin
+        if type(origin) is Var:
+            name = origin.name_hint
+            return (
+                f"cannot infer the type of %{name}: it has no type annotation and {why}; "
+                f'give it one, e.g. relay.var({name!r}, shape=(...), dtype="float32")'
+            )
+        return f"cannot infer the type of this {type(origin).__name__}: {why}"
+
+
+class Unknown(IncompleteType):
+    """An unknown type of one run of the checker, standing for the type of ``origin``
+    until unification solves it. Unlike :class:`IncompleteType` values, each unknown
+    is equal only to itself."""
+
+    __slots__ = ("origin",)
+
+    def __init__(self, origin: Expr) -> None:
+        object.__setattr__(self, "kind", 0)
+        object.__setattr__(self, "origin", origin)
+
+    __eq__ = object.__eq__  # type: ignore[assignment]
+    __hash__ = object.__hash__  # type: ignore[assignment]
+
+
+def unknowns(t: Type) -> list[Unknown]:
+    """The unknowns inside ``t``, outermost first."""
+    tt = type(t)
+    if tt is Unknown:
+        return [t]  # type: ignore[list-item]
+    if tt is TupleType:
+        return [u for f in t.fields for u in unknowns(f)]  # type: ignore[attr-defined]
+    if tt is FuncType:
+        parts = (*t.arg_types, t.ret_type)  # type: ignore[attr-defined]
+        return [u for p in parts for u in unknowns(p)]
+    return []
+
+
+def has_unknown(t: Type) -> bool:
+    return bool(unknowns(t))
 
 
 def _calls_untyped_literal(call: Call) -> bool:
