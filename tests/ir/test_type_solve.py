@@ -6,7 +6,14 @@ import pytest
 
 from relaykit import relay
 from relaykit.errors import RelayTypeError
-from relaykit.ir import FuncType, IncompleteType, TensorType, TupleType, scalar_type
+from relaykit.ir import (
+    FuncType,
+    IncompleteType,
+    TensorType,
+    TupleType,
+    assert_structural_equal,
+    scalar_type,
+)
 from relaykit.transform import InferType, InferTypeLocal
 
 
@@ -154,3 +161,16 @@ def test_infer_type_local_solves_too():
     x, w = relay.var("x", shape=(4, 6)), relay.var("w")
     assert InferTypeLocal(relay.nn.dense(x, w, units=2)) == TensorType((4, 2))
     assert w.checked_type == TensorType((2, 6))
+
+
+def test_infer_type_annotates_the_solved_parameters_as_tvm_does():
+    x, w = relay.var("x", shape=(3, 4)), relay.var("w")
+    y = relay.nn.dense(x, w, units=5)
+    main = _infer(relay.Function([x, w], y))
+    new_w = main.params[1]
+    assert new_w.name_hint == "w" and new_w.type_annotation == TensorType((5, 4))
+    assert main.body.args[1] is new_w  # every use refers to the annotated variable
+    assert main.params[0] is x  # annotated ones are kept
+    wa = relay.var("w", shape=(5, 4))
+    expected = _infer(relay.Function([x, wa], relay.nn.dense(x, wa, units=5)))
+    assert_structural_equal(main, expected)

@@ -86,6 +86,7 @@ class TypeChecker:
         self.subst: dict[Unknown, Type] = {}
         self.pending: list[Expr] = []  # nodes typed while some of their type was unknown
         self.deferred: list[tuple[Call, Op, Unknown]] = []  # op calls waiting for inputs
+        self.solved: set[Var] = set()  # unannotated variables whose type was solved
 
     # -- error reporting -------------------------------------------------------
     def fail(self, node: Expr, message: str) -> RelayTypeError:
@@ -220,6 +221,7 @@ class TypeChecker:
         if t is None:
             # Solved later from how the variable is used (TVM's weight-shape deduction).
             t = self.var_env[var] = self.fresh(var)
+            self.solved.add(var)
         return t
 
     def global_type(self, gv: GlobalVar) -> Type:
@@ -388,12 +390,12 @@ class TypeChecker:
     def resolve(self, t: Type) -> Type:
         """``t`` with every solved unknown replaced by its solution."""
         tt = type(t)
-        if tt is Unknown:
-            s = self.subst.get(t)  # type: ignore[arg-type]
+        if isinstance(t, Unknown):
+            s = self.subst.get(t)
             if s is None:
                 return t
             r = self.resolve(s)
-            self.subst[t] = r  # type: ignore[index]
+            self.subst[t] = r
             return r
         if tt is TupleType:
             fields = [self.resolve(f) for f in t.fields]  # type: ignore[attr-defined]
@@ -425,6 +427,10 @@ class TypeChecker:
             return b
         if isinstance(b, IncompleteType):
             return a
+        return self.unify_parts(a, b)
+
+    def unify_parts(self, a: Type, b: Type) -> Type | None:
+        """Unify two types that are not unknowns, part by part."""
         ta = type(a)
         if ta is not type(b):
             return None
@@ -511,13 +517,14 @@ class Unknown(IncompleteType):
     is equal only to itself."""
 
     __slots__ = ("origin",)
+    origin: Expr
 
     def __init__(self, origin: Expr) -> None:
         object.__setattr__(self, "kind", 0)
         object.__setattr__(self, "origin", origin)
 
-    __eq__ = object.__eq__  # type: ignore[assignment]
-    __hash__ = object.__hash__  # type: ignore[assignment]
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
 
 
 def unknowns(t: Type) -> list[Unknown]:
@@ -585,15 +592,21 @@ def infer_type_local(expr: Expr, mod: IRModule | None = None) -> Type:
     return TypeChecker(expr, global_types(mod), trust_existing=True).run()
 
 
-def _fill_ret_types(fn: Function) -> Function:
-    """``fn`` with every function's missing return type filled in from inference (as
-    TVM's type inference does), sharing all unchanged nodes."""
-    if all(n.ret_type is not None for n in post_order(fn) if type(n) is Function):
+def _fill_types(fn: Function, solved: set[Var] | frozenset[Var] = frozenset()) -> Function:
+    """``fn`` with every function's missing return type filled in from inference, and
+    the variables in ``solved`` (unannotated ones whose type inference solved) replaced
+    by variables annotated with that type, as TVM's ``InferType`` does; all unchanged
+    nodes are shared."""
+    if not solved and all(n.ret_type is not None for n in post_order(fn) if type(n) is Function):
         return fn
 
     def post(new: Expr, old: Expr) -> Expr | None:
         if new is not old:
             new._set_checked_type(old._checked_type)
+        if type(new) is Var and new in solved:
+            annotated = Var(new.name_hint, old._checked_type, new.span)
+            annotated._set_checked_type(old._checked_type)
+            return annotated
         if type(new) is Function and new.ret_type is None:
             ft = old._checked_type
             if not isinstance(ft, FuncType):  # pragma: no cover - the checker typed it
@@ -609,8 +622,9 @@ def _fill_ret_types(fn: Function) -> Function:
 def infer_function(fn: Function, mod: IRModule | None = None) -> Function:
     """Type-check one function against the signatures of ``mod``'s globals; return it
     with return types filled in."""
-    TypeChecker(fn, global_types(mod)).run()
-    return _fill_ret_types(fn)
+    checker = TypeChecker(fn, global_types(mod))
+    checker.run()
+    return _fill_types(fn, checker.solved)
 
 
 def infer_module(mod: IRModule) -> IRModule:
@@ -637,11 +651,12 @@ def _check_from(
         name, ready = stack.pop()
         if ready:
             fn = mod[name]
-            ft = TypeChecker(fn, gtypes).run()
+            checker = TypeChecker(fn, gtypes)
+            ft = checker.run()
             if not isinstance(ft, FuncType):  # pragma: no cover - a Function types as one
                 raise RelayTypeError(f"@{name} did not type as a function")
             gtypes[name] = ft
-            filled = _fill_ret_types(fn)
+            filled = _fill_types(fn, checker.solved)
             if filled is not fn:
                 mod._set_checked(name, filled)
             state[name] = 2
