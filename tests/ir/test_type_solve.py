@@ -14,7 +14,7 @@ from relaykit.ir import (
     assert_structural_equal,
     scalar_type,
 )
-from relaykit.transform import InferType, InferTypeLocal
+from relaykit.transform import InferType, InferTypeLocal, infer_type
 
 
 def _infer(fn):
@@ -174,3 +174,28 @@ def test_infer_type_annotates_the_solved_parameters_as_tvm_does():
     wa = relay.var("w", shape=(5, 4))
     expected = _infer(relay.Function([x, wa], relay.nn.dense(x, wa, units=5)))
     assert_structural_equal(main, expected)
+
+
+def test_polymorphic_functions_are_instantiated_at_each_use():
+    a, b = relay.TypeVar("a"), relay.TypeVar("b")
+    xa = relay.Var("x", a)
+    id_func = relay.Function([xa], xa, a, [a])
+    f, y = relay.Var("f", FuncType([b], b)), relay.Var("y", b)
+    apply = relay.Function([f, y], f(y), b, [b])
+    i32 = scalar_type("int32")
+    assert infer_type(apply(id_func, relay.const(0, "int32"))) == i32
+    # let-bound polymorphism: one identity used at two types
+    idv = relay.Var("id")
+    body = relay.Let(
+        idv, id_func, relay.Tuple([idv(relay.const(1)), idv(relay.const(2.0, "float64"))])
+    )
+    assert infer_type(body) == TupleType([i32, scalar_type("float64")])
+    # a polymorphic function where a monomorphic one is expected; the annotation
+    # also solves the unannotated %z of the other branch
+    z = relay.Var("z")
+    choice = relay.Var("c", FuncType([], scalar_type("bool")))
+    top = relay.Function(
+        [choice], relay.If(choice(), id_func, relay.Function([z], z)), FuncType([b], b), [b]
+    )
+    assert infer_type(top) == FuncType([FuncType([], scalar_type("bool"))], FuncType([b], b), [b])
+    assert z.checked_type == b

@@ -37,7 +37,7 @@ from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, Tup
 from .functor import children, post_order, rewrite_post_order
 from .hooks import has_printer, printer_hook
 from .op import Op
-from .types import FuncType, IncompleteType, TensorType, TupleType, Type
+from .types import FuncType, IncompleteType, TensorType, TupleType, Type, TypeVar
 
 if TYPE_CHECKING:
     from .module import IRModule
@@ -176,10 +176,13 @@ class TypeChecker:
     def bind_let(self, let: Let) -> None:
         vt = self.done[id(let.value)]
         ann = let.var.type_annotation
-        if self.holes and ann is not None and self.unify(ann, vt) is not None:
-            vt = self.resolve(vt)
-        elif ann is not None and ann != vt:
-            raise self.fail(let, f"let %{let.var.name_hint} is annotated {ann} but bound to {vt}")
+        if ann is not None and ann != vt:
+            if self.unify(ann, vt) is not None:
+                vt = self.resolve(vt)
+            else:
+                raise self.fail(
+                    let, f"let %{let.var.name_hint} is annotated {ann} but bound to {vt}"
+                )
         self.var_env[let.var] = vt
         self.finish(let.var, vt)
 
@@ -194,7 +197,7 @@ class TypeChecker:
             if p.type_annotation is None:
                 prev = self.var_env.get(p)
                 at = self.done[id(a)]
-                if prev is not None and prev != at and not (self.holes and self.unify(prev, at)):
+                if prev is not None and prev != at and self.unify(prev, at) is None:
                     raise self.fail(
                         call, f"parameter %{p.name_hint} is used at types {prev} and {at}"
                     )
@@ -270,27 +273,26 @@ class TypeChecker:
     def function_type(self, node: Function) -> Type:
         done = self.done
         body_t = done[id(node.body)]
-        if self.holes and node.ret_type is not None and self.unify(node.ret_type, body_t):
-            body_t = self.resolve(body_t)
-        elif node.ret_type is not None and node.ret_type != body_t:
-            raise self.fail(
-                node,
-                f"function is annotated to return {node.ret_type} but its body has type {body_t}",
-            )
-        return FuncType([done[id(p)] for p in node.params], body_t)
+        ret = node.ret_type
+        if ret is not None and ret != body_t:
+            if self.unify(ret, body_t) is None:
+                raise self.fail(
+                    node, f"function is annotated to return {ret} but its body has type {body_t}"
+                )
+            body_t = self.resolve(ret)
+        return FuncType([done[id(p)] for p in node.params], body_t, node.type_params)
 
     def if_type(self, node: If) -> Type:
         done = self.done
         ct = done[id(node.cond)]
-        if self.holes and self.unify(ct, _BOOL):
-            ct = _BOOL
-        if ct != _BOOL:
+        if ct != _BOOL and self.unify(ct, _BOOL) is None:
             raise self.fail(node, f"if condition must be a scalar bool, got {ct}")
         tt, ft = done[id(node.true_branch)], done[id(node.false_branch)]
-        if self.holes and self.unify(tt, ft):
-            tt = ft = self.resolve(tt)
         if tt != ft:
-            raise self.fail(node, f"if branches have different types: {tt} vs {ft}")
+            both = self.unify(tt, ft)
+            if both is None:
+                raise self.fail(node, f"if branches have different types: {tt} vs {ft}")
+            tt = both
         return tt
 
     def call_type(self, call: Call) -> Type:
@@ -300,14 +302,14 @@ class TypeChecker:
         if type(op) is Op:
             return self.op_call_type(call, op, arg_types)
         ft = done[id(op)]
-        if self.holes:
+        if self.holes or (type(ft) is FuncType and ft.type_params):
             return self.unify_call(call, ft, arg_types)
         if not isinstance(ft, FuncType):
             raise self.fail(call, f"calling a value of non-function type {ft}")
         if len(ft.arg_types) != len(arg_types):
             raise self.fail(call, f"function of type {ft} called with {len(arg_types)} arguments")
         for i, (want, got) in enumerate(zip(ft.arg_types, arg_types, strict=False)):
-            if not isinstance(want, IncompleteType) and want != got:
+            if want != got and self.unify(want, got) is None:
                 raise self.fail(
                     call, f"argument {i} has type {got} but the function expects {want} ({ft})"
                 )
@@ -318,6 +320,8 @@ class TypeChecker:
         callee's type is unified with the argument types (an unknown callee becomes
         ``fn (args) -> ?``)."""
         ft = self.resolve(ft)
+        if type(ft) is FuncType and ft.type_params:
+            ft = self.instantiate(ft)
         if type(ft) is Unknown:
             ret = self.fresh(call)
             self.unify(ft, FuncType(arg_types, ret))
@@ -382,7 +386,15 @@ class TypeChecker:
         return out
 
     # -- unknown types ---------------------------------------------------------
-    def fresh(self, origin: Expr) -> Unknown:
+    def instantiate(self, ft: FuncType) -> FuncType:
+        """``ft`` with its type parameters replaced by fresh unknowns."""
+        if not ft.type_params:
+            return ft
+        fresh: dict[Type, Type] = {tv: self.fresh(None) for tv in ft.type_params}
+        args = [substitute(a, fresh) for a in ft.arg_types]
+        return FuncType(args, substitute(ft.ret_type, fresh))
+
+    def fresh(self, origin: Expr | None) -> Unknown:
         """A new unknown type, standing for the type of ``origin``."""
         self.holes = True
         return Unknown(origin)
@@ -430,7 +442,10 @@ class TypeChecker:
         return self.unify_parts(a, b)
 
     def unify_parts(self, a: Type, b: Type) -> Type | None:
-        """Unify two types that are not unknowns, part by part."""
+        """Unify two types that are not unknowns, part by part; a polymorphic function
+        type is instantiated (its type parameters become fresh unknowns)."""
+        if a == b:
+            return a
         ta = type(a)
         if ta is not type(b):
             return None
@@ -440,6 +455,8 @@ class TypeChecker:
             fields = [self.unify(x, y) for x, y in zip(a.fields, b.fields, strict=True)]  # type: ignore[attr-defined]
             return None if None in fields else self.resolve(a)
         if ta is FuncType:
+            if a.type_params or b.type_params:  # type: ignore[attr-defined]
+                return self.unify(self.instantiate(a), self.instantiate(b))  # type: ignore[arg-type]
             if len(a.arg_types) != len(b.arg_types):  # type: ignore[attr-defined]
                 return None
             pairs = [*zip(a.arg_types, b.arg_types, strict=True), (a.ret_type, b.ret_type)]  # type: ignore[attr-defined]
@@ -495,7 +512,8 @@ class TypeChecker:
             t = self.resolve(done[id(node)])
             left = unknowns(t)
             if left:
-                raise self.fail(left[0].origin, self.unsolved(left[0], "nothing determines it"))
+                where = left[0].origin or node
+                raise self.fail(where, self.unsolved(left[0], "nothing determines it"))
             done[id(node)] = t
             node._set_checked_type(t)
 
@@ -508,6 +526,8 @@ class TypeChecker:
                 f"cannot infer the type of %{name}: it has no type annotation and {why}; "
                 f'give it one, e.g. relay.var({name!r}, shape=(...), dtype="float32")'
             )
+        if origin is None:
+            return f"cannot infer a type parameter of a polymorphic function: {why}"
         return f"cannot infer the type of this {type(origin).__name__}: {why}"
 
 
@@ -517,9 +537,9 @@ class Unknown(IncompleteType):
     is equal only to itself."""
 
     __slots__ = ("origin",)
-    origin: Expr
+    origin: Expr | None
 
-    def __init__(self, origin: Expr) -> None:
+    def __init__(self, origin: Expr | None) -> None:
         object.__setattr__(self, "kind", 0)
         object.__setattr__(self, "origin", origin)
 
@@ -538,6 +558,20 @@ def unknowns(t: Type) -> list[Unknown]:
         parts = (*t.arg_types, t.ret_type)  # type: ignore[attr-defined]
         return [u for p in parts for u in unknowns(p)]
     return []
+
+
+def substitute(t: Type, mapping: Mapping[Type, Type]) -> Type:
+    """``t`` with the type variables of ``mapping`` replaced."""
+    tt = type(t)
+    if tt is TypeVar:
+        return mapping.get(t, t)
+    if tt is TupleType:
+        return TupleType([substitute(f, mapping) for f in t.fields])  # type: ignore[attr-defined]
+    if tt is FuncType:
+        inner = {k: v for k, v in mapping.items() if k not in t.type_params}  # type: ignore[attr-defined]
+        args = [substitute(a, inner) for a in t.arg_types]  # type: ignore[attr-defined]
+        return FuncType(args, substitute(t.ret_type, inner), t.type_params)  # type: ignore[attr-defined]
+    return t
 
 
 def has_unknown(t: Type) -> bool:
