@@ -199,3 +199,18 @@ def test_polymorphic_functions_are_instantiated_at_each_use():
     )
     assert infer_type(top) == FuncType([FuncType([], scalar_type("bool"))], FuncType([b], b), [b])
     assert z.checked_type == b
+
+
+def test_self_recursive_global_without_return_annotation():
+    f = relay.GlobalVar("f")
+    n, data = relay.var("n", shape=(), dtype="int32"), relay.var("data", shape=())
+    step = f(relay.subtract(n, relay.const(1, "int32")), relay.log(data))
+    body = relay.If(relay.equal(n, relay.const(0, "int32")), data, step)
+    mod = relay.IRModule()
+    mod[f] = relay.Function([n, data], body)
+    mod = InferType()(mod)
+    assert mod["f"].checked_type == FuncType(
+        [scalar_type("int32"), scalar_type("float32")], scalar_type("float32")
+    )
+    got = relay.create_executor("debug", mod=mod).evaluate(f)(np.int32(2), np.float32(50.0))
+    np.testing.assert_allclose(np.asarray(got.numpy()), np.log(np.log(np.float32(50.0))), rtol=1e-6)

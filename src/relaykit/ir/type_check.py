@@ -72,8 +72,14 @@ class TypeChecker:
         root: Expr,
         global_types: Mapping[str, FuncType] | None = None,
         trust_existing: bool = False,
+        self_name: str | None = None,
     ) -> None:
         self.root = root
+        # The global ``root`` is bound to, when it may call itself without annotations.
+        self.self_name = self_name
+        self.self_type: FuncType | None = None
+        # The module ``root`` is being added to: names the global when it calls itself.
+        self.module: IRModule | None = None
         self.global_types = dict(global_types or {})
         self.trust_existing = trust_existing
         # Types of unannotated variables bound in this run (let vars, call-site hints).
@@ -104,6 +110,8 @@ class TypeChecker:
         """Type ``root`` and everything below it; return the type of ``root``."""
         try:
             self.walk()
+            if self.self_type is not None:
+                self.unify_self()
             if self.holes:
                 self.settle()
         except RelayTypeError:
@@ -114,6 +122,16 @@ class TypeChecker:
                     node._set_checked_type(None)
             raise
         return self.done[id(self.root)]
+
+    def unify_self(self) -> None:
+        """Unify the type a recursive global was called at with the type of its body."""
+        ft = self.done[id(self.root)]
+        if self.unify(self.self_type, ft) is None:  # type: ignore[arg-type]
+            raise self.fail(
+                self.root,
+                f"@{self.self_name} calls itself at type {self.resolve(self.self_type)} "  # type: ignore[arg-type]
+                f"but has type {self.resolve(ft)}",
+            )
 
     def walk(self) -> None:
         stack: list[tuple[Expr, int]] = [(self.root, _VISIT)]
@@ -229,6 +247,16 @@ class TypeChecker:
 
     def global_type(self, gv: GlobalVar) -> Type:
         t = self.global_types.get(gv.name_hint)
+        mod = self.module
+        if t is None and mod is not None and gv in mod and mod[gv] is self.root:
+            self.self_name = gv.name_hint
+        if t is None and gv.name_hint == self.self_name and type(self.root) is Function:
+            # A recursive call inside the global being checked: its parameters' types
+            # and an unknown result, unified with the function's type at the end.
+            params = self.root.params
+            ret = self.root.ret_type or self.fresh(gv)
+            t = self.self_type = FuncType([self.var_type(p) for p in params], ret)
+            self.global_types[gv.name_hint] = t
         if t is None:
             raise self.fail(
                 gv,
@@ -657,6 +685,7 @@ def infer_function(fn: Function, mod: IRModule | None = None) -> Function:
     """Type-check one function against the signatures of ``mod``'s globals; return it
     with return types filled in."""
     checker = TypeChecker(fn, global_types(mod))
+    checker.module = mod
     checker.run()
     return _fill_types(fn, checker.solved)
 
@@ -685,7 +714,7 @@ def _check_from(
         name, ready = stack.pop()
         if ready:
             fn = mod[name]
-            checker = TypeChecker(fn, gtypes)
+            checker = TypeChecker(fn, gtypes, self_name=name)
             ft = checker.run()
             if not isinstance(ft, FuncType):  # pragma: no cover - a Function types as one
                 raise RelayTypeError(f"@{name} did not type as a function")
@@ -703,10 +732,10 @@ def _check_from(
             callee = gv.name_hint
             if callee not in mod:
                 raise RelayTypeError(f"@{name} refers to @{callee}, which is not in the module")
-            if state.get(callee) == 1 and callee not in gtypes:
+            if state.get(callee) == 1 and callee not in gtypes and callee != name:
                 raise RelayTypeError(
-                    f"@{callee} is recursive (through @{name}); annotate its parameter and "
-                    "return types so its type is known before its body is checked"
+                    f"@{callee} is mutually recursive (through @{name}); annotate its "
+                    "parameter and return types so its type is known before its body is checked"
                 )
             if not state.get(callee):
                 stack.append((callee, False))
