@@ -4,8 +4,19 @@ Types flow bottom-up: variables take their annotation (or, for the parameters
 of a function literal that is called directly, the argument types), operator
 calls take what the operator's ``"FTypeRelation"`` attribute returns,
 functions take ``fn (params) -> body``. Global functions are checked callees
-first; a recursive global needs its return type annotated. The walk is
-iterative, so the depth of a graph does not matter.
+first; a global that calls itself may leave its return type out, mutually
+recursive ones need theirs annotated. The walk is iterative, so the depth of a
+graph does not matter.
+
+Unknown types are solved by unification, as Relay's type solver does: a
+variable without annotation gets a fresh unknown, fixed by its uses -- an
+operator's ``"FTypeSolveInputs"`` deduces the types of inputs it can (the weight
+of ``nn.conv2d`` from the data, ``channels`` and ``kernel_size``, TVM's
+weight-shape deduction), a called variable becomes ``fn (args) -> ?``, return
+annotations and ``if`` branches unify, polymorphic functions are instantiated at
+each use. An operator call whose inputs are still unknown waits and is retried
+until nothing changes; an unknown nothing determines is an error at the node that
+needed it. A fully annotated program never touches this machinery.
 
 Three entries:
 
