@@ -4,8 +4,19 @@ Types flow bottom-up: variables take their annotation (or, for the parameters
 of a function literal that is called directly, the argument types), operator
 calls take what the operator's ``"FTypeRelation"`` attribute returns,
 functions take ``fn (params) -> body``. Global functions are checked callees
-first; a recursive global needs its return type annotated. The walk is
-iterative, so the depth of a graph does not matter.
+first; a global that calls itself may leave its return type out, mutually
+recursive ones need theirs annotated. The walk is iterative, so the depth of a
+graph does not matter.
+
+Unknown types are solved by unification, as Relay's type solver does: a
+variable without annotation gets a fresh unknown, fixed by its uses -- an
+operator's ``"FTypeSolveInputs"`` deduces the types of inputs it can (the weight
+of ``nn.conv2d`` from the data, ``channels`` and ``kernel_size``, TVM's
+weight-shape deduction), a called variable becomes ``fn (args) -> ?``, return
+annotations and ``if`` branches unify, polymorphic functions are instantiated at
+each use. An operator call whose inputs are still unknown waits and is retried
+until nothing changes; an unknown nothing determines is an error at the node that
+needed it. A fully annotated program never touches this machinery.
 
 Three entries:
 
@@ -37,7 +48,7 @@ from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, Tup
 from .functor import children, post_order, rewrite_post_order
 from .hooks import has_printer, printer_hook
 from .op import Op
-from .types import FuncType, IncompleteType, TensorType, TupleType, Type
+from .types import FuncType, IncompleteType, TensorType, TupleType, Type, TypeVar
 
 if TYPE_CHECKING:
     from .module import IRModule
@@ -72,14 +83,27 @@ class TypeChecker:
         root: Expr,
         global_types: Mapping[str, FuncType] | None = None,
         trust_existing: bool = False,
+        self_name: str | None = None,
     ) -> None:
         self.root = root
+        # The global ``root`` is bound to, when it may call itself without annotations.
+        self.self_name = self_name
+        self.self_type: FuncType | None = None
+        # The module ``root`` is being added to: names the global when it calls itself.
+        self.module: IRModule | None = None
         self.global_types = dict(global_types or {})
         self.trust_existing = trust_existing
         # Types of unannotated variables bound in this run (let vars, call-site hints).
         self.var_env: dict[Var, Type] = {}
         self.done: dict[int, Type] = {}
         self.rules: dict[Op, tuple[Any, int | None]] = {}
+        # Unification state, used only once some type is unknown (an unannotated
+        # parameter, a called variable): the fully annotated walk never touches it.
+        self.holes = False
+        self.subst: dict[Unknown, Type] = {}
+        self.pending: list[Expr] = []  # nodes typed while some of their type was unknown
+        self.deferred: list[tuple[Call, Op, Unknown]] = []  # op calls waiting for inputs
+        self.solved: set[Var] = set()  # unannotated variables whose type was solved
 
     # -- error reporting -------------------------------------------------------
     def fail(self, node: Expr, message: str) -> RelayTypeError:
@@ -95,6 +119,32 @@ class TypeChecker:
     # -- the walk --------------------------------------------------------------
     def run(self) -> Type:
         """Type ``root`` and everything below it; return the type of ``root``."""
+        try:
+            self.walk()
+            if self.self_type is not None:
+                self.unify_self()
+            if self.holes:
+                self.settle()
+        except RelayTypeError:
+            # No node keeps a type with unknowns in it (a later local inference would
+            # trust it).
+            for node in self.pending:
+                if has_unknown(node._checked_type):  # type: ignore[arg-type]
+                    node._set_checked_type(None)
+            raise
+        return self.done[id(self.root)]
+
+    def unify_self(self) -> None:
+        """Unify the type a recursive global was called at with the type of its body."""
+        ft = self.done[id(self.root)]
+        if self.unify(self.self_type, ft) is None:  # type: ignore[arg-type]
+            raise self.fail(
+                self.root,
+                f"@{self.self_name} calls itself at type {self.resolve(self.self_type)} "  # type: ignore[arg-type]
+                f"but has type {self.resolve(ft)}",
+            )
+
+    def walk(self) -> None:
         stack: list[tuple[Expr, int]] = [(self.root, _VISIT)]
         while stack:
             node, stage = stack.pop()
@@ -104,7 +154,6 @@ class TypeChecker:
                 self.bind(node, stack)
             else:
                 self.finish(node, self.compute(node))
-        return self.done[id(self.root)]
 
     def visit(self, node: Expr, stack: list[tuple[Expr, int]]) -> None:
         """First sight of ``node``: type a leaf, or schedule its children."""
@@ -157,7 +206,12 @@ class TypeChecker:
         vt = self.done[id(let.value)]
         ann = let.var.type_annotation
         if ann is not None and ann != vt:
-            raise self.fail(let, f"let %{let.var.name_hint} is annotated {ann} but bound to {vt}")
+            if self.unify(ann, vt) is not None:
+                vt = self.resolve(vt)
+            else:
+                raise self.fail(
+                    let, f"let %{let.var.name_hint} is annotated {ann} but bound to {vt}"
+                )
         self.var_env[let.var] = vt
         self.finish(let.var, vt)
 
@@ -172,7 +226,7 @@ class TypeChecker:
             if p.type_annotation is None:
                 prev = self.var_env.get(p)
                 at = self.done[id(a)]
-                if prev is not None and prev != at:
+                if prev is not None and prev != at and self.unify(prev, at) is None:
                     raise self.fail(
                         call, f"parameter %{p.name_hint} is used at types {prev} and {at}"
                     )
@@ -188,21 +242,32 @@ class TypeChecker:
     def finish(self, node: Expr, ty: Type) -> None:
         self.done[id(node)] = ty
         node._set_checked_type(ty)
+        if self.holes and has_unknown(ty):
+            self.pending.append(node)
 
     def var_type(self, var: Var) -> Type:
-        if var.type_annotation is not None:
-            return var.type_annotation
+        ann = var.type_annotation
+        if ann is not None and type(ann) is not IncompleteType:
+            return ann
         t = self.var_env.get(var)
         if t is None:
-            raise self.fail(
-                var,
-                f"cannot infer the type of %{var.name_hint}: it has no type annotation; "
-                f'give it one, e.g. relay.var({var.name_hint!r}, shape=(...), dtype="float32")',
-            )
+            # Solved later from how the variable is used (TVM's weight-shape deduction).
+            t = self.var_env[var] = self.fresh(var)
+            self.solved.add(var)
         return t
 
     def global_type(self, gv: GlobalVar) -> Type:
         t = self.global_types.get(gv.name_hint)
+        mod = self.module
+        if t is None and mod is not None and gv in mod and mod[gv] is self.root:
+            self.self_name = gv.name_hint
+        if t is None and gv.name_hint == self.self_name and type(self.root) is Function:
+            # A recursive call inside the global being checked: its parameters' types
+            # and an unknown result, unified with the function's type at the end.
+            params = self.root.params
+            ret = self.root.ret_type or self.fresh(gv)
+            t = self.self_type = FuncType([self.var_type(p) for p in params], ret)
+            self.global_types[gv.name_hint] = t
         if t is None:
             raise self.fail(
                 gv,
@@ -232,6 +297,10 @@ class TypeChecker:
 
     def projection_type(self, node: TupleGetItem) -> Type:
         tt = self.done[id(node.tuple_value)]
+        if self.holes:
+            tt = self.resolve(tt)
+            if type(tt) is Unknown:
+                raise self.fail(node, self.unsolved(tt, f"projection .{node.index} needs it"))
         if not isinstance(tt, TupleType):
             raise self.fail(node, f"projection .{node.index} of a non-tuple of type {tt}")
         if not 0 <= node.index < len(tt.fields):
@@ -243,21 +312,26 @@ class TypeChecker:
     def function_type(self, node: Function) -> Type:
         done = self.done
         body_t = done[id(node.body)]
-        if node.ret_type is not None and node.ret_type != body_t:
-            raise self.fail(
-                node,
-                f"function is annotated to return {node.ret_type} but its body has type {body_t}",
-            )
-        return FuncType([done[id(p)] for p in node.params], body_t)
+        ret = node.ret_type
+        if ret is not None and ret != body_t:
+            if self.unify(ret, body_t) is None:
+                raise self.fail(
+                    node, f"function is annotated to return {ret} but its body has type {body_t}"
+                )
+            body_t = self.resolve(ret)
+        return FuncType([done[id(p)] for p in node.params], body_t, node.type_params)
 
     def if_type(self, node: If) -> Type:
         done = self.done
         ct = done[id(node.cond)]
-        if ct != _BOOL:
+        if ct != _BOOL and self.unify(ct, _BOOL) is None:
             raise self.fail(node, f"if condition must be a scalar bool, got {ct}")
         tt, ft = done[id(node.true_branch)], done[id(node.false_branch)]
         if tt != ft:
-            raise self.fail(node, f"if branches have different types: {tt} vs {ft}")
+            both = self.unify(tt, ft)
+            if both is None:
+                raise self.fail(node, f"if branches have different types: {tt} vs {ft}")
+            tt = both
         return tt
 
     def call_type(self, call: Call) -> Type:
@@ -267,14 +341,40 @@ class TypeChecker:
         if type(op) is Op:
             return self.op_call_type(call, op, arg_types)
         ft = done[id(op)]
+        if self.holes or (type(ft) is FuncType and ft.type_params):
+            return self.unify_call(call, ft, arg_types)
         if not isinstance(ft, FuncType):
             raise self.fail(call, f"calling a value of non-function type {ft}")
         if len(ft.arg_types) != len(arg_types):
             raise self.fail(call, f"function of type {ft} called with {len(arg_types)} arguments")
         for i, (want, got) in enumerate(zip(ft.arg_types, arg_types, strict=False)):
-            if not isinstance(want, IncompleteType) and want != got:
+            if want != got and self.unify(want, got) is None:
                 raise self.fail(
                     call, f"argument {i} has type {got} but the function expects {want} ({ft})"
+                )
+        return ft.ret_type
+
+    def unify_call(self, call: Call, ft: Type, arg_types: list[Type]) -> Type:
+        """The type of a call of a function value while some types are unknown: the
+        callee's type is unified with the argument types (an unknown callee becomes
+        ``fn (args) -> ?``)."""
+        ft = self.resolve(ft)
+        if type(ft) is FuncType and ft.type_params:
+            ft = self.instantiate(ft)
+        if type(ft) is Unknown:
+            ret = self.fresh(call)
+            self.unify(ft, FuncType(arg_types, ret))
+            return ret
+        if not isinstance(ft, FuncType):
+            raise self.fail(call, f"calling a value of non-function type {ft}")
+        if len(ft.arg_types) != len(arg_types):
+            raise self.fail(call, f"function of type {ft} called with {len(arg_types)} arguments")
+        for i, (want, got) in enumerate(zip(ft.arg_types, arg_types, strict=False)):
+            if self.unify(want, got) is None:
+                raise self.fail(
+                    call,
+                    f"argument {i} has type {self.resolve(got)} but the function expects "
+                    f"{self.resolve(want)} ({self.resolve(ft)})",
                 )
         return ft.ret_type
 
@@ -291,6 +391,18 @@ class TypeChecker:
             raise self.fail(call, f"operator {op.name} has no type relation")
         if arity is not None and arity >= 0 and arity != len(arg_types):
             raise self.fail(call, f"operator {op.name} takes {arity} inputs, got {len(arg_types)}")
+        if self.holes:
+            known = self.solve_inputs(call, op, arg_types)
+            if known is None:
+                # Wait until something else determines the unknown inputs.
+                out = self.fresh(call)
+                self.deferred.append((call, op, out))
+                return out
+            arg_types = known
+        return self.apply_relation(call, op, rel, arg_types)
+
+    def apply_relation(self, call: Call, op: Op, rel: Any, arg_types: list[Type]) -> Any:
+        """``rel(arg_types, call.attrs)``, its errors reported at ``call``."""
         try:
             out = rel(arg_types, call.attrs)
         except RelayTypeError as err:
@@ -308,9 +420,201 @@ class TypeChecker:
                 f"type error in {op.name}({args}): its attributes ({attrs}) are not of the "
                 f"kinds {op.name} takes ({type(err).__name__}: {err}); check their values",
             ) from None
-        if not isinstance(out, Type):
+        if rel is self.rules[op][0] and not isinstance(out, Type):
             raise self.fail(call, f"type relation of {op.name} returned {out!r}, not a Type")
         return out
+
+    # -- unknown types ---------------------------------------------------------
+    def instantiate(self, ft: FuncType) -> FuncType:
+        """``ft`` with its type parameters replaced by fresh unknowns."""
+        if not ft.type_params:
+            return ft
+        fresh: dict[Type, Type] = {tv: self.fresh(None) for tv in ft.type_params}
+        args = [substitute(a, fresh) for a in ft.arg_types]
+        return FuncType(args, substitute(ft.ret_type, fresh))
+
+    def fresh(self, origin: Expr | None) -> Unknown:
+        """A new unknown type, standing for the type of ``origin``."""
+        self.holes = True
+        return Unknown(origin)
+
+    def resolve(self, t: Type) -> Type:
+        """``t`` with every solved unknown replaced by its solution."""
+        tt = type(t)
+        if isinstance(t, Unknown):
+            s = self.subst.get(t)
+            if s is None:
+                return t
+            r = self.resolve(s)
+            self.subst[t] = r
+            return r
+        if tt is TupleType:
+            fields = [self.resolve(f) for f in t.fields]  # type: ignore[attr-defined]
+            same = all(a is b for a, b in zip(fields, t.fields, strict=True))  # type: ignore[attr-defined]
+            return t if same else TupleType(fields)
+        if tt is FuncType:
+            args = [self.resolve(a) for a in t.arg_types]  # type: ignore[attr-defined]
+            ret = self.resolve(t.ret_type)  # type: ignore[attr-defined]
+            same = ret is t.ret_type and all(  # type: ignore[attr-defined]
+                a is b
+                for a, b in zip(args, t.arg_types, strict=True)  # type: ignore[attr-defined]
+            )
+            return t if same else FuncType(args, ret, t.type_params)  # type: ignore[attr-defined]
+        return t
+
+    def unify(self, a: Type, b: Type) -> Type | None:
+        """Make ``a`` and ``b`` the same type by solving unknowns in them; return the
+        unified type, or ``None`` if they cannot be the same."""
+        a, b = self.resolve(a), self.resolve(b)
+        if a is b:
+            return a
+        if type(a) is Unknown or type(b) is Unknown:
+            hole, other = (a, b) if type(a) is Unknown else (b, a)
+            if hole in unknowns(other):
+                return None  # a type cannot contain itself
+            self.subst[hole] = other  # type: ignore[index]
+            return other
+        if isinstance(a, IncompleteType):  # an annotation that says "any type"
+            return b
+        if isinstance(b, IncompleteType):
+            return a
+        return self.unify_parts(a, b)
+
+    def unify_parts(self, a: Type, b: Type) -> Type | None:
+        """Unify two types that are not unknowns, part by part; a polymorphic function
+        type is instantiated (its type parameters become fresh unknowns)."""
+        if a == b:
+            return a
+        ta = type(a)
+        if ta is not type(b):
+            return None
+        if ta is TupleType:
+            if len(a.fields) != len(b.fields):  # type: ignore[attr-defined]
+                return None
+            fields = [self.unify(x, y) for x, y in zip(a.fields, b.fields, strict=True)]  # type: ignore[attr-defined]
+            return None if None in fields else self.resolve(a)
+        if ta is FuncType:
+            if a.type_params or b.type_params:  # type: ignore[attr-defined]
+                return self.unify(self.instantiate(a), self.instantiate(b))  # type: ignore[arg-type]
+            if len(a.arg_types) != len(b.arg_types):  # type: ignore[attr-defined]
+                return None
+            pairs = [*zip(a.arg_types, b.arg_types, strict=True), (a.ret_type, b.ret_type)]  # type: ignore[attr-defined]
+            parts = [self.unify(x, y) for x, y in pairs]
+            return None if None in parts else self.resolve(a)
+        return a if a == b else None
+
+    def solve_inputs(self, call: Call, op: Op, arg_types: list[Type]) -> list[Type] | None:
+        """The argument types of an operator call with unknowns solved by the op's
+        ``"FTypeSolveInputs"`` (TVM's weight-shape deduction); ``None`` while some
+        stay unknown."""
+        arg_types = [self.resolve(t) for t in arg_types]
+        if not any(unknowns(t) for t in arg_types):
+            return arg_types
+        solver = op.get_attr("FTypeSolveInputs")
+        if solver is None:
+            return None
+        solved = self.apply_relation(call, op, solver, arg_types)
+        for i, (t, s) in enumerate(zip(arg_types, solved, strict=False)):
+            if s is not None and self.unify(t, s) is None:
+                raise self.fail(
+                    call,
+                    f"argument {i} of {op.name} has type {self.resolve(t)} but {op.name} "
+                    f"needs {s} there",
+                )
+        arg_types = [self.resolve(t) for t in arg_types]
+        return None if any(unknowns(t) for t in arg_types) else arg_types
+
+    def settle(self) -> None:
+        """Finish a run that met unknown types: retry the operator calls that waited
+        for their inputs until nothing changes, then write the solved types on every
+        node; fail at the first type nothing determined."""
+        progress = True
+        while self.deferred and progress:
+            progress = False
+            for item in list(self.deferred):
+                call, op, out = item
+                known = self.solve_inputs(call, op, [self.done[id(a)] for a in call.args])
+                if known is None:
+                    continue
+                self.deferred.remove(item)
+                progress = True
+                t = self.apply_relation(call, op, self.op_rule(op)[0], known)
+                if self.unify(out, t) is None:  # pragma: no cover - out is a fresh unknown
+                    raise self.fail(call, f"{op.name} has type {t} but is used as {out}")
+        if self.deferred:
+            call, op, _ = self.deferred[0]
+            args = [self.resolve(self.done[id(a)]) for a in call.args]
+            hole = next(u for t in args for u in unknowns(t))
+            raise self.fail(call, self.unsolved(hole, f"{op.name} cannot deduce it"))
+        done = self.done
+        for node in self.pending:
+            t = self.resolve(done[id(node)])
+            left = unknowns(t)
+            if left:
+                where = left[0].origin or node
+                raise self.fail(where, self.unsolved(left[0], "nothing determines it"))
+            done[id(node)] = t
+            node._set_checked_type(t)
+
+    @staticmethod
+    def unsolved(hole: Unknown, why: str) -> str:
+        origin = hole.origin
+        if type(origin) is Var:
+            name = origin.name_hint
+            return (
+                f"cannot infer the type of %{name}: it has no type annotation and {why}; "
+                f'give it one, e.g. relay.var({name!r}, shape=(...), dtype="float32")'
+            )
+        if origin is None:
+            return f"cannot infer a type parameter of a polymorphic function: {why}"
+        return f"cannot infer the type of this {type(origin).__name__}: {why}"
+
+
+class Unknown(IncompleteType):
+    """An unknown type of one run of the checker, standing for the type of ``origin``
+    until unification solves it. Unlike :class:`IncompleteType` values, each unknown
+    is equal only to itself."""
+
+    __slots__ = ("origin",)
+    origin: Expr | None
+
+    def __init__(self, origin: Expr | None) -> None:
+        object.__setattr__(self, "kind", 0)
+        object.__setattr__(self, "origin", origin)
+
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
+
+
+def unknowns(t: Type) -> list[Unknown]:
+    """The unknowns inside ``t``, outermost first."""
+    tt = type(t)
+    if tt is Unknown:
+        return [t]  # type: ignore[list-item]
+    if tt is TupleType:
+        return [u for f in t.fields for u in unknowns(f)]  # type: ignore[attr-defined]
+    if tt is FuncType:
+        parts = (*t.arg_types, t.ret_type)  # type: ignore[attr-defined]
+        return [u for p in parts for u in unknowns(p)]
+    return []
+
+
+def substitute(t: Type, mapping: Mapping[Type, Type]) -> Type:
+    """``t`` with the type variables of ``mapping`` replaced."""
+    tt = type(t)
+    if tt is TypeVar:
+        return mapping.get(t, t)
+    if tt is TupleType:
+        return TupleType([substitute(f, mapping) for f in t.fields])  # type: ignore[attr-defined]
+    if tt is FuncType:
+        inner = {k: v for k, v in mapping.items() if k not in t.type_params}  # type: ignore[attr-defined]
+        args = [substitute(a, inner) for a in t.arg_types]  # type: ignore[attr-defined]
+        return FuncType(args, substitute(t.ret_type, inner), t.type_params)  # type: ignore[attr-defined]
+    return t
+
+
+def has_unknown(t: Type) -> bool:
+    return bool(unknowns(t))
 
 
 def _calls_untyped_literal(call: Call) -> bool:
@@ -361,15 +665,21 @@ def infer_type_local(expr: Expr, mod: IRModule | None = None) -> Type:
     return TypeChecker(expr, global_types(mod), trust_existing=True).run()
 
 
-def _fill_ret_types(fn: Function) -> Function:
-    """``fn`` with every function's missing return type filled in from inference (as
-    TVM's type inference does), sharing all unchanged nodes."""
-    if all(n.ret_type is not None for n in post_order(fn) if type(n) is Function):
+def _fill_types(fn: Function, solved: set[Var] | frozenset[Var] = frozenset()) -> Function:
+    """``fn`` with every function's missing return type filled in from inference, and
+    the variables in ``solved`` (unannotated ones whose type inference solved) replaced
+    by variables annotated with that type, as TVM's ``InferType`` does; all unchanged
+    nodes are shared."""
+    if not solved and all(n.ret_type is not None for n in post_order(fn) if type(n) is Function):
         return fn
 
     def post(new: Expr, old: Expr) -> Expr | None:
         if new is not old:
             new._set_checked_type(old._checked_type)
+        if type(new) is Var and new in solved:
+            annotated = Var(new.name_hint, old._checked_type, new.span)
+            annotated._set_checked_type(old._checked_type)
+            return annotated
         if type(new) is Function and new.ret_type is None:
             ft = old._checked_type
             if not isinstance(ft, FuncType):  # pragma: no cover - the checker typed it
@@ -385,8 +695,10 @@ def _fill_ret_types(fn: Function) -> Function:
 def infer_function(fn: Function, mod: IRModule | None = None) -> Function:
     """Type-check one function against the signatures of ``mod``'s globals; return it
     with return types filled in."""
-    TypeChecker(fn, global_types(mod)).run()
-    return _fill_ret_types(fn)
+    checker = TypeChecker(fn, global_types(mod))
+    checker.module = mod
+    checker.run()
+    return _fill_types(fn, checker.solved)
 
 
 def infer_module(mod: IRModule) -> IRModule:
@@ -413,11 +725,12 @@ def _check_from(
         name, ready = stack.pop()
         if ready:
             fn = mod[name]
-            ft = TypeChecker(fn, gtypes).run()
+            checker = TypeChecker(fn, gtypes, self_name=name)
+            ft = checker.run()
             if not isinstance(ft, FuncType):  # pragma: no cover - a Function types as one
                 raise RelayTypeError(f"@{name} did not type as a function")
             gtypes[name] = ft
-            filled = _fill_ret_types(fn)
+            filled = _fill_types(fn, checker.solved)
             if filled is not fn:
                 mod._set_checked(name, filled)
             state[name] = 2
@@ -430,10 +743,10 @@ def _check_from(
             callee = gv.name_hint
             if callee not in mod:
                 raise RelayTypeError(f"@{name} refers to @{callee}, which is not in the module")
-            if state.get(callee) == 1 and callee not in gtypes:
+            if state.get(callee) == 1 and callee not in gtypes and callee != name:
                 raise RelayTypeError(
-                    f"@{callee} is recursive (through @{name}); annotate its parameter and "
-                    "return types so its type is known before its body is checked"
+                    f"@{callee} is mutually recursive (through @{name}); annotate its "
+                    "parameter and return types so its type is known before its body is checked"
                 )
             if not state.get(callee):
                 stack.append((callee, False))

@@ -21,7 +21,7 @@ from relaykit.ir.expr import Call, Expr, TupleGetItem, TupleWrapper, const
 from relaykit.ir.types import check_dtype
 from relaykit.op.define import make_call
 
-from . import _ops  # noqa: F401 - registers the nn.* operators
+from . import _ops, _solvers  # noqa: F401 - register the nn.* operators, their type solvers
 from ._argmax_pool import max_pool2d_with_argmax
 from ._extra_ops import avg_pool3d, lrn, max_pool3d
 
