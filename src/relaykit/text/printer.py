@@ -342,6 +342,9 @@ class _DefPrinter:
             ):
                 out.append(f"{key}={attr_text(attrs[key])}")
         out.extend(f"{k}={attr_text(v)}" for k, v in attrs.items() if k not in schema)
+        type_key = getattr(attrs, "type_key", "DictAttrs")
+        if not isinstance(op, Op) and type_key != "DictAttrs":
+            out.append(f"attrs_type_key={attr_text(type_key)}")  # as TVM prints it
         return out
 
     def function_head(self, fn: Function) -> str:

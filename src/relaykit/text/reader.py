@@ -11,6 +11,7 @@ do not involve expressions: types, literals, attribute values, metadata referenc
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,7 @@ from relaykit.ir.expr import Constant, Span
 from relaykit.ir.types import DTYPES, FuncType, IncompleteType, TensorType, TupleType, Type
 from relaykit.runtime.ndarray import NDArray
 
-from .literals import SUFFIX_DTYPE, unquote
+from .literals import SUFFIX_DTYPE, float_text, unquote
 from .metadata import MetadataError, load_metadata
 from .tokenizer import Source, Token, tokenize
 
@@ -50,6 +51,13 @@ def describe(tok: Token) -> str:
         return repr(text)
     what = _DESCRIBE.get(kind, kind.lower())
     return f"{what} {text}" if text else what
+
+
+def _float_max(dtype: str) -> float:
+    """The largest finite ``dtype`` value as its shortest text reads (``65504`` for float16,
+    ``3.4028235e+38`` for float32), so that the printed maximum parses back."""
+    largest = np.finfo(dtype).max
+    return float(float_text(float(largest), dtype) or largest)
 
 
 class TokenReader:
@@ -133,6 +141,24 @@ class TokenReader:
             raise self.src.error(offset, 1, f"bad metadata section: {err}") from None
         self.meta_arrays = sections.get("relay.Constant", [])
 
+    def use_meta_table(self, table: Any) -> None:
+        """Take the constants of a metadata table given as Python objects
+        (``{"relay.Constant": [Constant, ...]}``) for the text's ``meta[...]`` references."""
+        if not isinstance(table, Mapping):
+            raise ParseError(f"the metadata table must be a dict, got {type(table).__name__}")
+        for key, values in table.items():
+            if key != "relay.Constant":
+                raise ParseError(
+                    f"the metadata table can hold only relay.Constant entries, got {key!r}"
+                )
+            for i, value in enumerate(values):
+                if not isinstance(value, Constant):
+                    raise ParseError(
+                        f"metadata relay.Constant[{i}] must be a Constant, "
+                        f"got {type(value).__name__}"
+                    )
+                self.meta_consts[i] = value
+
     def meta_ref(self) -> Constant:
         start = self.next()  # 'meta'
         self.expect("[", " after 'meta'")
@@ -193,6 +219,9 @@ class TokenReader:
             if text in DTYPES:
                 self.pos += 1
                 return TensorType((), text)
+            if text == "_":  # a type left for inference, as TVM writes it
+                self.pos += 1
+                return IncompleteType()
         elif kind == "PUNCT":
             if text == "?":
                 self.pos += 1
@@ -338,11 +367,19 @@ class TokenReader:
     def constant(self, tok: Token) -> Constant:
         value, dtype = self.number(tok)
         if dtype is None:
-            dtype = "float32" if isinstance(value, float) else "int32"
+            # As TVM: an unsuffixed integer is int32, or int64 when int32 cannot hold it.
+            if isinstance(value, float):
+                dtype = "float32"
+            else:
+                dtype = "int32" if -(2**31) <= value < 2**31 else "int64"
         if np.dtype(dtype).kind in "iu":
             info = np.iinfo(dtype)
             if not info.min <= value <= info.max:
                 raise self.error(tok, f"{value} does not fit in {dtype}")
         with np.errstate(over="ignore"):
             array = np.array(value, dtype=dtype)
+        if array.dtype.kind == "f" and np.isfinite(value) and abs(value) > _float_max(dtype):
+            raise self.error(
+                tok, f"{tok[1]} does not fit in {dtype}: its largest value is {_float_max(dtype)}"
+            )
         return Constant(NDArray(array), span=self.token_span(tok))

@@ -3,8 +3,9 @@
 A token is a tuple ``(kind, text, offset, line, column)``; kinds are ``GRAPH`` (``%0``),
 ``LOCAL`` (``%x``), ``GLOBAL`` (``@main``), ``NUMBER`` (``1f``, ``-3i8``),
 ``STRING``, ``IDENT`` (``nn.conv2d``, ``fn``, ``float32``), ``PUNCT``
-(``( ) [ ] { } , ; = : ? . ->``), ``VERSION`` (``#[version = "0.0.5"]``)
-and ``EOF``. Whitespace and ``//`` / ``/* */`` comments are skipped; the text
+(``( ) [ ] { } , ; = : ? . ->`` and the infix operators
+``* / + - < > <= >= == !=``), ``VERSION`` (``#[version = "0.0.5"]``)
+and ``EOF``. Whitespace and ``//`` / ``/* */`` comments (which nest) are skipped; the text
 after ``#[metadata]`` is returned separately.
 
 >>> toks, meta = tokenize(Source("%0 = add(%x, 1f); // done"))
@@ -25,13 +26,23 @@ __all__ = ["Token", "Source", "tokenize"]
 
 Token = tuple[str, str, int, int, int]  # kind, text, offset, line, column
 
-_SKIP = r"((?:[ \t\r\n]+|//[^\n]*|/\*.*?\*/)*)"
+
+def _block_comment(depth: int) -> str:
+    """A ``/* ... */`` comment in which comments nest up to ``depth`` levels, as in TVM."""
+    inner = r"[^*/]|\*(?!/)|/(?!\*)"
+    if depth > 1:
+        inner += "|" + _block_comment(depth - 1)
+    return r"/\*(?:" + inner + r")*\*/"
+
+
+_SKIP = r"((?:[ \t\r\n]+|//[^\n]*|" + _block_comment(8) + r")*)"
 _TOKEN = (
     r"(\#\[[ \t]*version[ \t]*=[ \t]*\"[^\"\n]*\"[ \t]*\]|\#\[[ \t]*metadata[ \t]*\]"
     r"|%[0-9]+(?![A-Za-z_])|%[A-Za-z_][A-Za-z0-9_.]*|@[A-Za-z0-9_.]+"
     r"|-?(?:inf|nan)(?:f16|f32|f64|f)(?![A-Za-z0-9_])"
     r"|-?[0-9][A-Za-z0-9_.]*(?:(?<=[eE])[+-][0-9][A-Za-z0-9_.]*)?"
-    r"|\"(?:[^\"\\\n]|\\.)*\"|[A-Za-z_][A-Za-z0-9_.]*|->|[()\[\]{},;=:?.]|/\*|.|\Z)"
+    r"|\"(?:[^\"\\\n]|\\.)*\"|[A-Za-z_][A-Za-z0-9_.]*|->|==|!=|<=|>=|[()\[\]{},;=:?.*+<>]"
+    r"|/\*|.|\Z)"
 )
 _SCAN = re.compile(_SKIP + _TOKEN, re.DOTALL)
 _NUMBER = re.compile(
@@ -40,7 +51,7 @@ _NUMBER = re.compile(
 )
 # Kinds decided by the first character alone (the others go through _classify).
 _FIRST_KIND: dict[str, str] = {
-    **{c: "PUNCT" for c in "()[]{},;=:?."},
+    **{c: "PUNCT" for c in "()[]{},;=:?.*+<>"},
     **{c: "IDENT" for c in "abcdefghjklmopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_"},
 }
 
@@ -131,13 +142,15 @@ def _classify(source: Source, tok: str, offset: int) -> str:
         if _NUMBER.fullmatch(tok):
             return "NUMBER"
         if tok == "-":
-            raise source.error(offset, 1, "unexpected '-': expected a number after it")
+            return "PUNCT"  # binary or unary minus
         raise source.error(offset, len(tok), f"malformed number {tok!r}")
     elif c in "in":
         return "NUMBER" if _NUMBER.fullmatch(tok) else "IDENT"
     elif c == "@" or c == '"':
         if len(tok) > 1:
             return "GLOBAL" if c == "@" else "STRING"
+    elif tok in ("/", "!="):
+        return "PUNCT"
     elif c == "#" and len(tok) > 1:
         return "METADATA" if "metadata" in tok else "VERSION"
     raise _bad_char(source, offset, tok)
