@@ -351,7 +351,7 @@ class _Parser(TokenReader):
             if tok[0] == "LOCAL":
                 if attrs:
                     raise self.error(tok, "parameters must come before attributes")
-                ty = self.parse_type() if self.accept(":") else None
+                ty = self.annotation()
                 var = self.new_var(tok, ty)
                 self.define(tok, var)
                 params.append(var)
@@ -424,7 +424,7 @@ class _Parser(TokenReader):
                             f"expected a variable like %x after 'let' but "
                             f"found {describe(var_tok)}",
                         )
-                    ty = self.parse_type() if self.accept(":") else None
+                    ty = self.annotation()
                     self.expect("=", f" after let {var_tok[1]}")
                     value = self.parse_expr()
                     self.expect(";", " after the let value")
@@ -501,7 +501,7 @@ class _Parser(TokenReader):
                 raise self.error(
                     tok, f"expected a variable like %x after 'free_var' but found {describe(tok)}"
                 )
-            ty = self.parse_type() if self.accept(":") else None
+            ty = self.annotation()
             self.accept(";")
             self.define(tok, self.new_var(tok, ty))
         expr = self.body(None)

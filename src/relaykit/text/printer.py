@@ -60,8 +60,10 @@ _MARK = "\x00"  # sentinel placed after the node context_lines() points at
 _ATOMIC = (Var, GlobalVar, Op, Constant)
 _KINDS = (Call, Tuple, TupleGetItem, Function, Let, If, Var, GlobalVar, Op, Constant)
 _PLAIN, _RESULT, _LETVALUE = 0, 1, 2
-_VALID_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
-_BAD_CHARS = re.compile(r"[^A-Za-z0-9_.]")
+# A '/' inside a name (as TensorFlow-style scopes use: %base/x) is kept, as TVM does.
+_VALID_NAME = re.compile(r"[A-Za-z_](?:[A-Za-z0-9_.]|/(?=[A-Za-z_]))*\Z")
+_BAD_CHARS = re.compile(r"[^A-Za-z0-9_./]|/(?![A-Za-z_])")
+_BAD_GLOBAL_CHARS = re.compile(r"[^A-Za-z0-9_.]")
 _META_OMITTED = "// meta data omitted. you can use show_meta_data=True to include meta data"
 
 
@@ -177,7 +179,7 @@ class _Context:
     def global_name(self, name: str) -> str:
         out = self.global_names.get(name)
         if out is None:
-            base = _BAD_CHARS.sub("_", name) or "g"
+            base = _BAD_GLOBAL_CHARS.sub("_", name) or "g"
             out, i = base, 0
             while out in self.used_globals:
                 i += 1
@@ -200,7 +202,9 @@ class _DefPrinter:
     def __init__(self, ctx: _Context, root: Expr) -> None:
         self.ctx = ctx
         self.root = root
-        self.typed = root.has_checked_type
+        # A constant's type comes from its data, not from a type check: a lone constant
+        # prints without a type note, as in TVM.
+        self.typed = root.has_checked_type and not isinstance(root, Constant)
         self.counter = 0
         self.names: dict[Var, str] = {}
         self.used: set[str] = set()
@@ -439,6 +443,8 @@ class _DefPrinter:
                 for p in node.params:
                     self.alloc(p)
                 kids: tuple[Expr, ...] = (node.body,)
+            elif k is Call:  # as TVM: the arguments are printed before the callee
+                kids = (*node.args, node.op)
             else:
                 kids = children_of[type(node)](node)
             for child in reversed(kids):

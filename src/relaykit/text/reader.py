@@ -27,7 +27,7 @@ from .tokenizer import Source, Token, tokenize
 
 __all__ = ["TokenReader", "describe"]
 
-_NUM_SPLIT = re.compile(r"(-?)(.*?)(f16|f32|f64|f|i8|i16|i32|i64|u8|u16|u32|u64)?\Z")
+_NUM_SPLIT = re.compile(r"(-?)(.*?)(f16|f32|f64|f|i8|i16|i32|i64|i|u8|u16|u32|u64)?\Z")
 _DIM = re.compile(r"[0-9]+(?:i32|i64)?")
 _MAX_INT_DIGITS = 100  # longer integer literals are refused (Python's int() has a limit too)
 _MAX_DIM = 2**63 - 1  # dimensions are int64, as in TVM
@@ -203,6 +203,17 @@ class TokenReader:
                 tok, f"expected a dtype ({', '.join(DTYPES)}) but found {describe(tok)}"
             )
         return tok[1]
+
+    def annotation(self) -> Type | None:
+        """The type after ``: `` in a binding, if any; ``_`` (as TVM writes "no
+        annotation") gives None, as does a binding without ``:``."""
+        if not self.accept(":"):
+            return None
+        tok = self.peek()
+        if tok[0] == "IDENT" and tok[1] == "_":
+            self.pos += 1
+            return None
+        return self.parse_type()
 
     def parse_type(self) -> Type:
         tok = self.peek()

@@ -38,7 +38,7 @@ def _block_comment(depth: int) -> str:
 _SKIP = r"((?:[ \t\r\n]+|//[^\n]*|" + _block_comment(8) + r")*)"
 _TOKEN = (
     r"(\#\[[ \t]*version[ \t]*=[ \t]*\"[^\"\n]*\"[ \t]*\]|\#\[[ \t]*metadata[ \t]*\]"
-    r"|%[0-9]+(?![A-Za-z_])|%[A-Za-z_][A-Za-z0-9_.]*|@[A-Za-z0-9_.]+"
+    r"|%[0-9]+(?![A-Za-z_])|%[A-Za-z_](?:[A-Za-z0-9_.]|/(?=[A-Za-z_]))*|@[A-Za-z0-9_.]+"
     r"|-?(?:inf|nan)(?:f16|f32|f64|f)(?![A-Za-z0-9_])"
     r"|-?[0-9][A-Za-z0-9_.]*(?:(?<=[eE])[+-][0-9][A-Za-z0-9_.]*)?"
     r"|\"(?:[^\"\\\n]|\\.)*\"|[A-Za-z_][A-Za-z0-9_.]*|->|==|!=|<=|>=|[()\[\]{},;=:?.*+<>]"
@@ -47,7 +47,7 @@ _TOKEN = (
 _SCAN = re.compile(_SKIP + _TOKEN, re.DOTALL)
 _NUMBER = re.compile(
     r"-?(?:[0-9]+\.[0-9]*(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+|[0-9]+)"
-    r"(?:f16|f32|f64|f|i8|i16|i32|i64|u8|u16|u32|u64)?|-?(?:inf|nan)(?:f16|f32|f64|f)"
+    r"(?:f16|f32|f64|f|i8|i16|i32|i64|i|u8|u16|u32|u64)?|-?(?:inf|nan)(?:f16|f32|f64|f)"
 )
 # Kinds decided by the first character alone (the others go through _classify).
 _FIRST_KIND: dict[str, str] = {
