@@ -177,3 +177,19 @@ def test_non_op_call_attrs_type_key_roundtrips():
     assert 'attrs_type_key="attrs.TestAttrs"' in text
     back = parse_expr(text)
     assert back.attrs.type_key == "attrs.TestAttrs" and dict(back.attrs) == {"name": "n"}
+
+
+# -- AnnotateSpans -------------------------------------------------------------------
+def test_annotate_spans_points_into_the_printed_text():
+    x = relay.var("x", shape=(3, 4), dtype="float32")
+    y = relay.clip(relay.negative(x), -np.inf, np.inf)
+    mod = relay.transform.InferType()(IRModule.from_expr(relay.Function([x], y)))
+    out = relay.transform.AnnotateSpans()(mod)
+    assert structural_equal(out, mod)
+    lines = astext(out).splitlines()
+    body = out["main"].body
+    for node, word in [(body, "clip"), (body.args[0], "negative")]:
+        span = node.span
+        assert span.source_name == "GeneratedSource"
+        assert lines[span.line - 1][span.column - 1 :].lstrip("%0123456789 =").startswith(word)
+    assert out["main"].body.checked_type == mod["main"].body.checked_type
