@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from relaykit import relay
-from relaykit.errors import DiagnosticError, ParseError
+from relaykit.errors import ArgumentError, DiagnosticError, ParseError
 from relaykit.ir import Call, Constant, Function, GlobalVar, IRModule, Let, Op, Tuple, Var
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.structural import structural_equal
@@ -193,3 +193,23 @@ def test_annotate_spans_points_into_the_printed_text():
         assert span.source_name == "GeneratedSource"
         assert lines[span.line - 1][span.column - 1 :].lstrip("%0123456789 =").startswith(word)
     assert out["main"].body.checked_type == mod["main"].body.checked_type
+
+
+# -- spans -------------------------------------------------------------------------
+def test_spans_set_outside_the_parser_are_printed():
+    x = relay.var("x", shape=(2,))
+    call = relay.add(x, x)
+    named = Call(call.op, call.args, call.attrs, None, relay.Span(relay.SourceName("Add0"), 3, 7))
+    text = astext(named)
+    assert "span=Add0:3:7" in text
+    back = parse_expr(text, "parsed")
+    assert structural_equal(back, named, map_free_vars=True)
+    # Spans the parser sets point into the text itself and are not printed back.
+    assert back.span.source_name == "parsed" and "span=" not in astext(back)
+
+
+def test_source_name():
+    assert str(relay.SourceName("a.py")) == "a.py"
+    assert relay.SourceName("a") == relay.SourceName("a")
+    with pytest.raises(ArgumentError, match="SourceName takes a str"):
+        relay.SourceName(3)

@@ -34,6 +34,7 @@ from relaykit.ir.expr import (
     GlobalVar,
     If,
     Let,
+    Span,
     Tuple,
     TupleGetItem,
     Var,
@@ -48,6 +49,7 @@ from relaykit.ir.types import Type
 
 from .literals import attr_text, scalar_text
 from .metadata import dump_metadata
+from .tokenizer import TextSpan
 
 __all__ = ["astext", "context_lines", "VERSION"]
 
@@ -293,9 +295,13 @@ class _DefPrinter:
             note = ann(node)
             return mark + (str(note) if note else "")
         ty = checked_type_or_none(node)
+        notes = []
         if ty is not None and isinstance(node, (Call, Tuple, TupleGetItem)):
-            return f"{mark} /* ty={ty} */"
-        return mark
+            notes.append(f"ty={ty}")
+        span = node.span
+        if span is not None and not isinstance(span, TextSpan):
+            notes.append(f"span={span_text(span)}")
+        return f"{mark} /* {' '.join(notes)} */" if notes else mark
 
     def atom(self, node: Any) -> str:
         k = _kind(node)
@@ -452,6 +458,12 @@ class _DefPrinter:
                     stack.append((child, 0))
         self.top.result = self.text_of(self.root)
         return self.top
+
+
+def span_text(span: Span) -> str:
+    """``name:line:column`` of a span, safe inside a ``/* */`` comment."""
+    name = getattr(span.source_name, "name", span.source_name)
+    return f"{name}:{span.line}:{span.column}".replace("*/", "* /")
 
 
 def _same(a: Any, b: Any) -> bool:

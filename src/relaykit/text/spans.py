@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from relaykit.errors import ArgumentError
 from relaykit.ir.module import IRModule
 from relaykit.transform.infer_type import infer_module
 from relaykit.transform.pass_infra import module_pass
@@ -24,10 +25,34 @@ from relaykit.transform.pass_infra import module_pass
 from .parser import parse
 from .printer import astext
 
-__all__ = ["AnnotateSpans", "annotate_spans", "GENERATED_SOURCE"]
+__all__ = ["AnnotateSpans", "annotate_spans", "GENERATED_SOURCE", "SourceName"]
 
 #: The source name of the spans this pass sets.
 GENERATED_SOURCE = "GeneratedSource"
+
+
+class SourceName:
+    """TVM's ``SourceName``: the name of a source (a file, a frontend's node name) that a
+    :class:`relaykit.ir.Span` points into; ``str()`` of it is the name."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        if not isinstance(name, str):
+            raise ArgumentError(f"SourceName takes a str, got {type(name).__name__}")
+        self.name = name
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"SourceName({self.name!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SourceName) and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash(("SourceName", self.name))
 
 
 def annotate_spans(mod: IRModule) -> IRModule:

@@ -22,7 +22,7 @@ import re
 from relaykit.errors import ParseError
 from relaykit.ir.expr import Span
 
-__all__ = ["Token", "Source", "tokenize"]
+__all__ = ["Token", "Source", "TextSpan", "tokenize"]
 
 Token = tuple[str, str, int, int, int]  # kind, text, offset, line, column
 
@@ -56,6 +56,17 @@ _FIRST_KIND: dict[str, str] = {
 }
 
 
+class TextSpan(Span):
+    """A span into Relay text, as the parser gives every node it builds.
+
+    The printer leaves these out of the text it writes (they describe a position in
+    text, which printing again would only restate), while other spans -- set by a
+    user or a frontend -- are printed as ``span=name:line:column``.
+    """
+
+    __slots__ = ()
+
+
 class Source:
     """Source text with its name; turns offsets into lines, columns and error messages."""
 
@@ -85,7 +96,7 @@ class Source:
     def span(self, start: int, end: int) -> Span:
         line, col = self.location(start)
         end_line, end_col = self.location(max(start, end))
-        return Span(self.name, line, col, end_line, end_col)
+        return TextSpan(self.name, line, col, end_line, end_col)
 
     def error(self, offset: int, length: int, message: str) -> ParseError:
         """A ParseError at ``offset`` showing the line and a caret under ``length`` chars."""
