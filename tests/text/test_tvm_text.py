@@ -213,3 +213,11 @@ def test_source_name():
     assert relay.SourceName("a") == relay.SourceName("a")
     with pytest.raises(ArgumentError, match="SourceName takes a str"):
         relay.SourceName(3)
+
+
+def test_too_deeply_nested_comment_says_so():
+    text = "/* " * 9 + "x" + " */" * 9 + " ()"
+    with pytest.raises(ParseError, match="nest at most 8 levels"):
+        parse_expr(text)
+    with pytest.raises(ParseError, match="not closed"):
+        parse_expr("/* /* */ ()")

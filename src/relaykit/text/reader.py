@@ -10,6 +10,8 @@ do not involve expressions: types, literals, attribute values, metadata referenc
 
 from __future__ import annotations
 
+import functools
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -53,6 +55,7 @@ def describe(tok: Token) -> str:
     return f"{what} {text}" if text else what
 
 
+@functools.cache
 def _float_max(dtype: str) -> float:
     """The largest finite ``dtype`` value as its shortest text reads (``65504`` for float16,
     ``3.4028235e+38`` for float32), so that the printed maximum parses back."""
@@ -389,7 +392,7 @@ class TokenReader:
                 raise self.error(tok, f"{value} does not fit in {dtype}")
         with np.errstate(over="ignore"):
             array = np.array(value, dtype=dtype)
-        if array.dtype.kind == "f" and np.isfinite(value) and abs(value) > _float_max(dtype):
+        if array.dtype.kind == "f" and abs(value) > _float_max(dtype) and math.isfinite(value):
             raise self.error(
                 tok, f"{tok[1]} does not fit in {dtype}: its largest value is {_float_max(dtype)}"
             )

@@ -35,7 +35,8 @@ def _block_comment(depth: int) -> str:
     return r"/\*(?:" + inner + r")*\*/"
 
 
-_SKIP = r"((?:[ \t\r\n]+|//[^\n]*|" + _block_comment(8) + r")*)"
+_MAX_COMMENT_NESTING = 8
+_SKIP = r"((?:[ \t\r\n]+|//[^\n]*|" + _block_comment(_MAX_COMMENT_NESTING) + r")*)"
 _TOKEN = (
     r"(\#\[[ \t]*version[ \t]*=[ \t]*\"[^\"\n]*\"[ \t]*\]|\#\[[ \t]*metadata[ \t]*\]"
     r"|%[0-9]+(?![A-Za-z_])|%[A-Za-z_](?:[A-Za-z0-9_.]|/(?=[A-Za-z_]))*|@[A-Za-z0-9_.]+"
@@ -167,8 +168,22 @@ def _classify(source: Source, tok: str, offset: int) -> str:
     raise _bad_char(source, offset, tok)
 
 
+def _comment_closes(text: str, offset: int) -> bool:
+    """Whether the (nesting) block comment opening at ``offset`` is closed."""
+    depth = 0
+    for m in re.finditer(r"/\*|\*/", text[offset:]):
+        depth += 1 if m.group() == "/*" else -1
+        if depth == 0:
+            return True
+    return False
+
+
 def _bad_char(source: Source, offset: int, text: str) -> ParseError:
     if text == "/*":
+        if _comment_closes(source.text, offset):
+            return source.error(
+                offset, 2, f"block comments nest at most {_MAX_COMMENT_NESTING} levels deep"
+            )
         return source.error(offset, 2, "comment is not closed: missing '*/'")
     if text == '"':
         return source.error(offset, 1, "string literal is not closed on this line")
