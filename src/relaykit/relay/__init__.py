@@ -48,6 +48,7 @@ from relaykit.ir.types import TensorType as TensorTypeAlias
 from relaykit.op import *  # noqa: F403 - the operator constructors, as relay.add, relay.reshape...
 from relaykit.op import annotation, nn
 from relaykit.parser import fromtext, parse, parse_expr
+from relaykit.text.spans import SourceName
 from relaykit.transform.bind import bind
 
 from . import analysis, backend, build_module, dataflow_pattern, expr, expr_functor, transform, ty
@@ -105,6 +106,7 @@ __all__ = [
     "fromtext",
     "parse",
     "parse_expr",
+    "SourceName",
     "ExprFunctor",
     "ExprVisitor",
     "ExprMutator",

@@ -13,6 +13,7 @@ True
 
 import relaykit.transform
 from relaykit.byoc import AnnotateTarget, MergeCompilerRegions, MergeComposite, PartitionGraph
+from relaykit.text.spans import AnnotateSpans
 from relaykit.transform import *  # noqa: F403 - every pass and the pass infrastructure
 from relaykit.transform import FoldScaleAxis
 
@@ -26,4 +27,5 @@ __all__ = [
     "MergeCompilerRegions",
     "PartitionGraph",
     "BackwardFoldScaleAxis",
+    "AnnotateSpans",
 ]

@@ -51,6 +51,7 @@ SUFFIX_DTYPE: dict[str, str] = {
     **{s: d for d, s in DTYPE_SUFFIX.items() if s},
     "f32": "float32",
     "i32": "int32",
+    "i": "int32",
 }
 
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}

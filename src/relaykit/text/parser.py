@@ -29,13 +29,17 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+import numpy as np
 
 from relaykit.errors import IRError, OpNotFoundError, ParseError, RelayKitError
 from relaykit.ir.analysis import free_vars
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.expr import (
     Call,
+    Constant,
     Expr,
     Function,
     GlobalVar,
@@ -49,6 +53,7 @@ from relaykit.ir.expr import (
 from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op, OpRegistry, default_registry
 from relaykit.ir.types import Type
+from relaykit.runtime.ndarray import NDArray
 from relaykit.transform.infer_type import infer_module
 
 from .reader import TokenReader, describe
@@ -58,6 +63,20 @@ __all__ = ["parse", "parse_expr", "fromtext"]
 
 _OLD_VERSION = re.compile(r"v[0-9]+\.[0-9]+\.[0-9]+\Z")
 _INDEX = re.compile(r"[0-9]+(\.[0-9]+)?")
+# Infix operators: the operator each calls and its precedence (higher binds tighter).
+_INFIX_OPS = {
+    "*": "multiply",
+    "/": "divide",
+    "+": "add",
+    "-": "subtract",
+    "<": "less",
+    ">": "greater",
+    "<=": "less_equal",
+    ">=": "greater_equal",
+    "==": "equal",
+    "!=": "not_equal",
+}
+_INFIX_PREC = {"*": 4, "/": 4, "+": 3, "-": 3, "<": 2, ">": 2, "<=": 2, ">=": 2, "==": 1, "!=": 1}
 _KEYWORDS = frozenset(
     {"fn", "def", "let", "if", "else", "free_var", "meta", "True", "False", "None"}
 )
@@ -77,6 +96,7 @@ class _Parser(TokenReader):
         self.globals: dict[str, GlobalVar] = {}
         self.global_refs: dict[str, Token] = {}
         self.fn_depth = 0
+        self.init_functions: dict[GlobalVar, Function] = {}
 
     # -- names ----------------------------------------------------------------------
     def find(self, name: str) -> Expr | None:
@@ -134,14 +154,54 @@ class _Parser(TokenReader):
 
     # -- expressions -------------------------------------------------------------------
     def parse_expr(self) -> Expr:
+        """An expression with infix operators, by precedence climbing (left-associative
+        within a level: ``* /`` bind tighter than ``+ -``, then ``< > <= >=``, then
+        ``== !=``)."""
+        return self.binary(1)
+
+    def binary(self, min_prec: int) -> Expr:
         start = self.peek()
+        lhs = self.postfix()
+        while True:
+            tok = self.peek()
+            text = tok[1]
+            negative_literal = tok[0] == "NUMBER" and text.startswith("-")
+            prec = 3 if negative_literal else _INFIX_PREC.get(text, 0) if tok[0] == "PUNCT" else 0
+            if prec < min_prec:
+                return lhs
+            if negative_literal:  # `1 -1` lexes as 1 and -1: the minus is infix
+                self.toks[self.pos] = ("NUMBER", text[1:], tok[2] + 1, tok[3], tok[4] + 1)
+                text = "-"
+            else:
+                self.pos += 1
+            rhs = self.binary(prec + 1)
+            op = self.op(tok, _INFIX_OPS[text])
+            lhs = self.op_call(op, [lhs, rhs], {}, {}, start, self.span_from(start))
+
+    def negate(self) -> Expr:
+        """Unary minus: a numeric literal's value is negated, as TVM's parser does
+        (``--10`` is 10); any other operand becomes a call to ``negative``."""
+        start = self.next()
+        operand = self.negated_operand()
+        if isinstance(operand, Constant) and operand.data.dtype != "bool":
+            value = operand.data.numpy()
+            if value.ndim == 0:
+                if value.dtype.kind in "iu" and -int(value) != int(-value):
+                    raise self.error(start, f"-({value}) does not fit in {value.dtype}")
+                with np.errstate(over="ignore"):
+                    negated = np.asarray(-value, dtype=value.dtype)
+                return Constant(NDArray(negated), span=self.span_from(start))
+        op = self.op(start, "negative")
+        return self.op_call(op, [operand], {}, {}, start, self.span_from(start))
+
+    def negated_operand(self) -> Expr:
+        return self.negate() if self.at("-") and self.peek()[0] == "PUNCT" else self.postfix()
+
+    def postfix(self) -> Expr:
+        start = self.peek()
+        if start[0] == "PUNCT" and start[1] == "-":
+            return self.negate()
         expr = self.primary()
-        if isinstance(expr, Op) and not self.at("("):
-            raise self.error(
-                start,
-                f"operator {expr.name} must be called here, as in "
-                f"{expr.name}(...); relaykit has no operators as values",
-            )
         while True:
             if self.at("("):
                 expr = self.call(expr, start)
@@ -189,9 +249,9 @@ class _Parser(TokenReader):
             return self.paren()
         raise self.error(tok, f"expected an expression but found {describe(tok)}")
 
-    def op(self, tok: Token) -> Op:
+    def op(self, tok: Token, name: str | None = None) -> Op:
         try:
-            return self.registry.get(tok[1])
+            return self.registry.get(name or tok[1])
         except OpNotFoundError as err:
             raise self.error(tok, f"unknown operator: {err}") from None
 
@@ -232,6 +292,12 @@ class _Parser(TokenReader):
                 args.append(self.parse_expr())
         span = self.span_from(start)
         if not isinstance(callee, Op):
+            # The printer writes the attrs type of a non-operator call as attrs_type_key.
+            type_key = attrs.pop("attrs_type_key", None)
+            if type_key is not None:
+                if not isinstance(type_key, str):
+                    raise self.error(attr_toks["attrs_type_key"], "attrs_type_key must be a string")
+                return Call(callee, args, Attrs(attrs, type_key), span=span)
             return Call(callee, args, attrs or None, span=span)
         return self.op_call(callee, args, attrs, attr_toks, start, span)
 
@@ -285,7 +351,7 @@ class _Parser(TokenReader):
             if tok[0] == "LOCAL":
                 if attrs:
                     raise self.error(tok, "parameters must come before attributes")
-                ty = self.parse_type() if self.accept(":") else None
+                ty = self.annotation()
                 var = self.new_var(tok, ty)
                 self.define(tok, var)
                 params.append(var)
@@ -358,7 +424,7 @@ class _Parser(TokenReader):
                             f"expected a variable like %x after 'let' but "
                             f"found {describe(var_tok)}",
                         )
-                    ty = self.parse_type() if self.accept(":") else None
+                    ty = self.annotation()
                     self.expect("=", f" after let {var_tok[1]}")
                     value = self.parse_expr()
                     self.expect(";", " after the let value")
@@ -368,7 +434,12 @@ class _Parser(TokenReader):
                     lets.append((var, value, tok))
                 else:
                     result = self.parse_expr()
-                    break
+                    if not self.at(";"):
+                        break
+                    # `e1; e2` is `let %_ = e1; e2`, as in TVM
+                    self.pos += 1
+                    self.open_scope()
+                    lets.append((Var("_", span=self.span_from(tok)), result, tok))
             if closer is not None:
                 self.expect(closer, " after the result expression")
         finally:
@@ -409,6 +480,8 @@ class _Parser(TokenReader):
                 raise self.error(name_tok, f"@{name} is defined twice")
             gv = self.global_var(name_tok)
             funcs[name] = (gv, self.function(name_tok))
+        for gv, fn in self.init_functions.items():
+            funcs.setdefault(gv.name_hint, (gv, fn))
         for name, tok in self.global_refs.items():
             if name not in funcs:
                 close = difflib.get_close_matches(name, funcs, n=3)
@@ -417,7 +490,9 @@ class _Parser(TokenReader):
                 raise self.error(tok, f"undefined global @{name} (defined: {known}){hint}")
         return IRModule({gv: fn for gv, fn in funcs.values()})
 
-    def expression(self) -> Expr:
+    def expression(self, allow_globals: bool = False) -> Expr:
+        """``free_var`` declarations and one expression; with ``allow_globals`` (as
+        TVM's ``parse_expr``) a global like ``@f`` is a free GlobalVar."""
         self.header()
         while self.at("free_var"):
             self.pos += 1
@@ -426,7 +501,7 @@ class _Parser(TokenReader):
                 raise self.error(
                     tok, f"expected a variable like %x after 'free_var' but found {describe(tok)}"
                 )
-            ty = self.parse_type() if self.accept(":") else None
+            ty = self.annotation()
             self.accept(";")
             self.define(tok, self.new_var(tok, ty))
         expr = self.body(None)
@@ -434,6 +509,8 @@ class _Parser(TokenReader):
         if tok[0] != "EOF":
             raise self.error(tok, f"expected the end of the expression but found {describe(tok)}")
         for name, gtok in self.global_refs.items():
+            if allow_globals:
+                break
             raise self.error(
                 gtok,
                 f"undefined global @{name}: a lone expression has no globals; "
@@ -471,6 +548,8 @@ def _run(fn: Any, parser: _Parser) -> Any:
 def parse(
     text: str,
     source_name: str = "<string>",
+    init_module: IRModule | None = None,
+    init_meta_table: Mapping[str, Sequence[Any]] | None = None,
     *,
     infer_types: bool = True,
     registry: OpRegistry | None = None,
@@ -479,10 +558,21 @@ def parse(
 
     As TVM's parser does, the module is type-checked (``infer_types=False`` skips it);
     a type error names the source position of the offending expression.
+    ``init_module``'s functions can be called from the text and are part of the result
+    (a ``def`` of the same name replaces one); ``init_meta_table`` maps
+    ``"relay.Constant"`` to constants that ``meta[relay.Constant][i]`` refers to when
+    the text has no ``#[metadata]`` section.
     """
     if not isinstance(text, str):
         raise ParseError(f"parse() takes the text as a str, got {type(text).__name__}")
+    if init_module is not None and not isinstance(init_module, IRModule):
+        raise ParseError(f"init_module must be an IRModule, got {type(init_module).__name__}")
     parser = _Parser(text, source_name, registry or default_registry)
+    if init_meta_table is not None:
+        parser.use_meta_table(init_meta_table)
+    if init_module is not None:
+        parser.init_functions = dict(init_module.items())
+        parser.globals.update({gv.name_hint: gv for gv in parser.init_functions})
     mod = _run(parser.module, parser)
     if infer_types:
         mod = infer_module(mod)
@@ -496,7 +586,7 @@ def parse_expr(
     if not isinstance(text, str):
         raise ParseError(f"parse_expr() takes the text as a str, got {type(text).__name__}")
     parser = _Parser(text, source_name, registry or default_registry)
-    return _run(parser.expression, parser)
+    return _run(lambda: parser.expression(allow_globals=True), parser)
 
 
 def fromtext(text: str, source_name: str = "<string>") -> IRModule:

@@ -34,6 +34,7 @@ from relaykit.ir.expr import (
     GlobalVar,
     If,
     Let,
+    Span,
     Tuple,
     TupleGetItem,
     Var,
@@ -48,6 +49,7 @@ from relaykit.ir.types import Type
 
 from .literals import attr_text, scalar_text
 from .metadata import dump_metadata
+from .tokenizer import TextSpan
 
 __all__ = ["astext", "context_lines", "VERSION"]
 
@@ -60,8 +62,10 @@ _MARK = "\x00"  # sentinel placed after the node context_lines() points at
 _ATOMIC = (Var, GlobalVar, Op, Constant)
 _KINDS = (Call, Tuple, TupleGetItem, Function, Let, If, Var, GlobalVar, Op, Constant)
 _PLAIN, _RESULT, _LETVALUE = 0, 1, 2
-_VALID_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
-_BAD_CHARS = re.compile(r"[^A-Za-z0-9_.]")
+# A '/' inside a name (as TensorFlow-style scopes use: %base/x) is kept, as TVM does.
+_VALID_NAME = re.compile(r"[A-Za-z_](?:[A-Za-z0-9_.]|/(?=[A-Za-z_]))*\Z")
+_BAD_CHARS = re.compile(r"[^A-Za-z0-9_./]|/(?![A-Za-z_])")
+_BAD_GLOBAL_CHARS = re.compile(r"[^A-Za-z0-9_.]")
 _META_OMITTED = "// meta data omitted. you can use show_meta_data=True to include meta data"
 
 
@@ -177,7 +181,7 @@ class _Context:
     def global_name(self, name: str) -> str:
         out = self.global_names.get(name)
         if out is None:
-            base = _BAD_CHARS.sub("_", name) or "g"
+            base = _BAD_GLOBAL_CHARS.sub("_", name) or "g"
             out, i = base, 0
             while out in self.used_globals:
                 i += 1
@@ -200,7 +204,9 @@ class _DefPrinter:
     def __init__(self, ctx: _Context, root: Expr) -> None:
         self.ctx = ctx
         self.root = root
-        self.typed = root.has_checked_type
+        # A constant's type comes from its data, not from a type check: a lone constant
+        # prints without a type note, as in TVM.
+        self.typed = root.has_checked_type and not isinstance(root, Constant)
         self.counter = 0
         self.names: dict[Var, str] = {}
         self.used: set[str] = set()
@@ -289,9 +295,13 @@ class _DefPrinter:
             note = ann(node)
             return mark + (str(note) if note else "")
         ty = checked_type_or_none(node)
+        notes = []
         if ty is not None and isinstance(node, (Call, Tuple, TupleGetItem)):
-            return f"{mark} /* ty={ty} */"
-        return mark
+            notes.append(f"ty={ty}")
+        span = node.span
+        if span is not None and not isinstance(span, TextSpan):
+            notes.append(f"span={span_text(span)}")
+        return f"{mark} /* {' '.join(notes)} */" if notes else mark
 
     def atom(self, node: Any) -> str:
         k = _kind(node)
@@ -342,6 +352,9 @@ class _DefPrinter:
             ):
                 out.append(f"{key}={attr_text(attrs[key])}")
         out.extend(f"{k}={attr_text(v)}" for k, v in attrs.items() if k not in schema)
+        type_key = getattr(attrs, "type_key", "DictAttrs")
+        if not isinstance(op, Op) and type_key != "DictAttrs":
+            out.append(f"attrs_type_key={attr_text(type_key)}")  # as TVM prints it
         return out
 
     def function_head(self, fn: Function) -> str:
@@ -436,6 +449,8 @@ class _DefPrinter:
                 for p in node.params:
                     self.alloc(p)
                 kids: tuple[Expr, ...] = (node.body,)
+            elif k is Call:  # as TVM: the arguments are printed before the callee
+                kids = (*node.args, node.op)
             else:
                 kids = children_of[type(node)](node)
             for child in reversed(kids):
@@ -443,6 +458,12 @@ class _DefPrinter:
                     stack.append((child, 0))
         self.top.result = self.text_of(self.root)
         return self.top
+
+
+def span_text(span: Span) -> str:
+    """``name:line:column`` of a span, safe inside a ``/* */`` comment."""
+    name = getattr(span.source_name, "name", span.source_name)
+    return f"{name}:{span.line}:{span.column}".replace("*/", "* /")
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -10,7 +10,10 @@ do not involve expressions: types, literals, attribute values, metadata referenc
 
 from __future__ import annotations
 
+import functools
+import math
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -20,13 +23,13 @@ from relaykit.ir.expr import Constant, Span
 from relaykit.ir.types import DTYPES, FuncType, IncompleteType, TensorType, TupleType, Type
 from relaykit.runtime.ndarray import NDArray
 
-from .literals import SUFFIX_DTYPE, unquote
+from .literals import SUFFIX_DTYPE, float_text, unquote
 from .metadata import MetadataError, load_metadata
-from .tokenizer import Source, Token, tokenize
+from .tokenizer import Source, TextSpan, Token, tokenize
 
 __all__ = ["TokenReader", "describe"]
 
-_NUM_SPLIT = re.compile(r"(-?)(.*?)(f16|f32|f64|f|i8|i16|i32|i64|u8|u16|u32|u64)?\Z")
+_NUM_SPLIT = re.compile(r"(-?)(.*?)(f16|f32|f64|f|i8|i16|i32|i64|i|u8|u16|u32|u64)?\Z")
 _DIM = re.compile(r"[0-9]+(?:i32|i64)?")
 _MAX_INT_DIGITS = 100  # longer integer literals are refused (Python's int() has a limit too)
 _MAX_DIM = 2**63 - 1  # dimensions are int64, as in TVM
@@ -50,6 +53,14 @@ def describe(tok: Token) -> str:
         return repr(text)
     what = _DESCRIBE.get(kind, kind.lower())
     return f"{what} {text}" if text else what
+
+
+@functools.cache
+def _float_max(dtype: str) -> float:
+    """The largest finite ``dtype`` value as its shortest text reads (``65504`` for float16,
+    ``3.4028235e+38`` for float32), so that the printed maximum parses back."""
+    largest = np.finfo(dtype).max
+    return float(float_text(float(largest), dtype) or largest)
 
 
 class TokenReader:
@@ -118,10 +129,10 @@ class TokenReader:
     def span_from(self, start: Token) -> Span:
         """The span from token ``start`` to the last token consumed."""
         prev = self.toks[self.pos - 1] if self.pos > 0 else start
-        return Span(self.name, start[3], start[4], prev[3], prev[4] + len(prev[1]))
+        return TextSpan(self.name, start[3], start[4], prev[3], prev[4] + len(prev[1]))
 
     def token_span(self, tok: Token) -> Span:
-        return Span(self.name, tok[3], tok[4], tok[3], tok[4] + len(tok[1]))
+        return TextSpan(self.name, tok[3], tok[4], tok[3], tok[4] + len(tok[1]))
 
     # -- metadata -------------------------------------------------------------------
     def load_meta(self, text: str, offset: int) -> None:
@@ -132,6 +143,24 @@ class TokenReader:
         except MetadataError as err:
             raise self.src.error(offset, 1, f"bad metadata section: {err}") from None
         self.meta_arrays = sections.get("relay.Constant", [])
+
+    def use_meta_table(self, table: Any) -> None:
+        """Take the constants of a metadata table given as Python objects
+        (``{"relay.Constant": [Constant, ...]}``) for the text's ``meta[...]`` references."""
+        if not isinstance(table, Mapping):
+            raise ParseError(f"the metadata table must be a dict, got {type(table).__name__}")
+        for key, values in table.items():
+            if key != "relay.Constant":
+                raise ParseError(
+                    f"the metadata table can hold only relay.Constant entries, got {key!r}"
+                )
+            for i, value in enumerate(values):
+                if not isinstance(value, Constant):
+                    raise ParseError(
+                        f"metadata relay.Constant[{i}] must be a Constant, "
+                        f"got {type(value).__name__}"
+                    )
+                self.meta_consts[i] = value
 
     def meta_ref(self) -> Constant:
         start = self.next()  # 'meta'
@@ -178,6 +207,17 @@ class TokenReader:
             )
         return tok[1]
 
+    def annotation(self) -> Type | None:
+        """The type after ``: `` in a binding, if any; ``_`` (as TVM writes "no
+        annotation") gives None, as does a binding without ``:``."""
+        if not self.accept(":"):
+            return None
+        tok = self.peek()
+        if tok[0] == "IDENT" and tok[1] == "_":
+            self.pos += 1
+            return None
+        return self.parse_type()
+
     def parse_type(self) -> Type:
         tok = self.peek()
         kind, text = tok[0], tok[1]
@@ -193,6 +233,9 @@ class TokenReader:
             if text in DTYPES:
                 self.pos += 1
                 return TensorType((), text)
+            if text == "_":  # a type left for inference, as TVM writes it
+                self.pos += 1
+                return IncompleteType()
         elif kind == "PUNCT":
             if text == "?":
                 self.pos += 1
@@ -338,11 +381,19 @@ class TokenReader:
     def constant(self, tok: Token) -> Constant:
         value, dtype = self.number(tok)
         if dtype is None:
-            dtype = "float32" if isinstance(value, float) else "int32"
+            # As TVM: an unsuffixed integer is int32, or int64 when int32 cannot hold it.
+            if isinstance(value, float):
+                dtype = "float32"
+            else:
+                dtype = "int32" if -(2**31) <= value < 2**31 else "int64"
         if np.dtype(dtype).kind in "iu":
             info = np.iinfo(dtype)
             if not info.min <= value <= info.max:
                 raise self.error(tok, f"{value} does not fit in {dtype}")
         with np.errstate(over="ignore"):
             array = np.array(value, dtype=dtype)
+        if array.dtype.kind == "f" and abs(value) > _float_max(dtype) and math.isfinite(value):
+            raise self.error(
+                tok, f"{tok[1]} does not fit in {dtype}: its largest value is {_float_max(dtype)}"
+            )
         return Constant(NDArray(array), span=self.token_span(tok))

@@ -3,8 +3,9 @@
 A token is a tuple ``(kind, text, offset, line, column)``; kinds are ``GRAPH`` (``%0``),
 ``LOCAL`` (``%x``), ``GLOBAL`` (``@main``), ``NUMBER`` (``1f``, ``-3i8``),
 ``STRING``, ``IDENT`` (``nn.conv2d``, ``fn``, ``float32``), ``PUNCT``
-(``( ) [ ] { } , ; = : ? . ->``), ``VERSION`` (``#[version = "0.0.5"]``)
-and ``EOF``. Whitespace and ``//`` / ``/* */`` comments are skipped; the text
+(``( ) [ ] { } , ; = : ? . ->`` and the infix operators
+``* / + - < > <= >= == !=``), ``VERSION`` (``#[version = "0.0.5"]``)
+and ``EOF``. Whitespace and ``//`` / ``/* */`` comments (which nest) are skipped; the text
 after ``#[metadata]`` is returned separately.
 
 >>> toks, meta = tokenize(Source("%0 = add(%x, 1f); // done"))
@@ -21,28 +22,50 @@ import re
 from relaykit.errors import ParseError
 from relaykit.ir.expr import Span
 
-__all__ = ["Token", "Source", "tokenize"]
+__all__ = ["Token", "Source", "TextSpan", "tokenize"]
 
 Token = tuple[str, str, int, int, int]  # kind, text, offset, line, column
 
-_SKIP = r"((?:[ \t\r\n]+|//[^\n]*|/\*.*?\*/)*)"
+
+def _block_comment(depth: int) -> str:
+    """A ``/* ... */`` comment in which comments nest up to ``depth`` levels, as in TVM."""
+    inner = r"[^*/]|\*(?!/)|/(?!\*)"
+    if depth > 1:
+        inner += "|" + _block_comment(depth - 1)
+    return r"/\*(?:" + inner + r")*\*/"
+
+
+_MAX_COMMENT_NESTING = 8
+_SKIP = r"((?:[ \t\r\n]+|//[^\n]*|" + _block_comment(_MAX_COMMENT_NESTING) + r")*)"
 _TOKEN = (
     r"(\#\[[ \t]*version[ \t]*=[ \t]*\"[^\"\n]*\"[ \t]*\]|\#\[[ \t]*metadata[ \t]*\]"
-    r"|%[0-9]+(?![A-Za-z_])|%[A-Za-z_][A-Za-z0-9_.]*|@[A-Za-z0-9_.]+"
+    r"|%[0-9]+(?![A-Za-z_])|%[A-Za-z_](?:[A-Za-z0-9_.]|/(?=[A-Za-z_]))*|@[A-Za-z0-9_.]+"
     r"|-?(?:inf|nan)(?:f16|f32|f64|f)(?![A-Za-z0-9_])"
     r"|-?[0-9][A-Za-z0-9_.]*(?:(?<=[eE])[+-][0-9][A-Za-z0-9_.]*)?"
-    r"|\"(?:[^\"\\\n]|\\.)*\"|[A-Za-z_][A-Za-z0-9_.]*|->|[()\[\]{},;=:?.]|/\*|.|\Z)"
+    r"|\"(?:[^\"\\\n]|\\.)*\"|[A-Za-z_][A-Za-z0-9_.]*|->|==|!=|<=|>=|[()\[\]{},;=:?.*+<>]"
+    r"|/\*|.|\Z)"
 )
 _SCAN = re.compile(_SKIP + _TOKEN, re.DOTALL)
 _NUMBER = re.compile(
     r"-?(?:[0-9]+\.[0-9]*(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+|[0-9]+)"
-    r"(?:f16|f32|f64|f|i8|i16|i32|i64|u8|u16|u32|u64)?|-?(?:inf|nan)(?:f16|f32|f64|f)"
+    r"(?:f16|f32|f64|f|i8|i16|i32|i64|i|u8|u16|u32|u64)?|-?(?:inf|nan)(?:f16|f32|f64|f)"
 )
 # Kinds decided by the first character alone (the others go through _classify).
 _FIRST_KIND: dict[str, str] = {
-    **{c: "PUNCT" for c in "()[]{},;=:?."},
+    **{c: "PUNCT" for c in "()[]{},;=:?.*+<>"},
     **{c: "IDENT" for c in "abcdefghjklmopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_"},
 }
+
+
+class TextSpan(Span):
+    """A span into Relay text, as the parser gives every node it builds.
+
+    The printer leaves these out of the text it writes (they describe a position in
+    text, which printing again would only restate), while other spans -- set by a
+    user or a frontend -- are printed as ``span=name:line:column``.
+    """
+
+    __slots__ = ()
 
 
 class Source:
@@ -74,7 +97,7 @@ class Source:
     def span(self, start: int, end: int) -> Span:
         line, col = self.location(start)
         end_line, end_col = self.location(max(start, end))
-        return Span(self.name, line, col, end_line, end_col)
+        return TextSpan(self.name, line, col, end_line, end_col)
 
     def error(self, offset: int, length: int, message: str) -> ParseError:
         """A ParseError at ``offset`` showing the line and a caret under ``length`` chars."""
@@ -131,20 +154,36 @@ def _classify(source: Source, tok: str, offset: int) -> str:
         if _NUMBER.fullmatch(tok):
             return "NUMBER"
         if tok == "-":
-            raise source.error(offset, 1, "unexpected '-': expected a number after it")
+            return "PUNCT"  # binary or unary minus
         raise source.error(offset, len(tok), f"malformed number {tok!r}")
     elif c in "in":
         return "NUMBER" if _NUMBER.fullmatch(tok) else "IDENT"
     elif c == "@" or c == '"':
         if len(tok) > 1:
             return "GLOBAL" if c == "@" else "STRING"
+    elif tok in ("/", "!="):
+        return "PUNCT"
     elif c == "#" and len(tok) > 1:
         return "METADATA" if "metadata" in tok else "VERSION"
     raise _bad_char(source, offset, tok)
 
 
+def _comment_closes(text: str, offset: int) -> bool:
+    """Whether the (nesting) block comment opening at ``offset`` is closed."""
+    depth = 0
+    for m in re.finditer(r"/\*|\*/", text[offset:]):
+        depth += 1 if m.group() == "/*" else -1
+        if depth == 0:
+            return True
+    return False
+
+
 def _bad_char(source: Source, offset: int, text: str) -> ParseError:
     if text == "/*":
+        if _comment_closes(source.text, offset):
+            return source.error(
+                offset, 2, f"block comments nest at most {_MAX_COMMENT_NESTING} levels deep"
+            )
         return source.error(offset, 2, "comment is not closed: missing '*/'")
     if text == '"':
         return source.error(offset, 1, "string literal is not closed on this line")
