@@ -7,6 +7,7 @@ import numpy as np
 from relaykit import op
 from relaykit.ir import Let, TensorType, Tuple, Var, const, structural_equal, structural_hash
 from relaykit.ir.structural import data_equal
+from relaykit.tir import IntImm
 
 T = TensorType((2,))
 
@@ -73,3 +74,13 @@ def test_data_equal_numbers_and_containers():
     assert not data_equal(1, 2)
     assert not data_equal(True, 2)
     assert data_equal({"a": 0.5}, {"a": 0.5 + 1e-11})
+
+
+def test_sequences_compare_as_arrays():
+    # tuples and lists are both TVM Arrays; typed integers equal plain ones
+    assert structural_equal((10, 10), [IntImm("int32", 10), IntImm("int32", 10)])
+    assert structural_hash((10, 10)) == structural_hash([IntImm("int32", 10), 10])
+    assert not structural_equal((10, 10), [10])
+    x = Var("x", T)
+    assert structural_equal([op.add(x, x)], (op.add(x, x),))
+    assert not structural_equal([op.add(x, x)], [op.add(x, Var("y", T))])

@@ -71,7 +71,6 @@ Where relaykit differs from TVM
   one converged, e.g. with 50 callbacks).
 * ``partition`` calls ``check`` in a top-down walk, once per candidate match,
   and does not rebuild the inside of the matches it replaces.
-* TVM's recursive patterns (``wildcard().redirect_to(...)``) are not supported.
 """
 
 from .constructors import (

@@ -206,7 +206,8 @@ class DFPatternMatcher:
 
     # -- one method per pattern kind ------------------------------------------------------
     def _wildcard(self, p: WildcardPattern, e: Expr) -> bool:
-        return True
+        target = p.redirect
+        return True if target is None else self.visit(target, e)
 
     def _var(self, p: VarPattern, e: Expr) -> bool:
         if type(e) is not Var:

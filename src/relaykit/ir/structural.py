@@ -238,12 +238,26 @@ def first_mismatch(lhs: Any, rhs: Any, map_free_vars: bool = False) -> tuple[str
             if out is not None:
                 return out
         return None
+    return _first_mismatch_value(lhs, rhs, map_free_vars, "root")
+
+
+def _first_mismatch_value(lhs: Any, rhs: Any, map_free_vars: bool, path: str) -> Any:
+    """``first_mismatch`` of two values that are not modules."""
     if isinstance(lhs, Expr) and isinstance(rhs, Expr):
-        return _compare_exprs(lhs, rhs, map_free_vars, "root")
-    if type(lhs) is not type(rhs):
-        return "root", f"{type(lhs).__name__} vs {type(rhs).__name__}"
+        return _compare_exprs(lhs, rhs, map_free_vars, path)
+    if isinstance(lhs, (tuple, list)) and isinstance(rhs, (tuple, list)):
+        # Both are what TVM calls an Array, element by element.
+        if len(lhs) != len(rhs):
+            return path, f"{len(lhs)} vs {len(rhs)} elements"
+        for i, (a, b) in enumerate(zip(lhs, rhs, strict=True)):
+            out = _first_mismatch_value(a, b, map_free_vars, f"{path}[{i}]")
+            if out is not None:
+                return out
+        return None
+    if type(lhs) is not type(rhs) and not (_is_number(lhs) and _is_number(rhs)):
+        return path, f"{type(lhs).__name__} vs {type(rhs).__name__}"
     if not data_equal(lhs, rhs):
-        return "root", f"{lhs!r} vs {rhs!r}"
+        return path, f"{lhs!r} vs {rhs!r}"
     return None
 
 
@@ -288,6 +302,8 @@ def structural_hash(node: Any, map_free_vars: bool = False) -> int:
                 )
             )
         )
+    if isinstance(node, (tuple, list)):
+        return hash(("array", *(structural_hash(x, map_free_vars) for x in node)))
     if not isinstance(node, Expr):
         return hash(_data_key(node))
     return hash(tuple(_hash_tokens(node, map_free_vars)))
