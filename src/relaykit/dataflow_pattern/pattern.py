@@ -150,6 +150,10 @@ class DFPattern:
             )
         return AltPattern(self, option)
 
+    def same_as(self, other: object) -> bool:
+        """Whether ``other`` is this very pattern (TVM's ``ObjectRef.same_as``)."""
+        return self is other
+
     # -- using the pattern ---------------------------------------------------
     @overload
     def match(self, expr: Expr, explain: Literal[False] = False) -> bool: ...
