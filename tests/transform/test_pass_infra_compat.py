@@ -5,7 +5,13 @@ import pytest
 from relaykit import relay
 from relaykit.errors import IRError
 from relaykit.ir import IRModule
-from relaykit.transform.pass_infra import PassContext, module_pass, register_pass_config
+from relaykit.transform.pass_infra import (
+    PassContext,
+    PrintIR,
+    Sequential,
+    module_pass,
+    register_pass_config,
+)
 
 
 def test_list_configs_names_registered_options_with_tvm_type_keys():
@@ -43,3 +49,14 @@ def test_same_as_is_identity():
 
     assert keep(m1).same_as(m1) and not m1.same_as(m2)
     assert x.same_as(x) and not x.same_as(relay.var("x", shape=(2,)))
+
+
+def test_print_ir_prints_to_stderr_and_keeps_the_module(capfd):
+    x = relay.var("x", shape=(1, 2))
+    mod = IRModule.from_expr(relay.Function([x], relay.multiply(x, x)))
+    with PassContext(opt_level=0):
+        out = Sequential([PrintIR("after fold")])(mod)
+    assert out is mod
+    err = capfd.readouterr().err
+    assert err.startswith("PrintIR(after fold):\n")
+    assert "multiply(%x, %x)" in err

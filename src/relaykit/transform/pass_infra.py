@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -39,6 +40,7 @@ __all__ = [
     "PassInstrument",
     "pass_instrument",
     "register_pass_config",
+    "PrintIR",
 ]
 
 
@@ -329,3 +331,15 @@ def function_pass(
 ) -> Any:
     """Decorate ``fn(func, mod, ctx) -> func`` (or a class with ``transform_function``)."""
     return _pass_decorator(FunctionPass, pass_func, opt_level, name, required)
+
+
+def PrintIR(header: str = "", show_meta_data: bool = False) -> Pass:
+    """A pass that prints the module to stderr and returns it unchanged (TVM's
+    ``tvm.transform.PrintIR``): ``PrintIR(<header>):`` and the module's text.
+    Its opt_level is 0, so a ``Sequential`` always runs it."""
+
+    def print_ir(mod: IRModule, ctx: PassContext) -> IRModule:
+        sys.stderr.write(f"PrintIR({header}):\n{mod.astext(show_meta_data=show_meta_data)}\n")
+        return mod
+
+    return ModulePass(print_ir, opt_level=0, name="PrintIR")
