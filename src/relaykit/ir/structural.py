@@ -383,7 +383,8 @@ def data_equal(a: Any, b: Any) -> bool:
 
     As in TVM, floats compare with an absolute tolerance of ``FLOAT_ATOL``
     (``1e-5`` and its float32 rounding are equal); containers compare element
-    by element; anything else by ``==``.
+    by element (attribute maps by their items, as ``Attrs.__eq__`` does); anything
+    else by ``==``.
     """
     if a is b:
         return True
@@ -392,7 +393,7 @@ def data_equal(a: Any, b: Any) -> bool:
             return bool(a == b or abs(float(a) - float(b)) <= FLOAT_ATOL)
         return bool(a == b)
     if isinstance(a, Mapping) and isinstance(b, Mapping):
-        if len(a) != len(b) or getattr(a, "type_key", None) != getattr(b, "type_key", None):
+        if len(a) != len(b):
             return False
         return all(k in b and data_equal(v, b[k]) for k, v in a.items())
     if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
@@ -411,11 +412,7 @@ def _data_key(v: Any) -> Any:
             return ("num", r) if abs(f - r) <= FLOAT_ATOL else ("float",)
         return ("num", int(v))
     if isinstance(v, Mapping):
-        return (
-            "map",
-            getattr(v, "type_key", None),
-            tuple(sorted((str(k), _data_key(x)) for k, x in v.items())),
-        )
+        return ("map", tuple(sorted((str(k), _data_key(x)) for k, x in v.items())))
     if isinstance(v, (tuple, list)):
         return tuple(_data_key(x) for x in v)
     try:
