@@ -52,3 +52,8 @@ def test_redirect_twice_is_an_error():
     w.redirect_to(is_op("nn.relu")(wildcard()))
     with pytest.raises(PatternError, match="already redirected"):
         w.redirect_to(is_op("tanh")(wildcard()))
+
+
+def test_too_deep_recursion_is_a_pattern_error():
+    with pytest.raises(PatternError, match="recursion limit"):
+        _recursive_casts().match(_cast_chain(2000))
