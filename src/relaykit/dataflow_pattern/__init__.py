@@ -71,7 +71,9 @@ Where relaykit differs from TVM
   one converged, e.g. with 50 callbacks).
 * ``partition`` calls ``check`` in a top-down walk, once per candidate match,
   and does not rebuild the inside of the matches it replaces.
-* TVM's recursive patterns (``wildcard().redirect_to(...)``) are not supported.
+* A recursive pattern (``wildcard().redirect_to(...)``) is matched recursively,
+  one level per repetition; past Python's recursion limit (a few hundred
+  repetitions) matching raises :class:`PatternError` instead of crashing.
 """
 
 from .constructors import (

@@ -127,7 +127,16 @@ class DFPatternMatcher:
         self._memoize = True
         self._depth = 0
         self.failure = None
-        return self.visit(pattern, expr)
+        try:
+            return self.visit(pattern, expr)
+        except RecursionError:
+            # Only a recursive pattern (wildcard().redirect_to(...)) recurses on the
+            # depth of the expression rather than the size of the pattern.
+            raise PatternError(
+                "the pattern recursed deeper than Python's recursion limit while matching: "
+                "a recursive pattern (wildcard().redirect_to(...)) follows the expression one "
+                "level per repetition; match a shorter chain or raise sys.setrecursionlimit"
+            ) from None
 
     def node_map(self) -> NodeMap:
         """A copy of the sub-pattern -> matched nodes map of the last match."""
@@ -206,7 +215,8 @@ class DFPatternMatcher:
 
     # -- one method per pattern kind ------------------------------------------------------
     def _wildcard(self, p: WildcardPattern, e: Expr) -> bool:
-        return True
+        target = p.redirect
+        return True if target is None else self.visit(target, e)
 
     def _var(self, p: VarPattern, e: Expr) -> bool:
         if type(e) is not Var:

@@ -150,6 +150,10 @@ class DFPattern:
             )
         return AltPattern(self, option)
 
+    def same_as(self, other: object) -> bool:
+        """Whether ``other`` is this very pattern (TVM's ``ObjectRef.same_as``)."""
+        return self is other
+
     # -- using the pattern ---------------------------------------------------
     @overload
     def match(self, expr: Expr, explain: Literal[False] = False) -> bool: ...
@@ -248,10 +252,32 @@ class ConstantPattern(DFPattern):
 
 @_node
 class WildcardPattern(DFPattern):
-    """Matches anything."""
+    """Matches anything, or, once redirected, what its target pattern matches.
+
+    :meth:`redirect_to` is how recursive patterns are built (as in TVM): a
+    wildcard used inside a pattern is pointed at the pattern itself afterwards.
+
+    >>> from relaykit.dataflow_pattern import is_op, wildcard
+    >>> inner = wildcard()
+    >>> casts = is_op("cast")(inner) | is_op("nn.relu")(wildcard())
+    >>> inner.redirect_to(casts)  # cast(cast(...(relu(x))))
+    >>> inner.redirect is casts
+    True
+    """
+
+    redirect: DFPattern | None
 
     def __init__(self) -> None:
-        pass
+        _set(self, "redirect", None)
+
+    def redirect_to(self, target: PatternLike) -> None:
+        """From now on match exactly what ``target`` matches (``target`` may contain
+        this wildcard: the pattern becomes recursive). Only one redirection is allowed."""
+        if self.redirect is not None:
+            raise PatternError(
+                "this wildcard is already redirected: redirect_to(...) may be called once"
+            )
+        _set(self, "redirect", as_pattern(target, "redirect_to's target"))
 
 
 @_node
@@ -431,27 +457,29 @@ class DominatorPattern(DFPattern):
         _set(self, "child", as_pattern(child, "dominates child"))
 
 
+#: pattern class -> its sub-patterns in TVM's visiting order
+_CHILDREN_OF: dict[type, Callable[[Any], tuple[DFPattern, ...]]] = {
+    CallPattern: lambda p: (p.op, *(p.args or ())),
+    AttrPattern: lambda p: (p.pattern,),
+    TypePattern: lambda p: (p.pattern,),
+    DataTypePattern: lambda p: (p.pattern,),
+    ShapePattern: lambda p: (p.pattern,),
+    AltPattern: lambda p: (p.left, p.right),
+    TuplePattern: lambda p: p.fields or (),
+    TupleGetItemPattern: lambda p: (p.tuple,),
+    FunctionPattern: lambda p: (*(p.params or ()), p.body),
+    DominatorPattern: lambda p: (p.parent, p.path, p.child),
+    IfPattern: lambda p: (p.cond, p.true_branch, p.false_branch),
+    LetPattern: lambda p: (p.var, p.value, p.body),
+    # a redirected wildcard stands for its target (the pattern may be recursive)
+    WildcardPattern: lambda p: () if p.redirect is None else (p.redirect,),
+}
+
+
 def pattern_children(pattern: DFPattern) -> tuple[DFPattern, ...]:
     """The sub-patterns of ``pattern`` in TVM's visiting order."""
-    if type(pattern) is CallPattern:
-        return (pattern.op, *(pattern.args or ()))
-    if isinstance(pattern, (AttrPattern, TypePattern, DataTypePattern, ShapePattern)):
-        return (pattern.pattern,)
-    if type(pattern) is AltPattern:
-        return (pattern.left, pattern.right)
-    if type(pattern) is TuplePattern:
-        return pattern.fields or ()
-    if type(pattern) is TupleGetItemPattern:
-        return (pattern.tuple,)
-    if type(pattern) is FunctionPattern:
-        return (*(pattern.params or ()), pattern.body)
-    if type(pattern) is DominatorPattern:
-        return (pattern.parent, pattern.path, pattern.child)
-    if type(pattern) is IfPattern:
-        return (pattern.cond, pattern.true_branch, pattern.false_branch)
-    if type(pattern) is LetPattern:
-        return (pattern.var, pattern.value, pattern.body)
-    return ()
+    get = _CHILDREN_OF.get(type(pattern))
+    return () if get is None else tuple(get(pattern))
 
 
 def pattern_post_order(root: DFPattern) -> list[DFPattern]:

@@ -208,6 +208,10 @@ class Expr:
     def _set_checked_type(self, ty: Type | None) -> None:
         _set(self, "_checked_type", ty)
 
+    def same_as(self, other: object) -> bool:
+        """Whether ``other`` is this very node (TVM's ``ObjectRef.same_as``)."""
+        return self is other
+
     # -- printing ----------------------------------------------------------
     def astext(self, show_meta_data: bool = True, annotate: Any = None) -> str:
         """This expression in Relay's text format."""

@@ -160,6 +160,10 @@ class IRModule:
     def items(self) -> list[tuple[GlobalVar, Function]]:
         return [(self._gvars[n], f) for n, f in self._funcs.items()]
 
+    def same_as(self, other: object) -> bool:
+        """Whether ``other`` is this very module (TVM's ``ObjectRef.same_as``)."""
+        return self is other
+
     def copy(self) -> IRModule:
         """A shallow copy: same functions, new name table."""
         new = IRModule(attrs=self.attrs)

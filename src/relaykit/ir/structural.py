@@ -23,12 +23,18 @@ import numpy as np
 from relaykit.errors import StructuralMismatchError
 
 from .expr import Call, Constant, Expr, GlobalVar, Var
-from .fields import CHILDREN_OF, DATA_OF, FieldSpec
-from .functor import post_order
+from .fields import FieldSpec
 from .module import IRModule
 from .op import Op
 
-__all__ = ["structural_equal", "structural_hash", "assert_structural_equal", "first_mismatch"]
+__all__ = [
+    "FLOAT_ATOL",
+    "assert_structural_equal",
+    "data_equal",
+    "first_mismatch",
+    "structural_equal",
+    "structural_hash",
+]
 
 
 class _Mismatch(Exception):
@@ -161,7 +167,7 @@ def _compare_source(layout: tuple[FieldSpec, ...]) -> str:
             lines.append(f"    if len(l_{n}) != len(r_{n}):")
             lines.append(f"        raise _Mismatch(idx, f'{{len(l_{n})}} vs {{len(r_{n})}} {n}')")
         elif not f.is_child and f.compare:
-            lines.append(f"    if l.{n} != r.{n}:")
+            lines.append(f"    if not _data_equal(l.{n}, r.{n}):")
             lines.append(
                 f"        raise _Mismatch(idx, f'{n} {{_show(l.{n})}} vs {{_show(r.{n})}}')"
             )
@@ -191,7 +197,7 @@ def _comparer(cls: Any) -> _Compare:
     """The comparison of two nodes of class ``cls``, compiled once from its layout."""
     fn = _COMPARE.get(cls)
     if fn is None:
-        env = {"_Mismatch": _Mismatch, "_show": _show}
+        env = {"_Mismatch": _Mismatch, "_show": _show, "_data_equal": data_equal}
         scope: dict[str, Any] = {}
         source = _compare_source(cls._layout)
         exec(compile(source, f"<relaykit.ir.structural: {cls.__name__}>", "exec"), env, scope)
@@ -232,12 +238,26 @@ def first_mismatch(lhs: Any, rhs: Any, map_free_vars: bool = False) -> tuple[str
             if out is not None:
                 return out
         return None
+    return _first_mismatch_value(lhs, rhs, map_free_vars, "root")
+
+
+def _first_mismatch_value(lhs: Any, rhs: Any, map_free_vars: bool, path: str) -> Any:
+    """``first_mismatch`` of two values that are not modules."""
     if isinstance(lhs, Expr) and isinstance(rhs, Expr):
-        return _compare_exprs(lhs, rhs, map_free_vars, "root")
-    if type(lhs) is not type(rhs):
-        return "root", f"{type(lhs).__name__} vs {type(rhs).__name__}"
-    if lhs != rhs:
-        return "root", f"{lhs!r} vs {rhs!r}"
+        return _compare_exprs(lhs, rhs, map_free_vars, path)
+    if isinstance(lhs, (tuple, list)) and isinstance(rhs, (tuple, list)):
+        # Both are what TVM calls an Array, element by element.
+        if len(lhs) != len(rhs):
+            return path, f"{len(lhs)} vs {len(rhs)} elements"
+        for i, (a, b) in enumerate(zip(lhs, rhs, strict=True)):
+            out = _first_mismatch_value(a, b, map_free_vars, f"{path}[{i}]")
+            if out is not None:
+                return out
+        return None
+    if type(lhs) is not type(rhs) and not (_is_number(lhs) and _is_number(rhs)):
+        return path, f"{type(lhs).__name__} vs {type(rhs).__name__}"
+    if not data_equal(lhs, rhs):
+        return path, f"{lhs!r} vs {rhs!r}"
     return None
 
 
@@ -263,7 +283,17 @@ def _short(x: Any, limit: int = 4000) -> str:
 
 
 def structural_hash(node: Any, map_free_vars: bool = False) -> int:
-    """A hash consistent with :func:`structural_equal`."""
+    """A hash consistent with :func:`structural_equal` under the same ``map_free_vars``.
+
+    Nodes are visited in the order the comparison visits them; a node seen before
+    (a shared sub-expression, or a variable after its binding) contributes only
+    its first-visit position, so sharing is part of the hash exactly as it is part
+    of equality. Free variables contribute their identity unless
+    ``map_free_vars`` is true (then only their position and annotation). Float
+    attribute values, which compare with an absolute tolerance, contribute only
+    when they are (within that tolerance) integers, so values equal under the
+    tolerance hash alike.
+    """
     if isinstance(node, IRModule):
         return hash(
             tuple(
@@ -272,22 +302,121 @@ def structural_hash(node: Any, map_free_vars: bool = False) -> int:
                 )
             )
         )
+    if isinstance(node, (tuple, list)):
+        return hash(("array", *(structural_hash(x, map_free_vars) for x in node)))
     if not isinstance(node, Expr):
-        return hash(node)
-    memo: dict[int, int] = {}
-    var_index: dict[int, int] = {}
-    children_of, data_of = CHILDREN_OF, DATA_OF
-    n: Any
-    for n in post_order(node):
+        return hash(_data_key(node))
+    return hash(tuple(_hash_tokens(node, map_free_vars)))
+
+
+def _hash_tokens(root: Expr, map_free_vars: bool) -> list[Any]:
+    """The token stream of ``root``: one token per visit, in comparison order."""
+    tokens: list[Any] = []
+    index: dict[int, int] = {}
+    keep: list[Any] = []  # keeps visited nodes alive so that their ids stay unique
+    stack: list[Any] = [root]
+    while stack:
+        n = stack.pop()
+        seen = index.get(id(n))
+        if seen is not None:
+            tokens.append(("ref", seen))
+            continue
+        index[id(n)] = len(index)
+        keep.append(n)
         t = type(n)
         if t is Var:
-            k = var_index.setdefault(id(n), len(var_index))
-            h = hash(("Var", k, n.type_annotation))
-        elif t is Constant:
-            arr = n.data.numpy()
-            h = hash(("Const", arr.shape, arr.dtype.name, arr.tobytes()))
-        else:
-            kids = tuple([memo[id(c)] for c in children_of[t](n)])
-            h = hash((t.__name__, kids, data_of[t](n)))
-        memo[id(n)] = h
-    return memo[id(node)]
+            ann = _data_key(n.type_annotation)
+            tokens.append(("free", ann) if map_free_vars else ("free", id(n), ann))
+            continue
+        if t is Constant:
+            tokens.append(_constant_key(n))
+            continue
+        layout = t._layout
+        token: list[Any] = [t.__name__]
+        for f in layout:
+            if f.is_sequence:
+                token.append(len(getattr(n, f.name)))
+            elif not f.is_child and f.compare:
+                token.append(_data_key(getattr(n, f.name)))
+        tokens.append(tuple(token))
+        for f in layout:
+            if f.binds:
+                bound = getattr(n, f.name) if f.is_sequence else (getattr(n, f.name),)
+                for v in bound:
+                    seen = index.get(id(v))
+                    if seen is not None:
+                        tokens.append(("ref", seen))
+                        continue
+                    index[id(v)] = len(index)
+                    keep.append(v)
+                    tokens.append(("bind", _data_key(v.type_annotation)))
+        for f in reversed(layout):
+            if not f.is_child or f.binds:
+                continue
+            if f.is_sequence:
+                stack.extend(reversed(getattr(n, f.name)))
+            else:
+                stack.append(getattr(n, f.name))
+    return tokens
+
+
+def _constant_key(c: Constant) -> tuple[Any, ...]:
+    arr = np.asarray(c.data.numpy())
+    if arr.dtype.kind in "fc":
+        # Equal constants may differ in bytes: -0.0 == 0.0, and NaN payloads.
+        arr = np.where(np.isnan(arr), np.nan, arr + 0)
+    return ("Const", arr.shape, arr.dtype.name, arr.tobytes())
+
+
+#: absolute tolerance of float attribute comparison (TVM's)
+FLOAT_ATOL = 1e-9
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(
+        x, (bool, np.bool_)
+    )
+
+
+def data_equal(a: Any, b: Any) -> bool:
+    """Equality of non-expression field values: attributes, names, types.
+
+    As in TVM, floats compare with an absolute tolerance of ``FLOAT_ATOL``
+    (``1e-5`` and its float32 rounding are equal); containers compare element
+    by element (attribute maps by their items, as ``Attrs.__eq__`` does); anything
+    else by ``==``.
+    """
+    if a is b:
+        return True
+    if _is_number(a) and _is_number(b):
+        if isinstance(a, (float, np.floating)) or isinstance(b, (float, np.floating)):
+            return bool(a == b or abs(float(a) - float(b)) <= FLOAT_ATOL)
+        return bool(a == b)
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        if len(a) != len(b):
+            return False
+        return all(k in b and data_equal(v, b[k]) for k, v in a.items())
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(map(data_equal, a, b))
+    return bool(a == b)
+
+
+def _data_key(v: Any) -> Any:
+    """A hashable key of a field value such that ``data_equal`` values share it."""
+    if _is_number(v):
+        if isinstance(v, (float, np.floating)):
+            f = float(v)
+            if f != f or f in (float("inf"), float("-inf")):
+                return ("float", str(f))
+            r = round(f)
+            return ("num", r) if abs(f - r) <= FLOAT_ATOL else ("float",)
+        return ("num", int(v))
+    if isinstance(v, Mapping):
+        return ("map", tuple(sorted((str(k), _data_key(x)) for k, x in v.items())))
+    if isinstance(v, (tuple, list)):
+        return tuple(_data_key(x) for x in v)
+    try:
+        hash(v)
+    except TypeError:
+        return ("unhashable", type(v).__name__)
+    return v

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -38,6 +39,8 @@ __all__ = [
     "function_pass",
     "PassInstrument",
     "pass_instrument",
+    "register_pass_config",
+    "PrintIR",
 ]
 
 
@@ -50,13 +53,64 @@ class PassInfo:
     required: tuple[str, ...] = ()
 
 
-@dataclass
+#: config key -> the TVM type key of its value, for ``PassContext.list_configs``
+_PASS_CONFIGS: dict[str, str] = {}
+
+#: Python value type -> TVM's type key for it (TVM stores bools as IntImm)
+_TYPE_KEYS: dict[type, str] = {
+    bool: "IntImm",
+    int: "IntImm",
+    float: "FloatImm",
+    str: "runtime.String",
+    dict: "Map",
+    list: "Array",
+}
+
+
+def register_pass_config(key: str, value_type: type) -> None:
+    """Declare a ``PassContext(config={key: ...})`` option and the type of its value
+    (``bool``, ``int``, ``float``, ``str``, ``dict`` or ``list``), so that
+    :meth:`PassContext.list_configs` shows it (TVM's ``TVM_REGISTER_PASS_CONFIG_OPTION``)."""
+    type_key = _TYPE_KEYS.get(value_type)
+    if type_key is None:
+        raise IRError(
+            f"pass config {key!r}: value type {value_type.__name__} is not one of "
+            f"{', '.join(t.__name__ for t in _TYPE_KEYS)}"
+        )
+    known = _PASS_CONFIGS.get(key)
+    if known is not None and known != type_key:
+        raise IRError(f"pass config {key!r} is already registered with type {known}")
+    _PASS_CONFIGS[key] = type_key
+
+
+# The options relaykit reads, and TVM's Relay options that TVM scripts set and
+# relaykit accepts without effect (it has no auto-scheduler, meta-schedule or
+# operator fusion depth limit).
+for _key, _type in (
+    ("relay.FoldConstant.max_bytes", int),
+    ("relay.FoldConstant.max_macs", int),
+    ("relay.num_threads", int),
+    ("relay.ext.dnnl.options", dict),
+    ("relay.backend.use_auto_scheduler", bool),
+    ("relay.backend.use_meta_schedule", bool),
+    ("relay.FuseOps.max_depth", int),
+    ("relay.fallback_device_type", int),
+    ("relay.ToMixedPrecision.keep_orig_output_dtype", bool),
+):
+    register_pass_config(_key, _type)
+
+
+@dataclass(eq=False)
 class PassContext:
     """Carries the optimisation level, required/disabled passes, instruments and config.
+
+    Contexts compare by identity, like TVM's objects.
 
     >>> with PassContext(opt_level=3, disabled_pass=["FoldConstant"]) as ctx:
     ...     PassContext.current().opt_level
     3
+    >>> PassContext.list_configs()["relay.FoldConstant.max_bytes"]
+    {'type': 'IntImm'}
     """
 
     opt_level: int = 2
@@ -118,6 +172,12 @@ class PassContext:
     @staticmethod
     def current() -> PassContext:
         return PassContext._stack[-1] if PassContext._stack else _DEFAULT_CONTEXT
+
+    @staticmethod
+    def list_configs() -> dict[str, dict[str, str]]:
+        """The registered config options: ``{key: {"type": type_key}}`` (TVM's
+        ``PassContext.list_configs``); see :func:`register_pass_config`."""
+        return {key: {"type": type_key} for key, type_key in sorted(_PASS_CONFIGS.items())}
 
     def pass_enabled(self, info: PassInfo) -> bool:
         if info.name in self.disabled_pass:
@@ -271,3 +331,15 @@ def function_pass(
 ) -> Any:
     """Decorate ``fn(func, mod, ctx) -> func`` (or a class with ``transform_function``)."""
     return _pass_decorator(FunctionPass, pass_func, opt_level, name, required)
+
+
+def PrintIR(header: str = "", show_meta_data: bool = False) -> Pass:
+    """A pass that prints the module to stderr and returns it unchanged (TVM's
+    ``tvm.transform.PrintIR``): ``PrintIR(<header>):`` and the module's text.
+    Its opt_level is 0, so a ``Sequential`` always runs it."""
+
+    def print_ir(mod: IRModule, ctx: PassContext) -> IRModule:
+        sys.stderr.write(f"PrintIR({header}):\n{mod.astext(show_meta_data=show_meta_data)}\n")
+        return mod
+
+    return ModulePass(print_ir, opt_level=0, name="PrintIR")
