@@ -32,8 +32,12 @@ from relaykit.ir.types import TensorType, Type
 from . import _numeric as num
 from ._relations import tensor_arg
 from .define import OpPattern, TypeRelError, define_op, make_call
+from .image_more import affine_grid, crop_and_resize, dilation2d
 
-__all__ = ["resize", "resize1d", "resize2d", "resize3d", "axis_weights", "grid_sample"]
+__all__ = [
+    "resize", "resize1d", "resize2d", "resize3d", "axis_weights", "grid_sample",
+    "affine_grid", "crop_and_resize", "dilation2d",
+]  # fmt: skip
 
 _METHODS = ("nearest", "linear", "cubic")
 _ROUNDING = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
