@@ -386,3 +386,32 @@ def test_deformable_conv2d_checks_offset_shape():
             [TensorTypeOf((1, 3, 6, 6)), TensorTypeOf((1, 9, 4, 4)), TensorTypeOf((5, 3, 3, 3))],
             call.attrs,
         )
+
+
+# -- level-1 details: mixed-integer dense, target strings as devices ------------------------------
+
+
+def test_dense_of_uint8_and_int8_with_out_dtype(rng):
+    a = rng.integers(0, 255, (4, 7)).astype("uint8")
+    b = rng.integers(-128, 127, (3, 7)).astype("int8")
+    got = evaluate(lambda x, w: relay.nn.dense(x, w, out_dtype="int32"), {"a": a, "b": b})
+    want = a.astype(np.int64) @ b.astype(np.int64).T
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, want)
+
+
+def test_dense_of_mixed_dtypes_without_out_dtype_is_refused():
+    call = nn.dense(tvar("a", (4, 7), "uint8"), tvar("b", (3, 7), "int8"))
+    with pytest.raises(TypeRelError, match="same dtype"):
+        call.op.get_attr("FTypeRelation")(
+            [TensorTypeOf((4, 7), "uint8"), TensorTypeOf((3, 7), "int8")], call.attrs
+        )
+
+
+def test_a_target_string_names_its_device():
+    import relaykit
+
+    assert relaykit.device("llvm -mcpu=cascadelake", 0) == relaykit.cpu(0)
+    with pytest.raises(IRError, match="not available"):
+        relaykit.device("cuda -arch=sm_80")
+    assert relaykit.contrib.graph_executor.GraphModule is not None
