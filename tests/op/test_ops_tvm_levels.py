@@ -415,3 +415,36 @@ def test_a_target_string_names_its_device():
     with pytest.raises(IRError, match="not available"):
         relaykit.device("cuda -arch=sm_80")
     assert relaykit.contrib.graph_executor.GraphModule is not None
+
+
+def _cubic(t, a=-0.75):
+    t = abs(t)
+    if t <= 1:
+        return ((a + 2) * t - (a + 3)) * t * t + 1
+    if t < 2:
+        return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a
+    return 0.0
+
+
+@pytest.mark.parametrize("align", [True, False])
+def test_grid_sample_cubic_border_clamps_each_tap(rng, align):
+    """PyTorch's bicubic border mode: the sample point is not moved, its 4x4 taps are
+    clamped to the image."""
+    x = rng.random((1, 2, 5, 6)).astype("float32")
+    grid = rng.uniform(-1.6, 1.6, (1, 2, 3, 4)).astype("float32")
+    want = np.zeros((1, 2, 3, 4))
+    for i, j in itertools.product(range(3), range(4)):
+        gx, gy = float(grid[0, 0, i, j]), float(grid[0, 1, i, j])
+        if align:
+            px, py = (gx + 1) / 2 * 5, (gy + 1) / 2 * 4
+        else:
+            px, py = ((gx + 1) * 6 - 1) / 2, ((gy + 1) * 5 - 1) / 2
+        fx, fy = math.floor(px), math.floor(py)
+        for a, e in itertools.product(range(-1, 3), range(-1, 3)):
+            wgt = _cubic(py - (fy + a)) * _cubic(px - (fx + e))
+            want[0, :, i, j] += wgt * x[0, :, min(max(fy + a, 0), 4), min(max(fx + e, 0), 5)]
+    call = image.grid_sample(
+        tvar("x", x.shape), tvar("g", grid.shape), "cubic", padding_mode="border",
+        align_corners=align,
+    )  # fmt: skip
+    np.testing.assert_allclose(run(call, x, grid), want, rtol=1e-5, atol=1e-5)

@@ -540,7 +540,7 @@ def _grid_sample_kernel(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarra
         lo, hi = (0.0, d - 1.0) if align else (-0.5, d - 0.5)
         if attrs.method == "nearest":
             x = np.rint(x)
-        if pad == "border":
+        if pad == "border" and attrs.method != "cubic":  # cubic clamps each tap instead
             x = np.where((x < lo) | (x > hi), np.clip(x, 0, d - 1), x)
         elif pad == "reflection":
             x = _reflect(x, lo, hi)
