@@ -448,3 +448,26 @@ def test_grid_sample_cubic_border_clamps_each_tap(rng, align):
         align_corners=align,
     )  # fmt: skip
     np.testing.assert_allclose(run(call, x, grid), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(("threshold", "id_index", "score_index"), [(0.0, 0, 1), (0.5, -1, 0)])
+def test_get_valid_counts_matches_loops(rng, threshold, id_index, score_index):
+    data = rng.uniform(-2, 2, (2, 30, 6)).astype("float32")
+    counts = np.zeros(2, "int32")
+    out = np.full_like(data, -1)
+    index = np.full((2, 30), -1, "int32")
+    for b in range(2):
+        for j in range(30):
+            ok = data[b, j, score_index] > threshold
+            if id_index >= 0:
+                ok = ok and data[b, j, id_index] >= 0
+            if ok:
+                out[b, counts[b]] = data[b, j]
+                index[b, counts[b]] = j
+                counts[b] += 1
+    x = relay.var("x", shape=data.shape)
+    z = relay.vision.get_valid_counts(x, relay.const(threshold), id_index, score_index)
+    assert "score_threshold" in z.astext()
+    got = relay.create_executor("graph").evaluate(relay.Function([x], z.astuple()))(data)
+    for g, w in zip(got, (counts, out, index), strict=True):
+        np.testing.assert_array_equal(g.numpy(), w)

@@ -15,6 +15,12 @@ boxes ``(left, top, right, bottom)`` for each pixel of the (N, C, H, W) feature 
 one per size (aspect ratio 1) and one per further ratio (with the first size),
 centred at ``(pixel + offset) * step``; a step of -1 means ``1 / H`` (``1 / W``).
 
+``get_valid_counts(data, score_threshold, id_index, score_index)`` moves the boxes
+(rows of the (B, N, E) ``data``) whose score is above ``score_threshold`` and whose
+class id is not negative (``id_index < 0``: no id) to the front, in order; the
+returns are the number of such boxes per batch, the rearranged data (the rest -1)
+and each kept box's original index (the rest -1).
+
 >>> from relaykit import relay
 >>> x = relay.var("x", shape=(1, 3, 4, 4))
 >>> multibox_prior(x, sizes=(0.5, 0.25)).attrs.sizes
@@ -29,13 +35,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from relaykit.ir.attrs import Attrs
-from relaykit.ir.expr import Call, Expr
-from relaykit.ir.types import TensorType, Type
+from relaykit.ir.expr import Call, Constant, Expr, TupleWrapper
+from relaykit.ir.types import TensorType, TupleType, Type
 
 from ._relations import FLOAT_DTYPES, tensor_arg
 from .define import OpPattern, TypeRelError, define_op, make_call
 
-__all__ = ["multibox_prior", "roi_pool", "yolo_reorg"]
+__all__ = ["get_valid_counts", "multibox_prior", "roi_pool", "yolo_reorg"]
 
 
 def _roi_pool_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
@@ -225,3 +231,68 @@ def multibox_prior(
         offsets=tuple(float(v) for v in offsets),
         clip=bool(clip),
     )
+
+
+# -- get_valid_counts -----------------------------------------------------------------------------
+
+
+def _valid_counts_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types, 0, "data")
+    if data.ndim != 3:
+        raise TypeRelError(f"get_valid_counts data must be (batch, boxes, elements), got {data}")
+    e = data.shape[2]
+    for what in ("score_index", "id_index"):
+        i = int(getattr(attrs, what))
+        if i >= e or (what == "score_index" and i < 0):
+            raise TypeRelError(f"get_valid_counts {what}={i} is out of range for {e} elements")
+    b, n = data.shape[:2]
+    return TupleType([TensorType((b,), "int32"), data, TensorType((b, n), "int32")])
+
+
+def _valid_counts_kernel(inputs: Sequence[np.ndarray], attrs: Attrs) -> tuple[np.ndarray, ...]:
+    data = inputs[0]
+    b, n, _ = data.shape
+    keep = data[:, :, int(attrs.score_index)] > float(attrs.score_threshold or 0.0)
+    if int(attrs.id_index) >= 0:
+        keep &= data[:, :, int(attrs.id_index)] >= 0
+    counts = keep.sum(axis=1).astype(np.int32)
+    out = np.full_like(data, -1)
+    index = np.full((b, n), -1, dtype=np.int32)
+    for i in range(b):
+        kept = np.flatnonzero(keep[i])
+        out[i, : len(kept)] = data[i, kept]
+        index[i, : len(kept)] = kept
+    return counts, out, index
+
+
+define_op(
+    "vision.get_valid_counts",
+    num_inputs=1,
+    num_outputs=3,
+    attrs={"score_threshold": None, "id_index": 0, "score_index": 1},
+    attrs_type_key="relay.attrs.GetValidCountsAttrs",
+    type_rel=_valid_counts_rel,
+    compute=_valid_counts_kernel,
+    pattern=OpPattern.OPAQUE,
+    doc="Move the boxes above a score threshold to the front.",
+)
+
+
+def get_valid_counts(
+    data: Expr, score_threshold: float | Expr, id_index: int = 0, score_index: int = 1
+) -> TupleWrapper:
+    """``(valid_count, data, indices)``: boxes scoring above ``score_threshold`` first."""
+    if isinstance(score_threshold, Constant):
+        score_threshold = float(score_threshold.data.numpy())
+    elif isinstance(score_threshold, Expr):
+        raise TypeRelError(
+            "get_valid_counts needs a constant score_threshold (a number or relay.const)"
+        )
+    call = make_call(
+        "vision.get_valid_counts",
+        [data],
+        score_threshold=float(score_threshold),
+        id_index=int(id_index),
+        score_index=int(score_index),
+    )
+    return TupleWrapper(call, 3)
