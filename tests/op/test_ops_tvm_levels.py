@@ -471,3 +471,11 @@ def test_get_valid_counts_matches_loops(rng, threshold, id_index, score_index):
     got = relay.create_executor("graph").evaluate(relay.Function([x], z.astuple()))(data)
     for g, w in zip(got, (counts, out, index), strict=True):
         np.testing.assert_array_equal(g.numpy(), w)
+
+
+def test_runtime_convert_gives_lists_the_ir_accepts():
+    import relaykit
+
+    t = relay.TensorType((2,), "float32")
+    assert relaykit.runtime.convert((t, [1, (2, 3)])) == [t, [1, [2, 3]]]
+    assert relay.TupleType(relaykit.runtime.convert([t, t])) == relay.TupleType([t, t])
