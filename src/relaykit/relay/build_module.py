@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import relaykit.contrib.graph_executor  # noqa: F401 - tvm.contrib.graph_executor, as TVM's relay loads it
 from relaykit.backend.build_module import GraphExecutorFactoryModule, build
 from relaykit.backend.interpreter import create_executor
 from relaykit.transform.bind import bind_params_by_name
