@@ -14,17 +14,28 @@ relaykit.errors.UnsupportedFeatureError: relaykit has no tvm.te (tvm.te.placehol
 
 from __future__ import annotations
 
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from relaykit.errors import UnsupportedFeatureError
+from relaykit.tir import SizeVar, Var
 
-__all__: list[str] = []
+__all__ = ["size_var", "var"]
 
 INSTEAD = (
     "relaykit has no tensor expressions or schedules; operators run NumPy kernels "
     "(register one with tvm.ir.register_op_attr(op_name, 'FCompute', fn)), shapes are "
     "integers, and a symbolic dimension (te.var / te.size_var) has no equivalent yet"
 )
+
+
+def var(name: str = "tindex", dtype: str = "int32", span: Any = None) -> Var:
+    """A symbolic scalar; a ``TensorType`` dimension made of one raises (static shapes)."""
+    return Var(name, dtype, span)
+
+
+def size_var(name: str = "size", dtype: str = "int32", span: Any = None) -> SizeVar:
+    """A symbolic size; a ``TensorType`` dimension made of one raises (static shapes)."""
+    return SizeVar(name, dtype, span)
 
 
 def __getattr__(name: str) -> NoReturn:

@@ -18,7 +18,7 @@ from typing import Any, NoReturn
 
 from relaykit.errors import UnsupportedFeatureError
 
-__all__ = ["IntImm", "FloatImm", "StringImm"]
+__all__ = ["IntImm", "FloatImm", "SizeVar", "StringImm", "Var"]
 
 INSTEAD = (
     "relaykit has no tensor-level IR (loops, buffers, PrimFuncs); Relay functions and "
@@ -71,6 +71,25 @@ class StringImm(str):
     @property
     def value(self) -> str:
         return str(self)
+
+
+class Var:
+    """A named symbolic scalar (``tvm.tir.Var(name, dtype)``, made by ``te.var``).
+
+    It exists so scripts that name symbolic dimensions load; relaykit's shapes are
+    static, so putting one in a ``TensorType`` raises an ``IRError`` that says so.
+    """
+
+    def __init__(self, name: str = "v", dtype: str = "int32", span: Any = None) -> None:
+        self.name = str(name)
+        self.dtype = str(dtype)
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+class SizeVar(Var):
+    """A symbolic non-negative size (``tvm.tir.SizeVar``, made by ``te.size_var``)."""
 
 
 def __getattr__(name: str) -> NoReturn:

@@ -23,6 +23,7 @@ from . import ml as ml
 from . import moments as moments
 from . import op as op  # TVM's relay.op.op: defining operators, register_* helpers
 from . import reduce as reduce  # submodules, kept out of __all__
+from . import reduce_more as reduce_more
 from . import tensor as tensor
 from . import transform as transform
 from . import vision as vision
@@ -50,6 +51,8 @@ from .op import register_shape_func as register_shape_func
 from .op import register_stateful as register_stateful
 from .reduce import *  # noqa: F403
 from .reduce import __all__ as _reduce_all
+from .reduce_more import *  # noqa: F403
+from .reduce_more import __all__ as _reduce_more_all
 from .tensor import *  # noqa: F403
 from .tensor import __all__ as _tensor_all
 from .transform import *  # noqa: F403
@@ -67,11 +70,13 @@ __all__ = [
     "nn",
     "annotation",
     "image",
+    "vision",
     *_tensor_all,
     *_elemwise_all,
     *_indexing_all,
     *_linalg_all,
     *_transform_all,
     *_reduce_all,
+    *_reduce_more_all,
     *_moments_all,
 ]

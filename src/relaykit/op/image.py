@@ -32,8 +32,12 @@ from relaykit.ir.types import TensorType, Type
 from . import _numeric as num
 from ._relations import tensor_arg
 from .define import OpPattern, TypeRelError, define_op, make_call
+from .image_more import affine_grid, crop_and_resize, dilation2d
 
-__all__ = ["resize", "resize1d", "resize2d", "resize3d", "axis_weights", "grid_sample"]
+__all__ = [
+    "resize", "resize1d", "resize2d", "resize3d", "axis_weights", "grid_sample",
+    "affine_grid", "crop_and_resize", "dilation2d",
+]  # fmt: skip
 
 _METHODS = ("nearest", "linear", "cubic")
 _ROUNDING = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
@@ -536,7 +540,7 @@ def _grid_sample_kernel(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarra
         lo, hi = (0.0, d - 1.0) if align else (-0.5, d - 0.5)
         if attrs.method == "nearest":
             x = np.rint(x)
-        if pad == "border":
+        if pad == "border" and attrs.method != "cubic":  # cubic clamps each tap instead
             x = np.where((x < lo) | (x > hi), np.clip(x, 0, d - 1), x)
         elif pad == "reflection":
             x = _reflect(x, lo, hi)

@@ -29,8 +29,9 @@ from relaykit.ir.types import TensorType, Type
 
 from ._relations import FLOAT_DTYPES, tensor_arg
 from .define import OpPattern, TypeRelError, define_op, make_call
+from .vision_more import get_valid_counts, multibox_prior, roi_pool, yolo_reorg
 
-__all__ = ["roi_align"]
+__all__ = ["get_valid_counts", "multibox_prior", "roi_align", "roi_pool", "yolo_reorg"]
 
 
 def _roi_align_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:

@@ -5,6 +5,7 @@
 """
 
 from .artifact import export_module, load_module
+from .convert import convert
 from .module import Module, ModuleBlob, PythonModule, register_module_loader
 from .ndarray import Device, NDArray, array, cpu, device, empty
 from .registry import get_global_func, list_global_func_names, register_func
@@ -25,4 +26,5 @@ __all__ = [
     "register_func",
     "get_global_func",
     "list_global_func_names",
+    "convert",
 ]

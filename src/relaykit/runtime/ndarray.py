@@ -40,7 +40,8 @@ def cpu(dev_id: int = 0) -> Device:
 
 
 def device(dev_type: str = "cpu", dev_id: int = 0) -> Device:
-    if dev_type not in ("cpu", "llvm", "c"):
+    """The device of a name or target string (``"llvm -mcpu=x"`` names the cpu, as in TVM)."""
+    if (str(dev_type).split() or [""])[0] not in ("cpu", "llvm", "c"):
         raise IRError(f"device {dev_type!r} is not available: relaykit runs on the host cpu")
     return Device("cpu", dev_id)
 

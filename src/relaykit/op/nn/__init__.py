@@ -23,7 +23,9 @@ from relaykit.op.define import make_call
 
 from . import _ops, _solvers  # noqa: F401 - register the nn.* operators, their type solvers
 from ._argmax_pool import max_pool2d_with_argmax
+from ._deformable import deformable_conv2d
 from ._extra_ops import avg_pool3d, lrn, max_pool3d
+from ._space import batch_to_space_nd, depth_to_space, space_to_batch_nd, space_to_depth
 
 __all__ = [
     "conv2d",
@@ -53,6 +55,11 @@ __all__ = [
     "max_pool3d",
     "max_pool2d_with_argmax",
     "avg_pool3d",
+    "batch_to_space_nd",
+    "deformable_conv2d",
+    "depth_to_space",
+    "space_to_batch_nd",
+    "space_to_depth",
 ]
 
 

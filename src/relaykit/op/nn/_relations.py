@@ -18,7 +18,7 @@ from typing import Any
 
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.types import TensorType, TupleType, Type
-from relaykit.op._relations import FLOAT_DTYPES, normalize_axis, resolve_dtype, tensor_arg
+from relaykit.op._relations import FLOAT_DTYPES, is_int, normalize_axis, resolve_dtype, tensor_arg
 from relaykit.op.define import TypeRelError
 
 __all__ = [
@@ -203,7 +203,8 @@ def dense_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
         raise TypeRelError(f"data must have at least one dimension, got {data}")
     if weight.ndim != 2:
         raise TypeRelError(f"weight must be 2-D (units, in_features), got {weight}")
-    _same_dtype(data, weight, "data and weight")
+    if not (attrs.out_dtype and is_int(data.dtype) and is_int(weight.dtype)):
+        _same_dtype(data, weight, "data and weight")  # mixed integers (u8 x i8) need out_dtype
     units, k = weight.shape
     if data.shape[-1] != k:
         raise TypeRelError(
