@@ -275,3 +275,17 @@ def test_composite_functions_are_typed_like_tvms():
     assert [tuple(p.type_annotation.shape) for p in fn.params] == [(2, 3), (2, 3)]
     assert tuple(fn.ret_type.shape) == (2, 3)
     assert fn.ret_type.dtype == "float32"
+
+
+def test_annotate_target_one_compiler_end_per_use():
+    """As TVM's AnnotateTarget: a producer used twice is closed by two compiler_ends."""
+    x = relay.var("x", shape=(4,))
+    r = relay.nn.relu(x)
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.add(relay.abs(r), relay.abs(r))))
+    body = relay.transform.AnnotateTarget("nowhere")(mod)["main"].body
+    # end(add(begin(end(abs(begin(end(relu)))))), ...)
+    abs_calls = [b.args[0].args[0] for b in body.args[0].args]
+    relu_ends = [a.args[0].args[0] for a in abs_calls]
+    assert all(e.op.name == "annotation.compiler_end" for e in relu_ends)
+    assert relu_ends[0] is not relu_ends[1]
+    assert relu_ends[0].args[0] is relu_ends[1].args[0]
