@@ -18,6 +18,7 @@ but building for it raises :class:`~relaykit.errors.BuildError` saying so.
 from __future__ import annotations
 
 import difflib
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -115,6 +116,9 @@ _KINDS: dict[str, TargetKind] = {
         _kind("ext_dev", ("ext_dev",), {}),
         _kind("hybrid", ("cpu",), {}),
         _kind("composite", (), {"devices": _LIST}),
+        # BYOC compilers TVM registers as target kinds, so that a Target can carry the
+        # options of an external codegen: Target({"kind": "ccompiler", "header": ...})
+        _kind("ccompiler", (), {"header": _STR}),
     )
 }
 
@@ -160,11 +164,15 @@ def _format(value: Any) -> str:
         return ",".join(value)
     if isinstance(value, bool):
         return "true" if value else "false"
-    return str(value)
+    text = str(value)
+    return shlex.quote(text) if any(c.isspace() for c in text) else text
 
 
 def _parse_text(text: str) -> tuple[str, dict[str, Any]]:
-    words = text.split()
+    try:  # a quoted value may hold spaces: -header='// Good'
+        words = shlex.split(text)
+    except ValueError as err:
+        raise ArgumentError(f"cannot read target {text!r}: {err}") from None
     if not words:
         raise ArgumentError("a target string must start with a kind, e.g. 'llvm'")
     name, rest = words[0], words[1:]

@@ -260,3 +260,32 @@ def test_merge_composite_rejects_bad_tables():
         MergeComposite([("only-a-name",)])
     with pytest.raises(PartitionError, match="expected a dataflow pattern"):
         MergeComposite([("lib.x", "not a pattern")])
+
+
+def test_composite_functions_are_typed_like_tvms():
+    """A composite function carries its parameter types and return type (TVM's
+    MergeComposite output after its type inference)."""
+    a = relay.var("a", shape=(2, 3))
+    b = relay.var("b", shape=(2, 3))
+    mod = tvm.IRModule.from_expr(relay.Function([a, b], relay.nn.relu(relay.add(a, b))))
+    table = [("t.add_relu", is_op("nn.relu")(is_op("add")(wildcard(), wildcard())))]
+    fn = relay.transform.MergeComposite(table)(mod)["main"].body.op
+    assert fn.attrs["Composite"] == "t.add_relu"
+    assert [p.name_hint for p in fn.params] == ["FunctionVar_0_0", "FunctionVar_0_1"]
+    assert [tuple(p.type_annotation.shape) for p in fn.params] == [(2, 3), (2, 3)]
+    assert tuple(fn.ret_type.shape) == (2, 3)
+    assert fn.ret_type.dtype == "float32"
+
+
+def test_annotate_target_one_compiler_end_per_use():
+    """As TVM's AnnotateTarget: a producer used twice is closed by two compiler_ends."""
+    x = relay.var("x", shape=(4,))
+    r = relay.nn.relu(x)
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.add(relay.abs(r), relay.abs(r))))
+    body = relay.transform.AnnotateTarget("nowhere")(mod)["main"].body
+    # end(add(begin(end(abs(begin(end(relu)))))), ...)
+    abs_calls = [b.args[0].args[0] for b in body.args[0].args]
+    relu_ends = [a.args[0].args[0] for a in abs_calls]
+    assert all(e.op.name == "annotation.compiler_end" for e in relu_ends)
+    assert relu_ends[0] is not relu_ends[1]
+    assert relu_ends[0].args[0] is relu_ends[1].args[0]

@@ -89,3 +89,39 @@ def test_backend_functions_are_skipped():
 def test_scalars_stay_scalars():
     out = fold(relay.Function([], relay.add(relay.const(1.0), relay.const(2.0))))
     assert out.body.data.shape == () and float(out.body.data.numpy()) == 3.0
+
+
+def _fold(body, params=()):
+    mod = tvm.IRModule.from_expr(relay.Function(list(params), body))
+    return FoldConstant()(InferType()(mod))["main"]
+
+
+def test_fold_if_with_constant_condition_takes_the_branch():
+    a = np.array([[1.0, 2.0, 3.0]], "float32")
+    for cond, want in ((True, a + a), (False, a - a)):
+        x, y = relay.const(a), relay.const(a)
+        out = _fold(relay.If(relay.const(np.array(cond)), x + y, x - y)).body
+        assert isinstance(out, relay.Constant)
+        np.testing.assert_array_equal(out.data.numpy(), want)
+
+
+def test_fold_inlines_constant_lets_and_folds_their_uses():
+    c = np.array([1.5], "float32")
+    x = relay.var("x", shape=(1,))
+    t1, t2 = relay.var("t1"), relay.var("t2")
+    t3 = relay.var("t3")
+    body = relay.Let(
+        t1, relay.const(c), relay.Let(t2, relay.add(t1, t1), relay.Let(t3, relay.add(t2, x), t3))
+    )
+    out = _fold(body, [x]).body
+    assert isinstance(out, relay.Let) and out.var.name_hint == "t3"
+    folded = out.value.args[0]
+    assert isinstance(folded, relay.Constant)
+    np.testing.assert_array_equal(folded.data.numpy(), c + c)
+
+
+def test_fold_leaves_dropout():
+    d = relay.nn.dropout(relay.const(np.arange(4, dtype="float32")))
+    out = _fold(d + relay.const(1.0)).body
+    assert isinstance(out, relay.Call) and out.op.name == "add"
+    assert out.args[0].tuple_value.op.name == "nn.dropout"

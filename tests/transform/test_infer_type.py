@@ -131,3 +131,16 @@ def test_infer_type_local_is_exported_and_keeps_existing_types():
     z = op.multiply(y, const(2.0))
     assert InferTypeLocal(z) == T
     assert y.checked_type is before  # the typed subexpression was not re-typed
+
+
+def test_infer_type_annotates_untyped_parameters_and_let_vars():
+    """As TVM's InferType: variables without annotation get their inferred type."""
+    x = relay.var("x", shape=(4,), dtype="float32")
+    y = relay.var("y")
+    v = relay.var("v")
+    inner = relay.Function([y], relay.Let(v, relay.abs(y), relay.nn.relu(v)))
+    mod = IRModule.from_expr(relay.Function([x], inner(x)))
+    out = InferType()(mod)["main"].body.op
+    assert tuple(out.params[0].type_annotation.shape) == (4,)
+    assert tuple(out.body.var.type_annotation.shape) == (4,)
+    assert tuple(out.ret_type.shape) == (4,)

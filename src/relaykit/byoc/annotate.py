@@ -9,8 +9,8 @@ target their inputs share (``"default"`` when they differ); with ``False`` they
 stay unannotated. ``If``, ``Let`` and function literals stay on the host; the
 values they consume are closed with ``compiler_end``.
 
-Differences from TVM, on purpose: a producer used by several consumers gets
-one ``compiler_end`` instead of one per use; a ``Let`` value is closed with
+As in TVM, a producer used by several consumers gets one ``compiler_end`` per
+use. Differences from TVM, on purpose: a ``Let`` value is closed with
 ``compiler_end`` only (TVM also opened a region that no ``compiler_end`` ever
 closed); an empty tuple is left alone like a constant; re-annotating keeps the
 targets of already annotated operators and re-decides the rest.
@@ -94,7 +94,7 @@ def strip_annotations(func: Function) -> tuple[Function, dict[Expr, str]]:
 
 class _Annotator:
     """The state of one ``annotate_function`` run: the rewritten node of every visited
-    node, the target of every annotated one and the ``compiler_end`` closing it."""
+    node and the target of every annotated one."""
 
     def __init__(
         self,
@@ -109,18 +109,14 @@ class _Annotator:
         self.keep = keep
         self.new: dict[Expr, Expr] = {}
         self.target: dict[Expr, str] = {}
-        self.ends: dict[Expr, Expr] = {}
 
     def closed(self, a: Expr) -> Expr:
-        """The value of ``a`` as seen from outside its region (its ``compiler_end``)."""
+        """The value of ``a`` as seen by one consumer outside its region: a
+        ``compiler_end`` of its own for every use, as TVM's pass makes them."""
         na = self.new[a]
         if a not in self.target or (type(a) is Call and not a.args):
             return na
-        e = self.ends.get(a)
-        if e is None:
-            e = make_end(na, self.target[a])
-            self.ends[a] = e
-        return e
+        return make_end(na, self.target[a])
 
     def run(self, root: Expr) -> Expr:
         """Rewrites every node under ``root``, inputs first; returns the closed root.

@@ -24,15 +24,23 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from relaykit.dataflow_pattern import DFPattern
-from relaykit.ir.expr import Expr, Function
+from relaykit.dataflow_pattern import DFPattern, FunctionPattern
+from relaykit.dataflow_pattern.grouper import PARTITIONED_FROM_PATTERN, Group, PatternGrouper
+from relaykit.ir.attrs import Attrs
+from relaykit.ir.expr import Call, Expr, Function, Var
+from relaykit.ir.functor import children, rebuild
 from relaykit.ir.module import IRModule
 from relaykit.transform.pass_infra import Pass, PassContext, PassInfo
 
 from ._common import PartitionError, ensure_typed, no_gc
 from ._typing import fill_types
 
-__all__ = ["MergeComposite", "normalize_pattern_table", "merge_composite_function"]
+__all__ = [
+    "MergeComposite",
+    "merge_composite_function",
+    "normalize_pattern_table",
+    "partition_typed",
+]
 
 PatternEntry = tuple[str, Any, Callable[[Expr], Any] | None]
 
@@ -79,15 +87,86 @@ def merge_composite_function(
     func = ensure_typed(func, mod)
     body = func.body
     for name, pattern, check in entries:
-        attrs = {"Composite": name}
-        new_body = (
-            pattern.partition(body, attrs, check) if check else pattern.partition(body, attrs)
-        )
+        new_body = partition_typed(pattern, body, name, check)
         if new_body is not body:
             # Later patterns (and their checks) may look at types: type the new nodes.
             func = fill_types(func.with_fields(body=new_body), mod)
             body = func.body
     return func
+
+
+def _typed_function(group: Group, attrs: Attrs) -> Function:
+    """The composite function of ``group``, typed as TVM's type inference leaves it.
+
+    Its parameters are annotated with the types of the arguments and its return
+    type is the type of the matched root (the input is typed), so the function
+    reads ``fn (%FunctionVar_0_0: Tensor[...], ...) -> Tensor[...]``.
+    """
+    params = [
+        Var(p.name_hint, a.checked_type if a.has_checked_type else None)
+        for p, a in zip(group.params, group.args, strict=True)
+    ]
+    sub: dict[Expr, Expr] = dict(zip(group.args, params, strict=True))
+    lookup = sub.__getitem__
+    for node in group.nodes:
+        sub[node] = rebuild(node, lookup)
+    root = group.root
+    ret = root.checked_type if root.has_checked_type else None
+    return Function(params, sub[root], ret_type=ret, attrs=attrs)
+
+
+def partition_typed(
+    pattern: DFPattern, expr: Expr, name: str, check: Callable[[Expr], Any] | None = None
+) -> Expr:
+    """``pattern.partition(expr, {"Composite": name}, check)`` with typed composite functions.
+
+    Matches are found as the pattern language's ``partition`` finds them
+    (greedily from the outputs, never overlapping); each one ``check`` accepts
+    becomes a call of a function with attributes ``Composite`` and
+    ``PartitionedFromPattern``, whose parameters and return type carry the
+    types of the (typed) matched nodes. Returns ``expr`` itself when nothing
+    matched.
+    """
+    if isinstance(pattern, FunctionPattern):
+        return expr
+    grouper = PatternGrouper(pattern, expr)
+    if not grouper.groups:
+        return expr
+    memo: dict[Expr, Expr] = {}
+    chosen: dict[Expr, Group | None] = {}
+    fn_attrs: dict[str, Attrs] = {}  # one frozen attribute set per pattern name
+    lookup = memo.__getitem__
+    changed = False
+    stack: list[tuple[Expr, bool]] = [(expr, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            if node in memo:
+                continue
+            group = chosen[node]
+            if group is None:
+                memo[node] = rebuild(node, lookup)
+            else:
+                attrs = fn_attrs.get(group.name)
+                if attrs is None:
+                    attrs = fn_attrs[group.name] = Attrs(
+                        {"Composite": name, PARTITIONED_FROM_PATTERN: group.name}
+                    )
+                memo[node] = Call(_typed_function(group, attrs), [memo[a] for a in group.args])
+                changed = True
+            continue
+        if node in chosen:
+            continue
+        group = grouper.root_group(node)
+        if group is not None and check is not None and not check(node):
+            group = None
+        chosen[node] = group
+        stack.append((node, True))
+        kids = children(node) if group is None else group.args
+        for child in reversed(kids):
+            if child not in chosen:
+                stack.append((child, False))
+    return memo[expr] if changed else expr
 
 
 class MergeComposite(Pass):

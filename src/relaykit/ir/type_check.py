@@ -665,12 +665,20 @@ def infer_type_local(expr: Expr, mod: IRModule | None = None) -> Type:
     return TypeChecker(expr, global_types(mod), trust_existing=True).run()
 
 
+def _annotated(node: Expr) -> bool:
+    """False for a function without a return type or a variable without a type annotation."""
+    kind = type(node)
+    if kind is Function:
+        return node.ret_type is not None  # type: ignore[attr-defined]
+    return kind is not Var or node.type_annotation is not None  # type: ignore[attr-defined]
+
+
 def _fill_types(fn: Function, solved: set[Var] | frozenset[Var] = frozenset()) -> Function:
-    """``fn`` with every function's missing return type filled in from inference, and
-    the variables in ``solved`` (unannotated ones whose type inference solved) replaced
-    by variables annotated with that type, as TVM's ``InferType`` does; all unchanged
-    nodes are shared."""
-    if not solved and all(n.ret_type is not None for n in post_order(fn) if type(n) is Function):
+    """``fn`` with every function's missing return type and every variable's missing
+    type annotation filled in from inference, and the variables in ``solved`` (whose
+    type inference solved by unification) replaced by variables annotated with that
+    type, as TVM's ``InferType`` does; all unchanged nodes are shared."""
+    if not solved and all(_annotated(n) for n in post_order(fn)):
         return fn
 
     def post(new: Expr, old: Expr) -> Expr | None:
@@ -687,6 +695,10 @@ def _fill_types(fn: Function, solved: set[Var] | frozenset[Var] = frozenset()) -
             filled = new.with_fields(ret_type=ft.ret_type)
             filled._set_checked_type(ft)
             return filled
+        if type(new) is Var and new.type_annotation is None and old._checked_type is not None:
+            var = Var(new.name_hint, old._checked_type, new.span)
+            var._set_checked_type(old._checked_type)
+            return var
         return None
 
     return rewrite_post_order(fn, post)  # type: ignore[return-value]

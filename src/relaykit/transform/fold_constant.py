@@ -7,6 +7,9 @@ by the resulting constant (a tuple of constants for multi-output operators);
 to keep than to store) and functions handed to a backend or marked
 ``Primitive``/``Composite`` are left alone, as in TVM. A call whose kernel
 fails is kept, so the error surfaces, with its context, when the model runs.
+As in TVM, ``nn.dropout`` (and any stateful operator) is never evaluated, an
+``If`` whose condition is a constant becomes the branch it takes, and a ``let``
+whose value folds to a constant is inlined into its uses (which fold in turn).
 
 Folding is bounded: a call whose result (from its inferred type, checked
 *before* the kernel runs) holds a tensor of more than
@@ -43,8 +46,11 @@ from relaykit.ir.expr import (
     Constant,
     Expr,
     Function,
+    If,
+    Let,
     Tuple,
     TupleGetItem,
+    Var,
     checked_type_or_none,
 )
 from relaykit.ir.functor import post_order, rebuild
@@ -166,6 +172,11 @@ def largest_tensor_bytes(ty: Type | None) -> int | None:
 
 _OPAQUE_FUNCTION_ATTRS = ("Primitive", "Composite", "Compiler")
 
+#: Operators never evaluated at compile time, as in TVM: ``nn.dropout`` is random at
+#: training time (``SimplifyInference`` removes it for inference), so folding it would
+#: fix one outcome. Operators registered as stateful (``TOpIsStateful``) are kept too.
+NEVER_FOLDED = frozenset({"nn.dropout"})
+
 
 def _is_opaque(fn: Function) -> bool:
     return any(k in fn.attrs for k in _OPAQUE_FUNCTION_ATTRS)
@@ -222,6 +233,8 @@ def _fold_call(new: Call, old: Call, limit: int, macs: int) -> Expr | None:
     op = new.op
     if type(op) is not Op or not new.args or op.name.startswith("annotation."):
         return None
+    if op.name in NEVER_FOLDED or op.get_attr("TOpIsStateful"):
+        return None
     kernel = op.get_attr("FCompute")
     if kernel is None:
         return None
@@ -270,6 +283,48 @@ def rewrite_outside_opaque(expr: Expr, post: Callable[[Expr, Expr], Expr | None]
     return memo[expr]
 
 
+def _constant_condition(cond: Expr) -> bool | None:
+    """The truth of a scalar boolean constant condition, else None."""
+    if type(cond) is not Constant or cond.data.shape != ():
+        return None
+    return bool(cond.data.numpy())
+
+
+def _fold_walk(expr: Expr, post: Callable[[Expr, Expr], Expr | None]) -> Expr:
+    """``rewrite_outside_opaque(expr, post)`` that also inlines every ``let`` whose value
+    folds to a constant (TVM's ``FoldConstant`` does): the variable's uses see the
+    constant, so what depends on it folds in the same walk, and the binding goes."""
+    memo: dict[Expr, Expr] = {}
+    let_var_of: dict[Expr, Var] = {}  # a let's value -> its variable
+    bound: dict[Expr, Expr] = {}  # a let variable -> the constant it is bound to
+
+    def skip(node: Expr) -> bool:
+        if node in memo:
+            return True
+        if type(node) is Function and node is not expr and _is_opaque(node):
+            memo[node] = node
+            return True
+        if type(node) is Let:  # seen before its value is rewritten (children come later)
+            let_var_of[node.value] = node.var
+        return False
+
+    def lookup(e: Expr) -> Expr:
+        c = bound.get(e)
+        return memo[e] if c is None else c
+
+    for node in post_order(expr, skip=skip):
+        if type(node) is Let and node.var in bound:
+            memo[node] = memo[node.body]
+            continue
+        rebuilt = rebuild(node, lookup)
+        out = post(rebuilt, node)
+        result = memo[node] = rebuilt if out is None else out
+        var = let_var_of.get(node)
+        if var is not None and type(result) is Constant:
+            bound[var] = result
+    return memo[expr]
+
+
 def fold_constant(
     expr: Expr,
     mod: IRModule | None = None,
@@ -290,9 +345,13 @@ def fold_constant(
             return _fold_call(new, old, limit, macs)  # type: ignore[arg-type]
         if type(new) is TupleGetItem and type(new.tuple_value) is Tuple:
             return new.tuple_value.fields[new.index]
+        if type(new) is If:
+            truth = _constant_condition(new.cond)
+            if truth is not None:
+                return new.true_branch if truth else new.false_branch
         return None
 
-    return rewrite_outside_opaque(expr, post)
+    return _fold_walk(expr, post)
 
 
 class FoldConstant(FunctionPass):
