@@ -245,3 +245,14 @@ class NativeCodeRefusedError(ArtifactError):
 class ArtifactSignatureError(ArtifactError):
     """``load_module(..., trusted_keys=...)`` refused a file: it is unsigned, signed by
     no trusted key, or its signature does not verify."""
+
+
+# -- dynamic shapes (issue 12) -------------------------------------------------------------------
+__all__ += ["SymbolicDimError"]
+
+
+class SymbolicDimError(RelayKitError, TypeError):
+    """A value was needed from a tensor dimension that is symbolic (``te.var("n")``) or
+    unknown (``relay.Any()``, printed ``?``): an ``int(dim)``, a comparison that cannot
+    be decided, or a static-shape-only backend. The message says to give a static shape
+    or use the VM (``relay.vm.compile``)."""

@@ -85,14 +85,15 @@ def test_float16_mean_does_not_overflow(rng):
     np.testing.assert_allclose(float(got), float(x.astype(np.float64).mean()), rtol=1e-2)
 
 
-def test_te_var_is_a_symbol_that_static_shapes_refuse():
+def test_te_var_is_a_symbolic_dimension():
     from relaykit import te, tir
 
     n = te.var("n")
     assert isinstance(n, tir.Var) and n.name == "n"
     assert isinstance(te.size_var("m"), tir.SizeVar)
-    with pytest.raises(IRError, match="static shapes only"):
-        relay.TensorType((n, 3))
+    assert relay.TensorType((n, 3)).shape == (n, 3)
+    with pytest.raises(IRError, match="not an integer"):
+        relay.TensorType(("n", 3))
 
 
 # -- dilation2d -----------------------------------------------------------------------------------

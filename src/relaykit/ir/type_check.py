@@ -48,7 +48,7 @@ from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, Tup
 from .functor import children, post_order, rewrite_post_order
 from .hooks import has_printer, printer_hook
 from .op import Op
-from .types import FuncType, IncompleteType, TensorType, TupleType, Type, TypeVar
+from .types import AnyDim, FuncType, IncompleteType, TensorType, TupleType, Type, TypeVar
 
 if TYPE_CHECKING:
     from .module import IRModule
@@ -501,6 +501,8 @@ class TypeChecker:
             pairs = [*zip(a.arg_types, b.arg_types, strict=True), (a.ret_type, b.ret_type)]  # type: ignore[attr-defined]
             parts = [self.unify(x, y) for x, y in pairs]
             return None if None in parts else self.resolve(a)
+        if ta is TensorType:
+            return unify_tensor_types(a, b)  # type: ignore[arg-type]
         return a if a == b else None
 
     def solve_inputs(self, call: Call, op: Op, arg_types: list[Type]) -> list[Type] | None:
@@ -584,6 +586,27 @@ class Unknown(IncompleteType):
 
     __eq__ = object.__eq__
     __hash__ = object.__hash__
+
+
+def unify_dims(a: Any, b: Any) -> Any:
+    """The unification of two dimensions: equal ones (by structure) unify to themselves,
+    ``?`` (``relay.Any()``) unifies with anything to ``?``, as in TVM's type solver;
+    ``None`` when they cannot be the same (e.g. ``3`` and ``4``, or ``n`` and ``3``)."""
+    if a == b:
+        return a
+    if isinstance(a, AnyDim) or isinstance(b, AnyDim):
+        return AnyDim()
+    return None
+
+
+def unify_tensor_types(a: TensorType, b: TensorType) -> TensorType | None:
+    """Two tensor types of the same dtype and rank whose dimensions unify."""
+    if a.dtype != b.dtype or len(a.shape) != len(b.shape):
+        return None
+    dims = [unify_dims(x, y) for x, y in zip(a.shape, b.shape, strict=True)]
+    if any(d is None for d in dims):
+        return None
+    return TensorType(dims, a.dtype)
 
 
 def unknowns(t: Type) -> list[Unknown]:

@@ -19,7 +19,9 @@ from typing import Any
 import numpy as np
 
 from relaykit.dtypes import DTYPES, ML_DTYPES
-from relaykit.errors import IRError, MissingDependencyError
+from relaykit.errors import IRError, MissingDependencyError, SymbolicDimError
+from relaykit.tir import Any as AnyDim
+from relaykit.tir import PrimExpr
 
 __all__ = [
     "TypeKind",
@@ -35,6 +37,10 @@ __all__ = [
     "check_dtype",
     "dtype_kind",
     "scalar_type",
+    "check_dim",
+    "is_dynamic",
+    "AnyDim",
+    "PrimExpr",
 ]
 
 
@@ -82,29 +88,37 @@ class Type:
 
 @dataclass(frozen=True, slots=True)
 class TensorType(Type):
-    """A tensor of static ``shape`` and element type ``dtype``; shape ``()`` is a scalar."""
+    """A tensor of ``shape`` and element type ``dtype``; shape ``()`` is a scalar.
+
+    A dimension is an ``int``, ``relay.Any()`` (unknown until run time, printed ``?``)
+    or a symbolic size (``te.var("n")`` and arithmetic on it); equality is structural.
+
+    >>> from relaykit.tir import Any, Var
+    >>> n = Var("n")
+    >>> str(TensorType((Any(), n, n * 2), "float32"))
+    'Tensor[(?, n, (2*n)), float32]'
+    """
 
     shape: tuple[int, ...]
     dtype: str = "float32"
 
     def __init__(self, shape: Iterable[Any] = (), dtype: Any = "float32") -> None:
-        dims: list[int] = []
-        for d in shape:
-            try:
-                v = int(d)
-            except (TypeError, ValueError):
-                raise IRError(
-                    f"TensorType dimension {d!r} is not an integer; relaykit supports "
-                    "static shapes only"
-                ) from None
-            if v < 0:
-                raise IRError(f"TensorType dimension {v} is negative in shape {tuple(shape)}")
-            dims.append(v)
-        object.__setattr__(self, "shape", tuple(dims))
+        object.__setattr__(self, "shape", tuple(check_dim(d, shape) for d in shape))
         object.__setattr__(self, "dtype", check_dtype(dtype))
 
     @property
+    def is_static(self) -> bool:
+        """Whether every dimension is an integer (no ``?`` and no size variable)."""
+        return all(type(d) is int for d in self.shape)
+
+    @property
     def concrete_shape(self) -> tuple[int, ...]:
+        """The shape as integers; a :class:`SymbolicDimError` if a dim is ``?``/symbolic."""
+        if not self.is_static:
+            raise SymbolicDimError(
+                f"{self} has a dynamic shape; this needs a static one (or the VM, "
+                "relay.vm.compile, which computes shapes at run time)"
+            )
         return self.shape
 
     @property
@@ -113,9 +127,10 @@ class TensorType(Type):
 
     @property
     def size(self) -> int:
+        """The number of elements: an int, or a symbolic expression / ``Any``."""
         n = 1
         for d in self.shape:
-            n *= d
+            n = n * d
         return n
 
     def __str__(self) -> str:
@@ -211,6 +226,39 @@ class IncompleteType(Type):
 
     def __str__(self) -> str:
         return "?"
+
+
+def check_dim(d: Any, shape: Any = ()) -> Any:
+    """A tensor dimension checked and normalised: a non-negative ``int``, ``Any()``
+    (unknown, printed ``?``) or a symbolic expression over ``te.var`` size variables."""
+    if isinstance(d, PrimExpr):
+        return d
+    if d is None:
+        return AnyDim()
+    try:
+        v = int(d)
+    except (TypeError, ValueError):
+        raise IRError(
+            f"TensorType dimension {d!r} is not an integer, relay.Any() or a symbolic "
+            "size (tvm.te.var / te.size_var)"
+        ) from None
+    if v < 0:
+        raise IRError(
+            f"TensorType dimension {v} is negative in shape {tuple(shape)}; use relay.Any() "
+            "for a dimension unknown until run time"
+        )
+    return v
+
+
+def is_dynamic(t: Type) -> bool:
+    """Whether a type mentions a dimension that is ``?`` or symbolic (in any field)."""
+    if isinstance(t, TensorType):
+        return not t.is_static
+    if isinstance(t, TupleType):
+        return any(is_dynamic(f) for f in t.fields)
+    if isinstance(t, FuncType):
+        return any(is_dynamic(a) for a in (*t.arg_types, t.ret_type))
+    return False
 
 
 def scalar_type(dtype: Any) -> TensorType:

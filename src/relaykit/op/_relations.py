@@ -19,7 +19,7 @@ import numpy as np
 
 from relaykit.errors import IRError
 from relaykit.ir.attrs import Attrs
-from relaykit.ir.types import DTYPES, TensorType, TupleType, Type, check_dtype, dtype_kind
+from relaykit.ir.types import DTYPES, AnyDim, TensorType, TupleType, Type, check_dtype, dtype_kind
 
 from .define import TypeRelError
 
@@ -27,6 +27,7 @@ __all__ = [
     "tensor_arg",
     "tuple_arg",
     "broadcast_shape",
+    "broadcast_dim",
     "broadcast_rel",
     "identity_rel",
     "make_broadcast_rel",
@@ -83,22 +84,42 @@ def tuple_arg(arg_types: Sequence[Type], i: int, name: str = "") -> TupleType:
     return t
 
 
-def broadcast_shape(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
+def broadcast_dim(x: Any, y: Any, where: str = "") -> Any:
+    """The broadcast of two dimensions, with TVM's rules for dynamic ones: equal dims
+    (by structure) give themselves, ``1`` gives the other, ``?`` with ``k != 1`` gives
+    ``k`` (the run-time dim must be 1 or k), ``?`` with ``1`` or with a symbol gives ``?``,
+    and two different symbols give ``?``. Two different integers (neither 1) fail."""
+    if x == y:
+        return x
+    if isinstance(x, int) and isinstance(y, int):
+        if y == 1:
+            return x
+        if x == 1:
+            return y
+        raise TypeRelError(where or f"dimensions {x} and {y} cannot be broadcast")
+    if isinstance(x, AnyDim) and isinstance(y, int):
+        return AnyDim() if y == 1 else y
+    if isinstance(y, AnyDim) and isinstance(x, int):
+        return AnyDim() if x == 1 else x
+    if y == 1:
+        return x
+    if x == 1:
+        return y
+    return AnyDim()
+
+
+def broadcast_shape(a: Sequence[Any], b: Sequence[Any]) -> tuple[Any, ...]:
     """The NumPy broadcast of two shapes, or a TypeRelError naming the bad dimension."""
     n = max(len(a), len(b))
     pa = (1,) * (n - len(a)) + tuple(a)
     pb = (1,) * (n - len(b)) + tuple(b)
     out = []
     for i, (x, y) in enumerate(zip(pa, pb, strict=True)):
-        if x == y or y == 1:
-            out.append(x)
-        elif x == 1:
-            out.append(y)
-        else:
-            raise TypeRelError(
-                f"shapes {tuple(a)} and {tuple(b)} cannot be broadcast: dimension {i - n} "
-                f"is {x} in one and {y} in the other (each pair must be equal or 1)"
-            )
+        where = (
+            f"shapes {tuple(a)} and {tuple(b)} cannot be broadcast: dimension {i - n} "
+            f"is {x} in one and {y} in the other (each pair must be equal or 1)"
+        )
+        out.append(broadcast_dim(x, y, where))
     return tuple(out)
 
 

@@ -11,8 +11,8 @@ fn (%x: Tensor[(10, 1), float32]) {
 from __future__ import annotations
 
 import importlib
+import typing
 from types import ModuleType
-from typing import Any
 
 import relaykit.op.contrib  # noqa: F401 - relay.op.contrib: the pattern tables of backends
 from relaykit import op
@@ -49,6 +49,7 @@ from relaykit.op import *  # noqa: F403 - the operator constructors, as relay.ad
 from relaykit.op import annotation, nn
 from relaykit.parser import fromtext, parse, parse_expr
 from relaykit.text.spans import SourceName
+from relaykit.tir import Any  # relay.Any(): a dimension unknown until run time
 from relaykit.transform.bind import bind
 
 from . import analysis, backend, build_module, dataflow_pattern, expr, expr_functor, transform, ty
@@ -60,9 +61,9 @@ ShapeVar = None  # dynamic shapes are not supported
 
 def var(
     name_hint: str,
-    type_annotation: Any = None,
-    shape: Any = None,
-    dtype: Any = "float32",
+    type_annotation: typing.Any = None,
+    shape: typing.Any = None,
+    dtype: typing.Any = "float32",
     span: Span | None = None,
 ) -> Var:
     """A variable: ``relay.var("x", shape=(1, 3), dtype="float32")``.
@@ -124,6 +125,7 @@ __all__ = [
     "expr",
     "ty",
     "ScopeBuilder",
+    "Any",
 ]
 
 
