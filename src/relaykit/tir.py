@@ -389,7 +389,30 @@ def _divide(op: str, a: _Typing, b: _Typing) -> _Typing:
             return a if op == "floordiv" else 0
     elif _key(a) == _key(b):
         return 1 if op == "floordiv" else 0
+    else:
+        q = _exact_quotient(_poly(a), _poly(b))
+        if q is not None:
+            return q if op == "floordiv" else 0
     return _Opaque(op, a, b)
+
+
+def _exact_quotient(pa: dict[Monomial, int], pb: dict[Monomial, int]) -> Dim | None:
+    """``a / b`` when ``b`` is one monomial that divides every term of ``a`` exactly."""
+    if len(pb) != 1:
+        return None
+    (mb, cb), = pb.items()
+    out: dict[Monomial, int] = {}
+    for ma, ca in pa.items():
+        rest = list(ma)
+        for atom in mb:
+            hit = next((i for i, x in enumerate(rest) if _key(x) == _key(atom)), None)
+            if hit is None:
+                return None
+            rest.pop(hit)
+        if ca % cb:
+            return None
+        out[tuple(rest)] = ca // cb
+    return _from_poly(out)
 
 
 def floordiv(a: _Typing, b: _Typing) -> _Typing:

@@ -38,8 +38,10 @@ from relaykit.errors import (
     CodegenError,
     RelayKitError,
 )
-from relaykit.ir.expr import Function
+from relaykit.ir.expr import Function, checked_type_or_none
+from relaykit.ir.functor import post_order
 from relaykit.ir.module import IRModule
+from relaykit.ir.types import is_dynamic
 from relaykit.runtime.module import Module, ModuleBlob, register_module_loader
 from relaykit.runtime.ndarray import Device, NDArray
 from relaykit.transform.bind import bind_params_by_name
@@ -47,6 +49,7 @@ from relaykit.transform.pass_infra import Pass, Sequential
 from relaykit.transform.pipeline import optimization_passes
 
 from .codegen.registry import get_codegen
+from .evaluator import describe_call
 from .graph_executor import GraphExecutor
 from .graph_plan import GraphPlan
 from .host_kernels import has_host_kernel
@@ -264,6 +267,30 @@ def compile_external_functions(mod: IRModule) -> list[Module]:
     return modules
 
 
+def _require_static(mod: IRModule, when: str) -> None:
+    """A :class:`~relaykit.errors.BuildError` naming the first value whose type has a
+    ``?`` or symbolic dimension: the graph executor plans static storage only."""
+    for gv, fn in mod.functions.items():
+        if not isinstance(fn, Function):
+            continue
+        for p in fn.params:
+            t = checked_type_or_none(p) or p.type_annotation
+            if t is not None and is_dynamic(t):
+                what = f"parameter %{p.name_hint} of @{gv.name_hint}"
+                raise BuildError(_DYNAMIC.format(what=what, ty=t, when=when))
+        for node in post_order(fn.body):
+            t = checked_type_or_none(node)
+            if t is not None and is_dynamic(t):
+                raise BuildError(_DYNAMIC.format(what=describe_call(node), ty=t, when=when))
+
+
+_DYNAMIC = (
+    "{what} has the dynamic type {ty} ({when}); relay.build and the graph executor need "
+    "static shapes. Compile dynamic models for the VM instead: relay.vm.compile(mod, target) "
+    "or relay.create_executor('vm', mod), or give every input a static shape"
+)
+
+
 def build(
     ir_mod: IRModule | Function,
     target: Any = None,
@@ -294,7 +321,9 @@ def build(
         names = {p.name_hint for p in mod["main"].params}
         bound = [k for k in params if k in names]
         mod["main"] = bind_params_by_name(mod["main"], params)
+    _require_static(mod, "the input")
     mod = Sequential(build_passes(), name="RelayBuild")(mod)
+    _require_static(mod, "after optimisation")
     lib = HostModule()
     for m in compile_external_functions(mod):
         lib.import_module(m)

@@ -37,19 +37,39 @@ from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op
 from relaykit.ir.types import TensorType, TupleType, Type
 from relaykit.runtime.ndarray import NDArray
+from relaykit.tir import Any as AnyDim
+from relaykit.tir import PrimExpr, vars_of
+from relaykit.tir import Var as TirVar
+from relaykit.tir import evaluate as evaluate_dim
 from relaykit.transform.bind import bind, bind_params_by_name
 from relaykit.transform.infer_type import infer_module
 
 from .evaluator import Activation, Closure, Environment, Evaluator, describe_call
 from .graph_runner import GraphRunner
 
-__all__ = ["Closure", "Executor", "Interpreter", "create_executor", "evaluate", "to_runtime_value"]
+__all__ = [
+    "Closure",
+    "Executor",
+    "Interpreter",
+    "create_executor",
+    "evaluate",
+    "shape_mismatch",
+    "to_runtime_value",
+]
 
 
 class Interpreter(Evaluator):
     """The reference semantics: values are NumPy arrays, tuples of them and closures;
     an operator runs its reference kernel (``FCompute``), whose result is checked
     against the type inference gave the call."""
+
+    #: The values symbolic dimensions (``te.var``) took in the current call: bound by the
+    #: inputs' shapes, then checked against every operator's output.
+    dim_env: dict[TirVar, int]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.dim_env = {}
 
     def eval_constant(self, node: Constant) -> Any:
         return node.data.numpy()
@@ -74,7 +94,7 @@ class Interpreter(Evaluator):
             ) from err
         expected = checked_type_or_none(call)
         if expected is not None:
-            _check_value(out, expected, call)
+            _check_value(out, expected, call, self.dim_env)
         return out
 
 
@@ -91,15 +111,45 @@ def _dtype_name(dtype: np.dtype[Any]) -> str:
     return name
 
 
-def _check_value(value: Any, ty: Type, call: Call) -> None:
-    """The kernel's output must have the type inference predicted."""
+def shape_mismatch(shape: tuple[int, ...], dims: tuple[Any, ...], env: dict[TirVar, int]) -> bool:
+    """Whether a run-time ``shape`` fails to match a type's ``dims``: ``?`` matches any
+    size, a size variable binds on first use (in ``env``) and must agree afterwards, an
+    expression of bound variables must equal its value; ints must be equal."""
+    if len(shape) != len(dims):
+        return True
+    for got, want in zip(shape, dims, strict=True):
+        if type(want) is int:
+            if got != want:
+                return True
+        elif isinstance(want, TirVar):
+            if env.setdefault(want, got) != got:
+                return True
+        elif (
+            isinstance(want, PrimExpr)
+            and not isinstance(want, AnyDim)
+            and all(v in env for v in vars_of(want))
+            and evaluate_dim(want, env) != got
+        ):
+            return True
+    return False
+
+
+def _check_value(value: Any, ty: Type, call: Call, env: dict[TirVar, int] | None = None) -> None:
+    """The kernel's output must have the type inference predicted (``?`` and symbolic
+    dims are wildcards; a size variable keeps one value per call)."""
     if isinstance(ty, TensorType):
         if not isinstance(value, np.ndarray):
             value = np.asarray(value)
-        if value.shape != ty.shape or _dtype_name(value.dtype) != ty.dtype:
+        bad_shape = (
+            value.shape != ty.shape
+            if ty.is_static
+            else shape_mismatch(value.shape, ty.shape, {} if env is None else env)
+        )
+        if bad_shape or _dtype_name(value.dtype) != ty.dtype:
             raise ExecutionError(
-                f"while evaluating {describe_call(call)}: kernel returned {value.dtype.name}"
-                f"{list(value.shape)} but the type is {ty}"
+                f"while evaluating {describe_call(call)}: operator {call.op} returned "
+                f"{value.dtype.name}{list(value.shape)} (shape {value.shape}) but its type is "
+                f"{ty} (shape {_shape_text(ty)})"
             )
     elif isinstance(ty, TupleType):
         if not isinstance(value, tuple) or len(value) != len(ty.fields):
@@ -108,7 +158,11 @@ def _check_value(value: Any, ty: Type, call: Call) -> None:
                 f"expected a tuple of {len(ty.fields)}"
             )
         for v, t in zip(value, ty.fields, strict=False):
-            _check_value(v, t, call)
+            _check_value(v, t, call, env)
+
+
+def _shape_text(ty: TensorType) -> str:
+    return "(" + ", ".join(str(d) for d in ty.shape) + ("," if len(ty.shape) == 1 else "") + ")"
 
 
 def to_runtime_value(value: Any) -> Any:
@@ -122,23 +176,32 @@ def to_runtime_value(value: Any) -> Any:
     return value
 
 
-def _convert_input(value: Any, ty: Type | None, name: str) -> Any:
+def _convert_input(
+    value: Any, ty: Type | None, name: str, env: dict[TirVar, int] | None = None
+) -> Any:
     if isinstance(value, NDArray):
         value = value.numpy()
     if isinstance(ty, TupleType):
         if not isinstance(value, (tuple, list)) or len(value) != len(ty.fields):
             raise ExecutionError(f"input %{name} expects a tuple of type {ty}, got {value!r}")
         return tuple(
-            _convert_input(v, t, f"{name}.{i}")
+            _convert_input(v, t, f"{name}.{i}", env)
             for i, (v, t) in enumerate(zip(value, ty.fields, strict=False))
         )
     if isinstance(value, Closure):
         return value
     arr = np.asarray(value)
     if isinstance(ty, TensorType):
-        if arr.shape != ty.shape:
+        bad = (
+            arr.shape != ty.shape
+            if ty.is_static
+            else shape_mismatch(arr.shape, ty.shape, {} if env is None else env)
+        )
+        if bad:
+            bound = ", ".join(f"{k}={v}" for k, v in (env or {}).items())
             raise ExecutionError(
                 f"input %{name} expects {ty}, got an array of shape {arr.shape} ({arr.dtype})"
+                + (f"; size variables bound by earlier inputs: {bound}" if bound else "")
             )
         if arr.dtype.name != ty.dtype:
             if not isinstance(value, np.ndarray) or np.can_cast(arr.dtype, ty.dtype, "same_kind"):
@@ -213,7 +276,12 @@ class _CallableFunction:
         missing = [p.name_hint for p in params if p not in values]
         if missing:
             raise ExecutionError(f"missing inputs: {', '.join(missing)}")
-        env = {p: _convert_input(values[p], checked_type_or_none(p), p.name_hint) for p in params}
+        dims: dict[TirVar, int] = {}
+        self.machine.dim_env = dims
+        env = {
+            p: _convert_input(values[p], checked_type_or_none(p), p.name_hint, dims)
+            for p in params
+        }
         act = Activation(Environment(env))
         return to_runtime_value(self.machine.run(self.func.body, act))
 

@@ -28,6 +28,8 @@ __all__ = [
     "tuple_arg",
     "broadcast_shape",
     "broadcast_dim",
+    "static",
+    "differ",
     "broadcast_rel",
     "identity_rel",
     "make_broadcast_rel",
@@ -121,6 +123,20 @@ def broadcast_shape(a: Sequence[Any], b: Sequence[Any]) -> tuple[Any, ...]:
         )
         out.append(broadcast_dim(x, y, where))
     return tuple(out)
+
+
+def static(*dims: Any) -> bool:
+    """Whether every dimension is a concrete int (not ``?`` nor symbolic).
+
+    Relations check a size (``if span < 0``) only when it is static; with dynamic
+    dims they leave the check to run time, as TVM does."""
+    return all(isinstance(d, int) for d in dims)
+
+
+def differ(a: Any, b: Any) -> bool:
+    """Whether two dimensions are known to differ: both static and unequal. A ``?`` or
+    a symbol may equal anything at run time, so it never differs at compile time."""
+    return isinstance(a, int) and isinstance(b, int) and a != b
 
 
 def _same_dtype(types: Sequence[TensorType], what: str = "inputs") -> str:

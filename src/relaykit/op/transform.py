@@ -22,8 +22,18 @@ from relaykit.errors import ArgumentError, IRError
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.expr import Call, Expr, Tuple, TupleWrapper
 from relaykit.ir.types import TensorType, TupleType, Type
+from relaykit.tir import Any as AnyDim
+from relaykit.tir import SymExpr, Var, floordiv
 
-from ._relations import INT_DTYPES, normalize_axes, normalize_axis, tensor_arg, tuple_arg
+from ._relations import (
+    INT_DTYPES,
+    broadcast_shape,
+    normalize_axes,
+    normalize_axis,
+    static,
+    tensor_arg,
+    tuple_arg,
+)
 from .define import OpPattern, TypeRelError, define_op, make_call
 
 __all__ = [
@@ -70,7 +80,7 @@ def _split_dim(spec: tuple[int, ...], i: int, d: int) -> tuple[int, int]:
         d0 = d // d1 if d1 else 0
     elif d1 == -1:
         d1 = d // d0 if d0 else 0
-    if d0 * d1 != d:
+    if static(d0, d1, d) and d0 * d1 != d:
         raise TypeRelError(
             f"reshape {spec}: cannot split dimension {d} into {spec[i + 1]} x {spec[i + 2]}"
         )
@@ -78,11 +88,15 @@ def _split_dim(spec: tuple[int, ...], i: int, d: int) -> tuple[int, int]:
 
 
 def _inferred_dim(
-    ishape: tuple[int, ...], spec: tuple[int, ...], out: list[int], infer_at: int
-) -> int:
+    ishape: tuple[Any, ...], spec: tuple[int, ...], out: list[Any], infer_at: int
+) -> Any:
     """The value of the ``-1`` at ``out[infer_at]``: what the other dimensions leave."""
     total = math.prod(ishape)
     rest = math.prod(out[:infer_at] + out[infer_at + 1 :])
+    if not static(total, rest):
+        # A dynamic input: the -1 is what the symbols divide out to, else unknown (?).
+        q = floordiv(total, rest) if rest != 0 else AnyDim()
+        return q if static(q) or isinstance(q, Var | SymExpr) else AnyDim()
     if rest == 0 or total % rest:
         raise TypeRelError(f"cannot reshape {ishape} ({total} elements) to {spec}")
     return total // rest
@@ -146,7 +160,7 @@ def infer_reshape(
     total = math.prod(ishape)
     if infer_at >= 0:
         out[infer_at] = _inferred_dim(ishape, spec, out, infer_at)
-    if math.prod(out) != total:
+    if static(total, math.prod(out)) and math.prod(out) != total:
         raise TypeRelError(
             f"cannot reshape {ishape} ({total} elements) to {tuple(out)} "
             f"({math.prod(out)} elements)"
@@ -397,7 +411,14 @@ def stack(data: Any, axis: int) -> Call:
     return make_call("stack", [_as_tuple(data, "stack")], axis=int(axis))
 
 
-def _split_points(ios: Any, dim: int) -> tuple[int, ...]:
+def _split_points(ios: Any, dim: Any) -> tuple[Any, ...]:
+    if isinstance(ios, int) and not static(dim):
+        if ios <= 0:
+            raise TypeRelError(f"cannot split into {ios} sections")
+        step = floordiv(dim, ios)  # sections of a dynamic axis: dim // ios each
+        return tuple(step * k for k in range(1, ios))
+    if not static(dim):
+        return tuple(ios)
     if isinstance(ios, int):
         if ios <= 0 or dim % ios:
             raise TypeRelError(f"cannot split a dimension of size {dim} into {ios} equal sections")
@@ -482,7 +503,7 @@ def _slices(shape: tuple[int, ...], attrs: Attrs) -> tuple[tuple[slice, ...], tu
         if len(begin) != len(axes) or len(end) != len(axes):
             raise TypeRelError("strided_slice begin, end and axes must have the same length")
     per_axis = [slice(None)] * ndim
-    out = list(shape)
+    out: list[Any] = list(shape)
     for k, a in enumerate(axes):
         dim = shape[a]
         b = begin[k]
@@ -502,6 +523,9 @@ def _slices(shape: tuple[int, ...], attrs: Attrs) -> tuple[tuple[slice, ...], tu
             e = dim if s > 0 else -1 - dim
         b = b + dim if b < 0 else b
         e = e + dim if e < 0 else e
+        if not static(dim):
+            out[a] = AnyDim()  # the clamped length depends on the run-time size
+            continue
         lo, hi = (0, dim) if s > 0 else (-1, dim - 1)
         b = min(max(b, lo), hi)
         e = min(max(e, lo), hi)
@@ -623,6 +647,11 @@ def take(
 def _broadcast_to_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     data = tensor_arg(arg_types, 0, "data")
     target = tuple(attrs.shape or ())
+    if not static(*data.shape, *target):
+        out = broadcast_shape(data.shape, target)  # a dynamic input must broadcast at run time
+        if len(out) != len(target):
+            raise TypeRelError(f"cannot broadcast {data} to shape {target}")
+        return TensorType(target, data.dtype)
     try:
         np.broadcast_shapes(data.shape, target)
         ok = np.broadcast_shapes(data.shape, target) == target

@@ -22,6 +22,8 @@ from relaykit.errors import ParseError
 from relaykit.ir.expr import Constant, Span
 from relaykit.ir.types import DTYPES, FuncType, IncompleteType, TensorType, TupleType, Type
 from relaykit.runtime.ndarray import NDArray
+from relaykit.tir import Any as AnyDim
+from relaykit.tir import SizeVar
 
 from .literals import SUFFIX_DTYPE, float_text, unquote
 from .metadata import MetadataError, load_metadata
@@ -74,6 +76,7 @@ class TokenReader:
         self.pos = 0
         self.nesting = 0
         self.meta_consts: dict[int, Constant] = {}
+        self.dim_vars: dict[str, SizeVar] = {}
         self.meta_arrays: list[np.ndarray] | None = None
         if meta is not None:
             self.load_meta(*meta)
@@ -272,7 +275,7 @@ class TokenReader:
     def tensor_type(self) -> TensorType:
         self.pos += 1
         self.expect("[", " after 'Tensor'")
-        dims: list[int] = []
+        dims: list[Any] = []
         if self.accept("("):
             while not self.accept(")"):
                 if dims:
@@ -283,11 +286,9 @@ class TokenReader:
                 if tok[0] == "NUMBER" and _DIM.fullmatch(tok[1]):
                     dims.append(self.dim(tok, tok[1].partition("i")[0]))
                 elif tok[1] == "?":
-                    raise self.error(
-                        tok,
-                        "relaykit supports static shapes only: "
-                        "a dimension must be a non-negative integer, not '?'",
-                    )
+                    dims.append(AnyDim())  # unknown until run time (relay.Any())
+                elif tok[0] == "IDENT" and tok[1].isidentifier():
+                    dims.append(self.size_var(tok[1]))
                 else:
                     raise self.error(tok, f"expected a dimension but found {describe(tok)}")
         else:
@@ -299,6 +300,13 @@ class TokenReader:
         dtype = self.dtype()
         self.expect("]", " to close Tensor[...]")
         return TensorType(dims, dtype)
+
+    def size_var(self, name: str) -> SizeVar:
+        """The symbolic dimension ``name``: one variable per name within one text."""
+        var = self.dim_vars.get(name)
+        if var is None:
+            var = self.dim_vars[name] = SizeVar(name)
+        return var
 
     def dim(self, tok: Token, digits: str) -> int:
         if len(digits) < 19:  # fits in int64

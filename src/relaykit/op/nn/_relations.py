@@ -18,7 +18,16 @@ from typing import Any
 
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.types import TensorType, TupleType, Type
-from relaykit.op._relations import FLOAT_DTYPES, is_int, normalize_axis, resolve_dtype, tensor_arg
+from relaykit.op._relations import (
+    FLOAT_DTYPES,
+    broadcast_dim,
+    differ,
+    is_int,
+    normalize_axis,
+    resolve_dtype,
+    static,
+    tensor_arg,
+)
 from relaykit.op.define import TypeRelError
 
 __all__ = [
@@ -105,7 +114,7 @@ def _same_dtype(a: TensorType, b: TensorType, names: str) -> None:
 
 def _check_vector(t: TensorType, size: int, dtype: str, what: str) -> None:
     want = TensorType((size,), dtype)
-    if t != want:
+    if t.dtype != dtype or t.ndim != 1 or differ(t.shape[0], size):
         raise TypeRelError(f"{what} must be {want}, got {t}")
 
 
@@ -122,7 +131,7 @@ def float_unary_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
 def _conv_out(size: int, k: int, stride: int, dil: int, pad_lo: int, pad_hi: int, what: str) -> int:
     eff = (k - 1) * dil + 1
     span = size + pad_lo + pad_hi - eff
-    if span < 0:
+    if static(span) and span < 0:
         raise TypeRelError(
             f"the {what} window ({eff} with dilation) is larger than the padded input ({size} + "
             f"{pad_lo + pad_hi})"
@@ -139,14 +148,14 @@ def conv2d_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     groups = attrs.groups
     if not isinstance(groups, int) or groups < 1:
         raise TypeRelError(f"groups must be a positive integer, got {groups!r}")
-    if c != i * groups:
+    if differ(c, i * groups):
         raise TypeRelError(
             f"data has {c} input channels but the weight {weight} expects {i} per group x "
             f"{groups} groups = {i * groups}"
         )
-    if o % groups:
+    if static(o) and o % groups:
         raise TypeRelError(f"the {o} output channels are not divisible by groups={groups}")
-    if attrs.channels is not None and attrs.channels != o:
+    if attrs.channels is not None and differ(attrs.channels, o):
         raise TypeRelError(f"channels={attrs.channels} but the weight {weight} has {o} filters")
     if attrs.kernel_size is not None and tuple(attrs.kernel_size) != (kh, kw):
         raise TypeRelError(
@@ -169,9 +178,9 @@ def conv2d_transpose_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     i, og, kh, kw = _canonical(weight, attrs.kernel_layout, "IOHW", "weight")
     _same_dtype(data, weight, "data and weight")
     groups = attrs.groups
-    if not isinstance(groups, int) or groups < 1 or c % groups:
+    if not isinstance(groups, int) or groups < 1 or (static(c) and c % groups):
         raise TypeRelError(f"groups={groups!r} must be a positive divisor of the {c} channels")
-    if c != i:
+    if differ(c, i):
         raise TypeRelError(f"data has {c} input channels but the weight {weight} expects {i}")
     o = og * groups
     if attrs.channels is not None and attrs.channels != o:
@@ -190,7 +199,7 @@ def conv2d_transpose_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
         )
     oh = (h - 1) * sh - pt - pb + dh * (kh - 1) + oph + 1
     ow = (w - 1) * sw - pl - pr + dw * (kw - 1) + opw + 1
-    if oh < 1 or ow < 1:
+    if (static(oh) and oh < 1) or (static(ow) and ow < 1):
         raise TypeRelError(f"the padding {attrs.padding} leaves an empty output ({oh}x{ow})")
     shape = to_layout((n, o, oh, ow), "NCHW", attrs.out_layout or attrs.data_layout)
     return TensorType(shape, resolve_dtype(attrs.out_dtype, data.dtype))
@@ -206,7 +215,7 @@ def dense_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     if not (attrs.out_dtype and is_int(data.dtype) and is_int(weight.dtype)):
         _same_dtype(data, weight, "data and weight")  # mixed integers (u8 x i8) need out_dtype
     units, k = weight.shape
-    if data.shape[-1] != k:
+    if differ(data.shape[-1], k):
         raise TypeRelError(
             f"data {data} has {data.shape[-1]} features but the weight {weight} expects {k} "
             "(the weight is (units, in_features))"
@@ -224,14 +233,13 @@ def batch_matmul_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     _same_dtype(a, b, "tensor_a and tensor_b")
     ba, m, ka = (a.shape[0], a.shape[2], a.shape[1]) if attrs.transpose_a else a.shape
     bb, kb, nn = (b.shape[0], b.shape[2], b.shape[1]) if attrs.transpose_b else b.shape
-    if ka != kb:
+    if differ(ka, kb):
         raise TypeRelError(
             f"reduction dimensions differ: {ka} in {a} and {kb} in {b} "
             f"(transpose_a={attrs.transpose_a}, transpose_b={attrs.transpose_b})"
         )
-    if ba != bb and 1 not in (ba, bb):
-        raise TypeRelError(f"batch dimensions {ba} and {bb} differ and neither is 1")
-    return TensorType((max(ba, bb), m, nn), resolve_dtype(attrs.out_dtype, a.dtype))
+    batch = broadcast_dim(ba, bb, f"batch dimensions {ba} and {bb} differ and neither is 1")
+    return TensorType((batch, m, nn), resolve_dtype(attrs.out_dtype, a.dtype))
 
 
 # -- elementwise nn ops ---------------------------------------------------------------------------
@@ -267,7 +275,7 @@ def pool2d_out_size(size: int, k: int, s: int, d: int, lo: int, hi: int, ceil_mo
     """Output length of a pooling window, with TVM's ``ceil_mode`` rule."""
     eff = (k - 1) * d + 1
     span = size + lo + hi - eff
-    if span < 0:
+    if static(span) and span < 0:
         raise TypeRelError(
             f"the pooling window ({eff} with dilation) is larger than the padded input "
             f"({size} + {lo + hi})"
@@ -380,7 +388,7 @@ def pad_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     for axis, (dim, pw) in enumerate(zip(data.shape, width, strict=True)):
         if len(pw) != 2 or any(not isinstance(p, int) or p < 0 for p in pw):
             raise TypeRelError(f"pad_width[{axis}] must be two non-negative integers, got {pw!r}")
-        if attrs.pad_mode == "reflect" and max(pw) >= dim:
+        if attrs.pad_mode == "reflect" and static(dim) and max(pw) >= dim:
             raise TypeRelError(
                 f"reflect padding {pw} on axis {axis} must be smaller than its size {dim}"
             )
