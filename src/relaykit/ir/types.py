@@ -99,7 +99,7 @@ class TensorType(Type):
     'Tensor[(?, n, (2*n)), float32]'
     """
 
-    shape: tuple[int, ...]
+    shape: tuple[Any, ...]  # int | relay.Any() | symbolic PrimExpr (relaykit.tir.Dim)
     dtype: str = "float32"
 
     def __init__(self, shape: Iterable[Any] = (), dtype: Any = "float32") -> None:

@@ -15,7 +15,7 @@ True
 from relaykit.ir.op import get_op as get
 from relaykit.ir.op import register_op_attr
 
-from . import annotation, image, nn
+from . import annotation, dyn, image, nn  # dyn: the dynamic operators (relay.op.dyn)
 from . import elemwise as elemwise
 from . import indexing as indexing
 from . import linalg as linalg
@@ -24,6 +24,7 @@ from . import moments as moments
 from . import op as op  # TVM's relay.op.op: defining operators, register_* helpers
 from . import reduce as reduce  # submodules, kept out of __all__
 from . import reduce_more as reduce_more
+from . import shape_ops as shape_ops  # shape_of, arange, argwhere, one_hot
 from . import tensor as tensor
 from . import transform as transform
 from . import vision as vision
@@ -53,12 +54,16 @@ from .reduce import *  # noqa: F403
 from .reduce import __all__ as _reduce_all
 from .reduce_more import *  # noqa: F403
 from .reduce_more import __all__ as _reduce_more_all
+from .shape_func import register_default_shape_funcs
+from .shape_ops import *  # noqa: F403
+from .shape_ops import __all__ as _shape_ops_all
 from .tensor import *  # noqa: F403
 from .tensor import __all__ as _tensor_all
 from .transform import *  # noqa: F403
 from .transform import __all__ as _transform_all
 
 register_attrs_without_default()
+register_default_shape_funcs()  # every op gets an FShapeFunc (issue 12; op/shape_func.py)
 
 __all__ = [
     "get",
@@ -71,6 +76,8 @@ __all__ = [
     "annotation",
     "image",
     "vision",
+    "dyn",
+    *_shape_ops_all,
     *_tensor_all,
     *_elemwise_all,
     *_indexing_all,

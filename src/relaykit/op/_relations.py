@@ -19,6 +19,7 @@ import numpy as np
 
 from relaykit.errors import IRError
 from relaykit.ir.attrs import Attrs
+from relaykit.ir.expr import Constant
 from relaykit.ir.types import DTYPES, AnyDim, TensorType, TupleType, Type, check_dtype, dtype_kind
 
 from .define import TypeRelError
@@ -29,6 +30,7 @@ __all__ = [
     "broadcast_shape",
     "broadcast_dim",
     "static",
+    "static_value",
     "differ",
     "broadcast_rel",
     "identity_rel",
@@ -191,6 +193,16 @@ def make_unary_rel(allowed: frozenset[str] | None = None, kind: str = "", out_dt
 def identity_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     """The output type is the (tensor) type of the first input."""
     return tensor_arg(arg_types, 0, "data")
+
+
+def static_value(value: Any) -> Any:
+    """A constant's numbers (TVM's Python API reads a ``relay.Constant`` shape, axis or
+    count as the values it holds); any other value unchanged. Constructors build the
+    static op for numbers and the ``dyn.*`` op for an expression."""
+    if isinstance(value, Constant):
+        arr = value.data.numpy()
+        return arr.item() if arr.ndim == 0 else arr.tolist()
+    return value
 
 
 def normalize_axis(axis: Any, ndim: int, what: str = "axis", extra: int = 0) -> int:

@@ -26,11 +26,11 @@ from typing import Any
 import numpy as np
 
 from relaykit.ir.attrs import Attrs
-from relaykit.ir.expr import Call, Expr
+from relaykit.ir.expr import Call, Expr, const
 from relaykit.ir.types import TensorType, Type
 
 from . import _numeric as num
-from ._relations import tensor_arg
+from ._relations import static_value, tensor_arg
 from .define import OpPattern, TypeRelError, define_op, make_call
 from .image_more import affine_grid, crop_and_resize, dilation2d
 
@@ -344,6 +344,11 @@ for _rank in (1, 2, 3):
     )
 
 
+def _roi_const(roi: Any, rank: int) -> Expr:
+    values = tuple(float(v) for v in roi) if roi is not None else (0.0,) * (2 * rank)
+    return const(np.asarray(values, dtype="float32"))
+
+
 def _resize_kd(
     rank: int,
     data: Expr,
@@ -358,10 +363,24 @@ def _resize_kd(
     extrapolation_value: float,
     out_dtype: str,
 ) -> Call:
+    size = static_value(size)
+    if isinstance(size, Expr) and rank == 2:  # a run-time size: dyn.image.resize2d
+        return make_call(
+            "dyn.image.resize2d",
+            [data, size, roi if isinstance(roi, Expr) else _roi_const(roi, rank)],
+            layout=layout or _RESIZE_LAYOUTS[rank][0],
+            method=method,
+            coordinate_transformation_mode=coordinate_transformation_mode,
+            rounding_method=rounding_method,
+            cubic_alpha=cubic_alpha,
+            cubic_exclude=cubic_exclude,
+            extrapolation_value=extrapolation_value,
+            out_dtype=out_dtype,
+        )
     if isinstance(size, Expr):
         raise TypeRelError(
-            f"resize{rank}d with a run-time size (an expression) needs dynamic shapes, which "
-            "relaykit does not have yet; pass the size as integers"
+            f"resize{rank}d with a run-time size (an expression) is not supported (TVM has "
+            "dyn.image.resize2d only); pass the size as integers"
         )
     size_t = tuple(int(v) for v in size)
     roi_t = tuple(float(v) for v in roi) if roi is not None else (0.0,) * (2 * rank)

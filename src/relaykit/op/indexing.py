@@ -26,7 +26,7 @@ from relaykit.ir.expr import Call, Expr, TupleWrapper
 from relaykit.ir.types import TensorType, TupleType, Type, check_dtype
 
 from . import _numeric as num
-from ._relations import INT_DTYPES, normalize_axis, resolve_dtype, tensor_arg
+from ._relations import INT_DTYPES, normalize_axis, resolve_dtype, static_value, tensor_arg
 from .define import OpPattern, TypeRelError, define_op, make_call
 
 __all__ = ["gather", "gather_nd", "scatter_elements", "scatter_nd", "cumsum", "cumprod", "topk"]
@@ -371,7 +371,19 @@ def topk(
     dtype: str = "int32",
 ) -> Any:
     """The ``k`` largest values along ``axis`` (smallest with ``is_ascend``) and their
-    indices; ties keep the lower index first. ``ret_type="both"`` gives a 2-tuple."""
+    indices; ties keep the lower index first. ``ret_type="both"`` gives a 2-tuple.
+    An expression ``k`` (a run-time scalar) builds ``dyn.topk``."""
+    k = static_value(k)
+    if isinstance(k, Expr):
+        call = make_call(
+            "dyn.topk",
+            [data, k],
+            axis=int(axis),
+            ret_type=ret_type,
+            is_ascend=bool(is_ascend),
+            dtype=check_dtype(dtype),
+        )
+        return TupleWrapper(call, 2) if ret_type == "both" else call
     call = make_call(
         "topk",
         [data],

@@ -33,6 +33,7 @@ from ._relations import (
     make_broadcast_rel,
     make_unary_rel,
     resolve_dtype,
+    static_value,
     tensor_arg,
 )
 from .define import OpPattern, TypeRelError, define_op, make_call
@@ -407,11 +408,17 @@ def zeros(shape: Any, dtype: Any) -> Call:
     >>> zeros((2, 3), "float32").attrs.shape
     (2, 3)
     """
+    shape = static_value(shape)
+    if isinstance(shape, Expr):
+        return make_call("dyn.zeros", [shape], dtype=check_dtype(dtype))
     return make_call("zeros", [], shape=_static_shape(shape), dtype=check_dtype(dtype))
 
 
 def ones(shape: Any, dtype: Any) -> Call:
     """A tensor of ``shape`` filled with ones: ``ones((2, 3), "float32")``."""
+    shape = static_value(shape)
+    if isinstance(shape, Expr):
+        return make_call("dyn.ones", [shape], dtype=check_dtype(dtype))
     return make_call("ones", [], shape=_static_shape(shape), dtype=check_dtype(dtype))
 
 
@@ -454,6 +461,9 @@ def full(fill_value: Any, shape: Any = (), dtype: Any = "") -> Call:
     'float32'
     """
     dt = check_dtype(dtype) if dtype else ""
+    shape = static_value(shape)
+    if isinstance(shape, Expr):
+        return make_call("dyn.full", [_as_fill(fill_value, dt), shape], dtype=dt)
     return make_call("full", [_as_fill(fill_value, dt)], shape=_static_shape(shape), dtype=dt)
 
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from relaykit.errors import ArgumentError, IRError
 from relaykit.ir.attrs import Attrs
-from relaykit.ir.expr import Call, Expr, Tuple, TupleWrapper
+from relaykit.ir.expr import Call, Expr, Tuple, TupleWrapper, const
 from relaykit.ir.types import TensorType, TupleType, Type
 from relaykit.tir import Any as AnyDim
 from relaykit.tir import SymExpr, Var, floordiv
@@ -31,6 +31,7 @@ from ._relations import (
     normalize_axes,
     normalize_axis,
     static,
+    static_value,
     tensor_arg,
     tuple_arg,
 )
@@ -194,6 +195,9 @@ def reshape(data: Expr, newshape: Any, allowzero: bool = False) -> Call:
     >>> reshape(relay.var("x", shape=(2, 6)), (-1, 3)).attrs.newshape
     (-1, 3)
     """
+    newshape = static_value(newshape)
+    if isinstance(newshape, Expr):
+        return make_call("dyn.reshape", [data, newshape], allowzero=bool(allowzero))
     return make_call(
         "reshape", [data], newshape=_int_list(newshape, "newshape"), allowzero=bool(allowzero)
     )
@@ -273,6 +277,9 @@ def squeeze(data: Expr, axis: Any = None) -> Call:
     >>> squeeze(relay.var("x", shape=(1, 3, 1)), [0]).attrs.axis
     (0,)
     """
+    axis = static_value(axis)
+    if isinstance(axis, Expr):
+        return make_call("dyn.squeeze", [data, axis])
     return make_call("squeeze", [data], axis=None if axis is None else _int_list(axis, "axis"))
 
 
@@ -313,6 +320,9 @@ def expand_dims(data: Expr, axis: int, num_newaxis: int = 1) -> Call:
     >>> expand_dims(relay.var("x", shape=(3,)), 0).attrs.num_newaxis
     1
     """
+    axis = static_value(axis)
+    if isinstance(axis, Expr):
+        return make_call("dyn.expand_dims", [data, axis], num_newaxis=int(num_newaxis))
     return make_call("expand_dims", [data], axis=int(axis), num_newaxis=int(num_newaxis))
 
 
@@ -571,6 +581,9 @@ def strided_slice(
     >>> strided_slice(relay.var("x", shape=(4, 4)), [1], [3]).attrs.strides
     (1,)
     """
+    begin, end, strides = (static_value(v) for v in (begin, end, strides))
+    if any(isinstance(v, Expr) for v in (begin, end, strides)):
+        return _dyn_strided_slice(data, begin, end, strides, axes, slice_mode)
     return make_call(
         "strided_slice",
         [data],
@@ -580,6 +593,22 @@ def strided_slice(
         slice_mode=slice_mode,
         axes=None if axes is None else _int_list(axes, "axes"),
     )
+
+
+def _dyn_strided_slice(
+    data: Expr, begin: Any, end: Any, strides: Any, axes: Any, slice_mode: str
+) -> Call:
+    """``dyn.strided_slice``: begin/end/strides as 1-D int64 tensors (numbers become
+    constants); ``axes`` is not supported with run-time bounds, as in TVM."""
+    if axes is not None:
+        raise ArgumentError("strided_slice with run-time begin/end does not take axes")
+    n_known = [len(v) for v in (begin, end, strides) if not isinstance(v, Expr) and v is not None]
+    args = []
+    for v, fill in ((begin, 0), (end, -1), (strides, 1)):
+        if v is None:
+            v = [fill] * (n_known[0] if n_known else 1)
+        args.append(v if isinstance(v, Expr) else const(np.asarray(v, dtype="int64")))
+    return make_call("dyn.strided_slice", [data, *args], slice_mode=slice_mode)
 
 
 # -- take -----------------------------------------------------------------------------------------
@@ -676,6 +705,9 @@ define_op(
 
 def broadcast_to(data: Expr, shape: Any) -> Call:
     """``data`` broadcast to ``shape`` (NumPy rules)."""
+    shape = static_value(shape)
+    if isinstance(shape, Expr):
+        return make_call("dyn.broadcast_to", [data, shape])
     return make_call("broadcast_to", [data], shape=_int_list(shape, "shape"))
 
 
@@ -704,6 +736,9 @@ define_op(
 
 def tile(data: Expr, reps: Any) -> Call:
     """``data`` repeated ``reps`` times along each axis (NumPy ``tile``)."""
+    reps = static_value(reps)
+    if isinstance(reps, Expr):
+        return make_call("dyn.tile", [data, reps])
     return make_call("tile", [data], reps=_int_list(reps, "reps"))
 
 

@@ -19,6 +19,7 @@ import numpy as np
 from relaykit.errors import AttrError
 from relaykit.ir.expr import Call, Expr, TupleGetItem, TupleWrapper, const
 from relaykit.ir.types import check_dtype
+from relaykit.op._relations import static_value
 from relaykit.op.define import make_call
 
 from . import _ops, _solvers  # noqa: F401 - register the nn.* operators, their type solvers
@@ -398,5 +399,8 @@ def pad(data: Expr, pad_width: Any, pad_value: Any = 0, pad_mode: str = "constan
     """
     if not isinstance(pad_value, Expr):
         pad_value = const(pad_value)
+    pad_width = static_value(pad_width)
+    if isinstance(pad_width, Expr):  # run-time widths: dyn.nn.pad
+        return make_call("dyn.nn.pad", [data, pad_width, pad_value], pad_mode=pad_mode)
     width = tuple(tuple(int(p) for p in pw) for pw in pad_width)
     return make_call("nn.pad", [data, pad_value], pad_width=width, pad_mode=pad_mode)

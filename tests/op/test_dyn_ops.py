@@ -1,0 +1,141 @@
+"""Dynamic operators (relay.op.dyn), shape_of/arange/argwhere/one_hot and shape
+functions, checked against NumPy (issue 12)."""
+
+import numpy as np
+import pytest
+
+from relaykit import relay
+from relaykit.op.shape_func import output_shapes
+
+
+def run(params, body, *args):
+    f = relay.Function(params, body)
+    mod = relay.transform.InferType()(relay.IRModule.from_expr(f))
+    out = relay.create_executor("debug", mod).evaluate()(*args)
+    return out, mod["main"].body.checked_type
+
+
+def iv(name, n, dtype="int64"):
+    return relay.var(name, shape=(n,), dtype=dtype)
+
+
+RNG = np.random.default_rng(0)
+X = RNG.standard_normal((2, 3, 4)).astype("float32")
+
+
+def test_dyn_reshape_dispatch_type_and_value():
+    x = relay.var("x", shape=(2, 3, 4))
+    s = iv("s", 2)
+    call = relay.reshape(x, s)
+    assert call.op.name == "dyn.reshape"
+    out, ty = run([x, s], call, X, np.array([4, -1]))
+    assert ty == relay.TensorType((relay.Any(), relay.Any()))
+    np.testing.assert_array_equal(out.numpy(), X.reshape(4, -1))
+
+
+def test_constant_shape_builds_the_static_op():
+    x = relay.var("x", shape=(2, 3, 4))
+    call = relay.reshape(x, relay.const([6, 4]))
+    assert call.op.name == "reshape" and tuple(call.attrs.newshape) == (6, 4)
+
+
+@pytest.mark.parametrize(
+    ("build", "values", "want"),
+    [
+        (
+            lambda x, v: relay.broadcast_to(x, v),
+            [np.array([5, 2, 3, 4])],
+            lambda: np.broadcast_to(X, (5, 2, 3, 4)),
+        ),
+        (lambda x, v: relay.tile(x, v), [np.array([2, 1, 2])], lambda: np.tile(X, (2, 1, 2))),
+        (lambda x, v: relay.squeeze(relay.expand_dims(x, 0), v), [np.array([0])], lambda: X),
+        (
+            lambda x, v: relay.nn.pad(x, v),
+            [np.array([[0, 0], [1, 2], [0, 1]])],
+            lambda: np.pad(X, ((0, 0), (1, 2), (0, 1))),
+        ),
+    ],
+)
+def test_dyn_ops_match_numpy(build, values, want):
+    x = relay.var("x", shape=X.shape)
+    vs = [relay.var(f"v{i}", shape=v.shape, dtype="int64") for i, v in enumerate(values)]
+    body = build(x, vs[0])
+    assert body.op.name.startswith("dyn.")
+    out, _ = run([x, *vs], body, X, *values)
+    np.testing.assert_allclose(out.numpy(), want())
+
+
+def test_dyn_strided_slice():
+    x = relay.var("x", shape=X.shape)
+    b, e, s = iv("b", 3), iv("e", 3), iv("s", 3)
+    call = relay.strided_slice(x, b, e, s)
+    out, ty = run(
+        [x, b, e, s], call, X, np.array([0, 1, 0]), np.array([2, 3, 4]), np.array([1, 1, 2])
+    )
+    assert len(ty.shape) == 3
+    np.testing.assert_array_equal(out.numpy(), X[0:2, 1:3, 0:4:2])
+
+
+def test_dyn_full_zeros_ones_and_topk():
+    s = iv("s", 2)
+    out, ty = run([s], relay.full(relay.const(2.5), s, "float32"), np.array([2, 3]))
+    np.testing.assert_array_equal(out.numpy(), np.full((2, 3), 2.5, "float32"))
+    out, _ = run([s], relay.zeros(s, "int32"), np.array([4, 1]))
+    assert out.numpy().shape == (4, 1) and out.numpy().dtype == np.int32
+    x = relay.var("x", shape=(6,))
+    k = relay.var("k", shape=(), dtype="int32")
+    data = np.array([3, 1, 4, 1, 5, 9], "float32")
+    out, ty = run([x, k], relay.topk(x, k, ret_type="values"), data, np.array(2, "int32"))
+    np.testing.assert_array_equal(out.numpy(), [9, 5])
+
+
+def test_one_hot_static_and_dynamic():
+    idx = np.array([0, 2, 1])
+    want = np.eye(3, dtype="float32")[idx]
+    i = relay.var("i", shape=(3,), dtype="int32")
+    out, ty = run([i], relay.one_hot(i, 1.0, 0.0, 3, -1, "float32"), idx.astype("int32"))
+    assert ty == relay.TensorType((3, 3))
+    np.testing.assert_array_equal(out.numpy(), want)
+    d = relay.var("d", shape=(), dtype="int32")
+    out, ty = run(
+        [i, d],
+        relay.one_hot(i, 1.0, 0.0, d, -1, "float32"),
+        idx.astype("int32"),
+        np.array(3, "int32"),
+    )
+    np.testing.assert_array_equal(out.numpy(), want)
+
+
+def test_shape_of_arange_argwhere():
+    x = relay.var("x", shape=(relay.Any(), 3))
+    out, ty = run([x], relay.shape_of(x), np.zeros((5, 3), "float32"))
+    assert ty == relay.TensorType((2,), "int32")
+    assert out.numpy().tolist() == [5, 3]
+    assert relay.arange(relay.const(1), relay.const(7), relay.const(2), "int32").op.name == "arange"
+    n = relay.var("n", shape=(), dtype="int32")
+    out, ty = run([n], relay.arange(n, dtype="int32"), np.array(4, "int32"))
+    assert ty == relay.TensorType((relay.Any(),), "int32")
+    np.testing.assert_array_equal(out.numpy(), np.arange(4))
+    c = relay.var("c", shape=(2, 3), dtype="bool")
+    cond = np.array([[1, 0, 1], [0, 0, 1]], bool)
+    out, _ = run([c], relay.argwhere(c), cond)
+    np.testing.assert_array_equal(out.numpy(), np.argwhere(cond))
+
+
+def test_shape_functions():
+    assert output_shapes("nn.conv2d", {"padding": (1, 1)}, [(2, 3, 8, 8), (4, 3, 3, 3)]) == [
+        (2, 4, 8, 8)
+    ]
+    assert output_shapes("add", {}, [(3, 1), (1, 4)]) == [(3, 4)]
+    assert output_shapes("sum", {"axis": [1]}, [(3, 4, 5)]) == [(3, 5)]
+    assert output_shapes("split", {"indices_or_sections": 2, "axis": 0}, [(4, 2)]) == [
+        (2, 2),
+        (2, 2),
+    ]
+    assert output_shapes("take", {"axis": 1}, [(3, 4), (5,)]) == [(3, 5)]
+    assert output_shapes("dyn.reshape", {}, [X, np.array([3, -1])]) == [(3, 8)]
+    assert output_shapes("dyn.arange", {}, [np.array(0), np.array(10), np.array(3)]) == [(4,)]
+    assert output_shapes("argwhere", {}, [np.array([0, 3, 0, 1])]) == [(2, 1)]
+    op = relay.op.get("dyn.tile")
+    assert op.get_attr("TShapeDataDependent") is True
+    assert relay.op.get("nn.dense").get_attr("TShapeDataDependent") is False
