@@ -85,7 +85,7 @@ def test_dyn_full_zeros_ones_and_topk():
     x = relay.var("x", shape=(6,))
     k = relay.var("k", shape=(), dtype="int32")
     data = np.array([3, 1, 4, 1, 5, 9], "float32")
-    out, ty = run([x, k], relay.topk(x, k, ret_type="values"), data, np.array(2, "int32"))
+    out, _ = run([x, k], relay.topk(x, k, ret_type="values"), data, np.array(2, "int32"))
     np.testing.assert_array_equal(out.numpy(), [9, 5])
 
 

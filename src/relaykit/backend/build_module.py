@@ -267,7 +267,7 @@ def compile_external_functions(mod: IRModule) -> list[Module]:
     return modules
 
 
-def _require_static(mod: IRModule, when: str) -> None:
+def _require_static(mod: IRModule, when: str, params_only: bool = False) -> None:
     """A :class:`~relaykit.errors.BuildError` naming the first value whose type has a
     ``?`` or symbolic dimension: the graph executor plans static storage only."""
     for gv, fn in mod.functions.items():
@@ -278,6 +278,8 @@ def _require_static(mod: IRModule, when: str) -> None:
             if t is not None and is_dynamic(t):
                 what = f"parameter %{p.name_hint} of @{gv.name_hint}"
                 raise BuildError(_DYNAMIC.format(what=what, ty=t, when=when))
+        if params_only:
+            continue
         for node in post_order(fn.body):
             t = checked_type_or_none(node)
             if t is not None and is_dynamic(t):
@@ -321,7 +323,7 @@ def build(
         names = {p.name_hint for p in mod["main"].params}
         bound = [k for k in params if k in names]
         mod["main"] = bind_params_by_name(mod["main"], params)
-    _require_static(mod, "the input")
+    _require_static(mod, "the input", params_only=True)
     mod = Sequential(build_passes(), name="RelayBuild")(mod)
     _require_static(mod, "after optimisation")
     lib = HostModule()

@@ -9,6 +9,7 @@ from .combine_parallel import (
     combine_parallel_dense,
 )
 from .dead_code import DeadCodeElimination, dead_code_elimination
+from .dynamic_to_static import DynamicToStatic, dynamic_to_static
 from .eliminate_common_subexpr import EliminateCommonSubexpr, eliminate_common_subexpr
 from .fold_constant import FoldConstant, fold_constant
 from .fold_scale_axis import FoldScaleAxis, fold_scale_axis
@@ -31,6 +32,8 @@ from .pipeline import optimization_passes, optimization_pipeline, optimize
 from .simplify_inference import SimplifyInference, simplify_inference
 
 __all__ = [
+    "DynamicToStatic",
+    "dynamic_to_static",
     "FoldConstant",
     "fold_constant",
     "SimplifyInference",

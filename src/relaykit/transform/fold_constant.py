@@ -161,6 +161,8 @@ def largest_tensor_bytes(ty: Type | None) -> int | None:
     64
     """
     if isinstance(ty, TensorType):
+        if not ty.is_static:  # a ? or symbolic dim: the size is known at run time only
+            return None
         return ty.size * DTYPES[ty.dtype].itemsize
     if isinstance(ty, TupleType):
         sizes = [largest_tensor_bytes(f) for f in ty.fields]

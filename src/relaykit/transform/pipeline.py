@@ -1,7 +1,8 @@
 """The standard optimisation pipeline that ``relay.build`` runs at ``opt_level=3``.
 
 Each pass keeps its own ``opt_level``; the ``PassContext`` decides which run:
-at 3, inference simplification and constant folding, batch-norm scales folded
+at 3, inference simplification, dynamic operators with constant shape inputs made
+static (``DynamicToStatic``) and constant folding, batch-norm scales folded
 into convolution weights, common subexpressions shared and dead bindings
 removed; the parallel-matmul combiners (opt_level 4, as in TVM) run when the
 context asks for 4.
@@ -21,6 +22,7 @@ from relaykit.ir.module import IRModule
 
 from .combine_parallel import CombineParallelBatchMatmul, CombineParallelDense
 from .dead_code import DeadCodeElimination
+from .dynamic_to_static import DynamicToStatic
 from .eliminate_common_subexpr import EliminateCommonSubexpr
 from .fold_constant import FoldConstant
 from .fold_scale_axis import FoldScaleAxis
@@ -36,6 +38,7 @@ def optimization_passes() -> list[Pass]:
     return [
         InferType(),
         SimplifyInference(),
+        DynamicToStatic(),
         FoldConstant(),
         FoldScaleAxis(),
         FoldConstant(),
