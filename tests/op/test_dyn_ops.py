@@ -78,7 +78,7 @@ def test_dyn_strided_slice():
 
 def test_dyn_full_zeros_ones_and_topk():
     s = iv("s", 2)
-    out, ty = run([s], relay.full(relay.const(2.5), s, "float32"), np.array([2, 3]))
+    out, _ = run([s], relay.full(relay.const(2.5), s, "float32"), np.array([2, 3]))
     np.testing.assert_array_equal(out.numpy(), np.full((2, 3), 2.5, "float32"))
     out, _ = run([s], relay.zeros(s, "int32"), np.array([4, 1]))
     assert out.numpy().shape == (4, 1) and out.numpy().dtype == np.int32
