@@ -36,6 +36,8 @@ __all__ = [
     "evaluate",
     "floordiv",
     "floormod",
+    "indexdiv",
+    "indexmod",
     "is_size",
     "is_static",
     "mul",
@@ -423,6 +425,11 @@ def floordiv(a: _Typing, b: _Typing) -> _Typing:
 def floormod(a: _Typing, b: _Typing) -> _Typing:
     """``a % b`` (sign of ``b``), simplified when ``b`` divides every coefficient."""
     return _divide("floormod", a, b)
+
+
+#: TVM's names for index arithmetic (on non-negative sizes, as in shapes).
+indexdiv = floordiv
+indexmod = floormod
 
 
 def is_static(d: object) -> bool:

@@ -28,6 +28,7 @@ import numpy as np
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.expr import Call, Expr, const
 from relaykit.ir.types import TensorType, Type
+from relaykit.tir import PrimExpr
 
 from . import _numeric as num
 from ._relations import static_value, tensor_arg
@@ -144,10 +145,15 @@ def axis_weights(n_in: int, n_out: int, scale: float, roi: Any, attrs: Attrs):
     return w, extra
 
 
+def _size_ok(v: Any) -> bool:
+    """A resize output size: a non-negative int or a symbolic size (``te.var``)."""
+    return isinstance(v, PrimExpr) or (isinstance(v, int) and v >= 0)
+
+
 def _resize_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     data = tensor_arg(arg_types, 0, "data")
     size = tuple(attrs.size or ())
-    if len(size) != data.ndim or any(not isinstance(s, int) or s < 0 for s in size):
+    if len(size) != data.ndim or any(not _size_ok(s) for s in size):
         raise TypeRelError(f"resize size {size} must give one non-negative size per axis")
     if attrs.method not in _METHODS:
         raise TypeRelError(f"resize method must be one of {', '.join(_METHODS)}")
@@ -263,7 +269,7 @@ def _resize_nd_attrs(attrs: Attrs, shape: Sequence[int], rank: int) -> Attrs:
     axes = _spatial_axes(attrs.layout, rank)
     size = list(shape)
     for axis, s in zip(axes, attrs.size, strict=True):
-        size[axis] = int(s)
+        size[axis] = s if isinstance(s, PrimExpr) else int(s)  # a symbolic size stays one
     method = _TVM_METHODS.get(attrs.method)
     if method is None:
         raise TypeRelError(
@@ -305,7 +311,7 @@ def _make_resize_kd(rank: int) -> tuple[Callable[..., Type], Callable[..., np.nd
         if data.ndim != rank + 2:
             raise TypeRelError(f"resize{rank}d takes a {rank + 2}-d tensor, got {data}")
         size = tuple(attrs.size or ())
-        if len(size) != rank or any(not isinstance(v, int) or v < 0 for v in size):
+        if len(size) != rank or any(not _size_ok(v) for v in size):
             raise TypeRelError(
                 f"resize{rank}d size must be {rank} non-negative integers, got {size}"
             )
@@ -382,7 +388,7 @@ def _resize_kd(
             f"resize{rank}d with a run-time size (an expression) is not supported (TVM has "
             "dyn.image.resize2d only); pass the size as integers"
         )
-    size_t = tuple(int(v) for v in size)
+    size_t = tuple(v if isinstance(v, PrimExpr) else int(v) for v in size)
     roi_t = tuple(float(v) for v in roi) if roi is not None else (0.0,) * (2 * rank)
     return make_call(
         f"image.resize{rank}d",

@@ -527,15 +527,15 @@ def _slices(shape: tuple[int, ...], attrs: Attrs) -> tuple[tuple[slice, ...], tu
             raise TypeRelError(f"slice_mode must be 'end' or 'size', got {attrs.slice_mode!r}")
         if s == 0:
             raise TypeRelError(f"strided_slice stride on axis {a} is 0")
+        if not static(dim):
+            out[a] = AnyDim()  # the clamped length depends on the run-time size
+            continue
         if b is None:
             b = 0 if s > 0 else dim - 1
         if e is None:
             e = dim if s > 0 else -1 - dim
         b = b + dim if b < 0 else b
         e = e + dim if e < 0 else e
-        if not static(dim):
-            out[a] = AnyDim()  # the clamped length depends on the run-time size
-            continue
         lo, hi = (0, dim) if s > 0 else (-1, dim - 1)
         b = min(max(b, lo), hi)
         e = min(max(e, lo), hi)

@@ -38,7 +38,7 @@ from relaykit.ir.attrs import Attrs
 from relaykit.ir.expr import Call, Constant, Expr, TupleWrapper
 from relaykit.ir.types import TensorType, TupleType, Type
 
-from ._relations import FLOAT_DTYPES, tensor_arg
+from ._relations import FLOAT_DTYPES, static, tensor_arg
 from .define import OpPattern, TypeRelError, define_op, make_call
 
 __all__ = ["get_valid_counts", "multibox_prior", "roi_pool", "yolo_reorg"]
@@ -121,7 +121,7 @@ def _reorg_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     if data.ndim != 4 or s <= 0:
         raise TypeRelError(f"yolo_reorg needs 4-D NCHW data and a positive stride, got {data}")
     n, c, h, w = data.shape
-    if c % (s * s) or h % s or w % s:
+    if any(static(d) and d % k for d, k in ((c, s * s), (h, s), (w, s))):
         raise TypeRelError(
             f"yolo_reorg stride {s}: channels {c} must divide by {s * s} and {h}x{w} by {s}"
         )
