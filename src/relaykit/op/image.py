@@ -267,7 +267,7 @@ def _spatial_axes(layout: str, rank: int) -> list[int]:
 def _resize_nd_attrs(attrs: Attrs, shape: Sequence[int], rank: int) -> Attrs:
     """The N-d ``image.resize`` attributes equivalent to a TVM ``resizeKd`` call."""
     axes = _spatial_axes(attrs.layout, rank)
-    size = list(shape)
+    size: list[Any] = list(shape)
     for axis, s in zip(axes, attrs.size, strict=True):
         size[axis] = s if isinstance(s, PrimExpr) else int(s)  # a symbolic size stays one
     method = _TVM_METHODS.get(attrs.method)
