@@ -31,7 +31,7 @@ from relaykit.ir.types import TensorType, Type
 from relaykit.tir import PrimExpr
 
 from . import _numeric as num
-from ._relations import static_value, tensor_arg
+from ._relations import differ, static_value, tensor_arg
 from .define import OpPattern, TypeRelError, define_op, make_call
 from .image_more import affine_grid, crop_and_resize, dilation2d
 
@@ -509,7 +509,12 @@ def _grid_sample_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     data = tensor_arg(arg_types, 0, "data")
     grid = tensor_arg(arg_types, 1, "grid")
     r = data.ndim - 2
-    if r < 1 or grid.ndim != data.ndim or grid.shape[1] != r or grid.shape[0] != data.shape[0]:
+    if (
+        r < 1
+        or grid.ndim != data.ndim
+        or differ(grid.shape[1], r)
+        or differ(grid.shape[0], data.shape[0])
+    ):
         raise TypeRelError(
             f"grid must be (N, {max(r, 1)}, *out_spatial) for data {data}, got {grid}"
         )
@@ -517,7 +522,8 @@ def _grid_sample_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
         raise TypeRelError(f"grid_sample method must be one of {', '.join(_GS_METHODS)}")
     if attrs.padding_mode not in _GS_PADDING:
         raise TypeRelError(f"padding_mode must be one of {', '.join(_GS_PADDING)}")
-    return TensorType(data.shape[:2] + grid.shape[2:], data.dtype)
+    batch = data.shape[0] if isinstance(data.shape[0], int) else grid.shape[0]
+    return TensorType((batch, data.shape[1], *grid.shape[2:]), data.dtype)
 
 
 def _reflect(x: np.ndarray, lo: float, hi: float) -> np.ndarray:

@@ -26,7 +26,14 @@ from relaykit.ir.expr import Call, Expr, TupleWrapper
 from relaykit.ir.types import TensorType, TupleType, Type, check_dtype
 
 from . import _numeric as num
-from ._relations import INT_DTYPES, normalize_axis, resolve_dtype, static_value, tensor_arg
+from ._relations import (
+    INT_DTYPES,
+    differ,
+    normalize_axis,
+    resolve_dtype,
+    static_value,
+    tensor_arg,
+)
 from .define import OpPattern, TypeRelError, define_op, make_call
 
 __all__ = ["gather", "gather_nd", "scatter_elements", "scatter_nd", "cumsum", "cumprod", "topk"]
@@ -206,8 +213,16 @@ def _scatter_nd_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     idx = _indices_arg(arg_types, 1)
     upd = tensor_arg(arg_types, 2, "updates")
     m = idx.shape[-1] if idx.shape else 0
+    if not isinstance(m, int):  # the number of indexed axes is known at run time only
+        if upd.dtype != data.dtype:
+            raise TypeRelError(f"updates must have dtype {data.dtype}, got {upd}")
+        return data
     want = idx.shape[:-1] + data.shape[m:]
-    if upd.shape != want or upd.dtype != data.dtype:
+    if (
+        len(upd.shape) != len(want)
+        or any(differ(a, b) for a, b in zip(upd.shape, want, strict=True))
+        or upd.dtype != data.dtype
+    ):
         raise TypeRelError(f"updates must be {TensorType(want, data.dtype)}, got {upd}")
     if attrs.reduction not in _REDUCTIONS:
         raise TypeRelError(f"reduction must be one of {', '.join(_REDUCTIONS)}")

@@ -28,6 +28,7 @@ from relaykit.tir import SymExpr, Var, floordiv
 from ._relations import (
     INT_DTYPES,
     broadcast_shape,
+    differ,
     normalize_axes,
     normalize_axis,
     static,
@@ -247,7 +248,7 @@ def _squeeze_axes(axis: Any, shape: tuple[int, ...]) -> tuple[int, ...]:
         return tuple(i for i, d in enumerate(shape) if d == 1)
     axes = normalize_axes(axis, len(shape), "squeeze axis")
     for a in axes:
-        if shape[a] != 1:
+        if differ(shape[a], 1):
             raise TypeRelError(f"cannot squeeze axis {a} of shape {shape}: its size is not 1")
     return axes
 
