@@ -42,6 +42,7 @@ from relaykit.transform.infer_type import infer_module
 
 from .evaluator import Activation, Closure, Environment, Evaluator, describe_call
 from .graph_runner import GraphRunner
+from .vm import VMExecutor
 
 __all__ = ["Closure", "Executor", "Interpreter", "create_executor", "evaluate", "to_runtime_value"]
 
@@ -224,10 +225,11 @@ def create_executor(
     device: Any = None,
     target: Any = "llvm",
     params: Mapping[str, Any] | None = None,
-) -> Executor | GraphRunner:
+) -> Executor | GraphRunner | VMExecutor:
     """TVM's ``relay.create_executor``. ``"debug"`` is the reference interpreter;
-    ``"graph"`` builds with ``relay.build`` and runs the graph executor; ``"vm"`` and
-    ``"aot"`` are accepted and run on the interpreter (it handles control flow)."""
+    ``"graph"`` builds with ``relay.build`` and runs the graph executor; ``"vm"`` compiles
+    for the Relay VM (:mod:`relaykit.backend.vm`); ``"aot"`` is accepted and runs on the
+    interpreter."""
     if kind not in ("debug", "graph", "vm", "aot"):
         raise IRError(f"unknown executor kind {kind!r}; use 'debug', 'graph' or 'vm'")
     if mod is not None and not isinstance(mod, IRModule):
@@ -237,6 +239,8 @@ def create_executor(
     if params:
         mod = mod.copy() if mod is not None else IRModule()
         mod["main"] = bind_params_by_name(mod["main"], params)
+    if kind == "vm":
+        return VMExecutor(mod if mod is not None else IRModule(), device, target)
     return Executor(kind, mod, device, target)
 
 

@@ -42,6 +42,18 @@ from relaykit.ir import (
     const,
     scalar_type,
 )
+from relaykit.ir.adt import (
+    Clause,
+    Constructor,
+    GlobalTypeVar,
+    Match,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    PatternWildcard,
+    TypeCall,
+    TypeData,
+)
 from relaykit.ir.expr import Span
 from relaykit.ir.functor import ExprFunctor, ExprMutator, ExprVisitor
 from relaykit.ir.types import TensorType as TensorTypeAlias
@@ -51,7 +63,19 @@ from relaykit.parser import fromtext, parse, parse_expr
 from relaykit.text.spans import SourceName
 from relaykit.transform.bind import bind
 
-from . import analysis, backend, build_module, dataflow_pattern, expr, expr_functor, transform, ty
+from . import (
+    analysis,
+    backend,
+    build_module,
+    dataflow_pattern,
+    expr,
+    expr_functor,
+    loops,
+    prelude,
+    transform,
+    ty,
+    vm,
+)
 from .scope_builder import ScopeBuilder
 
 Module = IRModule
@@ -124,6 +148,19 @@ __all__ = [
     "expr",
     "ty",
     "ScopeBuilder",
+    "vm",
+    "loops",
+    "prelude",
+    "Clause",
+    "Constructor",
+    "GlobalTypeVar",
+    "Match",
+    "PatternConstructor",
+    "PatternTuple",
+    "PatternVar",
+    "PatternWildcard",
+    "TypeCall",
+    "TypeData",
 ]
 
 

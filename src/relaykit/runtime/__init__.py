@@ -4,6 +4,7 @@
 ``tvm.runtime.load_module``).
 """
 
+from . import vm
 from .artifact import export_module, load_module
 from .convert import convert
 from .module import Module, ModuleBlob, PythonModule, register_module_loader
@@ -27,4 +28,5 @@ __all__ = [
     "get_global_func",
     "list_global_func_names",
     "convert",
+    "vm",
 ]
