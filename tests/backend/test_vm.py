@@ -54,7 +54,7 @@ def test_repeated_runs_with_planned_storage_give_fresh_results():
     y = relay.exp(relay.add(x, x))
     mod = tvm.IRModule.from_expr(relay.Function([x], relay.negative(y)))
     exe = relay.vm.compile(mod, target="llvm")
-    assert "AllocTensor" in exe.bytecode  # the intermediate has planned storage
+    assert "alloc_tensor" in exe.bytecode  # the intermediate has planned storage
     vm = VirtualMachine(exe, tvm.cpu())
     a, b = rand(4), rand(4)
     ra = vm.invoke("main", a)

@@ -135,6 +135,7 @@ OPCODES: dict[str, tuple[int, tuple[str, ...]]] = {
     "LoadConst": (13, ("const_index", "dst")),
     "LoadConsti": (14, ("value", "dst")),
     "Fatal": (15, ("message",)),
+    "ReshapeTensor": (16, ("tensor", "shape", "dst")),
 }
 _NAMES = {code: name for name, (code, _) in OPCODES.items()}
 (
@@ -154,7 +155,8 @@ _NAMES = {code: name for name, (code, _) in OPCODES.items()}
     LOAD_CONST,
     LOAD_CONSTI,
     FATAL,
-) = range(16)
+    RESHAPE_TENSOR,
+) = range(17)
 
 #: Operand positions that hold register numbers (single registers, and lists of them).
 _REG_OPERANDS = {
@@ -174,17 +176,45 @@ _REG_OPERANDS = {
     LOAD_CONST: ((2,), ()),
     LOAD_CONSTI: ((2,), ()),
     FATAL: ((), ()),
+    RESHAPE_TENSOR: ((1, 3), ()),
 }
 
 Instruction = tuple[Any, ...]
 
 
+def _regs(regs: Sequence[int]) -> str:
+    return ", ".join(f"${r}" for r in regs)
+
+
+_TEXT: dict[int, Callable[[Instruction], str]] = {
+    MOVE: lambda i: f"move ${i[2]} ${i[1]}",
+    RET: lambda i: f"ret ${i[1]}",
+    INVOKE_PACKED: lambda i: (
+        f"invoke_packed PackedFunc[{i[1]}] (in: {_regs(i[2])}, out: ${i[3]})"
+        + (" planned" if i[4] else "")
+    ),
+    INVOKE_FUNC: lambda i: f"invoke ${i[3]} VMFunc[{i[1]}]({_regs(i[2])})",
+    INVOKE_CLOSURE: lambda i: f"invoke_closure ${i[3]} ${i[1]}({_regs(i[2])})",
+    ALLOC_TENSOR: lambda i: f"alloc_tensor ${i[5]} ${i[1]} offset={i[2]} {i[3]} {i[4]}",
+    ALLOC_STORAGE: lambda i: f"alloc_storage ${i[4]} {i[1]} {i[2]} {i[3]}",
+    ALLOC_ADT: lambda i: f"alloc_data ${i[3]} tag({i[1]}) [{_regs(i[2])}]",
+    ALLOC_CLOSURE: lambda i: f"alloc_closure ${i[3]} VMFunc[{i[1]}]({_regs(i[2])})",
+    GET_FIELD: lambda i: f"get_field ${i[3]} ${i[1]}[{i[2]}]",
+    GET_TAG: lambda i: f"get_tag ${i[2]} ${i[1]}",
+    IF: lambda i: f"if ${i[1]} ${i[2]} else {i[3]}",
+    GOTO: lambda i: f"goto {i[1]}",
+    LOAD_CONST: lambda i: f"load_const ${i[2]} Const[{i[1]}]",
+    LOAD_CONSTI: lambda i: f"load_consti ${i[2]} {i[1]}",
+    FATAL: lambda i: f"fatal {i[1]!r}",
+    RESHAPE_TENSOR: lambda i: f"reshape_tensor ${i[3]} ${i[1]} {i[2]}",
+}
+
+
 def format_instruction(ins: Instruction) -> str:
-    """One instruction as text: ``InvokePacked packed_index=3 args=[0, 1] dst=2 ...``."""
-    name = _NAMES.get(ins[0], f"op{ins[0]}")
-    names = OPCODES[name][1] if name in OPCODES else ()
-    parts = [f"{n}={v!r}" for n, v in zip(names, ins[1:], strict=False)]
-    return f"{name} {' '.join(parts)}"
+    """One instruction in the text form of TVM's VM: ``invoke_packed PackedFunc[3]
+    (in: $0, $1, out: $2)``, ``alloc_tensor $2 $1 offset=0 [2, 3] float32``..."""
+    text = _TEXT.get(ins[0])
+    return text(ins) if text is not None else f"op{ins[0]} {list(ins[1:])}"
 
 
 @dataclass
@@ -681,6 +711,10 @@ def _validate_instruction(
             np.dtype(ins[4])
         except TypeError:
             raise _bad(fn, pc, f"bad dtype {ins[4]!r}") from None
+    if op == RESHAPE_TENSOR and not (
+        isinstance(ins[2], list) and all(type(d) is int and 0 <= d < 1 << 40 for d in ins[2])
+    ):
+        raise _bad(fn, pc, "bad tensor shape")
     if op == ALLOC_STORAGE and not (type(ins[1]) is int and 0 <= ins[1] < 1 << 40):
         raise _bad(fn, pc, "bad storage size")
 
@@ -1141,10 +1175,23 @@ class VirtualMachine:
                     captured[ins[4]] = clo
                 regs[ins[3]] = clo
                 pc += 1
+            elif op == RESHAPE_TENSOR:
+                regs[ins[3]] = _reshape(regs[ins[1]], ins[2])
+                pc += 1
             elif op == FATAL:
                 raise ExecutionError(ins[1])
             else:
                 raise ExecutionError(f"unknown VM instruction {format_instruction(ins)}")
+
+
+def _reshape(value: Any, shape: list[int]) -> np.ndarray:
+    try:
+        return value.reshape(shape)  # type: ignore[no-any-return]
+    except (AttributeError, ValueError) as err:
+        raise ExecutionError(
+            f"reshape_tensor: cannot view {getattr(value, 'shape', type(value).__name__)} as "
+            f"{tuple(shape)}: {err}"
+        ) from None
 
 
 def _truth(v: Any) -> Any:

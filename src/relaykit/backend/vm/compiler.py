@@ -53,6 +53,7 @@ from relaykit.ir.expr import (
     Var,
     checked_type_or_none,
 )
+from relaykit.ir.functor import children, post_order
 from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op
 from relaykit.ir.types import TensorType, TupleType, Type
@@ -72,6 +73,7 @@ from relaykit.runtime.vm import (
     LOAD_CONST,
     LOAD_CONSTI,
     MOVE,
+    RESHAPE_TENSOR,
     RET,
     PrimitiveRecord,
     VMFunction,
@@ -80,6 +82,8 @@ from relaykit.runtime.vm import (
 __all__ = ["ProgramCompiler", "type_spec"]
 
 _ALIGN = 64
+#: Operators whose result is their input viewed with another (static) shape.
+RESHAPE_OPS = frozenset({"reshape", "squeeze", "expand_dims", "nn.batch_flatten"})
 
 
 def type_spec(ty: Type | None) -> Any:
@@ -197,6 +201,7 @@ class FunctionCompiler:
         self.captured = captured
         #: register -> static output spec, for operator calls that may be planned
         self.plannable: dict[int, Any] = {}
+        self.uses: dict[int, int] | None = None
 
     # -- registers and scopes ---------------------------------------------------------------
     def new_reg(self) -> int:
@@ -440,12 +445,53 @@ class FunctionCompiler:
         return list(reversed(out))
 
     # -- calls -------------------------------------------------------------------------------------
+    def use_counts(self) -> dict[int, int]:
+        """How many parents each node of the function body has."""
+        if self.uses is None:
+            uses: dict[int, int] = {}
+            for n in post_order(self.fn.body):
+                for c in children(n):
+                    uses[id(c)] = uses.get(id(c), 0) + 1
+            self.uses = uses
+        return self.uses
+
+    def reshape_source(self, node: Call) -> Expr | None:
+        """For a reshape of static result: the tensor a chain of single-use reshapes
+        ending in ``node`` starts from (one ``reshape_tensor`` does them all)."""
+        if type(node.op) is not Op or node.op.name not in RESHAPE_OPS:
+            return None
+        if not _static(type_spec(checked_type_or_none(node))) or len(node.args) != 1:
+            return None
+        src = node.args[0]
+        uses = self.use_counts()
+        while (
+            type(src) is Call
+            and type(src.op) is Op
+            and src.op.name in RESHAPE_OPS
+            and len(src.args) == 1
+            and uses.get(id(src), 0) == 1
+            and self.lookup(src) is None
+        ):
+            src = src.args[0]
+        return src if isinstance(checked_type_or_none(src), TensorType) else None
+
     def visit_call(self, node: Call, stack: list[Task]) -> None:
         op = node.op
+        src = self.reshape_source(node)
+        if src is not None:
+            stack.append(lambda s, n=node, a=src: self.finish_reshape(n, a))
+            stack.append(src)
+            return
         stack.append(lambda s, n=node: self.finish_call(n))
         stack.extend(reversed(node.args))
         if type(op) not in (Op, GlobalVar, Constructor):
             stack.append(op)
+
+    def finish_reshape(self, node: Call, src: Expr) -> None:
+        r = self.new_reg()
+        shape = type_spec(checked_type_or_none(node))["shape"]
+        self.emit(RESHAPE_TENSOR, self.reg(src), list(shape), r)
+        self.done(node, r)
 
     def finish_call(self, node: Call) -> None:
         op = node.op
@@ -515,9 +561,12 @@ class FunctionCompiler:
             return []
         escapes: set[int] = set()
         defs: dict[int, int] = {}
+        views: list[tuple[int, int]] = []
         for ins in self.code:
             op = ins[0]
-            if op == INVOKE_PACKED:
+            if op == RESHAPE_TENSOR:
+                views.append((ins[1], ins[3]))
+            elif op == INVOKE_PACKED:
                 defs[ins[3]] = defs.get(ins[3], 0) + 1
             elif op in (MOVE, RET, GET_TAG, GET_FIELD):
                 escapes.add(ins[1])
@@ -526,6 +575,9 @@ class FunctionCompiler:
             elif op == INVOKE_CLOSURE:
                 escapes.add(ins[1])
                 escapes.update(ins[2])
+        for src, dst in reversed(views):  # a view of a buffer escapes with the buffer
+            if dst in escapes:
+                escapes.add(src)
         planned = [r for r, spec in self.plannable.items() if r not in escapes and defs.get(r) == 1]
         if not planned:
             return []
