@@ -1186,7 +1186,7 @@ class VirtualMachine:
 
 def _reshape(value: Any, shape: list[int]) -> np.ndarray:
     try:
-        return value.reshape(shape)  # type: ignore[no-any-return]
+        return value.reshape(shape)
     except (AttributeError, ValueError) as err:
         raise ExecutionError(
             f"reshape_tensor: cannot view {getattr(value, 'shape', type(value).__name__)} as "
