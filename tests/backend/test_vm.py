@@ -313,3 +313,19 @@ def test_let_chain_of_many_bindings_compiles_without_recursion():
         expr = relay.Let(v, value, expr)
     mod = tvm.IRModule.from_expr(relay.Function([x], expr))
     assert float(run(mod, np.array(0.5, "float32")).numpy()) == 3000.5
+
+
+def test_interpreter_runs_adt_programs_too():
+    mod = tvm.IRModule()
+    Prelude(mod)
+    _, cons, nil = mod.get_type("List")
+    x = relay.var("x", "int32")
+    double = relay.Function([x], x * relay.const(2))
+    values = [3, 1, 2]
+    mod["main"] = relay.Function(
+        [], mod.get_global_var("map")(double, make_list(cons, nil, values))
+    )
+    got = relay.create_executor("debug", mod=mod).evaluate()()
+    assert to_list(got) == [2 * v for v in values]
+    mod["main"] = relay.Function([], mod.get_global_var("sum")(make_list(cons, nil, values)))
+    assert int(relay.create_executor("debug", mod=mod).evaluate()().numpy()) == sum(values)

@@ -37,6 +37,7 @@ from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op
 from relaykit.ir.types import TensorType, TupleType, Type
 from relaykit.runtime.ndarray import NDArray
+from relaykit.runtime.vm import ADT
 from relaykit.transform.bind import bind, bind_params_by_name
 from relaykit.transform.infer_type import infer_module
 
@@ -120,6 +121,8 @@ def to_runtime_value(value: Any) -> Any:
         return NDArray(np.asarray(value))
     if isinstance(value, tuple):
         return tuple(to_runtime_value(v) for v in value)
+    if isinstance(value, ADT):
+        return ADT(value.tag, [to_runtime_value(v) for v in value.fields])
     return value
 
 

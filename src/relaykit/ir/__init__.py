@@ -1,5 +1,6 @@
 """The Relay IR: expressions, types, attributes, modules, traversal and comparison."""
 
+from . import diagnostics as diagnostics
 from . import instrument as instrument
 from .adt import (
     Clause,

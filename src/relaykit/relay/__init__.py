@@ -18,7 +18,7 @@ import relaykit.op.contrib  # noqa: F401 - relay.op.contrib: the pattern tables 
 from relaykit import op
 from relaykit.backend.build_module import build
 from relaykit.backend.interpreter import create_executor
-from relaykit.errors import IRError
+from relaykit.errors import DiagnosticError, IRError
 from relaykit.ir import (
     Call,
     Constant,
@@ -55,7 +55,8 @@ from relaykit.ir.adt import (
     TypeData,
 )
 from relaykit.ir.expr import Span
-from relaykit.ir.functor import ExprFunctor, ExprMutator, ExprVisitor
+from relaykit.ir.functor import ExprFunctor, ExprMutator, ExprVisitor, post_order
+from relaykit.ir.op import Op
 from relaykit.ir.types import TensorType as TensorTypeAlias
 from relaykit.op import *  # noqa: F403 - the operator constructors, as relay.add, relay.reshape...
 from relaykit.op import annotation, nn
@@ -79,6 +80,24 @@ from . import (
 from .scope_builder import ScopeBuilder
 
 Module = IRModule
+
+
+def SpanCheck() -> Any:
+    """TVM's ``relay.SpanCheck`` pass: every expression of every function must have a
+    source span (as the parser and ``AnnotateSpans`` give them); a node without one is a
+    :class:`~relaykit.errors.DiagnosticError`."""
+
+    def check(mod: IRModule, ctx: Any) -> IRModule:
+        for gv, fn in mod.items():
+            for node in post_order(fn):
+                if node.span is None and not isinstance(node, (Op, GlobalVar)):
+                    raise DiagnosticError(
+                        f"SpanCheck: a {type(node).__name__} in @{gv.name_hint} has no span; "
+                        "parse the module from text or run relay.transform.AnnotateSpans()"
+                    )
+        return mod
+
+    return transform.module_pass(check, opt_level=0, name="SpanCheck")
 ShapeVar = None  # dynamic shapes are not supported
 
 
@@ -148,6 +167,7 @@ __all__ = [
     "expr",
     "ty",
     "ScopeBuilder",
+    "SpanCheck",
     "vm",
     "loops",
     "prelude",

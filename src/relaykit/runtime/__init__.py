@@ -9,6 +9,7 @@ from .artifact import export_module, load_module
 from .convert import convert
 from .module import Module, ModuleBlob, PythonModule, register_module_loader
 from .ndarray import Device, NDArray, array, cpu, device, empty
+from .object import Object
 from .registry import get_global_func, list_global_func_names, register_func
 
 __all__ = [
@@ -29,4 +30,5 @@ __all__ = [
     "list_global_func_names",
     "convert",
     "vm",
+    "Object",
 ]

@@ -294,6 +294,17 @@ def _static_shape(spec: Any) -> tuple[int, ...] | None:
     return None
 
 
+_DTYPE_NAMES: dict[Any, str] = {}
+
+
+def _dtype_name(dtype: Any) -> str:
+    """``dtype.name``, which NumPy computes in Python on every read: cached."""
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = dtype.name
+    return name
+
+
 def check_shape(value: Any, spec: Any, where: str) -> None:
     """A run-time value against a type spec; dynamic dimensions match any size.
 
@@ -310,10 +321,10 @@ def check_shape(value: Any, spec: Any, where: str) -> None:
             )
         want = spec["shape"]
         dtype = getattr(value, "dtype", None)
-        if dtype is not None and dtype.name != spec["dtype"]:
+        if dtype is not None and _dtype_name(dtype) != spec["dtype"]:
             raise ExecutionError(
-                f"{where}: got a {dtype.name} tensor of shape {tuple(shape)}, the type says "
-                f"{type_spec_str(spec)}"
+                f"{where}: got a {_dtype_name(dtype)} tensor of shape {tuple(shape)}, "
+                f"the type says {type_spec_str(spec)}"
             )
         if len(shape) != len(want) or any(
             w is not None and w != d for w, d in zip(want, shape, strict=False)
@@ -332,6 +343,24 @@ def check_shape(value: Any, spec: Any, where: str) -> None:
             check_shape(v, s, f"{where} field {i}")
 
 
+def shape_checker(spec: Any, where: str) -> Callable[[Any], None]:
+    """:func:`check_shape` for one spec, with a fast path for static tensor types."""
+    static = _static_shape(spec)
+    if static is None:
+        return lambda value: check_shape(value, spec, where)
+    want_dtype = np.dtype(spec["dtype"])
+
+    def check(value: Any) -> None:
+        if (
+            type(value) is not np.ndarray
+            or value.shape != static
+            or (value.dtype is not want_dtype and value.dtype != want_dtype)
+        ):
+            check_shape(value, spec, where)
+
+    return check
+
+
 # -- primitives ------------------------------------------------------------------------------
 
 
@@ -347,6 +376,10 @@ class Primitive:
     def __init__(self, record: PrimitiveRecord) -> None:
         self.record = record
         self.name = record.name
+        self.in_checks = [
+            shape_checker(s, f"{self.describe()} argument {i}")
+            for i, s in enumerate(record.in_types)
+        ]
 
     def call(self, inputs: list[Any]) -> Any:
         raise NotImplementedError
@@ -360,8 +393,8 @@ class Primitive:
     def check_inputs(self, flat: list[Any]) -> None:
         """The argument values against the call's argument types (dynamic dimensions
         match any size): a mismatch names the operator and both shapes."""
-        for i, (v, spec) in enumerate(zip(flat, self.record.in_types, strict=False)):
-            check_shape(v, spec, f"{self.describe()} argument {i}")
+        for v, check in zip(flat, self.in_checks, strict=False):
+            check(v)
 
 
 def _alloc_outputs(spec: Any, where: str) -> list[np.ndarray]:
@@ -685,8 +718,8 @@ def _validate_instruction(
     op = ins[0]
     if len(ins) != len(OPCODES[_NAMES[op]][1]) + 1:
         raise _bad(fn, pc, "wrong number of operands")
-    if section == "prologue" and op not in (ALLOC_STORAGE, ALLOC_TENSOR):
-        raise _bad(fn, pc, "only AllocStorage/AllocTensor may appear in a prologue")
+    if section == "prologue" and op not in (ALLOC_STORAGE, ALLOC_TENSOR, LOAD_CONST):
+        raise _bad(fn, pc, "only alloc_storage, alloc_tensor and load_const may be in a prologue")
     singles, lists = _REG_OPERANDS[op]
     regs = [ins[i] for i in singles] + [r for i in lists for r in ins[i]]
     if not all(type(r) is int and 0 <= r < fn.num_regs for r in regs):
@@ -1064,7 +1097,9 @@ class VirtualMachine:
         regs: list[Any] = [None] * fn.num_regs
         for ins in fn.prologue:
             op = ins[0]
-            if op == ALLOC_STORAGE:
+            if op == LOAD_CONST:
+                regs[ins[2]] = self.constants[ins[1]]
+            elif op == ALLOC_STORAGE:
                 regs[ins[4]] = np.empty(ins[1], np.uint8)
             else:  # ALLOC_TENSOR
                 dt = np.dtype(ins[4])

@@ -202,6 +202,7 @@ class FunctionCompiler:
         #: register -> static output spec, for operator calls that may be planned
         self.plannable: dict[int, Any] = {}
         self.uses: dict[int, int] | None = None
+        self.consts: list[tuple[Any, ...]] = []
 
     # -- registers and scopes ---------------------------------------------------------------
     def new_reg(self) -> int:
@@ -239,7 +240,7 @@ class FunctionCompiler:
                 task(stack)
         names = [p.name_hint for p in params]
         param_types = [type_spec(checked_type_or_none(p) or p.type_annotation) for p in params]
-        prologue = self.plan_storage()
+        prologue = self.consts + self.plan_storage()
         return VMFunction(
             self.name,
             names,
@@ -269,7 +270,8 @@ class FunctionCompiler:
             self.done(node, r)
         elif t is Constant:
             r = self.new_reg()
-            self.emit(LOAD_CONST, self.prog.constant(node), r)  # type: ignore[arg-type]
+            # Constants are immutable: loaded once per frame, by the prologue.
+            self.consts.append((LOAD_CONST, self.prog.constant(node), r))  # type: ignore[arg-type]
             self.done(node, r)
         elif t is GlobalVar:
             self.global_value(node)  # type: ignore[arg-type]

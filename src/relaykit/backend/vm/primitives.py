@@ -27,6 +27,7 @@ from relaykit.runtime.vm import (
     VMExecutableModule,
     check_shape,
     register_primitive_kind,
+    shape_checker,
     type_spec_str,
 )
 
@@ -61,6 +62,7 @@ class OpPrimitive(Primitive):
         self.tuple_out = isinstance(self.out, dict) and self.out.get("t") == "tuple"
         self.dynamic = "None" in repr(self.out)
         self.where = f"operator {name}"
+        self.check_out = shape_checker(self.out, self.where)
         arena = shared.get("arena")
         if arena is None:
             arena = shared["arena"] = _Arena()
@@ -86,7 +88,7 @@ class OpPrimitive(Primitive):
             value: Any = ADT(0, fields)
         else:
             value = _own(out if type(out) is np.ndarray else np.asarray(out))
-            check_shape(value, self.out, self.where)
+            self.check_out(value)
         if self.dynamic and self.shape_func is not None:
             self.check_shape_func(inputs, value)
         return value
