@@ -33,9 +33,10 @@ from relaykit.backend.vm import primitives as primitives
 from relaykit.backend.vm.compiler import ProgramCompiler
 from relaykit.errors import BuildError
 from relaykit.ir.adt import Constructor, Match
-from relaykit.ir.expr import Expr, Function, GlobalVar
+from relaykit.ir.expr import Expr, Function, GlobalVar, checked_type_or_none
 from relaykit.ir.functor import post_order
 from relaykit.ir.module import IRModule
+from relaykit.ir.types import FuncType, TensorType, TupleType
 from relaykit.runtime.ndarray import Device, NDArray
 from relaykit.runtime.vm import Executable, VirtualMachine, VMExecutableModule
 from relaykit.transform.bind import bind_params_by_name
@@ -45,12 +46,26 @@ from relaykit.transform.pass_infra import Sequential
 __all__ = ["compile", "VMCompiler", "VMExecutor", "Executable", "VirtualMachine"]
 
 
-def _uses_adts(mod: IRModule) -> bool:
+def _static_type(t: Any) -> bool:
+    if isinstance(t, TensorType):
+        return all(type(d) is int for d in t.shape)
+    if isinstance(t, TupleType):
+        return all(_static_type(f) for f in t.fields)
+    if isinstance(t, FuncType):
+        return all(_static_type(a) for a in t.arg_types) and _static_type(t.ret_type)
+    return True
+
+
+def _optimizable(mod: IRModule) -> bool:
+    """Whether the graph optimisation pipeline applies: no ADT code and static shapes
+    (its folding passes decide on sizes at compile time)."""
     for _, fn in mod.items():
         for node in post_order(fn):
             if type(node) in (Match, Constructor):
-                return True
-    return False
+                return False
+            if not _static_type(checked_type_or_none(node)):
+                return False
+    return True
 
 
 def _bind_params(mod: IRModule, params: Mapping[str, Any] | None) -> IRModule:
@@ -102,7 +117,7 @@ class VMCompiler:
         mod = _bind_params(mod, all_params)
         mod = mod.copy()
         infer_module(mod)
-        if not _uses_adts(mod):
+        if _optimizable(mod):
             mod = Sequential(build_passes(), name="VMOptimize")(mod)
         return mod, {}
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from relaykit.backend.graph_plan import attrs_from_json
-from relaykit.backend.host_kernels import Scratch, bind_kernel
+from relaykit.backend.host_kernels import Scratch, bind_kernel, host_kernel_names
 from relaykit.errors import ExecutionError, RelayKitError
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.op import default_registry
@@ -112,6 +112,8 @@ class OpPrimitive(Primitive):
             )
 
     def bind(self, inputs: list[Any], out: np.ndarray) -> Callable[[], Any] | None:
+        if self.record.name not in host_kernel_names():
+            return self.bind_reference(inputs, out)
         # Planned outputs have static shapes: the scratch a call needs is measured once.
         if self.peak < 0:
             measure = Scratch(None)
@@ -121,6 +123,27 @@ class OpPrimitive(Primitive):
         if self.peak > arena.arena.nbytes:
             arena.arena = np.empty(self.peak, np.uint8)
         return bind_kernel(self.record.name, self.attrs, inputs, [out], Scratch(arena.arena))
+
+    def bind_reference(self, inputs: list[Any], out: np.ndarray) -> Callable[[], Any]:
+        """The reference kernel, its result checked and copied into ``out``."""
+        ins = [tuple(a) if isinstance(a, list) else a for a in inputs]
+        kernel, attrs, check = self.kernel, self.attrs, self.check_out
+        if kernel is None:
+            raise ExecutionError(f"{self.where} has no reference kernel")
+        where = self.where
+
+        def run() -> None:
+            try:
+                r = kernel(ins, attrs)
+            except RelayKitError:
+                raise
+            except Exception as err:
+                raise ExecutionError(f"while running {where}: {type(err).__name__}: {err}") from err
+            r = np.asarray(r)
+            check(r)
+            np.copyto(out, r)
+
+        return run
 
 
 def _shapes(value: Any) -> Any:
