@@ -4,6 +4,7 @@ Every expected value is computed independently with NumPy or plain Python.
 """
 
 import json
+import typing
 import shutil
 import zipfile
 
@@ -329,3 +330,25 @@ def test_interpreter_runs_adt_programs_too():
     assert to_list(got) == [2 * v for v in values]
     mod["main"] = relay.Function([], mod.get_global_var("sum")(make_list(cons, nil, values)))
     assert int(relay.create_executor("debug", mod=mod).evaluate()().numpy()) == sum(values)
+
+
+@pytest.mark.skipif(
+    getattr(relay, "Any", typing.Any) is typing.Any, reason="needs dynamic dimensions (relay.Any)"
+)
+def test_dynamic_batch_model_runs_any_batch_from_one_artifact(tmp_path):
+    x = relay.var("x", shape=(relay.Any(), 8))
+    w1, w2 = rand(16, 8), rand(4, 16)
+    h = relay.nn.relu(relay.nn.dense(x, relay.const(w1)))
+    out = relay.nn.softmax(relay.nn.dense(h, relay.const(w2)))
+    mod = tvm.IRModule.from_expr(relay.Function([x], out))
+    path = str(tmp_path / "dyn.rkmod")
+    relay.vm.compile(mod, target="llvm").mod.export_library(path)
+    vm = VirtualMachine(tvm.runtime.load_module(path), tvm.cpu())
+    for batch in (1, 3, 8):
+        data = rand(batch, 8)
+        z = np.maximum(data @ w1.T, 0) @ w2.T
+        e = np.exp(z - z.max(axis=1, keepdims=True))
+        got = vm.invoke("main", data).numpy()
+        np.testing.assert_allclose(got, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ExecutionError, match=r"nn.dense.*\(2, 7\)"):
+        vm.invoke("main", rand(2, 7))

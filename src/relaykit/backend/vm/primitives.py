@@ -63,6 +63,13 @@ class OpPrimitive(Primitive):
         self.dynamic = "None" in repr(self.out)
         self.where = f"operator {name}"
         self.check_out = shape_checker(self.out, self.where)
+        # Checks of whole arguments (a tuple argument is checked field by field by its
+        # producer), so that a wrong shape is reported with the operator's name.
+        self.arg_checks = (
+            [shape_checker(s, f"{self.where} argument {i}") for i, s in enumerate(record.in_types)]
+            if not record.groups
+            else []
+        )
         arena = shared.get("arena")
         if arena is None:
             arena = shared["arena"] = _Arena()
@@ -74,6 +81,8 @@ class OpPrimitive(Primitive):
         if kernel is None:
             raise ExecutionError(f"{self.where} has no reference kernel")
         ins = [tuple(a) if isinstance(a, list) else a for a in inputs]
+        for v, check in zip(ins, self.arg_checks, strict=False):
+            check(v)
         try:
             out = kernel(ins, self.attrs)
         except RelayKitError:
