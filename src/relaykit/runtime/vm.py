@@ -38,7 +38,6 @@ from __future__ import annotations
 import io
 import json
 import struct
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -53,7 +52,7 @@ from relaykit.errors import (
     FunctionNotFoundError,
 )
 
-from .module import Module, ModuleBlob, register_module_loader
+from .module import BenchmarkResult, Module, ModuleBlob, PythonModule, register_module_loader
 from .ndarray import Device, NDArray, cpu
 
 __all__ = [
@@ -71,6 +70,7 @@ __all__ = [
     "register_primitive_kind",
     "check_shape",
     "type_spec_str",
+    "BenchmarkResult",
 ]
 
 # -- values ---------------------------------------------------------------------------------
@@ -944,6 +944,18 @@ class VirtualMachine:
         self.pools: list[list[_Frame]] = [[] for _ in self.functions]
         self._inputs: dict[str, list[Any]] = {}
         self._outputs: Any = None
+        #: The machine as a runtime module (``invoke``, ``set_input``, ``get_output``...).
+        self.vm_module = PythonModule(
+            "vm",
+            {
+                "invoke": self.invoke,
+                "set_input": self.set_input,
+                "get_output": self.get_output,
+                "get_num_outputs": self.get_num_outputs,
+                "get_input_index": self.get_input_index,
+                "invoke_stateful": self.invoke_stateful,
+            },
+        )
 
     def _resolve(self, rec: PrimitiveRecord) -> Primitive:
         resolver = _PRIMITIVE_KINDS.get(rec.kind)
@@ -1080,16 +1092,14 @@ class VirtualMachine:
         end_to_end: bool = False,
         **kwargs: Any,
     ) -> Any:
-        """Mean, median, min, max and std of ``repeat`` timings of ``number`` runs (s)."""
+        """Mean, median, min, max and std of ``repeat`` timings of ``number`` runs (s),
+        through the machine module's ``time_evaluator`` as in TVM."""
         if args or kwargs:
             self.set_input(func_name, *args, **kwargs)
-        times = []
-        for _ in range(max(1, repeat)):
-            start = time.perf_counter()
-            for _ in range(max(1, number)):
-                self.invoke(func_name)
-            times.append((time.perf_counter() - start) / max(1, number))
-        return BenchmarkResult(times)
+        evaluator = self.vm_module.time_evaluator(
+            "invoke", device, repeat=repeat, number=number, min_repeat_ms=min_repeat_ms or 0
+        )
+        return evaluator(func_name)
 
     # -- the loop --------------------------------------------------------------------------------
     def _new_frame(self, findex: int) -> _Frame:
@@ -1250,23 +1260,3 @@ def _regroup(vals: list[Any], groups: list[int]) -> list[Any]:
             out.append(vals[i : i + g])
             i += g
     return out
-
-
-class BenchmarkResult:
-    """Timings of :meth:`VirtualMachine.benchmark` (seconds)."""
-
-    def __init__(self, results: Sequence[float]) -> None:
-        self.results = list(results)
-        arr = np.asarray(self.results)
-        self.mean = float(arr.mean())
-        self.median = float(np.median(arr))
-        self.min = float(arr.min())
-        self.max = float(arr.max())
-        self.std = float(arr.std())
-
-    def __repr__(self) -> str:
-        return (
-            f"BenchmarkResult(mean={self.mean * 1e3:.4f} ms, "
-            f"median={self.median * 1e3:.4f} ms, min={self.min * 1e3:.4f} ms, "
-            f"max={self.max * 1e3:.4f} ms, std={self.std * 1e3:.4f} ms)"
-        )
