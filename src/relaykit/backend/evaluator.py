@@ -46,6 +46,14 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from relaykit.errors import ExecutionError, RelayKitError
+from relaykit.ir.adt import (
+    Constructor,
+    Match,
+    Pattern,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+)
 from relaykit.ir.expr import (
     Call,
     Constant,
@@ -61,6 +69,7 @@ from relaykit.ir.expr import (
 )
 from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op
+from relaykit.runtime.vm import ADT
 
 __all__ = ["Activation", "Closure", "Environment", "Evaluator", "Task", "describe_call"]
 
@@ -127,6 +136,23 @@ class Activation:
         return False
 
 
+def match_pattern(pattern: Pattern, value: Any, bindings: dict[Var, Any]) -> bool:
+    """Whether ``value`` matches ``pattern``; the variables it binds go to ``bindings``."""
+    work = [(pattern, value)]
+    while work:
+        pat, v = work.pop()
+        if isinstance(pat, PatternVar):
+            bindings[pat.var] = v
+        elif isinstance(pat, PatternConstructor):
+            if not isinstance(v, ADT) or v.tag != pat.constructor.tag:
+                return False
+            work.extend(zip(pat.patterns, v.fields, strict=False))
+        elif isinstance(pat, PatternTuple):
+            fields = v.fields if isinstance(v, ADT) else v
+            work.extend(zip(pat.patterns, fields, strict=False))
+    return True
+
+
 def describe_call(node: Expr) -> str:
     """``callee(argument types, attrs) at span``, for error messages."""
     if not isinstance(node, Call):
@@ -175,6 +201,8 @@ class Evaluator:
             TupleGetItem: self.enter_tuple_get_item,
             Let: self.enter_let,
             If: self.enter_if,
+            Constructor: self.enter_constructor,
+            Match: self.enter_match,
         }
 
     # -- the machine -------------------------------------------------------------
@@ -251,6 +279,26 @@ class Evaluator:
         stack.append((node, act, self.take_branch))
         stack.append((node.cond, act, None))
 
+    def enter_constructor(self, node: Constructor, act: Activation, stack: list[Task]) -> None:
+        act.memo[id(node)] = node  # applied by apply_call
+
+    def enter_match(self, node: Match, act: Activation, stack: list[Task]) -> None:
+        """Evaluate the matched value, then the first clause whose pattern matches."""
+        stack.append((node, act, self.take_clause))
+        stack.append((node.data, act, None))
+
+    def take_clause(self, task: Task, stack: list[Task]) -> None:
+        node, act = task[0], task[1]
+        value = act.memo[id(node.data)]
+        for clause in node.clauses:
+            bindings: dict[Var, Any] = {}
+            if match_pattern(clause.lhs, value, bindings):
+                act.env.vars.update(bindings)
+                stack.append((node, act, self.copy_value, clause.rhs))
+                stack.append((clause.rhs, act, None))
+                return
+        raise self.error("match failed: no clause matches the value (an incomplete match)")
+
     # -- steps ---------------------------------------------------------------------
 
     def apply_tuple(self, task: Task, stack: list[Task]) -> None:
@@ -305,6 +353,9 @@ class Evaluator:
             value = memo[id(op)]
             if type(value) is Op:
                 memo[id(node)] = self.apply_op(node, value, args)
+                return
+            if type(value) is Constructor:
+                memo[id(node)] = ADT(value.tag, args)
                 return
             if type(value) is not Closure:
                 raise self.not_callable(node, value)

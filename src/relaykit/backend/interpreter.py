@@ -37,6 +37,7 @@ from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op
 from relaykit.ir.types import TensorType, TupleType, Type
 from relaykit.runtime.ndarray import NDArray
+from relaykit.runtime.vm import ADT
 from relaykit.tir import Any as AnyDim
 from relaykit.tir import PrimExpr, vars_of
 from relaykit.tir import Var as TirVar
@@ -46,6 +47,7 @@ from relaykit.transform.infer_type import infer_module
 
 from .evaluator import Activation, Closure, Environment, Evaluator, describe_call
 from .graph_runner import GraphRunner
+from .vm import VMExecutor
 
 __all__ = [
     "Closure",
@@ -173,6 +175,8 @@ def to_runtime_value(value: Any) -> Any:
         return NDArray(np.asarray(value))
     if isinstance(value, tuple):
         return tuple(to_runtime_value(v) for v in value)
+    if isinstance(value, ADT):
+        return ADT(value.tag, [to_runtime_value(v) for v in value.fields])
     return value
 
 
@@ -279,8 +283,7 @@ class _CallableFunction:
         dims: dict[TirVar, int] = {}
         self.machine.dim_env = dims
         env = {
-            p: _convert_input(values[p], checked_type_or_none(p), p.name_hint, dims)
-            for p in params
+            p: _convert_input(values[p], checked_type_or_none(p), p.name_hint, dims) for p in params
         }
         act = Activation(Environment(env))
         return to_runtime_value(self.machine.run(self.func.body, act))
@@ -292,10 +295,11 @@ def create_executor(
     device: Any = None,
     target: Any = "llvm",
     params: Mapping[str, Any] | None = None,
-) -> Executor | GraphRunner:
+) -> Executor | GraphRunner | VMExecutor:
     """TVM's ``relay.create_executor``. ``"debug"`` is the reference interpreter;
-    ``"graph"`` builds with ``relay.build`` and runs the graph executor; ``"vm"`` and
-    ``"aot"`` are accepted and run on the interpreter (it handles control flow)."""
+    ``"graph"`` builds with ``relay.build`` and runs the graph executor; ``"vm"`` compiles
+    for the Relay VM (:mod:`relaykit.backend.vm`); ``"aot"`` is accepted and runs on the
+    interpreter."""
     if kind not in ("debug", "graph", "vm", "aot"):
         raise IRError(f"unknown executor kind {kind!r}; use 'debug', 'graph' or 'vm'")
     if mod is not None and not isinstance(mod, IRModule):
@@ -305,6 +309,8 @@ def create_executor(
     if params:
         mod = mod.copy() if mod is not None else IRModule()
         mod["main"] = bind_params_by_name(mod["main"], params)
+    if kind == "vm":
+        return VMExecutor(mod if mod is not None else IRModule(), device, target)
     return Executor(kind, mod, device, target)
 
 

@@ -1,6 +1,20 @@
 """The Relay IR: expressions, types, attributes, modules, traversal and comparison."""
 
+from . import diagnostics as diagnostics
 from . import instrument as instrument
+from .adt import (
+    Clause,
+    Constructor,
+    GlobalTypeVar,
+    Match,
+    Pattern,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    PatternWildcard,
+    TypeCall,
+    TypeData,
+)
 from .analysis import all_vars, bound_vars, free_vars
 from .attrs import Attrs, DictAttrs, make_node
 from .expr import (
@@ -59,6 +73,17 @@ from .types import (
 )
 
 __all__ = [
+    "Clause",
+    "Constructor",
+    "GlobalTypeVar",
+    "Match",
+    "Pattern",
+    "PatternConstructor",
+    "PatternTuple",
+    "PatternVar",
+    "PatternWildcard",
+    "TypeCall",
+    "TypeData",
     "Attrs",
     "DictAttrs",
     "make_node",

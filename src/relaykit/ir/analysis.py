@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .adt import Clause, pattern_vars
 from .expr import Expr, Function, Let, Var
 from .functor import post_order
 
@@ -29,6 +30,8 @@ def _vars(expr: Expr) -> tuple[list[Var], set[Var]]:
             bound.update(node.params)
         elif t is Let:
             bound.add(node.var)
+        elif t is Clause:
+            bound.update(pattern_vars(node.lhs))
     return seen, bound
 
 

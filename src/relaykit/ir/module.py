@@ -17,6 +17,7 @@ from typing import Any
 
 from relaykit.errors import IRError
 
+from .adt import Constructor, GlobalTypeVar, TypeData
 from .analysis import free_vars
 from .attrs import Attrs
 from .expr import Expr, Function, GlobalVar
@@ -39,6 +40,10 @@ class IRModule:
         self._gvars: dict[str, GlobalVar] = {}
         self._funcs: dict[str, Function] = {}
         self.attrs = Attrs(attrs or {})
+        self.type_definitions: dict[GlobalTypeVar, TypeData] = {}
+        self._type_names: dict[str, GlobalTypeVar] = {}
+        for td in _type_data_list(type_definitions):
+            self.add_type_def(td)
         for key, fn in (functions or {}).items():
             self._add(key, fn)
 
@@ -77,6 +82,9 @@ class IRModule:
         return gv
 
     def __setitem__(self, key: Any, fn: Any) -> None:
+        if isinstance(key, GlobalTypeVar) or isinstance(fn, TypeData):
+            self.add_type_def(fn, key)
+            return
         self._add_checked(key, fn)
 
     def add(self, key: Any, fn: Function) -> IRModule:
@@ -169,6 +177,8 @@ class IRModule:
         new = IRModule(attrs=self.attrs)
         new._gvars = dict(self._gvars)
         new._funcs = dict(self._funcs)
+        new.type_definitions = dict(self.type_definitions)
+        new._type_names = dict(self._type_names)
         return new
 
     def with_attr(self, key: str, value: Any) -> IRModule:
@@ -180,6 +190,45 @@ class IRModule:
         """The globals that function ``name`` refers to, in first-use order."""
         return [n for n in post_order(self[name]) if isinstance(n, GlobalVar)]
 
+    # -- type definitions (ADTs) ----------------------------------------------------
+    def add_type_def(self, td: TypeData, key: Any = None) -> GlobalTypeVar:
+        """Add the type definition ``td`` (``mod[List] = TypeData(...)`` does the same)."""
+        if not isinstance(td, TypeData):
+            raise IRError(f"a module's type definitions are TypeData, got {type(td).__name__}")
+        if key is not None and key is not td.header and getattr(key, "name_hint", key) != (
+            td.header.name_hint
+        ):
+            raise IRError(f"type definition {td.header} stored under a different name {key}")
+        self.type_definitions[td.header] = td
+        self._type_names[td.header.name_hint] = td.header
+        return td.header
+
+    def get_global_type_var(self, name: str) -> GlobalTypeVar:
+        try:
+            return self._type_names[name]
+        except KeyError:
+            known = ", ".join(self._type_names) or "none"
+            raise IRError(f"type {name} is not defined in the module (types: {known})") from None
+
+    def get_global_type_vars(self) -> list[GlobalTypeVar]:
+        return list(self._type_names.values())
+
+    def get_type(self, name: str) -> tuple[Any, ...]:
+        """``(type_var, *constructors)`` of the type definition ``name`` (as TVM)."""
+        gtv = self.get_global_type_var(name)
+        return (gtv, *self.type_definitions[gtv].constructors)
+
+    def type_data_of(self, gtv: GlobalTypeVar) -> TypeData | None:
+        """The definition named by ``gtv``, or ``None``."""
+        return self.type_definitions.get(gtv)
+
+    def get_constructor(self, tag: int) -> Constructor:
+        for td in self.type_definitions.values():
+            for c in td.constructors:
+                if c.tag == tag:
+                    return c
+        raise IRError(f"no constructor has tag {tag}")
+
     # -- printing ----------------------------------------------------------------
     def astext(self, show_meta_data: bool = True, annotate: Any = None) -> str:
         """This module in Relay's text format."""
@@ -190,3 +239,11 @@ class IRModule:
 
     def __repr__(self) -> str:
         return self.astext(show_meta_data=False)
+
+
+def _type_data_list(defs: Any) -> list[TypeData]:
+    if not defs:
+        return []
+    if isinstance(defs, Mapping):
+        return list(defs.values())
+    return list(defs)

@@ -44,6 +44,17 @@ from typing import TYPE_CHECKING, Any
 
 from relaykit.errors import RelayKitError, RelayTypeError
 
+from .adt import (
+    Clause,
+    Constructor,
+    Match,
+    Pattern,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    TypeCall,
+    constructor_type,
+)
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from .functor import children, post_order, rewrite_post_order
 from .hooks import has_printer, printer_hook
@@ -170,6 +181,11 @@ class TypeChecker:
             self.finish(node, node._checked_type)  # type: ignore[arg-type]
         elif t is GlobalVar:
             self.finish(node, self.global_type(node))  # type: ignore[arg-type]
+        elif t is Constructor:
+            self.finish(node, constructor_type(node))  # type: ignore[arg-type]
+        elif t is Match:
+            stack.append((node, _BIND))
+            stack.append((node.data, _VISIT))  # type: ignore[attr-defined]
         elif t is Op:
             raise self.fail(
                 node,
@@ -197,6 +213,8 @@ class TypeChecker:
             self.bind_let(node)
             stack.append((node, _FINISH))
             stack.append((node.body, _VISIT))
+        elif type(node) is Match:
+            self.bind_match(node, stack)
         else:
             self.bind_call_site(node)  # type: ignore[arg-type]
             stack.append((node, _FINISH))
@@ -293,6 +311,10 @@ class TypeChecker:
             return self.done[id(node.body)]
         if t is If:
             return self.if_type(node)
+        if t is Clause:
+            return self.done[id(node.rhs)]
+        if t is Match:
+            return self.match_type(node)
         raise self.fail(node, f"cannot type a {t.__name__} node")
 
     def projection_type(self, node: TupleGetItem) -> Type:
@@ -424,6 +446,79 @@ class TypeChecker:
             raise self.fail(call, f"type relation of {op.name} returned {out!r}, not a Type")
         return out
 
+    # -- algebraic data types ---------------------------------------------------
+    def bind_match(self, node: Match, stack: list[tuple[Expr, int]]) -> None:
+        """Type each clause's pattern against the matched value's type (binding the
+        pattern's variables), then schedule the clause bodies."""
+        dt = self.done[id(node.data)]
+        for clause in node.clauses:
+            self.bind_pattern(node, clause.lhs, dt)
+        stack.append((node, _FINISH))
+        for clause in reversed(node.clauses):
+            stack.append((clause, _FINISH))
+            stack.append((clause.rhs, _VISIT))
+
+    def bind_pattern(self, node: Match, pattern: Pattern, expected: Type) -> None:
+        """Unify ``pattern``'s type with ``expected``; bind its variables."""
+        work: list[tuple[Pattern, Type]] = [(pattern, expected)]
+        while work:
+            pat, ty = work.pop()
+            if isinstance(pat, PatternVar):
+                var = pat.var
+                ann = var.type_annotation
+                if ann is not None and type(ann) is not IncompleteType:
+                    if self.unify(ann, ty) is None:
+                        raise self.fail(
+                            node, f"pattern variable %{var.name_hint} is {ann} but matches {ty}"
+                        )
+                else:
+                    self.var_env[var] = ty
+            elif isinstance(pat, PatternConstructor):
+                con = pat.constructor
+                ft = self.instantiate(constructor_type(con))
+                if self.unify(ft.ret_type, ty) is None:
+                    raise self.fail(
+                        node,
+                        f"pattern {con.name_hint}(...) builds {self.resolve(ft.ret_type)} but "
+                        f"the matched value has type {self.resolve(ty)}",
+                    )
+                if len(pat.patterns) != len(ft.arg_types):
+                    raise self.fail(
+                        node,
+                        f"constructor {con.name_hint} has {len(ft.arg_types)} fields, the "
+                        f"pattern gives {len(pat.patterns)}",
+                    )
+                work.extend(zip(pat.patterns, ft.arg_types, strict=True))
+            elif isinstance(pat, PatternTuple):
+                fields: list[Type] = [self.fresh(None) for _ in pat.patterns]
+                if self.unify(TupleType(fields), ty) is None:
+                    got = self.resolve(ty)
+                    raise self.fail(node, f"a tuple pattern of {len(fields)} fields matches {got}")
+                work.extend(zip(pat.patterns, fields, strict=True))
+
+    def match_type(self, node: Match) -> Type:
+        """All clause bodies have one type, the type of the match."""
+        done = self.done
+        types = [done[id(c)] for c in node.clauses]
+        if not types:
+            raise self.fail(node, "a match needs at least one clause")
+        out = types[0]
+        for t in types[1:]:
+            if t != out:
+                both = self.unify(out, t)
+                if both is None:
+                    raise self.fail(
+                        node, f"match clauses have different types: {self.resolve(out)} vs {t}"
+                    )
+                out = both
+        return out
+
+    def unify_type_call(self, a: TypeCall, b: TypeCall) -> Type | None:
+        if a.func != b.func or len(a.args) != len(b.args):
+            return None
+        parts = [self.unify(x, y) for x, y in zip(a.args, b.args, strict=True)]
+        return None if None in parts else self.resolve(a)
+
     # -- unknown types ---------------------------------------------------------
     def instantiate(self, ft: FuncType) -> FuncType:
         """``ft`` with its type parameters replaced by fresh unknowns."""
@@ -460,6 +555,9 @@ class TypeChecker:
                 for a, b in zip(args, t.arg_types, strict=True)  # type: ignore[attr-defined]
             )
             return t if same else FuncType(args, ret, t.type_params)  # type: ignore[attr-defined]
+        if tt is TypeCall:
+            targs = [self.resolve(a) for a in t.args]  # type: ignore[attr-defined]
+            return TypeCall(t.func, targs)  # type: ignore[attr-defined]
         return t
 
     def unify(self, a: Type, b: Type) -> Type | None:
@@ -503,6 +601,8 @@ class TypeChecker:
             return None if None in parts else self.resolve(a)
         if ta is TensorType:
             return unify_tensor_types(a, b)  # type: ignore[arg-type]
+        if ta is TypeCall:
+            return self.unify_type_call(a, b)  # type: ignore[arg-type]
         return a if a == b else None
 
     def solve_inputs(self, call: Call, op: Op, arg_types: list[Type]) -> list[Type] | None:
@@ -619,6 +719,8 @@ def unknowns(t: Type) -> list[Unknown]:
     if tt is FuncType:
         parts = (*t.arg_types, t.ret_type)  # type: ignore[attr-defined]
         return [u for p in parts for u in unknowns(p)]
+    if tt is TypeCall:
+        return [u for a in t.args for u in unknowns(a)]  # type: ignore[attr-defined]
     return []
 
 
@@ -633,6 +735,8 @@ def substitute(t: Type, mapping: Mapping[Type, Type]) -> Type:
         inner = {k: v for k, v in mapping.items() if k not in t.type_params}  # type: ignore[attr-defined]
         args = [substitute(a, inner) for a in t.arg_types]  # type: ignore[attr-defined]
         return FuncType(args, substitute(t.ret_type, inner), t.type_params)  # type: ignore[attr-defined]
+    if tt is TypeCall:
+        return TypeCall(t.func, [substitute(a, mapping) for a in t.args])  # type: ignore[attr-defined]
     return t
 
 

@@ -18,7 +18,7 @@ import relaykit.op.contrib  # noqa: F401 - relay.op.contrib: the pattern tables 
 from relaykit import op
 from relaykit.backend.build_module import build
 from relaykit.backend.interpreter import create_executor
-from relaykit.errors import IRError
+from relaykit.errors import DiagnosticError, IRError
 from relaykit.ir import (
     Call,
     Constant,
@@ -42,8 +42,21 @@ from relaykit.ir import (
     const,
     scalar_type,
 )
+from relaykit.ir.adt import (
+    Clause,
+    Constructor,
+    GlobalTypeVar,
+    Match,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    PatternWildcard,
+    TypeCall,
+    TypeData,
+)
 from relaykit.ir.expr import Span
-from relaykit.ir.functor import ExprFunctor, ExprMutator, ExprVisitor
+from relaykit.ir.functor import ExprFunctor, ExprMutator, ExprVisitor, post_order
+from relaykit.ir.op import Op
 from relaykit.ir.types import TensorType as TensorTypeAlias
 from relaykit.op import *  # noqa: F403 - the operator constructors, as relay.add, relay.reshape...
 from relaykit.op import annotation, nn
@@ -52,10 +65,42 @@ from relaykit.text.spans import SourceName
 from relaykit.tir import Any  # relay.Any(): a dimension unknown until run time
 from relaykit.transform.bind import bind
 
-from . import analysis, backend, build_module, dataflow_pattern, expr, expr_functor, transform, ty
+from . import (
+    analysis,
+    backend,
+    build_module,
+    dataflow_pattern,
+    expr,
+    expr_functor,
+    loops,
+    prelude,
+    transform,
+    ty,
+    vm,
+)
 from .scope_builder import ScopeBuilder
 
 Module = IRModule
+
+
+def SpanCheck() -> Any:
+    """TVM's ``relay.SpanCheck`` pass: every expression of every function must have a
+    source span (as the parser and ``AnnotateSpans`` give them); a node without one is a
+    :class:`~relaykit.errors.DiagnosticError`."""
+
+    def check(mod: IRModule, ctx: Any) -> IRModule:
+        for gv, fn in mod.items():
+            for node in post_order(fn):
+                if node.span is None and not isinstance(node, (Op, GlobalVar)):
+                    raise DiagnosticError(
+                        f"SpanCheck: a {type(node).__name__} in @{gv.name_hint} has no span; "
+                        "parse the module from text or run relay.transform.AnnotateSpans()"
+                    )
+        return mod
+
+    return transform.module_pass(check, opt_level=0, name="SpanCheck")
+
+
 ShapeVar = None  # dynamic shapes are not supported
 
 
@@ -126,6 +171,20 @@ __all__ = [
     "ty",
     "ScopeBuilder",
     "Any",
+    "SpanCheck",
+    "vm",
+    "loops",
+    "prelude",
+    "Clause",
+    "Constructor",
+    "GlobalTypeVar",
+    "Match",
+    "PatternConstructor",
+    "PatternTuple",
+    "PatternVar",
+    "PatternWildcard",
+    "TypeCall",
+    "TypeData",
 ]
 
 

@@ -4,10 +4,12 @@
 ``tvm.runtime.load_module``).
 """
 
+from . import vm
 from .artifact import export_module, load_module
 from .convert import convert
 from .module import Module, ModuleBlob, PythonModule, register_module_loader
 from .ndarray import Device, NDArray, array, cpu, device, empty
+from .object import Object
 from .registry import get_global_func, list_global_func_names, register_func
 
 __all__ = [
@@ -27,4 +29,6 @@ __all__ = [
     "get_global_func",
     "list_global_func_names",
     "convert",
+    "vm",
+    "Object",
 ]

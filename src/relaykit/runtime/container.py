@@ -267,3 +267,7 @@ def write_signatures(path: str, signatures: list[dict[str, Any]]) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+# TVM's ``tvm.runtime.container.ADT`` (the VM's tuple and constructor values).
+from .vm import ADT as ADT  # noqa: E402

@@ -21,6 +21,7 @@ A backend function follows TVM's destination-passing convention:
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -38,6 +39,7 @@ __all__ = [
     "ModuleLoaderRegistry",
     "module_loaders",
     "register_module_loader",
+    "BenchmarkResult",
 ]
 
 
@@ -116,6 +118,37 @@ class Module:
             stack.extend(reversed(m.imported_modules))
         return None
 
+    def time_evaluator(
+        self,
+        func_name: str,
+        dev: Any = None,
+        number: int = 10,
+        repeat: int = 1,
+        min_repeat_ms: float = 0.0,
+        **_: Any,
+    ) -> Callable[..., BenchmarkResult]:
+        """A function timing ``func_name`` (TVM's ``Module.time_evaluator``): ``repeat``
+        measurements, each the mean of ``number`` calls (doubled until a measurement
+        takes ``min_repeat_ms``), in seconds."""
+        fn = self.get_function(func_name, query_imports=True)
+
+        def evaluator(*args: Any) -> BenchmarkResult:
+            results = []
+            for _ in range(max(1, repeat)):
+                n = max(1, number)
+                while True:
+                    start = time.perf_counter()
+                    for _ in range(n):
+                        fn(*args)
+                    elapsed = time.perf_counter() - start
+                    if elapsed * 1000 >= (min_repeat_ms or 0) or n > 1 << 20:
+                        break
+                    n *= 2
+                results.append(elapsed / n)
+            return BenchmarkResult(results)
+
+        return evaluator
+
     def bind_function(
         self, name: str, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray]
     ) -> Callable[[], Any]:
@@ -158,6 +191,29 @@ class Module:
 
     def __repr__(self) -> str:
         return f"Module({self.type_key}, {len(self.imported_modules)} imports)"
+
+
+class BenchmarkResult:
+    """Seconds per call: ``mean``, ``median``, ``min``, ``max``, ``std`` and ``results``
+    (TVM's ``runtime.module.BenchmarkResult``)."""
+
+    def __init__(self, results: Sequence[float]) -> None:
+        self.results = list(results)
+        arr = np.asarray(self.results, dtype=np.float64)
+        self.mean = float(arr.mean())
+        self.median = float(np.median(arr))
+        self.min = float(arr.min())
+        self.max = float(arr.max())
+        self.std = float(arr.std())
+
+    def __repr__(self) -> str:
+        ms = 1000.0
+        return (
+            "Execution time summary:\n"
+            " mean (ms)   median (ms)    max (ms)     min (ms)     std (ms)\n"
+            f" {self.mean * ms:9.4f}   {self.median * ms:9.4f}   {self.max * ms:9.4f}   "
+            f"{self.min * ms:9.4f}   {self.std * ms:9.4f}"
+        )
 
 
 class PythonModule(Module):

@@ -12,8 +12,8 @@ Executor('graph', {'link-params': True})
 
 from __future__ import annotations
 
-from . import runtime, te_compiler
+from . import runtime, te_compiler, vm
 from .executor import Executor
 from .runtime import Runtime
 
-__all__ = ["Executor", "Runtime", "runtime", "te_compiler", "executor"]
+__all__ = ["Executor", "Runtime", "runtime", "te_compiler", "executor", "vm"]

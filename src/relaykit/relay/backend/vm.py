@@ -1,0 +1,6 @@
+"""``tvm.relay.backend.vm``: the VM compiler and executor (see :mod:`relaykit.backend.vm`)."""
+
+from relaykit.backend.vm import VMCompiler, VMExecutor, compile
+from relaykit.runtime.vm import Executable, VirtualMachine
+
+__all__ = ["compile", "VMCompiler", "VMExecutor", "Executable", "VirtualMachine"]

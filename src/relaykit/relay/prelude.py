@@ -1,0 +1,301 @@
+"""``tvm.relay.prelude``: the standard ADTs and list functions, added to a module.
+
+``Prelude(mod)`` defines in ``mod`` the types ``List[a]`` (constructors
+``Cons(a, List[a])`` and ``Nil``) and ``Option[a]`` (``Some(a)``, ``None``) and
+the polymorphic global functions ``id``, ``compose``, ``hd``, ``tl``, ``nth``,
+``update``, ``length``, ``map``, ``foldl``, ``foldr``, ``sum``, ``filter``,
+``concat``, ``rev`` and ``get_or_default`` (Option's value or a default). Tensor
+arrays are not provided.
+
+>>> import relaykit as tvm
+>>> from relaykit import relay
+>>> mod = tvm.IRModule()
+>>> p = Prelude(mod)
+>>> _, cons, nil = mod.get_type("List")
+>>> mod["main"] = relay.Function([], mod.get_global_var("length")(cons(relay.const(1), nil())))
+>>> str(mod["main"].checked_type)
+'fn () -> int32'
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from relaykit.errors import IRError
+from relaykit.ir.adt import (
+    Clause,
+    Constructor,
+    GlobalTypeVar,
+    Match,
+    PatternConstructor,
+    PatternVar,
+    PatternWildcard,
+    TypeCall,
+    TypeData,
+)
+from relaykit.ir.expr import Call, Expr, Function, GlobalVar, If, Var, const
+from relaykit.ir.module import IRModule
+from relaykit.ir.op import get_op
+from relaykit.ir.types import FuncType, TensorType, Type, TypeVar
+
+__all__ = ["Prelude"]
+
+_INT = TensorType((), "int32")
+
+
+def _add(a: Expr, b: Expr) -> Call:
+    return Call(get_op("add"), [a, b])
+
+
+class Prelude:
+    """The prelude's types and functions in ``mod`` (a new module when omitted)."""
+
+    def __init__(self, mod: IRModule | None = None) -> None:
+        self.mod = mod if mod is not None else IRModule()
+        self.load_prelude()
+
+    # -- lookups (TVM's interface) ----------------------------------------------------------
+    def get_global_var(self, name: str, dtype: Any = None) -> GlobalVar:
+        return self.mod.get_global_var(name)
+
+    def get_type(self, name: str, dtype: Any = None) -> GlobalTypeVar:
+        return self.mod.get_global_type_var(name)
+
+    def get_ctor(self, ty_name: str, canonical: str, dtype: Any = None) -> Constructor:
+        for c in self.mod.get_type(ty_name)[1:]:
+            if c.name_hint == canonical:
+                return c
+        raise IRError(f"type {ty_name} has no constructor {canonical}")
+
+    # -- definitions ------------------------------------------------------------------------
+    def load_prelude(self) -> None:
+        mod = self.mod
+        if "List" in {g.name_hint for g in mod.get_global_type_vars()}:
+            self._bind_names()
+            return
+        a = TypeVar("a")
+        lst = GlobalTypeVar("List")
+        cons = Constructor("Cons", [a, TypeCall(lst, [a])], lst)
+        nil = Constructor("Nil", [], lst)
+        mod[lst] = TypeData(lst, [a], [cons, nil])
+        opt = GlobalTypeVar("Option")
+        some = Constructor("Some", [a], opt)
+        none = Constructor("None", [], opt)
+        mod[opt] = TypeData(opt, [a], [some, none])
+        self._bind_names()
+        for define in (
+            self._id,
+            self._compose,
+            self._hd,
+            self._tl,
+            self._nth,
+            self._update,
+            self._length,
+            self._map,
+            self._foldl,
+            self._foldr,
+            self._sum,
+            self._filter,
+            self._concat,
+            self._rev,
+            self._get_or_default,
+        ):
+            define()
+        self._bind_names()
+
+    def _bind_names(self) -> None:
+        mod = self.mod
+        self.l, self.cons, self.nil = mod.get_type("List")
+        self.List = self.l
+        self.optional, self.some, self.none = mod.get_type("Option")
+        for gv in mod.get_global_vars():
+            if not hasattr(type(self), gv.name_hint):
+                setattr(self, gv.name_hint, gv)
+
+    def _list(self, t: Type) -> TypeCall:
+        return TypeCall(self.l, [t])
+
+    def _define(self, name: str, fn: Function) -> None:
+        self.mod[GlobalVar(name)] = fn
+
+    def _cons_pattern(self, head: Any, tail: Any) -> PatternConstructor:
+        return PatternConstructor(self.cons, [head, tail])
+
+    # id, compose
+    def _id(self) -> None:
+        a = TypeVar("a")
+        x = Var("x", a)
+        self._define("id", Function([x], x, a, [a]))
+
+    def _compose(self) -> None:
+        a, b, c = TypeVar("a"), TypeVar("b"), TypeVar("c")
+        f = Var("f", FuncType([b], c))
+        g = Var("g", FuncType([a], b))
+        x = Var("x", a)
+        inner = Function([x], Call(f, [Call(g, [x])]), c)
+        self._define("compose", Function([f, g], inner, FuncType([a], c), [a, b, c]))
+
+    # list access
+    def _hd(self) -> None:
+        a = TypeVar("a")
+        xs, x = Var("xs", self._list(a)), Var("x", a)
+        body = Match(xs, [Clause(self._cons_pattern(PatternVar(x), PatternWildcard()), x)], False)
+        self._define("hd", Function([xs], body, a, [a]))
+
+    def _tl(self) -> None:
+        a = TypeVar("a")
+        xs, rest = Var("xs", self._list(a)), Var("rest", self._list(a))
+        body = Match(
+            xs, [Clause(self._cons_pattern(PatternWildcard(), PatternVar(rest)), rest)], False
+        )
+        self._define("tl", Function([xs], body, self._list(a), [a]))
+
+    def _nth(self) -> None:
+        a = TypeVar("a")
+        xs, n = Var("xs", self._list(a)), Var("n", _INT)
+        hd, tl = self.mod.get_global_var("hd"), self.mod.get_global_var("tl")
+        gv = GlobalVar("nth")
+        body = If(
+            Call(get_op("equal"), [n, const(0)]),
+            Call(hd, [xs]),
+            Call(gv, [Call(tl, [xs]), Call(get_op("subtract"), [n, const(1)])]),
+        )
+        self.mod[gv] = Function([xs, n], body, a, [a])
+
+    def _update(self) -> None:
+        a = TypeVar("a")
+        xs, n, v = Var("xs", self._list(a)), Var("n", _INT), Var("v", a)
+        hd, tl = self.mod.get_global_var("hd"), self.mod.get_global_var("tl")
+        gv = GlobalVar("update")
+        body = If(
+            Call(get_op("equal"), [n, const(0)]),
+            self.cons(v, Call(tl, [xs])),
+            self.cons(
+                Call(hd, [xs]),
+                Call(gv, [Call(tl, [xs]), Call(get_op("subtract"), [n, const(1)]), v]),
+            ),
+        )
+        self.mod[gv] = Function([xs, n, v], body, self._list(a), [a])
+
+    def _length(self) -> None:
+        a = TypeVar("a")
+        xs, rest = Var("xs", self._list(a)), Var("rest", self._list(a))
+        gv = GlobalVar("length")
+        body = Match(
+            xs,
+            [
+                Clause(
+                    self._cons_pattern(PatternWildcard(), PatternVar(rest)),
+                    _add(const(1), Call(gv, [rest])),
+                ),
+                Clause(PatternConstructor(self.nil, []), const(0)),
+            ],
+        )
+        self.mod[gv] = Function([xs], body, _INT, [a])
+
+    # higher-order
+    def _map(self) -> None:
+        a, b = TypeVar("a"), TypeVar("b")
+        f = Var("f", FuncType([a], b))
+        xs, x, rest = Var("xs", self._list(a)), Var("x", a), Var("rest", self._list(a))
+        gv = GlobalVar("map")
+        body = Match(
+            xs,
+            [
+                Clause(
+                    self._cons_pattern(PatternVar(x), PatternVar(rest)),
+                    self.cons(Call(f, [x]), Call(gv, [f, rest])),
+                ),
+                Clause(PatternConstructor(self.nil, []), self.nil()),
+            ],
+        )
+        self.mod[gv] = Function([f, xs], body, self._list(b), [a, b])
+
+    def _foldl(self) -> None:
+        a, b = TypeVar("a"), TypeVar("b")
+        f = Var("f", FuncType([a, b], a))
+        acc, xs = Var("acc", a), Var("xs", self._list(b))
+        x, rest = Var("x", b), Var("rest", self._list(b))
+        gv = GlobalVar("foldl")
+        body = Match(
+            xs,
+            [
+                Clause(
+                    self._cons_pattern(PatternVar(x), PatternVar(rest)),
+                    Call(gv, [f, Call(f, [acc, x]), rest]),
+                ),
+                Clause(PatternConstructor(self.nil, []), acc),
+            ],
+        )
+        self.mod[gv] = Function([f, acc, xs], body, a, [a, b])
+
+    def _foldr(self) -> None:
+        a, b = TypeVar("a"), TypeVar("b")
+        f = Var("f", FuncType([a, b], b))
+        acc, xs = Var("acc", b), Var("xs", self._list(a))
+        x, rest = Var("x", a), Var("rest", self._list(a))
+        gv = GlobalVar("foldr")
+        body = Match(
+            xs,
+            [
+                Clause(
+                    self._cons_pattern(PatternVar(x), PatternVar(rest)),
+                    Call(f, [x, Call(gv, [f, acc, rest])]),
+                ),
+                Clause(PatternConstructor(self.nil, []), acc),
+            ],
+        )
+        self.mod[gv] = Function([f, acc, xs], body, b, [a, b])
+
+    def _sum(self) -> None:
+        xs = Var("xs", self._list(_INT))
+        x, y = Var("x", _INT), Var("y", _INT)
+        plus = Function([x, y], _add(x, y), _INT)
+        body = Call(self.mod.get_global_var("foldl"), [plus, const(0), xs])
+        self._define("sum", Function([xs], body, _INT))
+
+    def _filter(self) -> None:
+        a = TypeVar("a")
+        f = Var("f", FuncType([a], TensorType((), "bool")))
+        xs, x, rest = Var("xs", self._list(a)), Var("x", a), Var("rest", self._list(a))
+        gv = GlobalVar("filter")
+        kept = Call(gv, [f, rest])
+        body = Match(
+            xs,
+            [
+                Clause(
+                    self._cons_pattern(PatternVar(x), PatternVar(rest)),
+                    If(Call(f, [x]), self.cons(x, kept), kept),
+                ),
+                Clause(PatternConstructor(self.nil, []), self.nil()),
+            ],
+        )
+        self.mod[gv] = Function([f, xs], body, self._list(a), [a])
+
+    def _concat(self) -> None:
+        a = TypeVar("a")
+        xs, ys = Var("xs", self._list(a)), Var("ys", self._list(a))
+        x, acc = Var("x", a), Var("acc", self._list(a))
+        push = Function([x, acc], self.cons(x, acc), self._list(a))
+        body = Call(self.mod.get_global_var("foldr"), [push, ys, xs])
+        self._define("concat", Function([xs, ys], body, self._list(a), [a]))
+
+    def _rev(self) -> None:
+        a = TypeVar("a")
+        xs = Var("xs", self._list(a))
+        acc, x = Var("acc", self._list(a)), Var("x", a)
+        push = Function([acc, x], self.cons(x, acc), self._list(a))
+        body = Call(self.mod.get_global_var("foldl"), [push, self.nil(), xs])
+        self._define("rev", Function([xs], body, self._list(a), [a]))
+
+    def _get_or_default(self) -> None:
+        a = TypeVar("a")
+        o, d, v = Var("o", TypeCall(self.optional, [a])), Var("d", a), Var("v", a)
+        body = Match(
+            o,
+            [
+                Clause(PatternConstructor(self.some, [PatternVar(v)]), v),
+                Clause(PatternConstructor(self.none, []), d),
+            ],
+        )
+        self._define("get_or_default", Function([o, d], body, a, [a]))
