@@ -48,3 +48,23 @@ def test_graph_build_of_dynamic_module_says_use_the_vm():
     mod = relay.IRModule.from_expr(relay.Function([x], relay.nn.relu(x)))
     with pytest.raises(BuildError, match="relay.vm.compile"):
         relay.build(mod, target="llvm")
+
+
+def test_dynamic_batch_mlp_matches_static_model():
+    from relaykit.testing import mlp
+    from relaykit.transform.bind import bind
+
+    mod, params = mlp.get_workload(batch_size=1)
+    f = mod["main"]
+    x = f.params[0]
+    t = x.type_annotation
+    nx = relay.var("data", relay.TensorType((relay.Any(), *t.shape[1:]), t.dtype))
+    dyn = relay.Function([nx, *f.params[1:]], bind(f.body, {x: nx}))
+    run_dyn = relay.create_executor("debug", relay.IRModule.from_expr(dyn)).evaluate()
+    rng = np.random.default_rng(0)
+    for batch in (1, 3, 8):
+        smod, _ = mlp.get_workload(batch_size=batch)
+        data = rng.random((batch, *t.shape[1:])).astype(t.dtype)
+        want = relay.create_executor("debug", smod).evaluate()(data, **params).numpy()
+        got = run_dyn(data, **params).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

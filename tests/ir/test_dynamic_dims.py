@@ -70,3 +70,55 @@ def test_unification_treats_any_as_compatible():
     bad = relay.var("b", shape=(2, 4))
     with pytest.raises(RelayTypeError):
         infer(relay.Function([bad], relay.Call(f, [bad])))
+
+
+A = relay.Any
+N = te.size_var("n")
+
+
+@pytest.mark.parametrize(
+    ("build", "want"),
+    [
+        (lambda: relay.reshape(relay.var("x", shape=(A(), 3, 4)), (-1, 4)), (A(), 4)),
+        (lambda: relay.reshape(relay.var("x", shape=(N, 3, 4)), (0, -1)), (N, 12)),
+        (
+            lambda: relay.nn.dense(relay.var("x", shape=(A(), 4)), relay.var("w", shape=(5, 4))),
+            (A(), 5),
+        ),
+        (
+            lambda: relay.nn.conv2d(
+                relay.var("x", shape=(N, 3, 8, 8)),
+                relay.var("w", shape=(4, 3, 3, 3)),
+                padding=(1, 1),
+            ),
+            (N, 4, 8, 8),
+        ),
+        (
+            lambda: relay.nn.max_pool2d(relay.var("x", shape=(1, 3, N, N)), (2, 2), (2, 2)),
+            (1, 3, (N - 2) // 2 + 1, (N - 2) // 2 + 1),
+        ),
+        (lambda: relay.split(relay.var("x", shape=(A(), 10)), [2, 5], axis=0)[1], (3, 10)),
+        (lambda: relay.strided_slice(relay.var("x", shape=(A(), 10)), [0, 1], [2, 8]), (A(), 7)),
+        (
+            lambda: relay.concatenate(
+                [relay.var("a", shape=(A(), 3)), relay.var("b", shape=(2, A()))], 0
+            ),
+            (A(), 3),
+        ),
+        (
+            lambda: relay.stack([relay.var("a", shape=(A(), 3)), relay.var("b", shape=(2, 3))], 0),
+            (2, 2, 3),
+        ),
+        (lambda: relay.squeeze(relay.var("x", shape=(A(), 1, 3)), [0]), (1, 3)),
+        (
+            lambda: relay.nn.batch_matmul(
+                relay.var("a", shape=(A(), 2, 3)), relay.var("b", shape=(1, 4, 3))
+            ),
+            (A(), 2, 4),
+        ),
+    ],
+)
+def test_relations_propagate_dynamic_dims(build, want):
+    e = build()
+    t = infer(relay.Function(relay.analysis.free_vars(e), e))
+    assert t.shape == tuple(want)

@@ -139,3 +139,27 @@ def test_shape_functions():
     op = relay.op.get("dyn.tile")
     assert op.get_attr("TShapeDataDependent") is True
     assert relay.op.get("nn.dense").get_attr("TShapeDataDependent") is False
+
+
+def test_derived_shape_functions_agree_with_inferred_types():
+    """Every operator call of two real networks: the shape function applied to the
+    argument shapes gives the shapes type inference gave the call."""
+    from relaykit.ir.expr import Call, checked_type_or_none
+    from relaykit.ir.functor import post_order
+    from relaykit.ir.op import Op
+    from relaykit.op.shape_func import shapes_of_type
+    from relaykit.testing import mobilenet, resnet
+
+    checked = 0
+    for mod, _ in (resnet.get_workload(batch_size=3, num_layers=18), mobilenet.get_workload(2)):
+        for node in post_order(mod["main"].body):
+            if isinstance(node, Call) and isinstance(node.op, Op):
+                args = [checked_type_or_none(a) for a in node.args]
+                shapes = [
+                    [f.shape for f in a.fields] if isinstance(a, relay.TupleType) else a.shape
+                    for a in args
+                ]
+                got = output_shapes(node.op, node.attrs, shapes)
+                assert got == shapes_of_type(node.checked_type), node.op.name
+                checked += 1
+    assert checked > 100

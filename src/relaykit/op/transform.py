@@ -356,13 +356,13 @@ def _concat_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
                 f"field {j} is {f}"
             )
         for k in range(f.ndim):
-            if k != axis and f.shape[k] != first.shape[k]:
+            if k != axis and differ(f.shape[k], first.shape[k]):
                 raise TypeRelError(
                     f"field {j} ({f}) differs from field 0 ({first}) in dimension {k}, "
                     f"which is not the concatenation axis {axis}"
                 )
         total += f.shape[axis]
-    shape = list(first.shape)
+    shape = _known_dims(fields)
     shape[axis] = total
     return TensorType(shape, first.dtype)
 
@@ -397,12 +397,24 @@ def _stack_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
         raise TypeRelError("stack needs at least one tensor")
     first = fields[0]
     for j, f in enumerate(fields):
-        if f != first:
+        same = f.dtype == first.dtype and f.ndim == first.ndim
+        if not same or any(differ(a, b) for a, b in zip(f.shape, first.shape, strict=True)):
             raise TypeRelError(
                 f"all stacked tensors must have one type: field 0 is {first}, field {j} is {f}"
             )
     axis = normalize_axis(attrs.axis, first.ndim, "stack axis", extra=1)
-    return TensorType((*first.shape[:axis], len(fields), *first.shape[axis:]), first.dtype)
+    shape = _known_dims(fields)
+    return TensorType((*shape[:axis], len(fields), *shape[axis:]), first.dtype)
+
+
+def _known_dims(fields: Sequence[TensorType]) -> list[Any]:
+    """The first field's shape with each ``?`` replaced by a size another field knows."""
+    shape = list(fields[0].shape)
+    for k, d in enumerate(shape):
+        known = [f.shape[k] for f in fields if isinstance(f.shape[k], int)]
+        if known and not isinstance(d, int):
+            shape[k] = known[0]
+    return shape
 
 
 define_op(
