@@ -428,16 +428,68 @@ def _float_same(*arrays: np.ndarray) -> bool:
     return dt.kind == "f" and dt.itemsize >= 4 and all(a.dtype == dt for a in arrays)
 
 
+#: A GEMM under this many multiply-adds runs whole (~40 us on one thread: splitting it costs
+#: about what it saves).
+_SPLIT_MIN_MACS = 1 << 21
+#: Most blocks of a split GEMM: a few per thread, so a late thread leaves little undone.
+_MAX_BLOCKS = 8
+#: Fewest columns (or rows, or batch matrices) of a block.
+_MIN_BLOCK = 64
+
+
+def _blocks(size: int, count: int, align: int = 16) -> list[tuple[int, int]]:
+    """``size`` cut into ``count`` ranges of about equal size, cut at multiples of ``align``."""
+    step = -(-size // count)
+    step = -(-step // align) * align if step > align else step
+    return [(lo, min(size, lo + step)) for lo in range(0, size, step)]
+
+
+def matmul_run(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> Run:
+    """``out = a @ b`` (2-D, or 3-D with equal batch sizes) with BLAS on one thread; a big
+    product is cut into blocks (of the batch, else of the columns of ``b``, else of the rows
+    of ``a``) that the host threads take in turn (see :mod:`relaykit.runtime.threads`). The
+    blocks depend on the shapes only, so the bits do not depend on the thread count.
+
+    >>> a, b = np.ones((256, 128), np.float32), np.ones((128, 512), np.float32)
+    >>> out = np.empty((256, 512), np.float32)
+    >>> matmul_run(a, b, out)(); float(out.min()), float(out.max())
+    (128.0, 128.0)
+    """
+    get_policy().ensure_applied()
+    whole = functools.partial(np.matmul, a, b, out=out)
+    batch = a.shape[0] if a.ndim == 3 else 1
+    m, k = a.shape[-2:]
+    n = b.shape[-1]
+    macs = batch * m * k * n
+    count = min(_MAX_BLOCKS, macs // _SPLIT_MIN_MACS)
+    if count < 2 or a.ndim != b.ndim or out.ndim != a.ndim or a.ndim not in (2, 3):
+        return whole
+    if batch >= 2 * min(count, 4):
+        parts = [(a[lo:hi], b[lo:hi], out[lo:hi]) for lo, hi in _blocks(batch, count, 1)]
+    elif n >= 2 * _MIN_BLOCK:
+        cut = _blocks(n, min(count, n // _MIN_BLOCK))
+        parts = [(a, b[..., lo:hi], out[..., lo:hi]) for lo, hi in cut]
+    elif m >= 2 * _MIN_BLOCK:
+        cut = _blocks(m, min(count, m // _MIN_BLOCK))
+        parts = [(a[..., lo:hi, :], b, out[..., lo:hi, :]) for lo, hi in cut]
+    else:
+        return whole
+    tasks = [functools.partial(np.matmul, x, y, out=o) for x, y, o in parts]
+    return functools.partial(get_policy().run_parallel, tasks)
+
+
 @register_host_kernel("nn.dense")
 def _dense(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch) -> Run | None:
     x, w = args
     o = outs[0]
     if not _float_same(x, w, o):
         return None
-    get_policy().ensure_applied()
     if x.ndim > 2 and x.flags.c_contiguous:  # one GEMM over all leading axes, no copies
         x, o = x.reshape(-1, x.shape[-1]), o.reshape(-1, o.shape[-1])
-    return functools.partial(np.matmul, x, w.T, out=o)
+    if x.ndim != 2:
+        get_policy().ensure_applied()
+        return functools.partial(np.matmul, x, w.T, out=o)
+    return matmul_run(x, w.T, o)
 
 
 @register_host_kernel("nn.batch_matmul")
@@ -448,14 +500,14 @@ def _batch_matmul(
     o = outs[0]
     if not _float_same(a, b, o):
         return None
-    get_policy().ensure_applied()
     a = a.transpose(0, 2, 1) if attrs.transpose_a else a
     b = b.transpose(0, 2, 1) if attrs.transpose_b else b
     if b.shape[0] == 1 and a.flags.c_contiguous:  # a shared right side: one (B*M, K) GEMM
-        return functools.partial(
-            np.matmul, a.reshape(-1, a.shape[-1]), b[0], out=o.reshape(-1, o.shape[-1])
-        )
-    return functools.partial(np.matmul, a, b, out=o)
+        return matmul_run(a.reshape(-1, a.shape[-1]), b[0], o.reshape(-1, o.shape[-1]))
+    if a.shape[0] != b.shape[0]:
+        get_policy().ensure_applied()
+        return functools.partial(np.matmul, a, b, out=o)
+    return matmul_run(a, b, o)
 
 
 # -- convolution and pooling (NCHW) -------------------------------------------------------------
@@ -621,11 +673,7 @@ def _gemms(wmat: np.ndarray, cols: np.ndarray, out: np.ndarray) -> list[Run]:
     n, g = cols.shape[0], cols.shape[1]
     if n * g > 32:
         return [functools.partial(np.matmul, wmat, cols, out=out)]
-    return [
-        functools.partial(np.matmul, wmat[j], cols[i, j], out=out[i, j])
-        for i in range(n)
-        for j in range(g)
-    ]
+    return [matmul_run(wmat[j], cols[i, j], out[i, j]) for i in range(n) for j in range(g)]
 
 
 @register_host_kernel("nn.max_pool2d")
