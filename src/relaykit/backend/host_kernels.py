@@ -587,7 +587,7 @@ def _conv2d(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scra
     k = cg * kh * kw
     wmat = np.ascontiguousarray(w).reshape(g, oc // g, k)
     out = o.reshape(n, g, oc // g, oh * ow)
-    if cg == 1 and g > 1:
+    if cg == 1 and g > 1 and x.flags.c_contiguous and o.flags.c_contiguous and w.flags.c_contiguous:
         return _depthwise(x, w, o, pads, strides, dilation, scratch)
     steps: list[Run] = []
     if (kh, kw) == (1, 1) and strides == (1, 1) and not any(pads):
@@ -610,8 +610,8 @@ def _conv2d(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scra
     return run
 
 
-#: Below this many multiply-adds a depthwise convolution is not split between threads.
-_PARALLEL_MIN_MACS = 200_000
+#: Multiply-adds per block of a depthwise convolution (fewer blocks: fewer NumPy calls).
+_DEPTHWISE_BLOCK_MACS = 1_000_000
 
 
 def _depthwise(
@@ -623,40 +623,66 @@ def _depthwise(
     dilation: tuple[int, int],
     scratch: Scratch,
 ) -> Run:
-    """Depthwise convolution (one input channel per group, ``m`` outputs each): per channel,
-    a K-tap dot product at each output pixel. Thousands of 1-row GEMMs are slow in BLAS
-    (and wake its threads for each), so the taps are gathered (im2col) and NumPy's einsum
-    loop reduces them in one pass; big ones are split by channel over the host threads."""
-    n, c = x.shape[:2]
+    """Depthwise convolution (one input channel per group, ``m`` outputs each) as K
+    multiply-adds of whole shifted planes, no im2col.
+
+    The padded input is split into its ``sh x sw`` stride phases (one plane for stride 1),
+    all with one row pitch ``P``; then the tap (i, j) of every output pixel is the same
+    phase plane read at one flat offset, so each tap is two NumPy passes over rows of
+    ``oh * P`` contiguous elements (the ``P - ow`` extra columns per row are computed and
+    dropped). Gathering the taps (im2col) and reducing them with einsum took 2.1 ms on
+    MobileNetV2's [1, 144, 56, 56] layer, this 0.8 ms. Channels are cut into blocks (by
+    shape) that the host threads take in turn.
+    """
+    n, c, h, wd = x.shape
     oc, _, kh, kw = w.shape
     m = oc // c
     oh, ow = o.shape[2], o.shape[3]
-    wmat = np.ascontiguousarray(w).reshape(c, m, kh * kw)
-    out = o.reshape(n, c, m, oh * ow)
-    xp = x
-    if any(pads):
-        pt, pl, pb, pr = pads
-        xp = scratch.take((n, c, x.shape[2] + pt + pb, x.shape[3] + pl + pr), x.dtype)
-    parts = max(1, min(get_policy().host_threads(), c))
-    if n * oc * oh * ow * kh * kw < _PARALLEL_MIN_MACS:
-        parts = 1
-    bounds = [c * i // parts for i in range(parts + 1)]
-    tasks: list[Run] = []
-    for c0, c1 in itertools.pairwise(bounds):
-        steps = _pad_steps(x[:, c0:c1], xp[:, c0:c1], pads, 0.0) if any(pads) else []
-        taps = _taps(xp[:, c0:c1], (kh, kw), strides, dilation, (oh, ow))
-        cols = scratch.take((n, c1 - c0, kh, kw, oh, ow), x.dtype)  # each part its own
-        steps += [functools.partial(np.copyto, cols[:, :, i, j], v) for i, j, v in taps]
-        part_cols = cols.reshape(n, c1 - c0, kh * kw, oh * ow)
-        steps.append(
-            functools.partial(
-                np.einsum, "gmk,ngkp->ngmp", wmat[c0:c1], part_cols, out=out[:, c0:c1]
-            )
-        )
-        tasks.append(_sequence(steps))
-    if len(tasks) == 1:
-        return tasks[0]
-    return functools.partial(get_policy().run_parallel, tasks)
+    (sh, sw), (dh, dw) = strides, dilation
+    pt, pl = pads[0], pads[1]
+    taps = [(i * dh, j * dw) for i in range(kh) for j in range(kw)]
+    pitch = ow + max(q // sw for _, q in taps)  # columns of a phase plane
+    rows = oh + max(r // sh for r, _ in taps) + 1  # one spare row: the last tap reads past
+    span = oh * pitch
+    nc = n * c
+    planes = scratch.take((sh * sw, nc, rows, pitch), x.dtype)
+    acc = scratch.take((nc, m, span), x.dtype)
+    tmp = scratch.take((nc, m, span), x.dtype)
+    xs = x.reshape(nc, h, wd)
+    fills: list[Run] = [functools.partial(planes.fill, 0.0)]
+    for a in range(sh):
+        for b in range(sw):
+            y0, x0 = (a - pt) % sh, (b - pl) % sw  # first input row/column of this phase
+            r0, q0 = (y0 + pt) // sh, (x0 + pl) // sw
+            src = xs[:, y0::sh, x0::sw]
+            ny, nx = min(src.shape[1], rows - r0), min(src.shape[2], pitch - q0)
+            if ny > 0 and nx > 0:
+                dst = planes[a * sw + b, :, r0 : r0 + ny, q0 : q0 + nx]
+                fills.append(functools.partial(np.copyto, dst, src[:, :ny, :nx]))
+    flat = planes.reshape(sh * sw, nc, 1, rows * pitch)
+    wk = w.reshape(c, m, kh * kw)  # a view: the weights are read at run time
+    out = o.reshape(nc, m, oh, ow)
+    count = max(1, min(_MAX_BLOCKS, c * m * span * kh * kw // _DEPTHWISE_BLOCK_MACS))
+
+    def block(i: int, lo: int, hi: int) -> Run:
+        a, b = i * c + lo, i * c + hi
+        steps: list[Run] = []
+        for k, (r, q) in enumerate(taps):
+            off = (r // sh) * pitch + q // sw
+            view = flat[(r % sh) * sw + q % sw, a:b, :, off : off + span]
+            wcol = wk[lo:hi, :, k : k + 1]
+            if k == 0:
+                steps.append(functools.partial(np.multiply, view, wcol, out=acc[a:b]))
+            else:
+                steps.append(functools.partial(np.multiply, view, wcol, out=tmp[a:b]))
+                steps.append(functools.partial(np.add, acc[a:b], tmp[a:b], out=acc[a:b]))
+        full = acc[a:b].reshape(b - a, m, oh, pitch)[:, :, :, :ow]
+        steps.append(functools.partial(np.copyto, out[a:b], full))
+        return _sequence(steps)
+
+    tasks = [block(i, lo, hi) for i in range(n) for lo, hi in _blocks(c, count, 1)]
+    compute = tasks[0] if len(tasks) == 1 else functools.partial(get_policy().run_parallel, tasks)
+    return _sequence([*fills, compute])
 
 
 def _sequence(steps: list[Run]) -> Run:
