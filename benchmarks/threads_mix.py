@@ -10,11 +10,12 @@ host steps that use NumPy's BLAS (``nn.batch_matmul`` pinned to the host, then
 and OpenBLAS' pool ``2 * layers`` times. One process, three modes, timed in
 interleaved bursts with a pause before each:
 
-- ``policy``: relaykit's thread policy (docs/threads.md): once oneDNN regions
-  exist BLAS runs on the calling thread, OpenMP has the budget;
+- ``policy``: relaykit's thread policy (docs/threads.md): BLAS on one
+  thread, big host GEMMs cut into blocks run by sleeping host workers,
+  OpenMP (waiting passively) has the budget in the regions;
 - ``oversubscribed``: the same executor with BLAS forced back to the whole
   budget, as before the policy: both pools spin against each other;
-- ``host only``: the same model without oneDNN (BLAS has the budget).
+- ``host only``: the same model without oneDNN.
 
 It prints medians, ``oversubscribed / policy``, and the largest number of
 this process' threads seen runnable at once in each mode (sampled from

@@ -3,6 +3,8 @@ executor, oneDNN's OpenMP pool and NumPy's BLAS, where the budget comes from, an
 BLAS count really reaches the BLAS libraries."""
 
 import os
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -46,10 +48,10 @@ def global_policy(monkeypatch):
     "total, openmp, workers, want",
     [
         (1, False, 1, ThreadBudget(1, 1, 1, 1)),
-        (2, False, 1, ThreadBudget(2, 1, 2, 2)),
+        (2, False, 1, ThreadBudget(2, 1, 2, 1)),
         (2, True, 1, ThreadBudget(2, 1, 2, 1)),
         (8, True, 2, ThreadBudget(8, 2, 4, 1)),
-        (8, False, 3, ThreadBudget(8, 3, 2, 2)),
+        (8, False, 3, ThreadBudget(8, 3, 2, 1)),
         (2, False, 5, ThreadBudget(2, 2, 1, 1)),  # no more workers than threads
     ],
 )
@@ -81,18 +83,17 @@ def test_budget_from_env_then_explicit(monkeypatch):
     assert p.total == threads.available_cores()
 
 
-def test_openmp_engine_drops_blas_to_one_thread():
+def test_blas_stays_single_threaded_and_openmp_takes_the_share():
     rec = Recorder()
     p = ThreadPolicy(rec)
     p.set_num_threads(4)
-    assert rec.calls == [4]
+    assert rec.calls == [1]  # host kernels split GEMMs themselves: BLAS on one thread
     p.ensure_applied()
-    assert rec.calls == [4]  # nothing changed: nothing set
+    assert rec.calls == [1]  # nothing changed: nothing set
     assert p.openmp_threads() == 4
     assert p.openmp_active
-    assert rec.calls == [4, 1]
+    assert rec.calls == [1]
     assert p.openmp_threads(2) == 2  # a region's own request wins
-    assert rec.calls == [4, 1]
 
 
 def test_executor_workers_share_the_budget():
@@ -100,8 +101,8 @@ def test_executor_workers_share_the_budget():
     p = ThreadPolicy(rec)
     p.set_num_threads(6)
     budget = p.executor_threads(3)
-    assert (budget.executor, budget.openmp, budget.blas) == (3, 2, 2)
-    assert rec.calls[-1] == 2
+    assert (budget.executor, budget.openmp, budget.blas) == (3, 2, 1)
+    assert p.host_threads() == 2
     assert p.openmp_threads() == 2
     assert rec.calls[-1] == 1
     with pytest.raises(RelayKitError, match="executor workers"):
@@ -111,12 +112,12 @@ def test_executor_workers_share_the_budget():
 def test_blas_control_reaches_the_loaded_blas(global_policy):
     if not any(i["user_api"] == "blas" for i in threadpoolctl.threadpool_info()):
         pytest.skip("no BLAS library loaded")
-    global_policy.set_num_threads(2)
-    counts = [i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
-    assert counts and all(c == 2 for c in counts)
-    global_policy.openmp_threads()
-    counts = [i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
-    assert counts and all(c == 1 for c in counts)
+    with threadpoolctl.threadpool_limits(2, user_api="blas"):  # someone changed it
+        global_policy.set_num_threads(2)
+        counts = [
+            i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"
+        ]
+        assert counts and all(c == 1 for c in counts)
 
 
 def test_pass_context_option_sets_the_budget(global_policy):
@@ -169,37 +170,57 @@ def test_docs_example_runs(tmp_path):
         [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120
     )
     assert proc.returncode == 0, proc.stderr
-    assert "ThreadBudget(total=2, executor=1, openmp=2, blas=2)" in proc.stdout
+    assert "ThreadBudget(total=2, executor=1, openmp=2, blas=1)" in proc.stdout
 
 
-def test_default_budget_keeps_blas_at_its_startup_count(monkeypatch):
-    """OPENBLAS_NUM_THREADS=1 (BLAS started with 1 thread) is honoured while the budget is
-    the default; an explicit budget overrides it."""
+def test_host_kernels_split_over_the_share_when_blas_can_be_held_at_one(monkeypatch):
     monkeypatch.delenv(threads.ENV_VAR, raising=False)
-    rec = Recorder()
-    rec.startup = 1
-    p = ThreadPolicy(rec)
-    assert p.blas_threads() == 1
-    p.ensure_applied()
-    assert rec.calls == [1]
+    p = ThreadPolicy(Recorder())
     p.set_num_threads(4)
-    assert rec.calls == [1, 4]
-    monkeypatch.setenv(threads.ENV_VAR, "3")
-    p.set_num_threads(None)
-    assert rec.calls == [1, 4, 3]
+    assert p.host_threads() == 4
+    p.openmp_threads()
+    assert p.host_threads() == 4  # OpenMP waits passively: host workers may run beside it
+    p.executor_threads(2)
+    assert p.host_threads() == 2
+    blind = Recorder()
+    blind.available = False  # no threadpoolctl: BLAS keeps its own (spinning) threads
+    q = ThreadPolicy(blind)
+    q.set_num_threads(4)
+    assert q.host_threads() == 1
 
 
-def test_host_kernels_split_only_beside_a_single_threaded_blas(monkeypatch):
-    monkeypatch.delenv(threads.ENV_VAR, raising=False)
-    rec = Recorder()
-    p = ThreadPolicy(rec)
-    p.set_num_threads(4)
-    assert p.host_threads() == 1  # BLAS has 4 spinning threads: no host workers beside them
-    p.set_num_threads(None)
-    rec.startup = 1  # OPENBLAS_NUM_THREADS=1
-    p2 = ThreadPolicy(rec)
-    monkeypatch.setattr(threads, "available_cores", lambda: 4)
-    assert p2.blas_threads() == 1
-    assert p2.host_threads() == 4
-    p2.openmp_threads()
-    assert p2.host_threads() == 1
+def test_run_parallel_runs_every_task_once_and_takes_over_a_late_worker():
+    p = ThreadPolicy(Recorder())
+    p.set_num_threads(2)
+    ran: list[tuple[int, str]] = []
+    lock = threading.Lock()
+
+    def task(i):
+        def run():
+            if i == 1 and threading.current_thread() is not threading.main_thread():
+                time.sleep(0.05)  # a slow worker
+            with lock:
+                ran.append((i, threading.current_thread().name))
+
+        return run
+
+    p.run_parallel([task(i) for i in range(9)])
+    assert sorted(i for i, _ in ran) == list(range(9))
+    main = threading.main_thread().name
+    assert sum(name == main for _, name in ran) >= 1
+
+
+def test_run_parallel_raises_a_task_error_after_the_others_finish():
+    p = ThreadPolicy(Recorder())
+    p.set_num_threads(2)
+    done: list[int] = []
+
+    def ok(i):
+        return lambda: done.append(i)
+
+    def bad():
+        raise ValueError("boom")
+
+    with pytest.raises(ValueError, match="boom"):
+        p.run_parallel([ok(0), bad, ok(2), ok(3)])
+    assert sorted(done) == [0, 2, 3]

@@ -1,13 +1,13 @@
 """One thread policy for the process: how many threads each engine may use.
 
 relaykit runs three kinds of parallel engines in one process: oneDNN regions
-(an OpenMP pool), NumPy's BLAS (OpenBLAS' own pthread pool, used by the host
-kernels' ``matmul``) and the graph executor (the calling thread, or workers
-when it runs independent steps in parallel). Each pool busy-waits for a while
-after its work is done, so two pools sized for all cores take turns spinning
-against each other: a BERT run with dnnl regions took 478 ms with both pools
-at 2 threads on 2 cores, 89 ms with BLAS at 1. The policy sizes the pools so
-that, together, they never ask for more threads than the budget:
+(an OpenMP pool), the host kernels (NumPy, whose ``matmul`` calls BLAS) and the
+graph executor (the calling thread, or workers when it runs independent steps
+in parallel). Pools that busy-wait after their work take turns spinning
+against each other: a BERT run with dnnl regions took 478 ms with OpenMP and
+OpenBLAS at 2 threads each on 2 cores, 89 ms with BLAS at 1. And OpenBLAS'
+own pool waits for every one of its threads at every GEMM: on a loaded 2-core
+machine a 0.04 ms GEMM took 16 ms at 2 threads (one worker descheduled). So:
 
 - the **budget** (``total``): ``set_num_threads(n)``, else the
   ``RELAYKIT_NUM_THREADS`` environment variable, else every core this
@@ -15,10 +15,13 @@ that, together, they never ask for more threads than the budget:
   has ``"relay.num_threads"`` sets it as ``set_num_threads`` does;
 - the **graph executor** gets ``executor`` workers (1 unless it asks for
   more) and each worker an equal share, ``total // executor`` threads;
-- **oneDNN** regions (OpenMP) get one worker's share each;
-- **BLAS** gets one worker's share while no OpenMP engine lives in the
-  process, and **1 thread** once one does: host steps between oneDNN regions
-  then run on the calling thread, and OpenMP owns the other cores.
+- **oneDNN** regions (OpenMP, passive waiting) get one worker's share each;
+- **BLAS** runs single-threaded; the **host kernels** split big GEMMs and
+  transcendental functions into blocks that the calling thread and the
+  policy's host workers (threads that sleep when idle) take one after the
+  other (:meth:`ThreadPolicy.run_parallel`), as onnxruntime's intra-op pool
+  does: a late worker delays nothing, since the calling thread takes the
+  blocks it has not started, and results do not depend on the thread count.
 
 The split itself is a pure function, :func:`split`; :class:`ThreadPolicy`
 holds the process's state and applies the BLAS count through
@@ -26,21 +29,19 @@ holds the process's state and applies the BLAS count through
 MKL, BLIS).
 
 >>> split(4, openmp_active=False)
-ThreadBudget(total=4, executor=1, openmp=4, blas=4)
->>> split(4, openmp_active=True)
 ThreadBudget(total=4, executor=1, openmp=4, blas=1)
 >>> split(4, openmp_active=False, executor_workers=2)
-ThreadBudget(total=4, executor=2, openmp=2, blas=2)
+ThreadBudget(total=4, executor=2, openmp=2, blas=1)
 """
 
 from __future__ import annotations
 
-import functools
+import itertools
 import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from relaykit.errors import ArgumentError, RelayKitError
@@ -67,9 +68,6 @@ __all__ = [
 ENV_VAR = "RELAYKIT_NUM_THREADS"
 #: ``PassContext`` config key with the thread budget (``relay.build`` applies it).
 CONFIG_KEY = "relay.num_threads"
-
-
-_UNKNOWN = object()
 
 
 def available_cores() -> int:
@@ -118,7 +116,7 @@ def split(total: int, *, openmp_active: bool, executor_workers: int = 1) -> Thre
     total = check_count(total, "the thread budget")
     workers = min(check_count(executor_workers, "executor_workers"), total)
     share = max(1, total // workers)
-    return ThreadBudget(total, workers, share, 1 if openmp_active else share)
+    return ThreadBudget(total, workers, share, 1)
 
 
 class BlasControl:
@@ -131,13 +129,6 @@ class BlasControl:
     def available(self) -> bool:
         """Whether threadpoolctl is there to set BLAS threads."""
         return self._controller is not None
-
-    @functools.cached_property
-    def startup(self) -> int | None:
-        """The BLAS thread count before relaykit set any (``OPENBLAS_NUM_THREADS``,
-        ``OMP_NUM_THREADS`` or the library's default; the smallest over the libraries)."""
-        counts = self.get()
-        return min(counts) if counts else None
 
     def set(self, n: int) -> None:
         """Every loaded BLAS to ``n`` threads (libraries are looked up anew: one loaded since
@@ -169,7 +160,6 @@ class ThreadPolicy:
         self._applied: int | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._pool_size = 0
-        self._startup: object = _UNKNOWN
 
     # -- what the budget is ------------------------------------------------------------
 
@@ -193,28 +183,16 @@ class ThreadPolicy:
         return self.apply()
 
     def budget(self) -> ThreadBudget:
-        """The current split (see :func:`split`). While the budget is the default (no
-        ``set_num_threads``, no ``RELAYKIT_NUM_THREADS``), BLAS gets no more threads than it
-        started with, so ``OPENBLAS_NUM_THREADS=1`` is still honoured."""
-        budget = split(
+        """The current split (see :func:`split`)."""
+        return split(
             self.total, openmp_active=self._openmp_active, executor_workers=self._executor_workers
         )
-        if self._total is None and _env_threads() is None:
-            startup = self._startup_blas()
-            if startup is not None and budget.blas > startup:
-                budget = replace(budget, blas=startup)
-        return budget
-
-    def _startup_blas(self) -> int | None:
-        if self._startup is _UNKNOWN:
-            self._startup = getattr(self._blas, "startup", None)
-        return self._startup  # type: ignore[return-value]
 
     # -- what the engines ask for ------------------------------------------------------
 
     def openmp_threads(self, requested: int | None = None) -> int:
         """Threads for one oneDNN region: ``requested`` when given, else one worker's share.
-        Marks OpenMP as live in this process, so BLAS drops to 1 thread."""
+        Marks OpenMP as live in this process."""
         n = check_count(requested, "num_threads") if requested is not None else None
         with self._lock:
             self._openmp_active = True
@@ -235,29 +213,50 @@ class ThreadPolicy:
         return self.budget().blas
 
     def host_threads(self) -> int:
-        """Threads a host kernel may split its own work over. OpenBLAS' threads spin for a
-        while after every GEMM, so host workers running beside them would oversubscribe the
-        cores: the split is only allowed while BLAS runs single-threaded for another reason
-        than OpenMP (``OPENBLAS_NUM_THREADS=1``), and then gets one worker's share."""
-        budget = self.budget()
-        if self._openmp_active or budget.blas > 1:
+        """Threads a host kernel may split its work over: one worker's share, when BLAS can
+        be kept single-threaded (threadpoolctl is there); else 1, as OpenBLAS' own spinning
+        threads would then run beside the host workers."""
+        if not getattr(self._blas, "available", False):
             return 1
-        return budget.openmp
+        return self.budget().openmp
 
-    def run_parallel(self, tasks: Sequence[Callable[[], Any]]) -> None:
-        """Run independent ``tasks`` (NumPy work that releases the GIL): the first on the
-        calling thread, the others on the policy's host workers (threads that sleep, not
-        spin, when idle). Size the list with :meth:`host_threads`."""
-        if len(tasks) == 1:
-            tasks[0]()
+    def run_parallel(self, tasks: Sequence[Callable[[], Any]], threads: int | None = None) -> None:
+        """Run independent ``tasks`` (NumPy work that releases the GIL) on the calling thread
+        and ``threads - 1`` host workers (default: :meth:`host_threads`), which sleep when
+        idle. Each thread takes the next task not yet started until none is left, so there
+        may be more tasks than threads (a few per thread balance the load), and a worker
+        that starts late only takes what the others have not done. The first exception of
+        a task is raised once every started task has finished."""
+        n = len(tasks)
+        threads = min(n, threads if threads is not None else self.host_threads())
+        if threads < 2:
+            for task in tasks:
+                task()
             return
-        pool = self._host_pool(len(tasks) - 1)
-        futures = [pool.submit(t) for t in tasks[1:]]
-        try:
-            tasks[0]()
-        finally:
-            for f in futures:
-                f.result()
+        order = itertools.count()
+        lock = threading.Lock()
+        finished = threading.Event()
+        state = {"done": 0}
+        errors: list[BaseException] = []
+
+        def drain() -> None:
+            while (i := next(order)) < n:
+                try:
+                    tasks[i]()
+                except BaseException as err:  # reported to the caller below
+                    errors.append(err)
+                with lock:
+                    state["done"] += 1
+                    if state["done"] == n:
+                        finished.set()
+
+        pool = self._host_pool(threads - 1)
+        for _ in range(threads - 1):
+            pool.submit(drain)
+        drain()
+        finished.wait()
+        if errors:
+            raise errors[0]
 
     def _host_pool(self, workers: int) -> ThreadPoolExecutor:
         with self._lock:

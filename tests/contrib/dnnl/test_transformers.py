@@ -219,6 +219,46 @@ def test_attention_with_a_mask_is_one_region(dnnl):
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-5)
 
 
+def test_causal_attention_mask_fuses_into_a_jit_matmul(dnnl):
+    # GPT-2's causal mask is a constant [1, 1, seq, seq] added to every head's scores: a
+    # post-op operand broadcast over the heads only. oneDNN 3.2 runs that rank-3 matmul
+    # with its reference kernel (~600x slower); the region must pick a jit kernel.
+    heads, d, seq = 3, 16, 32
+    causal = np.triu(np.full((seq, seq), -10000.0, "float32"), k=1)[None, None]
+
+    def body(q: Any, k: Any, v: Any) -> Any:
+        def split(t: Any, perm: tuple[int, ...]) -> Any:
+            t = relay.transpose(relay.reshape(t, (1, seq, heads, d)), perm)
+            return relay.reshape(t, (heads, *((seq, d) if perm[-1] == 3 else (d, seq))))
+
+        s = relay.nn.batch_matmul(split(q, (0, 2, 1, 3)), split(k, (0, 2, 3, 1)), transpose_b=False)
+        s = relay.reshape(s, (1, heads, seq, seq)) / relay.const(math.sqrt(d))
+        probs = relay.reshape(relay.nn.softmax(s + relay.const(causal)), (heads, seq, seq))
+        ctx = relay.nn.batch_matmul(probs, split(v, (0, 2, 1, 3)), transpose_b=False)
+        ctx = relay.transpose(relay.reshape(ctx, (1, heads, seq, d)), (0, 2, 1, 3))
+        return relay.reshape(ctx, (1, seq, heads * d))
+
+    shape = (1, seq, heads * d)
+    mod = dnnl.module_of(body, shape, shape, shape)
+    part = partition_for_dnnl(mod)
+    _one_region(dnnl, part)
+    inputs = dnnl.random_inputs(mod)
+    lib = dnnl.build(part)
+    (out,) = dnnl.run_lib(lib, inputs)
+    (region,) = next(m for m in lib.lib.imported_modules if m.type_key == "dnnl").regions.values()
+    fused = [s for s in region.steps() if s.startswith("matmul") and "binary_add" in s]
+    assert len(fused) == 1, region.steps()
+    assert "impl=ref" not in fused[0], fused
+
+    def heads_of(t: np.ndarray) -> np.ndarray:
+        return t.astype(np.float64).reshape(seq, heads, d).transpose(1, 0, 2)
+
+    q, k, v = (heads_of(inputs[f"x{i}"]) for i in range(3))
+    s = q @ k.transpose(0, 2, 1) / math.sqrt(d) + causal[0]
+    want = (_softmax(s) @ v).transpose(1, 0, 2).reshape(shape)
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-5)
+
+
 # -- an encoder layer as onnx exporters write it, against onnxruntime ---------------------------
 
 

@@ -740,7 +740,35 @@ class Region {
     std::string info;
   };
 
-  Post post_ops_of(const Json& node, const dims& dst_dims) {
+  // `md` seen with `lift` leading unit dimensions (same bytes).
+  static memory::desc lifted(const memory::desc& md, int lift) {
+    if (lift == 0 || md.get_ndims() == 0) return md;
+    dims d = md.get_dims();
+    if (md.get_format_kind() == memory::format_kind::any) {
+      d.insert(d.begin(), lift, 1);
+      return memory::desc(d, md.get_data_type(), tag::any);
+    }
+    if (!is_strided(md)) throw Error("program: cannot lift a blocked layout");
+    dims st = md.get_strides();
+    long long outer = d.empty() ? 1 : d[0] * st[0];
+    d.insert(d.begin(), lift, 1);
+    st.insert(st.begin(), lift, outer);
+    return memory::desc(d, md.get_data_type(), st);
+  }
+
+  // `md` without its `lift` leading unit dimensions.
+  static memory::desc unlifted(const memory::desc& md, int lift) {
+    if (lift == 0 || md.get_ndims() == 0) return md;
+    if (!is_strided(md)) throw Error("program: cannot unlift a blocked layout");
+    dims d = md.get_dims(), st = md.get_strides();
+    d.erase(d.begin(), d.begin() + lift);
+    st.erase(st.begin(), st.begin() + lift);
+    return memory::desc(d, md.get_data_type(), st);
+  }
+
+  // The node's post-ops; with `lift`, their operands are seen with that many leading
+  // unit dimensions (for a primitive run on lifted shapes).
+  Post post_ops_of(const Json& node, const dims& dst_dims, int lift = 0) {
     Post post;
     const Json* list = node.find("post");
     if (!list) return post;
@@ -756,8 +784,9 @@ class Region {
         memory::desc md = is_const(t) ? plain_md(dims_[t]) : md_of(t);
         if (md.get_dims().size() != dst_dims.size())
           throw Error("program: binary post-op operand rank differs from its node's output");
-        post.ops.append_binary(binary_alg(op.substr(7)), md);
-        post.args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(idx) | DNNL_ARG_SRC_1, version(t, md), md});
+        memory::desc seen = lifted(md, lift);
+        post.ops.append_binary(binary_alg(op.substr(7)), seen);
+        post.args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(idx) | DNNL_ARG_SRC_1, version(t, md), seen});
       } else {
         float alpha = static_cast<float>(p.get_f("alpha", 0.0));
         float beta = static_cast<float>(p.get_f("beta", 0.0));
@@ -1263,48 +1292,68 @@ class Region {
 
   // Batched matrix product: in [..., M, K] and [..., K, N] (any strides: transposed
   // operands are views), optional bias [..., N] (broadcast), post-ops.
+  // oneDNN 3.2's brgemm matmul takes a binary post-op broadcast over the batch only from
+  // rank 4 on ([B, M, N] + [1, M, N] falls to the reference kernel, ~600x slower; as
+  // [1, B, M, N] + [1, 1, M, N] it is a jit kernel), so the shapes are also tried with a
+  // leading unit dimension ("lifted": same bytes, no copies).
   void lower_matmul(const Json& node) {
     int a = in(node, 0), b = in(node, 1), o = out(node);
     long long bias = node.get_i("bias", -1);
     size_t rank = dims_[o].size();
     if (dims_[a].size() != rank || dims_[b].size() != rank || rank < 2)
       throw Error("program: matmul operands must have the output's rank (>= 2)");
-    auto operand = [&](int t) {
+    auto operand = [&](int t, bool plain) {
       const memory::desc& md = md_of(t);
       if (is_const(t)) return memory::desc(dims_[t], dt::f32, tag::any);
-      return is_strided(md) ? md : plain_md(dims_[t]);
+      return !plain && is_strided(md) ? md : plain_md(dims_[t]);
     };
-    Post post = post_ops_of(node, dims_[o]);
-    primitive_attr attr = base_attr();
-    attr.set_post_ops(post.ops);
     memory::desc bias_md = bias >= 0 ? plain_md(dims_[checked(bias)]) : memory::desc();
     memory::desc dst_md = plain_md(dims_[o]);
-    auto make = [&](const memory::desc& am, const memory::desc& bm) {
-      return dnnl::matmul::primitive_desc(eng_, am, bm, bias_md, dst_md, attr);
+    struct Choice {
+      dnnl::matmul::primitive_desc pd;
+      Post post;
+      int lift = 0;
     };
-    dnnl::matmul::primitive_desc pd;
+    // Whether a primitive exists (`c` is then set) and is not the reference kernel.
+    auto make = [&](bool plain, int lift, Choice& c, bool any_impl) {
+      try {
+        Choice t;
+        t.post = post_ops_of(node, dims_[o], lift);
+        primitive_attr attr = base_attr();
+        attr.set_post_ops(t.post.ops);
+        t.pd = dnnl::matmul::primitive_desc(eng_, lifted(operand(a, plain), lift),
+                                            lifted(operand(b, plain), lift), lifted(bias_md, lift),
+                                            lifted(dst_md, lift), attr);
+        t.lift = lift;
+        if (!any_impl && impl_name(t.pd) == "ref") return false;
+        c = std::move(t);
+        return true;
+      } catch (const dnnl::error&) {
+        return false;
+      }
+    };
+    // The operands as they are, then lifted; strided operands only the reference kernel
+    // takes as plain copies, as they are then lifted; the reference kernel as the last resort.
+    Choice c;
     bool done = false;
-    try {
-      pd = make(operand(a), operand(b));
-      done = impl_name(pd) != "ref";
-    } catch (const dnnl::error&) {
-    }
-    if (!done) {  // strided operands only the reference kernel takes: plain copies
-      memory::desc bm = is_const(b) ? memory::desc(dims_[b], dt::f32, tag::any) : plain_md(dims_[b]);
-      pd = make(plain_md(dims_[a]), bm);
-    }
-    int pa = version(a, pd.src_desc());
-    int pb = version(b, pd.weights_desc());
-    int pdst = post.sum_tensor >= 0 ? define_with_sum(o, pd.dst_desc(), post.sum_tensor)
-                                    : define(o, pd.dst_desc());
-    std::vector<Arg> args = {{DNNL_ARG_SRC, pa, pd.src_desc()},
-                             {DNNL_ARG_WEIGHTS, pb, pd.weights_desc()},
-                             {DNNL_ARG_DST, pdst, pd.dst_desc()}};
-    if (bias >= 0) args.push_back({DNNL_ARG_BIAS, version(checked(bias), bias_md), bias_md});
-    args.insert(args.end(), post.args.begin(), post.args.end());
+    for (bool plain : {false, true})
+      for (int lift : {0, 1})
+        if (!done) done = make(plain, lift, c, false);
+    if (!done && !make(true, 0, c, true))
+      throw Error("program: oneDNN has no matmul for node t" + std::to_string(o));
+    const auto& pd = c.pd;
+    int lift = c.lift;
+    memory::desc src_md = pd.src_desc(), wei_md = pd.weights_desc(), out_md = pd.dst_desc();
+    int pa = version(a, unlifted(src_md, lift));
+    int pb = is_const(b) ? weight_version(b, wei_md.get_dims(), wei_md) : version(b, unlifted(wei_md, lift));
+    int pdst = c.post.sum_tensor >= 0 ? define_with_sum(o, unlifted(out_md, lift), c.post.sum_tensor)
+                                      : define(o, unlifted(out_md, lift));
+    std::vector<Arg> args = {{DNNL_ARG_SRC, pa, src_md}, {DNNL_ARG_WEIGHTS, pb, wei_md}, {DNNL_ARG_DST, pdst, out_md}};
+    if (bias >= 0) args.push_back({DNNL_ARG_BIAS, version(checked(bias), bias_md), lifted(bias_md, lift)});
+    args.insert(args.end(), c.post.args.begin(), c.post.args.end());
     add_step(dnnl::matmul(pd), args,
-             "matmul t" + std::to_string(o) + " " + md_str(pd.src_desc()) + " w=" +
-                 md_str(pd.weights_desc()) + " -> " + md_str(pd.dst_desc()) + post.info,
+             "matmul t" + std::to_string(o) + " " + md_str(src_md) + " w=" + md_str(wei_md) +
+                 " -> " + md_str(out_md) + c.post.info,
              &pd);
   }
 

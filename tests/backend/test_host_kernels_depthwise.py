@@ -1,0 +1,103 @@
+"""Depthwise convolution on the host (stride phases, shifted planes) against explicit loops
+in float64: strides, dilations, asymmetric padding, channel multipliers, batches, and a
+layer big enough to be cut into blocks that run on several threads."""
+
+import numpy as np
+import pytest
+
+from relaykit.backend.host_kernels import Scratch, bind_kernel
+from relaykit.ir.op import get_op
+from relaykit.op.define import make_attrs
+from relaykit.runtime.threads import get_policy
+
+RNG = np.random.default_rng(11)
+
+
+def _reference(x, w, strides, pads, dilation):
+    n, c, h, wd = x.shape
+    oc, _, kh, kw = w.shape
+    mult = oc // c
+    (sh, sw), (dh, dw) = strides, dilation
+    pt, pl, pb, pr = pads
+    xp = np.pad(x.astype("f8"), ((0, 0), (0, 0), (pt, pb), (pl, pr)))
+    oh = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
+    ow = (wd + pl + pr - dw * (kw - 1) - 1) // sw + 1
+    out = np.zeros((n, oc, oh, ow))
+    for o in range(oc):
+        for i in range(kh):
+            for j in range(kw):
+                tap = xp[:, o // mult, i * dh : i * dh + (oh - 1) * sh + 1 : sh,
+                         j * dw : j * dw + (ow - 1) * sw + 1 : sw]  # fmt: skip
+                out[:, o] += w[o, 0, i, j] * tap
+    return out
+
+
+def _run(x, w, strides, pads, dilation, runs=2):
+    c, oc = x.shape[1], w.shape[0]
+    want = _reference(x, w, strides, pads, dilation)
+    attrs = make_attrs(
+        get_op("nn.conv2d"),
+        dict(strides=strides, padding=pads, dilation=dilation, groups=c, channels=oc,
+             kernel_size=w.shape[2:]),
+    )  # fmt: skip
+    out = np.full(want.shape, np.nan, "float32")
+    measure = Scratch(None)
+    bind_kernel("nn.conv2d", attrs, [x, w], [out], measure)
+    arena = np.full(measure.peak + 64, 0xAB, np.uint8)  # garbage: pads must be rewritten
+    run = bind_kernel("nn.conv2d", attrs, [x, w], [out], Scratch(arena))
+    for _ in range(runs):
+        run()
+    return out, want
+
+
+@pytest.mark.parametrize(
+    "shape, k, strides, pads, dilation, mult",
+    [
+        ((1, 8, 9, 9), 3, (1, 1), (1, 1, 1, 1), (1, 1), 1),
+        ((2, 5, 12, 10), 3, (2, 2), (1, 1, 1, 1), (1, 1), 1),
+        ((1, 4, 11, 13), 3, (2, 1), (0, 1, 2, 0), (1, 1), 1),
+        ((1, 3, 10, 10), 3, (1, 1), (2, 2, 2, 2), (2, 2), 2),
+        ((1, 6, 17, 15), 5, (3, 2), (2, 1, 0, 3), (1, 2), 1),
+        ((2, 3, 8, 8), 1, (2, 2), (0, 0, 0, 0), (1, 1), 3),
+        ((1, 7, 7, 7), 3, (1, 1), (0, 0, 0, 0), (1, 1), 1),
+    ],
+)
+def test_depthwise_matches_loops(shape, k, strides, pads, dilation, mult):
+    x = RNG.standard_normal(shape).astype("float32")
+    w = RNG.standard_normal((shape[1] * mult, 1, k, k)).astype("float32")
+    got, want = _run(x, w, strides, pads, dilation)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_big_depthwise_in_blocks_on_threads(monkeypatch):
+    policy = get_policy()
+    state = policy.snapshot()
+    policy.set_num_threads(2)
+    monkeypatch.setattr(policy, "host_threads", lambda: 2)
+    try:
+        x = RNG.standard_normal((1, 96, 40, 40)).astype("float32")
+        w = RNG.standard_normal((96, 1, 3, 3)).astype("float32")
+        got, want = _run(x, w, (2, 2), (1, 1, 1, 1), (1, 1), runs=3)
+    finally:
+        policy.restore(state)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_depthwise_reads_weights_at_run_time():
+    x = RNG.standard_normal((1, 4, 6, 6)).astype("float32")
+    w = RNG.standard_normal((4, 1, 3, 3)).astype("float32")
+    attrs = make_attrs(
+        get_op("nn.conv2d"),
+        dict(padding=(1, 1, 1, 1), groups=4, channels=4, kernel_size=(3, 3)),
+    )
+    out = np.empty((1, 4, 6, 6), "float32")
+    measure = Scratch(None)
+    bind_kernel("nn.conv2d", attrs, [x, w], [out], measure)
+    run = bind_kernel(
+        "nn.conv2d", attrs, [x, w], [out], Scratch(np.empty(measure.peak + 64, np.uint8))
+    )
+    w *= 2.0  # a weight buffer written by an earlier step
+    x += 1.0
+    run()
+    want = _reference(x, w, (1, 1), (1, 1, 1, 1), (1, 1))
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
