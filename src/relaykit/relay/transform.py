@@ -16,6 +16,7 @@ from relaykit.byoc import AnnotateTarget, MergeCompilerRegions, MergeComposite, 
 from relaykit.text.spans import AnnotateSpans
 from relaykit.transform import *  # noqa: F403 - every pass and the pass infrastructure
 from relaykit.transform import FoldScaleAxis
+from relaykit.transform.fuse_ops import FuseOps
 
 #: TVM's name for the backward half of FoldScaleAxis, the only half relaykit folds.
 BackwardFoldScaleAxis = FoldScaleAxis
@@ -28,4 +29,5 @@ __all__ = [
     "PartitionGraph",
     "BackwardFoldScaleAxis",
     "AnnotateSpans",
+    "FuseOps",
 ]
