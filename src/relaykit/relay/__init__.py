@@ -53,6 +53,7 @@ from relaykit.transform.bind import bind
 
 from . import analysis, backend, build_module, dataflow_pattern, expr, expr_functor, transform, ty
 from .scope_builder import ScopeBuilder
+from .transform import build_config
 
 Module = IRModule
 ShapeVar = None  # dynamic shapes are not supported
@@ -124,6 +125,7 @@ __all__ = [
     "expr",
     "ty",
     "ScopeBuilder",
+    "build_config",
 ]
 
 
