@@ -15,6 +15,10 @@ from relaykit.errors import ExecutorUsageError
 from relaykit.runtime import load_param_dict, save_param_dict
 from relaykit.transform.fuse_ops import FuseOps
 
+# Loaded here, outside the per-test registry scopes (conftest), so that the backend's
+# registration outlives the tests that first build for it.
+ccompiler = pytest.importorskip("relaykit.contrib.ccompiler")
+
 RNG = np.random.default_rng(7)
 
 
@@ -219,3 +223,29 @@ def test_dnnl_residual_add_of_a_convolutions_own_input():
     m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
     m.run(d=dv)
     np.testing.assert_allclose(m.get_output(0).numpy(), ref, rtol=1e-4, atol=1e-4)
+
+
+def test_partition_graph_runs_a_registered_optimize_hook_on_each_region():
+    seen = []
+
+    def hook(mod: tvm.IRModule) -> tvm.IRModule:
+        seen.append(dict(mod["main"].attrs.items()))
+        return relay.transform.FoldConstant()(mod)
+
+    tvm.register_func("relay.ext.hooked_target.optimize", hook, override=True)
+    try:
+        x = relay.var("x", shape=(2, 2))
+        c = rand(2, 2)
+        b0 = relay.annotation.compiler_begin(relay.const(c), "hooked_target")
+        b1 = relay.annotation.compiler_begin(relay.const(c), "hooked_target")
+        end = relay.annotation.compiler_end(b0 + b1, "hooked_target")
+        mod = tvm.IRModule.from_expr(relay.Function([x], end * x))
+        out = relay.transform.PartitionGraph()(mod)
+    finally:
+        tvm.runtime.registry.remove_global_func("relay.ext.hooked_target.optimize")
+    assert seen == [{}]  # the region function, before its partitioning attributes
+    (name,) = [g.name_hint for g in out.get_global_vars() if "hooked_target" in g.name_hint]
+    region = out[name]
+    assert region.attrs["Compiler"] == "hooked_target"
+    assert isinstance(region.body, relay.Constant)
+    np.testing.assert_allclose(region.body.data.numpy(), c + c, rtol=1e-6)
