@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from relaykit.byoc.lift import lift_external_functions
 from relaykit.errors import (
     ArtifactCorruptError,
     ArtifactError,
@@ -79,16 +80,32 @@ def build_passes() -> list[Pass]:
 
 class HostModule(Module):
     """The library of a build: the host part needs no code (its kernels are resolved by
-    operator name), so it only imports the backends' runtime modules."""
+    operator name), so it imports the backends' runtime modules and holds the scalar
+    constants of the host graph.
+
+    Scalars are what TVM compiles into its kernels as immediates, so, as with TVM, an
+    executor made from the graph JSON and this library alone (``graph_executor.create``)
+    has them without ``set_input(**params)``; larger constants stay parameters to set.
+    """
 
     type_key: ClassVar[str] = "relaykit_host"
 
+    def __init__(self, constants: Mapping[str, Any] | None = None) -> None:
+        super().__init__()
+        self.constants: dict[str, np.ndarray] = {
+            str(k): np.asarray(v) for k, v in (constants or {}).items()
+        }
+
+    def embedded_constants(self) -> dict[str, np.ndarray]:
+        """The parameters this library carries (scalar constants), by plan name."""
+        return dict(self.constants)
+
     def save_blob(self) -> ModuleBlob:
-        return ModuleBlob(self.type_key, provider=__name__)
+        return ModuleBlob(self.type_key, arrays=dict(self.constants), provider=__name__)
 
     @staticmethod
     def load_blob(blob: ModuleBlob) -> HostModule:
-        return HostModule()
+        return HostModule(blob.arrays)
 
 
 class GraphExecutorFactoryModule(Module):
@@ -317,7 +334,7 @@ def build(
         ir_mod = IRModule.from_expr(ir_mod)
     if not isinstance(ir_mod, IRModule):
         raise BuildError(f"relay.build takes an IRModule, got {type(ir_mod).__name__}")
-    mod = ir_mod.copy()
+    mod = lift_external_functions(ir_mod.copy())
     bound: list[str] = []
     if params:
         names = {p.name_hint for p in mod["main"].params}
@@ -337,4 +354,5 @@ def build(
             "partition them to a backend that supports them"
         )
     plan.bound_params = bound
+    lib.constants = {k: np.asarray(v) for k, v in consts.items() if np.ndim(v) == 0}
     return GraphExecutorFactoryModule(plan, lib, consts, mod_name, target_name)

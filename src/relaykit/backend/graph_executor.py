@@ -34,6 +34,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from relaykit.errors import (
+    ArtifactCorruptError,
     BackendExecutionError,
     BuildError,
     ExecutionError,
@@ -42,6 +43,7 @@ from relaykit.errors import (
 )
 from relaykit.runtime.module import Module
 from relaykit.runtime.ndarray import Device, NDArray, cpu
+from relaykit.runtime.params import load_param_dict
 
 from .graph_plan import EntrySpec, GraphPlan
 from .host_kernels import Scratch, bind_kernel
@@ -171,14 +173,28 @@ class GraphExecutor(Module):
         self._param_entry = {n.name: n.outputs[0] for n in plan.nodes if n.kind == "param"}
         self._input_entries = [n.outputs[0] for n in plan.nodes if n.kind == "input"]
         self._input_dtypes = [np.dtype(plan.entries[e].dtype) for e in self._input_entries]
+        # The inputs something reads (an operator, a backend call or an output): run() needs
+        # only these set; an input nothing reads may stay unset, as in TVM.
+        read = {e for n in plan.nodes for e in n.inputs} | set(plan.heads)
+        self._read_inputs = frozenset(
+            name
+            for name, e in zip(self._input_names, self._input_entries, strict=True)
+            if e in read
+        )
         self._lock = threading.Lock()
         self._local = threading.local()
         # Parameters: a dict replaced (never changed in place) under the lock, with a version
         # that tells every thread to bind its steps again.
         given: dict[str, np.ndarray] = {}
+        # Constants the library carries (a build's HostModule holds the scalar ones, which
+        # TVM compiles into its kernels), then the parameters given.
+        embedded = getattr(lib, "embedded_constants", None)
+        carried = embedded() if callable(embedded) else {}
         for name in plan.param_names:
             if params is not None and name in params:
                 given[name] = self._readonly(params[name], name)
+            elif name in carried:
+                given[name] = self._readonly(carried[name], name)
         self._unset_params = frozenset(self._param_names - set(given))
         for name in self._unset_params:  # zeros until set_input/load_params; run() refuses
             spec = plan.entries[self._param_entry[name]]
@@ -426,8 +442,17 @@ class GraphExecutor(Module):
             known = ", ".join(self._input_names) or "none"
             raise ExecutorUsageError(f"the graph has no input {name!r}; its inputs are: {known}")
 
-    def load_params(self, params: Mapping[str, Any]) -> None:
-        """Set the parameters ``p0``, ``p1``... (from a dict; TVM loads them from bytes)."""
+    def load_params(self, params: Mapping[str, Any] | bytes | bytearray) -> None:
+        """Set the parameters ``p0``, ``p1``... from a dict, or from the bytes
+        ``tvm.runtime.save_param_dict`` returned (as TVM loads them)."""
+        if isinstance(params, (bytes, bytearray)):
+            try:
+                params = load_param_dict(params)
+            except ArtifactCorruptError as err:
+                raise ExecutorUsageError(
+                    f"load_params takes a dict of parameter arrays (lib.get_params()) or the "
+                    f"bytes tvm.runtime.save_param_dict returned: {err}"
+                ) from None
         if not isinstance(params, Mapping):
             raise ExecutorUsageError(
                 f"load_params takes a dict of parameter arrays (lib.get_params()), got "
@@ -448,7 +473,7 @@ class GraphExecutor(Module):
         state = getattr(self._local, "state", None)
         if state is None or state.version != self._version:
             state = self._refresh(state)
-        if state.unset or self._unset_params:
+        if (state.unset and not state.unset.isdisjoint(self._read_inputs)) or self._unset_params:
             raise self._unset_error(state)
         i = 0
         try:
@@ -464,7 +489,7 @@ class GraphExecutor(Module):
         state.ran = True
 
     def _unset_error(self, state: _ThreadState) -> ExecutorUsageError:
-        names = [n for n in self._input_names if n in state.unset]
+        names = [n for n in self._input_names if n in state.unset and n in self._read_inputs]
         if names:
             spec = self.plan.entries[self._input_entries[self._input_index[names[0]]]]
             others = f" (also not set: {', '.join(names[1:])})" if len(names) > 1 else ""

@@ -141,6 +141,9 @@ class _Annotator:
             if op is begin_op or op is end_op:
                 raise _HasAnnotations()
             args = node.args
+            if not self.include_non_call_ops and type(op) is not Op and not is_composite(op):
+                self.visit_host_call(node)
+                continue
             producer = target.get(args[0]) if args else None
             fixed = keep.get(node) if keep else None
             if fixed is not None:
@@ -202,6 +205,21 @@ class _Annotator:
             value = make_begin(self.closed(tv), tgt)
             self.target[node] = tgt
         self.new[node] = new_tuple_get_item(value, node.index, node.span, ty)
+
+    def visit_host_call(self, node: Call) -> None:
+        """A call of a function value (a local or global function, not an operator or a
+        composite) without ``include_non_call_ops``: it stays on the host unannotated, as in
+        TVM, and closes the values it consumes."""
+        op = node.op
+        new_op = self.new.get(op, op)
+        self.new[node] = new_call(
+            new_op,
+            [self.closed(a) for a in node.args],
+            node.attrs,
+            node.type_args,
+            node.span,
+            checked_type_or_none(node),
+        )
 
     def visit_host(self, node: Expr) -> None:
         """``If``, ``Let`` and function literals stay on the host and close the values

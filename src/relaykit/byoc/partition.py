@@ -44,6 +44,8 @@ from relaykit.ir.expr import (
 from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op
 from relaykit.ir.types import FuncType, TupleType, Type
+from relaykit.runtime.registry import EXT_PREFIX, func_registry
+from relaykit.transform.infer_type import InferType
 from relaykit.transform.pass_infra import Pass, PassContext, PassInfo
 
 from ._common import (
@@ -499,6 +501,29 @@ def _unflatten(call: Expr, shape: _Shape, counter: list[int], single: bool) -> E
     return new_tuple(fields, None, TupleType([_type_of(f) for f in fields]))
 
 
+def _run_region_hook(fn: Function) -> Function:
+    """``fn`` after the global function ``relay.ext.<compiler>.optimize`` registered with
+    ``tvm.register_func``, if any: as TVM's PartitionGraph does, the hook gets a module
+    whose ``main`` is the region function (without its partitioning attributes) and
+    returns it optimised (``FoldConstant`` folds the constants bound into the region).
+    A backend record's own optimize hook is not run here: it runs on the whole module
+    before partitioning (:func:`~relaykit.byoc.partition_for`)."""
+    compiler = str(fn.attrs["Compiler"])
+    hook = func_registry.get(f"{EXT_PREFIX}{compiler}.optimize")
+    if hook is None:
+        return fn
+    attrs = dict(fn.attrs.items())
+    bare = fn.without_attrs(*attrs)
+    out = hook(InferType()(IRModule.from_expr(bare)))
+    if not isinstance(out, IRModule) or "main" not in [g.name_hint for g in out.get_global_vars()]:
+        raise PartitionError(
+            f"{EXT_PREFIX}{compiler}.optimize must return the IRModule it was given "
+            f"(with its main function), got {type(out).__name__}"
+        )
+    new = InferType()(out)["main"]
+    return new.with_attrs(attrs)
+
+
 def partition_module(
     mod: IRModule, mod_name: str = "default", bind_constants: bool = True
 ) -> tuple[IRModule, list[RegionInfo]]:
@@ -517,7 +542,7 @@ def partition_module(
         new_fn = copy_type(fn.with_fields(body=new_body), fn)
         out.update_func(gv, new_fn)  # type: ignore[arg-type]
         for _, fgv, f in sorted(part.functions, key=lambda item: item[0]):
-            out.update_func(fgv, f)
+            out.update_func(fgv, _run_region_hook(f))
         infos.extend(sorted(part.infos.values(), key=lambda i: i.label))
     return out, infos
 

@@ -79,6 +79,7 @@ from . import (
     vm,
 )
 from .scope_builder import ScopeBuilder
+from .transform import build_config
 
 Module = IRModule
 
@@ -185,6 +186,7 @@ __all__ = [
     "PatternWildcard",
     "TypeCall",
     "TypeData",
+    "build_config",
 ]
 
 

@@ -11,11 +11,15 @@ facade module is where the two meet.
 True
 """
 
+from typing import Any
+
 import relaykit.transform
 from relaykit.byoc import AnnotateTarget, MergeCompilerRegions, MergeComposite, PartitionGraph
+from relaykit.errors import IRError
 from relaykit.text.spans import AnnotateSpans
 from relaykit.transform import *  # noqa: F403 - every pass and the pass infrastructure
 from relaykit.transform import FoldScaleAxis
+from relaykit.transform.fuse_ops import FuseOps
 
 #: TVM's name for the backward half of FoldScaleAxis, the only half relaykit folds.
 BackwardFoldScaleAxis = FoldScaleAxis
@@ -28,4 +32,21 @@ __all__ = [
     "PartitionGraph",
     "BackwardFoldScaleAxis",
     "AnnotateSpans",
+    "FuseOps",
+    "build_config",
 ]
+
+
+def build_config(
+    opt_level: int = 2,
+    required_pass: Any = None,
+    disabled_pass: Any = None,
+    trace: Any = None,
+) -> relaykit.transform.PassContext:
+    """TVM's older spelling of ``tvm.transform.PassContext(opt_level=...)`` (a ``with``
+    block around ``relay.build``); ``trace`` is not supported and must be None."""
+    if trace is not None:
+        raise IRError("relay.build_config(trace=...) is not supported: use instruments")
+    return relaykit.transform.PassContext(
+        opt_level=opt_level, required_pass=required_pass or (), disabled_pass=disabled_pass or ()
+    )

@@ -9,6 +9,7 @@ from __future__ import annotations
 from relaykit.backends import Backend, Requirement
 from relaykit.contrib._common import RELAYKIT_VERSION
 
+from . import tvm_api
 from .codegen import OPTIONS_KEY, dnnl_codegen
 from .library import DnnlNotFoundError, find_onednn
 from .module import DnnlModule
@@ -52,5 +53,6 @@ BACKEND = Backend(
         "partition_for_dnnl": partition_for_dnnl,
         "pattern_table": pattern_table,
         "check_call": check_call,
+        **{name: getattr(tvm_api, name) for name in tvm_api.__all__},
     },
 )

@@ -313,6 +313,8 @@ def _fuse_binary(g: _Graph, c: Node) -> None:
                 and not any(q["op"] == "sum" for q in prod.post)
                 and not p.is_constant(other)
                 and other != t
+                # an intermediate the node also reads would be accumulated into in place
+                and (other not in prod.inputs or other in p.inputs)
             ):
                 pos = g.pos[id(prod)]
                 if best is None or pos > best[0]:

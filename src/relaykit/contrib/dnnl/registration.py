@@ -16,14 +16,19 @@ from __future__ import annotations
 
 from relaykit.backends import register_backend
 from relaykit.byoc.targets import install_rules
+from relaykit.runtime.registry import register_func
 
-from .backend import BACKEND
+from . import tvm_api
+from .backend import BACKEND, _onednn_missing
 
 __all__ = ["ensure_registered"]
 
 
 def ensure_registered() -> None:
     """Register the dnnl backend record and install its rules where missing (a rule the
-    user registered for an operator is kept)."""
+    user registered for an operator is kept); with oneDNN installed, register TVM's
+    ``runtime.DNNLJSONRuntimeCreate`` too."""
     register_backend(BACKEND, override=True)
     install_rules(BACKEND)
+    if _onednn_missing() is None:
+        register_func(tvm_api.RUNTIME_CREATE, tvm_api.create_runtime_module, override=True)
