@@ -26,7 +26,20 @@ from relaykit.ir.op import Op
 from relaykit.runtime.ndarray import NDArray, array
 from relaykit.transform.infer_type import InferType
 
-from . import init, layers, mlp, mobilenet, resnet, vgg
+from . import (
+    dcgan,
+    densenet,
+    dqn,
+    inception_v3,
+    init,
+    layers,
+    lstm,
+    mlp,
+    mobilenet,
+    resnet,
+    squeezenet,
+    vgg,
+)
 from .init import create_workload
 
 __all__ = [
@@ -34,6 +47,12 @@ __all__ = [
     "vgg",
     "resnet",
     "mobilenet",
+    "inception_v3",
+    "dqn",
+    "dcgan",
+    "squeezenet",
+    "densenet",
+    "lstm",
     "layers",
     "init",
     "create_workload",
