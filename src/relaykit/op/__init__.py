@@ -53,6 +53,8 @@ from .reduce import *  # noqa: F403
 from .reduce import __all__ as _reduce_all
 from .reduce_more import *  # noqa: F403
 from .reduce_more import __all__ as _reduce_more_all
+from .shape_like import *  # noqa: F403
+from .shape_like import __all__ as _shape_like_all
 from .tensor import *  # noqa: F403
 from .tensor import __all__ as _tensor_all
 from .transform import *  # noqa: F403
@@ -79,4 +81,5 @@ __all__ = [
     *_reduce_all,
     *_reduce_more_all,
     *_moments_all,
+    *_shape_like_all,
 ]

@@ -12,6 +12,7 @@ from .dead_code import DeadCodeElimination, dead_code_elimination
 from .eliminate_common_subexpr import EliminateCommonSubexpr, eliminate_common_subexpr
 from .fold_constant import FoldConstant, fold_constant
 from .fold_scale_axis import FoldScaleAxis, fold_scale_axis
+from .gradient import gradient
 from .infer_type import InferType, InferTypeLocal, infer_module, infer_type
 from .inline import Inline
 from .pass_infra import (
@@ -58,6 +59,7 @@ __all__ = [
     "dead_code_elimination",
     "FoldScaleAxis",
     "fold_scale_axis",
+    "gradient",
     "CombineParallelDense",
     "CombineParallelBatchMatmul",
     "combine_parallel_dense",
