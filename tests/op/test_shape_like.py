@@ -1,4 +1,4 @@
-"""reshape_like, collapse_sum_*, broadcast_to_like, arange, meshgrid, trilu,
+"""reshape_like, collapse_sum_*, broadcast_to_like, meshgrid, trilu,
 reverse_sequence, sliding_window: types and values against NumPy."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from relaykit import relay
-from relaykit.errors import ArgumentError, RelayTypeError
+from relaykit.errors import RelayTypeError
 from relaykit.ir import IRModule
 from relaykit.transform import infer_type
 
@@ -44,23 +44,6 @@ def test_collapse_sum_and_broadcast_like():
     np.testing.assert_array_equal(_run(b, col, data).numpy(), np.broadcast_to(col, (2, 3, 4)))
     with pytest.raises(RelayTypeError, match="not a broadcast"):
         infer_type(relay.collapse_sum_like(like, x))
-
-
-@pytest.mark.parametrize(
-    ("start", "stop", "step"), [(None, 20, None), (1, 20.5, None), (20, 1, -1), (1, 20, 3)]
-)
-def test_arange(start, stop, step):
-    c = lambda v: None if v is None else relay.const(v, "float32")  # noqa: E731
-    if start is None:
-        expr = relay.arange(c(stop))
-        ref = np.arange(stop)
-    else:
-        expr = relay.arange(c(start), c(stop), c(step))
-        ref = np.arange(start, stop, 1 if step is None else step)
-    out = _run(relay.Function([], expr)).numpy()
-    np.testing.assert_allclose(out, ref.astype("float32"))
-    with pytest.raises(ArgumentError, match="constant"):
-        relay.arange(relay.var("n", shape=()))
 
 
 @pytest.mark.parametrize("indexing", ["ij", "xy"])

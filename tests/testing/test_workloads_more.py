@@ -11,7 +11,17 @@ import pytest
 
 from relaykit.errors import IRError
 from relaykit.ir import Call, Function, IRModule, Let, post_order
-from relaykit.testing import count_ops, dcgan, densenet, dqn, inception_v3, lstm, squeezenet
+from relaykit.testing import (
+    count_ops,
+    create_workload,
+    dcgan,
+    densenet,
+    dqn,
+    inception_v3,
+    lstm,
+    mlp,
+    squeezenet,
+)
 
 TOL = {"rtol": 1e-4, "atol": 1e-5}
 
@@ -149,3 +159,21 @@ def test_lstm_cell_is_a_typed_function() -> None:
         str(cell.ret_type)
         == "(Tensor[(1, 3), float32], (Tensor[(1, 3), float32], Tensor[(1, 3), float32]))"
     )
+
+
+def test_create_workload_accepts_a_plain_function_initializer() -> None:
+    """TVM lets ``initializer`` be any ``fn(name, array)``; it sees NumPy's global
+    generator seeded with ``seed``."""
+    seen: list[float] = []
+
+    def fill(name: str, arr: np.ndarray) -> None:
+        arr[...] = np.random.uniform(size=arr.shape)
+        seen.append(float(arr.flat[0]))
+
+    net = mlp.get_net(batch_size=1, num_classes=4, image_shape=(1, 4, 4), dtype="float32")
+    _, params = create_workload(net, fill, seed=3)
+    first = seen[0]
+    np.random.seed(3)
+    expected = np.random.uniform(size=params["fc1_weight"].shape).astype("float32").flat[0]
+    assert first == float(expected)
+    assert len(seen) == len(params)

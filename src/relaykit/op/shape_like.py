@@ -1,5 +1,5 @@
 """Shape-following and generating operators: ``reshape_like``, ``collapse_sum_like``,
-``collapse_sum_to``, ``broadcast_to_like``, ``arange``, ``meshgrid``, ``trilu``,
+``collapse_sum_to``, ``broadcast_to_like``, ``meshgrid``, ``trilu``,
 ``reverse_sequence`` and ``sliding_window`` (TVM's ``relay`` names and attributes).
 
 The ``*_like`` operators take their target shape from a second tensor; the
@@ -22,7 +22,7 @@ import numpy as np
 from relaykit.errors import ArgumentError
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.expr import Call, Constant, Expr, Tuple, TupleWrapper
-from relaykit.ir.types import TensorType, TupleType, Type, check_dtype
+from relaykit.ir.types import TensorType, TupleType, Type
 
 from ._relations import INT_DTYPES, broadcast_shape, normalize_axis, tensor_arg, tuple_arg
 from .define import OpPattern, TypeRelError, define_op, make_call
@@ -32,7 +32,6 @@ __all__ = [
     "collapse_sum_like",
     "collapse_sum_to",
     "broadcast_to_like",
-    "arange",
     "meshgrid",
     "trilu",
     "reverse_sequence",
@@ -192,62 +191,6 @@ def broadcast_to_like(data: Expr, broadcast_type: Expr) -> Call:
     return make_call("broadcast_to_like", [data, broadcast_type])
 
 
-# -- arange ----------------------------------------------------------------------------------------
-
-
-def _scalar_value(e: Expr, what: str) -> float:
-    if type(e) is not Constant or e.data.numpy().size != 1:
-        raise ArgumentError(
-            f"arange {what} must be a constant (relay.const(...)); relaykit's arange has a "
-            "static length"
-        )
-    return float(e.data.numpy().reshape(()))
-
-
-def _arange_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
-    n = int(np.ceil((attrs.stop - attrs.start) / attrs.step))
-    return TensorType((max(n, 0),), attrs.dtype)
-
-
-def _arange_kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
-    start, stop, step = (float(a.reshape(())) for a in ins)
-    n = max(int(np.ceil((stop - start) / step)), 0)
-    return (start + step * np.arange(n)).astype(attrs.dtype)
-
-
-define_op(
-    "arange",
-    num_inputs=3,
-    attrs={"start": 0.0, "stop": 0.0, "step": 1.0, "dtype": "float32"},
-    attrs_type_key="relay.attrs.ArangeAttrs",
-    type_rel=_arange_rel,
-    compute=_arange_kernel,
-    pattern=OpPattern.OPAQUE,
-    doc="Evenly spaced values in [start, stop) with step.",
-)
-
-
-def _as_const(v: Any, dtype: str) -> Expr:
-    return v if isinstance(v, Expr) else Constant(np.array(v, dtype=dtype))
-
-
-def arange(start: Any, stop: Any = None, step: Any = None, dtype: str = "float32") -> Call:
-    """``[start, start + step, ...)`` up to ``stop`` (``arange(stop)`` counts from 0).
-
-    The bounds are constants (numbers or ``relay.const``): the length is static.
-    """
-    dtype = check_dtype(dtype)
-    if stop is None:
-        start, stop = 0, start
-    if step is None:
-        step = 1
-    args = [_as_const(v, dtype) for v in (start, stop, step)]
-    values = [_scalar_value(a, w) for a, w in zip(args, ("start", "stop", "step"), strict=True)]
-    if values[2] == 0:
-        raise ArgumentError("arange step must not be zero")
-    return make_call("arange", args, start=values[0], stop=values[1], step=values[2], dtype=dtype)
-
-
 # -- meshgrid --------------------------------------------------------------------------------------
 
 
@@ -317,6 +260,10 @@ define_op(
     pattern=_I,
     doc="The upper (or lower) triangle of the last two axes, from diagonal k on.",
 )
+
+
+def _as_const(v: Any, dtype: str) -> Expr:
+    return v if isinstance(v, Expr) else Constant(np.array(v, dtype=dtype))
 
 
 def trilu(data: Expr, k: Any, upper: bool = True) -> Call:
