@@ -47,6 +47,9 @@ from .runtime import ndarray as nd
 from .runtime.ndarray import Device, cpu, device
 from .runtime.registry import get_global_func, register_func
 
+# TVM code reaches TVMError as tvm._ffi.base.TVMError: load the package as an attribute
+importlib.import_module(f"{__name__}._ffi")
+
 
 def __getattr__(name: str) -> ModuleType:
     # relaykit.testing (the workloads) loads on first use: loading and running an

@@ -75,3 +75,23 @@ def test_dce_long_let_chain_is_iterative():
         body = relay.Let(relay.var(f"t{i}"), relay.exp(x), body)
     out = DeadCodeElimination()(IRModule.from_expr(relay.Function([x], body)))
     assert out["main"].body is out["main"].params[0]
+
+
+def test_cse_merges_equal_scalar_constants_and_tuples():
+    x = relay.var("x", shape=(1, 4))
+    c = relay.const(np.ones((1, 4), "float32"))
+    a1 = relay.add(relay.nn.relu(x), relay.const(1.0))
+    a2 = relay.add(relay.nn.relu(x), relay.const(1.0))
+    body = relay.add(relay.concatenate([a1, c], 0), relay.concatenate([a2, c], 0))
+    out = eliminate_common_subexpr(relay.Function([x], body))
+    assert out.body.args[0] is out.body.args[1]
+    # different scalar values, or tensor constants that are distinct nodes, stay apart
+    b = relay.add(relay.add(x, relay.const(1.0)), relay.add(x, relay.const(2.0)))
+    out = eliminate_common_subexpr(relay.Function([x], b))
+    assert out.body.args[0] is not out.body.args[1]
+    t = relay.add(relay.add(x, relay.const(np.ones((1, 4), "float32"))), relay.add(x, c))
+    out = eliminate_common_subexpr(relay.Function([x], t))
+    assert out.body.args[0] is not out.body.args[1]
+    data = np.arange(4, dtype="float32").reshape(1, 4) - 2
+    ref = 2 * np.concatenate([np.maximum(data, 0) + 1, np.ones((1, 4))], 0)
+    np.testing.assert_allclose(_run(eliminate_common_subexpr(relay.Function([x], body)), data), ref)

@@ -71,7 +71,7 @@ class GraphRunner:
             raise IRError(f"evaluate needs a relay expression, got {type(expr).__name__}")
         if binds:
             func = bind(func, binds)  # type: ignore[assignment]
-        mod["main"] = func
+        mod["main"] = _distinct_input_names(func)
         factory = build(mod, target=self.target, params=self.params or None)
         executor = factory.create(self.device)
         ret_type = mod["main"].checked_type.ret_type  # type: ignore[attr-defined]
@@ -79,6 +79,30 @@ class GraphRunner:
         if isinstance(expr, Expr) and not isinstance(expr, (Function, GlobalVar)):
             return run()
         return run
+
+
+def _distinct_input_names(func: Function) -> Function:
+    """``func`` with repeated parameter names made distinct (``x``, ``x_1``...): the
+    callable passes inputs by position, as TVM's ``evaluate()`` does, so two
+    parameters may share a name."""
+    names = [p.name_hint for p in func.params]
+    if len(set(names)) == len(names):
+        return func
+    taken = set(names)
+    seen: set[str] = set()
+    renamed: dict[Var, Var] = {}
+    for p in func.params:
+        name = p.name_hint
+        if name in seen:
+            k = 1
+            while f"{name}_{k}" in taken:
+                k += 1
+            taken.add(f"{name}_{k}")
+            renamed[p] = Var(f"{name}_{k}", p.type_annotation)
+        seen.add(name)
+    body = bind(func.body, renamed)
+    params = [renamed.get(p, p) for p in func.params]
+    return Function(params, body, func.ret_type, func.type_params, func.attrs)
 
 
 class _Callable:

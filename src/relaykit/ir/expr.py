@@ -586,21 +586,23 @@ class TupleWrapper:
 def const(value: Any, dtype: Any = None, span: Span | None = None) -> Constant:
     """A constant from a Python number, list or NumPy array.
 
-    Python floats become ``float32`` and ints ``int32`` unless ``dtype`` says
-    otherwise (as in TVM).
+    Without ``dtype``, 64-bit floats and ints (Python numbers and lists, and
+    NumPy ``float64`` / ``int64`` arrays) become ``float32`` / ``int32``, as in
+    TVM; other NumPy dtypes and NDArrays keep theirs.
 
-    >>> const(1.0).data.dtype
-    'float32'
+    >>> const(1.0).data.dtype, const(np.zeros(2)).data.dtype
+    ('float32', 'float32')
     """
     if isinstance(value, NDArray):
         value = value.numpy()
+        if dtype is None:
+            return Constant(np.asarray(value), span)
     if dtype is None:
         arr = np.asarray(value)
-        if not isinstance(value, (np.ndarray, np.generic)):
-            if arr.dtype == np.float64:
-                arr = arr.astype("float32")
-            elif arr.dtype == np.int64:
-                arr = arr.astype("int32")
+        if arr.dtype == np.float64:
+            arr = arr.astype("float32")
+        elif arr.dtype == np.int64:
+            arr = arr.astype("int32")
     else:
         arr = np.asarray(value, dtype=check_dtype(dtype))
     return Constant(arr, span)

@@ -15,7 +15,7 @@ import difflib
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from relaykit.errors import IRError
+from relaykit.errors import IRError, UnsupportedFeatureError
 
 from .adt import Constructor, GlobalTypeVar, TypeData
 from .analysis import free_vars
@@ -154,6 +154,23 @@ class IRModule:
         except KeyError:
             self[name]  # raises the helpful error
             raise
+
+    def import_from_std(self, file_to_import: str) -> None:
+        """Import one of Relay's standard-library files (TVM's ``IRModule.import_from_std``).
+
+        ``core.rly`` declares only the opaque ``Storage`` type of the memory
+        operators; relaykit needs no declaration for it, so importing it adds
+        nothing. Other files (``prelude.rly``: lists, options, trees) need algebraic
+        data types, which relaykit does not have yet: they raise
+        :class:`~relaykit.errors.UnsupportedFeatureError`.
+        """
+        name = str(file_to_import).rsplit("/", 1)[-1]
+        if name == "core.rly":
+            return
+        raise UnsupportedFeatureError(
+            f"IRModule.import_from_std({file_to_import!r}): relaykit's standard library has "
+            "only core.rly; the Prelude's algebraic data types are not supported yet"
+        )
 
     def get_global_vars(self) -> list[GlobalVar]:
         return list(self._gvars.values())

@@ -55,6 +55,8 @@ from .reduce import __all__ as _reduce_all
 from .reduce_more import *  # noqa: F403
 from .reduce_more import __all__ as _reduce_more_all
 from .shape_func import register_default_shape_funcs
+from .shape_like import *  # noqa: F403
+from .shape_like import __all__ as _shape_like_all
 from .shape_ops import *  # noqa: F403
 from .shape_ops import __all__ as _shape_ops_all
 from .tensor import *  # noqa: F403
@@ -86,4 +88,5 @@ __all__ = [
     *_reduce_all,
     *_reduce_more_all,
     *_moments_all,
+    *_shape_like_all,
 ]

@@ -18,15 +18,31 @@ from typing import Any
 
 import numpy as np
 
-from relaykit.errors import UnsupportedFeatureError
+from relaykit.backend.interpreter import create_executor
+from relaykit.errors import ArgumentError, UnsupportedFeatureError
 from relaykit.ir.expr import Call, Expr, Function
 from relaykit.ir.functor import post_order
 from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op
+from relaykit.ir.types import TensorType
 from relaykit.runtime.ndarray import NDArray, array
+from relaykit.transform.gradient import gradient
 from relaykit.transform.infer_type import InferType
 
-from . import init, layers, mlp, mobilenet, resnet, vgg
+from . import (
+    dcgan,
+    densenet,
+    dqn,
+    inception_v3,
+    init,
+    layers,
+    lstm,
+    mlp,
+    mobilenet,
+    resnet,
+    squeezenet,
+    vgg,
+)
 from .init import create_workload
 
 __all__ = [
@@ -34,6 +50,12 @@ __all__ = [
     "vgg",
     "resnet",
     "mobilenet",
+    "inception_v3",
+    "dqn",
+    "dcgan",
+    "squeezenet",
+    "densenet",
+    "lstm",
     "layers",
     "init",
     "create_workload",
@@ -41,6 +63,7 @@ __all__ = [
     "run_infer_type",
     "count_ops",
     "rand",
+    "check_grad",
 ]
 
 
@@ -86,3 +109,67 @@ def count_ops(expr: Expr) -> Counter[str]:
 def rand(dtype: str, *shape: int) -> NDArray:
     """An NDArray of uniform random numbers in ``[0, 1)`` (NumPy's global generator)."""
     return array(np.random.rand(*shape).astype(dtype))
+
+
+def _random_input(ty: Any, scale: float, mean: float) -> np.ndarray:
+    if not isinstance(ty, TensorType):
+        raise ArgumentError(f"check_grad: parameters must be tensors, got one of type {ty}")
+    return np.random.normal(mean, scale, size=ty.shape).astype(ty.dtype)
+
+
+def _numeric_grad(run: Any, inputs: list[np.ndarray], x: np.ndarray, eps: float) -> np.ndarray:
+    """Central differences of ``sum(run(*inputs))`` with respect to ``x`` (one of ``inputs``)."""
+    approx = np.zeros(x.shape)
+    for i in np.ndindex(*x.shape):
+        keep = x[i]
+        x[i] = keep + eps
+        plus = run(*inputs).numpy().astype("float64")
+        x[i] = keep - eps
+        minus = run(*inputs).numpy().astype("float64")
+        x[i] = keep
+        approx[i] = np.sum((plus - minus) / (2 * eps))
+    return approx
+
+
+def check_grad(
+    func: Function,
+    inputs: list[np.ndarray] | None = None,
+    test_inputs: list[np.ndarray] | None = None,
+    eps: float = 1e-6,
+    atol: float = 1e-5,
+    rtol: float = 1e-3,
+    scale: float | None = None,
+    mean: float = 0,
+    mode: str = "higher_order",
+    target_devices: Any = None,
+    executor_kind: str = "debug",
+) -> None:
+    """Check ``relay.transform.gradient(func)`` against numerical differentiation.
+
+    The gradient of the sum of ``func``'s outputs with respect to each input in
+    ``test_inputs`` (all ``inputs`` by default) must match central differences
+    with step ``eps`` within ``atol``/``rtol`` (TVM's ``relay.testing.check_grad``).
+    Missing ``inputs`` are drawn from a normal distribution (``mean``, ``scale``,
+    by default ``10 * eps``). ``target_devices`` is accepted for TVM's signature;
+    relaykit runs on the host.
+    """
+    fwd = run_infer_type(func)
+    if not isinstance(fwd, Function):
+        raise ArgumentError(f"check_grad needs a relay Function, got {type(func).__name__}")
+    bwd = run_infer_type(gradient(fwd, mode=mode))
+    if scale is None:
+        scale = 10 * eps
+    if inputs is None:
+        inputs = [_random_input(p.checked_type, scale, mean) for p in fwd.params]
+    if test_inputs is None:
+        test_inputs = inputs
+    fwd_run = create_executor(executor_kind, mod=IRModule.from_expr(fwd)).evaluate()
+    bwd_run = create_executor(executor_kind, mod=IRModule.from_expr(bwd)).evaluate()
+    _, grads = bwd_run(*inputs)
+    by_id = {id(x): g for x, g in zip(inputs, grads, strict=True)}
+    for x in test_inputs:
+        if id(x) not in by_id:
+            raise ArgumentError("check_grad: every test input must be one of the inputs")
+        got = by_id[id(x)].numpy().astype("float64")
+        expected = _numeric_grad(fwd_run, inputs, x, eps)
+        np.testing.assert_allclose(got, expected, atol=atol, rtol=rtol)

@@ -17,6 +17,7 @@ to 0, ``*gamma`` and ``*var`` to 1. The random stream is NumPy's legacy
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -156,17 +157,25 @@ class Constant(Initializer):
 
 
 def create_workload(
-    net: Expr | IRModule, initializer: Initializer | None = None, seed: int = 0
+    net: Expr | IRModule,
+    initializer: Initializer | Callable[[str, np.ndarray], None] | None = None,
+    seed: int = 0,
 ) -> tuple[IRModule, dict[str, NDArray]]:
     """A type-checked module for ``net`` and generated values of its parameters.
 
     Every parameter of ``main`` except ``data`` gets a value; the same
-    ``seed`` always gives the same values.
+    ``seed`` always gives the same values. ``initializer`` is an
+    :class:`Initializer` or, as TVM allows, any ``fn(name, array)`` that fills
+    ``array`` in place; such a function gets NumPy's global generator seeded
+    with ``seed`` (as TVM seeds it).
     """
     mod = net if isinstance(net, IRModule) else IRModule.from_expr(net)
     mod = InferType()(mod)
     init = initializer if initializer is not None else Xavier()
-    init.seed(seed)
+    if isinstance(init, Initializer):
+        init.seed(seed)
+    else:
+        np.random.seed(seed)
     params: dict[str, NDArray] = {}
     for param in mod["main"].params:
         name = param.name_hint

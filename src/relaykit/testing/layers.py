@@ -229,3 +229,37 @@ def conv_kernel_layout(data_layout: str, is_depthwise: bool = False) -> str:
     if data_layout not in mapping:
         raise IRError(f"unknown data layout {data_layout!r}; expected one of {sorted(mapping)}")
     return mapping[data_layout]
+
+
+def conv2d_transpose(
+    data: Expr, weight: Expr | None = None, name: str | None = None, **kwargs: Any
+) -> Expr:
+    """``nn.conv2d_transpose`` creating ``<name>_weight`` when ``weight`` is not given.
+
+    The weight shape follows ``kernel_layout`` (``IOHW`` by default): input
+    channels, ``channels // groups``, then the kernel size.
+    """
+    if weight is None:
+        base = _require_name(name, "conv2d_transpose")
+        channels = kwargs.get("channels")
+        kernel_size = kwargs.get("kernel_size")
+        if channels is None or kernel_size is None:
+            raise IRError("conv2d_transpose needs channels=... and kernel_size=... for its weight")
+        ty = _tensor_type(data, "conv2d_transpose")
+        data_layout = kwargs.get("data_layout", "NCHW")
+        kernel_layout = kwargs.get("kernel_layout", "IOHW")
+        if sorted(data_layout) != sorted("NCHW") or sorted(kernel_layout) != sorted("OIHW"):
+            raise IRError(
+                f"conv2d_transpose: unsupported layouts data_layout={data_layout!r}, "
+                f"kernel_layout={kernel_layout!r}"
+            )
+        groups = int(kwargs.get("groups", 1))
+        kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else kernel_size
+        dims = {
+            "I": ty.shape[data_layout.index("C")],
+            "O": int(channels) // groups,
+            "H": int(kh),
+            "W": int(kw),
+        }
+        weight = _var(base + "_weight", tuple(dims[c] for c in kernel_layout), ty.dtype)
+    return nn.conv2d_transpose(data, weight, **kwargs)

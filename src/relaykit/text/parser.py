@@ -426,11 +426,18 @@ class _Parser(TokenReader):
                         )
                     ty = self.annotation()
                     self.expect("=", f" after let {var_tok[1]}")
-                    value = self.parse_expr()
+                    if self.at("fn"):
+                        # a let-bound function sees itself (recursion), as in TVM
+                        var = self.new_var(var_tok, ty)
+                        self.open_scope()
+                        self.define(var_tok, var)
+                        value = self.parse_expr()
+                    else:
+                        value = self.parse_expr()
+                        var = self.new_var(var_tok, ty)
+                        self.open_scope()
+                        self.define(var_tok, var)
                     self.expect(";", " after the let value")
-                    var = self.new_var(var_tok, ty)
-                    self.open_scope()
-                    self.define(var_tok, var)
                     lets.append((var, value, tok))
                 else:
                     result = self.parse_expr()

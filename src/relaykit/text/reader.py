@@ -31,6 +31,9 @@ from .tokenizer import Source, TextSpan, Token, tokenize
 
 __all__ = ["TokenReader", "describe"]
 
+#: dtype names without a width, as TVM's parser reads them
+BARE_DTYPES = {"int": "int32", "uint": "uint32", "float": "float32"}
+
 _NUM_SPLIT = re.compile(r"(-?)(.*?)(f16|f32|f64|f|i8|i16|i32|i64|i|u8|u16|u32|u64)?\Z")
 _DIM = re.compile(r"[0-9]+(?:i32|i64)?")
 _MAX_INT_DIGITS = 100  # longer integer literals are refused (Python's int() has a limit too)
@@ -236,6 +239,9 @@ class TokenReader:
             if text in DTYPES:
                 self.pos += 1
                 return TensorType((), text)
+            if text in BARE_DTYPES:  # TVM reads ``int`` as int32, ``float`` as float32
+                self.pos += 1
+                return TensorType((), BARE_DTYPES[text])
             if text == "_":  # a type left for inference, as TVM writes it
                 self.pos += 1
                 return IncompleteType()

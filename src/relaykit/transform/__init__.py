@@ -13,6 +13,7 @@ from .dynamic_to_static import DynamicToStatic, dynamic_to_static
 from .eliminate_common_subexpr import EliminateCommonSubexpr, eliminate_common_subexpr
 from .fold_constant import FoldConstant, fold_constant
 from .fold_scale_axis import FoldScaleAxis, fold_scale_axis
+from .gradient import gradient
 from .infer_type import InferType, InferTypeLocal, infer_module, infer_type
 from .inline import Inline
 from .pass_infra import (
@@ -61,6 +62,7 @@ __all__ = [
     "dead_code_elimination",
     "FoldScaleAxis",
     "fold_scale_axis",
+    "gradient",
     "CombineParallelDense",
     "CombineParallelBatchMatmul",
     "combine_parallel_dense",

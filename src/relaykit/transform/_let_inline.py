@@ -29,7 +29,12 @@ def remove_lets(root: Expr, drop: Callable[[Let], bool]) -> Expr:
     def lookup(e: Expr) -> Expr:
         v = memo[e]
         if v is _LAZY:
-            return lookup(value_of[e])  # type: ignore[index]
+            value = value_of[e]  # type: ignore[index]
+            if value not in memo:
+                # a dropped function's call to itself, met while rebuilding that very
+                # function: it is dead code, so the variable may stay as it is
+                return e
+            return lookup(value)
         return v  # type: ignore[return-value]
 
     for node in post_order(root):

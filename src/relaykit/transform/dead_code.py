@@ -17,7 +17,9 @@ free_var %x: Tensor[(2), float32];
 
 from __future__ import annotations
 
-from relaykit.ir.expr import Expr, Function, Let
+from relaykit.ir.analysis import free_vars
+from relaykit.ir.expr import Expr, Function, Let, Var
+from relaykit.ir.functor import post_order
 from relaykit.ir.module import IRModule
 
 from ._let_inline import remove_lets
@@ -27,15 +29,34 @@ from .pass_infra import FunctionPass, PassContext
 __all__ = ["DeadCodeElimination", "dead_code_elimination"]
 
 
+def _captured(expr: Expr) -> set[Var]:
+    """Variables used inside a function nested in ``expr`` but bound outside it."""
+    out: set[Var] = set()
+    for node in post_order(expr):
+        if type(node) is Function:
+            out.update(free_vars(node))
+    return out
+
+
 def dead_code_elimination(expr: Expr, inline_once: bool = False) -> Expr:
-    """``expr`` without unused let bindings (and single-use ones inlined if asked)."""
+    """``expr`` without unused let bindings (and single-use ones inlined if asked).
+
+    A binding is live if its body uses it: a function that only calls itself is
+    dead. Inlining never moves a value into a nested function (that would run it
+    once per call instead of once).
+    """
     uses = use_counts(expr)
+    captured = _captured(expr) if inline_once else set()
 
     def drop(let: Let) -> bool:
         n = uses.get(let.var, 0)
+        if n and type(let.value) is Function:
+            n -= use_counts(let.value).get(let.var, 0)  # recursive self-calls
         if n == 0:
             return True
-        return inline_once and n == 1 and type(let.value) is not Function
+        return (
+            inline_once and n == 1 and type(let.value) is not Function and let.var not in captured
+        )
 
     return remove_lets(expr, drop)
 

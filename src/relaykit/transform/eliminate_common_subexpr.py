@@ -3,6 +3,9 @@
 Two calls of the same operator with the same attributes on the *same* argument
 nodes compute the same value, so the second is replaced by the first; since
 arguments are merged first (post-order), whole duplicated subgraphs collapse.
+Scalar constant arguments count as the same when their dtype and value are
+(``add(x, 1f)`` twice is one call, as in TVM); tensor constants by identity.
+Equal tuples of the same fields are shared too.
 ``fskip(call)`` may exempt calls (e.g. random ops). One pass, a dict lookup per
 node: linear.
 
@@ -21,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from relaykit.ir.expr import Call, Expr, Function, TupleGetItem
+from relaykit.ir.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem
 from relaykit.ir.functor import rewrite_post_order
 from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op
@@ -31,6 +34,15 @@ from .pass_infra import FunctionPass, PassContext
 __all__ = ["EliminateCommonSubexpr", "eliminate_common_subexpr"]
 
 _NEVER_MERGED = frozenset({"nn.dropout"})
+
+
+def _arg_key(arg: Expr) -> Any:
+    """How an argument is compared: scalar constants by value, the rest by identity."""
+    if type(arg) is Constant:
+        data = arg.data.numpy()
+        if data.ndim == 0:
+            return ("scalar", data.dtype.str, data.tobytes())
+    return id(arg)
 
 
 def eliminate_common_subexpr(expr: Expr, fskip: Callable[[Call], bool] | None = None) -> Expr:
@@ -44,7 +56,9 @@ def eliminate_common_subexpr(expr: Expr, fskip: Callable[[Call], bool] | None = 
                 return None
             if fskip is not None and fskip(new):
                 return None
-            key: Any = ("call", new.op, tuple(id(a) for a in new.args), new.attrs)
+            key: Any = ("call", new.op, tuple(_arg_key(a) for a in new.args), new.attrs)
+        elif type(new) is Tuple and new.fields:
+            key = ("tuple", tuple(_arg_key(f) for f in new.fields))
         elif type(new) is TupleGetItem:
             key = ("proj", id(new.tuple_value), new.index)
         else:
