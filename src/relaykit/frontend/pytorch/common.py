@@ -1,0 +1,55 @@
+"""What the three PyTorch paths share after conversion: the module they return and
+the error listing every unsupported op."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from relaykit.errors import FrontendError, UnsupportedOpError
+from relaykit.ir.analysis import free_vars
+from relaykit.ir.expr import Expr, Function, Tuple, TupleWrapper, Var
+from relaykit.ir.module import IRModule
+from relaykit.transform.infer_type import InferType
+
+__all__ = ["build_module", "output_expr", "report_unsupported"]
+
+
+def report_unsupported(ops: dict[str, tuple[int, str]], what: str) -> None:
+    """Raise one :class:`UnsupportedOpError` listing ``op -> (count, first node)``."""
+    lines = [
+        f"  {name}: {n} node{'s' if n > 1 else ''} (first: {first})"
+        for name, (n, first) in sorted(ops.items(), key=lambda kv: (-kv[1][0], kv[0]))
+    ]
+    raise UnsupportedOpError(
+        f"the {what} uses {len(ops)} operator{'s' if len(ops) > 1 else ''} relaykit cannot "
+        "convert:\n" + "\n".join(lines) + "\nsupply a converter for each (custom_convert_map "
+        "for from_pytorch) or rewrite the model to avoid them",
+        ops,
+    )
+
+
+def output_expr(value: Any, what: str) -> Expr:
+    """A converted output (an expression or a nested list/tuple of them) as one
+    expression."""
+    if isinstance(value, TupleWrapper):
+        return value.astuple()
+    if isinstance(value, Expr):
+        return value
+    if isinstance(value, (list, tuple)):
+        return Tuple([output_expr(v, what) for v in value])
+    raise FrontendError(
+        f"{what} returns a {type(value).__name__} ({value!r}), not a tensor: relaykit's "
+        "functions return tensors (or tuples of them)"
+    )
+
+
+def build_module(result: Any, inputs: Sequence[Var], params: Sequence[Var], what: str) -> IRModule:
+    """``main(inputs..., used params...)`` returning ``result``, typed."""
+    body = output_expr(result, what)
+    used = set(free_vars(body))
+    extra = [v for v in used if v not in set(inputs) and v not in set(params)]
+    if extra:
+        raise FrontendError(f"{what}: the result uses unbound variables {extra}")
+    args = [*inputs, *(p for p in params if p in used)]
+    return InferType()(IRModule.from_expr(Function(args, body)))

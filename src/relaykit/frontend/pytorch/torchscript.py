@@ -1,0 +1,306 @@
+"""``from_pytorch``: TorchScript graphs (``torch.jit.trace`` / ``torch.jit.script``) to Relay.
+
+The module's graph is copied and inlined (the module itself is not changed and
+not frozen), then walked once in order. ``prim::GetAttr`` chains from ``self``
+name the parameters and buffers: each becomes a variable of ``main`` named by
+its state-dict path (``layer1.0.conv1.weight``, as TVM names them) and its
+value goes to ``params``. ``prim::Constant``, ``prim::ListConstruct`` and
+``prim::TupleConstruct`` become Python values; ``aten::*`` nodes go through
+the shared converter table. Before anything is converted, every node is
+checked: all unsupported ops are reported at once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from relaykit.errors import FrontendError, RelayKitError, UnsupportedOpError
+from relaykit.ir.expr import Expr, TupleGetItem, Var
+from relaykit.ir.module import IRModule
+from relaykit.ir.types import TensorType
+from relaykit.runtime.ndarray import NDArray
+
+from .common import build_module, report_unsupported
+from .registry import (
+    OpContext,
+    dtype_name,
+    lookup,
+    numpy_dtype_name,
+    op_key,
+    require_torch,
+    tensor_to_numpy,
+)
+
+__all__ = ["from_pytorch"]
+
+#: prim:: nodes the walker handles itself
+_PRIM = {
+    "prim::Constant",
+    "prim::GetAttr",
+    "prim::ListConstruct",
+    "prim::TupleConstruct",
+    "prim::ListUnpack",
+    "prim::TupleUnpack",
+    "prim::NumToTensor",
+    "prim::device",
+    "prim::dtype",
+    "prim::TupleIndex",
+    "prim::unchecked_cast",
+    "prim::RaiseException",
+}
+
+
+class _Module:
+    """The value of a ``prim::GetAttr`` that names a submodule (its dotted path)."""
+
+    __slots__ = ("path",)
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+
+def source_location(node: Any) -> str:
+    """Where ``node`` comes from: the innermost frame of user code in its source range
+    (frames inside torch itself are skipped), or ``""``."""
+    try:
+        text = str(node.sourceRange())
+    except RuntimeError:  # pragma: no cover - nodes without a source range
+        return ""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    frames = [ln for ln in lines if re.search(r"\(\d+\): ", ln)]  # traced: "file.py(12): fn"
+    for ln in frames or lines:
+        if "/torch/" not in ln.replace("\\", "/"):
+            return ln
+    return (frames or lines or [""])[0]
+
+
+def _describe(node: Any) -> str:
+    where = source_location(node)
+    text = str(node).strip().split("\n", 1)[0]
+    return f"{text}" + (f" (at {where})" if where else "")
+
+
+class TorchScriptImporter:
+    def __init__(
+        self,
+        module: Any,
+        input_infos: Sequence[Any],
+        custom_convert_map: Mapping[str, Callable[..., Any]] | None,
+        default_dtype: str,
+        friendly_names: bool,
+    ) -> None:
+        self.module = module
+        self.input_infos = list(input_infos)
+        self.custom = dict(custom_convert_map or {})
+        self.default_dtype = default_dtype
+        self.friendly_names = friendly_names
+        self.values: dict[Any, Any] = {}
+        self.params: dict[str, NDArray] = {}
+        self.param_vars: dict[str, Var] = {}
+        self.state = {k: v for k, v in module.state_dict(keep_vars=True).items()}
+
+    # -- the graph ------------------------------------------------------------------------
+    def graph(self) -> Any:
+        torch = require_torch()
+        graph = getattr(self.module, "graph", None)
+        if graph is None:
+            raise FrontendError(
+                "from_pytorch takes a TorchScript module (torch.jit.trace(model, inputs) or "
+                f"torch.jit.script(model)), got {type(self.module).__name__}; for an nn.Module "
+                "use torch.jit.trace first, or relaykit.frontend.from_exported_program"
+            )
+        graph = graph.copy()
+        torch._C._jit_pass_inline(graph)
+        return graph
+
+    def check_supported(self, nodes: Iterable[Any]) -> None:
+        counts: Counter[str] = Counter()
+        first: dict[str, str] = {}
+        for node in nodes:
+            kind = node.kind()
+            if kind in _PRIM or kind in self.custom:
+                continue
+            if kind.startswith("aten::") and lookup(op_key(kind))[0] is not None:
+                continue
+            counts[kind] += 1
+            first.setdefault(kind, _describe(node))
+        if counts:
+            report_unsupported({k: (counts[k], first[k]) for k in counts}, "TorchScript graph")
+
+    # -- inputs and parameters ---------------------------------------------------------------
+    def bind_inputs(self, graph: Any) -> list[Var]:
+        inputs = list(graph.inputs())
+        has_self = bool(inputs) and inputs[0].type().kind() == "ClassType"
+        if has_self:
+            self.values[inputs[0]] = _Module("")
+            inputs = inputs[1:]
+        if len(inputs) != len(self.input_infos):
+            raise FrontendError(
+                f"the graph has {len(inputs)} inputs but input_infos describes "
+                f"{len(self.input_infos)}: give one (name, shape) or (name, (shape, dtype)) "
+                "per input, in order"
+            )
+        out = []
+        for value, info in zip(inputs, self.input_infos, strict=True):
+            name, shape, dtype = _parse_info(info)
+            if dtype is None:
+                dtype = _graph_dtype(value) or self.default_dtype
+            var = Var(name, TensorType(shape, dtype))
+            self.values[value] = var
+            out.append(var)
+        return out
+
+    def param(self, path: str, value: Any) -> Any:
+        if not hasattr(value, "detach"):
+            return value  # a non-tensor attribute (an int, a list...)
+        name = path.replace(".", "_") if self.friendly_names else path
+        var = self.param_vars.get(name)
+        if var is None:
+            arr = tensor_to_numpy(value)
+            var = Var(name, TensorType(arr.shape, numpy_dtype_name(arr)))
+            self.param_vars[name] = var
+            self.params[name] = NDArray(arr.copy())
+        return var
+
+    def get_attr(self, node: Any) -> Any:
+        owner = self.values[node.input()]
+        if not isinstance(owner, _Module):
+            raise FrontendError(f"prim::GetAttr on a value that is not a module: {_describe(node)}")
+        attr = node.s("name")
+        path = f"{owner.path}.{attr}" if owner.path else attr
+        if node.output().type().kind() in ("TensorType",):
+            value = self.state.get(path)
+            if value is None:
+                value = self.module
+                for part in path.split("."):
+                    value = getattr(value, part)
+            return self.param(path, value)
+        if node.output().type().kind() == "ClassType":
+            return _Module(path)
+        value = self.module
+        for part in path.split("."):
+            value = getattr(value, part)
+        return self.param(path, value)
+
+    # -- nodes -----------------------------------------------------------------------------
+    def prim(self, node: Any, args: list[Any]) -> list[Any]:
+        kind = node.kind()
+        if kind == "prim::Constant":
+            return [node.output().toIValue()]
+        if kind == "prim::GetAttr":
+            return [self.get_attr(node)]
+        if kind in ("prim::ListUnpack", "prim::TupleUnpack"):
+            seq = args[0]
+            if isinstance(seq, Expr):
+                return [TupleGetItem(seq, i) for i in range(node.outputsSize())]
+            return list(seq)
+        simple: dict[str, Callable[[], Any]] = {
+            "prim::ListConstruct": lambda: list(args),
+            "prim::TupleConstruct": lambda: tuple(args),
+            "prim::TupleIndex": lambda: args[0][int(args[1])],
+            "prim::NumToTensor": lambda: args[0],
+            "prim::unchecked_cast": lambda: args[0],
+            "prim::device": lambda: "cpu",
+            "prim::dtype": lambda: OpContext(kind, "", self.default_dtype).dtype(args[0]),
+        }
+        fn = simple.get(kind)
+        return [fn() if fn is not None else None]  # prim::RaiseException: not taken when traced
+
+    def convert(self, node: Any, args: list[Any]) -> list[Any]:
+        kind = node.kind()
+        ctx = OpContext(kind, _describe(node), self.default_dtype)
+        if kind in self.custom:
+            types = [ctx.dtype(a) if isinstance(a, Expr) else type(a).__name__ for a in args]
+            result = self.custom[kind](args, types)
+        else:
+            fn, inplace = lookup(op_key(kind))
+            if fn is None:  # pragma: no cover - check_supported reported it
+                raise FrontendError(f"no converter for {kind}")
+            result = fn(ctx, args)
+            if inplace:  # x.add_(y): later uses of x see the new value
+                self.values[node.inputsAt(0)] = result
+        n = node.outputsSize()
+        if n == 1:
+            return [result]
+        return [result[i] for i in range(n)]
+
+    def run(self) -> tuple[IRModule, dict[str, NDArray]]:
+        graph = self.graph()
+        nodes = list(graph.nodes())
+        self.check_supported(nodes)
+        inputs = self.bind_inputs(graph)
+        for node in nodes:
+            args = [self.values[v] for v in node.inputs()]
+            try:
+                outs = self.prim(node, args) if node.kind() in _PRIM else self.convert(node, args)
+            except UnsupportedOpError:
+                raise
+            except RelayKitError as err:
+                if str(err).startswith(_describe(node)):
+                    raise
+                raise FrontendError(f"{_describe(node)}: {err}") from err
+            for value, out in zip(node.outputs(), outs, strict=True):
+                self.values[value] = out
+        outputs = [self.values[v] for v in graph.return_node().inputs()]
+        result = outputs[0] if len(outputs) == 1 else tuple(outputs)
+        mod = build_module(result, inputs, list(self.param_vars.values()), "the TorchScript graph")
+        return mod, self.params
+
+
+def _parse_info(info: Any) -> tuple[str, tuple[int, ...], str | None]:
+    try:
+        name, spec = info
+    except (TypeError, ValueError):
+        raise FrontendError(
+            f"input_infos entries are (name, shape) or (name, (shape, dtype)), got {info!r}"
+        ) from None
+    dtype = None
+    if (
+        isinstance(spec, (tuple, list))
+        and len(spec) == 2
+        and isinstance(spec[0], (tuple, list))
+        and not isinstance(spec[1], (int, np.integer))
+    ):
+        spec, dtype = spec
+        dtype = dtype_name(dtype)
+    try:
+        shape = tuple(int(d) for d in spec)
+    except (TypeError, ValueError):
+        raise FrontendError(
+            f"input {name!r}: the shape must be a list of ints (relaykit needs static shapes), "
+            f"got {spec!r}"
+        ) from None
+    return str(name), shape, dtype
+
+
+def _graph_dtype(value: Any) -> str | None:
+    try:
+        st = value.type().scalarType()
+    except (AttributeError, RuntimeError):
+        return None
+    if st is None:
+        return None
+    return {"Float": "float32", "Double": "float64", "Long": "int64", "Int": "int32",
+            "Bool": "bool", "Half": "float16", "Byte": "uint8", "Char": "int8"}.get(st)  # fmt: skip
+
+
+def from_pytorch(
+    script_module: Any,
+    input_infos: Sequence[Any],
+    custom_convert_map: Mapping[str, Callable[..., Any]] | None = None,
+    default_dtype: str = "float32",
+    use_parser_friendly_name: bool = False,
+    keep_quantized_weight: bool = False,
+) -> tuple[IRModule, dict[str, NDArray]]:
+    """See :func:`relaykit.frontend.pytorch.from_pytorch`."""
+    if keep_quantized_weight:
+        raise FrontendError("quantized models are not supported yet (keep_quantized_weight)")
+    importer = TorchScriptImporter(
+        script_module, input_infos, custom_convert_map, default_dtype, use_parser_friendly_name
+    )
+    return importer.run()

@@ -1,0 +1,71 @@
+"""Fixtures of the PyTorch frontend tests: the plain-PyTorch model zoo
+(torch_models.py, loaded by path) and a runner for imported modules."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+
+def load_zoo() -> ModuleType:
+    name = "relaykit_tests_torch_models"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("torch_models.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def zoo() -> ModuleType:
+    """tests/frontend/pytorch/torch_models.py: ResNet-18/50, MobileNetV2, VGG-11, BERT."""
+    return load_zoo()
+
+
+def run_relay(mod: Any, params: dict[str, Any], feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    """Build ``mod`` with ``params`` (relay.build) and run it on the graph executor."""
+    import relaykit as tvm
+    from relaykit import relay
+    from relaykit.contrib import graph_executor
+
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm", params=params)
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    for k, v in feeds.items():
+        m.set_input(k, v)
+    m.run()
+    return [m.get_output(i).numpy() for i in range(m.get_num_outputs())]
+
+
+def assert_close(got: list[np.ndarray], want: Any, rtol: float = 1e-4) -> None:
+    """Each output within ``rtol`` of torch's, relative to the output's largest value."""
+    want = [want] if isinstance(want, torch.Tensor) else list(want)
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        w = w.detach().numpy()
+        assert g.shape == w.shape, (g.shape, w.shape)
+        assert g.dtype == w.dtype, (g.dtype, w.dtype)
+        scale = max(float(np.abs(w).max()), 1e-6) if w.size else 1.0
+        err = float(np.abs(g.astype(np.float64) - w).max()) / scale if w.size else 0.0
+        assert err <= rtol, f"relative error {err:.2e} > {rtol}"
+
+
+@pytest.fixture(scope="session")
+def relay_run() -> Any:
+    return run_relay
+
+
+@pytest.fixture(scope="session")
+def close() -> Any:
+    return assert_close
