@@ -10,8 +10,6 @@ from .convert import convert
 from .module import Module, ModuleBlob, PythonModule, register_module_loader
 from .ndarray import Device, NDArray, array, cpu, device, empty
 from .object import Object
-
-
 from .params import load_param_dict, save_param_dict
 from .registry import get_global_func, list_global_func_names, register_func
 
