@@ -21,13 +21,20 @@ from relaykit.op.nn import get_pad_tuple2d
 from relaykit.runtime.json_runtime import JSONGraph
 
 
-def test_symbolic_shape_is_an_argument_error():
+def test_expression_shape_builds_the_dynamic_op():
     x = relay.var("x", shape=(2, 3))
-    with pytest.raises(ArgumentError, match="static shapes only") as info:
-        relay.reshape(x, newshape=x)
+    assert relay.reshape(x, newshape=relay.shape_of(x)).op.name == "dyn.reshape"
+    assert relay.zeros(relay.shape_of(x), "float32").op.name == "dyn.zeros"
+
+
+@pytest.mark.parametrize("bad", ["abc", 1.5, object(), [2, "x"], [2.5, 3]])
+def test_bad_shape_literal_is_an_argument_error(bad):
+    x = relay.var("x", shape=(2, 3))
+    with pytest.raises(ArgumentError, match="newshape must be") as info:
+        relay.reshape(x, newshape=bad)
     assert isinstance(info.value, TypeError) and isinstance(info.value, RelayKitError)
-    with pytest.raises(TypeError, match="static shapes only"):
-        relay.zeros(x, "float32")
+    with pytest.raises(ArgumentError, match="shape must be"):
+        relay.zeros(bad, "float32")
 
 
 def test_empty_concatenation_is_an_ir_error():

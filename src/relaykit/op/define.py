@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from relaykit.errors import AttrError, IRError, RelayTypeError
+from relaykit.errors import ArgumentError, AttrError, IRError, RelayTypeError
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.expr import Call, Expr, TupleWrapper
 from relaykit.ir.op import Op, OpRegistry, default_registry
@@ -37,6 +37,7 @@ from relaykit.ir.types import Type
 __all__ = [
     "OpPattern",
     "TypeRelError",
+    "int_tuple",
     "TypeRelation",
     "Kernel",
     "define_op",
@@ -125,3 +126,32 @@ def make_call(name: str | Op, args: Sequence[Any], **attrs: Any) -> Call:
                 "wrap numbers and arrays with relay.const(...)"
             )
     return Call(op, args, make_attrs(op, attrs))
+
+
+def int_tuple(value: Any, what: str) -> tuple[int, ...]:
+    """A static shape-like argument (an int or a sequence of ints) as a tuple of ints.
+
+    An expression here means the caller wanted the dynamic operator (the constructors
+    dispatch to ``relay.op.dyn`` before calling this), so it is an error, as is any
+    item that is not an integer.
+
+    >>> int_tuple([2, np.int64(3)], "newshape")
+    (2, 3)
+    """
+    if isinstance(value, (int, np.integer)):
+        return (int(value),)
+    if isinstance(value, Expr):
+        raise ArgumentError(f"{what} must be a list of integers here, not an expression")
+    try:
+        items = list(value)
+    except TypeError:
+        raise ArgumentError(
+            f"{what} must be an integer or a list of integers, got {type(value).__name__}"
+        ) from None
+    try:
+        ints = tuple(int(v) for v in items)
+    except (TypeError, ValueError):
+        raise ArgumentError(f"{what} must be a list of integers, got {items!r}") from None
+    if any(isinstance(v, float) and v != int(v) for v in items):
+        raise ArgumentError(f"{what} must be a list of integers, got {items!r}")
+    return ints

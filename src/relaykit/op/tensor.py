@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 
-from relaykit.errors import ArgumentError
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.expr import Call, Expr, const
 from relaykit.ir.types import TensorType, Type, check_dtype
@@ -36,7 +35,7 @@ from ._relations import (
     static_value,
     tensor_arg,
 )
-from .define import OpPattern, TypeRelError, define_op, make_call
+from .define import OpPattern, TypeRelError, define_op, int_tuple, make_call
 
 __all__ = [
     # binary arithmetic
@@ -356,16 +355,6 @@ def where(condition: Expr, x: Expr, y: Expr) -> Call:
 # -- initialisers ---------------------------------------------------------------------------------
 
 
-def _static_shape(shape: Any, what: str = "shape") -> tuple[int, ...]:
-    if isinstance(shape, (int, np.integer)):
-        return (int(shape),)
-    if isinstance(shape, Expr):
-        raise ArgumentError(
-            f"{what} must be a list of integers; relaykit supports static shapes only"
-        )
-    return tuple(int(s) for s in shape)
-
-
 def _attr_shape(attrs: Attrs) -> tuple[int, ...]:
     shape = attrs.shape
     if shape is None:
@@ -411,7 +400,7 @@ def zeros(shape: Any, dtype: Any) -> Call:
     shape = static_value(shape)
     if isinstance(shape, Expr):
         return make_call("dyn.zeros", [shape], dtype=check_dtype(dtype))
-    return make_call("zeros", [], shape=_static_shape(shape), dtype=check_dtype(dtype))
+    return make_call("zeros", [], shape=int_tuple(shape, "shape"), dtype=check_dtype(dtype))
 
 
 def ones(shape: Any, dtype: Any) -> Call:
@@ -419,7 +408,7 @@ def ones(shape: Any, dtype: Any) -> Call:
     shape = static_value(shape)
     if isinstance(shape, Expr):
         return make_call("dyn.ones", [shape], dtype=check_dtype(dtype))
-    return make_call("ones", [], shape=_static_shape(shape), dtype=check_dtype(dtype))
+    return make_call("ones", [], shape=int_tuple(shape, "shape"), dtype=check_dtype(dtype))
 
 
 def _full_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
@@ -464,7 +453,7 @@ def full(fill_value: Any, shape: Any = (), dtype: Any = "") -> Call:
     shape = static_value(shape)
     if isinstance(shape, Expr):
         return make_call("dyn.full", [_as_fill(fill_value, dt), shape], dtype=dt)
-    return make_call("full", [_as_fill(fill_value, dt)], shape=_static_shape(shape), dtype=dt)
+    return make_call("full", [_as_fill(fill_value, dt)], shape=int_tuple(shape, "shape"), dtype=dt)
 
 
 def _full_like_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:

@@ -36,7 +36,7 @@ from ._relations import (
     tensor_arg,
     tuple_arg,
 )
-from .define import OpPattern, TypeRelError, define_op, make_call
+from .define import OpPattern, TypeRelError, define_op, int_tuple, make_call
 
 __all__ = [
     "reshape",
@@ -55,16 +55,6 @@ __all__ = [
 ]
 
 _I = OpPattern.INJECTIVE
-
-
-def _int_list(value: Any, what: str) -> tuple[int, ...]:
-    if isinstance(value, (int, np.integer)):
-        return (int(value),)
-    if isinstance(value, Expr):
-        raise ArgumentError(
-            f"{what} must be a list of integers; relaykit supports static shapes only"
-        )
-    return tuple(int(v) for v in value)
 
 
 # -- reshape --------------------------------------------------------------------------------------
@@ -200,7 +190,7 @@ def reshape(data: Expr, newshape: Any, allowzero: bool = False) -> Call:
     if isinstance(newshape, Expr):
         return make_call("dyn.reshape", [data, newshape], allowzero=bool(allowzero))
     return make_call(
-        "reshape", [data], newshape=_int_list(newshape, "newshape"), allowzero=bool(allowzero)
+        "reshape", [data], newshape=int_tuple(newshape, "newshape"), allowzero=bool(allowzero)
     )
 
 
@@ -240,7 +230,7 @@ def transpose(data: Expr, axes: Any = None) -> Call:
     >>> transpose(relay.var("x", shape=(2, 3)), (1, 0)).attrs.axes
     (1, 0)
     """
-    return make_call("transpose", [data], axes=None if axes is None else _int_list(axes, "axes"))
+    return make_call("transpose", [data], axes=None if axes is None else int_tuple(axes, "axes"))
 
 
 def _squeeze_axes(axis: Any, shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -281,7 +271,7 @@ def squeeze(data: Expr, axis: Any = None) -> Call:
     axis = static_value(axis)
     if isinstance(axis, Expr):
         return make_call("dyn.squeeze", [data, axis])
-    return make_call("squeeze", [data], axis=None if axis is None else _int_list(axis, "axis"))
+    return make_call("squeeze", [data], axis=None if axis is None else int_tuple(axis, "axis"))
 
 
 _MAX_RANK = 32
@@ -501,7 +491,7 @@ def split(data: Expr, indices_or_sections: Any, axis: int = 0) -> TupleWrapper:
         ios: Any = int(indices_or_sections)
         size = ios
     else:
-        ios = _int_list(indices_or_sections, "indices_or_sections")
+        ios = int_tuple(indices_or_sections, "indices_or_sections")
         size = len(ios) + 1
     return TupleWrapper(make_call("split", [data], indices_or_sections=ios, axis=int(axis)), size)
 
@@ -600,11 +590,11 @@ def strided_slice(
     return make_call(
         "strided_slice",
         [data],
-        begin=_int_list(begin, "begin"),
-        end=_int_list(end, "end"),
-        strides=_int_list(strides or [1], "strides"),
+        begin=int_tuple(begin, "begin"),
+        end=int_tuple(end, "end"),
+        strides=int_tuple(strides or [1], "strides"),
         slice_mode=slice_mode,
-        axes=None if axes is None else _int_list(axes, "axes"),
+        axes=None if axes is None else int_tuple(axes, "axes"),
     )
 
 
@@ -721,7 +711,7 @@ def broadcast_to(data: Expr, shape: Any) -> Call:
     shape = static_value(shape)
     if isinstance(shape, Expr):
         return make_call("dyn.broadcast_to", [data, shape])
-    return make_call("broadcast_to", [data], shape=_int_list(shape, "shape"))
+    return make_call("broadcast_to", [data], shape=int_tuple(shape, "shape"))
 
 
 def _tile_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
@@ -752,7 +742,7 @@ def tile(data: Expr, reps: Any) -> Call:
     reps = static_value(reps)
     if isinstance(reps, Expr):
         return make_call("dyn.tile", [data, reps])
-    return make_call("tile", [data], reps=_int_list(reps, "reps"))
+    return make_call("tile", [data], reps=int_tuple(reps, "reps"))
 
 
 def _repeat_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
