@@ -4,7 +4,6 @@ Every expected value is computed independently with NumPy or plain Python.
 """
 
 import json
-import typing
 import shutil
 import zipfile
 
@@ -332,9 +331,6 @@ def test_interpreter_runs_adt_programs_too():
     assert int(relay.create_executor("debug", mod=mod).evaluate()().numpy()) == sum(values)
 
 
-@pytest.mark.skipif(
-    getattr(relay, "Any", typing.Any) is typing.Any, reason="needs dynamic dimensions (relay.Any)"
-)
 def test_dynamic_batch_model_runs_any_batch_from_one_artifact(tmp_path):
     x = relay.var("x", shape=(relay.Any(), 8))
     w1, w2 = rand(16, 8), rand(4, 16)

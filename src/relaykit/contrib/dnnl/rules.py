@@ -55,8 +55,8 @@ def _tensor_types(ty: Type) -> list[TensorType]:
 
 
 def _check_tensors(call: Call) -> Decline | None:
-    """Every input and output tensor is float32, of rank 1..6 (constant scalars too),
-    without empty dims."""
+    """Every input and output tensor is float32, of a static shape of rank 1..6
+    (constant scalars too), without empty dims."""
     types: list[tuple[TensorType, bool]] = []
     for arg in call.args:
         scalar_ok = isinstance(arg, Constant)
@@ -67,6 +67,11 @@ def _check_tensors(call: Call) -> Decline | None:
             return decline(f"dtype {t.dtype}: the dnnl backend runs float32 only")
         if scalar_ok and not t.shape:
             continue
+        if not t.is_static:
+            return decline(
+                f"dynamic shape {t}: oneDNN primitives are built for static shapes "
+                "(the operator stays on the host, where the VM runs it)"
+            )
         if not 1 <= len(t.shape) <= _MAX_RANK:
             return decline(f"a rank-{len(t.shape)} tensor: oneDNN takes ranks 1 to {_MAX_RANK}")
         if any(d == 0 for d in t.shape):
