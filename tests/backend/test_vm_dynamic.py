@@ -159,3 +159,55 @@ def test_without_dnnl_the_dynamic_model_still_runs_on_the_host():
     qv = rand(3, 16)
     got = VirtualMachine(exe, tvm.cpu()).invoke("main", qv).numpy()
     np.testing.assert_allclose(got, np.tanh(qv) @ wq.T, rtol=1e-5, atol=1e-5)
+
+
+def dynamic_mlp():
+    x = relay.var("x", shape=(relay.Any(), 6))
+    w1, b1, w2 = rand(8, 6), rand(8), rand(3, 8)
+    h = relay.nn.relu(relay.nn.bias_add(relay.nn.dense(x, relay.const(w1)), relay.const(b1)))
+    out = relay.nn.dense(h, relay.const(w2)) * relay.const(2.0)
+    mod = tvm.IRModule.from_expr(relay.Function([x], out))
+
+    def ref(data):
+        return 2 * (np.maximum(data @ w1.T + b1, 0) @ w2.T)
+
+    return mod, ref
+
+
+def test_dynamic_intermediates_are_frame_owned_and_results_stay_fresh():
+    mod, ref = dynamic_mlp()
+    exe = relay.vm.compile(mod, target="llvm")
+    assert "planned dynamic" in exe.bytecode
+    vm = VirtualMachine(exe, tvm.cpu())
+    inputs = [rand(b, 6) for b in (2, 5, 2, 1, 5)]
+    outs = [vm.invoke("main", x).numpy() for x in inputs]
+    # Every earlier result is intact after later runs, at the same and other batches.
+    for x, got in zip(inputs, outs, strict=True):
+        np.testing.assert_allclose(got, ref(x), rtol=1e-5, atol=1e-5)
+    # The same input array, changed in place between runs.
+    x = rand(4, 6)
+    first = vm.invoke("main", x).numpy().copy()
+    x += 1.0
+    np.testing.assert_allclose(vm.invoke("main", x).numpy(), ref(x), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(first, ref(x - 1.0), rtol=1e-5, atol=1e-5)
+
+
+def test_dynamic_module_is_optimised_batch_norm_folded():
+    x = relay.var("x", shape=(relay.Any(), 3, 4, 4))
+    w = rand(2, 3, 1, 1)
+    gamma, beta, mean = rand(2), rand(2), rand(2)
+    var = np.abs(rand(2)) + 0.5
+    y = relay.nn.conv2d(x, relay.const(w))
+    y = relay.nn.batch_norm(
+        y, relay.const(gamma), relay.const(beta), relay.const(mean), relay.const(var)
+    )[0]
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.nn.relu(y)))
+    with tvm.transform.PassContext(opt_level=3):
+        exe = relay.vm.compile(mod, target="llvm")
+    assert "nn.batch_norm" not in exe.primitive_ops
+    data = rand(3, 3, 4, 4)
+    conv = np.einsum("nchw,oc->nohw", data, w[:, :, 0, 0])
+    scale = gamma / np.sqrt(var + 1e-5)
+    want = np.maximum((conv - mean[:, None, None]) * scale[:, None, None] + beta[:, None, None], 0)
+    got = VirtualMachine(exe, tvm.cpu()).invoke("main", data).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)

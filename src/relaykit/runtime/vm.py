@@ -191,7 +191,7 @@ _TEXT: dict[int, Callable[[Instruction], str]] = {
     RET: lambda i: f"ret ${i[1]}",
     INVOKE_PACKED: lambda i: (
         f"invoke_packed PackedFunc[{i[1]}] (in: {_regs(i[2])}, out: ${i[3]})"
-        + (" planned" if i[4] else "")
+        + ("" if not i[4] else " planned" if i[4] == 1 else " planned dynamic")
     ),
     INVOKE_FUNC: lambda i: f"invoke ${i[3]} VMFunc[{i[1]}]({_regs(i[2])})",
     INVOKE_CLOSURE: lambda i: f"invoke_closure ${i[3]} ${i[1]}({_regs(i[2])})",
@@ -385,6 +385,15 @@ class Primitive:
         raise NotImplementedError
 
     def bind(self, inputs: list[Any], out: np.ndarray) -> Callable[[], Any] | None:
+        return None
+
+    def bind_dynamic(
+        self, inputs: list[Any], previous: Any
+    ) -> tuple[np.ndarray, Callable[[], Any]] | None:
+        """For an output of dynamic shape kept by the frame (``planned dynamic``): the
+        output array for these inputs (``previous`` when it has the right shape and
+        dtype, else a new one) and a callable computing into it; ``None`` when the
+        primitive cannot say the output shape before running (``call`` is used)."""
         return None
 
     def describe(self) -> str:
@@ -726,8 +735,10 @@ def _validate_instruction(
         raise _bad(fn, pc, "register out of range")
     if op in (INVOKE_FUNC, ALLOC_CLOSURE) and not (type(ins[1]) is int and 0 <= ins[1] < nf):
         raise _bad(fn, pc, "function index out of range")
-    if op == INVOKE_PACKED and not (type(ins[1]) is int and 0 <= ins[1] < np_):
-        raise _bad(fn, pc, "primitive index out of range")
+    if op == INVOKE_PACKED and not (
+        type(ins[1]) is int and 0 <= ins[1] < np_ and ins[4] in (0, 1, 2)
+    ):
+        raise _bad(fn, pc, "primitive index out of range or bad storage mode")
     if op == LOAD_CONST and not (type(ins[1]) is int and 0 <= ins[1] < nc):
         raise _bad(fn, pc, "constant index out of range")
     if op == IF and not (type(ins[3]) is int and 0 <= ins[3] < ncode):
@@ -1142,7 +1153,7 @@ class VirtualMachine:
                 vals = [regs[r] for r in ins[2]]
                 if groups:
                     vals = _regroup(vals, groups)
-                if ins[4]:
+                if ins[4] == 1:
                     slot = slots[pc]
                     key = tuple(map(id, vals))
                     if slot is None or slot[0] != key:
@@ -1153,6 +1164,21 @@ class VirtualMachine:
                                 f"{prim.describe()} cannot run into planned storage"
                             )
                         slot = slots[pc] = (key, run, vals)
+                    slot[1]()
+                elif ins[4]:
+                    # Dynamic shape, frame-owned output: bound again only when an input
+                    # is another array (the arrays of one shape are reused run to run).
+                    slot = slots[pc]
+                    key = tuple(map(id, vals))
+                    if slot is None or slot[0] != key:
+                        prim.check_inputs([regs[r] for r in ins[2]])
+                        bound = prim.bind_dynamic(vals, regs[ins[3]])
+                        if bound is None:
+                            regs[ins[3]] = prim.call(vals)
+                            pc += 1
+                            continue
+                        regs[ins[3]] = bound[0]
+                        slot = slots[pc] = (key, bound[1], vals)
                     slot[1]()
                 else:
                     regs[ins[3]] = prim.call(vals)

@@ -19,7 +19,10 @@ After a function is emitted, its storage is planned: the output of an
 operator call of static shape whose value is only ever read by other operator
 calls of the same function gets a fixed buffer, allocated by the function's
 prologue (``AllocStorage``/``AllocTensor``), and the call becomes
-destination-passing (``planned``).
+destination-passing (``planned``). Such an output of dynamic shape, when the
+operator has a data-independent shape function and a host kernel, is
+``planned dynamic``: the frame keeps its array, sized by the shape function at
+run time and reused while the shape stays the same.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from relaykit.backend.graph_plan import attrs_to_json
+from relaykit.backend.host_kernels import host_kernel_names
 from relaykit.errors import BuildError
 from relaykit.ir.adt import (
     Clause,
@@ -55,7 +59,7 @@ from relaykit.ir.expr import (
 )
 from relaykit.ir.functor import children, post_order
 from relaykit.ir.module import IRModule
-from relaykit.ir.op import Op
+from relaykit.ir.op import Op, default_registry
 from relaykit.ir.types import TensorType, TupleType, Type
 from relaykit.runtime.vm import (
     ALLOC_ADT,
@@ -199,7 +203,8 @@ class FunctionCompiler:
         self.env: dict[Var, int] = {}
         self.scopes: list[dict[int, int]] = [{}]
         self.captured = captured
-        #: register -> static output spec, for operator calls that may be planned
+        #: register -> static output spec (None: dynamic shape), for operator calls that
+        #: may be planned
         self.plannable: dict[int, Any] = {}
         self.uses: dict[int, int] | None = None
         self.consts: list[tuple[Any, ...]] = []
@@ -544,6 +549,8 @@ class FunctionCompiler:
         self.emit(INVOKE_PACKED, p, regs, r, 0)
         if _static(out):
             self.plannable[r] = out
+        elif _dynamic_plannable(op, out):
+            self.plannable[r] = None
 
     def emit_extern_call(self, node: Call, gv: GlobalVar, fn: Function, r: int) -> None:
         regs, groups, specs = self.flat_args(node)
@@ -557,10 +564,10 @@ class FunctionCompiler:
             self.plannable[r] = out
 
     # -- storage planning --------------------------------------------------------------------------
-    def plan_storage(self) -> list[tuple[Any, ...]]:
-        """Give fixed buffers to operator outputs read only by operator calls here."""
-        if not self.plannable:
-            return []
+    def escapes_and_defs(self) -> tuple[set[int], dict[int, int]]:
+        """Registers whose value leaves operator calls (moved, returned, stored, passed to
+        a function, or viewed by one that does), and how often an ``InvokePacked``
+        writes each register."""
         escapes: set[int] = set()
         defs: dict[int, int] = {}
         views: list[tuple[int, int]] = []
@@ -580,7 +587,21 @@ class FunctionCompiler:
         for src, dst in reversed(views):  # a view of a buffer escapes with the buffer
             if dst in escapes:
                 escapes.add(src)
-        planned = [r for r, spec in self.plannable.items() if r not in escapes and defs.get(r) == 1]
+        return escapes, defs
+
+    def plan_storage(self) -> list[tuple[Any, ...]]:
+        """Give fixed buffers to operator outputs read only by operator calls here."""
+        if not self.plannable:
+            return []
+        escapes, defs = self.escapes_and_defs()
+        kept = [r for r in self.plannable if r not in escapes and defs.get(r) == 1]
+        # Dynamic shapes: the frame keeps the output array, sized by the shape function
+        # at run time and reused while the shape stays the same.
+        dynamic = {r for r in kept if self.plannable[r] is None}
+        planned = [r for r in kept if r not in dynamic]
+        for ins in self.code:
+            if ins[0] == INVOKE_PACKED and ins[3] in dynamic:
+                ins[4] = 2
         if not planned:
             return []
         offsets: dict[int, int] = {}
@@ -602,6 +623,18 @@ class FunctionCompiler:
             if ins[0] == INVOKE_PACKED and ins[3] in chosen:
                 ins[4] = 1
         return prologue
+
+
+def _dynamic_plannable(op: Op, out: Any) -> bool:
+    """Whether an operator call of dynamic output type ``out`` can run into an array the
+    frame keeps: one tensor, a data-independent shape function, a host kernel."""
+    return (
+        isinstance(out, dict)
+        and out.get("t") == "tensor"
+        and default_registry.get_attr(op.name, "FShapeFunc") is not None
+        and not default_registry.get_attr(op.name, "TShapeDataDependent")
+        and op.name in host_kernel_names()
+    )
 
 
 def _nbytes(spec: Any) -> int:

@@ -61,6 +61,8 @@ class OpPrimitive(Primitive):
         self.out = record.out_type
         self.tuple_out = isinstance(self.out, dict) and self.out.get("t") == "tuple"
         self.dynamic = "None" in repr(self.out)
+        tensor_out = isinstance(self.out, dict) and self.out.get("t") == "tensor"
+        self.out_dtype = np.dtype(self.out["dtype"]) if tensor_out else None
         self.where = f"operator {name}"
         self.check_out = shape_checker(self.out, self.where)
         # Checks of whole arguments (a tuple argument is checked field by field by its
@@ -75,6 +77,7 @@ class OpPrimitive(Primitive):
             arena = shared["arena"] = _Arena()
         self.arena: _Arena = arena
         self.peak = -1
+        self.dedicated = name in host_kernel_names()
 
     def call(self, inputs: list[Any]) -> Any:
         kernel = self.kernel
@@ -121,7 +124,7 @@ class OpPrimitive(Primitive):
             )
 
     def bind(self, inputs: list[Any], out: np.ndarray) -> Callable[[], Any] | None:
-        if self.record.name not in host_kernel_names():
+        if not self.dedicated:
             return self.bind_reference(inputs, out)
         # Planned outputs have static shapes: the scratch a call needs is measured once.
         if self.peak < 0:
@@ -132,6 +135,38 @@ class OpPrimitive(Primitive):
         if self.peak > arena.arena.nbytes:
             arena.arena = np.empty(self.peak, np.uint8)
         return bind_kernel(self.record.name, self.attrs, inputs, [out], Scratch(arena.arena))
+
+    def bind_dynamic(
+        self, inputs: list[Any], previous: Any
+    ) -> tuple[np.ndarray, Callable[[], Any]] | None:
+        """The output shape from the shape function, an array of it (``previous`` if it
+        fits) and the host kernel bound to the inputs and that array."""
+        if self.shape_func is None or self.data_dependent or self.out_dtype is None:
+            return None
+        try:
+            shapes = self.shape_func(self.attrs, [_shapes(a) for a in inputs])
+        except RelayKitError:
+            raise
+        except Exception:  # a shape function of another signature: run the kernel as is
+            return None
+        if len(shapes) != 1:
+            return None
+        shape = tuple(int(d) for d in shapes[0])
+        dtype = self.out_dtype
+        if type(previous) is np.ndarray and previous.shape == shape and previous.dtype == dtype:
+            out = previous
+        else:
+            out = np.empty(shape, dtype)
+        self.check_out(out)
+        name = self.record.name
+        if not self.dedicated:
+            return out, self.bind_reference(inputs, out)
+        measure = Scratch(None)
+        bind_kernel(name, self.attrs, inputs, [out], measure)
+        arena = self.arena
+        if measure.peak > arena.arena.nbytes:
+            arena.arena = np.empty(measure.peak, np.uint8)
+        return out, bind_kernel(name, self.attrs, inputs, [out], Scratch(arena.arena))
 
     def bind_reference(self, inputs: list[Any], out: np.ndarray) -> Callable[[], Any]:
         """The reference kernel, its result checked and copied into ``out``."""
