@@ -191,7 +191,7 @@ _TEXT: dict[int, Callable[[Instruction], str]] = {
     RET: lambda i: f"ret ${i[1]}",
     INVOKE_PACKED: lambda i: (
         f"invoke_packed PackedFunc[{i[1]}] (in: {_regs(i[2])}, out: ${i[3]})"
-        + ("" if not i[4] else " planned" if i[4] == 1 else " planned dynamic")
+        + ("" if not i[4] else " planned dynamic" if i[4] in (2, 4) else " planned")
     ),
     INVOKE_FUNC: lambda i: f"invoke ${i[3]} VMFunc[{i[1]}]({_regs(i[2])})",
     INVOKE_CLOSURE: lambda i: f"invoke_closure ${i[3]} ${i[1]}({_regs(i[2])})",
@@ -347,6 +347,8 @@ def shape_checker(spec: Any, where: str) -> Callable[[Any], None]:
     """:func:`check_shape` for one spec, with a fast path for static tensor types."""
     static = _static_shape(spec)
     if static is None:
+        if isinstance(spec, dict) and spec.get("t") == "tensor":
+            return _dynamic_checker(spec, where)
         return lambda value: check_shape(value, spec, where)
     want_dtype = np.dtype(spec["dtype"])
 
@@ -357,6 +359,29 @@ def shape_checker(spec: Any, where: str) -> Callable[[Any], None]:
             or (value.dtype is not want_dtype and value.dtype != want_dtype)
         ):
             check_shape(value, spec, where)
+
+    return check
+
+
+def _dynamic_checker(spec: Any, where: str) -> Callable[[Any], None]:
+    """:func:`check_shape` for a tensor type with dynamic dimensions (the fast path
+    compares the rank, the dtype and the static dimensions)."""
+    want_dtype = np.dtype(spec["dtype"])
+    rank = len(spec["shape"])
+    fixed = [(i, d) for i, d in enumerate(spec["shape"]) if d is not None]
+
+    def check(value: Any) -> None:
+        if (
+            type(value) is not np.ndarray
+            or value.ndim != rank
+            or (value.dtype is not want_dtype and value.dtype != want_dtype)
+        ):
+            check_shape(value, spec, where)
+            return
+        shape = value.shape
+        for i, d in fixed:
+            if shape[i] != d:
+                check_shape(value, spec, where)
 
     return check
 
@@ -736,7 +761,7 @@ def _validate_instruction(
     if op in (INVOKE_FUNC, ALLOC_CLOSURE) and not (type(ins[1]) is int and 0 <= ins[1] < nf):
         raise _bad(fn, pc, "function index out of range")
     if op == INVOKE_PACKED and not (
-        type(ins[1]) is int and 0 <= ins[1] < np_ and ins[4] in (0, 1, 2)
+        type(ins[1]) is int and 0 <= ins[1] < np_ and ins[4] in (0, 1, 2, 3, 4)
     ):
         raise _bad(fn, pc, "primitive index out of range or bad storage mode")
     if op == LOAD_CONST and not (type(ins[1]) is int and 0 <= ins[1] < nc):
@@ -864,13 +889,15 @@ class Executable:
 
 
 class _Frame:
-    """One activation's registers and bound-kernel slots (pooled per function)."""
+    """One activation's registers and bound-kernel slots (pooled per function). The
+    last slot counts the times an output of dynamic shape became another array (the
+    kernels of ``planned`` mode 4 check their inputs again only then)."""
 
     __slots__ = ("regs", "slots")
 
     def __init__(self, regs: list[Any], ncode: int) -> None:
         self.regs = regs
-        self.slots: list[Any] = [None] * ncode
+        self.slots: list[Any] = [None] * ncode + [0]
 
 
 def _to_runtime(value: Any) -> Any:
@@ -1147,7 +1174,47 @@ class VirtualMachine:
         while True:
             ins = code[pc]
             op = ins[0]
-            if op == INVOKE_PACKED:
+            if op == INVOKE_PACKED and ins[4] == 4:
+                # Dynamic shape, inputs are frame-owned arrays: checked again only when
+                # one of them may have become another array.
+                slot = slots[pc]
+                if slot is None or slot[0] != slots[-1]:
+                    prim = prims[ins[1]]
+                    vals = [regs[r] for r in ins[2]]
+                    if prim.record.groups:
+                        vals = _regroup(vals, prim.record.groups)
+                    key = tuple(map(id, vals))
+                    if slot is None or slot[2] != key:
+                        prim.check_inputs([regs[r] for r in ins[2]])
+                        bound = prim.bind_dynamic(vals, regs[ins[3]])
+                        if bound is None:
+                            slots[-1] += 1
+                            slots[pc] = None
+                            regs[ins[3]] = prim.call(vals)
+                            pc += 1
+                            continue
+                        if bound[0] is not regs[ins[3]]:
+                            slots[-1] += 1
+                        regs[ins[3]] = bound[0]
+                        slot = (0, bound[1], key, vals)
+                    slot = slots[pc] = (slots[-1], slot[1], key, slot[3])
+                slot[1]()
+                pc += 1
+            elif op == INVOKE_PACKED and ins[4] == 3:
+                # Planned, inputs fixed for the frame: the kernel bound once.
+                run = slots[pc]
+                if run is None:
+                    prim = prims[ins[1]]
+                    vals = [regs[r] for r in ins[2]]
+                    prim.check_inputs(vals)
+                    if prim.record.groups:
+                        vals = _regroup(vals, prim.record.groups)
+                    run = slots[pc] = prim.bind(vals, regs[ins[3]])
+                    if run is None:
+                        raise ExecutionError(f"{prim.describe()} cannot run into planned storage")
+                run()
+                pc += 1
+            elif op == INVOKE_PACKED:
                 prim = prims[ins[1]]
                 groups = prim.record.groups
                 vals = [regs[r] for r in ins[2]]
@@ -1173,6 +1240,7 @@ class VirtualMachine:
                     if slot is None or slot[0] != key:
                         prim.check_inputs([regs[r] for r in ins[2]])
                         bound = prim.bind_dynamic(vals, regs[ins[3]])
+                        slots[-1] += 1 if bound is None or bound[0] is not regs[ins[3]] else 0
                         if bound is None:
                             regs[ins[3]] = prim.call(vals)
                             pc += 1
@@ -1247,7 +1315,13 @@ class VirtualMachine:
                 regs[ins[3]] = clo
                 pc += 1
             elif op == RESHAPE_TENSOR:
-                regs[ins[3]] = _reshape(regs[ins[1]], ins[2])
+                # The same source array gives the same view object (kernels bound to it
+                # stay bound).
+                src = regs[ins[1]]
+                slot = slots[pc]
+                if slot is None or slot[0] is not src:
+                    slot = slots[pc] = (src, _reshape(src, ins[2]))
+                regs[ins[3]] = slot[1]
                 pc += 1
             elif op == FATAL:
                 raise ExecutionError(ins[1])

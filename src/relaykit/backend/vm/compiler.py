@@ -19,7 +19,8 @@ After a function is emitted, its storage is planned: the output of an
 operator call of static shape whose value is only ever read by other operator
 calls of the same function gets a fixed buffer, allocated by the function's
 prologue (``AllocStorage``/``AllocTensor``), and the call becomes
-destination-passing (``planned``). Such an output of dynamic shape, when the
+destination-passing (``planned``; when its inputs are constants and other
+planned buffers, its kernel is bound once per frame). Such an output of dynamic shape, when the
 operator has a data-independent shape function and a host kernel, is
 ``planned dynamic``: the frame keeps its array, sized by the shape function at
 run time and reused while the shape stays the same.
@@ -33,6 +34,7 @@ import numpy as np
 
 from relaykit.backend.graph_plan import attrs_to_json
 from relaykit.backend.host_kernels import host_kernel_names
+from relaykit.backend.vm.primitives import VIEW_OPS
 from relaykit.errors import BuildError
 from relaykit.ir.adt import (
     Clause,
@@ -87,7 +89,7 @@ __all__ = ["ProgramCompiler", "type_spec"]
 
 _ALIGN = 64
 #: Operators whose result is their input viewed with another (static) shape.
-RESHAPE_OPS = frozenset({"reshape", "squeeze", "expand_dims", "nn.batch_flatten"})
+RESHAPE_OPS = VIEW_OPS
 
 
 def type_spec(ty: Type | None) -> Any:
@@ -589,6 +591,19 @@ class FunctionCompiler:
                 escapes.add(src)
         return escapes, defs
 
+    def mark_dynamic(self, dynamic: set[int], planned: set[int]) -> None:
+        """Mark the calls of frame-owned outputs of dynamic shape: mode 4 when every
+        input is a constant, a planned buffer, such an output or a view of one (the
+        frame notices when one of those becomes another array), else mode 2 (the
+        inputs' identity is checked on every run)."""
+        owned = planned | {c[2] for c in self.consts}
+        for ins in self.code:
+            if ins[0] == RESHAPE_TENSOR and ins[1] in owned:
+                owned.add(ins[3])
+            elif ins[0] == INVOKE_PACKED and ins[3] in dynamic:
+                ins[4] = 4 if all(r in owned for r in ins[2]) else 2
+                owned.add(ins[3])
+
     def plan_storage(self) -> list[tuple[Any, ...]]:
         """Give fixed buffers to operator outputs read only by operator calls here."""
         if not self.plannable:
@@ -599,9 +614,7 @@ class FunctionCompiler:
         # at run time and reused while the shape stays the same.
         dynamic = {r for r in kept if self.plannable[r] is None}
         planned = [r for r in kept if r not in dynamic]
-        for ins in self.code:
-            if ins[0] == INVOKE_PACKED and ins[3] in dynamic:
-                ins[4] = 2
+        self.mark_dynamic(dynamic, set(planned))
         if not planned:
             return []
         offsets: dict[int, int] = {}
@@ -619,21 +632,29 @@ class FunctionCompiler:
                 (ALLOC_TENSOR, storage, offsets[r], list(spec["shape"]), spec["dtype"], r)
             )
         chosen = set(planned)
+        # Registers that hold the same array for the life of a frame: constants, planned
+        # buffers and views of them. A planned call reading only those binds its kernel
+        # once per frame (``planned`` mode 3: no check of its inputs' identity).
+        fixed = chosen | {c[2] for c in self.consts}
+        for ins in self.code:
+            if ins[0] == RESHAPE_TENSOR and ins[1] in fixed:
+                fixed.add(ins[3])
         for ins in self.code:
             if ins[0] == INVOKE_PACKED and ins[3] in chosen:
-                ins[4] = 1
+                ins[4] = 3 if all(r in fixed for r in ins[2]) else 1
         return prologue
 
 
 def _dynamic_plannable(op: Op, out: Any) -> bool:
     """Whether an operator call of dynamic output type ``out`` can run into an array the
-    frame keeps: one tensor, a data-independent shape function, a host kernel."""
+    frame keeps: one tensor, a data-independent shape function, a host kernel (or a
+    reshape: a view of its input)."""
     return (
         isinstance(out, dict)
         and out.get("t") == "tensor"
         and default_registry.get_attr(op.name, "FShapeFunc") is not None
         and not default_registry.get_attr(op.name, "TShapeDataDependent")
-        and op.name in host_kernel_names()
+        and (op.name in host_kernel_names() or op.name in VIEW_OPS)
     )
 
 
