@@ -348,3 +348,15 @@ def test_dynamic_batch_model_runs_any_batch_from_one_artifact(tmp_path):
         np.testing.assert_allclose(got, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-6)
     with pytest.raises(ExecutionError, match=r"nn.dense.*\(2, 7\)"):
         vm.invoke("main", rand(2, 7))
+
+
+def test_a_tensor_in_a_one_element_list_is_that_tensor_as_on_tvms_vm():
+    x = relay.var("x", shape=(), dtype="float32")
+    mod = tvm.IRModule.from_expr(relay.Function([x], x + relay.const(2.0)))
+    vm = VirtualMachine(relay.vm.compile(mod, target="llvm"), tvm.cpu())
+    v = np.array(1.5, "float32")
+    assert float(vm.invoke("main", [v]).numpy()) == 3.5
+    assert float(vm.invoke("main", (tvm.nd.array(v),)).numpy()) == 3.5
+    # A list of numbers is still an array (of shape (1,), which the type refuses).
+    with pytest.raises(ExecutionError, match=r"add argument 0.*\(1,\)"):
+        vm.invoke("main", [1.5])

@@ -913,9 +913,14 @@ def _from_user(value: Any, spec: Any, name: str) -> Any:
     interpreter does), tuples as ADTs."""
     if isinstance(value, NDArray):
         value = value.numpy()
-    if isinstance(value, (ADT, tuple, list)) and not (
-        isinstance(spec, dict) and spec.get("t") == "tensor"
-    ):
+    tensor = isinstance(spec, dict) and spec.get("t") == "tensor"
+    if tensor and isinstance(value, (ADT, tuple, list)) and len(value) == 1:
+        # TVM's VM makes a Python list a tuple object, and an operator given a tuple
+        # object takes its fields: one tensor in a list stands for that tensor.
+        (only,) = value.fields if isinstance(value, ADT) else value
+        if isinstance(only, (np.ndarray, NDArray)):
+            return _from_user(only, spec, name)
+    if isinstance(value, (ADT, tuple, list)) and not tensor:
         fields = value.fields if isinstance(value, ADT) else list(value)
         sub = (
             spec["fields"]
