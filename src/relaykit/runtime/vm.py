@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import struct
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -191,7 +192,7 @@ _TEXT: dict[int, Callable[[Instruction], str]] = {
     RET: lambda i: f"ret ${i[1]}",
     INVOKE_PACKED: lambda i: (
         f"invoke_packed PackedFunc[{i[1]}] (in: {_regs(i[2])}, out: ${i[3]})"
-        + ("" if not i[4] else " planned dynamic" if i[4] in (2, 4) else " planned")
+        + ("" if i[4] in (0, 5) else " planned dynamic" if i[4] in (2, 4) else " planned")
     ),
     INVOKE_FUNC: lambda i: f"invoke ${i[3]} VMFunc[{i[1]}]({_regs(i[2])})",
     INVOKE_CLOSURE: lambda i: f"invoke_closure ${i[3]} ${i[1]}({_regs(i[2])})",
@@ -761,7 +762,7 @@ def _validate_instruction(
     if op in (INVOKE_FUNC, ALLOC_CLOSURE) and not (type(ins[1]) is int and 0 <= ins[1] < nf):
         raise _bad(fn, pc, "function index out of range")
     if op == INVOKE_PACKED and not (
-        type(ins[1]) is int and 0 <= ins[1] < np_ and ins[4] in (0, 1, 2, 3, 4)
+        type(ins[1]) is int and 0 <= ins[1] < np_ and ins[4] in (0, 1, 2, 3, 4, 5)
     ):
         raise _bad(fn, pc, "primitive index out of range or bad storage mode")
     if op == LOAD_CONST and not (type(ins[1]) is int and 0 <= ins[1] < nc):
@@ -1155,10 +1156,7 @@ class VirtualMachine:
             elif op == ALLOC_STORAGE:
                 regs[ins[4]] = np.empty(ins[1], np.uint8)
             else:  # ALLOC_TENSOR
-                dt = np.dtype(ins[4])
-                n = int(np.prod(ins[3], dtype=np.int64)) * dt.itemsize
-                off = ins[2]
-                regs[ins[5]] = regs[ins[1]][off : off + n].view(dt).reshape(ins[3])
+                regs[ins[5]] = _tensor_in(regs[ins[1]], ins[2], ins[3], ins[4])
         return _Frame(regs, len(fn.code))
 
     def execute(self, findex: int, args: list[Any]) -> Any:  # noqa: C901, PLR0912, PLR0915
@@ -1237,7 +1235,7 @@ class VirtualMachine:
                             )
                         slot = slots[pc] = (key, run, vals)
                     slot[1]()
-                elif ins[4]:
+                elif ins[4] == 2:
                     # Dynamic shape, frame-owned output: bound again only when an input
                     # is another array (the arrays of one shape are reused run to run).
                     slot = slots[pc]
@@ -1253,8 +1251,22 @@ class VirtualMachine:
                         regs[ins[3]] = bound[0]
                         slot = slots[pc] = (key, bound[1], vals)
                     slot[1]()
+                elif ins[4] == 5:
+                    # A fresh output (allocated just before): the host kernel bound to it.
+                    prim.check_inputs([regs[r] for r in ins[2]])
+                    run = prim.bind(vals, regs[ins[3]])
+                    if run is None:
+                        regs[ins[3]] = prim.call(vals)
+                    else:
+                        run()
                 else:
                     regs[ins[3]] = prim.call(vals)
+                pc += 1
+            elif op == ALLOC_STORAGE:
+                regs[ins[4]] = np.empty(ins[1], np.uint8)
+                pc += 1
+            elif op == ALLOC_TENSOR:
+                regs[ins[5]] = _tensor_in(regs[ins[1]], ins[2], ins[3], ins[4])
                 pc += 1
             elif op == MOVE:
                 regs[ins[2]] = regs[ins[1]]
@@ -1332,6 +1344,23 @@ class VirtualMachine:
                 raise ExecutionError(ins[1])
             else:
                 raise ExecutionError(f"unknown VM instruction {format_instruction(ins)}")
+
+
+_DTYPES: dict[str, np.dtype[Any]] = {}
+
+
+def _tensor_in(storage: np.ndarray, offset: int, shape: list[int], dtype: str) -> np.ndarray:
+    """``alloc_tensor``: a tensor of ``shape`` and ``dtype`` at ``offset`` of ``storage``."""
+    dt = _DTYPES.get(dtype)
+    if dt is None:
+        dt = _DTYPES[dtype] = np.dtype(dtype)
+    n = math.prod(shape) * dt.itemsize
+    if offset + n > storage.nbytes:
+        raise ExecutionError(
+            f"alloc_tensor: {tuple(shape)} {dtype} at offset {offset} does not fit in a "
+            f"storage of {storage.nbytes} bytes"
+        )
+    return storage[offset : offset + n].view(dt).reshape(shape)
 
 
 def _reshape(value: Any, shape: list[int]) -> np.ndarray:

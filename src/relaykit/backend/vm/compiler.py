@@ -131,6 +131,8 @@ class ProgramCompiler:
         self.const_index: dict[int, int] = {}
         self.pending: list[tuple[int, Function, list[Var], str]] = []
         self.constructor_wrappers: dict[int, int] = {}
+        #: operators with a dedicated host kernel
+        self.host_ops = frozenset(host_kernel_names())
 
     def compile(self) -> None:
         for gv, fn in self.mod.items():
@@ -209,6 +211,8 @@ class FunctionCompiler:
         #: may be planned
         self.plannable: dict[int, Any] = {}
         self.uses: dict[int, int] | None = None
+        #: registers of operator calls of static shape that have a host kernel
+        self.host_static: set[int] = set()
         self.consts: list[tuple[Any, ...]] = []
 
     # -- registers and scopes ---------------------------------------------------------------
@@ -551,7 +555,9 @@ class FunctionCompiler:
         self.emit(INVOKE_PACKED, p, regs, r, 0)
         if _static(out):
             self.plannable[r] = out
-        elif _dynamic_plannable(op, out):
+            if op.name in self.prog.host_ops:
+                self.host_static.add(r)
+        elif _dynamic_plannable(op, out, self.prog.host_ops):
             self.plannable[r] = None
 
     def emit_extern_call(self, node: Call, gv: GlobalVar, fn: Function, r: int) -> None:
@@ -604,6 +610,33 @@ class FunctionCompiler:
                 ins[4] = 4 if all(r in owned for r in ins[2]) else 2
                 owned.add(ins[3])
 
+    def allocate_fresh(self, planned: set[int]) -> None:
+        """Operator calls of static shape with a host kernel whose output is not planned
+        (it leaves the function) allocate it in the body (``alloc_storage`` and
+        ``alloc_tensor`` before the call, as TVM's VM does) and run the host kernel
+        into it (``planned`` mode 5: bound on each run)."""
+        fresh = self.host_static - planned
+        if not fresh:
+            return
+        code: list[list[Any]] = []
+        where: list[int] = []  # old pc -> new pc
+        for ins in self.code:
+            where.append(len(code))
+            if ins[0] == INVOKE_PACKED and ins[3] in fresh and ins[4] == 0:
+                spec = self.plannable[ins[3]]
+                storage = self.new_reg()
+                code.append([ALLOC_STORAGE, max(_nbytes(spec), 1), _ALIGN, "uint8", storage])
+                code.append([ALLOC_TENSOR, storage, 0, list(spec["shape"]), spec["dtype"], ins[3]])
+                ins[4] = 5
+            code.append(ins)
+        where.append(len(code))
+        for ins in code:
+            if ins[0] == IF:
+                ins[3] = where[ins[3]]
+            elif ins[0] == GOTO:
+                ins[1] = where[ins[1]]
+        self.code = code
+
     def plan_storage(self) -> list[tuple[Any, ...]]:
         """Give fixed buffers to operator outputs read only by operator calls here."""
         if not self.plannable:
@@ -615,6 +648,7 @@ class FunctionCompiler:
         dynamic = {r for r in kept if self.plannable[r] is None}
         planned = [r for r in kept if r not in dynamic]
         self.mark_dynamic(dynamic, set(planned))
+        self.allocate_fresh(set(planned))
         if not planned:
             return []
         offsets: dict[int, int] = {}
@@ -645,7 +679,7 @@ class FunctionCompiler:
         return prologue
 
 
-def _dynamic_plannable(op: Op, out: Any) -> bool:
+def _dynamic_plannable(op: Op, out: Any, host_ops: frozenset[str]) -> bool:
     """Whether an operator call of dynamic output type ``out`` can run into an array the
     frame keeps: one tensor, a data-independent shape function, a host kernel (or a
     reshape: a view of its input)."""
@@ -654,7 +688,7 @@ def _dynamic_plannable(op: Op, out: Any) -> bool:
         and out.get("t") == "tensor"
         and default_registry.get_attr(op.name, "FShapeFunc") is not None
         and not default_registry.get_attr(op.name, "TShapeDataDependent")
-        and (op.name in host_kernel_names() or op.name in VIEW_OPS)
+        and (op.name in host_ops or op.name in VIEW_OPS)
     )
 
 
