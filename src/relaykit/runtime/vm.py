@@ -192,7 +192,7 @@ _TEXT: dict[int, Callable[[Instruction], str]] = {
     RET: lambda i: f"ret ${i[1]}",
     INVOKE_PACKED: lambda i: (
         f"invoke_packed PackedFunc[{i[1]}] (in: {_regs(i[2])}, out: ${i[3]})"
-        + ("" if i[4] in (0, 5) else " planned dynamic" if i[4] in (2, 4) else " planned")
+        + ("" if i[4] in (0, 5, 6) else " planned dynamic" if i[4] in (2, 4) else " planned")
     ),
     INVOKE_FUNC: lambda i: f"invoke ${i[3]} VMFunc[{i[1]}]({_regs(i[2])})",
     INVOKE_CLOSURE: lambda i: f"invoke_closure ${i[3]} ${i[1]}({_regs(i[2])})",
@@ -762,7 +762,7 @@ def _validate_instruction(
     if op in (INVOKE_FUNC, ALLOC_CLOSURE) and not (type(ins[1]) is int and 0 <= ins[1] < nf):
         raise _bad(fn, pc, "function index out of range")
     if op == INVOKE_PACKED and not (
-        type(ins[1]) is int and 0 <= ins[1] < np_ and ins[4] in (0, 1, 2, 3, 4, 5)
+        type(ins[1]) is int and 0 <= ins[1] < np_ and ins[4] in (0, 1, 2, 3, 4, 5, 6)
     ):
         raise _bad(fn, pc, "primitive index out of range or bad storage mode")
     if op == LOAD_CONST and not (type(ins[1]) is int and 0 <= ins[1] < nc):
@@ -1251,6 +1251,15 @@ class VirtualMachine:
                         regs[ins[3]] = bound[0]
                         slot = slots[pc] = (key, bound[1], vals)
                     slot[1]()
+                elif ins[4] == 6:
+                    # Dynamic shape, a new output each run: sized by the shape function.
+                    prim.check_inputs([regs[r] for r in ins[2]])
+                    bound = prim.bind_dynamic(vals, None)
+                    if bound is None:
+                        regs[ins[3]] = prim.call(vals)
+                    else:
+                        bound[1]()
+                        regs[ins[3]] = bound[0]
                 elif ins[4] == 5:
                     # A fresh output (allocated just before): the host kernel bound to it.
                     prim.check_inputs([regs[r] for r in ins[2]])

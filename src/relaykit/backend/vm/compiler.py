@@ -601,14 +601,23 @@ class FunctionCompiler:
         """Mark the calls of frame-owned outputs of dynamic shape: mode 4 when every
         input is a constant, a planned buffer, such an output or a view of one (the
         frame notices when one of those becomes another array), else mode 2 (the
-        inputs' identity is checked on every run)."""
+        inputs' identity is checked on every run). Such calls whose output leaves the
+        function are mode 6: a new array each run, the host kernel bound to it."""
         owned = planned | {c[2] for c in self.consts}
+        prims = self.prog.primitives
         for ins in self.code:
             if ins[0] == RESHAPE_TENSOR and ins[1] in owned:
                 owned.add(ins[3])
             elif ins[0] == INVOKE_PACKED and ins[3] in dynamic:
                 ins[4] = 4 if all(r in owned for r in ins[2]) else 2
                 owned.add(ins[3])
+            elif (
+                ins[0] == INVOKE_PACKED
+                and self.plannable.get(ins[3], 0) is None
+                and prims[ins[1]].name not in VIEW_OPS
+            ):
+                # Leaves the function: a new array each run, sized by the shape function.
+                ins[4] = 6
 
     def allocate_fresh(self, planned: set[int]) -> None:
         """Operator calls of static shape with a host kernel whose output is not planned
