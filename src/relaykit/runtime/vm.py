@@ -912,9 +912,11 @@ def _to_runtime(value: Any) -> Any:
 def _from_user(value: Any, spec: Any, name: str) -> Any:
     """A user's input as a machine value: arrays (cast to the parameter's dtype as the
     interpreter does), tuples as ADTs."""
+    tensor = isinstance(spec, dict) and spec.get("t") == "tensor"
+    if tensor and type(value) is np.ndarray and _dtype_name(value.dtype) == spec["dtype"]:
+        return value
     if isinstance(value, NDArray):
         value = value.numpy()
-    tensor = isinstance(spec, dict) and spec.get("t") == "tensor"
     if tensor and isinstance(value, (ADT, tuple, list)) and len(value) == 1:
         # TVM's VM makes a Python list a tuple object, and an operator given a tuple
         # object takes its fields: one tensor in a list stands for that tensor.
@@ -943,7 +945,7 @@ def _from_user(value: Any, spec: Any, name: str) -> Any:
     if isinstance(value, VMClosure):
         return value
     arr = np.asarray(value)
-    if isinstance(spec, dict) and spec.get("t") == "tensor" and arr.dtype.name != spec["dtype"]:
+    if tensor and _dtype_name(arr.dtype) != spec["dtype"]:
         if not isinstance(value, np.ndarray) or np.can_cast(arr.dtype, spec["dtype"], "same_kind"):
             arr = arr.astype(spec["dtype"])
         else:
