@@ -5,12 +5,14 @@ Every expected value is computed independently with NumPy (the interpreter is
 compared too, as a second opinion, never as the only reference).
 """
 
+import shutil
+
 import numpy as np
 import pytest
 
 import relaykit as tvm
 from relaykit import relay
-from relaykit.contrib import dnnl
+from relaykit.contrib import ccompiler, dnnl
 from relaykit.errors import ExecutionError
 from relaykit.relay.loops import while_loop
 from relaykit.runtime.vm import VirtualMachine
@@ -211,3 +213,21 @@ def test_dynamic_module_is_optimised_batch_norm_folded():
     want = np.maximum((conv - mean[:, None, None]) * scale[:, None, None] + beta[:, None, None], 0)
     got = VirtualMachine(exe, tvm.cpu()).invoke("main", data).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_ccompiler_partition_of_a_dynamic_model_offloads_only_its_static_region():
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("no C compiler")
+    s = relay.var("s", shape=(1, 4))
+    q = relay.var("q", shape=(relay.Any(), 4))
+    static = relay.tanh(relay.add(s, s) * s)  # a static region
+    out = relay.subtract(q * static, q)  # dynamic: on the VM's host kernels
+    mod = ccompiler.partition_for_ccompiler(tvm.IRModule.from_expr(relay.Function([s, q], out)))
+    exe = relay.vm.compile(mod, target="llvm")
+    assert primitive_kinds(exe).count("extern") == 1
+    vm = VirtualMachine(exe, tvm.cpu())
+    sv = rand(1, 4)
+    for batch in (1, 5):
+        qv = rand(batch, 4)
+        want = qv * np.tanh((sv + sv) * sv) - qv
+        np.testing.assert_allclose(vm.invoke("main", sv, qv).numpy(), want, rtol=1e-5, atol=1e-6)
