@@ -24,7 +24,14 @@ from relaykit.ir.attrs import Attrs
 from relaykit.ir.expr import Call, Constant, Expr, Tuple, TupleWrapper
 from relaykit.ir.types import TensorType, TupleType, Type
 
-from ._relations import INT_DTYPES, broadcast_shape, normalize_axis, tensor_arg, tuple_arg
+from ._relations import (
+    INT_DTYPES,
+    broadcast_shape,
+    normalize_axis,
+    static,
+    tensor_arg,
+    tuple_arg,
+)
 from .define import OpPattern, TypeRelError, define_op, make_call
 
 __all__ = [
@@ -58,7 +65,9 @@ def _reshape_like_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     lb, le = _span(data.ndim, attrs.lhs_begin, attrs.lhs_end)
     rb, re = _span(like.ndim, attrs.rhs_begin, attrs.rhs_end)
     shape = data.shape[:lb] + like.shape[rb:re] + data.shape[le:]
-    if int(np.prod(shape, dtype=np.int64)) != int(np.prod(data.shape, dtype=np.int64)):
+    if static(*shape, *data.shape) and int(np.prod(shape, dtype=np.int64)) != int(
+        np.prod(data.shape, dtype=np.int64)
+    ):  # with symbolic or ? dims the sizes are checked at run time
         raise TypeRelError(f"reshape_like cannot reshape {data} to shape {shape}")
     return TensorType(shape, data.dtype)
 
