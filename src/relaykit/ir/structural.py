@@ -342,9 +342,6 @@ def _hash_tokens(root: Expr, map_free_vars: bool) -> list[Any]:
             ann = _data_key(n.type_annotation)
             tokens.append(("free", ann) if map_free_vars else ("free", id(n), ann))
             continue
-        if t is Constant:
-            tokens.append(_constant_key(n))
-            continue
         layout = t._layout
         token: list[Any] = [t.__name__]
         for f in layout:
