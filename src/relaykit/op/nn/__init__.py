@@ -26,12 +26,14 @@ from . import _ops, _solvers  # noqa: F401 - register the nn.* operators, their 
 from ._argmax_pool import max_pool2d_with_argmax
 from ._deformable import deformable_conv2d
 from ._extra_ops import avg_pool3d, lrn, max_pool3d
+from ._matmul import matmul
 from ._space import batch_to_space_nd, depth_to_space, space_to_batch_nd, space_to_depth
 
 __all__ = [
     "conv2d",
     "conv2d_transpose",
     "dense",
+    "matmul",
     "batch_matmul",
     "bias_add",
     "relu",
