@@ -32,7 +32,8 @@ from ._relations import (
     tensor_arg,
     tuple_arg,
 )
-from .define import OpPattern, TypeRelError, define_op, make_call
+from .define import OpPattern, TypeRelError, define_op, int_tuple, make_call
+from .transform import infer_reshape
 
 __all__ = [
     "reshape_like",
@@ -43,6 +44,7 @@ __all__ = [
     "trilu",
     "reverse_sequence",
     "sliding_window",
+    "reverse_reshape",
 ]
 
 _I = OpPattern.INJECTIVE
@@ -392,3 +394,37 @@ def sliding_window(data: Expr, axis: int, window_shape: Any, strides: Any) -> Ca
         window_shape=tuple(int(w) for w in window_shape),
         strides=tuple(int(s) for s in strides),
     )
+
+
+# -- reverse_reshape -------------------------------------------------------------------------------
+
+
+def _reverse_reshape_shape(shape: Sequence[Any], newshape: Sequence[int]) -> tuple[Any, ...]:
+    """``reshape``'s special values read from the right: both shapes reversed, the usual
+    inference, and the result reversed back."""
+    if -4 in newshape:
+        raise TypeRelError(f"reverse_reshape does not support -4 (splitting), got {newshape}")
+    return tuple(reversed(infer_reshape(tuple(reversed(shape)), tuple(reversed(newshape)))))
+
+
+def _reverse_reshape_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types, 0, "data")
+    return TensorType(_reverse_reshape_shape(data.shape, attrs.newshape), data.dtype)
+
+
+define_op(
+    "contrib_reverse_reshape",
+    num_inputs=1,
+    attrs={"newshape": None, "allowzero": False},
+    attrs_type_key="relay.attrs.ReshapeAttrs",
+    type_rel=_reverse_reshape_rel,
+    compute=lambda ins, attrs: ins[0].reshape(_reverse_reshape_shape(ins[0].shape, attrs.newshape)),
+    pattern=_I,
+    doc="reshape whose special values (0, -1, -2, -3) are matched from the right.",
+)
+
+
+def reverse_reshape(data: Expr, newshape: Any) -> Call:
+    """``reshape`` with its special values matched from the right: ``(10, 5, 4)`` with
+    ``(-1, 0)`` becomes ``(50, 4)``, where ``reshape`` would give ``(40, 5)``."""
+    return make_call("contrib_reverse_reshape", [data], newshape=int_tuple(newshape, "newshape"))
