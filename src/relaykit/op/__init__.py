@@ -35,6 +35,7 @@ from .elemwise import *  # noqa: F403
 from .elemwise import __all__ as _elemwise_all
 from .indexing import *  # noqa: F403
 from .indexing import __all__ as _indexing_all
+from .layout import layout_transform
 from .linalg import *  # noqa: F403
 from .linalg import __all__ as _linalg_all
 from .moments import *  # noqa: F403
@@ -93,4 +94,5 @@ __all__ = [
     *_moments_all,
     *_shape_like_all,
     *_sparse_all,
+    "layout_transform",
 ]
