@@ -803,7 +803,10 @@ class Region {
   // in the same layout, else a copy of it.
   int define_with_sum(int out, const memory::desc& dst_md, int residual) {
     int dead = dying(residual);
-    if (concat_parent_[out] < 0 && dead >= 0 && phys_[dead].md == dst_md)
+    // define() writes a region output straight into the caller's buffer (no alias): the
+    // residual must then be copied there first, as below.
+    bool direct_output = is_output_[out] && dst_md == plain_md(dims_[out]) && output_count(out) == 1;
+    if (concat_parent_[out] < 0 && !direct_output && dead >= 0 && phys_[dead].md == dst_md)
       return define(out, dst_md, dead);
     int p = define(out, dst_md);
     phys_[p].alias = -1;
