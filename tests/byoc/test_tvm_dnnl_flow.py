@@ -312,3 +312,55 @@ def test_dnnl_dense_accumulating_into_another_dense_output_is_right():
     assert any("dnnl" in gv.name_hint for gv in mod.get_global_vars())
     got = run(mod, x, s, kind="graph")
     np.testing.assert_allclose(got, x @ w.T + b + s @ k.T, rtol=1e-4, atol=1e-4)
+
+
+def _dnnl_function(params: list[relay.Var], body: relay.Expr) -> tvm.IRModule:
+    """main calling a hand-built dnnl function whose every input is a region input."""
+    f = relay.Function(params, body)
+    f = f.with_attr("Primitive", tvm.tir.IntImm("int32", 1)).with_attr("Compiler", "dnnl")
+    f = f.with_attr("global_symbol", "dnnl_hand_0")
+    gv = relay.GlobalVar("dnnl_hand_0")
+    mod = tvm.IRModule()
+    mod[gv] = f
+    outer = [relay.var(p.name_hint + "_o", p.type_annotation) for p in params]
+    mod["main"] = relay.Function(outer, gv(*outer))
+    return transform.InferType()(mod)
+
+
+@needs_onednn
+@pytest.mark.parametrize("kind", ["graph", "vm"])
+def test_dnnl_regions_read_weights_and_statistics_given_at_run_time(kind):
+    x, w = rand(1, 4, 6, 6), rand(4, 2, 3, 3)
+    gamma, beta, mean = rand(4), rand(4), rand(4)
+    var = RNG.uniform(0.5, 1.5, 4).astype("float32")
+    d, k = rand(3, 5), rand(2, 5)
+    ps = [
+        relay.var("x", shape=x.shape),
+        relay.var("w", shape=w.shape),
+        *(relay.var(n, shape=(4,)) for n in ("g", "b", "m", "v")),
+        relay.var("d", shape=d.shape),
+        relay.var("k", shape=k.shape),
+    ]
+    conv = relay.nn.conv2d(ps[0], ps[1], padding=(1, 1), groups=2, kernel_size=(3, 3))
+    bn = relay.nn.batch_norm(conv, *ps[2:6])[0]
+    mod = _dnnl_function(ps, relay.Tuple([bn, relay.nn.dense(ps[6], ps[7])]))
+    f = relay.create_executor(kind, mod=mod, device=tvm.cpu(), target="llvm").evaluate()
+    got_bn, got_dense = (t.numpy() for t in f(x, w, gamma, beta, mean, var, d, k))
+    c = conv_loops(x, w, (1, 1), (1, 1, 1, 1), (1, 1), 2)
+    along = (1, 4, 1, 1)
+    want = (c - mean.reshape(along)) / np.sqrt(var.reshape(along) + 1e-5)
+    want = want * gamma.reshape(along) + beta.reshape(along)
+    np.testing.assert_allclose(got_bn, want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got_dense, d @ k.T, rtol=1e-5, atol=1e-5)
+
+
+@needs_onednn
+def test_dnnl_runs_conv1d_as_a_unit_height_conv2d():
+    x, w = rand(1, 3, 20), rand(8, 3, 3)
+    xv = relay.var("x", shape=x.shape)
+    y = relay.nn.relu(relay.nn.conv1d(xv, relay.const(w), strides=2, padding=(1, 2), dilation=2))
+    mod = _dnnl_partition(function_of(y))
+    fns = [fn for gv, fn in mod.functions.items() if "dnnl" in gv.name_hint]
+    assert len(fns) == 1
+    want = np.maximum(conv_loops(x, w, (2,), (1, 2), (2,), 1), 0)
+    np.testing.assert_allclose(run(mod, x, kind="graph"), want, rtol=1e-5, atol=1e-5)

@@ -109,6 +109,15 @@ def _conv2d(call: Call) -> Verdict:
     return _constant_or_true(call.args[1], "weight")
 
 
+def _conv1d(call: Call) -> Verdict:
+    a = call.attrs
+    if a.data_layout != "NCW" or a.kernel_layout != "OIW" or a.out_layout not in ("", "NCW"):
+        return decline(f"layout {a.data_layout}/{a.kernel_layout}: the dnnl backend takes NCW/OIW")
+    if a.out_dtype not in ("", "float32", "bfloat16"):
+        return decline(f"out_dtype {a.out_dtype}: the dnnl backend runs float32 only")
+    return _constant_or_true(call.args[1], "weight")
+
+
 def _dense(call: Call) -> Verdict:
     if call.attrs.out_dtype not in ("", "float32", "bfloat16"):
         return decline(f"out_dtype {call.attrs.out_dtype}: the dnnl backend runs float32 only")
@@ -215,6 +224,7 @@ _ELTWISE_RULES: dict[str, Callable[[Call], Verdict]] = {name: _always for name i
 #: Op name -> rule (beyond the float32 / rank conditions every op must meet).
 RULES: dict[str, Callable[[Call], Verdict]] = {
     "nn.conv2d": _conv2d,
+    "nn.conv1d": _conv1d,
     "nn.dense": _dense,
     "nn.batch_matmul": _batch_matmul,
     "nn.layer_norm": _layer_norm,
