@@ -3,12 +3,13 @@
 Each rule rewrites one call (post order, so chains collapse in one walk) and only
 where the result has the same type as the call:
 
-- ``reshape(reshape(x))`` (and ``reshape`` / ``squeeze`` / ``expand_dims`` /
-  ``nn.batch_flatten`` chains ending in a ``reshape``) becomes one ``reshape`` of
+- ``reshape(reshape(x))`` (and ``reshape`` / ``contrib_reverse_reshape`` / ``squeeze`` /
+  ``expand_dims`` / ``nn.batch_flatten`` chains ending in a reshape) becomes one ``reshape`` of
   ``x``; a reshape, squeeze, expand_dims or transpose that keeps ``x``'s type and
   element order disappears;
 - ``transpose(transpose(x, p), q)`` becomes one ``transpose`` (or ``x`` itself);
-- ``cast(x, t)`` of an ``x`` already of dtype ``t`` disappears;
+- ``cast(x, t)`` of an ``x`` already of dtype ``t`` disappears, and a cast of a cast
+  that keeps every value (``int8 -> int32 -> float32``) becomes one cast;
 - ``x + 0``, ``x - 0``, ``x * 1``, ``x / 1`` (a constant of zeros or ones that does
   not broadcast ``x`` to a bigger shape) become ``x``;
 - ``(x + c1) + c2`` with constants ``c1``, ``c2`` becomes ``x + (c1 + c2)``, which
@@ -39,7 +40,7 @@ from relaykit.ir.op import Op
 from relaykit.ir.structural import structural_equal
 from relaykit.ir.type_check import infer_type_local
 from relaykit.ir.types import TensorType
-from relaykit.op import add, multiply, reshape, transpose
+from relaykit.op import add, cast, multiply, reshape, transpose
 
 from .fold_constant import rewrite_outside_opaque
 from .infer_type import infer_type
@@ -47,7 +48,10 @@ from .pass_infra import FunctionPass, PassContext
 
 __all__ = ["SimplifyExpr", "simplify_expr"]
 
-_SHAPE_OPS = frozenset({"reshape", "squeeze", "expand_dims", "nn.batch_flatten"})
+_SHAPE_OPS = frozenset(
+    {"reshape", "contrib_reverse_reshape", "squeeze", "expand_dims", "nn.batch_flatten"}
+)
+_RESHAPES = frozenset({"reshape", "contrib_reverse_reshape"})
 
 
 def _name(e: Expr) -> str:
@@ -77,7 +81,7 @@ def _simplify_shape_chain(new: Call, old: Call) -> Expr | None:
     src = new.args[0]
     if name in _SHAPE_OPS and _same_type(src, new):
         return src
-    if name != "reshape":
+    if name not in _RESHAPES:
         return None
     out = _static_tensor(old)
     if out is None:
@@ -152,6 +156,29 @@ def _fold_consecutive(new: Call) -> Expr | None:
     return out if _same_type(out, new) else None
 
 
+def _lossless(src: str, dst: str) -> bool:
+    """Whether every value of dtype ``src`` survives a cast to ``dst``."""
+    try:
+        return bool(np.can_cast(np.dtype(src), np.dtype(dst), casting="safe"))
+    except TypeError:  # a dtype NumPy does not know: assume it may lose values
+        return False
+
+
+def _simplify_cast(new: Call) -> Expr | None:
+    """``cast(x, t)`` of an ``x`` of dtype ``t`` is ``x``; ``cast(cast(x, a), b)`` whose
+    inner cast keeps every value of ``x`` is ``cast(x, b)``."""
+    src = new.args[0]
+    if _same_type(src, new):
+        return src
+    if _name(src) != "cast":
+        return None
+    x = src.args[0]  # type: ignore[attr-defined]
+    tx = _type_of(x)
+    if not isinstance(tx, TensorType) or not _lossless(tx.dtype, src.attrs.dtype):  # type: ignore[attr-defined]
+        return None
+    return x if tx.dtype == new.attrs.dtype else cast(x, new.attrs.dtype)
+
+
 def simplify_expr(expr: Expr) -> Expr:
     """``expr`` with the module docs' simplifications applied (types are inferred)."""
     if not expr.has_checked_type:
@@ -162,7 +189,7 @@ def simplify_expr(expr: Expr) -> Expr:
             return None
         name = new.op.name
         if name == "cast":
-            return new.args[0] if _same_type(new.args[0], new) else None
+            return _simplify_cast(new)
         if name == "transpose":
             if _same_type(new.args[0], new) and _static_tensor(new.args[0]) is not None:
                 t = _static_tensor(new.args[0])
