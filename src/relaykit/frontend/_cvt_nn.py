@@ -33,6 +33,13 @@ def matmul(ctx: NodeContext, a: Expr, b: Expr) -> Expr:
     if sa[-1] != sb[-2]:
         raise ctx.fail(f"cannot multiply {sa} by {sb}: inner dimensions differ")
     m, k, n = sa[-2], sa[-1], sb[-1]
+    if len(sb) == 2 and not all(type(d) is int for d in sa):  # ? leading dimensions
+        flat = op.reshape(a, (-1, k)) if len(sa) != 2 else a
+        out = op.nn.dense(flat, op.transpose(b, (1, 0)), units=n)
+        if len(sa) != 2:  # back to a's leading dimensions, known at run time
+            lead = op.strided_slice(op.shape_of(a, "int64"), [0], [len(sa) - 1])
+            out = op.reshape(out, op.concatenate([lead, Constant(np.array([n], "int64"))], 0))
+        return op.reshape(out, (-1,)) if squeeze_b else out
     if len(sb) == 2:
         flat = op.reshape(a, (-1, k)) if len(sa) != 2 else a
         out = op.nn.dense(flat, op.transpose(b, (1, 0)), units=n)
@@ -309,7 +316,8 @@ def _dropout(
     training_mode: Expr | None = None,
     **attrs: Any,
 ) -> list[Expr]:
-    if training_mode is not None and bool(ctx.scalar(training_mode, "training_mode")):
+    zero = ratio is not None and ctx.is_constant(ratio) and float(ctx.scalar(ratio, "ratio")) == 0
+    if training_mode is not None and not zero and bool(ctx.scalar(training_mode, "training_mode")):
         r = 0.5 if ratio is None else float(ctx.scalar(ratio, "ratio"))
         if r != 0.0:
             raise ctx.unsupported("random dropout in training mode")

@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 
 from relaykit import op
-from relaykit.ir.expr import Constant, Expr
+from relaykit.ir.expr import Constant, Expr, TupleGetItem
+from relaykit.op import dyn_ops
 
 from ._cvt_util import normalize_axis, scalar, static_reshape
 from ._limits import check_shape, check_unroll
@@ -29,11 +30,16 @@ def _shape(ctx: NodeContext, x: Expr, *, start: int = 0, end: Any = None) -> Exp
     n = len(shape)
     lo = max(0, min(n, start + n if start < 0 else start))
     hi = n if end is None else max(0, min(n, end + n if end < 0 else end))
+    if not all(type(d) is int for d in shape[lo:hi]):  # a ? dimension: shape_of at run time
+        dims = op.shape_of(x, "int64")
+        return dims if (lo, hi) == (0, n) else op.strided_slice(dims, [lo], [hi])
     return Constant(np.array(shape[lo:hi], dtype="int64"))
 
 
 @converter("Size", 1)
 def _size(ctx: NodeContext, x: Expr) -> Expr:
+    if not all(type(d) is int for d in ctx.shape(x)):
+        return op.ndarray_size(x, "int64")
     return Constant(np.array(math.prod(ctx.shape(x)), dtype="int64"))
 
 
@@ -73,6 +79,8 @@ def _reshape_v1(ctx: NodeContext, x: Expr, *, shape: Any = (), consumed_inputs: 
 
 @converter("Reshape", 5)
 def _reshape(ctx: NodeContext, x: Expr, shape: Expr, *, allowzero: int = 0) -> Expr:
+    if not ctx.is_constant(shape):  # a run-time target: dyn.reshape
+        return op.reshape(x, shape, allowzero=bool(allowzero))
     return _reshape_to(ctx, x, ctx.ints(shape, "shape"), allowzero)
 
 
@@ -117,6 +125,8 @@ def _squeeze_v1(ctx: NodeContext, x: Expr, *, axes: Any = None) -> Expr:
 
 @converter("Squeeze", 13)
 def _squeeze_v13(ctx: NodeContext, x: Expr, axes: Expr | None = None) -> Expr:
+    if axes is not None and not ctx.is_constant(axes):
+        return op.squeeze(x, axes)
     return _squeeze(ctx, x, None if axes is None else ctx.ints(axes, "axes"))
 
 
@@ -138,6 +148,8 @@ def _unsqueeze_v1(ctx: NodeContext, x: Expr, *, axes: Any = ()) -> Expr:
 
 @converter("Unsqueeze", 13)
 def _unsqueeze_v13(ctx: NodeContext, x: Expr, axes: Expr) -> Expr:
+    if not ctx.is_constant(axes):
+        return dyn_ops.unsqueeze(x, axes)
     return _unsqueeze(ctx, x, ctx.ints(axes, "axes"))
 
 
@@ -180,6 +192,9 @@ def _split_v2(ctx: NodeContext, x: Expr, split: Expr | None = None, *, axis: int
 
 @converter("Split", 13)
 def _split_v13(ctx: NodeContext, x: Expr, split: Expr | None = None, *, axis: int = 0, **kw: Any):
+    if split is not None and not ctx.is_constant(split):
+        parts = dyn_ops.split(x, split, normalize_axis(ctx, axis, ctx.ndim(x)))
+        return [TupleGetItem(parts, k) for k in range(ctx.num_outputs)]
     sizes = None if split is None else ctx.ints(split, "split")
     return _split(ctx, x, axis, sizes, int(kw.get("num_outputs") or 0))
 
@@ -224,6 +239,11 @@ def _slice_v10(
     axes: Expr | None = None,
     steps: Expr | None = None,
 ) -> Expr:
+    if not all(ctx.is_constant(e) for e in (starts, ends, axes, steps) if e is not None):
+        empty = Constant(np.zeros(0, "int64"))
+        return dyn_ops.slice_axes(
+            x, starts, ends, empty if axes is None else axes, empty if steps is None else steps
+        )
     return _slice(
         ctx,
         x,
@@ -248,6 +268,8 @@ def _gather(ctx: NodeContext, x: Expr, indices: Expr, *, axis: int = 0) -> Expr:
 
 @converter("Expand", 8)
 def _expand(ctx: NodeContext, x: Expr, shape: Expr) -> Expr:
+    if not ctx.is_constant(shape):
+        return dyn_ops.expand(x, shape)
     target = ctx.ints(shape, "shape")
     try:
         out = np.broadcast_shapes(ctx.shape(x), target)
@@ -260,6 +282,8 @@ def _expand(ctx: NodeContext, x: Expr, shape: Expr) -> Expr:
 
 @converter("Tile", 6)
 def _tile(ctx: NodeContext, x: Expr, repeats: Expr) -> Expr:
+    if not ctx.is_constant(repeats):
+        return op.tile(x, repeats)
     return op.tile(x, ctx.ints(repeats, "repeats"))
 
 
@@ -322,6 +346,10 @@ def _pad_v11(
     *,
     mode: str = "constant",
 ) -> Expr:
+    if not all(ctx.is_constant(e) for e in (pads, value, axes) if e is not None):
+        empty = Constant(np.zeros(0, "int64"))
+        fill = value if value is not None else scalar(0, ctx.dtype(x))
+        return dyn_ops.pad_axes(x, pads, fill, empty if axes is None else axes, mode)
     ax = None if axes is None else ctx.ints(axes, "axes")
     return _pad(ctx, x, ctx.ints(pads, "pads"), value, mode, ax)
 
@@ -363,6 +391,9 @@ def _constant(ctx: NodeContext, **attrs: Any) -> Expr:
 
 @converter("ConstantOfShape", 9)
 def _constant_of_shape(ctx: NodeContext, shape: Expr, *, value: Any = None) -> Expr:
+    if not ctx.is_constant(shape):
+        fill = np.zeros(1, dtype="float32") if value is None else np.asarray(value).reshape(-1)
+        return op.full(Constant(fill.reshape(())), shape, fill.dtype.name)
     dims = ctx.ints(shape, "shape")
     fill = np.zeros(1, dtype="float32") if value is None else np.asarray(value).reshape(-1)
     if fill.size != 1:
@@ -376,6 +407,12 @@ def _constant_of_shape(ctx: NodeContext, shape: Expr, *, value: Any = None) -> E
 
 @converter("Range", 11)
 def _range(ctx: NodeContext, start: Expr, limit: Expr, delta: Expr) -> Expr:
+    if not all(ctx.is_constant(e) for e in (start, limit, delta)):
+        dt = ctx.dtype(start)
+        lo, hi, step = (
+            e if ctx.shape(e) == () else op.reshape(e, ()) for e in (start, limit, delta)
+        )
+        return op.arange(lo, hi, step, dtype=dt)
     s = ctx.scalar(start, "start")
     lim = ctx.scalar(limit, "limit")
     d = ctx.scalar(delta, "delta")

@@ -8,6 +8,7 @@ import numpy as np
 
 from relaykit import op
 from relaykit.ir.expr import Constant, Expr
+from relaykit.op import dyn_ops
 
 from ._cvt_util import normalize_axis
 from ._onnx_proto import onnx_dtype_name
@@ -17,6 +18,8 @@ __all__: list[str] = []
 
 
 def _window(ctx: NodeContext, size: Expr, periodic: int, dtype: int, coeffs: list[float]):
+    if not ctx.is_constant(size):  # a run-time length
+        return dyn_ops.window(size, coeffs, bool(periodic), onnx_dtype_name(dtype, ctx.where))
     n = int(ctx.scalar(size, "size"))
     ctx.check_constant((max(n, 0),), 8, "the window")
     denom = n if periodic else n - 1
