@@ -120,7 +120,8 @@ def test_slice_axes_is_numpy_slicing(starts, ends, axes, steps):
     arrs = [np.array(v, "int64") for v in (starts, ends, axes, steps)]
     (got,), ty = run_both(dyn_ops.slice_axes, x, *arrs)
     index = [slice(None)] * 3
-    for s, e, a, k in zip(starts, ends, axes or range(len(starts)), steps or [1] * len(starts)):
+    spans = zip(starts, ends, axes or range(len(starts)), steps or [1] * len(starts), strict=True)
+    for s, e, a, k in spans:
         index[a] = slice(s, e, k)
     np.testing.assert_array_equal(got, x[tuple(index)])
     assert len(ty.shape) == 3
@@ -153,8 +154,8 @@ def test_unsqueeze_at_run_time_axes(axes):
 
 @pytest.mark.parametrize("shape", [[3, 1], [2, 1, 4], [1]])
 def test_expand_broadcasts_both_ways(shape):
-    x = RNG.standard_normal((3, 4)[: 2 if len(shape) > 1 else 2]).astype("float32")
-    x = x[:, :1] if shape == [2, 1, 4] else x
+    x = RNG.standard_normal((3, 4)).astype("float32")
+    x = x[:, :1] if shape == [2, 1, 4] else x  # (3, 1) against (2, 1, 4): (2, 3, 4)
     (got,), _ = run_both(dyn_ops.expand, x, np.array(shape, "int64"))
     want = x * np.ones(shape, "float32")
     np.testing.assert_array_equal(got, want)
@@ -277,3 +278,113 @@ def test_shape_functions_follow_the_values():
     assert output_shapes("dyn.compress", {"axis": 1}, [x, np.array([True, False, True])]) == [
         (2, 2, 4)
     ]
+
+
+def _naive_dft(z, axis, inverse):
+    """The DFT by its definition (a sum per frequency), along ``axis``."""
+    n = z.shape[axis]
+    k = np.arange(n)
+    sign = 1 if inverse else -1
+    w = np.exp(sign * 2j * np.pi * np.outer(k, k) / n)
+    out = np.moveaxis(np.tensordot(w, np.moveaxis(z, axis, 0), axes=(1, 0)), 0, axis)
+    return out / n if inverse else out
+
+
+@pytest.mark.parametrize("axis", [1, 2, -2])
+@pytest.mark.parametrize("inverse", [False, True])
+def test_dft_along_a_run_time_axis(axis, inverse):
+    x = RNG.standard_normal((2, 4, 6, 2))
+    (got,), ty = run_both(
+        lambda a, n, ax: dyn_ops.dft(a, n, ax, inverse), x, np.zeros(0, "int64"), np.array(axis)
+    )
+    want = _naive_dft(x[..., 0] + 1j * x[..., 1], axis % 4, inverse)
+    np.testing.assert_allclose(got[..., 0], want.real, atol=1e-9)
+    np.testing.assert_allclose(got[..., 1], want.imag, atol=1e-9)
+    assert len(ty.shape) == 4 and ty.shape[-1] == 2
+
+
+def test_dft_onesided_keeps_the_first_half():
+    x = RNG.standard_normal((1, 8, 1))
+    (got,), _ = run_both(
+        lambda a, n, ax: dyn_ops.dft(a, n, ax, onesided=True),
+        x,
+        np.zeros(0, "int64"),
+        np.array(1),
+    )
+    want = _naive_dft(x[..., 0].astype(complex), 1, False)[:, :5]
+    np.testing.assert_allclose(got[..., 0] + 1j * got[..., 1], want, atol=1e-9)
+
+
+def test_stft_frames_a_signal():
+    x = RNG.standard_normal((1, 16, 1))
+    (got,), _ = run_both(
+        lambda a, st, w, n: dyn_ops.stft(a, st, w, n, onesided=False, has_window=False),
+        x,
+        np.array(4, "int64"),
+        np.zeros(0),
+        np.array(8, "int64"),
+    )
+    frames = [x[0, s : s + 8, 0] for s in (0, 4, 8)]
+    want = np.stack([_naive_dft(f.astype(complex), 0, False) for f in frames])
+    np.testing.assert_allclose(got[0, ..., 0] + 1j * got[0, ..., 1], want, atol=1e-9)
+
+
+def test_col2im_of_non_overlapping_blocks_is_a_rearrangement():
+    # 2x2 blocks tiling a 4x6 image: each column is one block, in row-major block order
+    img = np.arange(24, dtype="float32").reshape(1, 1, 4, 6)
+    cols = img.reshape(1, 1, 2, 2, 3, 2).transpose(0, 1, 3, 5, 2, 4).reshape(1, 4, 6)
+    (got,), ty = run_both(
+        lambda a, i, b: dyn_ops.col2im(a, i, b, strides=(2, 2)),
+        cols,
+        np.array([4, 6], "int64"),
+        np.array([2, 2], "int64"),
+    )
+    np.testing.assert_array_equal(got, img)
+    assert len(ty.shape) == 4
+
+
+def test_col2im_sums_overlaps():
+    # 1-D, blocks of 2 with stride 1 over 3 pixels: the middle pixel is covered twice
+    cols = np.array([[[1.0, 10.0], [2.0, 20.0]]], "float32")  # (1, C*k=2, L=2)
+    (got,), _ = run_both(
+        lambda a, i, b: dyn_ops.col2im(a, i, b),
+        cols,
+        np.array([3], "int64"),
+        np.array([2], "int64"),
+    )
+    np.testing.assert_array_equal(got, [[[1.0, 2.0 + 10.0, 20.0]]])
+
+
+@pytest.mark.parametrize("align", [False, True])
+def test_affine_grid_of_the_identity_is_the_base_grid(align):
+    theta = np.array([[[1.0, 0, 0], [0, 1.0, 0]]], "float32")
+    (got,), ty = run_both(
+        lambda t, s: dyn_ops.affine_grid(t, s, align), theta, np.array([1, 1, 3, 4], "int64")
+    )
+    if align:
+        ys, xs = np.linspace(-1, 1, 3), np.linspace(-1, 1, 4)
+    else:
+        ys, xs = (2 * np.arange(3) + 1) / 3 - 1, (2 * np.arange(4) + 1) / 4 - 1
+    np.testing.assert_allclose(got[0, ..., 0], np.tile(xs, (3, 1)), atol=1e-6)
+    np.testing.assert_allclose(got[0, ..., 1], np.tile(ys[:, None], (1, 4)), atol=1e-6)
+    assert len(ty.shape) == 4 and ty.shape[-1] == 2
+
+
+def test_dropout_in_training_mode_is_seeded():
+    x = RNG.standard_normal((4, 5)).astype("float32")
+    build = lambda a, r, t: dyn_ops.dropout(a, r, t, seed=3)  # noqa: E731
+    (y, mask), _ = run_both(build, x, np.array(0.5, "float32"), np.array(True))
+    want_mask = np.random.RandomState(3).uniform(0, 1, x.shape) >= 0.5
+    np.testing.assert_array_equal(mask, want_mask)
+    np.testing.assert_allclose(y, x * want_mask * 2, rtol=1e-6)
+    for ratio, training in ((0.5, False), (0.0, True)):
+        (y, mask), _ = run_both(build, x, np.array(ratio, "float32"), np.array(training))
+        np.testing.assert_array_equal(y, x)
+        assert mask.all()
+
+
+@pytest.mark.parametrize(("name", "fill"), [("max", -np.inf), ("min", np.inf)])
+def test_max_and_min_over_an_empty_axis_are_the_extremes(name, fill):
+    x = np.zeros((2, 0, 3), "float32")
+    (got,), _ = run_both(lambda a, b: dyn_ops.reduce(name, a, b, True), x, np.array([1]))
+    assert got.shape == (2, 1, 3) and (got == fill).all()

@@ -426,6 +426,8 @@ def _center_crop_pad(ctx: NodeContext, x: Expr, shape: Expr, *, axes: Any = None
 
 @converter("AffineGrid", 20)
 def _affine_grid(ctx: NodeContext, theta: Expr, size: Expr, *, align_corners: int = 0) -> Expr:
+    if not ctx.is_constant(size):  # a run-time output size: dyn.affine_grid
+        return dyn_ops.affine_grid(theta, size, bool(align_corners))
     dims = ctx.ints(size, "size")
     if len(dims) < 3:
         raise ctx.fail(f"size {dims} must have at least 3 values (N, C, spatial...)")

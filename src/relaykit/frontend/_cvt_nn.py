@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 
 from relaykit import op
-from relaykit.ir.expr import Constant, Expr
+from relaykit.ir.expr import Constant, Expr, TupleGetItem
+from relaykit.op import dyn_ops
 
 from ._cvt_util import flatten_to_2d, normalize_axis, scalar
 from ._onnx_registry import NodeContext, converter
@@ -316,11 +317,16 @@ def _dropout(
     training_mode: Expr | None = None,
     **attrs: Any,
 ) -> list[Expr]:
+    inference = training_mode is None or (
+        ctx.is_constant(training_mode) and not bool(ctx.scalar(training_mode, "training_mode"))
+    )
     zero = ratio is not None and ctx.is_constant(ratio) and float(ctx.scalar(ratio, "ratio")) == 0
-    if training_mode is not None and not zero and bool(ctx.scalar(training_mode, "training_mode")):
-        r = 0.5 if ratio is None else float(ctx.scalar(ratio, "ratio"))
-        if r != 0.0:
-            raise ctx.unsupported("random dropout in training mode")
+    if not inference and not zero and training_mode is not None:
+        # training mode (maybe decided at run time): dyn.dropout, its mask drawn as ONNX's
+        # reference draws it (NumPy's RandomState(seed))
+        r = ratio if ratio is not None else Constant(np.array(0.5, ctx.dtype(x)))
+        out = dyn_ops.dropout(x, r, training_mode, attrs.get("seed"))
+        return [TupleGetItem(out, 0), TupleGetItem(out, 1)]
     ctx.check_constant(ctx.shape(x), 1, "the mask")
     mask = Constant(np.ones(ctx.shape(x), dtype="bool"))
     return [x, mask]

@@ -133,5 +133,14 @@ def _dft_v20(
     inverse: int = 0,
     onesided: int = 0,
 ) -> Expr:
+    if run_time(ctx, length, axis):  # a run-time axis or length: dyn.dft
+        ax = axis if axis is not None else Constant(np.array(-2, "int64"))
+        n = length if length is not None else Constant(np.zeros(0, "int64"))
+        return dyn_ops.dft(x, n, ax, bool(inverse), bool(onesided))
     a = -2 if axis is None else int(ctx.scalar(axis, "axis"))
     return _dft(ctx, x, length, a, inverse, onesided)
+
+
+def run_time(ctx: NodeContext, *inputs: Expr | None) -> bool:
+    """Whether any of the given inputs is only known at run time."""
+    return not all(ctx.is_constant(e) for e in inputs if e is not None)

@@ -29,6 +29,7 @@ import numpy as np
 
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.expr import Call, Expr
+from relaykit.ir.op import default_registry
 from relaykit.ir.types import TensorType, TupleType, Type
 from relaykit.op._relations import INT_DTYPES, normalize_axis, resolve_dtype, tensor_arg
 from relaykit.op.define import OpPattern, TypeRelError, define_op, make_call
@@ -38,6 +39,16 @@ from relaykit.tir import Any as AnyDim
 
 __all__ = [
     "REDUCTIONS",
+    "affine_grid",
+    "affine_grid_ref",
+    "col2im",
+    "col2im_ref",
+    "dft",
+    "dft_ref",
+    "dropout",
+    "dropout_ref",
+    "stft",
+    "stft_ref",
     "center_crop_pad",
     "compress",
     "cumulative",
@@ -128,6 +139,50 @@ for _name in REDUCTIONS:
         value_inputs=(1,),
         doc=f"{_name} over the axes given by a run-time 1-D integer tensor (empty: every "
         "axis, or none with noop_with_empty_axes).",
+    )
+
+
+def _extreme(dtype: np.dtype, largest: bool) -> Any:
+    """The identity of max (``largest=False``: the lowest value) or min over ``dtype``."""
+    if dtype.kind == "f":
+        return np.inf if largest else -np.inf
+    if dtype.kind == "b":
+        return largest
+    info = np.iinfo(dtype)
+    return info.max if largest else info.min
+
+
+def _empty_safe(name: str, inner: Kernel) -> Kernel:
+    """max/min over an empty extent are the type's lowest/highest value (ONNX), not an
+    error."""
+
+    def kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> Any:
+        x = np.asarray(ins[0])
+        if x.size:
+            return inner(ins, attrs)
+        _, sattrs = _reduce_convert(ins, attrs)
+        axis = sattrs["axis"]
+        axis = tuple(a % max(x.ndim, 1) for a in axis) if axis is not None else None
+        shape = np.sum(np.zeros(x.shape, bool), axis=axis, keepdims=sattrs["keepdims"]).shape
+        return np.full(shape, _extreme(x.dtype, name == "min"), dtype=x.dtype)
+
+    return kernel
+
+
+def _kernel_shapes(kernel: Kernel) -> Callable[[Attrs, Sequence[Any]], list[tuple[int, ...]]]:
+    """A data-dependent shape function that runs ``kernel``."""
+
+    def shape_func(call_attrs: Attrs, inputs: Sequence[Any]) -> list[tuple[int, ...]]:
+        return [tuple(np.shape(kernel([np.asarray(v) for v in inputs], call_attrs)))]
+
+    return shape_func
+
+
+for _name in ("max", "min"):
+    _op = default_registry.get(f"dyn.{_name}")
+    _op.set_attr("FCompute", _empty_safe(_name, _op.get_attr("FCompute")), 11)
+    define_shape_func(f"dyn.{_name}", data_dependent=True, level=11)(
+        _kernel_shapes(_op.get_attr("FCompute"))
     )
 
 
@@ -769,4 +824,288 @@ def window(
     )
 
 
-del _name
+# -- signal and image ops with run-time lengths, axes and sizes ----------------------------------
+
+
+def _complex_of(x: np.ndarray) -> np.ndarray:
+    """A (..., 1|2) real tensor as complex values (..., ) (the last axis: real, imag), in
+    the input's precision (complex64 for float32), as ONNX's reference computes."""
+    if x.shape[-1] == 1:
+        return x[..., 0]
+    return x[..., 0] + 1j * x[..., 1]
+
+
+def _real_pair(z: np.ndarray) -> np.ndarray:
+    return np.stack([np.real(z), np.imag(z)], axis=-1)
+
+
+def dft_ref(
+    x: np.ndarray, length: int | None, axis: int, inverse: bool, onesided: bool
+) -> np.ndarray:
+    """ONNX ``DFT`` of a (..., 1|2) signal along ``axis`` (of the full rank): the FFT,
+    its inverse (normalised by the length), one-sided forward (the first n//2 + 1 bins)
+    or one-sided inverse (a real signal, last axis 1)."""
+    a = axis % x.ndim
+    if a == x.ndim - 1:
+        raise TypeRelError("the DFT axis cannot be the last (real/imaginary) axis")
+    z = _complex_of(x)
+    if length is None:
+        length = 2 * (x.shape[a] - 1) if inverse and onesided else x.shape[a]
+    if length <= 0:
+        raise TypeRelError(f"the DFT length {length} must be positive")
+    if inverse and onesided:
+        out = np.fft.irfft(z, n=length, axis=a)[..., None]
+    elif inverse:
+        out = _real_pair(np.fft.ifft(z, n=length, axis=a))
+    else:
+        out = _real_pair(np.fft.fft(z, n=length, axis=a))
+        if onesided:
+            out = np.take(out, np.arange(out.shape[a] // 2 + 1), axis=a)
+    return np.ascontiguousarray(out.astype(x.dtype))
+
+
+def _dft_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    x = tensor_arg(arg_types, 0, "data")
+    tensor_arg(arg_types, 1, "dft_length")
+    _scalar_int(arg_types, 2, "axis")
+    last = 1 if attrs.inverse and attrs.onesided else 2
+    return TensorType((*unknown(x.ndim - 1), last), x.dtype)
+
+
+def _dft_kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+    length = np.asarray(ins[1]).reshape(-1)
+    n = int(length[0]) if length.size else None
+    axis = int(np.asarray(ins[2]).reshape(-1)[0])
+    return dft_ref(np.asarray(ins[0]), n, axis, bool(attrs.inverse), bool(attrs.onesided))
+
+
+define_kernel_op(
+    "dyn.dft",
+    3,
+    _dft_rel,
+    _dft_kernel,
+    attrs={"inverse": False, "onesided": False},
+    doc="ONNX DFT along a run-time axis with a run-time length (empty: the axis' size).",
+)
+
+
+def dft(
+    data: Expr, length: Expr, axis: Expr, inverse: bool = False, onesided: bool = False
+) -> Call:
+    """ONNX ``DFT`` of ``data`` along the run-time ``axis`` (``length`` empty: the axis'
+    size)."""
+    return make_call(
+        "dyn.dft", [data, length, axis], inverse=bool(inverse), onesided=bool(onesided)
+    )
+
+
+def stft_ref(
+    signal: np.ndarray, step: int, window: np.ndarray | None, length: int | None, onesided: bool
+) -> np.ndarray:
+    """ONNX ``STFT``: frames of ``length`` (else the window's) every ``step`` samples of a
+    (batch, n, 1|2) signal, windowed, each transformed: (batch, frames, bins, 2)."""
+    flen = length if length is not None else (window.shape[0] if window is not None else 0)
+    if step <= 0 or flen <= 0:
+        raise TypeRelError(f"frame_step ({step}) and frame_length ({flen}) must be positive")
+    frames = 1 + (signal.shape[1] - flen) // step
+    idx = np.arange(max(frames, 0))[:, None] * step + np.arange(flen)[None, :]
+    framed = signal[:, idx]  # (batch, frames, flen, comps)
+    if window is not None:
+        framed = framed * window.reshape(1, 1, flen, 1)
+    return dft_ref(framed.astype(signal.dtype), None, 2, False, onesided)
+
+
+def _stft_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    x = tensor_arg(arg_types, 0, "signal")
+    return TensorType((x.shape[0], AnyDim(), AnyDim(), 2), x.dtype)
+
+
+def _stft_kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+    window = np.asarray(ins[2]) if attrs.has_window else None
+    length = np.asarray(ins[3]).reshape(-1)
+    return stft_ref(
+        np.asarray(ins[0]),
+        int(np.asarray(ins[1]).reshape(-1)[0]),
+        window,
+        int(length[0]) if length.size else None,
+        bool(attrs.onesided),
+    )
+
+
+define_kernel_op(
+    "dyn.stft",
+    4,
+    _stft_rel,
+    _stft_kernel,
+    attrs={"onesided": True, "has_window": False},
+    doc="ONNX STFT with a run-time frame step and frame length.",
+)
+
+
+def stft(
+    signal: Expr, step: Expr, window: Expr, length: Expr, onesided: bool, has_window: bool
+) -> Call:
+    """ONNX ``STFT`` with run-time ``step`` and ``length`` (empty: the window's)."""
+    return make_call(
+        "dyn.stft",
+        [signal, step, window, length],
+        onesided=bool(onesided),
+        has_window=bool(has_window),
+    )
+
+
+def col2im_ref(
+    x: np.ndarray,
+    image: Sequence[int],
+    block: Sequence[int],
+    dilations: Sequence[int],
+    pads: Sequence[int],
+    strides: Sequence[int],
+) -> np.ndarray:
+    """ONNX ``Col2Im``: (N, C*prod(block), L) columns summed back into (N, C, *image)."""
+    r = len(image)
+    dil = tuple(dilations) or (1,) * r
+    st = tuple(strides) or (1,) * r
+    pd = tuple(pads) or (0,) * (2 * r)
+    n, ck, length = x.shape
+    k = int(np.prod(block))
+    c = ck // k
+    counts = [
+        (image[i] + pd[i] + pd[r + i] - dil[i] * (block[i] - 1) - 1) // st[i] + 1 for i in range(r)
+    ]
+    if int(np.prod(counts)) != length:
+        raise TypeRelError(f"input has {length} blocks, the geometry gives {np.prod(counts)}")
+    cols = x.reshape(n, c, k, length)
+    out = np.zeros((n, c, *image), dtype=x.dtype)
+    for kk, offs in enumerate(np.ndindex(*block)):
+        for ll, pos in enumerate(np.ndindex(*counts)):
+            pixel = tuple(pos[i] * st[i] - pd[i] + offs[i] * dil[i] for i in range(r))
+            if all(0 <= pixel[i] < image[i] for i in range(r)):
+                index = (slice(None), slice(None), *pixel)
+                out[index] += cols[:, :, kk, ll]
+    return out
+
+
+def _col2im_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    x = tensor_arg(arg_types, 0, "data")
+    r = shape_input(arg_types, 1, "image_shape")
+    shape_input(arg_types, 2, "block_shape")
+    return TensorType((x.shape[0], AnyDim(), *unknown(r)), x.dtype)
+
+
+define_kernel_op(
+    "dyn.col2im",
+    3,
+    _col2im_rel,
+    lambda ins, attrs: col2im_ref(
+        np.asarray(ins[0]),
+        ints(ins[1]),
+        ints(ins[2]),
+        attrs.dilations,
+        attrs.pads,
+        attrs.strides,
+    ),
+    attrs={"dilations": (), "pads": (), "strides": ()},
+    doc="ONNX Col2Im with a run-time image shape and block shape.",
+)
+
+
+def col2im(
+    data: Expr,
+    image_shape: Expr,
+    block_shape: Expr,
+    dilations: Sequence[int] = (),
+    pads: Sequence[int] = (),
+    strides: Sequence[int] = (),
+) -> Call:
+    """ONNX ``Col2Im`` with run-time ``image_shape`` and ``block_shape``."""
+    return make_call(
+        "dyn.col2im",
+        [data, image_shape, block_shape],
+        dilations=tuple(int(v) for v in dilations),
+        pads=tuple(int(v) for v in pads),
+        strides=tuple(int(v) for v in strides),
+    )
+
+
+def affine_grid_ref(theta: np.ndarray, size: Sequence[int], align_corners: bool) -> np.ndarray:
+    """ONNX ``AffineGrid``: the (N, *spatial, r) sampling grid of the affine maps
+    ``theta`` (N, r, r + 1) over normalised coordinates of the spatial sizes."""
+    n, spatial = size[0], size[2:]
+    axes = []
+    for d in spatial:
+        if align_corners:
+            axes.append(np.linspace(-1.0, 1.0, d) if d > 1 else np.zeros(1))
+        else:
+            axes.append((2 * np.arange(d) + 1) / d - 1)
+    mesh = np.meshgrid(*axes, indexing="ij")
+    coords = [m.reshape(-1) for m in reversed(mesh)]  # x first
+    base = np.stack([*coords, np.ones_like(coords[0])], axis=1)  # (P, r + 1)
+    grid = np.einsum("pk,nrk->npr", base, theta.astype(np.float64))
+    return grid.reshape(n, *spatial, len(spatial)).astype(theta.dtype)
+
+
+def _affine_grid_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    theta = tensor_arg(arg_types, 0, "theta")
+    m = shape_input(arg_types, 1, "size")
+    return TensorType((*unknown(m - 1), m - 2), theta.dtype)
+
+
+define_kernel_op(
+    "dyn.affine_grid",
+    2,
+    _affine_grid_rel,
+    lambda ins, attrs: affine_grid_ref(np.asarray(ins[0]), ints(ins[1]), bool(attrs.align_corners)),
+    attrs={"align_corners": False},
+    doc="ONNX AffineGrid for a run-time output size (N, C, spatial...).",
+)
+
+
+def affine_grid(theta: Expr, size: Expr, align_corners: bool = False) -> Call:
+    """ONNX ``AffineGrid`` of ``theta`` over the run-time ``size``."""
+    return make_call("dyn.affine_grid", [theta, size], align_corners=bool(align_corners))
+
+
+def dropout_ref(
+    x: np.ndarray, ratio: float, training: bool, seed: int | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """ONNX ``Dropout``: in training mode with a nonzero ratio, keep each element with
+    probability 1 - ratio (scaled by 1 / (1 - ratio)); the mask draws
+    ``RandomState(seed).uniform`` as ONNX's reference does. Otherwise the identity."""
+    if ratio == 0 or not training:
+        return x.copy(), np.ones(x.shape, dtype=bool)
+    mask = np.random.RandomState(seed).uniform(0, 1.0, x.shape) >= ratio
+    return (mask * x / (1.0 - ratio)).astype(x.dtype), mask
+
+
+def _dropout_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    x = tensor_arg(arg_types, 0, "data")
+    tensor_arg(arg_types, 1, "ratio")
+    tensor_arg(arg_types, 2, "training_mode")
+    return TupleType([x, TensorType(x.shape, "bool")])
+
+
+define_op(
+    "dyn.dropout",
+    num_inputs=3,
+    attrs={"seed": None},
+    type_rel=_dropout_rel,
+    compute=lambda ins, attrs: dropout_ref(
+        np.asarray(ins[0]),
+        float(np.asarray(ins[1]).reshape(-1)[0]),
+        bool(np.asarray(ins[2]).reshape(-1)[0]),
+        None if attrs.seed is None else int(attrs.seed),
+    ),
+    pattern=OpPattern.OPAQUE,
+    doc="ONNX Dropout with a run-time ratio and training mode: (output, mask).",
+)
+
+
+def dropout(data: Expr, ratio: Expr, training_mode: Expr, seed: int | None = None) -> Call:
+    """ONNX ``Dropout`` with run-time ``ratio`` and ``training_mode``: ``(out, mask)``."""
+    return make_call(
+        "dyn.dropout", [data, ratio, training_mode], seed=None if seed is None else int(seed)
+    )
+
+
+del _name, _op
