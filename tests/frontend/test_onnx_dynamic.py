@@ -118,3 +118,70 @@ def test_topk_with_a_run_time_k(make_model, k):
     got = RelayKitBackend.prepare(model).run([x, np.array([k], "int64")])
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
+
+
+def _c(name, value):
+    return numpy_helper.from_array(np.asarray(value), name)
+
+
+_I = np.array  # int64 vectors below
+BATCH_CASES = {
+    "flatten": ([helper.make_node("Flatten", ["x"], ["y"], axis=1)], []),
+    "flatten_lead": ([helper.make_node("Flatten", ["x"], ["y"], axis=3)], []),
+    "reshape_0_-1": (
+        [helper.make_node("Reshape", ["x", "s"], ["y"])],
+        [_c("s", _I([0, -1], "int64"))],
+    ),
+    "unsqueeze": (
+        [helper.make_node("Unsqueeze", ["x", "a"], ["y"])],
+        [_c("a", _I([1, -1], "int64"))],
+    ),
+    "squeeze": (
+        [
+            helper.make_node("Unsqueeze", ["x", "a"], ["t"]),
+            helper.make_node("Squeeze", ["t", "a"], ["y"]),
+        ],
+        [_c("a", _I([1], "int64"))],
+    ),
+    "split_even": ([helper.make_node("Split", ["x"], ["y", "z"], axis=0, num_outputs=2)], []),
+    "gemm": (
+        [
+            helper.make_node("Flatten", ["x"], ["f"]),
+            helper.make_node("Gemm", ["f", "w", "b"], ["y"], transB=1),
+        ],
+        [_c("w", np.ones((2, 60), "float32")), _c("b", np.ones(2, "float32"))],
+    ),
+    "expand": ([helper.make_node("Expand", ["x", "s"], ["y"])], [_c("s", _I([1, 1, 1, 5]))]),
+    "conv_pool": (
+        [
+            helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+            helper.make_node("MaxPool", ["c"], ["y"], kernel_shape=[2, 2]),
+        ],
+        [_c("w", RNG.standard_normal((2, 3, 3, 3)).astype("float32"))],
+    ),
+    "shape_gather_reshape": (
+        [
+            helper.make_node("Shape", ["x"], ["s"]),
+            helper.make_node("Gather", ["s", "i0"], ["b"], axis=0),
+            helper.make_node("Unsqueeze", ["b", "a0"], ["bu"]),
+            helper.make_node("Concat", ["bu", "m1"], ["ns"], axis=0),
+            helper.make_node("Reshape", ["x", "ns"], ["y"]),
+        ],
+        [_c("i0", _I(0, "int64")), _c("a0", _I([0], "int64")), _c("m1", _I([-1], "int64"))],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BATCH_CASES))
+def test_common_ops_on_a_symbolic_batch(make_model, name):
+    nodes, inits = BATCH_CASES[name]
+    outs = [(o, F, None) for o in nodes[-1].output]
+    model = make_model(nodes, [("x", F, ["N", 3, 4, 5])], outs, inits, opset=18)
+    rep = RelayKitBackend.prepare(model)
+    assert rep.dynamic
+    for batch in (1, 4):
+        x = RNG.standard_normal((batch, 3, 4, 5)).astype("float32")
+        want = ReferenceEvaluator(model).run(None, {"x": x})
+        got = rep.run([x])
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)

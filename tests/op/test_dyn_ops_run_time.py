@@ -388,3 +388,30 @@ def test_max_and_min_over_an_empty_axis_are_the_extremes(name, fill):
     x = np.zeros((2, 0, 3), "float32")
     (got,), _ = run_both(lambda a, b: dyn_ops.reduce(name, a, b, True), x, np.array([1]))
     assert got.shape == (2, 1, 3) and (got == fill).all()
+
+
+@pytest.mark.parametrize(
+    ("sa", "sb"), [((2, 1, 3, 4), (5, 4, 2)), ((4,), (3, 4, 2)), ((2, 3, 4), (4,))]
+)
+def test_matmul_broadcasts_batches_as_numpy(sa, sb):
+    a = RNG.standard_normal(sa).astype("float32")
+    b = RNG.standard_normal(sb).astype("float32")
+    (got,), ty = run_both(dyn_ops.matmul, a, b)
+    a2 = a[None, :] if a.ndim == 1 else a
+    b2 = b[:, None] if b.ndim == 1 else b
+    want = np.einsum("...ij,...jk->...ik", a2, b2)  # broadcasting batch dims
+    if a.ndim == 1:
+        want = want[..., 0, :]
+    if b.ndim == 1:
+        want = want[..., 0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert tuple(ty.shape) == want.shape
+
+
+def test_matmul_relation_keeps_what_it_knows():
+    a = relay.var("a", shape=(relay.Any(), 3, relay.Any(), 4))
+    b = relay.var("b", shape=(4, relay.Any()))
+    mod = relay.transform.InferType()(
+        tvm.IRModule.from_expr(relay.Function([a, b], dyn_ops.matmul(a, b)))
+    )
+    assert str(mod["main"].body.checked_type) == "Tensor[(?, 3, ?, ?), float32]"

@@ -25,6 +25,10 @@ def matmul(ctx: NodeContext, a: Expr, b: Expr) -> Expr:
     sa, sb = ctx.shape(a), ctx.shape(b)
     if not sa or not sb:
         raise ctx.fail("MatMul inputs must have rank >= 1")
+    dynamic = not all(type(d) is int for d in (*sa, *sb))
+    if dynamic and not (len(sb) == 2 and type(sb[0]) is int and type(sb[1]) is int):
+        # ? dimensions (beyond a dynamic batch times a static matrix): NumPy's matmul
+        return dyn_ops.matmul(a, b)
     squeeze_a = len(sa) == 1
     squeeze_b = len(sb) == 1
     if squeeze_a:

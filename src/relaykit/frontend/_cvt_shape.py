@@ -43,8 +43,14 @@ def _size(ctx: NodeContext, x: Expr) -> Expr:
     return Constant(np.array(math.prod(ctx.shape(x)), dtype="int64"))
 
 
+def _static(shape: tuple[Any, ...]) -> bool:
+    return all(type(d) is int for d in shape)
+
+
 def _reshape_to(ctx: NodeContext, x: Expr, spec: tuple[int, ...], allowzero: int) -> Expr:
     shape = ctx.shape(x)
+    if not _static(shape):  # ? dimensions: reshape's 0 and -1 are resolved at run time
+        return op.reshape(x, spec, allowzero=bool(allowzero))
     out = []
     infer = -1
     for i, d in enumerate(spec):
@@ -90,7 +96,16 @@ def _flatten(ctx: NodeContext, x: Expr, *, axis: int = 1) -> Expr:
     a = axis + len(shape) if axis < 0 else axis
     if not 0 <= a <= len(shape):
         raise ctx.fail(f"axis {axis} is out of range for rank {len(shape)}")
-    return static_reshape(x, (math.prod(shape[:a]), math.prod(shape[a:])))
+    lead, trail = shape[:a], shape[a:]
+    if _static(shape):
+        return static_reshape(x, (math.prod(lead), math.prod(trail)))
+    if _static(trail):
+        return op.reshape(x, (-1, math.prod(trail)))
+    if _static(lead):
+        return op.reshape(x, (math.prod(lead), -1))
+    # ? dimensions on both sides: the leading product at run time
+    rows = op.prod(op.strided_slice(op.shape_of(x, "int64"), [0], [a]), keepdims=True)
+    return op.reshape(x, op.concatenate([rows, Constant(np.array([-1], "int64"))], 0))
 
 
 @converter("Transpose", 1)
@@ -107,14 +122,23 @@ def _transpose(ctx: NodeContext, x: Expr, *, perm: Any = None) -> Expr:
 def _squeeze(ctx: NodeContext, x: Expr, axes: Any) -> Expr:
     shape = ctx.shape(x)
     n = len(shape)
+    if not _static(shape):  # ? dimensions: squeeze the named axes (or the known 1s)
+        if axes is None or len(axes) == 0:
+            drop = [i for i, d in enumerate(shape) if d == 1]
+        else:
+            drop = sorted({normalize_axis(ctx, int(a), n) for a in axes})
+            bad = [a for a in drop if type(shape[a]) is int and shape[a] != 1]
+            if bad:
+                raise ctx.fail(f"cannot squeeze axis {bad[0]} of shape {shape}: its size is not 1")
+        return op.squeeze(x, drop) if drop else x
     if axes is None or len(axes) == 0:
         keep = [d for d in shape if d != 1]
     else:
-        drop = {normalize_axis(ctx, int(a), n) for a in axes}
-        for a in drop:
+        named = {normalize_axis(ctx, int(a), n) for a in axes}
+        for a in named:
             if shape[a] != 1:
                 raise ctx.fail(f"cannot squeeze axis {a} of shape {shape}: its size is not 1")
-        keep = [d for i, d in enumerate(shape) if i not in drop]
+        keep = [d for i, d in enumerate(shape) if i not in named]
     return static_reshape(x, tuple(keep))
 
 
@@ -136,6 +160,11 @@ def _unsqueeze(ctx: NodeContext, x: Expr, axes: Any) -> Expr:
     norm = sorted(normalize_axis(ctx, int(a), n) for a in axes)
     if len(set(norm)) != len(norm):
         raise ctx.fail(f"axes {tuple(axes)} name an axis twice")
+    if not _static(tuple(shape)):  # ? dimensions: one expand_dims per new axis
+        out = x
+        for a in norm:
+            out = op.expand_dims(out, a)
+        return out
     for a in norm:
         shape.insert(a, 1)
     return static_reshape(x, tuple(shape))
@@ -166,6 +195,15 @@ def _split(ctx: NodeContext, x: Expr, axis: int, sizes: Any, num: int) -> list[E
     shape = ctx.shape(x)
     axis = normalize_axis(ctx, axis, len(shape))
     dim = shape[axis]
+    if type(dim) is not int and (sizes is None or len(sizes) == 0):
+        # an even split of a ? dimension: the sizes are computed at run time
+        n = num or ctx.num_outputs
+        size = op.strided_slice(op.shape_of(x, "int64"), [axis], [axis + 1])
+        step = op.floor_divide(op.add(size, scalar(n - 1, "int64")), scalar(n, "int64"))
+        starts = op.multiply(step, Constant(np.arange(n, dtype="int64")))
+        left = op.maximum(op.subtract(size, starts), scalar(0, "int64"))
+        parts = dyn_ops.split(x, op.minimum(step, left), axis)
+        return [TupleGetItem(parts, k) for k in range(n)]
     if sizes is None or len(sizes) == 0:
         n = num or ctx.num_outputs
         if n <= 0:
@@ -271,6 +309,8 @@ def _expand(ctx: NodeContext, x: Expr, shape: Expr) -> Expr:
     if not ctx.is_constant(shape):
         return dyn_ops.expand(x, shape)
     target = ctx.ints(shape, "shape")
+    if not _static(ctx.shape(x)):  # ? dimensions: broadcast at run time
+        return dyn_ops.expand(x, shape)
     try:
         out = np.broadcast_shapes(ctx.shape(x), target)
     except ValueError:

@@ -47,6 +47,7 @@ __all__ = [
     "dft_ref",
     "dropout",
     "dropout_ref",
+    "matmul",
     "stft",
     "stft_ref",
     "center_crop_pad",
@@ -1106,6 +1107,58 @@ def dropout(data: Expr, ratio: Expr, training_mode: Expr, seed: int | None = Non
     return make_call(
         "dyn.dropout", [data, ratio, training_mode], seed=None if seed is None else int(seed)
     )
+
+
+# -- matmul over ? dimensions ---------------------------------------------------------------------
+
+
+def _broadcast_dim(a: Any, b: Any) -> Any:
+    if type(a) is int and type(b) is int:
+        if a != b and 1 not in (a, b):
+            raise TypeRelError(f"cannot broadcast dimensions {a} and {b}")
+        return max(a, b) if 1 in (a, b) else a
+    if a == 1:
+        return b
+    if b == 1:
+        return a
+    return a if type(a) is int else b if type(b) is int else AnyDim()
+
+
+def _matmul_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    a = tensor_arg(arg_types, 0, "a")
+    b = tensor_arg(arg_types, 1, "b")
+    if not a.ndim or not b.ndim:
+        raise TypeRelError(f"matmul needs inputs of rank >= 1, got {a} and {b}")
+    sa = (1, *a.shape) if a.ndim == 1 else a.shape
+    sb = (*b.shape, 1) if b.ndim == 1 else b.shape
+    k1, k2 = sa[-1], sb[-2]
+    if type(k1) is int and type(k2) is int and k1 != k2:
+        raise TypeRelError(f"cannot multiply {a.shape} by {b.shape}: inner dimensions differ")
+    la, lb = sa[:-2], sb[:-2]
+    n = max(len(la), len(lb))
+    la = (1,) * (n - len(la)) + tuple(la)
+    lb = (1,) * (n - len(lb)) + tuple(lb)
+    batch = tuple(_broadcast_dim(x, y) for x, y in zip(la, lb, strict=True))
+    out = (*batch, sa[-2], sb[-1])
+    if a.ndim == 1:
+        out = out[:-2] + out[-1:]
+    if b.ndim == 1:
+        out = out[:-1]
+    return TensorType(out, a.dtype)
+
+
+define_kernel_op(
+    "dyn.matmul",
+    2,
+    _matmul_rel,
+    lambda ins, attrs: np.ascontiguousarray(np.matmul(ins[0], ins[1])),
+    doc="NumPy matmul (batch broadcasting, 1-D operands) over ? dimensions.",
+)
+
+
+def matmul(a: Expr, b: Expr) -> Call:
+    """NumPy ``matmul`` of ``a`` and ``b``, whose dimensions may be ``?``."""
+    return make_call("dyn.matmul", [a, b])
 
 
 del _name, _op
