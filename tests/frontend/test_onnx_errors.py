@@ -58,6 +58,9 @@ def test_symbolic_input_dimension_is_dynamic(make_model):
     assert str(mod["main"].params[0].checked_type) == "Tensor[(?), float32]"
     mod, _ = from_onnx(model, shape={"x": (5,)})  # pinned
     assert str(mod["main"].params[0].checked_type) == "Tensor[(5), float32]"
+    # for callers that need static shapes: the old error, naming the input
+    with pytest.raises(DynamicShapeError, match=r"graph input 'x' has a dynamic dimension 0"):
+        from_onnx(model, dynamic=False)
 
 
 def test_truncated_file(tmp_path, make_model):

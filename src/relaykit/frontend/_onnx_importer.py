@@ -175,6 +175,8 @@ class GraphImporter:
         self.max_fold_macs = max_fold_macs()
         #: values left unfolded because they are above the folding limit
         self.too_large: set[Expr] = set()
+        #: whether a symbolic input dimension becomes ? (else a DynamicShapeError)
+        self.dynamic_dims = True
 
     # -- typing and folding ----------------------------------------------------
     def _fail_type(self, ctx: NodeContext | None, message: str) -> FrontendError:
@@ -299,11 +301,17 @@ class GraphImporter:
                 f"from_onnx(model, shape={{{name!r}: (...)}})"
             )
         dims: list[Any] = []
-        for d in tt.shape.dim:
+        for k, d in enumerate(tt.shape.dim):
             if d.HasField("dim_value") and d.dim_value >= 0:
                 dims.append(int(d.dim_value))
-            else:  # a symbolic dimension ("batch", "seq"): known when the model runs
+            elif self.dynamic_dims:  # a symbolic dimension ("batch"): known when it runs
                 dims.append(AnyDim())
+            else:
+                label = d.dim_param or "?"
+                raise DynamicShapeError(
+                    f"graph input {name!r} has a dynamic dimension {k} ({label!r}); pass a "
+                    f"static shape with from_onnx(model, shape={{{name!r}: (...)}})"
+                )
         check_shape(dims, f"graph input {name!r}")
         return TensorType(dims, dtype)
 
