@@ -14,6 +14,7 @@ Sizes are static in relaykit's IR: a symbolic size (an export with
 from __future__ import annotations
 
 import operator
+import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -78,7 +79,8 @@ def source_location(node: Any) -> str:
     """The innermost user frame of an FX node's stack trace (``file:line in fn``)."""
     trace = node.meta.get("stack_trace") or ""
     frames = re.findall(r'File "([^"]+)", line (\d+), in (\S+)', trace)
-    user = [f for f in frames if "/torch/" not in f[0].replace("\\", "/")]
+    inside = os.path.dirname(require_torch().__file__)
+    user = [f for f in frames if not f[0].startswith(inside)]
     if not (user or frames):
         return ""
     path, line, fn = (user or frames)[-1]

@@ -12,6 +12,7 @@ import numpy as np
 
 from relaykit import op
 from relaykit.ir.expr import Expr, Tuple, TupleGetItem, TupleWrapper
+from relaykit.op import nn
 
 from .ops_math import cast_to
 from .registry import OpContext, as_int_list, const_value, converter, dtype_name
@@ -344,22 +345,41 @@ def _index_select(ctx: OpContext, args: list[Any]) -> Expr:
 
 @converter("index", "_unsafe_index")
 def _index(ctx: OpContext, args: list[Any]) -> Expr:
-    """Advanced indexing with one index tensor (``x[:, idx]``); several index tensors
-    are broadcast and gathered with ``gather_nd``."""
+    """Advanced indexing ``x[..., i, j, ...]`` with index tensors on consecutive
+    dimensions (broadcast together); boolean masks have data-dependent shapes."""
     x = ctx.expr(args[0])
     indices = list(args[1])
     used = [i for i, v in enumerate(indices) if v is not None]
+    idxs = [ctx.expr(indices[i]) for i in used]
+    if any(ctx.dtype(i) == "bool" for i in idxs):
+        raise ctx.fail("indexing with a boolean mask has a data-dependent shape")
+    shape = list(ctx.shape(x))
+    idxs = [_wrap_negative(ctx, i, shape[d]) for i, d in zip(idxs, used, strict=True)]
     if len(used) == 1:
-        idx = ctx.expr(indices[used[0]])
-        if ctx.dtype(idx) == "bool":
-            raise ctx.fail("indexing with a boolean mask has a data-dependent shape")
-        return op.take(x, idx, axis=used[0], mode="wrap")
-    if used == list(range(len(used))):
-        idxs = [ctx.expr(indices[i]) for i in used]
-        shape = np.broadcast_shapes(*(ctx.shape(i) for i in idxs))
-        stacked = op.stack([op.broadcast_to(i, list(shape)) for i in idxs], 0)
-        return op.gather_nd(x, stacked)
-    raise ctx.fail("indexing with several non-leading index tensors is not supported")
+        return op.take(x, idxs[0], axis=used[0])
+    if used != list(range(used[0], used[0] + len(used))):
+        raise ctx.fail("index tensors on non-adjacent dimensions are not supported")
+    first = used[0]
+    rest = [d for d in range(len(shape)) if d not in used]
+    moved = op.transpose(x, [*used, *rest]) if used != list(range(len(used))) else x
+    bshape = list(np.broadcast_shapes(*(ctx.shape(i) for i in idxs)))
+    # relaykit's gather_nd reads index tuples along the last axis (ONNX's convention)
+    stacked = op.stack([op.broadcast_to(i, bshape) for i in idxs], -1)
+    out = op.gather_nd(moved, stacked)  # bshape + rest
+    if first == 0:
+        return out
+    nb = len(bshape)
+    order = [*range(nb, nb + first), *range(nb), *range(nb + first, nb + len(rest))]
+    return op.transpose(out, order)
+
+
+def _wrap_negative(ctx: OpContext, idx: Expr, n: int) -> Expr:
+    value = const_value(idx)
+    if value is not None:
+        arr = np.asarray(value)
+        return ctx.expr(np.where(arr < 0, arr + n, arr).astype(arr.dtype))
+    dt = ctx.dtype(idx)
+    return op.where(op.less(idx, ctx.expr(0, dt)), op.add(idx, ctx.expr(n, dt)), idx)
 
 
 @converter("gather")
@@ -394,6 +414,14 @@ def _filled(ctx: OpContext, shape: Any, value: Any, dtype: Any) -> Expr:
     if isinstance(value, bool):
         name = dtype_name(dtype) or "bool"
     return op.full(ctx.expr(value, name), _shape_arg(ctx, shape), name)
+
+
+@converter("empty", "empty_like", "new_empty")
+def _empty(ctx: OpContext, args: list[Any]) -> Expr:
+    """Uninitialised memory (decompositions use it for outputs nobody reads): zeros."""
+    if args and isinstance(args[0], Expr):  # empty_like(x, dtype, ...)
+        return _like(ctx, args, 0, 1)
+    return _filled(ctx, args[0], 0.0, args[1] if len(args) > 1 else None)
 
 
 @converter("zeros")
@@ -489,8 +517,31 @@ def _reduction(relay_fn: Any, float_only: bool = False) -> Any:
     return convert
 
 
+def _spatial_mean(relay_fn: Any) -> Any:
+    """``mean(x, [-1, -2], keepdim=True)`` of an NCHW tensor (what core aten makes of
+    ``adaptive_avg_pool2d(x, 1)``) is ``nn.global_avg_pool2d``, as TorchScript gives it."""
+    generic = _reduction(relay_fn, float_only=True)
+
+    def convert(ctx: OpContext, args: list[Any]) -> Expr:
+        x = args[0]
+        if (
+            len(args) >= 3
+            and isinstance(x, Expr)
+            and ctx.ndim(x) == 4
+            and ctx.dtype(x).startswith("float")
+            and bool(args[2])
+            and isinstance(args[1], (list, tuple))
+            and sorted(ctx.axis(x, d) for d in args[1]) == [2, 3]
+            and (len(args) < 4 or args[3] is None)
+        ):
+            return nn.global_avg_pool2d(x)
+        return generic(ctx, args)
+
+    return convert
+
+
 converter("sum")(_reduction(op.sum))
-converter("mean")(_reduction(op.mean, float_only=True))
+converter("mean")(_spatial_mean(op.mean))
 converter("prod")(_reduction(op.prod))
 converter("amax")(_reduction(op.max))
 converter("amin")(_reduction(op.min))
