@@ -194,3 +194,24 @@ def test_tensors_cross_by_dlpack_and_outputs_are_not_aliased(close):
         got_a = compiled(a)
         got_b = compiled(b)  # must not overwrite the first call's output
         close([got_a.numpy(), got_b.numpy()], [model(a), model(b)])
+
+
+def test_without_fallback_one_typed_error_lists_every_unsupported_op():
+    from relaykit.errors import UnsupportedOpError
+
+    class TwoOdd(torch.nn.Module):
+        def forward(self, x):
+            a = torch.lgamma(x.abs() + 1)
+            return torch.lgamma(a) + torch.digamma(x.abs() + 1)
+
+    torch._dynamo.reset()
+    compiled = torch.compile(TwoOdd(), backend="relaykit", options={"fallback": False})
+    with pytest.raises(Exception) as info:
+        compiled(torch.rand(2, 3))
+    err = info.value
+    while err is not None and not isinstance(err, UnsupportedOpError):
+        err = err.__cause__ or err.__context__
+    assert isinstance(err, UnsupportedOpError)
+    assert set(err.ops) == {"aten::lgamma", "aten::digamma"}, err.ops
+    assert err.ops["aten::lgamma"][0] == 2
+    assert "test_compile.py:" in err.ops["aten::lgamma"][1]

@@ -168,6 +168,17 @@ CASES = {
         ),
         (X4,),
     ),
+    "topk_sort": (
+        Fn(
+            lambda m, x: (
+                *torch.topk(x, 3, dim=1),
+                *torch.topk(x.flatten(1), 5, largest=False),
+                *torch.sort(x, dim=-1, descending=True),
+                torch.sort(x, dim=2, stable=True)[0],
+            )
+        ),
+        (X4,),
+    ),
 }
 
 

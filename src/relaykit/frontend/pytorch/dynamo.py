@@ -55,7 +55,7 @@ torch = require_torch()
 __all__ = ["RelayKitFallbackWarning", "relaykit_backend", "CompiledGraph", "register"]
 
 #: the options ``torch.compile(..., options={...})`` may give
-KNOWN_OPTIONS = frozenset({"targets", "opt_level", "num_threads", "config"})
+KNOWN_OPTIONS = frozenset({"targets", "opt_level", "num_threads", "config", "fallback"})
 
 
 #: aten ops torch's default decompositions would lower further, kept whole as export does
@@ -86,8 +86,12 @@ def _aten_graph(gm: Any, inputs: Sequence[Any]) -> Any:
     table = torch.export.default_decompositions()
     for op in KEPT_OPS:  # relaykit has these ops (nn.resize2d): keep them whole
         table.pop(op, None)
-    functional = torch.func.functionalize(gm, remove="mutations")
-    with torch.no_grad():
+
+    def interpret(*args: Any) -> Any:  # node by node, so each aten node keeps its source
+        return torch.fx.Interpreter(gm).run(*args)
+
+    functional = torch.func.functionalize(interpret, remove="mutations")
+    with torch.no_grad(), torch.fx.traceback.preserve_node_meta():
         return make_fx(functional, decomposition_table=table, tracing_mode="real")(*inputs)
 
 
@@ -129,8 +133,7 @@ class _Plan:
         if torch.get_num_threads() != threads:
             torch.set_num_threads(threads)
         return [
-            _as_tensor(ex.get_output(o).numpy()) if isinstance(o, int) else o
-            for o in self.outputs
+            _as_tensor(ex.get_output(o).numpy()) if isinstance(o, int) else o for o in self.outputs
         ]
 
 
@@ -256,8 +259,10 @@ def relaykit_backend(
 
     ``options``: ``targets`` (backends to partition for, highest priority first;
     none runs everything on relaykit's host kernels), ``opt_level`` (3),
-    ``num_threads`` and ``config`` (``PassContext`` options). ``mode`` is accepted
-    and ignored.
+    ``num_threads`` and ``config`` (``PassContext`` options), ``fallback`` (True: a
+    graph relaykit cannot compile runs eagerly with a :class:`RelayKitFallbackWarning`;
+    False: its error, e.g. the :class:`~relaykit.errors.UnsupportedOpError` listing
+    every unsupported op, is raised). ``mode`` is accepted and ignored.
     """
     opts = _check_options(options)
     try:
@@ -265,6 +270,8 @@ def relaykit_backend(
     except (UsageError, RegistryKeyError, MissingDependencyError):
         raise  # a wrong option, an unknown target, oneDNN missing: the user must act
     except RelayKitError as err:
+        if not opts.get("fallback", True):
+            raise  # options={"fallback": False}: the error itself, not eager
         warnings.warn(
             f"relaykit could not compile a graph of {len(list(gm.graph.nodes))} nodes; it "
             f"runs eagerly: {err}",

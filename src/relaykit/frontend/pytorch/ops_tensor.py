@@ -611,3 +611,25 @@ def _cumsum(ctx: OpContext, args: list[Any]) -> Expr:
 @converter("einsum")
 def _einsum(ctx: OpContext, args: list[Any]) -> Expr:
     return op.einsum([ctx.expr(t) for t in args[1]], str(args[0]))
+
+
+@converter("topk")
+def _topk(ctx: OpContext, args: list[Any]) -> list[Expr]:
+    # (input, k, dim=-1, largest=True, sorted=True): values and int64 indices
+    x = ctx.expr(args[0])
+    dim = ctx.axis(x, args[2] if len(args) > 2 and args[2] is not None else -1)
+    largest = bool(args[3]) if len(args) > 3 and args[3] is not None else True
+    out = op.topk(x, k=int(args[1]), axis=dim, is_ascend=not largest, dtype="int64")
+    return [TupleGetItem(out.astuple(), 0), TupleGetItem(out.astuple(), 1)]
+
+
+@converter("sort")
+def _sort(ctx: OpContext, args: list[Any]) -> list[Expr]:
+    # sort(input, dim=-1, descending=False) or sort.stable(input, stable, dim, descending)
+    rest = args[2:] if len(args) == 4 else args[1:]
+    x = ctx.expr(args[0])
+    dim = ctx.axis(x, rest[0] if rest and rest[0] is not None else -1)
+    descending = bool(rest[1]) if len(rest) > 1 and rest[1] is not None else False
+    k = ctx.shape(x)[dim]
+    out = op.topk(x, k=k, axis=dim, is_ascend=not descending, dtype="int64")
+    return [TupleGetItem(out.astuple(), 0), TupleGetItem(out.astuple(), 1)]
