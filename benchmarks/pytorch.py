@@ -137,6 +137,15 @@ def engines_for(model: Any, args: tuple[Any, ...], opts: argparse.Namespace) -> 
     return engines
 
 
+def cores_used(engine: Any, runs: int = 3) -> float:
+    """CPU time / wall time over a few runs: how many cores the engine kept busy (at
+    most --threads, if it keeps to its thread count)."""
+    cpu, wall = time.process_time(), time.perf_counter()
+    for _ in range(runs):
+        engine.run()
+    return (time.process_time() - cpu) / max(time.perf_counter() - wall, 1e-9)
+
+
 def report(model: str, engines: list[Any], want: list[np.ndarray]) -> None:
     base = engines[0]
     for e in engines:
@@ -144,6 +153,7 @@ def report(model: str, engines: list[Any], want: list[np.ndarray]) -> None:
             print(f"{model:<14}{e.name:<15}{'n/a':>10}{'':>45}  {e.note}")
             continue
         err = _bench.rel_error(e.run(), want)
+        e.note = f"cores used {cores_used(e):.1f}  {e.note}"
         ok = "" if err <= 1e-4 else "  MISMATCH > 1e-4"
         print(
             f"{model:<14}{e.name:<15}{e.median_ms:>10.2f}{e.median_ms / base.median_ms:>8.2f}x"

@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 
 from relaykit import op
-from relaykit.ir.expr import Expr, Tuple, TupleGetItem, TupleWrapper
+from relaykit.errors import DynamicShapeError
+from relaykit.ir.expr import Call, Expr, Tuple, TupleGetItem, TupleWrapper
 from relaykit.op import nn
 
 from .ops_math import cast_to
@@ -30,6 +31,17 @@ def _shape_arg(ctx: OpContext, value: Any) -> list[int]:
             raise ctx.fail("a shape that is only known at run time is not supported")
         out.append(int(np.asarray(c)))
     return out
+
+
+def _sizes(ctx: OpContext, value: Any) -> list[int | None]:
+    """A size list whose items may be run-time sizes (scalar expressions, from ``sym_size``
+    of a symbolic dimension): those are ``None``."""
+    items = value if isinstance(value, (list, tuple)) else [value]
+    return [None if const_value(v) is None else int(np.asarray(const_value(v))) for v in items]
+
+
+def _is_static(shape: Any) -> bool:
+    return all(isinstance(d, (int, np.integer)) for d in shape)
 
 
 # -- identities ---------------------------------------------------------------------------
@@ -56,10 +68,18 @@ def _no_value(ctx: OpContext, args: list[Any]) -> None:
 # -- sizes --------------------------------------------------------------------------------
 @converter("size", "sym_size")
 def _size(ctx: OpContext, args: list[Any]) -> Any:
-    shape = list(ctx.shape(args[0]))
+    """Static sizes as ints; a symbolic (``relay.Any``) size as a scalar int64 expression."""
+    x = ctx.expr(args[0])
+    shape = list(ctx.shape(x))
+
+    def size(d: int) -> Any:
+        if isinstance(shape[d], (int, np.integer)):
+            return int(shape[d])
+        return op.take(op.shape_of(x, "int64"), ctx.expr(d, "int64"))
+
     if len(args) > 1 and args[1] is not None:
-        return shape[ctx.axis(args[0], args[1])]
-    return shape
+        return size(ctx.axis(x, args[1]))
+    return [size(d) for d in range(len(shape))]
 
 
 @converter("numel", "sym_numel")
@@ -124,7 +144,28 @@ def _long(ctx: OpContext, args: list[Any]) -> Any:
 @converter("view", "reshape", "_unsafe_view", "view_copy", "_reshape_alias")
 def _reshape(ctx: OpContext, args: list[Any]) -> Expr:
     x = ctx.expr(args[0])
-    shape = _shape_arg(ctx, args[1])
+    sizes = _sizes(ctx, args[1])
+    traced = ctx.out_shape
+    if None in sizes and traced is not None and len(traced) == len(sizes):
+        # torch knows the static sizes of the result: only its symbolic ones stay open
+        sizes = [
+            t if t is not None else (None if s is None else s)
+            for s, t in zip(sizes, traced, strict=True)
+        ]
+    if None in sizes:
+        items = list(args[1]) if isinstance(args[1], (list, tuple)) else [args[1]]
+        # x's own run-time size at the same position: relay's 0 (copy that dimension)
+        sizes = [0 if s is None and _size_of(items[i], x) == i else s for i, s in enumerate(sizes)]
+        if sizes.count(None) + sizes.count(-1) > 1:
+            raise DynamicShapeError(
+                f"{ctx.where}: a reshape to {len(sizes)} dimensions of which several are only "
+                "known at run time; export with fewer symbolic sizes"
+            )
+        # one run-time size left (a symbolic dimension): the one relay infers
+        return op.reshape(x, [-1 if d is None else d for d in sizes])
+    shape = [int(d) for d in sizes if d is not None]
+    if not _is_static(ctx.shape(x)):
+        return op.reshape(x, shape)
     if any(d == -1 for d in shape):
         known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
         total = int(np.prod(ctx.shape(x), dtype=np.int64))
@@ -132,6 +173,17 @@ def _reshape(ctx: OpContext, args: list[Any]) -> Expr:
     if tuple(shape) == ctx.shape(x):
         return x
     return op.reshape(x, shape)
+
+
+def _size_of(item: Any, x: Expr) -> int | None:
+    """``d`` when ``item`` is ``x``'s run-time size ``d`` (``take(shape_of(x), d)``, what
+    ``sym_size`` gives), else None."""
+    if not (isinstance(item, Call) and getattr(item.op, "name", "") == "take"):
+        return None
+    shape, index = item.args[0], const_value(item.args[1])
+    if not (isinstance(shape, Call) and getattr(shape.op, "name", "") == "shape_of"):
+        return None
+    return int(index) if shape.args[0] is x and index is not None else None
 
 
 @converter("view_as", "reshape_as")
@@ -209,13 +261,41 @@ def _squeeze(ctx: OpContext, args: list[Any]) -> Expr:
 @converter("expand", "expand_copy", "broadcast_to")
 def _expand(ctx: OpContext, args: list[Any]) -> Expr:
     x = ctx.expr(args[0])
-    size = _shape_arg(ctx, args[1])
+    items = list(args[1]) if isinstance(args[1], (list, tuple)) else [args[1]]
+    size = _sizes(ctx, items)
     shape = list(ctx.shape(x))
     lead = len(size) - len(shape)
-    out = [s if s != -1 else shape[i - lead] for i, s in enumerate(size)]
-    if tuple(out) == tuple(shape):
+    out: list[Any] = []
+    dynamic = False
+    for i, (s, item) in enumerate(zip(size, items, strict=True)):
+        own = shape[i - lead] if i >= lead else None
+        if s == -1 or (s is None and own is not None and not isinstance(own, int)):
+            out.append(own)  # keep the input's size (a symbolic one is the same size)
+        elif s is None:
+            out.append(item)  # a run-time size the input broadcasts to
+            dynamic = True
+        else:
+            out.append(s)
+    if not dynamic and tuple(out) == tuple(shape):
         return x
+    if dynamic or not _is_static(out):
+        return op.broadcast_to(x, _shape_tensor(ctx, x, out, lead))
     return op.broadcast_to(x, out)
+
+
+def _shape_tensor(ctx: OpContext, x: Expr, sizes: list[Any], lead: int) -> Expr:
+    """An int64 shape vector of ``sizes``: ints, scalar expressions, or ``relay.Any``
+    (the run-time size of ``x``'s dimension ``i - lead``)."""
+    pieces = []
+    for i, d in enumerate(sizes):
+        if isinstance(d, (int, np.integer)):
+            pieces.append(ctx.expr(np.array([int(d)], "int64")))
+        elif isinstance(d, Expr):
+            pieces.append(op.reshape(cast_to(ctx, d, "int64"), [1]))
+        else:
+            dim = ctx.expr(np.array([i - lead], "int64"))
+            pieces.append(op.take(op.shape_of(x, "int64"), dim))
+    return op.concatenate(pieces, 0)
 
 
 @converter("expand_as")
@@ -447,7 +527,11 @@ def _scalar_tensor(ctx: OpContext, args: list[Any]) -> Expr:
 def _like(ctx: OpContext, args: list[Any], value: Any, dtype_pos: int) -> Expr:
     x = ctx.expr(args[0])
     dtype = args[dtype_pos] if len(args) > dtype_pos else None
-    return _filled(ctx, list(ctx.shape(x)), value, dtype_name(dtype) or ctx.dtype(x))
+    name = dtype_name(dtype) or ctx.dtype(x)
+    if not _is_static(ctx.shape(x)):  # a symbolic shape: the value, shaped like x at run time
+        like = x if name == ctx.dtype(x) else op.cast(x, name)
+        return op.full_like(like, ctx.expr(value, name))
+    return _filled(ctx, list(ctx.shape(x)), value, name)
 
 
 @converter("zeros_like")
