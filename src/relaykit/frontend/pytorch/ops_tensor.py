@@ -443,8 +443,8 @@ def _index(ctx: OpContext, args: list[Any]) -> Expr:
     rest = [d for d in range(len(shape)) if d not in used]
     moved = op.transpose(x, [*used, *rest]) if used != list(range(len(used))) else x
     bshape = list(np.broadcast_shapes(*(ctx.shape(i) for i in idxs)))
-    # relaykit's gather_nd reads index tuples along the last axis (ONNX's convention)
-    stacked = op.stack([op.broadcast_to(i, bshape) for i in idxs], -1)
+    # gather_nd reads index tuples along the first axis of the indices (TVM's convention)
+    stacked = op.stack([op.broadcast_to(i, bshape) for i in idxs], 0)
     out = op.gather_nd(moved, stacked)  # bshape + rest
     if first == 0:
         return out
