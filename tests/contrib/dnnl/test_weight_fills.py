@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from relaykit import relay
+from relaykit.contrib.dnnl import partition as part
 from relaykit.contrib.dnnl import partition_for_dnnl
 
 
@@ -50,3 +51,9 @@ def test_a_fill_of_a_runtime_value_stays_a_fill(dnnl):
     mod = dnnl.module_of(lambda x, v: relay.nn.dense(x, relay.full(v, (16, 8))), (2, 8), ())
     pmod = partition_for_dnnl(mod)
     assert "full" in dnnl.host_ops(pmod)
+
+
+def test_a_fill_beyond_the_bound_stays_on_the_host(dnnl, monkeypatch):
+    monkeypatch.setattr(part, "MAX_WEIGHT_FILL_BYTES", 16 * 8 * 4 - 1)
+    mod = dnnl.module_of(lambda x: relay.nn.dense(x, relay.full(relay.const(0.5), (16, 8))), (2, 8))
+    assert sorted(dnnl.host_ops(partition_for_dnnl(mod))) == ["full", "nn.dense"]

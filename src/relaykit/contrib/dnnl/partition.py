@@ -18,6 +18,7 @@ a constant of any size, as oneDNN prepares weights once anyway); then
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -46,6 +47,8 @@ __all__ = [
 #: Operators whose second input is a weight the dnnl runtime prepares once at load.
 _WEIGHTED = frozenset({"nn.dense", "nn.conv2d"})
 _FILLS = {"zeros": 0.0, "ones": 1.0, "full": None}
+#: Largest weight fill made a constant (bytes): beyond it the layer stays on the host.
+MAX_WEIGHT_FILL_BYTES = 1 << 31
 
 
 def _fill_value(expr: Expr) -> np.ndarray | None:
@@ -54,6 +57,8 @@ def _fill_value(expr: Expr) -> np.ndarray | None:
         return None
     shape = tuple(int(d) for d in expr.attrs.shape)
     dtype = str(expr.attrs.dtype) or "float32"
+    if math.prod(shape) * np.dtype(dtype).itemsize > MAX_WEIGHT_FILL_BYTES:
+        return None
     value: Any = _FILLS[expr.op.name]
     if value is None:
         if not expr.args or type(expr.args[0]) is not Constant:
@@ -64,7 +69,8 @@ def _fill_value(expr: Expr) -> np.ndarray | None:
 
 def materialize_weight_fills(fn: Function) -> Function:
     """Replace fill calls (``full``/``zeros``/``ones``) that are the weight of a dense or
-    convolution by the constant they make, whatever its size.
+    convolution by the constant they make, however large (up to
+    :data:`MAX_WEIGHT_FILL_BYTES`).
 
     ``FoldConstant`` keeps large fills as runtime operators (a few bytes of program
     should not make the compiler allocate gigabytes), but as a weight such a fill
