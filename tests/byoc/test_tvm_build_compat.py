@@ -249,3 +249,14 @@ def test_partition_graph_runs_a_registered_optimize_hook_on_each_region():
     assert region.attrs["Compiler"] == "hooked_target"
     assert isinstance(region.body, relay.Constant)
     np.testing.assert_allclose(region.body.data.numpy(), c + c, rtol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["graph", "debug"])
+def test_evaluate_ignores_keywords_naming_no_input(kind):
+    # TVM scripts pass all parameters by keyword after binding some of them into the model.
+    x, w = relay.var("x", shape=(2, 3)), relay.var("w", shape=(3,))
+    wv, xv = rand(3), rand(2, 3)
+    mod = tvm.IRModule.from_expr(relay.Function([x, w], x * w))
+    mod["main"] = relay.build_module.bind_params_by_name(mod["main"], {"w": wv})
+    f = relay.create_executor(kind, mod=mod, device=tvm.cpu(), target="llvm").evaluate()
+    np.testing.assert_allclose(f(xv, w=wv).numpy(), xv * wv, rtol=1e-6)

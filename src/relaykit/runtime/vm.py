@@ -412,6 +412,19 @@ def _alloc_outputs(spec: Any, where: str) -> list[np.ndarray]:
     return outs
 
 
+def _flat_tensors(values: list[Any]) -> list[Any]:
+    """The tensors of ``values``, tuples (lists or ADTs) flattened in order."""
+    flat: list[Any] = []
+    for v in values:
+        if isinstance(v, ADT):
+            flat.extend(_flat_tensors(list(v.fields)))
+        elif isinstance(v, list):
+            flat.extend(_flat_tensors(v))
+        else:
+            flat.append(v)
+    return flat
+
+
 class ExternPrimitive(Primitive):
     """A backend (BYOC) function of the executable's library, called
     destination-passing with flattened inputs and freshly allocated outputs."""
@@ -429,15 +442,15 @@ class ExternPrimitive(Primitive):
         self.tuple_out = isinstance(record.out_type, dict) and record.out_type.get("t") == "tuple"
 
     def call(self, inputs: list[Any]) -> Any:
-        flat = [x for v in inputs for x in (v if isinstance(v, list) else [v])]
+        flat = _flat_tensors(inputs)
         outs = _alloc_outputs(self.record.out_type, f"backend function {self.name}")
         self.fn(*flat, *outs)
-        return outs if self.tuple_out else outs[0]
+        return ADT(0, outs) if self.tuple_out else outs[0]  # a tuple as the VM's GetField reads
 
     def bind(self, inputs: list[Any], out: np.ndarray) -> Callable[[], Any] | None:
         if self.tuple_out:
             return None
-        flat = [x for v in inputs for x in (v if isinstance(v, list) else [v])]
+        flat = _flat_tensors(inputs)
         return self.lib.bind_function(self.name, flat, [out])
 
 
@@ -996,9 +1009,7 @@ class VirtualMachine:
         values: list[Any] = list(args) + [None] * (len(fn.params) - len(args))
         for k, v in kwargs.items():
             if k not in fn.params:
-                raise ExecutorUsageError(
-                    f"unknown input {k!r}; {func_name}'s inputs are: {', '.join(fn.params)}"
-                )
+                continue  # as TVM's VM: keywords may be a superset (e.g. parameters bound since)
             values[fn.params.index(k)] = v
         return values
 

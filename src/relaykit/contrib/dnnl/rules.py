@@ -16,7 +16,7 @@ importing :mod:`relaykit.contrib.dnnl` does so.
 >>> x = relay.var("x", shape=(1, 8), dtype="float16")
 >>> call = InferType()(tvm.IRModule.from_expr(relay.nn.relu(x)))["main"].body
 >>> check_call(call)
-decline('dtype float16: the dnnl backend runs float32 only')
+decline('dtype float16: the dnnl backend runs float32 only (and bfloat16, computed in float32)')
 """
 
 from __future__ import annotations
@@ -63,8 +63,11 @@ def _check_tensors(call: Call) -> Decline | None:
         types.extend((t, scalar_ok) for t in _tensor_types(arg.checked_type))
     types.extend((t, False) for t in _tensor_types(call.checked_type))
     for t, scalar_ok in types:
-        if t.dtype != "float32":
-            return decline(f"dtype {t.dtype}: the dnnl backend runs float32 only")
+        if t.dtype not in ("float32", "bfloat16"):  # bfloat16 computes in float32 inside
+            return decline(
+                f"dtype {t.dtype}: the dnnl backend runs float32 only (and bfloat16, "
+                "computed in float32)"
+            )
         if scalar_ok and not t.shape:
             continue
         if not 1 <= len(t.shape) <= _MAX_RANK:
@@ -101,13 +104,22 @@ def _conv2d(call: Call) -> Verdict:
         )
     if a.out_layout not in ("", "NCHW"):
         return decline(f"out_layout {a.out_layout}: the dnnl backend writes NCHW")
-    if a.out_dtype not in ("", "float32"):
+    if a.out_dtype not in ("", "float32", "bfloat16"):
+        return decline(f"out_dtype {a.out_dtype}: the dnnl backend runs float32 only")
+    return _constant_or_true(call.args[1], "weight")
+
+
+def _conv1d(call: Call) -> Verdict:
+    a = call.attrs
+    if a.data_layout != "NCW" or a.kernel_layout != "OIW" or a.out_layout not in ("", "NCW"):
+        return decline(f"layout {a.data_layout}/{a.kernel_layout}: the dnnl backend takes NCW/OIW")
+    if a.out_dtype not in ("", "float32", "bfloat16"):
         return decline(f"out_dtype {a.out_dtype}: the dnnl backend runs float32 only")
     return _constant_or_true(call.args[1], "weight")
 
 
 def _dense(call: Call) -> Verdict:
-    if call.attrs.out_dtype not in ("", "float32"):
+    if call.attrs.out_dtype not in ("", "float32", "bfloat16"):
         return decline(f"out_dtype {call.attrs.out_dtype}: the dnnl backend runs float32 only")
     if len(_shape(call.args[1])) != 2:
         return decline("a dense whose weight is not 2-D")
@@ -115,7 +127,7 @@ def _dense(call: Call) -> Verdict:
 
 
 def _batch_matmul(call: Call) -> Verdict:
-    if call.attrs.out_dtype not in ("", "float32"):
+    if call.attrs.out_dtype not in ("", "float32", "bfloat16"):
         return decline(f"out_dtype {call.attrs.out_dtype}: the dnnl backend runs float32 only")
     return True
 
@@ -230,6 +242,7 @@ _ELTWISE_RULES: dict[str, Callable[[Call], Verdict]] = {name: _always for name i
 #: Op name -> rule (beyond the float32 / rank conditions every op must meet).
 RULES: dict[str, Callable[[Call], Verdict]] = {
     "nn.conv2d": _conv2d,
+    "nn.conv1d": _conv1d,
     "nn.dense": _dense,
     "nn.batch_matmul": _batch_matmul,
     "nn.layer_norm": _layer_norm,

@@ -803,7 +803,10 @@ class Region {
   // in the same layout, else a copy of it.
   int define_with_sum(int out, const memory::desc& dst_md, int residual) {
     int dead = dying(residual);
-    if (concat_parent_[out] < 0 && dead >= 0 && phys_[dead].md == dst_md)
+    // define() writes a region output straight into the caller's buffer (no alias): the
+    // residual must then be copied there first, as below.
+    bool direct_output = is_output_[out] && dst_md == plain_md(dims_[out]) && output_count(out) == 1;
+    if (concat_parent_[out] < 0 && !direct_output && dead >= 0 && phys_[dead].md == dst_md)
       return define(out, dst_md, dead);
     int p = define(out, dst_md);
     phys_[p].alias = -1;
@@ -922,8 +925,21 @@ class Region {
 
   // A weight constant seen with other dims (grouped conv, dense on a 4-D input).
   int weight_version(int w, const dims& wd, const memory::desc& want) {
-    if (!is_const(w)) throw Error("program: weights must be constants");
     if (wd == dims_[w]) return version(w, want);
+    if (!is_const(w)) {
+      // A weight given at run time (a region input), seen with other dims (groups):
+      // reordered from its plain layout, read with those dims, before each use.
+      int src = primary(w);
+      if (!(phys_[src].md == plain_md(dims_[w])))
+        throw Error("program: a run-time weight seen with other dims must be plain");
+      int p = new_phys(want, Kind::Internal);
+      versions_[w].push_back(p);
+      memory::desc from = plain_md(wd);
+      auto pd = dnnl::reorder::primitive_desc(eng_, from, eng_, want, base_attr());
+      add_step(dnnl::reorder(pd), {{DNNL_ARG_FROM, src, from}, {DNNL_ARG_TO, p, want}},
+               "reorder weight t" + std::to_string(w) + " -> " + md_str(want), &pd);
+      return p;
+    }
     for (int p : versions_[w])
       if (phys_[p].md == want) return p;
     int src = primary(w);
