@@ -407,6 +407,19 @@ def _global_pool(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
     )  # fmt: skip
 
 
+def _spatial_mean(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
+    """A mean over H and W of an NCHW tensor (torch's exported adaptive_avg_pool2d(1)) as
+    global average pooling, so the classifier stays in the region."""
+    x = lw.tensor(args[0], op_name(call))
+    n, c, h, w = lw.p.shapes[x]
+    pooled = lw.emit(
+        "pool", [x], (n, c, 1, 1), alg="avg_exclude", kernel=[h, w], strides=[1, 1],
+        dilation=[1, 1], pad_l=[0, 0], pad_r=[0, 0],
+    )  # fmt: skip
+    out = _shape(call)
+    return pooled if out == (n, c, 1, 1) else lw.emit("reshape", [pooled], out)
+
+
 def _adaptive_pool(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
     x = lw.tensor(args[0], op_name(call))
     _, _, h, w = lw.p.shapes[x]
@@ -489,6 +502,7 @@ _LOWER: dict[str, Callable[[_Lowerer, Call, list[Value]], Value]] = {
     "nn.global_max_pool2d": _global_pool,
     "nn.adaptive_avg_pool2d": _adaptive_pool,
     "nn.adaptive_max_pool2d": _adaptive_pool,
+    "mean": _spatial_mean,
     "nn.softmax": _softmax,
     "nn.log_softmax": _softmax,
     "nn.lrn": _lrn,

@@ -195,6 +195,24 @@ def _adaptive_pool2d(call: Call) -> Verdict:
     return True
 
 
+def _reduced_axes(call: Call) -> frozenset[int]:
+    """The axes a reduction (``mean``...) reduces, non-negative."""
+    a = call.attrs
+    ndim = len(_shape(call.args[0]))
+    axes = range(ndim) if a.axis is None else [int(v) % ndim for v in a.axis]
+    picked = frozenset(axes)
+    return frozenset(range(ndim)) - picked if a.exclude else picked
+
+
+def _spatial_mean(call: Call) -> Verdict:
+    if len(_shape(call.args[0])) != 4 or _reduced_axes(call) != {2, 3}:
+        return decline(
+            "a mean over other than the two spatial axes of an NCHW tensor (the dnnl "
+            "backend runs that one as global average pooling)"
+        )
+    return True
+
+
 def _binary(call: Call) -> Verdict:
     name = op_name(call)
     out = _shape(call)
@@ -242,6 +260,7 @@ RULES: dict[str, Callable[[Call], Verdict]] = {
     "nn.global_max_pool2d": _global_pool2d,
     "nn.adaptive_avg_pool2d": _adaptive_pool2d,
     "nn.adaptive_max_pool2d": _adaptive_pool2d,
+    "mean": _spatial_mean,
     "nn.softmax": _always,
     "nn.log_softmax": _always,
     "nn.lrn": _lrn,
