@@ -260,3 +260,20 @@ def test_evaluate_ignores_keywords_naming_no_input(kind):
     mod["main"] = relay.build_module.bind_params_by_name(mod["main"], {"w": wv})
     f = relay.create_executor(kind, mod=mod, device=tvm.cpu(), target="llvm").evaluate()
     np.testing.assert_allclose(f(xv, w=wv).numpy(), xv * wv, rtol=1e-6)
+
+
+def test_inline_keeps_a_backend_function_whole_at_its_call_site():
+    x0 = relay.var("x0", shape=(2, 2))
+    region = external(relay.Function([x0], x0 * x0), "ccompiler", "ccompiler_0")
+    gv = relay.GlobalVar("ccompiler_0")
+    mod = tvm.IRModule()
+    mod[gv] = region.with_attr("Inline", tvm.tir.IntImm("int32", 1))
+    x = relay.var("x", shape=(2, 2))
+    mod["main"] = relay.Function([x], gv(x) + x)
+    out = relay.transform.Inline()(mod)
+    assert [g.name_hint for g in out.get_global_vars()] == ["main"]
+    call = out["main"].body.args[0]
+    assert isinstance(call.op, relay.Function) and call.op.attrs["Compiler"] == "ccompiler"
+    xv = rand(2, 2)
+    got = relay.create_executor("graph", mod=out, target="llvm").evaluate()(xv).numpy()
+    np.testing.assert_allclose(got, xv * xv + xv, rtol=1e-5)
