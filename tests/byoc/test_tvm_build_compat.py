@@ -277,3 +277,18 @@ def test_inline_keeps_a_backend_function_whole_at_its_call_site():
     xv = rand(2, 2)
     got = relay.create_executor("graph", mod=out, target="llvm").evaluate()(xv).numpy()
     np.testing.assert_allclose(got, xv * xv + xv, rtol=1e-5)
+
+
+def test_merge_compiler_regions_merges_host_regions_as_tvm(byoc):
+    byoc.supported("lib", "add")
+    x, y = relay.var("x", shape=(2, 2)), relay.var("y", shape=(2, 2))
+    h = relay.subtract(relay.subtract(x, y), y)  # two host operators in a row
+    mod = tvm.IRModule.from_expr(relay.Function([x, y], relay.add(h, x)))
+    merged = relay.transform.MergeCompilerRegions()(relay.transform.AnnotateTarget("lib")(mod))
+    text = merged["main"].astext()
+    # one default region around both subtracts: a single end/begin pair between them is gone
+    assert text.count("compiler_end") == 2 and text.count('compiler="default"') == 4
+    out = relay.transform.PartitionGraph()(merged)
+    xv, yv = rand(2, 2), rand(2, 2)
+    got = relay.create_executor("debug", mod=out).evaluate()(xv, yv).numpy()
+    np.testing.assert_allclose(got, xv - 2 * yv + xv, rtol=1e-6)
