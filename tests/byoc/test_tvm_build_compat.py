@@ -292,3 +292,22 @@ def test_merge_compiler_regions_merges_host_regions_as_tvm(byoc):
     xv, yv = rand(2, 2), rand(2, 2)
     got = relay.create_executor("debug", mod=out).evaluate()(xv, yv).numpy()
     np.testing.assert_allclose(got, xv - 2 * yv + xv, rtol=1e-6)
+
+
+def test_qnn_concatenate_requantizes_each_input_to_the_output_scale():
+    a = np.array([[0, 10, 255]], "uint8")
+    b = np.array([[4, 200, 7]], "uint8")
+    av, bv = (
+        relay.var("a", shape=(1, 3), dtype="uint8"),
+        relay.var("b", shape=(1, 3), dtype="uint8"),
+    )
+    scale = [relay.const(0.5), relay.const(2.0)]
+    zp = [relay.const(3, "int32"), relay.const(5, "int32")]
+    y = relay.qnn.op.concatenate((av, bv), scale, zp, relay.const(1.5), relay.const(10, "int32"), 1)
+    got = relay.create_executor("debug", mod=tvm.IRModule.from_expr(relay.Function([av, bv], y)))
+    got = got.evaluate()(a, b).numpy()
+    real = np.concatenate([0.5 * (a.astype(float) - 3), 2.0 * (b.astype(float) - 5)], axis=1)
+    q = real / 1.5 + 10
+    want = np.clip(np.sign(q) * np.floor(np.abs(q) + 0.5), 0, 255).astype("uint8")
+    assert got.dtype == np.uint8 and got.shape == (1, 6)
+    np.testing.assert_array_equal(got, want)
