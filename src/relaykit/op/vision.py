@@ -32,12 +32,17 @@ from relaykit.ir.types import TensorType, Type
 from ._relations import FLOAT_DTYPES, tensor_arg
 from .define import OpPattern, TypeRelError, define_op, make_call
 from .vision_more import get_valid_counts, multibox_prior, roi_pool, yolo_reorg
-from .vision_nms import all_class_non_max_suppression, non_max_suppression
+from .vision_nms import (
+    all_class_non_max_suppression,
+    multibox_transform_loc,
+    non_max_suppression,
+)
 
 __all__ = [
     "all_class_non_max_suppression",
     "get_valid_counts",
     "multibox_prior",
+    "multibox_transform_loc",
     "non_max_suppression",
     "roi_align",
     "roi_pool",

@@ -32,7 +32,13 @@ from relaykit.ir.types import TensorType, TupleType, Type
 from ._relations import INT_DTYPES, tensor_arg
 from .define import OpPattern, TypeRelError, define_op, make_call
 
-__all__ = ["non_max_suppression", "all_class_non_max_suppression", "nms_boxes", "iou"]
+__all__ = [
+    "non_max_suppression",
+    "all_class_non_max_suppression",
+    "multibox_transform_loc",
+    "nms_boxes",
+    "iou",
+]
 
 
 def iou(box: np.ndarray, others: np.ndarray) -> np.ndarray:
@@ -115,6 +121,8 @@ def _nms_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     max_out = tensor_arg(arg_types, 3, "max_output_size")
     if data.ndim != 3:
         raise TypeRelError(f"data must be (batch, anchors, elements), got {data}")
+    if not attrs.return_indices:  # the positions are read only to be returned
+        idx = TensorType((data.shape[0], data.shape[1]), "int32")
     if valid.ndim != 1 or idx.ndim != 2 or max_out.ndim != 0:
         raise TypeRelError(
             f"valid_count must be 1-D, indices 2-D and max_output_size a scalar; got "
@@ -134,6 +142,8 @@ def _nms_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
 
 def _nms_kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> Any:
     data, valid, idx, max_out = ins
+    if not attrs.return_indices:
+        idx = np.broadcast_to(np.arange(data.shape[1]), data.shape[:2])
     out_idx, counts, rows = nms_boxes(
         data,
         valid,
@@ -290,5 +300,99 @@ def all_class_non_max_suppression(
         "vision.all_class_non_max_suppression",
         [boxes, scores, *args],
         output_format=str(output_format),
+    )
+    return TupleWrapper(call, 2)
+
+
+# -- vision.multibox_transform_loc ----------------------------------------------------------------
+
+
+def _mtl_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    cls_prob = tensor_arg(arg_types, 0, "cls_prob")
+    loc = tensor_arg(arg_types, 1, "loc_pred")
+    anchor = tensor_arg(arg_types, 2, "anchor")
+    if cls_prob.ndim != 3 or loc.ndim != 2 or anchor.ndim != 3:
+        raise TypeRelError(
+            f"cls_prob must be (batch, classes, anchors), loc_pred (batch, anchors*4) and "
+            f"anchor (1, anchors, 4); got {cls_prob}, {loc}, {anchor}"
+        )
+    batch, anchors = cls_prob.shape[0], cls_prob.shape[2]
+    return TupleType(
+        [TensorType((batch, anchors, 6), cls_prob.dtype), TensorType((batch,), "int32")]
+    )
+
+
+def _decode(loc: np.ndarray, anchors: np.ndarray, attrs: Attrs) -> np.ndarray:
+    """Centre-offset box regression: (A, 4) deltas on (A, 4) corner anchors -> corners."""
+    vx, vy, vw, vh = (float(v) for v in attrs.variances)
+    aw, ah = anchors[:, 2] - anchors[:, 0], anchors[:, 3] - anchors[:, 1]
+    ax, ay = (anchors[:, 0] + anchors[:, 2]) / 2, (anchors[:, 1] + anchors[:, 3]) / 2
+    ox, oy = loc[:, 0] * vx * aw + ax, loc[:, 1] * vy * ah + ay
+    ow, oh = np.exp(loc[:, 2] * vw) * aw / 2, np.exp(loc[:, 3] * vh) * ah / 2
+    box = np.stack([ox - ow, oy - oh, ox + ow, oy + oh], axis=1)
+    return np.clip(box, 0.0, 1.0) if attrs.clip else box
+
+
+def _mtl_kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> tuple[np.ndarray, np.ndarray]:
+    cls_prob, loc_pred, anchor = (a.astype(np.float64) for a in ins)
+    batch, _, anchors = cls_prob.shape
+    out = np.full((batch, anchors, 6), -1.0)
+    valid = np.zeros((batch,), dtype=np.int32)
+    first = 0 if attrs.keep_background else 1
+    for b in range(batch):
+        probs = cls_prob[b, first:]  # (classes considered, anchors)
+        cls = np.argmax(probs, axis=0) + first  # the first of equal maxima
+        score = probs.max(axis=0)
+        cls = np.where((cls > 0) & (score < float(attrs.threshold)), 0, cls)
+        keep = np.ones(anchors, dtype=bool) if attrs.keep_background else cls > 0
+        boxes = _decode(loc_pred[b].reshape(anchors, 4), anchor[0], attrs)
+        n = int(keep.sum())
+        out[b, :n, 0] = cls[keep] - first
+        out[b, :n, 1] = score[keep]
+        out[b, :n, 2:] = boxes[keep]
+        valid[b] = n
+    return out.astype(ins[0].dtype), valid
+
+
+define_op(
+    "vision.multibox_transform_loc",
+    num_inputs=3,
+    attrs={
+        "clip": True,
+        "threshold": 0.01,
+        "variances": (0.1, 0.1, 0.2, 0.2),
+        "keep_background": False,
+    },
+    attrs_type_key="relay.attrs.MultiBoxTransformLocAttrs",
+    type_rel=_mtl_rel,
+    compute=_mtl_kernel,
+    pattern=OpPattern.OPAQUE,
+    num_outputs=2,
+    doc="SSD box decoding: per anchor the best class, its score and the regressed box.",
+)
+
+
+def multibox_transform_loc(
+    cls_prob: Expr,
+    loc_pred: Expr,
+    anchor: Expr,
+    clip: bool = True,
+    threshold: float = 0.01,
+    variances: Sequence[float] = (0.1, 0.1, 0.2, 0.2),
+    keep_background: bool = False,
+) -> TupleWrapper:
+    """``(boxes, valid_count)`` for SSD: per anchor, the best class of ``cls_prob`` (batch,
+    classes, anchors) -- class 0, the background, skipped unless ``keep_background``,
+    and ids shifted down by one then; below ``threshold`` an anchor counts as background
+    -- its score and the box ``loc_pred`` regresses from ``anchor`` (centre offsets
+    scaled by ``variances``, clipped to [0, 1] with ``clip``), as rows ``[id, score, x1,
+    y1, x2, y2]`` packed first (the rest -1), and how many rows are valid."""
+    call = make_call(
+        "vision.multibox_transform_loc",
+        [cls_prob, loc_pred, anchor],
+        clip=bool(clip),
+        threshold=float(threshold),
+        variances=tuple(float(v) for v in variances),
+        keep_background=bool(keep_background),
     )
     return TupleWrapper(call, 2)

@@ -1,0 +1,10 @@
+"""TVM's bare dtype names are 32-bit (NumPy's would be 64-bit)."""
+
+from relaykit.ir import TensorType
+
+
+def test_bare_int_uint_float_are_32_bit():
+    assert TensorType((1,), "int").dtype == "int32"
+    assert TensorType((1,), "uint").dtype == "uint32"
+    assert TensorType((1,), "float").dtype == "float32"
+    assert TensorType((1,), "int64").dtype == "int64"
