@@ -21,8 +21,16 @@ from relaykit.transform import *  # noqa: F403 - every pass and the pass infrast
 from relaykit.transform import FoldScaleAxis
 from relaykit.transform.fuse_ops import FuseOps
 
-#: TVM's name for the backward half of FoldScaleAxis, the only half relaykit folds.
-BackwardFoldScaleAxis = FoldScaleAxis
+
+def BackwardFoldScaleAxis() -> FoldScaleAxis:
+    """TVM's backward half of ``FoldScaleAxis`` (scales after a layer)."""
+    return FoldScaleAxis("backward")
+
+
+def ForwardFoldScaleAxis() -> FoldScaleAxis:
+    """TVM's forward half of ``FoldScaleAxis`` (scales before a layer)."""
+    return FoldScaleAxis("forward")
+
 
 __all__ = [
     *relaykit.transform.__all__,
@@ -31,6 +39,7 @@ __all__ = [
     "MergeCompilerRegions",
     "PartitionGraph",
     "BackwardFoldScaleAxis",
+    "ForwardFoldScaleAxis",
     "AnnotateSpans",
     "FuseOps",
     "build_config",
