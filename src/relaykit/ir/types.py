@@ -71,6 +71,8 @@ def check_dtype(dtype: Any) -> str:
         return dtype
     if isinstance(dtype, str) and dtype in _TVM_BARE:
         return _TVM_BARE[dtype]
+    if not isinstance(dtype, str) and isinstance(getattr(dtype, "dtype", None), str):
+        return check_dtype(dtype.dtype)  # an object naming its dtype (a scalar TensorType)
     try:
         name = np.dtype(dtype).name
     except TypeError:
