@@ -311,3 +311,20 @@ def test_qnn_concatenate_requantizes_each_input_to_the_output_scale():
     want = np.clip(np.sign(q) * np.floor(np.abs(q) + 0.5), 0, 255).astype("uint8")
     assert got.dtype == np.uint8 and got.shape == (1, 6)
     np.testing.assert_array_equal(got, want)
+
+
+def test_an_annotation_takes_the_type_a_later_use_determines():
+    # compiler_end around a call of a recursive let-bound function whose type only the
+    # If around it determines (TVM's IdentityRel unifies input and output)
+    var1 = relay.var("var1", shape=(2,))
+    i = relay.var("i", shape=(), dtype="int32")
+    acc = relay.var("acc", shape=(2,))
+    loop = relay.var("loop")
+    step = relay.annotation.compiler_end(loop(i + relay.const(1, "int32"), acc + var1), "default")
+    body = relay.If(relay.less(i, relay.const(3, "int32")), step, acc)
+    expr = relay.Let(loop, relay.Function([i, acc], body), loop(relay.const(0, "int32"), var1))
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([var1], expr)))
+    assert str(mod["main"].ret_type) == "Tensor[(2), float32]"
+    xv = rand(2)
+    got = relay.create_executor("debug", mod=mod).evaluate()(xv).numpy()
+    np.testing.assert_allclose(got, 4 * xv, rtol=1e-6)
