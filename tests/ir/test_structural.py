@@ -100,3 +100,19 @@ def test_deep_chain_equal_and_hash_iteratively():
     a, b = chain(50_000), chain(50_000)
     assert structural_equal(a, b)
     assert structural_hash(a) == structural_hash(b)
+
+
+def test_constants_and_empty_tuples_compare_by_value_shared_or_not():
+    """A constant or () used twice equals two equal copies (they are values, not graph
+    nodes), and the hash agrees; a shared call still differs from two copies."""
+    unit, v = Tuple([]), Var("_")
+    shared, copies = Let(v, unit, unit), Let(v, Tuple([]), Tuple([]))
+    assert structural_equal(shared, copies)
+    assert structural_hash(shared) == structural_hash(copies)
+    c = const(2.0)
+    twice, apart = op.add(c, c), op.add(const(2.0), const(2.0))
+    assert structural_equal(twice, apart)
+    assert structural_hash(twice) == structural_hash(apart)
+    x = Var("x", T)
+    call = op.negative(x)
+    assert not structural_equal(op.add(call, call), op.add(op.negative(x), call))

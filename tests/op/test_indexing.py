@@ -25,14 +25,19 @@ def test_gather_elements_loop(run, rel, tvar):
 
 
 def test_gather_nd_loop(run, tvar):
+    """Index tuples run along the first axis of indices (TVM's layout)."""
     data = np.arange(24, dtype="float32").reshape(2, 3, 4)
-    idx = np.array([[0, 1], [1, -1]], "int64")
+    idx = np.array([[0, 1], [1, -1]], "int64").T  # tuples (0, 1) and (1, -1)
     out = run(op.gather_nd(tvar("d", (2, 3, 4)), tvar("i", (2, 2), "int64")), data, idx)
     assert out.shape == (2, 4)
     assert out[0].tolist() == data[0, 1].tolist() and out[1].tolist() == data[1, 2].tolist()
-    bidx = np.array([[1], [2]], "int64")
-    out_b = run(op.gather_nd(tvar("d", (2, 3, 4)), tvar("i", (2, 1), "int64"), 1), data, bidx)
+    bidx = np.array([[1, 2]], "int64")  # batch_dims=1: row b takes data[b, bidx[0, b]]
+    out_b = run(op.gather_nd(tvar("d", (2, 3, 4)), tvar("i", (1, 2), "int64"), 1), data, bidx)
     assert out_b.tolist() == [data[0, 1].tolist(), data[1, 2].tolist()]
+    grid = np.array([[[0, 1], [1, 0]], [[2, 0], [1, 1]]], "int64")  # (M=2, 2, 2)
+    out_g = run(op.gather_nd(tvar("d", (2, 3, 4)), tvar("i", (2, 2, 2), "int64")), data, grid)
+    for y0, y1 in itertools.product(range(2), range(2)):
+        assert out_g[y0, y1].tolist() == data[grid[0, y0, y1], grid[1, y0, y1]].tolist()
 
 
 @pytest.mark.parametrize("reduction", ["update", "add", "mul", "min", "max"])
@@ -59,9 +64,9 @@ def test_scatter_elements_loop(run, tvar, reduction):
 
 def test_scatter_nd_loop(run, tvar):
     data = np.zeros((4, 2), "float32")
-    idx = np.array([[1], [3], [1]], "int64")
+    idx = np.array([[1, 3, 1]], "int64")  # (M=1, 3): rows 1, 3, 1
     upd = np.array([[1, 2], [3, 4], [5, 6]], "float32")
-    call = op.scatter_nd(tvar("d", (4, 2)), tvar("i", (3, 1), "int64"), tvar("u", (3, 2)), "add")
+    call = op.scatter_nd(tvar("d", (4, 2)), tvar("i", (1, 3), "int64"), tvar("u", (3, 2)), "add")
     out = run(call, data, idx, upd)
     assert out.tolist() == [[0, 0], [6, 8], [0, 0], [3, 4]]
 

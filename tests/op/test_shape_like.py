@@ -85,3 +85,12 @@ def test_sliding_window():
     out = _run(relay.Function([x], y), data).numpy()
     np.testing.assert_array_equal(out[1, 0, 7, 3], data[1, :, 14:18, 9:14])
     np.testing.assert_array_equal(out[0, 0, 14, 9], data[0, :, 28:32, 27:32])
+
+
+def test_reverse_reshape_matches_special_values_from_the_right(run, tvar):
+    data = np.arange(200, dtype="float32").reshape(10, 5, 4)
+    # 0 copies the *last* input dim, -1 takes the rest: (10*5, 4), where reshape gives (40, 5)
+    out = run(relay.reverse_reshape(tvar("x", (10, 5, 4)), (-1, 0)), data)
+    np.testing.assert_array_equal(out, data.reshape(50, 4))
+    out = run(relay.reverse_reshape(tvar("x", (10, 5, 4)), (0, -1, 2)), data)
+    np.testing.assert_array_equal(out, data.reshape(10, 10, 2))

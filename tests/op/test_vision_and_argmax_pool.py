@@ -94,11 +94,11 @@ def bilinear(img, y, x):
     return sum(terms), terms
 
 
-def naive_roi_align(data, rois, pooled, scale, ratio, mode, aligned):
+def naive_roi_align(data, rois, pooled, scale, ratio, mode, aligned, corners=False):
     ph, pw = pooled
     out = np.zeros((len(rois), data.shape[1], ph, pw))
     off = 0.5 if aligned else 0.0
-    for r, (b, x1, y1, x2, y2) in enumerate(rois):
+    for r, (b, x1, y1, x2, y2) in enumerate(rois.astype(np.float64)):  # positions in float64
         x1, y1, x2, y2 = (v * scale - off for v in (x1, y1, x2, y2))
         rw, rh = x2 - x1, y2 - y1
         if not aligned:
@@ -113,17 +113,17 @@ def naive_roi_align(data, rois, pooled, scale, ratio, mode, aligned):
                         y = y1 + i * rh / ph + (a + 0.5) * rh / ph / gh
                         x = x1 + j * rw / pw + (e + 0.5) * rw / pw / gw
                         value, terms = bilinear(data[int(b)].astype(np.float64), y, x)
-                        samples.append(value if mode == "avg" else np.max(terms, axis=0))
+                        samples.append(np.max(terms, axis=0) if corners else value)
                 if samples:
                     agg = np.mean(samples, axis=0) if mode == "avg" else np.max(samples, axis=0)
                     out[r, :, i, j] = agg
     return out
 
 
-@pytest.mark.parametrize("mode", ["avg", "max"])
+@pytest.mark.parametrize(("mode", "corners"), [("avg", False), ("max", False), ("max", True)])
 @pytest.mark.parametrize("aligned", [False, True])
 @pytest.mark.parametrize("ratio", [0, 2])
-def test_roi_align_matches_a_loop(rng, run, tvar, mode, aligned, ratio):
+def test_roi_align_matches_a_loop(rng, run, tvar, mode, corners, aligned, ratio):
     data = rng.standard_normal((2, 3, 9, 10)).astype("float32")
     rois = np.array(
         [
@@ -135,11 +135,31 @@ def test_roi_align_matches_a_loop(rng, run, tvar, mode, aligned, ratio):
         "float32",
     )
     call = vision.roi_align(
-        tvar("d", data.shape), tvar("r", rois.shape), (3, 2), 0.9, ratio, mode=mode, aligned=aligned
+        tvar("d", data.shape),
+        tvar("r", rois.shape),
+        (3, 2),
+        0.9,
+        ratio,
+        mode=mode,
+        aligned=aligned,
+        max_over_corners=corners,
     )
     got = run(call, data, rois)
-    want = naive_roi_align(data, rois, (3, 2), 0.9, ratio, mode, aligned)
+    want = naive_roi_align(data, rois, (3, 2), 0.9, ratio, mode, aligned, corners)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    nhwc = vision.roi_align(
+        tvar("d", data.transpose(0, 2, 3, 1).shape),
+        tvar("r", rois.shape),
+        (3, 2),
+        0.9,
+        ratio,
+        layout="NHWC",
+        mode=mode,
+        aligned=aligned,
+        max_over_corners=corners,
+    )
+    got = run(nhwc, np.ascontiguousarray(data.transpose(0, 2, 3, 1)), rois)
+    np.testing.assert_allclose(got, want.transpose(0, 2, 3, 1), rtol=1e-5, atol=1e-6)
 
 
 def test_roi_align_type_errors(rel, tvar):

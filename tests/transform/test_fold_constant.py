@@ -125,3 +125,19 @@ def test_fold_leaves_dropout():
     out = _fold(d + relay.const(1.0)).body
     assert isinstance(out, relay.Call) and out.op.name == "add"
     assert out.args[0].tuple_value.op.name == "nn.dropout"
+
+
+def test_shape_queries_of_static_tensors_fold_to_constants():
+    """shape_of / ndarray_size read only a static shape: they fold even though the
+    tensor's value is unknown (checked against NumPy's shape and size)."""
+    x = relay.var("x", shape=(8, 9, 10))
+    ref = np.zeros((8, 9, 10))
+    for dtype in ("int32", "int64", "float32"):
+        body = relay.Tuple([relay.shape_of(x + x, dtype), relay.ndarray_size(x, dtype)])
+        out = FoldConstant()(tvm.IRModule.from_expr(relay.Function([x], body)))["main"].body
+        shape, size = (f.data.numpy() for f in out.fields)
+        assert shape.dtype == dtype and shape.tolist() == list(ref.shape)
+        assert size.dtype == dtype and size.shape == () and int(size) == ref.size
+    d = relay.var("d", shape=(relay.Any(), 3))
+    kept = FoldConstant()(tvm.IRModule.from_expr(relay.Function([d], relay.shape_of(d))))
+    assert kept["main"].body.op.name == "shape_of"

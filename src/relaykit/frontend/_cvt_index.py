@@ -22,9 +22,15 @@ def _gather_elements(ctx: NodeContext, x: Expr, indices: Expr, *, axis: int = 0)
     return op.gather(x, normalize_axis(ctx, axis, ctx.ndim(x)), indices)
 
 
+def _tuples_first(ctx: NodeContext, indices: Expr) -> Expr:
+    """ONNX's index tuples (last axis) moved to the first axis, where relay's are."""
+    n = ctx.ndim(indices)
+    return op.transpose(indices, [n - 1, *range(n - 1)])
+
+
 @converter("GatherND", 11)
 def _gather_nd(ctx: NodeContext, x: Expr, indices: Expr, *, batch_dims: int = 0) -> Expr:
-    return op.gather_nd(x, indices, batch_dims)
+    return op.gather_nd(x, _tuples_first(ctx, indices), batch_dims)
 
 
 @converter("ScatterElements", 11)
@@ -77,6 +83,7 @@ def _scatter(ctx: NodeContext, x: Expr, indices: Expr, updates: Expr, *, axis: i
 def _scatter_nd(
     ctx: NodeContext, x: Expr, indices: Expr, updates: Expr, *, reduction: str = "none"
 ) -> Expr:
+    indices = _tuples_first(ctx, indices)
     return op.scatter_nd(x, indices, updates, "update" if reduction == "none" else reduction)
 
 

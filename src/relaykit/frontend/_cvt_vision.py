@@ -37,4 +37,5 @@ def _roi_align(
         sample_ratio=sampling_ratio,
         mode=mode.lower(),
         aligned=coordinate_transformation_mode == "half_pixel",
+        max_over_corners=True,  # ONNX Runtime's max mode
     )

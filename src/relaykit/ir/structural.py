@@ -22,7 +22,7 @@ import numpy as np
 
 from relaykit.errors import StructuralMismatchError
 
-from .expr import Call, Constant, Expr, GlobalVar, Var
+from .expr import Call, Constant, Expr, GlobalVar, Tuple, Var
 from .fields import FieldSpec
 from .module import IRModule
 from .op import Op
@@ -60,6 +60,14 @@ def _describe(e: Any) -> str:
     return type(e).__name__
 
 
+def _is_value_leaf(e: Any) -> bool:
+    """Whether ``e`` is a plain value (a constant or the empty tuple): compared by value
+    wherever it occurs, so whether it is shared is not part of the structure (as in TVM,
+    where these are not graph nodes)."""
+    t = type(e)
+    return t is Constant or (t is Tuple and not e.fields)
+
+
 class _Comparison:
     """One structural comparison of two expressions, iterative and sharing-aware.
 
@@ -84,6 +92,9 @@ class _Comparison:
         try:
             while stack:
                 lt, rt, idx = stack.pop()
+                if _is_value_leaf(lt) and _is_value_leaf(rt) and type(lt) is type(rt):
+                    (leaves.get(type(lt)) or _comparer(type(lt)))(self, lt, rt, idx)
+                    continue
                 seen = lmap.get(lt)
                 if seen is not None:
                     if seen is not rt:
@@ -317,6 +328,9 @@ def _hash_tokens(root: Expr, map_free_vars: bool) -> list[Any]:
     stack: list[Any] = [root]
     while stack:
         n = stack.pop()
+        if _is_value_leaf(n):  # by value, shared or not (as in the comparison)
+            tokens.append(_constant_key(n) if type(n) is Constant else ("Tuple", 0))
+            continue
         seen = index.get(id(n))
         if seen is not None:
             tokens.append(("ref", seen))
@@ -327,9 +341,6 @@ def _hash_tokens(root: Expr, map_free_vars: bool) -> list[Any]:
         if t is Var:
             ann = _data_key(n.type_annotation)
             tokens.append(("free", ann) if map_free_vars else ("free", id(n), ann))
-            continue
-        if t is Constant:
-            tokens.append(_constant_key(n))
             continue
         layout = t._layout
         token: list[Any] = [t.__name__]

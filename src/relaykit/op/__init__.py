@@ -15,6 +15,7 @@ True
 from relaykit.ir.op import get_op as get
 from relaykit.ir.op import register_op_attr
 
+from . import _make as _make  # TVM's relay.op._make (raw constructors)
 from . import annotation, dyn, image, nn  # dyn: the dynamic operators (relay.op.dyn)
 from . import dyn_ops as dyn_ops  # run-time axes/extents and data-dependent ops (ONNX)
 from . import elemwise as elemwise
@@ -26,6 +27,7 @@ from . import op as op  # TVM's relay.op.op: defining operators, register_* help
 from . import reduce as reduce  # submodules, kept out of __all__
 from . import reduce_more as reduce_more
 from . import shape_ops as shape_ops  # shape_of, arange, argwhere, one_hot
+from . import sparse as sparse
 from . import tensor as tensor
 from . import transform as transform
 from . import vision as vision
@@ -35,6 +37,7 @@ from .elemwise import *  # noqa: F403
 from .elemwise import __all__ as _elemwise_all
 from .indexing import *  # noqa: F403
 from .indexing import __all__ as _indexing_all
+from .layout import layout_transform
 from .linalg import *  # noqa: F403
 from .linalg import __all__ as _linalg_all
 from .moments import *  # noqa: F403
@@ -60,6 +63,8 @@ from .shape_like import *  # noqa: F403
 from .shape_like import __all__ as _shape_like_all
 from .shape_ops import *  # noqa: F403
 from .shape_ops import __all__ as _shape_ops_all
+from .sparse import *  # noqa: F403
+from .sparse import __all__ as _sparse_all
 from .tensor import *  # noqa: F403
 from .tensor import __all__ as _tensor_all
 from .transform import *  # noqa: F403
@@ -90,4 +95,6 @@ __all__ = [
     *_reduce_more_all,
     *_moments_all,
     *_shape_like_all,
+    *_sparse_all,
+    "layout_transform",
 ]

@@ -103,17 +103,23 @@ def _gather_nd_shape(data: tuple[int, ...], idx: tuple[int, ...], b: int) -> tup
     return idx[:-1] + data[b + m :]
 
 
+def _tuples_last(shape: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The shape of TVM-layout indices ``(M, Y...)`` with the tuple axis moved last."""
+    return (*shape[1:], shape[0]) if shape else shape
+
+
 def _gather_nd_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     data = tensor_arg(arg_types, 0, "data")
     idx = _indices_arg(arg_types, 1)
     b = int(attrs.batch_dims)
-    if data.shape[:b] != idx.shape[:b]:
+    shape = _tuples_last(idx.shape)
+    if any(differ(x, y) for x, y in zip(data.shape[:b], shape[:b], strict=False)):
         raise TypeRelError(f"gather_nd: the first {b} dims of {data} and {idx} must match")
-    return TensorType(_gather_nd_shape(data.shape, idx.shape, b), data.dtype)
+    return TensorType(_gather_nd_shape(data.shape, shape, b), data.dtype)
 
 
 def _gather_nd_kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
-    data, idx = ins
+    data, idx = ins[0], np.moveaxis(ins[1], 0, -1)
     b = int(attrs.batch_dims)
     m = idx.shape[-1]
     batch = int(np.prod(data.shape[:b], dtype=np.int64))
@@ -133,17 +139,24 @@ define_op(
     type_rel=_gather_nd_rel,
     compute=_gather_nd_kernel,
     pattern=_I,
-    doc="Gather slices of data by index tuples in the last axis of indices (ONNX GatherND).",
+    doc="Gather slices of data by index tuples along the first axis of indices (TVM's).",
 )
 
 
-def gather_nd(data: Expr, indices: Expr, batch_dims: int = 0) -> Call:
-    """Slices of ``data`` at the index tuples held in the last axis of ``indices``.
-
-    Unlike TVM (index tuples on the *first* axis), relaykit follows ONNX and
-    NumPy: ``indices[..., :]`` is one index tuple.
-    """
-    return make_call("gather_nd", [data, indices], batch_dims=int(batch_dims))
+def gather_nd(
+    data: Expr, indices: Expr, batch_dims: int = 0, index_rank: int | None = None
+) -> Call:
+    """Slices of ``data`` at index tuples held along the *first* axis of ``indices``, as
+    in TVM: ``indices`` of shape ``(M, Y...)`` gives ``data[indices[:, y]]`` for each
+    ``y``, shape ``(Y..., data.shape[M:])`` (after ``batch_dims`` leading dims shared by
+    ``data`` and ``indices[0]``). ONNX's ``GatherND`` keeps the tuples on the last axis:
+    move it first (``transpose``)."""
+    return make_call(
+        "gather_nd",
+        [data, indices],
+        batch_dims=int(batch_dims),
+        index_rank=None if index_rank is None else int(index_rank),
+    )
 
 
 # -- scatter --------------------------------------------------------------------------------------
@@ -212,12 +225,12 @@ def _scatter_nd_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     data = tensor_arg(arg_types, 0, "data")
     idx = _indices_arg(arg_types, 1)
     upd = tensor_arg(arg_types, 2, "updates")
-    m = idx.shape[-1] if idx.shape else 0
+    m = idx.shape[0] if idx.shape else 0
     if not isinstance(m, int):  # the number of indexed axes is known at run time only
         if upd.dtype != data.dtype:
             raise TypeRelError(f"updates must have dtype {data.dtype}, got {upd}")
         return data
-    want = idx.shape[:-1] + data.shape[m:]
+    want = idx.shape[1:] + data.shape[m:]
     if (
         len(upd.shape) != len(want)
         or any(differ(a, b) for a, b in zip(upd.shape, want, strict=True))
@@ -230,7 +243,7 @@ def _scatter_nd_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
 
 
 def _scatter_nd_kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
-    data, idx, upd = ins
+    data, idx, upd = ins[0], np.moveaxis(ins[1], 0, -1), ins[2]
     m = idx.shape[-1]
     out = data.copy()
     flat = idx.reshape(-1, m)
@@ -247,12 +260,14 @@ define_op(
     type_rel=_scatter_nd_rel,
     compute=_scatter_nd_kernel,
     pattern=OpPattern.OPAQUE,
-    doc="A copy of data with slices replaced (or reduced) at index tuples (ONNX ScatterND).",
+    doc="A copy of data with slices replaced (or reduced) at index tuples (TVM's layout).",
 )
 
 
 def scatter_nd(data: Expr, indices: Expr, updates: Expr, reduction: str = "update") -> Call:
-    """``data`` with the slices at the index tuples ``indices[..., :]`` set to ``updates``."""
+    """``data`` with the slices at the index tuples ``indices[:, y]`` (tuples along the
+    *first* axis, as in TVM; ``updates`` is ``(Y..., data.shape[M:])``) set to, or
+    combined by ``reduction`` with, ``updates``."""
     return make_call("scatter_nd", [data, indices, updates], reduction=reduction)
 
 

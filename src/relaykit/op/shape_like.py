@@ -24,8 +24,16 @@ from relaykit.ir.attrs import Attrs
 from relaykit.ir.expr import Call, Constant, Expr, Tuple, TupleWrapper
 from relaykit.ir.types import TensorType, TupleType, Type
 
-from ._relations import INT_DTYPES, broadcast_shape, normalize_axis, tensor_arg, tuple_arg
-from .define import OpPattern, TypeRelError, define_op, make_call
+from ._relations import (
+    INT_DTYPES,
+    broadcast_shape,
+    normalize_axis,
+    static,
+    tensor_arg,
+    tuple_arg,
+)
+from .define import OpPattern, TypeRelError, define_op, int_tuple, make_call
+from .transform import infer_reshape
 
 __all__ = [
     "reshape_like",
@@ -36,6 +44,7 @@ __all__ = [
     "trilu",
     "reverse_sequence",
     "sliding_window",
+    "reverse_reshape",
 ]
 
 _I = OpPattern.INJECTIVE
@@ -58,7 +67,9 @@ def _reshape_like_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     lb, le = _span(data.ndim, attrs.lhs_begin, attrs.lhs_end)
     rb, re = _span(like.ndim, attrs.rhs_begin, attrs.rhs_end)
     shape = data.shape[:lb] + like.shape[rb:re] + data.shape[le:]
-    if int(np.prod(shape, dtype=np.int64)) != int(np.prod(data.shape, dtype=np.int64)):
+    if static(*shape, *data.shape) and int(np.prod(shape, dtype=np.int64)) != int(
+        np.prod(data.shape, dtype=np.int64)
+    ):  # with symbolic or ? dims the sizes are checked at run time
         raise TypeRelError(f"reshape_like cannot reshape {data} to shape {shape}")
     return TensorType(shape, data.dtype)
 
@@ -383,3 +394,37 @@ def sliding_window(data: Expr, axis: int, window_shape: Any, strides: Any) -> Ca
         window_shape=tuple(int(w) for w in window_shape),
         strides=tuple(int(s) for s in strides),
     )
+
+
+# -- reverse_reshape -------------------------------------------------------------------------------
+
+
+def _reverse_reshape_shape(shape: Sequence[Any], newshape: Sequence[int]) -> tuple[Any, ...]:
+    """``reshape``'s special values read from the right: both shapes reversed, the usual
+    inference, and the result reversed back."""
+    if -4 in newshape:
+        raise TypeRelError(f"reverse_reshape does not support -4 (splitting), got {newshape}")
+    return tuple(reversed(infer_reshape(tuple(reversed(shape)), tuple(reversed(newshape)))))
+
+
+def _reverse_reshape_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types, 0, "data")
+    return TensorType(_reverse_reshape_shape(data.shape, attrs.newshape), data.dtype)
+
+
+define_op(
+    "contrib_reverse_reshape",
+    num_inputs=1,
+    attrs={"newshape": None, "allowzero": False},
+    attrs_type_key="relay.attrs.ReshapeAttrs",
+    type_rel=_reverse_reshape_rel,
+    compute=lambda ins, attrs: ins[0].reshape(_reverse_reshape_shape(ins[0].shape, attrs.newshape)),
+    pattern=_I,
+    doc="reshape whose special values (0, -1, -2, -3) are matched from the right.",
+)
+
+
+def reverse_reshape(data: Expr, newshape: Any) -> Call:
+    """``reshape`` with its special values matched from the right: ``(10, 5, 4)`` with
+    ``(-1, 0)`` becomes ``(50, 4)``, where ``reshape`` would give ``(40, 5)``."""
+    return make_call("contrib_reverse_reshape", [data], newshape=int_tuple(newshape, "newshape"))

@@ -451,12 +451,14 @@ def _split_points(ios: Any, dim: Any) -> tuple[Any, ...]:
 def _split_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     data = tensor_arg(arg_types, 0, "data")
     axis = normalize_axis(attrs.axis, data.ndim, "split axis")
-    points = _split_points(attrs.indices_or_sections, data.shape[axis])
-    bounds = (0, *points, data.shape[axis])
+    dim, ios = data.shape[axis], attrs.indices_or_sections
+    points = _split_points(ios, dim)
+    bounds = (0, *points, dim)
     fields = []
     for lo, hi in itertools.pairwise(bounds):
         shape = list(data.shape)
-        shape[axis] = hi - lo
+        # equal sections of a symbolic axis are each dim // n (as TVM assumes n divides it)
+        shape[axis] = floordiv(dim, ios) if isinstance(ios, int) and not static(dim) else hi - lo
         fields.append(TensorType(shape, data.dtype))
     return TupleType(fields)
 

@@ -6,8 +6,10 @@ samples: ``sample_ratio`` samples per bin and axis, or ``ceil(roi size / bins)``
 when it is 0. ``rois`` is (R, 5): the batch index, then ``x1, y1, x2, y2`` in
 input coordinates (times ``spatial_scale``). ``aligned=True`` shifts the box by
 half a pixel (ONNX's ``half_pixel``, torchvision's ``aligned``); otherwise a box is
-at least one pixel wide. The max mode takes the largest weighted corner of each
-sample, as ONNX's reference does.
+at least one pixel wide. The max mode takes the largest interpolated sample (TVM's
+semantics); with ``max_over_corners=True`` the largest weighted corner term of each
+sample, as ONNX Runtime does (the ONNX importer sets it). ``layout="NHWC"`` takes
+and gives channels-last tensors.
 
 >>> from relaykit import relay
 >>> x = relay.var("x", shape=(1, 3, 8, 8))
@@ -30,17 +32,31 @@ from relaykit.ir.types import TensorType, Type
 from ._relations import FLOAT_DTYPES, tensor_arg
 from .define import OpPattern, TypeRelError, define_op, make_call
 from .vision_more import get_valid_counts, multibox_prior, roi_pool, yolo_reorg
+from .vision_nms import (
+    all_class_non_max_suppression,
+    multibox_transform_loc,
+    non_max_suppression,
+)
 
-__all__ = ["get_valid_counts", "multibox_prior", "roi_align", "roi_pool", "yolo_reorg"]
+__all__ = [
+    "all_class_non_max_suppression",
+    "get_valid_counts",
+    "multibox_prior",
+    "multibox_transform_loc",
+    "non_max_suppression",
+    "roi_align",
+    "roi_pool",
+    "yolo_reorg",
+]
 
 
 def _roi_align_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     data = tensor_arg(arg_types, 0, "data")
     rois = tensor_arg(arg_types, 1, "rois")
-    if attrs.layout != "NCHW":
-        raise TypeRelError(f"roi_align supports layout NCHW, got {attrs.layout}")
+    if attrs.layout not in ("NCHW", "NHWC"):
+        raise TypeRelError(f"roi_align supports layouts NCHW and NHWC, got {attrs.layout}")
     if data.ndim != 4:
-        raise TypeRelError(f"roi_align data must be 4-D (NCHW), got {data}")
+        raise TypeRelError(f"roi_align data must be 4-D ({attrs.layout}), got {data}")
     if rois.ndim != 2 or rois.shape[1] != 5:
         raise TypeRelError(
             f"roi_align rois must be (R, 5): batch index, x1, y1, x2, y2; got {rois}"
@@ -50,6 +66,8 @@ def _roi_align_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     if attrs.mode not in ("avg", "max"):
         raise TypeRelError(f"roi_align mode must be avg or max, got {attrs.mode!r}")
     ph, pw = (int(v) for v in attrs.pooled_size)
+    if attrs.layout == "NHWC":
+        return TensorType((rois.shape[0], ph, pw, data.shape[3]), data.dtype)
     return TensorType((rois.shape[0], data.shape[1], ph, pw), data.dtype)
 
 
@@ -75,6 +93,13 @@ def _axis_samples(start: float, size: float, bins: int, grid: int, n: int):
 
 def _roi_align_kernel(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
     data, rois = inputs
+    if attrs.layout == "NHWC":  # the NCHW computation on transposed data
+        out = _roi_align_nchw(data.transpose(0, 3, 1, 2), rois, attrs)
+        return np.ascontiguousarray(out.transpose(0, 2, 3, 1))
+    return _roi_align_nchw(data, rois, attrs)
+
+
+def _roi_align_nchw(data: np.ndarray, rois: np.ndarray, attrs: Attrs) -> np.ndarray:
     _, c, h, w = data.shape
     ph, pw = (int(v) for v in attrs.pooled_size)
     scale, ratio = float(attrs.spatial_scale), int(attrs.sample_ratio)
@@ -107,7 +132,10 @@ def _roi_align_kernel(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
             samples = terms[0] + terms[1] + terms[2] + terms[3]
             out[r] = samples.reshape(c, ph, gh, pw, gw).sum(axis=(2, 4)) / (gh * gw)
         else:
-            samples = np.maximum(np.maximum(terms[0], terms[1]), np.maximum(terms[2], terms[3]))
+            if attrs.max_over_corners:  # ONNX Runtime's max: of the weighted corners
+                samples = np.maximum(np.maximum(terms[0], terms[1]), np.maximum(terms[2], terms[3]))
+            else:  # TVM's max: of the interpolated samples
+                samples = terms[0] + terms[1] + terms[2] + terms[3]
             out[r] = samples.reshape(c, ph, gh, pw, gw).max(axis=(2, 4))
     return out.astype(data.dtype)
 
@@ -122,6 +150,7 @@ define_op(
         "layout": "NCHW",
         "mode": "avg",
         "aligned": False,
+        "max_over_corners": False,
     },
     attrs_type_key="relay.attrs.ROIAlignAttrs",
     type_rel=_roi_align_rel,
@@ -140,9 +169,12 @@ def roi_align(
     layout: str = "NCHW",
     mode: str = "avg",
     aligned: bool = False,
+    max_over_corners: bool = False,
 ) -> Call:
-    """Pool each ``rois`` row (batch index, x1, y1, x2, y2) of NCHW ``data`` to
-    ``pooled_size`` (see the module docstring)."""
+    """Pool each ``rois`` row (batch index, x1, y1, x2, y2) of NCHW or NHWC ``data`` to
+    ``pooled_size`` (see the module docstring). ``mode="max"`` takes the largest
+    interpolated sample, as TVM does; ``max_over_corners=True`` (relaykit's, for ONNX
+    ``RoiAlign``) the largest weighted corner term, as ONNX Runtime does."""
     return make_call(
         "vision.roi_align",
         [data, rois],
@@ -152,4 +184,5 @@ def roi_align(
         layout=layout,
         mode=mode,
         aligned=bool(aligned),
+        max_over_corners=bool(max_over_corners),
     )

@@ -20,9 +20,20 @@ from relaykit.text.spans import AnnotateSpans
 from relaykit.transform import *  # noqa: F403 - every pass and the pass infrastructure
 from relaykit.transform import FoldScaleAxis
 from relaykit.transform.fuse_ops import FuseOps
+from relaykit.transform.legalize import AlterOpLayout, CanonicalizeOps, Legalize
+from relaykit.transform.mixed_precision import ToMixedPrecision
+from relaykit.transform.simplify_expr import SimplifyExpr
 
-#: TVM's name for the backward half of FoldScaleAxis, the only half relaykit folds.
-BackwardFoldScaleAxis = FoldScaleAxis
+
+def BackwardFoldScaleAxis() -> FoldScaleAxis:
+    """TVM's backward half of ``FoldScaleAxis`` (scales after a layer)."""
+    return FoldScaleAxis("backward")
+
+
+def ForwardFoldScaleAxis() -> FoldScaleAxis:
+    """TVM's forward half of ``FoldScaleAxis`` (scales before a layer)."""
+    return FoldScaleAxis("forward")
+
 
 __all__ = [
     *relaykit.transform.__all__,
@@ -31,8 +42,14 @@ __all__ = [
     "MergeCompilerRegions",
     "PartitionGraph",
     "BackwardFoldScaleAxis",
+    "ForwardFoldScaleAxis",
     "AnnotateSpans",
     "FuseOps",
+    "Legalize",
+    "AlterOpLayout",
+    "CanonicalizeOps",
+    "SimplifyExpr",
+    "ToMixedPrecision",
     "build_config",
 ]
 

@@ -12,10 +12,11 @@ from .dead_code import DeadCodeElimination, dead_code_elimination
 from .dynamic_to_static import DynamicToStatic, dynamic_to_static
 from .eliminate_common_subexpr import EliminateCommonSubexpr, eliminate_common_subexpr
 from .fold_constant import FoldConstant, fold_constant
-from .fold_scale_axis import FoldScaleAxis, fold_scale_axis
+from .fold_scale_axis import FoldScaleAxis, fold_scale_axis, forward_fold_scale_axis
 from .gradient import gradient
 from .infer_type import InferType, InferTypeLocal, infer_module, infer_type
 from .inline import Inline
+from .legalize import AlterOpLayout, Legalize
 from .pass_infra import (
     FunctionPass,
     ModulePass,
@@ -30,6 +31,7 @@ from .pass_infra import (
     pass_instrument,
 )
 from .pipeline import optimization_passes, optimization_pipeline, optimize
+from .simplify_expr import SimplifyExpr, simplify_expr
 from .simplify_inference import SimplifyInference, simplify_inference
 
 __all__ = [
@@ -38,6 +40,8 @@ __all__ = [
     "FoldConstant",
     "fold_constant",
     "SimplifyInference",
+    "SimplifyExpr",
+    "simplify_expr",
     "simplify_inference",
     "InferType",
     "infer_type",
@@ -62,6 +66,7 @@ __all__ = [
     "dead_code_elimination",
     "FoldScaleAxis",
     "fold_scale_axis",
+    "forward_fold_scale_axis",
     "gradient",
     "CombineParallelDense",
     "CombineParallelBatchMatmul",
@@ -72,6 +77,8 @@ __all__ = [
     "to_a_normal_form",
     "to_graph_normal_form",
     "Inline",
+    "Legalize",
+    "AlterOpLayout",
     "optimization_passes",
     "optimization_pipeline",
     "optimize",

@@ -264,6 +264,25 @@ def _fold_call(new: Call, old: Call, limit: int, macs: int) -> Expr | None:
     return _as_expr(out)
 
 
+#: operators that read only their input's shape: folded when it is static (as TVM's
+#: FoldConstant does), whether or not the input's value is known
+SHAPE_QUERIES = frozenset({"shape_of", "ndarray_size"})
+
+
+def _fold_shape_query(new: Call, old: Call) -> Expr | None:
+    """``shape_of(x)`` / ``ndarray_size(x)`` of an ``x`` with a static type, as a constant."""
+    op = new.op
+    if type(op) is not Op or op.name not in SHAPE_QUERIES or len(new.args) != 1:
+        return None
+    ty = checked_type_or_none(old.args[0]) or checked_type_or_none(new.args[0])
+    if not isinstance(ty, TensorType) or not ty.is_static:
+        return None
+    dtype = new.attrs.dtype or "int32"
+    if op.name == "shape_of":
+        return Constant(np.array(ty.shape, dtype=dtype).reshape(len(ty.shape)))
+    return Constant(np.array(int(np.prod(ty.shape, dtype=np.int64)), dtype=dtype))
+
+
 def rewrite_outside_opaque(expr: Expr, post: Callable[[Expr, Expr], Expr | None]) -> Expr:
     """``rewrite_post_order(expr, post)`` in one walk that does not enter functions for
     backends or composites (``Compiler``, ``Primitive``, ``Composite``), except ``expr``."""
@@ -344,6 +363,9 @@ def fold_constant(
 
     def post(new: Expr, old: Expr) -> Expr | None:
         if type(new) is Call:
+            shape = _fold_shape_query(new, old)  # type: ignore[arg-type]
+            if shape is not None:
+                return shape
             return _fold_call(new, old, limit, macs)  # type: ignore[arg-type]
         if type(new) is TupleGetItem and type(new.tuple_value) is Tuple:
             return new.tuple_value.fields[new.index]
