@@ -15,6 +15,7 @@ from relaykit import op
 from relaykit.errors import DynamicShapeError
 from relaykit.ir.expr import Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var
 from relaykit.ir.types import FuncType, TensorType, TupleType, Type
+from relaykit.op import dyn_ops
 from relaykit.tir import Any as AnyDim
 
 from ._cvt_util import normalize_axis
@@ -69,10 +70,11 @@ def _same_structure(a: Type, b: Type) -> bool:
 
 
 def _forget_sizes(x: Expr, t: Type) -> Expr:
-    """``x`` with every tensor dimension ``?``: a run-time reshape to its own shape."""
+    """``x`` with every tensor dimension ``?`` (``dyn.as_dynamic``, which no pass folds
+    back to the static sizes)."""
     if isinstance(t, TupleType):
         return Tuple([_forget_sizes(TupleGetItem(x, i), f) for i, f in enumerate(t.fields)])
-    return op.reshape(x, op.shape_of(x, "int64"))
+    return dyn_ops.as_dynamic(x)
 
 
 def _slice_axis(x: Expr, axis: int, i: int) -> Expr:
