@@ -204,3 +204,27 @@ def test_lstm_matches_onnxruntime(make_model, tmp_path):
     got = relay.create_executor("debug", mod=mod).evaluate()(x)
     for g, w_ in zip(got, want, strict=True):
         np.testing.assert_allclose(g.numpy(), w_, rtol=1e-4, atol=1e-5)
+
+
+def test_if_whose_branches_differ_in_size_has_dynamic_dims(make_model):
+    def branch(name, values):
+        const = helper.make_node("Constant", [], [f"{name}_v"], value_floats=values)
+        relu = helper.make_node("Relu", [f"{name}_v"], [f"{name}_y"])
+        out = helper.make_tensor_value_info(f"{name}_y", F, None)
+        return helper.make_graph([const, relu], name, [], [out])
+
+    node = helper.make_node(
+        "If", ["c"], ["y"], then_branch=branch("t", [1.0, -2.0]), else_branch=branch("e", [3.0])
+    )
+    model = make_model([node], [("c", TensorProto.BOOL, [])], [("y", F, None)], opset=13)
+    mod, _ = from_onnx(model)
+    assert str(mod["main"].body.checked_type) == "Tensor[(?), float32]"
+    from onnx.reference import ReferenceEvaluator
+
+    from relaykit.frontend.onnx_backend import RelayKitBackend
+
+    rep = RelayKitBackend.prepare(model)
+    for c in (True, False):
+        (want,) = ReferenceEvaluator(model).run(None, {"c": np.array(c)})
+        (got,) = rep.run([np.array(c)])
+        np.testing.assert_array_equal(got, want)

@@ -173,7 +173,7 @@ def test_optional_get_element_of_an_empty_optional_is_an_error():
         from_onnx(model, const_inputs={"maybe": None})
 
 
-def test_if_whose_branches_differ_in_type_needs_its_condition():
+def test_if_whose_branches_differ_in_type():
     def branch(value):
         const = helper.make_node("Constant", [], ["v"], value_floats=value)
         return helper.make_graph(
@@ -187,10 +187,18 @@ def test_if_whose_branches_differ_in_type_needs_its_condition():
         "If", ["c"], ["s"], then_branch=branch([1.0, 2.0]), else_branch=branch([3.0])
     )
     model = model_of([node], [tensor("c", TensorProto.BOOL, [])], [sequence("s")])
-    with pytest.raises(DynamicShapeError, match="one static type, or its condition"):
+    # sequences of one length whose tensors differ in size: ? dimensions, imported once
+    check(model, np.array(True))
+    check(model, np.array(False))
+    # of different lengths: not one type; only the named re-import fallback runs it
+    empty = helper.make_graph(
+        [helper.make_node("SequenceEmpty", [], ["s"])], "b", [], [sequence("s")]
+    )
+    node = helper.make_node("If", ["c"], ["s"], then_branch=branch([1.0, 2.0]), else_branch=empty)
+    model = model_of([node], [tensor("c", TensorProto.BOOL, [])], [sequence("s")])
+    with pytest.raises(DynamicShapeError, match="needs both branches to have one type"):
         from_onnx(model)
-    with pytest.raises(DynamicShapeError, match="one static type, or its condition"):
+    with pytest.raises(DynamicShapeError, match="needs both branches to have one type"):
         RelayKitBackend.run_model(model, [np.array(True)])
-    # the named fallback re-imports the model with the condition bound
     check(model, np.array(True), backend=RelayKitReimportBackend)
     check(model, np.array(False), backend=RelayKitReimportBackend)

@@ -415,3 +415,15 @@ def test_matmul_relation_keeps_what_it_knows():
         tvm.IRModule.from_expr(relay.Function([a, b], dyn_ops.matmul(a, b)))
     )
     assert str(mod["main"].body.checked_type) == "Tensor[(?, 3, ?, ?), float32]"
+
+
+def test_as_dynamic_is_the_identity_with_dynamic_dims():
+    x = RNG.standard_normal((2, 3)).astype("float32")
+    (got,), ty = run_both(dyn_ops.as_dynamic, x)
+    np.testing.assert_array_equal(got, x)
+    assert str(ty) == "Tensor[(?, ?), float32]"
+    # no pass turns it back into a static shape
+    v = relay.var("v", shape=(2, 3))
+    mod = tvm.IRModule.from_expr(relay.Function([v], dyn_ops.as_dynamic(v)))
+    mod = relay.transform.FoldConstant()(DynamicToStatic()(mod))
+    assert str(mod["main"].body.checked_type) == "Tensor[(?, ?), float32]"

@@ -15,6 +15,7 @@ from relaykit import op
 from relaykit.errors import DynamicShapeError
 from relaykit.ir.expr import Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var
 from relaykit.ir.types import FuncType, TensorType, TupleType, Type
+from relaykit.op import dyn_ops
 from relaykit.tir import Any as AnyDim
 
 from ._cvt_util import normalize_axis
@@ -35,18 +36,45 @@ def _if(ctx: NodeContext, cond: Expr, *, then_branch: Any = None, else_branch: A
     else_outs = ctx.importer.run_subgraph(else_branch, [], ctx)
     type_of = ctx.importer.type_of  # (a branch may give a sequence: a tuple)
     for k, (a, b) in enumerate(zip(then_outs, else_outs, strict=True)):
-        if type_of(a, ctx) != type_of(b, ctx):
-            raise DynamicShapeError(
-                f"{ctx.where}: "
-                f"output {k} is {type_of(a, ctx)} in then_branch but {type_of(b, ctx)} in "
-                "else_branch; relaykit's If needs both branches to have one static type, "
-                "or its condition known at import"
-            )
+        ta, tb = type_of(a, ctx), type_of(b, ctx)
+        if ta == tb:
+            continue
+        if _same_structure(ta, tb):
+            # tensors of one rank and dtype whose sizes differ: both get ? dimensions
+            then_outs[k], else_outs[k] = _forget_sizes(a, ta), _forget_sizes(b, tb)
+            continue
+        raise DynamicShapeError(
+            f"{ctx.where}: "
+            f"output {k} is {ta} in then_branch but {tb} in "
+            "else_branch; relaykit's If needs both branches to have one type (tensors may "
+            "differ in their sizes, not in their rank or dtype), or its condition known at "
+            "import"
+        )
     flag = cond if ctx.shape(cond) == () else op.reshape(cond, ())
     if ctx.dtype(flag) != "bool":
         flag = op.cast(flag, "bool")
     ite = If(flag, Tuple(then_outs), Tuple(else_outs))
     return [TupleGetItem(ite, k) for k in range(len(then_outs))]
+
+
+def _same_structure(a: Type, b: Type) -> bool:
+    """Whether ``a`` and ``b`` differ at most in tensor sizes (same ranks, dtypes and tuple
+    lengths)."""
+    if isinstance(a, TensorType) and isinstance(b, TensorType):
+        return a.dtype == b.dtype and len(a.shape) == len(b.shape)
+    if isinstance(a, TupleType) and isinstance(b, TupleType):
+        return len(a.fields) == len(b.fields) and all(
+            _same_structure(x, y) for x, y in zip(a.fields, b.fields, strict=True)
+        )
+    return False
+
+
+def _forget_sizes(x: Expr, t: Type) -> Expr:
+    """``x`` with every tensor dimension ``?`` (``dyn.as_dynamic``, which no pass folds
+    back to the static sizes)."""
+    if isinstance(t, TupleType):
+        return Tuple([_forget_sizes(TupleGetItem(x, i), f) for i, f in enumerate(t.fields)])
+    return dyn_ops.as_dynamic(x)
 
 
 def _slice_axis(x: Expr, axis: int, i: int) -> Expr:

@@ -42,6 +42,7 @@ from relaykit.ir.functor import post_order
 from relaykit.ir.module import IRModule
 from relaykit.ir.types import TensorType, TupleType, Type
 from relaykit.runtime.vm import ADT, VirtualMachine
+from relaykit.transform.fold_constant import FoldConstant
 from relaykit.transform.pipeline import optimize
 
 from .onnx import from_onnx
@@ -96,6 +97,8 @@ def _executor(mod: IRModule) -> Any:
     static, else the Relay VM (compiled once)."""
     if not is_dynamic(mod):
         return create_executor("debug", mod=_optimize(mod)).evaluate()
+    # static parts computed once (dynamically typed calls are left alone)
+    mod = FoldConstant()(mod)
     vm = VirtualMachine(vm_compile(mod, target="llvm"), None)
 
     def run(*args: Any) -> Any:

@@ -40,6 +40,7 @@ from relaykit.tir import Any as AnyDim
 __all__ = [
     "REDUCTIONS",
     "affine_grid",
+    "as_dynamic",
     "affine_grid_ref",
     "col2im",
     "col2im_ref",
@@ -1159,6 +1160,29 @@ define_kernel_op(
 def matmul(a: Expr, b: Expr) -> Call:
     """NumPy ``matmul`` of ``a`` and ``b``, whose dimensions may be ``?``."""
     return make_call("dyn.matmul", [a, b])
+
+
+# -- a tensor whose sizes are only known at run time ----------------------------------------------
+
+
+def _as_dynamic_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types, 0, "data")
+    return TensorType(unknown(data.ndim), data.dtype)
+
+
+define_kernel_op(
+    "dyn.as_dynamic",
+    1,
+    _as_dynamic_rel,
+    lambda ins, attrs: np.array(ins[0], copy=True),
+    doc="The identity, typed with every dimension ? (values of different sizes that must "
+    "share one type: the branches of an If). Never folded to a static shape.",
+)
+
+
+def as_dynamic(data: Expr) -> Call:
+    """``data`` typed with ``?`` dimensions (its rank and dtype kept)."""
+    return make_call("dyn.as_dynamic", [data])
 
 
 del _name, _op
