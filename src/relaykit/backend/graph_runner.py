@@ -119,7 +119,10 @@ class _Callable:
                 f"{len(args)}"
             )
         given = dict(zip(self.names, args, strict=False))
+        wanted = set(self.names)
         for k, v in kwargs.items():
+            if k not in wanted:
+                continue  # as TVM: a keyword naming no input is ignored (a bound parameter)
             if k in given:
                 raise ExecutorUsageError(f"input {k!r} given twice (by position and by name)")
             given[k] = v

@@ -271,15 +271,22 @@ class _CallableFunction:
         for p, a in zip(params, args, strict=False):
             values[p] = a
         by_name = {p.name_hint: p for p in params[len(args) :]}
+        ignored = []
         for k, v in kwargs.items():
             param = by_name.get(k)
             if param is None:
-                known = ", ".join(self.param_names)
-                raise ExecutionError(f"unknown input {k!r}; the function's inputs are: {known}")
+                if k in self.param_names:
+                    raise ExecutionError(f"input {k!r} given twice (by position and by name)")
+                ignored.append(k)  # as TVM: a keyword naming no input is ignored
+                continue
             values[param] = v
         missing = [p.name_hint for p in params if p not in values]
         if missing:
-            raise ExecutionError(f"missing inputs: {', '.join(missing)}")
+            note = "".join(f"; unknown input {k!r} was ignored" for k in ignored)
+            known = ", ".join(self.param_names)
+            raise ExecutionError(
+                f"missing inputs: {', '.join(missing)}{note} (the function's inputs are: {known})"
+            )
         dims: dict[TirVar, int] = {}
         self.machine.dim_env = dims
         env = {

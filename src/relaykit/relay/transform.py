@@ -20,6 +20,9 @@ from relaykit.text.spans import AnnotateSpans
 from relaykit.transform import *  # noqa: F403 - every pass and the pass infrastructure
 from relaykit.transform import FoldScaleAxis
 from relaykit.transform.fuse_ops import FuseOps
+from relaykit.transform.legalize import AlterOpLayout, CanonicalizeOps, Legalize
+from relaykit.transform.mixed_precision import ToMixedPrecision
+from relaykit.transform.simplify_expr import SimplifyExpr
 
 
 def BackwardFoldScaleAxis() -> FoldScaleAxis:
@@ -42,6 +45,11 @@ __all__ = [
     "ForwardFoldScaleAxis",
     "AnnotateSpans",
     "FuseOps",
+    "Legalize",
+    "AlterOpLayout",
+    "CanonicalizeOps",
+    "SimplifyExpr",
+    "ToMixedPrecision",
     "build_config",
 ]
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import struct
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -191,7 +192,7 @@ _TEXT: dict[int, Callable[[Instruction], str]] = {
     RET: lambda i: f"ret ${i[1]}",
     INVOKE_PACKED: lambda i: (
         f"invoke_packed PackedFunc[{i[1]}] (in: {_regs(i[2])}, out: ${i[3]})"
-        + (" planned" if i[4] else "")
+        + ("" if i[4] in (0, 5, 6) else " planned dynamic" if i[4] in (2, 4) else " planned")
     ),
     INVOKE_FUNC: lambda i: f"invoke ${i[3]} VMFunc[{i[1]}]({_regs(i[2])})",
     INVOKE_CLOSURE: lambda i: f"invoke_closure ${i[3]} ${i[1]}({_regs(i[2])})",
@@ -347,6 +348,8 @@ def shape_checker(spec: Any, where: str) -> Callable[[Any], None]:
     """:func:`check_shape` for one spec, with a fast path for static tensor types."""
     static = _static_shape(spec)
     if static is None:
+        if isinstance(spec, dict) and spec.get("t") == "tensor":
+            return _dynamic_checker(spec, where)
         return lambda value: check_shape(value, spec, where)
     want_dtype = np.dtype(spec["dtype"])
 
@@ -357,6 +360,29 @@ def shape_checker(spec: Any, where: str) -> Callable[[Any], None]:
             or (value.dtype is not want_dtype and value.dtype != want_dtype)
         ):
             check_shape(value, spec, where)
+
+    return check
+
+
+def _dynamic_checker(spec: Any, where: str) -> Callable[[Any], None]:
+    """:func:`check_shape` for a tensor type with dynamic dimensions (the fast path
+    compares the rank, the dtype and the static dimensions)."""
+    want_dtype = np.dtype(spec["dtype"])
+    rank = len(spec["shape"])
+    fixed = [(i, d) for i, d in enumerate(spec["shape"]) if d is not None]
+
+    def check(value: Any) -> None:
+        if (
+            type(value) is not np.ndarray
+            or value.ndim != rank
+            or (value.dtype is not want_dtype and value.dtype != want_dtype)
+        ):
+            check_shape(value, spec, where)
+            return
+        shape = value.shape
+        for i, d in fixed:
+            if shape[i] != d:
+                check_shape(value, spec, where)
 
     return check
 
@@ -387,6 +413,15 @@ class Primitive:
     def bind(self, inputs: list[Any], out: np.ndarray) -> Callable[[], Any] | None:
         return None
 
+    def bind_dynamic(
+        self, inputs: list[Any], previous: Any
+    ) -> tuple[np.ndarray, Callable[[], Any]] | None:
+        """For an output of dynamic shape kept by the frame (``planned dynamic``): the
+        output array for these inputs (``previous`` when it has the right shape and
+        dtype, else a new one) and a callable computing into it; ``None`` when the
+        primitive cannot say the output shape before running (``call`` is used)."""
+        return None
+
     def describe(self) -> str:
         return f"{self.record.kind} {self.record.name}"
 
@@ -412,6 +447,19 @@ def _alloc_outputs(spec: Any, where: str) -> list[np.ndarray]:
     return outs
 
 
+def _flat_tensors(values: list[Any]) -> list[Any]:
+    """The tensors of ``values``, tuples (lists or ADTs) flattened in order."""
+    flat: list[Any] = []
+    for v in values:
+        if isinstance(v, ADT):
+            flat.extend(_flat_tensors(list(v.fields)))
+        elif isinstance(v, list):
+            flat.extend(_flat_tensors(v))
+        else:
+            flat.append(v)
+    return flat
+
+
 class ExternPrimitive(Primitive):
     """A backend (BYOC) function of the executable's library, called
     destination-passing with flattened inputs and freshly allocated outputs."""
@@ -429,15 +477,15 @@ class ExternPrimitive(Primitive):
         self.tuple_out = isinstance(record.out_type, dict) and record.out_type.get("t") == "tuple"
 
     def call(self, inputs: list[Any]) -> Any:
-        flat = [x for v in inputs for x in (v if isinstance(v, list) else [v])]
+        flat = _flat_tensors(inputs)
         outs = _alloc_outputs(self.record.out_type, f"backend function {self.name}")
         self.fn(*flat, *outs)
-        return outs if self.tuple_out else outs[0]
+        return ADT(0, outs) if self.tuple_out else outs[0]  # a tuple as the VM's GetField reads
 
     def bind(self, inputs: list[Any], out: np.ndarray) -> Callable[[], Any] | None:
         if self.tuple_out:
             return None
-        flat = [x for v in inputs for x in (v if isinstance(v, list) else [v])]
+        flat = _flat_tensors(inputs)
         return self.lib.bind_function(self.name, flat, [out])
 
 
@@ -726,8 +774,10 @@ def _validate_instruction(
         raise _bad(fn, pc, "register out of range")
     if op in (INVOKE_FUNC, ALLOC_CLOSURE) and not (type(ins[1]) is int and 0 <= ins[1] < nf):
         raise _bad(fn, pc, "function index out of range")
-    if op == INVOKE_PACKED and not (type(ins[1]) is int and 0 <= ins[1] < np_):
-        raise _bad(fn, pc, "primitive index out of range")
+    if op == INVOKE_PACKED and not (
+        type(ins[1]) is int and 0 <= ins[1] < np_ and ins[4] in (0, 1, 2, 3, 4, 5, 6)
+    ):
+        raise _bad(fn, pc, "primitive index out of range or bad storage mode")
     if op == LOAD_CONST and not (type(ins[1]) is int and 0 <= ins[1] < nc):
         raise _bad(fn, pc, "constant index out of range")
     if op == IF and not (type(ins[3]) is int and 0 <= ins[3] < ncode):
@@ -853,13 +903,15 @@ class Executable:
 
 
 class _Frame:
-    """One activation's registers and bound-kernel slots (pooled per function)."""
+    """One activation's registers and bound-kernel slots (pooled per function). The
+    last slot counts the times an output of dynamic shape became another array (the
+    kernels of ``planned`` mode 4 check their inputs again only then)."""
 
     __slots__ = ("regs", "slots")
 
     def __init__(self, regs: list[Any], ncode: int) -> None:
         self.regs = regs
-        self.slots: list[Any] = [None] * ncode
+        self.slots: list[Any] = [None] * ncode + [0]
 
 
 def _to_runtime(value: Any) -> Any:
@@ -873,11 +925,18 @@ def _to_runtime(value: Any) -> Any:
 def _from_user(value: Any, spec: Any, name: str) -> Any:
     """A user's input as a machine value: arrays (cast to the parameter's dtype as the
     interpreter does), tuples as ADTs."""
+    tensor = isinstance(spec, dict) and spec.get("t") == "tensor"
+    if tensor and type(value) is np.ndarray and _dtype_name(value.dtype) == spec["dtype"]:
+        return value
     if isinstance(value, NDArray):
         value = value.numpy()
-    if isinstance(value, (ADT, tuple, list)) and not (
-        isinstance(spec, dict) and spec.get("t") == "tensor"
-    ):
+    if tensor and isinstance(value, (ADT, tuple, list)) and len(value) == 1:
+        # TVM's VM makes a Python list a tuple object, and an operator given a tuple
+        # object takes its fields: one tensor in a list stands for that tensor.
+        (only,) = value.fields if isinstance(value, ADT) else value
+        if isinstance(only, (np.ndarray, NDArray)):
+            return _from_user(only, spec, name)
+    if isinstance(value, (ADT, tuple, list)) and not tensor:
         fields = value.fields if isinstance(value, ADT) else list(value)
         sub = (
             spec["fields"]
@@ -899,7 +958,7 @@ def _from_user(value: Any, spec: Any, name: str) -> Any:
     if isinstance(value, VMClosure):
         return value
     arr = np.asarray(value)
-    if isinstance(spec, dict) and spec.get("t") == "tensor" and arr.dtype.name != spec["dtype"]:
+    if tensor and _dtype_name(arr.dtype) != spec["dtype"]:
         if not isinstance(value, np.ndarray) or np.can_cast(arr.dtype, spec["dtype"], "same_kind"):
             arr = arr.astype(spec["dtype"])
         else:
@@ -996,9 +1055,7 @@ class VirtualMachine:
         values: list[Any] = list(args) + [None] * (len(fn.params) - len(args))
         for k, v in kwargs.items():
             if k not in fn.params:
-                raise ExecutorUsageError(
-                    f"unknown input {k!r}; {func_name}'s inputs are: {', '.join(fn.params)}"
-                )
+                continue  # as TVM's VM: keywords may be a superset (e.g. parameters bound since)
             values[fn.params.index(k)] = v
         return values
 
@@ -1112,10 +1169,7 @@ class VirtualMachine:
             elif op == ALLOC_STORAGE:
                 regs[ins[4]] = np.empty(ins[1], np.uint8)
             else:  # ALLOC_TENSOR
-                dt = np.dtype(ins[4])
-                n = int(np.prod(ins[3], dtype=np.int64)) * dt.itemsize
-                off = ins[2]
-                regs[ins[5]] = regs[ins[1]][off : off + n].view(dt).reshape(ins[3])
+                regs[ins[5]] = _tensor_in(regs[ins[1]], ins[2], ins[3], ins[4])
         return _Frame(regs, len(fn.code))
 
     def execute(self, findex: int, args: list[Any]) -> Any:  # noqa: C901, PLR0912, PLR0915
@@ -1136,13 +1190,53 @@ class VirtualMachine:
         while True:
             ins = code[pc]
             op = ins[0]
-            if op == INVOKE_PACKED:
+            if op == INVOKE_PACKED and ins[4] == 4:
+                # Dynamic shape, inputs are frame-owned arrays: checked again only when
+                # one of them may have become another array.
+                slot = slots[pc]
+                if slot is None or slot[0] != slots[-1]:
+                    prim = prims[ins[1]]
+                    vals = [regs[r] for r in ins[2]]
+                    if prim.record.groups:
+                        vals = _regroup(vals, prim.record.groups)
+                    key = tuple(map(id, vals))
+                    if slot is None or slot[2] != key:
+                        prim.check_inputs([regs[r] for r in ins[2]])
+                        bound = prim.bind_dynamic(vals, regs[ins[3]])
+                        if bound is None:
+                            slots[-1] += 1
+                            slots[pc] = None
+                            regs[ins[3]] = prim.call(vals)
+                            pc += 1
+                            continue
+                        if bound[0] is not regs[ins[3]]:
+                            slots[-1] += 1
+                        regs[ins[3]] = bound[0]
+                        slot = (0, bound[1], key, vals)
+                    slot = slots[pc] = (slots[-1], slot[1], key, slot[3])
+                slot[1]()
+                pc += 1
+            elif op == INVOKE_PACKED and ins[4] == 3:
+                # Planned, inputs fixed for the frame: the kernel bound once.
+                run = slots[pc]
+                if run is None:
+                    prim = prims[ins[1]]
+                    vals = [regs[r] for r in ins[2]]
+                    prim.check_inputs(vals)
+                    if prim.record.groups:
+                        vals = _regroup(vals, prim.record.groups)
+                    run = slots[pc] = prim.bind(vals, regs[ins[3]])
+                    if run is None:
+                        raise ExecutionError(f"{prim.describe()} cannot run into planned storage")
+                run()
+                pc += 1
+            elif op == INVOKE_PACKED:
                 prim = prims[ins[1]]
                 groups = prim.record.groups
                 vals = [regs[r] for r in ins[2]]
                 if groups:
                     vals = _regroup(vals, groups)
-                if ins[4]:
+                if ins[4] == 1:
                     slot = slots[pc]
                     key = tuple(map(id, vals))
                     if slot is None or slot[0] != key:
@@ -1154,8 +1248,47 @@ class VirtualMachine:
                             )
                         slot = slots[pc] = (key, run, vals)
                     slot[1]()
+                elif ins[4] == 2:
+                    # Dynamic shape, frame-owned output: bound again only when an input
+                    # is another array (the arrays of one shape are reused run to run).
+                    slot = slots[pc]
+                    key = tuple(map(id, vals))
+                    if slot is None or slot[0] != key:
+                        prim.check_inputs([regs[r] for r in ins[2]])
+                        bound = prim.bind_dynamic(vals, regs[ins[3]])
+                        slots[-1] += 1 if bound is None or bound[0] is not regs[ins[3]] else 0
+                        if bound is None:
+                            regs[ins[3]] = prim.call(vals)
+                            pc += 1
+                            continue
+                        regs[ins[3]] = bound[0]
+                        slot = slots[pc] = (key, bound[1], vals)
+                    slot[1]()
+                elif ins[4] == 6:
+                    # Dynamic shape, a new output each run: sized by the shape function.
+                    prim.check_inputs([regs[r] for r in ins[2]])
+                    bound = prim.bind_dynamic(vals, None)
+                    if bound is None:
+                        regs[ins[3]] = prim.call(vals)
+                    else:
+                        bound[1]()
+                        regs[ins[3]] = bound[0]
+                elif ins[4] == 5:
+                    # A fresh output (allocated just before): the host kernel bound to it.
+                    prim.check_inputs([regs[r] for r in ins[2]])
+                    run = prim.bind(vals, regs[ins[3]])
+                    if run is None:
+                        regs[ins[3]] = prim.call(vals)
+                    else:
+                        run()
                 else:
                     regs[ins[3]] = prim.call(vals)
+                pc += 1
+            elif op == ALLOC_STORAGE:
+                regs[ins[4]] = np.empty(ins[1], np.uint8)
+                pc += 1
+            elif op == ALLOC_TENSOR:
+                regs[ins[5]] = _tensor_in(regs[ins[1]], ins[2], ins[3], ins[4])
                 pc += 1
             elif op == MOVE:
                 regs[ins[2]] = regs[ins[1]]
@@ -1221,12 +1354,35 @@ class VirtualMachine:
                 regs[ins[3]] = clo
                 pc += 1
             elif op == RESHAPE_TENSOR:
-                regs[ins[3]] = _reshape(regs[ins[1]], ins[2])
+                # The same source array gives the same view object (kernels bound to it
+                # stay bound).
+                src = regs[ins[1]]
+                slot = slots[pc]
+                if slot is None or slot[0] is not src:
+                    slot = slots[pc] = (src, _reshape(src, ins[2]))
+                regs[ins[3]] = slot[1]
                 pc += 1
             elif op == FATAL:
                 raise ExecutionError(ins[1])
             else:
                 raise ExecutionError(f"unknown VM instruction {format_instruction(ins)}")
+
+
+_DTYPES: dict[str, np.dtype[Any]] = {}
+
+
+def _tensor_in(storage: np.ndarray, offset: int, shape: list[int], dtype: str) -> np.ndarray:
+    """``alloc_tensor``: a tensor of ``shape`` and ``dtype`` at ``offset`` of ``storage``."""
+    dt = _DTYPES.get(dtype)
+    if dt is None:
+        dt = _DTYPES[dtype] = np.dtype(dtype)
+    n = math.prod(shape) * dt.itemsize
+    if offset + n > storage.nbytes:
+        raise ExecutionError(
+            f"alloc_tensor: {tuple(shape)} {dtype} at offset {offset} does not fit in a "
+            f"storage of {storage.nbytes} bytes"
+        )
+    return storage[offset : offset + n].view(dt).reshape(shape)
 
 
 def _reshape(value: Any, shape: list[int]) -> np.ndarray:

@@ -1,27 +1,36 @@
-"""``Legalize`` and ``AlterOpLayout``: rewrite operator calls through per-op hooks.
+"""Operator-hook passes: ``Legalize``, ``AlterOpLayout`` and ``CanonicalizeOps``.
 
-Both passes visit every call of an operator that has the hook registered
-(``relay.op.register_legalize(name, fn)`` / ``register_alter_op_layout``) and
-replace the call by what the hook returns (``None`` keeps it):
+``Legalize`` and ``AlterOpLayout`` call a per-operator hook (an attribute of the
+operator, as TVM's ``FTVMLegalize`` and ``FTVMAlterOpLayout``) on every call of that
+operator and put the expression it returns in the call's place; a hook returning
+``None`` keeps the call. The hooks are registered with
+``relay.op.register_legalize`` / ``register_alter_op_layout`` or, for the span of a
+``with`` block, ``relay.testing.temp_op_attr.TempOpAttr``.
 
-``FTVMLegalize``
-    ``fn(attrs, inputs, types)``: ``types`` are the inputs' types followed by the
-    call's own type (TVM's signature).
-``FTVMAlterOpLayout``
-    ``fn(attrs, inputs, tinfos, out_type)``: ``tinfos`` describe the inputs (relaykit
-    gives their ``TensorType``, which has ``shape`` and ``dtype`` as TVM's placeholders
-    do). relaykit does not propagate layouts afterwards: a hook that changes an
-    operator's output layout must transform it back itself (``layout_transform``).
+- ``Legalize`` hooks get ``(attrs, inputs, types)``: the call's attributes, its
+  (rewritten) arguments and the types of the arguments followed by the output type.
+- ``AlterOpLayout`` hooks get ``(attrs, inputs, tinfos, out_type)``: the argument
+  types in ``tinfos``. relaykit does not propagate layouts between operators (TVM
+  inserts ``layout_transform`` calls around an operator whose layout changed), so a
+  replacement must have the type of the call it replaces; one that does not raises
+  :class:`~relaykit.errors.IRError` naming the operator.
 
-With no hooks registered the passes change nothing (as TVM on a target with no
-layout-specific kernels).
+``CanonicalizeOps`` writes ``nn.bias_add(x, b, axis)`` as
+``add(x, expand_dims(b, axis=1, num_newaxis=ndim - axis - 1))``, the form TVM's pass
+gives, so later passes see one kind of broadcast addition.
 
+Functions handed to a backend and composite functions are left as they are.
+
+>>> import numpy as np
 >>> from relaykit import relay
 >>> from relaykit.ir import IRModule
->>> x = relay.var("x", shape=(4,))
->>> mod = IRModule.from_expr(relay.Function([x], relay.negative(x)))
->>> str(Legalize()(mod)["main"].body.op.name)
-'negative'
+>>> x = relay.var("x", shape=(1, 3, 4, 4))
+>>> b = relay.var("b", shape=(3,))
+>>> mod = IRModule.from_expr(relay.Function([x, b], relay.nn.bias_add(x, b)))
+>>> with relay.transform.PassContext(opt_level=3):
+...     body = CanonicalizeOps()(mod)["main"].body
+>>> body.op.name, body.args[1].op.name, body.args[1].attrs.num_newaxis
+('add', 'expand_dims', 2)
 """
 
 from __future__ import annotations
@@ -31,75 +40,150 @@ from typing import Any
 
 from relaykit.errors import IRError
 from relaykit.ir.expr import Call, Expr, Function, checked_type_or_none
-from relaykit.ir.functor import rewrite_post_order
-from relaykit.ir.module import IRModule
-from relaykit.ir.op import Op
+from relaykit.ir.op import Op, default_registry
+from relaykit.ir.structural import structural_equal
+from relaykit.ir.types import TensorType
+from relaykit.op import add, expand_dims
 
+from .fold_constant import rewrite_outside_opaque
 from .infer_type import infer_type
-from .pass_infra import FunctionPass, PassContext
+from .pass_infra import FunctionPass
 
-__all__ = ["Legalize", "AlterOpLayout", "apply_op_hook"]
+__all__ = [
+    "Legalize",
+    "AlterOpLayout",
+    "CanonicalizeOps",
+    "legalize",
+    "alter_op_layout",
+    "canonicalize_ops",
+]
 
-Hook = Callable[[Call, list[Any]], Any]
+
+def _hook(call: Expr, key: str) -> Callable[..., Any] | None:
+    if type(call) is not Call or type(call.op) is not Op:
+        return None
+    fn = default_registry.get_attr(call.op.name, key)
+    return fn if callable(fn) else None
 
 
-def apply_op_hook(expr: Expr, attr_name: str, call_hook: Hook, mod: IRModule | None = None) -> Expr:
-    """``expr`` with each call of an operator having ``attr_name`` replaced by
-    ``call_hook(call, types)`` when that returns an expression. ``types`` are the
-    original call's argument types and its own type (inferred first)."""
-    infer_type(expr, mod)
+def _arg_types(old: Call) -> list[Any]:
+    return [checked_type_or_none(a) for a in old.args]
+
+
+def _typed(expr: Expr) -> None:
+    if not expr.has_checked_type:
+        infer_type(expr)
+
+
+def _run_hooks(
+    expr: Expr, key: str, invoke: Callable[[Callable[..., Any], Call, Call], Expr | None]
+) -> Expr:
+    """``expr`` with every call whose operator has the hook ``key`` replaced by what
+    ``invoke(hook, new_call, old_call)`` returns (``None`` keeps the call)."""
+    if not default_registry.attr_table(key):
+        return expr
+    _typed(expr)
 
     def post(new: Expr, old: Expr) -> Expr | None:
-        if type(new) is not Call or type(new.op) is not Op:
-            return None
-        hook = new.op.get_attr(attr_name)
+        hook = _hook(new, key)
         if hook is None:
             return None
-        types = [checked_type_or_none(a) for a in (*old.args, old)]  # type: ignore[attr-defined]
-        out = call_hook(new, [hook, *types])
-        if out is None:
-            return None
+        return invoke(hook, new, old)  # type: ignore[arg-type]
+
+    return rewrite_outside_opaque(expr, post)
+
+
+def legalize(expr: Expr, key: str = "FTVMLegalize") -> Expr:
+    """``expr`` with each call replaced by the result of its operator's hook ``key``."""
+
+    def invoke(hook: Callable[..., Any], new: Call, old: Call) -> Expr | None:
+        types = [*_arg_types(old), checked_type_or_none(old)]
+        out = hook(new.attrs, list(new.args), types)
+        return out if isinstance(out, Expr) else None
+
+    return _run_hooks(expr, key, invoke)
+
+
+def alter_op_layout(expr: Expr) -> Expr:
+    """``expr`` with each call replaced by its operator's ``FTVMAlterOpLayout`` hook's
+    result, which must have the call's type (see the module docs)."""
+
+    def invoke(hook: Callable[..., Any], new: Call, old: Call) -> Expr | None:
+        out_type = checked_type_or_none(old)
+        out = hook(new.attrs, list(new.args), _arg_types(old), out_type)
         if not isinstance(out, Expr):
+            return None
+        got = checked_type_or_none(out) if out.has_checked_type else None
+        if got is None:
+            infer_type(out)
+            got = checked_type_or_none(out)
+        if out_type is not None and not structural_equal(got, out_type):
             raise IRError(
-                f"the {attr_name} hook of {new.op.name} returned {type(out).__name__}; "
-                "it must return a relay expression or None"
+                f"the FTVMAlterOpLayout hook of {new.op.name} returned an expression of type "  # type: ignore[attr-defined]
+                f"{got} for a call of type {out_type}: relaykit does not insert layout "
+                "transforms, so the hook must keep the output layout (return None to keep "
+                "the call, or add the layout_transform to what it returns)"
             )
         return out
 
-    return rewrite_post_order(expr, post)
+    return _run_hooks(expr, "FTVMAlterOpLayout", invoke)
 
 
-def _legalize(call: Call, hook_and_types: list[Any]) -> Any:
-    hook, *types = hook_and_types
-    return hook(call.attrs, list(call.args), types)
+def canonicalize_ops(expr: Expr) -> Expr:
+    """``expr`` with ``nn.bias_add`` written as ``add`` of the expanded bias."""
+    _typed(expr)
+
+    def post(new: Expr, old: Expr) -> Expr | None:
+        if type(new) is not Call or type(new.op) is not Op or new.op.name != "nn.bias_add":
+            return None
+        ty = checked_type_or_none(old.args[0])  # type: ignore[attr-defined]
+        if not isinstance(ty, TensorType) or not ty.shape:
+            return None
+        ndim = len(ty.shape)
+        axis = int(new.attrs.axis) % ndim
+        bias = new.args[1]
+        pad = ndim - axis - 1
+        if pad > 0:
+            bias = expand_dims(bias, axis=1, num_newaxis=pad)
+        return add(new.args[0], bias)
+
+    return rewrite_outside_opaque(expr, post)
 
 
-def _alter(call: Call, hook_and_types: list[Any]) -> Any:
-    hook, *types = hook_and_types
-    return hook(call.attrs, list(call.args), types[:-1], types[-1])
+def _keep_function(out: Expr, fn: Function) -> Function:
+    return out if isinstance(out, Function) else fn
 
 
-class _HookPass(FunctionPass):
-    def __init__(self, attr_name: str, call_hook: Hook, opt_level: int, name: str) -> None:
-        self._attr_name, self._call_hook = attr_name, call_hook
-        super().__init__(self._transform_fn, opt_level=opt_level, name=name)
-
-    def _transform_fn(self, fn: Function, mod: IRModule, ctx: PassContext) -> Function:
-        out = apply_op_hook(fn, self._attr_name, self._call_hook, mod)
-        return out if isinstance(out, Function) else fn
-
-
-class Legalize(_HookPass):
-    """``relay.transform.Legalize(legalize_map_attr_name="FTVMLegalize")`` (opt_level 0):
-    replace calls by what their operator's legalize hook returns."""
+class Legalize(FunctionPass):
+    """``relay.transform.Legalize(legalize_map_attr_name="FTVMLegalize")`` (opt_level 1):
+    see the module docs; the hooks are read from the operator attribute named."""
 
     def __init__(self, legalize_map_attr_name: str = "FTVMLegalize") -> None:
-        super().__init__(legalize_map_attr_name, _legalize, 0, "Legalize")
+        key = str(legalize_map_attr_name)
+        super().__init__(
+            lambda fn, mod, ctx: _keep_function(legalize(fn, key), fn),
+            opt_level=1,
+            name="Legalize",
+        )
 
 
-class AlterOpLayout(_HookPass):
-    """``relay.transform.AlterOpLayout()`` (opt_level 3): replace calls by what their
-    operator's ``FTVMAlterOpLayout`` hook returns (see the module docstring)."""
+class AlterOpLayout(FunctionPass):
+    """``relay.transform.AlterOpLayout()`` (opt_level 3): see the module docs."""
 
     def __init__(self) -> None:
-        super().__init__("FTVMAlterOpLayout", _alter, 3, "AlterOpLayout")
+        super().__init__(
+            lambda fn, mod, ctx: _keep_function(alter_op_layout(fn), fn),
+            opt_level=3,
+            name="AlterOpLayout",
+        )
+
+
+class CanonicalizeOps(FunctionPass):
+    """``relay.transform.CanonicalizeOps()`` (opt_level 3): see the module docs."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            lambda fn, mod, ctx: _keep_function(canonicalize_ops(fn), fn),
+            opt_level=3,
+            name="CanonicalizeOps",
+        )

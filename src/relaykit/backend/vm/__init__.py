@@ -11,9 +11,10 @@
 [2.0, 4.0]
 
 The steps: bind ``params`` into ``main``; type-check; run the optimisation
-pipeline (when the module has no ADT code); compile every function with a
-``Compiler`` attribute with its backend's codegen (as ``relay.build`` does);
-compile the other functions to bytecode (:mod:`.compiler`).
+pipeline (when the module has no ADT code; dynamic shapes are optimised too);
+compile every function with a ``Compiler`` attribute with its backend's codegen
+(as ``relay.build`` does); compile the other functions to bytecode
+(:mod:`.compiler`).
 """
 
 from __future__ import annotations
@@ -33,10 +34,9 @@ from relaykit.backend.vm import primitives as primitives
 from relaykit.backend.vm.compiler import ProgramCompiler
 from relaykit.errors import BuildError
 from relaykit.ir.adt import Constructor, Match
-from relaykit.ir.expr import Expr, Function, GlobalVar, checked_type_or_none
+from relaykit.ir.expr import Expr, Function, GlobalVar
 from relaykit.ir.functor import post_order
 from relaykit.ir.module import IRModule
-from relaykit.ir.types import FuncType, TensorType, TupleType
 from relaykit.runtime.ndarray import Device, NDArray
 from relaykit.runtime.vm import Executable, VirtualMachine, VMExecutableModule
 from relaykit.transform.bind import bind_params_by_name
@@ -46,24 +46,13 @@ from relaykit.transform.pass_infra import Sequential
 __all__ = ["compile", "VMCompiler", "VMExecutor", "Executable", "VirtualMachine"]
 
 
-def _static_type(t: Any) -> bool:
-    if isinstance(t, TensorType):
-        return all(type(d) is int for d in t.shape)
-    if isinstance(t, TupleType):
-        return all(_static_type(f) for f in t.fields)
-    if isinstance(t, FuncType):
-        return all(_static_type(a) for a in t.arg_types) and _static_type(t.ret_type)
-    return True
-
-
 def _optimizable(mod: IRModule) -> bool:
-    """Whether the graph optimisation pipeline applies: no ADT code and static shapes
-    (its folding passes decide on sizes at compile time)."""
+    """Whether the graph optimisation pipeline applies: no ADT code (its passes do not
+    rewrite ``match`` and constructors). Dynamic shapes are fine: the folding passes
+    leave what they cannot decide at compile time as it is."""
     for _, fn in mod.items():
         for node in post_order(fn):
             if type(node) in (Match, Constructor):
-                return False
-            if not _static_type(checked_type_or_none(node)):
                 return False
     return True
 

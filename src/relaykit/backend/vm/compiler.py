@@ -19,7 +19,11 @@ After a function is emitted, its storage is planned: the output of an
 operator call of static shape whose value is only ever read by other operator
 calls of the same function gets a fixed buffer, allocated by the function's
 prologue (``AllocStorage``/``AllocTensor``), and the call becomes
-destination-passing (``planned``).
+destination-passing (``planned``; when its inputs are constants and other
+planned buffers, its kernel is bound once per frame). Such an output of dynamic shape, when the
+operator has a data-independent shape function and a host kernel, is
+``planned dynamic``: the frame keeps its array, sized by the shape function at
+run time and reused while the shape stays the same.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from typing import Any
 import numpy as np
 
 from relaykit.backend.graph_plan import attrs_to_json
+from relaykit.backend.host_kernels import host_kernel_names
+from relaykit.backend.vm.primitives import VIEW_OPS
 from relaykit.errors import BuildError
 from relaykit.ir.adt import (
     Clause,
@@ -55,7 +61,7 @@ from relaykit.ir.expr import (
 )
 from relaykit.ir.functor import children, post_order
 from relaykit.ir.module import IRModule
-from relaykit.ir.op import Op
+from relaykit.ir.op import Op, default_registry
 from relaykit.ir.types import TensorType, TupleType, Type
 from relaykit.runtime.vm import (
     ALLOC_ADT,
@@ -83,7 +89,7 @@ __all__ = ["ProgramCompiler", "type_spec"]
 
 _ALIGN = 64
 #: Operators whose result is their input viewed with another (static) shape.
-RESHAPE_OPS = frozenset({"reshape", "squeeze", "expand_dims", "nn.batch_flatten"})
+RESHAPE_OPS = VIEW_OPS
 
 
 def type_spec(ty: Type | None) -> Any:
@@ -125,6 +131,8 @@ class ProgramCompiler:
         self.const_index: dict[int, int] = {}
         self.pending: list[tuple[int, Function, list[Var], str]] = []
         self.constructor_wrappers: dict[int, int] = {}
+        #: operators with a dedicated host kernel
+        self.host_ops = frozenset(host_kernel_names())
 
     def compile(self) -> None:
         for gv, fn in self.mod.items():
@@ -199,9 +207,12 @@ class FunctionCompiler:
         self.env: dict[Var, int] = {}
         self.scopes: list[dict[int, int]] = [{}]
         self.captured = captured
-        #: register -> static output spec, for operator calls that may be planned
+        #: register -> static output spec (None: dynamic shape), for operator calls that
+        #: may be planned
         self.plannable: dict[int, Any] = {}
         self.uses: dict[int, int] | None = None
+        #: registers of operator calls of static shape that have a host kernel
+        self.host_static: set[int] = set()
         self.consts: list[tuple[Any, ...]] = []
 
     # -- registers and scopes ---------------------------------------------------------------
@@ -544,6 +555,10 @@ class FunctionCompiler:
         self.emit(INVOKE_PACKED, p, regs, r, 0)
         if _static(out):
             self.plannable[r] = out
+            if op.name in self.prog.host_ops:
+                self.host_static.add(r)
+        elif _dynamic_plannable(op, out, self.prog.host_ops):
+            self.plannable[r] = None
 
     def emit_extern_call(self, node: Call, gv: GlobalVar, fn: Function, r: int) -> None:
         regs, groups, specs = self.flat_args(node)
@@ -557,10 +572,10 @@ class FunctionCompiler:
             self.plannable[r] = out
 
     # -- storage planning --------------------------------------------------------------------------
-    def plan_storage(self) -> list[tuple[Any, ...]]:
-        """Give fixed buffers to operator outputs read only by operator calls here."""
-        if not self.plannable:
-            return []
+    def escapes_and_defs(self) -> tuple[set[int], dict[int, int]]:
+        """Registers whose value leaves operator calls (moved, returned, stored, passed to
+        a function, or viewed by one that does), and how often an ``InvokePacked``
+        writes each register."""
         escapes: set[int] = set()
         defs: dict[int, int] = {}
         views: list[tuple[int, int]] = []
@@ -580,7 +595,69 @@ class FunctionCompiler:
         for src, dst in reversed(views):  # a view of a buffer escapes with the buffer
             if dst in escapes:
                 escapes.add(src)
-        planned = [r for r, spec in self.plannable.items() if r not in escapes and defs.get(r) == 1]
+        return escapes, defs
+
+    def mark_dynamic(self, dynamic: set[int], planned: set[int]) -> None:
+        """Mark the calls of frame-owned outputs of dynamic shape: mode 4 when every
+        input is a constant, a planned buffer, such an output or a view of one (the
+        frame notices when one of those becomes another array), else mode 2 (the
+        inputs' identity is checked on every run). Such calls whose output leaves the
+        function are mode 6: a new array each run, the host kernel bound to it."""
+        owned = planned | {c[2] for c in self.consts}
+        prims = self.prog.primitives
+        for ins in self.code:
+            if ins[0] == RESHAPE_TENSOR and ins[1] in owned:
+                owned.add(ins[3])
+            elif ins[0] == INVOKE_PACKED and ins[3] in dynamic:
+                ins[4] = 4 if all(r in owned for r in ins[2]) else 2
+                owned.add(ins[3])
+            elif (
+                ins[0] == INVOKE_PACKED
+                and self.plannable.get(ins[3], 0) is None
+                and prims[ins[1]].name not in VIEW_OPS
+            ):
+                # Leaves the function: a new array each run, sized by the shape function.
+                ins[4] = 6
+
+    def allocate_fresh(self, planned: set[int]) -> None:
+        """Operator calls of static shape with a host kernel whose output is not planned
+        (it leaves the function) allocate it in the body (``alloc_storage`` and
+        ``alloc_tensor`` before the call, as TVM's VM does) and run the host kernel
+        into it (``planned`` mode 5: bound on each run)."""
+        fresh = self.host_static - planned
+        if not fresh:
+            return
+        code: list[list[Any]] = []
+        where: list[int] = []  # old pc -> new pc
+        for ins in self.code:
+            where.append(len(code))
+            if ins[0] == INVOKE_PACKED and ins[3] in fresh and ins[4] == 0:
+                spec = self.plannable[ins[3]]
+                storage = self.new_reg()
+                code.append([ALLOC_STORAGE, max(_nbytes(spec), 1), _ALIGN, "uint8", storage])
+                code.append([ALLOC_TENSOR, storage, 0, list(spec["shape"]), spec["dtype"], ins[3]])
+                ins[4] = 5
+            code.append(ins)
+        where.append(len(code))
+        for ins in code:
+            if ins[0] == IF:
+                ins[3] = where[ins[3]]
+            elif ins[0] == GOTO:
+                ins[1] = where[ins[1]]
+        self.code = code
+
+    def plan_storage(self) -> list[tuple[Any, ...]]:
+        """Give fixed buffers to operator outputs read only by operator calls here."""
+        if not self.plannable:
+            return []
+        escapes, defs = self.escapes_and_defs()
+        kept = [r for r in self.plannable if r not in escapes and defs.get(r) == 1]
+        # Dynamic shapes: the frame keeps the output array, sized by the shape function
+        # at run time and reused while the shape stays the same.
+        dynamic = {r for r in kept if self.plannable[r] is None}
+        planned = [r for r in kept if r not in dynamic]
+        self.mark_dynamic(dynamic, set(planned))
+        self.allocate_fresh(set(planned))
         if not planned:
             return []
         offsets: dict[int, int] = {}
@@ -598,10 +675,30 @@ class FunctionCompiler:
                 (ALLOC_TENSOR, storage, offsets[r], list(spec["shape"]), spec["dtype"], r)
             )
         chosen = set(planned)
+        # Registers that hold the same array for the life of a frame: constants, planned
+        # buffers and views of them. A planned call reading only those binds its kernel
+        # once per frame (``planned`` mode 3: no check of its inputs' identity).
+        fixed = chosen | {c[2] for c in self.consts}
+        for ins in self.code:
+            if ins[0] == RESHAPE_TENSOR and ins[1] in fixed:
+                fixed.add(ins[3])
         for ins in self.code:
             if ins[0] == INVOKE_PACKED and ins[3] in chosen:
-                ins[4] = 1
+                ins[4] = 3 if all(r in fixed for r in ins[2]) else 1
         return prologue
+
+
+def _dynamic_plannable(op: Op, out: Any, host_ops: frozenset[str]) -> bool:
+    """Whether an operator call of dynamic output type ``out`` can run into an array the
+    frame keeps: one tensor, a data-independent shape function, a host kernel (or a
+    reshape: a view of its input)."""
+    return (
+        isinstance(out, dict)
+        and out.get("t") == "tensor"
+        and default_registry.get_attr(op.name, "FShapeFunc") is not None
+        and not default_registry.get_attr(op.name, "TShapeDataDependent")
+        and (op.name in host_ops or op.name in VIEW_OPS)
+    )
 
 
 def _nbytes(spec: Any) -> int:

@@ -31,7 +31,14 @@ from relaykit.runtime.vm import (
     type_spec_str,
 )
 
-__all__ = ["OpPrimitive"]
+__all__ = ["OpPrimitive", "VIEW_OPS"]
+
+#: Operators whose result is their input viewed with another shape.
+VIEW_OPS = frozenset({"reshape", "squeeze", "expand_dims", "nn.batch_flatten"})
+
+
+#: Input shapes whose output shapes one primitive remembers (then it starts again).
+_SHAPE_MEMO_SIZE = 64
 
 
 class _Arena:
@@ -61,6 +68,8 @@ class OpPrimitive(Primitive):
         self.out = record.out_type
         self.tuple_out = isinstance(self.out, dict) and self.out.get("t") == "tuple"
         self.dynamic = "None" in repr(self.out)
+        tensor_out = isinstance(self.out, dict) and self.out.get("t") == "tensor"
+        self.out_dtype = np.dtype(self.out["dtype"]) if tensor_out else None
         self.where = f"operator {name}"
         self.check_out = shape_checker(self.out, self.where)
         # Checks of whole arguments (a tuple argument is checked field by field by its
@@ -75,6 +84,10 @@ class OpPrimitive(Primitive):
             arena = shared["arena"] = _Arena()
         self.arena: _Arena = arena
         self.peak = -1
+        self.shape_memo: dict[Any, list[tuple[int, ...]]] = {}
+        self.dedicated = name in host_kernel_names()
+        #: a reshape: its output of dynamic shape is a view of its input
+        self.view_of_input = name in VIEW_OPS and len(record.in_types) == 1
 
     def call(self, inputs: list[Any]) -> Any:
         kernel = self.kernel
@@ -102,17 +115,37 @@ class OpPrimitive(Primitive):
             self.check_shape_func(inputs, value)
         return value
 
-    def check_shape_func(self, inputs: list[Any], value: Any) -> None:
-        """The kernel's output shapes against the operator's shape function."""
-        args = inputs if self.data_dependent else [_shapes(a) for a in inputs]
+    def out_shapes(self, inputs: list[Any]) -> list[tuple[int, ...]] | None:
+        """The output shapes the shape function gives for ``inputs`` (remembered per
+        input shapes when it is data-independent); None when it cannot say."""
+        if self.data_dependent:
+            key = None
+            args = inputs
+        else:
+            args = [_shapes(a) for a in inputs]
+            key = tuple(tuple(a) if isinstance(a, list) else a for a in args)
+            known = self.shape_memo.get(key)
+            if known is not None:
+                return known
         try:
             shapes = self.shape_func(self.attrs, args)
         except RelayKitError:
             raise
         except Exception:  # a shape function of another signature: the type check stands
+            return None
+        want = [tuple(int(d) for d in s) for s in shapes]
+        if key is not None:
+            if len(self.shape_memo) >= _SHAPE_MEMO_SIZE:
+                self.shape_memo.clear()
+            self.shape_memo[key] = want
+        return want
+
+    def check_shape_func(self, inputs: list[Any], value: Any) -> None:
+        """The kernel's output shapes against the operator's shape function."""
+        want = self.out_shapes(inputs)
+        if want is None:
             return
         got = [v.shape for v in value.fields] if isinstance(value, ADT) else [value.shape]
-        want = [tuple(int(d) for d in s) for s in shapes]
         if [tuple(g) for g in got] != want:
             raise ExecutionError(
                 f"{self.where}: shape mismatch at run time: the kernel returned "
@@ -121,7 +154,7 @@ class OpPrimitive(Primitive):
             )
 
     def bind(self, inputs: list[Any], out: np.ndarray) -> Callable[[], Any] | None:
-        if self.record.name not in host_kernel_names():
+        if not self.dedicated:
             return self.bind_reference(inputs, out)
         # Planned outputs have static shapes: the scratch a call needs is measured once.
         if self.peak < 0:
@@ -132,6 +165,37 @@ class OpPrimitive(Primitive):
         if self.peak > arena.arena.nbytes:
             arena.arena = np.empty(self.peak, np.uint8)
         return bind_kernel(self.record.name, self.attrs, inputs, [out], Scratch(arena.arena))
+
+    def bind_dynamic(
+        self, inputs: list[Any], previous: Any
+    ) -> tuple[np.ndarray, Callable[[], Any]] | None:
+        """The output shape from the shape function, an array of it (``previous`` if it
+        fits) and the host kernel bound to the inputs and that array."""
+        if self.shape_func is None or self.data_dependent or self.out_dtype is None:
+            return None
+        shapes = self.out_shapes(inputs)
+        if shapes is None or len(shapes) != 1:
+            return None
+        shape = shapes[0]
+        if self.view_of_input:
+            view = inputs[0].reshape(shape)
+            self.check_out(view)
+            return view, _nothing
+        dtype = self.out_dtype
+        if type(previous) is np.ndarray and previous.shape == shape and previous.dtype == dtype:
+            out = previous
+        else:
+            out = np.empty(shape, dtype)
+        self.check_out(out)
+        name = self.record.name
+        if not self.dedicated:
+            return out, self.bind_reference(inputs, out)
+        measure = Scratch(None)
+        bind_kernel(name, self.attrs, inputs, [out], measure)
+        arena = self.arena
+        if measure.peak > arena.arena.nbytes:
+            arena.arena = np.empty(measure.peak, np.uint8)
+        return out, bind_kernel(name, self.attrs, inputs, [out], Scratch(arena.arena))
 
     def bind_reference(self, inputs: list[Any], out: np.ndarray) -> Callable[[], Any]:
         """The reference kernel, its result checked and copied into ``out``."""
@@ -153,6 +217,10 @@ class OpPrimitive(Primitive):
             np.copyto(out, r)
 
         return run
+
+
+def _nothing() -> None:
+    """The run of a view: nothing to compute."""
 
 
 def _shapes(value: Any) -> Any:

@@ -37,6 +37,12 @@ def _all_float32(call: Call) -> Decline | bool:
             )
     if checked_type_or_none(call) is not None and not _float32(call):
         return decline(f"output is {checked_type_or_none(call)}, ccompiler handles float32 only")
+    for e in (*call.args, call):
+        ty = checked_type_or_none(e)
+        if isinstance(ty, TensorType) and not ty.is_static:
+            return decline(
+                f"dynamic shape {ty}: the generated C has static sizes (stays on the VM)"
+            )
     return True
 
 

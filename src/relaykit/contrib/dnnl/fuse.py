@@ -162,7 +162,7 @@ def fold_affine(p: Program) -> None:
                 break
             out_shape = p.shapes[n.out]
             vec = _channel_vector(p, other, out_shape, 1)
-            if vec is None or p.shapes[c.out] != out_shape:
+            if vec is None or p.shapes[c.out] != out_shape or not p.is_constant(n.attrs["weight"]):
                 break
             weight = p.constants[n.attrs["weight"]]
             bias_t = n.attrs.get("bias", -1)

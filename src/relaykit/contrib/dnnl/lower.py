@@ -123,6 +123,13 @@ class _Lowerer:
     def const(self, t: int) -> np.ndarray | None:
         return self.p.constants.get(t)
 
+    def weight(self, t: int, what: str) -> None:
+        """Check that weight ``t`` is a constant or a region input (read at run time)."""
+        if self.const(t) is None and t not in self.p.inputs:
+            raise CodegenError(
+                f"dnnl: {what} weights must be constants or inputs of the region, not computed"
+            )
+
     def emit(self, op: str, inputs: list[int], shape: tuple[int, ...], **attrs: Any) -> int:
         out = self.p.new_tensor(shape)
         self.p.nodes.append(Node(op, list(inputs), out, attrs))
@@ -186,23 +193,82 @@ class _Lowerer:
 def _conv2d(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
     a = call.attrs
     x, w = lw.tensor(args[0], "conv2d data"), lw.tensor(args[1], "conv2d weight")
-    if lw.const(w) is None:
-        raise CodegenError("dnnl: conv2d weights must be constants (bind the params)")
+    lw.weight(w, "conv2d")
     return lw.emit(
         "conv", [x], _shape(call), weight=w, bias=-1, strides=list(pair(a.strides)),
         dilation=list(pair(a.dilation)), pad=list(pad4(a.padding)), groups=int(a.groups),
     )  # fmt: skip
 
 
-def _dense(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
-    x, w = lw.tensor(args[0], "dense data"), lw.tensor(args[1], "dense weight")
+def _conv1d(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
+    """A 1-D convolution as a 2-D one over a unit height (reshapes are views)."""
+    a = call.attrs
+    x, w = lw.tensor(args[0], "conv1d data"), lw.tensor(args[1], "conv1d weight")
     weight = lw.const(w)
     if weight is None:
-        raise CodegenError("dnnl: dense weights must be constants (bind the params)")
+        raise CodegenError("dnnl: conv1d weights must be constants (bind the params)")
+    n, c, width = lw.p.shapes[x]
+    o, i, k = weight.shape
+    x4 = lw.emit("reshape", [x], (n, c, 1, width))
+    w4 = lw.p.add_constant(weight.reshape(o, i, 1, k))
+    (stride,), (dil,) = tuple(a.strides), tuple(a.dilation)
+    left, right = tuple(a.padding)
+    out = _shape(call)
+    y = lw.emit(
+        "conv", [x4], (out[0], out[1], 1, out[2]), weight=w4, bias=-1, strides=[1, int(stride)],
+        dilation=[1, int(dil)], pad=[0, int(left), 0, int(right)], groups=int(a.groups),
+    )  # fmt: skip
+    return lw.emit("reshape", [y], out)
+
+
+def _conv3d(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
+    a = call.attrs
+    x, w = lw.tensor(args[0], "conv3d data"), lw.tensor(args[1], "conv3d weight")
+    lw.weight(w, "conv3d")
+    pad = [int(p) for p in a.padding]
+    return lw.emit(
+        "conv_nd", [x], _shape(call), weight=w, strides=[int(s) for s in a.strides],
+        dilation=[int(d) for d in a.dilation], pad_l=pad[:3], pad_r=pad[3:],
+        groups=int(a.groups),
+    )  # fmt: skip
+
+
+def _conv_transpose(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
+    """A transposed convolution as oneDNN's deconvolution; the (I, O/groups, ...) weight is
+    rearranged once into oneDNN's (O, I/groups, ...)."""
+    a = call.attrs
+    x, w = lw.tensor(args[0], "conv_transpose data"), lw.tensor(args[1], "conv_transpose weight")
+    weight = lw.const(w)
+    if weight is None:
+        raise CodegenError("dnnl: transposed convolution weights must be constants")
+    n = weight.ndim - 2
+    g = int(a.groups)
+    ic, ocg, *k = weight.shape
+    wt = weight.reshape(g, ic // g, ocg, *k).swapaxes(1, 2).reshape(g * ocg, ic // g, *k)
+    if n == 2:
+        pt, pl, pb, pr = pad4(a.padding)
+        lo, hi = [pt, pl], [pb, pr]
+    else:
+        pad = [int(p) for p in a.padding]
+        lo, hi = pad[:n], pad[n:]
+    out_pad = [int(p) for p in (a.output_padding or (0,) * n)]
+    return lw.emit(
+        "deconv", [x], _shape(call), weight=lw.p.add_constant(np.ascontiguousarray(wt)),
+        strides=[int(s) for s in a.strides], dilation=[int(d) for d in a.dilation], pad_l=lo,
+        pad_r=[h - p for h, p in zip(hi, out_pad, strict=True)], groups=g,
+    )  # fmt: skip
+
+
+def _dense(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
+    x, w = lw.tensor(args[0], "dense data"), lw.tensor(args[1], "dense weight")
+    lw.weight(w, "dense")
     in_shape = lw.p.shapes[x]
     out = _shape(call)
     if len(in_shape) == 2:
         return lw.emit("dense", [x], out, weight=w, bias=-1)
+    weight = lw.const(w)
+    if weight is None:
+        raise CodegenError("dnnl: a dense layer on N-D data needs a constant weight")
     # N-D data: a matmul with the weight transposed once, broadcast over the batch dims.
     wt = lw.p.add_constant(weight.T.reshape((1,) * (len(out) - 2) + weight.T.shape))
     return lw.emit("matmul", [x, wt], out, bias=-1)
@@ -288,12 +354,13 @@ def _eltwise(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
 def _batch_norm(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
     a = call.attrs
     x = lw.tensor(args[0], "batch_norm data")
-    consts = [lw.const(lw.tensor(v, "batch_norm parameter")) for v in args[1:]]
-    if any(c is None for c in consts):
-        raise CodegenError("dnnl: batch_norm needs constant gamma/beta/mean/var (bind the params)")
-    gamma, beta, mean, var = (np.asarray(c, np.float64) for c in consts)
+    params = [lw.tensor(v, "batch_norm parameter") for v in args[1:]]
+    consts = [lw.const(t) for t in params]
     out = _shape(call.args[0])
     axis = int(a.axis) % len(out)
+    if any(c is None for c in consts):
+        return _batch_norm_at_run_time(lw, call, x, params, out, axis)
+    gamma, beta, mean, var = (np.asarray(c, np.float64) for c in consts)
     scale = 1.0 / np.sqrt(var + float(a.epsilon))
     if a.scale:
         scale = scale * gamma
@@ -305,6 +372,35 @@ def _batch_norm(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
     y = lw.emit("binary", [x, s], out, alg="mul")
     y = lw.emit("binary", [y, t], out, alg="add")
     return (y, lw.tensor(args[3], "mean"), lw.tensor(args[4], "var"))
+
+
+def _batch_norm_at_run_time(
+    lw: _Lowerer, call: Call, x: int, params: list[int], out: tuple[int, ...], axis: int
+) -> Value:
+    """``(x - mean) * gamma / sqrt(var + eps) + beta`` with the statistics read at run time
+    (per-channel vectors viewed along ``axis``)."""
+    a = call.attrs
+    view = [1] * len(out)
+    view[axis] = out[axis]
+
+    def along(t: int) -> int:
+        c = lw.const(t)
+        if c is not None:
+            return lw.p.add_constant(np.asarray(c, np.float32).reshape(view))
+        return lw.emit("reshape", [t], tuple(view))
+
+    gamma, beta, mean, var = (along(t) for t in params)
+    vshape = tuple(view)
+    eps = lw.p.add_constant(np.full(vshape, float(a.epsilon), np.float32))
+    std = lw.emit("binary", [var, eps], vshape, alg="add")
+    std = lw.emit("eltwise", [std], vshape, alg="sqrt", alpha=0.0, beta=0.0)
+    y = lw.emit("binary", [x, mean], out, alg="sub")
+    y = lw.emit("binary", [y, std], out, alg="div")
+    if a.scale:
+        y = lw.emit("binary", [y, gamma], out, alg="mul")
+    if a.center:
+        y = lw.emit("binary", [y, beta], out, alg="add")
+    return (y, params[2], params[3])
 
 
 def _dropout(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
@@ -339,6 +435,32 @@ def _pool(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
     )  # fmt: skip
 
 
+def _pool3d(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
+    """3-D pooling (NCDHW); ceil_mode's extra padding is added at the end of each axis."""
+    a = call.attrs
+    x = lw.tensor(args[0], op_name(call))
+    size, out = lw.p.shapes[x][2:], _shape(call)
+    k, s, d = (list(map(int, v)) for v in (a.pool_size, a.strides, a.dilation))
+    pad = list(map(int, a.padding))
+    lo, hi = pad[:3], pad[3:]
+    extra = [
+        max(0, (out[2 + i] - 1) * s[i] + (k[i] - 1) * d[i] + 1 - (size[i] + lo[i] + hi[i]))
+        for i in range(3)
+    ]
+    if op_name(call) == "nn.max_pool3d":
+        alg = "max"
+    elif a.count_include_pad and not any(extra):
+        alg = "avg_include"
+    elif a.count_include_pad and any(pad):
+        raise CodegenError("dnnl: avg_pool3d counting padding with ceil_mode's extra padding")
+    else:
+        alg = "avg_exclude"
+    return lw.emit(
+        "pool", [x], out, alg=alg, kernel=k, strides=s, dilation=d, pad_l=lo,
+        pad_r=[h + e for h, e in zip(hi, extra, strict=True)],
+    )  # fmt: skip
+
+
 def _global_pool(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
     x = lw.tensor(args[0], op_name(call))
     _, _, h, w = lw.p.shapes[x]
@@ -347,6 +469,19 @@ def _global_pool(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
         "pool", [x], _shape(call), alg=alg, kernel=[h, w], strides=[1, 1], dilation=[1, 1],
         pad_l=[0, 0], pad_r=[0, 0],
     )  # fmt: skip
+
+
+def _spatial_mean(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
+    """A mean over H and W of an NCHW tensor (torch's exported adaptive_avg_pool2d(1)) as
+    global average pooling, so the classifier stays in the region."""
+    x = lw.tensor(args[0], op_name(call))
+    n, c, h, w = lw.p.shapes[x]
+    pooled = lw.emit(
+        "pool", [x], (n, c, 1, 1), alg="avg_exclude", kernel=[h, w], strides=[1, 1],
+        dilation=[1, 1], pad_l=[0, 0], pad_r=[0, 0],
+    )  # fmt: skip
+    out = _shape(call)
+    return pooled if out == (n, c, 1, 1) else lw.emit("reshape", [pooled], out)
 
 
 def _adaptive_pool(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
@@ -418,6 +553,10 @@ def _lrn(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
 
 _LOWER: dict[str, Callable[[_Lowerer, Call, list[Value]], Value]] = {
     "nn.conv2d": _conv2d,
+    "nn.conv1d": _conv1d,
+    "nn.conv3d": _conv3d,
+    "nn.conv2d_transpose": _conv_transpose,
+    "nn.conv3d_transpose": _conv_transpose,
     "nn.dense": _dense,
     "nn.batch_matmul": _batch_matmul,
     "nn.layer_norm": _layer_norm,
@@ -426,10 +565,13 @@ _LOWER: dict[str, Callable[[_Lowerer, Call, list[Value]], Value]] = {
     "nn.dropout": _dropout,
     "nn.max_pool2d": _pool,
     "nn.avg_pool2d": _pool,
+    "nn.max_pool3d": _pool3d,
+    "nn.avg_pool3d": _pool3d,
     "nn.global_avg_pool2d": _global_pool,
     "nn.global_max_pool2d": _global_pool,
     "nn.adaptive_avg_pool2d": _adaptive_pool,
     "nn.adaptive_max_pool2d": _adaptive_pool,
+    "mean": _spatial_mean,
     "nn.softmax": _softmax,
     "nn.log_softmax": _softmax,
     "nn.lrn": _lrn,

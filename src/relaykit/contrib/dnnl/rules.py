@@ -16,7 +16,7 @@ importing :mod:`relaykit.contrib.dnnl` does so.
 >>> x = relay.var("x", shape=(1, 8), dtype="float16")
 >>> call = InferType()(tvm.IRModule.from_expr(relay.nn.relu(x)))["main"].body
 >>> check_call(call)
-decline('dtype float16: the dnnl backend runs float32 only')
+decline('dtype float16: the dnnl backend runs float32 only (and bfloat16, computed in float32)')
 """
 
 from __future__ import annotations
@@ -55,18 +55,26 @@ def _tensor_types(ty: Type) -> list[TensorType]:
 
 
 def _check_tensors(call: Call) -> Decline | None:
-    """Every input and output tensor is float32, of rank 1..6 (constant scalars too),
-    without empty dims."""
+    """Every input and output tensor is float32, of a static shape of rank 1..6
+    (constant scalars too), without empty dims."""
     types: list[tuple[TensorType, bool]] = []
     for arg in call.args:
         scalar_ok = isinstance(arg, Constant)
         types.extend((t, scalar_ok) for t in _tensor_types(arg.checked_type))
     types.extend((t, False) for t in _tensor_types(call.checked_type))
     for t, scalar_ok in types:
-        if t.dtype != "float32":
-            return decline(f"dtype {t.dtype}: the dnnl backend runs float32 only")
+        if t.dtype not in ("float32", "bfloat16"):  # bfloat16 computes in float32 inside
+            return decline(
+                f"dtype {t.dtype}: the dnnl backend runs float32 only (and bfloat16, "
+                "computed in float32)"
+            )
         if scalar_ok and not t.shape:
             continue
+        if not t.is_static:
+            return decline(
+                f"dynamic shape {t}: oneDNN primitives are built for static shapes "
+                "(the operator stays on the host, where the VM runs it)"
+            )
         if not 1 <= len(t.shape) <= _MAX_RANK:
             return decline(f"a rank-{len(t.shape)} tensor: oneDNN takes ranks 1 to {_MAX_RANK}")
         if any(d == 0 for d in t.shape):
@@ -101,13 +109,37 @@ def _conv2d(call: Call) -> Verdict:
         )
     if a.out_layout not in ("", "NCHW"):
         return decline(f"out_layout {a.out_layout}: the dnnl backend writes NCHW")
-    if a.out_dtype not in ("", "float32"):
+    if a.out_dtype not in ("", "float32", "bfloat16"):
+        return decline(f"out_dtype {a.out_dtype}: the dnnl backend runs float32 only")
+    return _constant_or_true(call.args[1], "weight")
+
+
+def _conv1d(call: Call) -> Verdict:
+    a = call.attrs
+    if a.data_layout != "NCW" or a.kernel_layout != "OIW" or a.out_layout not in ("", "NCW"):
+        return decline(f"layout {a.data_layout}/{a.kernel_layout}: the dnnl backend takes NCW/OIW")
+    if a.out_dtype not in ("", "float32", "bfloat16"):
+        return decline(f"out_dtype {a.out_dtype}: the dnnl backend runs float32 only")
+    return _constant_or_true(call.args[1], "weight")
+
+
+def _conv_nd(call: Call) -> Verdict:
+    """conv3d and the transposed convolutions, in channels-first layouts."""
+    a = call.attrs
+    rank = len(_shape(call))
+    data = {4: "NCHW", 5: "NCDHW"}[rank] if rank in (4, 5) else ""
+    kernel = ("IO" if "transpose" in op_name(call) else "OI") + data[2:]
+    if a.data_layout != data or a.kernel_layout != kernel or a.out_layout not in ("", data):
+        return decline(
+            f"layout {a.data_layout}/{a.kernel_layout}: the dnnl backend takes {data}/{kernel}"
+        )
+    if a.out_dtype not in ("", "float32", "bfloat16"):
         return decline(f"out_dtype {a.out_dtype}: the dnnl backend runs float32 only")
     return _constant_or_true(call.args[1], "weight")
 
 
 def _dense(call: Call) -> Verdict:
-    if call.attrs.out_dtype not in ("", "float32"):
+    if call.attrs.out_dtype not in ("", "float32", "bfloat16"):
         return decline(f"out_dtype {call.attrs.out_dtype}: the dnnl backend runs float32 only")
     if len(_shape(call.args[1])) != 2:
         return decline("a dense whose weight is not 2-D")
@@ -115,7 +147,7 @@ def _dense(call: Call) -> Verdict:
 
 
 def _batch_matmul(call: Call) -> Verdict:
-    if call.attrs.out_dtype not in ("", "float32"):
+    if call.attrs.out_dtype not in ("", "float32", "bfloat16"):
         return decline(f"out_dtype {call.attrs.out_dtype}: the dnnl backend runs float32 only")
     return True
 
@@ -159,6 +191,15 @@ def _pool2d(call: Call) -> Verdict:
     return True
 
 
+def _pool3d(call: Call) -> Verdict:
+    a = call.attrs
+    if a.layout != "NCDHW" or a.out_layout not in ("", "NCDHW"):
+        return decline(f"layout {a.layout}: the dnnl backend pools NCDHW tensors")
+    if op_name(call) == "nn.avg_pool3d" and a.count_include_pad and a.ceil_mode and any(a.padding):
+        return decline("avg_pool3d with count_include_pad, padding and ceil_mode")
+    return True
+
+
 def _global_pool2d(call: Call) -> Verdict:
     if call.attrs.layout != "NCHW":
         return decline(f"layout {call.attrs.layout}: the dnnl backend pools NCHW tensors")
@@ -174,6 +215,24 @@ def _adaptive_pool2d(call: Call) -> Verdict:
         return decline(
             f"adaptive pooling {h}x{w} -> {oh}x{ow}: oneDNN pools with a fixed window, so the "
             "output size must divide the input size"
+        )
+    return True
+
+
+def _reduced_axes(call: Call) -> frozenset[int]:
+    """The axes a reduction (``mean``...) reduces, non-negative."""
+    a = call.attrs
+    ndim = len(_shape(call.args[0]))
+    axes = range(ndim) if a.axis is None else [int(v) % ndim for v in a.axis]
+    picked = frozenset(axes)
+    return frozenset(range(ndim)) - picked if a.exclude else picked
+
+
+def _spatial_mean(call: Call) -> Verdict:
+    if len(_shape(call.args[0])) != 4 or _reduced_axes(call) != {2, 3}:
+        return decline(
+            "a mean over other than the two spatial axes of an NCHW tensor (the dnnl "
+            "backend runs that one as global average pooling)"
         )
     return True
 
@@ -212,6 +271,10 @@ _ELTWISE_RULES: dict[str, Callable[[Call], Verdict]] = {name: _always for name i
 #: Op name -> rule (beyond the float32 / rank conditions every op must meet).
 RULES: dict[str, Callable[[Call], Verdict]] = {
     "nn.conv2d": _conv2d,
+    "nn.conv1d": _conv1d,
+    "nn.conv3d": _conv_nd,
+    "nn.conv2d_transpose": _conv_nd,
+    "nn.conv3d_transpose": _conv_nd,
     "nn.dense": _dense,
     "nn.batch_matmul": _batch_matmul,
     "nn.layer_norm": _layer_norm,
@@ -220,10 +283,13 @@ RULES: dict[str, Callable[[Call], Verdict]] = {
     "nn.dropout": _always,
     "nn.max_pool2d": _pool2d,
     "nn.avg_pool2d": _pool2d,
+    "nn.max_pool3d": _pool3d,
+    "nn.avg_pool3d": _pool3d,
     "nn.global_avg_pool2d": _global_pool2d,
     "nn.global_max_pool2d": _global_pool2d,
     "nn.adaptive_avg_pool2d": _adaptive_pool2d,
     "nn.adaptive_max_pool2d": _adaptive_pool2d,
+    "mean": _spatial_mean,
     "nn.softmax": _always,
     "nn.log_softmax": _always,
     "nn.lrn": _lrn,

@@ -412,9 +412,12 @@ def _inline_composites(expr: Expr) -> Expr:
 def prune_dnnl_subgraphs(mod: IRModule) -> IRModule:
     """``mod`` with every dnnl region that computes none of :data:`COMPUTE_HEAVY_OPS`
     returned to the host: its calls are replaced by its operators (composites
-    unwrapped) and the region function is removed."""
+    unwrapped) and the region function is removed. As TVM's, a module of at most two
+    functions (``main`` and one region) is returned as it is."""
     if not isinstance(mod, IRModule):
         raise IRError(f"prune_dnnl_subgraphs takes an IRModule, got {type(mod).__name__}")
+    if len(mod.get_global_vars()) <= 2:
+        return mod  # as TVM's: a module with a single region keeps it
     pruned: dict[str, Function] = {}
     for gv, fn in mod.items():
         if fn.attrs.get("Compiler") == "dnnl" and not (_region_ops(fn) & COMPUTE_HEAVY_OPS):

@@ -24,6 +24,7 @@ from relaykit.op.define import make_call
 
 from . import _ops, _solvers  # noqa: F401 - register the nn.* operators, their type solvers
 from ._argmax_pool import max_pool2d_with_argmax
+from ._conv_nd import conv1d, conv1d_transpose, conv3d, conv3d_transpose
 from ._deformable import deformable_conv2d
 from ._extra_ops import avg_pool3d, lrn, max_pool3d
 from ._matmul import matmul
@@ -32,6 +33,10 @@ from ._space import batch_to_space_nd, depth_to_space, space_to_batch_nd, space_
 __all__ = [
     "conv2d",
     "conv2d_transpose",
+    "conv1d",
+    "conv1d_transpose",
+    "conv3d",
+    "conv3d_transpose",
     "dense",
     "matmul",
     "batch_matmul",

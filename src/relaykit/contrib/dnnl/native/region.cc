@@ -803,7 +803,10 @@ class Region {
   // in the same layout, else a copy of it.
   int define_with_sum(int out, const memory::desc& dst_md, int residual) {
     int dead = dying(residual);
-    if (concat_parent_[out] < 0 && dead >= 0 && phys_[dead].md == dst_md)
+    // define() writes a region output straight into the caller's buffer (no alias): the
+    // residual must then be copied there first, as below.
+    bool direct_output = is_output_[out] && dst_md == plain_md(dims_[out]) && output_count(out) == 1;
+    if (concat_parent_[out] < 0 && !direct_output && dead >= 0 && phys_[dead].md == dst_md)
       return define(out, dst_md, dead);
     int p = define(out, dst_md);
     phys_[p].alias = -1;
@@ -818,6 +821,13 @@ class Region {
     const std::string& op = node.at("op").s();
     if (op == "conv") lower_conv(node);
     else if (op == "dense") lower_dense(node);
+    else if (op == "conv_nd")
+      lower_conv_generic<dnnl::convolution_forward::primitive_desc, dnnl::convolution_forward>(
+          node, algorithm::convolution_direct, "conv_nd");
+    else if (op == "deconv")
+      lower_conv_generic<dnnl::deconvolution_forward::primitive_desc,
+                         dnnl::deconvolution_forward>(node, algorithm::deconvolution_direct,
+                                                      "deconv");
     else if (op == "pool") lower_pool(node);
     else if (op == "eltwise") lower_eltwise(node);
     else if (op == "binary") lower_binary(node);
@@ -922,8 +932,21 @@ class Region {
 
   // A weight constant seen with other dims (grouped conv, dense on a 4-D input).
   int weight_version(int w, const dims& wd, const memory::desc& want) {
-    if (!is_const(w)) throw Error("program: weights must be constants");
     if (wd == dims_[w]) return version(w, want);
+    if (!is_const(w)) {
+      // A weight given at run time (a region input), seen with other dims (groups):
+      // reordered from its plain layout, read with those dims, before each use.
+      int src = primary(w);
+      if (!(phys_[src].md == plain_md(dims_[w])))
+        throw Error("program: a run-time weight seen with other dims must be plain");
+      int p = new_phys(want, Kind::Internal);
+      versions_[w].push_back(p);
+      memory::desc from = plain_md(wd);
+      auto pd = dnnl::reorder::primitive_desc(eng_, from, eng_, want, base_attr());
+      add_step(dnnl::reorder(pd), {{DNNL_ARG_FROM, src, from}, {DNNL_ARG_TO, p, want}},
+               "reorder weight t" + std::to_string(w) + " -> " + md_str(want), &pd);
+      return p;
+    }
     for (int p : versions_[w])
       if (phys_[p].md == want) return p;
     int src = primary(w);
@@ -931,6 +954,41 @@ class Region {
     const_reorders_.push_back({plain_md(wd), phys_[src].ptr, p});
     versions_[w].push_back(p);
     return p;
+  }
+
+  // A convolution ("conv_nd", any spatial rank) or transposed convolution ("deconv") with
+  // oneDNN's choice of layouts: weights (O, I/groups, spatial...), explicit pads before and
+  // after each spatial axis (a negative pad after is the output padding of a deconv).
+  template <class PD, class Prim>
+  void lower_conv_generic(const Json& node, algorithm alg, const char* what) {
+    int src = in(node, 0), w = checked(node.at("weight").i()), o = out(node);
+    long long groups = node.get_i("groups", 1);
+    dims wd = dims_[w];
+    if (groups > 1) {
+      wd.insert(wd.begin(), groups);
+      wd[1] /= groups;
+    }
+    auto any = [](const dims& d) { return memory::desc(d, dt::f32, tag::any); };
+    dims dil = to_dims(node.at("dilation").ints());
+    for (auto& d : dil) d -= 1;
+    Post post = post_ops_of(node, dims_[o]);
+    primitive_attr attr = base_attr();
+    attr.set_post_ops(post.ops);
+    PD pd(eng_, prop_kind::forward_inference, alg, any(dims_[src]), any(wd), memory::desc(),
+          any(dims_[o]), to_dims(node.at("strides").ints()), dil,
+          to_dims(node.at("pad_l").ints()), to_dims(node.at("pad_r").ints()), attr);
+    int ps = version(src, pd.src_desc());
+    int pw = weight_version(w, wd, pd.weights_desc());
+    int pdst = post.sum_tensor >= 0 ? define_with_sum(o, pd.dst_desc(), post.sum_tensor)
+                                    : define(o, pd.dst_desc());
+    std::vector<Arg> args = {{DNNL_ARG_SRC, ps, pd.src_desc()},
+                             {DNNL_ARG_WEIGHTS, pw, pd.weights_desc()},
+                             {DNNL_ARG_DST, pdst, pd.dst_desc()}};
+    args.insert(args.end(), post.args.begin(), post.args.end());
+    add_step(Prim(pd), args,
+             std::string(what) + " t" + std::to_string(o) + " " + md_str(pd.src_desc()) +
+                 " w=" + md_str(pd.weights_desc()) + post.info,
+             &pd);
   }
 
   void lower_dense(const Json& node) {
