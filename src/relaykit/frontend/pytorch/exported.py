@@ -21,13 +21,13 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from relaykit.errors import DynamicShapeError, FrontendError, RelayKitError, UnsupportedOpError
+from relaykit.errors import DynamicShapeError, FrontendError
 from relaykit.ir.expr import Var
 from relaykit.ir.module import IRModule
 from relaykit.ir.types import AnyDim, TensorType
 from relaykit.runtime.ndarray import NDArray
 
-from .common import build_module, report_unsupported_nodes
+from .common import build_module, converting, report_unsupported_nodes
 from .registry import (
     OpContext,
     dtype_name,
@@ -207,17 +207,11 @@ class FxImporter:
                 continue
             if node.op == "output":
                 return self._arg(node.args[0])
-            try:
+            with converting(node, _describe):
                 if node.op == "get_attr":
                     self.values[node] = self.get_attr(node, owner)
                 else:
                     self.values[node] = self.convert(node)
-            except UnsupportedOpError:
-                raise
-            except RelayKitError as err:
-                if str(err).startswith(_describe(node)):
-                    raise
-                raise FrontendError(f"{_describe(node)}: {err}") from err
         raise FrontendError("the FX graph has no output node")
 
 

@@ -19,13 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from relaykit.errors import FrontendError, RelayKitError, UnsupportedOpError
+from relaykit.errors import FrontendError
 from relaykit.ir.expr import Expr, TupleGetItem, Var
 from relaykit.ir.module import IRModule
 from relaykit.ir.types import TensorType
 from relaykit.runtime.ndarray import NDArray
 
-from .common import build_module, report_unsupported_nodes
+from .common import build_module, converting, report_unsupported_nodes
 from .registry import (
     OpContext,
     dtype_name,
@@ -233,14 +233,8 @@ class TorchScriptImporter:
         inputs = self.bind_inputs(graph)
         for node in nodes:
             args = [self.values[v] for v in node.inputs()]
-            try:
+            with converting(node, _describe):
                 outs = self.prim(node, args) if node.kind() in _PRIM else self.convert(node, args)
-            except UnsupportedOpError:
-                raise
-            except RelayKitError as err:
-                if str(err).startswith(_describe(node)):
-                    raise
-                raise FrontendError(f"{_describe(node)}: {err}") from err
             for value, out in zip(node.outputs(), outs, strict=True):
                 self.values[value] = out
         outputs = [self.values[v] for v in graph.return_node().inputs()]
