@@ -3,11 +3,10 @@ page stays true: adding an operator, a pass and a backend."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
+from subprocess import CompletedProcess
 
 import pytest
 
@@ -33,16 +32,8 @@ def test_the_page_has_the_three_worked_examples() -> None:
 
 
 @pytest.mark.parametrize(("section", "code"), _examples(), ids=lambda v: str(v)[:24])
-def test_example_runs(section: str, code: str, tmp_path: Path) -> None:
-    env = dict(os.environ)
-    src = str(ROOT / "src")
-    env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=env,
-        timeout=300,
-    )
+def test_example_runs(
+    section: str, code: str, tmp_path: Path, fresh_python: Callable[..., CompletedProcess[str]]
+) -> None:
+    proc = fresh_python("-c", code, cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, f"{section}:\n{proc.stderr}"

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -12,23 +11,11 @@ import numpy as np
 import pytest
 
 
-def _load_reference() -> ModuleType:
-    name = "relaykit_tests_numpy_reference"
-    if name in sys.modules:
-        return sys.modules[name]
-    path = Path(__file__).with_name("numpy_reference.py")
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="session")
-def np_ref() -> ModuleType:
+def np_ref(load_test_file: Callable[[Path, str], ModuleType]) -> ModuleType:
     """tests/testing/numpy_reference.py, the independent forward passes."""
-    return _load_reference()
+    path = Path(__file__).with_name("numpy_reference.py")
+    return load_test_file(path, "relaykit_tests_numpy_reference")
 
 
 @pytest.fixture(scope="session")

@@ -13,15 +13,12 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
-
-import numpy as np
 
 from relaykit.backend.graph_executor import GraphExecutor
 from relaykit.backend.graph_plan import GraphPlan
 from relaykit.errors import ExecutionError
-from relaykit.runtime.module import Module
+from relaykit.runtime.module import BenchmarkResult, Module, time_calls
 from relaykit.runtime.ndarray import Device, NDArray
 
 __all__ = ["GraphModule", "create", "BenchmarkResult"]
@@ -91,41 +88,7 @@ class GraphModule:
         """Time ``run`` (``repeat`` measurements of ``number`` runs each), as TVM does."""
         if kwargs:
             self.set_input(**kwargs)
-        results = []
-        for _ in range(max(1, repeat)):
-            n = max(1, number)
-            while True:
-                start = time.perf_counter()
-                for _ in range(n):
-                    self._run()
-                elapsed = time.perf_counter() - start
-                if elapsed * 1000 >= min_repeat_ms or n > 1 << 20:
-                    break
-                n *= 2
-            results.append(elapsed / n)
-        return BenchmarkResult(results)
-
-
-class BenchmarkResult:
-    """Seconds per run: ``mean``, ``median``, ``min``, ``max``, ``std`` and ``results``."""
-
-    def __init__(self, results: list[float]) -> None:
-        self.results = list(results)
-        arr = np.asarray(self.results)
-        self.mean = float(arr.mean())
-        self.median = float(np.median(arr))
-        self.min = float(arr.min())
-        self.max = float(arr.max())
-        self.std = float(arr.std())
-
-    def __repr__(self) -> str:
-        ms = 1000.0
-        return (
-            "Execution time summary:\n"
-            " mean (ms)   median (ms)    max (ms)     min (ms)     std (ms)\n"
-            f" {self.mean * ms:9.4f}   {self.median * ms:9.4f}   {self.max * ms:9.4f}   "
-            f"{self.min * ms:9.4f}   {self.std * ms:9.4f}"
-        )
+        return time_calls(self._run, number, repeat, min_repeat_ms)
 
 
 def create(graph_json_str: str, libmod: Module, device: Device | Any = None) -> GraphModule:

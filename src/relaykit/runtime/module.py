@@ -40,6 +40,7 @@ __all__ = [
     "module_loaders",
     "register_module_loader",
     "BenchmarkResult",
+    "time_calls",
 ]
 
 
@@ -133,19 +134,7 @@ class Module:
         fn = self.get_function(func_name, query_imports=True)
 
         def evaluator(*args: Any) -> BenchmarkResult:
-            results = []
-            for _ in range(max(1, repeat)):
-                n = max(1, number)
-                while True:
-                    start = time.perf_counter()
-                    for _ in range(n):
-                        fn(*args)
-                    elapsed = time.perf_counter() - start
-                    if elapsed * 1000 >= (min_repeat_ms or 0) or n > 1 << 20:
-                        break
-                    n *= 2
-                results.append(elapsed / n)
-            return BenchmarkResult(results)
+            return time_calls(functools.partial(fn, *args), number, repeat, min_repeat_ms)
 
         return evaluator
 
@@ -214,6 +203,31 @@ class BenchmarkResult:
             f" {self.mean * ms:9.4f}   {self.median * ms:9.4f}   {self.max * ms:9.4f}   "
             f"{self.min * ms:9.4f}   {self.std * ms:9.4f}"
         )
+
+
+def time_calls(
+    call: Callable[[], object], number: int, repeat: int, min_repeat_ms: float | None = 0.0
+) -> BenchmarkResult:
+    """Time ``call`` as TVM's time evaluator does: ``repeat`` measurements, each the mean
+    of ``number`` calls in seconds; a measurement that takes less than ``min_repeat_ms``
+    is redone with twice as many calls (up to about a million).
+
+    Serves :meth:`Module.time_evaluator` and
+    :meth:`relaykit.contrib.graph_executor.GraphModule.benchmark`.
+    """
+    results = []
+    for _ in range(max(1, repeat)):
+        n = max(1, number)
+        while True:
+            start = time.perf_counter()
+            for _ in range(n):
+                call()
+            elapsed = time.perf_counter() - start
+            if elapsed * 1000 >= (min_repeat_ms or 0) or n > 1 << 20:
+                break
+            n *= 2
+        results.append(elapsed / n)
+    return BenchmarkResult(results)
 
 
 class PythonModule(Module):

@@ -1,10 +1,10 @@
 """Fixtures of the PyTorch frontend tests: the plain-PyTorch model zoo
-(torch_models.py, loaded by path) and a runner for imported modules."""
+(torch_models.py, loaded by path), whether oneDNN is there, and a runner for imported
+modules."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -15,22 +15,25 @@ import pytest
 torch = pytest.importorskip("torch")
 
 
-def load_zoo() -> ModuleType:
-    name = "relaykit_tests_torch_models"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("torch_models.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+@pytest.fixture(scope="session")
+def zoo(load_test_file: Callable[[Path, str], ModuleType]) -> ModuleType:
+    """tests/frontend/pytorch/torch_models.py: ResNet-18/50, MobileNetV2, VGG-11, BERT."""
+    return load_test_file(
+        Path(__file__).with_name("torch_models.py"), "relaykit_tests_torch_models"
+    )
 
 
 @pytest.fixture(scope="session")
-def zoo() -> ModuleType:
-    """tests/frontend/pytorch/torch_models.py: ResNet-18/50, MobileNetV2, VGG-11, BERT."""
-    return load_zoo()
+def dnnl_available() -> bool:
+    """Whether the dnnl backend's oneDNN is installed (the tests that partition for dnnl
+    skip without it)."""
+    try:
+        from relaykit.contrib.dnnl.library import find_onednn
+
+        find_onednn()
+    except Exception:
+        return False
+    return True
 
 
 def run_relay(mod: Any, params: dict[str, Any], feeds: dict[str, np.ndarray]) -> list[np.ndarray]:

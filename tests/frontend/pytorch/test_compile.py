@@ -3,9 +3,6 @@ without oneDNN partitions, graph breaks, recompiles, eager fallback and its opti
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 import warnings
 from pathlib import Path
@@ -21,16 +18,6 @@ from relaykit.frontend.pytorch import dynamo  # noqa: E402 - registers "relaykit
 ROOT = Path(__file__).resolve().parents[3]
 FAST = ("resnet18", "vgg11", "bert")
 SLOW = ("resnet50", "mobilenet_v2")
-
-
-def _dnnl_available() -> bool:
-    try:
-        from relaykit.contrib.dnnl.library import find_onednn
-
-        find_onednn()
-    except Exception:
-        return False
-    return True
 
 
 def _compile_and_check(zoo, close, name, options):
@@ -55,8 +42,8 @@ def test_host(name, zoo, close):
 
 
 @pytest.mark.parametrize("name", [*FAST, *(pytest.param(n, marks=pytest.mark.slow) for n in SLOW)])
-def test_dnnl(name, zoo, close):
-    if not _dnnl_available():
+def test_dnnl(name, zoo, close, dnnl_available):
+    if not dnnl_available:
         pytest.skip("oneDNN is not installed")
     threads = torch.get_num_threads()
     _compile_and_check(zoo, close, name, {"targets": ["dnnl"]})
@@ -140,7 +127,7 @@ def test_unknown_option_is_an_error():
     assert "'target'" in str(err) and "targets" in str(err)
 
 
-def test_entry_point_makes_the_backend_known_after_import_torch_alone(tmp_path):
+def test_entry_point_makes_the_backend_known_after_import_torch_alone(tmp_path, fresh_python):
     """pyproject declares relaykit in torch's ``torch_dynamo_backends`` group; a
     distribution carrying that declaration lets ``backend="relaykit"`` resolve without
     importing relaykit first."""
@@ -166,13 +153,7 @@ def test_entry_point_makes_the_backend_known_after_import_torch_alone(tmp_path):
         print("loaded:", "relaykit.frontend.pytorch.dynamo" in sys.modules)
         """
     )
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(tmp_path), str(ROOT / "src"), env.get("PYTHONPATH", "")]
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300
-    )
+    proc = fresh_python("-c", code, path=[tmp_path])
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "loaded: True" in proc.stdout
 

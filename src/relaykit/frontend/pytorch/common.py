@@ -3,16 +3,26 @@ the error listing every unsupported op."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
-from relaykit.errors import FrontendError, UnsupportedOpError
+from relaykit.errors import FrontendError, RelayKitError, UnsupportedOpError
 from relaykit.ir.analysis import free_vars
 from relaykit.ir.expr import Expr, Function, Tuple, TupleWrapper, Var
 from relaykit.ir.module import IRModule
 from relaykit.transform.infer_type import InferType
 
-__all__ = ["build_module", "output_expr", "report_unsupported"]
+__all__ = [
+    "build_module",
+    "converting",
+    "output_expr",
+    "report_unsupported",
+    "report_unsupported_nodes",
+]
+
+_Node = TypeVar("_Node")
 
 
 def report_unsupported(ops: dict[str, tuple[int, str]], what: str) -> None:
@@ -27,6 +37,38 @@ def report_unsupported(ops: dict[str, tuple[int, str]], what: str) -> None:
         "for from_pytorch) or rewrite the model to avoid them",
         ops,
     )
+
+
+def report_unsupported_nodes(
+    found: Iterable[tuple[str, _Node]], describe: Callable[[_Node], str], what: str
+) -> None:
+    """Count the ``(op name, node)`` pairs of ``found`` (the nodes no converter takes)
+    and, if there are any, raise :func:`report_unsupported` over them, each op with its
+    count and its first node as ``describe`` shows it."""
+    counts: Counter[str] = Counter()
+    first: dict[str, str] = {}
+    for name, node in found:
+        counts[name] += 1
+        if name not in first:
+            first[name] = describe(node)
+    if counts:
+        report_unsupported({k: (counts[k], first[k]) for k in counts}, what)
+
+
+@contextmanager
+def converting(node: _Node, describe: Callable[[_Node], str]) -> Iterator[None]:
+    """Errors raised while ``node`` is converted name it: a :class:`RelayKitError` becomes
+    a :class:`FrontendError` that starts with ``describe(node)`` (an
+    :class:`UnsupportedOpError`, or an error that already starts so, passes as it is)."""
+    try:
+        yield
+    except UnsupportedOpError:
+        raise
+    except RelayKitError as err:
+        where = describe(node)
+        if str(err).startswith(where):
+            raise
+        raise FrontendError(f"{where}: {err}") from err
 
 
 def output_expr(value: Any, what: str) -> Expr:

@@ -18,17 +18,16 @@ from __future__ import annotations
 import operator
 import os
 import re
-from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from relaykit.errors import DynamicShapeError, FrontendError, RelayKitError, UnsupportedOpError
+from relaykit.errors import DynamicShapeError, FrontendError
 from relaykit.ir.expr import Var
 from relaykit.ir.module import IRModule
 from relaykit.ir.types import AnyDim, TensorType
 from relaykit.runtime.ndarray import NDArray
 
-from .common import build_module, report_unsupported
+from .common import build_module, converting, report_unsupported_nodes
 from .registry import (
     OpContext,
     dtype_name,
@@ -145,6 +144,20 @@ def _traced_shape(node: Any) -> tuple[int | None, ...] | None:
     return tuple(d if isinstance(d, int) else None if not concrete(d) else int(d) for d in shape)
 
 
+def _unsupported(nodes: Iterable[Any]) -> Iterator[tuple[str, Any]]:
+    """``(op name, node)`` for each node of ``nodes`` no converter takes."""
+    for node in nodes:
+        if node.op in ("placeholder", "output", "get_attr"):
+            continue
+        key = node_key(node.target) if node.op == "call_function" else None
+        if key is not None and lookup(key)[0] is not None:
+            continue
+        name = (
+            _target_name(node.target) if node.op == "call_function" else f"{node.op} {node.target}"
+        )
+        yield name, node
+
+
 class FxImporter:
     """Converts the ``call_function`` nodes of an FX graph; ``values`` maps each
     placeholder node to its Relay variable, constant or Python value."""
@@ -155,23 +168,7 @@ class FxImporter:
         self.default_dtype = default_dtype
 
     def check_supported(self, nodes: Iterable[Any]) -> None:
-        counts: Counter[str] = Counter()
-        first: dict[str, str] = {}
-        for node in nodes:
-            if node.op in ("placeholder", "output", "get_attr"):
-                continue
-            key = node_key(node.target) if node.op == "call_function" else None
-            if key is not None and lookup(key)[0] is not None:
-                continue
-            name = (
-                _target_name(node.target)
-                if node.op == "call_function"
-                else f"{node.op} {node.target}"
-            )
-            counts[name] += 1
-            first.setdefault(name, _describe(node))
-        if counts:
-            report_unsupported({k: (counts[k], first[k]) for k in counts}, "FX graph")
+        report_unsupported_nodes(_unsupported(nodes), _describe, "FX graph")
 
     def _arg(self, value: Any) -> Any:
         if isinstance(value, (list, tuple)):
@@ -210,17 +207,11 @@ class FxImporter:
                 continue
             if node.op == "output":
                 return self._arg(node.args[0])
-            try:
+            with converting(node, _describe):
                 if node.op == "get_attr":
                     self.values[node] = self.get_attr(node, owner)
                 else:
                     self.values[node] = self.convert(node)
-            except UnsupportedOpError:
-                raise
-            except RelayKitError as err:
-                if str(err).startswith(_describe(node)):
-                    raise
-                raise FrontendError(f"{_describe(node)}: {err}") from err
         raise FrontendError("the FX graph has no output node")
 
 

@@ -14,19 +14,18 @@ from __future__ import annotations
 
 import os
 import re
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from relaykit.errors import FrontendError, RelayKitError, UnsupportedOpError
+from relaykit.errors import FrontendError
 from relaykit.ir.expr import Expr, TupleGetItem, Var
 from relaykit.ir.module import IRModule
 from relaykit.ir.types import TensorType
 from relaykit.runtime.ndarray import NDArray
 
-from .common import build_module, report_unsupported
+from .common import build_module, converting, report_unsupported_nodes
 from .registry import (
     OpContext,
     dtype_name,
@@ -121,18 +120,14 @@ class TorchScriptImporter:
         return graph
 
     def check_supported(self, nodes: Iterable[Any]) -> None:
-        counts: Counter[str] = Counter()
-        first: dict[str, str] = {}
-        for node in nodes:
-            kind = node.kind()
-            if kind in _PRIM or kind in self.custom:
-                continue
-            if kind.startswith("aten::") and lookup(op_key(kind))[0] is not None:
-                continue
-            counts[kind] += 1
-            first.setdefault(kind, _describe(node))
-        if counts:
-            report_unsupported({k: (counts[k], first[k]) for k in counts}, "TorchScript graph")
+        found = ((node.kind(), node) for node in nodes if not self.supported(node.kind()))
+        report_unsupported_nodes(found, _describe, "TorchScript graph")
+
+    def supported(self, kind: str) -> bool:
+        """Whether a node of ``kind`` converts (handled here, custom or in the table)."""
+        if kind in _PRIM or kind in self.custom:
+            return True
+        return kind.startswith("aten::") and lookup(op_key(kind))[0] is not None
 
     # -- inputs and parameters ---------------------------------------------------------------
     def bind_inputs(self, graph: Any) -> list[Var]:
@@ -238,14 +233,8 @@ class TorchScriptImporter:
         inputs = self.bind_inputs(graph)
         for node in nodes:
             args = [self.values[v] for v in node.inputs()]
-            try:
+            with converting(node, _describe):
                 outs = self.prim(node, args) if node.kind() in _PRIM else self.convert(node, args)
-            except UnsupportedOpError:
-                raise
-            except RelayKitError as err:
-                if str(err).startswith(_describe(node)):
-                    raise
-                raise FrontendError(f"{_describe(node)}: {err}") from err
             for value, out in zip(node.outputs(), outs, strict=True):
                 self.values[value] = out
         outputs = [self.values[v] for v in graph.return_node().inputs()]

@@ -1,44 +1,22 @@
-"""TVM's ``relay.testing``: the built-in workloads (``relay.testing.vgg.get_workload``)."""
+"""TVM's ``relay.testing``: the built-in workloads (``relay.testing.vgg.get_workload``).
+
+It is :mod:`relaykit.testing` under TVM's name: the same helpers, and each submodule of
+:mod:`relaykit.testing` also importable as ``relaykit.relay.testing.<name>``. The list of
+submodules is read from that package, so that a new workload is written down once.
+"""
 
 import sys
+from types import ModuleType
 
 from relaykit.testing import *  # noqa: F403
-from relaykit.testing import (
-    byoc,
-    dcgan,
-    densenet,
-    dqn,
-    inception_v3,
-    init,
-    layers,
-    lstm,
-    mlp,
-    mobilenet,
-    resnet,
-    squeezenet,
-    temp_op_attr,
-    vgg,
+from relaykit.testing import byoc as byoc  # these two are not in relaykit.testing.__all__
+from relaykit.testing import temp_op_attr as temp_op_attr
+
+__all__ = sorted(
+    name
+    for name, value in list(globals().items())
+    if isinstance(value, ModuleType) and value.__name__ == f"relaykit.testing.{name}"
 )
 
-for _sub in (
-    byoc, dcgan, densenet, dqn, inception_v3, init, layers, lstm, mlp, mobilenet, resnet,
-    squeezenet, temp_op_attr, vgg,
-):  # fmt: skip
-    sys.modules.setdefault(f"{__name__}.{_sub.__name__.rsplit('.', 1)[-1]}", _sub)
-
-__all__ = [
-    "byoc",
-    "dcgan",
-    "densenet",
-    "dqn",
-    "inception_v3",
-    "lstm",
-    "squeezenet",
-    "init",
-    "layers",
-    "mlp",
-    "mobilenet",
-    "resnet",
-    "temp_op_attr",
-    "vgg",
-]
+for _name in __all__:
+    sys.modules.setdefault(f"{__name__}.{_name}", globals()[_name])

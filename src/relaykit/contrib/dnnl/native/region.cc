@@ -856,19 +856,52 @@ class Region {
   }
   int out(const Json& node) const { return checked(node.at("out").i()); }
 
-  void lower_conv(const Json& node) {
-    int src = in(node, 0), w = checked(node.at("weight").i()), o = out(node);
-    long long b = node.get_i("bias", -1);
-    long long groups = node.get_i("groups", 1);
+  // The dims weight `w` is read with by a primitive of `groups` groups:
+  // (groups, O / groups, I / groups, spatial...) when grouped, else its own.
+  dims grouped_weight_dims(int w, long long groups) const {
     dims wd = dims_[w];
     if (groups > 1) {
       wd.insert(wd.begin(), groups);
       wd[1] /= groups;
     }
-    auto any = [](const dims& d) { return memory::desc(d, dt::f32, tag::any); };
-    dims strides = to_dims(node.at("strides").ints());
+    return wd;
+  }
+
+  // A node's "dilation" as oneDNN counts it (0 for none; Relay counts 1).
+  static dims dnnl_dilation(const Json& node) {
     dims dil = to_dims(node.at("dilation").ints());
     for (auto& d : dil) d -= 1;
+    return dil;
+  }
+
+  // The arguments of a primitive with weights (convolution, deconvolution, inner product)
+  // made as `pd`: source `src`, weight `w` read with dims `wd`, destination `o` (written
+  // over the residual when the post-ops sum), the bias tensor `b` if b >= 0, then the
+  // post-ops' own arguments. Versions are made in that order (each may add a reorder step).
+  template <class PD>
+  std::vector<Arg> weighted_args(const PD& pd, int src, int w, const dims& wd, int o,
+                                 const Post& post, long long b = -1,
+                                 const memory::desc& bias_md = memory::desc()) {
+    int ps = version(src, pd.src_desc());
+    int pw = weight_version(w, wd, pd.weights_desc());
+    int pdst = post.sum_tensor >= 0 ? define_with_sum(o, pd.dst_desc(), post.sum_tensor)
+                                    : define(o, pd.dst_desc());
+    std::vector<Arg> args = {{DNNL_ARG_SRC, ps, pd.src_desc()},
+                             {DNNL_ARG_WEIGHTS, pw, pd.weights_desc()},
+                             {DNNL_ARG_DST, pdst, pd.dst_desc()}};
+    if (b >= 0) args.push_back({DNNL_ARG_BIAS, version(checked(b), bias_md), bias_md});
+    args.insert(args.end(), post.args.begin(), post.args.end());
+    return args;
+  }
+
+  void lower_conv(const Json& node) {
+    int src = in(node, 0), w = checked(node.at("weight").i()), o = out(node);
+    long long b = node.get_i("bias", -1);
+    long long groups = node.get_i("groups", 1);
+    dims wd = grouped_weight_dims(w, groups);
+    auto any = [](const dims& d) { return memory::desc(d, dt::f32, tag::any); };
+    dims strides = to_dims(node.at("strides").ints());
+    dims dil = dnnl_dilation(node);
     auto pad = node.at("pad").ints();  // top, left, bottom, right
     dims pad_l = {pad[0], pad[1]}, pad_r = {pad[2], pad[3]};
     Post post = post_ops_of(node, dims_[o]);
@@ -915,15 +948,7 @@ class Region {
       } catch (const dnnl::error&) {
       }
     }
-    int ps = version(src, pd.src_desc());
-    int pw = weight_version(w, wd, pd.weights_desc());
-    int pdst = post.sum_tensor >= 0 ? define_with_sum(o, pd.dst_desc(), post.sum_tensor)
-                                    : define(o, pd.dst_desc());
-    std::vector<Arg> args = {{DNNL_ARG_SRC, ps, pd.src_desc()},
-                             {DNNL_ARG_WEIGHTS, pw, pd.weights_desc()},
-                             {DNNL_ARG_DST, pdst, pd.dst_desc()}};
-    if (b >= 0) args.push_back({DNNL_ARG_BIAS, version(checked(b), bias_md), bias_md});
-    args.insert(args.end(), post.args.begin(), post.args.end());
+    std::vector<Arg> args = weighted_args(pd, src, w, wd, o, post, b, bias_md);
     add_step(dnnl::convolution_forward(pd), args,
              "conv t" + std::to_string(o) + " " + md_str(pd.src_desc()) + " w=" +
                  md_str(pd.weights_desc()) + " -> " + md_str(pd.dst_desc()) + post.info,
@@ -963,28 +988,16 @@ class Region {
   void lower_conv_generic(const Json& node, algorithm alg, const char* what) {
     int src = in(node, 0), w = checked(node.at("weight").i()), o = out(node);
     long long groups = node.get_i("groups", 1);
-    dims wd = dims_[w];
-    if (groups > 1) {
-      wd.insert(wd.begin(), groups);
-      wd[1] /= groups;
-    }
+    dims wd = grouped_weight_dims(w, groups);
     auto any = [](const dims& d) { return memory::desc(d, dt::f32, tag::any); };
-    dims dil = to_dims(node.at("dilation").ints());
-    for (auto& d : dil) d -= 1;
+    dims dil = dnnl_dilation(node);
     Post post = post_ops_of(node, dims_[o]);
     primitive_attr attr = base_attr();
     attr.set_post_ops(post.ops);
     PD pd(eng_, prop_kind::forward_inference, alg, any(dims_[src]), any(wd), memory::desc(),
           any(dims_[o]), to_dims(node.at("strides").ints()), dil,
           to_dims(node.at("pad_l").ints()), to_dims(node.at("pad_r").ints()), attr);
-    int ps = version(src, pd.src_desc());
-    int pw = weight_version(w, wd, pd.weights_desc());
-    int pdst = post.sum_tensor >= 0 ? define_with_sum(o, pd.dst_desc(), post.sum_tensor)
-                                    : define(o, pd.dst_desc());
-    std::vector<Arg> args = {{DNNL_ARG_SRC, ps, pd.src_desc()},
-                             {DNNL_ARG_WEIGHTS, pw, pd.weights_desc()},
-                             {DNNL_ARG_DST, pdst, pd.dst_desc()}};
-    args.insert(args.end(), post.args.begin(), post.args.end());
+    std::vector<Arg> args = weighted_args(pd, src, w, wd, o, post);
     add_step(Prim(pd), args,
              std::string(what) + " t" + std::to_string(o) + " " + md_str(pd.src_desc()) +
                  " w=" + md_str(pd.weights_desc()) + post.info,
@@ -1017,15 +1030,7 @@ class Region {
                                                        any(sd), any(wd), bias_md,
                                                        any(dims_[o]), attr);
     }
-    int ps = version(src, pd.src_desc());
-    int pw = weight_version(w, wd, pd.weights_desc());
-    int pdst = post.sum_tensor >= 0 ? define_with_sum(o, pd.dst_desc(), post.sum_tensor)
-                                    : define(o, pd.dst_desc());
-    std::vector<Arg> args = {{DNNL_ARG_SRC, ps, pd.src_desc()},
-                             {DNNL_ARG_WEIGHTS, pw, pd.weights_desc()},
-                             {DNNL_ARG_DST, pdst, pd.dst_desc()}};
-    if (b >= 0) args.push_back({DNNL_ARG_BIAS, version(checked(b), bias_md), bias_md});
-    args.insert(args.end(), post.args.begin(), post.args.end());
+    std::vector<Arg> args = weighted_args(pd, src, w, wd, o, post, b, bias_md);
     add_step(dnnl::inner_product_forward(pd), args,
              "dense t" + std::to_string(o) + " " + md_str(pd.src_desc()) + " w=" +
                  md_str(pd.weights_desc()) + post.info,
@@ -1061,8 +1066,7 @@ class Region {
     algorithm alg = alg_name == "max"           ? algorithm::pooling_max
                     : alg_name == "avg_include" ? algorithm::pooling_avg_include_padding
                                                 : algorithm::pooling_avg_exclude_padding;
-    dims dil = to_dims(node.at("dilation").ints());
-    for (auto& d : dil) d -= 1;
+    dims dil = dnnl_dilation(node);
     memory::desc smd = follow(src);
     auto make = [&](const memory::desc& dst) {
       return dnnl::pooling_forward::primitive_desc(
