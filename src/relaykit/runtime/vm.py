@@ -795,7 +795,9 @@ def _validate_instruction(
         except TypeError:
             raise _bad(fn, pc, f"bad dtype {ins[4]!r}") from None
     if op == RESHAPE_TENSOR and not (
-        isinstance(ins[2], list) and all(type(d) is int and 0 <= d < 1 << 40 for d in ins[2])
+        isinstance(ins[2], list)
+        and all(type(d) is int and -1 <= d < 1 << 40 for d in ins[2])
+        and ins[2].count(-1) <= 1
     ):
         raise _bad(fn, pc, "bad tensor shape")
     if op == ALLOC_STORAGE and not (type(ins[1]) is int and 0 <= ins[1] < 1 << 40):

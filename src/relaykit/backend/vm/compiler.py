@@ -114,6 +114,16 @@ def _static(spec: Any) -> bool:
     )
 
 
+def _viewable(spec: Any) -> bool:
+    """A result type a reshape view can have: a tensor with at most one dynamic
+    dimension (the size of the input decides it)."""
+    return (
+        isinstance(spec, dict)
+        and spec.get("t") == "tensor"
+        and sum(d is None for d in spec["shape"]) <= 1
+    )
+
+
 def is_extern(fn: Function) -> bool:
     return bool(fn.attrs and fn.attrs.get("Compiler"))
 
@@ -469,11 +479,12 @@ class FunctionCompiler:
         return self.uses
 
     def reshape_source(self, node: Call) -> Expr | None:
-        """For a reshape of static result: the tensor a chain of single-use reshapes
-        ending in ``node`` starts from (one ``reshape_tensor`` does them all)."""
+        """For a reshape whose result has at most one dynamic dimension: the tensor a
+        chain of single-use reshapes ending in ``node`` starts from (one
+        ``reshape_tensor`` does them all)."""
         if type(node.op) is not Op or node.op.name not in RESHAPE_OPS:
             return None
-        if not _static(type_spec(checked_type_or_none(node))) or len(node.args) != 1:
+        if not _viewable(type_spec(checked_type_or_none(node))) or len(node.args) != 1:
             return None
         src = node.args[0]
         uses = self.use_counts()
@@ -503,7 +514,8 @@ class FunctionCompiler:
     def finish_reshape(self, node: Call, src: Expr) -> None:
         r = self.new_reg()
         shape = type_spec(checked_type_or_none(node))["shape"]
-        self.emit(RESHAPE_TENSOR, self.reg(src), list(shape), r)
+        # One dynamic dimension: NumPy infers it from the size (-1).
+        self.emit(RESHAPE_TENSOR, self.reg(src), [-1 if d is None else d for d in shape], r)
         self.done(node, r)
 
     def finish_call(self, node: Call) -> None:
