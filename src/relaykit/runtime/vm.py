@@ -505,7 +505,10 @@ def register_primitive_kind(kind: str, resolver: PrimitiveResolver) -> None:
 # -- the executable --------------------------------------------------------------------------
 
 _MAGIC = b"RKVMEXE1"
-_FORMAT = 1
+#: Format 2: ``InvokePacked`` storage modes 2-6, ``alloc_storage``/``alloc_tensor`` in
+#: function bodies, a ``-1`` in a ``reshape_tensor`` shape. Format 1 bytecode still loads.
+_FORMAT = 2
+_READABLE_FORMATS = (1, 2)
 
 
 class VMExecutableModule(Module):
@@ -684,7 +687,7 @@ def _parse_header(data: bytes) -> dict[str, Any]:
         header = json.loads(data)
     except (ValueError, UnicodeDecodeError) as err:
         raise ArtifactCorruptError(f"the VM bytecode is not valid JSON: {err}") from None
-    if not isinstance(header, dict) or header.get("format") != _FORMAT:
+    if not isinstance(header, dict) or header.get("format") not in _READABLE_FORMATS:
         raise ArtifactCorruptError("the VM bytecode has an unknown format")
     return header
 
