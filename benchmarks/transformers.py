@@ -11,7 +11,14 @@ Models (batch 1, fp32, random weights):
   FFN 1024, GELU (erf), seq 128;
 - ``bert_base``: BERT-base-like encoder: 12 layers, hidden 768, 12 heads, FFN 3072, seq 128;
 - ``gpt2_block``: one GPT-2-small-like decoder block: hidden 768, 12 heads, FFN 3072,
-  GELU (tanh form), causal mask, pre-layer-norm, seq 128.
+  GELU (tanh form), causal mask, pre-layer-norm, seq 128;
+- ``gpt2_block_s256``: the same block on 256 tokens; ``gpt2_medium_block``: a
+  GPT-2-medium-like block (hidden 1024, 16 heads, FFN 4096, seq 128);
+- ``vit_tiny``: a ViT-tiny-like image encoder (torch only): 16x16 patch embedding
+  (a strided convolution) of a 224x224 image, 196 tokens, 4 pre-LN layers, hidden 192,
+  3 heads, FFN 768, GELU (erf), no mask.
+
+The tests use none of these models.
 
 Each encoder is the whole BERT stack: word + position + token-type embeddings
 (gathers), embedding layer norm, then per layer Q/K/V projections, attention
@@ -56,6 +63,7 @@ class Config:
     vocab: int = 1000
     causal: bool = False  # a GPT-2 block (pre-LN, tanh GELU, causal mask) instead of BERT
     embeddings: bool = True
+    vit: bool = False  # a ViT: patch embedding of an image, pre-LN, erf GELU, no mask
 
 
 MODELS = {
@@ -63,10 +71,18 @@ MODELS = {
     "bert_issue": Config(4, 256, 4, 1024),
     "bert_base": Config(12, 768, 12, 3072),
     "gpt2_block": Config(1, 768, 12, 3072, causal=True, embeddings=False),
+    "gpt2_block_s256": Config(1, 768, 12, 3072, seq=256, causal=True, embeddings=False),
+    "gpt2_medium_block": Config(1, 1024, 16, 4096, causal=True, embeddings=False),
+    "vit_tiny": Config(4, 192, 3, 768, seq=196, embeddings=False, vit=True),
 }
+#: The models run when --models is not given.
+DEFAULT_MODELS = ("bert_tiny", "bert_issue", "bert_base", "gpt2_block")
 
 
 def _inputs(cfg: Config, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    if cfg.vit:
+        side = 16 * math.isqrt(cfg.seq)
+        return {"pixels": rng.standard_normal((1, 3, side, side), dtype=np.float32)}
     if cfg.embeddings:
         ids = rng.integers(0, cfg.vocab, size=(1, cfg.seq), dtype=np.int64)
         mask = np.ones((1, cfg.seq), np.int64)
@@ -78,7 +94,7 @@ def _inputs(cfg: Config, rng: np.random.Generator) -> dict[str, np.ndarray]:
 # -- PyTorch definitions ------------------------------------------------------------------------
 
 
-def torch_model(cfg: Config):
+def torch_model(cfg: Config):  # noqa: C901 - one nested class per model part
     import torch
     from torch import nn
 
@@ -96,7 +112,9 @@ def torch_model(cfg: Config):
 
         def forward(self, x, bias):
             q, k, v = self.split(self.q(x)), self.split(self.k(x)), self.split(self.v(x))
-            scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.d) + bias
+            scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.d)
+            if bias is not None:
+                scores = scores + bias
             ctx = torch.matmul(torch.softmax(scores, dim=-1), v)
             return self.o(ctx.transpose(1, 2).reshape(1, cfg.seq, cfg.hidden))
 
@@ -111,7 +129,7 @@ def torch_model(cfg: Config):
             self.act = nn.GELU(approximate="tanh" if cfg.causal else "none")
 
         def forward(self, x, bias):
-            if cfg.causal:  # GPT-2: pre-LN
+            if cfg.causal or cfg.vit:  # GPT-2 and ViT: pre-LN
                 x = x + self.attn(self.ln1(x), bias)
                 return x + self.fc2(self.act(self.fc1(self.ln2(x))))
             x = self.ln1(x + self.attn(x, bias))
@@ -145,8 +163,22 @@ def torch_model(cfg: Config):
         def forward(self, hidden):
             return self.layer(hidden, self.bias)
 
+    class ViT(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.patch = nn.Conv2d(3, cfg.hidden, 16, stride=16)
+            self.pos = nn.Parameter(torch.zeros(1, cfg.seq, cfg.hidden))
+            self.layers = nn.ModuleList(Layer() for _ in range(cfg.layers))
+            self.ln = nn.LayerNorm(cfg.hidden, eps=1e-6)
+
+        def forward(self, pixels):
+            x = self.patch(pixels).flatten(2).transpose(1, 2) + self.pos
+            for layer in self.layers:
+                x = layer(x, None)
+            return self.ln(x)
+
     torch.manual_seed(0)
-    model = Encoder() if cfg.embeddings else Block()
+    model = ViT() if cfg.vit else Encoder() if cfg.embeddings else Block()
     with torch.no_grad():  # BERT-like init scale, so the outputs are not saturated
         for p in model.parameters():
             if p.dim() > 1:
@@ -245,6 +277,9 @@ def _helper_layer(g: _Graph, cfg: Config, x: str, bias: str, scale: float) -> st
 def export_helper(cfg: Config, feeds: dict[str, np.ndarray]) -> bytes:
     from onnx import TensorProto, helper
 
+    if cfg.vit:
+        raise ImportError("the ViT model is defined in PyTorch only: pip install 'relaykit[torch]'")
+
     g = _Graph(np.random.default_rng(1))
     scale = 0.02 if cfg.embeddings else 0.05
     if cfg.embeddings:
@@ -290,7 +325,9 @@ def export(cfg: Config, feeds: dict[str, np.ndarray], how: str) -> tuple[bytes, 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--models", default=",".join(MODELS), help="comma-separated names")
+    parser.add_argument(
+        "--models", default=",".join(DEFAULT_MODELS), help=f"comma-separated: {', '.join(MODELS)}"
+    )
     parser.add_argument("--engines", default="host,dnnl,ort", help="host, dnnl, ort")
     parser.add_argument("--runs", type=int, default=20, help="timed runs per engine")
     parser.add_argument("--burst", type=int, default=5, help="timed runs per burst")

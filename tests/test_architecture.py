@@ -22,8 +22,6 @@ from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "relaykit"
 
@@ -58,7 +56,15 @@ GETATTR_ALLOWED: dict[str, str] = {
             "a TVM module relaykit has no equivalent of: it imports, and every name raises "
             "UnsupportedFeatureError saying what to use instead"
         )
-        for name in ("te", "tir", "autotvm", "auto_scheduler", "rpc", "script/__init__", "script/tir")
+        for name in (
+            "te",
+            "tir",
+            "autotvm",
+            "auto_scheduler",
+            "rpc",
+            "script/__init__",
+            "script/tir",
+        )
     },
     "op/contrib/__init__.py": (
         "relay.op.contrib.<backend> (TVM's per-backend module) is made on first use from the "

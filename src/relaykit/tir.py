@@ -318,9 +318,7 @@ def _poly(d: _Typing) -> dict[Monomial, int]:
 
 
 def _from_poly(p: dict[Monomial, int]) -> Dim:
-    items = sorted(
-        ((m, c) for m, c in p.items() if c), key=lambda mc: [_key(a) for a in mc[0]]
-    )
+    items = sorted(((m, c) for m, c in p.items() if c), key=lambda mc: [_key(a) for a in mc[0]])
     if not items:
         return 0
     if len(items) == 1:
@@ -402,7 +400,7 @@ def _exact_quotient(pa: dict[Monomial, int], pb: dict[Monomial, int]) -> Dim | N
     """``a / b`` when ``b`` is one monomial that divides every term of ``a`` exactly."""
     if len(pb) != 1:
         return None
-    (mb, cb), = pb.items()
+    ((mb, cb),) = pb.items()
     out: dict[Monomial, int] = {}
     for ma, ca in pa.items():
         rest = list(ma)

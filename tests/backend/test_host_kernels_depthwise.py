@@ -101,3 +101,26 @@ def test_depthwise_reads_weights_at_run_time():
     run()
     want = _reference(x, w, (1, 1), (1, 1, 1, 1), (1, 1))
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("strides", [(1, 1), (2, 2)])
+def test_depthwise_rewrites_its_padding_every_run(strides):
+    """Other steps share the scratch arena: the zero borders of the phase planes are
+    written on every run, not once."""
+    x = RNG.standard_normal((1, 6, 9, 8)).astype("float32")
+    w = RNG.standard_normal((6, 1, 3, 3)).astype("float32")
+    attrs = make_attrs(
+        get_op("nn.conv2d"),
+        dict(strides=strides, padding=(1, 2, 2, 1), dilation=(1, 1), groups=6, channels=6,
+             kernel_size=(3, 3)),
+    )  # fmt: skip
+    want = _reference(x, w, strides, (1, 2, 2, 1), (1, 1))
+    out = np.full(want.shape, np.nan, "float32")
+    measure = Scratch(None)
+    bind_kernel("nn.conv2d", attrs, [x, w], [out], measure)
+    arena = np.zeros(measure.peak + 64, np.uint8)
+    run = bind_kernel("nn.conv2d", attrs, [x, w], [out], Scratch(arena))
+    run()
+    arena.fill(0xCD)  # another step used the arena meanwhile
+    run()
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)

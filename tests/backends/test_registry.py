@@ -131,7 +131,11 @@ def test_import_relaykit_loads_no_backend() -> None:
         import sys
         import relaykit
         # the relaykit.contrib namespace (tvm.contrib) is there; no backend in it is loaded
-        backends = ("relaykit.contrib.ccompiler", "relaykit.contrib.jsonref", "relaykit.contrib.dnnl")
+        backends = (
+            "relaykit.contrib.ccompiler",
+            "relaykit.contrib.jsonref",
+            "relaykit.contrib.dnnl",
+        )
         heavy = [m for m in sys.modules if m.startswith((*backends, "onednn", "dnnl"))]
         assert "relaykit.contrib.graph_executor" in sys.modules  # tvm.contrib.graph_executor
         assert not heavy, heavy

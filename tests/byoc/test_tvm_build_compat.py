@@ -260,3 +260,71 @@ def test_evaluate_ignores_keywords_naming_no_input(kind):
     mod["main"] = relay.build_module.bind_params_by_name(mod["main"], {"w": wv})
     f = relay.create_executor(kind, mod=mod, device=tvm.cpu(), target="llvm").evaluate()
     np.testing.assert_allclose(f(xv, w=wv).numpy(), xv * wv, rtol=1e-6)
+
+
+def test_inline_keeps_a_backend_function_whole_at_its_call_site():
+    x0 = relay.var("x0", shape=(2, 2))
+    region = external(relay.Function([x0], x0 * x0), "ccompiler", "ccompiler_0")
+    gv = relay.GlobalVar("ccompiler_0")
+    mod = tvm.IRModule()
+    mod[gv] = region.with_attr("Inline", tvm.tir.IntImm("int32", 1))
+    x = relay.var("x", shape=(2, 2))
+    mod["main"] = relay.Function([x], gv(x) + x)
+    out = relay.transform.Inline()(mod)
+    assert [g.name_hint for g in out.get_global_vars()] == ["main"]
+    call = out["main"].body.args[0]
+    assert isinstance(call.op, relay.Function) and call.op.attrs["Compiler"] == "ccompiler"
+    xv = rand(2, 2)
+    got = relay.create_executor("graph", mod=out, target="llvm").evaluate()(xv).numpy()
+    np.testing.assert_allclose(got, xv * xv + xv, rtol=1e-5)
+
+
+def test_merge_compiler_regions_merges_host_regions_as_tvm(byoc):
+    byoc.supported("lib", "add")
+    x, y = relay.var("x", shape=(2, 2)), relay.var("y", shape=(2, 2))
+    h = relay.subtract(relay.subtract(x, y), y)  # two host operators in a row
+    mod = tvm.IRModule.from_expr(relay.Function([x, y], relay.add(h, x)))
+    merged = relay.transform.MergeCompilerRegions()(relay.transform.AnnotateTarget("lib")(mod))
+    text = merged["main"].astext()
+    # one default region around both subtracts: a single end/begin pair between them is gone
+    assert text.count("compiler_end") == 2 and text.count('compiler="default"') == 4
+    out = relay.transform.PartitionGraph()(merged)
+    xv, yv = rand(2, 2), rand(2, 2)
+    got = relay.create_executor("debug", mod=out).evaluate()(xv, yv).numpy()
+    np.testing.assert_allclose(got, xv - 2 * yv + xv, rtol=1e-6)
+
+
+def test_qnn_concatenate_requantizes_each_input_to_the_output_scale():
+    a = np.array([[0, 10, 255]], "uint8")
+    b = np.array([[4, 200, 7]], "uint8")
+    av, bv = (
+        relay.var("a", shape=(1, 3), dtype="uint8"),
+        relay.var("b", shape=(1, 3), dtype="uint8"),
+    )
+    scale = [relay.const(0.5), relay.const(2.0)]
+    zp = [relay.const(3, "int32"), relay.const(5, "int32")]
+    y = relay.qnn.op.concatenate((av, bv), scale, zp, relay.const(1.5), relay.const(10, "int32"), 1)
+    got = relay.create_executor("debug", mod=tvm.IRModule.from_expr(relay.Function([av, bv], y)))
+    got = got.evaluate()(a, b).numpy()
+    real = np.concatenate([0.5 * (a.astype(float) - 3), 2.0 * (b.astype(float) - 5)], axis=1)
+    q = real / 1.5 + 10
+    want = np.clip(np.sign(q) * np.floor(np.abs(q) + 0.5), 0, 255).astype("uint8")
+    assert got.dtype == np.uint8 and got.shape == (1, 6)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_an_annotation_takes_the_type_a_later_use_determines():
+    # compiler_end around a call of a recursive let-bound function whose type only the
+    # If around it determines (TVM's IdentityRel unifies input and output)
+    var1 = relay.var("var1", shape=(2,))
+    i = relay.var("i", shape=(), dtype="int32")
+    acc = relay.var("acc", shape=(2,))
+    loop = relay.var("loop")
+    step = relay.annotation.compiler_end(loop(i + relay.const(1, "int32"), acc + var1), "default")
+    body = relay.If(relay.less(i, relay.const(3, "int32")), step, acc)
+    expr = relay.Let(loop, relay.Function([i, acc], body), loop(relay.const(0, "int32"), var1))
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([var1], expr)))
+    assert str(mod["main"].ret_type) == "Tensor[(2), float32]"
+    xv = rand(2)
+    got = relay.create_executor("debug", mod=mod).evaluate()(xv).numpy()
+    np.testing.assert_allclose(got, 4 * xv, rtol=1e-6)

@@ -154,7 +154,7 @@ def test_simplify_expr_collapses_chains_and_identities():
     xv = relay.var("x", shape=x.shape)
     y = relay.reshape(relay.reshape(xv, (3, 4)), (4, 3))
     y = relay.transpose(relay.transpose(y, (1, 0)), (1, 0))
-    y = (y + relay.const(np.zeros((4, 3), "float32"))) * relay.const(1.0)
+    y = (y + relay.const(0.0)) * relay.const(1.0)
     y = (y + relay.const(1.0)) + relay.const(2.0)
     mod = function_of(y)
     out = transform.FoldConstant()(transform.SimplifyExpr()(mod))
@@ -164,12 +164,13 @@ def test_simplify_expr_collapses_chains_and_identities():
     np.testing.assert_allclose(run(out, x), x.reshape(4, 3) + 3.0, rtol=1e-6)
 
 
-def test_simplify_expr_keeps_broadcasting_identities():
+def test_simplify_expr_keeps_tensor_constants_and_broadcasting_identities():
     x = rand(3)
-    y = relay.var("x", shape=(3,)) + relay.const(np.zeros((2, 3), "float32"))
-    out = transform.SimplifyExpr()(function_of(y))
-    assert out["main"].body.op.name == "add"
-    np.testing.assert_allclose(run(out, x), np.broadcast_to(x, (2, 3)))
+    for zeros in (np.zeros((2, 3), "float32"), np.zeros((3,), "float32")):
+        y = relay.var("x", shape=(3,)) + relay.const(zeros)
+        out = transform.SimplifyExpr()(function_of(y))
+        assert out["main"].body.op.name == "add"
+        np.testing.assert_allclose(run(out, x), np.broadcast_to(x, zeros.shape))
 
 
 def test_legalize_and_alter_op_layout_use_the_operator_hooks():
@@ -364,3 +365,66 @@ def test_dnnl_runs_conv1d_as_a_unit_height_conv2d():
     assert len(fns) == 1
     want = np.maximum(conv_loops(x, w, (2,), (1, 2), (2,), 1), 0)
     np.testing.assert_allclose(run(mod, x, kind="graph"), want, rtol=1e-5, atol=1e-5)
+
+
+@needs_onednn
+@pytest.mark.parametrize(
+    ("build", "x_shape", "w_shape", "kw"),
+    [
+        (
+            relay.nn.conv3d,
+            (1, 4, 5, 4, 6),
+            (6, 2, 3, 2, 3),
+            {"strides": (2, 1, 2), "padding": (1, 0, 1, 0, 1, 2), "groups": 2},
+        ),
+        (
+            relay.nn.conv2d_transpose,
+            (1, 4, 4, 5),
+            (4, 3, 3, 3),
+            {"strides": (2, 2), "padding": (1, 1), "output_padding": (1, 1), "groups": 2},
+        ),
+        (
+            relay.nn.conv3d_transpose,
+            (1, 2, 3, 4, 3),
+            (2, 3, 2, 3, 2),
+            {"strides": (2, 2, 2), "output_padding": (1, 1, 1)},
+        ),
+    ],
+)
+def test_dnnl_runs_3d_and_transposed_convolutions(build, x_shape, w_shape, kw):
+    x, w = rand(*x_shape), rand(*w_shape)
+    y = build(relay.var("x", shape=x_shape), relay.const(w), **kw)
+    mod = _dnnl_partition(function_of(y))
+    assert any("dnnl" in gv.name_hint for gv in mod.get_global_vars())
+    n = len(x_shape) - 2
+    pad = kw.get("padding", (0,) * n)
+    pad = tuple(pad) * 2 if len(pad) == n else tuple(pad)
+    if build is relay.nn.conv3d:
+        want = conv_loops(x, w, kw["strides"], pad, (1,) * n, kw.get("groups", 1))
+    else:
+        want = conv_transpose_loops(
+            x, w, kw["strides"], pad, kw["output_padding"], kw.get("groups", 1)
+        )
+    np.testing.assert_allclose(run(mod, x, kind="graph"), want, rtol=1e-4, atol=1e-4)
+
+
+@needs_onednn
+@pytest.mark.parametrize("kind", ["max", "avg"])
+def test_dnnl_runs_3d_pooling(kind):
+    x = rand(1, 2, 5, 6, 4)
+    pool = relay.nn.max_pool3d if kind == "max" else relay.nn.avg_pool3d
+    y = pool(
+        relay.var("x", shape=x.shape),
+        pool_size=(2, 3, 2),
+        strides=(2, 2, 1),
+        padding=(0, 1, 0, 1, 0, 1),
+    )
+    mod = _dnnl_partition(function_of(y))
+    assert any("dnnl" in gv.name_hint for gv in mod.get_global_vars())
+    xp = np.pad(x, ((0, 0), (0, 0), (0, 1), (1, 0), (0, 1)), constant_values=np.nan)
+    out = np.empty((1, 2, 3, 3, 4), "float32")
+    for i, j, k in itertools.product(range(3), range(3), range(4)):
+        win = xp[:, :, 2 * i : 2 * i + 2, 2 * j : 2 * j + 3, k : k + 2]
+        red = np.nanmax if kind == "max" else np.nanmean  # padding is never counted
+        out[:, :, i, j, k] = red(win, axis=(2, 3, 4))
+    np.testing.assert_allclose(run(mod, x, kind="graph"), out, rtol=1e-5, atol=1e-6)

@@ -250,6 +250,25 @@ def test_value_needed_at_import_but_too_large_to_fold_names_the_limit():
     m = build_model(
         [
             helper.make_node("Expand", ["a", "s"], ["big"]),
+            helper.make_node("MaxUnpool", ["x", "i", "big"], ["y"], kernel_shape=[2, 2]),
+        ],
+        [("x", TensorProto.FLOAT, [1, 1, 2, 2]), ("i", TensorProto.INT64, [1, 1, 2, 2])],
+        [("y", TensorProto.FLOAT, None)],
+        [
+            numpy_helper.from_array(np.array([1], "int64"), "a"),
+            numpy_helper.from_array(np.array([300]), "s"),
+        ],
+    )
+    config = {"relay.FoldConstant.max_bytes": 1024}
+    want = r"\(MaxUnpool\): its output_shape input .* above the import-time folding limit"
+    with PassContext(config=config), pytest.raises(FrontendError, match=want):
+        from_onnx(m)
+
+
+def test_a_shape_too_large_to_fold_is_a_run_time_reshape():
+    m = build_model(
+        [
+            helper.make_node("Expand", ["a", "s"], ["big"]),
             helper.make_node("Reshape", ["x", "big"], ["y"]),
         ],
         [("x", TensorProto.FLOAT, [4])],
@@ -259,10 +278,11 @@ def test_value_needed_at_import_but_too_large_to_fold_names_the_limit():
             numpy_helper.from_array(np.array([300]), "s"),
         ],
     )
-    config = {"relay.FoldConstant.max_bytes": 1024}
-    want = r"\(Reshape\): its shape input .* above the import-time folding limit of 1024 bytes"
-    with PassContext(config=config), pytest.raises(FrontendError, match=want):
-        from_onnx(m)
+    with PassContext(config={"relay.FoldConstant.max_bytes": 1024}):
+        mod, _ = from_onnx(m)
+    body = mod["main"].body
+    assert body.op.name == "dyn.reshape" and not isinstance(body.args[1], Constant)
+    assert len(body.checked_type.shape) == 300
 
 
 def test_a_product_of_expanded_constants_is_left_to_run_time():

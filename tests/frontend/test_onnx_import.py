@@ -165,7 +165,7 @@ def test_onnx_backend_runs_a_model(tmp_path, make_model):
     assert c.tolist() == [2.0, 2.0]
 
 
-def test_backend_specialises_value_dependent_shapes(make_model):
+def test_backend_runs_value_dependent_shapes_on_the_vm(make_model):
     from relaykit.frontend.onnx_backend import RelayKitBackend
 
     i64 = TensorProto.INT64
@@ -175,12 +175,39 @@ def test_backend_specialises_value_dependent_shapes(make_model):
         [("y", F, None)],
     )
     rep = RelayKitBackend.prepare(model)
-    assert rep.specialized
+    # imported once: a dyn.reshape on the Relay VM, not a re-import per value
+    assert rep.dynamic and not rep.specialized
+    assert rep.mod["main"].body.op.name == "dyn.reshape"
     x = np.arange(6, dtype="float32").reshape(2, 3)
     (y,) = rep.run([x, np.array([3, 2], "int64")])
-    assert y.shape == (3, 2)
+    np.testing.assert_array_equal(y, x.reshape(3, 2))
     (y,) = rep.run([x, np.array([6, 1], "int64")])
-    assert y.shape == (6, 1)
+    np.testing.assert_array_equal(y, x.reshape(6, 1))
+
+
+def test_reimport_fallback_is_named_and_off_by_default(make_model):
+    from relaykit.errors import DynamicShapeError
+    from relaykit.frontend.onnx_backend import RelayKitBackend, RelayKitReimportBackend
+
+    # a scalar SplitToSequence split decides the sequence's length: not importable once
+    model = make_model(
+        [helper.make_node("SplitToSequence", ["x", "s"], ["y"])],
+        [("x", F, [5, 2]), ("s", TensorProto.INT64, [])],
+        [("y", F, None)],
+    )
+    model.graph.output[0].type.CopyFrom(
+        helper.make_sequence_type_proto(helper.make_tensor_type_proto(F, None))
+    )
+    x = np.arange(10, dtype="float32").reshape(5, 2)
+    with pytest.raises(DynamicShapeError, match="SplitToSequence"):
+        RelayKitBackend.prepare(model)
+    for rep in (
+        RelayKitBackend.prepare(model, reimport_fallback=True),
+        RelayKitReimportBackend.prepare(model),
+    ):
+        assert rep.specialized
+        (parts,) = rep.run([x, np.array(2, "int64")])
+        assert [p.tolist() for p in parts] == [x[:2].tolist(), x[2:4].tolist(), x[4:].tolist()]
 
 
 def test_unfrozen_params_keep_integer_initializers_constant(make_model):

@@ -11,6 +11,7 @@ from relaykit.transform import (
     combine_parallel_batch_matmul,
     combine_parallel_dense,
     fold_scale_axis,
+    forward_fold_scale_axis,
     optimize,
 )
 
@@ -32,13 +33,13 @@ def test_fold_scale_into_conv_with_bias():
     w, b, s = _const(4, 2, 3, 3), _const(4), _const(4, 1, 1)
     conv = relay.nn.conv2d(x, w, padding=1)
     before = relay.Function([x], relay.multiply(relay.nn.bias_add(conv, b), s))
-    s_vec = s.data.numpy().reshape(4)
-    w_scale = relay.const(s_vec.reshape(4, 1, 1, 1))
+    vec = relay.squeeze(s, axis=[1, 2])  # TVM's form: the scale squeezed once, expanded per use
+    w_scale = relay.expand_dims(vec, axis=1, num_newaxis=3)
     expected = relay.Function(
         [x],
         relay.nn.bias_add(
             relay.nn.conv2d(x, relay.multiply(w, w_scale), padding=1),
-            relay.multiply(b, relay.const(s_vec)),
+            relay.multiply(b, vec),
         ),
     )
     after = fold_scale_axis(before)
@@ -109,3 +110,33 @@ def test_combiners_run_at_opt_level_4_only():
     with PassContext(opt_level=4):
         merged = optimize(mod)
     assert merged["main"].body.fields[0].tuple_value.op.name == "split"
+
+
+def test_backward_fold_passes_relu_and_add_bias_when_the_scale_is_positive():
+    x = relay.var("x", shape=(1, 2, 5, 5))
+    w, b = _const(4, 2, 3, 3), _const(4, 1, 1)
+    pos = relay.const(np.abs(RNG.standard_normal((4, 1, 1))).astype("float32") + 0.1)
+    neg = relay.const(-np.abs(RNG.standard_normal((4, 1, 1))).astype("float32"))
+    data = RNG.standard_normal((1, 2, 5, 5)).astype("float32")
+    for scale, folds in ((pos, True), (neg, False)):
+        y = relay.nn.relu(relay.add(relay.nn.conv2d(x, w, padding=1), b))
+        before = relay.Function([x], relay.multiply(y, scale))
+        after = fold_scale_axis(before)
+        assert (after.body.op.name == "nn.relu") is folds
+        np.testing.assert_allclose(_run(after, data), _run(before, data), rtol=1e-5, atol=1e-5)
+
+
+def test_forward_fold_moves_an_input_scale_into_the_weight():
+    x = relay.var("x", shape=(2, 4))
+    w, b = _const(3, 4), _const(4)
+    scale = relay.const(np.abs(RNG.standard_normal(4)).astype("float32") + 0.1)
+    y = relay.add(relay.nn.relu(relay.multiply(x, scale)), b)
+    before = relay.Function([x], relay.nn.dense(y, w))
+    after = forward_fold_scale_axis(before)
+    assert after.body.args[1].op.name == "multiply"  # the weight, scaled
+    assert after.body.args[0].args[1].op.name == "divide"  # the bias, divided
+    data = RNG.standard_normal((2, 4)).astype("float32")
+    np.testing.assert_allclose(_run(after, data), _run(before, data), rtol=1e-5, atol=1e-5)
+    let_var = relay.var("v")
+    kept = relay.Function([x], relay.Let(let_var, y, relay.nn.dense(let_var, w)))
+    assert forward_fold_scale_axis(kept) is kept  # a let-bound value is not followed

@@ -649,16 +649,22 @@ def _depthwise(
     acc = scratch.take((nc, m, span), x.dtype)
     tmp = scratch.take((nc, m, span), x.dtype)
     xs = x.reshape(nc, h, wd)
-    fills: list[Run] = [functools.partial(planes.fill, 0.0)]
+    fills: list[Run] = []
     for a in range(sh):
         for b in range(sw):
             y0, x0 = (a - pt) % sh, (b - pl) % sw  # first input row/column of this phase
             r0, q0 = (y0 + pt) // sh, (x0 + pl) // sw
             src = xs[:, y0::sh, x0::sw]
-            ny, nx = min(src.shape[1], rows - r0), min(src.shape[2], pitch - q0)
-            if ny > 0 and nx > 0:
-                dst = planes[a * sw + b, :, r0 : r0 + ny, q0 : q0 + nx]
-                fills.append(functools.partial(np.copyto, dst, src[:, :ny, :nx]))
+            plane = planes[a * sw + b]
+            ny, nx = max(0, min(src.shape[1], rows - r0)), max(0, min(src.shape[2], pitch - q0))
+            if ny == 0 or nx == 0:
+                fills.append(functools.partial(plane.fill, 0.0))
+                continue
+            fills.append(functools.partial(np.copyto, plane[:, r0 : r0 + ny, q0 : q0 + nx],
+                                           src[:, :ny, :nx]))  # fmt: skip
+            borders = [plane[:, :r0], plane[:, r0 + ny :], plane[:, r0 : r0 + ny, :q0],
+                       plane[:, r0 : r0 + ny, q0 + nx :]]  # fmt: skip
+            fills.extend(functools.partial(z.fill, 0.0) for z in borders if z.size)
     flat = planes.reshape(sh * sw, nc, 1, rows * pitch)
     wk = w.reshape(c, m, kh * kw)  # a view: the weights are read at run time
     out = o.reshape(nc, m, oh, ow)

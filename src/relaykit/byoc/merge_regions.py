@@ -10,7 +10,9 @@ its own output. Paths through ``If`` and ``Let`` count like any other.
 
 Regions are merged only within one scope: nodes inside an ``If`` branch, a
 ``Let`` body or a function literal never join regions outside it. ``default``
-(host) regions are never merged: ``PartitionGraph`` returns them to the host.
+(host) regions are merged like the others, as TVM's pass does (``PartitionGraph``
+returns them to the host); a merged host region constrains later merges exactly as a
+target's does.
 
 The cycle checks (:mod:`relaykit.byoc.groups`) are bidirectional searches
 that stop as soon as either side runs out, with results on host chains cached:
@@ -224,7 +226,7 @@ class _UnitGraph:
         target and scope unless that would create a cycle; returns the groups."""
         unit_target, inn = self.unit_target, self.inn
         unit_scope = self.unit_scopes()
-        never_merged = [t is None or t == DEFAULT_TARGET for t in unit_target]
+        never_merged = [t is None for t in unit_target]
         groups = ContractedGraph(self.out, inn, self.rank, never_merged)
         find = groups.find
         checks = merges = 0
@@ -246,7 +248,7 @@ class _UnitGraph:
                 if groups.members[gu] is not None and groups.has_path(gu, gp):
                     continue
                 groups.union(gp, gu, u)
-                merges += 1
+                merges += tgt != DEFAULT_TARGET
         if stats is not None:
             stats.update(
                 units=len(self.units),
@@ -275,7 +277,8 @@ def merged_groups(
 ) -> tuple[RegionSet, dict[int, int]]:
     """The regions of ``body`` and, for each region, the representative region of the
     merged group it ends up in. ``stats``, when given, receives counts of the work
-    done: ``units``, ``edges``, ``checks``, ``merges``, ``search_steps``, ``refused``."""
+    done: ``units``, ``edges``, ``checks``, ``merges`` (of target regions; host regions'
+    merges are not counted), ``search_steps``, ``refused``."""
     graph = _UnitGraph(body, walk(body) if order is None else order)
     graph.collect_edges()
     graph.build_adjacency()

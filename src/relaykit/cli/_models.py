@@ -156,7 +156,7 @@ def _import_onnx(
     path: Path, shapes: Mapping[str, Any] | None, freeze: bool
 ) -> tuple[IRModule, Any]:
     try:
-        return from_onnx(str(path), shape=shapes, freeze_params=freeze)
+        return from_onnx(str(path), shape=shapes, freeze_params=freeze, dynamic=False)
     except DynamicShapeError as err:
         raise UsageError(
             f"{err}. On the command line, give static shapes with --input-shapes, e.g. "

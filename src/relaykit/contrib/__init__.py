@@ -13,4 +13,3 @@ nothing here needs importing before a backend is used.
 # TVM scripts reach the executor as an attribute after `import tvm` (tvm.contrib.graph_executor);
 # it is a thin module over relaykit.backend, not a backend: loading it loads no backend.
 from . import graph_executor as graph_executor
-

@@ -66,12 +66,23 @@ class _Positions:
 
     lq: int
     lkv: int
-    offset: Any
-    lens: np.ndarray | None
+    offset: Any  # an int, or an int64 (batch,) expression
+    lens: Expr | None  # int64 (batch,): constants fold at import, inputs run at run time
 
-    def grid(self) -> tuple[np.ndarray, np.ndarray]:
+    def grid(self) -> tuple[Expr, Expr]:
         """Query index ``i`` (a column) and key index ``j`` (a row)."""
-        return np.arange(self.lq).reshape(self.lq, 1), np.arange(self.lkv).reshape(1, self.lkv)
+        i = np.arange(self.lq, dtype="int64").reshape(self.lq, 1)
+        return Constant(i), Constant(np.arange(self.lkv, dtype="int64").reshape(1, self.lkv))
+
+    @property
+    def per_batch(self) -> bool:
+        return isinstance(self.offset, Expr)
+
+    def offset3(self) -> Expr:
+        """The offset as a (batch, 1, 1) or scalar int64 expression."""
+        if isinstance(self.offset, Expr):
+            return op.reshape(self.offset, (-1, 1, 1))
+        return scalar(int(self.offset), "int64")
 
 
 def _positions(
@@ -80,21 +91,23 @@ def _positions(
     offset: Any = ctx.shape(past_key)[2] if past_key is not None else 0
     lens = None
     if nonpad_kv_seqlen is not None:
-        lens = np.asarray(ctx.value(nonpad_kv_seqlen, "nonpad_kv_seqlen")).reshape(-1)
+        lens = op.reshape(op.cast(nonpad_kv_seqlen, "int64"), (-1,))
         if past_key is None:
-            offset = lens - lq
+            offset = op.subtract(lens, scalar(lq, "int64"))
     return _Positions(lq, lkv, offset, lens)
+
+
+def _bias_where(allowed: Expr, dt: str) -> Expr:
+    return op.where(allowed, scalar(0, dt), scalar(-np.inf, dt))
 
 
 def _causal_bias(ctx: NodeContext, attn_mask: Expr | None, pos: _Positions, dt: str) -> Expr:
     base = _float_mask(ctx, attn_mask, dt) if attn_mask is not None else None
     i, j = pos.grid()
-    if np.ndim(pos.offset):
-        allowed = j <= i + np.reshape(pos.offset, (-1, 1, 1))
-        causal = np.where(allowed, 0, -np.inf).astype(dt)[:, None]
-    else:
-        causal = np.where(j <= i + int(pos.offset), 0, -np.inf).astype(dt)
-    return Constant(causal) if base is None else op.add(base, Constant(causal))
+    causal = _bias_where(op.less_equal(j, op.add(i, pos.offset3())), dt)
+    if pos.per_batch:
+        causal = op.expand_dims(causal, 1)
+    return causal if base is None else op.add(base, causal)
 
 
 def _window_sizes(attrs: dict[str, Any]) -> tuple[int, int]:
@@ -106,22 +119,22 @@ def _window_sizes(attrs: dict[str, Any]) -> tuple[int, int]:
 def _window_bias(
     ctx: NodeContext, bias: Expr | None, pos: _Positions, left: int, right: int, dt: str
 ) -> Expr:
-    ctx.check_constant((max(np.size(pos.offset), 1), pos.lq, pos.lkv), 8, "the window bias")
+    ctx.check_constant((pos.lq, pos.lkv), 8, "the window bias")
     i, j = pos.grid()
-    off = pos.offset
-    diff = i + np.reshape(off, (-1, 1, 1)) - j if np.ndim(off) else i + int(off) - j
-    allowed = np.ones_like(diff, dtype=bool)
+    diff = op.subtract(op.add(i, pos.offset3()), j)
+    conds = []
     if left >= 0:
-        allowed &= diff <= left
+        conds.append(op.less_equal(diff, scalar(left, "int64")))
     if right >= 0:
-        allowed &= -diff <= right
-    window = np.where(allowed, 0, -np.inf).astype(dt)
-    if window.ndim == 3:
-        window = window[:, None]
+        conds.append(op.less_equal(op.negative(diff), scalar(right, "int64")))
+    allowed = conds[0] if len(conds) == 1 else op.logical_and(conds[0], conds[1])
+    window = _bias_where(allowed, dt)
+    if pos.per_batch:
+        window = op.expand_dims(window, 1)
     base_bias = bias if bias is not None else Constant(np.zeros((pos.lq, pos.lkv), dt))
     if ctx.dtype(base_bias) == "bool":
         base_bias = _float_mask(ctx, base_bias, dt)
-    return op.add(base_bias, Constant(window))
+    return op.add(base_bias, window)
 
 
 def _mask_bias(
@@ -144,10 +157,10 @@ def _mask_bias(
     if left >= 0 or right >= 0:
         bias = _window_bias(ctx, bias, pos, left, right, dt)
     if pos.lens is not None:
-        ctx.check_constant((pos.lens.size, pos.lkv), 8, "the padding mask")
-        keys = np.arange(pos.lkv)[None, :] < pos.lens[:, None]
-        pad = np.where(keys, 0, -np.inf).astype(dt)
-        pad_c = Constant(pad.reshape(batch, 1, 1, pos.lkv))
+        ctx.check_constant((batch, pos.lkv), 8, "the padding mask")
+        _, j = pos.grid()
+        keys = op.less(j, op.reshape(pos.lens, (-1, 1)))
+        pad_c = op.reshape(_bias_where(keys, dt), (batch, 1, 1, pos.lkv))
         bias = pad_c if bias is None else op.add(bias, pad_c)
     return bias
 

@@ -1,11 +1,10 @@
 """ONNX converters for ops whose output *shape* depends on input values:
 ``NonMaxSuppression`` and ``Unique``.
 
-relaykit's IR has static shapes, so these ops are evaluated at import, as ``NonZero``
-is: their inputs must be known then (constants, initializers, or inputs bound with
-``from_onnx(..., const_inputs=...)``); otherwise ``ctx.value`` raises
-``DynamicShapeError`` naming the node, and the ONNX backend specialises the model to
-the values it is run with (see ``docs/onnx.md``).
+With constant inputs they are evaluated at import (their results become constants);
+otherwise they become the data-dependent operators ``dyn.non_max_suppression`` and
+``dyn.unique`` (:mod:`relaykit.op.dyn_ops`), whose results have ``?`` dimensions and
+run on the Relay VM.
 
 >>> import numpy as np
 >>> boxes = np.array([[[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, 5, 1, 6]]], "float32")
@@ -22,37 +21,13 @@ from typing import Any
 
 import numpy as np
 
-from relaykit.ir.expr import Constant, Expr
+from relaykit.ir.expr import Constant, Expr, TupleGetItem
+from relaykit.op import dyn_ops
 
 from ._cvt_util import normalize_axis
 from ._onnx_registry import NodeContext, converter
 
 __all__ = ["non_max_suppression", "unique"]
-
-
-def _corners(boxes: np.ndarray, center_point_box: int) -> np.ndarray:
-    """(..., 4) boxes as ``y_min, x_min, y_max, x_max``: ONNX's corner format may give
-    any two opposite corners; the centre format is ``x_center, y_center, width, height``."""
-    b = boxes.astype(np.float64)
-    if center_point_box:
-        xc, yc, w, h = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
-        return np.stack([yc - h / 2, xc - w / 2, yc + h / 2, xc + w / 2], axis=-1)
-    y0, x0 = np.minimum(b[..., 0], b[..., 2]), np.minimum(b[..., 1], b[..., 3])
-    y1, x1 = np.maximum(b[..., 0], b[..., 2]), np.maximum(b[..., 1], b[..., 3])
-    return np.stack([y0, x0, y1, x1], axis=-1)
-
-
-def _iou(box: np.ndarray, others: np.ndarray) -> np.ndarray:
-    """Intersection over union of one corner-format box with each of ``others`` (0 where
-    the boxes do not overlap or one is empty)."""
-    ih = np.minimum(box[2], others[:, 2]) - np.maximum(box[0], others[:, 0])
-    iw = np.minimum(box[3], others[:, 3]) - np.maximum(box[1], others[:, 1])
-    inter = np.where((ih > 0) & (iw > 0), ih * iw, 0.0)
-    area = (box[2] - box[0]) * (box[3] - box[1])
-    areas = (others[:, 2] - others[:, 0]) * (others[:, 3] - others[:, 1])
-    union = area + areas - inter
-    ok = (inter > 0) & (area > 0) & (areas > 0) & (union > 0)
-    return np.where(ok, inter / np.where(ok, union, 1.0), 0.0)
 
 
 def non_max_suppression(
@@ -63,27 +38,14 @@ def non_max_suppression(
     score_threshold: float | None,
     center_point_box: int,
 ) -> np.ndarray:
-    """ONNX ``NonMaxSuppression`` on NumPy arrays: (num_selected, 3) int64 rows of
-    ``batch, class, box``. Per batch and class, boxes are taken by decreasing score (ties:
-    lower index first), skipping those whose IoU with a taken box exceeds the threshold."""
-    corners = _corners(boxes, center_point_box)
-    rows: list[tuple[int, int, int]] = []
-    for b in range(scores.shape[0]):
-        for c in range(scores.shape[1]):
-            s = scores[b, c].astype(np.float64)
-            cand = np.arange(s.shape[0])
-            if score_threshold is not None:
-                cand = cand[s[cand] > score_threshold]
-            cand = cand[np.lexsort((cand, -s[cand]))]
-            kept: list[int] = []
-            for i in cand:
-                if len(kept) >= max_output:
-                    break
-                if kept and np.any(_iou(corners[b, i], corners[b, kept]) > iou_threshold):
-                    continue
-                kept.append(int(i))
-            rows.extend((b, c, i) for i in kept)
-    return np.array(rows, dtype=np.int64).reshape(-1, 3)
+    """ONNX ``NonMaxSuppression`` on NumPy arrays (``dyn.non_max_suppression``'s kernel)."""
+    return dyn_ops.non_max_suppression_ref(
+        boxes, scores, max_output, iou_threshold, score_threshold, center_point_box
+    )
+
+
+def _runtime(ctx: NodeContext, *inputs: Expr | None) -> bool:
+    return not all(ctx.is_constant(e) for e in inputs if e is not None)
 
 
 @converter("NonMaxSuppression", 10)
@@ -97,6 +59,23 @@ def _non_max_suppression(
     *,
     center_point_box: int = 0,
 ) -> Expr:
+    args = (boxes, scores, max_output_boxes_per_class, iou_threshold, score_threshold)
+    if _runtime(ctx, *args):  # selected at run time: dyn.non_max_suppression
+        empty = Constant(np.zeros(0, "float32"))
+        limit = (
+            max_output_boxes_per_class
+            if max_output_boxes_per_class is not None
+            else Constant(np.zeros(0, "int64"))
+        )
+        return dyn_ops.non_max_suppression(
+            boxes,
+            scores,
+            limit,
+            iou_threshold if iou_threshold is not None else empty,
+            score_threshold if score_threshold is not None else empty,
+            int(center_point_box),
+            score_threshold is not None,
+        )
     b = np.asarray(ctx.value(boxes, "boxes"))
     s = np.asarray(ctx.value(scores, "scores"))
     if b.ndim != 3 or b.shape[2] != 4 or s.ndim != 3 or s.shape[::2] != b.shape[:2]:
@@ -125,24 +104,17 @@ def _non_max_suppression(
 def unique(
     x: np.ndarray, axis: int | None, sorted_: bool = True
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """ONNX ``Unique``: the unique values (slices along ``axis``, or elements of the
-    flattened tensor), the index of each one's first occurrence, the inverse indices and
-    the counts. ``sorted_=False`` keeps the order of first occurrence."""
-    y, first, inverse, counts = np.unique(
-        x, return_index=True, return_inverse=True, return_counts=True, axis=axis
-    )
-    inverse = inverse.reshape(-1)
-    if not sorted_:
-        order = np.argsort(first, kind="stable")
-        rank = np.empty_like(order)
-        rank[order] = np.arange(order.size)
-        y = np.take(y, order, axis=0 if axis is None else axis)
-        first, counts, inverse = first[order], counts[order], rank[inverse]
-    return y, first.astype(np.int64), inverse.astype(np.int64), counts.astype(np.int64)
+    """ONNX ``Unique`` on a NumPy array (``dyn.unique``'s kernel): the unique values, the
+    first occurrences, the inverse indices and the counts."""
+    return dyn_ops.unique_ref(x, axis, sorted_)
 
 
 @converter("Unique", 11)
 def _unique(ctx: NodeContext, x: Expr, *, axis: Any = None, sorted: int = 1) -> list[Expr]:
+    if _runtime(ctx, x):
+        a = None if axis is None else normalize_axis(ctx, axis, ctx.ndim(x))
+        out = dyn_ops.unique(x, a, bool(sorted))
+        return [TupleGetItem(out, k) for k in range(4)]
     value = np.asarray(ctx.value(x, "X"))
     a = None if axis is None else normalize_axis(ctx, axis, value.ndim)
     return [Constant(np.ascontiguousarray(v)) for v in unique(value, a, bool(sorted))]

@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 
 from relaykit import op
-from relaykit.ir.expr import Constant, Expr
+from relaykit.ir.expr import Constant, Expr, TupleGetItem
+from relaykit.op import dyn_ops
 
 from ._cvt_util import normalize_axis, scalar
 from ._onnx_registry import NodeContext, converter
@@ -88,6 +89,9 @@ def _scatter_nd(
 
 def _cumulative(fn: Any):
     def convert(ctx: NodeContext, x: Expr, axis: Expr, *, exclusive: int = 0, reverse: int = 0):
+        if not ctx.is_constant(axis):  # a run-time axis
+            kind = "sum" if fn is op.cumsum else "prod"
+            return dyn_ops.cumulative(x, axis, kind, bool(exclusive), bool(reverse))
         a = normalize_axis(ctx, int(ctx.scalar(axis, "axis")), ctx.ndim(x))
         data = op.reverse(x, a) if reverse else x
         out = fn(data, axis=a, exclusive=bool(exclusive))
@@ -121,11 +125,23 @@ def _topk_v10(
     largest: int = 1,
     sorted: int = 1,
 ) -> list[Expr]:
+    if not ctx.is_constant(k):  # a run-time count: dyn.topk
+        a = normalize_axis(ctx, axis, ctx.ndim(x))
+        kk = op.reshape(k, ()) if ctx.shape(k) != () else k
+        out = op.dyn.topk(x, kk, axis=a, is_ascend=not largest, dtype="int64")
+        return [TupleGetItem(out, 0), TupleGetItem(out, 1)]
     return _topk(ctx, x, int(ctx.value(k, "k").reshape(-1)[0]), axis, largest)
 
 
 @converter("OneHot", 9)
 def _one_hot(ctx: NodeContext, indices: Expr, depth: Expr, values: Expr, *, axis: int = -1):
+    if not ctx.is_constant(depth):  # a run-time depth: dyn.one_hot
+        dep = op.cast(op.reshape(depth, ()) if ctx.shape(depth) != () else depth, "int64")
+        idx = op.cast(indices, "int64") if ctx.dtype(indices) != "int64" else indices
+        idx = op.where(op.less(idx, scalar(0, "int64")), op.add(idx, dep), idx)
+        off = op.reshape(op.strided_slice(values, [0], [1]), ())
+        on = op.reshape(op.strided_slice(values, [1], [2]), ())
+        return op.one_hot(idx, on, off, dep, axis, ctx.dtype(values))
     d = int(np.asarray(ctx.value(depth, "depth")).reshape(-1)[0])
     shape = ctx.shape(indices)
     nd = len(shape) + 1
@@ -144,6 +160,9 @@ def _one_hot(ctx: NodeContext, indices: Expr, depth: Expr, values: Expr, *, axis
 
 @converter("Trilu", 14)
 def _trilu(ctx: NodeContext, x: Expr, k: Expr | None = None, *, upper: int = 1) -> Expr:
+    if k is not None and not ctx.is_constant(k):  # a run-time diagonal offset
+        kk_ = op.reshape(k, ()) if ctx.shape(k) != () else k
+        return op.trilu(x, kk_, upper=bool(upper))
     shape = ctx.shape(x)
     kk = 0 if k is None else int(np.asarray(ctx.value(k, "k")).reshape(-1)[0])
     rows, cols = shape[-2], shape[-1]
@@ -183,12 +202,17 @@ def _space_to_depth(ctx: NodeContext, x: Expr, *, blocksize: int = 1, mode: str 
 
 @converter("NonZero", 9)
 def _nonzero(ctx: NodeContext, x: Expr) -> Expr:
+    if not ctx.is_constant(x):  # argwhere, one column per entry
+        return op.cast(op.transpose(op.argwhere(x), (1, 0)), "int64")
     value = ctx.value(x, "data")
     return Constant(np.array(np.nonzero(value), dtype="int64").reshape(value.ndim, -1))
 
 
 @converter("Compress", 9)
 def _compress(ctx: NodeContext, x: Expr, condition: Expr, *, axis: Any = None) -> Expr:
+    if not ctx.is_constant(condition):
+        a = None if axis is None else normalize_axis(ctx, axis, ctx.ndim(x))
+        return dyn_ops.compress(x, condition, a)
     cond = np.asarray(ctx.value(condition, "condition")).astype(bool).reshape(-1)
     if axis is None:
         flat = op.reshape(x, (-1,))
@@ -204,6 +228,13 @@ def _reverse_sequence(
     ctx: NodeContext, x: Expr, lens: Expr, *, batch_axis: int = 1, time_axis: int = 0
 ) -> Expr:
     shape = ctx.shape(x)
+    if not ctx.is_constant(lens):  # run-time lengths: the index grid gathers them
+        ctx.check_constant((len(shape), *shape), 8, "the index grid")
+        grid = np.indices(shape)
+        t = Constant(grid[time_axis].astype("int64"))
+        seq = op.take(op.cast(lens, "int64"), Constant(grid[batch_axis].astype("int64")), axis=0)
+        back = op.subtract(op.subtract(seq, scalar(1, "int64")), t)
+        return op.gather(x, time_axis, op.where(op.less(t, seq), back, t))
     lengths = np.asarray(ctx.value(lens, "sequence_lens")).astype(np.int64)
     ctx.check_constant((len(shape), *shape), 8, "the index grid")
     grid = np.indices(shape)
@@ -265,6 +296,39 @@ def _resize(ctx: NodeContext, x: Expr, roi: Any, scales: Any, sizes: Any, attrs:
     )
 
 
+def _resize_dynamic(
+    ctx: NodeContext,
+    x: Expr,
+    roi: Expr | None,
+    scales: Expr | None,
+    sizes: Expr | None,
+    attrs: dict,
+) -> Expr:
+    """Resize with run-time roi, scales or sizes: ``dyn.image.resize``."""
+
+    def given(e: Expr | None, dt: str) -> Expr:
+        return e if e is not None else Constant(np.zeros(0, dt))
+
+    method = attrs.get("mode", "nearest")
+    return dyn_ops.image_resize(
+        x,
+        given(roi, "float32"),
+        given(scales, "float32"),
+        given(sizes, "int64"),
+        axes=tuple(int(a) for a in (attrs.get("axes") or ())),
+        keep_aspect_ratio_policy=attrs.get("keep_aspect_ratio_policy", "stretch"),
+        method=method,
+        coordinate_transformation_mode=attrs.get("coordinate_transformation_mode", "half_pixel"),
+        rounding_method=attrs.get("nearest_mode", "round_prefer_floor")
+        if method == "nearest"
+        else "",
+        cubic_alpha=attrs.get("cubic_coeff_a", -0.75),
+        cubic_exclude=attrs.get("exclude_outside", 0),
+        extrapolation_value=attrs.get("extrapolation_value", 0.0),
+        antialias=bool(attrs.get("antialias", 0)),
+    )
+
+
 def _opt_values(ctx: NodeContext, e: Expr | None, what: str) -> Any:
     if e is None:
         return None
@@ -275,6 +339,8 @@ def _opt_values(ctx: NodeContext, e: Expr | None, what: str) -> Any:
 @converter("Resize", 10)
 def _resize_v10(ctx: NodeContext, x: Expr, scales: Expr, *, mode: str = "nearest") -> Expr:
     attrs = {"mode": mode, "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}
+    if not ctx.is_constant(scales):
+        return _resize_dynamic(ctx, x, None, scales, None, attrs)
     return _resize(ctx, x, None, _opt_values(ctx, scales, "scales"), None, attrs)
 
 
@@ -287,6 +353,8 @@ def _resize_v11(
     sizes: Expr | None = None,
     **attrs: Any,
 ) -> Expr:
+    if not all(ctx.is_constant(e) for e in (roi, scales, sizes) if e is not None):
+        return _resize_dynamic(ctx, x, roi, scales, sizes, attrs)
     return _resize(
         ctx,
         x,
@@ -313,6 +381,13 @@ def _upsample_v7(ctx: NodeContext, x: Expr, *, scales: Any = (), mode: str = "ne
 
 @converter("Upsample", 9)
 def _upsample_v9(ctx: NodeContext, x: Expr, scales: Expr, *, mode: str = "nearest") -> Expr:
+    if not ctx.is_constant(scales):
+        attrs = {
+            "mode": "linear" if mode in ("linear", "bilinear") else "nearest",
+            "coordinate_transformation_mode": "asymmetric",
+            "nearest_mode": "floor",
+        }
+        return _resize_dynamic(ctx, x, None, scales, None, attrs)
     return _upsample(ctx, x, _opt_values(ctx, scales, "scales"), mode)
 
 
@@ -335,6 +410,8 @@ def _grid_sample(
 
 @converter("CenterCropPad", 18)
 def _center_crop_pad(ctx: NodeContext, x: Expr, shape: Expr, *, axes: Any = None) -> Expr:
+    if not ctx.is_constant(shape):
+        return dyn_ops.center_crop_pad(x, shape, tuple(int(a) for a in (axes or ())))
     dims = ctx.shape(x)
     target = ctx.ints(shape, "shape")
     nd = len(dims)
@@ -356,6 +433,8 @@ def _center_crop_pad(ctx: NodeContext, x: Expr, shape: Expr, *, axes: Any = None
 
 @converter("AffineGrid", 20)
 def _affine_grid(ctx: NodeContext, theta: Expr, size: Expr, *, align_corners: int = 0) -> Expr:
+    if not ctx.is_constant(size):  # a run-time output size: dyn.affine_grid
+        return dyn_ops.affine_grid(theta, size, bool(align_corners))
     dims = ctx.ints(size, "size")
     if len(dims) < 3:
         raise ctx.fail(f"size {dims} must have at least 3 values (N, C, spatial...)")

@@ -12,8 +12,9 @@ import numpy as np
 
 from relaykit import op
 from relaykit.ir.expr import Constant, Expr
+from relaykit.op import dyn_ops
 
-from ._cvt_signal import _dft
+from ._cvt_signal import _dft, run_time
 from ._cvt_util import scalar
 from ._limits import check_shape, check_unroll
 from ._onnx_registry import NodeContext, converter
@@ -68,6 +69,10 @@ def _col2im(
     pads: Any = None,
     strides: Any = None,
 ) -> Expr:
+    if run_time(ctx, image_shape, block_shape):
+        return dyn_ops.col2im(
+            x, image_shape, block_shape, dilations or (), pads or (), strides or ()
+        )
     image = ctx.ints(image_shape, "image_shape")
     block = ctx.ints(block_shape, "block_shape")
     r = len(image)
@@ -110,6 +115,16 @@ def _stft(
     *,
     onesided: int = 1,
 ) -> Expr:
+    if run_time(ctx, frame_step, frame_length):  # run-time framing: dyn.stft
+        empty = Constant(np.zeros(0, "int64"))
+        return dyn_ops.stft(
+            signal,
+            frame_step,
+            window if window is not None else Constant(np.zeros(0, ctx.dtype(signal))),
+            frame_length if frame_length is not None else empty,
+            bool(onesided),
+            window is not None,
+        )
     _batch, length, _comps = ctx.shape(signal)
     step = int(ctx.scalar(frame_step, "frame_step"))
     if frame_length is not None:

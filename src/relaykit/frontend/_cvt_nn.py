@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 
 from relaykit import op
-from relaykit.ir.expr import Constant, Expr
+from relaykit.ir.expr import Constant, Expr, TupleGetItem
+from relaykit.op import dyn_ops
 
 from ._cvt_util import flatten_to_2d, normalize_axis, scalar
 from ._onnx_registry import NodeContext, converter
@@ -24,6 +25,10 @@ def matmul(ctx: NodeContext, a: Expr, b: Expr) -> Expr:
     sa, sb = ctx.shape(a), ctx.shape(b)
     if not sa or not sb:
         raise ctx.fail("MatMul inputs must have rank >= 1")
+    dynamic = not all(type(d) is int for d in (*sa, *sb))
+    if dynamic and not (len(sb) == 2 and type(sb[0]) is int and type(sb[1]) is int):
+        # ? dimensions (beyond a dynamic batch times a static matrix): NumPy's matmul
+        return dyn_ops.matmul(a, b)
     squeeze_a = len(sa) == 1
     squeeze_b = len(sb) == 1
     if squeeze_a:
@@ -33,6 +38,13 @@ def matmul(ctx: NodeContext, a: Expr, b: Expr) -> Expr:
     if sa[-1] != sb[-2]:
         raise ctx.fail(f"cannot multiply {sa} by {sb}: inner dimensions differ")
     m, k, n = sa[-2], sa[-1], sb[-1]
+    if len(sb) == 2 and not all(type(d) is int for d in sa):  # ? leading dimensions
+        flat = op.reshape(a, (-1, k)) if len(sa) != 2 else a
+        out = op.nn.dense(flat, op.transpose(b, (1, 0)), units=n)
+        if len(sa) != 2:  # back to a's leading dimensions, known at run time
+            lead = op.strided_slice(op.shape_of(a, "int64"), [0], [len(sa) - 1])
+            out = op.reshape(out, op.concatenate([lead, Constant(np.array([n], "int64"))], 0))
+        return op.reshape(out, (-1,)) if squeeze_b else out
     if len(sb) == 2:
         flat = op.reshape(a, (-1, k)) if len(sa) != 2 else a
         out = op.nn.dense(flat, op.transpose(b, (1, 0)), units=n)
@@ -309,10 +321,16 @@ def _dropout(
     training_mode: Expr | None = None,
     **attrs: Any,
 ) -> list[Expr]:
-    if training_mode is not None and bool(ctx.scalar(training_mode, "training_mode")):
-        r = 0.5 if ratio is None else float(ctx.scalar(ratio, "ratio"))
-        if r != 0.0:
-            raise ctx.unsupported("random dropout in training mode")
+    inference = training_mode is None or (
+        ctx.is_constant(training_mode) and not bool(ctx.scalar(training_mode, "training_mode"))
+    )
+    zero = ratio is not None and ctx.is_constant(ratio) and float(ctx.scalar(ratio, "ratio")) == 0
+    if not inference and not zero and training_mode is not None:
+        # training mode (maybe decided at run time): dyn.dropout, its mask drawn as ONNX's
+        # reference draws it (NumPy's RandomState(seed))
+        r = ratio if ratio is not None else Constant(np.array(0.5, ctx.dtype(x)))
+        out = dyn_ops.dropout(x, r, training_mode, attrs.get("seed"))
+        return [TupleGetItem(out, 0), TupleGetItem(out, 1)]
     ctx.check_constant(ctx.shape(x), 1, "the mask")
     mask = Constant(np.ones(ctx.shape(x), dtype="bool"))
     return [x, mask]

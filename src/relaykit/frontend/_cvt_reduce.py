@@ -9,6 +9,7 @@ import numpy as np
 
 from relaykit import op
 from relaykit.ir.expr import Constant, Expr
+from relaykit.op import dyn_ops
 
 from ._cvt_util import scalar
 from ._narrow import int_range
@@ -41,22 +42,39 @@ _PLAIN: dict[str, Callable[[Expr, Any, bool], Expr]] = {
 }
 
 
-def _build(name: str, x: Expr, axes: Any, keep: bool, dt: str) -> Expr:
-    plain = _PLAIN.get(name)
-    if plain is not None:
-        return plain(x, axes, keep)
+def _build(name: str, x: Expr, axes: Any, keep: bool, dt: str, red: Any = None) -> Expr:
+    """``red(kind, x)`` reduces with the node's axes (static ones by default)."""
+    if red is None:
+        fns = {"sum": op.sum, "mean": op.mean, "max": op.max, "min": op.min, "prod": op.prod}
+
+        def red(kind: str, v: Expr) -> Expr:
+            return fns[kind](v, axes, keep)
+
+    if name in _PLAIN:
+        return red(name[len("Reduce") :].lower(), x)
     if name == "ReduceL1":
-        return op.sum(op.abs(x), axes, keep)
+        return red("sum", op.abs(x))
     if name == "ReduceL2":
         if not dt.startswith("float"):
-            s = op.sum(op.multiply(x, x), axes, keep)
+            s = red("sum", op.multiply(x, x))
             return op.cast(op.sqrt(op.cast(s, "float32")), dt)
-        return op.sqrt(op.sum(op.multiply(x, x), axes, keep))
+        return op.sqrt(red("sum", op.multiply(x, x)))
     if name == "ReduceLogSum":
-        return op.log(op.sum(x, axes, keep))
+        return op.log(red("sum", x))
     if name == "ReduceLogSumExp":
-        return op.log(op.sum(op.exp(x), axes, keep))
-    return op.sum(op.multiply(x, x), axes, keep)  # ReduceSumSquare
+        return op.log(red("sum", op.exp(x)))
+    return red("sum", op.multiply(x, x))  # ReduceSumSquare
+
+
+def _reduce_dynamic(
+    ctx: NodeContext, name: str, x: Expr, axes: Expr, keepdims: int, noop: int
+) -> Expr:
+    """A reduction over axes known at run time: the ``dyn.`` reductions."""
+
+    def red(kind: str, v: Expr) -> Expr:
+        return dyn_ops.reduce(kind, v, axes, bool(keepdims), bool(noop))
+
+    return _build(name, x, None, bool(keepdims), ctx.dtype(x), red)
 
 
 def _reduce(ctx: NodeContext, name: str, x: Expr, axes: Any, keepdims: int, noop: int) -> Expr:
@@ -99,6 +117,8 @@ def _input_axes_converter(name: str):
         keepdims: int = 1,
         noop_with_empty_axes: int = 0,
     ) -> Expr:
+        if axes is not None and not ctx.is_constant(axes):
+            return _reduce_dynamic(ctx, name, x, axes, keepdims, noop_with_empty_axes)
         ax = None if axes is None else ctx.ints(axes, "axes")
         return _reduce(ctx, name, x, ax, keepdims, noop_with_empty_axes)
 

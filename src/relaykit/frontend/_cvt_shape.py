@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 
 from relaykit import op
-from relaykit.ir.expr import Constant, Expr
+from relaykit.ir.expr import Constant, Expr, TupleGetItem
+from relaykit.op import dyn_ops
 
 from ._cvt_util import normalize_axis, scalar, static_reshape
 from ._limits import check_shape, check_unroll
@@ -29,16 +30,27 @@ def _shape(ctx: NodeContext, x: Expr, *, start: int = 0, end: Any = None) -> Exp
     n = len(shape)
     lo = max(0, min(n, start + n if start < 0 else start))
     hi = n if end is None else max(0, min(n, end + n if end < 0 else end))
+    if not all(type(d) is int for d in shape[lo:hi]):  # a ? dimension: shape_of at run time
+        dims = op.shape_of(x, "int64")
+        return dims if (lo, hi) == (0, n) else op.strided_slice(dims, [lo], [hi])
     return Constant(np.array(shape[lo:hi], dtype="int64"))
 
 
 @converter("Size", 1)
 def _size(ctx: NodeContext, x: Expr) -> Expr:
+    if not all(type(d) is int for d in ctx.shape(x)):
+        return op.ndarray_size(x, "int64")
     return Constant(np.array(math.prod(ctx.shape(x)), dtype="int64"))
+
+
+def _static(shape: tuple[Any, ...]) -> bool:
+    return all(type(d) is int for d in shape)
 
 
 def _reshape_to(ctx: NodeContext, x: Expr, spec: tuple[int, ...], allowzero: int) -> Expr:
     shape = ctx.shape(x)
+    if not _static(shape):  # ? dimensions: reshape's 0 and -1 are resolved at run time
+        return op.reshape(x, spec, allowzero=bool(allowzero))
     out = []
     infer = -1
     for i, d in enumerate(spec):
@@ -73,6 +85,8 @@ def _reshape_v1(ctx: NodeContext, x: Expr, *, shape: Any = (), consumed_inputs: 
 
 @converter("Reshape", 5)
 def _reshape(ctx: NodeContext, x: Expr, shape: Expr, *, allowzero: int = 0) -> Expr:
+    if not ctx.is_constant(shape):  # a run-time target: dyn.reshape
+        return op.reshape(x, shape, allowzero=bool(allowzero))
     return _reshape_to(ctx, x, ctx.ints(shape, "shape"), allowzero)
 
 
@@ -82,7 +96,16 @@ def _flatten(ctx: NodeContext, x: Expr, *, axis: int = 1) -> Expr:
     a = axis + len(shape) if axis < 0 else axis
     if not 0 <= a <= len(shape):
         raise ctx.fail(f"axis {axis} is out of range for rank {len(shape)}")
-    return static_reshape(x, (math.prod(shape[:a]), math.prod(shape[a:])))
+    lead, trail = shape[:a], shape[a:]
+    if _static(shape):
+        return static_reshape(x, (math.prod(lead), math.prod(trail)))
+    if _static(trail):
+        return op.reshape(x, (-1, math.prod(trail)))
+    if _static(lead):
+        return op.reshape(x, (math.prod(lead), -1))
+    # ? dimensions on both sides: the leading product at run time
+    rows = op.prod(op.strided_slice(op.shape_of(x, "int64"), [0], [a]), keepdims=True)
+    return op.reshape(x, op.concatenate([rows, Constant(np.array([-1], "int64"))], 0))
 
 
 @converter("Transpose", 1)
@@ -99,14 +122,23 @@ def _transpose(ctx: NodeContext, x: Expr, *, perm: Any = None) -> Expr:
 def _squeeze(ctx: NodeContext, x: Expr, axes: Any) -> Expr:
     shape = ctx.shape(x)
     n = len(shape)
+    if not _static(shape):  # ? dimensions: squeeze the named axes (or the known 1s)
+        if axes is None or len(axes) == 0:
+            drop = [i for i, d in enumerate(shape) if d == 1]
+        else:
+            drop = sorted({normalize_axis(ctx, int(a), n) for a in axes})
+            bad = [a for a in drop if type(shape[a]) is int and shape[a] != 1]
+            if bad:
+                raise ctx.fail(f"cannot squeeze axis {bad[0]} of shape {shape}: its size is not 1")
+        return op.squeeze(x, drop) if drop else x
     if axes is None or len(axes) == 0:
         keep = [d for d in shape if d != 1]
     else:
-        drop = {normalize_axis(ctx, int(a), n) for a in axes}
-        for a in drop:
+        named = {normalize_axis(ctx, int(a), n) for a in axes}
+        for a in named:
             if shape[a] != 1:
                 raise ctx.fail(f"cannot squeeze axis {a} of shape {shape}: its size is not 1")
-        keep = [d for i, d in enumerate(shape) if i not in drop]
+        keep = [d for i, d in enumerate(shape) if i not in named]
     return static_reshape(x, tuple(keep))
 
 
@@ -117,6 +149,8 @@ def _squeeze_v1(ctx: NodeContext, x: Expr, *, axes: Any = None) -> Expr:
 
 @converter("Squeeze", 13)
 def _squeeze_v13(ctx: NodeContext, x: Expr, axes: Expr | None = None) -> Expr:
+    if axes is not None and not ctx.is_constant(axes):
+        return op.squeeze(x, axes)
     return _squeeze(ctx, x, None if axes is None else ctx.ints(axes, "axes"))
 
 
@@ -126,6 +160,11 @@ def _unsqueeze(ctx: NodeContext, x: Expr, axes: Any) -> Expr:
     norm = sorted(normalize_axis(ctx, int(a), n) for a in axes)
     if len(set(norm)) != len(norm):
         raise ctx.fail(f"axes {tuple(axes)} name an axis twice")
+    if not _static(tuple(shape)):  # ? dimensions: one expand_dims per new axis
+        out = x
+        for a in norm:
+            out = op.expand_dims(out, a)
+        return out
     for a in norm:
         shape.insert(a, 1)
     return static_reshape(x, tuple(shape))
@@ -138,6 +177,8 @@ def _unsqueeze_v1(ctx: NodeContext, x: Expr, *, axes: Any = ()) -> Expr:
 
 @converter("Unsqueeze", 13)
 def _unsqueeze_v13(ctx: NodeContext, x: Expr, axes: Expr) -> Expr:
+    if not ctx.is_constant(axes):
+        return dyn_ops.unsqueeze(x, axes)
     return _unsqueeze(ctx, x, ctx.ints(axes, "axes"))
 
 
@@ -154,6 +195,15 @@ def _split(ctx: NodeContext, x: Expr, axis: int, sizes: Any, num: int) -> list[E
     shape = ctx.shape(x)
     axis = normalize_axis(ctx, axis, len(shape))
     dim = shape[axis]
+    if type(dim) is not int and (sizes is None or len(sizes) == 0):
+        # an even split of a ? dimension: the sizes are computed at run time
+        n = num or ctx.num_outputs
+        size = op.strided_slice(op.shape_of(x, "int64"), [axis], [axis + 1])
+        step = op.floor_divide(op.add(size, scalar(n - 1, "int64")), scalar(n, "int64"))
+        starts = op.multiply(step, Constant(np.arange(n, dtype="int64")))
+        left = op.maximum(op.subtract(size, starts), scalar(0, "int64"))
+        parts = dyn_ops.split(x, op.minimum(step, left), axis)
+        return [TupleGetItem(parts, k) for k in range(n)]
     if sizes is None or len(sizes) == 0:
         n = num or ctx.num_outputs
         if n <= 0:
@@ -180,6 +230,9 @@ def _split_v2(ctx: NodeContext, x: Expr, split: Expr | None = None, *, axis: int
 
 @converter("Split", 13)
 def _split_v13(ctx: NodeContext, x: Expr, split: Expr | None = None, *, axis: int = 0, **kw: Any):
+    if split is not None and not ctx.is_constant(split):
+        parts = dyn_ops.split(x, split, normalize_axis(ctx, axis, ctx.ndim(x)))
+        return [TupleGetItem(parts, k) for k in range(ctx.num_outputs)]
     sizes = None if split is None else ctx.ints(split, "split")
     return _split(ctx, x, axis, sizes, int(kw.get("num_outputs") or 0))
 
@@ -224,6 +277,11 @@ def _slice_v10(
     axes: Expr | None = None,
     steps: Expr | None = None,
 ) -> Expr:
+    if not all(ctx.is_constant(e) for e in (starts, ends, axes, steps) if e is not None):
+        empty = Constant(np.zeros(0, "int64"))
+        return dyn_ops.slice_axes(
+            x, starts, ends, empty if axes is None else axes, empty if steps is None else steps
+        )
     return _slice(
         ctx,
         x,
@@ -248,7 +306,11 @@ def _gather(ctx: NodeContext, x: Expr, indices: Expr, *, axis: int = 0) -> Expr:
 
 @converter("Expand", 8)
 def _expand(ctx: NodeContext, x: Expr, shape: Expr) -> Expr:
+    if not ctx.is_constant(shape):
+        return dyn_ops.expand(x, shape)
     target = ctx.ints(shape, "shape")
+    if not _static(ctx.shape(x)):  # ? dimensions: broadcast at run time
+        return dyn_ops.expand(x, shape)
     try:
         out = np.broadcast_shapes(ctx.shape(x), target)
     except ValueError:
@@ -260,6 +322,8 @@ def _expand(ctx: NodeContext, x: Expr, shape: Expr) -> Expr:
 
 @converter("Tile", 6)
 def _tile(ctx: NodeContext, x: Expr, repeats: Expr) -> Expr:
+    if not ctx.is_constant(repeats):
+        return op.tile(x, repeats)
     return op.tile(x, ctx.ints(repeats, "repeats"))
 
 
@@ -322,6 +386,10 @@ def _pad_v11(
     *,
     mode: str = "constant",
 ) -> Expr:
+    if not all(ctx.is_constant(e) for e in (pads, value, axes) if e is not None):
+        empty = Constant(np.zeros(0, "int64"))
+        fill = value if value is not None else scalar(0, ctx.dtype(x))
+        return dyn_ops.pad_axes(x, pads, fill, empty if axes is None else axes, mode)
     ax = None if axes is None else ctx.ints(axes, "axes")
     return _pad(ctx, x, ctx.ints(pads, "pads"), value, mode, ax)
 
@@ -363,6 +431,9 @@ def _constant(ctx: NodeContext, **attrs: Any) -> Expr:
 
 @converter("ConstantOfShape", 9)
 def _constant_of_shape(ctx: NodeContext, shape: Expr, *, value: Any = None) -> Expr:
+    if not ctx.is_constant(shape):
+        fill = np.zeros(1, dtype="float32") if value is None else np.asarray(value).reshape(-1)
+        return op.full(Constant(fill.reshape(())), shape, fill.dtype.name)
     dims = ctx.ints(shape, "shape")
     fill = np.zeros(1, dtype="float32") if value is None else np.asarray(value).reshape(-1)
     if fill.size != 1:
@@ -376,6 +447,12 @@ def _constant_of_shape(ctx: NodeContext, shape: Expr, *, value: Any = None) -> E
 
 @converter("Range", 11)
 def _range(ctx: NodeContext, start: Expr, limit: Expr, delta: Expr) -> Expr:
+    if not all(ctx.is_constant(e) for e in (start, limit, delta)):
+        dt = ctx.dtype(start)
+        lo, hi, step = (
+            e if ctx.shape(e) == () else op.reshape(e, ()) for e in (start, limit, delta)
+        )
+        return op.arange(lo, hi, step, dtype=dt)
     s = ctx.scalar(start, "start")
     lim = ctx.scalar(limit, "limit")
     d = ctx.scalar(delta, "delta")

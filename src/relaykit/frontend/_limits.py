@@ -29,6 +29,8 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
+
 from relaykit.errors import FrontendError
 from relaykit.ir.types import TensorType, TupleType, Type
 
@@ -54,7 +56,8 @@ MAX_UNROLL_NODES = 2**20
 def check_shape(shape: Iterable[Any], where: str) -> None:
     """Raise a FrontendError naming ``where`` when ``shape`` has a negative dimension or
     more than :data:`MAX_ELEMENTS` elements; nothing is allocated."""
-    dims = tuple(int(d) for d in shape)
+    # a ? (or symbolic) dimension is only known at run time: check the static ones
+    dims = tuple(int(d) for d in shape if isinstance(d, (int, np.integer)))
     for k, d in enumerate(dims):
         if d < 0:
             raise FrontendError(f"{where}: dimension {k} of shape {dims} is negative ({d})")
@@ -76,7 +79,8 @@ def check_shape(shape: Iterable[Any], where: str) -> None:
 def check_type(ty: Type | None, where: str) -> None:
     """:func:`check_shape` on every tensor of a (tuple) type."""
     if isinstance(ty, TensorType):
-        if 0 < math.prod(ty.shape) <= MAX_ELEMENTS:  # the usual case (dims are >= 0)
+        # the usual case (dims are >= 0)
+        if ty.is_static and 0 < math.prod(ty.shape) <= MAX_ELEMENTS:
             return
         check_shape(ty.shape, where)
     elif isinstance(ty, TupleType):

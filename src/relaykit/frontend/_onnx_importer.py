@@ -45,6 +45,7 @@ from relaykit.ir.op import Op
 from relaykit.ir.type_check import infer_type_local
 from relaykit.ir.types import TensorType, Type
 from relaykit.runtime.ndarray import NDArray
+from relaykit.tir import Any as AnyDim
 from relaykit.transform.fold_constant import (
     fold_macs,
     largest_tensor_bytes,
@@ -174,6 +175,8 @@ class GraphImporter:
         self.max_fold_macs = max_fold_macs()
         #: values left unfolded because they are above the folding limit
         self.too_large: set[Expr] = set()
+        #: whether a symbolic input dimension becomes ? (else a DynamicShapeError)
+        self.dynamic_dims = True
 
     # -- typing and folding ----------------------------------------------------
     def _fail_type(self, ctx: NodeContext | None, message: str) -> FrontendError:
@@ -284,8 +287,12 @@ class GraphImporter:
             dtype = onnx_dtype_name(tt.elem_type, f"graph input {name!r}")
         else:
             dtype = str(self.dtype)
-        if name in self.shape_overrides:
-            given = tuple(int(d) for d in self.shape_overrides[name])
+        if self.shape_overrides.get(name) is not None:
+            # None (or relay.Any()) leaves that dimension to run time
+            given = tuple(
+                AnyDim() if d is None or isinstance(d, AnyDim) else int(d)
+                for d in self.shape_overrides[name]
+            )
             check_shape(given, f"graph input {name!r} (from shape=)")
             return TensorType(given, dtype)
         if not tt.HasField("shape"):
@@ -293,15 +300,17 @@ class GraphImporter:
                 f"graph input {name!r} has no shape; pass it with "
                 f"from_onnx(model, shape={{{name!r}: (...)}})"
             )
-        dims = []
+        dims: list[Any] = []
         for k, d in enumerate(tt.shape.dim):
             if d.HasField("dim_value") and d.dim_value >= 0:
                 dims.append(int(d.dim_value))
+            elif self.dynamic_dims:  # a symbolic dimension ("batch"): known when it runs
+                dims.append(AnyDim())
             else:
                 label = d.dim_param or "?"
                 raise DynamicShapeError(
-                    f"graph input {name!r} has a dynamic dimension {k} ({label!r}); relaykit "
-                    f"needs static shapes: pass from_onnx(model, shape={{{name!r}: (...)}})"
+                    f"graph input {name!r} has a dynamic dimension {k} ({label!r}); pass a "
+                    f"static shape with from_onnx(model, shape={{{name!r}: (...)}})"
                 )
         check_shape(dims, f"graph input {name!r}")
         return TensorType(dims, dtype)
@@ -326,6 +335,11 @@ class GraphImporter:
             if vi.name in inits:
                 continue
             if vi.type.WhichOneof("value") in ("sequence_type", "optional_type"):
+                if vi.name not in self.bound_inputs and vi.name in self.shape_overrides:
+                    value, vs = self._pinned_value(vi.name, vi.type, self.shape_overrides[vi.name])
+                    self.values[vi.name] = value
+                    params.extend(vs)
+                    continue
                 self.values[vi.name] = self._bound_value(vi)
                 continue
             if vi.name in self.bound_inputs:
@@ -350,6 +364,44 @@ class GraphImporter:
         self.empty_optionals.add(t)
         return t
 
+    def _pinned_value(self, name: str, tp: Any, pin: Any) -> tuple[Expr, list[Var]]:
+        """A sequence or optional input whose structure ``shape=`` pins: a sequence of
+        element shapes ``[(2, 3), (4, 3)]`` is a tuple of that many tensor parameters
+        ``name_0, name_1, ...``; an optional pinned to ``None`` is empty, else it holds
+        the value its pin describes. Returns the value and its parameters."""
+        kind = tp.WhichOneof("value")
+        where = f"graph input {name!r} (from shape=)"
+        if kind == "optional_type":
+            if pin is None:
+                return self.empty_optional(), []
+            return self._pinned_value(name, tp.optional_type.elem_type, pin)
+        if kind == "sequence_type":
+            if not isinstance(pin, (list, tuple)) or not all(
+                isinstance(p, (list, tuple)) for p in pin
+            ):
+                raise FrontendError(
+                    f"{where} is a sequence: pin it with a list of element shapes, "
+                    "e.g. shape={name: [(2, 3), (4, 3)]}"
+                )
+            fields: list[Expr] = []
+            params: list[Var] = []
+            for k, p in enumerate(pin):
+                value, vs = self._pinned_value(f"{name}_{k}", tp.sequence_type.elem_type, p)
+                fields.append(value)
+                params.extend(vs)
+            t = Tuple(fields)
+            infer_type_local(t)
+            return t, params
+        if kind != "tensor_type":
+            raise FrontendError(f"{where} holds a {kind or 'value of unknown type'}")
+        elem = tp.tensor_type.elem_type
+        dtype = onnx_dtype_name(elem, where) if elem else str(self.dtype)
+        dims = tuple(AnyDim() if d is None else int(d) for d in pin)
+        check_shape(dims, where)
+        var = Var(name, TensorType(dims, dtype))
+        infer_type_local(var)
+        return var, [var]
+
     def _bound_value(self, vi: Any) -> Expr:
         """A sequence or optional input. A sequence is a tuple of a length fixed at
         import, and whether an optional holds a value is decided at import: such an input
@@ -360,9 +412,10 @@ class GraphImporter:
             what = "a sequence" if kind == "sequence_type" else "an optional"
             raise DynamicShapeError(
                 f"graph input {vi.name!r} is {what}; relaykit holds sequences as tuples "
-                "of a length fixed at import and decides optionals at import: bind it with "
-                "from_onnx(model, "
-                f"const_inputs={{{vi.name!r}: ...}})"
+                "of a length fixed at import and decides optionals at import: pin its "
+                f"structure with from_onnx(model, shape={{{vi.name!r}: [shape, ...]}}) (a "
+                "list of element shapes; None for an empty optional) or bind it with "
+                f"const_inputs={{{vi.name!r}: ...}}"
             )
         return self._constant_value(vi.name, vi.type, self.bound_inputs[vi.name])
 

@@ -98,6 +98,7 @@ def from_onnx(
     opset: int | None = None,
     freeze_params: bool = True,
     const_inputs: Mapping[str, Any] | None = None,
+    dynamic: bool = True,
 ) -> tuple[IRModule, dict[str, NDArray]]:
     """Convert an ONNX model to a Relay module and its parameters.
 
@@ -110,12 +111,16 @@ def from_onnx(
     shapes, axes, indices — stay constants so that shapes remain static).
     ``const_inputs`` binds graph inputs to fixed values (they become constants,
     not parameters of ``main``), which specialises a model whose shapes depend on
-    input values.
+    input values. Symbolic input dimensions not pinned by ``shape`` are ``?``
+    (``relay.Any()``; the module then runs on the Relay VM); with ``dynamic=False`` they
+    raise :class:`~relaykit.errors.DynamicShapeError` naming the input instead, for
+    callers that need static shapes (the graph executor, the CLI's ``compile``).
     """
     proto = load_model_proto(model)
     importer = GraphImporter(
         proto.graph, _opsets(proto, opset), shape, dtype, freeze_params, const_inputs
     )
+    importer.dynamic_dims = bool(dynamic)
     return importer.run()
 
 

@@ -212,8 +212,10 @@ class IRModule:
         """Add the type definition ``td`` (``mod[List] = TypeData(...)`` does the same)."""
         if not isinstance(td, TypeData):
             raise IRError(f"a module's type definitions are TypeData, got {type(td).__name__}")
-        if key is not None and key is not td.header and getattr(key, "name_hint", key) != (
-            td.header.name_hint
+        if (
+            key is not None
+            and key is not td.header
+            and getattr(key, "name_hint", key) != (td.header.name_hint)
         ):
             raise IRError(f"type definition {td.header} stored under a different name {key}")
         self.type_definitions[td.header] = td

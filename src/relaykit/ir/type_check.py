@@ -415,6 +415,8 @@ class TypeChecker:
             raise self.fail(call, f"operator {op.name} takes {arity} inputs, got {len(arg_types)}")
         if self.holes:
             known = self.solve_inputs(call, op, arg_types)
+            if known is None and op.get_attr("TTypeIdentity") and len(arg_types) == 1:
+                return arg_types[0]  # an identity's type is its input's, known or not yet
             if known is None:
                 # Wait until something else determines the unknown inputs.
                 out = self.fresh(call)

@@ -61,10 +61,18 @@ class MissingDtypeError(IRError, MissingDependencyError):
     """A dtype that needs the optional ``ml_dtypes`` package, which is not installed."""
 
 
+_TVM_BARE = {"int": "int32", "uint": "uint32", "float": "float32"}
+
+
 def check_dtype(dtype: Any) -> str:
-    """Normalise a dtype (string, NumPy dtype or type) to its canonical name."""
+    """Normalise a dtype (string, NumPy dtype or type) to its canonical name. The bare
+    names ``"int"``, ``"uint"`` and ``"float"`` are 32-bit, as in TVM (not NumPy's 64)."""
     if isinstance(dtype, str) and dtype in DTYPES:
         return dtype
+    if isinstance(dtype, str) and dtype in _TVM_BARE:
+        return _TVM_BARE[dtype]
+    if not isinstance(dtype, str) and isinstance(getattr(dtype, "dtype", None), str):
+        return check_dtype(dtype.dtype)  # an object naming its dtype (a scalar TensorType)
     try:
         name = np.dtype(dtype).name
     except TypeError:

@@ -18,6 +18,7 @@ import numpy as np
 
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.expr import Call, Expr
+from relaykit.ir.op import register_op_attr
 from relaykit.ir.types import Type
 
 from .define import OpPattern, TypeRelError, define_op, make_call
@@ -59,6 +60,11 @@ for _name, _doc in (
         doc=_doc,
     )
 del _name, _doc
+# Their type is their input's, so type inference unifies the two (TVM's IdentityRel): an
+# annotation around a value whose type only a later use determines still types.
+for _name in ("annotation.stop_fusion", "annotation.compiler_begin", "annotation.compiler_end"):
+    register_op_attr(_name, "TTypeIdentity", True)
+del _name
 
 
 def stop_fusion(data: Expr) -> Call:

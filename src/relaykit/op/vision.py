@@ -32,8 +32,22 @@ from relaykit.ir.types import TensorType, Type
 from ._relations import FLOAT_DTYPES, tensor_arg
 from .define import OpPattern, TypeRelError, define_op, make_call
 from .vision_more import get_valid_counts, multibox_prior, roi_pool, yolo_reorg
+from .vision_nms import (
+    all_class_non_max_suppression,
+    multibox_transform_loc,
+    non_max_suppression,
+)
 
-__all__ = ["get_valid_counts", "multibox_prior", "roi_align", "roi_pool", "yolo_reorg"]
+__all__ = [
+    "all_class_non_max_suppression",
+    "get_valid_counts",
+    "multibox_prior",
+    "multibox_transform_loc",
+    "non_max_suppression",
+    "roi_align",
+    "roi_pool",
+    "yolo_reorg",
+]
 
 
 def _roi_align_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
@@ -119,9 +133,7 @@ def _roi_align_nchw(data: np.ndarray, rois: np.ndarray, attrs: Attrs) -> np.ndar
             out[r] = samples.reshape(c, ph, gh, pw, gw).sum(axis=(2, 4)) / (gh * gw)
         else:
             if attrs.max_over_corners:  # ONNX Runtime's max: of the weighted corners
-                samples = np.maximum(
-                    np.maximum(terms[0], terms[1]), np.maximum(terms[2], terms[3])
-                )
+                samples = np.maximum(np.maximum(terms[0], terms[1]), np.maximum(terms[2], terms[3]))
             else:  # TVM's max: of the interpolated samples
                 samples = terms[0] + terms[1] + terms[2] + terms[3]
             out[r] = samples.reshape(c, ph, gh, pw, gw).max(axis=(2, 4))

@@ -24,8 +24,16 @@ from relaykit.transform.legalize import AlterOpLayout, CanonicalizeOps, Legalize
 from relaykit.transform.mixed_precision import ToMixedPrecision
 from relaykit.transform.simplify_expr import SimplifyExpr
 
-#: TVM's name for the backward half of FoldScaleAxis, the only half relaykit folds.
-BackwardFoldScaleAxis = FoldScaleAxis
+
+def BackwardFoldScaleAxis() -> FoldScaleAxis:
+    """TVM's backward half of ``FoldScaleAxis`` (scales after a layer)."""
+    return FoldScaleAxis("backward")
+
+
+def ForwardFoldScaleAxis() -> FoldScaleAxis:
+    """TVM's forward half of ``FoldScaleAxis`` (scales before a layer)."""
+    return FoldScaleAxis("forward")
+
 
 __all__ = [
     *relaykit.transform.__all__,
@@ -34,6 +42,7 @@ __all__ = [
     "MergeCompilerRegions",
     "PartitionGraph",
     "BackwardFoldScaleAxis",
+    "ForwardFoldScaleAxis",
     "AnnotateSpans",
     "FuseOps",
     "Legalize",

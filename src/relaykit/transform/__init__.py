@@ -12,7 +12,7 @@ from .dead_code import DeadCodeElimination, dead_code_elimination
 from .dynamic_to_static import DynamicToStatic, dynamic_to_static
 from .eliminate_common_subexpr import EliminateCommonSubexpr, eliminate_common_subexpr
 from .fold_constant import FoldConstant, fold_constant
-from .fold_scale_axis import FoldScaleAxis, fold_scale_axis
+from .fold_scale_axis import FoldScaleAxis, fold_scale_axis, forward_fold_scale_axis
 from .gradient import gradient
 from .infer_type import InferType, InferTypeLocal, infer_module, infer_type
 from .inline import Inline
@@ -66,6 +66,7 @@ __all__ = [
     "dead_code_elimination",
     "FoldScaleAxis",
     "fold_scale_axis",
+    "forward_fold_scale_axis",
     "gradient",
     "CombineParallelDense",
     "CombineParallelBatchMatmul",

@@ -1,5 +1,9 @@
 """``Inline``: substitute calls of global functions marked ``Inline=1`` by their bodies.
 
+A function handed to a backend (``Compiler`` attribute) is inlined as TVM does: its
+call sites call the function itself (a function literal), which stays whole for the
+backend, instead of its body.
+
 Callees are inlined before callers, so chains of inlinable functions flatten
 completely; an inlined function that nothing calls any more is removed from
 the module (``main`` is always kept). A recursive function marked ``Inline``
@@ -49,6 +53,8 @@ def inline_calls(expr: Expr, bodies: dict[str, Function]) -> Expr:
                         f"@{new.op.name_hint} takes {len(fn.params)} arguments, "
                         f"called with {len(new.args)}"
                     )
+                if "Compiler" in fn.attrs:  # as TVM: a backend's function stays a function
+                    return Call(fn, new.args, span=new.span)
                 return bind(fn.body, dict(zip(fn.params, new.args, strict=True)))
         return None
 

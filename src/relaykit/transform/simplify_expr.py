@@ -10,8 +10,8 @@ where the result has the same type as the call:
 - ``transpose(transpose(x, p), q)`` becomes one ``transpose`` (or ``x`` itself);
 - ``cast(x, t)`` of an ``x`` already of dtype ``t`` disappears, and a cast of a cast
   that keeps every value (``int8 -> int32 -> float32``) becomes one cast;
-- ``x + 0``, ``x - 0``, ``x * 1``, ``x / 1`` (a constant of zeros or ones that does
-  not broadcast ``x`` to a bigger shape) become ``x``;
+- ``x + 0``, ``x - 0``, ``x * 1``, ``x / 1`` with a scalar constant 0 or 1 become ``x``
+  (as TVM's, a tensor of zeros is kept: it may be a bias a pattern expects);
 - ``(x + c1) + c2`` with constants ``c1``, ``c2`` becomes ``x + (c1 + c2)``, which
   ``FoldConstant`` then evaluates (a convolution's bias followed by a batch norm's
   shift is one addition), and likewise ``(x * c1) * c2``.
@@ -131,7 +131,7 @@ def _identity_operand(new: Call) -> Expr | None:
         sides.append((rhs, lhs))
     for x, c in sides:
         v = _const_value(c)
-        if v is not None and v.size and bool(np.all(v == unit)) and _same_type(x, new):
+        if v is not None and v.ndim == 0 and v == unit and _same_type(x, new):
             return x
     return None
 

@@ -12,7 +12,9 @@ torch = pytest.importorskip("torch")
 from relaykit import relay  # noqa: E402
 from relaykit.frontend import from_exported_program, from_pytorch  # noqa: E402
 
-MODELS = ("resnet18", "resnet50", "mobilenet_v2", "vgg11", "bert")
+FAST = ("resnet18", "vgg11", "bert")
+SLOW = ("resnet50", "mobilenet_v2")  # -m slow (each path has a fast test of every layer kind)
+MODELS = [*FAST, *(pytest.param(n, marks=pytest.mark.slow) for n in SLOW)]
 
 
 @pytest.mark.parametrize("name", MODELS)

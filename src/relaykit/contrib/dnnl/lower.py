@@ -221,6 +221,44 @@ def _conv1d(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
     return lw.emit("reshape", [y], out)
 
 
+def _conv3d(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
+    a = call.attrs
+    x, w = lw.tensor(args[0], "conv3d data"), lw.tensor(args[1], "conv3d weight")
+    lw.weight(w, "conv3d")
+    pad = [int(p) for p in a.padding]
+    return lw.emit(
+        "conv_nd", [x], _shape(call), weight=w, strides=[int(s) for s in a.strides],
+        dilation=[int(d) for d in a.dilation], pad_l=pad[:3], pad_r=pad[3:],
+        groups=int(a.groups),
+    )  # fmt: skip
+
+
+def _conv_transpose(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
+    """A transposed convolution as oneDNN's deconvolution; the (I, O/groups, ...) weight is
+    rearranged once into oneDNN's (O, I/groups, ...)."""
+    a = call.attrs
+    x, w = lw.tensor(args[0], "conv_transpose data"), lw.tensor(args[1], "conv_transpose weight")
+    weight = lw.const(w)
+    if weight is None:
+        raise CodegenError("dnnl: transposed convolution weights must be constants")
+    n = weight.ndim - 2
+    g = int(a.groups)
+    ic, ocg, *k = weight.shape
+    wt = weight.reshape(g, ic // g, ocg, *k).swapaxes(1, 2).reshape(g * ocg, ic // g, *k)
+    if n == 2:
+        pt, pl, pb, pr = pad4(a.padding)
+        lo, hi = [pt, pl], [pb, pr]
+    else:
+        pad = [int(p) for p in a.padding]
+        lo, hi = pad[:n], pad[n:]
+    out_pad = [int(p) for p in (a.output_padding or (0,) * n)]
+    return lw.emit(
+        "deconv", [x], _shape(call), weight=lw.p.add_constant(np.ascontiguousarray(wt)),
+        strides=[int(s) for s in a.strides], dilation=[int(d) for d in a.dilation], pad_l=lo,
+        pad_r=[h - p for h, p in zip(hi, out_pad, strict=True)], groups=g,
+    )  # fmt: skip
+
+
 def _dense(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
     x, w = lw.tensor(args[0], "dense data"), lw.tensor(args[1], "dense weight")
     lw.weight(w, "dense")
@@ -397,6 +435,32 @@ def _pool(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
     )  # fmt: skip
 
 
+def _pool3d(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
+    """3-D pooling (NCDHW); ceil_mode's extra padding is added at the end of each axis."""
+    a = call.attrs
+    x = lw.tensor(args[0], op_name(call))
+    size, out = lw.p.shapes[x][2:], _shape(call)
+    k, s, d = (list(map(int, v)) for v in (a.pool_size, a.strides, a.dilation))
+    pad = list(map(int, a.padding))
+    lo, hi = pad[:3], pad[3:]
+    extra = [
+        max(0, (out[2 + i] - 1) * s[i] + (k[i] - 1) * d[i] + 1 - (size[i] + lo[i] + hi[i]))
+        for i in range(3)
+    ]
+    if op_name(call) == "nn.max_pool3d":
+        alg = "max"
+    elif a.count_include_pad and not any(extra):
+        alg = "avg_include"
+    elif a.count_include_pad and any(pad):
+        raise CodegenError("dnnl: avg_pool3d counting padding with ceil_mode's extra padding")
+    else:
+        alg = "avg_exclude"
+    return lw.emit(
+        "pool", [x], out, alg=alg, kernel=k, strides=s, dilation=d, pad_l=lo,
+        pad_r=[h + e for h, e in zip(hi, extra, strict=True)],
+    )  # fmt: skip
+
+
 def _global_pool(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
     x = lw.tensor(args[0], op_name(call))
     _, _, h, w = lw.p.shapes[x]
@@ -405,6 +469,19 @@ def _global_pool(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
         "pool", [x], _shape(call), alg=alg, kernel=[h, w], strides=[1, 1], dilation=[1, 1],
         pad_l=[0, 0], pad_r=[0, 0],
     )  # fmt: skip
+
+
+def _spatial_mean(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
+    """A mean over H and W of an NCHW tensor (torch's exported adaptive_avg_pool2d(1)) as
+    global average pooling, so the classifier stays in the region."""
+    x = lw.tensor(args[0], op_name(call))
+    n, c, h, w = lw.p.shapes[x]
+    pooled = lw.emit(
+        "pool", [x], (n, c, 1, 1), alg="avg_exclude", kernel=[h, w], strides=[1, 1],
+        dilation=[1, 1], pad_l=[0, 0], pad_r=[0, 0],
+    )  # fmt: skip
+    out = _shape(call)
+    return pooled if out == (n, c, 1, 1) else lw.emit("reshape", [pooled], out)
 
 
 def _adaptive_pool(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
@@ -477,6 +554,9 @@ def _lrn(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
 _LOWER: dict[str, Callable[[_Lowerer, Call, list[Value]], Value]] = {
     "nn.conv2d": _conv2d,
     "nn.conv1d": _conv1d,
+    "nn.conv3d": _conv3d,
+    "nn.conv2d_transpose": _conv_transpose,
+    "nn.conv3d_transpose": _conv_transpose,
     "nn.dense": _dense,
     "nn.batch_matmul": _batch_matmul,
     "nn.layer_norm": _layer_norm,
@@ -485,10 +565,13 @@ _LOWER: dict[str, Callable[[_Lowerer, Call, list[Value]], Value]] = {
     "nn.dropout": _dropout,
     "nn.max_pool2d": _pool,
     "nn.avg_pool2d": _pool,
+    "nn.max_pool3d": _pool3d,
+    "nn.avg_pool3d": _pool3d,
     "nn.global_avg_pool2d": _global_pool,
     "nn.global_max_pool2d": _global_pool,
     "nn.adaptive_avg_pool2d": _adaptive_pool,
     "nn.adaptive_max_pool2d": _adaptive_pool,
+    "mean": _spatial_mean,
     "nn.softmax": _softmax,
     "nn.log_softmax": _softmax,
     "nn.lrn": _lrn,

@@ -2,7 +2,9 @@
 
 The steps: bind ``params`` into ``main``; the pre-partitioning optimisations
 (:func:`optimize_for_dnnl`: type inference, ``SimplifyInference``,
-``FoldConstant``, and ``FoldScaleAxis`` when relaykit has it); then
+``FoldConstant``, and ``FoldScaleAxis`` when relaykit has it, then
+:class:`MaterializeWeightFills`: a constant fill that is a layer's weight becomes
+a constant of any size, as oneDNN prepares weights once anyway); then
 ``MergeComposite`` with the dnnl pattern table, ``AnnotateTarget(["dnnl"])``,
 ``MergeCompilerRegions`` and ``PartitionGraph``.
 
@@ -16,21 +18,89 @@ The steps: bind ``params`` into ``main``; the pre-partitioning optimisations
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
+
+import numpy as np
 
 from relaykit import transform
 from relaykit.byoc import configure_target, partition_for, target_registry
 from relaykit.byoc.targets import activate_targets
-from relaykit.ir.expr import Function
+from relaykit.ir.expr import Call, Constant, Expr, Function, const
+from relaykit.ir.functor import rewrite_post_order
 from relaykit.ir.module import IRModule
+from relaykit.ir.op import Op
 from relaykit.transform.bind import bind_params_by_name
-from relaykit.transform.pass_infra import Pass, Sequential
+from relaykit.transform.pass_infra import FunctionPass, Pass, PassContext, Sequential
 
 from .library import find_onednn
 from .patterns import pattern_table
 
-__all__ = ["partition_for_dnnl", "optimize_for_dnnl", "pre_partition_passes"]
+__all__ = [
+    "partition_for_dnnl",
+    "optimize_for_dnnl",
+    "pre_partition_passes",
+    "MaterializeWeightFills",
+]
+
+#: Operators whose second input is a weight the dnnl runtime prepares once at load.
+_WEIGHTED = frozenset({"nn.dense", "nn.conv2d"})
+_FILLS = {"zeros": 0.0, "ones": 1.0, "full": None}
+#: Largest weight fill made a constant (bytes): beyond it the layer stays on the host.
+MAX_WEIGHT_FILL_BYTES = 1 << 31
+
+
+def _fill_value(expr: Expr) -> np.ndarray | None:
+    """The tensor a ``zeros``/``ones``/``full(constant)`` call with a static shape makes."""
+    if type(expr) is not Call or type(expr.op) is not Op or expr.op.name not in _FILLS:
+        return None
+    shape = tuple(int(d) for d in expr.attrs.shape)
+    dtype = str(expr.attrs.dtype) or "float32"
+    if math.prod(shape) * np.dtype(dtype).itemsize > MAX_WEIGHT_FILL_BYTES:
+        return None
+    value: Any = _FILLS[expr.op.name]
+    if value is None:
+        if not expr.args or type(expr.args[0]) is not Constant:
+            return None
+        value = expr.args[0].data.numpy()
+    return np.full(shape, value, dtype=dtype)
+
+
+def materialize_weight_fills(fn: Function) -> Function:
+    """Replace fill calls (``full``/``zeros``/``ones``) that are the weight of a dense or
+    convolution by the constant they make, however large (up to
+    :data:`MAX_WEIGHT_FILL_BYTES`).
+
+    ``FoldConstant`` keeps large fills as runtime operators (a few bytes of program
+    should not make the compiler allocate gigabytes), but as a weight such a fill
+    also keeps the layer off oneDNN, and the host fills it again on every run (VGG-19
+    exported with ``ConstantOfShape`` weights: a 400 MB fill per inference). oneDNN
+    prepares weights once at load anyway, as onnxruntime folds ``ConstantOfShape``
+    into an initializer when it creates a session.
+    """
+
+    def post(new: Expr, old: Expr) -> Expr | None:
+        if type(new) is not Call or type(new.op) is not Op or new.op.name not in _WEIGHTED:
+            return None
+        weight = _fill_value(new.args[1])
+        if weight is None:
+            return None
+        return Call(new.op, [new.args[0], const(weight), *new.args[2:]], new.attrs, span=new.span)
+
+    out = rewrite_post_order(fn, post)
+    return out if isinstance(out, Function) else fn
+
+
+class MaterializeWeightFills(FunctionPass):
+    """:func:`materialize_weight_fills` on every function (part of :func:`pre_partition_passes`)."""
+
+    def __init__(self) -> None:
+        super().__init__(self._transform, opt_level=0, name="MaterializeWeightFills")
+
+    @staticmethod
+    def _transform(fn: Function, mod: IRModule, ctx: PassContext) -> Function:
+        return materialize_weight_fills(fn)
 
 
 def pre_partition_passes() -> list[Pass]:
@@ -40,7 +110,7 @@ def pre_partition_passes() -> list[Pass]:
         cls = getattr(transform, name, None)
         if cls is not None:
             passes.append(cls())
-    passes.append(transform.InferType())
+    passes += [transform.InferType(), MaterializeWeightFills(), transform.InferType()]
     return passes
 
 

@@ -123,6 +123,21 @@ def _conv1d(call: Call) -> Verdict:
     return _constant_or_true(call.args[1], "weight")
 
 
+def _conv_nd(call: Call) -> Verdict:
+    """conv3d and the transposed convolutions, in channels-first layouts."""
+    a = call.attrs
+    rank = len(_shape(call))
+    data = {4: "NCHW", 5: "NCDHW"}[rank] if rank in (4, 5) else ""
+    kernel = ("IO" if "transpose" in op_name(call) else "OI") + data[2:]
+    if a.data_layout != data or a.kernel_layout != kernel or a.out_layout not in ("", data):
+        return decline(
+            f"layout {a.data_layout}/{a.kernel_layout}: the dnnl backend takes {data}/{kernel}"
+        )
+    if a.out_dtype not in ("", "float32", "bfloat16"):
+        return decline(f"out_dtype {a.out_dtype}: the dnnl backend runs float32 only")
+    return _constant_or_true(call.args[1], "weight")
+
+
 def _dense(call: Call) -> Verdict:
     if call.attrs.out_dtype not in ("", "float32", "bfloat16"):
         return decline(f"out_dtype {call.attrs.out_dtype}: the dnnl backend runs float32 only")
@@ -176,6 +191,15 @@ def _pool2d(call: Call) -> Verdict:
     return True
 
 
+def _pool3d(call: Call) -> Verdict:
+    a = call.attrs
+    if a.layout != "NCDHW" or a.out_layout not in ("", "NCDHW"):
+        return decline(f"layout {a.layout}: the dnnl backend pools NCDHW tensors")
+    if op_name(call) == "nn.avg_pool3d" and a.count_include_pad and a.ceil_mode and any(a.padding):
+        return decline("avg_pool3d with count_include_pad, padding and ceil_mode")
+    return True
+
+
 def _global_pool2d(call: Call) -> Verdict:
     if call.attrs.layout != "NCHW":
         return decline(f"layout {call.attrs.layout}: the dnnl backend pools NCHW tensors")
@@ -191,6 +215,24 @@ def _adaptive_pool2d(call: Call) -> Verdict:
         return decline(
             f"adaptive pooling {h}x{w} -> {oh}x{ow}: oneDNN pools with a fixed window, so the "
             "output size must divide the input size"
+        )
+    return True
+
+
+def _reduced_axes(call: Call) -> frozenset[int]:
+    """The axes a reduction (``mean``...) reduces, non-negative."""
+    a = call.attrs
+    ndim = len(_shape(call.args[0]))
+    axes = range(ndim) if a.axis is None else [int(v) % ndim for v in a.axis]
+    picked = frozenset(axes)
+    return frozenset(range(ndim)) - picked if a.exclude else picked
+
+
+def _spatial_mean(call: Call) -> Verdict:
+    if len(_shape(call.args[0])) != 4 or _reduced_axes(call) != {2, 3}:
+        return decline(
+            "a mean over other than the two spatial axes of an NCHW tensor (the dnnl "
+            "backend runs that one as global average pooling)"
         )
     return True
 
@@ -230,6 +272,9 @@ _ELTWISE_RULES: dict[str, Callable[[Call], Verdict]] = {name: _always for name i
 RULES: dict[str, Callable[[Call], Verdict]] = {
     "nn.conv2d": _conv2d,
     "nn.conv1d": _conv1d,
+    "nn.conv3d": _conv_nd,
+    "nn.conv2d_transpose": _conv_nd,
+    "nn.conv3d_transpose": _conv_nd,
     "nn.dense": _dense,
     "nn.batch_matmul": _batch_matmul,
     "nn.layer_norm": _layer_norm,
@@ -238,10 +283,13 @@ RULES: dict[str, Callable[[Call], Verdict]] = {
     "nn.dropout": _always,
     "nn.max_pool2d": _pool2d,
     "nn.avg_pool2d": _pool2d,
+    "nn.max_pool3d": _pool3d,
+    "nn.avg_pool3d": _pool3d,
     "nn.global_avg_pool2d": _global_pool2d,
     "nn.global_max_pool2d": _global_pool2d,
     "nn.adaptive_avg_pool2d": _adaptive_pool2d,
     "nn.adaptive_max_pool2d": _adaptive_pool2d,
+    "mean": _spatial_mean,
     "nn.softmax": _always,
     "nn.log_softmax": _always,
     "nn.lrn": _lrn,

@@ -7,13 +7,16 @@ arguments are then placed in the order of its aten schema (keyword arguments
 and defaults filled in), so the converters see the same argument lists as for
 TorchScript nodes.
 
-Sizes are static in relaykit's IR: a symbolic size (an export with
-``dynamic_shapes``) is pinned to the value it had in the example inputs.
+A symbolic size (an export with ``dynamic_shapes``) is pinned to the value it had
+in the example inputs, or, with ``keep_symbolic=True``, becomes ``relay.Any()``:
+the module then runs on the Relay VM (``relay.vm.compile``) for any size, sizes
+read at run time (``sym_size``) being scalar expressions over ``shape_of``.
 """
 
 from __future__ import annotations
 
 import operator
+import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -22,7 +25,7 @@ from typing import Any
 from relaykit.errors import DynamicShapeError, FrontendError, RelayKitError, UnsupportedOpError
 from relaykit.ir.expr import Var
 from relaykit.ir.module import IRModule
-from relaykit.ir.types import TensorType
+from relaykit.ir.types import AnyDim, TensorType
 from relaykit.runtime.ndarray import NDArray
 
 from .common import build_module, report_unsupported
@@ -36,7 +39,14 @@ from .registry import (
     tensor_to_numpy,
 )
 
-__all__ = ["FxImporter", "from_exported_program", "node_key", "source_location", "static_shape"]
+__all__ = [
+    "FxImporter",
+    "from_exported_program",
+    "node_key",
+    "source_location",
+    "static_shape",
+    "symbolic_shape",
+]
 
 #: Python functions FX graphs call, by the converter they use
 _PY_OPS = {
@@ -78,7 +88,8 @@ def source_location(node: Any) -> str:
     """The innermost user frame of an FX node's stack trace (``file:line in fn``)."""
     trace = node.meta.get("stack_trace") or ""
     frames = re.findall(r'File "([^"]+)", line (\d+), in (\S+)', trace)
-    user = [f for f in frames if "/torch/" not in f[0].replace("\\", "/")]
+    inside = os.path.dirname(require_torch().__file__)
+    user = [f for f in frames if not f[0].startswith(inside)]
     if not (user or frames):
         return ""
     path, line, fn = (user or frames)[-1]
@@ -94,11 +105,9 @@ def static_shape(value: Any, what: str) -> tuple[int, ...]:
     """A tensor's (fake or real) shape with symbolic sizes pinned to their example value."""
     out = []
     for d in value.shape:
-        try:
-            out.append(int(d))
+        if isinstance(d, int):  # not int(d) of a SymInt: that would specialise it
+            out.append(d)
             continue
-        except (TypeError, ValueError, RuntimeError):
-            pass
         hint = getattr(getattr(d, "node", None), "hint", None)
         if hint is None:
             raise DynamicShapeError(
@@ -124,6 +133,16 @@ def _normalize_args(target: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any
         else:
             out.append(None)
     return out
+
+
+def _traced_shape(node: Any) -> tuple[int | None, ...] | None:
+    """The node's output shape from its fake value: ints, None for a symbolic size."""
+    val = node.meta.get("val")
+    shape = getattr(val, "shape", None)
+    if shape is None:
+        return None
+    concrete = require_torch().fx.experimental.symbolic_shapes.is_concrete_int
+    return tuple(d if isinstance(d, int) else None if not concrete(d) else int(d) for d in shape)
 
 
 class FxImporter:
@@ -168,6 +187,7 @@ class FxImporter:
             raise FrontendError(f"no converter for {_target_name(node.target)}")
         args = _normalize_args(node.target, self._arg(node.args), self._arg(node.kwargs))
         ctx = OpContext(_target_name(node.target), _describe(node), self.default_dtype)
+        ctx.out_shape = _traced_shape(node)
         result = fn(ctx, args)
         if inplace and node.args and type(node.args[0]).__name__ == "Node":
             self.values[node.args[0]] = result
@@ -204,9 +224,22 @@ class FxImporter:
         raise FrontendError("the FX graph has no output node")
 
 
-def _var_for(name: str, value: Any) -> Var:
+def symbolic_shape(value: Any, what: str) -> tuple[Any, ...]:
+    """A tensor's shape with each symbolic size as ``relay.Any()`` (static sizes as ints)."""
+    torch = require_torch()
+    symbolic = [
+        isinstance(d, torch.SymInt) and not torch.fx.experimental.symbolic_shapes.is_concrete_int(d)
+        for d in value.shape
+    ]
+    pinned = static_shape(value, what)
+    return tuple(AnyDim() if s else p for s, p in zip(symbolic, pinned, strict=True))
+
+
+def _var_for(name: str, value: Any, keep_symbolic: bool) -> Var:
     dtype = dtype_name(value.dtype)
-    return Var(name, TensorType(static_shape(value, f"input {name!r}"), dtype))
+    what = f"input {name!r}"
+    shape = symbolic_shape(value, what) if keep_symbolic else static_shape(value, what)
+    return Var(name, TensorType(shape, dtype))
 
 
 def from_exported_program(
@@ -214,6 +247,7 @@ def from_exported_program(
     *,
     run_decompositions: bool = True,
     default_dtype: str = "float32",
+    keep_symbolic: bool = False,
 ) -> tuple[IRModule, dict[str, NDArray]]:
     """See :func:`relaykit.frontend.pytorch.from_exported_program`."""
     torch = require_torch()
@@ -234,7 +268,7 @@ def from_exported_program(
         if spec.kind == kinds.USER_INPUT:
             val = node.meta.get("val")
             if hasattr(val, "shape"):
-                var = _var_for(spec.arg.name, val)
+                var = _var_for(spec.arg.name, val, keep_symbolic)
                 values[node] = var
                 inputs.append(var)
             else:  # a non-tensor input: fixed to its example value by export

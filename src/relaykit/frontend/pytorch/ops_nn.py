@@ -182,6 +182,14 @@ def _native_bn(ctx: OpContext, args: list[Any]) -> list[Any]:
     return [_batch_norm(ctx, args[0], args[1], args[2], args[3], args[4], args[6]), None, None]
 
 
+@converter("native_batch_norm")
+def _native_bn_any(ctx: OpContext, args: list[Any]) -> list[Any]:
+    # (input, weight, bias, running_mean, running_var, training, momentum, eps)
+    if args[5]:
+        raise ctx.fail("batch_norm in training mode: call model.eval() before compiling")
+    return [_batch_norm(ctx, args[0], args[1], args[2], args[3], args[4], args[7]), None, None]
+
+
 def _layer_norm(ctx: OpContext, args: list[Any]) -> tuple[Expr, Expr, Expr]:
     # (input, normalized_shape, weight, bias, eps)
     x = ctx.expr(args[0])

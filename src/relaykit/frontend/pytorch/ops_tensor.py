@@ -11,7 +11,9 @@ from typing import Any
 import numpy as np
 
 from relaykit import op
-from relaykit.ir.expr import Expr, Tuple, TupleGetItem, TupleWrapper
+from relaykit.errors import DynamicShapeError
+from relaykit.ir.expr import Call, Expr, Tuple, TupleGetItem, TupleWrapper
+from relaykit.op import nn
 
 from .ops_math import cast_to
 from .registry import OpContext, as_int_list, const_value, converter, dtype_name
@@ -29,6 +31,17 @@ def _shape_arg(ctx: OpContext, value: Any) -> list[int]:
             raise ctx.fail("a shape that is only known at run time is not supported")
         out.append(int(np.asarray(c)))
     return out
+
+
+def _sizes(ctx: OpContext, value: Any) -> list[int | None]:
+    """A size list whose items may be run-time sizes (scalar expressions, from ``sym_size``
+    of a symbolic dimension): those are ``None``."""
+    items = value if isinstance(value, (list, tuple)) else [value]
+    return [None if const_value(v) is None else int(np.asarray(const_value(v))) for v in items]
+
+
+def _is_static(shape: Any) -> bool:
+    return all(isinstance(d, (int, np.integer)) for d in shape)
 
 
 # -- identities ---------------------------------------------------------------------------
@@ -55,10 +68,18 @@ def _no_value(ctx: OpContext, args: list[Any]) -> None:
 # -- sizes --------------------------------------------------------------------------------
 @converter("size", "sym_size")
 def _size(ctx: OpContext, args: list[Any]) -> Any:
-    shape = list(ctx.shape(args[0]))
+    """Static sizes as ints; a symbolic (``relay.Any``) size as a scalar int64 expression."""
+    x = ctx.expr(args[0])
+    shape = list(ctx.shape(x))
+
+    def size(d: int) -> Any:
+        if isinstance(shape[d], (int, np.integer)):
+            return int(shape[d])
+        return op.take(op.shape_of(x, "int64"), ctx.expr(d, "int64"))
+
     if len(args) > 1 and args[1] is not None:
-        return shape[ctx.axis(args[0], args[1])]
-    return shape
+        return size(ctx.axis(x, args[1]))
+    return [size(d) for d in range(len(shape))]
 
 
 @converter("numel", "sym_numel")
@@ -123,7 +144,28 @@ def _long(ctx: OpContext, args: list[Any]) -> Any:
 @converter("view", "reshape", "_unsafe_view", "view_copy", "_reshape_alias")
 def _reshape(ctx: OpContext, args: list[Any]) -> Expr:
     x = ctx.expr(args[0])
-    shape = _shape_arg(ctx, args[1])
+    sizes = _sizes(ctx, args[1])
+    traced = ctx.out_shape
+    if None in sizes and traced is not None and len(traced) == len(sizes):
+        # torch knows the static sizes of the result: only its symbolic ones stay open
+        sizes = [
+            t if t is not None else (None if s is None else s)
+            for s, t in zip(sizes, traced, strict=True)
+        ]
+    if None in sizes:
+        items = list(args[1]) if isinstance(args[1], (list, tuple)) else [args[1]]
+        # x's own run-time size at the same position: relay's 0 (copy that dimension)
+        sizes = [0 if s is None and _size_of(items[i], x) == i else s for i, s in enumerate(sizes)]
+        if sizes.count(None) + sizes.count(-1) > 1:
+            raise DynamicShapeError(
+                f"{ctx.where}: a reshape to {len(sizes)} dimensions of which several are only "
+                "known at run time; export with fewer symbolic sizes"
+            )
+        # one run-time size left (a symbolic dimension): the one relay infers
+        return op.reshape(x, [-1 if d is None else d for d in sizes])
+    shape = [int(d) for d in sizes if d is not None]
+    if not _is_static(ctx.shape(x)):
+        return op.reshape(x, shape)
     if any(d == -1 for d in shape):
         known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
         total = int(np.prod(ctx.shape(x), dtype=np.int64))
@@ -131,6 +173,17 @@ def _reshape(ctx: OpContext, args: list[Any]) -> Expr:
     if tuple(shape) == ctx.shape(x):
         return x
     return op.reshape(x, shape)
+
+
+def _size_of(item: Any, x: Expr) -> int | None:
+    """``d`` when ``item`` is ``x``'s run-time size ``d`` (``take(shape_of(x), d)``, what
+    ``sym_size`` gives), else None."""
+    if not (isinstance(item, Call) and getattr(item.op, "name", "") == "take"):
+        return None
+    shape, index = item.args[0], const_value(item.args[1])
+    if not (isinstance(shape, Call) and getattr(shape.op, "name", "") == "shape_of"):
+        return None
+    return int(index) if shape.args[0] is x and index is not None else None
 
 
 @converter("view_as", "reshape_as")
@@ -208,13 +261,41 @@ def _squeeze(ctx: OpContext, args: list[Any]) -> Expr:
 @converter("expand", "expand_copy", "broadcast_to")
 def _expand(ctx: OpContext, args: list[Any]) -> Expr:
     x = ctx.expr(args[0])
-    size = _shape_arg(ctx, args[1])
+    items = list(args[1]) if isinstance(args[1], (list, tuple)) else [args[1]]
+    size = _sizes(ctx, items)
     shape = list(ctx.shape(x))
     lead = len(size) - len(shape)
-    out = [s if s != -1 else shape[i - lead] for i, s in enumerate(size)]
-    if tuple(out) == tuple(shape):
+    out: list[Any] = []
+    dynamic = False
+    for i, (s, item) in enumerate(zip(size, items, strict=True)):
+        own = shape[i - lead] if i >= lead else None
+        if s == -1 or (s is None and own is not None and not isinstance(own, int)):
+            out.append(own)  # keep the input's size (a symbolic one is the same size)
+        elif s is None:
+            out.append(item)  # a run-time size the input broadcasts to
+            dynamic = True
+        else:
+            out.append(s)
+    if not dynamic and tuple(out) == tuple(shape):
         return x
+    if dynamic or not _is_static(out):
+        return op.broadcast_to(x, _shape_tensor(ctx, x, out, lead))
     return op.broadcast_to(x, out)
+
+
+def _shape_tensor(ctx: OpContext, x: Expr, sizes: list[Any], lead: int) -> Expr:
+    """An int64 shape vector of ``sizes``: ints, scalar expressions, or ``relay.Any``
+    (the run-time size of ``x``'s dimension ``i - lead``)."""
+    pieces = []
+    for i, d in enumerate(sizes):
+        if isinstance(d, (int, np.integer)):
+            pieces.append(ctx.expr(np.array([int(d)], "int64")))
+        elif isinstance(d, Expr):
+            pieces.append(op.reshape(cast_to(ctx, d, "int64"), [1]))
+        else:
+            dim = ctx.expr(np.array([i - lead], "int64"))
+            pieces.append(op.take(op.shape_of(x, "int64"), dim))
+    return op.concatenate(pieces, 0)
 
 
 @converter("expand_as")
@@ -344,22 +425,41 @@ def _index_select(ctx: OpContext, args: list[Any]) -> Expr:
 
 @converter("index", "_unsafe_index")
 def _index(ctx: OpContext, args: list[Any]) -> Expr:
-    """Advanced indexing with one index tensor (``x[:, idx]``); several index tensors
-    are broadcast and gathered with ``gather_nd``."""
+    """Advanced indexing ``x[..., i, j, ...]`` with index tensors on consecutive
+    dimensions (broadcast together); boolean masks have data-dependent shapes."""
     x = ctx.expr(args[0])
     indices = list(args[1])
     used = [i for i, v in enumerate(indices) if v is not None]
+    idxs = [ctx.expr(indices[i]) for i in used]
+    if any(ctx.dtype(i) == "bool" for i in idxs):
+        raise ctx.fail("indexing with a boolean mask has a data-dependent shape")
+    shape = list(ctx.shape(x))
+    idxs = [_wrap_negative(ctx, i, shape[d]) for i, d in zip(idxs, used, strict=True)]
     if len(used) == 1:
-        idx = ctx.expr(indices[used[0]])
-        if ctx.dtype(idx) == "bool":
-            raise ctx.fail("indexing with a boolean mask has a data-dependent shape")
-        return op.take(x, idx, axis=used[0], mode="wrap")
-    if used == list(range(len(used))):
-        idxs = [ctx.expr(indices[i]) for i in used]
-        shape = np.broadcast_shapes(*(ctx.shape(i) for i in idxs))
-        stacked = op.stack([op.broadcast_to(i, list(shape)) for i in idxs], 0)
-        return op.gather_nd(x, stacked)
-    raise ctx.fail("indexing with several non-leading index tensors is not supported")
+        return op.take(x, idxs[0], axis=used[0])
+    if used != list(range(used[0], used[0] + len(used))):
+        raise ctx.fail("index tensors on non-adjacent dimensions are not supported")
+    first = used[0]
+    rest = [d for d in range(len(shape)) if d not in used]
+    moved = op.transpose(x, [*used, *rest]) if used != list(range(len(used))) else x
+    bshape = list(np.broadcast_shapes(*(ctx.shape(i) for i in idxs)))
+    # gather_nd reads index tuples along the first axis of the indices (TVM's convention)
+    stacked = op.stack([op.broadcast_to(i, bshape) for i in idxs], 0)
+    out = op.gather_nd(moved, stacked)  # bshape + rest
+    if first == 0:
+        return out
+    nb = len(bshape)
+    order = [*range(nb, nb + first), *range(nb), *range(nb + first, nb + len(rest))]
+    return op.transpose(out, order)
+
+
+def _wrap_negative(ctx: OpContext, idx: Expr, n: int) -> Expr:
+    value = const_value(idx)
+    if value is not None:
+        arr = np.asarray(value)
+        return ctx.expr(np.where(arr < 0, arr + n, arr).astype(arr.dtype))
+    dt = ctx.dtype(idx)
+    return op.where(op.less(idx, ctx.expr(0, dt)), op.add(idx, ctx.expr(n, dt)), idx)
 
 
 @converter("gather")
@@ -396,6 +496,14 @@ def _filled(ctx: OpContext, shape: Any, value: Any, dtype: Any) -> Expr:
     return op.full(ctx.expr(value, name), _shape_arg(ctx, shape), name)
 
 
+@converter("empty", "empty_like", "new_empty")
+def _empty(ctx: OpContext, args: list[Any]) -> Expr:
+    """Uninitialised memory (decompositions use it for outputs nobody reads): zeros."""
+    if args and isinstance(args[0], Expr):  # empty_like(x, dtype, ...)
+        return _like(ctx, args, 0, 1)
+    return _filled(ctx, args[0], 0.0, args[1] if len(args) > 1 else None)
+
+
 @converter("zeros")
 def _zeros(ctx: OpContext, args: list[Any]) -> Expr:
     return _filled(ctx, args[0], 0.0, args[1] if len(args) > 1 else None)
@@ -419,7 +527,11 @@ def _scalar_tensor(ctx: OpContext, args: list[Any]) -> Expr:
 def _like(ctx: OpContext, args: list[Any], value: Any, dtype_pos: int) -> Expr:
     x = ctx.expr(args[0])
     dtype = args[dtype_pos] if len(args) > dtype_pos else None
-    return _filled(ctx, list(ctx.shape(x)), value, dtype_name(dtype) or ctx.dtype(x))
+    name = dtype_name(dtype) or ctx.dtype(x)
+    if not _is_static(ctx.shape(x)):  # a symbolic shape: the value, shaped like x at run time
+        like = x if name == ctx.dtype(x) else op.cast(x, name)
+        return op.full_like(like, ctx.expr(value, name))
+    return _filled(ctx, list(ctx.shape(x)), value, name)
 
 
 @converter("zeros_like")
@@ -489,8 +601,31 @@ def _reduction(relay_fn: Any, float_only: bool = False) -> Any:
     return convert
 
 
+def _spatial_mean(relay_fn: Any) -> Any:
+    """``mean(x, [-1, -2], keepdim=True)`` of an NCHW tensor (what core aten makes of
+    ``adaptive_avg_pool2d(x, 1)``) is ``nn.global_avg_pool2d``, as TorchScript gives it."""
+    generic = _reduction(relay_fn, float_only=True)
+
+    def convert(ctx: OpContext, args: list[Any]) -> Expr:
+        x = args[0]
+        if (
+            len(args) >= 3
+            and isinstance(x, Expr)
+            and ctx.ndim(x) == 4
+            and ctx.dtype(x).startswith("float")
+            and bool(args[2])
+            and isinstance(args[1], (list, tuple))
+            and sorted(ctx.axis(x, d) for d in args[1]) == [2, 3]
+            and (len(args) < 4 or args[3] is None)
+        ):
+            return nn.global_avg_pool2d(x)
+        return generic(ctx, args)
+
+    return convert
+
+
 converter("sum")(_reduction(op.sum))
-converter("mean")(_reduction(op.mean, float_only=True))
+converter("mean")(_spatial_mean(op.mean))
 converter("prod")(_reduction(op.prod))
 converter("amax")(_reduction(op.max))
 converter("amin")(_reduction(op.min))
@@ -560,3 +695,25 @@ def _cumsum(ctx: OpContext, args: list[Any]) -> Expr:
 @converter("einsum")
 def _einsum(ctx: OpContext, args: list[Any]) -> Expr:
     return op.einsum([ctx.expr(t) for t in args[1]], str(args[0]))
+
+
+@converter("topk")
+def _topk(ctx: OpContext, args: list[Any]) -> list[Expr]:
+    # (input, k, dim=-1, largest=True, sorted=True): values and int64 indices
+    x = ctx.expr(args[0])
+    dim = ctx.axis(x, args[2] if len(args) > 2 and args[2] is not None else -1)
+    largest = bool(args[3]) if len(args) > 3 and args[3] is not None else True
+    out = op.topk(x, k=int(args[1]), axis=dim, is_ascend=not largest, dtype="int64")
+    return [TupleGetItem(out.astuple(), 0), TupleGetItem(out.astuple(), 1)]
+
+
+@converter("sort")
+def _sort(ctx: OpContext, args: list[Any]) -> list[Expr]:
+    # sort(input, dim=-1, descending=False) or sort.stable(input, stable, dim, descending)
+    rest = args[2:] if len(args) == 4 else args[1:]
+    x = ctx.expr(args[0])
+    dim = ctx.axis(x, rest[0] if rest and rest[0] is not None else -1)
+    descending = bool(rest[1]) if len(rest) > 1 and rest[1] is not None else False
+    k = ctx.shape(x)[dim]
+    out = op.topk(x, k=k, axis=dim, is_ascend=not descending, dtype="int64")
+    return [TupleGetItem(out.astuple(), 0), TupleGetItem(out.astuple(), 1)]

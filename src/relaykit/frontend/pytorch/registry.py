@@ -134,6 +134,9 @@ class OpContext:
         self.op_name = op_name
         self.where = where
         self.default_dtype = default_dtype
+        #: the output's shape as the tracer knows it (FX graphs: static sizes as ints,
+        #: symbolic ones None), when it has one tensor output; else None
+        self.out_shape: tuple[int | None, ...] | None = None
 
     def fail(self, message: str) -> FrontendError:
         return FrontendError(f"{self.where}: {message}")

@@ -12,6 +12,7 @@ checked: all unsupported ops are reported at once.
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -73,8 +74,9 @@ def source_location(node: Any) -> str:
         return ""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     frames = [ln for ln in lines if re.search(r"\(\d+\): ", ln)]  # traced: "file.py(12): fn"
+    inside = os.path.dirname(require_torch().__file__)
     for ln in frames or lines:
-        if "/torch/" not in ln.replace("\\", "/"):
+        if not ln.startswith(inside):
             return ln
     return (frames or lines or [""])[0]
 
@@ -298,6 +300,7 @@ def from_pytorch(
     keep_quantized_weight: bool = False,
 ) -> tuple[IRModule, dict[str, NDArray]]:
     """See :func:`relaykit.frontend.pytorch.from_pytorch`."""
+    require_torch()
     if keep_quantized_weight:
         raise FrontendError("quantized models are not supported yet (keep_quantized_weight)")
     importer = TorchScriptImporter(

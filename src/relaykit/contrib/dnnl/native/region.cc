@@ -821,6 +821,13 @@ class Region {
     const std::string& op = node.at("op").s();
     if (op == "conv") lower_conv(node);
     else if (op == "dense") lower_dense(node);
+    else if (op == "conv_nd")
+      lower_conv_generic<dnnl::convolution_forward::primitive_desc, dnnl::convolution_forward>(
+          node, algorithm::convolution_direct, "conv_nd");
+    else if (op == "deconv")
+      lower_conv_generic<dnnl::deconvolution_forward::primitive_desc,
+                         dnnl::deconvolution_forward>(node, algorithm::deconvolution_direct,
+                                                      "deconv");
     else if (op == "pool") lower_pool(node);
     else if (op == "eltwise") lower_eltwise(node);
     else if (op == "binary") lower_binary(node);
@@ -947,6 +954,41 @@ class Region {
     const_reorders_.push_back({plain_md(wd), phys_[src].ptr, p});
     versions_[w].push_back(p);
     return p;
+  }
+
+  // A convolution ("conv_nd", any spatial rank) or transposed convolution ("deconv") with
+  // oneDNN's choice of layouts: weights (O, I/groups, spatial...), explicit pads before and
+  // after each spatial axis (a negative pad after is the output padding of a deconv).
+  template <class PD, class Prim>
+  void lower_conv_generic(const Json& node, algorithm alg, const char* what) {
+    int src = in(node, 0), w = checked(node.at("weight").i()), o = out(node);
+    long long groups = node.get_i("groups", 1);
+    dims wd = dims_[w];
+    if (groups > 1) {
+      wd.insert(wd.begin(), groups);
+      wd[1] /= groups;
+    }
+    auto any = [](const dims& d) { return memory::desc(d, dt::f32, tag::any); };
+    dims dil = to_dims(node.at("dilation").ints());
+    for (auto& d : dil) d -= 1;
+    Post post = post_ops_of(node, dims_[o]);
+    primitive_attr attr = base_attr();
+    attr.set_post_ops(post.ops);
+    PD pd(eng_, prop_kind::forward_inference, alg, any(dims_[src]), any(wd), memory::desc(),
+          any(dims_[o]), to_dims(node.at("strides").ints()), dil,
+          to_dims(node.at("pad_l").ints()), to_dims(node.at("pad_r").ints()), attr);
+    int ps = version(src, pd.src_desc());
+    int pw = weight_version(w, wd, pd.weights_desc());
+    int pdst = post.sum_tensor >= 0 ? define_with_sum(o, pd.dst_desc(), post.sum_tensor)
+                                    : define(o, pd.dst_desc());
+    std::vector<Arg> args = {{DNNL_ARG_SRC, ps, pd.src_desc()},
+                             {DNNL_ARG_WEIGHTS, pw, pd.weights_desc()},
+                             {DNNL_ARG_DST, pdst, pd.dst_desc()}};
+    args.insert(args.end(), post.args.begin(), post.args.end());
+    add_step(Prim(pd), args,
+             std::string(what) + " t" + std::to_string(o) + " " + md_str(pd.src_desc()) +
+                 " w=" + md_str(pd.weights_desc()) + post.info,
+             &pd);
   }
 
   void lower_dense(const Json& node) {

@@ -1,0 +1,10 @@
+"""TVM's ``relay.qnn``: quantized operators (``relay.qnn.op``).
+
+>>> from relaykit import relay
+>>> relay.qnn.op.concatenate.__module__
+'relaykit.op.qnn'
+"""
+
+from . import op
+
+__all__ = ["op"]
