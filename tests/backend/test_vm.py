@@ -5,6 +5,7 @@ Every expected value is computed independently with NumPy or plain Python.
 
 import json
 import shutil
+import struct
 import zipfile
 
 import numpy as np
@@ -383,3 +384,20 @@ def test_returned_outputs_are_allocated_in_the_body_and_branches_still_jump_righ
         want = np.maximum(xv + w, 0) if flag else -np.exp(xv)
         np.testing.assert_allclose(got, want, rtol=1e-6)
     assert results[0] is not results[2]
+
+
+def test_bytecode_format_1_still_loads_and_an_unknown_format_is_refused():
+    mod, c = small_model()
+    exe = relay.vm.compile(mod, target="llvm")
+
+    def with_format(fmt):
+        header = json.dumps({**exe.mod.header(), "format": fmt}).encode()
+        code = bytes(exe.save()[0])
+        (n,) = struct.unpack_from("<Q", code, 8)
+        return code[:8] + struct.pack("<Q", len(header)) + header + code[16 + n :]
+
+    old = relay.vm.Executable.load_exec(with_format(1), exe.lib)
+    got = VirtualMachine(old, tvm.cpu()).invoke("main", c)
+    np.testing.assert_allclose(got[0].numpy(), 2 * c)
+    with pytest.raises(ArtifactCorruptError, match="unknown format"):
+        relay.vm.Executable.load_exec(with_format(99), exe.lib)

@@ -231,3 +231,33 @@ def test_ccompiler_partition_of_a_dynamic_model_offloads_only_its_static_region(
         qv = rand(batch, 4)
         want = qv * np.tanh((sv + sv) * sv) - qv
         np.testing.assert_allclose(vm.invoke("main", sv, qv).numpy(), want, rtol=1e-5, atol=1e-6)
+
+
+def test_reshapes_with_one_dynamic_dimension_are_one_view():
+    x = relay.var("x", shape=(relay.Any(), 16))
+    y = relay.reshape(relay.reshape(x, [-1, 4]), [0, 2, -1])
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.nn.relu(y)))
+    exe = relay.vm.compile(mod, target="llvm")
+    assert exe.bytecode.count("reshape_tensor") == 1
+    vm = VirtualMachine(exe, tvm.cpu())
+    for rows in (1, 3, 8, 3):
+        xv = rand(rows, 16)
+        got = vm.invoke("main", xv).numpy()
+        np.testing.assert_array_equal(got, np.maximum(xv.reshape(rows * 4, 2, 2), 0))
+
+
+def test_dyn_reshape_is_a_shape_function_then_a_reshape_tensor_view(tmp_path):
+    x = relay.var("x", shape=(8, 16))
+    s = relay.var("s", shape=(3,), dtype="int32")
+    y = relay.reshape(relay.reshape(x, [-1, 4, 8]), s)
+    mod = tvm.IRModule.from_expr(relay.Function([x, s], relay.exp(y)))
+    exe = relay.vm.compile(mod, target="llvm")
+    assert exe.bytecode.count("reshape_tensor") == 2
+    vm = export_and_load(exe, tmp_path, "dynreshape.rkmod")
+    xv = rand(8, 16)
+    for shape in ([8, 2, 8], [4, 0, -1], [2, 2, 32]):
+        want_shape = [4, 4, 8] if shape == [4, 0, -1] else shape
+        got = vm.invoke("main", xv, np.array(shape, "int32")).numpy()
+        np.testing.assert_allclose(got, np.exp(xv.reshape(want_shape)), rtol=1e-6)
+    with pytest.raises(ExecutionError, match=r"dyn\.reshape.*\(4, 4, 8\).*\(3, 3, 3\)"):
+        vm.invoke("main", xv, np.array([3, 3, 3], "int32"))

@@ -207,7 +207,9 @@ _TEXT: dict[int, Callable[[Instruction], str]] = {
     LOAD_CONST: lambda i: f"load_const ${i[2]} Const[{i[1]}]",
     LOAD_CONSTI: lambda i: f"load_consti ${i[2]} {i[1]}",
     FATAL: lambda i: f"fatal {i[1]!r}",
-    RESHAPE_TENSOR: lambda i: f"reshape_tensor ${i[3]} ${i[1]} {i[2]}",
+    RESHAPE_TENSOR: lambda i: (
+        f"reshape_tensor ${i[3]} ${i[1]} {i[2] if type(i[2]) is list else f'${i[2]}'}"
+    ),
 }
 
 
@@ -505,7 +507,10 @@ def register_primitive_kind(kind: str, resolver: PrimitiveResolver) -> None:
 # -- the executable --------------------------------------------------------------------------
 
 _MAGIC = b"RKVMEXE1"
-_FORMAT = 1
+#: Format 2: ``InvokePacked`` storage modes 2-6, ``alloc_storage``/``alloc_tensor`` in
+#: function bodies, a ``-1`` or a shape register in ``reshape_tensor``. Format 1 still loads.
+_FORMAT = 2
+_READABLE_FORMATS = (1, 2)
 
 
 class VMExecutableModule(Module):
@@ -684,7 +689,7 @@ def _parse_header(data: bytes) -> dict[str, Any]:
         header = json.loads(data)
     except (ValueError, UnicodeDecodeError) as err:
         raise ArtifactCorruptError(f"the VM bytecode is not valid JSON: {err}") from None
-    if not isinstance(header, dict) or header.get("format") != _FORMAT:
+    if not isinstance(header, dict) or header.get("format") not in _READABLE_FORMATS:
         raise ArtifactCorruptError("the VM bytecode has an unknown format")
     return header
 
@@ -795,7 +800,12 @@ def _validate_instruction(
         except TypeError:
             raise _bad(fn, pc, f"bad dtype {ins[4]!r}") from None
     if op == RESHAPE_TENSOR and not (
-        isinstance(ins[2], list) and all(type(d) is int and 0 <= d < 1 << 40 for d in ins[2])
+        (type(ins[2]) is int and 0 <= ins[2] < fn.num_regs)
+        or (
+            isinstance(ins[2], list)
+            and all(type(d) is int and -1 <= d < 1 << 40 for d in ins[2])
+            and ins[2].count(-1) <= 1
+        )
     ):
         raise _bad(fn, pc, "bad tensor shape")
     if op == ALLOC_STORAGE and not (type(ins[1]) is int and 0 <= ins[1] < 1 << 40):
@@ -1357,9 +1367,14 @@ class VirtualMachine:
                 # The same source array gives the same view object (kernels bound to it
                 # stay bound).
                 src = regs[ins[1]]
+                shape = ins[2]
+                if type(shape) is not list:  # a register: the shape computed at run time
+                    regs[ins[3]] = _reshape(src, [int(d) for d in regs[shape].reshape(-1)])
+                    pc += 1
+                    continue
                 slot = slots[pc]
                 if slot is None or slot[0] is not src:
-                    slot = slots[pc] = (src, _reshape(src, ins[2]))
+                    slot = slots[pc] = (src, _reshape(src, shape))
                 regs[ins[3]] = slot[1]
                 pc += 1
             elif op == FATAL:

@@ -114,6 +114,16 @@ def _static(spec: Any) -> bool:
     )
 
 
+def _viewable(spec: Any) -> bool:
+    """A result type a reshape view can have: a tensor with at most one dynamic
+    dimension (the size of the input decides it)."""
+    return (
+        isinstance(spec, dict)
+        and spec.get("t") == "tensor"
+        and sum(d is None for d in spec["shape"]) <= 1
+    )
+
+
 def is_extern(fn: Function) -> bool:
     return bool(fn.attrs and fn.attrs.get("Compiler"))
 
@@ -469,11 +479,12 @@ class FunctionCompiler:
         return self.uses
 
     def reshape_source(self, node: Call) -> Expr | None:
-        """For a reshape of static result: the tensor a chain of single-use reshapes
-        ending in ``node`` starts from (one ``reshape_tensor`` does them all)."""
+        """For a reshape whose result has at most one dynamic dimension: the tensor a
+        chain of single-use reshapes ending in ``node`` starts from (one
+        ``reshape_tensor`` does them all)."""
         if type(node.op) is not Op or node.op.name not in RESHAPE_OPS:
             return None
-        if not _static(type_spec(checked_type_or_none(node))) or len(node.args) != 1:
+        if not _viewable(type_spec(checked_type_or_none(node))) or len(node.args) != 1:
             return None
         src = node.args[0]
         uses = self.use_counts()
@@ -495,6 +506,10 @@ class FunctionCompiler:
             stack.append(lambda s, n=node, a=src: self.finish_reshape(n, a))
             stack.append(src)
             return
+        if type(op) is Op and op.name == "dyn.reshape" and len(node.args) == 2:
+            stack.append(lambda s, n=node: self.finish_dyn_reshape(n))
+            stack.extend(reversed(node.args))
+            return
         stack.append(lambda s, n=node: self.finish_call(n))
         stack.extend(reversed(node.args))
         if type(op) not in (Op, GlobalVar, Constructor):
@@ -503,7 +518,23 @@ class FunctionCompiler:
     def finish_reshape(self, node: Call, src: Expr) -> None:
         r = self.new_reg()
         shape = type_spec(checked_type_or_none(node))["shape"]
-        self.emit(RESHAPE_TENSOR, self.reg(src), list(shape), r)
+        # One dynamic dimension: NumPy infers it from the size (-1).
+        self.emit(RESHAPE_TENSOR, self.reg(src), [-1 if d is None else d for d in shape], r)
+        self.done(node, r)
+
+    def finish_dyn_reshape(self, node: Call) -> None:
+        """``dyn.reshape(data, newshape)``: its shape function computes the shape into a
+        register, then ``reshape_tensor`` views ``data`` with it (as TVM's VM does)."""
+        data, newshape = (self.reg(a) for a in node.args)
+        out = type_spec(checked_type_or_none(node))
+        rank = len(out["shape"]) if out.get("t") == "tensor" else 0
+        specs = [type_spec(checked_type_or_none(a)) for a in node.args]
+        shape_spec = {"t": "tensor", "shape": [rank], "dtype": "int64"}
+        p = self.prog.primitive("shape_func", "dyn.reshape", node.attrs, [], shape_spec, specs)
+        shape = self.new_reg()
+        self.emit(INVOKE_PACKED, p, [data, newshape], shape, 0)
+        r = self.new_reg()
+        self.emit(RESHAPE_TENSOR, data, shape, r)
         self.done(node, r)
 
     def finish_call(self, node: Call) -> None:
@@ -606,7 +637,7 @@ class FunctionCompiler:
         owned = planned | {c[2] for c in self.consts}
         prims = self.prog.primitives
         for ins in self.code:
-            if ins[0] == RESHAPE_TENSOR and ins[1] in owned:
+            if ins[0] == RESHAPE_TENSOR and ins[1] in owned and type(ins[2]) is list:
                 owned.add(ins[3])
             elif ins[0] == INVOKE_PACKED and ins[3] in dynamic:
                 ins[4] = 4 if all(r in owned for r in ins[2]) else 2
@@ -680,7 +711,7 @@ class FunctionCompiler:
         # once per frame (``planned`` mode 3: no check of its inputs' identity).
         fixed = chosen | {c[2] for c in self.consts}
         for ins in self.code:
-            if ins[0] == RESHAPE_TENSOR and ins[1] in fixed:
+            if ins[0] == RESHAPE_TENSOR and ins[1] in fixed and type(ins[2]) is list:
                 fixed.add(ins[3])
         for ins in self.code:
             if ins[0] == INVOKE_PACKED and ins[3] in chosen:

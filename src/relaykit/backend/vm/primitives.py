@@ -31,7 +31,7 @@ from relaykit.runtime.vm import (
     type_spec_str,
 )
 
-__all__ = ["OpPrimitive", "VIEW_OPS"]
+__all__ = ["OpPrimitive", "ShapeFuncPrimitive", "VIEW_OPS"]
 
 #: Operators whose result is their input viewed with another shape.
 VIEW_OPS = frozenset({"reshape", "squeeze", "expand_dims", "nn.batch_flatten"})
@@ -234,4 +234,44 @@ def _own(arr: np.ndarray) -> np.ndarray:
     return arr.copy() if arr.base is not None else arr
 
 
+class ShapeFuncPrimitive(Primitive):
+    """An operator's shape function (``FShapeFunc``) run on the call's inputs: the output
+    shape as an int64 tensor (what TVM's VM computes before ``reshape_tensor`` of a
+    dynamic reshape)."""
+
+    def __init__(self, record: PrimitiveRecord, exe: VMExecutableModule, shared: dict[str, Any]):
+        super().__init__(record)
+        name = record.name
+        live = record.live
+        self.attrs: Attrs = (
+            live if isinstance(live, Attrs) else attrs_from_json(record.attrs or {}, name)
+        )
+        shape_func = (
+            default_registry.get_attr(name, "FShapeFunc") if name in default_registry else None
+        )
+        if shape_func is None:
+            raise ExecutionError(
+                f"the VM executable calls the shape function of {name}, which has none here"
+            )
+        self.shape_func: Callable[..., Any] = shape_func
+        self.data_dependent = bool(default_registry.get_attr(name, "TShapeDataDependent"))
+
+    def describe(self) -> str:
+        return f"shape function of {self.record.name}"
+
+    def call(self, inputs: list[Any]) -> Any:
+        args = inputs if self.data_dependent else [_shapes(a) for a in inputs]
+        try:
+            shapes = self.shape_func(self.attrs, args)
+        except Exception as err:
+            # The reason without the input values the relation's message repeats.
+            reason = str(err).rsplit("do not fit: ", 1)[-1]
+            raise ExecutionError(
+                f"operator {self.record.name}: no output shape for inputs of shapes "
+                f"{', '.join(str(tuple(np.shape(a))) for a in inputs)}: {reason}"
+            ) from err
+        return np.array(shapes[0], np.int64)
+
+
 register_primitive_kind("op", OpPrimitive)
+register_primitive_kind("shape_func", ShapeFuncPrimitive)
