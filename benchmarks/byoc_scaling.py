@@ -108,8 +108,9 @@ def _register() -> None:
         tvm.ir.register_op_attr(name, f"target.{TARGET}", lambda expr: True)
 
 
-def run_passes(mod: IRModule, target: str, patterns: list,
-               repeat: int = 1) -> tuple[dict[str, float], IRModule]:
+def run_passes(
+    mod: IRModule, target: str, patterns: list, repeat: int = 1
+) -> tuple[dict[str, float], IRModule]:
     """Time each pass; with ``repeat`` > 1, the best of that many runs (the usual way
     to keep other processes on a shared machine out of the numbers)."""
     mod = InferType()(mod)
@@ -139,22 +140,32 @@ def _functions(mod: IRModule) -> int:
 
 
 def _print_row(label: str, times: dict[str, float], n_funcs: int) -> None:
-    cells = "  ".join(f"{times[k]:8.3f}" for k in
-                      ("MergeComposite", "AnnotateTarget", "MergeCompilerRegions",
-                       "PartitionGraph", "total"))
+    cells = "  ".join(
+        f"{times[k]:8.3f}"
+        for k in (
+            "MergeComposite",
+            "AnnotateTarget",
+            "MergeCompilerRegions",
+            "PartitionGraph",
+            "total",
+        )
+    )
     print(f"{label:<22}{cells}  {n_funcs:>8}")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="synthetic 1k and 10k only")
-    parser.add_argument("--repeat", type=int, default=2,
-                        help="runs per graph; the best time of each pass is shown")
+    parser.add_argument(
+        "--repeat", type=int, default=2, help="runs per graph; the best time of each pass is shown"
+    )
     args = parser.parse_args(argv)
     sys.setrecursionlimit(10_000)  # nothing here may need more: the passes are iterative
     sizes = (1_000, 10_000) if args.quick else (1_000, 10_000, 100_000)
-    print(f"{'graph':<22}{'MergeComp':>8}  {'Annotate':>8}  {'MergeReg':>8}  "
-          f"{'Partition':>8}  {'total':>8}  {'#funcs':>8}   (seconds)")
+    print(
+        f"{'graph':<22}{'MergeComp':>8}  {'Annotate':>8}  {'MergeReg':>8}  "
+        f"{'Partition':>8}  {'total':>8}  {'#funcs':>8}   (seconds)"
+    )
     with scoped_registries():
         _register()
         if not args.quick:
@@ -163,19 +174,23 @@ def main(argv: list[str] | None = None) -> int:
             tvm.ir.register_op_attr("nn.dense", "target.byoc-target", lambda expr: True)
             conv = is_op("nn.conv2d")(wildcard(), wildcard())
             vgg_patterns = [
-                ("byoc-target.conv2d_relu_with_bias",
-                 is_op("nn.relu")(is_op("nn.bias_add")(conv, wildcard()))),
+                (
+                    "byoc-target.conv2d_relu_with_bias",
+                    is_op("nn.relu")(is_op("nn.bias_add")(conv, wildcard())),
+                ),
                 ("byoc-target.conv2d_relu_wo_bias", is_op("nn.relu")(conv)),
             ]
             net = vgg.get_net(1, (3, 224, 224), 1000, "float32", num_layers=11)
-            times, out = run_passes(IRModule.from_expr(net), "byoc-target", vgg_patterns,
-                                    args.repeat)
+            times, out = run_passes(
+                IRModule.from_expr(net), "byoc-target", vgg_patterns, args.repeat
+            )
             _print_row("vgg-11", times, _functions(out))
             for name in ("nn.conv2d", "nn.batch_norm", "nn.relu", "add"):
                 tvm.ir.register_op_attr(name, "target.byoc-target", lambda expr: True, level=11)
             net = resnet.get_net(1, 1000, num_layers=50, image_shape=(3, 224, 224))
-            times, out = run_passes(IRModule.from_expr(net), "byoc-target", vgg_patterns,
-                                    args.repeat)
+            times, out = run_passes(
+                IRModule.from_expr(net), "byoc-target", vgg_patterns, args.repeat
+            )
             _print_row("resnet-50", times, _functions(out))
         for kind, build in (("chain", chain), ("residual", residual), ("diamond", diamond)):
             totals = {}

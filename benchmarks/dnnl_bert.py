@@ -126,10 +126,10 @@ def main(argv: list[str] | None = None) -> int:
 
     path = args.onnx
     if path is None:
-        # torch loads its libgomp, which oneDNN then shares: make it wait passively as relaykit
+        # torch loads its libgomp, which oneDNN then shares: bound its spinning as relaykit
         # would have (docs/threads.md), unless the user chose a policy
         if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
-            os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+            os.environ["GOMP_SPINCOUNT"] = "10000"
         path = os.path.join(tempfile.mkdtemp(), "bert.onnx")
         try:
             export_bert(path)

@@ -67,7 +67,7 @@ def run_suite(backend, cases) -> tuple[set[str], collections.Counter, dict[str, 
                 warnings.simplefilter("ignore")
                 run_node_test(case, backend)
             passed.add(case.name)
-        except Exception as err:  # noqa: BLE001 - every failure is counted
+        except Exception as err:  # every failure is counted
             reasons[_reason(err)] += 1
             detail[case.name] = f"{type(err).__name__}: {str(err).splitlines()[0][:160]}"
     return passed, reasons, detail

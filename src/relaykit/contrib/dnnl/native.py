@@ -136,8 +136,10 @@ def _compile(source: str, target: Path, cxx: str) -> None:
     os.replace(tmp, target)
 
 
-#: OpenMP's wait policy when the user sets none (read once, when libgomp loads).
-WAIT_POLICY = "PASSIVE"
+#: How long an idle OpenMP thread spins before it sleeps, when the user sets no policy
+#: (``GOMP_SPINCOUNT``; read once, when libgomp loads). GNU OpenMP's default spins
+#: 300,000 times, ``OMP_WAIT_POLICY=PASSIVE`` not at all.
+SPIN_COUNT = "10000"
 
 
 def _openmp_loaded() -> bool:
@@ -149,19 +151,21 @@ def _openmp_loaded() -> bool:
 
 
 def _default_wait_policy() -> None:
-    """Idle oneDNN threads sleep instead of spinning, unless the user chose otherwise.
+    """Idle oneDNN threads spin briefly, then sleep, unless the user chose otherwise.
 
-    GNU OpenMP's default lets a thread spin ~300,000 times after every primitive; when
-    the cores are shared (other processes, NumPy's BLAS pool, the graph executor's
-    host work between regions), the spinning thread takes the core from the one
-    doing the work. Measured on the 2-core test machine, under load, a BERT-like
-    encoder at 2 threads (benchmarks/dnnl_bert.py): 423 ms by default, 394 ms with
-    GOMP_SPINCOUNT=30000, 30 ms with 1000, 20 ms PASSIVE (onnxruntime: 49-67 ms).
+    This is onnxruntime's intra-op pool's behaviour: a short spin catches the next
+    primitive of the same region without a wake-up, and sleeping afterwards leaves the
+    core to whoever needs it. Measured on the 2-core test machine with
+    ``benchmarks/transformers.py`` at 2 threads, relaykit+dnnl / onnxruntime for
+    BERT-tiny and the issue's BERT, quiet machine:
+    0.63x, 0.66x with 10,000 spins; 0.89x, 0.70x with 30,000; 1.42x, 1.37x PASSIVE.
+    With 8 busy processes: 0.35x, 0.93x with 10,000; 0.45x, 7.14x with 30,000;
+    2.87x, 1.37x PASSIVE. GNU OpenMP's default (300,000) was 17x under load 12.
     """
     if "OMP_WAIT_POLICY" in os.environ or "GOMP_SPINCOUNT" in os.environ:
         return
     if not _openmp_loaded():
-        os.environ["OMP_WAIT_POLICY"] = WAIT_POLICY
+        os.environ["GOMP_SPINCOUNT"] = SPIN_COUNT
 
 
 def _preload_onednn() -> None:
