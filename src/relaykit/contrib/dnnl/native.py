@@ -22,14 +22,19 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
-import shutil
-import subprocess
 import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 from relaykit.errors import CompileError, CompilerNotFoundError, NativeCodeRefusedError
+from relaykit.runtime.native_build import (
+    cache_dir,
+    cache_key,
+    compile_shared,
+    find_compiler,
+    private_dir,
+)
 
 from .library import INSTALL_HINT, find_onednn
 
@@ -48,16 +53,6 @@ _FLAGS = ("-O3", "-std=c++17", "-fPIC", "-shared", "-fopenmp", "-DNDEBUG")
 _lock = threading.Lock()
 
 
-def cache_dir() -> Path:
-    """Root of relaykit's private cache (``RELAYKIT_CACHE_DIR`` or ``~/.cache/relaykit``)."""
-    root = os.environ.get("RELAYKIT_CACHE_DIR")
-    if root:
-        return Path(root).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "relaykit"
-
-
 @dataclass(frozen=True)
 class NativeRuntime:
     """The loaded runtime library with typed entry points."""
@@ -74,13 +69,7 @@ class NativeRuntime:
 
 
 def _compiler() -> str:
-    cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
-    if not cxx:
-        raise CompilerNotFoundError(
-            "the dnnl backend compiles its oneDNN runtime with a C++ compiler, and none was "
-            "found (looked for $CXX, g++, c++). Install g++ (e.g. apt-get install g++)."
-        )
-    return cxx
+    return find_compiler("CXX", ("g++", "c++"), "the dnnl backend's oneDNN runtime")
 
 
 def _source() -> str:
@@ -90,50 +79,19 @@ def _source() -> str:
 def _key(source: str) -> str:
     """Cache key: the runtime source, the oneDNN build it links and the flags."""
     onednn = find_onednn()
-    h = hashlib.sha256()
-    for part in (source, onednn.version, str(onednn.library), " ".join(_FLAGS)):
-        h.update(part.encode())
-        h.update(b"\0")
-    return h.hexdigest()[:20]
+    return cache_key({"region.cc": source}, _FLAGS, onednn.version, str(onednn.library))
 
 
 def _private_dir(key: str) -> Path:
-    d = cache_dir() / "dnnl" / key
-    d.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return d
+    return private_dir("dnnl", key)
 
 
 def _compile(source: str, target: Path, cxx: str) -> None:
     onednn = find_onednn()
     include = onednn.require_headers()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".so.tmp")
-    os.close(fd)
-    src = target.with_suffix(".cc")
-    src.write_text(source)
-    cmd = [
-        cxx,
-        *_FLAGS,
-        f"-I{include}",
-        str(src),
-        f"-L{onednn.lib_dir}",
-        "-l:" + onednn.library.name,
-        f"-Wl,-rpath,{onednn.lib_dir}",
-        "-o",
-        tmp,
-    ]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    except OSError as err:
-        os.unlink(tmp)
-        raise CompilerNotFoundError(f"the dnnl backend cannot run {cxx}: {err}") from err
-    if proc.returncode != 0:
-        os.unlink(tmp)
-        raise CompileError(
-            f"compiling the dnnl runtime failed ({' '.join(cmd)}):\n{proc.stderr[-4000:]}\n"
-            f"source: {src}"
-        )
-    os.replace(tmp, target)
+    link = [f"-L{onednn.lib_dir}", "-l:" + onednn.library.name, f"-Wl,-rpath,{onednn.lib_dir}"]
+    compile_shared({"region.cc": source}, target, cxx, [*_FLAGS, f"-I{include}"], link,
+                   "the dnnl runtime")  # fmt: skip
 
 
 #: How long an idle OpenMP thread spins before it sleeps, when the user sets no policy
