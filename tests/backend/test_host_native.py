@@ -43,6 +43,7 @@ def test_switched_off_by_environment_and_context(fresh, monkeypatch):
 
 
 def test_missing_compiler_warns_once_and_falls_back(fresh, monkeypatch):
+    monkeypatch.delenv("RELAYKIT_CC", raising=False)
     monkeypatch.setenv("CC", str(fresh / "no-such-cc"))
     with pytest.warns(RuntimeWarning, match="native host kernels are unavailable"):
         assert host_native.library() is None
@@ -59,7 +60,7 @@ def test_cache_key_covers_sources_flags_and_parts():
 
 def test_compile_error_is_typed_and_keeps_the_source(tmp_path):
     target = tmp_path / "lib.so"
-    cc = native_build.find_compiler("CC", ("gcc", "cc"), "test")
+    cc = native_build.find_compiler("a test")
     with pytest.raises(CompileError, match="broken.c"):
         native_build.compile_shared({"broken.c": "int f( {"}, target, cc, ("-shared", "-fPIC"))
     assert not target.exists()

@@ -71,8 +71,8 @@ def _sources() -> dict[str, str]:
 
 def _build() -> ctypes.CDLL:
     sources = _sources()
-    cc = find_compiler("CC", ("gcc", "cc", "clang"), "relaykit's native host kernels")
-    key = cache_key(sources, _FLAGS, cc, _cpu_id())
+    cc = find_compiler("relaykit's native host kernels")
+    key = cache_key(sources, _FLAGS, *cc, _cpu_id())
     target = private_dir("host", key) / _LIB_NAME
     if not target.exists():
         compile_shared(sources, target, cc, _FLAGS, ("-lm",), "relaykit's native host kernels")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -28,6 +29,12 @@ from pathlib import Path
 from relaykit.errors import CompileError, CompilerNotFoundError
 
 __all__ = ["cache_dir", "cache_key", "find_compiler", "private_dir", "compile_shared"]
+
+_INSTALL = (
+    "e.g. `apt-get install gcc g++` (Debian/Ubuntu), `dnf install gcc gcc-c++` (Fedora) or "
+    "`xcode-select --install` (macOS)"
+)
+_MAX_MESSAGE = 6000
 
 
 def cache_dir() -> Path:
@@ -40,15 +47,35 @@ def cache_dir() -> Path:
     return base / "relaykit"
 
 
-def find_compiler(env: str, names: Sequence[str], what: str) -> str:
-    """The compiler named by ``$env``, else the first of ``names`` on PATH."""
-    found = os.environ.get(env) or next((p for n in names if (p := shutil.which(n))), None)
-    if not found:
-        raise CompilerNotFoundError(
-            f"{what} is compiled with a C/C++ compiler, and none was found (looked for "
-            f"${env}, {', '.join(names)}). Install one (e.g. apt-get install gcc g++)."
-        )
-    return found
+def find_compiler(
+    what: str,
+    env: Sequence[str] = ("RELAYKIT_CC", "CC"),
+    names: Sequence[str] = ("cc", "gcc", "clang"),
+    kind: str = "C",
+) -> list[str]:
+    """The compiler command (an argument list) for ``what``: the first of the ``env``
+    variables that is set (it may carry flags), else the first of ``names`` on PATH."""
+    for var in env:
+        value = os.environ.get(var, "").strip()
+        if value:
+            argv = shlex.split(value)
+            exe = shutil.which(argv[0])
+            if exe is None:
+                raise CompilerNotFoundError(
+                    f"{what} is compiled with a {kind} compiler, but the compiler "
+                    f"${var}={value!r} was not found. Set {var} to an installed compiler or "
+                    f"install one, {_INSTALL}"
+                )
+            return [exe, *argv[1:]]
+    for name in names:
+        exe = shutil.which(name)
+        if exe is not None:
+            return [exe]
+    looked = ", ".join([*(f"${v}" for v in env), *names])
+    raise CompilerNotFoundError(
+        f"{what} is compiled with a {kind} compiler, but no {kind} compiler was found (looked "
+        f"for {looked} on PATH). Install one, {_INSTALL}, or set {env[-1]} to its path"
+    )
 
 
 def cache_key(sources: Mapping[str, str], flags: Sequence[str], *parts: str) -> str:
@@ -74,14 +101,16 @@ def private_dir(subdir: str, key: str) -> Path:
 def compile_shared(
     sources: Mapping[str, str],
     target: Path,
-    compiler: str,
+    compiler: Sequence[str],
     flags: Sequence[str],
     link: Sequence[str] = (),
     what: str = "a native library",
+    timeout: float = 600.0,
+    label: str = "Source",
 ) -> None:
     """Compile ``sources`` (file name -> text) into the shared library ``target``.
 
-    The sources are written next to the target (kept, for error messages and
+    The sources are written next to the target and kept (for error messages and
     debuggers); the library appears atomically, so a concurrent loader sees the
     whole file or none.
     """
@@ -89,20 +118,32 @@ def compile_shared(
     paths = []
     for name, text in sources.items():
         path = target.parent / name
-        path.write_text(text)
+        path.write_text(text, encoding="utf-8")
         paths.append(str(path))
     fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".so.tmp")
     os.close(fd)
-    cmd = [compiler, *flags, *paths, *link, "-o", tmp]
+    cmd = [*compiler, *flags, "-o", tmp, *paths, *link]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    except (OSError, subprocess.TimeoutExpired) as err:
-        os.unlink(tmp)
-        raise CompilerNotFoundError(f"cannot run {compiler} to build {what}: {err}") from err
-    if proc.returncode != 0:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
         os.unlink(tmp)
         raise CompileError(
-            f"compiling {what} failed ({' '.join(cmd)}):\n{proc.stderr[-4000:]}\n"
-            f"sources: {', '.join(paths)}"
+            f"the compiler did not finish within {timeout:.0f} s compiling {what}.\n"
+            f"{label} (kept for inspection): {', '.join(paths)}"
+        ) from None
+    except OSError as err:
+        os.unlink(tmp)
+        raise CompilerNotFoundError(
+            f"could not run the compiler {compiler[0]!r} for {what}: {err}. Install a working "
+            f"compiler, {_INSTALL}, or set CC"
+        ) from None
+    if proc.returncode != 0 or os.path.getsize(tmp) == 0:
+        os.unlink(tmp)
+        message = (proc.stderr or proc.stdout or "").strip()
+        if len(message) > _MAX_MESSAGE:
+            message = message[:_MAX_MESSAGE] + "\n... (truncated)"
+        raise CompileError(
+            f"the compiler failed (exit code {proc.returncode}) on {what}:\n{message}\n"
+            f"{label} (kept for inspection): {', '.join(paths)}\nCommand: {shlex.join(cmd)}"
         )
     os.replace(tmp, target)

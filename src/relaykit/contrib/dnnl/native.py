@@ -68,8 +68,8 @@ class NativeRuntime:
         return self.dll.rkdnnl_last_error().decode(errors="replace")
 
 
-def _compiler() -> str:
-    return find_compiler("CXX", ("g++", "c++"), "the dnnl backend's oneDNN runtime")
+def _compiler() -> list[str]:
+    return find_compiler("the dnnl backend's oneDNN runtime", ("CXX",), ("g++", "c++"), "C++")
 
 
 def _source() -> str:
@@ -86,7 +86,7 @@ def _private_dir(key: str) -> Path:
     return private_dir("dnnl", key)
 
 
-def _compile(source: str, target: Path, cxx: str) -> None:
+def _compile(source: str, target: Path, cxx: list[str]) -> None:
     onednn = find_onednn()
     include = onednn.require_headers()
     link = [f"-L{onednn.lib_dir}", "-l:" + onednn.library.name, f"-Wl,-rpath,{onednn.lib_dir}"]
