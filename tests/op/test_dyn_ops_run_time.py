@@ -1,4 +1,4 @@
-"""relaykit.op.dyn_ops: reductions, slices, splits, pads, resizes and data-dependent ops
+"""relaykit.op.dyn: reductions, slices, splits, pads, resizes and data-dependent ops
 whose axes, extents or counts are run-time tensors. Each runs on the Relay VM and on the
 interpreter from one compiled module and is checked against NumPy (an independent
 computation), along with its type (``?`` where the value decides) and its shape
@@ -11,7 +11,7 @@ import pytest
 
 import relaykit as tvm
 from relaykit import relay
-from relaykit.op import dyn_ops
+from relaykit.op import dyn as dyn_ops
 from relaykit.op.shape_func import output_shapes
 from relaykit.transform import DynamicToStatic
 

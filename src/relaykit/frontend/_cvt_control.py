@@ -15,7 +15,7 @@ from relaykit import op
 from relaykit.errors import DynamicShapeError
 from relaykit.ir.expr import Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var
 from relaykit.ir.types import FuncType, TensorType, TupleType, Type
-from relaykit.op import dyn_ops
+from relaykit.op import dyn
 from relaykit.tir import Any as AnyDim
 
 from ._cvt_util import normalize_axis
@@ -74,7 +74,7 @@ def _forget_sizes(x: Expr, t: Type) -> Expr:
     back to the static sizes)."""
     if isinstance(t, TupleType):
         return Tuple([_forget_sizes(TupleGetItem(x, i), f) for i, f in enumerate(t.fields)])
-    return dyn_ops.as_dynamic(x)
+    return dyn.as_dynamic(x)
 
 
 def _slice_axis(x: Expr, axis: int, i: int) -> Expr:

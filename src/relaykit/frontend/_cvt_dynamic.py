@@ -3,7 +3,7 @@
 
 With constant inputs they are evaluated at import (their results become constants);
 otherwise they become the data-dependent operators ``dyn.non_max_suppression`` and
-``dyn.unique`` (:mod:`relaykit.op.dyn_ops`), whose results have ``?`` dimensions and
+``dyn.unique`` (:mod:`relaykit.op.dyn`), whose results have ``?`` dimensions and
 run on the Relay VM.
 
 >>> import numpy as np
@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from relaykit.ir.expr import Constant, Expr, TupleGetItem
-from relaykit.op import dyn_ops
+from relaykit.op import dyn
 
 from ._cvt_util import normalize_axis
 from ._onnx_registry import NodeContext, converter
@@ -39,7 +39,7 @@ def non_max_suppression(
     center_point_box: int,
 ) -> np.ndarray:
     """ONNX ``NonMaxSuppression`` on NumPy arrays (``dyn.non_max_suppression``'s kernel)."""
-    return dyn_ops.non_max_suppression_ref(
+    return dyn.vision.non_max_suppression_ref(
         boxes, scores, max_output, iou_threshold, score_threshold, center_point_box
     )
 
@@ -67,7 +67,7 @@ def _non_max_suppression(
             if max_output_boxes_per_class is not None
             else Constant(np.zeros(0, "int64"))
         )
-        return dyn_ops.non_max_suppression(
+        return dyn.non_max_suppression(
             boxes,
             scores,
             limit,
@@ -106,14 +106,14 @@ def unique(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """ONNX ``Unique`` on a NumPy array (``dyn.unique``'s kernel): the unique values, the
     first occurrences, the inverse indices and the counts."""
-    return dyn_ops.unique_ref(x, axis, sorted_)
+    return dyn.transform.unique_ref(x, axis, sorted_)
 
 
 @converter("Unique", 11)
 def _unique(ctx: NodeContext, x: Expr, *, axis: Any = None, sorted: int = 1) -> list[Expr]:
     if _runtime(ctx, x):
         a = None if axis is None else normalize_axis(ctx, axis, ctx.ndim(x))
-        out = dyn_ops.unique(x, a, bool(sorted))
+        out = dyn.unique(x, a, bool(sorted))
         return [TupleGetItem(out, k) for k in range(4)]
     value = np.asarray(ctx.value(x, "X"))
     a = None if axis is None else normalize_axis(ctx, axis, value.ndim)

@@ -9,7 +9,7 @@ import numpy as np
 
 from relaykit import op
 from relaykit.ir.expr import Constant, Expr, TupleGetItem
-from relaykit.op import dyn_ops
+from relaykit.op import dyn
 
 from ._cvt_util import normalize_axis, scalar
 from ._onnx_registry import NodeContext, converter
@@ -91,7 +91,7 @@ def _cumulative(fn: Any):
     def convert(ctx: NodeContext, x: Expr, axis: Expr, *, exclusive: int = 0, reverse: int = 0):
         if not ctx.is_constant(axis):  # a run-time axis
             kind = "sum" if fn is op.cumsum else "prod"
-            return dyn_ops.cumulative(x, axis, kind, bool(exclusive), bool(reverse))
+            return dyn.cumulative(x, axis, kind, bool(exclusive), bool(reverse))
         a = normalize_axis(ctx, int(ctx.scalar(axis, "axis")), ctx.ndim(x))
         data = op.reverse(x, a) if reverse else x
         out = fn(data, axis=a, exclusive=bool(exclusive))
@@ -212,7 +212,7 @@ def _nonzero(ctx: NodeContext, x: Expr) -> Expr:
 def _compress(ctx: NodeContext, x: Expr, condition: Expr, *, axis: Any = None) -> Expr:
     if not ctx.is_constant(condition):
         a = None if axis is None else normalize_axis(ctx, axis, ctx.ndim(x))
-        return dyn_ops.compress(x, condition, a)
+        return dyn.compress(x, condition, a)
     cond = np.asarray(ctx.value(condition, "condition")).astype(bool).reshape(-1)
     if axis is None:
         flat = op.reshape(x, (-1,))
@@ -310,7 +310,7 @@ def _resize_dynamic(
         return e if e is not None else Constant(np.zeros(0, dt))
 
     method = attrs.get("mode", "nearest")
-    return dyn_ops.image_resize(
+    return dyn.image_resize(
         x,
         given(roi, "float32"),
         given(scales, "float32"),
@@ -411,7 +411,7 @@ def _grid_sample(
 @converter("CenterCropPad", 18)
 def _center_crop_pad(ctx: NodeContext, x: Expr, shape: Expr, *, axes: Any = None) -> Expr:
     if not ctx.is_constant(shape):
-        return dyn_ops.center_crop_pad(x, shape, tuple(int(a) for a in (axes or ())))
+        return dyn.center_crop_pad(x, shape, tuple(int(a) for a in (axes or ())))
     dims = ctx.shape(x)
     target = ctx.ints(shape, "shape")
     nd = len(dims)
@@ -434,7 +434,7 @@ def _center_crop_pad(ctx: NodeContext, x: Expr, shape: Expr, *, axes: Any = None
 @converter("AffineGrid", 20)
 def _affine_grid(ctx: NodeContext, theta: Expr, size: Expr, *, align_corners: int = 0) -> Expr:
     if not ctx.is_constant(size):  # a run-time output size: dyn.affine_grid
-        return dyn_ops.affine_grid(theta, size, bool(align_corners))
+        return dyn.affine_grid(theta, size, bool(align_corners))
     dims = ctx.ints(size, "size")
     if len(dims) < 3:
         raise ctx.fail(f"size {dims} must have at least 3 values (N, C, spatial...)")

@@ -12,7 +12,7 @@ import numpy as np
 
 from relaykit import op
 from relaykit.ir.expr import Constant, Expr
-from relaykit.op import dyn_ops
+from relaykit.op import dyn
 
 from ._cvt_signal import _dft, run_time
 from ._cvt_util import scalar
@@ -70,9 +70,7 @@ def _col2im(
     strides: Any = None,
 ) -> Expr:
     if run_time(ctx, image_shape, block_shape):
-        return dyn_ops.col2im(
-            x, image_shape, block_shape, dilations or (), pads or (), strides or ()
-        )
+        return dyn.col2im(x, image_shape, block_shape, dilations or (), pads or (), strides or ())
     image = ctx.ints(image_shape, "image_shape")
     block = ctx.ints(block_shape, "block_shape")
     r = len(image)
@@ -117,7 +115,7 @@ def _stft(
 ) -> Expr:
     if run_time(ctx, frame_step, frame_length):  # run-time framing: dyn.stft
         empty = Constant(np.zeros(0, "int64"))
-        return dyn_ops.stft(
+        return dyn.stft(
             signal,
             frame_step,
             window if window is not None else Constant(np.zeros(0, ctx.dtype(signal))),

@@ -9,7 +9,7 @@ import numpy as np
 
 from relaykit import op
 from relaykit.ir.expr import Constant, Expr, TupleGetItem
-from relaykit.op import dyn_ops
+from relaykit.op import dyn
 
 from ._cvt_util import flatten_to_2d, normalize_axis, scalar
 from ._onnx_registry import NodeContext, converter
@@ -28,7 +28,7 @@ def matmul(ctx: NodeContext, a: Expr, b: Expr) -> Expr:
     dynamic = not all(type(d) is int for d in (*sa, *sb))
     if dynamic and not (len(sb) == 2 and type(sb[0]) is int and type(sb[1]) is int):
         # ? dimensions (beyond a dynamic batch times a static matrix): NumPy's matmul
-        return dyn_ops.matmul(a, b)
+        return dyn.matmul(a, b)
     squeeze_a = len(sa) == 1
     squeeze_b = len(sb) == 1
     if squeeze_a:
@@ -329,7 +329,7 @@ def _dropout(
         # training mode (maybe decided at run time): dyn.dropout, its mask drawn as ONNX's
         # reference draws it (NumPy's RandomState(seed))
         r = ratio if ratio is not None else Constant(np.array(0.5, ctx.dtype(x)))
-        out = dyn_ops.dropout(x, r, training_mode, attrs.get("seed"))
+        out = dyn.dropout(x, r, training_mode, attrs.get("seed"))
         return [TupleGetItem(out, 0), TupleGetItem(out, 1)]
     ctx.check_constant(ctx.shape(x), 1, "the mask")
     mask = Constant(np.ones(ctx.shape(x), dtype="bool"))

@@ -9,7 +9,7 @@ import numpy as np
 
 from relaykit import op
 from relaykit.ir.expr import Constant, Expr
-from relaykit.op import dyn_ops
+from relaykit.op import dyn
 
 from ._cvt_util import scalar
 from ._narrow import int_range
@@ -72,7 +72,7 @@ def _reduce_dynamic(
     """A reduction over axes known at run time: the ``dyn.`` reductions."""
 
     def red(kind: str, v: Expr) -> Expr:
-        return dyn_ops.reduce(kind, v, axes, bool(keepdims), bool(noop))
+        return dyn.reduce(kind, v, axes, bool(keepdims), bool(noop))
 
     return _build(name, x, None, bool(keepdims), ctx.dtype(x), red)
 

@@ -19,7 +19,7 @@ import numpy as np
 from relaykit import op
 from relaykit.ir.expr import Constant, Expr, Tuple, TupleGetItem
 from relaykit.ir.types import TupleType
-from relaykit.op import dyn_ops
+from relaykit.op import dyn
 
 from ._cvt_util import normalize_axis
 from ._limits import check_unroll
@@ -103,7 +103,7 @@ def _split_to_sequence(
     if not ctx.is_constant(split) and ctx.ndim(split) == 1:
         # run-time sizes, a length fixed by split's static length: dyn.split
         count = ctx.shape(split)[0]
-        parts_of = dyn_ops.split(x, split, a)
+        parts_of = dyn.split(x, split, a)
         return Tuple([TupleGetItem(parts_of, k) for k in range(int(count))])
     sizes_arr = np.asarray(ctx.value(split, "split")).astype(np.int64)
     if sizes_arr.ndim == 0:

@@ -14,7 +14,7 @@ import numpy as np
 
 from relaykit import op
 from relaykit.ir.expr import Constant, Expr, TupleGetItem
-from relaykit.op import dyn_ops
+from relaykit.op import dyn
 
 from ._cvt_util import normalize_axis, scalar, static_reshape
 from ._limits import check_shape, check_unroll
@@ -178,7 +178,7 @@ def _unsqueeze_v1(ctx: NodeContext, x: Expr, *, axes: Any = ()) -> Expr:
 @converter("Unsqueeze", 13)
 def _unsqueeze_v13(ctx: NodeContext, x: Expr, axes: Expr) -> Expr:
     if not ctx.is_constant(axes):
-        return dyn_ops.unsqueeze(x, axes)
+        return dyn.unsqueeze(x, axes)
     return _unsqueeze(ctx, x, ctx.ints(axes, "axes"))
 
 
@@ -202,7 +202,7 @@ def _split(ctx: NodeContext, x: Expr, axis: int, sizes: Any, num: int) -> list[E
         step = op.floor_divide(op.add(size, scalar(n - 1, "int64")), scalar(n, "int64"))
         starts = op.multiply(step, Constant(np.arange(n, dtype="int64")))
         left = op.maximum(op.subtract(size, starts), scalar(0, "int64"))
-        parts = dyn_ops.split(x, op.minimum(step, left), axis)
+        parts = dyn.split(x, op.minimum(step, left), axis)
         return [TupleGetItem(parts, k) for k in range(n)]
     if sizes is None or len(sizes) == 0:
         n = num or ctx.num_outputs
@@ -231,7 +231,7 @@ def _split_v2(ctx: NodeContext, x: Expr, split: Expr | None = None, *, axis: int
 @converter("Split", 13)
 def _split_v13(ctx: NodeContext, x: Expr, split: Expr | None = None, *, axis: int = 0, **kw: Any):
     if split is not None and not ctx.is_constant(split):
-        parts = dyn_ops.split(x, split, normalize_axis(ctx, axis, ctx.ndim(x)))
+        parts = dyn.split(x, split, normalize_axis(ctx, axis, ctx.ndim(x)))
         return [TupleGetItem(parts, k) for k in range(ctx.num_outputs)]
     sizes = None if split is None else ctx.ints(split, "split")
     return _split(ctx, x, axis, sizes, int(kw.get("num_outputs") or 0))
@@ -279,7 +279,7 @@ def _slice_v10(
 ) -> Expr:
     if not all(ctx.is_constant(e) for e in (starts, ends, axes, steps) if e is not None):
         empty = Constant(np.zeros(0, "int64"))
-        return dyn_ops.slice_axes(
+        return dyn.slice_axes(
             x, starts, ends, empty if axes is None else axes, empty if steps is None else steps
         )
     return _slice(
@@ -307,10 +307,10 @@ def _gather(ctx: NodeContext, x: Expr, indices: Expr, *, axis: int = 0) -> Expr:
 @converter("Expand", 8)
 def _expand(ctx: NodeContext, x: Expr, shape: Expr) -> Expr:
     if not ctx.is_constant(shape):
-        return dyn_ops.expand(x, shape)
+        return dyn.expand(x, shape)
     target = ctx.ints(shape, "shape")
     if not _static(ctx.shape(x)):  # ? dimensions: broadcast at run time
-        return dyn_ops.expand(x, shape)
+        return dyn.expand(x, shape)
     try:
         out = np.broadcast_shapes(ctx.shape(x), target)
     except ValueError:
@@ -389,7 +389,7 @@ def _pad_v11(
     if not all(ctx.is_constant(e) for e in (pads, value, axes) if e is not None):
         empty = Constant(np.zeros(0, "int64"))
         fill = value if value is not None else scalar(0, ctx.dtype(x))
-        return dyn_ops.pad_axes(x, pads, fill, empty if axes is None else axes, mode)
+        return dyn.pad_axes(x, pads, fill, empty if axes is None else axes, mode)
     ax = None if axes is None else ctx.ints(axes, "axes")
     return _pad(ctx, x, ctx.ints(pads, "pads"), value, mode, ax)
 

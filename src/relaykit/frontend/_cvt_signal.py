@@ -8,7 +8,7 @@ import numpy as np
 
 from relaykit import op
 from relaykit.ir.expr import Constant, Expr
-from relaykit.op import dyn_ops
+from relaykit.op import dyn
 
 from ._cvt_util import normalize_axis
 from ._onnx_proto import onnx_dtype_name
@@ -19,7 +19,7 @@ __all__: list[str] = []
 
 def _window(ctx: NodeContext, size: Expr, periodic: int, dtype: int, coeffs: list[float]):
     if not ctx.is_constant(size):  # a run-time length
-        return dyn_ops.window(size, coeffs, bool(periodic), onnx_dtype_name(dtype, ctx.where))
+        return dyn.window(size, coeffs, bool(periodic), onnx_dtype_name(dtype, ctx.where))
     n = int(ctx.scalar(size, "size"))
     ctx.check_constant((max(n, 0),), 8, "the window")
     denom = n if periodic else n - 1
@@ -136,7 +136,7 @@ def _dft_v20(
     if run_time(ctx, length, axis):  # a run-time axis or length: dyn.dft
         ax = axis if axis is not None else Constant(np.array(-2, "int64"))
         n = length if length is not None else Constant(np.zeros(0, "int64"))
-        return dyn_ops.dft(x, n, ax, bool(inverse), bool(onesided))
+        return dyn.dft(x, n, ax, bool(inverse), bool(onesided))
     a = -2 if axis is None else int(ctx.scalar(axis, "axis"))
     return _dft(ctx, x, length, a, inverse, onesided)
 

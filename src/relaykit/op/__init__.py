@@ -17,7 +17,6 @@ from relaykit.ir.op import register_op_attr
 
 from . import _make as _make  # TVM's relay.op._make (raw constructors)
 from . import annotation, dyn, image, nn  # dyn: the dynamic operators (relay.op.dyn)
-from . import dyn_ops as dyn_ops  # run-time axes/extents and data-dependent ops (ONNX)
 from . import elemwise as elemwise
 from . import indexing as indexing
 from . import linalg as linalg

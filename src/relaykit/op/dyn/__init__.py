@@ -44,6 +44,22 @@ from relaykit.tir import Any as AnyDim
 
 from . import image, nn
 from ._base import DYN_OPS, define_dyn_op, ints, shape_input, static_equivalent, unknown
+from .reduce import REDUCTIONS, cumulative, reduce, sum_
+from .signal import dft, stft, window
+from .transform import (
+    as_dynamic,
+    center_crop_pad,
+    compress,
+    dropout,
+    expand,
+    matmul,
+    pad_axes,
+    slice_axes,
+    split,
+    unique,
+    unsqueeze,
+)
+from .vision import affine_grid, col2im, image_resize, non_max_suppression
 
 __all__ = [
     "DYN_OPS",
@@ -61,6 +77,29 @@ __all__ = [
     "zeros",
     "image",
     "nn",
+    # operators ONNX models need with run-time axes, extents or data-dependent outputs
+    "REDUCTIONS",
+    "affine_grid",
+    "as_dynamic",
+    "center_crop_pad",
+    "col2im",
+    "compress",
+    "cumulative",
+    "dft",
+    "dropout",
+    "expand",
+    "image_resize",
+    "matmul",
+    "non_max_suppression",
+    "pad_axes",
+    "reduce",
+    "slice_axes",
+    "split",
+    "stft",
+    "sum_",
+    "unique",
+    "unsqueeze",
+    "window",
 ]
 
 # -- reshape, broadcast_to, tile ------------------------------------------------------------------

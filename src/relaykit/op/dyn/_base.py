@@ -20,7 +20,11 @@ __all__ = [
     "DYN_OPS",
     "Converter",
     "define_dyn_op",
+    "define_kernel_op",
+    "kernel_shapes",
+    "Kernel",
     "ints",
+    "scalar_int",
     "shape_input",
     "static_equivalent",
     "unknown",
@@ -30,6 +34,8 @@ __all__ = [
 #: (static inputs, static attrs)). The converters are all of a dyn op's semantics.
 Converter = Callable[[Sequence[np.ndarray], Attrs], tuple[list[np.ndarray], dict[str, Any]]]
 DYN_OPS: dict[str, tuple[str, Converter, tuple[int, ...]]] = {}
+#: A NumPy kernel: input values and attributes -> the output (a tuple for several).
+Kernel = Callable[[Sequence[np.ndarray], Attrs], Any]
 
 
 def ints(v: np.ndarray) -> tuple[int, ...]:
@@ -49,8 +55,63 @@ def shape_input(arg_types: Sequence[Type], i: int, what: str) -> int:
     return n
 
 
+def scalar_int(arg_types: Sequence[Type], i: int, what: str) -> None:
+    """Input ``i`` must be an integer scalar (or a 1-element vector)."""
+    t = tensor_arg(arg_types, i, what)
+    if t.dtype not in INT_DTYPES or t.ndim > 1 or (t.ndim == 1 and t.shape[0] != 1):
+        raise TypeRelError(f"{what} must be an integer scalar, got {t}")
+
+
 def unknown(rank: int) -> tuple[AnyDim, ...]:
     return tuple(AnyDim() for _ in range(rank))
+
+
+def kernel_shapes(kernel: Kernel) -> Callable[[Attrs, Sequence[Any]], list[tuple[int, ...]]]:
+    """A data-dependent shape function that runs ``kernel`` on the input values."""
+
+    def shapes(call_attrs: Attrs, inputs: Sequence[Any]) -> list[tuple[int, ...]]:
+        out = kernel([np.asarray(v) for v in inputs], call_attrs)
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        return [tuple(np.shape(o)) for o in outs]
+
+    return shapes
+
+
+def _register(
+    name: str,
+    num_inputs: int,
+    type_rel: Callable[[Sequence[Type], Attrs], Type],
+    kernel: Kernel,
+    shapes: Callable[[Attrs, Sequence[Any]], list[tuple[int, ...]]],
+    attrs: dict[str, Any] | None,
+    doc: str,
+) -> None:
+    """Define the opaque op ``name`` with ``kernel`` and a data-dependent shape function."""
+    define_op(
+        name,
+        num_inputs=num_inputs,
+        attrs=attrs or {},
+        type_rel=type_rel,
+        compute=kernel,
+        pattern=OpPattern.OPAQUE,
+        doc=doc,
+    )
+
+    define_shape_func(name, data_dependent=True)(shapes)
+
+
+def define_kernel_op(
+    name: str,
+    num_inputs: int,
+    type_rel: Callable[[Sequence[Type], Attrs], Type],
+    kernel: Kernel,
+    attrs: dict[str, Any] | None = None,
+    doc: str = "",
+) -> None:
+    """Register a dynamic operator computed by a NumPy ``kernel``; its data-dependent shape
+    function runs the kernel (its output shapes are what the values make them)."""
+
+    _register(name, num_inputs, type_rel, kernel, kernel_shapes(kernel), attrs, doc)
 
 
 def define_dyn_op(
@@ -72,21 +133,12 @@ def define_dyn_op(
         op = default_registry.get(static)
         return op.get_attr("FCompute")(sins, make_attrs(op, sattrs))
 
-    define_op(
-        name,
-        num_inputs=num_inputs,
-        attrs=attrs or {},
-        type_rel=type_rel,
-        compute=kernel,
-        pattern=OpPattern.OPAQUE,
-        doc=doc or f"{static} with run-time {', '.join(map(str, value_inputs))} inputs.",
-    )
-
-    @define_shape_func(name, data_dependent=True)
-    def shape_func(call_attrs: Attrs, inputs: Sequence[Any]) -> list[tuple[int, ...]]:
-        sins, sattrs = convert([np.asarray(v) for v in inputs], call_attrs)
+    def shapes(call_attrs: Attrs, values: Sequence[Any]) -> list[tuple[int, ...]]:
+        sins, sattrs = convert([np.asarray(v) for v in values], call_attrs)
         return output_shapes(static, sattrs, list(sins))
 
+    doc = doc or f"{static} with run-time {', '.join(map(str, value_inputs))} inputs."
+    _register(name, num_inputs, type_rel, kernel, shapes, attrs, doc)
     DYN_OPS[name] = (static, convert, value_inputs)
 
 
