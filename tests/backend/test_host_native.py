@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -27,7 +28,7 @@ def test_compiles_into_the_private_cache_once(fresh):
     built = list(fresh.glob("host/*/librkhost.so"))
     assert len(built) == 1
     shipped = (host_native.SOURCE_DIR / "base.c").read_text()
-    assert (built[0].parent / "base.c").read_text() == shipped
+    assert [p.read_text() for p in built[0].parent.glob("src-*/base.c")] == [shipped]
     assert host_native.library() is lib  # loaded once per process
 
 
@@ -50,6 +51,18 @@ def test_missing_compiler_warns_once_and_falls_back(fresh, monkeypatch):
     assert host_native.library() is None  # remembered: no second attempt, no second warning
 
 
+def test_concurrent_compiles_of_one_library_agree(tmp_path):
+    cc = native_build.find_compiler("a test")
+    target = tmp_path / "lib.so"
+    source = {"f.c": "int f(void) { return 42; }\n" * 1 + "/*" + "x" * 200_000 + "*/\n"}
+    with ThreadPoolExecutor(4) as pool:
+        jobs = [pool.submit(native_build.compile_shared, source, target, cc,
+                            ("-shared", "-fPIC")) for _ in range(4)]  # fmt: skip
+        for job in jobs:
+            job.result()
+    assert ctypes.CDLL(str(target)).f() == 42
+
+
 def test_cache_key_covers_sources_flags_and_parts():
     base = native_build.cache_key({"a.c": "x"}, ("-O2",), "cc")
     assert base != native_build.cache_key({"a.c": "y"}, ("-O2",), "cc")
@@ -64,4 +77,4 @@ def test_compile_error_is_typed_and_keeps_the_source(tmp_path):
     with pytest.raises(CompileError, match="broken.c"):
         native_build.compile_shared({"broken.c": "int f( {"}, target, cc, ("-shared", "-fPIC"))
     assert not target.exists()
-    assert (tmp_path / "broken.c").exists()
+    assert len(list(tmp_path.glob("src-*/broken.c"))) == 1

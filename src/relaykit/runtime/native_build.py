@@ -110,14 +110,16 @@ def compile_shared(
 ) -> None:
     """Compile ``sources`` (file name -> text) into the shared library ``target``.
 
-    The sources are written next to the target and kept (for error messages and
-    debuggers); the library appears atomically, so a concurrent loader sees the
-    whole file or none.
+    The sources are written to a fresh directory next to the target and kept there
+    (for error messages and debuggers), so processes compiling the same library at
+    once never read each other's half-written files; the library appears
+    atomically, so a concurrent loader sees the whole file or none.
     """
     target.parent.mkdir(parents=True, exist_ok=True)
+    srcdir = Path(tempfile.mkdtemp(dir=target.parent, prefix="src-"))
     paths = []
     for name, text in sources.items():
-        path = target.parent / name
+        path = srcdir / name
         path.write_text(text, encoding="utf-8")
         paths.append(str(path))
     fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".so.tmp")
