@@ -15,7 +15,7 @@ ctypes releases the GIL during a call, so the policy's host workers
 (:meth:`relaykit.runtime.threads.ThreadPolicy.run_parallel`) run blocks of one
 kernel in parallel.
 
->>> lib = library()                       # doctest: +SKIP
+>>> lib = library()
 >>> lib is None or hasattr(lib, "rk_abi")
 True
 """
