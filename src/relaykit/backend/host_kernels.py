@@ -30,6 +30,8 @@ from typing import Any
 import numpy as np
 import scipy.special
 
+from relaykit.backend import host_conv
+from relaykit.backend.host_conv import Epilogue
 from relaykit.errors import ExecutionError
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.op import default_registry
@@ -444,11 +446,18 @@ def _blocks(size: int, count: int, align: int = 16) -> list[tuple[int, int]]:
     return [(lo, min(size, lo + step)) for lo in range(0, size, step)]
 
 
-def matmul_run(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> Run:
+def matmul_run(
+    a: np.ndarray,
+    b: np.ndarray,
+    out: np.ndarray,
+    epilogue: Callable[[tuple[int, int], tuple[int, int]], Run] | None = None,
+) -> Run:
     """``out = a @ b`` (2-D, or 3-D with equal batch sizes) with BLAS on one thread; a big
     product is cut into blocks (of the batch, else of the columns of ``b``, else of the rows
     of ``a``) that the host threads take in turn (see :mod:`relaykit.runtime.threads`). The
     blocks depend on the shapes only, so the bits do not depend on the thread count.
+    ``epilogue`` (2-D only) makes the run of a block of rows and columns of ``out``, called
+    right after that block's product, while it is in the cache.
 
     >>> a, b = np.ones((256, 128), np.float32), np.ones((128, 512), np.float32)
     >>> out = np.empty((256, 512), np.float32)
@@ -456,36 +465,70 @@ def matmul_run(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> Run:
     (128.0, 128.0)
     """
     get_policy().ensure_applied()
-    whole = functools.partial(np.matmul, a, b, out=out)
+    whole: Run = functools.partial(np.matmul, a, b, out=out)
     batch = a.shape[0] if a.ndim == 3 else 1
     m, k = a.shape[-2:]
     n = b.shape[-1]
     macs = batch * m * k * n
     count = min(_MAX_BLOCKS, macs // _SPLIT_MIN_MACS)
+    if epilogue is not None:
+        if a.ndim != 2 or b.ndim != 2 or out.ndim != 2:
+            raise ExecutionError("a GEMM epilogue needs 2-D operands")
+        whole = _sequence([whole, epilogue((0, m), (0, n))])
     if count < 2 or a.ndim != b.ndim or out.ndim != a.ndim or a.ndim not in (2, 3):
         return whole
-    if batch >= 2 * min(count, 4):
+    if batch >= 2 * min(count, 4) and epilogue is None:
         parts = [(a[lo:hi], b[lo:hi], out[lo:hi]) for lo, hi in _blocks(batch, count, 1)]
+        tasks: list[Run] = [functools.partial(np.matmul, x, y, out=o) for x, y, o in parts]
     elif n >= 2 * _MIN_BLOCK:
         cut = _blocks(n, min(count, n // _MIN_BLOCK))
-        parts = [(a, b[..., lo:hi], out[..., lo:hi]) for lo, hi in cut]
+        tasks = [
+            _gemm_block(a, b[..., lo:hi], out[..., lo:hi], epilogue, (0, m), (lo, hi))
+            for lo, hi in cut
+        ]
     elif m >= 2 * _MIN_BLOCK:
         cut = _blocks(m, min(count, m // _MIN_BLOCK))
-        parts = [(a[..., lo:hi, :], b, out[..., lo:hi, :]) for lo, hi in cut]
+        tasks = [
+            _gemm_block(a[..., lo:hi, :], b, out[..., lo:hi, :], epilogue, (lo, hi), (0, n))
+            for lo, hi in cut
+        ]
     else:
         return whole
-    tasks = [functools.partial(np.matmul, x, y, out=o) for x, y, o in parts]
     return functools.partial(get_policy().run_parallel, tasks)
+
+
+def _gemm_block(
+    a: np.ndarray,
+    b: np.ndarray,
+    out: np.ndarray,
+    epilogue: Callable[[tuple[int, int], tuple[int, int]], Run] | None,
+    rows: tuple[int, int],
+    cols: tuple[int, int],
+) -> Run:
+    gemm = functools.partial(np.matmul, a, b, out=out)
+    return gemm if epilogue is None else _sequence([gemm, epilogue(rows, cols)])
 
 
 @register_host_kernel("nn.dense")
 def _dense(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch) -> Run | None:
-    x, w = args
-    o = outs[0]
+    return dense_run(args[0], args[1], outs[0])
+
+
+def dense_run(
+    x: np.ndarray, w: np.ndarray, o: np.ndarray, epilogue: Epilogue | None = None
+) -> Run | None:
+    """``o = x @ w.T`` (``nn.dense``), then ``epilogue`` (bias per output feature) on each
+    block of ``o`` as it is computed; ``None`` when not handled here."""
     if not _float_same(x, w, o):
         return None
-    if x.ndim > 2 and x.flags.c_contiguous:  # one GEMM over all leading axes, no copies
+    if x.ndim > 2 and x.flags.c_contiguous and o.flags.c_contiguous:
+        # one GEMM over all leading axes, no copies
         x, o = x.reshape(-1, x.shape[-1]), o.reshape(-1, o.shape[-1])
+    if epilogue is not None:
+        blocks = epilogue.blocks(o, o.shape, False) if o.ndim == 2 else None
+        if blocks is None:
+            return None
+        return matmul_run(x, w.T, o, blocks)
     if x.ndim != 2:
         get_policy().ensure_applied()
         return functools.partial(np.matmul, x, w.T, out=o)
@@ -569,8 +612,21 @@ def _taps(
 
 @register_host_kernel("nn.conv2d")
 def _conv2d(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch) -> Run | None:
-    x, w = args
-    o = outs[0]
+    return conv2d_run(attrs, args[0], args[1], outs[0], scratch)
+
+
+def conv2d_run(
+    attrs: Attrs,
+    x: np.ndarray,
+    w: np.ndarray,
+    o: np.ndarray,
+    scratch: Scratch,
+    epilogue: Epilogue | None = None,
+) -> Run | None:
+    """``nn.conv2d`` (NCHW/OIHW) into ``o``, then ``epilogue`` (bias per channel,
+    residual, clamp; native kernels only) on each block as it is computed: in the
+    depthwise kernel itself, or after each block of the GEMM. ``None`` when not handled
+    here (other layouts and dtypes, or an epilogue this shape cannot fuse)."""
     if (
         attrs.data_layout != "NCHW"
         or attrs.kernel_layout != "OIHW"
@@ -588,7 +644,9 @@ def _conv2d(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scra
     wmat = np.ascontiguousarray(w).reshape(g, oc // g, k)
     out = o.reshape(n, g, oc // g, oh * ow)
     if cg == 1 and g > 1 and x.flags.c_contiguous and o.flags.c_contiguous and w.flags.c_contiguous:
-        return _depthwise(x, w, o, pads, strides, dilation, scratch)
+        return _depthwise(x, w, o, pads, strides, dilation, scratch, epilogue)
+    if epilogue is not None and (g != 1 or not o.flags.c_contiguous):
+        return None
     steps: list[Run] = []
     if (kh, kw) == (1, 1) and strides == (1, 1) and not any(pads):
         cols = x.reshape(n, g, cg, h * wd)
@@ -599,7 +657,14 @@ def _conv2d(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scra
             steps.append(functools.partial(np.copyto, cols6[:, :, i, j], view))
         cols = cols6.reshape(n, g, k, oh * ow)
     get_policy().ensure_applied()
-    steps.extend(_gemms(wmat, cols, out))
+    if epilogue is None:
+        steps.extend(_gemms(wmat, cols, out))
+    else:
+        for i in range(n):
+            blocks = epilogue.blocks(out[i, 0], (oc, oh * ow), True, i * oc * oh * ow)
+            if blocks is None:
+                return None
+            steps.append(matmul_run(wmat[0], cols[i, 0], out[i, 0], blocks))
     if len(steps) == 1:
         return steps[0]
 
@@ -612,6 +677,8 @@ def _conv2d(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scra
 
 #: Multiply-adds per block of a depthwise convolution (fewer blocks: fewer NumPy calls).
 _DEPTHWISE_BLOCK_MACS = 1_000_000
+#: Multiply-adds per block of the native depthwise kernel (~100 us on one thread).
+_NATIVE_DEPTHWISE_BLOCK_MACS = 1_000_000
 
 
 def _depthwise(
@@ -622,8 +689,11 @@ def _depthwise(
     strides: tuple[int, int],
     dilation: tuple[int, int],
     scratch: Scratch,
-) -> Run:
-    """Depthwise convolution (one input channel per group, ``m`` outputs each) as K
+    epilogue: Epilogue | None = None,
+) -> Run | None:
+    """Depthwise convolution (one input channel per group, ``m`` outputs each): the
+    native kernel (with ``epilogue`` applied to each output row) when it is available
+    (see :mod:`relaykit.backend.host_conv`), else (and never with an epilogue) as K
     multiply-adds of whole shifted planes, no im2col.
 
     The padded input is split into its ``sh x sw`` stride phases (one plane for stride 1),
@@ -636,6 +706,15 @@ def _depthwise(
     """
     n, c, h, wd = x.shape
     oc, _, kh, kw = w.shape
+    macs = o.size * kh * kw
+    parts = max(1, min(_MAX_BLOCKS, c, macs // _NATIVE_DEPTHWISE_BLOCK_MACS))
+    native = host_conv.depthwise(x, w, o, pads, strides, dilation, scratch.take, epilogue, parts)
+    if native is not None:
+        return (
+            native[0] if len(native) == 1 else functools.partial(get_policy().run_parallel, native)
+        )
+    if epilogue is not None:
+        return None
     m = oc // c
     oh, ow = o.shape[2], o.shape[3]
     (sh, sw), (dh, dw) = strides, dilation

@@ -1,0 +1,214 @@
+/* relaykit native host kernels: depthwise convolution and the bias/residual/clamp epilogue.
+ *
+ * Both kernels take their operands as one array of addresses and one array of int64
+ * sizes (made once, when the executor binds the step), so a call costs one ctypes
+ * conversion of three pointers. Each call computes one block (channels, or rows and
+ * columns) of its operator; blocks do not overlap, so the host workers run them in
+ * parallel.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <math.h>
+#include <string.h>
+
+/* Fill the sh * sw stride phases of one zero-padded channel: phase (a, b), row r, column q
+ * holds the padded input at row r * sh + a, column q * sw + b (R rows of Q columns).
+ * row: Q * sw floats of scratch (a padded input row, split into its phases). */
+static void rk_dw_phases(const float *xc, float *planes, float *restrict row, int64_t H,
+                         int64_t W, int64_t R, int64_t Q, int64_t sh, int64_t sw, int64_t pt,
+                         int64_t pl) {
+    const int64_t L = Q * sw;                   /* padded columns kept */
+    const int64_t a0 = pl < L ? pl : L;         /* input column 0 at padded column a0 */
+    const int64_t n = W < L - a0 ? W : L - a0;  /* input columns kept */
+    for (int64_t a = 0; a < sh; a++) {
+        for (int64_t r = 0; r < R; r++) {
+            const int64_t iy = r * sh + a - pt;
+            float *dst0 = planes + (a * sw) * R * Q + r * Q;
+            if (iy < 0 || iy >= H) {
+                for (int64_t b = 0; b < sw; b++) memset(dst0 + b * R * Q, 0, (size_t)Q * sizeof(float));
+                continue;
+            }
+            const float *xr = xc + iy * W;
+            float *padded = sw == 1 ? dst0 : row;
+            if (a0 > 0) memset(padded, 0, (size_t)a0 * sizeof(float));
+            if (n > 0) memcpy(padded + a0, xr, (size_t)n * sizeof(float));
+            const int64_t end = a0 + (n > 0 ? n : 0);
+            if (end < L) memset(padded + end, 0, (size_t)(L - end) * sizeof(float));
+            if (sw == 2) {
+                float *restrict d0 = dst0, *restrict d1 = dst0 + R * Q;
+                for (int64_t q = 0; q < Q; q++) {
+                    d0[q] = row[2 * q];
+                    d1[q] = row[2 * q + 1];
+                }
+            } else if (sw > 2) {
+                for (int64_t b = 0; b < sw; b++) {
+                    float *restrict d = dst0 + b * R * Q;
+                    for (int64_t q = 0; q < Q; q++) d[q] = row[q * sw + b];
+                }
+            }
+        }
+    }
+}
+
+/* Depthwise convolution, NCHW, one image, input channels [c0, c1).
+ *
+ * p (addresses): x [C, H, W], w [C * mult, KH * KW], bias [C * mult] or 0,
+ *                res [C * mult, OH, OW] or 0 (not overlapping y), y [C * mult, OH, OW],
+ *                scratch (rk_dw_scratch_floats floats).
+ * s (sizes):     c0, c1, mult, H, W, OH, OW, KH, KW, sh, sw, dh, dw, pt, pl.
+ * f:             lo, hi (the clamp; -inf/inf for none).
+ *
+ * y[o] = clamp(bias[o] + sum_taps w[o, tap] * x_padded[c, tap] + res[o], lo, hi).
+ * Each input channel is copied, zero padded, into its sh * sw stride phases, all with
+ * the same row pitch Q; then the tap (i, j) of output pixel (oy, ox) is one phase read
+ * at flat index oy * Q + ox + (a constant of the tap), so every tap is one unit-stride
+ * pass over the OH * Q outputs (the Q - OW extra columns of each row are computed and
+ * dropped) whatever the stride, dilation and image size; 3x3 taps are summed in one pass.
+ */
+void rk_dw_conv2d_f32(const uintptr_t *p, const int64_t *s, const float *f) {
+    const float *x = (const float *)p[0], *w = (const float *)p[1];
+    const float *bias = (const float *)p[2], *res = (const float *)p[3];
+    float *y = (float *)p[4], *scratch = (float *)p[5];
+    const int64_t c0 = s[0], c1 = s[1], mult = s[2], H = s[3], W = s[4], OH = s[5], OW = s[6];
+    const int64_t KH = s[7], KW = s[8], sh = s[9], sw = s[10], dh = s[11], dw = s[12];
+    const int64_t pt = s[13], pl = s[14];
+    const float lo = f[0], hi = f[1];
+    const int64_t Q = OW + ((KW - 1) * dw) / sw;
+    const int64_t R = OH + ((KH - 1) * dh) / sh + 1;  /* a spare row: the last tap reads on */
+    const int64_t T = OH * Q, K = KH * KW;
+    float *planes = scratch;
+    float *restrict acc = scratch + sh * sw * R * Q;
+    float *row = acc + T;
+    const float *tap[9];
+    const int fused = KH == 3 && KW == 3;
+
+    for (int64_t c = c0; c < c1; c++) {
+        rk_dw_phases(x + c * H * W, planes, row, H, W, R, Q, sh, sw, pt, pl);
+        for (int64_t m = 0; m < mult; m++) {
+            const int64_t o = c * mult + m;
+            const float *wo = w + o * K;
+            const float b = bias != NULL ? bias[o] : 0.0f;
+            if (fused) {
+                for (int64_t i = 0, k = 0; i < 3; i++) {
+                    for (int64_t j = 0; j < 3; j++, k++) {
+                        const int64_t r = i * dh, q = j * dw;
+                        tap[k] = planes + ((r % sh) * sw + q % sw) * R * Q + (r / sh) * Q + q / sw;
+                    }
+                }
+            }
+            if (fused) {
+                const float *restrict t0 = tap[0], *restrict t1 = tap[1], *restrict t2 = tap[2];
+                const float *restrict t3 = tap[3], *restrict t4 = tap[4], *restrict t5 = tap[5];
+                const float *restrict t6 = tap[6], *restrict t7 = tap[7], *restrict t8 = tap[8];
+                const float w0 = wo[0], w1 = wo[1], w2 = wo[2], w3 = wo[3], w4 = wo[4];
+                const float w5 = wo[5], w6 = wo[6], w7 = wo[7], w8 = wo[8];
+                for (int64_t t = 0; t < T; t++) {
+                    /* two chains of fused multiply-adds */
+                    float u = fmaf(w0, t0[t], b), v = w1 * t1[t];
+                    u = fmaf(w2, t2[t], u);
+                    v = fmaf(w3, t3[t], v);
+                    u = fmaf(w4, t4[t], u);
+                    v = fmaf(w5, t5[t], v);
+                    u = fmaf(w6, t6[t], u);
+                    v = fmaf(w7, t7[t], v);
+                    u = fmaf(w8, t8[t], u);
+                    acc[t] = u + v;
+                }
+            } else {
+                for (int64_t t = 0; t < T; t++) acc[t] = b;
+                for (int64_t i = 0, k = 0; i < KH; i++) {
+                    for (int64_t j = 0; j < KW; j++, k++) {
+                        const int64_t r = i * dh, q = j * dw;
+                        const float *restrict src =
+                            planes + ((r % sh) * sw + q % sw) * R * Q + (r / sh) * Q + q / sw;
+                        const float wk = wo[k];
+                        for (int64_t t = 0; t < T; t++) acc[t] = fmaf(wk, src[t], acc[t]);
+                    }
+                }
+            }
+            float *yo = y + o * OH * OW;
+            const float *ro = res != NULL ? res + o * OH * OW : NULL;
+            for (int64_t oy = 0; oy < OH; oy++) {
+                float *restrict yr = yo + oy * OW;
+                const float *ar = acc + oy * Q;
+                if (ro != NULL) {
+                    const float *rr = ro + oy * OW;
+                    for (int64_t ox = 0; ox < OW; ox++) {
+                        float v = ar[ox] + rr[ox];
+                        v = v < lo ? lo : v;
+                        yr[ox] = v > hi ? hi : v;
+                    }
+                } else {
+                    for (int64_t ox = 0; ox < OW; ox++) {
+                        float v = ar[ox];
+                        v = v < lo ? lo : v;
+                        yr[ox] = v > hi ? hi : v;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* Floats of scratch one rk_dw_conv2d_f32 call needs: s as for that kernel. */
+int64_t rk_dw_scratch_floats(const int64_t *s) {
+    const int64_t OH = s[5], OW = s[6], KH = s[7], KW = s[8];
+    const int64_t sh = s[9], sw = s[10], dh = s[11], dw = s[12];
+    const int64_t Q = OW + ((KW - 1) * dw) / sw;
+    const int64_t R = OH + ((KH - 1) * dh) / sh + 1;
+    return sh * sw * R * Q + OH * Q + Q * sw;
+}
+
+/* The epilogue of a matrix product, on rows [r0, r1) and columns [k0, k1) of a 2-D block:
+ *     y[r, k] = clamp(src[r, k] + bias + res[r, k], lo, hi)
+ * with bias = brow[r] (per row), bcol[k] (per column) or none.
+ *
+ * p (addresses): src, y, brow or 0, bcol or 0, res or 0 (y may be src, or res).
+ * s (sizes):     r0, r1, k0, k1, ld_src, ld_y, ld_res (row pitches, in floats).
+ * f:             lo, hi.
+ */
+void rk_epilogue_f32(const uintptr_t *p, const int64_t *s, const float *f) {
+    const float *src = (const float *)p[0];
+    float *y = (float *)p[1];
+    const float *brow = (const float *)p[2], *bcol = (const float *)p[3];
+    const float *res = (const float *)p[4];
+    const int64_t r0 = s[0], r1 = s[1], k0 = s[2], k1 = s[3];
+    const int64_t lds = s[4], ldy = s[5], ldr = s[6];
+    const float lo = f[0], hi = f[1];
+    const int64_t n = k1 - k0;
+    for (int64_t r = r0; r < r1; r++) {
+        /* y may be src or res (same element, read before written): no restrict */
+        const float *sr = src + r * lds + k0;
+        float *yr = y + r * ldy + k0;
+        const float *bc = bcol != NULL ? bcol + k0 : NULL;
+        const float b = brow != NULL ? brow[r] : 0.0f;
+        if (res != NULL) {
+            const float *rr = res + r * ldr + k0;
+            if (bc != NULL) {
+                for (int64_t i = 0; i < n; i++) {
+                    float v = (sr[i] + bc[i]) + rr[i];
+                    v = v < lo ? lo : v;
+                    yr[i] = v > hi ? hi : v;
+                }
+            } else {
+                for (int64_t i = 0; i < n; i++) {
+                    float v = (sr[i] + b) + rr[i];
+                    v = v < lo ? lo : v;
+                    yr[i] = v > hi ? hi : v;
+                }
+            }
+        } else if (bc != NULL) {
+            for (int64_t i = 0; i < n; i++) {
+                float v = sr[i] + bc[i];
+                v = v < lo ? lo : v;
+                yr[i] = v > hi ? hi : v;
+            }
+        } else {
+            for (int64_t i = 0; i < n; i++) {
+                float v = sr[i] + b;
+                v = v < lo ? lo : v;
+                yr[i] = v > hi ? hi : v;
+            }
+        }
+    }
+}

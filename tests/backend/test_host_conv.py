@@ -1,0 +1,87 @@
+"""The native convolution kernels (backend/native/conv.c) with their fused epilogues,
+against NumPy computations in float64."""
+
+import numpy as np
+import pytest
+
+from relaykit.backend import host_conv
+from relaykit.backend.host_conv import Epilogue
+from relaykit.backend.host_kernels import Scratch
+
+RNG = np.random.default_rng(5)
+
+pytestmark = pytest.mark.skipif(
+    host_conv.kernels() is None, reason="no C compiler: the native kernels are unavailable"
+)
+
+
+def _depthwise_ref(x, w, stride, pad):
+    n, c, h, wd = x.shape
+    oc, _, k, _ = w.shape
+    m = oc // c
+    xp = np.pad(x.astype("f8"), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh, ow = (h + 2 * pad - k) // stride + 1, (wd + 2 * pad - k) // stride + 1
+    out = np.zeros((n, oc, oh, ow))
+    for i in range(k):
+        for j in range(k):
+            tap = xp[
+                :, :, i : i + (oh - 1) * stride + 1 : stride, j : j + (ow - 1) * stride + 1 : stride
+            ]
+            out += np.repeat(tap, m, axis=1) * w[None, :, 0, i, j, None, None]
+    return out
+
+
+@pytest.mark.parametrize("blocks", [1, 3])
+@pytest.mark.parametrize("stride, mult", [(1, 1), (2, 1), (1, 2)])
+def test_depthwise_with_bias_residual_and_clamp(blocks, stride, mult):
+    x = RNG.standard_normal((2, 5, 11, 9)).astype("float32")
+    w = RNG.standard_normal((5 * mult, 1, 3, 3)).astype("float32")
+    conv = _depthwise_ref(x, w, stride, 1)
+    bias = RNG.standard_normal(5 * mult).astype("float32")
+    res = RNG.standard_normal(conv.shape).astype("float32")
+    o = np.full(conv.shape, np.nan, "float32")
+    epi = Epilogue(o, bias, res, -0.5, 1.5)
+    tasks = host_conv.depthwise(x, w, o, (1, 1, 1, 1), (stride, stride), (1, 1),
+                                Scratch(None).take, epi, blocks)  # fmt: skip
+    assert tasks is not None and len(tasks) == 2 * blocks
+    for t in tasks:
+        t()
+    want = np.clip(conv + bias[None, :, None, None] + res, -0.5, 1.5)
+    np.testing.assert_allclose(o, want, rtol=1e-5, atol=1e-5)
+
+
+def test_depthwise_refuses_a_residual_in_its_output():
+    x = RNG.standard_normal((1, 4, 6, 6)).astype("float32")
+    w = RNG.standard_normal((4, 1, 3, 3)).astype("float32")
+    o = np.empty((1, 4, 6, 6), "float32")
+    epi = Epilogue(o, None, o, 0.0, 6.0)
+    assert host_conv.depthwise(x, w, o, (1,) * 4, (1, 1), (1, 1), Scratch(None).take, epi) is None
+
+
+@pytest.mark.parametrize("per_row", [True, False])
+def test_epilogue_block_on_part_of_a_matrix(per_row):
+    src = RNG.standard_normal((6, 40)).astype("float32")
+    res = RNG.standard_normal((6, 40)).astype("float32")
+    bias = RNG.standard_normal(6 if per_row else 40).astype("float32")
+    y = np.zeros((6, 40), "float32")
+    epi = Epilogue(y, bias, None, float("-inf"), 0.75)
+    run = host_conv.epilogue_block(src, y, epi, (1, 5), (8, 33), per_row, res)
+    assert run is not None
+    run()
+    b = bias[:, None] if per_row else bias[None, :]
+    want = np.zeros((6, 40))
+    want[1:5, 8:33] = np.minimum(src + b + res, 0.75)[1:5, 8:33]
+    np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6)
+
+
+def test_epilogue_in_place_over_the_residual_keeps_nan():
+    src = RNG.standard_normal((3, 17)).astype("float32")
+    src[1, 3] = np.nan
+    res = RNG.standard_normal((3, 17)).astype("float32")
+    want = np.clip(src.astype("f8") + res, 0.0, 6.0)
+    epi = Epilogue(res, None, None, 0.0, 6.0)
+    run = host_conv.epilogue_block(src, res, epi, (0, 3), (0, 17), True, res)
+    assert run is not None
+    run()  # y is the residual itself: each element is read before it is written
+    np.testing.assert_allclose(res, want, rtol=1e-6, atol=1e-6)
+    assert np.isnan(res[1, 3])
