@@ -45,6 +45,7 @@ from relaykit.runtime.module import Module
 from relaykit.runtime.ndarray import Device, NDArray, cpu
 from relaykit.runtime.params import load_param_dict
 
+from . import host_fusion, host_native
 from .graph_plan import EntrySpec, GraphPlan
 from .host_kernels import Scratch, bind_kernel
 from .memory_plan import MemoryReport, memory_report
@@ -183,6 +184,12 @@ class GraphExecutor(Module):
         )
         self._lock = threading.Lock()
         self._local = threading.local()
+        # Native host kernels: decided once (every thread binds the same kernels, so the
+        # scratch measured below fits them all); producers with their epilogues fused.
+        self._native = host_native.is_enabled()
+        self._fusion = host_fusion.plan_fusion(plan) if self._native else {}
+        #: Fused steps bound, by producer node: the epilogue operators (for errors).
+        self._fused_names: dict[int, tuple[str, ...]] = {}
         # Parameters: a dict replaced (never changed in place) under the lock, with a version
         # that tells every thread to bind its steps again.
         given: dict[str, np.ndarray] = {}
@@ -298,7 +305,8 @@ class GraphExecutor(Module):
         self, state: _ThreadState, params: Mapping[str, np.ndarray], version: int
     ) -> None:
         views = self._make_views(state.blocks, params)
-        state.steps, state.step_nodes = self._bind_steps(views, Scratch(state.arena), False)
+        with contextlib.nullcontext() if self._native else host_native.disabled():
+            state.steps, state.step_nodes = self._bind_steps(views, Scratch(state.arena), False)
         state.views = views
         state.inputs = [views[e] for e in self._input_entries]
         state.version = version
@@ -308,17 +316,30 @@ class GraphExecutor(Module):
     ) -> tuple[list[Callable[[], Any]], list[int]]:
         steps: list[Callable[[], Any]] = []
         step_nodes: list[int] = []
+        fused: set[int] = set()
         for index, node in enumerate(self.plan.nodes):
             if node.kind in ("input", "param") or (node.kind == "op" and node.view):
+                continue
+            if index in fused:
                 continue
             ins = [views[e] for e in node.inputs]
             outs = [views[e] for e in node.outputs]
             if node.kind == "op":
                 scratch.reset()
+                group = self._fusion.get(index)
                 try:
-                    run = bind_kernel(
-                        node.name, node.attrs, _group(ins, node.groups), outs, scratch
-                    )
+                    run = None
+                    if group is not None:
+                        run = host_fusion.bind_group(group, self.plan, views, scratch)
+                        if run is not None:
+                            fused.update(group.members)
+                            self._fused_names[index] = group.names
+                        else:
+                            scratch.reset()
+                    if run is None:
+                        run = bind_kernel(
+                            node.name, node.attrs, _group(ins, node.groups), outs, scratch
+                        )
                 except RelayKitError:
                     raise
                 except Exception as err:
@@ -348,7 +369,9 @@ class GraphExecutor(Module):
                 f"error in function {node.name} of backend {node.compiler!r} "
                 f"(region ops: {', '.join(node.region_ops) or 'none'}): {detail}"
             )
-        return ExecutionError(f"while running {node.desc or node.name}: {detail}")
+        names = self._fused_names.get(state.step_nodes[i])
+        fused = f" (fused with {', '.join(names)})" if names else ""
+        return ExecutionError(f"while running {node.desc or node.name}{fused}: {detail}")
 
     # -- TVM's graph executor interface ---------------------------------------------------------
     def set_input(self, key: Any = None, value: Any = None, **params: Any) -> None:
