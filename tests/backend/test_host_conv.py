@@ -31,9 +31,9 @@ def _depthwise_ref(x, w, stride, pad):
     return out
 
 
-@pytest.mark.parametrize("blocks", [1, 3])
+@pytest.mark.parametrize("blocks, threads", [(1, 1), (3, 2), (5, 3)])
 @pytest.mark.parametrize("stride, mult", [(1, 1), (2, 1), (1, 2)])
-def test_depthwise_with_bias_residual_and_clamp(blocks, stride, mult):
+def test_depthwise_with_bias_residual_and_clamp(blocks, threads, stride, mult):
     x = RNG.standard_normal((2, 5, 11, 9)).astype("float32")
     w = RNG.standard_normal((5 * mult, 1, 3, 3)).astype("float32")
     conv = _depthwise_ref(x, w, stride, 1)
@@ -41,11 +41,13 @@ def test_depthwise_with_bias_residual_and_clamp(blocks, stride, mult):
     res = RNG.standard_normal(conv.shape).astype("float32")
     o = np.full(conv.shape, np.nan, "float32")
     epi = Epilogue(o, bias, res, -0.5, 1.5)
-    tasks = host_conv.depthwise(x, w, o, (1, 1, 1, 1), (stride, stride), (1, 1),
-                                Scratch(None).take, epi, blocks)  # fmt: skip
-    assert tasks is not None and len(tasks) == 2 * blocks
-    for t in tasks:
-        t()
+    run = host_conv.depthwise(
+        x, w, o, (1, 1, 1, 1), (stride, stride), (1, 1), Scratch(None).take, epi, blocks,
+        lambda: threads,
+    )  # fmt: skip
+    assert run is not None
+    run()
+    run()
     want = np.clip(conv + bias[None, :, None, None] + res, -0.5, 1.5)
     np.testing.assert_allclose(o, want, rtol=1e-5, atol=1e-5)
 
@@ -85,3 +87,46 @@ def test_epilogue_in_place_over_the_residual_keeps_nan():
     run()  # y is the residual itself: each element is read before it is written
     np.testing.assert_allclose(res, want, rtol=1e-6, atol=1e-6)
     assert np.isnan(res[1, 3])
+
+
+@pytest.mark.parametrize("threads", [1, 2, 4])
+@pytest.mark.parametrize(
+    "ta, tb, by_rows, cuts",
+    [
+        (False, False, False, [(0, 48), (48, 96), (96, 130)]),
+        (False, True, True, [(0, 16), (16, 40)]),
+        (True, False, True, [(0, 40)]),
+        (True, True, False, [(0, 64), (64, 130)]),
+    ],
+)
+def test_native_gemm_blocks_with_epilogue(threads, ta, tb, by_rows, cuts):
+    if host_conv.blas_sgemm() is None:
+        pytest.skip("NumPy's BLAS has no cblas_sgemm the kernels can call")
+    m, k, n = 40, 33, 130
+    a = rand_t((m, k), ta)
+    b = rand_t((k, n), tb)
+    bias = RNG.standard_normal(m if by_rows else n).astype("float32")
+    res = RNG.standard_normal((m, n)).astype("float32")
+    out = np.full((m, n), np.nan, "float32")
+    y = np.full((m, n), np.nan, "float32")
+    epi = Epilogue(y, bias, res, -1.0, 2.0).matrix((m, n), by_rows)
+    run = host_conv.gemm(a, b, out, cuts, by_rows, epi, lambda: threads)
+    assert run is not None
+    run()
+    b2 = bias[:, None] if by_rows else bias[None, :]
+    prod = a.astype("f8") @ b.astype("f8")
+    np.testing.assert_allclose(out, prod, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(y, np.clip(prod + b2 + res, -1, 2), rtol=1e-5, atol=1e-4)
+
+
+def rand_t(shape, transposed):
+    """A float32 matrix of ``shape``, stored transposed (a Fortran-order view) or not."""
+    if transposed:
+        return RNG.standard_normal(shape[::-1]).astype("float32").T
+    return RNG.standard_normal(shape).astype("float32")
+
+
+def test_native_gemm_refuses_operands_blas_cannot_take():
+    a = RNG.standard_normal((8, 12)).astype("float32")[:, ::2]  # no unit stride
+    b = RNG.standard_normal((6, 5)).astype("float32")
+    assert host_conv.gemm(a, b, np.empty((8, 5), "float32"), [(0, 5)], False) is None

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import itertools
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -32,6 +31,12 @@ from typing import Any, Protocol
 import numpy as np
 
 from relaykit.backend import host_native
+from relaykit.errors import ExecutionError
+
+try:  # a core dependency (the thread policy sets BLAS threads with it)
+    from threadpoolctl import threadpool_info as _threadpool_info
+except ImportError:  # pragma: no cover - only when installed without its dependencies
+    _threadpool_info = None
 
 __all__ = ["Epilogue", "Take", "kernels", "depthwise", "epilogue_block"]
 
@@ -60,25 +65,44 @@ class Epilogue:
     lo: float = float("-inf")
     hi: float = float("inf")
 
-    def blocks(
-        self, src: np.ndarray, shape: tuple[int, int], bias_per_row: bool, offset: int = 0
-    ) -> Callable[[tuple[int, int], tuple[int, int]], Run] | None:
-        """A maker of the epilogue's runs on blocks of the 2-D product ``src`` (of
-        ``shape``; ``y`` and ``residual`` are read as the same 2-D matrix starting at flat
-        element ``offset``), or ``None`` when the native kernel cannot take them."""
+    def matrix(
+        self, shape: tuple[int, int], bias_per_row: bool, offset: int = 0
+    ) -> MatrixEpilogue | None:
+        """The epilogue of a 2-D product of ``shape`` whose elements are ``y``'s (and
+        ``residual``'s) from flat element ``offset`` on, bias per row (a convolution's
+        channels) or per column (a dense layer's features); ``None`` when the arrays do not
+        allow it."""
         y = _matrix(self.y, offset, shape)
         res = None if self.residual is None else _matrix(self.residual, offset, shape)
         if y is None or (self.residual is not None and res is None):
             return None
-        if epilogue_block(src, y, self, (0, 0), (0, 0), bias_per_row, res) is None:
+        bias = self.bias
+        if bias is not None and (
+            bias.dtype != np.float32
+            or not bias.flags.c_contiguous
+            or bias.size != shape[0 if bias_per_row else 1]
+        ):
             return None
+        return MatrixEpilogue(y, res, bias, bias_per_row, self.lo, self.hi)
 
-        def make(r: tuple[int, int], c: tuple[int, int]) -> Run:
-            run = epilogue_block(src, y, self, r, c, bias_per_row, res)
-            assert run is not None
-            return run
 
-        return make
+@dataclass(frozen=True)
+class MatrixEpilogue:
+    """An :class:`Epilogue` on a 2-D product: ``y = clamp(product + bias + res)``."""
+
+    y: np.ndarray
+    res: np.ndarray | None
+    bias: np.ndarray | None
+    bias_per_row: bool
+    lo: float
+    hi: float
+
+    def block(self, src: np.ndarray, rows: tuple[int, int], cols: tuple[int, int]) -> Run:
+        """The epilogue on a block of the product ``src`` (``y``'s shape)."""
+        run = epilogue_block(src, self.y, self, rows, cols)
+        if run is None:
+            raise ExecutionError("the GEMM epilogue needs float32 matrices with unit column stride")
+        return run
 
 
 def _matrix(a: np.ndarray, offset: int, shape: tuple[int, int]) -> np.ndarray | None:
@@ -102,6 +126,10 @@ def kernels() -> Any:
             for name in ("rk_dw_conv2d_f32", "rk_epilogue_f32"):
                 fn = getattr(lib, name)
                 fn.argtypes = [_P, _P, _P]
+                fn.restype = None
+            for name in ("rk_dw_conv2d_run", "rk_gemm_run"):
+                fn = getattr(lib, name)
+                fn.argtypes = [_P, _P, _P, ctypes.c_int64]
                 fn.restype = None
             lib.rk_dw_scratch_floats.argtypes = [_P]
             lib.rk_dw_scratch_floats.restype = ctypes.c_int64
@@ -136,12 +164,13 @@ def depthwise(
     take: Take,
     epilogue: Epilogue | None = None,
     blocks: int = 1,
-) -> list[Run] | None:
+    threads: Callable[[], int] | None = None,
+) -> Run | None:
     """The native depthwise convolution of ``x`` (NCHW) by ``w`` (``[C*m, 1, KH, KW]``)
-    into ``o``, as independent tasks (``blocks`` channel ranges per image), or ``None``
-    when the library is unavailable or the operands are not C-contiguous float32.
-    ``epilogue`` (bias per channel, residual, clamp; its ``y`` must be ``o``) is applied
-    in the same pass."""
+    into ``o``: one call whose ``blocks`` channel ranges per image the calling thread and
+    ``threads()`` - 1 pool threads take in turn; ``None`` when the library is unavailable
+    or the operands are not C-contiguous float32. ``epilogue`` (bias per channel,
+    residual, clamp; its ``y`` must be ``o``) is applied in the same pass."""
     lib = kernels()
     epi = epilogue or Epilogue(o)
     bias = epi.bias
@@ -155,20 +184,14 @@ def depthwise(
     oh, ow = o.shape[2], o.shape[3]
     (sh, sw), (dh, dw) = strides, dilation
     geometry = [oc // c, h, wd, oh, ow, kh, kw, sh, sw, dh, dw, pads[0], pads[1]]
-    floats = int(lib.rk_dw_scratch_floats(_P(np.array([0, 0, *geometry], np.int64).ctypes.data)))
-    bounds = [c * i // blocks for i in range(blocks + 1)]
-    cuts = [(lo, hi) for lo, hi in itertools.pairwise(bounds) if hi > lo]
-    planes = take((len(cuts), floats), np.float32)
-    tasks: list[Run] = []
-    per_in, per_out = c * h * wd, oc * oh * ow
-    for i in range(n):
-        xi, oi = _addr(x) + 4 * i * per_in, _addr(o) + 4 * i * per_out
-        ri = 0 if res is None else _addr(res) + 4 * i * per_out
-        for b, (lo, hi) in enumerate(cuts):
-            addrs = [xi, _addr(w), _addr(bias), ri, oi, _addr(planes[b])]
-            run = _call(lib.rk_dw_conv2d_f32, addrs, [lo, hi, *geometry], epi.lo, epi.hi)
-            tasks.append(functools.partial(_keep, run, (x, w, o, bias, res, planes)))
-    return tasks
+    shape = np.array([0, 0, *geometry], np.int64)
+    floats = int(lib.rk_dw_scratch_floats(_P(shape.ctypes.data)))
+    bounds = sorted({c * i // blocks for i in range(blocks + 1)})
+    scratch = take((len(bounds) - 1, floats), np.float32)
+    addrs = [_addr(x), _addr(w), _addr(bias), _addr(res), _addr(o), _addr(scratch)]
+    sizes = [n, len(bounds) - 1, *geometry, floats, *bounds, c * h * wd, oc * oh * ow]
+    return _threaded(lib.rk_dw_conv2d_run, addrs, sizes, epi.lo, epi.hi, threads,
+                     (x, w, o, bias, res, scratch))  # fmt: skip
 
 
 def _keep(run: Run, _arrays: tuple[Any, ...]) -> None:
@@ -179,23 +202,24 @@ def _keep(run: Run, _arrays: tuple[Any, ...]) -> None:
 def epilogue_block(
     src: np.ndarray,
     y: np.ndarray,
-    epi: Epilogue,
+    epi: Epilogue | MatrixEpilogue,
     rows: tuple[int, int],
     cols: tuple[int, int],
-    bias_per_row: bool,
+    bias_per_row: bool | None = None,
     res: np.ndarray | None = None,
 ) -> Run | None:
     """``y[r, k] = clamp(src[r, k] + bias + res[r, k])`` on rows ``rows`` and columns
     ``cols`` of the 2-D ``src``, ``y`` and ``res`` (unit column stride), bias
-    ``epi.bias`` indexed by row or by column; ``None`` when the library is unavailable
-    or the operands do not fit the kernel."""
+    ``epi.bias`` indexed by row or by column (``bias_per_row``, ``res``: those of a
+    :class:`MatrixEpilogue` when not given); ``None`` when the library is unavailable or
+    the operands do not fit the kernel."""
     lib = kernels()
     bias = epi.bias
+    if isinstance(epi, MatrixEpilogue):
+        res = epi.res if res is None else res
+        bias_per_row = epi.bias_per_row if bias_per_row is None else bias_per_row
     arrays = [src, y] + ([res] if res is not None else [])
-    if lib is None or any(
-        a.ndim != 2 or a.dtype != np.float32 or a.strides[1] != 4 or a.strides[0] % 4
-        for a in arrays
-    ):
+    if lib is None or not all(_matrix_ok(a) for a in arrays):
         return None
     if bias is not None and (bias.dtype != np.float32 or not bias.flags.c_contiguous):
         return None
@@ -204,3 +228,113 @@ def epilogue_block(
     addrs = [_addr(src), _addr(y), _addr(brow), _addr(bcol), _addr(res)]
     run = _call(lib.rk_epilogue_f32, addrs, [*rows, *cols, *ld], epi.lo, epi.hi)
     return functools.partial(_keep, run, (src, y, bias, res))
+
+
+def _matrix_ok(a: np.ndarray) -> bool:
+    return a.ndim == 2 and a.dtype == np.float32 and a.strides[1] == 4 and a.strides[0] % 4 == 0
+
+
+def _blas_operand(a: np.ndarray) -> tuple[int, int] | None:
+    """(transposed, leading dimension) of a 2-D float32 BLAS operand, or ``None``."""
+    if a.ndim != 2 or a.dtype != np.float32:
+        return None
+    r, c = a.strides
+    if c == 4 and r % 4 == 0 and r // 4 >= max(1, a.shape[1]):
+        return 0, r // 4
+    if r == 4 and c % 4 == 0 and c // 4 >= max(1, a.shape[0]):
+        return 1, c // 4
+    return None
+
+
+_sgemm: list[tuple[int, int] | None] = []
+
+
+def blas_sgemm() -> tuple[int, int] | None:
+    """The address of ``cblas_sgemm`` in the BLAS NumPy loaded and whether it takes 64-bit
+    integers, or ``None`` when it cannot be found (GEMMs then go through ``np.matmul``)."""
+    with _lock:
+        if not _sgemm:
+            _sgemm.append(_find_sgemm())
+        return _sgemm[0]
+
+
+def _find_sgemm() -> tuple[int, int] | None:
+    if _threadpool_info is None:  # pragma: no cover - a core dependency
+        return None
+    libs = [i["filepath"] for i in _threadpool_info() if i.get("internal_api") == "openblas"]
+    libs.sort(key=lambda path: "numpy" not in path)  # NumPy's own first
+    for path in libs:
+        try:
+            dll = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for name in ("scipy_cblas_sgemm64_", "cblas_sgemm64_", "scipy_cblas_sgemm", "cblas_sgemm"):
+            fn = getattr(dll, name, None)
+            if fn is not None:
+                addr = ctypes.cast(fn, ctypes.c_void_p).value
+                if addr:
+                    return int(addr), int(name.endswith("64_"))
+    return None
+
+
+def gemm(
+    a: np.ndarray,
+    b: np.ndarray,
+    out: np.ndarray,
+    cuts: Sequence[tuple[int, int]],
+    by_rows: bool,
+    epilogue: MatrixEpilogue | None = None,
+    threads: Callable[[], int] | None = None,
+) -> Run | None:
+    """``out = a @ b`` (2-D float32) in blocks ``cuts`` of rows or columns, each followed
+    by ``epilogue`` on it, all in one native call whose blocks the calling thread and
+    ``threads()`` - 1 pool threads take in turn; ``None`` when the library or NumPy's
+    ``cblas_sgemm`` is unavailable or an operand does not fit BLAS."""
+    lib = kernels()
+    sgemm = blas_sgemm() if lib is not None else None
+    oa, ob = _blas_operand(a), _blas_operand(b)
+    if lib is None or sgemm is None or oa is None or ob is None or not _matrix_ok(out):
+        return None
+    res = None if epilogue is None else epilogue.res
+    y = None if epilogue is None else epilogue.y
+    if (y is not None and not _matrix_ok(y)) or (res is not None and not _matrix_ok(res)):
+        return None
+    bias = None if epilogue is None else epilogue.bias
+    brow, bcol = (bias, None) if epilogue is not None and epilogue.bias_per_row else (None, bias)
+    m, k = a.shape
+    n = b.shape[1]
+    addrs = [sgemm[0], _addr(a), _addr(b), _addr(out), _addr(brow), _addr(bcol), _addr(res),
+             _addr(y)]  # fmt: skip
+    ldr = 0 if res is None else res.strides[0] // 4
+    ldy = 0 if y is None else y.strides[0] // 4
+    bounds = [cuts[0][0]] + [hi for _, hi in cuts]
+    sizes = [sgemm[1], oa[0], ob[0], m, n, k, oa[1], ob[1], out.strides[0] // 4, ldr, ldy,
+             int(by_rows), len(cuts), *bounds]  # fmt: skip
+    lo, hi = (epilogue.lo, epilogue.hi) if epilogue is not None else (float("-inf"), float("inf"))
+    return _threaded(lib.rk_gemm_run, addrs, sizes, lo, hi, threads,
+                     (a, b, out, bias, res, y))  # fmt: skip
+
+
+def _threaded(
+    fn: Any,
+    addrs: Sequence[int],
+    sizes: Sequence[int],
+    lo: float,
+    hi: float,
+    threads: Callable[[], int] | None,
+    keep: tuple[Any, ...],
+) -> Run:
+    p = np.array(addrs, np.uintp)
+    s = np.array(sizes, np.int64)
+    f = np.array([lo, hi], np.float32)
+    call = functools.partial(fn, _P(p.ctypes.data), _P(s.ctypes.data), _P(f.ctypes.data))
+    return functools.partial(_threaded_call, call, threads or _one, (p, s, f, *keep))
+
+
+def _one() -> int:
+    return 1
+
+
+def _threaded_call(call: Any, threads: Callable[[], int], _arrays: tuple[Any, ...]) -> None:
+    """``call(threads())`` (``_arrays``: the operands, kept alive while the step exists)."""
+    call(threads())

@@ -31,7 +31,7 @@ import numpy as np
 import scipy.special
 
 from relaykit.backend import host_conv
-from relaykit.backend.host_conv import Epilogue
+from relaykit.backend.host_conv import Epilogue, MatrixEpilogue
 from relaykit.errors import ExecutionError
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.op import default_registry
@@ -447,66 +447,74 @@ def _blocks(size: int, count: int, align: int = 16) -> list[tuple[int, int]]:
 
 
 def matmul_run(
-    a: np.ndarray,
-    b: np.ndarray,
-    out: np.ndarray,
-    epilogue: Callable[[tuple[int, int], tuple[int, int]], Run] | None = None,
+    a: np.ndarray, b: np.ndarray, out: np.ndarray, epilogue: MatrixEpilogue | None = None
 ) -> Run:
     """``out = a @ b`` (2-D, or 3-D with equal batch sizes) with BLAS on one thread; a big
     product is cut into blocks (of the batch, else of the columns of ``b``, else of the rows
     of ``a``) that the host threads take in turn (see :mod:`relaykit.runtime.threads`). The
     blocks depend on the shapes only, so the bits do not depend on the thread count.
-    ``epilogue`` (2-D only) makes the run of a block of rows and columns of ``out``, called
-    right after that block's product, while it is in the cache.
+    ``epilogue`` (2-D only) is applied to each block right after its product, while it is
+    in the cache. 2-D float32 products run as one native call (NumPy's ``cblas_sgemm``
+    per block, on the native pool; :func:`relaykit.backend.host_conv.gemm`) when the
+    library is there.
 
     >>> a, b = np.ones((256, 128), np.float32), np.ones((128, 512), np.float32)
     >>> out = np.empty((256, 512), np.float32)
     >>> matmul_run(a, b, out)(); float(out.min()), float(out.max())
     (128.0, 128.0)
     """
-    get_policy().ensure_applied()
-    whole: Run = functools.partial(np.matmul, a, b, out=out)
+    policy = get_policy()
+    policy.ensure_applied()
     batch = a.shape[0] if a.ndim == 3 else 1
     m, k = a.shape[-2:]
     n = b.shape[-1]
-    macs = batch * m * k * n
-    count = min(_MAX_BLOCKS, macs // _SPLIT_MIN_MACS)
+    count = min(_MAX_BLOCKS, batch * m * k * n // _SPLIT_MIN_MACS)
+    two_d = a.ndim == b.ndim == out.ndim == 2
+    if epilogue is not None and not two_d:
+        raise ExecutionError("a GEMM epilogue needs 2-D operands")
+    cut, by_rows = [(0, n)], False
+    if count >= 2 and n >= 2 * _MIN_BLOCK:
+        cut = _blocks(n, min(count, n // _MIN_BLOCK))
+    elif count >= 2 and m >= 2 * _MIN_BLOCK:
+        cut, by_rows = _blocks(m, min(count, m // _MIN_BLOCK)), True
+    if two_d and min(m, n) > 1:  # (NumPy runs a vector product as GEMV)
+        native = host_conv.gemm(a, b, out, cut, by_rows, epilogue, policy.host_threads)
+        if native is not None:
+            return native
+    whole: Run = functools.partial(np.matmul, a, b, out=out)
     if epilogue is not None:
-        if a.ndim != 2 or b.ndim != 2 or out.ndim != 2:
-            raise ExecutionError("a GEMM epilogue needs 2-D operands")
-        whole = _sequence([whole, epilogue((0, m), (0, n))])
+        whole = _sequence([whole, epilogue.block(out, (0, m), (0, n))])
     if count < 2 or a.ndim != b.ndim or out.ndim != a.ndim or a.ndim not in (2, 3):
         return whole
     if batch >= 2 * min(count, 4) and epilogue is None:
         parts = [(a[lo:hi], b[lo:hi], out[lo:hi]) for lo, hi in _blocks(batch, count, 1)]
         tasks: list[Run] = [functools.partial(np.matmul, x, y, out=o) for x, y, o in parts]
-    elif n >= 2 * _MIN_BLOCK:
-        cut = _blocks(n, min(count, n // _MIN_BLOCK))
+    elif len(cut) < 2:
+        return whole
+    elif by_rows:
         tasks = [
-            _gemm_block(a, b[..., lo:hi], out[..., lo:hi], epilogue, (0, m), (lo, hi))
-            for lo, hi in cut
-        ]
-    elif m >= 2 * _MIN_BLOCK:
-        cut = _blocks(m, min(count, m // _MIN_BLOCK))
-        tasks = [
-            _gemm_block(a[..., lo:hi, :], b, out[..., lo:hi, :], epilogue, (lo, hi), (0, n))
+            _gemm_block(a[..., lo:hi, :], b, out[..., lo:hi, :], out, epilogue, (lo, hi), (0, n))
             for lo, hi in cut
         ]
     else:
-        return whole
-    return functools.partial(get_policy().run_parallel, tasks)
+        tasks = [
+            _gemm_block(a, b[..., lo:hi], out[..., lo:hi], out, epilogue, (0, m), (lo, hi))
+            for lo, hi in cut
+        ]
+    return functools.partial(policy.run_parallel, tasks)
 
 
 def _gemm_block(
     a: np.ndarray,
     b: np.ndarray,
+    part: np.ndarray,
     out: np.ndarray,
-    epilogue: Callable[[tuple[int, int], tuple[int, int]], Run] | None,
+    epilogue: MatrixEpilogue | None,
     rows: tuple[int, int],
     cols: tuple[int, int],
 ) -> Run:
-    gemm = functools.partial(np.matmul, a, b, out=out)
-    return gemm if epilogue is None else _sequence([gemm, epilogue(rows, cols)])
+    gemm = functools.partial(np.matmul, a, b, out=part)
+    return gemm if epilogue is None else _sequence([gemm, epilogue.block(out, rows, cols)])
 
 
 @register_host_kernel("nn.dense")
@@ -525,10 +533,10 @@ def dense_run(
         # one GEMM over all leading axes, no copies
         x, o = x.reshape(-1, x.shape[-1]), o.reshape(-1, o.shape[-1])
     if epilogue is not None:
-        blocks = epilogue.blocks(o, o.shape, False) if o.ndim == 2 else None
-        if blocks is None:
+        matrix = epilogue.matrix(o.shape, False) if o.ndim == 2 else None
+        if matrix is None:
             return None
-        return matmul_run(x, w.T, o, blocks)
+        return matmul_run(x, w.T, o, matrix)
     if x.ndim != 2:
         get_policy().ensure_applied()
         return functools.partial(np.matmul, x, w.T, out=o)
@@ -661,10 +669,10 @@ def conv2d_run(
         steps.extend(_gemms(wmat, cols, out))
     else:
         for i in range(n):
-            blocks = epilogue.blocks(out[i, 0], (oc, oh * ow), True, i * oc * oh * ow)
-            if blocks is None:
+            matrix = epilogue.matrix((oc, oh * ow), True, i * oc * oh * ow)
+            if matrix is None:
                 return None
-            steps.append(matmul_run(wmat[0], cols[i, 0], out[i, 0], blocks))
+            steps.append(matmul_run(wmat[0], cols[i, 0], out[i, 0], matrix))
     if len(steps) == 1:
         return steps[0]
 
@@ -708,11 +716,11 @@ def _depthwise(
     oc, _, kh, kw = w.shape
     macs = o.size * kh * kw
     parts = max(1, min(_MAX_BLOCKS, c, macs // _NATIVE_DEPTHWISE_BLOCK_MACS))
-    native = host_conv.depthwise(x, w, o, pads, strides, dilation, scratch.take, epilogue, parts)
+    native = host_conv.depthwise(
+        x, w, o, pads, strides, dilation, scratch.take, epilogue, parts, get_policy().host_threads
+    )
     if native is not None:
-        return (
-            native[0] if len(native) == 1 else functools.partial(get_policy().run_parallel, native)
-        )
+        return native
     if epilogue is not None:
         return None
     m = oc // c
