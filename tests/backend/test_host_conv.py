@@ -130,3 +130,33 @@ def test_native_gemm_refuses_operands_blas_cannot_take():
     a = RNG.standard_normal((8, 12)).astype("float32")[:, ::2]  # no unit stride
     b = RNG.standard_normal((6, 5)).astype("float32")
     assert host_conv.gemm(a, b, np.empty((8, 5), "float32"), [(0, 5)], False) is None
+
+
+def test_pool_runs_many_steps_back_to_back_with_the_same_results():
+    """Steps follow each other faster than idle pool threads fall asleep: no block is
+    lost, run twice or run with another step's operands."""
+    if host_conv.blas_sgemm() is None:
+        pytest.skip("NumPy's BLAS has no cblas_sgemm the kernels can call")
+    a = RNG.standard_normal((64, 32)).astype("float32")
+    bs = [RNG.standard_normal((32, 96)).astype("float32") for _ in range(3)]
+    outs = [np.empty((64, 96), "float32") for _ in bs]
+    cuts = [(lo, lo + 16) for lo in range(0, 96, 16)]
+    runs = [
+        host_conv.gemm(a, b, o, cuts, False, None, lambda: 3) for b, o in zip(bs, outs, strict=True)
+    ]
+    wants = [a.astype("f8") @ b for b in bs]
+    x = RNG.standard_normal((2, 6, 9, 9)).astype("float32")
+    w = RNG.standard_normal((6, 1, 3, 3)).astype("float32")
+    dw_out = np.empty((2, 6, 9, 9), "float32")
+    dw = host_conv.depthwise(x, w, dw_out, (1,) * 4, (1, 1), (1, 1), Scratch(None).take,
+                             None, 3, lambda: 2)  # fmt: skip
+    dw_want = _depthwise_ref(x, w, 1, 1)
+    for _ in range(300):
+        for o in outs:
+            o.fill(np.nan)
+        dw_out.fill(np.nan)
+        for run in [*runs, dw]:
+            run()
+        for o, want in zip(outs, wants, strict=True):
+            np.testing.assert_allclose(o, want, rtol=1e-5, atol=1e-4)
+        np.testing.assert_allclose(dw_out, dw_want, rtol=1e-5, atol=1e-5)

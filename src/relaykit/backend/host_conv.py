@@ -131,6 +131,8 @@ def kernels() -> Any:
                 fn = getattr(lib, name)
                 fn.argtypes = [_P, _P, _P, ctypes.c_int64]
                 fn.restype = None
+            lib.rk_im2col_f32.argtypes = [_P, _P]
+            lib.rk_im2col_f32.restype = None
             lib.rk_dw_scratch_floats.argtypes = [_P]
             lib.rk_dw_scratch_floats.restype = ctypes.c_int64
             _typed[key] = lib
@@ -192,6 +194,40 @@ def depthwise(
     sizes = [n, len(bounds) - 1, *geometry, floats, *bounds, c * h * wd, oc * oh * ow]
     return _threaded(lib.rk_dw_conv2d_run, addrs, sizes, epi.lo, epi.hi, threads,
                      (x, w, o, bias, res, scratch))  # fmt: skip
+
+
+def im2col(
+    x: np.ndarray,
+    cols: np.ndarray,
+    kernel: tuple[int, int],
+    pads: tuple[int, int, int, int],
+    strides: tuple[int, int],
+    dilation: tuple[int, int],
+    out_hw: tuple[int, int],
+    take: Take,
+) -> Run | None:
+    """The native im2col of the NCHW ``x`` into ``cols`` (``[N, C*KH*KW, OH*OW]``,
+    C-contiguous), or ``None`` when the library is unavailable or the arrays do not fit."""
+    lib = kernels()
+    if lib is None or not _f32c(x, cols):
+        return None
+    n, c, h, wd = x.shape
+    geometry = [c, h, wd, *out_hw, *kernel, *strides, *dilation, pads[0], pads[1]]
+    shape = np.array([0, 0, 1, *geometry[1:]], np.int64)
+    floats = int(lib.rk_dw_scratch_floats(_P(shape.ctypes.data)))
+    scratch = take((floats,), np.float32)
+    runs = []
+    for i in range(n):
+        p = np.array([_addr(x[i]), _addr(cols[i]), _addr(scratch)], np.uintp)
+        s = np.array(geometry, np.int64)
+        call = functools.partial(lib.rk_im2col_f32, _P(p.ctypes.data), _P(s.ctypes.data))
+        runs.append(functools.partial(_keep, call, (p, s, x, cols, scratch)))
+    return runs[0] if n == 1 else functools.partial(_run_all, runs)
+
+
+def _run_all(runs: list[Run]) -> None:
+    for run in runs:
+        run()
 
 
 def _keep(run: Run, _arrays: tuple[Any, ...]) -> None:

@@ -659,11 +659,18 @@ def conv2d_run(
     if (kh, kw) == (1, 1) and strides == (1, 1) and not any(pads):
         cols = x.reshape(n, g, cg, h * wd)
     else:
-        xp, steps = _padded(x, pads, 0.0, scratch)
         cols6 = scratch.take((n, c, kh, kw, oh, ow), x.dtype)
-        for i, j, view in _taps(xp, (kh, kw), strides, dilation, (oh, ow)):
-            steps.append(functools.partial(np.copyto, cols6[:, :, i, j], view))
         cols = cols6.reshape(n, g, k, oh * ow)
+        native = host_conv.im2col(
+            x, cols6.reshape(n, c * kh * kw, oh * ow), (kh, kw), pads, strides, dilation,
+            (oh, ow), scratch.take,
+        )  # fmt: skip
+        if native is not None:
+            steps = [native]
+        else:
+            xp, steps = _padded(x, pads, 0.0, scratch)
+            for i, j, view in _taps(xp, (kh, kw), strides, dilation, (oh, ow)):
+                steps.append(functools.partial(np.copyto, cols6[:, :, i, j], view))
     get_policy().ensure_applied()
     if epilogue is None:
         steps.extend(_gemms(wmat, cols, out))
@@ -715,7 +722,7 @@ def _depthwise(
     n, c, h, wd = x.shape
     oc, _, kh, kw = w.shape
     macs = o.size * kh * kw
-    parts = max(1, min(_MAX_BLOCKS, c, macs // _NATIVE_DEPTHWISE_BLOCK_MACS))
+    parts = max(1, min(_MAX_BLOCKS, c, macs // _NATIVE_DEPTHWISE_BLOCK_MACS))  # of channels
     native = host_conv.depthwise(
         x, w, o, pads, strides, dilation, scratch.take, epilogue, parts, get_policy().host_threads
     )

@@ -212,3 +212,32 @@ void rk_epilogue_f32(const uintptr_t *p, const int64_t *s, const float *f) {
         }
     }
 }
+
+/* im2col of one NCHW image for a convolution: cols[(c * KH + i) * KW + j, oy * OW + ox] =
+ * x_padded[c, oy * sh + i * dh, ox * sw + j * dw], through the stride phases of each
+ * channel (as rk_dw_conv2d_f32), so every row of taps is one contiguous copy.
+ *
+ * p (addresses): x [C, H, W], cols [C * KH * KW, OH * OW], scratch (rk_dw_scratch_floats).
+ * s (sizes):     C, H, W, OH, OW, KH, KW, sh, sw, dh, dw, pt, pl.
+ */
+void rk_im2col_f32(const uintptr_t *p, const int64_t *s) {
+    const float *x = (const float *)p[0];
+    float *cols = (float *)p[1], *planes = (float *)p[2];
+    const int64_t C = s[0], H = s[1], W = s[2], OH = s[3], OW = s[4], KH = s[5], KW = s[6];
+    const int64_t sh = s[7], sw = s[8], dh = s[9], dw = s[10], pt = s[11], pl = s[12];
+    const int64_t Q = OW + ((KW - 1) * dw) / sw;
+    const int64_t R = OH + ((KH - 1) * dh) / sh + 1;
+    float *row = planes + sh * sw * R * Q + OH * Q;
+    for (int64_t c = 0; c < C; c++) {
+        rk_dw_phases(x + c * H * W, planes, row, H, W, R, Q, sh, sw, pt, pl);
+        for (int64_t i = 0; i < KH; i++) {
+            for (int64_t j = 0; j < KW; j++) {
+                const int64_t r = i * dh, q = j * dw;
+                const float *src = planes + ((r % sh) * sw + q % sw) * R * Q + (r / sh) * Q + q / sw;
+                float *dst = cols + ((c * KH + i) * KW + j) * OH * OW;
+                for (int64_t oy = 0; oy < OH; oy++)
+                    memcpy(dst + oy * OW, src + oy * Q, (size_t)OW * sizeof(float));
+            }
+        }
+    }
+}

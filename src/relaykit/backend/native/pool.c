@@ -145,36 +145,38 @@ static void rk_parallel(rk_task_fn fn, const void *job, int64_t ntasks, int64_t 
 
 /* p, s, f as for rk_dw_conv2d_f32, except: p[0], p[3], p[4] are image 0's x, res, y and
  * p[5] holds nblocks scratch areas of s[15] floats each; s[0] = images, s[1] = channel
- * blocks, s[16..] their bounds (s[1] + 1 values); s[17 + s[1]] the strides (in floats)
- * of one image of x and of y. */
+ * blocks, s[16..] their bounds (s[1] + 1 values); s[17 + s[1]] and s[18 + s[1]] the
+ * sizes (in floats) of one image of x and of y. Block b is channels [s[16 + b],
+ * s[17 + b]) of every image, in its own scratch area. */
 typedef struct {
     const uintptr_t *p;
     const int64_t *s;
     const float *f;
 } rk_dw_job;
 
-static void rk_dw_task(const void *arg, int64_t task) {
+static void rk_dw_task(const void *arg, int64_t b) {
     const rk_dw_job *job = (const rk_dw_job *)arg;
     const int64_t *s = job->s;
     const int64_t blocks = s[1];
-    const int64_t n = task / blocks, b = task % blocks;
     const int64_t x_img = s[17 + blocks], y_img = s[18 + blocks];
     uintptr_t p[6];
     int64_t sz[15];
-    for (int k = 0; k < 6; k++) p[k] = job->p[k];
     for (int k = 0; k < 15; k++) sz[k] = s[k];
-    p[0] += (uintptr_t)(n * x_img * 4);
-    if (p[3]) p[3] += (uintptr_t)(n * y_img * 4);
-    p[4] += (uintptr_t)(n * y_img * 4);
-    p[5] += (uintptr_t)(b * s[15] * 4);
     sz[0] = s[16 + b];
     sz[1] = s[17 + b];
-    rk_dw_conv2d_f32(p, sz, job->f);
+    for (int64_t n = 0; n < s[0]; n++) {
+        for (int k = 0; k < 6; k++) p[k] = job->p[k];
+        p[0] += (uintptr_t)(n * x_img * 4);
+        if (p[3]) p[3] += (uintptr_t)(n * y_img * 4);
+        p[4] += (uintptr_t)(n * y_img * 4);
+        p[5] += (uintptr_t)(b * s[15] * 4);
+        rk_dw_conv2d_f32(p, sz, job->f);
+    }
 }
 
 void rk_dw_conv2d_run(const uintptr_t *p, const int64_t *s, const float *f, int64_t nthreads) {
     rk_dw_job job = {p, s, f};
-    rk_parallel(rk_dw_task, &job, s[0] * s[1], nthreads);
+    rk_parallel(rk_dw_task, &job, s[1], nthreads);
 }
 
 /* -- GEMM blocks with their epilogue ---------------------------------------------------- */
