@@ -216,7 +216,7 @@ def im2col(
     shape = np.array([0, 0, 1, *geometry[1:]], np.int64)
     floats = int(lib.rk_dw_scratch_floats(_P(shape.ctypes.data)))
     scratch = take((floats,), np.float32)
-    runs = []
+    runs: list[Run] = []
     for i in range(n):
         p = np.array([_addr(x[i]), _addr(cols[i]), _addr(scratch)], np.uintp)
         s = np.array(geometry, np.int64)
