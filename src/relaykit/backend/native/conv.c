@@ -11,40 +11,66 @@
 #include <math.h>
 #include <string.h>
 
+/* Extra floats after the phases and the accumulator: the padded tap loops run to a
+ * multiple of 16 outputs and read (and write) up to 15 past their ends. */
+#define RK_SLACK 32
+
+static inline int64_t rk_round16(int64_t n) { return (n + 15) & ~(int64_t)15; }
+
+/* One row of phase b of a padded input row: dst[q] = xr[q * sw + b - pl] where that is
+ * inside [0, W), else 0 (plain loops: the rows are short, libc calls would dominate). */
+static inline void rk_phase_row(float *restrict dst, const float *restrict xr, int64_t W,
+                                int64_t Q, int64_t sw, int64_t b, int64_t pl) {
+    const int64_t first = pl - b; /* q * sw >= first, q * sw < W + first */
+    int64_t qlo = first <= 0 ? 0 : (first + sw - 1) / sw;
+    int64_t qhi = W + first <= 0 ? 0 : (W + first - 1) / sw + 1;
+    qlo = qlo < Q ? qlo : Q;
+    qhi = qhi < Q ? qhi : Q;
+    qhi = qhi > qlo ? qhi : qlo;
+    const float *src = xr - first;
+    for (int64_t q = 0; q < qlo; q++) dst[q] = 0.0f;
+    if (sw == 1) {
+        for (int64_t q = qlo; q < qhi; q++) dst[q] = src[q];
+    } else {
+        for (int64_t q = qlo; q < qhi; q++) dst[q] = src[q * sw];
+    }
+    for (int64_t q = qhi; q < Q; q++) dst[q] = 0.0f;
+}
+
 /* Fill the sh * sw stride phases of one zero-padded channel: phase (a, b), row r, column q
- * holds the padded input at row r * sh + a, column q * sw + b (R rows of Q columns).
- * row: Q * sw floats of scratch (a padded input row, split into its phases). */
-static void rk_dw_phases(const float *xc, float *planes, float *restrict row, int64_t H,
-                         int64_t W, int64_t R, int64_t Q, int64_t sh, int64_t sw, int64_t pt,
-                         int64_t pl) {
-    const int64_t L = Q * sw;                   /* padded columns kept */
-    const int64_t a0 = pl < L ? pl : L;         /* input column 0 at padded column a0 */
-    const int64_t n = W < L - a0 ? W : L - a0;  /* input columns kept */
+ * holds the padded input at row r * sh + a, column q * sw + b (R rows of Q columns). */
+static void rk_dw_phases(const float *xc, float *planes, int64_t H, int64_t W, int64_t R,
+                         int64_t Q, int64_t sh, int64_t sw, int64_t pt, int64_t pl) {
+    const int64_t RQ = R * Q;
     for (int64_t a = 0; a < sh; a++) {
         for (int64_t r = 0; r < R; r++) {
             const int64_t iy = r * sh + a - pt;
-            float *dst0 = planes + (a * sw) * R * Q + r * Q;
+            float *dst0 = planes + (a * sw) * RQ + r * Q;
             if (iy < 0 || iy >= H) {
-                for (int64_t b = 0; b < sw; b++) memset(dst0 + b * R * Q, 0, (size_t)Q * sizeof(float));
+                for (int64_t b = 0; b < sw; b++) {
+                    float *d = dst0 + b * RQ;
+                    for (int64_t q = 0; q < Q; q++) d[q] = 0.0f;
+                }
                 continue;
             }
             const float *xr = xc + iy * W;
-            float *padded = sw == 1 ? dst0 : row;
-            if (a0 > 0) memset(padded, 0, (size_t)a0 * sizeof(float));
-            if (n > 0) memcpy(padded + a0, xr, (size_t)n * sizeof(float));
-            const int64_t end = a0 + (n > 0 ? n : 0);
-            if (end < L) memset(padded + end, 0, (size_t)(L - end) * sizeof(float));
-            if (sw == 2) {
-                float *restrict d0 = dst0, *restrict d1 = dst0 + R * Q;
-                for (int64_t q = 0; q < Q; q++) {
-                    d0[q] = row[2 * q];
-                    d1[q] = row[2 * q + 1];
+            if (sw == 2 && pl == 1 && 2 * Q >= W + 1 && 2 * Q <= W + 3) {
+                /* the common stride-2, pad-1 case: columns -1, 1, 3... and 0, 2, 4... */
+                float *restrict d0 = dst0, *restrict d1 = dst0 + RQ;
+                const int64_t pairs = (W - 1) / 2; /* q = 1..pairs: both phases inside */
+                d0[0] = 0.0f;
+                d1[0] = xr[0];
+                for (int64_t q = 1; q <= pairs; q++) {
+                    d0[q] = xr[2 * q - 1];
+                    d1[q] = xr[2 * q];
                 }
-            } else if (sw > 2) {
-                for (int64_t b = 0; b < sw; b++) {
-                    float *restrict d = dst0 + b * R * Q;
-                    for (int64_t q = 0; q < Q; q++) d[q] = row[q * sw + b];
+                for (int64_t q = pairs + 1; q < Q; q++) {
+                    const int64_t i0 = 2 * q - 1, i1 = 2 * q;
+                    d0[q] = i0 < W ? xr[i0] : 0.0f;
+                    d1[q] = i1 < W ? xr[i1] : 0.0f;
                 }
+            } else {
+                for (int64_t b = 0; b < sw; b++) rk_phase_row(dst0 + b * RQ, xr, W, Q, sw, b, pl);
             }
         }
     }
@@ -75,19 +101,21 @@ void rk_dw_conv2d_f32(const uintptr_t *p, const int64_t *s, const float *f) {
     const float lo = f[0], hi = f[1];
     const int64_t Q = OW + ((KW - 1) * dw) / sw;
     const int64_t R = OH + ((KH - 1) * dh) / sh + 1;  /* a spare row: the last tap reads on */
-    const int64_t T = OH * Q, K = KH * KW;
+    const int64_t T = OH * Q, T16 = rk_round16(T), K = KH * KW;
     float *planes = scratch;
-    float *restrict acc = scratch + sh * sw * R * Q;
-    float *row = acc + T;
+    float *restrict acc = scratch + sh * sw * R * Q + RK_SLACK;
     const float *tap[9];
     const int fused = KH == 3 && KW == 3;
+    const float l = lo, h = hi;
 
     for (int64_t c = c0; c < c1; c++) {
-        rk_dw_phases(x + c * H * W, planes, row, H, W, R, Q, sh, sw, pt, pl);
+        rk_dw_phases(x + c * H * W, planes, H, W, R, Q, sh, sw, pt, pl);
         for (int64_t m = 0; m < mult; m++) {
             const int64_t o = c * mult + m;
             const float *wo = w + o * K;
             const float b = bias != NULL ? bias[o] : 0.0f;
+            /* without a residual, the clamp goes into the tap loop */
+            const float cl = res == NULL ? l : -INFINITY, ch = res == NULL ? h : INFINITY;
             if (fused) {
                 for (int64_t i = 0, k = 0; i < 3; i++) {
                     for (int64_t j = 0; j < 3; j++, k++) {
@@ -95,14 +123,12 @@ void rk_dw_conv2d_f32(const uintptr_t *p, const int64_t *s, const float *f) {
                         tap[k] = planes + ((r % sh) * sw + q % sw) * R * Q + (r / sh) * Q + q / sw;
                     }
                 }
-            }
-            if (fused) {
                 const float *restrict t0 = tap[0], *restrict t1 = tap[1], *restrict t2 = tap[2];
                 const float *restrict t3 = tap[3], *restrict t4 = tap[4], *restrict t5 = tap[5];
                 const float *restrict t6 = tap[6], *restrict t7 = tap[7], *restrict t8 = tap[8];
                 const float w0 = wo[0], w1 = wo[1], w2 = wo[2], w3 = wo[3], w4 = wo[4];
                 const float w5 = wo[5], w6 = wo[6], w7 = wo[7], w8 = wo[8];
-                for (int64_t t = 0; t < T; t++) {
+                for (int64_t t = 0; t < T16; t++) {
                     /* two chains of fused multiply-adds */
                     float u = fmaf(w0, t0[t], b), v = w1 * t1[t];
                     u = fmaf(w2, t2[t], u);
@@ -112,17 +138,26 @@ void rk_dw_conv2d_f32(const uintptr_t *p, const int64_t *s, const float *f) {
                     u = fmaf(w6, t6[t], u);
                     v = fmaf(w7, t7[t], v);
                     u = fmaf(w8, t8[t], u);
-                    acc[t] = u + v;
+                    u = u + v;
+                    u = u < cl ? cl : u;
+                    acc[t] = u > ch ? ch : u;
                 }
             } else {
-                for (int64_t t = 0; t < T; t++) acc[t] = b;
+                for (int64_t t = 0; t < T16; t++) acc[t] = b;
                 for (int64_t i = 0, k = 0; i < KH; i++) {
                     for (int64_t j = 0; j < KW; j++, k++) {
                         const int64_t r = i * dh, q = j * dw;
                         const float *restrict src =
                             planes + ((r % sh) * sw + q % sw) * R * Q + (r / sh) * Q + q / sw;
                         const float wk = wo[k];
-                        for (int64_t t = 0; t < T; t++) acc[t] = fmaf(wk, src[t], acc[t]);
+                        for (int64_t t = 0; t < T16; t++) acc[t] = fmaf(wk, src[t], acc[t]);
+                    }
+                }
+                if (res == NULL) {
+                    for (int64_t t = 0; t < T16; t++) {
+                        float v = acc[t];
+                        v = v < cl ? cl : v;
+                        acc[t] = v > ch ? ch : v;
                     }
                 }
             }
@@ -135,15 +170,11 @@ void rk_dw_conv2d_f32(const uintptr_t *p, const int64_t *s, const float *f) {
                     const float *rr = ro + oy * OW;
                     for (int64_t ox = 0; ox < OW; ox++) {
                         float v = ar[ox] + rr[ox];
-                        v = v < lo ? lo : v;
-                        yr[ox] = v > hi ? hi : v;
+                        v = v < l ? l : v;
+                        yr[ox] = v > h ? h : v;
                     }
                 } else {
-                    for (int64_t ox = 0; ox < OW; ox++) {
-                        float v = ar[ox];
-                        v = v < lo ? lo : v;
-                        yr[ox] = v > hi ? hi : v;
-                    }
+                    for (int64_t ox = 0; ox < OW; ox++) yr[ox] = ar[ox];
                 }
             }
         }
@@ -156,7 +187,7 @@ int64_t rk_dw_scratch_floats(const int64_t *s) {
     const int64_t sh = s[9], sw = s[10], dh = s[11], dw = s[12];
     const int64_t Q = OW + ((KW - 1) * dw) / sw;
     const int64_t R = OH + ((KH - 1) * dh) / sh + 1;
-    return sh * sw * R * Q + OH * Q + Q * sw;
+    return sh * sw * R * Q + RK_SLACK + rk_round16(OH * Q) + RK_SLACK;
 }
 
 /* The epilogue of a matrix product, on rows [r0, r1) and columns [k0, k1) of a 2-D block:
@@ -227,9 +258,8 @@ void rk_im2col_f32(const uintptr_t *p, const int64_t *s) {
     const int64_t sh = s[7], sw = s[8], dh = s[9], dw = s[10], pt = s[11], pl = s[12];
     const int64_t Q = OW + ((KW - 1) * dw) / sw;
     const int64_t R = OH + ((KH - 1) * dh) / sh + 1;
-    float *row = planes + sh * sw * R * Q + OH * Q;
     for (int64_t c = 0; c < C; c++) {
-        rk_dw_phases(x + c * H * W, planes, row, H, W, R, Q, sh, sw, pt, pl);
+        rk_dw_phases(x + c * H * W, planes, H, W, R, Q, sh, sw, pt, pl);
         for (int64_t i = 0; i < KH; i++) {
             for (int64_t j = 0; j < KW; j++) {
                 const int64_t r = i * dh, q = j * dw;
