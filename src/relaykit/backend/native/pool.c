@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -28,9 +29,39 @@ void rk_dw_conv2d_f32(const uintptr_t *p, const int64_t *s, const float *f);
 void rk_epilogue_f32(const uintptr_t *p, const int64_t *s, const float *f);
 
 #define RK_MAX_WORKERS 63
-/* Pause instructions an idle pool thread (or a caller waiting for the last block)
- * spins before sleeping: a few tens of microseconds. */
-#define RK_SPIN 20000
+/* How long an idle pool thread (or a caller waiting for the last block) spins before
+ * sleeping, in nanoseconds. */
+#define RK_SPIN_NS 50000
+
+static inline int64_t rk_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Spin until *word != value (returns 1) or RK_SPIN_NS passed (returns 0). */
+static int rk_spin_while_u64(atomic_uint_fast64_t *word, uint64_t value) {
+    const int64_t end = rk_now_ns() + RK_SPIN_NS;
+    for (;;) {
+        for (int i = 0; i < 64; i++) {
+            if (atomic_load_explicit(word, memory_order_acquire) != value) return 1;
+            RK_PAUSE();
+        }
+        if (rk_now_ns() > end) return 0;
+    }
+}
+
+/* Spin until *word >= value (returns 1) or RK_SPIN_NS passed (returns 0). */
+static int rk_spin_below_i64(atomic_int_fast64_t *word, int64_t value) {
+    const int64_t end = rk_now_ns() + RK_SPIN_NS;
+    for (;;) {
+        for (int i = 0; i < 64; i++) {
+            if (atomic_load_explicit(word, memory_order_acquire) >= value) return 1;
+            RK_PAUSE();
+        }
+        if (rk_now_ns() > end) return 0;
+    }
+}
 
 typedef void (*rk_task_fn)(const void *job, int64_t task);
 
@@ -81,11 +112,7 @@ static void *rk_worker(void *arg) {
     const int64_t index = (int64_t)(intptr_t)arg;
     uint64_t seen = atomic_load(&rk_pool.gen);
     for (;;) {
-        int spins = 0;
-        while (atomic_load_explicit(&rk_pool.gen, memory_order_acquire) == seen && spins < RK_SPIN) {
-            RK_PAUSE();
-            spins++;
-        }
+        rk_spin_while_u64(&rk_pool.gen, seen);
         pthread_mutex_lock(&rk_pool.mu);
         while (atomic_load(&rk_pool.gen) == seen) pthread_cond_wait(&rk_pool.wake, &rk_pool.mu);
         seen = atomic_load(&rk_pool.gen);
@@ -126,12 +153,7 @@ static void rk_parallel(rk_task_fn fn, const void *job, int64_t ntasks, int64_t 
 
     int64_t ran = 0;
     rk_drain(g, &ran);
-    int spins = 0;
-    while (atomic_load_explicit(&rk_pool.done, memory_order_acquire) < ntasks && spins < RK_SPIN) {
-        RK_PAUSE();
-        spins++;
-    }
-    if (atomic_load(&rk_pool.done) < ntasks) {
+    if (!rk_spin_below_i64(&rk_pool.done, ntasks)) {
         pthread_mutex_lock(&rk_pool.mu);
         rk_pool.caller_waiting = 1;
         while (atomic_load(&rk_pool.done) < ntasks) pthread_cond_wait(&rk_pool.finished, &rk_pool.mu);
