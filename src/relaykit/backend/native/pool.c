@@ -85,6 +85,11 @@ static struct {
     .submit = PTHREAD_MUTEX_INITIALIZER,
 };
 
+/* Blocks run by pool threads since the library was loaded (tests, profiling). */
+static atomic_int_fast64_t rk_worker_blocks;
+
+int64_t rk_pool_worker_blocks(void) { return atomic_load(&rk_worker_blocks); }
+
 /* Take and run blocks of generation g until none is left; returns blocks run. */
 static void rk_drain(uint64_t g, int64_t *ran) {
     for (;;) {
@@ -121,6 +126,7 @@ static void *rk_worker(void *arg) {
         if (wanted) {
             int64_t ran = 0;
             rk_drain(seen, &ran);
+            atomic_fetch_add(&rk_worker_blocks, ran);
         }
     }
     return NULL;
