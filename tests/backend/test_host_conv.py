@@ -1,6 +1,8 @@
 """The native convolution kernels (backend/native/conv.c) with their fused epilogues,
 against NumPy computations in float64."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -160,3 +162,31 @@ def test_pool_runs_many_steps_back_to_back_with_the_same_results():
         for o, want in zip(outs, wants, strict=True):
             np.testing.assert_allclose(o, want, rtol=1e-5, atol=1e-4)
         np.testing.assert_allclose(dw_out, dw_want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+def test_pool_works_in_a_forked_child():
+    """A child made by fork() after the pool started has no pool threads: it starts its
+    own (and never waits for the parent's)."""
+    if host_conv.blas_sgemm() is None:
+        pytest.skip("NumPy's BLAS has no cblas_sgemm the kernels can call")
+    a = RNG.standard_normal((64, 32)).astype("float32")
+    b = RNG.standard_normal((32, 128)).astype("float32")
+    out = np.empty((64, 128), "float32")
+    run = host_conv.gemm(a, b, out, [(0, 64), (64, 128)], False, None, lambda: 2)
+    run()  # the pool has started in this process
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: run the same step, report the error
+        try:
+            out.fill(np.nan)
+            run()
+            err = float(np.abs(out - a.astype("f8") @ b).max())
+            os.write(write, repr(err).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as f:
+        reported = f.read()
+    os.waitpid(pid, 0)
+    assert reported and float(reported) < 1e-3

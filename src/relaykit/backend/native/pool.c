@@ -132,8 +132,24 @@ static void *rk_worker(void *arg) {
     return NULL;
 }
 
+/* A child process made by fork() has none of the pool threads (and maybe a lock a
+ * thread of the parent held): it starts a new pool. */
+static void rk_pool_atfork_child(void) {
+    pthread_mutex_init(&rk_pool.mu, NULL);
+    pthread_mutex_init(&rk_pool.submit, NULL);
+    pthread_cond_init(&rk_pool.wake, NULL);
+    pthread_cond_init(&rk_pool.finished, NULL);
+    rk_pool.started = 0;
+    rk_pool.caller_waiting = 0;
+}
+
+static pthread_once_t rk_pool_once = PTHREAD_ONCE_INIT;
+
+static void rk_pool_init(void) { pthread_atfork(NULL, NULL, rk_pool_atfork_child); }
+
 /* Run fn(job, 0..ntasks-1) on the calling thread and nthreads - 1 pool threads. */
 static void rk_parallel(rk_task_fn fn, const void *job, int64_t ntasks, int64_t nthreads) {
+    pthread_once(&rk_pool_once, rk_pool_init);
     if (nthreads > RK_MAX_WORKERS + 1) nthreads = RK_MAX_WORKERS + 1;
     if (nthreads > ntasks) nthreads = ntasks;
     if (nthreads < 2 || pthread_mutex_trylock(&rk_pool.submit) != 0) {
