@@ -694,8 +694,9 @@ def conv2d_run(
 
 #: Multiply-adds per block of a depthwise convolution (fewer blocks: fewer NumPy calls).
 _DEPTHWISE_BLOCK_MACS = 1_000_000
-#: Multiply-adds per block of the native depthwise kernel (~100 us on one thread).
-_NATIVE_DEPTHWISE_BLOCK_MACS = 1_000_000
+#: Fewest multiply-adds per block of the native depthwise kernel (~20 us on one thread:
+#: it runs at 4-20 GMAC/s, slowest on the small images of the last layers).
+_NATIVE_DEPTHWISE_BLOCK_MACS = 1 << 17
 
 
 def _depthwise(
