@@ -174,3 +174,33 @@ def test_errors_of_a_fused_step_name_the_producer_and_its_epilogue(monkeypatch):
     out = relay.clip(relay.nn.bias_add(relay.nn.conv2d(x, w, kernel_size=(1, 1)), b), 0.0, 6.0)
     with pytest.raises(ExecutionError, match=r"nn\.conv2d.*fused with nn\.bias_add, clip.*failed"):
         build(out, p, {"x": rand(1, 4, 6, 6)})
+
+
+@pytest.mark.parametrize("residual_first", [False, True])
+@pytest.mark.parametrize("depthwise", [False, True])
+def test_residual_whose_buffer_the_output_reuses(path, depthwise, residual_first):
+    """The residual is an intermediate that dies at the add, so the memory plan puts the sum
+    in its buffer (when it is the add's first argument): the producer must not write there
+    before the epilogue has read it."""
+    c = 6
+    p = {"w": rand(c, 1 if depthwise else c, 3 if depthwise else 1, 3 if depthwise else 1),
+         "b": rand(c)}  # fmt: skip
+    x = relay.var("x", shape=(1, c, 7, 7))
+    w, b = pvars(p)
+    h = relay.nn.relu(x)  # an intermediate, read by the conv and the residual add
+    if depthwise:
+        conv = relay.nn.conv2d(h, w, kernel_size=(3, 3), padding=(1, 1), groups=c, channels=c)
+    else:
+        conv = relay.nn.conv2d(h, w, kernel_size=(1, 1))
+    biased = relay.nn.bias_add(conv, b)
+    out = relay.add(h, biased) if residual_first else relay.add(biased, h)
+    xv = rand(1, c, 7, 7)
+    ex = build(out, p, {"x": xv})
+    hv = np.maximum(xv, 0)
+    want = conv_ref(hv, p["w"], groups=c if depthwise else 1, pad=1 if depthwise else 0)
+    want = want + p["b"][:, None, None] + hv
+    np.testing.assert_allclose(ex.get_output(0).numpy(), want, rtol=1e-4, atol=1e-4)
+    ex.run()  # again: nothing the first run wrote changes the second
+    np.testing.assert_allclose(ex.get_output(0).numpy(), want, rtol=1e-4, atol=1e-4)
+    fused = path == "native" and not (depthwise and residual_first)
+    assert ex.num_steps == (2 if fused else 4)
