@@ -8,6 +8,12 @@ arrays. ``run()`` is then ``for step in steps: step()``. Errors name the step:
 the plan node (``%12 = nn.conv2d(...)``) for host operators; the function,
 backend and region operators for backend calls.
 
+With relaykit's native host kernels (:mod:`relaykit.backend.host_native`,
+decided once when the executor is created), a convolution or dense layer and
+the bias, residual and clamp nodes after it are bound as one step
+(:mod:`relaykit.backend.host_fusion`); its errors name the producer and the
+fused operators.
+
 Threads: an executor may be shared by threads, as an ONNX Runtime session can
 (TVM's GraphExecutor cannot). Each thread that uses it gets its own input,
 intermediate and output buffers, workspace and bound steps, made on its first
