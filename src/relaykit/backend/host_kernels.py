@@ -452,8 +452,8 @@ def matmul_run(
     a: np.ndarray, b: np.ndarray, out: np.ndarray, epilogue: MatrixEpilogue | None = None
 ) -> Run:
     """``out = a @ b`` (2-D, or 3-D with equal batch sizes) with BLAS on one thread; a big
-    product is cut into blocks (of the batch, else of the columns of ``b``, else of the rows
-    of ``a``) that the host threads take in turn (see :mod:`relaykit.runtime.threads`). The
+    product is cut into blocks (of the batch, else of the columns of ``b`` or the rows of
+    ``a``, whichever gives more) that the host threads take in turn (see :mod:`relaykit.runtime.threads`). The
     blocks depend on the shapes only, so the bits do not depend on the thread count.
     ``epilogue`` (2-D only) is applied to each block right after its product, while it is
     in the cache. 2-D float32 products run as one native call (NumPy's ``cblas_sgemm``
@@ -475,10 +475,12 @@ def matmul_run(
     if epilogue is not None and not two_d:
         raise ExecutionError("a GEMM epilogue needs 2-D operands")
     cut, by_rows = [(0, n)], False
-    if count >= 2 and n >= 2 * _MIN_BLOCK:
-        cut = _blocks(n, min(count, n // _MIN_BLOCK))
-    elif count >= 2 and m >= 2 * _MIN_BLOCK:
-        cut, by_rows = _blocks(m, min(count, m // _MIN_BLOCK)), True
+    # columns, unless the rows give more (so more even) blocks
+    cols, rows = min(count, n // _MIN_BLOCK), min(count, m // _MIN_BLOCK)
+    if count >= 2 and cols >= 2 and cols >= rows:
+        cut = _blocks(n, cols)
+    elif count >= 2 and rows >= 2:
+        cut, by_rows = _blocks(m, rows), True
     if two_d and min(m, n) > 1:  # (NumPy runs a vector product as GEMV)
         native = host_conv.gemm(a, b, out, cut, by_rows, epilogue, policy.host_threads)
         if native is not None:
