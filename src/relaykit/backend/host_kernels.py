@@ -453,8 +453,9 @@ def matmul_run(
 ) -> Run:
     """``out = a @ b`` (2-D, or 3-D with equal batch sizes) with BLAS on one thread; a big
     product is cut into blocks (of the batch, else of the columns of ``b`` or the rows of
-    ``a``, whichever gives more) that the host threads take in turn (see :mod:`relaykit.runtime.threads`). The
-    blocks depend on the shapes only, so the bits do not depend on the thread count.
+    ``a``, whichever gives more) that the host threads take in turn (see
+    :mod:`relaykit.runtime.threads`). The blocks depend on the shapes only, so the bits do
+    not depend on the thread count.
     ``epilogue`` (2-D only) is applied to each block right after its product, while it is
     in the cache. 2-D float32 products run as one native call (NumPy's ``cblas_sgemm``
     per block, on the native pool; :func:`relaykit.backend.host_conv.gemm`) when the
