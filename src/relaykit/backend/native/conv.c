@@ -76,6 +76,82 @@ static void rk_dw_phases(const float *xc, float *planes, int64_t H, int64_t W, i
     }
 }
 
+/* The common 3x3 depthwise layer: stride 1, dilation 1, one row and column of zero padding
+ * on each side, so the output has the input's size. The channel is copied once (one
+ * memcpy) between two zero rows, with the input's own row pitch W; the taps of output t
+ * are then plane[t - 1 + {0, 1, 2} + W * {0, 1, 2}] and every output is one pass straight
+ * into y. The left and right columns, whose outer taps wrapped around to the neighbouring
+ * row (instead of the zero padding), are computed again without those taps. */
+static void rk_dw3x3s1_channel(const float *xc, float *plane, const float *wo, float b,
+                               const float *ro, float *yo, int64_t H, int64_t W, float lo,
+                               float hi) {
+    float *p = plane + 1; /* p[-1] and p[(H + 2) * W] are read (times a tap), kept 0 */
+    p[-1] = 0.0f;
+    for (int64_t q = 0; q < W; q++) p[q] = 0.0f;
+    {
+        float *restrict d = p + W;
+        const float *restrict src = xc;
+        for (int64_t i = 0; i < H * W; i++) d[i] = src[i];
+    }
+    for (int64_t q = 0; q <= W; q++) p[(H + 1) * W + q] = 0.0f;
+    const float *restrict r0 = p - 1, *restrict r1 = p + W - 1, *restrict r2 = p + 2 * W - 1;
+    const float w0 = wo[0], w1 = wo[1], w2 = wo[2], w3 = wo[3], w4 = wo[4];
+    const float w5 = wo[5], w6 = wo[6], w7 = wo[7], w8 = wo[8];
+    const int64_t T = H * W;
+    const float *restrict rr = ro;
+    float *restrict y = yo;
+    /* two loops, not a test inside one: gcc would turn "if (rr) u += rr[t]" into a masked
+     * load from address ~0, which AMD CPUs run through a microcode assist (10x slower) */
+#define RK_DW3X3_TAPS                                                                      \
+    float u = fmaf(w0, r0[t], b), v = w1 * r0[t + 1];                                      \
+    u = fmaf(w2, r0[t + 2], u);                                                            \
+    v = fmaf(w3, r1[t], v);                                                                \
+    u = fmaf(w4, r1[t + 1], u);                                                            \
+    v = fmaf(w5, r1[t + 2], v);                                                            \
+    u = fmaf(w6, r2[t], u);                                                                \
+    v = fmaf(w7, r2[t + 1], v);                                                            \
+    u = fmaf(w8, r2[t + 2], u);                                                            \
+    u = u + v;
+    if (rr != NULL) {
+        for (int64_t t = 0; t < T; t++) {
+            RK_DW3X3_TAPS
+            u += rr[t];
+            u = u < lo ? lo : u;
+            y[t] = u > hi ? hi : u;
+        }
+    } else {
+        for (int64_t t = 0; t < T; t++) {
+            RK_DW3X3_TAPS
+            u = u < lo ? lo : u;
+            y[t] = u > hi ? hi : u;
+        }
+    }
+#undef RK_DW3X3_TAPS
+    for (int64_t oy = 0; oy < H; oy++) {
+        const int64_t t0 = oy * W, t1 = oy * W + W - 1;
+        /* column 0: taps j = 1, 2 */
+        float u = fmaf(w1, r0[t0 + 1], b);
+        u = fmaf(w2, r0[t0 + 2], u);
+        u = fmaf(w4, r1[t0 + 1], u);
+        u = fmaf(w5, r1[t0 + 2], u);
+        u = fmaf(w7, r2[t0 + 1], u);
+        u = fmaf(w8, r2[t0 + 2], u);
+        if (rr != NULL) u += rr[t0];
+        u = u < lo ? lo : u;
+        y[t0] = u > hi ? hi : u;
+        /* column W - 1: taps j = 0, 1 */
+        float v = fmaf(w0, r0[t1], b);
+        v = fmaf(w1, r0[t1 + 1], v);
+        v = fmaf(w3, r1[t1], v);
+        v = fmaf(w4, r1[t1 + 1], v);
+        v = fmaf(w6, r2[t1], v);
+        v = fmaf(w7, r2[t1 + 1], v);
+        if (rr != NULL) v += rr[t1];
+        v = v < lo ? lo : v;
+        y[t1] = v > hi ? hi : v;
+    }
+}
+
 /* Depthwise convolution, NCHW, one image, input channels [c0, c1).
  *
  * p (addresses): x [C, H, W], w [C * mult, KH * KW], bias [C * mult] or 0,
@@ -108,6 +184,20 @@ void rk_dw_conv2d_f32(const uintptr_t *p, const int64_t *s, const float *f) {
     const int fused = KH == 3 && KW == 3;
     const float l = lo, h = hi;
 
+    const int same3x3 = KH == 3 && KW == 3 && sh == 1 && sw == 1 && dh == 1 && dw == 1 &&
+                        pt == 1 && pl == 1 && OH == H && OW == W && W >= 2;
+    if (same3x3) {
+        for (int64_t c = c0; c < c1; c++) {
+            for (int64_t m = 0; m < mult; m++) {
+                const int64_t o = c * mult + m;
+                rk_dw3x3s1_channel(x + c * H * W, scratch, w + o * 9,
+                                   bias != NULL ? bias[o] : 0.0f,
+                                   res != NULL ? res + o * H * W : NULL, y + o * H * W, H, W,
+                                   lo, hi);
+            }
+        }
+        return;
+    }
     for (int64_t c = c0; c < c1; c++) {
         rk_dw_phases(x + c * H * W, planes, H, W, R, Q, sh, sw, pt, pl);
         for (int64_t m = 0; m < mult; m++) {
