@@ -32,6 +32,7 @@ import numpy as np
 
 from relaykit.backend import host_native
 from relaykit.errors import ExecutionError
+from relaykit.runtime.threads import get_policy
 
 try:  # a core dependency (the thread policy sets BLAS threads with it)
     from threadpoolctl import threadpool_info as _threadpool_info
@@ -135,6 +136,10 @@ def kernels() -> Any:
             lib.rk_im2col_f32.restype = None
             lib.rk_dw_scratch_floats.argtypes = [_P]
             lib.rk_dw_scratch_floats.restype = ctypes.c_int64
+            lib.rk_pool_park.argtypes = []
+            lib.rk_pool_park.restype = None
+            # the Python host workers park the native pool's spinning threads
+            get_policy().add_park_hook(lib.rk_pool_park)
             _typed[key] = lib
         return _typed[key]
 

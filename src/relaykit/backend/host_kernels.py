@@ -430,11 +430,14 @@ def _float_same(*arrays: np.ndarray) -> bool:
     return dt.kind == "f" and dt.itemsize >= 4 and all(a.dtype == dt for a in arrays)
 
 
-#: A GEMM is cut into blocks of at least this many multiply-adds (~20 us on one thread).
-#: Measured on one thread, cutting BERT-tiny's 128x128x128 product (2.1M) into two column
-#: blocks costs nothing (44 vs 45 us; into four of 0.5M: +6 us of CPU), and handing a block
-#: to the native pool costs ~0.1 us, so products from 2M multiply-adds on are split.
-_SPLIT_MIN_MACS = 1 << 20
+#: A GEMM is cut into blocks of at least this many multiply-adds (~40 us on one thread).
+#: Cutting is free on one thread (BERT-tiny's 128x128x128 product: 44 us whole or in two
+#: column blocks) and the native pool hands a block over in ~0.1 us when its threads are
+#: awake; but a two-block product waits for a pool thread that wakes (or is descheduled)
+#: late. On a shared 2-core machine, BERT-tiny's host path took 2.15-2.74 ms (best of 20)
+#: with blocks from 1M multiply-adds, 1.83-2.21 ms from 2M, 1.74-1.80 ms from 4M, where
+#: MobileNetV2's 14x14 and 7x7 1x1 convolutions (4.8M) would no longer be split: 2M.
+_SPLIT_MIN_MACS = 1 << 21
 #: Most blocks of a split GEMM: a few per thread, so a late thread leaves little undone.
 _MAX_BLOCKS = 8
 #: Fewest columns (or rows, or batch matrices) of a block.

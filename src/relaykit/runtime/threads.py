@@ -161,6 +161,7 @@ class ThreadPolicy:
         self._pool: ThreadPoolExecutor | None = None
         self._pool_size = 0
         self._host_cache: tuple[tuple[Any, ...], int] | None = None
+        self._park_hooks: list[Callable[[], Any]] = []
 
     # -- what the budget is ------------------------------------------------------------
 
@@ -240,6 +241,8 @@ class ThreadPolicy:
             for task in tasks:
                 task()
             return
+        for hook in self._park_hooks:  # other pools' idle threads: stop spinning
+            hook()
         order = itertools.count()
         lock = threading.Lock()
         finished = threading.Event()
@@ -264,6 +267,14 @@ class ThreadPolicy:
         finished.wait()
         if errors:
             raise errors[0]
+
+    def add_park_hook(self, hook: Callable[[], Any]) -> None:
+        """Call ``hook`` whenever the host workers start: another pool whose idle threads
+        spin for a while (relaykit's native pool) parks them, so that they do not take the
+        cores the host workers need."""
+        with self._lock:
+            if hook not in self._park_hooks:
+                self._park_hooks.append(hook)
 
     def _host_pool(self, workers: int) -> ThreadPoolExecutor:
         with self._lock:

@@ -39,14 +39,24 @@ static inline int64_t rk_now_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Spin until *word != value (returns 1) or RK_SPIN_NS passed (returns 0). */
+/* Bumped by rk_pool_park: idle pool threads stop spinning and sleep. */
+static atomic_uint_fast64_t rk_park;
+
+/* Let idle pool threads sleep now instead of spinning: other threads are about to need
+ * the cores (the Python host workers of relaykit.runtime.threads call this). */
+void rk_pool_park(void) { atomic_fetch_add(&rk_park, 1); }
+
+/* Spin until *word != value (returns 1), or RK_SPIN_NS passed or rk_pool_park was called
+ * (returns 0). */
 static int rk_spin_while_u64(atomic_uint_fast64_t *word, uint64_t value) {
     const int64_t end = rk_now_ns() + RK_SPIN_NS;
+    const uint64_t park = atomic_load_explicit(&rk_park, memory_order_relaxed);
     for (;;) {
         for (int i = 0; i < 64; i++) {
             if (atomic_load_explicit(word, memory_order_acquire) != value) return 1;
             RK_PAUSE();
         }
+        if (atomic_load_explicit(&rk_park, memory_order_relaxed) != park) return 0;
         if (rk_now_ns() > end) return 0;
     }
 }
