@@ -50,6 +50,7 @@ from relaykit.errors import (
 from relaykit.runtime.module import Module
 from relaykit.runtime.ndarray import Device, NDArray, cpu
 from relaykit.runtime.params import load_param_dict
+from relaykit.runtime.threads import get_policy
 
 from . import host_fusion, host_native
 from .graph_plan import EntrySpec, GraphPlan
@@ -113,6 +114,18 @@ def _as_array(value: Any, what: str, name: str, spec: EntrySpec) -> np.ndarray:
             f"(from a {type(value).__name__}): pass a numpy.ndarray or a tvm.nd.array"
         )
     return arr
+
+
+def _parked(run: Callable[[], Any]) -> Callable[[], Any]:
+    """A backend call that first parks the native pool's spinning threads (a oneDNN
+    region's OpenMP threads need the cores)."""
+    park = get_policy().park
+
+    def call() -> Any:
+        park()
+        return run()
+
+    return call
 
 
 def _describe(value: Any) -> str:
@@ -361,7 +374,7 @@ class GraphExecutor(Module):
                         f"no runtime module implements {node.name!r} (backend "
                         f"{node.compiler!r}); the library was built without it or lost a module"
                     )
-                run = self.lib.bind_function(node.name, ins, outs)
+                run = _parked(self.lib.bind_function(node.name, ins, outs))
             steps.append(run)
             step_nodes.append(index)
         return steps, step_nodes

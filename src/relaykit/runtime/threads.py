@@ -241,8 +241,7 @@ class ThreadPolicy:
             for task in tasks:
                 task()
             return
-        for hook in self._park_hooks:  # other pools' idle threads: stop spinning
-            hook()
+        self.park()  # other pools' idle threads: stop spinning
         order = itertools.count()
         lock = threading.Lock()
         finished = threading.Event()
@@ -267,6 +266,12 @@ class ThreadPolicy:
         finished.wait()
         if errors:
             raise errors[0]
+
+    def park(self) -> None:
+        """Let the idle threads of pools that spin after their work (relaykit's native
+        pool) sleep now: another engine (the host workers, a oneDNN region) is starting."""
+        for hook in self._park_hooks:
+            hook()
 
     def add_park_hook(self, hook: Callable[[], Any]) -> None:
         """Call ``hook`` whenever the host workers start: another pool whose idle threads
