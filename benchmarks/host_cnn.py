@@ -2,6 +2,7 @@
 
     python benchmarks/host_cnn.py                 # host vs onnxruntime
     python benchmarks/host_cnn.py --engines host,dnnl,ort --runs 20 --threads 2
+    python benchmarks/host_cnn.py --engines host,numpy,ort   # also without native kernels
 
 MobileNetV2 (width 1.0, 224x224, batch 1, fp32, random weights, batch norm
 with random statistics) is written in plain PyTorch and exported to ONNX
@@ -9,6 +10,10 @@ with random statistics) is written in plain PyTorch and exported to ONNX
 built with ``onnx.helper`` from the same layer list (Conv, BatchNormalization,
 Clip for ReLU6, Add, GlobalAveragePool, Flatten, Gemm). It is not a model the
 tests use. Timing and checks as in ``transformers.py`` (see ``_bench.py``).
+
+``host`` is relaykit's host path as it runs by default (native kernels and fused
+epilogues, see docs/host_kernels.md); ``numpy`` is the same path with the native
+kernels off (``RELAYKIT_HOST_NATIVE=0``: NumPy kernels, no fusion).
 """
 
 from __future__ import annotations
@@ -167,7 +172,7 @@ def export_helper(x: np.ndarray) -> bytes:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--engines", default="host,ort", help="host, dnnl, ort")
+    parser.add_argument("--engines", default="host,ort", help="host, numpy, dnnl, ort")
     parser.add_argument("--runs", type=int, default=20, help="timed runs per engine")
     parser.add_argument("--burst", type=int, default=5, help="timed runs per burst")
     parser.add_argument("--gap", type=float, default=0.3, help="pause before each burst (s)")
@@ -197,6 +202,13 @@ def main(argv: list[str] | None = None) -> int:
     engines = [_bench.ort_engine(model, feeds, threads)]
     if "host" in wanted:
         engines.append(_bench.relaykit_engine(model, feeds, threads))
+    if "numpy" in wanted:
+        from relaykit.backend import host_native
+
+        with host_native.disabled():  # executors made here bind NumPy kernels only
+            engine = _bench.relaykit_engine(model, feeds, threads)
+        engine.name = "relaykit numpy"
+        engines.append(engine)
     if "dnnl" in wanted:
         engines.append(_bench.relaykit_engine(model, feeds, threads, dnnl=True))
     want = engines[0].run()

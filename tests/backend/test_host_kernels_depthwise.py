@@ -1,16 +1,33 @@
-"""Depthwise convolution on the host (stride phases, shifted planes) against explicit loops
-in float64: strides, dilations, asymmetric padding, channel multipliers, batches, and a
-layer big enough to be cut into blocks that run on several threads."""
+"""Depthwise convolution on the host (the native kernel, and NumPy's stride phases and
+shifted planes) against explicit loops in float64: strides, dilations, asymmetric padding,
+channel multipliers, batches, and a layer big enough to be cut into blocks that run on
+several threads."""
+
+import contextlib
 
 import numpy as np
 import pytest
 
+from relaykit.backend import host_conv, host_native
 from relaykit.backend.host_kernels import Scratch, bind_kernel
 from relaykit.ir.op import get_op
 from relaykit.op.define import make_attrs
 from relaykit.runtime.threads import get_policy
 
 RNG = np.random.default_rng(11)
+
+
+@pytest.fixture(autouse=True, params=["native", "numpy"])
+def kernel_path(request):
+    """Every test runs on the native kernel and on the NumPy fallback."""
+    if request.param == "native":
+        if host_conv.kernels() is None:
+            pytest.skip("no C compiler: the native kernels are unavailable")
+        ctx = contextlib.nullcontext()
+    else:
+        ctx = host_native.disabled()
+    with ctx:
+        yield request.param
 
 
 def _reference(x, w, strides, pads, dilation):
@@ -60,6 +77,11 @@ def _run(x, w, strides, pads, dilation, runs=2):
         ((1, 6, 17, 15), 5, (3, 2), (2, 1, 0, 3), (1, 2), 1),
         ((2, 3, 8, 8), 1, (2, 2), (0, 0, 0, 0), (1, 1), 3),
         ((1, 7, 7, 7), 3, (1, 1), (0, 0, 0, 0), (1, 1), 1),
+        ((1, 2, 3, 4), 3, (1, 1), (4, 5, 3, 6), (1, 1), 1),  # outputs wholly in the padding
+        ((1, 3, 1, 2), 3, (1, 1), (1, 1, 1, 1), (1, 1), 2),  # same-size 3x3, one row
+        ((1, 3, 5, 1), 3, (1, 1), (1, 1, 1, 1), (1, 1), 1),  # one column: the general path
+        ((1, 3, 12, 13), 7, (2, 3), (3, 3, 3, 3), (1, 1), 1),
+        ((1, 4, 16, 16), 3, (4, 4), (1, 1, 1, 1), (2, 3), 2),
     ],
 )
 def test_depthwise_matches_loops(shape, k, strides, pads, dilation, mult):

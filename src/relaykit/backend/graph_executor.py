@@ -8,6 +8,12 @@ arrays. ``run()`` is then ``for step in steps: step()``. Errors name the step:
 the plan node (``%12 = nn.conv2d(...)``) for host operators; the function,
 backend and region operators for backend calls.
 
+With relaykit's native host kernels (:mod:`relaykit.backend.host_native`,
+decided once when the executor is created), a convolution or dense layer and
+the bias, residual and clamp nodes after it are bound as one step
+(:mod:`relaykit.backend.host_fusion`); its errors name the producer and the
+fused operators.
+
 Threads: an executor may be shared by threads, as an ONNX Runtime session can
 (TVM's GraphExecutor cannot). Each thread that uses it gets its own input,
 intermediate and output buffers, workspace and bound steps, made on its first
@@ -44,7 +50,9 @@ from relaykit.errors import (
 from relaykit.runtime.module import Module
 from relaykit.runtime.ndarray import Device, NDArray, cpu
 from relaykit.runtime.params import load_param_dict
+from relaykit.runtime.threads import get_policy
 
+from . import host_fusion, host_native
 from .graph_plan import EntrySpec, GraphPlan
 from .host_kernels import Scratch, bind_kernel
 from .memory_plan import MemoryReport, memory_report
@@ -106,6 +114,18 @@ def _as_array(value: Any, what: str, name: str, spec: EntrySpec) -> np.ndarray:
             f"(from a {type(value).__name__}): pass a numpy.ndarray or a tvm.nd.array"
         )
     return arr
+
+
+def _parked(run: Callable[[], Any]) -> Callable[[], Any]:
+    """A backend call that first parks the native pool's spinning threads (a oneDNN
+    region's OpenMP threads need the cores)."""
+    park = get_policy().park
+
+    def call() -> Any:
+        park()
+        return run()
+
+    return call
 
 
 def _describe(value: Any) -> str:
@@ -183,6 +203,12 @@ class GraphExecutor(Module):
         )
         self._lock = threading.Lock()
         self._local = threading.local()
+        # Native host kernels: decided once (every thread binds the same kernels, so the
+        # scratch measured below fits them all); producers with their epilogues fused.
+        self._native = host_native.is_enabled()
+        self._fusion = host_fusion.plan_fusion(plan) if self._native else {}
+        #: Fused steps bound, by producer node: the epilogue operators (for errors).
+        self._fused_names: dict[int, tuple[str, ...]] = {}
         # Parameters: a dict replaced (never changed in place) under the lock, with a version
         # that tells every thread to bind its steps again.
         given: dict[str, np.ndarray] = {}
@@ -298,7 +324,8 @@ class GraphExecutor(Module):
         self, state: _ThreadState, params: Mapping[str, np.ndarray], version: int
     ) -> None:
         views = self._make_views(state.blocks, params)
-        state.steps, state.step_nodes = self._bind_steps(views, Scratch(state.arena), False)
+        with contextlib.nullcontext() if self._native else host_native.disabled():
+            state.steps, state.step_nodes = self._bind_steps(views, Scratch(state.arena), False)
         state.views = views
         state.inputs = [views[e] for e in self._input_entries]
         state.version = version
@@ -308,17 +335,30 @@ class GraphExecutor(Module):
     ) -> tuple[list[Callable[[], Any]], list[int]]:
         steps: list[Callable[[], Any]] = []
         step_nodes: list[int] = []
+        fused: set[int] = set()
         for index, node in enumerate(self.plan.nodes):
             if node.kind in ("input", "param") or (node.kind == "op" and node.view):
+                continue
+            if index in fused:
                 continue
             ins = [views[e] for e in node.inputs]
             outs = [views[e] for e in node.outputs]
             if node.kind == "op":
                 scratch.reset()
+                group = self._fusion.get(index)
                 try:
-                    run = bind_kernel(
-                        node.name, node.attrs, _group(ins, node.groups), outs, scratch
-                    )
+                    run = None
+                    if group is not None:
+                        run = host_fusion.bind_group(group, self.plan, views, scratch)
+                        if run is not None:
+                            fused.update(group.members)
+                            self._fused_names[index] = group.names
+                        else:
+                            scratch.reset()
+                    if run is None:
+                        run = bind_kernel(
+                            node.name, node.attrs, _group(ins, node.groups), outs, scratch
+                        )
                 except RelayKitError:
                     raise
                 except Exception as err:
@@ -334,7 +374,7 @@ class GraphExecutor(Module):
                         f"no runtime module implements {node.name!r} (backend "
                         f"{node.compiler!r}); the library was built without it or lost a module"
                     )
-                run = self.lib.bind_function(node.name, ins, outs)
+                run = _parked(self.lib.bind_function(node.name, ins, outs))
             steps.append(run)
             step_nodes.append(index)
         return steps, step_nodes
@@ -348,7 +388,9 @@ class GraphExecutor(Module):
                 f"error in function {node.name} of backend {node.compiler!r} "
                 f"(region ops: {', '.join(node.region_ops) or 'none'}): {detail}"
             )
-        return ExecutionError(f"while running {node.desc or node.name}: {detail}")
+        names = self._fused_names.get(state.step_nodes[i])
+        fused = f" (fused with {', '.join(names)})" if names else ""
+        return ExecutionError(f"while running {node.desc or node.name}{fused}: {detail}")
 
     # -- TVM's graph executor interface ---------------------------------------------------------
     def set_input(self, key: Any = None, value: Any = None, **params: Any) -> None:

@@ -30,6 +30,8 @@ from typing import Any
 import numpy as np
 import scipy.special
 
+from relaykit.backend import host_conv
+from relaykit.backend.host_conv import Epilogue, MatrixEpilogue
 from relaykit.errors import ExecutionError
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.op import default_registry
@@ -428,8 +430,13 @@ def _float_same(*arrays: np.ndarray) -> bool:
     return dt.kind == "f" and dt.itemsize >= 4 and all(a.dtype == dt for a in arrays)
 
 
-#: A GEMM under this many multiply-adds runs whole (~40 us on one thread: splitting it costs
-#: about what it saves).
+#: A GEMM is cut into blocks of at least this many multiply-adds (~40 us on one thread).
+#: Cutting is free on one thread (BERT-tiny's 128x128x128 product: 44 us whole or in two
+#: column blocks) and the native pool hands a block over in ~0.1 us when its threads are
+#: awake; but a two-block product waits for a pool thread that wakes (or is descheduled)
+#: late. On a shared 2-core machine, BERT-tiny's host path took 2.15-2.74 ms (best of 20)
+#: with blocks from 1M multiply-adds, 1.83-2.21 ms from 2M, 1.74-1.80 ms from 4M, where
+#: MobileNetV2's 14x14 and 7x7 1x1 convolutions (4.8M) would no longer be split: 2M.
 _SPLIT_MIN_MACS = 1 << 21
 #: Most blocks of a split GEMM: a few per thread, so a late thread leaves little undone.
 _MAX_BLOCKS = 8
@@ -444,48 +451,100 @@ def _blocks(size: int, count: int, align: int = 16) -> list[tuple[int, int]]:
     return [(lo, min(size, lo + step)) for lo in range(0, size, step)]
 
 
-def matmul_run(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> Run:
+def matmul_run(
+    a: np.ndarray, b: np.ndarray, out: np.ndarray, epilogue: MatrixEpilogue | None = None
+) -> Run:
     """``out = a @ b`` (2-D, or 3-D with equal batch sizes) with BLAS on one thread; a big
-    product is cut into blocks (of the batch, else of the columns of ``b``, else of the rows
-    of ``a``) that the host threads take in turn (see :mod:`relaykit.runtime.threads`). The
-    blocks depend on the shapes only, so the bits do not depend on the thread count.
+    product is cut into blocks (of the batch, else of the columns of ``b`` or the rows of
+    ``a``, whichever gives more) that the host threads take in turn (see
+    :mod:`relaykit.runtime.threads`). The blocks depend on the shapes only, so the bits do
+    not depend on the thread count.
+    ``epilogue`` (2-D only) is applied to each block right after its product, while it is
+    in the cache. 2-D float32 products run as one native call (NumPy's ``cblas_sgemm``
+    per block, on the native pool; :func:`relaykit.backend.host_conv.gemm`) when the
+    library is there.
 
     >>> a, b = np.ones((256, 128), np.float32), np.ones((128, 512), np.float32)
     >>> out = np.empty((256, 512), np.float32)
     >>> matmul_run(a, b, out)(); float(out.min()), float(out.max())
     (128.0, 128.0)
     """
-    get_policy().ensure_applied()
-    whole = functools.partial(np.matmul, a, b, out=out)
+    policy = get_policy()
+    policy.ensure_applied()
     batch = a.shape[0] if a.ndim == 3 else 1
     m, k = a.shape[-2:]
     n = b.shape[-1]
-    macs = batch * m * k * n
-    count = min(_MAX_BLOCKS, macs // _SPLIT_MIN_MACS)
+    count = min(_MAX_BLOCKS, batch * m * k * n // _SPLIT_MIN_MACS)
+    two_d = a.ndim == b.ndim == out.ndim == 2
+    if epilogue is not None and not two_d:
+        raise ExecutionError("a GEMM epilogue needs 2-D operands")
+    cut, by_rows = [(0, n)], False
+    # columns, unless the rows give more (so more even) blocks
+    cols, rows = min(count, n // _MIN_BLOCK), min(count, m // _MIN_BLOCK)
+    if count >= 2 and cols >= 2 and cols >= rows:
+        cut = _blocks(n, cols)
+    elif count >= 2 and rows >= 2:
+        cut, by_rows = _blocks(m, rows), True
+    if two_d and min(m, n) > 1:  # (NumPy runs a vector product as GEMV)
+        native = host_conv.gemm(a, b, out, cut, by_rows, epilogue, policy.host_threads)
+        if native is not None:
+            return native
+    whole: Run = functools.partial(np.matmul, a, b, out=out)
+    if epilogue is not None:
+        whole = _sequence([whole, epilogue.block(out, (0, m), (0, n))])
     if count < 2 or a.ndim != b.ndim or out.ndim != a.ndim or a.ndim not in (2, 3):
         return whole
-    if batch >= 2 * min(count, 4):
+    if batch >= 2 * min(count, 4) and epilogue is None:
         parts = [(a[lo:hi], b[lo:hi], out[lo:hi]) for lo, hi in _blocks(batch, count, 1)]
-    elif n >= 2 * _MIN_BLOCK:
-        cut = _blocks(n, min(count, n // _MIN_BLOCK))
-        parts = [(a, b[..., lo:hi], out[..., lo:hi]) for lo, hi in cut]
-    elif m >= 2 * _MIN_BLOCK:
-        cut = _blocks(m, min(count, m // _MIN_BLOCK))
-        parts = [(a[..., lo:hi, :], b, out[..., lo:hi, :]) for lo, hi in cut]
-    else:
+        tasks: list[Run] = [functools.partial(np.matmul, x, y, out=o) for x, y, o in parts]
+    elif len(cut) < 2:
         return whole
-    tasks = [functools.partial(np.matmul, x, y, out=o) for x, y, o in parts]
-    return functools.partial(get_policy().run_parallel, tasks)
+    elif by_rows:
+        tasks = [
+            _gemm_block(a[..., lo:hi, :], b, out[..., lo:hi, :], out, epilogue, (lo, hi), (0, n))
+            for lo, hi in cut
+        ]
+    else:
+        tasks = [
+            _gemm_block(a, b[..., lo:hi], out[..., lo:hi], out, epilogue, (0, m), (lo, hi))
+            for lo, hi in cut
+        ]
+    return functools.partial(policy.run_parallel, tasks)
+
+
+def _gemm_block(
+    a: np.ndarray,
+    b: np.ndarray,
+    part: np.ndarray,
+    out: np.ndarray,
+    epilogue: MatrixEpilogue | None,
+    rows: tuple[int, int],
+    cols: tuple[int, int],
+) -> Run:
+    gemm = functools.partial(np.matmul, a, b, out=part)
+    return gemm if epilogue is None else _sequence([gemm, epilogue.block(out, rows, cols)])
 
 
 @register_host_kernel("nn.dense")
 def _dense(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch) -> Run | None:
-    x, w = args
-    o = outs[0]
+    return dense_run(args[0], args[1], outs[0])
+
+
+def dense_run(
+    x: np.ndarray, w: np.ndarray, o: np.ndarray, epilogue: Epilogue | None = None
+) -> Run | None:
+    """``o = x @ w.T`` (``nn.dense``), then ``epilogue`` (bias per output feature) on each
+    block of ``o`` as it is computed; ``None`` when not handled here."""
     if not _float_same(x, w, o):
         return None
-    if x.ndim > 2 and x.flags.c_contiguous:  # one GEMM over all leading axes, no copies
+    if x.ndim > 2 and x.flags.c_contiguous and o.flags.c_contiguous:
+        # one GEMM over all leading axes, no copies
         x, o = x.reshape(-1, x.shape[-1]), o.reshape(-1, o.shape[-1])
+    if epilogue is not None:
+        matrix = epilogue.matrix(o.shape, False) if o.ndim == 2 else None
+        if matrix is None:
+            return None
+        return matmul_run(x, w.T, o, matrix)
     if x.ndim != 2:
         get_policy().ensure_applied()
         return functools.partial(np.matmul, x, w.T, out=o)
@@ -569,8 +628,21 @@ def _taps(
 
 @register_host_kernel("nn.conv2d")
 def _conv2d(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch) -> Run | None:
-    x, w = args
-    o = outs[0]
+    return conv2d_run(attrs, args[0], args[1], outs[0], scratch)
+
+
+def conv2d_run(
+    attrs: Attrs,
+    x: np.ndarray,
+    w: np.ndarray,
+    o: np.ndarray,
+    scratch: Scratch,
+    epilogue: Epilogue | None = None,
+) -> Run | None:
+    """``nn.conv2d`` (NCHW/OIHW) into ``o``, then ``epilogue`` (bias per channel,
+    residual, clamp; native kernels only) on each block as it is computed: in the
+    depthwise kernel itself, or after each block of the GEMM. ``None`` when not handled
+    here (other layouts and dtypes, or an epilogue this shape cannot fuse)."""
     if (
         attrs.data_layout != "NCHW"
         or attrs.kernel_layout != "OIHW"
@@ -588,18 +660,34 @@ def _conv2d(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scra
     wmat = np.ascontiguousarray(w).reshape(g, oc // g, k)
     out = o.reshape(n, g, oc // g, oh * ow)
     if cg == 1 and g > 1 and x.flags.c_contiguous and o.flags.c_contiguous and w.flags.c_contiguous:
-        return _depthwise(x, w, o, pads, strides, dilation, scratch)
+        return _depthwise(x, w, o, pads, strides, dilation, scratch, epilogue)
+    if epilogue is not None and (g != 1 or not o.flags.c_contiguous):
+        return None
     steps: list[Run] = []
     if (kh, kw) == (1, 1) and strides == (1, 1) and not any(pads):
         cols = x.reshape(n, g, cg, h * wd)
     else:
-        xp, steps = _padded(x, pads, 0.0, scratch)
         cols6 = scratch.take((n, c, kh, kw, oh, ow), x.dtype)
-        for i, j, view in _taps(xp, (kh, kw), strides, dilation, (oh, ow)):
-            steps.append(functools.partial(np.copyto, cols6[:, :, i, j], view))
         cols = cols6.reshape(n, g, k, oh * ow)
+        native = host_conv.im2col(
+            x, cols6.reshape(n, c * kh * kw, oh * ow), (kh, kw), pads, strides, dilation,
+            (oh, ow), scratch.take,
+        )  # fmt: skip
+        if native is not None:
+            steps = [native]
+        else:
+            xp, steps = _padded(x, pads, 0.0, scratch)
+            for i, j, view in _taps(xp, (kh, kw), strides, dilation, (oh, ow)):
+                steps.append(functools.partial(np.copyto, cols6[:, :, i, j], view))
     get_policy().ensure_applied()
-    steps.extend(_gemms(wmat, cols, out))
+    if epilogue is None:
+        steps.extend(_gemms(wmat, cols, out))
+    else:
+        for i in range(n):
+            matrix = epilogue.matrix((oc, oh * ow), True, i * oc * oh * ow)
+            if matrix is None:
+                return None
+            steps.append(matmul_run(wmat[0], cols[i, 0], out[i, 0], matrix))
     if len(steps) == 1:
         return steps[0]
 
@@ -612,6 +700,9 @@ def _conv2d(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scra
 
 #: Multiply-adds per block of a depthwise convolution (fewer blocks: fewer NumPy calls).
 _DEPTHWISE_BLOCK_MACS = 1_000_000
+#: Fewest multiply-adds per block of the native depthwise kernel (~20 us on one thread:
+#: it runs at 4-20 GMAC/s, slowest on the small images of the last layers).
+_NATIVE_DEPTHWISE_BLOCK_MACS = 1 << 17
 
 
 def _depthwise(
@@ -622,8 +713,11 @@ def _depthwise(
     strides: tuple[int, int],
     dilation: tuple[int, int],
     scratch: Scratch,
-) -> Run:
-    """Depthwise convolution (one input channel per group, ``m`` outputs each) as K
+    epilogue: Epilogue | None = None,
+) -> Run | None:
+    """Depthwise convolution (one input channel per group, ``m`` outputs each): the
+    native kernel (with ``epilogue`` applied to each output row) when it is available
+    (see :mod:`relaykit.backend.host_conv`), else (and never with an epilogue) as K
     multiply-adds of whole shifted planes, no im2col.
 
     The padded input is split into its ``sh x sw`` stride phases (one plane for stride 1),
@@ -636,6 +730,15 @@ def _depthwise(
     """
     n, c, h, wd = x.shape
     oc, _, kh, kw = w.shape
+    macs = o.size * kh * kw
+    parts = max(1, min(_MAX_BLOCKS, c, macs // _NATIVE_DEPTHWISE_BLOCK_MACS))  # of channels
+    native = host_conv.depthwise(
+        x, w, o, pads, strides, dilation, scratch.take, epilogue, parts, get_policy().host_threads
+    )
+    if native is not None:
+        return native
+    if epilogue is not None:
+        return None
     m = oc // c
     oh, ow = o.shape[2], o.shape[3]
     (sh, sw), (dh, dw) = strides, dilation

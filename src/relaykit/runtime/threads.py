@@ -160,6 +160,8 @@ class ThreadPolicy:
         self._applied: int | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._pool_size = 0
+        self._host_cache: tuple[tuple[Any, ...], int] | None = None
+        self._park_hooks: list[Callable[[], Any]] = []
 
     # -- what the budget is ------------------------------------------------------------
 
@@ -215,10 +217,16 @@ class ThreadPolicy:
     def host_threads(self) -> int:
         """Threads a host kernel may split its work over: one worker's share, when BLAS can
         be kept single-threaded (threadpoolctl is there); else 1, as OpenBLAS' own spinning
-        threads would then run beside the host workers."""
-        if not getattr(self._blas, "available", False):
-            return 1
-        return self.budget().openmp
+        threads would then run beside the host workers. Host kernels ask at every run, so
+        the answer is kept until the budget, ``RELAYKIT_NUM_THREADS`` or the executor
+        workers change (the CPU affinity is read when it is computed)."""
+        key = (self._total, os.environ.get(ENV_VAR), self._executor_workers)
+        cached = self._host_cache
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        value = self.budget().openmp if getattr(self._blas, "available", False) else 1
+        self._host_cache = (key, value)
+        return value
 
     def run_parallel(self, tasks: Sequence[Callable[[], Any]], threads: int | None = None) -> None:
         """Run independent ``tasks`` (NumPy work that releases the GIL) on the calling thread
@@ -233,6 +241,7 @@ class ThreadPolicy:
             for task in tasks:
                 task()
             return
+        self.park()  # other pools' idle threads: stop spinning
         order = itertools.count()
         lock = threading.Lock()
         finished = threading.Event()
@@ -257,6 +266,20 @@ class ThreadPolicy:
         finished.wait()
         if errors:
             raise errors[0]
+
+    def park(self) -> None:
+        """Let the idle threads of pools that spin after their work (relaykit's native
+        pool) sleep now: another engine (the host workers, a oneDNN region) is starting."""
+        for hook in self._park_hooks:
+            hook()
+
+    def add_park_hook(self, hook: Callable[[], Any]) -> None:
+        """Call ``hook`` whenever the host workers start: another pool whose idle threads
+        spin for a while (relaykit's native pool) parks them, so that they do not take the
+        cores the host workers need."""
+        with self._lock:
+            if hook not in self._park_hooks:
+                self._park_hooks.append(hook)
 
     def _host_pool(self, workers: int) -> ThreadPoolExecutor:
         with self._lock:
