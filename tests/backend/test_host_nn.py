@@ -68,7 +68,7 @@ def layer_norm64(x, gamma, beta, eps, scale=True, center=True):
     return out * (gamma if scale else 1) + (beta if center else 0)
 
 
-@pytest.mark.parametrize("shape", [(3, 7), (2, 4, 128, 128), (5, 1000), (1, 1), (9, 17)])
+@pytest.mark.parametrize("shape", [(3, 7), (2, 6, 128, 128), (5, 1000), (1, 1), (9, 17)])
 def test_softmax_last_axis(path, threads, shape):
     x = (RNG.standard_normal(shape) * 8).astype(np.float32)
     x.reshape(-1)[::13] = -1e30  # masked-out scores
@@ -103,7 +103,7 @@ def test_softmax_in_place(path):
 @pytest.mark.parametrize(
     "scale, center", [(True, True), (True, False), (False, True), (False, False)]
 )
-@pytest.mark.parametrize("shape", [(2, 64, 256), (3, 5), (130, 1024), (4, 1)])
+@pytest.mark.parametrize("shape", [(2, 64, 256), (3, 5), (200, 1024), (4, 1)])
 def test_layer_norm(path, threads, shape, scale, center):
     c = shape[-1]
     x = (RNG.standard_normal(shape) * 2 + 0.5).astype(np.float32)
@@ -174,7 +174,7 @@ def test_native_runs_refuse_what_they_do_not_cover():
 def test_results_do_not_depend_on_the_thread_count(monkeypatch):
     if not _native_available():
         pytest.skip("no C compiler")
-    x = RNG.standard_normal((300, 512)).astype(np.float32)
+    x = RNG.standard_normal((400, 512)).astype(np.float32)  # split in blocks
     g, b = RNG.standard_normal(512).astype(np.float32), RNG.standard_normal(512).astype(np.float32)
     results = []
     for n in (1, 2, 3):

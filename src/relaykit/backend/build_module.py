@@ -45,6 +45,7 @@ from relaykit.ir.module import IRModule
 from relaykit.ir.types import is_dynamic
 from relaykit.runtime.module import Module, ModuleBlob, register_module_loader
 from relaykit.runtime.ndarray import Device, NDArray
+from relaykit.transform.batch_matmul_layout import FoldTransposeIntoBatchMatmul
 from relaykit.transform.bind import bind_params_by_name
 from relaykit.transform.infer_type import InferType
 from relaykit.transform.layer_norm import FuseLayerNorm
@@ -76,9 +77,10 @@ def build_passes() -> list[Pass]:
     """The optimisation passes ``relay.build`` runs on the host functions, in order: the
     standard pipeline of :mod:`relaykit.transform.pipeline` (each pass filtered by the
     ``PassContext``'s opt_level; at the default level 2: type inference,
-    ``SimplifyInference``, ``FoldConstant``...), then ``FuseLayerNorm`` (one host kernel per
-    layer norm). Functions for backends are skipped."""
-    return [*optimization_passes(), FuseLayerNorm(), InferType()]
+    ``SimplifyInference``, ``FoldConstant``...), then the host's own: ``FuseLayerNorm`` (one
+    kernel per layer norm), ``FoldTransposeIntoBatchMatmul``. Functions for backends are
+    skipped."""
+    return [*optimization_passes(), FuseLayerNorm(), FoldTransposeIntoBatchMatmul(), InferType()]
 
 
 class HostModule(Module):

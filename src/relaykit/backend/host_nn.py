@@ -53,12 +53,14 @@ _SIGNATURES: dict[str, list[Any]] = {
 _typed: set[int] = set()
 _lock = threading.Lock()
 
-#: Elements of an elementwise kernel below which it runs as one call (~25 us of erf).
-_PARALLEL_MIN_ELEMENTS = 65_536
-#: Elements per block of a split elementwise kernel (a few blocks per thread).
+#: Elements below which a kernel runs as one call: ~80 us of erf or softmax, ~50 us of
+#: layer norm. Waking a sleeping host worker costs 10-50 us (more on a busy machine), so
+#: a split pays only above that (measured: erf on 131,072 elements took 52 us on one
+#: thread, 64 us split over two on a loaded 2-core machine).
+_PARALLEL_MIN_ELEMENTS = 196_608
+#: Elements per block of a split kernel (a few blocks per thread, so a late worker
+#: leaves little for the others).
 _ELEMENT_BLOCK = 32_768
-#: Row-kernel elements (softmax, layer norm) below which it runs as one call.
-_PARALLEL_MIN_ROW_ELEMENTS = 65_536
 #: Most blocks of a split kernel.
 _MAX_BLOCKS = 8
 
@@ -137,7 +139,7 @@ def gelu_erf_run(x: np.ndarray, out: np.ndarray) -> Run | None:
 
 
 def _row_blocks(rows: int, n: int) -> list[tuple[int, int]]:
-    parts = _split_count(rows * n, _PARALLEL_MIN_ROW_ELEMENTS)
+    parts = _split_count(rows * n, _PARALLEL_MIN_ELEMENTS)
     return _cuts(rows, min(parts, rows), 1)
 
 
