@@ -130,8 +130,7 @@ void rk_softmax_f32(const float *x, float *y, ptrdiff_t rows, ptrdiff_t n) {
             s += e;
         }
         for (int j = 0; j < LANES; j++) s += lane[j];
-        float inv = 1.0f / s;
-        for (i = 0; i < n; i++) yr[i] *= inv;
+        for (i = 0; i < n; i++) yr[i] /= s; /* divided, as NumPy: one rounding */
     }
 }
 
