@@ -14,8 +14,8 @@ writing into ``out``), or ``None`` when the native library is unavailable
 float32 — the caller then binds its NumPy kernel. Work above a few tens of
 microseconds is cut into blocks that the calling thread and the host workers
 take in turn (:meth:`relaykit.runtime.threads.ThreadPolicy.run_parallel`);
-block boundaries depend on the shapes only, so results do not depend on the
-thread count.
+each element (erf, GELU) or row (softmax, layer norm) is computed the same way
+in any block, so results do not depend on the thread count.
 
 >>> import numpy as np
 >>> x = np.array([0.0, 0.5, -2.0], np.float32)
