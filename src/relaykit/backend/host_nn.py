@@ -11,8 +11,8 @@ tiny variance loses nothing).
 Each ``*_run`` function returns the bound kernel (a no-argument callable
 writing into ``out``), or ``None`` when the native library is unavailable
 (see :mod:`relaykit.backend.host_native`) or the arrays are not C-contiguous
-float32 — the caller then binds its NumPy kernel. Work above a few tens of
-microseconds is cut into blocks that the calling thread and the host workers
+float32 — the caller then binds its NumPy kernel. Work above ~80 us (196,608
+elements) is cut into blocks that the calling thread and the host workers
 take in turn (:meth:`relaykit.runtime.threads.ThreadPolicy.run_parallel`);
 each element (erf, GELU) or row (softmax, layer norm) is computed the same way
 in any block, so results do not depend on the thread count.
