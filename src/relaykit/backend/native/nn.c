@@ -89,16 +89,41 @@ static inline float erf_one(float x) {
     return x != x ? x : r;
 }
 
-void rk_erf_f32(const float *restrict x, float *restrict y, ptrdiff_t n) {
+static void erf_apart(const float *restrict x, float *restrict y, ptrdiff_t n) {
     for (ptrdiff_t i = 0; i < n; i++) y[i] = erf_one(x[i]);
 }
 
-/* y = 0.5 x (1 + erf(x / sqrt(2))), the exact GELU. */
-void rk_gelu_erf_f32(const float *restrict x, float *restrict y, ptrdiff_t n) {
-    for (ptrdiff_t i = 0; i < n; i++) {
-        float v = x[i];
-        y[i] = 0.5f * v * (1.0f + erf_one(v * 0.70710678118654752f));
-    }
+static void erf_inplace(float *y, ptrdiff_t n) {
+    for (ptrdiff_t i = 0; i < n; i++) y[i] = erf_one(y[i]);
+}
+
+/* y = erf(x); x and y are the same array (the planner runs elementwise operators in
+ * place) or do not overlap. */
+void rk_erf_f32(const float *x, float *y, ptrdiff_t n) {
+    if (x == y)
+        erf_inplace(y, n);
+    else
+        erf_apart(x, y, n);
+}
+
+static inline float gelu_one(float v) {
+    return 0.5f * v * (1.0f + erf_one(v * 0.70710678118654752f));
+}
+
+static void gelu_apart(const float *restrict x, float *restrict y, ptrdiff_t n) {
+    for (ptrdiff_t i = 0; i < n; i++) y[i] = gelu_one(x[i]);
+}
+
+static void gelu_inplace(float *y, ptrdiff_t n) {
+    for (ptrdiff_t i = 0; i < n; i++) y[i] = gelu_one(y[i]);
+}
+
+/* y = 0.5 x (1 + erf(x / sqrt(2))), the exact GELU; in place or apart, as rk_erf_f32. */
+void rk_gelu_erf_f32(const float *x, float *y, ptrdiff_t n) {
+    if (x == y)
+        gelu_inplace(y, n);
+    else
+        gelu_apart(x, y, n);
 }
 
 /* Softmax of each of `rows` rows of `n` elements: exp(x - max) / sum. In place is allowed
