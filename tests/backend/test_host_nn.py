@@ -192,3 +192,21 @@ def test_results_do_not_depend_on_the_thread_count(monkeypatch):
     for other in results[1:]:
         for a, b_ in zip(results[0], other, strict=True):
             np.testing.assert_array_equal(a, b_)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_gelu_in_place_and_apart(path, threads, dtype):
+    x = (RNG.standard_normal((300, 700)) * 3).astype(dtype)  # split in blocks at 2 threads
+    x64 = x.astype(np.float64)
+    want = 0.5 * x64 * (1 + scipy.special.erf(x64 / np.sqrt(2)))
+    got = run_host("nn.gelu", [x])
+    inplace = x.copy()
+    a = make_attrs(get_op("nn.gelu"), {})
+    measure = Scratch(None)
+    bind_kernel("nn.gelu", a, [inplace], [inplace], measure)
+    bind_kernel(
+        "nn.gelu", a, [inplace], [inplace], Scratch(np.empty(measure.peak + 64, np.uint8))
+    )()
+    bound = 1e-6 * np.abs(want) + 3e-8 * np.abs(x64)
+    assert (np.abs(got - want) <= bound).all()
+    assert (np.abs(inplace - want) <= bound).all()

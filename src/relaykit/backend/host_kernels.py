@@ -343,6 +343,30 @@ def _erf(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch
     return functools.partial(get_policy().run_parallel, tasks)
 
 
+@register_host_kernel("nn.gelu")
+def _gelu(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch) -> Run | None:
+    x, o = args[0], outs[0]
+    if x.dtype.kind != "f" or o.dtype != x.dtype:
+        return None
+    native = host_nn.gelu_erf_run(x, o)
+    if native is not None:
+        return native
+    # NumPy: t = erf(x / sqrt 2) by the erf kernel, in scratch memory (o may be x)
+    t = scratch.take(x.shape, x.dtype)
+    erf = _erf(attrs, [t], [t], scratch)
+    if erf is None:
+        return None
+    dt = x.dtype.type
+    steps: list[Run] = [
+        functools.partial(np.multiply, x, dt(1.0 / np.sqrt(2.0)), out=t),
+        erf,
+        functools.partial(np.add, t, dt(1.0), out=t),
+        functools.partial(np.multiply, t, x, out=t),
+        functools.partial(np.multiply, t, dt(0.5), out=o),
+    ]
+    return _sequence(steps)
+
+
 def _quiet(run: Run) -> Run:
     """``run`` with overflow not reported (a thread's errstate is its own)."""
 
