@@ -1,5 +1,6 @@
 """The float32 erf host kernel (two polynomials, as onnxruntime's MLAS computes it) against
-scipy's float64 erf, on a dense grid of the whole float32 range and on special values."""
+scipy's float64 erf, on a dense grid of the whole float32 range and on special values; each
+test runs on the native kernel (backend/native/nn.c) and on the NumPy one."""
 
 import math
 
@@ -7,10 +8,23 @@ import numpy as np
 import pytest
 import scipy.special
 
+from relaykit.backend import host_native
 from relaykit.backend.host_kernels import Scratch, bind_kernel, erf_float32
 from relaykit.ir.op import get_op
 from relaykit.op.define import make_attrs
 from relaykit.runtime.threads import get_policy
+
+
+@pytest.fixture(autouse=True, params=["native", "numpy"])
+def path(request):
+    """Every test on both kernels (the native one only where a C compiler is)."""
+    if request.param == "native":
+        if host_native.library() is None:
+            pytest.skip("no C compiler: the native host kernels are unavailable")
+        yield request.param
+    else:
+        with host_native.disabled():
+            yield request.param
 
 
 def _run(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:

@@ -39,6 +39,8 @@ from relaykit.op.nn._relations import pad4, pair
 from relaykit.op.reduce import reduce_axes
 from relaykit.runtime.threads import get_policy
 
+from . import host_nn
+
 __all__ = [
     "Scratch",
     "Binder",
@@ -325,6 +327,9 @@ def _erf_blocks(x: np.ndarray, o: np.ndarray, scratch: Scratch) -> list[Run]:
 @register_host_kernel("erf")
 def _erf(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch) -> Run | None:
     x, o = args[0], outs[0]
+    native = host_nn.erf_run(x, o)
+    if native is not None:
+        return native
     fast = x.dtype == np.float32 and o.dtype == x.dtype and x.size >= _ERF_MIN_ELEMENTS
     if not (fast and x.flags.c_contiguous and o.flags.c_contiguous):
         return _unary(scipy.special.erf, "f", costly=True)(attrs, args, outs, scratch)
@@ -338,6 +343,30 @@ def _erf(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch
         for lo, hi in itertools.pairwise(bounds)
     ]
     return functools.partial(get_policy().run_parallel, tasks)
+
+
+@register_host_kernel("nn.gelu")
+def _gelu(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch) -> Run | None:
+    x, o = args[0], outs[0]
+    if x.dtype.kind != "f" or o.dtype != x.dtype:
+        return None
+    native = host_nn.gelu_erf_run(x, o)
+    if native is not None:
+        return native
+    # NumPy: t = erf(x / sqrt 2) by the erf kernel, in scratch memory (o may be x)
+    t = scratch.take(x.shape, x.dtype)
+    erf = _erf(attrs, [t], [t], scratch)
+    if erf is None:
+        return None
+    dt = x.dtype.type
+    steps: list[Run] = [
+        functools.partial(np.multiply, x, dt(1.0 / np.sqrt(2.0)), out=t),
+        erf,
+        functools.partial(np.add, t, dt(1.0), out=t),
+        functools.partial(np.multiply, t, x, out=t),
+        functools.partial(np.multiply, t, dt(0.5), out=o),
+    ]
+    return _sequence(steps)
 
 
 def _quiet(run: Run) -> Run:
@@ -854,6 +883,9 @@ def _softmax(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scr
     if x.dtype.kind != "f" or o.dtype != x.dtype:
         return None
     axis = attrs.axis % x.ndim
+    native = host_nn.softmax_run(x, o, axis)
+    if native is not None:
+        return native
     red = scratch.take((*x.shape[:axis], 1, *x.shape[axis + 1 :]), x.dtype)
 
     def run() -> None:
@@ -875,6 +907,16 @@ def _layer_norm(
     if not _float_same(x, gamma, beta, o):
         return None
     axis = attrs.axis % x.ndim
+    native = host_nn.layer_norm_run(
+        x,
+        gamma if attrs.scale else None,
+        beta if attrs.center else None,
+        o,
+        axis,
+        float(attrs.epsilon),
+    )
+    if native is not None:
+        return native
     shape = [1] * x.ndim
     shape[axis] = x.shape[axis]
     g = gamma.reshape(shape) if attrs.scale else None
@@ -882,10 +924,14 @@ def _layer_norm(
     stat = scratch.take((*x.shape[:axis], 1, *x.shape[axis + 1 :]), x.dtype)
     sq = scratch.take(x.shape, x.dtype)
     eps = x.dtype.type(attrs.epsilon)
+    first = x[(slice(None),) * axis + (slice(0, 1),)]  # a shift: each row's first value
 
     def run() -> None:
-        np.mean(x, axis=axis, keepdims=True, out=stat)
-        np.subtract(x, stat, out=o)
+        # Statistics of x - first (exact where a row's values are within a factor 2 of
+        # each other): a large mean with a tiny variance keeps its digits.
+        np.subtract(x, first, out=sq)
+        np.mean(sq, axis=axis, keepdims=True, out=stat)
+        np.subtract(sq, stat, out=o)
         np.multiply(o, o, out=sq)
         np.mean(sq, axis=axis, keepdims=True, out=stat)
         np.add(stat, eps, out=stat)

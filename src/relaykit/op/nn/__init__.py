@@ -27,6 +27,7 @@ from ._argmax_pool import max_pool2d_with_argmax
 from ._conv_nd import conv1d, conv1d_transpose, conv3d, conv3d_transpose
 from ._deformable import deformable_conv2d
 from ._extra_ops import avg_pool3d, lrn, max_pool3d
+from ._gelu import gelu
 from ._matmul import matmul
 from ._space import batch_to_space_nd, depth_to_space, space_to_batch_nd, space_to_depth
 
@@ -68,6 +69,7 @@ __all__ = [
     "depth_to_space",
     "space_to_batch_nd",
     "space_to_depth",
+    "gelu",
 ]
 
 
