@@ -3,6 +3,7 @@ layer and the bias, residual and clamp nodes after it run as one step, with the 
 results as NumPy computations in float64; chains that cannot fuse run node by node."""
 
 import contextlib
+import threading
 
 import numpy as np
 import pytest
@@ -204,3 +205,30 @@ def test_residual_whose_buffer_the_output_reuses(path, depthwise, residual_first
     np.testing.assert_allclose(ex.get_output(0).numpy(), want, rtol=1e-4, atol=1e-4)
     fused = path == "native" and not (depthwise and residual_first)
     assert ex.num_steps == (2 if fused else 4)
+
+
+@native
+def test_every_thread_binds_the_kernels_the_executor_chose():
+    """An executor made with native kernels, run first from a thread that has them
+    switched off, still runs its fused native steps there (with the scratch it measured)."""
+    p = {"w": rand(32, 1, 3, 3), "b": rand(32)}
+    x = relay.var("x", shape=(1, 32, 20, 20))
+    w, b = pvars(p)
+    y = relay.nn.conv2d(x, w, kernel_size=(3, 3), padding=(1, 1), groups=32, channels=32)
+    y = relay.clip(relay.nn.bias_add(y, b), 0.0, 6.0)
+    xv = rand(1, 32, 20, 20)
+    ex = build(y, p, {"x": xv})
+    want = np.clip(conv_ref(xv, p["w"], groups=32, pad=1) + p["b"][:, None, None], 0, 6)
+    got = {}
+
+    def other_thread():
+        with host_native.disabled():
+            ex.set_input("x", xv)
+            ex.run()
+            got["y"] = ex.get_output(0).numpy()
+
+    t = threading.Thread(target=other_thread)
+    t.start()
+    t.join()
+    np.testing.assert_allclose(got["y"], want, rtol=1e-4, atol=1e-4)
+    assert ex.num_steps == 1

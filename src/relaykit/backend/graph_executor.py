@@ -232,7 +232,8 @@ class GraphExecutor(Module):
         # host kernels need.
         blocks = self._alloc_blocks()
         measuring = Scratch(None)
-        self._bind_steps(self._make_views(blocks, given), measuring, dry_run=True)
+        with host_native.chosen(self._native):
+            self._bind_steps(self._make_views(blocks, given), measuring, dry_run=True)
         self.workspace_bytes = measuring.peak
         first = self._new_state(blocks, given, 0, first=True)
         self._num_steps = len(first.steps)
@@ -324,7 +325,7 @@ class GraphExecutor(Module):
         self, state: _ThreadState, params: Mapping[str, np.ndarray], version: int
     ) -> None:
         views = self._make_views(state.blocks, params)
-        with contextlib.nullcontext() if self._native else host_native.disabled():
+        with host_native.chosen(self._native):
             state.steps, state.step_nodes = self._bind_steps(views, Scratch(state.arena), False)
         state.views = views
         state.inputs = [views[e] for e in self._input_entries]

@@ -41,7 +41,7 @@ from relaykit.runtime.native_build import (
     private_dir,
 )
 
-__all__ = ["ENV_VAR", "SOURCE_DIR", "library", "disabled", "ptr", "is_enabled"]
+__all__ = ["ENV_VAR", "SOURCE_DIR", "library", "chosen", "disabled", "ptr", "is_enabled"]
 
 #: Environment variable: ``0`` keeps the host on its NumPy kernels.
 ENV_VAR = "RELAYKIT_HOST_NATIVE"
@@ -81,8 +81,9 @@ def _build() -> ctypes.CDLL:
 
 def is_enabled() -> bool:
     """Whether host executors created now may use native kernels."""
-    if getattr(_local, "off", False):
-        return False
+    chosen = getattr(_local, "chosen", None)
+    if chosen is not None:
+        return bool(chosen)
     return os.environ.get(ENV_VAR, "1").strip().lower() not in ("0", "false", "no", "off")
 
 
@@ -107,14 +108,21 @@ def library() -> ctypes.CDLL | None:
 
 
 @contextlib.contextmanager
-def disabled() -> Iterator[None]:
-    """Executors created in this block (on this thread) bind NumPy kernels only."""
-    before = getattr(_local, "off", False)
-    _local.off = True
+def chosen(enabled: bool) -> Iterator[None]:
+    """In this block (on this thread) native kernels are used when ``enabled`` and the
+    library is available, else not, whatever the environment says: an executor binds
+    every thread's kernels under the choice it made when it was created."""
+    before = getattr(_local, "chosen", None)
+    _local.chosen = enabled
     try:
         yield
     finally:
-        _local.off = before
+        _local.chosen = before
+
+
+def disabled() -> contextlib.AbstractContextManager[None]:
+    """Executors created in this block (on this thread) bind NumPy kernels only."""
+    return chosen(False)
 
 
 def ptr(a: np.ndarray) -> ctypes.c_void_p:
