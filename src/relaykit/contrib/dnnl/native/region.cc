@@ -340,7 +340,17 @@ struct Step {
   primitive prim;
   std::vector<Arg> args;
   std::string info;
+  int nthr = 0;  // OpenMP threads it was built for and runs with (0: the region's count)
 };
+
+// A step doing less than this runs on one thread (it is built for one, so oneDNN sizes
+// its work split for one): multiply-adds of a convolution, inner product or matmul, else
+// the elements of its largest operand. A parallel step costs ~2.5 us more at 2 threads
+// than at one (fork and join of the OpenMP team, measured with a chain of 50 small
+// eltwise steps) -- about what a core does with 250,000 multiply-adds or 16,000 elements
+// in that time -- and, on a busy machine, waits for a descheduled worker at its join.
+constexpr long long kSmallStepMacs = 256 * 1024;
+constexpr long long kSmallStepElems = 16 * 1024;
 
 struct ExtBinding {
   memory mem;
@@ -408,13 +418,16 @@ class Region {
   }
 
   void run(Context& ctx, void* const* inputs, void* const* outputs, double* step_ms) const {
-    if (nthreads_ > 0) omp_set_num_threads(nthreads_);
+    int threads = nthreads_;
+    if (threads > 0) omp_set_num_threads(threads);
     for (auto& b : ctx.ext)
       b.mem.set_data_handle(b.is_input ? inputs[b.index] : outputs[b.index]);
     // The C API with argument arrays prepared once: no map building per call.
     dnnl_stream_t strm = ctx.strm.get();
     for (size_t i = 0; i < steps_.size(); ++i) {
       const auto& a = ctx.args[i];
+      int want = steps_[i].nthr > 0 ? steps_[i].nthr : nthreads_;
+      if (want > 0 && want != threads) omp_set_num_threads(threads = want);
       auto t0 = std::chrono::steady_clock::now();
       dnnl::error::wrap_c_api(
           dnnl_primitive_execute(steps_[i].prim.get(), strm, static_cast<int>(a.size()), a.data()),
@@ -426,6 +439,7 @@ class Region {
       }
     }
     ctx.strm.wait();
+    if (nthreads_ > 0 && threads != nthreads_) omp_set_num_threads(nthreads_);
   }
 
   int num_steps() const { return static_cast<int>(steps_.size()); }
@@ -822,7 +836,60 @@ class Region {
     return p;
   }
 
+  // Rough work of a node (see kSmallStepMacs): multiply-adds, else largest operand's elements.
+  long long node_work(const Json& node) const {
+    const std::string& op = node.at("op").s();
+    auto elems = [&](int t) {
+      long long n = 1;
+      for (auto d : dims_[t]) n *= d;
+      return n;
+    };
+    int o = out(node);
+    if (op == "conv" || op == "conv_nd" || op == "deconv" || op == "dense") {
+      int w = checked(node.at("weight").i());
+      long long k = 1;
+      for (size_t i = 1; i < dims_[w].size(); ++i) k *= dims_[w][i];
+      return elems(o) * k;
+    }
+    if (op == "matmul") return elems(o) * dims_[in(node, 0)].back();
+    long long most = elems(o);
+    for (long long t : node.at("in").ints()) most = std::max(most, elems(checked(t)));
+    return most;
+  }
+
+  bool small_node(const Json& node) const {
+    const std::string& op = node.at("op").s();
+    bool macs = op == "conv" || op == "conv_nd" || op == "deconv" || op == "dense" || op == "matmul";
+    return node_work(node) < (macs ? kSmallStepMacs : kSmallStepElems);
+  }
+
+  // Run `build` (which adds steps) with oneDNN seeing one thread when `single`: the steps
+  // it adds are built for, and run on, one thread.
+  template <class F>
+  void build_steps(bool single, F&& build) {
+    size_t first_step = steps_.size();
+    single = single && nthreads_ > 1;
+    if (single) omp_set_num_threads(1);
+    try {
+      build();
+    } catch (...) {
+      if (single) omp_set_num_threads(nthreads_);
+      throw;
+    }
+    if (!single) return;
+    omp_set_num_threads(nthreads_);
+    for (size_t i = first_step; i < steps_.size(); ++i) {
+      steps_[i].nthr = 1;
+      steps_[i].info += " threads=1";
+    }
+  }
+
+  // A small node's primitives (and the reorders it needs) run on one thread.
   void lower(const Json& node) {
+    build_steps(small_node(node), [&] { lower_node(node); });
+  }
+
+  void lower_node(const Json& node) {
     const std::string& op = node.at("op").s();
     if (op == "conv") lower_conv(node);
     else if (op == "dense") lower_dense(node);
@@ -1461,9 +1528,12 @@ class Region {
       memory::desc pmd = plain_md(dims_[t]);
       int src = primary(t);
       int p = new_phys(pmd, Kind::Output, static_cast<int>(k));
-      auto pd = dnnl::reorder::primitive_desc(eng_, phys_[src].md, eng_, pmd, base_attr());
-      add_step(dnnl::reorder(pd), {{DNNL_ARG_FROM, src, phys_[src].md}, {DNNL_ARG_TO, p, pmd}},
-               "output " + std::to_string(k) + " " + md_str(phys_[src].md), &pd);
+      long long n = static_cast<long long>(pmd.get_size() / sizeof(float));
+      build_steps(n < kSmallStepElems, [&] {
+        auto pd = dnnl::reorder::primitive_desc(eng_, phys_[src].md, eng_, pmd, base_attr());
+        add_step(dnnl::reorder(pd), {{DNNL_ARG_FROM, src, phys_[src].md}, {DNNL_ARG_TO, p, pmd}},
+                 "output " + std::to_string(k) + " " + md_str(phys_[src].md), &pd);
+      });
     }
   }
 
