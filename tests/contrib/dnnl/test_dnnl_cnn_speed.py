@@ -16,8 +16,8 @@ from relaykit.contrib.dnnl.region import DnnlRegion
 
 def _conv_nchw(x: np.ndarray, w: np.ndarray, b: np.ndarray, pad: int) -> np.ndarray:
     """Direct NumPy convolution (stride 1), float64."""
-    n, c, h, wd = x.shape
-    o, _, kh, kw = w.shape
+    n, _, h, wd = x.shape
+    o, kh, kw = w.shape[0], w.shape[2], w.shape[3]
     xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
     oh, ow = h + 2 * pad - kh + 1, wd + 2 * pad - kw + 1
     out = np.zeros((n, o, oh, ow))
@@ -39,16 +39,19 @@ def _program(layout: str) -> tuple[Program, dict[str, np.ndarray]]:
     p = Program(layout=layout)
     x = p.add_input((1, 16, 28, 28))
     y1 = p.new_tensor((1, 32, 28, 28))
-    conv = {"strides": [1, 1], "dilation": [1, 1], "groups": 1}
-    p.nodes.append(Node("conv", [x], y1, {"weight": p.add_constant(w1), "bias": p.add_constant(b1),
-                                           "pad": [1, 1, 1, 1], **conv}, [{"op": "relu"}]))  # fmt: skip
+    relu = [{"op": "relu"}]
+
+    def conv(w: np.ndarray, b: np.ndarray, pad: int) -> dict:
+        return {"weight": p.add_constant(w), "bias": p.add_constant(b), "strides": [1, 1],
+                "dilation": [1, 1], "groups": 1, "pad": [pad] * 4}  # fmt: skip
+
+    p.nodes.append(Node("conv", [x], y1, conv(w1, b1, 1), relu))
     y2 = p.new_tensor((1, 32, 2, 2))
     p.nodes.append(Node("pool", [y1], y2, {"alg": "avg_exclude", "kernel": [14, 14],
                                            "strides": [14, 14], "dilation": [1, 1],
                                            "pad_l": [0, 0], "pad_r": [0, 0]}))  # fmt: skip
     y3 = p.new_tensor((1, 8, 2, 2))
-    p.nodes.append(Node("conv", [y2], y3, {"weight": p.add_constant(w2), "bias": p.add_constant(b2),
-                                           "pad": [0, 0, 0, 0], **conv}, [{"op": "relu"}]))  # fmt: skip
+    p.nodes.append(Node("conv", [y2], y3, conv(w2, b2, 0), relu))
     y4 = p.new_tensor((1, 8, 2, 2))
     p.nodes.append(Node("softmax", [y3], y4, {"axis": 1}))
     p.outputs.append(y4)
