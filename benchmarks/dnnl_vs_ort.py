@@ -2,6 +2,7 @@
 
     python benchmarks/dnnl_vs_ort.py                    # all six models, 40 runs each
     python benchmarks/dnnl_vs_ort.py --models resnet50 --runs 100 --threads 2
+    python benchmarks/dnnl_vs_ort.py --models squeezenet,vgg19 --repeat 3  # spread of ratios
     python benchmarks/dnnl_vs_ort.py --profile resnet50  # per-step times of the dnnl region
     python benchmarks/dnnl_vs_ort.py --models /tmp/resnet18.onnx   # any 1x3x224x224 model
 
@@ -11,7 +12,12 @@ count (all cores unless ``--threads``), onnxruntime with its default session
 options. Runs are interleaved in short bursts — relaykit, onnxruntime,
 onnxruntime, relaykit, ... — so that drift in the machine's state hits both
 alike; the medians are compared and the ratio ``relaykit / onnxruntime``
-printed (below 1.0: relaykit is faster).
+printed (below 1.0: relaykit is faster), and so are the best runs ("min ratio"):
+on a machine other processes share, the median mostly measures how each engine's
+threads fare against them (oneDNN's OpenMP team waits at every primitive for a
+descheduled worker; onnxruntime's pool runs unstarted work on the calling thread),
+the best run what the engines can do. ``--repeat N`` times each build N times and
+prints the spread; "rel err" is max |relaykit - onnxruntime| / max |onnxruntime|.
 
 Each burst starts after a pause (``--gap``, 0.2 s) and with one untimed run:
 both engines keep their idle worker threads spinning for a while after a run
