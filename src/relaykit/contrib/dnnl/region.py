@@ -50,6 +50,9 @@ __all__ = ["BoundRegion", "DnnlRegion", "SMALL_REGION_WORK", "region_work"]
 #: (benchmarks/dnnl_overhead.py: a one-step region took 4.3 ms per call at 2 threads
 #: and 14 µs at 1 on the shared 2-core test machine), while one core does ~10^6
 #: multiply-adds in ~40 µs, so below that a second thread cannot pay for itself.
+#: Inside a bigger region the native runtime applies the same reasoning per step: a step
+#: under ~256k multiply-adds (or 16k elements for the other primitives) is built for and
+#: runs on one thread (``threads=1`` in :meth:`DnnlRegion.steps`).
 SMALL_REGION_WORK = 1_000_000
 
 

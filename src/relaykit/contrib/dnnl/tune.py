@@ -109,7 +109,11 @@ def fastest(regions: Sequence[DnnlRegion], budget: float = 1.0) -> DnnlRegion:
         call()
     per_call = (time.perf_counter() - t) / len(calls)
     rounds = 3 if per_call < 0.05 else 2
-    runs = max(1, min(3, int(budget / (rounds * len(calls) * max(per_call, 1e-6))) - 1))
+    # As many timed calls as the budget allows, up to 15 per round (was 3): on a shared
+    # machine most calls of a multi-threaded region are slowed by other processes, and
+    # builds a few percent apart (SqueezeNet's blocked and nhwc: 1.71 and 1.83 ms, sums of
+    # per-step minima at 2 threads) need many calls for their best to be telling.
+    runs = max(1, min(15, int(budget / (rounds * len(calls) * max(per_call, 1e-6))) - 1))
     best = [float("inf")] * len(regions)
     for _ in range(rounds):
         for i, call in enumerate(calls):

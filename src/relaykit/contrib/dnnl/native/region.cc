@@ -264,8 +264,12 @@ algorithm eltwise_alg(const std::string& name);
 // compute max(x, 0), which turns NaN into 0, while elu with alpha -0.0 is x for x > 0,
 // (-0) * (exp(x) - 1) = +0 otherwise (-inf included), NaN for NaN. Leaky ReLU
 // (alpha != 0) keeps NaN as is. `alpha` is updated with the algorithm.
-algorithm eltwise_alg(const std::string& name, float& alpha) {
-  if (name == "relu" && alpha == 0.f) {
+// The elu costs an exp per element: fused into a convolution, inner product or matmul
+// it made SqueezeNet's first convolution 55% slower (0.36 ms against 0.23 ms on one
+// thread) and its 3x3 convolutions 13%, so there (`keep_nan` false) relu is oneDNN's
+// max(x, 0), as onnxruntime's fused Conv+Relu (MLAS) computes it too.
+algorithm eltwise_alg(const std::string& name, float& alpha, bool keep_nan = true) {
+  if (name == "relu" && alpha == 0.f && keep_nan) {
     alpha = -0.f;
     return algorithm::eltwise_elu;
   }
@@ -336,7 +340,17 @@ struct Step {
   primitive prim;
   std::vector<Arg> args;
   std::string info;
+  int nthr = 0;  // OpenMP threads it was built for and runs with (0: the region's count)
 };
+
+// A step doing less than this runs on one thread (it is built for one, so oneDNN sizes
+// its work split for one): multiply-adds of a convolution, inner product or matmul, else
+// the elements of its largest operand. A parallel step costs ~2.5 us more at 2 threads
+// than at one (fork and join of the OpenMP team, measured with a chain of 50 small
+// eltwise steps) -- about what a core does with 250,000 multiply-adds or 16,000 elements
+// in that time -- and, on a busy machine, waits for a descheduled worker at its join.
+constexpr long long kSmallStepMacs = 256 * 1024;
+constexpr long long kSmallStepElems = 16 * 1024;
 
 struct ExtBinding {
   memory mem;
@@ -404,13 +418,16 @@ class Region {
   }
 
   void run(Context& ctx, void* const* inputs, void* const* outputs, double* step_ms) const {
-    if (nthreads_ > 0) omp_set_num_threads(nthreads_);
+    int threads = nthreads_;
+    if (threads > 0) omp_set_num_threads(threads);
     for (auto& b : ctx.ext)
       b.mem.set_data_handle(b.is_input ? inputs[b.index] : outputs[b.index]);
     // The C API with argument arrays prepared once: no map building per call.
     dnnl_stream_t strm = ctx.strm.get();
     for (size_t i = 0; i < steps_.size(); ++i) {
       const auto& a = ctx.args[i];
+      int want = steps_[i].nthr > 0 ? steps_[i].nthr : nthreads_;
+      if (want > 0 && want != threads) omp_set_num_threads(threads = want);
       auto t0 = std::chrono::steady_clock::now();
       dnnl::error::wrap_c_api(
           dnnl_primitive_execute(steps_[i].prim.get(), strm, static_cast<int>(a.size()), a.data()),
@@ -422,6 +439,7 @@ class Region {
       }
     }
     ctx.strm.wait();
+    if (nthreads_ > 0 && threads != nthreads_) omp_set_num_threads(nthreads_);
   }
 
   int num_steps() const { return static_cast<int>(steps_.size()); }
@@ -768,7 +786,8 @@ class Region {
 
   // The node's post-ops; with `lift`, their operands are seen with that many leading
   // unit dimensions (for a primitive run on lifted shapes).
-  Post post_ops_of(const Json& node, const dims& dst_dims, int lift = 0) {
+  // `keep_nan` false: a fused relu may turn NaN into 0 (weighted primitives; see eltwise_alg).
+  Post post_ops_of(const Json& node, const dims& dst_dims, int lift = 0, bool keep_nan = true) {
     Post post;
     const Json* list = node.find("post");
     if (!list) return post;
@@ -790,7 +809,7 @@ class Region {
       } else {
         float alpha = static_cast<float>(p.get_f("alpha", 0.0));
         float beta = static_cast<float>(p.get_f("beta", 0.0));
-        algorithm alg = eltwise_alg(op, alpha);
+        algorithm alg = eltwise_alg(op, alpha, keep_nan);
         post.ops.append_eltwise(alg, alpha, beta);
       }
       post.info += "+" + op;
@@ -817,7 +836,60 @@ class Region {
     return p;
   }
 
+  // Rough work of a node (see kSmallStepMacs): multiply-adds, else largest operand's elements.
+  long long node_work(const Json& node) const {
+    const std::string& op = node.at("op").s();
+    auto elems = [&](int t) {
+      long long n = 1;
+      for (auto d : dims_[t]) n *= d;
+      return n;
+    };
+    int o = out(node);
+    if (op == "conv" || op == "conv_nd" || op == "deconv" || op == "dense") {
+      int w = checked(node.at("weight").i());
+      long long k = 1;
+      for (size_t i = 1; i < dims_[w].size(); ++i) k *= dims_[w][i];
+      return elems(o) * k;
+    }
+    if (op == "matmul") return elems(o) * dims_[in(node, 0)].back();
+    long long most = elems(o);
+    for (long long t : node.at("in").ints()) most = std::max(most, elems(checked(t)));
+    return most;
+  }
+
+  bool small_node(const Json& node) const {
+    const std::string& op = node.at("op").s();
+    bool macs = op == "conv" || op == "conv_nd" || op == "deconv" || op == "dense" || op == "matmul";
+    return node_work(node) < (macs ? kSmallStepMacs : kSmallStepElems);
+  }
+
+  // Run `build` (which adds steps) with oneDNN seeing one thread when `single`: the steps
+  // it adds are built for, and run on, one thread.
+  template <class F>
+  void build_steps(bool single, F&& build) {
+    size_t first_step = steps_.size();
+    single = single && nthreads_ > 1;
+    if (single) omp_set_num_threads(1);
+    try {
+      build();
+    } catch (...) {
+      if (single) omp_set_num_threads(nthreads_);
+      throw;
+    }
+    if (!single) return;
+    omp_set_num_threads(nthreads_);
+    for (size_t i = first_step; i < steps_.size(); ++i) {
+      steps_[i].nthr = 1;
+      steps_[i].info += " threads=1";
+    }
+  }
+
+  // A small node's primitives (and the reorders it needs) run on one thread.
   void lower(const Json& node) {
+    build_steps(small_node(node), [&] { lower_node(node); });
+  }
+
+  void lower_node(const Json& node) {
     const std::string& op = node.at("op").s();
     if (op == "conv") lower_conv(node);
     else if (op == "dense") lower_dense(node);
@@ -904,7 +976,7 @@ class Region {
     dims dil = dnnl_dilation(node);
     auto pad = node.at("pad").ints();  // top, left, bottom, right
     dims pad_l = {pad[0], pad[1]}, pad_r = {pad[2], pad[3]};
-    Post post = post_ops_of(node, dims_[o]);
+    Post post = post_ops_of(node, dims_[o], 0, false);
     primitive_attr attr = base_attr();
     attr.set_post_ops(post.ops);
     memory::desc bias_md = b >= 0 ? plain_md(dims_[b]) : memory::desc();
@@ -991,7 +1063,7 @@ class Region {
     dims wd = grouped_weight_dims(w, groups);
     auto any = [](const dims& d) { return memory::desc(d, dt::f32, tag::any); };
     dims dil = dnnl_dilation(node);
-    Post post = post_ops_of(node, dims_[o]);
+    Post post = post_ops_of(node, dims_[o], 0, false);
     primitive_attr attr = base_attr();
     attr.set_post_ops(post.ops);
     PD pd(eng_, prop_kind::forward_inference, alg, any(dims_[src]), any(wd), memory::desc(),
@@ -1015,7 +1087,7 @@ class Region {
     if (dims_[w].size() != 2 || dims_[w][1] != k)
       throw Error("program: dense weight does not match its input");
     auto any = [](const dims& d) { return memory::desc(d, dt::f32, tag::any); };
-    Post post = post_ops_of(node, dims_[o]);
+    Post post = post_ops_of(node, dims_[o], 0, false);
     primitive_attr attr = base_attr();
     attr.set_post_ops(post.ops);
     memory::desc bias_md = b >= 0 ? plain_md(dims_[b]) : memory::desc();
@@ -1380,7 +1452,7 @@ class Region {
     auto make = [&](bool plain, int lift, Choice& c, bool any_impl) {
       try {
         Choice t;
-        t.post = post_ops_of(node, dims_[o], lift);
+        t.post = post_ops_of(node, dims_[o], lift, false);
         primitive_attr attr = base_attr();
         attr.set_post_ops(t.post.ops);
         t.pd = dnnl::matmul::primitive_desc(eng_, lifted(operand(a, plain), lift),
@@ -1456,9 +1528,12 @@ class Region {
       memory::desc pmd = plain_md(dims_[t]);
       int src = primary(t);
       int p = new_phys(pmd, Kind::Output, static_cast<int>(k));
-      auto pd = dnnl::reorder::primitive_desc(eng_, phys_[src].md, eng_, pmd, base_attr());
-      add_step(dnnl::reorder(pd), {{DNNL_ARG_FROM, src, phys_[src].md}, {DNNL_ARG_TO, p, pmd}},
-               "output " + std::to_string(k) + " " + md_str(phys_[src].md), &pd);
+      long long n = static_cast<long long>(pmd.get_size() / sizeof(float));
+      build_steps(n < kSmallStepElems, [&] {
+        auto pd = dnnl::reorder::primitive_desc(eng_, phys_[src].md, eng_, pmd, base_attr());
+        add_step(dnnl::reorder(pd), {{DNNL_ARG_FROM, src, phys_[src].md}, {DNNL_ARG_TO, p, pmd}},
+                 "output " + std::to_string(k) + " " + md_str(phys_[src].md), &pd);
+      });
     }
   }
 
