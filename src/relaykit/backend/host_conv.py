@@ -31,6 +31,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from relaykit.backend import host_native
+from relaykit.backend.host_native import address, f32_contiguous
 from relaykit.errors import ExecutionError
 from relaykit.runtime.threads import get_policy
 
@@ -113,39 +114,25 @@ def _matrix(a: np.ndarray, offset: int, shape: tuple[int, int]) -> np.ndarray | 
 
 
 _lock = threading.Lock()
-_typed: dict[int, Any] = {}
+_SIGNATURES: dict[str, host_native.Signature] = {
+    "rk_dw_conv2d_f32": (None, [_P, _P, _P]),
+    "rk_epilogue_f32": (None, [_P, _P, _P]),
+    "rk_dw_conv2d_run": (None, [_P, _P, _P, ctypes.c_int64]),
+    "rk_gemm_run": (None, [_P, _P, _P, ctypes.c_int64]),
+    "rk_im2col_f32": (None, [_P, _P]),
+    "rk_dw_scratch_floats": (ctypes.c_int64, [_P]),
+    "rk_pool_park": (None, []),
+}
+
+
+def _hook_park(lib: Any) -> None:
+    # the Python host workers park the native pool's spinning threads
+    get_policy().add_park_hook(lib.rk_pool_park)
 
 
 def kernels() -> Any:
     """The native library with the convolution kernels' signatures set, or ``None``."""
-    lib = host_native.library()
-    if lib is None:
-        return None
-    key = id(lib)
-    with _lock:
-        if key not in _typed:
-            for name in ("rk_dw_conv2d_f32", "rk_epilogue_f32"):
-                fn = getattr(lib, name)
-                fn.argtypes = [_P, _P, _P]
-                fn.restype = None
-            for name in ("rk_dw_conv2d_run", "rk_gemm_run"):
-                fn = getattr(lib, name)
-                fn.argtypes = [_P, _P, _P, ctypes.c_int64]
-                fn.restype = None
-            lib.rk_im2col_f32.argtypes = [_P, _P]
-            lib.rk_im2col_f32.restype = None
-            lib.rk_dw_scratch_floats.argtypes = [_P]
-            lib.rk_dw_scratch_floats.restype = ctypes.c_int64
-            lib.rk_pool_park.argtypes = []
-            lib.rk_pool_park.restype = None
-            # the Python host workers park the native pool's spinning threads
-            get_policy().add_park_hook(lib.rk_pool_park)
-            _typed[key] = lib
-        return _typed[key]
-
-
-def _addr(a: np.ndarray | None) -> int:
-    return 0 if a is None else int(a.ctypes.data)
+    return host_native.typed(_SIGNATURES, _hook_park)
 
 
 def _call(fn: Any, addrs: Sequence[int], sizes: Sequence[int], lo: float, hi: float) -> Run:
@@ -155,10 +142,6 @@ def _call(fn: Any, addrs: Sequence[int], sizes: Sequence[int], lo: float, hi: fl
     f = np.array([lo, hi], np.float32)
     call = functools.partial(fn, _P(p.ctypes.data), _P(s.ctypes.data), _P(f.ctypes.data))
     return functools.partial(_keep, call, (p, s, f))
-
-
-def _f32c(*arrays: np.ndarray | None) -> bool:
-    return all(a is None or (a.dtype == np.float32 and a.flags.c_contiguous) for a in arrays)
 
 
 def depthwise(
@@ -182,7 +165,7 @@ def depthwise(
     epi = epilogue or Epilogue(o)
     bias = epi.bias
     res = epi.residual
-    if lib is None or not _f32c(x, w, o, bias, res) or epi.y is not o:
+    if lib is None or not f32_contiguous(x, w, o, bias, res) or epi.y is not o:
         return None
     if res is not None and (res.size != o.size or np.may_share_memory(res, o)):
         return None  # the rows are written before the residual is read
@@ -195,7 +178,7 @@ def depthwise(
     floats = int(lib.rk_dw_scratch_floats(_P(shape.ctypes.data)))
     bounds = sorted({c * i // blocks for i in range(blocks + 1)})
     scratch = take((len(bounds) - 1, floats), np.float32)
-    addrs = [_addr(x), _addr(w), _addr(bias), _addr(res), _addr(o), _addr(scratch)]
+    addrs = [address(x), address(w), address(bias), address(res), address(o), address(scratch)]
     sizes = [n, len(bounds) - 1, *geometry, floats, *bounds, c * h * wd, oc * oh * ow]
     return _threaded(lib.rk_dw_conv2d_run, addrs, sizes, epi.lo, epi.hi, threads,
                      (x, w, o, bias, res, scratch))  # fmt: skip
@@ -214,7 +197,7 @@ def im2col(
     """The native im2col of the NCHW ``x`` into ``cols`` (``[N, C*KH*KW, OH*OW]``,
     C-contiguous), or ``None`` when the library is unavailable or the arrays do not fit."""
     lib = kernels()
-    if lib is None or not _f32c(x, cols):
+    if lib is None or not f32_contiguous(x, cols):
         return None
     n, c, h, wd = x.shape
     geometry = [c, h, wd, *out_hw, *kernel, *strides, *dilation, pads[0], pads[1]]
@@ -223,7 +206,7 @@ def im2col(
     scratch = take((floats,), np.float32)
     runs: list[Run] = []
     for i in range(n):
-        p = np.array([_addr(x[i]), _addr(cols[i]), _addr(scratch)], np.uintp)
+        p = np.array([address(x[i]), address(cols[i]), address(scratch)], np.uintp)
         s = np.array(geometry, np.int64)
         call = functools.partial(lib.rk_im2col_f32, _P(p.ctypes.data), _P(s.ctypes.data))
         runs.append(functools.partial(_keep, call, (p, s, x, cols, scratch)))
@@ -266,7 +249,7 @@ def epilogue_block(
         return None
     brow, bcol = (bias, None) if bias_per_row else (None, bias)
     ld = [a.strides[0] // 4 for a in (src, y)] + [res.strides[0] // 4 if res is not None else 0]
-    addrs = [_addr(src), _addr(y), _addr(brow), _addr(bcol), _addr(res)]
+    addrs = [address(src), address(y), address(brow), address(bcol), address(res)]
     run = _call(lib.rk_epilogue_f32, addrs, [*rows, *cols, *ld], epi.lo, epi.hi)
     return functools.partial(_keep, run, (src, y, bias, res))
 
@@ -344,8 +327,7 @@ def gemm(
     brow, bcol = (bias, None) if epilogue is not None and epilogue.bias_per_row else (None, bias)
     m, k = a.shape
     n = b.shape[1]
-    addrs = [sgemm[0], _addr(a), _addr(b), _addr(out), _addr(brow), _addr(bcol), _addr(res),
-             _addr(y)]  # fmt: skip
+    addrs = [sgemm[0], *map(address, (a, b, out, brow, bcol, res, y))]
     ldr = 0 if res is None else res.strides[0] // 4
     ldy = 0 if y is None else y.strides[0] // 4
     bounds = [cuts[0][0]] + [hi for _, hi in cuts]

@@ -28,8 +28,9 @@ import os
 import platform
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -41,7 +42,18 @@ from relaykit.runtime.native_build import (
     private_dir,
 )
 
-__all__ = ["ENV_VAR", "SOURCE_DIR", "library", "chosen", "disabled", "ptr", "is_enabled"]
+__all__ = [
+    "ENV_VAR",
+    "SOURCE_DIR",
+    "Signature",
+    "address",
+    "chosen",
+    "disabled",
+    "f32_contiguous",
+    "is_enabled",
+    "library",
+    "typed",
+]
 
 #: Environment variable: ``0`` keeps the host on its NumPy kernels.
 ENV_VAR = "RELAYKIT_HOST_NATIVE"
@@ -125,6 +137,38 @@ def disabled() -> contextlib.AbstractContextManager[None]:
     return chosen(False)
 
 
-def ptr(a: np.ndarray) -> ctypes.c_void_p:
-    """The address of ``a``'s first element, for a kernel argument."""
-    return ctypes.c_void_p(a.ctypes.data)
+#: A kernel's ctypes signature: (result type, argument types).
+Signature = tuple[Any, Sequence[Any]]
+_typed: dict[tuple[int, int], ctypes.CDLL] = {}  # holds the library: its id stays its own
+_typed_lock = threading.Lock()
+
+
+def typed(
+    signatures: Mapping[str, Signature], first_use: Callable[[ctypes.CDLL], None] | None = None
+) -> ctypes.CDLL | None:
+    """:func:`library` with the ctypes signatures of ``signatures`` set (once per library
+    and table; ``first_use`` runs then too), or ``None`` when native kernels are off."""
+    lib = library()
+    if lib is None:
+        return None
+    key = (id(lib), id(signatures))
+    with _typed_lock:
+        if key not in _typed:
+            for name, (restype, argtypes) in signatures.items():
+                fn = getattr(lib, name)
+                fn.restype = restype
+                fn.argtypes = list(argtypes)
+            if first_use is not None:
+                first_use(lib)
+            _typed[key] = lib
+    return lib
+
+
+def address(a: np.ndarray | None, offset: int = 0) -> int:
+    """The address of element ``offset`` of ``a`` (flat), or 0 for ``None``."""
+    return 0 if a is None else int(a.ctypes.data) + offset * a.itemsize
+
+
+def f32_contiguous(*arrays: np.ndarray | None) -> bool:
+    """Whether every array given is C-contiguous float32 (``None`` is skipped)."""
+    return all(a is None or (a.dtype == np.float32 and a.flags.c_contiguous) for a in arrays)

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -38,20 +37,19 @@ import numpy as np
 from relaykit.runtime.threads import get_policy
 
 from . import host_native
+from .host_native import address, f32_contiguous
 
 __all__ = ["erf_run", "gelu_erf_run", "softmax_run", "layer_norm_run", "native_nn"]
 
 Run = Callable[[], Any]
 
 _P, _N = ctypes.c_void_p, ctypes.c_ssize_t
-_SIGNATURES: dict[str, list[Any]] = {
-    "rk_erf_f32": [_P, _P, _N],
-    "rk_gelu_erf_f32": [_P, _P, _N],
-    "rk_softmax_f32": [_P, _P, _N, _N],
-    "rk_layer_norm_f32": [_P, _P, _P, _P, _N, _N, ctypes.c_float],
+_SIGNATURES: dict[str, host_native.Signature] = {
+    "rk_erf_f32": (None, [_P, _P, _N]),
+    "rk_gelu_erf_f32": (None, [_P, _P, _N]),
+    "rk_softmax_f32": (None, [_P, _P, _N, _N]),
+    "rk_layer_norm_f32": (None, [_P, _P, _P, _P, _N, _N, ctypes.c_float]),
 }
-_typed: set[int] = set()
-_lock = threading.Lock()
 
 #: Elements below which a kernel runs as one call: ~80 us of erf or softmax, ~50 us of
 #: layer norm. Waking a sleeping host worker costs 10-50 us (more on a busy machine), so
@@ -68,25 +66,7 @@ _MAX_BLOCKS = 8
 def native_nn() -> ctypes.CDLL | None:
     """The native library with these kernels' signatures set, or ``None`` (disabled,
     or no compiler)."""
-    lib = host_native.library()
-    if lib is None:
-        return None
-    with _lock:
-        if id(lib) not in _typed:
-            for name, argtypes in _SIGNATURES.items():
-                fn = getattr(lib, name)
-                fn.argtypes = argtypes
-                fn.restype = None
-            _typed.add(id(lib))
-    return lib
-
-
-def _f32_c(*arrays: np.ndarray) -> bool:
-    return all(a.dtype == np.float32 and a.flags.c_contiguous for a in arrays)
-
-
-def _address(a: np.ndarray, offset: int = 0) -> int:
-    return int(a.ctypes.data) + offset * a.itemsize
+    return host_native.typed(_SIGNATURES)
 
 
 def _cuts(size: int, parts: int, align: int) -> list[tuple[int, int]]:
@@ -117,12 +97,12 @@ def _split_count(work: int, minimum: int) -> int:
 
 def _elementwise(name: str, x: np.ndarray, out: np.ndarray) -> Run | None:
     lib = native_nn()
-    if lib is None or not _f32_c(x, out) or x.shape != out.shape or x.size == 0:
+    if lib is None or not f32_contiguous(x, out) or x.shape != out.shape or x.size == 0:
         return None
     fn = getattr(lib, name)
     parts = _split_count(x.size, _PARALLEL_MIN_ELEMENTS)
     tasks: list[Run] = [
-        functools.partial(fn, _address(x, lo), _address(out, lo), hi - lo)
+        functools.partial(fn, address(x, lo), address(out, lo), hi - lo)
         for lo, hi in _cuts(x.size, parts, 64)
     ]
     return _parallel(tasks, x, out)
@@ -146,7 +126,7 @@ def _row_blocks(rows: int, n: int) -> list[tuple[int, int]]:
 def softmax_run(x: np.ndarray, out: np.ndarray, axis: int) -> Run | None:
     """``out = softmax(x, axis)`` for the last axis (float32, C-contiguous)."""
     lib = native_nn()
-    if lib is None or not _f32_c(x, out) or x.shape != out.shape or x.size == 0:
+    if lib is None or not f32_contiguous(x, out) or x.shape != out.shape or x.size == 0:
         return None
     if axis % x.ndim != x.ndim - 1:
         return None
@@ -154,7 +134,7 @@ def softmax_run(x: np.ndarray, out: np.ndarray, axis: int) -> Run | None:
     rows = x.size // n
     fn = lib.rk_softmax_f32
     tasks: list[Run] = [
-        functools.partial(fn, _address(x, lo * n), _address(out, lo * n), hi - lo, n)
+        functools.partial(fn, address(x, lo * n), address(out, lo * n), hi - lo, n)
         for lo, hi in _row_blocks(rows, n)
     ]
     return _parallel(tasks, x, out)
@@ -171,21 +151,21 @@ def layer_norm_run(
     """``out = (x - mean) / sqrt(var + epsilon) * gamma + beta`` over the last axis
     (``gamma``/``beta`` of that axis's length, or ``None`` to leave them out)."""
     lib = native_nn()
-    if lib is None or not _f32_c(x, out) or x.shape != out.shape or x.size == 0:
+    if lib is None or not f32_contiguous(x, out) or x.shape != out.shape or x.size == 0:
         return None
     if axis % x.ndim != x.ndim - 1:
         return None
     n = x.shape[-1]
     params = [p for p in (gamma, beta) if p is not None]
-    if not _f32_c(*params) or any(p.shape != (n,) for p in params):
+    if not f32_contiguous(*params) or any(p.shape != (n,) for p in params):
         return None
     rows = x.size // n
-    g = _address(gamma) if gamma is not None else None
-    b = _address(beta) if beta is not None else None
+    g = address(gamma) if gamma is not None else None
+    b = address(beta) if beta is not None else None
     fn = lib.rk_layer_norm_f32
     eps = ctypes.c_float(epsilon)
     tasks: list[Run] = [
-        functools.partial(fn, _address(x, lo * n), g, b, _address(out, lo * n), hi - lo, n, eps)
+        functools.partial(fn, address(x, lo * n), g, b, address(out, lo * n), hi - lo, n, eps)
         for lo, hi in _row_blocks(rows, n)
     ]
     return _parallel(tasks, x, gamma, beta, out)
