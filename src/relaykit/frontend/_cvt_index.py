@@ -440,15 +440,7 @@ def _affine_grid(ctx: NodeContext, theta: Expr, size: Expr, *, align_corners: in
         raise ctx.fail(f"size {dims} must have at least 3 values (N, C, spatial...)")
     n, spatial = dims[0], dims[2:]
     ctx.check_constant((n, *spatial, len(spatial) + 1), 8, "the base grid")
-    axes = []
-    for d in spatial:
-        if align_corners:
-            axes.append(np.linspace(-1.0, 1.0, d) if d > 1 else np.zeros(1))
-        else:
-            axes.append((2 * np.arange(d) + 1) / d - 1)
-    mesh = np.meshgrid(*axes, indexing="ij")  # per spatial axis, in (D,) H, W order
-    coords = [m.reshape(-1) for m in reversed(mesh)]  # x first, as the grid stores it
-    base = np.stack([*coords, np.ones_like(coords[0])], axis=1)  # (P, r + 1)
+    base = dyn.vision.affine_base_grid(spatial, bool(align_corners))  # (P, r + 1)
     dt = ctx.dtype(theta)
     points = base.shape[0]
     base_c = Constant(np.broadcast_to(base.astype(dt), (n, points, base.shape[1])).copy())

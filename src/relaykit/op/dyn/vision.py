@@ -19,6 +19,7 @@ from ._base import define_dyn_op, define_kernel_op, ints, shape_input, unknown
 
 __all__ = [
     "affine_grid",
+    "affine_base_grid",
     "affine_grid_ref",
     "col2im",
     "col2im_ref",
@@ -317,19 +318,25 @@ def col2im(
     )
 
 
-def affine_grid_ref(theta: np.ndarray, size: Sequence[int], align_corners: bool) -> np.ndarray:
-    """ONNX ``AffineGrid``: the (N, *spatial, r) sampling grid of the affine maps
-    ``theta`` (N, r, r + 1) over normalised coordinates of the spatial sizes."""
-    n, spatial = size[0], size[2:]
+def affine_base_grid(spatial: Sequence[int], align_corners: bool) -> np.ndarray:
+    """The (P, r + 1) homogeneous normalised coordinates (x first, then a column of ones)
+    of every point of a grid of ``spatial`` sizes, as ONNX ``AffineGrid`` places them."""
     axes = []
     for d in spatial:
         if align_corners:
             axes.append(np.linspace(-1.0, 1.0, d) if d > 1 else np.zeros(1))
         else:
             axes.append((2 * np.arange(d) + 1) / d - 1)
-    mesh = np.meshgrid(*axes, indexing="ij")
-    coords = [m.reshape(-1) for m in reversed(mesh)]  # x first
-    base = np.stack([*coords, np.ones_like(coords[0])], axis=1)  # (P, r + 1)
+    mesh = np.meshgrid(*axes, indexing="ij")  # per spatial axis, in (D,) H, W order
+    coords = [m.reshape(-1) for m in reversed(mesh)]  # x first, as the grid stores it
+    return np.stack([*coords, np.ones_like(coords[0])], axis=1)
+
+
+def affine_grid_ref(theta: np.ndarray, size: Sequence[int], align_corners: bool) -> np.ndarray:
+    """ONNX ``AffineGrid``: the (N, *spatial, r) sampling grid of the affine maps
+    ``theta`` (N, r, r + 1) over normalised coordinates of the spatial sizes."""
+    n, spatial = size[0], size[2:]
+    base = affine_base_grid(spatial, align_corners)
     grid = np.einsum("pk,nrk->npr", base, theta.astype(np.float64))
     return grid.reshape(n, *spatial, len(spatial)).astype(theta.dtype)
 
