@@ -15,7 +15,9 @@ interleaved bursts with a pause before each:
   OpenMP (waiting passively) has the budget in the regions;
 - ``oversubscribed``: the same executor with BLAS forced back to the whole
   budget, as before the policy: both pools spin against each other;
-- ``host only``: the same model without oneDNN.
+- ``host only``: the same model without oneDNN, BLAS at the whole budget;
+- ``host policy``: the same model without oneDNN under the policy (GEMMs and
+  depthwise convolutions cut into blocks on the native pool, BLAS on one thread).
 
 It prints medians, ``oversubscribed / policy``, and the largest number of
 this process' threads seen runnable at once in each mode (sampled from
@@ -126,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         "policy": (mixed, use_policy),
         "oversubscribed": (mixed, oversubscribe),
         "host only": (host, oversubscribe),  # no OpenMP pool: BLAS has the budget
+        "host policy": (host, use_policy),  # no OpenMP pool: native pool + host workers
     }
     want = run(host)
     got = run(mixed)
