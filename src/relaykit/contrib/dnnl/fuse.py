@@ -18,7 +18,10 @@ Run on a lowered :class:`~.program.Program`, in this order:
    (ShuffleNet) becomes one oneDNN shuffle.
 4. ``fold_matmul_bias`` — a constant added along the last axis of a matmul
    becomes its bias; ``scale_to_linear`` — a multiply, divide, add or subtract
-   by a scalar constant becomes an eltwise ``linear`` (a post-op below).
+   by a scalar constant becomes an eltwise ``linear`` (a post-op below);
+   ``minmax_to_clip`` — a maximum or minimum with a scalar constant becomes an
+   eltwise ``clip_v2`` (ONNX Clip, ReLU6, arrives as maximum then minimum), and
+   two clips in a row fuse into one post-op instead of two binary ones.
 5. ``fuse_post_ops`` — activations, residual adds (oneDNN ``sum``: the
    convolution accumulates into the residual's buffer) and broadcast binary
    ops become post-ops of the convolution, dense, matmul or binary node
@@ -61,6 +64,7 @@ __all__ = [
     "collapse_reshapes",
     "fold_matmul_bias",
     "scale_to_linear",
+    "minmax_to_clip",
 ]
 
 _POST_PRODUCERS = frozenset({"conv", "dense", "binary", "matmul"})
@@ -289,7 +293,8 @@ def fuse_post_ops(p: Program) -> None:
                 for key in ("alpha", "beta"):
                     if c.attrs.get(key):
                         spec[key] = c.attrs[key]
-                prod.post.append(spec)
+                if not _merge_clip(prod.post, spec):
+                    prod.post.append(spec)
                 g.absorb(prod, c, move=False)
         elif c.op == "binary" and not c.post:
             _fuse_binary(g, c)
@@ -495,6 +500,38 @@ def scale_to_linear(p: Program) -> None:
                                                             "beta": beta})  # fmt: skip
 
 
+def minmax_to_clip(p: Program) -> None:
+    """``maximum(x, c)`` / ``minimum(x, c)`` for a scalar constant ``c``: eltwise clip_v2
+    with bounds (c, +inf) / (-inf, c), a post-op that costs no operand load (the binary
+    max/min post-ops ONNX's Clip became load a broadcast scalar per vector each)."""
+    for i, n in enumerate(p.nodes):
+        if n.op != "binary" or n.post or n.attrs["alg"] not in ("max", "min"):
+            continue
+        c = p.constants.get(n.inputs[1])
+        if c is None or c.size != 1 or p.shapes[n.inputs[0]] != p.shapes[n.out]:
+            continue
+        v = float(c.reshape(()))
+        if v != v:  # NaN bound: clip would not propagate it as maximum/minimum do
+            continue
+        lo, hi = (v, float("inf")) if n.attrs["alg"] == "max" else (float("-inf"), v)
+        p.nodes[i] = Node("eltwise", [n.inputs[0]], n.out, {"alg": "clip_v2", "alpha": lo,
+                                                            "beta": hi})  # fmt: skip
+
+
+def _merge_clip(post: list[dict], spec: dict) -> bool:
+    """Fold the clip_v2 post-op ``spec`` into a clip_v2 ending ``post`` when their ranges
+    overlap (then clip(clip(x, a1, b1), a2, b2) is clip(x, max(a1, a2), min(b1, b2)))."""
+    if spec["op"] != "clip_v2" or not post or post[-1]["op"] != "clip_v2":
+        return False
+    last = post[-1]
+    lo = max(last.get("alpha", 0.0), spec.get("alpha", 0.0))
+    hi = min(last.get("beta", 0.0), spec.get("beta", 0.0))
+    if lo > hi:
+        return False
+    last["alpha"], last["beta"] = lo, hi
+    return True
+
+
 def eliminate_dead(p: Program) -> None:
     """Drop nodes whose outputs nobody reads."""
     live = set(p.outputs)
@@ -515,6 +552,7 @@ def optimize(p: Program) -> Program:
     fold_matmul_bias(p)
     fold_affine_chains(p)
     scale_to_linear(p)
+    minmax_to_clip(p)
     fold_flatten(p)
     fold_channel_shuffle(p)
     fuse_post_ops(p)
