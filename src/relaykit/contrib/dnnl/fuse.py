@@ -48,6 +48,8 @@ other reader and is not a region output, so results never change.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from .program import Node, Program
@@ -65,6 +67,7 @@ __all__ = [
     "fold_matmul_bias",
     "scale_to_linear",
     "minmax_to_clip",
+    "fuse_depthwise",
 ]
 
 _POST_PRODUCERS = frozenset({"conv", "dense", "binary", "matmul"})
@@ -530,6 +533,67 @@ def _merge_clip(post: list[dict], spec: dict) -> bool:
         return False
     last["alpha"], last["beta"] = lo, hi
     return True
+
+
+def _is_conv(n: Node, p: Program, kernel: int, strides: tuple[int, ...], pad: int) -> bool:
+    """``n`` is a 2-D convolution with a square ``kernel``, one of ``strides``, padding
+    ``pad`` on every side, no dilation, and only eltwise post-ops."""
+    if n.op != "conv" or len(p.shapes[n.attrs["weight"]]) != 4:
+        return False
+    a = n.attrs
+    return (
+        tuple(p.shapes[a["weight"]][2:]) == (kernel, kernel)
+        and len(set(a["strides"])) == 1
+        and a["strides"][0] in strides
+        and list(a["pad"]) == [pad] * 4
+        and list(a["dilation"]) == [1, 1]
+        and all("in" not in q and q["op"] not in ("sum", "dw") for q in n.post)
+    )
+
+
+def fuse_depthwise(p: Program, exclude: frozenset[int] = frozenset()) -> Program | None:
+    """A copy of optimized ``p`` in which each 1x1 convolution (stride 1, no padding) whose
+    only reader is a depthwise 3x3 convolution (padding 1, stride 1 or 2) takes it as a
+    ``dw`` post-op (oneDNN's 1x1 + depthwise fusion: MobileNet's expansion and depthwise
+    layers, the expanded tensor never written whole), or None when there is no such pair.
+    Pairs whose depthwise convolution writes a tensor in ``exclude`` stay apart.
+    Only oneDNN's blocked-layout kernels fuse them (see ``tune.fastest_build``)."""
+    readers: dict[int, list[Node]] = {}
+    for n in p.nodes:
+        for t in n.reads():
+            readers.setdefault(t, []).append(n)
+    pairs: list[tuple[Node, Node]] = []
+    for a in p.nodes:
+        if not _is_conv(a, p, 1, (1,), 0) or a.attrs.get("groups", 1) != 1:
+            continue
+        rs = readers.get(a.out, [])
+        if len(rs) != 1 or a.out in p.outputs:
+            continue
+        b = rs[0]
+        channels = p.shapes[a.out][1]
+        if (
+            _is_conv(b, p, 3, (1, 2), 1)
+            and b.inputs[0] == a.out
+            and b.attrs.get("groups", 1) == channels
+            and p.shapes[b.attrs["weight"]][:2] == (channels, 1)
+            and b.out not in exclude
+        ):
+            pairs.append((a, b))
+    if not pairs:
+        return None
+    q = copy.deepcopy(p)
+    index = {id(n): i for i, n in enumerate(p.nodes)}
+    drop = set()
+    for a, b in pairs:
+        qa, qb = q.nodes[index[id(a)]], q.nodes[index[id(b)]]
+        spec = {"op": "dw", "weight": qb.attrs["weight"], "bias": qb.attrs.get("bias", -1),
+                "stride": qb.attrs["strides"][0]}  # fmt: skip
+        qa.post = [*qa.post, spec, *qb.post]
+        qa.out = qb.out
+        qa.attrs["layout"] = "blocked"
+        drop.add(index[id(b)])
+    q.nodes = [n for i, n in enumerate(q.nodes) if i not in drop]
+    return q
 
 
 def eliminate_dead(p: Program) -> None:
