@@ -1,7 +1,9 @@
-"""MobileNetV2 on relaykit's host path (and relaykit + oneDNN) against onnxruntime.
+"""CNNs (MobileNetV2, ResNet-18, VGG-11) on relaykit's host path (and relaykit + oneDNN)
+against onnxruntime.
 
-    python benchmarks/host_cnn.py                 # host vs onnxruntime
+    python benchmarks/host_cnn.py                 # MobileNetV2, host vs onnxruntime
     python benchmarks/host_cnn.py --engines host,dnnl,ort --runs 20 --threads 2
+    python benchmarks/host_cnn.py --models mobilenet_v2,resnet18,vgg11 --engines host,dnnl,ort
     python benchmarks/host_cnn.py --engines host,numpy,ort   # also without native kernels
 
 MobileNetV2 (width 1.0, 224x224, batch 1, fp32, random weights, batch norm
@@ -9,7 +11,10 @@ with random statistics) is written in plain PyTorch and exported to ONNX
 (opset 17) when torch is importable (``pip install 'relaykit[torch]'``), else
 built with ``onnx.helper`` from the same layer list (Conv, BatchNormalization,
 Clip for ReLU6, Add, GlobalAveragePool, Flatten, Gemm). It is not a model the
-tests use. Timing and checks as in ``transformers.py`` (see ``_bench.py``).
+tests use. ResNet-18 and VGG-11 (torchvision's layer lists, 224x224, random
+weights and batch norm statistics) are written in plain PyTorch too and need it:
+without torch they are skipped with a message. Timing and checks as in
+``transformers.py`` (see ``_bench.py``).
 
 ``host`` is relaykit's host path as it runs by default (native kernels and fused
 epilogues, see docs/host_kernels.md); ``numpy`` is the same path with the native
@@ -85,7 +90,14 @@ def torch_model():
             return self.classifier(x)
 
     torch.manual_seed(0)
-    model = MobileNetV2()
+    return randomize_bn(MobileNetV2())
+
+
+def randomize_bn(model):
+    """Random batch norm statistics and affine parameters (else BN folds to ~identity)."""
+    import torch
+    from torch import nn
+
     with torch.no_grad():
         for m in model.modules():
             if isinstance(m, nn.BatchNorm2d):
@@ -96,14 +108,100 @@ def torch_model():
     return model.eval()
 
 
-def export_torch(x: np.ndarray) -> bytes:
+def resnet18_model():
+    """torchvision's ResNet-18 (basic blocks [2, 2, 2, 2]), random weights."""
+    import torch
+    from torch import nn
+
+    class Basic(nn.Module):
+        def __init__(self, cin: int, cout: int, stride: int) -> None:
+            super().__init__()
+            self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+            self.bn1 = nn.BatchNorm2d(cout)
+            self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+            self.bn2 = nn.BatchNorm2d(cout)
+            self.down = None
+            if stride != 1 or cin != cout:
+                self.down = nn.Sequential(
+                    nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout)
+                )
+
+        def forward(self, x):
+            y = torch.relu(self.bn1(self.conv1(x)))
+            y = self.bn2(self.conv2(y))
+            return torch.relu(y + (x if self.down is None else self.down(x)))
+
+    class ResNet18(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            layers = [nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(),
+                      nn.MaxPool2d(3, 2, 1)]  # fmt: skip
+            cin = 64
+            for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+                layers += [Basic(cin, cout, stride), Basic(cout, cout, 1)]
+                cin = cout
+            self.features = nn.Sequential(*layers)
+            self.fc = nn.Linear(512, 1000)
+
+        def forward(self, x):
+            return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(self.features(x), 1), 1))
+
+    torch.manual_seed(0)
+    return randomize_bn(ResNet18())
+
+
+def vgg11_model():
+    """torchvision's VGG-11 (configuration "A", no batch norm), random weights."""
+    import torch
+    from torch import nn
+
+    class VGG11(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            layers: list = []
+            cin = 3
+            for v in (64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"):
+                if v == "M":
+                    layers.append(nn.MaxPool2d(2, 2))
+                else:
+                    layers += [nn.Conv2d(cin, v, 3, padding=1), nn.ReLU()]
+                    cin = v
+            self.features = nn.Sequential(*layers)
+            self.classifier = nn.Sequential(
+                nn.Linear(512 * 7 * 7, 4096), nn.ReLU(), nn.Linear(4096, 4096), nn.ReLU(),
+                nn.Linear(4096, 1000),
+            )  # fmt: skip
+
+        def forward(self, x):
+            return self.classifier(torch.flatten(self.features(x), 1))
+
+    torch.manual_seed(0)
+    model = VGG11()
+    with torch.no_grad():  # He-scaled weights keep activations O(1) through 11 layers
+        for m in model.modules():
+            if isinstance(m, nn.Conv2d | nn.Linear):
+                fan = m.weight[0].numel()
+                m.weight.normal_(0, (2.0 / fan) ** 0.5)
+                m.bias.normal_(0, 0.01)
+    return model.eval()
+
+
+#: The models ``--models`` names: their display names and torch constructors.
+MODELS = {
+    "mobilenet_v2": ("MobileNetV2", lambda: torch_model()),
+    "resnet18": ("ResNet-18", lambda: resnet18_model()),
+    "vgg11": ("VGG-11", lambda: vgg11_model()),
+}
+
+
+def export_torch(x: np.ndarray, model_name: str = "mobilenet_v2") -> bytes:
     import torch
 
     buf = io.BytesIO()
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(
-            torch_model(), (torch.from_numpy(x),), buf, input_names=["x"],
+            MODELS[model_name][1](), (torch.from_numpy(x),), buf, input_names=["x"],
             output_names=["out"], opset_version=17, dynamo=False,
         )  # fmt: skip
     return buf.getvalue()
@@ -170,33 +268,27 @@ def export_helper(x: np.ndarray) -> bytes:
     return model.SerializeToString()
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--engines", default="host,ort", help="host, numpy, dnnl, ort")
-    parser.add_argument("--runs", type=int, default=20, help="timed runs per engine")
-    parser.add_argument("--burst", type=int, default=5, help="timed runs per burst")
-    parser.add_argument("--gap", type=float, default=0.3, help="pause before each burst (s)")
-    parser.add_argument("--threads", type=int, default=None, help="threads (default: all)")
-    parser.add_argument("--export", default="auto", choices=["auto", "torch", "helper"])
-    args = parser.parse_args(argv)
-
-    threads = _bench.num_threads(args.threads)
+def bench_model(name: str, args: argparse.Namespace, threads: int) -> bool:
+    """Build and time one model on the engines asked for; False when it cannot be built."""
     wanted = set(args.engines.split(","))
     x = np.random.default_rng(0).random((1, 3, 224, 224), dtype=np.float32)
     how = "helper"
     if args.export != "helper":
         try:
-            model = export_torch(x)
+            model = export_torch(x, name)
             how = "torch"
         except ImportError:
             if args.export == "torch":
                 raise
     if how == "helper":
+        if name != "mobilenet_v2":
+            print(f"{name}: skipped, it needs torch (pip install 'relaykit[torch]')")
+            return False
         model = export_helper(x)
     feeds = {"x": x}
     print(
-        f"MobileNetV2 ({how}), batch 1, fp32, {threads} threads, median of {args.runs} runs in "
-        f"interleaved bursts of {args.burst}, {args.gap:g} s apart; ratio = engine / onnxruntime"
+        f"{MODELS[name][0]} ({how}), batch 1, fp32, {threads} threads, median of {args.runs} runs "
+        f"in interleaved bursts of {args.burst}, {args.gap:g} s apart; ratio = engine / onnxruntime"
     )
     _bench.header()
     engines = [_bench.ort_engine(model, feeds, threads)]
@@ -214,7 +306,30 @@ def main(argv: list[str] | None = None) -> int:
     want = engines[0].run()
     errors = {e.name: _bench.rel_error(e.run(), want) for e in engines[1:]}
     _bench.time_engines(engines, args.runs, args.burst, args.gap)
-    _bench.report("mobilenet_v2", engines, errors)
+    _bench.report(name, engines, errors)
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--engines", default="host,ort", help="host, numpy, dnnl, ort")
+    parser.add_argument("--models", default="mobilenet_v2", help=", ".join(MODELS))
+    parser.add_argument("--runs", type=int, default=20, help="timed runs per engine")
+    parser.add_argument("--burst", type=int, default=5, help="timed runs per burst")
+    parser.add_argument("--gap", type=float, default=0.3, help="pause before each burst (s)")
+    parser.add_argument("--threads", type=int, default=None, help="threads (default: all)")
+    parser.add_argument("--export", default="auto", choices=["auto", "torch", "helper"])
+    args = parser.parse_args(argv)
+
+    names = [m.strip() for m in args.models.split(",") if m.strip()]
+    unknown = [m for m in names if m not in MODELS]
+    if unknown:
+        parser.error(f"unknown model(s) {', '.join(unknown)}; choose from {', '.join(MODELS)}")
+    threads = _bench.num_threads(args.threads)
+    for i, name in enumerate(names):
+        if i:
+            print()
+        bench_model(name, args, threads)
     return 0
 
 

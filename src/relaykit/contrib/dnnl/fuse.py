@@ -18,7 +18,10 @@ Run on a lowered :class:`~.program.Program`, in this order:
    (ShuffleNet) becomes one oneDNN shuffle.
 4. ``fold_matmul_bias`` — a constant added along the last axis of a matmul
    becomes its bias; ``scale_to_linear`` — a multiply, divide, add or subtract
-   by a scalar constant becomes an eltwise ``linear`` (a post-op below).
+   by a scalar constant becomes an eltwise ``linear`` (a post-op below);
+   ``minmax_to_clip`` — a maximum or minimum with a scalar constant becomes an
+   eltwise ``clip_v2`` (ONNX Clip, ReLU6, arrives as maximum then minimum), and
+   two clips in a row fuse into one post-op instead of two binary ones.
 5. ``fuse_post_ops`` — activations, residual adds (oneDNN ``sum``: the
    convolution accumulates into the residual's buffer) and broadcast binary
    ops become post-ops of the convolution, dense, matmul or binary node
@@ -45,6 +48,8 @@ other reader and is not a region output, so results never change.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from .program import Node, Program
@@ -61,6 +66,8 @@ __all__ = [
     "collapse_reshapes",
     "fold_matmul_bias",
     "scale_to_linear",
+    "minmax_to_clip",
+    "fuse_depthwise",
 ]
 
 _POST_PRODUCERS = frozenset({"conv", "dense", "binary", "matmul"})
@@ -289,7 +296,8 @@ def fuse_post_ops(p: Program) -> None:
                 for key in ("alpha", "beta"):
                     if c.attrs.get(key):
                         spec[key] = c.attrs[key]
-                prod.post.append(spec)
+                if not _merge_clip(prod.post, spec):
+                    prod.post.append(spec)
                 g.absorb(prod, c, move=False)
         elif c.op == "binary" and not c.post:
             _fuse_binary(g, c)
@@ -495,6 +503,99 @@ def scale_to_linear(p: Program) -> None:
                                                             "beta": beta})  # fmt: skip
 
 
+def minmax_to_clip(p: Program) -> None:
+    """``maximum(x, c)`` / ``minimum(x, c)`` for a scalar constant ``c``: eltwise clip_v2
+    with bounds (c, +inf) / (-inf, c), a post-op that costs no operand load (the binary
+    max/min post-ops ONNX's Clip became load a broadcast scalar per vector each)."""
+    for i, n in enumerate(p.nodes):
+        if n.op != "binary" or n.post or n.attrs["alg"] not in ("max", "min"):
+            continue
+        c = p.constants.get(n.inputs[1])
+        if c is None or c.size != 1 or p.shapes[n.inputs[0]] != p.shapes[n.out]:
+            continue
+        v = float(c.reshape(()))
+        if v != v:  # NaN bound: clip would not propagate it as maximum/minimum do
+            continue
+        lo, hi = (v, float("inf")) if n.attrs["alg"] == "max" else (float("-inf"), v)
+        p.nodes[i] = Node("eltwise", [n.inputs[0]], n.out, {"alg": "clip_v2", "alpha": lo,
+                                                            "beta": hi})  # fmt: skip
+
+
+def _merge_clip(post: list[dict], spec: dict) -> bool:
+    """Fold the clip_v2 post-op ``spec`` into a clip_v2 ending ``post`` when their ranges
+    overlap (then clip(clip(x, a1, b1), a2, b2) is clip(x, max(a1, a2), min(b1, b2)))."""
+    if spec["op"] != "clip_v2" or not post or post[-1]["op"] != "clip_v2":
+        return False
+    last = post[-1]
+    lo = max(last.get("alpha", 0.0), spec.get("alpha", 0.0))
+    hi = min(last.get("beta", 0.0), spec.get("beta", 0.0))
+    if lo > hi:
+        return False
+    last["alpha"], last["beta"] = lo, hi
+    return True
+
+
+def _is_conv(n: Node, p: Program, kernel: int, strides: tuple[int, ...], pad: int) -> bool:
+    """``n`` is a 2-D convolution with a square ``kernel``, one of ``strides``, padding
+    ``pad`` on every side, no dilation, and only eltwise post-ops."""
+    if n.op != "conv" or len(p.shapes[n.attrs["weight"]]) != 4:
+        return False
+    a = n.attrs
+    return (
+        tuple(p.shapes[a["weight"]][2:]) == (kernel, kernel)
+        and len(set(a["strides"])) == 1
+        and a["strides"][0] in strides
+        and list(a["pad"]) == [pad] * 4
+        and list(a["dilation"]) == [1, 1]
+        and all("in" not in q and q["op"] not in ("sum", "dw") for q in n.post)
+    )
+
+
+def fuse_depthwise(p: Program, exclude: frozenset[int] = frozenset()) -> Program | None:
+    """A copy of optimized ``p`` in which each 1x1 convolution (stride 1, no padding) whose
+    only reader is a depthwise 3x3 convolution (padding 1, stride 1 or 2) takes it as a
+    ``dw`` post-op (oneDNN's 1x1 + depthwise fusion: MobileNet's expansion and depthwise
+    layers, the expanded tensor never written whole), or None when there is no such pair.
+    Pairs whose depthwise convolution writes a tensor in ``exclude`` stay apart.
+    Only oneDNN's blocked-layout kernels fuse them (see ``tune.fastest_build``)."""
+    readers: dict[int, list[Node]] = {}
+    for n in p.nodes:
+        for t in n.reads():
+            readers.setdefault(t, []).append(n)
+    pairs: list[tuple[Node, Node]] = []
+    for a in p.nodes:
+        if not _is_conv(a, p, 1, (1,), 0) or a.attrs.get("groups", 1) != 1:
+            continue
+        rs = readers.get(a.out, [])
+        if len(rs) != 1 or a.out in p.outputs:
+            continue
+        b = rs[0]
+        channels = p.shapes[a.out][1]
+        if (
+            _is_conv(b, p, 3, (1, 2), 1)
+            and b.inputs[0] == a.out
+            and b.attrs.get("groups", 1) == channels
+            and p.shapes[b.attrs["weight"]][:2] == (channels, 1)
+            and b.out not in exclude
+        ):
+            pairs.append((a, b))
+    if not pairs:
+        return None
+    q = copy.deepcopy(p)
+    index = {id(n): i for i, n in enumerate(p.nodes)}
+    drop = set()
+    for a, b in pairs:
+        qa, qb = q.nodes[index[id(a)]], q.nodes[index[id(b)]]
+        spec = {"op": "dw", "weight": qb.attrs["weight"], "bias": qb.attrs.get("bias", -1),
+                "stride": qb.attrs["strides"][0]}  # fmt: skip
+        qa.post = [*qa.post, spec, *qb.post]
+        qa.out = qb.out
+        qa.attrs["layout"] = "blocked"
+        drop.add(index[id(b)])
+    q.nodes = [n for i, n in enumerate(q.nodes) if i not in drop]
+    return q
+
+
 def eliminate_dead(p: Program) -> None:
     """Drop nodes whose outputs nobody reads."""
     live = set(p.outputs)
@@ -515,6 +616,7 @@ def optimize(p: Program) -> Program:
     fold_matmul_bias(p)
     fold_affine_chains(p)
     scale_to_linear(p)
+    minmax_to_clip(p)
     fold_flatten(p)
     fold_channel_shuffle(p)
     fuse_post_ops(p)

@@ -70,8 +70,9 @@ class Node:
             if t >= 0:
                 yield t
         for p in self.post:
-            if "in" in p:
-                yield p["in"]
+            for key in ("in", "weight", "bias"):  # weight, bias: a "dw" post-op's
+                if p.get(key, -1) >= 0:
+                    yield p[key]
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"op": self.op, "in": list(self.inputs), "out": self.out}
