@@ -123,12 +123,18 @@ def _row_blocks(rows: int, n: int) -> list[tuple[int, int]]:
     return _cuts(rows, min(parts, rows), 1)
 
 
-def softmax_run(x: np.ndarray, out: np.ndarray, axis: int) -> Run | None:
-    """``out = softmax(x, axis)`` for the last axis (float32, C-contiguous)."""
+def _row_kernel_lib(x: np.ndarray, out: np.ndarray, axis: int) -> Any:
+    """The library, when a row kernel over the last axis can run ``x`` -> ``out``."""
     lib = native_nn()
     if lib is None or not f32_contiguous(x, out) or x.shape != out.shape or x.size == 0:
         return None
-    if axis % x.ndim != x.ndim - 1:
+    return lib if axis % x.ndim == x.ndim - 1 else None
+
+
+def softmax_run(x: np.ndarray, out: np.ndarray, axis: int) -> Run | None:
+    """``out = softmax(x, axis)`` for the last axis (float32, C-contiguous)."""
+    lib = _row_kernel_lib(x, out, axis)
+    if lib is None:
         return None
     n = x.shape[-1]
     rows = x.size // n
@@ -150,10 +156,8 @@ def layer_norm_run(
 ) -> Run | None:
     """``out = (x - mean) / sqrt(var + epsilon) * gamma + beta`` over the last axis
     (``gamma``/``beta`` of that axis's length, or ``None`` to leave them out)."""
-    lib = native_nn()
-    if lib is None or not f32_contiguous(x, out) or x.shape != out.shape or x.size == 0:
-        return None
-    if axis % x.ndim != x.ndim - 1:
+    lib = _row_kernel_lib(x, out, axis)
+    if lib is None:
         return None
     n = x.shape[-1]
     params = [p for p in (gamma, beta) if p is not None]
