@@ -38,6 +38,7 @@ from relaykit.op._numeric import as_out
 from relaykit.op._relations import differ, resolve_dtype, static, tensor_arg
 from relaykit.op.define import OpPattern, TypeRelError, define_op, make_call
 
+from ._kernels import _from_canonical, _out_dtype, _to_canonical
 from ._relations import layout_perm, to_layout
 
 __all__ = [
@@ -196,20 +197,6 @@ def _conv_transpose_rel(n: int) -> Callable[[Sequence[Type], Attrs], Type]:
     return rel
 
 
-def _to(x: np.ndarray, layout: str, canonical: str) -> np.ndarray:
-    perm = layout_perm(layout, canonical)
-    return x if perm == tuple(range(x.ndim)) else np.transpose(x, perm)
-
-
-def _from(x: np.ndarray, canonical: str, layout: str) -> np.ndarray:
-    perm = tuple(canonical.index(c) for c in layout)
-    return x if perm == tuple(range(x.ndim)) else np.ascontiguousarray(np.transpose(x, perm))
-
-
-def _out_dtype(attrs: Attrs, x: np.ndarray) -> np.dtype:
-    return np.dtype(check_dtype(attrs.out_dtype)) if attrs.out_dtype else x.dtype
-
-
 def _acc(dtype: np.dtype) -> np.dtype:
     return np.dtype(np.int64) if dtype.kind in "iub" else np.dtype(np.float64)
 
@@ -282,10 +269,10 @@ def conv_nd_kernel(n: int, transpose: bool) -> Callable[[Sequence[np.ndarray], A
         data, weight = inputs
         out_dtype = _out_dtype(attrs, data)
         acc = _acc(out_dtype)
-        x = _to(data, attrs.data_layout, data_c).astype(acc, copy=False)
-        w = _to(weight, attrs.kernel_layout, weight_c).astype(acc, copy=False)
+        x = _to_canonical(data, attrs.data_layout, data_c).astype(acc, copy=False)
+        w = _to_canonical(weight, attrs.kernel_layout, weight_c).astype(acc, copy=False)
         out = _conv_backward(x, w, attrs, n) if transpose else _conv_forward(x, w, attrs, n)
-        out = _from(out, data_c, attrs.out_layout or attrs.data_layout)
+        out = _from_canonical(out, data_c, attrs.out_layout or attrs.data_layout)
         return as_out(out, out_dtype)
 
     return kernel
