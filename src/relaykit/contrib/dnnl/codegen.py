@@ -6,7 +6,7 @@ once; each is lowered to a region program (:mod:`.lower`), fused
 The thread count comes from, in order: ``num_threads`` here, the
 ``"relay.ext.dnnl.options"`` entry of the current ``PassContext`` config
 (``{"num_threads": 4}``), ``RELAYKIT_NUM_THREADS``, all cores. The same config
-may set ``"layout"`` (see :func:`compile_region`)::
+may set ``"layout"`` and ``"winograd"`` (see :func:`compile_region`)::
 
     with tvm.transform.PassContext(opt_level=3,
                                    config={"relay.ext.dnnl.options": {"num_threads": 2}}):
@@ -65,13 +65,16 @@ def compile_region(
     name: str | None = None,
     num_threads: int | None = None,
     layout: str = "auto",
+    winograd: bool = True,
 ) -> DnnlRegion:
     """Lower, fuse and compile one partitioned (typed) function.
 
     ``layout`` is the activation layout of convolutions: ``"nhwc"``, ``"blocked"``
     (nChw16c; concatenations run in place), ``"any"`` (oneDNN picks the first one, the
     rest follow), or ``"auto"`` (default): the fastest of a few builds, timed on random
-    inputs (:func:`.tune.fastest_build`).
+    inputs (:func:`.tune.fastest_build`). With ``"auto"`` and ``winograd`` (default), the
+    3x3 convolutions that measure faster by Winograd's F(2x2, 3x3) run so
+    (:mod:`.winograd`); ``winograd=False`` keeps every convolution direct.
     """
     if layout not in LAYOUTS:
         raise CodegenError(f"dnnl: layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
@@ -83,7 +86,7 @@ def compile_region(
         return DnnlRegion.from_program(p, name=symbol, num_threads=num_threads, ops=ops)
 
     if layout == "auto":
-        return fastest_build(program, build)
+        return fastest_build(program, build, winograd=winograd)
     program.layout = layout
     return build(program)
 
@@ -92,9 +95,13 @@ def _options() -> dict[str, Any]:
     opts = PassContext.current().config.get(OPTIONS_KEY) or {}
     if not isinstance(opts, dict):
         raise CodegenError(f"PassContext config {OPTIONS_KEY!r} must be a dict, got {opts!r}")
-    unknown = set(opts) - {"num_threads", "layout"}
+    unknown = set(opts) - {"num_threads", "layout", "winograd"}
     if unknown:
         raise CodegenError(f"unknown {OPTIONS_KEY} option(s): {', '.join(sorted(unknown))}")
+    if not isinstance(opts.get("winograd", True), bool):
+        raise CodegenError(
+            f"{OPTIONS_KEY} option 'winograd' must be True or False, got {opts['winograd']!r}"
+        )
     return opts
 
 
@@ -115,7 +122,9 @@ def dnnl_codegen(
     for func in funcs:
         symbol = _symbol(func)
         try:
-            regions[symbol] = compile_region(func, symbol, num_threads, layout)
+            regions[symbol] = compile_region(
+                func, symbol, num_threads, layout, opts.get("winograd", True)
+            )
         except CodegenError as err:
             raise CodegenError(f"dnnl codegen of {symbol}: {err}") from err
     return DnnlModule(regions, num_threads)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import re
 import tempfile
 import threading
 from dataclasses import dataclass
@@ -72,8 +73,18 @@ def _compiler() -> list[str]:
     return find_compiler("the dnnl backend's oneDNN runtime", ("CXX",), ("g++", "c++"), "C++")
 
 
+#: ``#include "x.h"`` of a header next to ``region.cc``.
+_LOCAL_INCLUDE = re.compile(r'^#include "([A-Za-z0-9_]+\.h)"$', re.MULTILINE)
+
+
 def _source() -> str:
-    return SOURCE_PATH.read_text()
+    """``region.cc`` with its local headers (``native/*.h``) inlined: the one self-contained
+    text the runtime is compiled, cached (by its hash) and shipped from."""
+
+    def inline(match: re.Match[str]) -> str:
+        return f"// ---- {match[1]} ----\n" + (SOURCE_PATH.parent / match[1]).read_text()
+
+    return _LOCAL_INCLUDE.sub(inline, SOURCE_PATH.read_text())
 
 
 def _key(source: str) -> str:

@@ -10,7 +10,9 @@ Node kinds and their attributes (``post`` lists fused post-ops:
 
 ========== ========================================================================
 conv       ``weight``, ``bias`` (tensor or -1), ``strides``, ``dilation``, ``pad``
-           (top, left, bottom, right), ``groups``
+           (top, left, bottom, right), ``groups``; ``winograd`` (optional): the
+           transformed weight [16, C, K] of a 3x3 convolution run by Winograd's
+           F(2x2, 3x3) (see :mod:`.winograd`)
 dense      ``weight`` (units, K), ``bias``; the input may be N-D (flattened)
 pool       ``alg`` (max / avg_include / avg_exclude), ``kernel``, ``strides``,
            ``dilation``, ``pad_l``, ``pad_r``
@@ -63,9 +65,9 @@ class Node:
     post: list[dict[str, Any]] = field(default_factory=list)
 
     def reads(self) -> Iterator[int]:
-        """Every tensor the node reads: inputs, weight, bias, post-op operands."""
+        """Every tensor the node reads: inputs, weights, bias, post-op operands."""
         yield from self.inputs
-        for key in ("weight", "bias"):
+        for key in ("weight", "bias", "winograd"):
             t = self.attrs.get(key, -1)
             if t >= 0:
                 yield t

@@ -8,8 +8,10 @@ the region nhwc and blocked, and a third time mixing them by stage (each
 spatial size in the layout whose kernels ran it faster, so that layouts change
 only between stages), and, when the program has 1x1 convolutions feeding depthwise
 3x3 ones (MobileNet), a fourth time blocked with each such pair fused into one
-primitive (:func:`.fuse.fuse_depthwise`); it times the builds on random inputs and
-keeps the fastest. Mixing per convolution instead measured slower: the reorders
+primitive (:func:`.fuse.fuse_depthwise`), and a fifth time blocked with the 3x3
+convolutions that measured faster by Winograd's algorithm run so
+(:func:`.winograd.winograd_build`); it times the builds on random inputs and keeps
+the fastest. Mixing per convolution instead measured slower: the reorders
 eat the gain.
 
 >>> from relaykit.contrib.dnnl.program import Node, Program
@@ -36,6 +38,7 @@ from relaykit.errors import CodegenError
 from .fuse import fuse_depthwise
 from .program import Program
 from .region import DnnlRegion
+from .winograd import winograd_build
 
 __all__ = ["fastest_build", "fastest", "by_stage", "depthwise_fused_build", "TUNED_LAYOUTS"]
 
@@ -43,8 +46,9 @@ __all__ = ["fastest_build", "fastest", "by_stage", "depthwise_fused_build", "TUN
 TUNED_LAYOUTS = ("nhwc", "blocked")
 
 
-def fastest_build(program: Program, build: Callable[[Program], Any]) -> Any:
-    """The fastest region ``build`` makes of ``program`` (see the module docstring)."""
+def fastest_build(program: Program, build: Callable[[Program], Any], winograd: bool = True) -> Any:
+    """The fastest region ``build`` makes of ``program`` (see the module docstring);
+    ``winograd`` False leaves out the Winograd build."""
     if not any(n.op == "conv" for n in program.nodes):
         program.layout = "blocked"
         return build(program)
@@ -60,6 +64,13 @@ def fastest_build(program: Program, build: Callable[[Program], Any]) -> Any:
     fused = depthwise_fused_build(program, build)
     if fused is not None:
         candidates.append(fused)
+    wino = (
+        winograd_build(program, build, candidates[TUNED_LAYOUTS.index("blocked")])
+        if winograd
+        else None
+    )
+    if wino is not None:
+        candidates.append(wino)
     return fastest(candidates)
 
 

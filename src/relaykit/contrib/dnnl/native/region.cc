@@ -39,12 +39,15 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include "winograd.h"
 
 #define RKDNNL_ABI "4"
 
@@ -336,8 +339,22 @@ struct Arg {
   memory::desc md;  // layout seen by the primitive (defaults to the tensor's own)
 };
 
+using ExecArgs = std::vector<dnnl_exec_arg_t>;
+
+// The data of argument `arg` (DNNL_ARG_*) of a step, or null when it has none.
+void* arg_data(const ExecArgs& args, int arg) {
+  for (const auto& a : args)
+    if (a.arg == arg) {
+      void* p = nullptr;
+      dnnl::error::wrap_c_api(dnnl_memory_get_data_handle(a.memory, &p), "no data handle");
+      return p;
+    }
+  return nullptr;
+}
+
 struct Step {
   primitive prim;
+  std::function<void(const ExecArgs&)> kernel;  // relaykit's own code instead of `prim`
   std::vector<Arg> args;
   std::string info;
   int nthr = 0;  // OpenMP threads it was built for and runs with (0: the region's count)
@@ -366,7 +383,7 @@ struct Context {
   stream strm;
   void* arena = nullptr;
   std::vector<std::unordered_map<int, memory>> argmaps;  // one per step (owns the memories)
-  std::vector<std::vector<dnnl_exec_arg_t>> args;        // the same, as the C API takes them
+  std::vector<ExecArgs> args;                            // the same, as the C API takes them
   std::vector<ExtBinding> ext;
   explicit Context(const engine& eng) : strm(eng) {}
   ~Context() { std::free(arena); }
@@ -429,9 +446,12 @@ class Region {
       int want = steps_[i].nthr > 0 ? steps_[i].nthr : nthreads_;
       if (want > 0 && want != threads) omp_set_num_threads(threads = want);
       auto t0 = std::chrono::steady_clock::now();
-      dnnl::error::wrap_c_api(
-          dnnl_primitive_execute(steps_[i].prim.get(), strm, static_cast<int>(a.size()), a.data()),
-          "could not execute a primitive");
+      if (steps_[i].kernel)
+        steps_[i].kernel(a);
+      else
+        dnnl::error::wrap_c_api(
+            dnnl_primitive_execute(steps_[i].prim.get(), strm, static_cast<int>(a.size()), a.data()),
+            "could not execute a primitive");
       if (step_ms) {
         ctx.strm.wait();
         auto t1 = std::chrono::steady_clock::now();
@@ -981,6 +1001,10 @@ class Region {
   }
 
   void lower_conv(const Json& node) {
+    if (node.find("winograd")) {
+      lower_conv_winograd(node);
+      return;
+    }
     int src = in(node, 0), w = checked(node.at("weight").i()), o = out(node);
     long long b = node.get_i("bias", -1);
     long long groups = node.get_i("groups", 1);
@@ -1043,6 +1067,74 @@ class Region {
              "conv t" + std::to_string(o) + " " + md_str(pd.src_desc()) + " w=" +
                  md_str(pd.weights_desc()) + " -> " + md_str(pd.dst_desc()) + post.info,
              &pd);
+  }
+
+  // A 3x3, stride-1 convolution by Winograd's F(2x2, 3x3) (see winograd.h): three steps,
+  // the input transform, oneDNN's batched matmul with the transformed weight ("winograd":
+  // a constant [16, C, K], made in Python) and the output transform with the bias and the
+  // post-ops (relu, clip, linear, sum), all in the blocked layout (nChw16c).
+  void lower_conv_winograd(const Json& node) {
+    int src = in(node, 0), o = out(node), u = checked(node.at("winograd").i());
+    long long b = node.get_i("bias", -1);
+    const dims sd = dims_[src], od = dims_[o];
+    auto pad = node.at("pad").ints();
+    if (sd.size() != 4 || od.size() != 4 || sd[1] % 16 != 0 || od[1] % 16 != 0 || sd[0] != od[0] ||
+        od[2] != sd[2] + pad[0] + pad[2] - 2 || od[3] != sd[3] + pad[1] + pad[3] - 2 ||
+        dims_[u] != dims{16, sd[1], od[1]} || !is_const(u))
+      throw Error("program: a winograd convolution is 3x3 with stride 1 on 4-D tensors with "
+                  "channels a multiple of 16, and its transformed weight a constant [16, C, K]");
+    wino::Shape s{sd[0], sd[1], sd[2], sd[3], od[1], od[2], od[3], pad[0], pad[1],
+                  (od[2] + 1) / 2, (od[3] + 1) / 2};
+    std::vector<wino::PostOp> ops;
+    int residual = -1;
+    if (const Json* list = node.find("post"))
+      for (const auto& p : list->items) {
+        const std::string& op = p.at("op").s();
+        float alpha = static_cast<float>(p.get_f("alpha", 0.0));
+        float beta = static_cast<float>(p.get_f("beta", 0.0));
+        if (op == "relu" || op == "leaky_relu") ops.push_back({wino::PostKind::Relu, alpha, beta});
+        else if (op == "clip" || op == "clip_v2") ops.push_back({wino::PostKind::Clip, alpha, beta});
+        else if (op == "linear") ops.push_back({wino::PostKind::Linear, alpha, beta});
+        else if (op == "sum" && residual < 0) {
+          residual = checked(p.at("in").i());
+          ops.push_back({wino::PostKind::Sum, 1.f, 0.f});
+        } else {
+          throw Error("program: a winograd convolution takes no '" + op + "' post-op");
+        }
+      }
+    const long long tiles = s.n * s.th * s.tw;
+    memory::desc x_md(sd, dt::f32, tag::aBcd16b), y_md(od, dt::f32, tag::aBcd16b);
+    memory::desc v_md({16, tiles, sd[1]}, dt::f32, tag::abc), m_md({16, tiles, od[1]}, dt::f32, tag::abc);
+    const std::string name = "conv t" + std::to_string(o) + " winograd ";
+    int px = version(src, x_md);
+    int pv = new_phys(v_md, Kind::Internal), pm = new_phys(m_md, Kind::Internal);
+    add_step(primitive(), {{DNNL_ARG_SRC, px, x_md}, {DNNL_ARG_DST, pv, v_md}},
+             name + "in " + md_str(x_md) + " -> " + md_str(v_md));
+    steps_.back().kernel = [s](const ExecArgs& a) {
+      wino::input_transform(static_cast<const float*>(arg_data(a, DNNL_ARG_SRC)),
+                            static_cast<float*>(arg_data(a, DNNL_ARG_DST)), s);
+    };
+    auto pd = dnnl::matmul::primitive_desc(
+        eng_, v_md, memory::desc({16, sd[1], od[1]}, dt::f32, tag::any), m_md, base_attr());
+    add_step(dnnl::matmul(pd), {{DNNL_ARG_SRC, pv, v_md}, {DNNL_ARG_WEIGHTS, version(u, pd.weights_desc()),
+             pd.weights_desc()}, {DNNL_ARG_DST, pm, m_md}},
+             name + "gemm " + md_str(v_md) + " w=" + md_str(pd.weights_desc()), &pd);
+    int py = residual >= 0 ? define_with_sum(o, y_md, residual) : define(o, y_md);
+    std::vector<Arg> args = {{DNNL_ARG_SRC, pm, m_md}, {DNNL_ARG_DST, py, y_md}};
+    if (b >= 0) {
+      memory::desc bias_md = plain_md(dims_[b]);
+      args.push_back({DNNL_ARG_BIAS, version(checked(b), bias_md), bias_md});
+    }
+    std::string post_info;
+    if (const Json* list = node.find("post"))
+      for (const auto& p : list->items) post_info += "+" + p.at("op").s();
+    add_step(primitive(), args, name + "out -> " + md_str(y_md) + post_info);
+    steps_.back().kernel = [s, ops](const ExecArgs& a) {
+      wino::output_transform(static_cast<const float*>(arg_data(a, DNNL_ARG_SRC)),
+                             static_cast<const float*>(arg_data(a, DNNL_ARG_BIAS)),
+                             static_cast<float*>(arg_data(a, DNNL_ARG_DST)), s, ops.data(),
+                             static_cast<int>(ops.size()));
+    };
   }
 
   // A 1x1 convolution with a fused depthwise one ("dw" post-op): blocked (nChw16c) layout,
