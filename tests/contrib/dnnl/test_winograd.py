@@ -142,30 +142,30 @@ def test_eligibility():
     assert not any(eligible(p, n) for n in (strided, narrow, mul, grouped))
 
 
-def test_build_without_eligible_convolutions_is_none(_dnnl):
+def _one_conv(cin: int, cout: int, hw: int) -> tuple[Program, np.ndarray, np.ndarray | None]:
+    """A blocked program of one padded 3x3 convolution, with its weight and bias."""
     p = Program()
-    x = p.add_input((1, 8, 6, 6))
-    node, _, _ = _conv_node(p, x, 8, 16, (6, 6), [1] * 4, seed=0)
+    x = p.add_input((1, cin, hw, hw))
+    node, w, b = _conv_node(p, x, cin, cout, (hw, hw), [1] * 4, seed=cin + hw)
     p.nodes.append(node)
     p.outputs = [node.out]
     p.layout = "blocked"
-    base = DnnlRegion.from_program(p, num_threads=1)
-    assert winograd_build(p, lambda q: DnnlRegion.from_program(q, num_threads=1), base) is None
+    return p, w, b
+
+
+def _build(q: Program) -> DnnlRegion:
+    return DnnlRegion.from_program(q, num_threads=2)
+
+
+def test_build_without_eligible_convolutions_is_none(_dnnl):
+    p, _, _ = _one_conv(8, 16, 6)
+    assert winograd_build(p, _build, _build(p)) is None
 
 
 def test_tuned_build_matches_numpy(_dnnl):
     # whichever way the tuner decides (timing), the region computes the same convolution
-    p = Program()
-    x = p.add_input((1, 64, 14, 14))
-    node, w, b = _conv_node(p, x, 64, 128, (14, 14), [1] * 4, seed=9)
-    p.nodes.append(node)
-    p.outputs = [node.out]
-    p.layout = "blocked"
-
-    def build(q: Program) -> DnnlRegion:
-        return DnnlRegion.from_program(q, num_threads=2)
-
-    region = winograd_build(p, build, build(p)) or build(p)
+    p, w, b = _one_conv(64, 128, 14)
+    region = winograd_build(p, _build, _build(p)) or _build(p)
     xv = np.random.default_rng(2).standard_normal((1, 64, 14, 14)).astype(np.float32)
     np.testing.assert_allclose(region(xv), _reference_conv(xv, w, b, [1] * 4), rtol=1e-5, atol=1e-5)
 
