@@ -56,7 +56,7 @@ def global_policy(monkeypatch):
     ],
 )
 def test_split(total, openmp, workers, want):
-    got = split(total, openmp_active=openmp, executor_workers=workers)
+    got = split(total, executor_workers=workers)
     assert got == want
     # never more busy threads than the budget: workers x (OpenMP or BLAS pool per worker)
     assert got.executor * max(got.openmp if openmp else 0, got.blas) <= total
@@ -65,7 +65,13 @@ def test_split(total, openmp, workers, want):
 @pytest.mark.parametrize("bad", [0, -1, 1.5, "2", True, None])
 def test_split_rejects_bad_budgets(bad):
     with pytest.raises(RelayKitError, match="positive integer"):
-        split(bad, openmp_active=False)
+        split(bad)
+
+
+def test_split_openmp_active_is_deprecated_and_ignored():
+    with pytest.warns(DeprecationWarning, match="openmp_active"):
+        got = split(4, openmp_active=True)
+    assert got == split(4)
 
 
 def test_budget_from_env_then_explicit(monkeypatch):

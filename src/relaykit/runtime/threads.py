@@ -28,9 +28,9 @@ holds the process's state and applies the BLAS count through
 ``threadpoolctl`` (every BLAS library loaded: NumPy's and SciPy's OpenBLAS,
 MKL, BLIS).
 
->>> split(4, openmp_active=False)
+>>> split(4)
 ThreadBudget(total=4, executor=1, openmp=4, blas=1)
->>> split(4, openmp_active=False, executor_workers=2)
+>>> split(4, executor_workers=2)
 ThreadBudget(total=4, executor=2, openmp=2, blas=1)
 """
 
@@ -39,6 +39,7 @@ from __future__ import annotations
 import itertools
 import os
 import threading
+import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -111,8 +112,21 @@ class ThreadBudget:
     blas: int
 
 
-def split(total: int, *, openmp_active: bool, executor_workers: int = 1) -> ThreadBudget:
-    """How ``total`` threads are shared (see the module docstring)."""
+def split(
+    total: int, *, openmp_active: bool | None = None, executor_workers: int = 1
+) -> ThreadBudget:
+    """How ``total`` threads are shared (see the module docstring).
+
+    ``openmp_active`` is deprecated and ignored: BLAS keeps one thread whether or not
+    oneDNN's OpenMP pool is in use, so the split no longer depends on it.
+    """
+    if openmp_active is not None:
+        warnings.warn(
+            "split(openmp_active=...) is deprecated and ignored (BLAS stays at one thread "
+            "either way); drop the argument",
+            DeprecationWarning,
+            stacklevel=2,
+        )
     total = check_count(total, "the thread budget")
     workers = min(check_count(executor_workers, "executor_workers"), total)
     share = max(1, total // workers)
@@ -186,9 +200,7 @@ class ThreadPolicy:
 
     def budget(self) -> ThreadBudget:
         """The current split (see :func:`split`)."""
-        return split(
-            self.total, openmp_active=self._openmp_active, executor_workers=self._executor_workers
-        )
+        return split(self.total, executor_workers=self._executor_workers)
 
     # -- what the engines ask for ------------------------------------------------------
 
