@@ -214,3 +214,21 @@ def test_exported_winograd_region_runs_the_same(_dnnl, tmp_path, monkeypatch):
         g.run()
         outs.append(g.get_output(0).numpy())
     np.testing.assert_array_equal(outs[0], outs[1])
+
+
+@pytest.mark.parametrize(
+    ("post", "want"),
+    [
+        ([{"op": "relu"}], 0.0),  # as oneDNN's fused relu: max(x, 0)
+        ([{"op": "clip_v2", "alpha": -0.5, "beta": 0.75}], -0.5),
+    ],
+)
+def test_nan_through_fused_activation_as_onednn(_dnnl, post, want):
+    # NaN in, a fused relu / clip after: the direct kernels give 0 / the lower bound
+    p, _, _ = _one_conv(16, 16, 6)
+    p.nodes[0].post = post
+    q = with_winograd(p, {p.nodes[0].out})
+    xv = np.full((1, 16, 6, 6), np.nan, np.float32)
+    got = _build(q)(xv)
+    assert np.all(got == want) and not np.any(np.signbit(got) & (got == 0))
+    np.testing.assert_array_equal(got, _build(p)(xv))  # oneDNN's direct kernel

@@ -48,8 +48,6 @@ other reader and is not a region output, so results never change.
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 
 from .program import Node, Program
@@ -581,7 +579,7 @@ def fuse_depthwise(p: Program, exclude: frozenset[int] = frozenset()) -> Program
             pairs.append((a, b))
     if not pairs:
         return None
-    q = copy.deepcopy(p)
+    q = p.copy()
     index = {id(n): i for i, n in enumerate(p.nodes)}
     drop = set()
     for a, b in pairs:

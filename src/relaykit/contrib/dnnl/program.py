@@ -42,6 +42,7 @@ layer_norm ``eps``, ``weight`` (scale) and ``bias`` (shift): constants of the la
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -95,6 +96,21 @@ class Program:
     nodes: list[Node] = field(default_factory=list)
     #: Activation layout of convolutions: "any" (oneDNN chooses), "nhwc" or "blocked".
     layout: str = "any"
+
+    def copy(self) -> Program:
+        """A copy to edit: its own nodes, shapes, inputs, outputs and constants table; the
+        constant arrays themselves are shared (no pass writes one in place)."""
+        return Program(
+            shapes=list(self.shapes),
+            inputs=list(self.inputs),
+            outputs=list(self.outputs),
+            constants=dict(self.constants),
+            nodes=[
+                Node(n.op, list(n.inputs), n.out, copy.deepcopy(n.attrs), copy.deepcopy(n.post))
+                for n in self.nodes
+            ],
+            layout=self.layout,
+        )
 
     def new_tensor(self, shape: tuple[int, ...]) -> int:
         self.shapes.append(tuple(int(d) for d in shape))

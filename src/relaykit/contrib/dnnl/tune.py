@@ -26,7 +26,6 @@ eat the gain.
 
 from __future__ import annotations
 
-import copy
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -135,7 +134,7 @@ def by_stage(program: Program, pure: Sequence[DnnlRegion]) -> Program | None:
     choice = {stage: acc.index(min(acc)) for stage, acc in stage_time.items()}
     if len(set(choice.values())) <= 1:
         return None
-    mixed = copy.deepcopy(program)
+    mixed = program.copy()
     for node in mixed.nodes:
         best = choice.get(program.shapes[node.out][2:]) if node.op == "conv" else None
         if best is not None:

@@ -28,11 +28,12 @@ direct convolution by a few units in the last place of the accumulated sums
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import numpy as np
+
+from relaykit.errors import CodegenError
 
 from .program import Node, Program
 from .region import DnnlRegion
@@ -79,7 +80,7 @@ def transformed_weight(w: np.ndarray) -> np.ndarray:
 
 def with_winograd(p: Program, outs: Collection[int]) -> Program:
     """A copy of ``p`` whose convolutions writing ``outs`` run by Winograd."""
-    q = copy.deepcopy(p)
+    q = p.copy()
     for n in q.nodes:
         if n.out in outs:
             n.attrs["winograd"] = q.add_constant(transformed_weight(q.constants[n.attrs["weight"]]))
@@ -112,7 +113,10 @@ def winograd_build(
         return None
     trial = with_winograd(program, outs)
     trial.layout = "blocked"
-    region = build(trial)
+    try:
+        region = build(trial)
+    except CodegenError:  # the runtime refused a Winograd convolution: keep them direct
+        return None
     rng = np.random.default_rng(0)
     inputs = [rng.standard_normal(s).astype(np.float32) for s in direct.input_shapes]
     region(*inputs)  # warm up both

@@ -618,7 +618,7 @@ class Region {
   std::vector<int> node_reads(const Json& node) const {
     std::vector<int> reads;
     for (long long t : node.at("in").ints()) reads.push_back(checked(t));
-    for (const char* key : {"weight", "bias"}) {
+    for (const char* key : {"weight", "bias", "winograd"}) {
       long long t = node.get_i(key, -1);
       if (t >= 0) reads.push_back(checked(t));
     }
@@ -1001,7 +1001,7 @@ class Region {
   }
 
   void lower_conv(const Json& node) {
-    if (node.find("winograd")) {
+    if (node.get_i("winograd", -1) >= 0) {
       lower_conv_winograd(node);
       return;
     }

@@ -16,11 +16,14 @@
 // Their entries are 0 and +-1, so both transforms are exact additions; only G (in the
 // weight transform) has halves, and those are exact in binary too.
 //
-// Compiled for AVX-512, AVX2 and baseline x86-64 (target_clones: the loader picks the
-// one the CPU runs). Included once, by region.cc (native.py inlines it into the one
+// On x86-64 compiled for AVX-512, AVX2 and the baseline (target_clones: the loader picks
+// the one the CPU runs). Included once, by region.cc (native.py inlines it into the one
 // source text the runtime is built, cached and shipped from).
-
-#pragma once
+//
+// Non-finite values: the transforms add and subtract input pixels, so an infinite input
+// (or one within a factor 4 of float32's largest) can make NaN where a direct convolution
+// makes +-inf. Fused relu and clip map NaN as oneDNN's fused kernels do (to 0 and to the
+// lower bound).
 
 #include <omp.h>
 
@@ -54,15 +57,21 @@ constexpr int L = 16;  // channels per block (nChw16c)
 // instruction, two AVX2 ones or four SSE ones, per clone.
 typedef float v16 __attribute__((vector_size(64)));
 
+#if defined(__x86_64__)
 #define RK_WINO_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define RK_WINO_CLONES
+#endif
 
-inline v16 load(const float* p) {
+// Always inlined: a 64-byte vector passed to or from a baseline-compiled function would
+// take another calling convention than the AVX-512 clone's.
+__attribute__((always_inline)) inline v16 load(const float* p) {
   v16 v;
   std::memcpy(&v, p, sizeof(v));
   return v;
 }
 
-inline void store(float* p, const v16& v) { std::memcpy(p, &v, sizeof(v)); }
+__attribute__((always_inline)) inline void store(float* p, const v16& v) { std::memcpy(p, &v, sizeof(v)); }
 
 RK_WINO_CLONES
 static void input_transform(const float* src, float* v, const Shape& s) {
@@ -128,12 +137,12 @@ static void output_transform(const float* m, const float* bias, float* dst, cons
         for (int q = 0; q < nops; ++q) {
           const float al = ops[q].alpha, be = ops[q].beta;
           switch (ops[q].kind) {
-            case PostKind::Relu:
-              val = val > 0.f ? val : val * al;
+            case PostKind::Relu:  // as oneDNN's fused relu: max(x, 0), NaN -> 0, no -0
+              val = al == 0.f ? (val > 0.f ? val : v16{}) : (val > 0.f ? val : val * al);
               break;
-            case PostKind::Clip:
-              val = val < al ? v16{} + al : val;
-              val = val > be ? v16{} + be : val;
+            case PostKind::Clip:  // min(max(x, lo), hi), NaN -> lo
+              val = val > al ? val : v16{} + al;
+              val = val < be ? val : v16{} + be;
               break;
             case PostKind::Linear:
               val = val * al + be;
