@@ -140,6 +140,9 @@ def test_eligibility():
     grouped.attrs["groups"] = 2
     assert eligible(p, ok)
     assert not any(eligible(p, n) for n in (strided, narrow, mul, grouped))
+    big = p.add_input((1, 64, 1024, 1024))  # 16 planes x 262,144 tiles x 64 ch: 1 GiB
+    huge, _, _ = _conv_node(p, big, 64, 64, (1024, 1024), [1] * 4, seed=0)
+    assert not eligible(p, huge)
 
 
 def _one_conv(cin: int, cout: int, hw: int) -> tuple[Program, np.ndarray, np.ndarray | None]:

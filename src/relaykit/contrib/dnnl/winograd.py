@@ -12,7 +12,8 @@ float64: ``U = G w G^T``.
 Whether it pays depends on the layer: with few channels the transforms and the
 16 intermediate planes cost more than the products save. So :func:`winograd_build`
 measures it: it builds the region with every eligible convolution (3x3, stride 1,
-no dilation or groups, channels a multiple of 16, post-ops relu/clip/linear/sum)
+no dilation or groups, channels a multiple of 16, post-ops relu/clip/linear/sum,
+intermediates within :data:`MAX_TILE_BYTES`)
 by Winograd, compares each one's time with its direct kernel's in the blocked
 build, and keeps Winograd only where it ran at least 5% faster.
 
@@ -38,7 +39,14 @@ from relaykit.errors import CodegenError
 from .program import Node, Program
 from .region import DnnlRegion
 
-__all__ = ["eligible", "transformed_weight", "with_winograd", "winograd_build", "MIN_GAIN"]
+__all__ = [
+    "eligible",
+    "transformed_weight",
+    "with_winograd",
+    "winograd_build",
+    "MIN_GAIN",
+    "MAX_TILE_BYTES",
+]
 
 #: Winograd's weight transform G (4x3) for F(2x2, 3x3).
 G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
@@ -49,6 +57,11 @@ _POSTS = frozenset({"relu", "leaky_relu", "clip", "clip_v2", "linear", "sum"})
 #: Winograd is kept for a convolution when it ran at least this much faster.
 MIN_GAIN = 0.05
 
+#: Largest intermediate (transformed input or product, 16 planes of tiles x channels) a
+#: Winograd convolution may take: each is about 4x its activation, so big images keep the
+#: direct kernel rather than grow the region's arena by gigabytes.
+MAX_TILE_BYTES = 64 << 20
+
 
 def eligible(p: Program, n: Node) -> bool:
     """Whether convolution node ``n`` of ``p`` can run by Winograd F(2x2, 3x3)."""
@@ -58,8 +71,12 @@ def eligible(p: Program, n: Node) -> bool:
     if not p.is_constant(w):
         return False
     ws, xs, ys = p.shapes[w], p.shapes[n.inputs[0]], p.shapes[n.out]
+    if len(ys) != 4:
+        return False
+    tiles = ys[0] * ((ys[2] + 1) // 2) * ((ys[3] + 1) // 2)
     return (
-        len(ws) == 4
+        16 * tiles * max(xs[1], ys[1]) * 4 <= MAX_TILE_BYTES
+        and len(ws) == 4
         and ws[2:] == (3, 3)
         and list(n.attrs["strides"]) == [1, 1]
         and list(n.attrs.get("dilation", [1, 1])) == [1, 1]
