@@ -4,13 +4,14 @@ oneDNN's fastest convolution kernels depend on the model and the layer: the
 brgemm-based nhwc kernels win on ResNet's 3x3 convolutions, the blocked
 (nChw16c) ones on small 1x1 convolutions and wherever concatenations abound
 (they run in place only in the blocked layout). :func:`fastest_build` builds
-the region nhwc and blocked, and a third time mixing them by stage (each
-spatial size in the layout whose kernels ran it faster, so that layouts change
-only between stages), and, when the program has 1x1 convolutions feeding depthwise
-3x3 ones (MobileNet), a fourth time blocked with each such pair fused into one
-primitive (:func:`.fuse.fuse_depthwise`); it times the builds on random inputs and
-keeps the fastest. Mixing per convolution instead measured slower: the reorders
-eat the gain.
+the region nhwc and blocked, and, when the program has 1x1 convolutions feeding
+depthwise 3x3 ones (MobileNet), a third time blocked with each such pair fused into
+one primitive (:func:`.fuse.fuse_depthwise`); then a last time mixing them by stage
+(:func:`by_stage`: each input size's convolutions as in the build that ran them
+fastest, so that layouts change only between stages: MobileNetV2 takes its
+112x112 stage fused and blocked, most of the rest nhwc); it times the builds on
+random inputs and keeps the fastest. Mixing per convolution instead measured slower:
+the reorders eat the gain.
 
 >>> from relaykit.contrib.dnnl.program import Node, Program
 >>> p = Program()
@@ -25,6 +26,7 @@ eat the gain.
 from __future__ import annotations
 
 import copy
+import json
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -37,7 +39,14 @@ from .fuse import fuse_depthwise
 from .program import Program
 from .region import DnnlRegion
 
-__all__ = ["fastest_build", "fastest", "by_stage", "depthwise_fused_build", "TUNED_LAYOUTS"]
+__all__ = [
+    "fastest_build",
+    "fastest",
+    "by_stage",
+    "staged",
+    "depthwise_fused_build",
+    "TUNED_LAYOUTS",
+]
 
 #: The single layouts tried.
 TUNED_LAYOUTS = ("nhwc", "blocked")
@@ -54,10 +63,11 @@ def fastest_build(program: Program, build: Callable[[Program], Any]) -> Any:
         candidates.append(build(program))
     if len({tuple(r.steps()) for r in candidates}) == 1:
         return candidates[0]
-    mixed = by_stage(program, candidates)
+    fused = depthwise_fused_build(program, build)
+    pure = [*candidates, fused] if fused is not None else list(candidates)
+    mixed = by_stage(program, pure)
     if mixed is not None:
         candidates.append(build(mixed))
-    fused = depthwise_fused_build(program, build)
     if fused is not None:
         candidates.append(fused)
     return fastest(candidates)
@@ -106,29 +116,61 @@ def _conv_times(region: DnnlRegion, inputs: list[np.ndarray]) -> dict[int, float
     return best
 
 
+def _built_convs(region: DnnlRegion) -> list[dict[str, Any]]:
+    """The convolution nodes of the program ``region`` was built from."""
+    doc = json.loads(region.program_json)
+    return [n for n in doc["nodes"] if n["op"] == "conv"]
+
+
+def _fused_outputs(region: DnnlRegion) -> set[int]:
+    """What the fused 1x1 + depthwise steps of ``region`` write (the depthwise outputs)."""
+    return {
+        n["out"] for n in _built_convs(region) if any(p["op"] == "dw" for p in n.get("post", ()))
+    }
+
+
 def by_stage(program: Program, pure: Sequence[DnnlRegion]) -> Program | None:
-    """``program`` with the convolutions of each stage (same output height and width) in
-    the layout whose kernels ran that stage faster in the ``pure`` single-layout builds,
-    so that layouts change (with a reorder) only between stages; None when one layout
-    wins every stage."""
+    """``program`` with the convolutions of each stage (same input height and width) as
+    in the ``pure`` build that ran that stage fastest, so that layouts change (with a
+    reorder) only between stages; None when one build wins every stage. The builds are
+    single layouts and blocked with 1x1 + depthwise pairs fused (a pair reads one stage,
+    so its fused step competes with the two steps apart; the pairs of the stages that
+    build wins are fused in the result)."""
     rng = np.random.default_rng(0)
     inputs = [rng.standard_normal(s).astype(np.float32) for s in pure[0].input_shapes]
-    times = [_conv_times(r, inputs) for r in pure]
-    stage_time: dict[tuple[int, ...], list[float]] = {}
-    for node in program.nodes:
-        if node.op == "conv" and all(node.out in t for t in times):
-            stage = program.shapes[node.out][2:]
-            acc = stage_time.setdefault(stage, [0.0] * len(pure))
-            for i, t in enumerate(times):
-                acc[i] += t[node.out]
+    stage_of = {n.out: program.shapes[n.inputs[0]][2:] for n in program.nodes if n.op == "conv"}
+    stage_time = {stage: [0.0] * len(pure) for stage in stage_of.values()}
+    for i, region in enumerate(pure):
+        times = _conv_times(region, inputs)
+        for node in _built_convs(region):
+            if node["out"] not in stage_of or node["out"] not in times:
+                return None  # a step the program does not have: cannot compare
+            stage_time[stage_of[node["out"]]][i] += times[node["out"]]
     choice = {stage: acc.index(min(acc)) for stage, acc in stage_time.items()}
     if len(set(choice.values())) <= 1:
         return None
-    mixed = copy.deepcopy(program)
-    for node in mixed.nodes:
-        best = choice.get(program.shapes[node.out][2:]) if node.op == "conv" else None
-        if best is not None:
-            node.attrs["layout"] = pure[best].layout
+    return staged(program, pure, choice)
+
+
+def staged(
+    program: Program, pure: Sequence[DnnlRegion], choice: dict[tuple[int, ...], int]
+) -> Program:
+    """``program`` with the convolutions of each stage (input height and width) as the
+    build ``pure[choice[stage]]`` has them: its layout, and its fused 1x1 + depthwise
+    pairs."""
+    stage_of = {n.out: program.shapes[n.inputs[0]][2:] for n in program.nodes if n.op == "conv"}
+    keep = frozenset(
+        t for i, r in enumerate(pure) for t in _fused_outputs(r) if choice[stage_of[t]] == i
+    )
+    mixed = fuse_depthwise(program, frozenset(stage_of) - keep) if keep else None
+    if mixed is None:
+        mixed = copy.deepcopy(program)
+    # The first convolution lowers as in its stage's build (it reads the region input in
+    # whatever layout that build's kernels take); the others are told their layout.
+    convs = [n for n in mixed.nodes if n.op == "conv"]
+    mixed.layout = pure[choice[stage_of[convs[0].out]]].layout
+    for node in convs[1:]:
+        node.attrs["layout"] = pure[choice[stage_of[node.out]]].layout
     return mixed
 
 
