@@ -102,17 +102,19 @@ def depthwise_fused_build(program: Program, build: Callable[[Program], Any]) -> 
     return None
 
 
-def _conv_times(region: DnnlRegion, inputs: list[np.ndarray]) -> dict[int, float]:
-    """Best time of each convolution step of ``region``, by the tensor it writes."""
-    best: dict[int, float] = {}
+def _step_times(region: DnnlRegion, inputs: list[np.ndarray]) -> dict[tuple[str, int], float]:
+    """Best time of each convolution and reorder step of ``region``, by kind and the
+    tensor it writes (a convolution) or converts (a reorder)."""
+    best: dict[tuple[str, int], float] = {}
     t = time.perf_counter()
     region(*inputs)
     repeats = 3 if time.perf_counter() - t < 0.05 else 2
     for _ in range(repeats):
         for step, ms in region.profile(inputs):
-            if step.startswith("conv t"):
-                out = int(step.split()[1][1:])
-                best[out] = min(best.get(out, float("inf")), ms)
+            kind, _, rest = step.partition(" t")
+            if kind in ("conv", "reorder"):
+                key = (kind, int(rest.split()[0]))
+                best[key] = min(best.get(key, float("inf")), ms)
     return best
 
 
@@ -131,21 +133,28 @@ def _fused_outputs(region: DnnlRegion) -> set[int]:
 
 def by_stage(program: Program, pure: Sequence[DnnlRegion]) -> Program | None:
     """``program`` with the convolutions of each stage (same input height and width) as
-    in the ``pure`` build that ran that stage fastest, so that layouts change (with a
-    reorder) only between stages; None when one build wins every stage. The builds are
-    single layouts and blocked with 1x1 + depthwise pairs fused (a pair reads one stage,
-    so its fused step competes with the two steps apart; the pairs of the stages that
-    build wins are fused in the result)."""
+    in the ``pure`` build that ran that stage fastest (its convolutions and the reorders
+    of what they read), so that layouts change (with a reorder) only between stages;
+    None when one build wins every stage. The builds are single layouts and blocked with
+    1x1 + depthwise pairs fused (a pair reads one stage, so its fused step competes with
+    the two steps apart; the pairs of the stages that build wins are fused in the
+    result)."""
     rng = np.random.default_rng(0)
     inputs = [rng.standard_normal(s).astype(np.float32) for s in pure[0].input_shapes]
     stage_of = {n.out: program.shapes[n.inputs[0]][2:] for n in program.nodes if n.op == "conv"}
     stage_time = {stage: [0.0] * len(pure) for stage in stage_of.values()}
     for i, region in enumerate(pure):
-        times = _conv_times(region, inputs)
+        times = _step_times(region, inputs)
         for node in _built_convs(region):
-            if node["out"] not in stage_of or node["out"] not in times:
+            if node["out"] not in stage_of or ("conv", node["out"]) not in times:
                 return None  # a step the program does not have: cannot compare
-            stage_time[stage_of[node["out"]]][i] += times[node["out"]]
+            stage_time[stage_of[node["out"]]][i] += times["conv", node["out"]]
+        # A build's reorders count against the stage whose convolutions read the tensor
+        # (nhwc converts the region's nchw input; blocked kernels read it as it is).
+        for (kind, t), ms in times.items():
+            stage = program.shapes[t][2:] if kind == "reorder" else None
+            if stage in stage_time:
+                stage_time[stage][i] += ms
     choice = {stage: acc.index(min(acc)) for stage, acc in stage_time.items()}
     if len(set(choice.values())) <= 1:
         return None
