@@ -123,3 +123,51 @@ def test_by_stage_result_matches_numpy():
     x = RNG.standard_normal((1, 8, 12, 12)).astype("float32")
     region = DnnlRegion.from_program(mixed, num_threads=2)
     np.testing.assert_allclose(region(x), _reference(x), rtol=1e-5, atol=1e-5)
+
+
+class _TimedBuild:
+    """A stand-in for a built region whose profile gives fixed step times."""
+
+    def __init__(self, program: Program, times: dict[str, float]) -> None:
+        self.layout = program.layout
+        self.program_json = program.to_json()
+        self.input_shapes = [program.shapes[t] for t in program.inputs]
+        self._times = times
+
+    def __call__(self, *inputs: np.ndarray) -> None:
+        pass
+
+    def profile(self, inputs: list[np.ndarray]) -> list[tuple[str, float]]:
+        return [(f"{step} 1x1 -> impl=stub", ms) for step, ms in self._times.items()]
+
+
+def _timed_builds(nhwc_first: float) -> list[_TimedBuild]:
+    # tensors: input 0; the six convolutions write 1, 4, 7, 10, 13, 16
+    nhwc, blocked = _program(), _program()
+    nhwc.layout, blocked.layout = "nhwc", "blocked"
+    fused = fuse_depthwise(_program())
+    assert fused is not None
+    fused.layout = "blocked"
+    rest = {"conv t7": 0.01, "conv t10": 0.01, "conv t13": 0.01, "conv t16": 0.01}
+    return [
+        _TimedBuild(
+            nhwc, {"reorder t0": 0.05, "conv t1": nhwc_first, "conv t4": nhwc_first, **rest}
+        ),
+        _TimedBuild(blocked, {"conv t1": 0.02, "conv t4": 0.02, **{k: 0.03 for k in rest}}),
+        _TimedBuild(fused, {"conv t4": 0.015, "conv t7": 0.03, "conv t13": 0.05, "conv t16": 0.03}),
+    ]
+
+
+@pytest.mark.parametrize("nhwc_first", [0.02, 0.005])
+def test_by_stage_counts_reorders_and_fused_pairs(nhwc_first):
+    # 12x12 stage: nhwc 2 * nhwc_first + 0.05 (its input reorder), blocked 0.04, fused
+    # 0.015; 6x6 stage: nhwc 0.04, blocked 0.12, fused 0.11. Without the reorder, nhwc's
+    # 0.01 would win the first stage at nhwc_first=0.005.
+    mixed = by_stage(_program(), _timed_builds(nhwc_first))  # type: ignore[arg-type]
+    assert mixed is not None
+    assert mixed.layout == "blocked"
+    convs = [n for n in mixed.nodes if n.op == "conv"]
+    assert [n.out for n in convs] == [4, 7, 10, 13, 16]
+    assert [q["op"] for q in convs[0].post].count("dw") == 1
+    assert [n.attrs.get("layout") for n in convs[1:]] == ["nhwc"] * 4
+    assert not any(q["op"] == "dw" for n in convs[1:] for q in n.post)
