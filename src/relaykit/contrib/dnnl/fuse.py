@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .dedup import merge_duplicates
 from .program import Node, Program
 
 __all__ = [
@@ -608,6 +609,7 @@ def eliminate_dead(p: Program) -> None:
 
 def optimize(p: Program) -> Program:
     """Run every fusion on ``p`` (in place) and return it."""
+    merge_duplicates(p)
     sink_reshapes(p)
     collapse_reshapes(p)
     fold_affine(p)

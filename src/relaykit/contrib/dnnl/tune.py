@@ -4,15 +4,16 @@ oneDNN's fastest convolution kernels depend on the model and the layer: the
 brgemm-based nhwc kernels win on ResNet's 3x3 convolutions, the blocked
 (nChw16c) ones on small 1x1 convolutions and wherever concatenations abound
 (they run in place only in the blocked layout). :func:`fastest_build` builds
-the region nhwc and blocked, and a third time mixing them by stage (each
-spatial size in the layout whose kernels ran it faster, so that layouts change
-only between stages), and, when the program has 1x1 convolutions feeding depthwise
-3x3 ones (MobileNet), a fourth time blocked with each such pair fused into one
-primitive (:func:`.fuse.fuse_depthwise`), and a fifth time blocked with the 3x3
-convolutions that measured faster by Winograd's algorithm run so
+the region nhwc and blocked, and, when the program has 1x1 convolutions feeding
+depthwise 3x3 ones (MobileNet), a third time blocked with each such pair fused into
+one primitive (:func:`.fuse.fuse_depthwise`); then once mixing them by stage
+(:func:`by_stage`: each input size's convolutions as in the build that ran them
+fastest, so that layouts change only between stages: MobileNetV2 takes its
+112x112 stage fused and blocked, most of the rest nhwc), and once blocked with the
+3x3 convolutions that measured faster by Winograd's algorithm run so
 (:func:`.winograd.winograd_build`); it times the builds on random inputs and keeps
-the fastest. Mixing per convolution instead measured slower: the reorders
-eat the gain.
+the fastest. Mixing per convolution instead measured slower: the reorders eat the
+gain.
 
 >>> from relaykit.contrib.dnnl.program import Node, Program
 >>> p = Program()
@@ -26,6 +27,7 @@ eat the gain.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -39,7 +41,14 @@ from .program import Program
 from .region import DnnlRegion
 from .winograd import winograd_build
 
-__all__ = ["fastest_build", "fastest", "by_stage", "depthwise_fused_build", "TUNED_LAYOUTS"]
+__all__ = [
+    "fastest_build",
+    "fastest",
+    "by_stage",
+    "staged",
+    "depthwise_fused_build",
+    "TUNED_LAYOUTS",
+]
 
 #: The single layouts tried.
 TUNED_LAYOUTS = ("nhwc", "blocked")
@@ -57,10 +66,11 @@ def fastest_build(program: Program, build: Callable[[Program], Any], winograd: b
         candidates.append(build(program))
     if len({tuple(r.steps()) for r in candidates}) == 1:
         return candidates[0]
-    mixed = by_stage(program, candidates)
+    fused = depthwise_fused_build(program, build)
+    pure = [*candidates, fused] if fused is not None else list(candidates)
+    mixed = by_stage(program, pure)
     if mixed is not None:
         candidates.append(build(mixed))
-    fused = depthwise_fused_build(program, build)
     if fused is not None:
         candidates.append(fused)
     wino = (
@@ -102,43 +112,84 @@ def depthwise_fused_build(program: Program, build: Callable[[Program], Any]) -> 
     return None
 
 
-def _conv_times(region: DnnlRegion, inputs: list[np.ndarray]) -> dict[int, float]:
-    """Best time of each convolution step of ``region``, by the tensor it writes."""
-    best: dict[int, float] = {}
+def _step_times(region: DnnlRegion, inputs: list[np.ndarray]) -> dict[tuple[str, int], float]:
+    """Best time of each convolution and reorder step of ``region``, by kind and the
+    tensor it writes (a convolution) or converts (a reorder)."""
+    best: dict[tuple[str, int], float] = {}
     t = time.perf_counter()
     region(*inputs)
     repeats = 3 if time.perf_counter() - t < 0.05 else 2
     for _ in range(repeats):
         for step, ms in region.profile(inputs):
-            if step.startswith("conv t"):
-                out = int(step.split()[1][1:])
-                best[out] = min(best.get(out, float("inf")), ms)
+            kind, _, rest = step.partition(" t")
+            if kind in ("conv", "reorder"):
+                key = (kind, int(rest.split()[0]))
+                best[key] = min(best.get(key, float("inf")), ms)
     return best
 
 
+def _built_convs(region: DnnlRegion) -> list[dict[str, Any]]:
+    """The convolution nodes of the program ``region`` was built from."""
+    doc = json.loads(region.program_json)
+    return [n for n in doc["nodes"] if n["op"] == "conv"]
+
+
+def _fused_outputs(region: DnnlRegion) -> set[int]:
+    """What the fused 1x1 + depthwise steps of ``region`` write (the depthwise outputs)."""
+    return {
+        n["out"] for n in _built_convs(region) if any(p["op"] == "dw" for p in n.get("post", ()))
+    }
+
+
 def by_stage(program: Program, pure: Sequence[DnnlRegion]) -> Program | None:
-    """``program`` with the convolutions of each stage (same output height and width) in
-    the layout whose kernels ran that stage faster in the ``pure`` single-layout builds,
-    so that layouts change (with a reorder) only between stages; None when one layout
-    wins every stage."""
+    """``program`` with the convolutions of each stage (same input height and width) as
+    in the ``pure`` build that ran that stage fastest (its convolutions and the reorders
+    of what they read), so that layouts change (with a reorder) only between stages;
+    None when one build wins every stage. The builds are single layouts and blocked with
+    1x1 + depthwise pairs fused (a pair reads one stage, so its fused step competes with
+    the two steps apart; the pairs of the stages that build wins are fused in the
+    result)."""
     rng = np.random.default_rng(0)
     inputs = [rng.standard_normal(s).astype(np.float32) for s in pure[0].input_shapes]
-    times = [_conv_times(r, inputs) for r in pure]
-    stage_time: dict[tuple[int, ...], list[float]] = {}
-    for node in program.nodes:
-        if node.op == "conv" and all(node.out in t for t in times):
-            stage = program.shapes[node.out][2:]
-            acc = stage_time.setdefault(stage, [0.0] * len(pure))
-            for i, t in enumerate(times):
-                acc[i] += t[node.out]
+    stage_of = {n.out: program.shapes[n.inputs[0]][2:] for n in program.nodes if n.op == "conv"}
+    stage_time = {stage: [0.0] * len(pure) for stage in stage_of.values()}
+    for i, region in enumerate(pure):
+        times = _step_times(region, inputs)
+        for node in _built_convs(region):
+            if node["out"] not in stage_of or ("conv", node["out"]) not in times:
+                return None  # a step the program does not have: cannot compare
+            stage_time[stage_of[node["out"]]][i] += times["conv", node["out"]]
+        # A build's reorders count against the stage whose convolutions read the tensor
+        # (nhwc converts the region's nchw input; blocked kernels read it as it is).
+        for (kind, t), ms in times.items():
+            stage = program.shapes[t][2:] if kind == "reorder" else None
+            if stage in stage_time:
+                stage_time[stage][i] += ms
     choice = {stage: acc.index(min(acc)) for stage, acc in stage_time.items()}
     if len(set(choice.values())) <= 1:
         return None
-    mixed = program.copy()
-    for node in mixed.nodes:
-        best = choice.get(program.shapes[node.out][2:]) if node.op == "conv" else None
-        if best is not None:
-            node.attrs["layout"] = pure[best].layout
+    return staged(program, pure, choice)
+
+
+def staged(
+    program: Program, pure: Sequence[DnnlRegion], choice: dict[tuple[int, ...], int]
+) -> Program:
+    """``program`` with the convolutions of each stage (input height and width) as the
+    build ``pure[choice[stage]]`` has them: its layout, and its fused 1x1 + depthwise
+    pairs."""
+    stage_of = {n.out: program.shapes[n.inputs[0]][2:] for n in program.nodes if n.op == "conv"}
+    keep = frozenset(
+        t for i, r in enumerate(pure) for t in _fused_outputs(r) if choice[stage_of[t]] == i
+    )
+    mixed = fuse_depthwise(program, frozenset(stage_of) - keep) if keep else None
+    if mixed is None:
+        mixed = program.copy()
+    # The first convolution lowers as in its stage's build (it reads the region input in
+    # whatever layout that build's kernels take); the others are told their layout.
+    convs = [n for n in mixed.nodes if n.op == "conv"]
+    mixed.layout = pure[choice[stage_of[convs[0].out]]].layout
+    for node in convs[1:]:
+        node.attrs["layout"] = pure[choice[stage_of[node.out]]].layout
     return mixed
 
 
