@@ -37,6 +37,7 @@ import numpy as np
 
 from relaykit.errors import BackendExecutionError, CodegenError
 
+from .contention import Adaptive
 from .native import NativeRuntime, load_runtime
 from .program import Program
 from .threads import resolve_num_threads
@@ -127,6 +128,7 @@ class DnnlRegion:
         # Free contexts for run() (each call takes one, so concurrent calls never share).
         self._pool: list[int] = []
         self._pool_lock = threading.Lock()
+        self._twin: DnnlRegion | None = None
 
     def _new_context(self) -> int:
         ctx = self._runtime.dll.rkdnnl_context_create(self._handle)
@@ -214,16 +216,34 @@ class DnnlRegion:
             )
         return outs
 
-    def bind(self, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray]) -> BoundRegion:
+    def serial_twin(self) -> DnnlRegion:
+        """The same program built for one thread (made on first use, then kept): what a
+        bound region runs while other processes hold the cores (:mod:`.contention`).
+        It holds its own copy of the reordered weights."""
+        if self.num_threads == 1:
+            return self
+        with self._pool_lock:
+            if self._twin is None:
+                self._twin = DnnlRegion(
+                    self.program_json, self.constants, name=self.name, num_threads=1,
+                    runtime=self._runtime, ops=self.ops,
+                )  # fmt: skip
+            return self._twin
+
+    def bind(
+        self, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray], adaptive: bool = True
+    ) -> BoundRegion:
         """A no-argument callable running the region on these fixed arrays, in a context
-        of its own (the pointers are prepared once, so a call costs one native call)."""
+        of its own (the pointers are prepared once, so a call costs one native call).
+        ``adaptive``: run on one thread while other processes hold the cores
+        (:mod:`.contention`)."""
         arrays = self._check_inputs(inputs)
         if any(a is not b for a, b in zip(arrays, inputs, strict=True)):
             raise BackendExecutionError(
                 f"dnnl region {self.name!r} binds to C-contiguous float32 input arrays only"
             )
         outs = self._alloc_outputs(outputs)
-        return BoundRegion(self, arrays, outs)
+        return BoundRegion(self, arrays, outs, adaptive)
 
     def __call__(self, *inputs: Any) -> Any:
         """``region(x, ...)``: one array, or a tuple when the region has several outputs."""
@@ -274,10 +294,14 @@ class BoundRegion:
     scratchpad, stream): what one executor calls. Two threads calling the same bound
     region take turns; different bound regions of one region run in parallel."""
 
-    __slots__ = ("_ctx", "_ins", "_keep", "_lock", "_ots", "_region", "_run")
+    __slots__ = ("_adapt", "_ctx", "_ins", "_keep", "_lock", "_ots", "_region", "_run", "_twin")
 
     def __init__(
-        self, region: DnnlRegion, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray]
+        self,
+        region: DnnlRegion,
+        inputs: Sequence[np.ndarray],
+        outputs: Sequence[np.ndarray],
+        adaptive: bool = True,
     ) -> None:
         self._region = region
         self._keep = (list(inputs), list(outputs))
@@ -286,14 +310,35 @@ class BoundRegion:
         self._ctx = region._new_context()
         self._run = region._run
         self._lock = threading.Lock()
+        #: Serial runs under contention (None: a one-thread region, or not asked for).
+        self._adapt = Adaptive(region.num_threads) if adaptive and region.num_threads > 1 else None
+        self._twin: BoundRegion | None = None
+
+    def _native(self) -> None:
+        region = self._region
+        if self._run(region._handle, self._ctx, self._ins, self._ots) != 0:
+            raise BackendExecutionError(
+                f"dnnl region {region.name!r} failed: {region._runtime.last_error()}"
+            )
+
+    def _serial(self) -> None:
+        """Run the region's serial twin on the same arrays (bound on first use)."""
+        if self._twin is None:
+            ins, outs = self._keep
+            self._twin = self._region.serial_twin().bind(ins, outs, adaptive=False)
+        self._twin._native()
 
     def __call__(self) -> None:
-        region = self._region
         with self._lock:
-            failed = self._run(region._handle, self._ctx, self._ins, self._ots) != 0
-            error = region._runtime.last_error() if failed else ""
-        if failed:
-            raise BackendExecutionError(f"dnnl region {region.name!r} failed: {error}")
+            if self._adapt is None:
+                self._native()
+            else:
+                self._adapt.run(self._native, self._serial)
+
+    @property
+    def serial(self) -> bool:
+        """Whether calls run on one thread now (other processes hold the cores)."""
+        return self._adapt is not None and self._adapt.serial
 
     def __del__(self) -> None:
         ctx = getattr(self, "_ctx", None)

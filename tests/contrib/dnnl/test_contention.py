@@ -1,0 +1,120 @@
+"""Serial runs of a bound region while other processes hold the cores: the switching
+rule on given call times, and serial results against a float64 NumPy reference."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from relaykit.contrib.dnnl.contention import FIRST_PROBE, LAST_PROBE, Adaptive
+from relaykit.contrib.dnnl.program import Node, Program
+from relaykit.contrib.dnnl.region import DnnlRegion
+from relaykit.contrib.dnnl.winograd import with_winograd
+
+
+def _feed(a: Adaptive, times: list[float]) -> list[bool]:
+    """Run ``a`` with these call times; which of the two calls each one ran (True:
+    the serial one)."""
+    modes: list[bool] = []
+    for dt in times:
+        a.run(lambda: modes.append(False), lambda: modes.append(True), dt)
+    return modes
+
+
+def test_quiet_calls_stay_parallel():
+    a = Adaptive(threads=2)
+    # jitter and a single slow call (a sleeping worker woken) change nothing
+    modes = _feed(a, [1.0, 1.2, 0.9, 2.4, 1.0, 3.0, 1.1, 1.0])
+    assert not a.serial and not any(modes)
+
+
+def test_two_slow_calls_switch_to_serial():
+    a = Adaptive(threads=2)
+    modes = _feed(a, [1.0, 1.0, 30.0, 30.0, 2.0, 2.0])
+    assert modes == [False, False, False, False, True, True]
+    assert a.serial
+
+
+def test_probe_returns_to_parallel_when_it_beats_serial():
+    a = Adaptive(threads=2)
+    _feed(a, [1.0, 30.0, 30.0])
+    modes = _feed(a, [2.0] * FIRST_PROBE + [1.1])  # serial calls, then the probe
+    assert modes == [True] * FIRST_PROBE + [False]
+    assert not a.serial
+
+
+def test_failed_probes_back_off():
+    a = Adaptive(threads=2)
+    _feed(a, [1.0, 30.0, 30.0])
+    gaps = []
+    for _ in range(6):
+        modes = _feed(a, [2.0] * 200)
+        first_probe = modes.index(False)
+        gaps.append(first_probe)
+        a._countdown = 0  # make the next call the probe
+        _feed(a, [30.0])  # the probe loses: stay serial, wait longer
+        assert a.serial
+        _feed(a, [2.0] * (a._countdown))  # use up the interval
+    assert gaps[0] <= FIRST_PROBE
+    assert a._interval == LAST_PROBE
+
+
+@pytest.fixture
+def _dnnl(dnnl):
+    """Skipped (with the reason) where oneDNN is missing, as every dnnl test."""
+
+
+def _two_convs() -> tuple[Program, list[np.ndarray]]:
+    rng = np.random.default_rng(0)
+    p = Program()
+    x = p.add_input((1, 32, 20, 20))
+    ws = [(rng.standard_normal((32, 32, 3, 3)) / 17).astype(np.float32) for _ in range(2)]
+    t = x
+    for w in ws:
+        y = p.new_tensor((1, 32, 20, 20))
+        p.nodes.append(Node("conv", [t], y, {"weight": p.add_constant(w), "bias": -1,
+                                              "strides": [1, 1], "dilation": [1, 1],
+                                              "pad": [1, 1, 1, 1], "groups": 1},
+                            [{"op": "relu"}]))  # fmt: skip
+        t = y
+    p.outputs = [t]
+    p.layout = "blocked"
+    return p, ws
+
+
+def _reference(x: np.ndarray, ws: list[np.ndarray]) -> np.ndarray:
+    y = x.astype(np.float64)
+    for w in ws:
+        yp = np.pad(y, ((0, 0), (0, 0), (1, 1), (1, 1)))
+        out = np.zeros_like(y)
+        for i in range(3):
+            for j in range(3):
+                out += np.einsum("nchw,oc->nohw", yp[:, :, i : i + 20, j : j + 20], w[:, :, i, j])
+        y = np.maximum(out, 0.0)
+    return y
+
+
+@pytest.mark.parametrize("winograd", [False, True])
+def test_serial_calls_compute_the_same(_dnnl, winograd):
+    p, ws = _two_convs()
+    if winograd:
+        p = with_winograd(p, {n.out for n in p.nodes})
+    region = DnnlRegion.from_program(p, num_threads=2)
+    x = np.random.default_rng(1).standard_normal((1, 32, 20, 20)).astype(np.float32)
+    out = np.empty((1, 32, 20, 20), np.float32)
+    bound = region.bind([x], [out])
+    assert not bound.serial
+    bound._adapt.serial, bound._adapt._countdown = True, 10  # as after two slow calls
+    bound()
+    assert bound.serial
+    assert region.serial_twin().num_threads == 1
+    np.testing.assert_allclose(out, _reference(x, ws), rtol=1e-5, atol=1e-5)
+    parallel = region(x)
+    np.testing.assert_allclose(parallel, out, rtol=1e-6, atol=1e-6)
+
+
+def test_tuner_bindings_do_not_adapt(_dnnl):
+    p, _ = _two_convs()
+    region = DnnlRegion.from_program(p, num_threads=2)
+    x = np.zeros((1, 32, 20, 20), np.float32)
+    assert region.bind([x], [np.empty_like(x)], adaptive=False)._adapt is None
