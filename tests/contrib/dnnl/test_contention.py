@@ -12,50 +12,64 @@ from relaykit.contrib.dnnl.region import DnnlRegion
 from relaykit.contrib.dnnl.winograd import with_winograd
 
 
-def _feed(a: Adaptive, times: list[float]) -> list[bool]:
-    """Run ``a`` with these call times; which of the two calls each one ran (True:
-    the serial one)."""
+def _feed(a: Adaptive, calls: list[tuple[float, float]]) -> list[bool]:
+    """Run ``a`` with these (wall, cpu) times; which of the two calls each one ran
+    (True: the serial one)."""
     modes: list[bool] = []
-    for dt in times:
-        a.run(lambda: modes.append(False), lambda: modes.append(True), dt)
+    for fake in calls:
+        a.run(lambda: modes.append(False), lambda: modes.append(True), fake)
     return modes
+
+
+QUIET = (1e-3, 1.9e-3)  # 2 threads running (or spinning) for the whole call
+BUSY = (30e-3, 4e-3)  # a worker descheduled: the call waited, burning little CPU
+SERIAL = (3e-3, 3e-3)
 
 
 def test_quiet_calls_stay_parallel():
     a = Adaptive(threads=2)
-    # jitter and a single slow call (a sleeping worker woken) change nothing
-    modes = _feed(a, [1.0, 1.2, 0.9, 2.4, 1.0, 3.0, 1.1, 1.0])
+    # slow calls that still used the threads (a loaded parallel region, not a missing
+    # core) and a single low-use call (a sleeping worker woken) change nothing
+    modes = _feed(a, [QUIET, (5e-3, 9e-3), QUIET, BUSY, QUIET, (3e-5, 0.0), (3e-5, 0.0)] * 3)
     assert not a.serial and not any(modes)
 
 
-def test_two_slow_calls_switch_to_serial():
+def test_two_low_use_calls_switch_to_serial():
     a = Adaptive(threads=2)
-    modes = _feed(a, [1.0, 1.0, 30.0, 30.0, 2.0, 2.0])
-    assert modes == [False, False, False, False, True, True]
+    modes = _feed(a, [QUIET, BUSY, BUSY, SERIAL, SERIAL, SERIAL])
+    assert modes == [False, False, False, True, True, True]
     assert a.serial
+
+
+def test_a_serial_trial_that_loses_goes_back_and_waits():
+    a = Adaptive(threads=2)
+    slow_serial = (50e-3, 50e-3)
+    modes = _feed(a, [BUSY, BUSY, slow_serial, slow_serial])
+    assert modes == [False, False, True, True] and not a.serial
+    # cooling down: low-use calls do not start another trial at once
+    assert not any(_feed(a, [BUSY] * FIRST_PROBE))
+    assert _feed(a, [BUSY, BUSY, SERIAL]) == [False, False, True]
 
 
 def test_probe_returns_to_parallel_when_it_beats_serial():
     a = Adaptive(threads=2)
-    _feed(a, [1.0, 30.0, 30.0])
-    modes = _feed(a, [2.0] * FIRST_PROBE + [1.1])  # serial calls, then the probe
+    _feed(a, [BUSY, BUSY])
+    modes = _feed(a, [SERIAL] * FIRST_PROBE + [QUIET])  # serial calls, then the probe
     assert modes == [True] * FIRST_PROBE + [False]
     assert not a.serial
 
 
 def test_failed_probes_back_off():
     a = Adaptive(threads=2)
-    _feed(a, [1.0, 30.0, 30.0])
+    _feed(a, [BUSY, BUSY])
     gaps = []
     for _ in range(6):
-        modes = _feed(a, [2.0] * 200)
-        first_probe = modes.index(False)
-        gaps.append(first_probe)
-        a._countdown = 0  # make the next call the probe
-        _feed(a, [30.0])  # the probe loses: stay serial, wait longer
+        modes = _feed(a, [SERIAL] * (LAST_PROBE + 1))
+        gaps.append(modes.index(False))  # the probe (it loses: BUSY is slower)
+        a._countdown = 0
+        _feed(a, [BUSY])
         assert a.serial
-        _feed(a, [2.0] * (a._countdown))  # use up the interval
-    assert gaps[0] <= FIRST_PROBE
+    assert gaps[0] == FIRST_PROBE
     assert a._interval == LAST_PROBE
 
 

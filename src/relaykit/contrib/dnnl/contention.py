@@ -9,23 +9,25 @@ threads took 31-34 ms a call, against 2.2 ms on one thread and onnxruntime's
 started). A region bound for an executor therefore watches its own calls
 (:class:`Adaptive`):
 
-- In parallel mode it keeps its best call time. When two calls in a row take
-  more than 1.25x what one thread is expected to take (the serial time seen so
-  far, else the best parallel time times the thread count), it switches to
-  serial mode.
-- In serial mode each call runs the region's serial twin: the same program
-  built for one thread (:meth:`.region.DnnlRegion.serial_twin`, made on the
-  first switch; oneDNN's primitives must run with the thread count they were
-  built for -- run with fewer, its matmul computed only part of its output). Every
-  ``interval`` calls one call probes the parallel build again; if it beats the
-  serial time the region goes back, else the interval doubles (8 to 128 calls).
+- In parallel mode it measures each call's wall time and the process's CPU
+  time. Threads that run (or spin at a join) burn CPU; a descheduled worker does
+  not, and the thread waiting for it soon sleeps. So when two calls in a row
+  used less than 60% of ``threads`` x wall time, the cores were not there: the
+  region tries its serial twin, the same program built for one thread
+  (:meth:`.region.DnnlRegion.serial_twin`, made on first need; oneDNN's
+  primitives must run with the thread count they were built for -- run with
+  fewer, its matmul computed only part of its output).
+- It keeps the twin while the twin is faster than the parallel calls were; a
+  probe of the parallel build every ``interval`` calls (8 to 128, doubling while
+  the probes lose) switches back when the cores are free again. A serial trial
+  that loses at once goes back too, and waits as long before the next trial.
 
-On a quiet machine a parallel call never takes 2.5x its best, so nothing
-changes there, and no twin is built.
+On a quiet machine the threads run or spin, the CPU time stays near
+``threads`` x wall, and nothing changes: no twin is built.
 
 >>> a = Adaptive(threads=2)
->>> for dt in (1.0, 1.0, 9.0, 9.0):   # two calls 9x the best: switch
-...     a.run(lambda: None, lambda: None, dt)
+>>> for _ in range(3):   # 10 ms calls using 5 ms of CPU: a worker was not running
+...     a.run(lambda: None, lambda: None, (0.010, 0.005))
 >>> a.serial
 True
 """
@@ -35,72 +37,99 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-__all__ = ["Adaptive", "SLOW", "FIRST_PROBE", "LAST_PROBE"]
+__all__ = ["Adaptive", "LOW_USE", "FIRST_PROBE", "LAST_PROBE"]
 
-#: A parallel call slower than this many times the expected serial time counts as slow.
-SLOW = 1.25
-#: Calls in serial mode between probes of the parallel mode: first and largest interval.
+#: A parallel call whose CPU time is below this share of threads x wall time had
+#: threads that did not run.
+LOW_USE = 0.6
+#: Calls between probes of the other mode: first and largest interval.
 FIRST_PROBE = 8
 LAST_PROBE = 128
+#: Calls shorter than this are too short to judge (a wake-up dominates them).
+MIN_CALL = 1e-4
+
+
+def _mean(old: float | None, new: float) -> float:
+    return new if old is None else 0.75 * old + 0.25 * new
 
 
 class Adaptive:
     """Serial or parallel runs of one bound region (see the module docstring);
     ``threads`` is the parallel build's OpenMP thread count."""
 
-    __slots__ = ("_best", "_countdown", "_interval", "_serial_time", "_slow", "_threads",
-                 "serial")  # fmt: skip
+    __slots__ = ("_countdown", "_interval", "_low", "_parallel_time", "_serial_time",
+                 "_threads", "_trial", "serial")  # fmt: skip
 
     def __init__(self, threads: int) -> None:
         self._threads = threads
-        self._best = float("inf")  # best parallel call (s)
-        self._serial_time: float | None = None  # running mean of serial calls (s)
-        self._slow = 0
+        self._parallel_time: float | None = None  # running means of call times (s)
+        self._serial_time: float | None = None
+        self._low = 0  # parallel calls in a row with low CPU use
         self._interval = FIRST_PROBE
-        self._countdown = 0
-        #: Whether calls run serially now.
+        self._countdown = 0  # serial: calls before the next parallel probe; parallel: cooldown
+        self._trial = 0  # serial calls left before the first comparison
+        #: Whether calls run on the serial twin now.
         self.serial = False
 
     def run(
         self,
         parallel: Callable[[], None],
         serial: Callable[[], None],
-        fake_seconds: float | None = None,
+        fake: tuple[float, float] | None = None,
     ) -> None:
-        """Run ``parallel`` or ``serial`` (the mode chosen) and learn from its time
-        (``fake_seconds`` replaces the measured time: for tests)."""
+        """Run ``parallel`` or ``serial`` (the mode chosen) and learn from its wall and
+        CPU time (``fake``: given (wall, cpu) seconds instead, for tests)."""
         in_serial = self.serial and self._countdown > 0
-        if in_serial:
-            self._countdown -= 1
+        c = time.process_time()
         t = time.perf_counter()
         (serial if in_serial else parallel)()
-        dt = time.perf_counter() - t
-        self._learn(in_serial, dt if fake_seconds is None else fake_seconds)
-
-    def _learn(self, serial: bool, dt: float) -> None:
-        if serial:
-            st = self._serial_time
-            self._serial_time = dt if st is None else 0.75 * st + 0.25 * dt
-            return
-        if self.serial:  # a probe of the parallel mode
-            st = self._serial_time
-            if st is not None and dt < st:
-                self.serial = False
-                self._interval = FIRST_PROBE
-                self._best = min(self._best, dt)
-            else:
-                self._interval = min(2 * self._interval, LAST_PROBE)
-                self._countdown = self._interval
-            return
-        self._best = min(self._best, dt)
-        expected = self._serial_time if self._serial_time is not None else (
-            self._best * self._threads
-        )  # fmt: skip
-        if dt > SLOW * expected:
-            self._slow += 1
-            if self._slow >= 2:
-                self.serial = True
-                self._slow = 0
-                self._countdown = self._interval
+        wall, cpu = time.perf_counter() - t, time.process_time() - c
+        if fake is not None:
+            wall, cpu = fake
+        if in_serial:
+            self._serial_done(wall)
+        elif self.serial:
+            self._probe_done(wall)
         else:
-            self._slow = 0
+            self._parallel_done(wall, cpu)
+
+    def _parallel_done(self, wall: float, cpu: float) -> None:
+        self._parallel_time = _mean(self._parallel_time, wall)
+        if self._countdown > 0:  # cooling down after a lost serial trial
+            self._countdown -= 1
+            return
+        low = wall > MIN_CALL and cpu < LOW_USE * self._threads * wall
+        self._low = self._low + 1 if low else 0
+        if self._low >= 2:
+            self.serial = True
+            self._low = 0
+            self._trial = 2
+            self._serial_time = None
+            self._countdown = self._interval
+
+    def _serial_done(self, wall: float) -> None:
+        self._countdown -= 1
+        self._serial_time = _mean(self._serial_time, wall)
+        if self._trial > 0:
+            self._trial -= 1
+            no_faster = self._parallel_time is not None and self._serial_time >= self._parallel_time
+            if self._trial == 0 and no_faster:  # the twin is no faster: back
+                self._back_to_parallel(lost=True)
+
+    def _probe_done(self, wall: float) -> None:
+        if self._serial_time is not None and wall < self._serial_time:
+            self._parallel_time = wall
+            self._back_to_parallel(lost=False)
+        else:
+            self._interval = min(2 * self._interval, LAST_PROBE)
+            self._countdown = self._interval
+
+    def _back_to_parallel(self, lost: bool) -> None:
+        self.serial = False
+        self._low = 0
+        if lost:  # wait as long as a serial stint before the next trial
+            self._countdown = self._interval
+            self._interval = min(2 * self._interval, LAST_PROBE)
+        else:
+            self._interval = FIRST_PROBE
+            self._countdown = 0
