@@ -34,12 +34,14 @@ from typing import Any
 
 import numpy as np
 
+from relaykit.backend.winograd_math import G, transformed_weight
 from relaykit.errors import CodegenError
 
 from .program import Node, Program
 from .region import DnnlRegion
 
 __all__ = [
+    "G",
     "eligible",
     "transformed_weight",
     "with_winograd",
@@ -47,9 +49,6 @@ __all__ = [
     "MIN_GAIN",
     "MAX_TILE_BYTES",
 ]
-
-#: Winograd's weight transform G (4x3) for F(2x2, 3x3).
-G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
 
 #: Post-ops the output transform applies itself.
 _POSTS = frozenset({"relu", "leaky_relu", "clip", "clip_v2", "linear", "sum"})
@@ -85,14 +84,6 @@ def eligible(p: Program, n: Node) -> bool:
         and all(q["op"] in _POSTS for q in n.post)
         and sum(q["op"] == "sum" for q in n.post) <= 1
     )
-
-
-def transformed_weight(w: np.ndarray) -> np.ndarray:
-    """``U`` [16, C, K] of a weight ``w`` [K, C, 3, 3]: ``G w G^T`` per channel pair,
-    tile position ``4 i + j`` first."""
-    k, c = w.shape[:2]
-    u = np.einsum("ia,kcab,jb->ijck", G, w.astype(np.float64), G)
-    return np.ascontiguousarray(u.reshape(16, c, k), dtype=np.float32)
 
 
 def with_winograd(p: Program, outs: Collection[int]) -> Program:
