@@ -41,56 +41,75 @@ typedef struct {
     float lo, hi;
 } rk_wino_job;
 
-/* Input transform of planes [b * N * C / in_blocks, (b + 1) * N * C / in_blocks). */
+/* One padded input row, split into its even and odd columns: e[m] = row[2 m],
+ * o[m] = row[2 m + 1], where row[q] is the input column q - pl (0 outside), q < 2 L. */
+static inline void rk_wino_row(const float *xc, int64_t yy, int64_t H, int64_t W, int64_t pl,
+                               int64_t L, float *restrict row, float *restrict e,
+                               float *restrict o) {
+    const int64_t P = 2 * L;
+    const int64_t q0 = pl < P ? pl : P;              /* first column inside */
+    const int64_t q1 = W + pl < P ? W + pl : P;      /* end of the inside */
+    if (yy < 0 || yy >= H || q1 <= q0) {
+        for (int64_t m = 0; m < L; m++) e[m] = o[m] = 0.0f;
+        return;
+    }
+    for (int64_t q = 0; q < q0; q++) row[q] = 0.0f;
+    memcpy(row + q0, xc + yy * W + (q0 - pl), (size_t)(q1 - q0) * sizeof(float));
+    for (int64_t q = q1; q < P; q++) row[q] = 0.0f;
+    for (int64_t m = 0; m < L; m++) {
+        e[m] = row[2 * m];
+        o[m] = row[2 * m + 1];
+    }
+}
+
+/* Input transform of planes [b * N * C / in_blocks, (b + 1) * N * C / in_blocks). The
+ * padded rows of a tile row are kept in a ring of four: the next tile row (two rows down)
+ * reads two of them again. */
 static void rk_wino_in_task(const void *arg, int64_t b) {
     const rk_wino_job *j = (const rk_wino_job *)arg;
     const int64_t C = j->C, H = j->H, W = j->W, TH = j->TH, TW = j->TW, T = j->T;
     const int64_t planes = j->N * C;
     const int64_t p0 = planes * b / j->in_blocks, p1 = planes * (b + 1) / j->in_blocks;
-    const int64_t L = TW + 1, P = 2 * TW + 2; /* even/odd columns, padded row */
-    float row[P];
-    float e[4][L], o[4][L];
+    const int64_t L = TW + 1; /* even/odd columns of a padded row of 2 L */
+    float row[2 * L];
+    float e[4][L], o[4][L];   /* the raw rows, padded row r in slot r & 3 */
+    float te[4][L], to[4][L]; /* the rows of B^T d */
     const int64_t plane = C * T; /* floats per tile position */
     for (int64_t pc = p0; pc < p1; pc++) {
         const int64_t n = pc / C, c = pc % C;
         const float *xc = j->x + pc * H * W;
-        /* columns of row: input column q - pl for q in [0, P) */
-        const int64_t q0 = j->pl < P ? j->pl : P;            /* first column inside */
-        int64_t q1 = W + j->pl;                               /* end of the inside */
-        q1 = q1 > P ? P : q1;
         for (int64_t ty = 0; ty < TH; ty++) {
-            for (int i = 0; i < 4; i++) {
-                const int64_t yy = 2 * ty - j->pt + i;
-                float *restrict ei = e[i], *restrict oi = o[i];
-                if (yy < 0 || yy >= H || q1 <= q0) {
-                    for (int64_t m = 0; m < L; m++) ei[m] = oi[m] = 0.0f;
-                    continue;
-                }
-                for (int64_t q = 0; q < q0; q++) row[q] = 0.0f;
-                memcpy(row + q0, xc + yy * W + (q0 - j->pl), (size_t)(q1 - q0) * sizeof(float));
-                for (int64_t q = q1; q < P; q++) row[q] = 0.0f;
-                for (int64_t m = 0; m < L; m++) {
-                    ei[m] = row[2 * m];
-                    oi[m] = row[2 * m + 1];
-                }
+            for (int i = ty == 0 ? 0 : 2; i < 4; i++) {
+                const int64_t r = 2 * ty + i;
+                rk_wino_row(xc, r - j->pt, H, W, j->pl, L, row, e[r & 3], o[r & 3]);
             }
-            /* rows of B^T d, in place: (d0 - d2, d1 + d2, d2 - d1, d1 - d3) */
-            for (int64_t m = 0; m < L; m++) {
-                const float a0 = e[0][m], a1 = e[1][m], a2 = e[2][m], a3 = e[3][m];
-                e[0][m] = a0 - a2;
-                e[1][m] = a1 + a2;
-                e[2][m] = a2 - a1;
-                e[3][m] = a1 - a3;
-                const float b0 = o[0][m], b1 = o[1][m], b2 = o[2][m], b3 = o[3][m];
-                o[0][m] = b0 - b2;
-                o[1][m] = b1 + b2;
-                o[2][m] = b2 - b1;
-                o[3][m] = b1 - b3;
+            const int s0 = (int)((2 * ty) & 3), s1 = (int)((2 * ty + 1) & 3);
+            const int s2 = (int)((2 * ty + 2) & 3), s3 = (int)((2 * ty + 3) & 3);
+            {
+                /* rows of B^T d: (d0 - d2, d1 + d2, d2 - d1, d1 - d3) */
+                const float *restrict e0 = e[s0], *restrict e1 = e[s1];
+                const float *restrict e2 = e[s2], *restrict e3 = e[s3];
+                const float *restrict o0 = o[s0], *restrict o1 = o[s1];
+                const float *restrict o2 = o[s2], *restrict o3 = o[s3];
+                float *restrict te0 = te[0], *restrict te1 = te[1];
+                float *restrict te2 = te[2], *restrict te3 = te[3];
+                float *restrict to0 = to[0], *restrict to1 = to[1];
+                float *restrict to2 = to[2], *restrict to3 = to[3];
+                for (int64_t m = 0; m < L; m++) {
+                    te0[m] = e0[m] - e2[m];
+                    te1[m] = e1[m] + e2[m];
+                    te2[m] = e2[m] - e1[m];
+                    te3[m] = e1[m] - e3[m];
+                    to0[m] = o0[m] - o2[m];
+                    to1[m] = o1[m] + o2[m];
+                    to2[m] = o2[m] - o1[m];
+                    to3[m] = o1[m] - o3[m];
+                }
             }
             const int64_t t0 = (n * TH + ty) * TW;
             for (int i = 0; i < 4; i++) {
                 /* (B^T d) B, row i: columns d0 = e[tx], d1 = o[tx], d2 = e[tx+1], d3 = o[tx+1] */
-                const float *restrict ei = e[i], *restrict oi = o[i];
+                const float *restrict ei = te[i], *restrict oi = to[i];
                 float *restrict v0 = j->v + (4 * i + 0) * plane + c * T + t0;
                 float *restrict v1 = j->v + (4 * i + 1) * plane + c * T + t0;
                 float *restrict v2 = j->v + (4 * i + 2) * plane + c * T + t0;
