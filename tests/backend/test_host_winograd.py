@@ -206,6 +206,7 @@ def test_rule():
     assert not pays((1, 64, 56, 56), (64, 64, 5, 5), (1, 64, 56, 56), *one)
     # 64 MiB cap on each intermediate: 16 * tiles * channels * 4 bytes
     assert not pays((1, 256, 224, 224), (256, 256, 3, 3), (1, 256, 224, 224), *one)
+    assert not pays((1, 16, 2, 8192), (16, 16, 3, 3), (1, 16, 2, 8192), *one)  # too wide
 
 
 @pytest.fixture(params=[("native", 1), ("native", 2), ("numpy", 2)])

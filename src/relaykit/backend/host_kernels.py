@@ -779,7 +779,7 @@ def winograd_pays(
     n, k, oh, ow = o
     c = x[1]
     tiles = n * ((oh + 1) // 2) * ((ow + 1) // 2)
-    if 16 * tiles * max(c, k) * 4 > WINOGRAD_MAX_BYTES:
+    if 16 * tiles * max(c, k) * 4 > WINOGRAD_MAX_BYTES or ow > _WINOGRAD_MAX_WIDTH:
         return False
     return (
         min(c, k) >= _WINOGRAD_MIN_CHANNELS
@@ -796,6 +796,8 @@ def winograd_pays(
 _WINOGRAD_MIN_CHANNELS = 16
 _WINOGRAD_MIN_TILES = 16
 _WINOGRAD_MIN_MACS = 1 << 20
+#: Widest output: the kernel keeps a few rows of tiles on the stack (~70 KiB at this width).
+_WINOGRAD_MAX_WIDTH = 2048
 
 #: Transformed weights by the weight array they came from, with a digest of the weight's
 #: bytes (binding runs twice per executor; an array changed in place is transformed again).
