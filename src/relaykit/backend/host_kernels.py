@@ -5,8 +5,9 @@ tuple argument), its output arrays and a :class:`Scratch` allocator, and
 returns a no-argument callable that computes the outputs in place, or
 ``None`` when it does not handle that case. Elementwise operators are NumPy
 ufuncs with ``out=``; ``nn.dense`` and ``nn.conv2d`` (NCHW/OIHW, im2col into
-scratch memory, then one ``matmul`` into the output) write their results
-straight into the planned buffer. Every other operator falls back to its
+scratch memory, then one ``matmul`` into the output; 3x3 stride-1 layers by
+Winograd F(2x2, 3x3) where it measured faster, see :func:`winograd_pays`) write
+their results straight into the planned buffer. Every other operator falls back to its
 reference kernel (``FCompute``) and a copy into the planned buffer.
 
 Binders see the actual arrays once, when the executor is created, so views,
@@ -671,8 +672,10 @@ def conv2d_run(
 ) -> Run | None:
     """``nn.conv2d`` (NCHW/OIHW) into ``o``, then ``epilogue`` (bias per channel,
     residual, clamp; native kernels only) on each block as it is computed: in the
-    depthwise kernel itself, or after each block of the GEMM. ``None`` when not handled
-    here (other layouts and dtypes, or an epilogue this shape cannot fuse)."""
+    depthwise kernel itself, in the Winograd output transform (3x3 stride-1 layers
+    with a constant weight where :func:`winograd_pays`), or after each block of the
+    GEMM. ``None`` when not handled here (other layouts and dtypes, or an epilogue this
+    shape cannot fuse)."""
     if (
         attrs.data_layout != "NCHW"
         or attrs.kernel_layout != "OIHW"

@@ -6,8 +6,8 @@ run near the cores' peak, so fewer multiply-adds is the only way left to a faste
 each 2x2 output tile from a 4x4 input patch with 16 multiplies per channel pair
 instead of 36: the input and output transforms are additions (relaykit's own
 kernels, ``native/winograd.h``), and the multiplies become 16 matrix products
-that oneDNN's matmul runs at peak. The weights are transformed once, here, in
-float64: ``U = G w G^T``.
+that oneDNN's matmul runs at peak. The weights are transformed once, in float64:
+``U = G w G^T`` (:mod:`relaykit.backend.winograd_math`, shared with the host path).
 
 Whether it pays depends on the layer: with few channels the transforms and the
 16 intermediate planes cost more than the products save. So :func:`winograd_build`
