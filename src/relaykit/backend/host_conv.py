@@ -239,6 +239,8 @@ def winograd(
         return None
     if y.size != o.size or (res is not None and res.size != o.size):
         return None
+    if bias is not None and bias.size != o.shape[1]:
+        return None
     if res is not None and np.may_share_memory(res, y) and res.ctypes.data != y.ctypes.data:
         return None  # a residual overlapping y other than element by element
     n, c, h, wd = x.shape
