@@ -793,11 +793,11 @@ def winograd_pays(
 
 #: Where Winograd measured slower than im2col + GEMM on a 2-core AMD EPYC (AVX-512,
 #: OpenBLAS; docs/host_kernels.md has the table): fewer than 16 input or output channels
-#: (an RGB first layer: 2.4x slower), fewer than 16 tiles (a 4x4 output: the 16 products
-#: are too thin for BLAS, 1.7x slower), or under 2M multiply-adds in the products (tens of
+#: (an RGB first layer: 2.4x slower), fewer than 9 tiles (a 4x4 output, 4 tiles: 1.2-1.5x
+#: slower; 6x6, 9 tiles: 0.45-0.59), or under 2M multiply-adds in the products (tens of
 #: microseconds: the three phases' overhead; 64 -> 64 channels at 7x7, 1M, measured 0.73-1.05).
 _WINOGRAD_MIN_CHANNELS = 16
-_WINOGRAD_MIN_TILES = 16
+_WINOGRAD_MIN_TILES = 9
 _WINOGRAD_MIN_MACS = 1 << 21
 #: Widest output: the kernel keeps a few rows of tiles on the stack (~70 KiB at this width).
 _WINOGRAD_MAX_WIDTH = 2048
