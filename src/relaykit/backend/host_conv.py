@@ -40,7 +40,7 @@ try:  # a core dependency (the thread policy sets BLAS threads with it)
 except ImportError:  # pragma: no cover - only when installed without its dependencies
     _threadpool_info = None
 
-__all__ = ["Epilogue", "Take", "kernels", "depthwise", "epilogue_block"]
+__all__ = ["Epilogue", "Take", "kernels", "depthwise", "epilogue_block", "winograd"]
 
 Run = Callable[[], Any]
 _P = ctypes.c_void_p
@@ -122,6 +122,7 @@ _SIGNATURES: dict[str, host_native.Signature] = {
     "rk_im2col_f32": (None, [_P, _P]),
     "rk_dw_scratch_floats": (ctypes.c_int64, [_P]),
     "rk_pool_park": (None, []),
+    "rk_wino_run": (None, [_P, _P, _P, ctypes.c_int64]),
 }
 
 
@@ -211,6 +212,53 @@ def im2col(
         call = functools.partial(lib.rk_im2col_f32, _P(p.ctypes.data), _P(s.ctypes.data))
         runs.append(functools.partial(_keep, call, (p, s, x, cols, scratch)))
     return runs[0] if n == 1 else functools.partial(_run_all, runs)
+
+
+def winograd(
+    x: np.ndarray,
+    ut: np.ndarray,
+    o: np.ndarray,
+    pads: tuple[int, int],
+    take: Take,
+    epilogue: Epilogue | None = None,
+    threads: Callable[[], int] | None = None,
+) -> Run | None:
+    """The native Winograd F(2x2, 3x3) convolution (stride 1, no dilation) of ``x``
+    (NCHW) into ``o`` (``[N, K, OH, OW]``) by the transformed weight ``ut`` (``[16, K,
+    C]``, :func:`relaykit.backend.winograd_math.transformed_weight_kc`), top and left
+    padding ``pads`` (the bottom and right ones follow from ``o``'s size): one call
+    running the input transform, the 16 products (NumPy's ``cblas_sgemm``) and the
+    output transform with ``epilogue`` (bias per channel, residual, clamp; it writes
+    ``epilogue.y``) on the native pool. ``None`` when the library or ``cblas_sgemm`` is
+    unavailable or the operands are not C-contiguous float32."""
+    lib = kernels()
+    sgemm = blas_sgemm() if lib is not None else None
+    epi = epilogue or Epilogue(o)
+    y, bias, res = epi.y, epi.bias, epi.residual
+    if lib is None or sgemm is None or not f32_contiguous(x, ut, o, y, bias, res):
+        return None
+    if y.size != o.size or (res is not None and res.size != o.size):
+        return None
+    if bias is not None and bias.size != o.shape[1]:
+        return None
+    if res is not None and np.may_share_memory(res, y) and res.ctypes.data != y.ctypes.data:
+        return None  # a residual overlapping y other than element by element
+    n, c, h, wd = x.shape
+    k, oh, ow = o.shape[1], o.shape[2], o.shape[3]
+    tiles = n * ((oh + 1) // 2) * ((ow + 1) // 2)
+    v = take((16, c, tiles), np.float32)
+    m = take((16, k, tiles), np.float32)
+    in_blocks = max(1, min(n * c, 4 * _WINO_BLOCKS_PER_THREAD))
+    out_blocks = max(1, min(n * k, 4 * _WINO_BLOCKS_PER_THREAD))
+    addrs = [sgemm[0], *map(address, (x, ut, bias, res, y, v, m))]
+    sizes = [sgemm[1], n, c, h, wd, k, oh, ow, pads[0], pads[1], in_blocks, 1, out_blocks]
+    return _threaded(lib.rk_wino_run, addrs, sizes, epi.lo, epi.hi, threads,
+                     (x, ut, o, y, bias, res, v, m))  # fmt: skip
+
+
+#: Blocks of a Winograd transform per thread (of up to 4 threads): a late thread leaves
+#: little undone.
+_WINO_BLOCKS_PER_THREAD = 4
 
 
 def _run_all(runs: list[Run]) -> None:

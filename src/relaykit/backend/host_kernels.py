@@ -5,8 +5,9 @@ tuple argument), its output arrays and a :class:`Scratch` allocator, and
 returns a no-argument callable that computes the outputs in place, or
 ``None`` when it does not handle that case. Elementwise operators are NumPy
 ufuncs with ``out=``; ``nn.dense`` and ``nn.conv2d`` (NCHW/OIHW, im2col into
-scratch memory, then one ``matmul`` into the output) write their results
-straight into the planned buffer. Every other operator falls back to its
+scratch memory, then one ``matmul`` into the output; 3x3 stride-1 layers by
+Winograd F(2x2, 3x3) where it measured faster, see :func:`winograd_pays`) write
+their results straight into the planned buffer. Every other operator falls back to its
 reference kernel (``FCompute``) and a copy into the planned buffer.
 
 Binders see the actual arrays once, when the executor is created, so views,
@@ -24,13 +25,14 @@ from __future__ import annotations
 
 import functools
 import itertools
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import scipy.special
 
-from relaykit.backend import host_conv
+from relaykit.backend import host_conv, winograd_math
 from relaykit.backend.host_conv import Epilogue, MatrixEpilogue
 from relaykit.errors import ExecutionError
 from relaykit.ir.attrs import Attrs
@@ -670,8 +672,10 @@ def conv2d_run(
 ) -> Run | None:
     """``nn.conv2d`` (NCHW/OIHW) into ``o``, then ``epilogue`` (bias per channel,
     residual, clamp; native kernels only) on each block as it is computed: in the
-    depthwise kernel itself, or after each block of the GEMM. ``None`` when not handled
-    here (other layouts and dtypes, or an epilogue this shape cannot fuse)."""
+    depthwise kernel itself, in the Winograd output transform (3x3 stride-1 layers
+    with a constant weight where :func:`winograd_pays`), or after each block of the
+    GEMM. ``None`` when not handled here (other layouts and dtypes, or an epilogue this
+    shape cannot fuse)."""
     if (
         attrs.data_layout != "NCHW"
         or attrs.kernel_layout != "OIHW"
@@ -692,6 +696,9 @@ def conv2d_run(
         return _depthwise(x, w, o, pads, strides, dilation, scratch, epilogue)
     if epilogue is not None and (g != 1 or not o.flags.c_contiguous):
         return None
+    wino = _winograd(x, w, o, pads, strides, dilation, scratch, epilogue) if g == 1 else None
+    if wino is not None:
+        return wino
     steps: list[Run] = []
     if (kh, kw) == (1, 1) and strides == (1, 1) and not any(pads):
         cols = x.reshape(n, g, cg, h * wd)
@@ -725,6 +732,99 @@ def conv2d_run(
             step()
 
     return run
+
+
+def _winograd(
+    x: np.ndarray,
+    w: np.ndarray,
+    o: np.ndarray,
+    pads: tuple[int, int, int, int],
+    strides: tuple[int, int],
+    dilation: tuple[int, int],
+    scratch: Scratch,
+    epilogue: Epilogue | None,
+) -> Run | None:
+    """The native Winograd convolution (:func:`relaykit.backend.host_conv.winograd`) where
+    :func:`winograd_pays` and the weight is a constant (read-only: the executor's
+    parameters), else ``None``."""
+    if w.flags.writeable or not (x.flags.c_contiguous and o.flags.c_contiguous):
+        return None
+    if not winograd_pays(x.shape, w.shape, o.shape, strides, dilation):
+        return None
+    policy = get_policy()
+    run = host_conv.winograd(
+        x, _winograd_weight(w), o, (pads[0], pads[1]), scratch.take, epilogue,
+        policy.host_threads,
+    )  # fmt: skip
+    if run is not None:
+        policy.ensure_applied()
+    return run
+
+
+#: Largest intermediate of a Winograd convolution (the transformed input, or the 16
+#: products): each is about 4x its activation, so big images keep the im2col path.
+WINOGRAD_MAX_BYTES = 64 << 20
+
+
+def winograd_pays(
+    x: Sequence[int],
+    w: Sequence[int],
+    o: Sequence[int],
+    strides: tuple[int, int],
+    dilation: tuple[int, int],
+) -> bool:
+    """Whether the host runs a convolution (NCHW ``x``, OIHW ``w``, ``o`` shapes) by
+    Winograd F(2x2, 3x3): 3x3, stride 1, no dilation or groups, and where it measured
+    faster than im2col + GEMM (see ``docs/host_kernels.md``), intermediates within
+    :data:`WINOGRAD_MAX_BYTES`."""
+    if tuple(w[2:]) != (3, 3) or strides != (1, 1) or dilation != (1, 1) or w[1] != x[1]:
+        return False
+    n, k, oh, ow = o
+    c = x[1]
+    tiles = n * ((oh + 1) // 2) * ((ow + 1) // 2)
+    if 16 * tiles * max(c, k) * 4 > WINOGRAD_MAX_BYTES or ow > _WINOGRAD_MAX_WIDTH:
+        return False
+    return (
+        min(c, k) >= _WINOGRAD_MIN_CHANNELS
+        and tiles >= _WINOGRAD_MIN_TILES
+        and 16 * c * k * tiles >= _WINOGRAD_MIN_MACS
+    )
+
+
+#: Where Winograd measured slower than im2col + GEMM on a 2-core AMD EPYC (AVX-512,
+#: OpenBLAS; docs/host_kernels.md has the table): fewer than 16 input or output channels
+#: (an RGB first layer: 2.4x slower), fewer than 9 tiles (a 4x4 output, 4 tiles: 1.2-1.5x
+#: slower; 6x6, 9 tiles: 0.45-0.59), or under 2M multiply-adds in the products (tens of
+#: microseconds: the three phases' overhead; 64 -> 64 channels at 7x7, 1M, measured 0.73-1.05).
+_WINOGRAD_MIN_CHANNELS = 16
+_WINOGRAD_MIN_TILES = 9
+_WINOGRAD_MIN_MACS = 1 << 21
+#: Widest output: the kernel keeps a few rows of tiles on the stack (~70 KiB at this width).
+_WINOGRAD_MAX_WIDTH = 2048
+
+#: Transformed weights by the weight array they came from, with a digest of the weight's
+#: bytes (binding runs twice per executor; an array changed in place is transformed again).
+_wino_weights: weakref.WeakKeyDictionary[
+    np.ndarray, dict[tuple[Any, ...], tuple[int, np.ndarray]]
+] = weakref.WeakKeyDictionary()
+
+
+def _winograd_weight(w: np.ndarray) -> np.ndarray:
+    """``U^T`` [16, K, C] of the constant weight ``w``, transformed once per array and
+    content (hashing the bytes takes ~1/20 of the transform)."""
+    root = w
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    key = (w.ctypes.data - root.ctypes.data, w.shape, w.strides)
+    digest = hash(np.ascontiguousarray(w).tobytes())
+    try:
+        cache = _wino_weights.setdefault(root, {})
+    except TypeError:  # pragma: no cover - an array that takes no weak reference
+        return winograd_math.transformed_weight_kc(w)
+    hit = cache.get(key)
+    if hit is None or hit[0] != digest:
+        hit = cache[key] = (digest, winograd_math.transformed_weight_kc(w))
+    return hit[1]
 
 
 #: Multiply-adds per block of a depthwise convolution (fewer blocks: fewer NumPy calls).

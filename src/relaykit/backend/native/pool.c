@@ -298,3 +298,8 @@ void rk_gemm_run(const uintptr_t *p, const int64_t *s, const float *f, int64_t n
     rk_gemm_job job = {p, s, f};
     rk_parallel(rk_gemm_task, &job, s[12], nthreads);
 }
+
+/* rk_parallel for the kernels of the other sources (winograd.c). */
+void rk_parallel_tasks(rk_task_fn fn, const void *job, int64_t ntasks, int64_t nthreads) {
+    rk_parallel(fn, job, ntasks, nthreads);
+}

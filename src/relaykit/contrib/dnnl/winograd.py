@@ -6,8 +6,8 @@ run near the cores' peak, so fewer multiply-adds is the only way left to a faste
 each 2x2 output tile from a 4x4 input patch with 16 multiplies per channel pair
 instead of 36: the input and output transforms are additions (relaykit's own
 kernels, ``native/winograd.h``), and the multiplies become 16 matrix products
-that oneDNN's matmul runs at peak. The weights are transformed once, here, in
-float64: ``U = G w G^T``.
+that oneDNN's matmul runs at peak. The weights are transformed once, in float64:
+``U = G w G^T`` (:mod:`relaykit.backend.winograd_math`, shared with the host path).
 
 Whether it pays depends on the layer: with few channels the transforms and the
 16 intermediate planes cost more than the products save. So :func:`winograd_build`
@@ -34,12 +34,14 @@ from typing import Any
 
 import numpy as np
 
+from relaykit.backend.winograd_math import G, transformed_weight
 from relaykit.errors import CodegenError
 
 from .program import Node, Program
 from .region import DnnlRegion
 
 __all__ = [
+    "G",
     "eligible",
     "transformed_weight",
     "with_winograd",
@@ -47,9 +49,6 @@ __all__ = [
     "MIN_GAIN",
     "MAX_TILE_BYTES",
 ]
-
-#: Winograd's weight transform G (4x3) for F(2x2, 3x3).
-G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
 
 #: Post-ops the output transform applies itself.
 _POSTS = frozenset({"relu", "leaky_relu", "clip", "clip_v2", "linear", "sum"})
@@ -85,14 +84,6 @@ def eligible(p: Program, n: Node) -> bool:
         and all(q["op"] in _POSTS for q in n.post)
         and sum(q["op"] == "sum" for q in n.post) <= 1
     )
-
-
-def transformed_weight(w: np.ndarray) -> np.ndarray:
-    """``U`` [16, C, K] of a weight ``w`` [K, C, 3, 3]: ``G w G^T`` per channel pair,
-    tile position ``4 i + j`` first."""
-    k, c = w.shape[:2]
-    u = np.einsum("ia,kcab,jb->ijck", G, w.astype(np.float64), G)
-    return np.ascontiguousarray(u.reshape(16, c, k), dtype=np.float32)
 
 
 def with_winograd(p: Program, outs: Collection[int]) -> Program:
