@@ -116,7 +116,7 @@ def test_serial_calls_compute_the_same(_dnnl, winograd):
     region = DnnlRegion.from_program(p, num_threads=2)
     x = np.random.default_rng(1).standard_normal((1, 32, 20, 20)).astype(np.float32)
     out = np.empty((1, 32, 20, 20), np.float32)
-    bound = region.bind([x], [out])
+    bound = region.bind([x], [out], adaptive=True)
     assert not bound.serial
     bound._adapt.serial, bound._adapt._countdown = True, 10  # as after two slow calls
     bound()
@@ -132,3 +132,13 @@ def test_tuner_bindings_do_not_adapt(_dnnl):
     region = DnnlRegion.from_program(p, num_threads=2)
     x = np.zeros((1, 32, 20, 20), np.float32)
     assert region.bind([x], [np.empty_like(x)], adaptive=False)._adapt is None
+
+
+def test_executor_bindings_adapt_only_when_asked(_dnnl, monkeypatch):
+    p, _ = _two_convs()
+    region = DnnlRegion.from_program(p, num_threads=2)
+    x = np.zeros((1, 32, 20, 20), np.float32)
+    monkeypatch.delenv("RELAYKIT_DNNL_ADAPTIVE", raising=False)
+    assert region.bind([x], [np.empty_like(x)])._adapt is None
+    monkeypatch.setenv("RELAYKIT_DNNL_ADAPTIVE", "1")
+    assert region.bind([x], [np.empty_like(x)])._adapt is not None

@@ -25,6 +25,15 @@ started). A region bound for an executor therefore watches its own calls
 On a quiet machine the threads run or spin, the CPU time stays near
 ``threads`` x wall, and nothing changes: no twin is built.
 
+It is off unless ``RELAYKIT_DNNL_ADAPTIVE=1`` (or ``bind(..., adaptive=True)``):
+the process's CPU clock adds other threads' time only at scheduler ticks (4 ms),
+so a single call of a few milliseconds reads 0.5 or 1.25 of its true use, and on
+a quiet machine whose speed drifted (another virtual machine on the host) the
+trials misfired: SqueezeNet's median went to 1.8x onnxruntime in
+``benchmarks/dnnl_vs_ort.py``. With one busy process it turns 4-19x into
+0.6-0.7x onnxruntime (docs/dnnl.md). A sturdier signal (CPU time over a window
+of calls, or the worker threads' own clocks) would let it default on.
+
 >>> a = Adaptive(threads=2)
 >>> for _ in range(3):   # 10 ms calls using 5 ms of CPU: a worker was not running
 ...     a.run(lambda: None, lambda: None, (0.010, 0.005))
@@ -37,7 +46,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-__all__ = ["Adaptive", "LOW_USE", "FIRST_PROBE", "LAST_PROBE"]
+__all__ = ["Adaptive", "ADAPTIVE_ENV", "LOW_USE", "FIRST_PROBE", "LAST_PROBE"]
+
+#: Set to 1 to let executors' regions switch to their serial twin under contention.
+ADAPTIVE_ENV = "RELAYKIT_DNNL_ADAPTIVE"
 
 #: A parallel call whose CPU time is below this share of threads x wall time had
 #: threads that did not run.

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import os
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -37,7 +38,7 @@ import numpy as np
 
 from relaykit.errors import BackendExecutionError, CodegenError
 
-from .contention import Adaptive
+from .contention import ADAPTIVE_ENV, Adaptive
 from .native import NativeRuntime, load_runtime
 from .program import Program
 from .threads import resolve_num_threads
@@ -231,12 +232,17 @@ class DnnlRegion:
             return self._twin
 
     def bind(
-        self, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray], adaptive: bool = True
+        self,
+        inputs: Sequence[np.ndarray],
+        outputs: Sequence[np.ndarray],
+        adaptive: bool | None = None,
     ) -> BoundRegion:
         """A no-argument callable running the region on these fixed arrays, in a context
         of its own (the pointers are prepared once, so a call costs one native call).
         ``adaptive``: run on one thread while other processes hold the cores
-        (:mod:`.contention`)."""
+        (:mod:`.contention`; None: as ``RELAYKIT_DNNL_ADAPTIVE=1`` asks, off by default)."""
+        if adaptive is None:
+            adaptive = os.environ.get(ADAPTIVE_ENV) == "1"
         arrays = self._check_inputs(inputs)
         if any(a is not b for a, b in zip(arrays, inputs, strict=True)):
             raise BackendExecutionError(
