@@ -280,6 +280,27 @@ int64_t rk_dw_scratch_floats(const int64_t *s) {
     return sh * sw * R * Q + RK_SLACK + rk_round16(OH * Q) + RK_SLACK;
 }
 
+/* One row of a fused epilogue with a scalar bias: y[i] = clamp(src[i] + b (+ res[i]),
+ * lo, hi) for i < n; res may be NULL. y may be src or res (each element is read before
+ * it is written), so no restrict. Shared by rk_epilogue_f32 and the Winograd output
+ * transform (winograd.c). */
+void rk_row_epilogue(const float *src, float *y, const float *res, float b, int64_t n,
+                     float lo, float hi) {
+    if (res != NULL) {
+        for (int64_t i = 0; i < n; i++) {
+            float v = (src[i] + b) + res[i];
+            v = v < lo ? lo : v;
+            y[i] = v > hi ? hi : v;
+        }
+    } else {
+        for (int64_t i = 0; i < n; i++) {
+            float v = src[i] + b;
+            v = v < lo ? lo : v;
+            y[i] = v > hi ? hi : v;
+        }
+    }
+}
+
 /* The epilogue of a matrix product, on rows [r0, r1) and columns [k0, k1) of a 2-D block:
  *     y[r, k] = clamp(src[r, k] + bias + res[r, k], lo, hi)
  * with bias = brow[r] (per row), bcol[k] (per column) or none.
@@ -312,11 +333,7 @@ void rk_epilogue_f32(const uintptr_t *p, const int64_t *s, const float *f) {
                     yr[i] = v > hi ? hi : v;
                 }
             } else {
-                for (int64_t i = 0; i < n; i++) {
-                    float v = (sr[i] + b) + rr[i];
-                    v = v < lo ? lo : v;
-                    yr[i] = v > hi ? hi : v;
-                }
+                rk_row_epilogue(sr, yr, rr, b, n, lo, hi);
             }
         } else if (bc != NULL) {
             for (int64_t i = 0; i < n; i++) {
@@ -325,11 +342,7 @@ void rk_epilogue_f32(const uintptr_t *p, const int64_t *s, const float *f) {
                 yr[i] = v > hi ? hi : v;
             }
         } else {
-            for (int64_t i = 0; i < n; i++) {
-                float v = sr[i] + b;
-                v = v < lo ? lo : v;
-                yr[i] = v > hi ? hi : v;
-            }
+            rk_row_epilogue(sr, yr, NULL, b, n, lo, hi);
         }
     }
 }

@@ -28,6 +28,8 @@
 
 typedef void (*rk_task_fn)(const void *job, int64_t task);
 void rk_parallel_tasks(rk_task_fn fn, const void *job, int64_t ntasks, int64_t nthreads);
+void rk_row_epilogue(const float *src, float *y, const float *res, float b, int64_t n,
+                     float lo, float hi); /* conv.c */
 
 typedef void (*rk_wsgemm32)(int, int, int, int32_t, int32_t, int32_t, float, const float *,
                             int32_t, const float *, int32_t, float, float *, int32_t);
@@ -249,21 +251,9 @@ static void rk_wino_out_task(const void *arg, int64_t b) {
             for (int i = 0; i < 2 && 2 * ty + i < OH; i++) {
                 const int64_t off = (pk * OH + 2 * ty + i) * OW;
                 const float *src = i == 0 ? r0 : r1;
-                float *yr = j->y + off; /* may be res (same element, read first) */
-                if (j->res != NULL) {
-                    const float *rr = j->res + off;
-                    for (int64_t q = 0; q < OW; q++) {
-                        float u = (src[q] + bk) + rr[q];
-                        u = u < lo ? lo : u;
-                        yr[q] = u > hi ? hi : u;
-                    }
-                } else {
-                    for (int64_t q = 0; q < OW; q++) {
-                        float u = src[q] + bk;
-                        u = u < lo ? lo : u;
-                        yr[q] = u > hi ? hi : u;
-                    }
-                }
+                /* y may be res (same element, read first) */
+                rk_row_epilogue(src, j->y + off, j->res != NULL ? j->res + off : NULL, bk, OW,
+                                lo, hi);
             }
         }
     }
