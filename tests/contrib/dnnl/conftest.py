@@ -10,7 +10,7 @@ executor; the reference is relaykit's interpreter on the original module.
 from __future__ import annotations
 
 import types
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -71,6 +71,24 @@ def run_lib(lib: Any, inputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         m.set_input(k, v)
     m.run()
     return [m.get_output(i).numpy() for i in range(m.get_num_outputs())]
+
+
+def conv_ref(
+    x: np.ndarray,
+    w: np.ndarray,
+    bias: np.ndarray | None = None,
+    pad: Sequence[int] = (1, 1, 1, 1),
+) -> np.ndarray:
+    """conv2d(x, w) + bias, stride 1, ``pad`` = (top, left, bottom, right), in float64
+    (an independent reference for the dnnl kernels)."""
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad[0], pad[2]), (pad[1], pad[3])))
+    kh, kw = w.shape[2:]
+    oh, ow = xp.shape[2] - kh + 1, xp.shape[3] - kw + 1
+    out = np.zeros((x.shape[0], w.shape[0], oh, ow))
+    for i in range(kh):
+        for j in range(kw):
+            out += np.einsum("nchw,oc->nohw", xp[:, :, i : i + oh, j : j + ow], w[:, :, i, j])
+    return out if bias is None else out + bias[None, :, None, None]
 
 
 def reference(
@@ -141,4 +159,5 @@ def dnnl() -> types.SimpleNamespace:
         check=check_against_interpreter,
         module_of=module_of,
         random_inputs=random_inputs,
+        conv_ref=conv_ref,
     )

@@ -29,7 +29,9 @@ AT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], dtype=np.float64)
 
 @pytest.fixture
 def _dnnl(dnnl):
-    """Skipped (with the reason) where oneDNN is missing, as every dnnl test."""
+    """Skipped (with the reason) where oneDNN is missing, as every dnnl test; the dnnl
+    test helpers."""
+    return dnnl
 
 
 def test_transforms_compute_a_correlation():
@@ -60,17 +62,6 @@ def _conv_node(p: Program, x: int, cin: int, cout: int, out_hw: tuple[int, int],
     return Node("conv", [x], y, attrs), w, b
 
 
-def _reference_conv(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, pad: list[int]):
-    """Direct 3x3 stride-1 correlation in float64; pad = top, left, bottom, right."""
-    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad[0], pad[2]), (pad[1], pad[3])))
-    oh, ow = xp.shape[2] - 2, xp.shape[3] - 2
-    out = np.zeros((x.shape[0], w.shape[0], oh, ow))
-    for i in range(3):
-        for j in range(3):
-            out += np.einsum("nchw,oc->nohw", xp[:, :, i : i + oh, j : j + ow], w[:, :, i, j])
-    return out if b is None else out + b[None, :, None, None]
-
-
 SHAPES = [  # batch, cin, cout, h, w, pad (top, left, bottom, right)
     (1, 16, 32, 13, 13, [1, 1, 1, 1]),
     (2, 32, 16, 8, 6, [1, 1, 1, 1]),
@@ -96,7 +87,7 @@ def test_winograd_conv_matches_numpy(_dnnl, shape, threads):
     region = DnnlRegion.from_program(q, num_threads=threads)
     assert any("winograd gemm" in s for s in region.steps())
     xv = np.random.default_rng(n + h).standard_normal((n, cin, h, w)).astype(np.float32)
-    want = np.maximum(_reference_conv(xv, wt, b, pad), 0.0)
+    want = np.maximum(_dnnl.conv_ref(xv, wt, b, pad), 0.0)
     np.testing.assert_allclose(region(xv), want, rtol=1e-5, atol=1e-5)
 
 
@@ -123,8 +114,8 @@ def test_winograd_post_ops(_dnnl, post, fn):
     region = DnnlRegion.from_program(q, num_threads=2)
     assert sum("winograd" in s for s in region.steps()) == 3
     xv = np.random.default_rng(5).standard_normal((1, 16, 10, 10)).astype(np.float32)
-    r = _reference_conv(xv, w1, b1, [1] * 4)
-    want = fn(_reference_conv(r, w2, b2, [1] * 4), r)
+    r = _dnnl.conv_ref(xv, w1, b1, [1] * 4)
+    want = fn(_dnnl.conv_ref(r, w2, b2, [1] * 4), r)
     np.testing.assert_allclose(region(xv), want, rtol=1e-5, atol=1e-5)
 
 
@@ -170,7 +161,7 @@ def test_tuned_build_matches_numpy(_dnnl):
     p, w, b = _one_conv(64, 128, 14)
     region = winograd_build(p, _build, _build(p)) or _build(p)
     xv = np.random.default_rng(2).standard_normal((1, 64, 14, 14)).astype(np.float32)
-    np.testing.assert_allclose(region(xv), _reference_conv(xv, w, b, [1] * 4), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(region(xv), _dnnl.conv_ref(xv, w, b, [1] * 4), rtol=1e-5, atol=1e-5)
 
 
 def _relay_conv_module():
