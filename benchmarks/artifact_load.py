@@ -29,7 +29,8 @@ import numpy as np
 
 import relaykit as tvm
 from relaykit import relay
-from relaykit.contrib import ccompiler, graph_executor
+from relaykit.backends import ccompiler
+from relaykit.contrib import graph_executor
 from relaykit.errors import RelayKitError
 
 _CHILD = r"""
@@ -37,7 +38,8 @@ import json, os, statistics, sys, time
 import numpy as np
 import relaykit as tvm
 from relaykit import relay
-from relaykit.contrib import ccompiler, graph_executor, jsonref
+from relaykit.backends import ccompiler, jsonref
+from relaykit.contrib import graph_executor
 from relaykit.testing import resnet
 
 out_dir, bursts, per_burst = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])

@@ -86,8 +86,8 @@ def build(path: str, threads: int, dnnl: bool):
 
     import relaykit as tvm
     from relaykit import relay
+    from relaykit.backends.dnnl import OPTIONS_KEY, partition_for_dnnl
     from relaykit.contrib import graph_executor
-    from relaykit.contrib.dnnl import OPTIONS_KEY, partition_for_dnnl
     from relaykit.ir.expr import Call
     from relaykit.ir.functor import post_order
     from relaykit.ir.op import Op

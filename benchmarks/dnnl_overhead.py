@@ -41,8 +41,8 @@ def _median_us(fn: Callable[[], object], calls: int, bursts: int, gap: float) ->
 
 
 def call_overhead(threads: int, bursts: int, gap: float) -> None:
-    from relaykit.contrib.dnnl.program import Node, Program
-    from relaykit.contrib.dnnl.region import DnnlRegion
+    from relaykit.backends.dnnl.program import Node, Program
+    from relaykit.backends.dnnl.region import DnnlRegion
 
     p = Program()
     x = p.add_input((1, 16))
@@ -72,8 +72,8 @@ def call_overhead(threads: int, bursts: int, gap: float) -> None:
 def _executor(mod, params, dnnl: bool, threads: int):
     import relaykit as tvm
     from relaykit import relay
+    from relaykit.backends.dnnl import OPTIONS_KEY, partition_for_dnnl
     from relaykit.contrib import graph_executor
-    from relaykit.contrib.dnnl import OPTIONS_KEY, partition_for_dnnl
 
     if dnnl:
         with tvm.transform.PassContext(config={}):

@@ -104,8 +104,8 @@ def build_relaykit(path: str, threads: int, layout: str = "auto"):
 
     import relaykit as tvm
     from relaykit import relay
+    from relaykit.backends.dnnl import OPTIONS_KEY, partition_for_dnnl
     from relaykit.contrib import graph_executor
-    from relaykit.contrib.dnnl import OPTIONS_KEY, partition_for_dnnl
     from relaykit.frontend import from_onnx
 
     model = onnx.load(path)
@@ -223,8 +223,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", metavar="MODEL", help="per-step times of one model")
     args = parser.parse_args(argv)
 
-    from relaykit.contrib.dnnl import resolve_num_threads
-    from relaykit.contrib.dnnl.native import load_runtime
+    from relaykit.backends.dnnl import resolve_num_threads
+    from relaykit.backends.dnnl.native import load_runtime
 
     threads = resolve_num_threads(args.threads)
     t = time.perf_counter()

@@ -32,7 +32,7 @@ import numpy as np
 
 import relaykit as tvm
 from relaykit import relay
-from relaykit.backend.lower import lower_to_plan
+from relaykit.execution.lower import lower_to_plan
 from relaykit.testing import mlp, resnet, vgg
 
 MIB = 1 << 20

@@ -59,7 +59,7 @@ class Seed:
 def load_seeds(light: bool = True) -> list[Seed]:
     from onnx.backend.test.runner import _normalize_tensor
 
-    from relaykit.frontend.onnx_backend import node_test_cases
+    from relaykit.frontend.onnx.backend import node_test_cases
 
     seeds = []
     for case in node_test_cases():

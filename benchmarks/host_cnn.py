@@ -295,7 +295,7 @@ def bench_model(name: str, args: argparse.Namespace, threads: int) -> bool:
     if "host" in wanted:
         engines.append(_bench.relaykit_engine(model, feeds, threads))
     if "numpy" in wanted:
-        from relaykit.backend import host_native
+        from relaykit.backends.host import native as host_native
 
         with host_native.disabled():  # executors made here bind NumPy kernels only
             engine = _bench.relaykit_engine(model, feeds, threads)

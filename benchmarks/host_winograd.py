@@ -44,7 +44,7 @@ def conv_model(c: int, k: int, size: int) -> bytes:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from relaykit.backend import host_kernels
+    from relaykit.backends.host import kernels as host_kernels
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--layers", default=LAYERS, help="CxKxSIZE,...")

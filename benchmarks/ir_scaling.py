@@ -15,7 +15,7 @@ from functools import partial
 import numpy as np
 
 from relaykit import op
-from relaykit.backend.interpreter import create_executor
+from relaykit.execution.interpreter import create_executor
 from relaykit.ir import (
     ExprMutator,
     Function,

@@ -27,7 +27,7 @@ from onnx import numpy_helper
 
 from relaykit import relay
 from relaykit.frontend import load_model
-from relaykit.frontend.onnx_backend import (
+from relaykit.frontend.onnx.backend import (
     RelayKitBackend,
     RelayKitReimportBackend,
     node_test_cases,

@@ -32,7 +32,8 @@ import numpy as np
 
 import relaykit as tvm
 from relaykit import relay
-from relaykit.contrib import ccompiler, graph_executor, jsonref
+from relaykit.backends import ccompiler, jsonref
+from relaykit.contrib import graph_executor
 
 CNN_SHAPE = (1, 3, 16, 16)
 CHAIN_SHAPE = (256, 256)
@@ -94,7 +95,7 @@ MODELS: dict[str, tuple[Callable[[], Any], Callable[..., np.ndarray], tuple[int,
 
 def dnnl_partition() -> Callable[..., Any] | None:
     try:
-        from relaykit.contrib import dnnl
+        from relaykit.backends import dnnl
     except ImportError:
         return None
     try:

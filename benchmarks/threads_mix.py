@@ -65,7 +65,7 @@ def build(mod, threads: int, dnnl: bool):
 
     note = "host"
     if dnnl:
-        from relaykit.contrib.dnnl import partition_for_dnnl
+        from relaykit.backends.dnnl import partition_for_dnnl
 
         mod = partition_for_dnnl(mod, pin=[pin("nn.batch_matmul", "erf", "add", "reshape")])
         regions = sum(1 for gv in mod.get_global_vars() if gv.name_hint != "main")

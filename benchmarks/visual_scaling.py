@@ -20,7 +20,7 @@ from pathlib import Path
 import relaykit as tvm
 from relaykit import relay
 from relaykit.byoc import scoped_registries
-from relaykit.byoc.visual import analyse, graph_layout, render_dot, render_html
+from relaykit.byoc.report.visual import analyse, graph_layout, render_dot, render_html
 from relaykit.testing import resnet
 
 HIDDEN, HEADS, SEQ = 64, 4, 16

@@ -18,12 +18,12 @@ from types import ModuleType
 from . import (
     auto_scheduler,
     autotvm,
-    backend,
     byoc,
     contrib,
     dataflow_pattern,
     error,
     errors,
+    execution,
     instrument,
     ir,
     op,
@@ -53,7 +53,7 @@ importlib.import_module(f"{__name__}._ffi")
 
 def __getattr__(name: str) -> ModuleType:
     # relaykit.testing (the workloads) loads on first use: loading and running an
-    # artifact imports no workload (tests/contrib/test_export.py checks it).
+    # artifact imports no workload (tests/backends/test_export.py checks it).
     if name == "testing":
         return importlib.import_module(f"{__name__}.testing")
     raise AttributeError(f"module 'relaykit' has no attribute {name!r}")
@@ -75,7 +75,7 @@ __all__ = [
     "register_func",
     "get_global_func",
     "nd",
-    "backend",
+    "execution",
     "byoc",
     "contrib",
     "dataflow_pattern",

@@ -13,7 +13,6 @@ import pytest
 
 import relaykit as tvm
 from relaykit import relay
-from relaykit.backend.codegen import codegen_registry, get_codegen, register_codegen
 from relaykit.backends import (
     BUILTIN,
     Backend,
@@ -25,6 +24,7 @@ from relaykit.backends import (
 )
 from relaykit.byoc import configure_target, get_target_spec, partition_for, scoped_registries
 from relaykit.errors import BackendError, BackendNotFoundError
+from relaykit.execution.codegen import codegen_registry, get_codegen, register_codegen
 from relaykit.ir.op import default_registry
 from relaykit.op.contrib import get_pattern_table, register_pattern_table
 from relaykit.runtime.module import PythonModule, module_loaders
@@ -132,17 +132,17 @@ def test_import_relaykit_loads_no_backend() -> None:
         import relaykit
         # the relaykit.contrib namespace (tvm.contrib) is there; no backend in it is loaded
         backends = (
-            "relaykit.contrib.ccompiler",
-            "relaykit.contrib.jsonref",
-            "relaykit.contrib.dnnl",
+            "relaykit.backends.ccompiler",
+            "relaykit.backends.jsonref",
+            "relaykit.backends.dnnl",
         )
         heavy = [m for m in sys.modules if m.startswith((*backends, "onednn", "dnnl"))]
         assert "relaykit.contrib.graph_executor" in sys.modules  # tvm.contrib.graph_executor
         assert not heavy, heavy
         fn = relaykit.get_global_func("relay.ext.ccompiler")   # exists, resolved lazily
         assert callable(fn)
-        assert "relaykit.contrib.ccompiler" in sys.modules
-        assert "relaykit.contrib.dnnl" not in sys.modules
+        assert "relaykit.backends.ccompiler" in sys.modules
+        assert "relaykit.backends.dnnl" not in sys.modules
         print("ok")
         """
     )
@@ -164,7 +164,7 @@ def test_ccompiler_graph_builds_in_a_fresh_interpreter() -> None:
         w = relay.const(np.full((4, 8), 0.5, "float32"))
         y = relay.nn.relu(relay.nn.dense(x, w))
         mod = tvm.IRModule.from_expr(relay.Function([x], y))
-        assert "relaykit.contrib.ccompiler" not in sys.modules
+        assert "relaykit.backends.ccompiler" not in sys.modules
         part = partition_for(mod, "ccompiler")
         assert any("ccompiler" in gv.name_hint for gv in part.get_global_vars())
         text = part.astext()
@@ -188,9 +188,9 @@ def test_tvm_relay_op_contrib_dnnl_loads_on_first_use() -> None:
         import sys
         import relaykit as tvm
         from relaykit import relay
-        assert "relaykit.contrib.dnnl" not in sys.modules
+        assert "relaykit.backends.dnnl" not in sys.modules
         fn = relay.op.contrib.dnnl.partition_for_dnnl
-        assert fn.__module__ == "relaykit.contrib.dnnl.partition"
+        assert fn.__module__ == "relaykit.backends.dnnl.partition"
         print("ok")
         """
     )

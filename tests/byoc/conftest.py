@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 import relaykit as tvm
-from relaykit.backend.interpreter import create_executor
 from relaykit.byoc import (
     AnnotateTarget,
     MergeCompilerRegions,
@@ -25,6 +24,7 @@ from relaykit.byoc import (
 )
 from relaykit.byoc._common import annotation_ops, data_children
 from relaykit.byoc.regions import find_regions, walk
+from relaykit.execution.interpreter import create_executor
 from relaykit.ir import Call, Expr, IRModule
 from relaykit.ir.types import TensorType, TupleType, Type
 from relaykit.transform import InferType

@@ -12,8 +12,8 @@ from relaykit import relay
 from relaykit.contrib import graph_executor
 from relaykit.errors import IRError
 
-dnnl_pkg = pytest.importorskip("relaykit.contrib.dnnl")
-api = pytest.importorskip("relaykit.contrib.dnnl.tvm_api")
+dnnl_pkg = pytest.importorskip("relaykit.backends.dnnl")
+api = pytest.importorskip("relaykit.backends.dnnl.tvm_api")
 needs_onednn = pytest.mark.skipif(not dnnl_pkg.is_available(), reason="oneDNN is not installed")
 
 RNG = np.random.default_rng(3)

@@ -17,7 +17,7 @@ from relaykit.transform.fuse_ops import FuseOps
 
 # Loaded here, outside the per-test registry scopes (conftest), so that the backend's
 # registration outlives the tests that first build for it.
-ccompiler = pytest.importorskip("relaykit.contrib.ccompiler")
+ccompiler = pytest.importorskip("relaykit.backends.ccompiler")
 
 RNG = np.random.default_rng(7)
 
@@ -197,7 +197,7 @@ def test_fuse_ops_keeps_external_and_global_calls_outside():
 
 def test_dnnl_residual_add_of_a_convolutions_own_input():
     # conv2 reads conv1's output; conv1 + conv2 must not accumulate into conv2's source.
-    dnnl = pytest.importorskip("relaykit.contrib.dnnl")
+    dnnl = pytest.importorskip("relaykit.backends.dnnl")
     if not dnnl.is_available():
         pytest.skip("oneDNN is not installed")
     partition_for_dnnl = dnnl.partition_for_dnnl

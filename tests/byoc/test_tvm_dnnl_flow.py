@@ -251,7 +251,7 @@ def test_vm_ignores_keywords_naming_no_input():
     np.testing.assert_allclose(f(xv, w=wv).numpy(), xv * wv, rtol=1e-6)
 
 
-pytest.importorskip("relaykit.contrib.dnnl")
+pytest.importorskip("relaykit.backends.dnnl")
 needs_onednn = pytest.mark.skipif(
     not tvm.get_global_func("runtime.DNNLJSONRuntimeCreate", True), reason="oneDNN not installed"
 )

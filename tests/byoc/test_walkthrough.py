@@ -7,7 +7,7 @@ import numpy as np
 import relaykit as tvm
 import relaykit.relay.testing
 from relaykit import relay
-from relaykit.backend.interpreter import create_executor
+from relaykit.execution.interpreter import create_executor
 
 TVM_FUNCTIONS = [
     "tvmgen_default_byoc_target_main_0",

@@ -5,8 +5,8 @@ import pytest
 
 import relaykit as tvm
 from relaykit import relay
+from relaykit.backends import ccompiler
 from relaykit.cli import main
-from relaykit.contrib import ccompiler
 from relaykit.errors import ArtifactSignatureError
 from relaykit.runtime.artifact import load_module
 

@@ -6,7 +6,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from relaykit import relay
-from relaykit.backend.interpreter import evaluate
 from relaykit.dataflow_pattern import (
     DFPatternCallback,
     PatternGrouper,
@@ -16,6 +15,7 @@ from relaykit.dataflow_pattern import (
     rewrite,
     wildcard,
 )
+from relaykit.execution.interpreter import evaluate
 from relaykit.ir import Call, Function, post_order
 
 SHAPE = (3,)

@@ -23,7 +23,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 from relaykit import relay  # noqa: E402
 from relaykit.errors import FrontendError  # noqa: E402
 from relaykit.frontend import from_onnx  # noqa: E402
-from relaykit.frontend._limits import MAX_ELEMENTS, MAX_UNROLL_STEPS  # noqa: E402
+from relaykit.frontend.onnx.limits import MAX_ELEMENTS, MAX_UNROLL_STEPS  # noqa: E402
 from relaykit.ir.expr import Call, Constant  # noqa: E402
 from relaykit.transform import PassContext  # noqa: E402
 

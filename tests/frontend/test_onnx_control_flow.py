@@ -115,7 +115,7 @@ def _counting_body(stop_at: float | None):
 def _check_against_reference(model, feeds):
     from onnx.reference import ReferenceEvaluator
 
-    from relaykit.frontend.onnx_backend import RelayKitBackend
+    from relaykit.frontend.onnx.backend import RelayKitBackend
 
     want = ReferenceEvaluator(model).run(None, feeds)
     rep = RelayKitBackend.prepare(model)
@@ -148,7 +148,7 @@ def test_loop_with_a_run_time_trip_count_is_a_recursive_function(make_model, tri
 
 
 def test_loop_of_zero_iterations_returns_its_initial_state(make_model):
-    from relaykit.frontend.onnx_backend import RelayKitBackend
+    from relaykit.frontend.onnx.backend import RelayKitBackend
 
     # (onnx's reference evaluator cannot stack an empty scan output)
     acc0 = np.array([3.0, 4.0], "float32")
@@ -221,7 +221,7 @@ def test_if_whose_branches_differ_in_size_has_dynamic_dims(make_model):
     assert str(mod["main"].body.checked_type) == "Tensor[(?), float32]"
     from onnx.reference import ReferenceEvaluator
 
-    from relaykit.frontend.onnx_backend import RelayKitBackend
+    from relaykit.frontend.onnx.backend import RelayKitBackend
 
     rep = RelayKitBackend.prepare(model)
     for c in (True, False):

@@ -10,7 +10,7 @@ from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
 from relaykit.frontend import from_onnx
-from relaykit.frontend.onnx_backend import RelayKitBackend
+from relaykit.frontend.onnx.backend import RelayKitBackend
 
 F, I64 = TensorProto.FLOAT, TensorProto.INT64
 
@@ -80,7 +80,7 @@ def test_non_max_suppression_without_a_limit_selects_nothing(make_model):
 
 
 def test_non_max_suppression_by_hand():
-    from relaykit.frontend._cvt_dynamic import non_max_suppression
+    from relaykit.frontend.onnx.converters.dynamic import non_max_suppression
 
     # box 1 overlaps box 0 with IoU 0.9/1.1; box 2 is far away; box 3 has the top score
     boxes = np.array([[[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, 5, 1, 6], [0, 10, 1, 11]]], "float32")
@@ -158,7 +158,7 @@ def test_unique_matches_a_loop_from_the_spec(make_model, axis, shape, sorted_):
 
 
 def test_unique_by_hand():
-    from relaykit.frontend._cvt_dynamic import unique
+    from relaykit.frontend.onnx.converters.dynamic import unique
 
     x = np.array([[1, 0], [2, 2], [1, 0]], "int64")
     y, first, inverse, counts = unique(x, 0, sorted_=True)

@@ -10,7 +10,7 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 from relaykit.frontend import from_onnx
-from relaykit.frontend.onnx_backend import RelayKitBackend
+from relaykit.frontend.onnx.backend import RelayKitBackend
 
 F, I64 = TensorProto.FLOAT, TensorProto.INT64
 RNG = np.random.default_rng(3)

@@ -150,7 +150,7 @@ def test_random_cnn_matches_onnxruntime(tmp_path, make_model):
 
 
 def test_onnx_backend_runs_a_model(tmp_path, make_model):
-    from relaykit.frontend import onnx_backend
+    from relaykit.frontend.onnx import backend as onnx_backend
 
     path = _random_cnn(tmp_path, make_model)
     import onnx
@@ -166,7 +166,7 @@ def test_onnx_backend_runs_a_model(tmp_path, make_model):
 
 
 def test_backend_runs_value_dependent_shapes_on_the_vm(make_model):
-    from relaykit.frontend.onnx_backend import RelayKitBackend
+    from relaykit.frontend.onnx.backend import RelayKitBackend
 
     i64 = TensorProto.INT64
     model = make_model(
@@ -187,7 +187,7 @@ def test_backend_runs_value_dependent_shapes_on_the_vm(make_model):
 
 def test_reimport_fallback_is_named_and_off_by_default(make_model):
     from relaykit.errors import DynamicShapeError
-    from relaykit.frontend.onnx_backend import RelayKitBackend, RelayKitReimportBackend
+    from relaykit.frontend.onnx.backend import RelayKitBackend, RelayKitReimportBackend
 
     # a scalar SplitToSequence split decides the sequence's length: not importable once
     model = make_model(

@@ -9,7 +9,7 @@ import pytest
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
-from relaykit.frontend.onnx_backend import RelayKitBackend
+from relaykit.frontend.onnx.backend import RelayKitBackend
 
 F = TensorProto.FLOAT
 

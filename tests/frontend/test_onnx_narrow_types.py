@@ -12,8 +12,8 @@ ml_dtypes = pytest.importorskip("ml_dtypes")
 
 from relaykit import relay  # noqa: E402
 from relaykit.errors import FrontendError, MissingDependencyError  # noqa: E402
-from relaykit.frontend import _onnx_proto  # noqa: E402
-from relaykit.frontend.onnx_backend import RelayKitBackend  # noqa: E402
+from relaykit.frontend.onnx import proto as _onnx_proto  # noqa: E402
+from relaykit.frontend.onnx.backend import RelayKitBackend  # noqa: E402
 from relaykit.ir.types import DTYPES  # noqa: E402
 
 

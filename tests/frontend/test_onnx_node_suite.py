@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("onnx")
 
-from relaykit.frontend.onnx_backend import node_test_cases, run_node_test
+from relaykit.frontend.onnx.backend import node_test_cases, run_node_test
 
 EXPECTED_FILE = Path(__file__).with_name("onnx_expected_passes.txt")
 EXPECTED = frozenset(EXPECTED_FILE.read_text().split())

@@ -10,7 +10,7 @@ from onnx.reference import ReferenceEvaluator
 
 from relaykit.errors import DynamicShapeError, FrontendError
 from relaykit.frontend import from_onnx
-from relaykit.frontend.onnx_backend import RelayKitBackend, RelayKitReimportBackend
+from relaykit.frontend.onnx.backend import RelayKitBackend, RelayKitReimportBackend
 
 F, I64 = TensorProto.FLOAT, TensorProto.INT64
 

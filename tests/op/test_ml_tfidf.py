@@ -86,7 +86,7 @@ def test_frontend_matches_the_onnx_reference(mode):
     from onnx import TensorProto, helper
     from onnx.reference import ReferenceEvaluator
 
-    from relaykit.frontend.onnx_backend import RelayKitBackend
+    from relaykit.frontend.onnx.backend import RelayKitBackend
 
     node = helper.make_node(
         "TfIdfVectorizer", ["x"], ["y"], domain="", mode=mode, min_gram_length=1,

@@ -6,9 +6,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from relaykit.backend.codegen import codegen_registry
+from relaykit.backends import ccompiler, jsonref
 from relaykit.byoc import scoped_registries
-from relaykit.contrib import ccompiler, jsonref
+from relaykit.execution.codegen import codegen_registry
 
 
 @pytest.fixture(autouse=True)

@@ -11,7 +11,8 @@ import pytest
 
 import relaykit as tvm
 from relaykit import relay
-from relaykit.contrib import ccompiler, graph_executor
+from relaykit.backends import ccompiler
+from relaykit.contrib import graph_executor
 from relaykit.errors import ArtifactCorruptError, ArtifactError, ArtifactVersionError
 from relaykit.runtime.artifact import load_module
 

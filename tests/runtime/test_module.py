@@ -4,13 +4,13 @@ import numpy as np
 import pytest
 
 import relaykit as tvm
-from relaykit.backend.codegen import CSourceCodegen
 from relaykit.errors import (
     ArtifactCorruptError,
     ExecutionError,
     FunctionNotFoundError,
     RelayKitError,
 )
+from relaykit.execution.codegen import CSourceCodegen
 from relaykit.runtime import PythonModule
 from relaykit.runtime.registry import func_registry
 

@@ -146,7 +146,7 @@ def test_pass_context_option_sets_the_budget(global_policy):
 
 
 def test_dnnl_regions_take_their_share(global_policy, monkeypatch):
-    dnnl = pytest.importorskip("relaykit.contrib.dnnl")
+    dnnl = pytest.importorskip("relaykit.backends.dnnl")
     monkeypatch.setenv(threads.ENV_VAR, "3")
     assert dnnl.resolve_num_threads() == 3
     assert global_policy.openmp_active

@@ -16,8 +16,8 @@ import pytest
 
 import relaykit as tvm
 from relaykit import relay
-from relaykit.backend.codegen.toolchain import compile_shared_library
-from relaykit.contrib import ccompiler, graph_executor
+from relaykit.backends import ccompiler
+from relaykit.contrib import graph_executor
 from relaykit.errors import (
     ArtifactCorruptError,
     ArtifactError,
@@ -26,6 +26,7 @@ from relaykit.errors import (
     NativeCodeRefusedError,
     RelayKitError,
 )
+from relaykit.execution.codegen.toolchain import compile_shared_library
 from relaykit.runtime.artifact import artifact_digest, load_module
 from relaykit.runtime.c_module import CFunctionSignature, CSourceModule, TensorSpec
 from relaykit.runtime.signing import generate_keypair, sign_artifact

@@ -11,11 +11,11 @@ import pytest
 
 import relaykit as tvm
 from relaykit import relay
-from relaykit.backend.codegen.toolchain import compile_shared_library
+from relaykit.backends.dnnl import DnnlNotFoundError, ensure_registered, find_onednn
+from relaykit.backends.dnnl.partition import partition_for_dnnl
 from relaykit.contrib import graph_executor
-from relaykit.contrib.dnnl import DnnlNotFoundError, ensure_registered, find_onednn
-from relaykit.contrib.dnnl.partition import partition_for_dnnl
 from relaykit.errors import NativeCodeRefusedError, RelayKitError
+from relaykit.execution.codegen.toolchain import compile_shared_library
 from relaykit.runtime.artifact import load_module
 
 X = np.array([[-1, 2, -3, 4, -5, 6, -7, 8]], "float32")

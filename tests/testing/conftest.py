@@ -22,7 +22,7 @@ def np_ref(load_test_file: Callable[[Path, str], ModuleType]) -> ModuleType:
 def run_debug() -> Any:
     """``run_debug(mod, data, params) -> np.ndarray`` on the reference interpreter
     (skips when the interpreter is not available)."""
-    interpreter = pytest.importorskip("relaykit.backend.interpreter")
+    interpreter = pytest.importorskip("relaykit.execution.interpreter")
 
     def run(mod: Any, data: np.ndarray, params: dict[str, Any]) -> np.ndarray:
         out = interpreter.create_executor("debug", mod=mod).evaluate()(data, **params)

@@ -47,7 +47,7 @@ def test_inception_v3_structure() -> None:
 
 
 def _run(mod: IRModule, *args: Any, **params: Any) -> np.ndarray:
-    interpreter = pytest.importorskip("relaykit.backend.interpreter")
+    interpreter = pytest.importorskip("relaykit.execution.interpreter")
     out = interpreter.create_executor("debug", mod=mod).evaluate()(*args, **params)
     return out.numpy() if hasattr(out, "numpy") else np.asarray(out)
 

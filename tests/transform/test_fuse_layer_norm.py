@@ -6,7 +6,7 @@ import pytest
 
 import relaykit as tvm
 from relaykit import relay
-from relaykit.backend import host_native
+from relaykit.backends.host import native as host_native
 from relaykit.contrib import graph_executor
 from relaykit.ir.expr import Call
 from relaykit.ir.functor import post_order

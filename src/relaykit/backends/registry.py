@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 #: Where the built-in backends live: one folder each, declaring ``BACKEND`` in ``backend.py``.
-BUILTIN_PACKAGE = "relaykit.contrib"
+BUILTIN_PACKAGE = "relaykit.backends"
 
 
 def _builtin_backends() -> dict[str, str]:

@@ -43,7 +43,7 @@ from .merge_regions import MergeCompilerRegions
 from .partition import PartitionGraph, RegionInfo, partition_module, region_functions
 from .pins import Pin, pin
 from .pipeline import partition_for, partition_passes, registered_patterns, run_optimize_hook
-from .report import OpReport, Report, explain
+from .report.explain import OpReport, Report, explain
 from .rules import Decline, RuleError, Verdict, check_op, decline
 from .targets import (
     TargetSpec,

@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 
-from relaykit.backend.build_module import build
 from relaykit.cli._common import (
     Progress,
     SubParsers,
@@ -37,6 +36,7 @@ from relaykit.cli.compile import (
 )
 from relaykit.cli.run import positive_int, random_inputs
 from relaykit.contrib.graph_executor import GraphModule
+from relaykit.execution.build_module import build
 
 __all__ = ["register", "run", "Engine", "measure", "format_table"]
 

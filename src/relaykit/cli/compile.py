@@ -15,12 +15,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from relaykit.backend.build_module import build
-from relaykit.backend.codegen.registry import (
-    CodegenInfo,
-    codegen_registry,
-    get_codegen,
-)
 from relaykit.byoc import configure_target, partition_for, region_functions, scoped_registries
 from relaykit.byoc.targets import activate_targets
 from relaykit.cli._common import (
@@ -37,6 +31,12 @@ from relaykit.cli._common import (
     split_targets,
 )
 from relaykit.cli._models import MODEL_HELP, load_for_build
+from relaykit.execution.build_module import build
+from relaykit.execution.codegen.registry import (
+    CodegenInfo,
+    codegen_registry,
+    get_codegen,
+)
 from relaykit.ir import IRModule
 from relaykit.runtime.module import Module
 

@@ -16,8 +16,6 @@ from pathlib import Path
 
 import numpy as np
 
-from relaykit.backend.build_module import build
-from relaykit.backend.interpreter import create_executor
 from relaykit.backends import target_key
 from relaykit.backends.status import AVAILABLE, describe
 from relaykit.byoc import (
@@ -30,7 +28,7 @@ from relaykit.byoc import (
     run_optimize_hook,
     scoped_registries,
 )
-from relaykit.byoc.summary import summarize
+from relaykit.byoc.report.summary import summarize
 from relaykit.cli._common import (
     IMAGE_SIZE,
     Progress,
@@ -49,6 +47,8 @@ from relaykit.cli.bench import measure, relaykit_engine
 from relaykit.cli.compile import compile_model, region_counts
 from relaykit.cli.run import positive_int, random_inputs
 from relaykit.errors import UsageError
+from relaykit.execution.build_module import build
+from relaykit.execution.interpreter import create_executor
 from relaykit.ir import Call, IRModule, Op, post_order
 from relaykit.ir.op import register_op_attr
 from relaykit.testing import vgg

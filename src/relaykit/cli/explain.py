@@ -15,10 +15,10 @@ import sys
 from pathlib import Path
 
 from relaykit.byoc import run_optimize_hook, scoped_registries
-from relaykit.byoc.report import Report
-from relaykit.byoc.summary import Summary
+from relaykit.byoc.report.explain import Report
+from relaykit.byoc.report.summary import Summary
+from relaykit.byoc.report.visual import analyse, render_dot, render_html
 from relaykit.byoc.targets import activate_targets
-from relaykit.byoc.visual import analyse, render_dot, render_html
 from relaykit.cli._common import (
     BATCH,
     EXIT_OK,

@@ -11,7 +11,7 @@ import json
 
 from relaykit.backends import target_key
 from relaykit.byoc import configure_target, explain, run_optimize_hook, scoped_registries
-from relaykit.byoc.summary import summarize
+from relaykit.byoc.report.summary import summarize
 from relaykit.byoc.targets import activate_targets
 from relaykit.cli._common import (
     BATCH,

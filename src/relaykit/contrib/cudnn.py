@@ -1,6 +1,6 @@
 """``tvm.contrib.cudnn``: whether cuDNN can be used — never, in relaykit.
 
-relaykit runs on the CPU; its library backend is oneDNN (``relaykit.contrib.dnnl``).
+relaykit runs on the CPU; its library backend is oneDNN (``relaykit.backends.dnnl``).
 
 >>> exists()
 False

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from relaykit.backend.graph_executor import GraphExecutor
-from relaykit.backend.graph_plan import GraphPlan
 from relaykit.errors import ExecutionError
+from relaykit.execution.graph_executor import GraphExecutor
+from relaykit.execution.graph_plan import GraphPlan
 from relaykit.runtime.module import BenchmarkResult, Module, time_calls
 from relaykit.runtime.ndarray import Device, NDArray
 
@@ -28,7 +28,7 @@ class GraphModule:
     """A wrapper over a graph executor module, with TVM's methods.
 
     Like the executor it wraps, it may be shared by threads: each thread sets its own
-    inputs, runs and reads its own outputs (see :mod:`relaykit.backend.graph_executor`).
+    inputs, runs and reads its own outputs (see :mod:`relaykit.execution.graph_executor`).
     """
 
     def __init__(self, module: Module) -> None:

@@ -16,9 +16,9 @@ from types import ModuleType
 
 import relaykit.op.contrib  # noqa: F401 - relay.op.contrib: the pattern tables of backends
 from relaykit import op
-from relaykit.backend.build_module import build
-from relaykit.backend.interpreter import create_executor
 from relaykit.errors import DiagnosticError, IRError
+from relaykit.execution.build_module import build
+from relaykit.execution.interpreter import create_executor
 from relaykit.ir import (
     Call,
     Constant,
@@ -194,7 +194,7 @@ __all__ = [
 
 def __getattr__(name: str) -> ModuleType:
     # relay.testing (the workloads) and relay.frontend (the importers) load on first use:
-    # loading and running an artifact imports neither (tests/contrib/test_export.py).
+    # loading and running an artifact imports neither (tests/backends/test_export.py).
     if name in ("testing", "frontend"):
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'relaykit.relay' has no attribute {name!r}")

@@ -10,8 +10,8 @@
 
 from __future__ import annotations
 
-from relaykit.backend.build_module import GraphExecutorFactoryModule, build
-from relaykit.backend.interpreter import create_executor
+from relaykit.execution.build_module import GraphExecutorFactoryModule, build
+from relaykit.execution.interpreter import create_executor
 from relaykit.transform.bind import bind_params_by_name
 
 __all__ = ["build", "create_executor", "bind_params_by_name", "GraphExecutorFactoryModule"]

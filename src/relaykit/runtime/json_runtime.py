@@ -1,7 +1,7 @@
 """Base of JSON-graph runtimes: parse a region's JSON once, bind kernels, run.
 
 A JSON backend serialises each partitioned function to a small graph
-(:mod:`relaykit.backend.codegen.json_graph` writes it)::
+(:mod:`relaykit.execution.codegen.json_graph` writes it)::
 
     {"format": "relaykit.json_graph", "version": 1, "symbol": "...",
      "nodes": [{"op": "input", "name": "x", "shape": [[1, 8]], "dtype": ["float32"]},

@@ -1,6 +1,6 @@
 """The Relay virtual machine: bytecode, executables and the machine that runs them.
 
-``relay.vm.compile(mod, target)`` (:mod:`relaykit.backend.vm`) turns every
+``relay.vm.compile(mod, target)`` (:mod:`relaykit.execution.vm`) turns every
 global function of a module into a :class:`VMFunction`: a register machine
 program of :data:`OPCODES` instructions. Registers hold tensors
 (``numpy.ndarray``), :class:`ADT` objects (tuples and constructor values) and
@@ -13,7 +13,7 @@ the executable's primitive records, which the machine resolves once, when it
 is created, into a :class:`Primitive`. Kinds are pluggable
 (:func:`register_primitive_kind`): ``"extern"`` (a backend function of the
 executable's library, called destination-passing) is resolved here; ``"op"``
-(an operator's host kernel) is registered by :mod:`relaykit.backend.vm`, which
+(an operator's host kernel) is registered by :mod:`relaykit.execution.vm`, which
 this layer may not import.
 
 Storage is planned per function for static shapes: a function's *prologue*
@@ -631,7 +631,7 @@ class VMExecutableModule(Module):
             meta={"format": _FORMAT},
             files={"bytecode.json": json.dumps(self.header()).encode()},
             arrays=arrays,
-            provider="relaykit.backend.vm",
+            provider="relaykit.execution.vm",
         )
 
     @staticmethod
@@ -1031,7 +1031,7 @@ class VirtualMachine:
         if resolver is None:
             raise ExecutionError(
                 f"the VM executable calls a primitive of kind {rec.kind!r} ({rec.name}), which "
-                "no loaded layer provides: import relaykit (relaykit.backend.vm registers 'op')"
+                "no loaded layer provides: import relaykit (relaykit.execution.vm registers 'op')"
             )
         return resolver(rec, self.module, self.shared)
 

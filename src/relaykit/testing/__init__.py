@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from relaykit.backend.interpreter import create_executor
 from relaykit.errors import ArgumentError, UnsupportedFeatureError
+from relaykit.execution.interpreter import create_executor
 from relaykit.ir.expr import Call, Expr, Function
 from relaykit.ir.functor import post_order
 from relaykit.ir.module import IRModule

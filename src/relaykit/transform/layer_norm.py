@@ -5,7 +5,7 @@
 beta``, and exporters emit the same chain (ONNX before opset 17: ReduceMean, Sub, Pow 2,
 ReduceMean, Add eps, Sqrt, Div, Mul gamma, Add beta). Run as written these are nine or ten
 passes over the data; the host runs ``nn.layer_norm`` in one kernel (see
-:mod:`relaykit.backend.host_nn`), and more accurately: the chain's mean is rounded before
+:mod:`relaykit.backends.host.nn`), and more accurately: the chain's mean is rounded before
 it is subtracted. This pass finds, for one axis ``a``:
 
 - ``mean(x, axis=[a], keepdims=True)`` subtracted from ``x`` (``d``; both uses of ``d``

@@ -31,7 +31,6 @@ from typing import Any
 
 import numpy as np
 
-from relaykit.backend.build_module import build
 from relaykit.byoc.pipeline import partition_for
 from relaykit.errors import (
     FrontendError,
@@ -40,6 +39,7 @@ from relaykit.errors import (
     RelayKitError,
     UsageError,
 )
+from relaykit.execution.build_module import build
 from relaykit.ir.expr import Expr, Var
 from relaykit.ir.module import IRModule
 from relaykit.ir.types import TensorType

@@ -3,7 +3,7 @@
 TVM's Relay has no GELU: frontends write the chain (divide, erf, add, multiply, multiply),
 as relaykit's do; Relax and onnxruntime have it as one operator. ``relay.build`` forms it
 from the chain for the host (:mod:`relaykit.transform.gelu`), which runs it in one pass
-(:mod:`relaykit.backend.host_nn`) instead of five.
+(:mod:`relaykit.backends.host.nn`) instead of five.
 
 >>> from relaykit import relay
 >>> gelu(relay.var("x", shape=(2, 3))).op.name

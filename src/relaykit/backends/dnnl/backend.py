@@ -1,0 +1,58 @@
+"""The ``dnnl`` backend record, found by name through :data:`relaykit.backends.BUILTIN`.
+
+Loading the record imports the backend's Python code only; oneDNN itself is
+opened when a region is compiled (or by the ``requires`` check).
+"""
+
+from __future__ import annotations
+
+from relaykit.backends import Backend, Requirement
+from relaykit.backends.common import RELAYKIT_VERSION
+
+from . import tvm_api
+from .codegen import OPTIONS_KEY, dnnl_codegen
+from .library import DnnlNotFoundError, find_onednn
+from .module import DnnlModule
+from .partition import optimize_for_dnnl, partition_for_dnnl
+from .patterns import pattern_table
+from .rules import RULES, TARGET, check_call, rule_for
+
+__all__ = ["BACKEND"]
+
+
+def _onednn_missing() -> str | None:
+    try:
+        find_onednn()
+    except DnnlNotFoundError:
+        return "oneDNN is not installed"
+    return None
+
+
+BACKEND = Backend(
+    TARGET,
+    rules={name: rule_for(name) for name in RULES},
+    patterns=pattern_table,
+    options={"config_key": OPTIONS_KEY, "num_threads": None},
+    optimize=optimize_for_dnnl,
+    # Every region is worth taking: benchmarks/dnnl_overhead.py measured a region call at
+    # ~1 µs (bound, one step), and dense+bias+relu regions from 256 to 1.3e8 MACs at 0.35-
+    # 0.77x the host kernels' time (1 thread, OPENBLAS_NUM_THREADS=1; the MLP workload:
+    # 8 µs with dnnl, 15 µs on the host). Small regions run on one thread (region.py).
+    min_region_ops=1,
+    min_region_macs=0,
+    codegen=dnnl_codegen,
+    per_module=True,
+    loaders={DnnlModule.type_key: DnnlModule.load_blob},
+    description=(
+        "CNN and transformer regions fused and run by oneDNN through one cached C++ runtime"
+    ),
+    version=RELAYKIT_VERSION,
+    requires=Requirement(extra="dnnl", check=_onednn_missing),
+    # TVM's relay.op.contrib.dnnl
+    exports={
+        "partition_for_dnnl": partition_for_dnnl,
+        "pattern_table": pattern_table,
+        "check_call": check_call,
+        **{name: getattr(tvm_api, name) for name in tvm_api.__all__},
+    },
+)
