@@ -109,6 +109,7 @@ def test_threads_building_at_once_each_get_their_own_pass_context_and_target():
     assert "FoldConstant" in got["config"]["log"].names
     assert "FoldScaleAxis" in got["fold"]["log"].names
     assert "FoldScaleAxis" not in got["disabled"]["log"].names
+    assert [got[k]["lib"].target for k in ("fold", "disabled", "config")] == ["llvm", "c", "llvm"]
     for name, (_, _, n) in setups.items():
         x = np.ones(n, dtype="float32")
         module = got[name]["lib"]["default"](tvm.cpu())
