@@ -20,8 +20,9 @@ from __future__ import annotations
 import difflib
 import shlex
 from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 from relaykit.errors import ArgumentError
 
@@ -128,6 +129,9 @@ _KINDS: dict[str, TargetKind] = {
 # TVM's historical aliases
 _ALIASES = {"cpu": "llvm", "x86": "llvm", "gpu": "cuda"}
 
+#: The targets entered with ``with`` in the current thread or task, innermost last.
+_ENTERED: ContextVar[tuple[Target, ...]] = ContextVar("relaykit.Target", default=())
+
 
 def list_kinds() -> list[str]:
     """The target kinds that parse (``tvm.target.Target.list_kinds()``)."""
@@ -204,14 +208,13 @@ class Target:
     Built from a string (``"llvm -mcpu=skylake"``), a dict
     (``{"kind": "llvm", "mcpu": "skylake"}``) or another Target, with an
     optional ``host`` target. Used as a context manager it becomes
-    :meth:`Target.current`.
+    :meth:`Target.current` for the current thread (or asyncio task): the entered
+    targets are a context variable, so a new thread starts with none.
 
     >>> with Target("llvm"):
     ...     Target.current().kind.name
     'llvm'
     """
-
-    _stack: ClassVar[list[Target]] = []
 
     kind: TargetKind
     keys: tuple[str, ...]
@@ -286,9 +289,10 @@ class Target:
 
     @staticmethod
     def current(allow_none: bool = True) -> Target | None:
-        """The innermost target entered with ``with target:``."""
-        if Target._stack:
-            return Target._stack[-1]
+        """The innermost target entered with ``with target:`` in this thread (or task)."""
+        entered = _ENTERED.get()
+        if entered:
+            return entered[-1]
         if not allow_none:
             raise ArgumentError("no target is in scope; enter one with `with Target(...):`")
         return None
@@ -301,11 +305,11 @@ class Target:
         return t, t.host
 
     def __enter__(self) -> Target:
-        Target._stack.append(self)
+        _ENTERED.set((*_ENTERED.get(), self))
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        Target._stack.pop()
+        _ENTERED.set(_ENTERED.get()[:-1])
 
     def __str__(self) -> str:
         parts = [self.kind.name]

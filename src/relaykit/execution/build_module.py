@@ -46,6 +46,7 @@ from relaykit.ir.module import IRModule
 from relaykit.ir.types import is_dynamic
 from relaykit.runtime.module import Module, ModuleBlob, register_module_loader
 from relaykit.runtime.ndarray import Device, NDArray
+from relaykit.target import Target
 from relaykit.transform.batch_matmul_layout import FoldTransposeIntoBatchMatmul
 from relaykit.transform.bind import bind_params_by_name
 from relaykit.transform.gelu import FuseGelu
@@ -238,8 +239,10 @@ register_module_loader(GraphExecutorFactoryModule.type_key, GraphExecutorFactory
 
 
 def _host_target(target: Any) -> str:
-    if target is None:
-        return "llvm"
+    if target is None:  # TVM's Target.target_or_current, defaulting to the host
+        target = Target.current()
+        if target is None:
+            return "llvm"
     if isinstance(target, Mapping):  # TVM's {"cpu": "llvm"} form
         values = list(target.values())
         if len(values) == 1:
@@ -327,7 +330,10 @@ def build(
     params: Mapping[str, Any] | None = None,
     mod_name: str = "default",
 ) -> GraphExecutorFactoryModule:
-    """Build ``ir_mod`` for the host with the graph executor (TVM's ``relay.build``)."""
+    """Build ``ir_mod`` for the host with the graph executor (TVM's ``relay.build``).
+
+    Without ``target``, the target entered with ``with tvm.target.Target(...):`` in this
+    thread is used, else ``llvm``."""
     target_name = _host_target(target)
     if target_host is not None:
         _host_target(target_host)

@@ -5,6 +5,10 @@ runs; inside a :class:`Sequential` it runs when its ``opt_level`` is at most
 the context's, or when the context requires it by name, and never when the
 context disables it (TVM's rules).
 
+The entered contexts are a context variable (:mod:`contextvars`): each thread
+(and each asyncio task) has its own, so threads building at once with different
+options each see theirs, and a new thread starts from the default context.
+
 >>> from relaykit.ir import IRModule
 >>> @module_pass(opt_level=1, name="Noop")
 ... def noop(mod, ctx):
@@ -20,8 +24,9 @@ import functools
 import inspect
 import sys
 from collections.abc import Callable, Iterable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 from relaykit.errors import IRError
 from relaykit.ir.expr import Function
@@ -119,8 +124,6 @@ class PassContext:
     instruments: Sequence[PassInstrument] = ()
     config: dict[str, Any] = field(default_factory=dict)
 
-    _stack: ClassVar[list[PassContext]] = []
-
     def __post_init__(self) -> None:
         self.required_pass = tuple(self.required_pass or ())
         self.disabled_pass = tuple(self.disabled_pass or ())
@@ -153,14 +156,14 @@ class PassContext:
 
     def __enter__(self) -> PassContext:
         self._enter_instruments()
-        PassContext._stack.append(self)
+        _ENTERED.set((*_ENTERED.get(), self))
         return self
 
     def __exit__(self, *exc: Any) -> None:
         try:
             self._exit_instruments()
         finally:
-            PassContext._stack.pop()
+            _ENTERED.set(_ENTERED.get()[:-1])
 
     def override_instruments(self, instruments: Sequence[PassInstrument] | None) -> None:
         """Replace this context's instruments: the old ones are left, the new entered
@@ -171,7 +174,15 @@ class PassContext:
 
     @staticmethod
     def current() -> PassContext:
-        return PassContext._stack[-1] if PassContext._stack else _DEFAULT_CONTEXT
+        """The innermost context entered in this thread (or asyncio task), else the
+        default one."""
+        entered = _ENTERED.get()
+        return entered[-1] if entered else _DEFAULT_CONTEXT
+
+    @staticmethod
+    def is_entered() -> bool:
+        """True inside a ``with PassContext(...):`` block of this thread (or task)."""
+        return bool(_ENTERED.get())
 
     @staticmethod
     def list_configs() -> dict[str, dict[str, str]]:
@@ -188,6 +199,9 @@ class PassContext:
 
 
 _DEFAULT_CONTEXT = PassContext()
+
+#: The contexts entered with ``with`` in the current thread or task, innermost last.
+_ENTERED: ContextVar[tuple[PassContext, ...]] = ContextVar("relaykit.PassContext", default=())
 
 
 class Pass:

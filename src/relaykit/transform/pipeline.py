@@ -60,7 +60,7 @@ def optimization_pipeline() -> Sequential:
 def optimize(mod: IRModule, opt_level: int = 3) -> IRModule:
     """Run the pipeline on ``mod``; inside an active ``PassContext`` its settings
     apply, otherwise ``opt_level``."""
-    if PassContext._stack:
+    if PassContext.is_entered():
         return optimization_pipeline()(mod)
     with PassContext(opt_level=opt_level):
         return optimization_pipeline()(mod)

@@ -29,6 +29,7 @@ import platform
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +65,8 @@ _FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-std=c11", "-DNDEBUG")
 
 _lock = threading.Lock()
 _state: dict[str, ctypes.CDLL | None] = {}
-_local = threading.local()
+#: The choice of the innermost ``chosen(...)`` block of this thread (or task), if any.
+_CHOSEN: ContextVar[bool | None] = ContextVar("relaykit.host_native.chosen", default=None)
 
 
 def _cpu_id() -> str:
@@ -93,7 +95,7 @@ def _build() -> ctypes.CDLL:
 
 def is_enabled() -> bool:
     """Whether host executors created now may use native kernels."""
-    chosen = getattr(_local, "chosen", None)
+    chosen = _CHOSEN.get()
     if chosen is not None:
         return bool(chosen)
     return os.environ.get(ENV_VAR, "1").strip().lower() not in ("0", "false", "no", "off")
@@ -124,12 +126,11 @@ def chosen(enabled: bool) -> Iterator[None]:
     """In this block (on this thread) native kernels are used when ``enabled`` and the
     library is available, else not, whatever the environment says: an executor binds
     every thread's kernels under the choice it made when it was created."""
-    before = getattr(_local, "chosen", None)
-    _local.chosen = enabled
+    token = _CHOSEN.set(enabled)
     try:
         yield
     finally:
-        _local.chosen = before
+        _CHOSEN.reset(token)
 
 
 def disabled() -> contextlib.AbstractContextManager[None]:
