@@ -14,7 +14,7 @@ import numpy as np
 
 from relaykit.backend.codegen.c_source import CBuffer, CSourceCodegen, EmitContext, composite_calls
 from relaykit.ir.expr import Call
-from relaykit.op.nn._relations import pad4, pair
+from relaykit.op.nn.geometry import pad4, pair
 
 from .kernels_c import PREAMBLE
 from .rules import TARGET
