@@ -19,7 +19,7 @@ from relaykit.execution.codegen.c_source import (
     composite_calls,
 )
 from relaykit.ir.expr import Call
-from relaykit.op.nn._relations import pad4, pair
+from relaykit.op.nn.geometry import pad4, pair
 
 from .kernels_c import PREAMBLE
 from .rules import TARGET

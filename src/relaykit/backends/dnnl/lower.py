@@ -31,6 +31,7 @@ from relaykit.ir.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem
 from relaykit.ir.functor import post_order
 from relaykit.ir.op import Op
 from relaykit.ir.types import TensorType, TupleType
+from relaykit.op.nn.geometry import pad4, pair
 
 from .program import Node, Program
 
@@ -42,8 +43,6 @@ __all__ = [
     "ELTWISE_OPS",
     "BINARY_OPS",
     "COMMUTATIVE",
-    "pair",
-    "pad4",
 ]
 
 Value = Union[int, tuple["Value", ...]]  # noqa: UP007 (a runtime alias)
@@ -85,22 +84,6 @@ def _shape(expr: Expr) -> tuple[int, ...]:
     if not isinstance(ty, TensorType):
         raise CodegenError(f"dnnl: expected a tensor, got {ty}")
     return tuple(int(d) for d in ty.shape)
-
-
-def pair(value: Any) -> tuple[int, int]:
-    """(h, w) from an int or a 1- or 2-element list."""
-    vals = (value,) if isinstance(value, int) else tuple(value)
-    return (vals[0], vals[0]) if len(vals) == 1 else (vals[0], vals[1])
-
-
-def pad4(value: Any) -> tuple[int, int, int, int]:
-    """(top, left, bottom, right) from 1, 2 or 4 values, as Relay's padding attributes."""
-    vals = (value,) if isinstance(value, int) else tuple(value or (0,))
-    if len(vals) == 1:
-        vals = vals * 4
-    elif len(vals) == 2:
-        vals = (vals[0], vals[1], vals[0], vals[1])
-    return tuple(int(v) for v in vals)  # type: ignore[return-value]
 
 
 def _along(vec: np.ndarray, axis: int, ndim: int) -> np.ndarray:

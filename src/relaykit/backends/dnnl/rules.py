@@ -31,8 +31,9 @@ from relaykit.byoc import Decline, decline
 from relaykit.ir.expr import Call, Constant, Expr
 from relaykit.ir.op import default_registry, register_op_attr
 from relaykit.ir.types import TensorType, TupleType, Type
+from relaykit.op.nn.geometry import pad4, pair
 
-from .lower import BINARY_OPS, COMMUTATIVE, ELTWISE_OPS, op_name, pad4, pair
+from .lower import BINARY_OPS, COMMUTATIVE, ELTWISE_OPS, op_name
 
 __all__ = ["RULES", "register_rules", "rules_registered", "check_call", "rule_for", "TARGET"]
 

@@ -39,7 +39,7 @@ from relaykit.backends.host.conv import Epilogue, MatrixEpilogue
 from relaykit.errors import ExecutionError
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.op import default_registry
-from relaykit.op.nn._relations import pad4, pair
+from relaykit.op.nn.geometry import pad4, pair
 from relaykit.op.reduce import reduce_axes
 from relaykit.runtime.threads import get_policy
 

@@ -1,4 +1,4 @@
-"""nn.conv2d, nn.conv2d_transpose, nn.dense, nn.batch_matmul against naive loops."""
+"""nn.conv2d and nn.conv2d_transpose against naive loops."""
 
 from __future__ import annotations
 
@@ -221,47 +221,3 @@ def test_conv2d_transpose_relation_errors(rel, tvar):
     with pytest.raises(TypeRelError, match="data has 3 input channels but the weight"):
         rel(nn.conv2d_transpose(tvar("x", (1, 3, 4, 4)), tvar("w", (2, 3, 3, 3))))
     assert op.get("nn.conv2d_transpose").attrs_schema["kernel_layout"] == "IOHW"
-
-
-def test_dense(run, rel, tvar, rng):
-    x = rng.standard_normal((2, 3, 5)).astype("float32")
-    w = rng.standard_normal((4, 5)).astype("float32")
-    call = nn.dense(tvar("x", x.shape), tvar("w", w.shape), units=4)
-    out = run(call, x, w)
-    want = np.zeros((2, 3, 4))
-    for i, j, u, k in itertools.product(range(2), range(3), range(4), range(5)):
-        want[i, j, u] += float(x[i, j, k]) * float(w[u, k])
-    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
-    with pytest.raises(TypeRelError, match="has 5 features but the weight .* expects 6"):
-        rel(nn.dense(tvar("x", (2, 5)), tvar("w", (4, 6))))
-    with pytest.raises(TypeRelError, match="units=3 but the weight"):
-        rel(nn.dense(tvar("x", (2, 5)), tvar("w", (4, 5)), units=3))
-    with pytest.raises(TypeRelError, match="weight must be 2-D"):
-        rel(nn.dense(tvar("x", (2, 5)), tvar("w", (5,))))
-
-
-@pytest.mark.parametrize("ta, tb", [(False, True), (False, False), (True, False), (True, True)])
-@pytest.mark.parametrize("ba, bb", [(3, 3), (1, 3), (3, 1)])
-def test_batch_matmul(ta, tb, ba, bb, run, tvar, rng):
-    m, n, k = 2, 4, 5
-    a = rng.standard_normal((ba, k, m) if ta else (ba, m, k)).astype("float32")
-    b = rng.standard_normal((bb, n, k) if tb else (bb, k, n)).astype("float32")
-    call = nn.batch_matmul(tvar("a", a.shape), tvar("b", b.shape), transpose_a=ta, transpose_b=tb)
-    out = run(call, a, b)
-    aa = a.transpose(0, 2, 1) if ta else a
-    bt = b.transpose(0, 2, 1) if tb else b
-    want = np.einsum("bmk,bkn->bmn", np.broadcast_to(aa, (3, m, k)), np.broadcast_to(bt, (3, k, n)))
-    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
-
-
-def test_batch_matmul_defaults_and_errors(rel, tvar):
-    call = nn.batch_matmul(tvar("a", (2, 3, 4)), tvar("b", (2, 5, 4)))
-    assert (
-        call.attrs.transpose_b is True
-        and op.get("nn.batch_matmul").attrs_schema["transpose_b"] is False
-    )
-    assert rel(call) == TensorType((2, 3, 5))
-    with pytest.raises(TypeRelError, match="reduction dimensions differ: 4 .* and 5"):
-        rel(nn.batch_matmul(tvar("a", (2, 3, 4)), tvar("b", (2, 4, 5))))
-    with pytest.raises(TypeRelError, match="batch dimensions 2 and 3 differ"):
-        rel(nn.batch_matmul(tvar("a", (2, 3, 4)), tvar("b", (3, 5, 4))))

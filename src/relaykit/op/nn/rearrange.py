@@ -1,5 +1,11 @@
-"""Block rearrangements: ``depth_to_space``, ``space_to_depth``, ``space_to_batch_nd``,
-``batch_to_space_nd`` (TensorFlow's and ONNX's semantics, as TVM's ``relay.nn``).
+"""Operators that only move data: ``nn.pad``, ``nn.batch_flatten`` and the block
+rearrangements ``nn.depth_to_space``, ``nn.space_to_depth``, ``nn.space_to_batch_nd``,
+``nn.batch_to_space_nd`` (TensorFlow's and ONNX's semantics, as TVM's ``relay.nn``): each
+one's schema, type relation, reference kernel and constructor.
+
+``pad(data, pad_width, pad_value, pad_mode)`` pads each axis by ``pad_width[axis] =
+(before, after)`` with a scalar, the edge or a reflection; run-time widths make a
+``dyn.nn.pad``. ``batch_flatten`` flattens all axes but the first.
 
 ``depth_to_space(data, b)`` moves ``b * b`` channel blocks into ``b x b`` spatial
 tiles (``mode="DCR"``: depth-column-row, the channel index is ``(by, bx, c)``;
@@ -19,18 +25,127 @@ moves the tile offsets into the batch axis (offset-major);
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from relaykit.ir.attrs import Attrs
-from relaykit.ir.expr import Call, Expr
+from relaykit.ir.expr import Call, Expr, const
 from relaykit.ir.types import TensorType, Type
-from relaykit.op._relations import tensor_arg
+from relaykit.op._numeric import as_out
+from relaykit.op._relations import static, static_value, tensor_arg
 from relaykit.op.define import OpPattern, TypeRelError, define_op, make_call
 
-__all__ = ["batch_to_space_nd", "depth_to_space", "space_to_batch_nd", "space_to_depth"]
+__all__ = [
+    "pad",
+    "batch_flatten",
+    "batch_to_space_nd",
+    "depth_to_space",
+    "space_to_batch_nd",
+    "space_to_depth",
+]
+
+
+# -- nn.pad ---------------------------------------------------------------------------------------
+
+
+def pad_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types, 0, "data")
+    value = tensor_arg(arg_types, 1, "pad_value")
+    if value.shape != ():
+        raise TypeRelError(f"pad_value must be a scalar, got {value}")
+    width = attrs.pad_width
+    if width is None or len(width) != data.ndim:
+        raise TypeRelError(
+            f"pad_width must have one (before, after) pair per axis of {data}, got {width!r}"
+        )
+    if attrs.pad_mode not in ("constant", "edge", "reflect"):
+        raise TypeRelError(
+            f"pad_mode must be 'constant', 'edge' or 'reflect', got {attrs.pad_mode!r}"
+        )
+    shape = []
+    for axis, (dim, pw) in enumerate(zip(data.shape, width, strict=True)):
+        if len(pw) != 2 or any(not isinstance(p, int) or p < 0 for p in pw):
+            raise TypeRelError(f"pad_width[{axis}] must be two non-negative integers, got {pw!r}")
+        if attrs.pad_mode == "reflect" and static(dim) and max(pw) >= dim:
+            raise TypeRelError(
+                f"reflect padding {pw} on axis {axis} must be smaller than its size {dim}"
+            )
+        if attrs.pad_mode == "edge" and max(pw) > 0 and dim == 0:
+            raise TypeRelError(f"cannot edge-pad the empty axis {axis}")
+        shape.append(dim + pw[0] + pw[1])
+    return TensorType(shape, data.dtype)
+
+
+def pad_kernel(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+    data, value = inputs
+    width = [tuple(p) for p in attrs.pad_width]
+    if attrs.pad_mode == "constant":
+        out = np.pad(data, width, mode="constant", constant_values=value.astype(data.dtype))
+    else:
+        out = np.pad(data, width, mode=attrs.pad_mode)
+    return as_out(out, data.dtype)
+
+
+define_op(
+    "nn.pad",
+    num_inputs=2,
+    attrs={"pad_width": None, "pad_mode": "constant"},
+    attrs_type_key="relay.attrs.PadAttrs",
+    type_rel=pad_rel,
+    compute=pad_kernel,
+    pattern=OpPattern.INJECTIVE,
+    doc="Pad with a scalar (input 1), the edge, or a reflection.",
+)
+
+
+def pad(data: Expr, pad_width: Any, pad_value: Any = 0, pad_mode: str = "constant") -> Call:
+    """Pad each axis by ``pad_width[axis] = (before, after)``.
+
+    ``pad_value`` is a scalar expression (a number becomes a constant), used
+    when ``pad_mode="constant"``; ``"edge"`` and ``"reflect"`` ignore it.
+
+    >>> from relaykit import relay
+    >>> pad(relay.var("x", shape=(2, 2)), ((1, 1), (0, 2))).attrs.pad_width
+    ((1, 1), (0, 2))
+    """
+    if not isinstance(pad_value, Expr):
+        pad_value = const(pad_value)
+    pad_width = static_value(pad_width)
+    if isinstance(pad_width, Expr):  # run-time widths: dyn.nn.pad
+        return make_call("dyn.nn.pad", [data, pad_width, pad_value], pad_mode=pad_mode)
+    width = tuple(tuple(int(p) for p in pw) for pw in pad_width)
+    return make_call("nn.pad", [data, pad_value], pad_width=width, pad_mode=pad_mode)
+
+
+# -- nn.batch_flatten ----------------------------------------------------------------------------
+
+
+def batch_flatten_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types, 0, "data")
+    if data.ndim < 1:
+        raise TypeRelError(f"batch_flatten needs at least a batch dimension, got {data}")
+    return TensorType((data.shape[0], math.prod(data.shape[1:])), data.dtype)
+
+
+define_op(
+    "nn.batch_flatten",
+    num_inputs=1,
+    type_rel=batch_flatten_rel,
+    compute=lambda ins, attrs: ins[0].reshape(ins[0].shape[0], int(np.prod(ins[0].shape[1:]))),
+    pattern=OpPattern.INJECTIVE,
+    doc="Flatten all but the first axis.",
+)
+
+
+def batch_flatten(data: Expr) -> Call:
+    """Flatten all axes but the first: (N, ...) -> (N, prod(...))."""
+    return make_call("nn.batch_flatten", [data])
+
+
+# -- nn.depth_to_space, nn.space_to_depth ----------------------------------------------------------
 
 
 def _nchw(shape: Sequence[int], layout: str, what: str) -> tuple[int, int, int, int]:

@@ -1,4 +1,6 @@
-"""Pooling kernels against loops that follow TVM's definitions literally."""
+"""Pooling kernels against loops that follow TVM's definitions literally (2-D), a direct
+loop (3-D), and ``nn.max_pool2d_with_argmax`` against a loop written from its definition
+(one window at a time)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from relaykit.ir import TensorType
+from relaykit.ir import TensorType, TupleType
 from relaykit.op import TypeRelError, nn
 
 
@@ -145,3 +147,109 @@ def test_adaptive_relation(rel, tvar):
     assert rel(nn.adaptive_avg_pool2d(v, (None, 2))) == TensorType((1, 2, 5, 2))
     with pytest.raises(TypeRelError, match="output_size must be positive"):
         rel(nn.adaptive_avg_pool2d(v, (0, 2)))
+
+
+def _pool3d_loop(x, k, s, pad, kind, include_pad=False):
+    n, c, d, h, w = x.shape
+    out_shape = [
+        (dim + 2 * pad - kk) // ss + 1 for dim, kk, ss in zip((d, h, w), k, s, strict=True)
+    ]
+    padded = np.pad(x, ((0, 0), (0, 0)) + ((pad, pad),) * 3, constant_values=np.nan)
+    out = np.empty((n, c, *out_shape), "float32")
+    for idx in np.ndindex(*out_shape):
+        sl = tuple(slice(i * ss, i * ss + kk) for i, ss, kk in zip(idx, s, k, strict=True))
+        win = padded[(slice(None), slice(None), *sl)].reshape(n, c, -1)
+        if kind == "max":
+            out[(slice(None), slice(None), *idx)] = np.nanmax(win, axis=-1)
+        elif include_pad:
+            out[(slice(None), slice(None), *idx)] = np.nansum(win, axis=-1) / win.shape[-1]
+        else:
+            out[(slice(None), slice(None), *idx)] = np.nanmean(win, axis=-1)
+    return out
+
+
+@pytest.mark.parametrize(("kind", "include_pad"), [("max", False), ("avg", False), ("avg", True)])
+def test_pool3d_matches_loop(run, tvar, kind, include_pad):
+    x = np.random.default_rng(2).standard_normal((1, 2, 4, 5, 3)).astype("float32")
+    v = tvar("x", (1, 2, 4, 5, 3))
+    if kind == "max":
+        call = nn.max_pool3d(v, (2, 3, 2), (2, 1, 1), padding=(1, 1, 1))
+    else:
+        call = nn.avg_pool3d(
+            v, (2, 3, 2), (2, 1, 1), padding=(1, 1, 1), count_include_pad=include_pad
+        )
+    want = _pool3d_loop(x, (2, 3, 2), (2, 1, 1), 1, kind, include_pad)
+    np.testing.assert_allclose(run(call, x), want, rtol=1e-5)
+
+
+def test_pool3d_ceil_mode_last_window_starts_inside(rel, tvar):
+    # 5 + 0 pads, k=2, s=2: floor -> 2, ceil -> 3 (the third window starts at 4 < 5)
+    out = rel(nn.max_pool3d(tvar("x", (1, 1, 5, 5, 5)), 2, 2, ceil_mode=True))
+    assert out.shape == (1, 1, 3, 3, 3)
+    # with padding 1 at the start: ceil would give 4, but window 4 would start at 6 >= 5 + 1
+    out = rel(
+        nn.max_pool3d(tvar("x", (1, 1, 5, 5, 5)), 2, 2, padding=(1, 1, 1, 0, 0, 0), ceil_mode=True)
+    )
+    assert out.shape == (1, 1, 3, 3, 3)
+
+
+def naive_argmax_pool(x, pool, strides, dilation, padding, storage_order=0):
+    n, c, h, w = x.shape
+    (kh, kw), (sh, sw), (dh, dw) = pool, strides, dilation
+    pt, pl, pb, pr = padding
+    oh = (h + pt + pb - (kh - 1) * dh - 1) // sh + 1
+    ow = (w + pl + pr - (kw - 1) * dw - 1) // sw + 1
+    values = np.zeros((n, c, oh, ow), x.dtype)
+    index = np.zeros((n, c, oh, ow), np.int64)
+    for b in range(n):
+        for ch in range(c):
+            for i in range(oh):
+                for j in range(ow):
+                    best = None
+                    for a in range(kh):
+                        for e in range(kw):
+                            y, z = i * sh + a * dh - pt, j * sw + e * dw - pl
+                            if (
+                                0 <= y < h
+                                and 0 <= z < w
+                                and (best is None or x[b, ch, y, z] > best[0])
+                            ):
+                                best = (x[b, ch, y, z], y, z)
+                    values[b, ch, i, j] = best[0]
+                    plane = (b * c + ch) * h * w
+                    index[b, ch, i, j] = plane + (
+                        best[2] * h + best[1] if storage_order else best[1] * w + best[2]
+                    )
+    return values, index
+
+
+@pytest.mark.parametrize(
+    "pool, strides, dilation, padding, order",
+    [
+        ((2, 2), (2, 2), (1, 1), (0, 0, 0, 0), 0),
+        ((3, 3), (1, 2), (1, 1), (1, 1, 1, 1), 0),
+        ((2, 3), (1, 1), (2, 1), (0, 1, 2, 0), 1),
+    ],
+)
+def test_max_pool2d_with_argmax_matches_a_loop(
+    rng, run, tvar, pool, strides, dilation, padding, order
+):
+    x = rng.standard_normal((2, 3, 7, 6)).astype("float32")
+    call = nn.max_pool2d_with_argmax(
+        tvar("x", x.shape), pool, strides, dilation, padding, storage_order=order
+    ).astuple()
+    values, index = run(call, x)
+    want_v, want_i = naive_argmax_pool(x, pool, strides, dilation, padding, order)
+    np.testing.assert_array_equal(values, want_v)
+    np.testing.assert_array_equal(index, want_i)
+    # the indices point at the values in the flattened input
+    flat = x.transpose(0, 1, 3, 2).reshape(-1) if order else x.reshape(-1)
+    np.testing.assert_array_equal(flat[index], values)
+
+
+def test_max_pool2d_with_argmax_type(rel, tvar):
+    call = nn.max_pool2d_with_argmax(tvar("x", (1, 2, 5, 5)), (2, 2), (2, 2)).astuple()
+    assert rel(call) == TupleType([TensorType((1, 2, 2, 2)), TensorType((1, 2, 2, 2), "int64")])
+    bad = nn.max_pool2d_with_argmax(tvar("x", (1, 2, 5, 5)), (2, 2), layout="NHWC").astuple()
+    with pytest.raises(TypeRelError, match="layout NCHW"):
+        rel(bad)
