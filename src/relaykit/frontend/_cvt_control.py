@@ -14,9 +14,9 @@ import numpy as np
 from relaykit import op
 from relaykit.errors import DynamicShapeError
 from relaykit.ir.expr import Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var
+from relaykit.ir.symbolic import Any as AnyDim
 from relaykit.ir.types import FuncType, TensorType, TupleType, Type
 from relaykit.op import dyn
-from relaykit.tir import Any as AnyDim
 
 from ._cvt_util import normalize_axis
 from ._limits import check_unroll
