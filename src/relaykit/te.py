@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any, NoReturn
 
 from relaykit.errors import UnsupportedFeatureError
-from relaykit.tir import SizeVar, Var
+from relaykit.ir.symbolic import SizeVar, Var
 
 __all__ = ["size_var", "var"]
 

@@ -17,7 +17,8 @@ from relaykit.backends import ccompiler
 from relaykit.errors import ArtifactCorruptError, ArtifactError, ExecutionError
 from relaykit.relay.loops import while_loop
 from relaykit.relay.prelude import Prelude
-from relaykit.runtime.vm import ADT, VirtualMachine, _from_header
+from relaykit.runtime.vm import ADT, VirtualMachine
+from relaykit.runtime.vm.executable import _from_header
 from relaykit.testing import mlp
 
 RNG = np.random.default_rng(7)

@@ -109,13 +109,16 @@ from .pattern import (
     IfPattern,
     LetPattern,
     PatternError,
+    PatternOperations,
     ShapePattern,
     TupleGetItemPattern,
     TuplePattern,
     TypePattern,
     VarPattern,
     WildcardPattern,
+    install_operations,
 )
+from .printer import pattern_to_str
 from .rewrite import DFPatternCallback, RewriteError, rewrite
 
 __all__ = [
@@ -133,3 +136,11 @@ __all__ = [
     # errors
     "PatternError", "RewriteError",
 ]  # fmt: skip
+
+# DFPattern's methods (match, partition, str) run the algorithms built on the pattern
+# classes: the package hands them down once every module is loaded.
+install_operations(
+    PatternOperations(
+        match=match, match_explain=match_explain, partition=partition, to_str=pattern_to_str
+    )
+)

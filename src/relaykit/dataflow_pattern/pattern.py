@@ -16,16 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import Any, Literal, Protocol, overload
 
 from relaykit.errors import IRError
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.expr import Expr, TupleWrapper
 from relaykit.ir.op import get_op
 from relaykit.ir.types import Type, check_dtype
-
-if TYPE_CHECKING:
-    from .explain import MatchResult
 
 __all__ = [
     "PatternError",
@@ -46,6 +43,9 @@ __all__ = [
     "DataTypePattern",
     "ShapePattern",
     "DominatorPattern",
+    "MatchExplanation",
+    "PatternOperations",
+    "install_operations",
 ]
 
 
@@ -159,11 +159,12 @@ class DFPattern:
     def match(self, expr: Expr, explain: Literal[False] = False) -> bool: ...
 
     @overload
-    def match(self, expr: Expr, explain: Literal[True]) -> MatchResult: ...
+    def match(self, expr: Expr, explain: Literal[True]) -> MatchExplanation: ...
 
-    def match(self, expr: Expr, explain: bool = False) -> bool | MatchResult:
-        """Whether ``expr`` matches; with ``explain=True`` a :class:`MatchResult`
-        (truthy when matched) that says why not and where.
+    def match(self, expr: Expr, explain: bool = False) -> bool | MatchExplanation:
+        """Whether ``expr`` matches; with ``explain=True`` a
+        :class:`~relaykit.dataflow_pattern.MatchResult` (truthy when matched) that says
+        why not and where.
 
         >>> from relaykit import relay
         >>> from relaykit.dataflow_pattern import is_op, wildcard
@@ -171,10 +172,8 @@ class DFPattern:
         >>> print(is_op("nn.relu")(wildcard()).match(relay.tanh(x), explain=True))
         is_op('nn.relu') expected op nn.relu but found tanh at root
         """
-        from .explain import match_explain
-        from .matcher import match
-
-        return match_explain(self, expr) if explain else match(self, expr)
+        ops = _operations()
+        return ops.match_explain(self, expr) if explain else ops.match(self, expr)
 
     def partition(
         self,
@@ -183,23 +182,78 @@ class DFPattern:
         check: Callable[[Expr], bool] | None = None,
     ) -> Expr:
         """Replace every match by a call of a function made of the matched nodes."""
-        from .partition import partition
-
-        return partition(self, expr, attrs, check)
+        return _operations().partition(self, expr, attrs, check)
 
     # -- printing --------------------------------------------------------------
     def astext(self, show_meta_data: bool = True, annotate: Any = None) -> str:
-        from .printer import pattern_to_str
-
-        return pattern_to_str(self)
+        return _operations().to_str(self)
 
     def __str__(self) -> str:
-        from .printer import pattern_to_str
-
-        return pattern_to_str(self)
+        ops = _INSTALLED.get("operations")
+        return f"<{type(self).__name__}>" if ops is None else ops.to_str(self)
 
     def __repr__(self) -> str:
         return self.__str__()
+
+
+class MatchExplanation(Protocol):
+    """What ``pattern.match(expr, explain=True)`` returns
+    (:class:`~relaykit.dataflow_pattern.MatchResult`): truthy when the pattern matched;
+    on failure the reason, the node and the sub-pattern."""
+
+    @property
+    def matched(self) -> bool: ...
+
+    @property
+    def message(self) -> str: ...
+
+    @property
+    def node(self) -> Expr | None: ...
+
+    @property
+    def failed_pattern(self) -> DFPattern | None: ...
+
+    @property
+    def reason(self) -> str: ...
+
+    def __bool__(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class PatternOperations:
+    """The algorithms :class:`DFPattern`'s TVM methods delegate to: ``match``,
+    ``match(explain=True)``, ``partition`` and the text of a pattern.
+
+    They dispatch on the pattern classes of this module, so they live in the modules
+    built on it (matcher, explain, partition, printer) and are handed down here when
+    the package is imported (:func:`install_operations`), as TVM's ``DFPattern``
+    methods call functions its C++ runtime registers.
+    """
+
+    match: Callable[[DFPattern, Expr], bool]
+    match_explain: Callable[[DFPattern, Expr], MatchExplanation]
+    partition: Callable[
+        [DFPattern, Expr, Mapping[str, Any] | None, Callable[[Expr], bool] | None], Expr
+    ]
+    to_str: Callable[[DFPattern], str]
+
+
+_INSTALLED: dict[str, PatternOperations] = {}
+
+
+def install_operations(operations: PatternOperations) -> None:
+    """Make :class:`DFPattern`'s methods run ``operations`` (``relaykit.dataflow_pattern``
+    installs the matcher, explainer, partitioner and printer when it is imported)."""
+    _INSTALLED["operations"] = operations
+
+
+def _operations() -> PatternOperations:
+    ops = _INSTALLED.get("operations")
+    if ops is None:  # pragma: no cover - the package installs them before any user code runs
+        raise PatternError(
+            "the pattern operations are not installed: import relaykit.dataflow_pattern"
+        )
+    return ops
 
 
 def _op_pattern(name: str) -> ExprPattern:

@@ -35,13 +35,13 @@ from relaykit.ir.expr import (
 )
 from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op
+from relaykit.ir.symbolic import Any as AnyDim
+from relaykit.ir.symbolic import PrimExpr, vars_of
+from relaykit.ir.symbolic import Var as TirVar
+from relaykit.ir.symbolic import evaluate as evaluate_dim
 from relaykit.ir.types import TensorType, TupleType, Type
 from relaykit.runtime.ndarray import NDArray
 from relaykit.runtime.vm import ADT
-from relaykit.tir import Any as AnyDim
-from relaykit.tir import PrimExpr, vars_of
-from relaykit.tir import Var as TirVar
-from relaykit.tir import evaluate as evaluate_dim
 from relaykit.transform.bind import bind, bind_params_by_name
 from relaykit.transform.infer_type import infer_module
 

@@ -39,8 +39,9 @@ Three entries:
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from relaykit.errors import RelayKitError, RelayTypeError
 
@@ -61,10 +62,8 @@ from .hooks import has_printer, printer_hook
 from .op import Op
 from .types import AnyDim, FuncType, IncompleteType, TensorType, TupleType, Type, TypeVar
 
-if TYPE_CHECKING:
-    from .module import IRModule
-
 __all__ = [
+    "GlobalScope",
     "TypeChecker",
     "infer_type",
     "infer_type_local",
@@ -79,6 +78,27 @@ _BOOL = TensorType((), "bool")
 # reads (they come from user text or code): reported as a type error of that call.
 _RELATION_CRASHES = (TypeError, ValueError, KeyError, IndexError, AttributeError, ArithmeticError)
 _VISIT, _BIND, _FINISH = 0, 1, 2
+
+
+class GlobalScope(Protocol):
+    """What the checker reads and writes of a module's global functions
+    (:class:`~relaykit.ir.module.IRModule` has it; a module checks each function added to
+    it, so it is built on the checker, not below it)."""
+
+    def __contains__(self, key: Any) -> bool: ...
+
+    def __getitem__(self, key: Any) -> Function: ...
+
+    def items(self) -> list[tuple[GlobalVar, Function]]: ...
+
+    def get_global_vars(self) -> list[GlobalVar]: ...
+
+    def global_refs(self, name: str) -> list[GlobalVar]: ...
+
+    def _set_checked(self, name: str, fn: Function) -> None: ...
+
+
+ScopeT = typing.TypeVar("ScopeT", bound=GlobalScope)
 
 
 class TypeChecker:
@@ -101,7 +121,7 @@ class TypeChecker:
         self.self_name = self_name
         self.self_type: FuncType | None = None
         # The module ``root`` is being added to: names the global when it calls itself.
-        self.module: IRModule | None = None
+        self.module: GlobalScope | None = None
         self.global_types = dict(global_types or {})
         self.trust_existing = trust_existing
         # Types of unannotated variables bound in this run (let vars, call-site hints).
@@ -758,7 +778,7 @@ def function_signature(fn: Function) -> FuncType | None:
     return FuncType([p.type_annotation for p in fn.params], fn.ret_type)  # type: ignore[misc]
 
 
-def global_types(mod: IRModule | None) -> dict[str, FuncType]:
+def global_types(mod: GlobalScope | None) -> dict[str, FuncType]:
     """The types of ``mod``'s globals that are known without checking them: checked
     ones, and fully annotated ones."""
     out: dict[str, FuncType] = {}
@@ -771,7 +791,7 @@ def global_types(mod: IRModule | None) -> dict[str, FuncType]:
     return out
 
 
-def infer_type(expr: Expr, mod: IRModule | None = None) -> Type:
+def infer_type(expr: Expr, mod: GlobalScope | None = None) -> Type:
     """Infer and fill the types of every node of ``expr`` (globals resolved in ``mod``,
     which is checked first); return the type of ``expr``."""
     gtypes: dict[str, FuncType] = {}
@@ -781,7 +801,7 @@ def infer_type(expr: Expr, mod: IRModule | None = None) -> Type:
     return TypeChecker(expr, gtypes).run()
 
 
-def infer_type_local(expr: Expr, mod: IRModule | None = None) -> Type:
+def infer_type_local(expr: Expr, mod: GlobalScope | None = None) -> Type:
     """Type the nodes of ``expr`` that have no type yet, re-using the types already on
     its sub-expressions (TVM's ``InferTypeLocal``); return the type of ``expr``.
 
@@ -833,7 +853,7 @@ def _fill_types(fn: Function, solved: set[Var] | frozenset[Var] = frozenset()) -
     return rewrite_post_order(fn, post)  # type: ignore[return-value]
 
 
-def infer_function(fn: Function, mod: IRModule | None = None) -> Function:
+def infer_function(fn: Function, mod: GlobalScope | None = None) -> Function:
     """Type-check one function against the signatures of ``mod``'s globals; return it
     with return types filled in."""
     checker = TypeChecker(fn, global_types(mod))
@@ -842,7 +862,7 @@ def infer_function(fn: Function, mod: IRModule | None = None) -> Function:
     return _fill_types(fn, checker.solved)
 
 
-def infer_module(mod: IRModule) -> IRModule:
+def infer_module(mod: ScopeT) -> ScopeT:
     """Check every global function of ``mod`` in place (callees before callers)."""
     names = [gv.name_hint for gv in mod.get_global_vars()]
     gtypes: dict[str, FuncType] = {}
@@ -858,7 +878,7 @@ def infer_module(mod: IRModule) -> IRModule:
 
 
 def _check_from(
-    mod: IRModule, start: str, gtypes: dict[str, FuncType], state: dict[str, int]
+    mod: GlobalScope, start: str, gtypes: dict[str, FuncType], state: dict[str, int]
 ) -> None:
     """Check ``start`` and every global it reaches, callees first."""
     stack: list[tuple[str, bool]] = [(start, False)]

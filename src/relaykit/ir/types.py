@@ -20,8 +20,9 @@ import numpy as np
 
 from relaykit.dtypes import DTYPES, ML_DTYPES
 from relaykit.errors import IRError, MissingDependencyError, SymbolicDimError
-from relaykit.tir import Any as AnyDim
-from relaykit.tir import PrimExpr
+
+from .symbolic import Any as AnyDim
+from .symbolic import PrimExpr
 
 __all__ = [
     "TypeKind",
@@ -101,13 +102,13 @@ class TensorType(Type):
     A dimension is an ``int``, ``relay.Any()`` (unknown until run time, printed ``?``)
     or a symbolic size (``te.var("n")`` and arithmetic on it); equality is structural.
 
-    >>> from relaykit.tir import Any, Var
+    >>> from relaykit.ir.symbolic import Any, Var
     >>> n = Var("n")
     >>> str(TensorType((Any(), n, n * 2), "float32"))
     'Tensor[(?, n, (2*n)), float32]'
     """
 
-    shape: tuple[Any, ...]  # int | relay.Any() | symbolic PrimExpr (relaykit.tir.Dim)
+    shape: tuple[Any, ...]  # int | relay.Any() | symbolic PrimExpr (relaykit.ir.symbolic.Dim)
     dtype: str = "float32"
 
     def __init__(self, shape: Iterable[Any] = (), dtype: Any = "float32") -> None:

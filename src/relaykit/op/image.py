@@ -27,8 +27,8 @@ import numpy as np
 
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.expr import Call, Expr, const
+from relaykit.ir.symbolic import PrimExpr
 from relaykit.ir.types import TensorType, Type
-from relaykit.tir import PrimExpr
 
 from . import _numeric as num
 from ._relations import differ, static_value, tensor_arg

@@ -23,11 +23,11 @@ import numpy as np
 
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.expr import Call, Constant, Expr, const
+from relaykit.ir.symbolic import Any as AnyDim
 from relaykit.ir.types import TensorType, Type, check_dtype
 from relaykit.op._relations import INT_DTYPES, normalize_axis, resolve_dtype, tensor_arg
 from relaykit.op.define import OpPattern, TypeRelError, define_op, make_call
 from relaykit.op.shape_func import define_shape_func
-from relaykit.tir import Any as AnyDim
 
 from .dyn._base import DYN_OPS
 

@@ -21,9 +21,9 @@ import numpy as np
 from relaykit.errors import ArgumentError, IRError
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.expr import Call, Expr, Tuple, TupleWrapper, const
+from relaykit.ir.symbolic import Any as AnyDim
+from relaykit.ir.symbolic import SymExpr, Var, floordiv
 from relaykit.ir.types import TensorType, TupleType, Type
-from relaykit.tir import Any as AnyDim
-from relaykit.tir import SymExpr, Var, floordiv
 
 from ._relations import (
     INT_DTYPES,

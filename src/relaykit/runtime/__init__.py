@@ -5,8 +5,9 @@
 """
 
 from . import vm
-from .artifact import export_module, load_module
+from .artifact import load_module
 from .convert import convert
+from .export import export_module
 from .module import Module, ModuleBlob, PythonModule, register_module_loader
 from .ndarray import Device, NDArray, array, cpu, device, empty
 from .object import Object

@@ -1,8 +1,9 @@
-"""One-file export of runtime modules, and loading them back (``tvm.runtime.load_module``).
+"""Loading one-file exports of runtime modules back (``tvm.runtime.load_module``).
 
-The file is a ZIP container (see :mod:`relaykit.runtime.container`) holding, per
-module, its raw files (compiled libraries, C source, JSON graphs) and arrays in
-NumPy's ``.npy`` format (never pickled), the manifest (format name and version,
+The file (written by :func:`~relaykit.runtime.export.export_module`, re-exported here) is
+a ZIP archive (see :mod:`relaykit.runtime.archive`) holding, per module, its raw files
+(compiled libraries, C source, JSON graphs) and arrays in NumPy's ``.npy`` format (never
+pickled), the manifest (format name and version,
 each module's ``type_key``, metadata and imports, the size and SHA-256 of every
 member) and the integrity record: the SHA-256 of the manifest, which therefore
 covers every byte that steers loading. Loading checks, in this order and before
@@ -27,36 +28,30 @@ ArtifactError: a 'python' module cannot be exported ...
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib
 import io
-import json
 import os
 import re
-import tempfile
 import zipfile
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from relaykit._version import __version__
 from relaykit.dtypes import DTYPES, ML_DTYPES
 from relaykit.errors import ArtifactError, ArtifactVersionError, RelayKitError
 
-from .container import (
-    INTEGRITY,
-    MANIFEST,
+from .archive import (
     check_member_names,
     corrupt,
     expect,
-    integrity_record,
     open_container,
     parse_json,
     read_member,
     read_sealed,
 )
-from .module import Module, ModuleBlob, module_loaders
+from .export import FORMAT_NAME, FORMAT_VERSION, ModuleBlob, export_module
+from .module import Module, module_loaders
 from .signing import TrustedKey, verify_signatures
 
 __all__ = [
@@ -68,134 +63,9 @@ __all__ = [
     "artifact_digest",
 ]
 
-FORMAT_NAME = "relaykit.module"
-FORMAT_VERSION = 2
 _NPY_MAGIC = b"\x93NUMPY"
 _MAX_NPY_HEADER = 1 << 16
 _PROVIDER = re.compile(r"^relaykit(\.[A-Za-z_][A-Za-z0-9_]*)+$")
-
-
-# -- writing -------------------------------------------------------------------------------------
-
-
-def _collect(root: Module) -> list[Module]:
-    """``root`` and every module it imports, once each, parents before children."""
-    order: list[Module] = []
-    seen: set[int] = set()
-    stack = [root]
-    while stack:
-        m = stack.pop()
-        if id(m) in seen:
-            continue
-        seen.add(id(m))
-        order.append(m)
-        stack.extend(reversed(m.imported_modules))
-    return order
-
-
-class _HashingWriter:
-    """A write-only file that hashes and counts what passes through it."""
-
-    def __init__(self, raw: Any) -> None:
-        self.raw = raw
-        self.sha = hashlib.sha256()
-        self.size = 0
-
-    def write(self, data: Any) -> int:
-        view = memoryview(data).cast("B")
-        self.sha.update(view)
-        self.size += view.nbytes
-        return self.raw.write(view)
-
-    def record(self) -> dict[str, Any]:
-        return {"size": self.size, "sha256": self.sha.hexdigest()}
-
-
-def _storage_view(arr: np.ndarray) -> np.ndarray:
-    """``.npy`` has no descriptor for the ``ml_dtypes`` types (bfloat16, float8, int4, ...):
-    ``np.load`` returns bfloat16 as raw void and rejects float8_e5m2's ``<f1``. Such an array
-    is stored as the unsigned integers of its width; the manifest keeps its dtype name and
-    loading views the bits back (:func:`_restore_ml_dtype`)."""
-    if arr.dtype.name in ML_DTYPES:
-        return arr.view(f"uint{8 * arr.dtype.itemsize}")
-    return arr
-
-
-def _write_blob(
-    zf: zipfile.ZipFile, i: int, blob: ModuleBlob, members: dict[str, Any]
-) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
-    """Stream one module's files and arrays into the container; their manifest records."""
-    files: dict[str, str] = {}
-    for j, (name, data) in enumerate(sorted(blob.files.items())):
-        member = f"modules/{i}/files/{j}"
-        with zf.open(member, "w", force_zip64=True) as raw:
-            w = _HashingWriter(raw)
-            w.write(bytes(data))
-        members[member] = w.record()
-        files[name] = member
-    arrays: dict[str, dict[str, Any]] = {}
-    for j, (name, value) in enumerate(blob.arrays.items()):
-        arr = np.asarray(value, order="C")
-        if arr.dtype.name not in DTYPES:
-            raise ArtifactError(
-                f"array {name!r} of the {blob.type_key} module has dtype {arr.dtype}, "
-                "which cannot be exported"
-            )
-        member = f"modules/{i}/arrays/{j}.npy"
-        with zf.open(member, "w", force_zip64=True) as raw:
-            w = _HashingWriter(raw)
-            np.save(w, _storage_view(arr), allow_pickle=False)
-        members[member] = w.record()
-        arrays[name] = {"member": member, "dtype": arr.dtype.name, "shape": list(arr.shape)}
-    return files, arrays
-
-
-def export_module(module: Module, path: str | os.PathLike[str]) -> None:
-    """Write ``module`` and its imports to the single file ``path`` (atomically; arrays are
-    streamed, never held twice in memory)."""
-    modules = _collect(module)
-    index = {id(m): i for i, m in enumerate(modules)}
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".relaykit-export-", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as fh, zipfile.ZipFile(fh, "w", zipfile.ZIP_STORED) as zf:
-            members: dict[str, Any] = {}
-            entries: list[dict[str, Any]] = []
-            for i, m in enumerate(modules):
-                blob = m.save_blob()
-                if not isinstance(blob, ModuleBlob):
-                    raise ArtifactError(f"{m.type_key} module's save_blob() returned {blob!r}")
-                files, arrays = _write_blob(zf, i, blob, members)
-                entries.append(
-                    {
-                        "type_key": blob.type_key,
-                        "provider": blob.provider,
-                        "meta": blob.meta,
-                        "files": files,
-                        "arrays": arrays,
-                        "imports": [index[id(c)] for c in m.imported_modules],
-                    }
-                )
-            manifest = {
-                "format": FORMAT_NAME,
-                "version": FORMAT_VERSION,
-                "writer": f"relaykit {__version__}",
-                "root": 0,
-                "modules": entries,
-                "members": members,
-            }
-            try:
-                text = json.dumps(manifest, allow_nan=False, sort_keys=True).encode()
-            except (TypeError, ValueError) as err:
-                raise ArtifactError(f"module metadata is not JSON-serialisable: {err}") from None
-            zf.writestr(MANIFEST, text)
-            zf.writestr(INTEGRITY, integrity_record(text))
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 # -- reading -------------------------------------------------------------------------------------
@@ -272,7 +142,25 @@ def artifact_digest(path: str | os.PathLike[str]) -> str:
         return read_sealed(zf, path).digest
 
 
+#: Packages that moved since artifacts began naming their provider: a file written before
+#: the move names the old path, which is read as the new one.
+_MOVED_PROVIDERS = (
+    ("relaykit.backend", "relaykit.execution"),
+    ("relaykit.contrib.dnnl", "relaykit.backends.dnnl"),
+    ("relaykit.contrib.ccompiler", "relaykit.backends.ccompiler"),
+    ("relaykit.contrib.jsonref", "relaykit.backends.jsonref"),
+)
+
+
+def _current_provider(provider: str) -> str:
+    for old, new in _MOVED_PROVIDERS:
+        if provider == old or provider.startswith(old + "."):
+            return new + provider[len(old) :]
+    return provider
+
+
 def _loader(type_key: str, provider: str, path: str) -> Any:
+    provider = _current_provider(provider)
     loader = module_loaders.get(type_key)
     if loader is None and provider and _PROVIDER.match(provider):
         with contextlib.suppress(ImportError):

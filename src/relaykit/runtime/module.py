@@ -5,7 +5,8 @@ A :class:`Module` exposes callables by symbol (``mod["run"]``,
 modules, as a host library imports the modules of its BYOC backends. Each
 module kind has a ``type_key``; it saves itself as a :class:`ModuleBlob`
 (JSON-able metadata, raw files, arrays — never pickle), and a loader
-registered for its ``type_key`` rebuilds it (see :mod:`relaykit.runtime.artifact`).
+registered for its ``type_key`` rebuilds it (see :mod:`relaykit.runtime.export` and
+:mod:`relaykit.runtime.artifact`).
 
 A backend function follows TVM's destination-passing convention:
 ``f(*inputs, *outputs)`` writes into the output arrays.
@@ -23,7 +24,6 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -31,6 +31,8 @@ import numpy as np
 from relaykit.backends import backend_registry, find_backend
 from relaykit.errors import ArtifactError, BackendLoadError, FunctionNotFoundError
 from relaykit.registry import Registry
+
+from .export import ModuleBlob, export_module
 
 __all__ = [
     "Module",
@@ -42,30 +44,6 @@ __all__ = [
     "BenchmarkResult",
     "time_calls",
 ]
-
-
-@dataclass
-class ModuleBlob:
-    """A saved module: JSON-able ``meta``, raw ``files`` and ``arrays``.
-
-    ``provider`` names the ``relaykit.*`` Python module whose import registers the
-    loader of this ``type_key``, so that a file can be loaded before the backend
-    package was imported.
-
-    ``allow_native`` is not part of the file: ``load_module`` sets it from its own
-    argument. When it is False a loader must not load, write or compile native code
-    taken from ``files`` (a library, or source to compile): it rebuilds its kernels
-    from relaykit's own sources, or raises
-    :class:`~relaykit.errors.NativeCodeRefusedError`. Nothing in ``meta`` may change
-    that decision.
-    """
-
-    type_key: str
-    meta: dict[str, Any] = field(default_factory=dict)
-    files: dict[str, bytes] = field(default_factory=dict)
-    arrays: dict[str, np.ndarray] = field(default_factory=dict)
-    provider: str = ""
-    allow_native: bool = True
 
 
 class Module:
@@ -170,8 +148,6 @@ class Module:
     def export_library(self, file_name: str, **_: Any) -> None:
         """Write this module and everything it imports to one file (see
         :func:`relaykit.runtime.load_module`)."""
-        from .artifact import export_module
-
         export_module(self, file_name)
 
     @property

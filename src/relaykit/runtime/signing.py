@@ -1,6 +1,6 @@
 """Ed25519 signatures of module files: who wrote this model?
 
-The integrity digest of a module file (:mod:`relaykit.runtime.container`) says that
+The integrity digest of a module file (:mod:`relaykit.runtime.archive`) says that
 nothing changed by accident; anyone who can rewrite the file can also recompute it.
 A signature says who vouches for the file: ``sign_artifact`` signs the artifact
 digest (which covers the manifest, every member and so every byte that steers
@@ -33,7 +33,7 @@ from relaykit.errors import (
     MissingDependencyError,
 )
 
-from .container import (
+from .archive import (
     Sealed,
     check_member_names,
     open_container,

@@ -20,10 +20,10 @@ import numpy as np
 
 from relaykit.errors import ParseError
 from relaykit.ir.expr import Constant, Span
+from relaykit.ir.symbolic import Any as AnyDim
+from relaykit.ir.symbolic import SizeVar
 from relaykit.ir.types import DTYPES, FuncType, IncompleteType, TensorType, TupleType, Type
 from relaykit.runtime.ndarray import NDArray
-from relaykit.tir import Any as AnyDim
-from relaykit.tir import SizeVar
 
 from .literals import SUFFIX_DTYPE, float_text, unquote
 from .metadata import MetadataError, load_metadata

@@ -42,10 +42,10 @@ from relaykit.ir.expr import (
 from relaykit.ir.functor import post_order
 from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op
+from relaykit.ir.symbolic import Any as AnyDim
 from relaykit.ir.type_check import infer_type_local
 from relaykit.ir.types import TensorType, Type
 from relaykit.runtime.ndarray import NDArray
-from relaykit.tir import Any as AnyDim
 from relaykit.transform.fold_constant import (
     fold_macs,
     largest_tensor_bytes,

@@ -37,10 +37,10 @@ import numpy as np
 
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.expr import Call, Expr
+from relaykit.ir.symbolic import Any as AnyDim
 from relaykit.ir.types import TensorType, TupleType, Type
 from relaykit.op._relations import INT_DTYPES, normalize_axis, resolve_dtype, tensor_arg
 from relaykit.op.define import TypeRelError, make_call
-from relaykit.tir import Any as AnyDim
 
 from . import image, nn
 from ._base import DYN_OPS, define_dyn_op, ints, shape_input, static_equivalent, unknown

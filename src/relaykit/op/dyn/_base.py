@@ -10,11 +10,11 @@ import numpy as np
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.expr import Call, Constant
 from relaykit.ir.op import default_registry
+from relaykit.ir.symbolic import Any as AnyDim
 from relaykit.ir.types import Type
 from relaykit.op._relations import INT_DTYPES, tensor_arg
 from relaykit.op.define import OpPattern, TypeRelError, define_op, make_attrs, make_call
 from relaykit.op.shape_func import define_shape_func, output_shapes
-from relaykit.tir import Any as AnyDim
 
 __all__ = [
     "DYN_OPS",

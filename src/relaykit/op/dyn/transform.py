@@ -11,10 +11,10 @@ import numpy as np
 
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.expr import Call, Expr
+from relaykit.ir.symbolic import Any as AnyDim
 from relaykit.ir.types import TensorType, TupleType, Type
 from relaykit.op._relations import normalize_axis, tensor_arg
 from relaykit.op.define import OpPattern, TypeRelError, define_op, make_call
-from relaykit.tir import Any as AnyDim
 
 from ._base import define_kernel_op, ints, shape_input, unknown
 

@@ -16,9 +16,9 @@ from relaykit.errors import DynamicShapeError
 from relaykit.frontend.onnx.limits import check_unroll
 from relaykit.frontend.onnx.registry import NodeContext, converter
 from relaykit.ir.expr import Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var
+from relaykit.ir.symbolic import Any as AnyDim
 from relaykit.ir.types import FuncType, TensorType, TupleType, Type
 from relaykit.op import dyn
-from relaykit.tir import Any as AnyDim
 
 from .common import normalize_axis
 
