@@ -22,6 +22,7 @@ returns the output type or raises :class:`TypeRelError`; a kernel takes
 from __future__ import annotations
 
 import difflib
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
@@ -44,6 +45,7 @@ __all__ = [
     "make_call",
     "make_attrs",
     "VARIADIC",
+    "caller_module",
 ]
 
 VARIADIC = -1
@@ -80,8 +82,16 @@ def define_op(
     num_outputs: int = 1,
     doc: str = "",
     registry: OpRegistry = default_registry,
+    module: str | None = None,
 ) -> Op:
-    """Register operator ``name`` with its schema, type relation and kernel."""
+    """Register operator ``name`` with its schema, type relation and kernel.
+
+    ``module`` (default: the caller's module) is recorded as the op attribute
+    ``"defined_in"``: where the operator's definition stands (helpers that call
+    ``define_op`` for their caller pass the caller's module on).
+    """
+    if module is None:
+        module = caller_module()
     return registry.register(
         name,
         num_inputs=num_inputs,
@@ -92,7 +102,14 @@ def define_op(
         FCompute=compute,
         TOpPattern=pattern,
         doc=doc,
+        defined_in=module,
     )
+
+
+def caller_module(depth: int = 1) -> str:
+    """The ``__name__`` of the module ``depth`` frames above the function calling this
+    (as :func:`typing.NamedTuple` finds the module of the class it makes)."""
+    return str(sys._getframe(depth + 1).f_globals.get("__name__", "__main__"))
 
 
 def make_attrs(op: Op, given: Mapping[str, Any]) -> Attrs:
