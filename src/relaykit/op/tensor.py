@@ -36,7 +36,16 @@ from ._relations import (
     static_value,
     tensor_arg,
 )
-from .define import Kernel, OpPattern, TypeRelation, TypeRelError, define_op, int_tuple, make_call
+from .define import (
+    Kernel,
+    OpPattern,
+    TypeRelation,
+    TypeRelError,
+    define_op,
+    int_tuple,
+    make_call,
+    no_default,
+)
 
 __all__ = [
     # binary arithmetic
@@ -322,7 +331,7 @@ def _clip_kernel(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
 define_op(
     "clip",
     num_inputs=1,
-    attrs={"a_min": None, "a_max": None},
+    attrs={"a_min": no_default(), "a_max": no_default()},
     attrs_type_key="relay.attrs.ClipAttrs",
     type_rel=_clip_rel,
     compute=_clip_kernel,
@@ -351,7 +360,7 @@ def _cast_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
 define_op(
     "cast",
     num_inputs=1,
-    attrs={"dtype": ""},
+    attrs={"dtype": no_default("")},
     attrs_type_key="relay.attrs.CastAttrs",
     type_rel=_cast_rel,
     compute=lambda inputs, attrs: num.as_out(inputs[0], check_dtype(attrs.dtype)),
@@ -465,7 +474,7 @@ for _name, _value in (("zeros", 0), ("ones", 1)):
     define_op(
         _name,
         num_inputs=0,
-        attrs={"shape": None, "dtype": ""},
+        attrs={"shape": no_default(), "dtype": ""},
         attrs_type_key="relay.attrs.InitOpAttrs",
         type_rel=_init_rel,
         compute=_init_kernel(_value),
@@ -510,7 +519,7 @@ def _full_kernel(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
 define_op(
     "full",
     num_inputs=1,
-    attrs={"shape": None, "dtype": ""},
+    attrs={"shape": no_default(), "dtype": ""},
     attrs_type_key="relay.attrs.InitOpAttrs",
     type_rel=_full_rel,
     compute=_full_kernel,
