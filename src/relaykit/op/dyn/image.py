@@ -97,7 +97,7 @@ def resize2d(
 # -- N-d resize (ONNX Resize) ---------------------------------------------------------------------
 
 
-def _resize_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+def _resize_nd_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     data = tensor_arg(arg_types, 0, "data")
     for i, what in ((1, "roi"), (2, "scales"), (3, "sizes")):
         tensor_arg(arg_types, i, what)
@@ -133,7 +133,7 @@ def resize_sizes(
     return full_sizes, full_scales
 
 
-def _resize_convert(v: Sequence[Any], a: Attrs) -> tuple[list[Any], dict[str, Any]]:
+def _resize_nd_convert(v: Sequence[Any], a: Attrs) -> tuple[list[Any], dict[str, Any]]:
     x = v[0]
     shape = tuple(int(d) for d in np.shape(x)) if isinstance(x, np.ndarray) else ()
     if not isinstance(x, np.ndarray):  # a fold (DynamicToStatic): the input's type knows it
@@ -168,9 +168,9 @@ def _resize_convert(v: Sequence[Any], a: Attrs) -> tuple[list[Any], dict[str, An
 define_dyn_op(
     "dyn.image.resize",
     4,
-    _resize_rel,
+    _resize_nd_rel,
     static="image.resize",
-    convert=_resize_convert,
+    convert=_resize_nd_convert,
     attrs={
         "axes": (),
         "keep_aspect_ratio_policy": "stretch",

@@ -70,7 +70,7 @@ def window(
     )
 
 
-# -- signal and image ops with run-time lengths, axes and sizes ----------------------------------
+# -- DFT and STFT with run-time lengths and axes ---------------------------------------------------
 
 
 def _complex_of(x: np.ndarray) -> np.ndarray:
