@@ -470,7 +470,7 @@ def test_cycle_allow_list_is_ir_operator_sugar():
 
 #: Packages whose long modules other changes of issue 24 are splitting.
 _LONG_MODULES_IN_PROGRESS = {
-    "backend": "backend/host_kernels.py is being split into backends/host/",
+    "backends": "backends/host/kernels.py is being split",
 }
 
 
@@ -505,17 +505,14 @@ def test_no_long_native_source():
     _assert_none(f"C/C++ sources over {MAX_LINES} lines", _long_files(NATIVE_SUFFIXES))
 
 
-@pytest.mark.xfail(strict=False, reason=IN_PROGRESS + "op/ is being filed by family")
 def test_no_catch_all_module_names():
     _assert_none("modules named *_more, *_extra* or _ops", _catch_all_names())
 
 
-@pytest.mark.xfail(strict=False, reason=IN_PROGRESS + "the host kernels move to backends/host/")
 def test_host_modules_live_in_the_host_backend():
     _assert_none("host_* modules outside backends/host/", _stray_host_modules())
 
 
-@pytest.mark.xfail(strict=False, reason=IN_PROGRESS + "the ONNX frontend becomes frontend/onnx/")
 def test_onnx_frontend_is_a_package():
     _assert_none("the ONNX frontend's layout", _flat_onnx_converters())
 

@@ -1,4 +1,4 @@
-"""Trigonometric, hyperbolic and bitwise ops (relaykit.op.elemwise) against math/Python."""
+"""Trigonometric, hyperbolic and bitwise ops (the elementwise table of relaykit.op.tensor)."""
 
 from __future__ import annotations
 

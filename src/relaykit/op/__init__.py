@@ -17,23 +17,20 @@ from relaykit.ir.op import register_op_attr
 
 from . import _make as _make  # TVM's relay.op._make (raw constructors)
 from . import annotation, dyn, image, nn  # dyn: the dynamic operators (relay.op.dyn)
-from . import elemwise as elemwise
 from . import indexing as indexing
 from . import linalg as linalg
 from . import ml as ml
 from . import moments as moments
 from . import op as op  # TVM's relay.op.op: defining operators, register_* helpers
 from . import reduce as reduce  # submodules, kept out of __all__
-from . import reduce_more as reduce_more
 from . import shape_ops as shape_ops  # shape_of, arange, argwhere, one_hot
+from . import signal as signal
 from . import sparse as sparse
 from . import tensor as tensor
 from . import transform as transform
 from . import vision as vision
 from ._attrs import register_attrs_without_default
 from .define import OpPattern, TypeRelError, define_op, make_call
-from .elemwise import *  # noqa: F403
-from .elemwise import __all__ as _elemwise_all
 from .indexing import *  # noqa: F403
 from .indexing import __all__ as _indexing_all
 from .layout import layout_transform
@@ -55,13 +52,13 @@ from .op import register_shape_func as register_shape_func
 from .op import register_stateful as register_stateful
 from .reduce import *  # noqa: F403
 from .reduce import __all__ as _reduce_all
-from .reduce_more import *  # noqa: F403
-from .reduce_more import __all__ as _reduce_more_all
 from .shape_func import register_default_shape_funcs
 from .shape_like import *  # noqa: F403
 from .shape_like import __all__ as _shape_like_all
 from .shape_ops import *  # noqa: F403
 from .shape_ops import __all__ as _shape_ops_all
+from .signal import *  # noqa: F403
+from .signal import __all__ as _signal_all
 from .sparse import *  # noqa: F403
 from .sparse import __all__ as _sparse_all
 from .tensor import *  # noqa: F403
@@ -86,14 +83,13 @@ __all__ = [
     "dyn",
     *_shape_ops_all,
     *_tensor_all,
-    *_elemwise_all,
     *_indexing_all,
     *_linalg_all,
     *_transform_all,
     *_reduce_all,
-    *_reduce_more_all,
     *_moments_all,
     *_shape_like_all,
     *_sparse_all,
+    *_signal_all,
     "layout_transform",
 ]

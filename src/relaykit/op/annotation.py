@@ -21,7 +21,7 @@ from relaykit.ir.expr import Call, Expr
 from relaykit.ir.op import register_op_attr
 from relaykit.ir.types import Type
 
-from .define import OpPattern, TypeRelError, define_op, make_call
+from .define import OpPattern, TypeRelError, define_op, make_call, no_default
 
 __all__ = ["stop_fusion", "compiler_begin", "compiler_end"]
 
@@ -52,7 +52,7 @@ for _name, _doc in (
     define_op(
         _name,
         num_inputs=1,
-        attrs={"compiler": ""},
+        attrs={"compiler": no_default("")},
         attrs_type_key="relay.attrs.CompilerAttrs",
         type_rel=_identity_any_rel,
         compute=_identity,

@@ -22,6 +22,7 @@ returns the output type or raises :class:`TypeRelError`; a kernel takes
 from __future__ import annotations
 
 import difflib
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
@@ -44,6 +45,9 @@ __all__ = [
     "make_call",
     "make_attrs",
     "VARIADIC",
+    "NoDefault",
+    "caller_module",
+    "no_default",
 ]
 
 VARIADIC = -1
@@ -68,6 +72,31 @@ class TypeRelError(RelayTypeError):
     """Raised by a type relation; type inference adds the operator and IR context."""
 
 
+class NoDefault:
+    """An attribute that has no default in TVM's C++ attrs struct, in a schema given to
+    :func:`define_op`: the schema holds ``placeholder`` (what a call without it gets),
+    and the op attribute ``"attrs_without_default"`` lists the field, so the text
+    printer always prints it (``units=None``, ``pool_size=[2, 2]``).
+
+    >>> from relaykit.op import get
+    >>> get("nn.dense").get_attr("attrs_without_default")
+    ('units',)
+    """
+
+    __slots__ = ("placeholder",)
+
+    def __init__(self, placeholder: Any = None) -> None:
+        self.placeholder = placeholder
+
+    def __repr__(self) -> str:
+        return f"no_default({self.placeholder!r})"
+
+
+def no_default(placeholder: Any = None) -> NoDefault:
+    """Mark a schema field as having no default: ``attrs={"units": no_default()}``."""
+    return NoDefault(placeholder)
+
+
 def define_op(
     name: str,
     *,
@@ -80,19 +109,46 @@ def define_op(
     num_outputs: int = 1,
     doc: str = "",
     registry: OpRegistry = default_registry,
+    module: str | None = None,
 ) -> Op:
-    """Register operator ``name`` with its schema, type relation and kernel."""
+    """Register operator ``name`` with its schema, type relation and kernel.
+
+    A schema value ``no_default(placeholder)`` marks a field without a default (see
+    :class:`NoDefault`). ``module`` (default: the caller's module) is recorded as the op
+    attribute ``"defined_in"``: where the operator's definition stands (helpers that
+    call ``define_op`` for their caller pass the caller's module on).
+    """
+    if module is None:
+        module = caller_module()
+    schema: dict[str, Any] = {}
+    without_default: list[str] = []
+    for key, value in (attrs or {}).items():
+        if isinstance(value, NoDefault):
+            without_default.append(key)
+            value = value.placeholder
+        schema[key] = value
+    extra: dict[str, Any] = {}
+    if without_default:
+        extra["attrs_without_default"] = tuple(without_default)
     return registry.register(
         name,
         num_inputs=num_inputs,
         num_outputs=num_outputs,
-        attrs_schema=MappingProxyType(dict(attrs or {})),
+        attrs_schema=MappingProxyType(schema),
         attrs_type_key=attrs_type_key,
         FTypeRelation=type_rel,
         FCompute=compute,
         TOpPattern=pattern,
         doc=doc,
+        defined_in=module,
+        **extra,
     )
+
+
+def caller_module(depth: int = 1) -> str:
+    """The ``__name__`` of the module ``depth`` frames above the function calling this
+    (as :func:`typing.NamedTuple` finds the module of the class it makes)."""
+    return str(sys._getframe(depth + 1).f_globals.get("__name__", "__main__"))
 
 
 def make_attrs(op: Op, given: Mapping[str, Any]) -> Attrs:

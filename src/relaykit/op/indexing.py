@@ -1,7 +1,11 @@
-"""Index-driven operators: gather/scatter along an axis or by index tuples,
-cumulative sums and products, and top-k (TVM's ``relay.gather``,
+"""Index-driven operators: gather/scatter along an axis or by index tuples, a write
+into a strided slice, cumulative sums and products, and top-k (TVM's ``relay.gather``,
 ``relay.gather_nd``, ``relay.scatter_elements``, ``relay.scatter_nd``,
-``relay.cumsum``, ``relay.cumprod``, ``relay.topk``).
+``relay.strided_set``, ``relay.cumsum``, ``relay.cumprod``, ``relay.topk``).
+
+``strided_set(data, v, begin, end, strides)`` is ``data`` with the strided slice
+``data[begin:end:strides]`` replaced by ``v``; ``begin``, ``end`` and ``strides`` are
+1-D integer tensors (constants), clamped like ``strided_slice``'s.
 
 Negative indices count from the end of the axis, as in ONNX and NumPy.
 
@@ -21,8 +25,9 @@ from typing import Any
 
 import numpy as np
 
+from relaykit.errors import ExecutionError
 from relaykit.ir.attrs import Attrs
-from relaykit.ir.expr import Call, Expr, TupleWrapper
+from relaykit.ir.expr import Call, Expr, TupleWrapper, const
 from relaykit.ir.types import TensorType, TupleType, Type, check_dtype
 
 from . import _numeric as num
@@ -35,8 +40,18 @@ from ._relations import (
     tensor_arg,
 )
 from .define import OpPattern, TypeRelError, define_op, make_call
+from .transform import _slices
 
-__all__ = ["gather", "gather_nd", "scatter_elements", "scatter_nd", "cumsum", "cumprod", "topk"]
+__all__ = [
+    "gather",
+    "gather_nd",
+    "scatter_elements",
+    "scatter_nd",
+    "strided_set",
+    "cumsum",
+    "cumprod",
+    "topk",
+]
 
 _I = OpPattern.INJECTIVE
 _REDUCTIONS = ("none", "update", "add", "mul", "min", "max")
@@ -427,3 +442,58 @@ def topk(
 
 
 del _name, _fn, _identity
+
+
+# -- strided_set: a write into a strided slice -----------------------------------------------------
+
+
+def _strided_set_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types, 0, "data")
+    v = tensor_arg(arg_types, 1, "v")
+    if v.dtype != data.dtype:
+        raise TypeRelError(f"strided_set value {v} must have the dtype of data {data}")
+    for i, what in ((2, "begin"), (3, "end"), (4, "strides")):
+        t = tensor_arg(arg_types, i, what)
+        if t.ndim != 1 or not t.dtype.startswith(("int", "uint")):
+            raise TypeRelError(f"strided_set {what} must be a 1-D integer tensor, got {t}")
+    return data
+
+
+def _strided_set_kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+    data, v, begin, end, strides = ins
+    spec = Attrs(
+        {
+            "begin": tuple(int(b) for b in begin),
+            "end": tuple(int(e) for e in end),
+            "strides": tuple(int(s) for s in strides),
+            "slice_mode": "end",
+            "axes": None,
+        }
+    )
+    slices, shape = _slices(data.shape, spec)
+    out = np.array(data, copy=True)
+    try:
+        out[slices] = np.broadcast_to(v, shape)
+    except ValueError as exc:
+        raise ExecutionError(
+            f"strided_set value of shape {v.shape} does not fit the slice of shape {shape}; "
+            "give v the shape of data[begin:end:strides]"
+        ) from exc
+    return out
+
+
+define_op(
+    "strided_set",
+    num_inputs=5,
+    type_rel=_strided_set_rel,
+    compute=_strided_set_kernel,
+    pattern=OpPattern.INJECTIVE,
+    doc="Replace a strided slice of data with v.",
+)
+
+
+def strided_set(data: Expr, v: Expr, begin: Expr, end: Expr, strides: Expr | None = None) -> Call:
+    """``data`` with ``data[begin:end:strides]`` set to ``v`` (strides default to 1)."""
+    if strides is None:
+        strides = const(np.array([1], dtype="int32"))
+    return make_call("strided_set", [data, v, begin, end, strides])

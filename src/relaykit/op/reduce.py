@@ -1,8 +1,12 @@
-"""Reductions: sum, mean, max, min, prod, all, any, argmax, argmin.
+"""Reductions: sum, mean, max, min, prod, all, any, argmax, argmin, and ``logsumexp``.
 
 ``axis`` is an int, a list of ints or ``None`` (all axes); ``exclude=True``
 reduces every axis *except* those listed; ``keepdims`` keeps reduced axes as
 size 1. ``argmax``/``argmin`` return ``int32`` indices, as in TVM.
+
+``logsumexp(data, axis, keepdims)`` is ``log(sum(exp(data)))`` over ``axis``, built
+(as in TVM) from ``max``, ``exp``, ``sum`` and ``log`` so that it is stable for large
+inputs: ``log(sum(exp(x - m))) + m`` with ``m`` the maximum over ``axis``.
 
 >>> from relaykit import relay
 >>> x = relay.var("x", shape=(2, 3))
@@ -10,6 +14,8 @@ size 1. ``argmax``/``argmin`` return ``int32`` indices, as in TVM.
 (1,)
 >>> argmax(x).attrs.keepdims
 False
+>>> logsumexp(x, axis=1).op.name
+'squeeze'
 """
 
 from __future__ import annotations
@@ -27,8 +33,10 @@ from relaykit.ir.types import TensorType, Type
 from . import _numeric as num
 from ._relations import normalize_axes, tensor_arg
 from .define import OpPattern, TypeRelError, define_op, make_call
+from .tensor import add, exp, log, subtract
+from .transform import squeeze
 
-__all__ = ["sum", "mean", "max", "min", "prod", "all", "any", "argmax", "argmin"]
+__all__ = ["sum", "mean", "max", "min", "prod", "all", "any", "argmax", "argmin", "logsumexp"]
 
 _REDUCE_ATTRS = {"axis": None, "keepdims": False, "exclude": False}
 _ARG_REDUCE_ATTRS = {"axis": None, "keepdims": False, "select_last_index": False, "exclude": False}
@@ -208,6 +216,21 @@ def argmin(
         select_last_index=bool(select_last_index),
         exclude=bool(exclude),
     )
+
+
+# -- logsumexp -----------------------------------------------------------------------------------
+
+
+def logsumexp(data: Expr, axis: Any = None, keepdims: bool = False) -> Expr:
+    """``log(sum(exp(data), axis))``, computed stably by subtracting the maximum."""
+    max_x = max(data, axis, True)
+    sum_x = sum(exp(subtract(data, max_x)), axis, True)
+    out = add(log(sum_x), max_x)
+    if keepdims:
+        return out
+    if axis is None:
+        return squeeze(out)
+    return squeeze(out, [axis] if isinstance(axis, int) else list(axis))
 
 
 del _name, _fn, _rel

@@ -29,8 +29,6 @@ from relaykit.op._relations import INT_DTYPES, normalize_axis, resolve_dtype, te
 from relaykit.op.define import OpPattern, TypeRelError, define_op, make_call
 from relaykit.op.shape_func import define_shape_func
 
-from .dyn._base import DYN_OPS
-
 __all__ = ["shape_of", "ndarray_size", "arange", "argwhere", "one_hot"]
 
 
@@ -112,40 +110,6 @@ define_op(
     pattern=OpPattern.OPAQUE,
     doc="Evenly spaced values in [start, stop), all known at compile time.",
 )
-
-
-def _dyn_arange_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
-    for i, what in enumerate(("start", "stop", "step")):
-        t = tensor_arg(arg_types, i, what)
-        if t.ndim != 0:
-            raise TypeRelError(f"arange {what} must be a scalar, got {t}")
-    return TensorType((AnyDim(),), resolve_dtype(attrs.dtype, "float32", "dtype"))
-
-
-def _dyn_arange_convert(v: Sequence[Any], a: Attrs) -> tuple[list[Any], dict[str, Any]]:
-    start, stop, step = (np.asarray(x).item() for x in v)
-    return [], {"start": start, "stop": stop, "step": step, "dtype": a.dtype}
-
-
-define_op(
-    "dyn.arange",
-    num_inputs=3,
-    attrs={"dtype": "float32"},
-    attrs_type_key="relay.attrs.ArangeAttrs",
-    type_rel=_dyn_arange_rel,
-    compute=lambda ins, attrs: _arange_kernel([], Attrs(_dyn_arange_convert(ins, attrs)[1])),
-    pattern=OpPattern.OPAQUE,
-    doc="Evenly spaced values in [start, stop) with run-time scalar bounds.",
-)
-
-
-@define_shape_func("dyn.arange", data_dependent=True)
-def _dyn_arange_shape(attrs: Attrs, inputs: Sequence[Any]) -> list[tuple[int, ...]]:
-    start, stop, step = (np.asarray(x).item() for x in inputs)
-    return [(arange_length(start, stop, step),)]
-
-
-DYN_OPS["dyn.arange"] = ("arange", _dyn_arange_convert, (0, 1, 2))
 
 
 def _number(x: Any) -> Any:

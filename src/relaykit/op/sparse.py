@@ -1,6 +1,6 @@
-"""Sparse-tensor, segment and signal operators with TVM's ``relay`` names:
+"""Sparse-tensor and segment operators with TVM's ``relay`` names:
 ``sparse_to_dense``, ``sparse_reshape``, ``segment_sum``, ``unravel_index``,
-``unique``, ``adv_index``, ``stft`` and ``fixed_point_multiply``.
+``unique``, ``adv_index`` and ``fixed_point_multiply``.
 
 A sparse tensor in COO form is a pair (``indices``: one row of coordinates per
 stored value, ``values``). ``segment_sum`` and ``unique`` have output sizes known
@@ -39,7 +39,6 @@ __all__ = [
     "unravel_index",
     "unique",
     "adv_index",
-    "stft",
     "fixed_point_multiply",
 ]
 
@@ -382,91 +381,6 @@ def adv_index(inputs: Sequence[Expr] | Expr) -> Call:
     ``inputs = [data, index_0, index_1, ...]``."""
     tup = inputs if isinstance(inputs, Expr) else Tuple(list(inputs))
     return make_call("adv_index", [tup])
-
-
-# -- stft -----------------------------------------------------------------------------------------
-
-
-def _stft_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
-    data = tensor_arg(arg_types, 0, "data")
-    tensor_arg(arg_types, 1, "window")
-    if data.ndim not in (1, 2):
-        raise TypeRelError(f"stft takes a 1-D signal or a 2-D batch of signals, got {data}")
-    n_fft, hop = int(attrs.n_fft), int(attrs.hop_length)
-    if n_fft < 1 or hop < 1:
-        raise TypeRelError(f"stft needs n_fft >= 1 and hop_length >= 1, got {n_fft}, {hop}")
-    rows = n_fft // 2 + 1 if attrs.onesided else n_fft
-    length = data.shape[-1]
-    cols = (length - n_fft) // hop + 1 if static(length) else AnyDim()
-    return TensorType((*data.shape[:-1], rows, cols, 2), data.dtype)
-
-
-def _stft_kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
-    data, window = ins
-    n_fft, hop = int(attrs.n_fft), int(attrs.hop_length)
-    win = np.asarray(window, dtype=np.float64).reshape(-1)[: int(attrs.win_length)]
-    left = (n_fft - win.shape[0]) // 2
-    win = np.pad(win, (left, n_fft - win.shape[0] - left))  # centred in n_fft
-    sig = np.asarray(data, dtype=np.float64)
-    cols = (sig.shape[-1] - n_fft) // hop + 1
-    starts = np.arange(cols) * hop
-    frames = sig[..., starts[:, None] + np.arange(n_fft)] * win  # (..., cols, n_fft)
-    rows = n_fft // 2 + 1 if attrs.onesided else n_fft
-    k, w = np.arange(n_fft), np.arange(rows)
-    angle = 2 * np.pi * np.outer(w, k) / n_fft  # (rows, n_fft)
-    real = np.einsum("...ck,wk->...wc", frames, np.cos(angle))
-    imag = -np.einsum("...ck,wk->...wc", frames, np.sin(angle))
-    out = np.stack([real, imag], axis=-1)
-    if attrs.normalized:
-        out /= np.sqrt(n_fft)
-    return out.astype(data.dtype)
-
-
-define_op(
-    "stft",
-    num_inputs=2,
-    attrs={
-        "n_fft": 1,
-        "hop_length": 1,
-        "win_length": 1,
-        "normalized": False,
-        "onesided": True,
-    },
-    attrs_type_key="relay.attrs.StftAttrs",
-    type_rel=_stft_rel,
-    compute=_stft_kernel,
-    pattern=OpPattern.OPAQUE,
-    doc="Short-time Fourier transform: (..., frequencies, frames, [real, imag]).",
-)
-
-
-def stft(
-    data: Expr,
-    n_fft: int,
-    hop_length: int | None = None,
-    win_length: int | None = None,
-    window: Expr | None = None,
-    normalized: bool = False,
-    onesided: bool = True,
-) -> Call:
-    """The short-time Fourier transform of ``data`` (signals on the last axis): frames
-    of ``n_fft`` samples every ``hop_length`` (``n_fft // 4``), weighted by ``window``
-    (ones of ``win_length`` = ``n_fft``, centred), as ``(..., n_fft // 2 + 1 or n_fft,
-    frames, 2)`` real/imaginary pairs."""
-    n_fft = int(n_fft)
-    hop = n_fft // 4 if hop_length is None else int(hop_length)
-    win_len = n_fft if win_length is None else int(win_length)
-    if window is None:
-        window = const(np.ones((win_len,), dtype="float32"))
-    return make_call(
-        "stft",
-        [data, window],
-        n_fft=n_fft,
-        hop_length=hop,
-        win_length=win_len,
-        normalized=bool(normalized),
-        onesided=bool(onesided),
-    )
 
 
 # -- fixed_point_multiply -------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""Elementwise and broadcasting operators: arithmetic, math, comparison, logic,
-``cast``, ``clip``, ``where`` and the tensor initialisers (``zeros``, ``full``...).
+"""Elementwise and broadcasting operators: arithmetic, math, trigonometric, comparison,
+logic and bitwise operators (one table, :data:`ELEMENTWISE`), ``cast``, ``reinterpret``,
+``clip``, ``where`` and the tensor initialisers (``zeros``, ``full``...).
 
 Binary operators broadcast like NumPy and require both operands to have the
 same dtype; comparisons return ``bool``.
@@ -15,7 +16,7 @@ same dtype; comparisons return ``bool``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -35,7 +36,16 @@ from ._relations import (
     static_value,
     tensor_arg,
 )
-from .define import OpPattern, TypeRelError, define_op, int_tuple, make_call
+from .define import (
+    Kernel,
+    OpPattern,
+    TypeRelation,
+    TypeRelError,
+    define_op,
+    int_tuple,
+    make_call,
+    no_default,
+)
 
 __all__ = [
     # binary arithmetic
@@ -44,13 +54,15 @@ __all__ = [
     # comparison and logic
     "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
     "logical_and", "logical_or", "logical_xor", "logical_not",
-    "left_shift", "right_shift",
+    "left_shift", "right_shift", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
     # unary
     "negative", "abs", "sign", "round", "floor", "ceil", "trunc",
-    "exp", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "sin", "cos",
+    "exp", "log", "log2", "sqrt", "rsqrt", "sigmoid", "erf",
+    "sin", "cos", "tan", "asin", "acos", "atan",
+    "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
     "isnan", "isinf", "isfinite",
     # others
-    "clip", "cast", "where", "copy",
+    "clip", "cast", "reinterpret", "where", "copy",
     "zeros", "ones", "full", "zeros_like", "ones_like", "full_like",
 ]  # fmt: skip
 
@@ -59,35 +71,7 @@ _B = OpPattern.BROADCAST
 _BOOL_OR_INT = frozenset({"bool"}) | INT_DTYPES
 
 
-def _ctor(name: str, arity: int, doc: str) -> Callable[..., Call]:
-    """A constructor ``fn(args...)`` for an attribute-free op with TVM's parameter names."""
-    if arity == 1:
-
-        def unary(data: Expr) -> Call:
-            return make_call(name, [data])
-
-        fn: Callable[..., Call] = unary
-    else:
-
-        def binary(lhs: Expr, rhs: Expr) -> Call:
-            return make_call(name, [lhs, rhs])
-
-        fn = binary
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = doc
-    return fn
-
-
-# -- binary broadcasting ops ----------------------------------------------------------------------
-
-
-def _binary_kernel(fn: Callable[[np.ndarray, np.ndarray], Any], out: str = "") -> Callable:
-    def compute(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
-        a, b = inputs
-        with np.errstate(all="ignore"):
-            return num.as_out(fn(a, b), out or a.dtype)
-
-    return compute
+# -- the elementwise table ------------------------------------------------------------------------
 
 
 def _divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -102,75 +86,6 @@ def _power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _floor_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.floor(a / b) if a.dtype.kind == "f" else np.floor_divide(a, b)
-
-
-_INT_REL = make_broadcast_rel(allowed=INT_DTYPES, kind="integer")
-_LOGIC_REL = make_broadcast_rel(allowed=_BOOL_OR_INT, kind="bool or integer")
-_CMP_REL = make_broadcast_rel(out_dtype="bool")
-
-_BINARY: dict[str, tuple[Callable, Any, str, str]] = {
-    # name: (numpy function, relation, output dtype override, doc)
-    "add": (np.add, broadcast_rel, "", "Elementwise ``lhs + rhs`` with broadcasting."),
-    "subtract": (np.subtract, broadcast_rel, "", "Elementwise ``lhs - rhs``."),
-    "multiply": (np.multiply, broadcast_rel, "", "Elementwise ``lhs * rhs``."),
-    "divide": (_divide, broadcast_rel, "", "Elementwise ``lhs / rhs`` (integers round to 0)."),
-    "power": (_power, broadcast_rel, "", "Elementwise ``lhs ** rhs``."),
-    "maximum": (np.maximum, broadcast_rel, "", "Elementwise maximum."),
-    "minimum": (np.minimum, broadcast_rel, "", "Elementwise minimum."),
-    "floor_divide": (_floor_divide, broadcast_rel, "", "Elementwise ``floor(lhs / rhs)``."),
-    "floor_mod": (np.mod, broadcast_rel, "", "Remainder with the sign of ``rhs``."),
-    "mod": (num.trunc_mod, broadcast_rel, "", "Remainder with the sign of ``lhs`` (C ``%``)."),
-    "equal": (np.equal, _CMP_REL, "bool", "Elementwise ``lhs == rhs`` (bool result)."),
-    "not_equal": (np.not_equal, _CMP_REL, "bool", "Elementwise ``lhs != rhs``."),
-    "less": (np.less, _CMP_REL, "bool", "Elementwise ``lhs < rhs``."),
-    "less_equal": (np.less_equal, _CMP_REL, "bool", "Elementwise ``lhs <= rhs``."),
-    "greater": (np.greater, _CMP_REL, "bool", "Elementwise ``lhs > rhs``."),
-    "greater_equal": (np.greater_equal, _CMP_REL, "bool", "Elementwise ``lhs >= rhs``."),
-    "logical_and": (np.logical_and, _LOGIC_REL, "", "Elementwise logical and."),
-    "logical_or": (np.logical_or, _LOGIC_REL, "", "Elementwise logical or."),
-    "logical_xor": (np.logical_xor, _LOGIC_REL, "", "Elementwise logical xor."),
-    "left_shift": (np.left_shift, _INT_REL, "", "Elementwise ``lhs << rhs`` (integers)."),
-    "right_shift": (np.right_shift, _INT_REL, "", "Elementwise ``lhs >> rhs`` (integers)."),
-}
-
-for _name, (_fn, _rel, _out, _doc) in _BINARY.items():
-    define_op(
-        _name, num_inputs=2, type_rel=_rel, compute=_binary_kernel(_fn, _out), pattern=_B, doc=_doc
-    )
-
-add = _ctor("add", 2, _BINARY["add"][3])
-subtract = _ctor("subtract", 2, _BINARY["subtract"][3])
-multiply = _ctor("multiply", 2, _BINARY["multiply"][3])
-divide = _ctor("divide", 2, _BINARY["divide"][3])
-power = _ctor("power", 2, _BINARY["power"][3])
-maximum = _ctor("maximum", 2, _BINARY["maximum"][3])
-minimum = _ctor("minimum", 2, _BINARY["minimum"][3])
-floor_divide = _ctor("floor_divide", 2, _BINARY["floor_divide"][3])
-floor_mod = _ctor("floor_mod", 2, _BINARY["floor_mod"][3])
-mod = _ctor("mod", 2, _BINARY["mod"][3])
-equal = _ctor("equal", 2, _BINARY["equal"][3])
-not_equal = _ctor("not_equal", 2, _BINARY["not_equal"][3])
-less = _ctor("less", 2, _BINARY["less"][3])
-less_equal = _ctor("less_equal", 2, _BINARY["less_equal"][3])
-greater = _ctor("greater", 2, _BINARY["greater"][3])
-greater_equal = _ctor("greater_equal", 2, _BINARY["greater_equal"][3])
-logical_and = _ctor("logical_and", 2, _BINARY["logical_and"][3])
-logical_or = _ctor("logical_or", 2, _BINARY["logical_or"][3])
-logical_xor = _ctor("logical_xor", 2, _BINARY["logical_xor"][3])
-left_shift = _ctor("left_shift", 2, _BINARY["left_shift"][3])
-right_shift = _ctor("right_shift", 2, _BINARY["right_shift"][3])
-
-
-# -- unary elementwise ops ------------------------------------------------------------------------
-
-
-def _unary_kernel(fn: Callable[[np.ndarray], Any], out: str = "") -> Callable:
-    def compute(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
-        x = inputs[0]
-        with np.errstate(all="ignore"):
-            return num.as_out(fn(x), out or x.dtype)
-
-    return compute
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -190,63 +105,210 @@ _ANY = make_unary_rel()
 _FLOAT = make_unary_rel(FLOAT_DTYPES, "floating-point (cast integers with relay.cast first)")
 _LOGIC = make_unary_rel(_BOOL_OR_INT, "bool or integer")
 _PREDICATE = make_unary_rel(FLOAT_DTYPES, "floating-point", out_dtype="bool")
+_INT_UNARY = make_unary_rel(_BOOL_OR_INT, "integer or bool")
+_INT_REL = make_broadcast_rel(allowed=INT_DTYPES, kind="integer")
+_LOGIC_REL = make_broadcast_rel(allowed=_BOOL_OR_INT, kind="bool or integer")
+_CMP_REL = make_broadcast_rel(out_dtype="bool")
+_BITWISE_REL = make_broadcast_rel(allowed=_BOOL_OR_INT, kind="integer or bool")
 
-_UNARY: dict[str, tuple[Callable, Any, str, str]] = {
-    "negative": (np.negative, _ANY, "", "Elementwise ``-data``."),
-    "abs": (np.abs, _ANY, "", "Elementwise absolute value."),
-    "sign": (np.sign, _ANY, "", "Elementwise sign (-1, 0 or 1)."),
-    "round": (num.round_half_away, _ANY, "", "Round to nearest, halves away from zero."),
-    "floor": (np.floor, _ANY, "", "Elementwise floor."),
-    "ceil": (np.ceil, _ANY, "", "Elementwise ceiling."),
-    "trunc": (np.trunc, _ANY, "", "Round toward zero."),
-    "exp": (np.exp, _FLOAT, "", "Elementwise ``e ** data``."),
-    "log": (np.log, _FLOAT, "", "Elementwise natural logarithm."),
-    "log2": (np.log2, _FLOAT, "", "Elementwise base-2 logarithm."),
-    "sqrt": (np.sqrt, _FLOAT, "", "Elementwise square root."),
-    "rsqrt": (_rsqrt, _FLOAT, "", "Elementwise ``1 / sqrt(data)``."),
-    "tanh": (np.tanh, _FLOAT, "", "Elementwise hyperbolic tangent."),
-    "sigmoid": (_sigmoid, _FLOAT, "", "Elementwise ``1 / (1 + exp(-data))``."),
-    "erf": (_erf, _FLOAT, "", "Elementwise Gauss error function."),
-    "sin": (np.sin, _FLOAT, "", "Elementwise sine."),
-    "cos": (np.cos, _FLOAT, "", "Elementwise cosine."),
-    "isnan": (np.isnan, _PREDICATE, "bool", "Elementwise ``data != data``."),
-    "isinf": (np.isinf, _PREDICATE, "bool", "Elementwise test for infinity."),
-    "isfinite": (np.isfinite, _PREDICATE, "bool", "Elementwise test for finite values."),
-    "logical_not": (np.logical_not, _LOGIC, "", "Elementwise logical not."),
-    "copy": (np.copy, _ANY, "", "A copy of ``data``."),
-    "zeros_like": (np.zeros_like, _ANY, "", "Zeros of the shape and dtype of ``data``."),
-    "ones_like": (np.ones_like, _ANY, "", "Ones of the shape and dtype of ``data``."),
-}
 
-for _name, (_fn, _rel, _out, _doc) in _UNARY.items():
+class Elementwise(NamedTuple):
+    """One row of :data:`ELEMENTWISE`: an attribute-free elementwise operator."""
+
+    arity: int  #: 1 (ELEMWISE pattern) or 2 (broadcasting, BROADCAST pattern)
+    fn: Callable[..., Any]  #: the NumPy function of the inputs
+    rel: TypeRelation
+    out: str  #: the output dtype, "" for the first input's
+    doc: str
+
+
+def _un(fn: Callable[..., Any], rel: TypeRelation, doc: str, out: str = "") -> Elementwise:
+    return Elementwise(1, fn, rel, out, doc)
+
+
+def _bin(fn: Callable[..., Any], rel: TypeRelation, doc: str, out: str = "") -> Elementwise:
+    return Elementwise(2, fn, rel, out, doc)
+
+
+#: Every attribute-free elementwise operator: name -> its row. Binary ones broadcast.
+ELEMENTWISE: dict[str, Elementwise] = {
+    # binary arithmetic
+    "add": _bin(np.add, broadcast_rel, "Elementwise ``lhs + rhs`` with broadcasting."),
+    "subtract": _bin(np.subtract, broadcast_rel, "Elementwise ``lhs - rhs``."),
+    "multiply": _bin(np.multiply, broadcast_rel, "Elementwise ``lhs * rhs``."),
+    "divide": _bin(_divide, broadcast_rel, "Elementwise ``lhs / rhs`` (integers round to 0)."),
+    "power": _bin(_power, broadcast_rel, "Elementwise ``lhs ** rhs``."),
+    "maximum": _bin(np.maximum, broadcast_rel, "Elementwise maximum."),
+    "minimum": _bin(np.minimum, broadcast_rel, "Elementwise minimum."),
+    "floor_divide": _bin(_floor_divide, broadcast_rel, "Elementwise ``floor(lhs / rhs)``."),
+    "floor_mod": _bin(np.mod, broadcast_rel, "Remainder with the sign of ``rhs``."),
+    "mod": _bin(num.trunc_mod, broadcast_rel, "Remainder with the sign of ``lhs`` (C ``%``)."),
+    # comparison and logic
+    "equal": _bin(np.equal, _CMP_REL, "Elementwise ``lhs == rhs`` (bool result).", out="bool"),
+    "not_equal": _bin(np.not_equal, _CMP_REL, "Elementwise ``lhs != rhs``.", out="bool"),
+    "less": _bin(np.less, _CMP_REL, "Elementwise ``lhs < rhs``.", out="bool"),
+    "less_equal": _bin(np.less_equal, _CMP_REL, "Elementwise ``lhs <= rhs``.", out="bool"),
+    "greater": _bin(np.greater, _CMP_REL, "Elementwise ``lhs > rhs``.", out="bool"),
+    "greater_equal": _bin(np.greater_equal, _CMP_REL, "Elementwise ``lhs >= rhs``.", out="bool"),
+    "logical_and": _bin(np.logical_and, _LOGIC_REL, "Elementwise logical and."),
+    "logical_or": _bin(np.logical_or, _LOGIC_REL, "Elementwise logical or."),
+    "logical_xor": _bin(np.logical_xor, _LOGIC_REL, "Elementwise logical xor."),
+    "logical_not": _un(np.logical_not, _LOGIC, "Elementwise logical not."),
+    # bitwise
+    "left_shift": _bin(np.left_shift, _INT_REL, "Elementwise ``lhs << rhs`` (integers)."),
+    "right_shift": _bin(np.right_shift, _INT_REL, "Elementwise ``lhs >> rhs`` (integers)."),
+    "bitwise_and": _bin(np.bitwise_and, _BITWISE_REL, "Elementwise ``lhs & rhs``."),
+    "bitwise_or": _bin(np.bitwise_or, _BITWISE_REL, "Elementwise ``lhs | rhs``."),
+    "bitwise_xor": _bin(np.bitwise_xor, _BITWISE_REL, "Elementwise ``lhs ^ rhs``."),
+    "bitwise_not": _un(np.invert, _INT_UNARY, "Elementwise ``~data``."),
+    # unary: sign and rounding
+    "negative": _un(np.negative, _ANY, "Elementwise ``-data``."),
+    "abs": _un(np.abs, _ANY, "Elementwise absolute value."),
+    "sign": _un(np.sign, _ANY, "Elementwise sign (-1, 0 or 1)."),
+    "round": _un(num.round_half_away, _ANY, "Round to nearest, halves away from zero."),
+    "floor": _un(np.floor, _ANY, "Elementwise floor."),
+    "ceil": _un(np.ceil, _ANY, "Elementwise ceiling."),
+    "trunc": _un(np.trunc, _ANY, "Round toward zero."),
+    # unary math (floating point)
+    "exp": _un(np.exp, _FLOAT, "Elementwise ``e ** data``."),
+    "log": _un(np.log, _FLOAT, "Elementwise natural logarithm."),
+    "log2": _un(np.log2, _FLOAT, "Elementwise base-2 logarithm."),
+    "sqrt": _un(np.sqrt, _FLOAT, "Elementwise square root."),
+    "rsqrt": _un(_rsqrt, _FLOAT, "Elementwise ``1 / sqrt(data)``."),
+    "sigmoid": _un(_sigmoid, _FLOAT, "Elementwise ``1 / (1 + exp(-data))``."),
+    "erf": _un(_erf, _FLOAT, "Elementwise Gauss error function."),
+    # trigonometric and hyperbolic
+    "sin": _un(np.sin, _FLOAT, "Elementwise sine."),
+    "cos": _un(np.cos, _FLOAT, "Elementwise cosine."),
+    "tan": _un(np.tan, _FLOAT, "Elementwise tangent."),
+    "asin": _un(np.arcsin, _FLOAT, "Elementwise arc sine."),
+    "acos": _un(np.arccos, _FLOAT, "Elementwise arc cosine."),
+    "atan": _un(np.arctan, _FLOAT, "Elementwise arc tangent."),
+    "sinh": _un(np.sinh, _FLOAT, "Elementwise hyperbolic sine."),
+    "cosh": _un(np.cosh, _FLOAT, "Elementwise hyperbolic cosine."),
+    "tanh": _un(np.tanh, _FLOAT, "Elementwise hyperbolic tangent."),
+    "asinh": _un(np.arcsinh, _FLOAT, "Elementwise inverse hyperbolic sine."),
+    "acosh": _un(np.arccosh, _FLOAT, "Elementwise inverse hyperbolic cosine."),
+    "atanh": _un(np.arctanh, _FLOAT, "Elementwise inverse hyperbolic tangent."),
+    # predicates
+    "isnan": _un(np.isnan, _PREDICATE, "Elementwise ``data != data``.", out="bool"),
+    "isinf": _un(np.isinf, _PREDICATE, "Elementwise test for infinity.", out="bool"),
+    "isfinite": _un(np.isfinite, _PREDICATE, "Elementwise test for finite values.", out="bool"),
+    # copies and fills
+    "copy": _un(np.copy, _ANY, "A copy of ``data``."),
+    "zeros_like": _un(np.zeros_like, _ANY, "Zeros of the shape and dtype of ``data``."),
+    "ones_like": _un(np.ones_like, _ANY, "Ones of the shape and dtype of ``data``."),
+}  # fmt: skip
+
+
+def _kernel(row: Elementwise) -> Kernel:
+    fn, out = row.fn, row.out
+    if row.arity == 1:
+
+        def unary(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+            x = inputs[0]
+            with np.errstate(all="ignore"):
+                return num.as_out(fn(x), out or x.dtype)
+
+        return unary
+
+    def binary(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+        a, b = inputs
+        with np.errstate(all="ignore"):
+            return num.as_out(fn(a, b), out or a.dtype)
+
+    return binary
+
+
+for _name, _row in ELEMENTWISE.items():
     define_op(
-        _name, num_inputs=1, type_rel=_rel, compute=_unary_kernel(_fn, _out), pattern=_E, doc=_doc
+        _name,
+        num_inputs=_row.arity,
+        type_rel=_row.rel,
+        compute=_kernel(_row),
+        pattern=_E if _row.arity == 1 else _B,
+        doc=_row.doc,
     )
 
-negative = _ctor("negative", 1, _UNARY["negative"][3])
-abs = _ctor("abs", 1, _UNARY["abs"][3])
-sign = _ctor("sign", 1, _UNARY["sign"][3])
-round = _ctor("round", 1, _UNARY["round"][3])
-floor = _ctor("floor", 1, _UNARY["floor"][3])
-ceil = _ctor("ceil", 1, _UNARY["ceil"][3])
-trunc = _ctor("trunc", 1, _UNARY["trunc"][3])
-exp = _ctor("exp", 1, _UNARY["exp"][3])
-log = _ctor("log", 1, _UNARY["log"][3])
-log2 = _ctor("log2", 1, _UNARY["log2"][3])
-sqrt = _ctor("sqrt", 1, _UNARY["sqrt"][3])
-rsqrt = _ctor("rsqrt", 1, _UNARY["rsqrt"][3])
-tanh = _ctor("tanh", 1, _UNARY["tanh"][3])
-sigmoid = _ctor("sigmoid", 1, _UNARY["sigmoid"][3])
-erf = _ctor("erf", 1, _UNARY["erf"][3])
-sin = _ctor("sin", 1, _UNARY["sin"][3])
-cos = _ctor("cos", 1, _UNARY["cos"][3])
-isnan = _ctor("isnan", 1, _UNARY["isnan"][3])
-isinf = _ctor("isinf", 1, _UNARY["isinf"][3])
-isfinite = _ctor("isfinite", 1, _UNARY["isfinite"][3])
-logical_not = _ctor("logical_not", 1, _UNARY["logical_not"][3])
-copy = _ctor("copy", 1, _UNARY["copy"][3])
-zeros_like = _ctor("zeros_like", 1, _UNARY["zeros_like"][3])
-ones_like = _ctor("ones_like", 1, _UNARY["ones_like"][3])
+
+def _ctor(name: str) -> Callable[..., Call]:
+    """The constructor of the elementwise op ``name``, with TVM's parameter names."""
+    row = ELEMENTWISE[name]
+    if row.arity == 1:
+
+        def unary(data: Expr) -> Call:
+            return make_call(name, [data])
+
+        fn: Callable[..., Call] = unary
+    else:
+
+        def binary(lhs: Expr, rhs: Expr) -> Call:
+            return make_call(name, [lhs, rhs])
+
+        fn = binary
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = row.doc
+    return fn
+
+
+add = _ctor("add")
+subtract = _ctor("subtract")
+multiply = _ctor("multiply")
+divide = _ctor("divide")
+power = _ctor("power")
+maximum = _ctor("maximum")
+minimum = _ctor("minimum")
+floor_divide = _ctor("floor_divide")
+floor_mod = _ctor("floor_mod")
+mod = _ctor("mod")
+equal = _ctor("equal")
+not_equal = _ctor("not_equal")
+less = _ctor("less")
+less_equal = _ctor("less_equal")
+greater = _ctor("greater")
+greater_equal = _ctor("greater_equal")
+logical_and = _ctor("logical_and")
+logical_or = _ctor("logical_or")
+logical_xor = _ctor("logical_xor")
+logical_not = _ctor("logical_not")
+left_shift = _ctor("left_shift")
+right_shift = _ctor("right_shift")
+bitwise_and = _ctor("bitwise_and")
+bitwise_or = _ctor("bitwise_or")
+bitwise_xor = _ctor("bitwise_xor")
+bitwise_not = _ctor("bitwise_not")
+negative = _ctor("negative")
+abs = _ctor("abs")
+sign = _ctor("sign")
+round = _ctor("round")
+floor = _ctor("floor")
+ceil = _ctor("ceil")
+trunc = _ctor("trunc")
+exp = _ctor("exp")
+log = _ctor("log")
+log2 = _ctor("log2")
+sqrt = _ctor("sqrt")
+rsqrt = _ctor("rsqrt")
+sigmoid = _ctor("sigmoid")
+erf = _ctor("erf")
+sin = _ctor("sin")
+cos = _ctor("cos")
+tan = _ctor("tan")
+asin = _ctor("asin")
+acos = _ctor("acos")
+atan = _ctor("atan")
+sinh = _ctor("sinh")
+cosh = _ctor("cosh")
+tanh = _ctor("tanh")
+asinh = _ctor("asinh")
+acosh = _ctor("acosh")
+atanh = _ctor("atanh")
+isnan = _ctor("isnan")
+isinf = _ctor("isinf")
+isfinite = _ctor("isfinite")
+copy = _ctor("copy")
+zeros_like = _ctor("zeros_like")
+ones_like = _ctor("ones_like")
 
 
 # -- clip, cast, where ----------------------------------------------------------------------------
@@ -269,7 +331,7 @@ def _clip_kernel(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
 define_op(
     "clip",
     num_inputs=1,
-    attrs={"a_min": None, "a_max": None},
+    attrs={"a_min": no_default(), "a_max": no_default()},
     attrs_type_key="relay.attrs.ClipAttrs",
     type_rel=_clip_rel,
     compute=_clip_kernel,
@@ -298,7 +360,7 @@ def _cast_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
 define_op(
     "cast",
     num_inputs=1,
-    attrs={"dtype": ""},
+    attrs={"dtype": no_default("")},
     attrs_type_key="relay.attrs.CastAttrs",
     type_rel=_cast_rel,
     compute=lambda inputs, attrs: num.as_out(inputs[0], check_dtype(attrs.dtype)),
@@ -352,6 +414,36 @@ def where(condition: Expr, x: Expr, y: Expr) -> Call:
     return make_call("where", [condition, x, y])
 
 
+# -- reinterpret ----------------------------------------------------------------------------------
+
+
+def _reinterpret_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types, 0, "data")
+    target = check_dtype(attrs.dtype)
+    if np.dtype(target).itemsize != np.dtype(data.dtype).itemsize:
+        raise TypeRelError(f"cannot reinterpret {data.dtype} as {target}: their bit widths differ")
+    return TensorType(data.shape, target)
+
+
+define_op(
+    "reinterpret",
+    num_inputs=1,
+    attrs={"dtype": ""},
+    attrs_type_key="relay.attrs.CastAttrs",
+    type_rel=_reinterpret_rel,
+    compute=lambda ins, attrs: (
+        np.ascontiguousarray(ins[0]).view(check_dtype(attrs.dtype)).reshape(ins[0].shape)
+    ),
+    pattern=OpPattern.ELEMWISE,
+    doc="The same bits read as another dtype of the same width.",
+)
+
+
+def reinterpret(data: Expr, dtype: str) -> Call:
+    """``data``'s bits read as ``dtype`` (same bit width), as TVM's ``relay.reinterpret``."""
+    return make_call("reinterpret", [data], dtype=check_dtype(dtype))
+
+
 # -- initialisers ---------------------------------------------------------------------------------
 
 
@@ -382,7 +474,7 @@ for _name, _value in (("zeros", 0), ("ones", 1)):
     define_op(
         _name,
         num_inputs=0,
-        attrs={"shape": None, "dtype": ""},
+        attrs={"shape": no_default(), "dtype": ""},
         attrs_type_key="relay.attrs.InitOpAttrs",
         type_rel=_init_rel,
         compute=_init_kernel(_value),
@@ -427,7 +519,7 @@ def _full_kernel(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
 define_op(
     "full",
     num_inputs=1,
-    attrs={"shape": None, "dtype": ""},
+    attrs={"shape": no_default(), "dtype": ""},
     attrs_type_key="relay.attrs.InitOpAttrs",
     type_rel=_full_rel,
     compute=_full_kernel,
@@ -479,4 +571,4 @@ def full_like(data: Expr, fill_value: Any) -> Call:
     return make_call("full_like", [data, _as_fill(fill_value, "")])
 
 
-del _name, _fn, _rel, _out, _doc, _value
+del _name, _row, _value

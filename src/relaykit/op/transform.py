@@ -36,7 +36,7 @@ from ._relations import (
     tensor_arg,
     tuple_arg,
 )
-from .define import OpPattern, TypeRelError, define_op, int_tuple, make_call
+from .define import OpPattern, TypeRelError, define_op, int_tuple, make_call, no_default
 
 __all__ = [
     "reshape",
@@ -168,7 +168,7 @@ def _reshape_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
 define_op(
     "reshape",
     num_inputs=1,
-    attrs={"newshape": None, "allowzero": False},
+    attrs={"newshape": no_default(), "allowzero": False},
     attrs_type_key="relay.attrs.ReshapeAttrs",
     type_rel=_reshape_rel,
     compute=lambda ins, attrs: ins[0].reshape(
@@ -214,7 +214,7 @@ def _transpose_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
 define_op(
     "transpose",
     num_inputs=1,
-    attrs={"axes": None},
+    attrs={"axes": no_default()},
     attrs_type_key="relay.attrs.TransposeAttrs",
     type_rel=_transpose_rel,
     compute=lambda ins, attrs: np.transpose(ins[0], _perm(attrs.axes, ins[0].ndim)),
@@ -295,7 +295,7 @@ def _expand_dims_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
 define_op(
     "expand_dims",
     num_inputs=1,
-    attrs={"axis": None, "num_newaxis": 1},
+    attrs={"axis": no_default(), "num_newaxis": 1},
     attrs_type_key="relay.attrs.ExpandDimsAttrs",
     type_rel=_expand_dims_rel,
     compute=lambda ins, attrs: ins[0].reshape(_expanded_shape(ins[0].shape, attrs)),
@@ -472,7 +472,7 @@ def _split_kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> tuple[np.ndarray, 
 define_op(
     "split",
     num_inputs=1,
-    attrs={"indices_or_sections": None, "axis": 0},
+    attrs={"indices_or_sections": no_default(), "axis": 0},
     attrs_type_key="relay.attrs.SplitAttrs",
     type_rel=_split_rel,
     compute=_split_kernel,
@@ -561,7 +561,13 @@ def _strided_slice_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
 define_op(
     "strided_slice",
     num_inputs=1,
-    attrs={"begin": None, "end": None, "strides": None, "slice_mode": "end", "axes": None},
+    attrs={
+        "begin": no_default(),
+        "end": no_default(),
+        "strides": no_default(),
+        "slice_mode": "end",
+        "axes": no_default(),
+    },
     attrs_type_key="relay.attrs.StridedSliceAttrs",
     type_rel=_strided_slice_rel,
     compute=lambda ins, attrs: np.ascontiguousarray(ins[0][_slices(ins[0].shape, attrs)[0]]),
@@ -699,7 +705,7 @@ def _broadcast_to_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
 define_op(
     "broadcast_to",
     num_inputs=1,
-    attrs={"shape": None, "dtype": ""},
+    attrs={"shape": no_default(), "dtype": ""},
     attrs_type_key="relay.attrs.InitOpAttrs",
     type_rel=_broadcast_to_rel,
     compute=lambda ins, attrs: np.ascontiguousarray(np.broadcast_to(ins[0], attrs.shape)),
@@ -730,7 +736,7 @@ def _tile_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
 define_op(
     "tile",
     num_inputs=1,
-    attrs={"reps": None},
+    attrs={"reps": no_default()},
     attrs_type_key="relay.attrs.TileAttrs",
     type_rel=_tile_rel,
     compute=lambda ins, attrs: np.tile(ins[0], attrs.reps),
@@ -760,7 +766,7 @@ def _repeat_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
 define_op(
     "repeat",
     num_inputs=1,
-    attrs={"repeats": None, "axis": None},
+    attrs={"repeats": no_default(), "axis": None},
     attrs_type_key="relay.attrs.RepeatAttrs",
     type_rel=_repeat_rel,
     compute=lambda ins, attrs: np.repeat(ins[0], attrs.repeats, axis=attrs.axis),

@@ -1,4 +1,5 @@
-"""The machinery of the dynamic operators: registration, rank helpers, static folds."""
+"""The machinery of the dynamic operators: their one registration helper
+(:func:`define_dyn_op`), rank helpers and the folds back to static twins."""
 
 from __future__ import annotations
 
@@ -7,26 +8,34 @@ from typing import Any
 
 import numpy as np
 
+from relaykit.errors import ArgumentError
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.expr import Call, Constant
 from relaykit.ir.op import default_registry
 from relaykit.ir.symbolic import Any as AnyDim
 from relaykit.ir.types import Type
 from relaykit.op._relations import INT_DTYPES, tensor_arg
-from relaykit.op.define import OpPattern, TypeRelError, define_op, make_attrs, make_call
+from relaykit.op.define import (
+    OpPattern,
+    TypeRelError,
+    caller_module,
+    define_op,
+    make_attrs,
+    make_call,
+)
 from relaykit.op.shape_func import define_shape_func, output_shapes
 
 __all__ = [
     "DYN_OPS",
     "Converter",
     "define_dyn_op",
-    "define_kernel_op",
     "kernel_shapes",
     "Kernel",
     "ints",
     "scalar_int",
     "shape_input",
     "static_equivalent",
+    "static_kernel",
     "unknown",
 ]
 
@@ -77,69 +86,82 @@ def kernel_shapes(kernel: Kernel) -> Callable[[Attrs, Sequence[Any]], list[tuple
     return shapes
 
 
-def _register(
-    name: str,
-    num_inputs: int,
-    type_rel: Callable[[Sequence[Type], Attrs], Type],
-    kernel: Kernel,
-    shapes: Callable[[Attrs, Sequence[Any]], list[tuple[int, ...]]],
-    attrs: dict[str, Any] | None,
-    doc: str,
-) -> None:
-    """Define the opaque op ``name`` with ``kernel`` and a data-dependent shape function."""
-    define_op(
-        name,
-        num_inputs=num_inputs,
-        attrs=attrs or {},
-        type_rel=type_rel,
-        compute=kernel,
-        pattern=OpPattern.OPAQUE,
-        doc=doc,
-    )
-
-    define_shape_func(name, data_dependent=True)(shapes)
-
-
-def define_kernel_op(
-    name: str,
-    num_inputs: int,
-    type_rel: Callable[[Sequence[Type], Attrs], Type],
-    kernel: Kernel,
-    attrs: dict[str, Any] | None = None,
-    doc: str = "",
-) -> None:
-    """Register a dynamic operator computed by a NumPy ``kernel``; its data-dependent shape
-    function runs the kernel (its output shapes are what the values make them)."""
-
-    _register(name, num_inputs, type_rel, kernel, kernel_shapes(kernel), attrs, doc)
-
-
-def define_dyn_op(
-    name: str,
-    static: str,
-    num_inputs: int,
-    type_rel: Callable[[Sequence[Type], Attrs], Type],
-    convert: Converter,
-    attrs: dict[str, Any] | None = None,
-    value_inputs: tuple[int, ...] = (),
-    doc: str = "",
-) -> None:
-    """Register ``dyn.X``: its relation, a kernel and a data-dependent shape function that
-    both run the static op ``static`` on ``convert(values, attrs)``. ``value_inputs`` are
-    the inputs a constant fold (DynamicToStatic) needs as constants."""
+def static_kernel(static: str, convert: Converter) -> Kernel:
+    """The kernel of a ``dyn.X`` whose static twin is ``static``: ``static``'s kernel run
+    on ``convert(values, attrs)``."""
 
     def kernel(ins: Sequence[np.ndarray], call_attrs: Attrs) -> Any:
         sins, sattrs = convert(ins, call_attrs)
         op = default_registry.get(static)
         return op.get_attr("FCompute")(sins, make_attrs(op, sattrs))
 
+    return kernel
+
+
+def _static_shapes(
+    static: str, convert: Converter
+) -> Callable[[Attrs, Sequence[Any]], list[tuple[int, ...]]]:
+    """A data-dependent shape function: ``static``'s output shapes for the converted values."""
+
     def shapes(call_attrs: Attrs, values: Sequence[Any]) -> list[tuple[int, ...]]:
         sins, sattrs = convert([np.asarray(v) for v in values], call_attrs)
         return output_shapes(static, sattrs, list(sins))
 
-    doc = doc or f"{static} with run-time {', '.join(map(str, value_inputs))} inputs."
-    _register(name, num_inputs, type_rel, kernel, shapes, attrs, doc)
-    DYN_OPS[name] = (static, convert, value_inputs)
+    return shapes
+
+
+def define_dyn_op(
+    name: str,
+    num_inputs: int,
+    type_rel: Callable[[Sequence[Type], Attrs], Type],
+    *,
+    static: str | None = None,
+    convert: Converter | None = None,
+    kernel: Kernel | None = None,
+    attrs: dict[str, Any] | None = None,
+    attrs_type_key: str = "DictAttrs",
+    value_inputs: tuple[int, ...] = (),
+    data_dependent: bool = True,
+    doc: str = "",
+) -> None:
+    """Register the dynamic operator ``name``, an opaque op with its type relation, a
+    kernel and (``data_dependent``) a data-dependent shape function, from either
+
+    * a static twin: ``static`` (the op ``X`` of ``dyn.X``) and ``convert`` from the
+      call's input values and attributes to ``static``'s inputs and attributes; the
+      kernel and the shape function run ``static``, and the call folds back to
+      ``static`` when its ``value_inputs`` are constants (:func:`static_equivalent`,
+      DynamicToStatic); or
+    * a ``kernel``: a NumPy function whose output shapes are the shape function.
+
+    Given both, ``kernel`` computes and the fold to ``static`` stays. With
+    ``data_dependent=False`` the shape function is left to the type relation.
+    The operator is recorded as defined in the caller's module.
+    """
+    if (static is None) != (convert is None):
+        raise ArgumentError(f"{name}: a static twin needs both static= and convert=")
+    if kernel is not None:
+        compute, shapes = kernel, kernel_shapes(kernel)
+    elif static is not None and convert is not None:
+        compute, shapes = static_kernel(static, convert), _static_shapes(static, convert)
+        doc = doc or f"{static} with run-time {', '.join(map(str, value_inputs))} inputs."
+    else:
+        raise ArgumentError(f"{name}: give a static twin (static=, convert=) or a kernel")
+    define_op(
+        name,
+        num_inputs=num_inputs,
+        attrs=attrs or {},
+        attrs_type_key=attrs_type_key,
+        type_rel=type_rel,
+        compute=compute,
+        pattern=OpPattern.OPAQUE,
+        doc=doc,
+        module=caller_module(),
+    )
+    if data_dependent:
+        define_shape_func(name, data_dependent=True)(shapes)
+    if static is not None and convert is not None:
+        DYN_OPS[name] = (static, convert, value_inputs)
 
 
 def static_equivalent(call: Call) -> Call | None:

@@ -1,4 +1,6 @@
-"""``relay.op.dyn.nn``: ``dyn.nn.pad`` with run-time pad widths."""
+"""``relay.op.dyn.nn``: ``dyn.nn.pad`` with run-time pad widths, and the dynamic twins of
+``nn.matmul`` (``dyn.matmul``, broadcasting over ``?`` dimensions) and ``nn.dropout``
+(``dyn.dropout``, ONNX's, with a run-time ratio and training mode)."""
 
 from __future__ import annotations
 
@@ -9,13 +11,14 @@ import numpy as np
 
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.expr import Call, Constant, Expr
-from relaykit.ir.types import TensorType, Type
+from relaykit.ir.symbolic import Any as AnyDim
+from relaykit.ir.types import TensorType, TupleType, Type
 from relaykit.op._relations import INT_DTYPES, tensor_arg
 from relaykit.op.define import TypeRelError, make_call
 
 from ._base import define_dyn_op, unknown
 
-__all__ = ["pad"]
+__all__ = ["dropout", "dropout_ref", "matmul", "pad"]
 
 
 def _pad_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
@@ -38,10 +41,10 @@ def _pad_convert(v: Sequence[Any], a: Attrs) -> tuple[list[Any], dict[str, Any]]
 
 define_dyn_op(
     "dyn.nn.pad",
-    "nn.pad",
     3,
     _pad_rel,
-    _pad_convert,
+    static="nn.pad",
+    convert=_pad_convert,
     attrs={"pad_mode": "constant"},
     value_inputs=(1,),
     doc="nn.pad with run-time pad widths (a (rank, 2) integer tensor).",
@@ -53,3 +56,100 @@ def pad(data: Expr, pad_width: Expr, pad_value: Any = 0.0, pad_mode: str = "cons
     if not isinstance(pad_value, Expr):
         pad_value = Constant(np.asarray(pad_value, dtype="float32"))
     return make_call("dyn.nn.pad", [data, pad_width, pad_value], pad_mode=pad_mode)
+
+
+# -- dropout with a run-time ratio ----------------------------------------------------------------
+
+
+def dropout_ref(
+    x: np.ndarray, ratio: float, training: bool, seed: int | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """ONNX ``Dropout``: in training mode with a nonzero ratio, keep each element with
+    probability 1 - ratio (scaled by 1 / (1 - ratio)); the mask draws
+    ``RandomState(seed).uniform`` as ONNX's reference does. Otherwise the identity."""
+    if ratio == 0 or not training:
+        return x.copy(), np.ones(x.shape, dtype=bool)
+    mask = np.random.RandomState(seed).uniform(0, 1.0, x.shape) >= ratio
+    return (mask * x / (1.0 - ratio)).astype(x.dtype), mask
+
+
+def _dropout_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    x = tensor_arg(arg_types, 0, "data")
+    tensor_arg(arg_types, 1, "ratio")
+    tensor_arg(arg_types, 2, "training_mode")
+    return TupleType([x, TensorType(x.shape, "bool")])
+
+
+define_dyn_op(
+    "dyn.dropout",
+    3,
+    _dropout_rel,
+    kernel=lambda ins, attrs: dropout_ref(
+        np.asarray(ins[0]),
+        float(np.asarray(ins[1]).reshape(-1)[0]),
+        bool(np.asarray(ins[2]).reshape(-1)[0]),
+        None if attrs.seed is None else int(attrs.seed),
+    ),
+    attrs={"seed": None},
+    data_dependent=False,  # the output has the input's shape: the relation's shape function
+    doc="ONNX Dropout with a run-time ratio and training mode: (output, mask).",
+)
+
+
+def dropout(data: Expr, ratio: Expr, training_mode: Expr, seed: int | None = None) -> Call:
+    """ONNX ``Dropout`` with run-time ``ratio`` and ``training_mode``: ``(out, mask)``."""
+    return make_call(
+        "dyn.dropout", [data, ratio, training_mode], seed=None if seed is None else int(seed)
+    )
+
+
+# -- matmul over ? dimensions ---------------------------------------------------------------------
+
+
+def _broadcast_dim(a: Any, b: Any) -> Any:
+    if type(a) is int and type(b) is int:
+        if a != b and 1 not in (a, b):
+            raise TypeRelError(f"cannot broadcast dimensions {a} and {b}")
+        return max(a, b) if 1 in (a, b) else a
+    if a == 1:
+        return b
+    if b == 1:
+        return a
+    return a if type(a) is int else b if type(b) is int else AnyDim()
+
+
+def _matmul_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    a = tensor_arg(arg_types, 0, "a")
+    b = tensor_arg(arg_types, 1, "b")
+    if not a.ndim or not b.ndim:
+        raise TypeRelError(f"matmul needs inputs of rank >= 1, got {a} and {b}")
+    sa = (1, *a.shape) if a.ndim == 1 else a.shape
+    sb = (*b.shape, 1) if b.ndim == 1 else b.shape
+    k1, k2 = sa[-1], sb[-2]
+    if type(k1) is int and type(k2) is int and k1 != k2:
+        raise TypeRelError(f"cannot multiply {a.shape} by {b.shape}: inner dimensions differ")
+    la, lb = sa[:-2], sb[:-2]
+    n = max(len(la), len(lb))
+    la = (1,) * (n - len(la)) + tuple(la)
+    lb = (1,) * (n - len(lb)) + tuple(lb)
+    batch = tuple(_broadcast_dim(x, y) for x, y in zip(la, lb, strict=True))
+    out = (*batch, sa[-2], sb[-1])
+    if a.ndim == 1:
+        out = out[:-2] + out[-1:]
+    if b.ndim == 1:
+        out = out[:-1]
+    return TensorType(out, a.dtype)
+
+
+define_dyn_op(
+    "dyn.matmul",
+    2,
+    _matmul_rel,
+    kernel=lambda ins, attrs: np.ascontiguousarray(np.matmul(ins[0], ins[1])),
+    doc="NumPy matmul (batch broadcasting, 1-D operands) over ? dimensions.",
+)
+
+
+def matmul(a: Expr, b: Expr) -> Call:
+    """NumPy ``matmul`` of ``a`` and ``b``, whose dimensions may be ``?``."""
+    return make_call("dyn.matmul", [a, b])

@@ -10,20 +10,17 @@ import numpy as np
 
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.expr import Call, Expr
-from relaykit.ir.op import default_registry
 from relaykit.ir.types import TensorType, Type
 from relaykit.op._relations import normalize_axis, tensor_arg
 from relaykit.op.define import TypeRelError, make_call
-from relaykit.op.shape_func import define_shape_func
 
 from ._base import (
     Kernel,
     define_dyn_op,
-    define_kernel_op,
     ints,
-    kernel_shapes,
     scalar_int,
     shape_input,
+    static_kernel,
     unknown,
 )
 
@@ -66,20 +63,6 @@ def _reduce_convert(v: Sequence[Any], a: Attrs) -> tuple[list[Any], dict[str, An
     return [v[0]], {"axis": axis, "keepdims": bool(a.keepdims)}
 
 
-for _name in REDUCTIONS:
-    define_dyn_op(
-        f"dyn.{_name}",
-        _name,
-        2,
-        _reduce_rel,
-        _reduce_convert,
-        attrs={"keepdims": False, "noop_with_empty_axes": False},
-        value_inputs=(1,),
-        doc=f"{_name} over the axes given by a run-time 1-D integer tensor (empty: every "
-        "axis, or none with noop_with_empty_axes).",
-    )
-
-
 def _extreme(dtype: np.dtype, largest: bool) -> Any:
     """The identity of max (``largest=False``: the lowest value) or min over ``dtype``."""
     if dtype.kind == "f":
@@ -107,11 +90,23 @@ def _empty_safe(name: str, inner: Kernel) -> Kernel:
     return kernel
 
 
-for _name in ("max", "min"):
-    _op = default_registry.get(f"dyn.{_name}")
-    _op.set_attr("FCompute", _empty_safe(_name, _op.get_attr("FCompute")), 11)
-    define_shape_func(f"dyn.{_name}", data_dependent=True, level=11)(
-        kernel_shapes(_op.get_attr("FCompute"))
+for _name in REDUCTIONS:
+    define_dyn_op(
+        f"dyn.{_name}",
+        2,
+        _reduce_rel,
+        static=_name,
+        convert=_reduce_convert,
+        # max/min run their own kernel (the static one, safe on an empty extent)
+        kernel=(
+            _empty_safe(_name, static_kernel(_name, _reduce_convert))
+            if _name in ("max", "min")
+            else None
+        ),
+        attrs={"keepdims": False, "noop_with_empty_axes": False},
+        value_inputs=(1,),
+        doc=f"{_name} over the axes given by a run-time 1-D integer tensor (empty: every "
+        "axis, or none with noop_with_empty_axes).",
     )
 
 
@@ -155,11 +150,11 @@ def _cumulative_kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
     return np.ascontiguousarray(np.flip(out, a) if attrs.reverse else out)
 
 
-define_kernel_op(
+define_dyn_op(
     "dyn.cumulative",
     2,
     _cumulative_rel,
-    _cumulative_kernel,
+    kernel=_cumulative_kernel,
     attrs={"op": "sum", "exclusive": False, "reverse": False},
     doc="Cumulative sum or product (op) along a run-time axis, optionally exclusive and "
     "from the end.",
@@ -175,7 +170,4 @@ def cumulative(
     )
 
 
-# -- slice, split, unsqueeze, expand --------------------------------------------------------------
-
-
-del _name, _op
+del _name

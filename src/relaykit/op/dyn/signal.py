@@ -13,7 +13,7 @@ from relaykit.ir.types import TensorType, Type
 from relaykit.op._relations import resolve_dtype, tensor_arg
 from relaykit.op.define import TypeRelError, make_call
 
-from ._base import define_kernel_op, scalar_int, unknown
+from ._base import define_dyn_op, scalar_int, unknown
 
 __all__ = [
     "dft",
@@ -42,11 +42,11 @@ def window_ref(coeffs: Sequence[float], n: int, periodic: bool, dtype: str) -> n
     return w.astype(dtype)
 
 
-define_kernel_op(
+define_dyn_op(
     "dyn.window",
     1,
     _window_rel,
-    lambda ins, attrs: window_ref(
+    kernel=lambda ins, attrs: window_ref(
         attrs.coeffs,
         int(np.asarray(ins[0]).reshape(-1)[0]),
         bool(attrs.periodic),
@@ -70,7 +70,7 @@ def window(
     )
 
 
-# -- signal and image ops with run-time lengths, axes and sizes ----------------------------------
+# -- DFT and STFT with run-time lengths and axes ---------------------------------------------------
 
 
 def _complex_of(x: np.ndarray) -> np.ndarray:
@@ -125,11 +125,11 @@ def _dft_kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
     return dft_ref(np.asarray(ins[0]), n, axis, bool(attrs.inverse), bool(attrs.onesided))
 
 
-define_kernel_op(
+define_dyn_op(
     "dyn.dft",
     3,
     _dft_rel,
-    _dft_kernel,
+    kernel=_dft_kernel,
     attrs={"inverse": False, "onesided": False},
     doc="ONNX DFT along a run-time axis with a run-time length (empty: the axis' size).",
 )
@@ -178,11 +178,11 @@ def _stft_kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
     )
 
 
-define_kernel_op(
+define_dyn_op(
     "dyn.stft",
     4,
     _stft_rel,
-    _stft_kernel,
+    kernel=_stft_kernel,
     attrs={"onesided": True, "has_window": False},
     doc="ONNX STFT with a run-time frame step and frame length.",
 )

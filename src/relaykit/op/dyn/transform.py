@@ -1,6 +1,9 @@
-"""Slices, splits, pads, expands and selections whose extents are run-time values, and
-the data-dependent selections ONNX models use (``Compress``, ``Unique``), plus
-``dyn.matmul`` (broadcasting over ``?`` dims), ``dyn.dropout`` and ``dyn.as_dynamic``."""
+"""Dynamic twins of the transform operators: ``dyn.reshape``, ``dyn.broadcast_to``,
+``dyn.tile``, ``dyn.strided_slice``, ``dyn.expand_dims`` and ``dyn.squeeze`` (run-time
+shapes, reps, bounds and axes); ONNX's slices, splits, pads and expands with run-time
+extents (``dyn.slice_axes``, ``dyn.split``, ``dyn.unsqueeze``, ``dyn.expand``,
+``dyn.pad_axes``, ``dyn.center_crop_pad``); the data-dependent selections
+``dyn.compress`` and ``dyn.unique``; and ``dyn.as_dynamic``."""
 
 from __future__ import annotations
 
@@ -13,26 +16,185 @@ from relaykit.ir.attrs import Attrs
 from relaykit.ir.expr import Call, Expr
 from relaykit.ir.symbolic import Any as AnyDim
 from relaykit.ir.types import TensorType, TupleType, Type
-from relaykit.op._relations import normalize_axis, tensor_arg
-from relaykit.op.define import OpPattern, TypeRelError, define_op, make_call
+from relaykit.op._relations import INT_DTYPES, normalize_axis, tensor_arg
+from relaykit.op.define import TypeRelError, make_call
 
-from ._base import define_kernel_op, ints, shape_input, unknown
+from ._base import define_dyn_op, ints, shape_input, unknown
 
 __all__ = [
     "as_dynamic",
+    "broadcast_to",
     "center_crop_pad",
     "compress",
-    "dropout",
-    "dropout_ref",
     "expand",
-    "matmul",
+    "expand_dims",
     "pad_axes",
+    "reshape",
     "slice_axes",
     "split",
+    "squeeze",
+    "strided_slice",
+    "tile",
     "unique",
     "unique_ref",
     "unsqueeze",
 ]
+
+
+# -- reshape, broadcast_to, tile ------------------------------------------------------------------
+
+
+def _reshape_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types, 0, "data")
+    return TensorType(unknown(shape_input(arg_types, 1, "newshape")), data.dtype)
+
+
+define_dyn_op(
+    "dyn.reshape",
+    2,
+    _reshape_rel,
+    static="reshape",
+    convert=lambda v, a: ([v[0]], {"newshape": ints(v[1]), "allowzero": bool(a.allowzero)}),
+    attrs={"allowzero": False},
+    value_inputs=(1,),
+)
+
+
+def reshape(data: Expr, newshape: Expr, allowzero: bool = False) -> Call:
+    """``data`` reshaped to the run-time shape ``newshape`` (1-D int tensor), with
+    reshape's special values (0 copies, -1 infers)."""
+    return make_call("dyn.reshape", [data, newshape], allowzero=bool(allowzero))
+
+
+def _broadcast_to_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types, 0, "data")
+    return TensorType(unknown(shape_input(arg_types, 1, "shape")), data.dtype)
+
+
+define_dyn_op(
+    "dyn.broadcast_to",
+    2,
+    _broadcast_to_rel,
+    static="broadcast_to",
+    convert=lambda v, a: ([v[0]], {"shape": ints(v[1])}),
+    value_inputs=(1,),
+)
+
+
+def broadcast_to(data: Expr, shape: Expr) -> Call:
+    """``data`` broadcast to the run-time ``shape``."""
+    return make_call("dyn.broadcast_to", [data, shape])
+
+
+def _tile_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types, 0, "data")
+    return TensorType(unknown(max(data.ndim, shape_input(arg_types, 1, "reps"))), data.dtype)
+
+
+define_dyn_op(
+    "dyn.tile",
+    2,
+    _tile_rel,
+    static="tile",
+    convert=lambda v, a: ([v[0]], {"reps": ints(v[1])}),
+    value_inputs=(1,),
+)
+
+
+def tile(data: Expr, reps: Expr) -> Call:
+    """``data`` repeated ``reps`` times per axis (run-time ``reps``)."""
+    return make_call("dyn.tile", [data, reps])
+
+
+# -- strided_slice --------------------------------------------------------------------------------
+
+
+def _strided_slice_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types, 0, "data")
+    for i, what in ((1, "begin"), (2, "end"), (3, "strides")):
+        shape_input(arg_types, i, what)
+    return TensorType(unknown(data.ndim), data.dtype)
+
+
+def _slice_attrs(v: Sequence[Any], a: Attrs) -> tuple[list[Any], dict[str, Any]]:
+    return [v[0]], {
+        "begin": ints(v[1]),
+        "end": ints(v[2]),
+        "strides": ints(v[3]),
+        "slice_mode": a.slice_mode,
+        "axes": None,
+    }
+
+
+define_dyn_op(
+    "dyn.strided_slice",
+    4,
+    _strided_slice_rel,
+    static="strided_slice",
+    convert=_slice_attrs,
+    attrs={"slice_mode": "end"},
+    value_inputs=(1, 2, 3),
+)
+
+
+def strided_slice(
+    data: Expr, begin: Expr, end: Expr, strides: Expr, slice_mode: str = "end"
+) -> Call:
+    """A strided slice whose ``begin``, ``end`` and ``strides`` are run-time vectors."""
+    return make_call("dyn.strided_slice", [data, begin, end, strides], slice_mode=slice_mode)
+
+
+# -- expand_dims, squeeze -------------------------------------------------------------------------
+
+
+def _expand_dims_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types, 0, "data")
+    axis = tensor_arg(arg_types, 1, "axis")
+    if axis.ndim != 0 or axis.dtype not in INT_DTYPES:
+        raise TypeRelError(f"axis must be an integer scalar, got {axis}")
+    return TensorType(unknown(data.ndim + int(attrs.num_newaxis)), data.dtype)
+
+
+define_dyn_op(
+    "dyn.expand_dims",
+    2,
+    _expand_dims_rel,
+    static="expand_dims",
+    convert=lambda v, a: ([v[0]], {"axis": int(np.asarray(v[1])), "num_newaxis": a.num_newaxis}),
+    attrs={"num_newaxis": 1},
+    value_inputs=(1,),
+)
+
+
+def expand_dims(data: Expr, axis: Expr, num_newaxis: int = 1) -> Call:
+    """``data`` with ``num_newaxis`` new axes at the run-time ``axis``."""
+    return make_call("dyn.expand_dims", [data, axis], num_newaxis=int(num_newaxis))
+
+
+def _squeeze_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types, 0, "data")
+    n = shape_input(arg_types, 1, "axis")
+    if n > data.ndim:
+        raise TypeRelError(f"cannot squeeze {n} axes of {data}")
+    return TensorType(unknown(data.ndim - n), data.dtype)
+
+
+define_dyn_op(
+    "dyn.squeeze",
+    2,
+    _squeeze_rel,
+    static="squeeze",
+    convert=lambda v, a: ([v[0]], {"axis": ints(v[1])}),
+    value_inputs=(1,),
+)
+
+
+def squeeze(data: Expr, axis: Expr) -> Call:
+    """``data`` without the run-time list of size-1 ``axis``."""
+    return make_call("dyn.squeeze", [data, axis])
+
+
+# -- ONNX slices, splits and expands --------------------------------------------------------------
 
 
 def _slice_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
@@ -58,11 +220,11 @@ def _slice_kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
     return np.ascontiguousarray(x[tuple(index)])
 
 
-define_kernel_op(
+define_dyn_op(
     "dyn.slice_axes",
     5,
     _slice_rel,
-    _slice_kernel,
+    kernel=_slice_kernel,
     doc="ONNX Slice: run-time starts, ends, axes (empty: the leading ones) and steps "
     "(empty: ones), clamped to each axis as NumPy's slicing clamps.",
 )
@@ -92,11 +254,11 @@ def _split_kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> tuple[np.ndarray, 
     return tuple(np.ascontiguousarray(p) for p in np.split(x, cuts, axis=axis))
 
 
-define_kernel_op(
+define_dyn_op(
     "dyn.split",
     2,
     _split_rel,
-    _split_kernel,
+    kernel=_split_kernel,
     attrs={"axis": 0},
     doc="Split along axis into parts of the run-time sizes (a tuple, one part per size).",
 )
@@ -122,11 +284,11 @@ def _unsqueeze_kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
     return np.expand_dims(x, tuple(norm)).copy()
 
 
-define_kernel_op(
+define_dyn_op(
     "dyn.unsqueeze",
     2,
     _unsqueeze_rel,
-    _unsqueeze_kernel,
+    kernel=_unsqueeze_kernel,
     doc="New size-1 axes at the run-time positions axes (of the result).",
 )
 
@@ -141,11 +303,11 @@ def _expand_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     return TensorType(unknown(max(data.ndim, shape_input(arg_types, 1, "shape"))), data.dtype)
 
 
-define_kernel_op(
+define_dyn_op(
     "dyn.expand",
     2,
     _expand_rel,
-    lambda ins, attrs: np.ascontiguousarray(
+    kernel=lambda ins, attrs: np.ascontiguousarray(
         np.broadcast_to(ins[0], np.broadcast_shapes(np.shape(ins[0]), ints(ins[1])))
     ),
     doc="Broadcast data and a run-time shape together (ONNX Expand: either side may be 1).",
@@ -189,11 +351,11 @@ def _pad_kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
     return np.ascontiguousarray(out[index])
 
 
-define_kernel_op(
+define_dyn_op(
     "dyn.pad_axes",
     4,
     _pad_rel,
-    _pad_kernel,
+    kernel=_pad_kernel,
     attrs={"pad_mode": "constant"},
     doc="ONNX Pad: run-time pads (all begins, then all ends) over axes (empty: all); a "
     "negative pad crops; modes constant (the run-time value), reflect, edge and wrap.",
@@ -229,11 +391,11 @@ def _center_crop_pad_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     return TensorType(unknown(data.ndim), data.dtype)
 
 
-define_kernel_op(
+define_dyn_op(
     "dyn.center_crop_pad",
     2,
     _center_crop_pad_rel,
-    _center_crop_pad_kernel,
+    kernel=_center_crop_pad_kernel,
     attrs={"axes": ()},
     doc="ONNX CenterCropPad: crop or zero-pad around the centre to a run-time shape.",
 )
@@ -244,7 +406,7 @@ def center_crop_pad(data: Expr, shape: Expr, axes: Sequence[int] = ()) -> Call:
     return make_call("dyn.center_crop_pad", [data, shape], axes=tuple(int(a) for a in axes))
 
 
-# -- resize ---------------------------------------------------------------------------------------
+# -- data-dependent selections --------------------------------------------------------------------
 
 
 def _compress_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
@@ -268,11 +430,11 @@ def _compress_kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
     return np.take(x, np.nonzero(cond[: x.shape[axis]])[0], axis=axis)
 
 
-define_kernel_op(
+define_dyn_op(
     "dyn.compress",
     2,
     _compress_rel,
-    _compress_kernel,
+    kernel=_compress_kernel,
     attrs={"axis": None},
     doc="The slices of data along axis (None: the flattened elements) where the run-time "
     "condition is true.",
@@ -324,11 +486,11 @@ def _unique_kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> tuple[np.ndarray,
     return tuple(np.ascontiguousarray(v) for v in unique_ref(x, axis, bool(attrs.sorted)))
 
 
-define_kernel_op(
+define_dyn_op(
     "dyn.unique",
     1,
     _unique_rel,
-    _unique_kernel,
+    kernel=_unique_kernel,
     attrs={"axis": None, "sorted": True},
     doc="ONNX Unique: unique values, first indices, inverse indices and counts.",
 )
@@ -341,100 +503,6 @@ def unique(data: Expr, axis: int | None = None, sorted_: bool = True) -> Call:
     )
 
 
-def dropout_ref(
-    x: np.ndarray, ratio: float, training: bool, seed: int | None
-) -> tuple[np.ndarray, np.ndarray]:
-    """ONNX ``Dropout``: in training mode with a nonzero ratio, keep each element with
-    probability 1 - ratio (scaled by 1 / (1 - ratio)); the mask draws
-    ``RandomState(seed).uniform`` as ONNX's reference does. Otherwise the identity."""
-    if ratio == 0 or not training:
-        return x.copy(), np.ones(x.shape, dtype=bool)
-    mask = np.random.RandomState(seed).uniform(0, 1.0, x.shape) >= ratio
-    return (mask * x / (1.0 - ratio)).astype(x.dtype), mask
-
-
-def _dropout_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
-    x = tensor_arg(arg_types, 0, "data")
-    tensor_arg(arg_types, 1, "ratio")
-    tensor_arg(arg_types, 2, "training_mode")
-    return TupleType([x, TensorType(x.shape, "bool")])
-
-
-define_op(
-    "dyn.dropout",
-    num_inputs=3,
-    attrs={"seed": None},
-    type_rel=_dropout_rel,
-    compute=lambda ins, attrs: dropout_ref(
-        np.asarray(ins[0]),
-        float(np.asarray(ins[1]).reshape(-1)[0]),
-        bool(np.asarray(ins[2]).reshape(-1)[0]),
-        None if attrs.seed is None else int(attrs.seed),
-    ),
-    pattern=OpPattern.OPAQUE,
-    doc="ONNX Dropout with a run-time ratio and training mode: (output, mask).",
-)
-
-
-def dropout(data: Expr, ratio: Expr, training_mode: Expr, seed: int | None = None) -> Call:
-    """ONNX ``Dropout`` with run-time ``ratio`` and ``training_mode``: ``(out, mask)``."""
-    return make_call(
-        "dyn.dropout", [data, ratio, training_mode], seed=None if seed is None else int(seed)
-    )
-
-
-# -- matmul over ? dimensions ---------------------------------------------------------------------
-
-
-def _broadcast_dim(a: Any, b: Any) -> Any:
-    if type(a) is int and type(b) is int:
-        if a != b and 1 not in (a, b):
-            raise TypeRelError(f"cannot broadcast dimensions {a} and {b}")
-        return max(a, b) if 1 in (a, b) else a
-    if a == 1:
-        return b
-    if b == 1:
-        return a
-    return a if type(a) is int else b if type(b) is int else AnyDim()
-
-
-def _matmul_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
-    a = tensor_arg(arg_types, 0, "a")
-    b = tensor_arg(arg_types, 1, "b")
-    if not a.ndim or not b.ndim:
-        raise TypeRelError(f"matmul needs inputs of rank >= 1, got {a} and {b}")
-    sa = (1, *a.shape) if a.ndim == 1 else a.shape
-    sb = (*b.shape, 1) if b.ndim == 1 else b.shape
-    k1, k2 = sa[-1], sb[-2]
-    if type(k1) is int and type(k2) is int and k1 != k2:
-        raise TypeRelError(f"cannot multiply {a.shape} by {b.shape}: inner dimensions differ")
-    la, lb = sa[:-2], sb[:-2]
-    n = max(len(la), len(lb))
-    la = (1,) * (n - len(la)) + tuple(la)
-    lb = (1,) * (n - len(lb)) + tuple(lb)
-    batch = tuple(_broadcast_dim(x, y) for x, y in zip(la, lb, strict=True))
-    out = (*batch, sa[-2], sb[-1])
-    if a.ndim == 1:
-        out = out[:-2] + out[-1:]
-    if b.ndim == 1:
-        out = out[:-1]
-    return TensorType(out, a.dtype)
-
-
-define_kernel_op(
-    "dyn.matmul",
-    2,
-    _matmul_rel,
-    lambda ins, attrs: np.ascontiguousarray(np.matmul(ins[0], ins[1])),
-    doc="NumPy matmul (batch broadcasting, 1-D operands) over ? dimensions.",
-)
-
-
-def matmul(a: Expr, b: Expr) -> Call:
-    """NumPy ``matmul`` of ``a`` and ``b``, whose dimensions may be ``?``."""
-    return make_call("dyn.matmul", [a, b])
-
-
 # -- a tensor whose sizes are only known at run time ----------------------------------------------
 
 
@@ -443,11 +511,11 @@ def _as_dynamic_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     return TensorType(unknown(data.ndim), data.dtype)
 
 
-define_kernel_op(
+define_dyn_op(
     "dyn.as_dynamic",
     1,
     _as_dynamic_rel,
-    lambda ins, attrs: np.array(ins[0], copy=True),
+    kernel=lambda ins, attrs: np.array(ins[0], copy=True),
     doc="The identity, typed with every dimension ? (values of different sizes that must "
     "share one type: the branches of an If). Never folded to a static shape.",
 )

@@ -2,7 +2,7 @@
 
 >>> from relaykit import relay
 >>> relay.qnn.op.concatenate.__module__
-'relaykit.op.qnn'
+'relaykit.op.qnn.transform'
 """
 
 from . import op

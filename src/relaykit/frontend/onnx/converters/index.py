@@ -440,7 +440,7 @@ def _affine_grid(ctx: NodeContext, theta: Expr, size: Expr, *, align_corners: in
         raise ctx.fail(f"size {dims} must have at least 3 values (N, C, spatial...)")
     n, spatial = dims[0], dims[2:]
     ctx.check_constant((n, *spatial, len(spatial) + 1), 8, "the base grid")
-    base = dyn.vision.affine_base_grid(spatial, bool(align_corners))  # (P, r + 1)
+    base = dyn.image.affine_base_grid(spatial, bool(align_corners))  # (P, r + 1)
     dt = ctx.dtype(theta)
     points = base.shape[0]
     base_c = Constant(np.broadcast_to(base.astype(dt), (n, points, base.shape[1])).copy())

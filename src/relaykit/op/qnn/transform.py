@@ -1,4 +1,4 @@
-"""Quantized operators (TVM's ``relay.qnn.op``): ``qnn.concatenate``.
+"""Quantized transform operators (TVM's ``relay.qnn.op``): ``qnn.concatenate``.
 
 A quantized tensor holds integers ``q`` standing for ``scale * (q - zero_point)``.
 ``qnn.concatenate`` joins tensors quantized with their own scales and zero points and

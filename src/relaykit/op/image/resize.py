@@ -1,8 +1,5 @@
-"""Image resizing (TVM's ``relay.image.resize1d/2d/3d`` and an N-d ``image.resize``).
-
-``image.grid_sample`` samples an (N, C, *spatial) tensor at the normalised
-coordinates of a grid (``nearest``, ``linear`` or ``cubic``; ``zeros``,
-``border`` or ``reflection`` padding), in any number of spatial dimensions.
+"""Image resizing: TVM's ``image.resize1d/2d/3d``, an N-d ``image.resize`` and
+``image.crop_and_resize``.
 
 Resizing is separable: each resized axis is interpolated on its own with an
 (out x in) weight matrix, built from the coordinate transformation
@@ -10,6 +7,12 @@ Resizing is separable: each resized axis is interpolated on its own with an
 ``half_pixel_symmetric``, ``tf_crop_and_resize``) and the method's
 coefficients (``nearest`` with its rounding rule, ``linear``, ``cubic``,
 optionally antialiased), with ONNX's semantics.
+
+``crop_and_resize(data, boxes, box_indices, crop_size)`` crops each box
+``(y1, x1, y2, x2)`` (normalised to [0, 1], corners map to the first and last
+pixel) of image ``box_indices[i]`` and resizes it to ``crop_size`` with
+``bilinear`` or ``nearest_neighbor`` sampling, as TensorFlow's op does; a sample
+outside the image gets ``extrapolation_value``.
 
 >>> from relaykit import relay
 >>> x = relay.var("x", shape=(1, 1, 2, 2))
@@ -19,7 +22,6 @@ optionally antialiased), with ONNX's semantics.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -29,16 +31,11 @@ from relaykit.ir.attrs import Attrs
 from relaykit.ir.expr import Call, Expr, const
 from relaykit.ir.symbolic import PrimExpr
 from relaykit.ir.types import TensorType, Type
+from relaykit.op import _numeric as num
+from relaykit.op._relations import INT_DTYPES, static_value, tensor_arg
+from relaykit.op.define import OpPattern, TypeRelError, define_op, make_call
 
-from . import _numeric as num
-from ._relations import differ, static_value, tensor_arg
-from .define import OpPattern, TypeRelError, define_op, make_call
-from .image_more import affine_grid, crop_and_resize, dilation2d
-
-__all__ = [
-    "resize", "resize1d", "resize2d", "resize3d", "axis_weights", "grid_sample",
-    "affine_grid", "crop_and_resize", "dilation2d",
-]  # fmt: skip
+__all__ = ["resize", "resize1d", "resize2d", "resize3d", "axis_weights", "crop_and_resize"]
 
 _METHODS = ("nearest", "linear", "cubic")
 _ROUNDING = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
@@ -499,151 +496,109 @@ def resize3d(
     )
 
 
-# -- grid_sample ----------------------------------------------------------------------------------
-
-_GS_METHODS = ("nearest", "linear", "cubic")
-_GS_PADDING = ("zeros", "border", "reflection")
+# -- crop_and_resize ------------------------------------------------------------------------------
 
 
-def _grid_sample_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+def _crop_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     data = tensor_arg(arg_types, 0, "data")
-    grid = tensor_arg(arg_types, 1, "grid")
-    r = data.ndim - 2
-    if (
-        r < 1
-        or grid.ndim != data.ndim
-        or differ(grid.shape[1], r)
-        or differ(grid.shape[0], data.shape[0])
-    ):
+    boxes = tensor_arg(arg_types, 1, "boxes")
+    idx = tensor_arg(arg_types, 2, "box_indices")
+    if data.ndim != 4 or attrs.layout not in ("NCHW", "NHWC"):
+        raise TypeRelError(f"crop_and_resize needs 4-D NCHW or NHWC data, got {data}")
+    if boxes.ndim != 2 or boxes.shape[1] != 4:
+        raise TypeRelError(f"crop_and_resize boxes must be (num_boxes, 4), got {boxes}")
+    if idx.shape != (boxes.shape[0],) or idx.dtype not in INT_DTYPES:
         raise TypeRelError(
-            f"grid must be (N, {max(r, 1)}, *out_spatial) for data {data}, got {grid}"
+            f"crop_and_resize box_indices must be {boxes.shape[0]} integers, got {idx}"
         )
-    if attrs.method not in _GS_METHODS:
-        raise TypeRelError(f"grid_sample method must be one of {', '.join(_GS_METHODS)}")
-    if attrs.padding_mode not in _GS_PADDING:
-        raise TypeRelError(f"padding_mode must be one of {', '.join(_GS_PADDING)}")
-    batch = data.shape[0] if isinstance(data.shape[0], int) else grid.shape[0]
-    return TensorType((batch, data.shape[1], *grid.shape[2:]), data.dtype)
-
-
-def _reflect(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
-    span = hi - lo
-    below = lo - x
-    above = x - hi
-    out = x.copy()
-    for dist, start, end, mask in ((below, lo, hi, x < lo), (above, hi, lo, x > hi)):
-        n = np.trunc(dist / span) if span else np.zeros_like(dist)
-        rem = dist - n * span
-        even = np.mod(n, 2) == 0
-        sign = 1.0 if start == lo else -1.0
-        moved = np.where(even, start + sign * rem, end - sign * rem)
-        out = np.where(mask, moved, out)
-    return out
-
-
-def _cubic_weights(t: np.ndarray) -> list[np.ndarray]:
-    a = -0.75
-
-    def k(x: np.ndarray) -> np.ndarray:
-        x = np.abs(x)
-        return np.where(
-            x <= 1,
-            ((a + 2) * x - (a + 3)) * x * x + 1,
-            np.where(x < 2, ((a * x - 5 * a) * x + 8 * a) * x - 4 * a, 0.0),
+    if attrs.method not in ("bilinear", "nearest_neighbor"):
+        raise TypeRelError(
+            f"crop_and_resize method must be bilinear or nearest_neighbor, got {attrs.method!r}"
         )
+    ch, cw = (int(v) for v in attrs.crop_size)
+    n, c = boxes.shape[0], data.shape[1 if attrs.layout == "NCHW" else 3]
+    shape = (n, c, ch, cw) if attrs.layout == "NCHW" else (n, ch, cw, c)
+    return TensorType(shape, attrs.out_dtype or data.dtype)
 
-    return [k(t + 1), k(t), k(1 - t), k(2 - t)]
+
+def _crop_coords(lo: float, hi: float, size: int, n_out: int) -> np.ndarray:
+    if n_out > 1:
+        return lo * (size - 1) + np.arange(n_out) * ((hi - lo) * (size - 1) / (n_out - 1))
+    return np.array([0.5 * (lo + hi) * (size - 1)])
 
 
-def _grid_sample_kernel(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
-    data, grid = inputs
-    n, c = data.shape[:2]
-    dims = data.shape[2:]
-    r = len(dims)
-    align = bool(attrs.align_corners)
-    pad = attrs.padding_mode
-    xt = np.moveaxis(data, 1, -1).astype(np.float64)  # (N, *D, C)
-    coords = []
-    bounds = []
-    for i, d in enumerate(dims):
-        g = grid[:, r - 1 - i].astype(np.float64)  # grid's first coordinate is the last axis
-        x = (g + 1) / 2 * (d - 1) if align else ((g + 1) * d - 1) / 2
-        lo, hi = (0.0, d - 1.0) if align else (-0.5, d - 0.5)
-        if attrs.method == "nearest":
-            x = np.rint(x)
-        if pad == "border" and attrs.method != "cubic":  # cubic clamps each tap instead
-            x = np.where((x < lo) | (x > hi), np.clip(x, 0, d - 1), x)
-        elif pad == "reflection":
-            x = _reflect(x, lo, hi)
-        coords.append(x)
-        bounds.append((lo, hi))
-
-    def fetch(idx: list[np.ndarray]) -> np.ndarray:
-        valid = np.ones(idx[0].shape, dtype=bool)
-        fixed = []
-        for i, (ix, d) in enumerate(zip(idx, dims, strict=True)):
-            if pad == "zeros":
-                valid &= (ix >= 0) & (ix < d)
-                ix = np.clip(ix, 0, d - 1)
-            elif pad == "border":
-                ix = np.clip(ix, 0, d - 1)
-            else:
-                ix = np.clip(np.trunc(_reflect(ix.astype(np.float64), *bounds[i])), 0, d - 1)
-            fixed.append(ix.astype(np.int64))
-        batch = np.arange(n).reshape((n,) + (1,) * (idx[0].ndim - 1))
-        vals = xt[tuple([batch, *fixed])]
-        return vals * valid[..., None]
-
-    out: np.ndarray | float
-    if attrs.method == "nearest":
-        out = fetch([x.astype(np.int64) for x in coords])
+def _crop_one(img: np.ndarray, box: np.ndarray, crop: tuple[int, int], attrs: Attrs) -> np.ndarray:
+    """Crop and resize one (C, H, W) image to (C, crop_h, crop_w)."""
+    _, h, w = img.shape
+    ys = _crop_coords(float(box[0]), float(box[2]), h, crop[0])
+    xs = _crop_coords(float(box[1]), float(box[3]), w, crop[1])
+    inside = ((ys >= 0) & (ys <= h - 1))[:, None] & ((xs >= 0) & (xs <= w - 1))[None, :]
+    yc, xc = np.clip(ys, 0, h - 1), np.clip(xs, 0, w - 1)
+    if attrs.method == "nearest_neighbor":
+        yi, xi = np.rint(yc).astype(np.int64), np.rint(xc).astype(np.int64)
+        out = img[:, yi[:, None], xi[None, :]].astype(np.float64)
     else:
-        taps = []
-        for x in coords:
-            x0 = np.floor(x)
-            t = x - x0
-            if attrs.method == "linear":
-                taps.append([(x0, 1 - t), (x0 + 1, t)])
-            else:
-                w = _cubic_weights(t)
-                taps.append([(x0 + k - 1, w[k]) for k in range(4)])
-        out = 0.0
-        for combo in itertools.product(*taps):
-            weight = np.prod([w for _, w in combo], axis=0)
-            out = out + fetch([ix.astype(np.int64) for ix, _ in combo]) * weight[..., None]
-    out = np.moveaxis(np.asarray(out), -1, 1)
-    return num.as_out(out.reshape((n, c, *grid.shape[2:])), data.dtype)
+        y0, x0 = np.floor(yc).astype(np.int64), np.floor(xc).astype(np.int64)
+        y1, x1 = np.ceil(yc).astype(np.int64), np.ceil(xc).astype(np.int64)
+        fy, fx = (yc - y0)[:, None], (xc - x0)[None, :]
+        im = img.astype(np.float64)
+        top = im[:, y0[:, None], x0[None, :]] * (1 - fx) + im[:, y0[:, None], x1[None, :]] * fx
+        bot = im[:, y1[:, None], x0[None, :]] * (1 - fx) + im[:, y1[:, None], x1[None, :]] * fx
+        out = top * (1 - fy) + bot * fy
+    return np.where(inside[None], out, float(attrs.extrapolation_value))
+
+
+def _crop_kernel(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+    data, boxes, idx = inputs
+    if attrs.layout == "NHWC":
+        data = data.transpose(0, 3, 1, 2)
+    crop = (int(attrs.crop_size[0]), int(attrs.crop_size[1]))
+    out = (
+        np.stack([_crop_one(data[int(i)], b, crop, attrs) for b, i in zip(boxes, idx, strict=True)])
+        if len(boxes)
+        else np.zeros((0, data.shape[1], *crop))
+    )
+    if attrs.layout == "NHWC":
+        out = out.transpose(0, 2, 3, 1)
+    return np.ascontiguousarray(out.astype(attrs.out_dtype or inputs[0].dtype))
 
 
 define_op(
-    "image.grid_sample",
-    num_inputs=2,
-    attrs={"method": "linear", "layout": "NCHW", "padding_mode": "zeros", "align_corners": True},
-    attrs_type_key="relay.attrs.GridSampleAttrs",
-    type_rel=_grid_sample_rel,
-    compute=_grid_sample_kernel,
-    pattern=OpPattern.OPAQUE,
-    doc="Sample data at the normalised coordinates of grid.",
+    "image.crop_and_resize",
+    num_inputs=3,
+    attrs={
+        "crop_size": (1, 1),
+        "layout": "NCHW",
+        "method": "bilinear",
+        "extrapolation_value": 0.0,
+        "out_dtype": "",
+    },
+    attrs_type_key="relay.attrs.CropAndResizeAttrs",
+    type_rel=_crop_rel,
+    compute=_crop_kernel,
+    pattern=OpPattern.INJECTIVE,
+    doc="Crop boxes out of images and resize them (TensorFlow's crop_and_resize).",
 )
 
 
-def grid_sample(
+def crop_and_resize(
     data: Expr,
-    grid: Expr,
-    method: str = "bilinear",
+    boxes: Expr,
+    box_indices: Expr,
+    crop_size: Sequence[int],
     layout: str = "NCHW",
-    padding_mode: str = "zeros",
-    align_corners: bool = True,
+    method: str = "bilinear",
+    extrapolation_value: float = 0.0,
+    out_dtype: str | None = None,
 ) -> Call:
-    """Sample ``data`` (N, C, *spatial) at ``grid`` (N, ndim, *out_spatial), whose
-    coordinate axis lists x (the last spatial axis) first, normalised to [-1, 1]
-    (TVM's layout; ``method`` ``bilinear``/``linear``, ``nearest``, ``bicubic``/``cubic``)."""
-    method = {"bilinear": "linear", "bicubic": "cubic"}.get(method, method)
+    """Crop each normalised box ``(y1, x1, y2, x2)`` of image ``box_indices[i]`` and
+    resize it to ``crop_size`` (see the module docstring)."""
     return make_call(
-        "image.grid_sample",
-        [data, grid],
-        method=method,
+        "image.crop_and_resize",
+        [data, boxes, box_indices],
+        crop_size=tuple(int(v) for v in crop_size),
         layout=layout,
-        padding_mode=padding_mode,
-        align_corners=bool(align_corners),
+        method=method,
+        extrapolation_value=float(extrapolation_value),
+        out_dtype=out_dtype or "",
     )

@@ -1,4 +1,5 @@
-"""Vision operators: ``vision.roi_align`` (TVM's ``relay.vision.roi_align``).
+"""Region-of-interest pooling (TVM's ``vision/rcnn.py``): ``vision.roi_align`` and
+``vision.roi_pool``.
 
 ``roi_align(data, rois)`` pools each region of interest of an NCHW ``data`` into a
 ``pooled_size`` grid by averaging (or taking the maximum of) bilinearly interpolated
@@ -10,6 +11,12 @@ at least one pixel wide. The max mode takes the largest interpolated sample (TVM
 semantics); with ``max_over_corners=True`` the largest weighted corner term of each
 sample, as ONNX Runtime does (the ONNX importer sets it). ``layout="NHWC"`` takes
 and gives channels-last tensors.
+
+``roi_pool(data, rois)`` max-pools each region of interest (rows of ``rois``: batch
+index, ``x1, y1, x2, y2``) of NCHW ``data`` into a ``pooled_size`` grid, as Caffe's
+ROIPooling: the box corners are scaled by ``spatial_scale`` and rounded, the box is
+at least one pixel, bin ``p`` covers ``[floor(p * size / bins), ceil((p + 1) * size /
+bins))`` clamped to the image, and an empty bin is 0.
 
 >>> from relaykit import relay
 >>> x = relay.var("x", shape=(1, 3, 8, 8))
@@ -28,26 +35,10 @@ import numpy as np
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.expr import Call, Expr
 from relaykit.ir.types import TensorType, Type
+from relaykit.op._relations import FLOAT_DTYPES, tensor_arg
+from relaykit.op.define import OpPattern, TypeRelError, define_op, make_call
 
-from ._relations import FLOAT_DTYPES, tensor_arg
-from .define import OpPattern, TypeRelError, define_op, make_call
-from .vision_more import get_valid_counts, multibox_prior, roi_pool, yolo_reorg
-from .vision_nms import (
-    all_class_non_max_suppression,
-    multibox_transform_loc,
-    non_max_suppression,
-)
-
-__all__ = [
-    "all_class_non_max_suppression",
-    "get_valid_counts",
-    "multibox_prior",
-    "multibox_transform_loc",
-    "non_max_suppression",
-    "roi_align",
-    "roi_pool",
-    "yolo_reorg",
-]
+__all__ = ["roi_align", "roi_pool"]
 
 
 def _roi_align_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
@@ -185,4 +176,75 @@ def roi_align(
         mode=mode,
         aligned=bool(aligned),
         max_over_corners=bool(max_over_corners),
+    )
+
+
+# -- roi_pool -------------------------------------------------------------------------------------
+
+
+def _roi_pool_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types, 0, "data")
+    rois = tensor_arg(arg_types, 1, "rois")
+    if attrs.layout != "NCHW" or data.ndim != 4:
+        raise TypeRelError(f"roi_pool supports 4-D NCHW data, got {data} ({attrs.layout})")
+    if rois.ndim != 2 or rois.shape[1] != 5:
+        raise TypeRelError(f"roi_pool rois must be (R, 5): batch index, x1, y1, x2, y2; got {rois}")
+    ph, pw = (int(v) for v in attrs.pooled_size)
+    return TensorType((rois.shape[0], data.shape[1], ph, pw), data.dtype)
+
+
+def _bins(start: int, size: int, bins: int, limit: int) -> list[tuple[int, int]]:
+    step = size / bins
+    out = []
+    for p in range(bins):
+        lo = min(max(math.floor(p * step) + start, 0), limit)
+        hi = min(max(math.ceil((p + 1) * step) + start, 0), limit)
+        out.append((lo, hi))
+    return out
+
+
+def _roi_pool_kernel(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+    data, rois = inputs
+    _, c, h, w = data.shape
+    ph, pw = (int(v) for v in attrs.pooled_size)
+    scale = float(attrs.spatial_scale)
+    out = np.zeros((rois.shape[0], c, ph, pw), dtype=data.dtype)
+    for r, roi in enumerate(rois.astype(np.float64)):
+        x1, y1, x2, y2 = (math.floor(float(v) * scale + 0.5) for v in roi[1:])
+        rows = _bins(y1, max(y2 - y1 + 1, 1), ph, h)
+        cols = _bins(x1, max(x2 - x1 + 1, 1), pw, w)
+        img = data[int(roi[0])]
+        for i, (ylo, yhi) in enumerate(rows):
+            for j, (xlo, xhi) in enumerate(cols):
+                if yhi > ylo and xhi > xlo:
+                    out[r, :, i, j] = img[:, ylo:yhi, xlo:xhi].max(axis=(1, 2))
+    return out
+
+
+define_op(
+    "vision.roi_pool",
+    num_inputs=2,
+    attrs={"pooled_size": (1, 1), "spatial_scale": 1.0, "layout": "NCHW"},
+    attrs_type_key="relay.attrs.ROIPoolAttrs",
+    type_rel=_roi_pool_rel,
+    compute=_roi_pool_kernel,
+    pattern=OpPattern.OPAQUE,
+    doc="Region-of-interest max pooling (Caffe's ROIPooling).",
+)
+
+
+def roi_pool(
+    data: Expr,
+    rois: Expr,
+    pooled_size: Sequence[int],
+    spatial_scale: float,
+    layout: str = "NCHW",
+) -> Call:
+    """Max-pool each ``rois`` row (batch index, x1, y1, x2, y2) of NCHW ``data``."""
+    return make_call(
+        "vision.roi_pool",
+        [data, rois],
+        pooled_size=tuple(int(v) for v in pooled_size),
+        spatial_scale=float(spatial_scale),
+        layout=layout,
     )

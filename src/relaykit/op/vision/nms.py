@@ -1,5 +1,6 @@
-"""Non-maximum suppression: ``vision.non_max_suppression`` (TVM's, after
-``get_valid_counts``) and ``vision.all_class_non_max_suppression`` (ONNX-style).
+"""Non-maximum suppression (TVM's ``vision/nms.py``): ``vision.get_valid_counts``,
+``vision.non_max_suppression`` (TVM's, after ``get_valid_counts``) and
+``vision.all_class_non_max_suppression`` (ONNX-style).
 
 ``non_max_suppression(data, valid_count, indices, max_output_size)`` takes boxes as
 rows of ``data`` (batch, anchors, elements): the class id at ``id_index``, the score
@@ -10,6 +11,12 @@ box is dropped when it overlaps a better kept one (of the same class unless
 >= 0) boxes survive. The result is either the surviving rows, best first, with the
 other rows all ``-1``, or (``return_indices``) their original positions,
 ``indices[b, row]``, padded with ``-1``, and their count.
+
+``get_valid_counts(data, score_threshold, id_index, score_index)`` moves the boxes
+(rows of the (B, N, E) ``data``) whose score is above ``score_threshold`` and whose
+class id is not negative (``id_index < 0``: no id) to the front, in order; the
+returns are the number of such boxes per batch, the rearranged data (the rest -1)
+and each kept box's original index (the rest -1).
 
 >>> import numpy as np
 >>> rows = [[0, 0.9, 0, 0, 2, 2], [0, 0.8, 0, 0, 2, 2.1], [0, 0.7, 5, 5, 6, 6]]
@@ -26,18 +33,17 @@ from typing import Any
 import numpy as np
 
 from relaykit.ir.attrs import Attrs
-from relaykit.ir.expr import Call, Expr, TupleWrapper, const
+from relaykit.ir.expr import Call, Constant, Expr, TupleWrapper, const
 from relaykit.ir.types import TensorType, TupleType, Type
-
-from ._relations import INT_DTYPES, tensor_arg
-from .define import OpPattern, TypeRelError, define_op, make_call
+from relaykit.op._relations import INT_DTYPES, tensor_arg
+from relaykit.op.define import OpPattern, TypeRelError, define_op, make_call
 
 __all__ = [
-    "non_max_suppression",
     "all_class_non_max_suppression",
-    "multibox_transform_loc",
-    "nms_boxes",
+    "get_valid_counts",
     "iou",
+    "nms_boxes",
+    "non_max_suppression",
 ]
 
 
@@ -304,95 +310,66 @@ def all_class_non_max_suppression(
     return TupleWrapper(call, 2)
 
 
-# -- vision.multibox_transform_loc ----------------------------------------------------------------
+# -- get_valid_counts -----------------------------------------------------------------------------
 
 
-def _mtl_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
-    cls_prob = tensor_arg(arg_types, 0, "cls_prob")
-    loc = tensor_arg(arg_types, 1, "loc_pred")
-    anchor = tensor_arg(arg_types, 2, "anchor")
-    if cls_prob.ndim != 3 or loc.ndim != 2 or anchor.ndim != 3:
-        raise TypeRelError(
-            f"cls_prob must be (batch, classes, anchors), loc_pred (batch, anchors*4) and "
-            f"anchor (1, anchors, 4); got {cls_prob}, {loc}, {anchor}"
-        )
-    batch, anchors = cls_prob.shape[0], cls_prob.shape[2]
-    return TupleType(
-        [TensorType((batch, anchors, 6), cls_prob.dtype), TensorType((batch,), "int32")]
-    )
+def _valid_counts_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types, 0, "data")
+    if data.ndim != 3:
+        raise TypeRelError(f"get_valid_counts data must be (batch, boxes, elements), got {data}")
+    e = data.shape[2]
+    for what in ("score_index", "id_index"):
+        i = int(getattr(attrs, what))
+        if i >= e or (what == "score_index" and i < 0):
+            raise TypeRelError(f"get_valid_counts {what}={i} is out of range for {e} elements")
+    b, n = data.shape[:2]
+    return TupleType([TensorType((b,), "int32"), data, TensorType((b, n), "int32")])
 
 
-def _decode(loc: np.ndarray, anchors: np.ndarray, attrs: Attrs) -> np.ndarray:
-    """Centre-offset box regression: (A, 4) deltas on (A, 4) corner anchors -> corners."""
-    vx, vy, vw, vh = (float(v) for v in attrs.variances)
-    aw, ah = anchors[:, 2] - anchors[:, 0], anchors[:, 3] - anchors[:, 1]
-    ax, ay = (anchors[:, 0] + anchors[:, 2]) / 2, (anchors[:, 1] + anchors[:, 3]) / 2
-    ox, oy = loc[:, 0] * vx * aw + ax, loc[:, 1] * vy * ah + ay
-    ow, oh = np.exp(loc[:, 2] * vw) * aw / 2, np.exp(loc[:, 3] * vh) * ah / 2
-    box = np.stack([ox - ow, oy - oh, ox + ow, oy + oh], axis=1)
-    return np.clip(box, 0.0, 1.0) if attrs.clip else box
-
-
-def _mtl_kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> tuple[np.ndarray, np.ndarray]:
-    cls_prob, loc_pred, anchor = (a.astype(np.float64) for a in ins)
-    batch, _, anchors = cls_prob.shape
-    out = np.full((batch, anchors, 6), -1.0)
-    valid = np.zeros((batch,), dtype=np.int32)
-    first = 0 if attrs.keep_background else 1
-    for b in range(batch):
-        probs = cls_prob[b, first:]  # (classes considered, anchors)
-        cls = np.argmax(probs, axis=0) + first  # the first of equal maxima
-        score = probs.max(axis=0)
-        cls = np.where((cls > 0) & (score < float(attrs.threshold)), 0, cls)
-        keep = np.ones(anchors, dtype=bool) if attrs.keep_background else cls > 0
-        boxes = _decode(loc_pred[b].reshape(anchors, 4), anchor[0], attrs)
-        n = int(keep.sum())
-        out[b, :n, 0] = cls[keep] - first
-        out[b, :n, 1] = score[keep]
-        out[b, :n, 2:] = boxes[keep]
-        valid[b] = n
-    return out.astype(ins[0].dtype), valid
+def _valid_counts_kernel(inputs: Sequence[np.ndarray], attrs: Attrs) -> tuple[np.ndarray, ...]:
+    data = inputs[0]
+    b, n, _ = data.shape
+    keep = data[:, :, int(attrs.score_index)] > float(attrs.score_threshold or 0.0)
+    if int(attrs.id_index) >= 0:
+        keep &= data[:, :, int(attrs.id_index)] >= 0
+    counts = keep.sum(axis=1).astype(np.int32)
+    out = np.full_like(data, -1)
+    index = np.full((b, n), -1, dtype=np.int32)
+    for i in range(b):
+        kept = np.flatnonzero(keep[i])
+        out[i, : len(kept)] = data[i, kept]
+        index[i, : len(kept)] = kept
+    return counts, out, index
 
 
 define_op(
-    "vision.multibox_transform_loc",
-    num_inputs=3,
-    attrs={
-        "clip": True,
-        "threshold": 0.01,
-        "variances": (0.1, 0.1, 0.2, 0.2),
-        "keep_background": False,
-    },
-    attrs_type_key="relay.attrs.MultiBoxTransformLocAttrs",
-    type_rel=_mtl_rel,
-    compute=_mtl_kernel,
+    "vision.get_valid_counts",
+    num_inputs=1,
+    num_outputs=3,
+    attrs={"score_threshold": None, "id_index": 0, "score_index": 1},
+    attrs_type_key="relay.attrs.GetValidCountsAttrs",
+    type_rel=_valid_counts_rel,
+    compute=_valid_counts_kernel,
     pattern=OpPattern.OPAQUE,
-    num_outputs=2,
-    doc="SSD box decoding: per anchor the best class, its score and the regressed box.",
+    doc="Move the boxes above a score threshold to the front.",
 )
 
 
-def multibox_transform_loc(
-    cls_prob: Expr,
-    loc_pred: Expr,
-    anchor: Expr,
-    clip: bool = True,
-    threshold: float = 0.01,
-    variances: Sequence[float] = (0.1, 0.1, 0.2, 0.2),
-    keep_background: bool = False,
+def get_valid_counts(
+    data: Expr, score_threshold: float | Expr, id_index: int = 0, score_index: int = 1
 ) -> TupleWrapper:
-    """``(boxes, valid_count)`` for SSD: per anchor, the best class of ``cls_prob`` (batch,
-    classes, anchors) -- class 0, the background, skipped unless ``keep_background``,
-    and ids shifted down by one then; below ``threshold`` an anchor counts as background
-    -- its score and the box ``loc_pred`` regresses from ``anchor`` (centre offsets
-    scaled by ``variances``, clipped to [0, 1] with ``clip``), as rows ``[id, score, x1,
-    y1, x2, y2]`` packed first (the rest -1), and how many rows are valid."""
+    """``(valid_count, data, indices)``: boxes scoring above ``score_threshold`` first."""
+    if isinstance(score_threshold, Constant):
+        score_threshold = float(score_threshold.data.numpy())
+    elif isinstance(score_threshold, Expr):
+        raise TypeRelError(
+            "get_valid_counts needs a constant score_threshold (a number or relay.const)"
+        )
     call = make_call(
-        "vision.multibox_transform_loc",
-        [cls_prob, loc_pred, anchor],
-        clip=bool(clip),
-        threshold=float(threshold),
-        variances=tuple(float(v) for v in variances),
-        keep_background=bool(keep_background),
+        "vision.get_valid_counts",
+        [data],
+        score_threshold=float(score_threshold),
+        id_index=int(id_index),
+        score_index=int(score_index),
     )
-    return TupleWrapper(call, 2)
+    return TupleWrapper(call, 3)
