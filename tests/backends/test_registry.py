@@ -24,7 +24,7 @@ from relaykit.backends import (
 )
 from relaykit.byoc import configure_target, get_target_spec, partition_for, scoped_registries
 from relaykit.errors import BackendError, BackendNotFoundError
-from relaykit.execution.codegen import codegen_registry, get_codegen, register_codegen
+from relaykit.execution.codegen import get_codegen, register_codegen, scoped_codegens
 from relaykit.ir.op import default_registry
 from relaykit.op.contrib import get_pattern_table, register_pattern_table
 from relaykit.runtime.module import PythonModule, module_loaders
@@ -68,7 +68,7 @@ def test_unknown_backend_is_a_typed_error_with_suggestions() -> None:
 
 
 def test_views_share_the_record() -> None:
-    with scoped_registries(), codegen_registry.scoped():
+    with scoped_registries(), scoped_codegens():
         cg = lambda f: PythonModule("v", {})  # noqa: E731
         register_codegen("viewed", cg, per_module=True)
         register_pattern_table("viewed", lambda: [])
@@ -95,7 +95,7 @@ def _abs_codegen(func: relay.Function) -> PythonModule:
 def test_registered_backend_partitions_builds_and_runs() -> None:
     x = relay.var("x", shape=(4,))
     mod = tvm.IRModule.from_expr(relay.Function([x], relay.abs(x) * relay.const(2.0)))
-    with scoped_registries(), codegen_registry.scoped():
+    with scoped_registries(), scoped_codegens():
         register_backend(Backend("absb", rules={"abs": True}, codegen=_abs_codegen))
         part = partition_for(mod, "absb")
         names = sorted(gv.name_hint for gv in part.get_global_vars())
