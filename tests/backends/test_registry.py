@@ -196,3 +196,36 @@ def test_tvm_relay_op_contrib_dnnl_loads_on_first_use() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "ok"
+
+
+def test_rules_are_read_from_the_record_and_an_explicit_attribute_wins() -> None:
+    x = relay.var("x", shape=(4,))
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.nn.relu(relay.abs(x))))
+    with scoped_registries():
+        register_backend(Backend("recb", rules={"abs": True, "nn.relu": True}))
+        assert default_registry.ops_with_attr(target_key("recb")) == []  # nothing copied
+        assert default_registry.get_attr("abs", target_key("recb")) is True
+        tvm.ir.register_op_attr("abs", target_key("recb"), False)  # TVM's default level
+        part = partition_for(mod, "recb")
+        assert [f.body.op.name for gv, f in part.functions.items() if gv.name_hint != "main"] == [
+            "nn.relu"
+        ]
+    assert default_registry.get_attr("abs", target_key("recb")) is None
+
+
+def test_importing_a_builtin_backend_registers_nothing() -> None:
+    proc = _run(
+        """
+        from relaykit.backends import backend_registry
+        from relaykit.ir.op import default_registry
+        from relaykit.runtime.registry import func_registry
+
+        before = (list(backend_registry), sorted(func_registry), default_registry.snapshot())
+        import relaykit.backends.ccompiler, relaykit.backends.dnnl, relaykit.backends.jsonref
+        after = (list(backend_registry), sorted(func_registry), default_registry.snapshot())
+        assert before == after, (before[:2], after[:2])
+        print("ok")
+        """
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "ok"
