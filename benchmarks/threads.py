@@ -103,7 +103,6 @@ def dnnl_partition() -> Callable[..., Any] | None:
     except dnnl.DnnlNotFoundError as err:
         print(f"(dnnl skipped: {err})")
         return None
-    dnnl.ensure_registered()
     return dnnl.partition_for_dnnl
 
 

@@ -14,9 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from relaykit.backends import ccompiler, jsonref
 from relaykit.byoc import scoped_registries
-from relaykit.execution.codegen import codegen_registry
+from relaykit.execution.codegen import scoped_codegens
 from relaykit.testing import mlp, resnet, vgg
 
 _LAST_FC = {"mlp": "fc3_weight", "vgg11": "fc8_weight", "resnet18": "fc1_weight"}
@@ -24,9 +23,7 @@ _LAST_FC = {"mlp": "fc3_weight", "vgg11": "fc8_weight", "resnet18": "fc1_weight"
 
 @pytest.fixture(autouse=True)
 def _isolated_registries() -> Iterator[None]:
-    with scoped_registries(), codegen_registry.scoped():
-        ccompiler.register()
-        jsonref.register()
+    with scoped_registries(), scoped_codegens():
         yield
 
 

@@ -24,7 +24,7 @@ from relaykit.backends import (
 )
 from relaykit.byoc import configure_target, get_target_spec, partition_for, scoped_registries
 from relaykit.errors import BackendError, BackendNotFoundError
-from relaykit.execution.codegen import codegen_registry, get_codegen, register_codegen
+from relaykit.execution.codegen import get_codegen, register_codegen, scoped_codegens
 from relaykit.ir.op import default_registry
 from relaykit.op.contrib import get_pattern_table, register_pattern_table
 from relaykit.runtime.module import PythonModule, module_loaders
@@ -68,7 +68,7 @@ def test_unknown_backend_is_a_typed_error_with_suggestions() -> None:
 
 
 def test_views_share_the_record() -> None:
-    with scoped_registries(), codegen_registry.scoped():
+    with scoped_registries(), scoped_codegens():
         cg = lambda f: PythonModule("v", {})  # noqa: E731
         register_codegen("viewed", cg, per_module=True)
         register_pattern_table("viewed", lambda: [])
@@ -95,7 +95,7 @@ def _abs_codegen(func: relay.Function) -> PythonModule:
 def test_registered_backend_partitions_builds_and_runs() -> None:
     x = relay.var("x", shape=(4,))
     mod = tvm.IRModule.from_expr(relay.Function([x], relay.abs(x) * relay.const(2.0)))
-    with scoped_registries(), codegen_registry.scoped():
+    with scoped_registries(), scoped_codegens():
         register_backend(Backend("absb", rules={"abs": True}, codegen=_abs_codegen))
         part = partition_for(mod, "absb")
         names = sorted(gv.name_hint for gv in part.get_global_vars())
@@ -191,6 +191,39 @@ def test_tvm_relay_op_contrib_dnnl_loads_on_first_use() -> None:
         assert "relaykit.backends.dnnl" not in sys.modules
         fn = relay.op.contrib.dnnl.partition_for_dnnl
         assert fn.__module__ == "relaykit.backends.dnnl.partition"
+        print("ok")
+        """
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "ok"
+
+
+def test_rules_are_read_from_the_record_and_an_explicit_attribute_wins() -> None:
+    x = relay.var("x", shape=(4,))
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.nn.relu(relay.abs(x))))
+    with scoped_registries():
+        register_backend(Backend("recb", rules={"abs": True, "nn.relu": True}))
+        assert default_registry.ops_with_attr(target_key("recb")) == []  # nothing copied
+        assert default_registry.get_attr("abs", target_key("recb")) is True
+        tvm.ir.register_op_attr("abs", target_key("recb"), False)  # TVM's default level
+        part = partition_for(mod, "recb")
+        assert [f.body.op.name for gv, f in part.functions.items() if gv.name_hint != "main"] == [
+            "nn.relu"
+        ]
+    assert default_registry.get_attr("abs", target_key("recb")) is None
+
+
+def test_importing_a_builtin_backend_registers_nothing() -> None:
+    proc = _run(
+        """
+        from relaykit.backends import backend_registry
+        from relaykit.ir.op import default_registry
+        from relaykit.runtime.registry import func_registry
+
+        before = (list(backend_registry), sorted(func_registry), default_registry.snapshot())
+        import relaykit.backends.ccompiler, relaykit.backends.dnnl, relaykit.backends.jsonref
+        after = (list(backend_registry), sorted(func_registry), default_registry.snapshot())
+        assert before == after, (before[:2], after[:2])
         print("ok")
         """
     )

@@ -248,7 +248,6 @@ def _partition(backend: str, mod: tvm.IRModule, params: dict[str, np.ndarray]) -
         dnnl.find_onednn()
     except dnnl.DnnlNotFoundError as err:
         pytest.skip(f"the dnnl backend is not available: {err}")
-    dnnl.ensure_registered()
     return dnnl.partition_for_dnnl(mod, params)
 
 

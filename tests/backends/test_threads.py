@@ -90,7 +90,6 @@ def build(backend: str, which: str = "model") -> Any:
             dnnl.find_onednn()
         except dnnl.DnnlNotFoundError as err:
             pytest.skip(f"the dnnl backend is not available: {err}")
-        dnnl.ensure_registered()
         part = dnnl.partition_for_dnnl(mod, params)
     elif backend == "ccompiler":
         part = ccompiler.partition_for_ccompiler(mod, params)

@@ -8,17 +8,17 @@ from relaykit import relay
 from relaykit.byoc import scoped_registries
 from relaykit.errors import BackendExecutionError, CodegenError
 from relaykit.execution.codegen import (
-    codegen_registry,
     get_codegen,
     partition_for_target,
     register_codegen,
+    scoped_codegens,
 )
 from relaykit.runtime import PythonModule
 
 
 @pytest.fixture(autouse=True)
 def _scoped():
-    with scoped_registries(), codegen_registry.scoped():
+    with scoped_registries(), scoped_codegens():
         tvm.ir.register_op_attr("exp", "target.pylib", True)
         tvm.ir.register_op_attr("negative", "target.pylib", True)
         yield

@@ -3,6 +3,7 @@ layer and the bias, residual and clamp nodes after it run as one step, with the 
 results as NumPy computations in float64; chains that cannot fuse run node by node."""
 
 import contextlib
+import json
 import threading
 
 import numpy as np
@@ -13,9 +14,11 @@ import relaykit as tvm
 from relaykit import relay
 from relaykit.backends.host import conv as host_conv
 from relaykit.backends.host import native as host_native
-from relaykit.errors import ExecutionError
+from relaykit.errors import ArtifactCorruptError, ExecutionError
 from relaykit.execution import fusion as host_fusion
+from relaykit.execution.build_module import GraphExecutorFactoryModule
 from relaykit.execution.graph_executor import GraphExecutor
+from relaykit.execution.graph_plan import GraphPlan
 
 RNG = np.random.default_rng(3)
 native = pytest.mark.skipif(
@@ -234,3 +237,57 @@ def test_every_thread_binds_the_kernels_the_executor_chose():
     t.join()
     np.testing.assert_allclose(got["y"], want, rtol=1e-4, atol=1e-4)
     assert ex.num_steps == 1
+
+
+def _conv_bias_relu():
+    p = {"w": rand(4, 3, 3, 3), "b": rand(4)}
+    x = relay.var("x", shape=(1, 3, 8, 8))
+    w, b = pvars(p)
+    out = relay.nn.relu(relay.nn.bias_add(relay.nn.conv2d(x, w, padding=(1, 1)), b))
+    func = relay.Function(relay.analysis.free_vars(out), out)
+    return relay.build(tvm.IRModule.from_expr(func), target="llvm", params=p)
+
+
+def _no_planning(monkeypatch):
+    def planned_again(plan):
+        raise AssertionError("the fusion was planned again")
+
+    monkeypatch.setattr(host_fusion, "plan_fusion", planned_again)
+
+
+def test_fusion_is_planned_at_build_and_stored_in_the_plan(tmp_path, monkeypatch):
+    lib = _conv_bias_relu()
+    groups = lib.plan.fusion
+    assert [g.names for g in groups.values()] == [("nn.bias_add", "nn.relu")]
+    assert GraphPlan.from_json(lib.plan.to_json()).fusion == groups
+    lib.export_library(str(tmp_path / "m.rkmod"))
+    _no_planning(monkeypatch)  # executors and a loaded artifact reuse the stored groups
+    lib["default"](tvm.cpu())
+    loaded = tvm.runtime.load_module(str(tmp_path / "m.rkmod"))
+    assert loaded.plan.fusion == groups
+    loaded["default"](tvm.cpu())
+
+
+def test_an_artifact_without_stored_fusion_plans_it_at_load():
+    lib = _conv_bias_relu()
+    blob = lib.save_blob()
+    obj = json.loads(blob.files["graph.json"])
+    del obj["fusion"]
+    blob.files["graph.json"] = json.dumps(obj).encode()
+    loaded = GraphExecutorFactoryModule.load_blob(blob)
+    assert loaded.plan.fusion == lib.plan.fusion
+
+
+def test_a_stored_group_that_does_not_fit_the_plan_is_a_corrupt_artifact():
+    obj = json.loads(_conv_bias_relu().plan.to_json())
+    obj["fusion"][0]["members"] = [0]
+    with pytest.raises(ArtifactCorruptError, match="members must follow it"):
+        GraphPlan.from_json(json.dumps(obj))
+
+
+def test_executors_without_native_kernels_ignore_the_stored_fusion():
+    lib = _conv_bias_relu()
+    with host_native.disabled():
+        ex = lib["default"](tvm.cpu())
+    assert ex._fusion == {}
+    assert lib.plan.fusion

@@ -190,7 +190,7 @@ def test_a_failing_host_kernel_names_the_step(monkeypatch):
 
         return run
 
-    monkeypatch.setitem(host_kernels._BINDERS, "exp", broken)
+    monkeypatch.setitem(host_kernels.kernel_registry, "exp", broken)
     lib = relay.build(two_input_mod(), target="llvm")
     m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
     with pytest.raises(

@@ -6,14 +6,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from relaykit.backends import ccompiler, jsonref
 from relaykit.byoc import scoped_registries
-from relaykit.execution.codegen import codegen_registry
+from relaykit.execution.codegen import scoped_codegens
 
 
 @pytest.fixture(autouse=True)
 def _isolated_registries() -> Iterator[None]:
-    with scoped_registries(), codegen_registry.scoped():
-        ccompiler.register()
-        jsonref.register()
+    with scoped_registries(), scoped_codegens():
         yield

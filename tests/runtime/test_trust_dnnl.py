@@ -11,7 +11,7 @@ import pytest
 
 import relaykit as tvm
 from relaykit import relay
-from relaykit.backends.dnnl import DnnlNotFoundError, ensure_registered, find_onednn
+from relaykit.backends.dnnl import DnnlNotFoundError, find_onednn
 from relaykit.backends.dnnl.partition import partition_for_dnnl
 from relaykit.contrib import graph_executor
 from relaykit.errors import NativeCodeRefusedError, RelayKitError
@@ -28,7 +28,6 @@ def _dnnl():
             pytest.skip("oneDNN headers missing: pip install relaykit[dnnl]")
     except DnnlNotFoundError as err:
         pytest.skip(f"the dnnl backend is not available: {err}")
-    ensure_registered()
 
 
 @pytest.fixture

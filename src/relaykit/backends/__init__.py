@@ -17,12 +17,13 @@ target options and artifact loaders present views of it.
 True
 """
 
-from .record import HOST_TARGET, Backend, Requirement, target_key
+from .record import HOST_TARGET, Backend, Requirement, target_key, target_of_key
 from .registry import (
     BUILTIN,
     ENTRY_POINT_GROUP,
     backend_names,
     backend_registry,
+    backend_rule,
     find_backend,
     get_backend,
     refresh_entry_points,
@@ -34,6 +35,7 @@ __all__ = [
     "Backend",
     "Requirement",
     "target_key",
+    "target_of_key",
     "HOST_TARGET",
     "BUILTIN",
     "ENTRY_POINT_GROUP",
@@ -42,6 +44,7 @@ __all__ = [
     "update_backend",
     "get_backend",
     "find_backend",
+    "backend_rule",
     "backend_names",
     "refresh_entry_points",
 ]

@@ -1,5 +1,5 @@
-"""Helpers shared by the built-in backends: idempotent registration, the optimize hook,
-status checks.
+"""Helpers shared by the built-in backends: the optimize hook, status checks, the
+version.
 
 >>> from relaykit.ir import IRModule
 >>> inference_optimize(IRModule()).functions
@@ -12,8 +12,6 @@ import importlib.metadata
 from collections.abc import Mapping
 from typing import Any
 
-from relaykit.backends import Backend, register_backend
-from relaykit.byoc.targets import install_rules
 from relaykit.errors import CompilerNotFoundError, RelayTypeError
 from relaykit.execution.codegen.toolchain import find_c_compiler
 from relaykit.ir.expr import Call, Expr
@@ -25,7 +23,7 @@ from relaykit.transform.infer_type import InferType
 from relaykit.transform.pass_infra import Sequential
 from relaykit.transform.simplify_inference import SimplifyInference
 
-__all__ = ["register", "inference_optimize", "c_compiler_missing", "RELAYKIT_VERSION"]
+__all__ = ["inference_optimize", "c_compiler_missing", "RELAYKIT_VERSION"]
 
 
 def _version() -> str:
@@ -37,14 +35,6 @@ def _version() -> str:
 
 #: The version of the built-in backends: relaykit's own.
 RELAYKIT_VERSION = _version()
-
-
-def register(backend: Backend) -> None:
-    """(Re)register ``backend``'s record and install its operator rules (replacing rules
-    registered for it before); safe to call again, e.g. after a test restored the
-    registries."""
-    register_backend(backend, override=True)
-    install_rules(backend, replace_existing=True)
 
 
 def c_compiler_missing() -> str | None:

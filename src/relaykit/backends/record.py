@@ -1,7 +1,7 @@
 """The :class:`Backend` record: everything relaykit knows about one backend, in one value.
 
 A backend is a name plus the pieces the BYOC flow asks for: operator rules
-(stored under the operator attribute :func:`target_key`), a pattern table, an
+(read as the operator attribute :func:`target_key`), a pattern table, an
 optimize hook run before partitioning, a codegen, the runtime-module loaders of
 its artifacts, and partitioning options. The record is frozen;
 ``dataclasses.replace`` makes a changed copy.
@@ -24,10 +24,13 @@ from typing import Any
 
 from relaykit.errors import BackendError
 
-__all__ = ["Backend", "Requirement", "target_key", "HOST_TARGET"]
+__all__ = ["Backend", "Requirement", "target_key", "target_of_key", "HOST_TARGET"]
 
 #: The name of the host: not a backend, never a key of the registry.
 HOST_TARGET = "default"
+
+#: Operator attributes ``target.<name>`` hold backend ``<name>``'s rules.
+_TARGET_PREFIX = "target."
 
 #: A pattern table: ``(name, pattern)`` or ``(name, pattern, check)`` entries.
 PatternEntries = Sequence[tuple[Any, ...]]
@@ -38,7 +41,19 @@ def target_key(name: str) -> str:
 
     The one place this key is spelled; every reader and writer of rules calls it.
     """
-    return f"target.{name}"
+    return f"{_TARGET_PREFIX}{name}"
+
+
+def target_of_key(key: str) -> str | None:
+    """The backend whose rules operator attribute ``key`` holds, or None (the inverse of
+    :func:`target_key`).
+
+    >>> target_of_key("target.dnnl"), target_of_key("FTypeRelation")
+    ('dnnl', None)
+    """
+    if key.startswith(_TARGET_PREFIX) and len(key) > len(_TARGET_PREFIX):
+        return key[len(_TARGET_PREFIX) :]
+    return None
 
 
 @dataclass(frozen=True)
@@ -79,13 +94,16 @@ class Backend:
     """One backend (see the module docstring).
 
     - ``rules``: operator name -> rule (a checker ``fn(call)`` / ``fn(attrs, args)`` or a
-      bool), installed as the ``target.<name>`` operator attribute;
+      bool); the operator table shows it as attribute ``target.<name>``, and an attribute
+      registered there explicitly (TVM's ``register_op_attr``) wins over it;
     - ``patterns``: the pattern table, or a zero-argument function returning it;
     - ``options``: option defaults (read from ``PassContext`` config by the codegen);
     - ``optimize``: ``optimize(mod, params) -> mod``, run before partitioning;
     - ``codegen``: ``codegen(func)`` (or ``codegen([funcs])`` when ``per_module``) ->
       runtime module;
     - ``loaders``: runtime-module ``type_key`` -> ``loader(blob)`` for exported artifacts;
+    - ``functions``: global functions the backend provides beside its codegen (TVM's
+      ``tvm.get_global_func`` names, e.g. ``runtime.DNNLJSONRuntimeCreate``);
     - ``transparent_ops``, ``min_region_ops``, ``min_region_macs``: partitioning options
       (``None`` transparent ops: the default set);
     - ``description``, ``version``, ``requires``: what ``relaykit backends`` shows;
@@ -101,6 +119,7 @@ class Backend:
     codegen: Callable[[Any], Any] | None = None
     per_module: bool = False
     loaders: Mapping[str, Callable[[Any], Any]] = field(default_factory=dict)
+    functions: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
     transparent_ops: frozenset[str] | None = None
     min_region_ops: int = 0
     min_region_macs: int = 0
@@ -114,7 +133,7 @@ class Backend:
             raise BackendError(f"a backend name must be a non-empty string, got {self.name!r}")
         if self.name == HOST_TARGET:
             raise BackendError(f"{HOST_TARGET!r} is the host, not a backend")
-        for key in ("rules", "options", "loaders", "exports"):
+        for key in ("rules", "options", "loaders", "functions", "exports"):
             value = getattr(self, key)
             if not isinstance(value, Mapping):
                 raise BackendError(

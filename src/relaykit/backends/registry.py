@@ -42,6 +42,7 @@ __all__ = [
     "update_backend",
     "get_backend",
     "find_backend",
+    "backend_rule",
     "backend_names",
     "refresh_entry_points",
 ]
@@ -200,6 +201,14 @@ def find_backend(name: str) -> Backend | None:
     if not isinstance(name, str):
         return None
     return backend_registry.get(name)
+
+
+def backend_rule(target: str, op_name: str) -> Any:
+    """Backend ``target``'s rule for operator ``op_name`` as its record states it, or None
+    (no such backend, or no rule). The operator table reads rules through this function
+    (attribute ``target.<target>``), so the record is never copied into it."""
+    backend = find_backend(target)
+    return None if backend is None else backend.rules.get(op_name)
 
 
 def backend_names() -> list[str]:

@@ -42,16 +42,16 @@ from .merge_composite import MergeComposite
 from .merge_regions import MergeCompilerRegions
 from .partition import PartitionGraph, RegionInfo, partition_module, region_functions
 from .pins import Pin, pin
-from .pipeline import partition_for, partition_passes, registered_patterns, run_optimize_hook
+from .pipeline import (
+    partition_for,
+    partition_passes,
+    partitioner,
+    registered_patterns,
+    run_optimize_hook,
+)
 from .report.explain import OpReport, Report, explain
 from .rules import Decline, RuleError, Verdict, check_op, decline
-from .targets import (
-    TargetSpec,
-    configure_target,
-    get_target_spec,
-    scoped_registries,
-    target_registry,
-)
+from .targets import TargetSpec, configure_target, get_target_spec, scoped_registries
 
 __all__ = [
     # a backend's optimize hook (relay.ext.<name>.optimize)
@@ -62,6 +62,7 @@ __all__ = [
     "MergeCompilerRegions",
     "PartitionGraph",
     "partition_for",
+    "partitioner",
     "partition_passes",
     "partition_module",
     "registered_patterns",
@@ -75,7 +76,6 @@ __all__ = [
     "TargetSpec",
     "configure_target",
     "get_target_spec",
-    "target_registry",
     "scoped_registries",
     "pin",
     "Pin",

@@ -1,5 +1,9 @@
 """``partition_for``: the four BYOC passes in one call, as TVM's ``partition_for_<lib>``.
 
+:func:`partition_for` is the one partitioning function of every backend: a backend's
+``partition_for_<name>`` (TVM's name) is :func:`partitioner` of its name, or a thin
+wrapper when TVM's signature has options of its own (``partition_for_dnnl``).
+
 >>> import relaykit as tvm
 >>> from relaykit import relay
 >>> from relaykit.byoc import scoped_registries
@@ -14,10 +18,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from relaykit.errors import CodegenError
+from relaykit.ir.expr import Function
 from relaykit.ir.module import IRModule
 from relaykit.op.contrib import get_pattern_table
 from relaykit.runtime.registry import EXT_PREFIX, get_global_func
@@ -30,9 +35,14 @@ from .choose import normalize_targets
 from .merge_composite import MergeComposite
 from .merge_regions import MergeCompilerRegions
 from .partition import PartitionGraph
-from .targets import activate_targets
 
-__all__ = ["partition_for", "partition_passes", "registered_patterns", "run_optimize_hook"]
+__all__ = [
+    "partition_for",
+    "partitioner",
+    "partition_passes",
+    "registered_patterns",
+    "run_optimize_hook",
+]
 
 
 def run_optimize_hook(
@@ -70,7 +80,6 @@ def partition_passes(
 ) -> list[Pass]:
     """The passes :func:`partition_for` runs, for use in a ``Sequential``."""
     names = normalize_targets(targets)
-    activate_targets(names)
     table = registered_patterns(names) if patterns is None else list(patterns)
     passes: list[Pass] = [InferType()]
     if table:
@@ -84,10 +93,10 @@ def partition_passes(
 
 
 def partition_for(
-    mod: IRModule,
+    mod: IRModule | Function,
     targets: str | Sequence[str],
-    *,
     params: Mapping[str, Any] | None = None,
+    *,
     patterns: Sequence[tuple[Any, ...]] | None = None,
     pin: Any = None,
     include_non_call_ops: bool = True,
@@ -102,8 +111,10 @@ def partition_for(
 
     ``patterns`` defaults to the registered pattern tables of the targets;
     ``params`` are bound into ``main`` first (so weights become constants that
-    region functions embed); ``pin`` is as for ``AnnotateTarget``.
+    region functions embed); ``pin`` is as for ``AnnotateTarget``. Every pass runs once.
     """
+    if isinstance(mod, Function):
+        mod = IRModule.from_expr(mod)
     if params:
         mod = mod.copy()
         mod["main"] = bind_params_by_name(mod["main"], params)
@@ -119,3 +130,24 @@ def partition_for(
         bind_constants=bind_constants,
     )
     return Sequential(passes, name="PartitionFor")(mod)
+
+
+def partitioner(target: str) -> Callable[..., IRModule]:
+    """TVM's ``partition_for_<target>(mod, params=None, **options)``: :func:`partition_for`
+    for one backend (``options`` as for :func:`partition_for`).
+
+    >>> partitioner("ccompiler").__name__
+    'partition_for_ccompiler'
+    """
+
+    def partition(
+        mod: IRModule | Function, params: Mapping[str, Any] | None = None, **options: Any
+    ) -> IRModule:
+        return partition_for(mod, target, params=params, **options)
+
+    partition.__name__ = partition.__qualname__ = f"partition_for_{target}"
+    partition.__doc__ = (
+        f"Bind ``params``, run {target}'s optimize hook (simplify and fold), then partition "
+        f"``mod`` for {target} (:func:`relaykit.byoc.partition_for`)."
+    )
+    return partition

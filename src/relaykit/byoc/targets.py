@@ -15,10 +15,9 @@ pass as in TVM::
   calls count their operators) or fewer multiply-accumulates (conv2d, dense,
   batch_matmul) goes back to the host. Both default to 0: no pruning, as in TVM.
 
-The options are fields of the target's :class:`~relaykit.backends.Backend` record;
-:data:`target_registry` is a view of them. :func:`scoped_registries` undoes, at
-the end of a ``with`` block, every rule, backend, pattern table and spec
-registered in it.
+The options are fields of the target's :class:`~relaykit.backends.Backend` record,
+read from it and written to it here. :func:`scoped_registries` undoes, at the end
+of a ``with`` block, every rule, backend, pattern table and spec registered in it.
 
 >>> with scoped_registries():
 ...     spec = configure_target("demo", min_region_ops=2)
@@ -32,9 +31,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Iterator
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from relaykit.backends import Backend, backend_registry, find_backend, update_backend
 from relaykit.ir.op import default_registry
@@ -44,14 +41,10 @@ from ._common import DEFAULT_TARGET, PartitionError
 __all__ = [
     "DEFAULT_TRANSPARENT_OPS",
     "TargetSpec",
-    "TargetRegistry",
-    "target_registry",
     "configure_target",
     "get_target_spec",
     "scoped_registries",
     "spec_of",
-    "install_rules",
-    "activate_targets",
 ]
 
 #: Operators that are transparent for every target unless its spec overrides them.
@@ -96,38 +89,6 @@ class TargetSpec:
         return op_name in self.transparent_ops
 
 
-class TargetRegistry:
-    """Target specs by name: a view of the backend registry (a backend's
-    ``min_region_ops``, ``min_region_macs`` and ``transparent_ops`` fields); a target
-    without a backend record gets the defaults."""
-
-    def __init__(self) -> None:
-        self._defaults: dict[str, TargetSpec] = {}
-
-    def get(self, name: str) -> TargetSpec:
-        backend = find_backend(name)
-        if backend is None:
-            spec = self._defaults.get(name)
-            if spec is None:
-                spec = self._defaults[name] = TargetSpec(name)
-            return spec
-        return spec_of(backend)
-
-    def set(self, spec: TargetSpec) -> None:
-        update_backend(
-            spec.name,
-            min_region_ops=spec.min_region_ops,
-            min_region_macs=spec.min_region_macs,
-            transparent_ops=spec.transparent_ops,
-        )
-
-    def names(self) -> list[str]:
-        return sorted(n for n, b in backend_registry.items() if spec_of(b) != TargetSpec(n))
-
-    def scoped(self) -> AbstractContextManager[Any]:
-        return backend_registry.scoped()
-
-
 _SPECS: dict[int, tuple[Backend, TargetSpec]] = {}
 
 
@@ -145,9 +106,6 @@ def spec_of(backend: Backend) -> TargetSpec:
     return spec
 
 
-target_registry = TargetRegistry()
-
-
 def configure_target(
     name: str,
     *,
@@ -160,7 +118,7 @@ def configure_target(
     ``transparent_ops`` replaces the target's list (include
     ``"annotation.stop_fusion"`` to keep it).
     """
-    spec = target_registry.get(name)
+    spec = get_target_spec(name)
     changes: dict[str, object] = {}
     if min_region_ops is not None:
         changes["min_region_ops"] = min_region_ops
@@ -171,13 +129,31 @@ def configure_target(
             transparent_ops = [transparent_ops]
         changes["transparent_ops"] = frozenset(transparent_ops)
     spec = replace(spec, **changes)  # type: ignore[arg-type]
-    target_registry.set(spec)
+    update_backend(
+        spec.name,
+        min_region_ops=spec.min_region_ops,
+        min_region_macs=spec.min_region_macs,
+        transparent_ops=spec.transparent_ops,
+    )
     return spec
 
 
+_DEFAULT_SPECS: dict[str, TargetSpec] = {}
+
+
 def get_target_spec(name: str) -> TargetSpec:
-    """The options of target ``name`` (defaults when it was never configured)."""
-    return target_registry.get(name)
+    """The options of target ``name``, read from its backend record (defaults when it has
+    none)."""
+    backend = find_backend(name)
+    if backend is not None:
+        return spec_of(backend)
+    spec = _DEFAULT_SPECS.get(name)
+    if spec is None:
+        spec = TargetSpec(name)
+        if len(_DEFAULT_SPECS) > 256:
+            _DEFAULT_SPECS.clear()
+        _DEFAULT_SPECS[name] = spec
+    return spec
 
 
 @contextlib.contextmanager
@@ -186,32 +162,3 @@ def scoped_registries() -> Iterator[None]:
     pattern table and target spec registered inside it."""
     with default_registry.scoped(), backend_registry.scoped():
         yield None
-
-
-def install_rules(backend: Backend, *, replace_existing: bool = False) -> None:
-    """Put ``backend``'s rules into the operator attribute table (``target.<name>``).
-
-    An operator that already has a rule for the backend keeps it (a rule the user
-    registered wins) unless ``replace_existing``. Operators that are not registered
-    are skipped.
-    """
-    key = backend.key
-    for op_name, rule in backend.rules.items():
-        if op_name not in default_registry:
-            continue
-        current = default_registry.get_attr(op_name, key)
-        if current is rule or (current is not None and not replace_existing):
-            continue
-        if current is not None:
-            default_registry.reset_attr(op_name, key)
-        default_registry.set_attr(op_name, key, rule)
-
-
-def activate_targets(targets: Iterable[str]) -> None:
-    """Load each target's backend (built-in and installed ones are found by name) and
-    install its operator rules where missing. A target with no backend is left alone:
-    its rules may have been registered directly as operator attributes."""
-    for name in targets:
-        backend = find_backend(name)
-        if backend is not None and backend.rules:
-            install_rules(backend)

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from relaykit.byoc import configure_target, partition_for, region_functions, scoped_registries
-from relaykit.byoc.targets import activate_targets
 from relaykit.cli._common import (
     BATCH,
     IMAGE_SIZE,
@@ -34,8 +33,9 @@ from relaykit.cli._models import MODEL_HELP, load_for_build
 from relaykit.execution.build_module import build
 from relaykit.execution.codegen.registry import (
     CodegenInfo,
-    codegen_registry,
     get_codegen,
+    register_codegen,
+    scoped_codegens,
 )
 from relaykit.ir import IRModule
 from relaykit.runtime.module import Module
@@ -131,11 +131,14 @@ def _codegen_progress(targets: list[str], progress: Progress) -> Iterator[None]:
     if not progress.enabled:
         yield
         return
-    with codegen_registry.scoped():
+    with scoped_codegens():
         for target in targets:
             info = get_codegen(target)
-            codegen_registry.register(
-                CodegenInfo(target, _shown(info, progress), info.optimize, info.per_module),
+            register_codegen(
+                target,
+                _shown(info, progress),
+                optimize=info.optimize,
+                per_module=info.per_module,
                 override=True,
             )
         yield
@@ -163,7 +166,6 @@ def compile_model(
     partitioned module."""
     progress = progress or Progress(enabled=False)
     with scoped_registries():  # the options set here do not outlive the call
-        activate_targets(targets)
         for target in targets:
             get_codegen(target)  # an unknown target fails here, before any work
             if min_ops is not None:

@@ -18,7 +18,6 @@ from relaykit.byoc import run_optimize_hook, scoped_registries
 from relaykit.byoc.report.explain import Report
 from relaykit.byoc.report.summary import Summary
 from relaykit.byoc.report.visual import analyse, render_dot, render_html
-from relaykit.byoc.targets import activate_targets
 from relaykit.cli._common import (
     BATCH,
     EXIT_OK,
@@ -147,7 +146,6 @@ def run(args: argparse.Namespace) -> int:
     mod, weights = load_model(
         args.model, args.batch, args.image_size, shapes=shapes or None, limit=limit
     )
-    activate_targets(targets)  # built-in and installed backends load by name
     if args.bind_params:
         mod = bind_weights_for_partition(mod, weights, args.model, shapes or None, limit)
         weights = set()

@@ -12,7 +12,6 @@ import json
 from relaykit.backends import target_key
 from relaykit.byoc import configure_target, explain, run_optimize_hook, scoped_registries
 from relaykit.byoc.report.summary import summarize
-from relaykit.byoc.targets import activate_targets
 from relaykit.cli._common import (
     BATCH,
     IMAGE_SIZE,
@@ -132,7 +131,6 @@ def run(args: argparse.Namespace) -> int:
     mod, weights = load_model(
         args.model, args.batch, args.image_size, shapes=shapes or None, limit=limit
     )
-    activate_targets(targets)  # built-in and installed backends load by name
     if args.bind_params:
         mod = bind_weights_for_partition(mod, weights, args.model, shapes or None, limit)
         weights = set()

@@ -18,7 +18,8 @@ The steps: bind ``params`` into ``main``; run :func:`build_passes` (type
 inference, ``SimplifyInference``, ``FoldConstant``); give every function with
 a ``Compiler`` attribute to its backend's codegen (``relay.ext.<name>``,
 see :mod:`relaykit.execution.codegen`); lower ``main`` to a memory-planned
-:class:`~relaykit.execution.graph_plan.GraphPlan`. The result is a
+:class:`~relaykit.execution.graph_plan.GraphPlan`, with the host epilogue fusion
+(:mod:`relaykit.execution.fusion`) planned and stored in it. The result is a
 :class:`GraphExecutorFactoryModule`: ``lib["default"](dev)`` creates an
 executor, ``lib.export_library(path)`` writes everything to one file.
 """
@@ -57,6 +58,7 @@ from relaykit.transform.pipeline import optimization_passes
 
 from .codegen.registry import get_codegen
 from .evaluator import describe_call
+from .fusion import fusion_of, plan_fusion
 from .graph_executor import GraphExecutor
 from .graph_plan import GraphPlan
 from .lower import lower_to_plan
@@ -187,6 +189,7 @@ class GraphExecutorFactoryModule(Module):
     def load_blob(blob: ModuleBlob) -> GraphExecutorFactoryModule:
         plan = GraphPlan.from_json(blob.files["graph.json"])
         _check_storage(plan)
+        fusion_of(plan)  # an artifact made before plans carried the fusion: planned here
         missing = [p for p in plan.param_names if p not in blob.arrays]
         if missing:
             raise ArtifactCorruptError(
@@ -367,5 +370,6 @@ def build(
             "partition them to a backend that supports them"
         )
     plan.bound_params = bound
+    plan.fusion = plan_fusion(plan)  # stored in the plan: executors and artifacts reuse it
     lib.constants = {k: np.asarray(v) for k, v in consts.items() if np.ndim(v) == 0}
     return GraphExecutorFactoryModule(plan, lib, consts, mod_name, target_name)

@@ -4,7 +4,8 @@ run as one step.
 After an ``nn.conv2d`` (depthwise, 1x1 or im2col) or an ``nn.dense``, models apply a
 bias, maybe add a residual, and clamp (ReLU, ReLU6): MobileNetV2's host path spent 1.7 of
 its 14 ms in NumPy's separate ``nn.bias_add`` and ``clip`` passes over tensors that had
-just left the cache. :func:`plan_fusion` finds, once per executor, every chain
+just left the cache. :func:`plan_fusion` finds, once per build (``relay.build`` stores the
+groups in the plan, and an exported artifact carries them), every chain
 
     producer -> [nn.bias_add | add of a per-channel constant]
              -> [add of a same-shape tensor (a residual)]
@@ -18,14 +19,14 @@ on 3-D inputs becomes reshape, dense, reshape). :func:`bind_group` binds such a 
 one step: the producer computes its output block by block and the native epilogue
 (:mod:`relaykit.backends.host.conv`) applies ``clamp(x + bias + residual)`` to each block
 while it is in the cache, writing the chain's last output. Chains the native kernels
-cannot take (another dtype, no compiler, odd strides) run unfused, node by node.
+cannot take (another dtype, no compiler, odd strides) run unfused, node by node, and an
+executor whose native kernels are off (``RELAYKIT_HOST_NATIVE=0``) ignores the groups.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -33,30 +34,15 @@ import numpy as np
 from relaykit.backends.host import conv as host_conv
 from relaykit.backends.host.conv import Epilogue
 from relaykit.backends.host.kernels import Scratch, conv2d_run, dense_run
-from relaykit.execution.graph_plan import GraphPlan, PlanNode
+from relaykit.execution.graph_plan import FusedGroup, GraphPlan, PlanNode
 
-__all__ = ["FusedGroup", "PRODUCERS", "plan_fusion", "bind_group"]
+__all__ = ["FusedGroup", "PRODUCERS", "plan_fusion", "fusion_of", "bind_group"]
 
 Run = Callable[[], Any]
 
 #: Operators whose output an epilogue can follow.
 PRODUCERS = frozenset({"nn.conv2d", "nn.dense"})
 _INF = float("inf")
-
-
-@dataclass(frozen=True)
-class FusedGroup:
-    """A producer node and the epilogue nodes fused into its step (plan node indices);
-    ``out`` is the entry the step writes, ``bias`` and ``residual`` the entries it reads."""
-
-    producer: int
-    members: tuple[int, ...]
-    out: int
-    bias: int | None = None
-    residual: int | None = None
-    lo: float = -_INF
-    hi: float = _INF
-    names: tuple[str, ...] = ()
 
 
 def _channel_axis(producer: PlanNode, ndim: int) -> int:
@@ -189,6 +175,14 @@ def plan_fusion(plan: GraphPlan) -> dict[int, FusedGroup]:
         if group is not None:
             groups[i] = group
     return groups
+
+
+def fusion_of(plan: GraphPlan) -> dict[int, FusedGroup]:
+    """The fusion stored in ``plan``; a plan without one (read from an artifact made
+    before plans carried it) is planned now, once, and keeps the result."""
+    if plan.fusion is None:
+        plan.fusion = plan_fusion(plan)
+    return plan.fusion
 
 
 def bind_group(

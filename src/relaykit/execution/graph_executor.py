@@ -205,9 +205,10 @@ class GraphExecutor(Module):
         self._lock = threading.Lock()
         self._local = threading.local()
         # Native host kernels: decided once (every thread binds the same kernels, so the
-        # scratch measured below fits them all); producers with their epilogues fused.
+        # scratch measured below fits them all); producers with their epilogues fused, as
+        # the build planned them (ignored when the native kernels are off).
         self._native = host_native.is_enabled()
-        self._fusion = fusion.plan_fusion(plan) if self._native else {}
+        self._fusion = fusion.fusion_of(plan) if self._native else {}
         #: Fused steps bound, by producer node: the epilogue operators (for errors).
         self._fused_names: dict[int, tuple[str, ...]] = {}
         # Parameters: a dict replaced (never changed in place) under the lock, with a version

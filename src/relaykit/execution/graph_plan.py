@@ -6,7 +6,9 @@ JSON, in the spirit of TVM's graph JSON). Nodes are graph inputs, parameters
 attributes; the kernel is resolved when the executor is created), and calls
 of backend functions (``extern``: the symbol, the backend and the operators
 of its region, for error messages). Every entry has a static shape, dtype
-and storage id from the memory plan.
+and storage id from the memory plan. ``relay.build`` also stores the host
+epilogue fusion it planned (:mod:`relaykit.execution.fusion`): the chains of
+nodes the graph executor may run as one step, as :class:`FusedGroup` values.
 
 >>> plan = GraphPlan.from_json(GraphPlan(
 ...     entries=[EntrySpec((2,), "float32", 0), EntrySpec((2,), "float32", 1)],
@@ -20,6 +22,7 @@ and storage id from the memory plan.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from collections.abc import Mapping
@@ -37,6 +40,7 @@ __all__ = [
     "EntrySpec",
     "StorageSpec",
     "PlanNode",
+    "FusedGroup",
     "GraphPlan",
     "attrs_to_json",
     "attrs_from_json",
@@ -47,6 +51,7 @@ PLAN_VERSION = 1
 _NODE_KINDS = ("input", "param", "op", "extern")
 _ITEMSIZE = {name: dt.itemsize for name, dt in DTYPES.items()}
 _STORAGE_KINDS = ("input", "param", "pool")
+_INF = float("inf")
 
 
 @dataclass(frozen=True)
@@ -87,15 +92,34 @@ class PlanNode:
     desc: str = ""
 
 
+@dataclass(frozen=True)
+class FusedGroup:
+    """A producer node and the epilogue nodes fused into its step (plan node indices);
+    ``out`` is the entry the step writes, ``bias`` and ``residual`` the entries it reads,
+    ``lo`` and ``hi`` the clamp bounds, ``names`` the epilogue operators (for errors)."""
+
+    producer: int
+    members: tuple[int, ...]
+    out: int
+    bias: int | None = None
+    residual: int | None = None
+    lo: float = -_INF
+    hi: float = _INF
+    names: tuple[str, ...] = ()
+
+
 @dataclass
 class GraphPlan:
-    """The whole plan (see the module docstring)."""
+    """The whole plan (see the module docstring). ``fusion``: the host epilogue fusion,
+    by producer node index, planned by ``relay.build``; ``None`` when not planned yet (a
+    plan read from an artifact made before plans carried it)."""
 
     entries: list[EntrySpec]
     nodes: list[PlanNode]
     storage: list[StorageSpec]
     heads: list[int]
     bound_params: list[str] = field(default_factory=list)
+    fusion: dict[int, FusedGroup] | None = None
 
     @property
     def input_names(self) -> list[str]:
@@ -138,6 +162,8 @@ class GraphPlan:
             "heads": list(self.heads),
             "bound_params": list(self.bound_params),
         }
+        if self.fusion is not None:
+            obj["fusion"] = [_group_to_json(g) for _, g in sorted(self.fusion.items())]
         return json.dumps(obj, allow_nan=False, separators=(",", ":"))
 
     @staticmethod
@@ -229,7 +255,71 @@ def _parse(obj: Any) -> GraphPlan:
     heads = [_int(h) for h in obj["heads"]]
     for h in heads:
         _check(0 <= h < len(entries) and defined[h], f"head {h} is not defined")
-    return GraphPlan(entries, nodes, storage, heads, [str(p) for p in obj["bound_params"]])
+    fusion = None
+    if "fusion" in obj:
+        fusion = _fusion_from_json(obj["fusion"], nodes, len(entries))
+    return GraphPlan(entries, nodes, storage, heads, [str(p) for p in obj["bound_params"]], fusion)
+
+
+def _bound_to_json(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def _group_to_json(group: FusedGroup) -> dict[str, Any]:
+    return {
+        "producer": group.producer,
+        "members": list(group.members),
+        "out": group.out,
+        "bias": group.bias,
+        "residual": group.residual,
+        "lo": _bound_to_json(group.lo),
+        "hi": _bound_to_json(group.hi),
+        "names": list(group.names),
+    }
+
+
+def _bound(v: Any, default: float) -> float:
+    if v is None:
+        return default
+    _check(isinstance(v, (int, float)) and not isinstance(v, bool), f"bad clamp bound {v!r}")
+    return float(v)
+
+
+def _fusion_from_json(obj: Any, nodes: list[PlanNode], num_entries: int) -> dict[int, FusedGroup]:
+    """The stored fusion, checked against the plan's nodes: every group a producer and a
+    chain of later single-output operator nodes, no node in two groups."""
+    _check(isinstance(obj, list), "fusion must be a list")
+    groups: dict[int, FusedGroup] = {}
+    taken: set[int] = set()
+
+    def single_op(i: int) -> bool:
+        node = nodes[i]
+        return node.kind == "op" and len(node.outputs) == 1
+
+    for g in obj:
+        producer = _int(g["producer"])
+        members = tuple(_int(m) for m in g["members"])
+        bias, residual = (None if g[k] is None else _int(g[k]) for k in ("bias", "residual"))
+        _check(0 <= producer < len(nodes) and single_op(producer), f"bad fused producer {producer}")
+        _check(not nodes[producer].view, f"fused producer {producer} is a view")
+        chain = (producer, *members)
+        _check(
+            bool(members) and all(a < b for a, b in itertools.pairwise(chain)),
+            f"fused group of node {producer}: members must follow it in order",
+        )
+        _check(members[-1] < len(nodes), f"fused group of node {producer} leaves the plan")
+        _check(all(single_op(m) for m in members), f"fused group of node {producer}: not ops")
+        _check(not taken & set(chain), f"node of fused group {producer} is in another group")
+        taken.update(chain)
+        out = _int(g["out"])
+        _check(out == nodes[members[-1]].outputs[0], f"fused group {producer} writes entry {out}")
+        for e in (bias, residual):
+            _check(e is None or 0 <= e < num_entries, f"fused group {producer} reads entry {e}")
+        lo, hi = _bound(g["lo"], -_INF), _bound(g["hi"], _INF)
+        _check(lo <= hi, f"fused group {producer} has clamp bounds {lo} > {hi}")
+        names = tuple(str(n) for n in g["names"])
+        groups[producer] = FusedGroup(producer, members, out, bias, residual, lo, hi, names)
+    return groups
 
 
 def attrs_to_json(attrs: Mapping[str, Any]) -> dict[str, Any]:

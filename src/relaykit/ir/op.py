@@ -20,6 +20,8 @@ import difflib
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from relaykit.backends.record import target_of_key
+from relaykit.backends.registry import backend_rule
 from relaykit.errors import ArgumentError, IRError, OpNotFoundError
 from relaykit.registry import Registry
 
@@ -136,9 +138,16 @@ _Table = dict[str, tuple[Any, int]]  # op name -> (value, level)
 class OpRegistry:
     """Operators and their attribute tables, held in :class:`relaykit.registry.Registry`
     objects: the operators by name, and one table per attribute key. A test can
-    snapshot and restore the attribute tables."""
+    snapshot and restore the attribute tables.
 
-    def __init__(self) -> None:
+    With ``backend_rules``, an attribute ``target.<name>`` that was not registered
+    explicitly reads backend ``<name>``'s rule from its record
+    (:func:`relaykit.backends.backend_rule`): a rule registered explicitly wins, as in
+    TVM, and no rule is ever copied into the tables.
+    """
+
+    def __init__(self, *, backend_rules: bool = False) -> None:
+        self._backend_rules = backend_rules
         self._ops: Registry[str, Op] = Registry("operator")
         self._attrs: Registry[str, _Table] = Registry("operator attribute")
         # Lookup caches of the two registries (attribute lookups are on every hot path);
@@ -206,10 +215,17 @@ class OpRegistry:
         if table is None:
             table = self._attrs.get(key)
             if table is None:
-                return None
+                return self._record_rule(op_name, key)
             self._table_cache[key] = table
         entry = table.get(op_name)
-        return None if entry is None else entry[0]
+        return self._record_rule(op_name, key) if entry is None else entry[0]
+
+    def _record_rule(self, op_name: str, key: str) -> Any:
+        """A backend record's rule, for an attribute ``target.<name>`` not set explicitly."""
+        if not self._backend_rules:
+            return None
+        target = target_of_key(key)
+        return None if target is None else backend_rule(target, op_name)
 
     def attr_entry(self, op_name: str, key: str) -> tuple[Any, int] | None:
         """``(value, level)`` of ``key`` of ``op_name``, or None: to put it back later
@@ -253,7 +269,7 @@ class OpRegistry:
             self.restore(snap)
 
 
-default_registry = OpRegistry()
+default_registry = OpRegistry(backend_rules=True)
 
 
 def get_op(name: str) -> Op:

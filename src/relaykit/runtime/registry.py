@@ -62,8 +62,18 @@ class FunctionRegistry(Registry[str, Callable[..., Any]]):
 func_registry = FunctionRegistry("global function")
 
 
+#: Global functions a built-in backend provides (TVM registers them when built with that
+#: library), by the backend whose record lists them (``Backend.functions``).
+BACKEND_FUNCTIONS = {"runtime.DNNLJSONRuntimeCreate": "dnnl"}
+
+
 def _backend_function(name: str) -> Callable[..., Any] | None:
-    """``relay.ext.<b>`` -> backend ``b``'s codegen; ``relay.ext.<b>.optimize`` -> its hook."""
+    """A global function read from a backend record: ``relay.ext.<b>`` -> backend ``b``'s
+    codegen, ``relay.ext.<b>.optimize`` -> its hook, a :data:`BACKEND_FUNCTIONS` name ->
+    the function the backend's record lists under it."""
+    if name in BACKEND_FUNCTIONS:
+        owner = find_backend(BACKEND_FUNCTIONS[name])
+        return None if owner is None else owner.functions.get(name)
     if not name.startswith(EXT_PREFIX):
         return None
     rest = name[len(EXT_PREFIX) :]
@@ -95,18 +105,11 @@ def register_func(
     return _register(f) if f is not None else _register
 
 
-#: Global functions a built-in backend registers when it loads (TVM registers them when
-#: built with that library), by the backend that provides them.
-BACKEND_FUNCTIONS = {"runtime.DNNLJSONRuntimeCreate": "dnnl"}
-
-
 def get_global_func(name: str, allow_missing: bool = False) -> Callable[..., Any] | None:
     """The global function ``name``; ``None`` if missing and ``allow_missing``."""
     fn = func_registry.get(name)
     if fn is None:
         fn = _backend_function(name)
-    if fn is None and name in BACKEND_FUNCTIONS and find_backend(BACKEND_FUNCTIONS[name]):
-        fn = func_registry.get(name)  # loading the backend registered it, if it can run
     if fn is None and not allow_missing:
         close = difflib.get_close_matches(name, list_global_func_names(), n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else ""

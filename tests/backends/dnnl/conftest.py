@@ -18,7 +18,7 @@ import pytest
 
 import relaykit as tvm
 from relaykit import relay
-from relaykit.backends.dnnl import DnnlNotFoundError, ensure_registered, find_onednn
+from relaykit.backends.dnnl import DnnlNotFoundError, find_onednn
 from relaykit.contrib import graph_executor
 from relaykit.execution.interpreter import create_executor
 from relaykit.ir import Call, Function, IRModule
@@ -41,7 +41,6 @@ def _dnnl_available() -> Iterator[None]:
     reason = _why_unavailable()
     if reason is not None:
         pytest.skip(f"the dnnl backend is not available: {reason}")
-    ensure_registered()  # inside the registries the parent conftest scoped
     yield
 
 

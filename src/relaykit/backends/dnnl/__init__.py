@@ -12,7 +12,7 @@ Partition a model, build it, run it::
     from relaykit.contrib import graph_executor
     from relaykit.backends.dnnl import partition_for_dnnl
 
-    mod = partition_for_dnnl(mod, params)             # rules + patterns + 4 passes
+    mod = partition_for_dnnl(mod, params)             # optimize, then the 4 BYOC passes
     lib = relay.build(mod, target="llvm", params=params)
     m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
 
@@ -24,8 +24,9 @@ in one native call of a C++ runtime compiled once against them (see
 to gain from a second thread run on one). Each executor runs a region in buffers
 of its own, so executors of one build run in parallel threads.
 
-Importing this package registers the ``target.dnnl`` operator rules, the
-``dnnl`` pattern table and the ``relay.ext.dnnl`` codegen.
+The ``target.dnnl`` operator rules, the ``dnnl`` pattern table and the
+``relay.ext.dnnl`` codegen are fields of the backend's record (:mod:`.backend`),
+which relaykit finds by name: importing this package registers nothing.
 """
 
 from .codegen import OPTIONS_KEY, compile_region, dnnl_codegen
@@ -34,11 +35,8 @@ from .module import DnnlModule
 from .partition import optimize_for_dnnl, partition_for_dnnl, pre_partition_passes
 from .patterns import pattern_table
 from .region import DnnlRegion
-from .registration import ensure_registered
 from .rules import check_call
 from .threads import resolve_num_threads
-
-ensure_registered()
 
 
 def is_available() -> bool:
@@ -67,5 +65,4 @@ __all__ = [
     "DnnlNotFoundError",
     "INSTALL_HINT",
     "resolve_num_threads",
-    "ensure_registered",
 ]

@@ -43,6 +43,10 @@ BACKEND = Backend(
     codegen=dnnl_codegen,
     per_module=True,
     loaders={DnnlModule.type_key: DnnlModule.load_blob},
+    # TVM's runtime.DNNLJSONRuntimeCreate, where oneDNN is installed
+    functions=(
+        {tvm_api.RUNTIME_CREATE: tvm_api.create_runtime_module} if _onednn_missing() is None else {}
+    ),
     description=(
         "CNN and transformer regions fused and run by oneDNN through one cached C++ runtime"
     ),

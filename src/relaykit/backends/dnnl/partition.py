@@ -1,6 +1,8 @@
 """``partition_for_dnnl``: the whole partitioning pipeline for oneDNN, as TVM's.
 
-The steps: bind ``params`` into ``main``; the pre-partitioning optimisations
+The steps, those of :func:`relaykit.byoc.partition_for` for the ``dnnl`` record, each
+run once: bind ``params`` into ``main``; the record's optimize hook, the
+pre-partitioning optimisations
 (:func:`optimize_for_dnnl`: type inference, ``SimplifyInference``,
 ``FoldConstant``, and ``FoldScaleAxis`` when relaykit has it, then
 :class:`MaterializeWeightFills`: a constant fill that is a layer's weight becomes
@@ -25,8 +27,8 @@ from typing import Any
 import numpy as np
 
 from relaykit import transform
-from relaykit.byoc import configure_target, partition_for, target_registry
-from relaykit.byoc.targets import activate_targets
+from relaykit.backends import backend_registry
+from relaykit.byoc import configure_target, partition_for
 from relaykit.ir.expr import Call, Constant, Expr, Function, const
 from relaykit.ir.functor import rewrite_post_order
 from relaykit.ir.module import IRModule
@@ -35,7 +37,7 @@ from relaykit.transform.bind import bind_params_by_name
 from relaykit.transform.pass_infra import FunctionPass, Pass, PassContext, Sequential
 
 from .library import find_onednn
-from .patterns import pattern_table
+from .rules import TARGET
 
 __all__ = [
     "partition_for_dnnl",
@@ -146,9 +148,9 @@ def partition_for_dnnl(
     :class:`~.library.DnnlNotFoundError`, which names the extra to install.
     """
     find_onednn()  # choosing dnnl without oneDNN installed fails here, saying what to install
-    activate_targets(["dnnl"])  # the record's rules, re-installed if a test dropped them
-    mod = optimize_for_dnnl(mod, params)
-    with target_registry.scoped():
+    with backend_registry.scoped():  # prune_subgraphs holds for this call only
         if prune_subgraphs:
-            configure_target("dnnl", min_region_macs=1)
-        return partition_for(mod, "dnnl", patterns=pattern_table(), pin=pin, mod_name=mod_name)
+            configure_target(TARGET, min_region_macs=1)
+        # the generic pipeline: the record's optimize hook (optimize_for_dnnl), then
+        # MergeComposite with its pattern table and the three BYOC passes, each once
+        return partition_for(mod, TARGET, params=params, pin=pin, mod_name=mod_name)

@@ -7,8 +7,9 @@ with a static shape of rank 1 to 6; weights and batch-norm statistics are
 constants (``partition_for_dnnl(mod, params)`` binds them); 2-D operators use
 the NCHW / OIHW layouts.
 
-:func:`register_rules` installs them (``register_op_attr(op, "target.dnnl")``);
-importing :mod:`relaykit.backends.dnnl` does so.
+They are the ``rules`` of the backend's record (:mod:`.backend`, through
+:func:`rule_for`); the operator table shows them as attribute ``target.dnnl``
+without a copy, and a rule registered there explicitly wins.
 
 >>> from relaykit import relay
 >>> from relaykit.transform import InferType
@@ -26,19 +27,16 @@ from typing import Any, cast
 
 import numpy as np
 
-from relaykit.backends import target_key
 from relaykit.byoc import Decline, decline
 from relaykit.ir.expr import Call, Constant, Expr
-from relaykit.ir.op import default_registry, register_op_attr
 from relaykit.ir.types import TensorType, TupleType, Type
 from relaykit.op.nn.geometry import pad4, pair
 
 from .lower import BINARY_OPS, COMMUTATIVE, ELTWISE_OPS, op_name
 
-__all__ = ["RULES", "register_rules", "rules_registered", "check_call", "rule_for", "TARGET"]
+__all__ = ["RULES", "check_call", "rule_for", "TARGET"]
 
 TARGET = "dnnl"
-_KEY = target_key(TARGET)
 _MAX_RANK = 6
 
 Verdict = bool | Decline
@@ -333,18 +331,3 @@ def rule_for(op_name: str) -> Callable[[Call], Verdict]:
     checker.__qualname__ = checker.__name__
     _INSTALLED[op_name] = checker
     return checker
-
-
-def register_rules() -> None:
-    """Install the ``target.dnnl`` rule of every supported operator that has none yet
-    (a rule the user registered for an operator is kept)."""
-    for name in RULES:
-        if name not in default_registry or default_registry.get_attr(name, _KEY):
-            continue
-        register_op_attr(name, _KEY, rule_for(name))
-
-
-def rules_registered() -> bool:
-    """Whether every supported operator has a ``target.dnnl`` rule (a scoped registry
-    may have dropped them)."""
-    return all(default_registry.get_attr(n, _KEY) for n in RULES if n in default_registry)

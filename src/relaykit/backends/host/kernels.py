@@ -41,11 +41,14 @@ from relaykit.ir.attrs import Attrs
 from relaykit.ir.op import default_registry
 from relaykit.op.nn.geometry import pad4, pair
 from relaykit.op.reduce import reduce_axes
+from relaykit.registry import Registry
 from relaykit.runtime.threads import get_policy
 
 __all__ = [
     "Scratch",
     "Binder",
+    "KernelRegistry",
+    "kernel_registry",
     "register_host_kernel",
     "bind_kernel",
     "host_kernel_names",
@@ -85,7 +88,20 @@ class Scratch:
         return self.arena[start : start + nbytes].view(dt).reshape(tuple(shape))
 
 
-_BINDERS: dict[str, Binder] = {}
+class KernelRegistry(Registry[str, Binder]):
+    """The host kernel table: operator name -> binder. A :class:`~relaykit.registry.Registry`
+    (snapshot, restore, scoped); item assignment replaces a binder, as
+    ``register(..., override=True)`` does, so ``monkeypatch.setitem`` works on it."""
+
+    def __setitem__(self, op_name: str, binder: Binder) -> None:
+        self.register(op_name, binder, override=True)
+
+    def __delitem__(self, op_name: str) -> None:
+        self.unregister(op_name)
+
+
+#: The dedicated host kernels, by operator name.
+kernel_registry = KernelRegistry("host kernel")
 
 
 def register_host_kernel(*op_names: str) -> Callable[[Binder], Binder]:
@@ -93,7 +109,7 @@ def register_host_kernel(*op_names: str) -> Callable[[Binder], Binder]:
 
     def _register(fn: Binder) -> Binder:
         for name in op_names:
-            _BINDERS[name] = fn
+            kernel_registry.register(name, fn, override=True)
         return fn
 
     return _register
@@ -101,19 +117,19 @@ def register_host_kernel(*op_names: str) -> Callable[[Binder], Binder]:
 
 def host_kernel_names() -> list[str]:
     """Operators with a dedicated (in-place) host kernel."""
-    return sorted(_BINDERS)
+    return sorted(kernel_registry)
 
 
 def has_host_kernel(op_name: str) -> bool:
     """Whether the graph executor can run ``op_name`` (a dedicated or a reference kernel)."""
-    return op_name in _BINDERS or default_registry.get_attr(op_name, "FCompute") is not None
+    return op_name in kernel_registry or default_registry.get_attr(op_name, "FCompute") is not None
 
 
 def bind_kernel(
     op_name: str, attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch
 ) -> Run:
     """The bound kernel of one operator call (dedicated binder, else the reference kernel)."""
-    binder = _BINDERS.get(op_name)
+    binder = kernel_registry.get(op_name)
     if binder is not None:
         run = binder(attrs, args, outs, scratch)
         if run is not None:

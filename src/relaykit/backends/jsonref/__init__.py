@@ -2,8 +2,9 @@
 
 Each partitioned function is serialised to JSON (constants kept as arrays);
 the runtime module parses it once, binds its kernels to the executor's buffers
-once, and then just runs them. Importing the package registers its rules,
-patterns, codegen (``relay.ext.jsonref``) and runtime loader::
+once, and then just runs them. Its rules, patterns, codegen (``relay.ext.jsonref``)
+and runtime loader are fields of its record, :data:`BACKEND`, which relaykit finds by
+name; importing the package registers nothing::
 
     from relaykit.backends import jsonref
     mod = jsonref.partition_for_jsonref(mod, params)
@@ -12,14 +13,7 @@ patterns, codegen (``relay.ext.jsonref``) and runtime loader::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from relaykit.backends import common as _common
-from relaykit.execution.codegen.registry import partition_for_target
-from relaykit.ir.module import IRModule
-
-from .backend import BACKEND
+from .backend import BACKEND, partition_for_jsonref
 from .codegen import codegen
 from .rules import RULES, TARGET, pattern_table
 from .runtime import JSONRefRuntime
@@ -29,25 +23,7 @@ __all__ = [
     "RULES",
     "TARGET",
     "JSONRefRuntime",
-    "pattern_table",
     "codegen",
-    "register",
     "partition_for_jsonref",
+    "pattern_table",
 ]
-
-
-def register() -> None:
-    """Register jsonref's backend record and install its rules (call again after a test
-    restored the registries; relaykit finds the backend by name without it)."""
-    _common.register(BACKEND)
-
-
-def partition_for_jsonref(
-    mod: IRModule, params: Mapping[str, Any] | None = None, **options: Any
-) -> IRModule:
-    """Bind ``params``, simplify and fold, then partition ``mod`` for jsonref."""
-    register()
-    return partition_for_target(mod, TARGET, params, **options)
-
-
-register()

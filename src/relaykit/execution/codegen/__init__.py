@@ -11,12 +11,12 @@ from .json_graph import JSONSerializer, json_attr_value, make_json_codegen
 from .names import c_comment, c_identifier, c_string
 from .registry import (
     CodegenInfo,
-    codegen_registry,
     get_codegen,
     list_codegens,
     partition_for_target,
     register_codegen,
     run_optimize_hook,
+    scoped_codegens,
 )
 from .toolchain import DEFAULT_CFLAGS, compile_shared_library, find_c_compiler
 
@@ -24,7 +24,7 @@ __all__ = [
     "register_codegen",
     "get_codegen",
     "list_codegens",
-    "codegen_registry",
+    "scoped_codegens",
     "CodegenInfo",
     "run_optimize_hook",
     "partition_for_target",

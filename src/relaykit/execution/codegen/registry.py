@@ -12,12 +12,12 @@ exposing one function per ``global_symbol``::
 ``per_module=True`` hands the codegen all of the target's functions at once,
 as a list, so it can compile them into one library. An ``optimize`` hook,
 ``optimize(mod, params) -> mod``, runs on the module before partitioning
-(:func:`run_optimize_hook`; ``partition_for_target`` and the contrib
-``partition_for_<target>`` helpers call it). TVM's spelling works too:
+(:func:`run_optimize_hook`; :func:`relaykit.byoc.partition_for` and the backends'
+``partition_for_<target>`` call it). TVM's spelling works too:
 ``tvm.register_func("relay.ext.mylib", fn)`` (and ``"relay.ext.mylib.optimize"``).
 
 >>> from relaykit.runtime.module import PythonModule
->>> with codegen_registry.scoped():
+>>> with scoped_codegens():
 ...     _ = register_codegen("demo", lambda f: PythonModule("demo", {}))
 ...     get_codegen("demo").name
 'demo'
@@ -27,28 +27,30 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from relaykit.backends import backend_registry, find_backend, update_backend
 from relaykit.byoc.pipeline import partition_for, run_optimize_hook
 from relaykit.errors import CodegenError
-from relaykit.ir.expr import Function
 from relaykit.ir.module import IRModule
 from relaykit.runtime.module import Module
 from relaykit.runtime.registry import EXT_PREFIX, func_registry, get_global_func
 
 __all__ = [
     "CodegenInfo",
-    "CodegenRegistry",
-    "codegen_registry",
     "register_codegen",
     "get_codegen",
     "list_codegens",
+    "scoped_codegens",
     "run_optimize_hook",
     "partition_for_target",
 ]
+
+#: :func:`relaykit.byoc.partition_for` under its older name here: each target's
+#: ``optimize`` hook, then BYOC partitioning (``params`` bound into ``main`` first).
+partition_for_target = partition_for
 
 Optimize = Callable[[IRModule, Mapping[str, Any] | None], IRModule]
 
@@ -64,51 +66,39 @@ class CodegenInfo:
     per_module: bool = False
 
 
-class CodegenRegistry:
-    """Codegens by target name: a view of the backend registry (each backend record's
-    ``codegen``, ``optimize`` and ``per_module``), plus functions registered the TVM
-    way as ``relay.ext.<name>``. A test can scope it."""
-
-    def register(self, info: CodegenInfo, override: bool = False) -> None:
-        old = find_backend(info.name)
-        if (
-            old is not None
-            and old.codegen is not None
-            and not override
-            and old.codegen is not info.compile
-        ):
-            raise CodegenError(
-                f"a codegen for target {info.name!r} is already registered; "
-                "pass override=True to replace it"
-            )
-        changes: dict[str, Any] = {"codegen": info.compile, "per_module": info.per_module}
-        if info.optimize is not None:
-            changes["optimize"] = info.optimize
-        update_backend(info.name, **changes)
-
-    def get(self, name: str) -> CodegenInfo | None:
-        backend = find_backend(name)
-        if backend is not None and backend.codegen is not None:
-            return CodegenInfo(name, backend.codegen, backend.optimize, backend.per_module)
-        fn = func_registry.get(EXT_PREFIX + name)  # registered the TVM way
-        if fn is None:
-            return None
-        return CodegenInfo(name, fn, get_global_func(f"{EXT_PREFIX}{name}.optimize", True))
-
-    def names(self) -> list[str]:
-        ext = {n[len(EXT_PREFIX) :] for n in func_registry if n.startswith(EXT_PREFIX)}
-        loaded = {n for n, b in backend_registry.items() if b.codegen is not None}
-        unloaded = set(backend_registry.known()) - set(backend_registry)
-        return sorted(loaded | unloaded | {n for n in ext if not n.endswith(".optimize")})
-
-    @contextlib.contextmanager
-    def scoped(self) -> Iterator[CodegenRegistry]:
-        """Codegens (and ``relay.ext.*`` functions) registered in the block are undone."""
-        with backend_registry.scoped(), func_registry.scoped():
-            yield self
+def _set_codegen(info: CodegenInfo, override: bool) -> None:
+    """Write ``info`` into backend ``info.name``'s record (a bare record when it has none)."""
+    old = find_backend(info.name)
+    taken = old is not None and old.codegen is not None and old.codegen is not info.compile
+    if taken and not override:
+        raise CodegenError(
+            f"a codegen for target {info.name!r} is already registered; "
+            "pass override=True to replace it"
+        )
+    changes: dict[str, Any] = {"codegen": info.compile, "per_module": info.per_module}
+    if info.optimize is not None:
+        changes["optimize"] = info.optimize
+    update_backend(info.name, **changes)
 
 
-codegen_registry = CodegenRegistry()
+def _codegen_of(name: str) -> CodegenInfo | None:
+    """Backend ``name``'s codegen, read from its record, else registered the TVM way as
+    ``relay.ext.<name>``."""
+    backend = find_backend(name)
+    if backend is not None and backend.codegen is not None:
+        return CodegenInfo(name, backend.codegen, backend.optimize, backend.per_module)
+    fn = func_registry.get(EXT_PREFIX + name)
+    if fn is None:
+        return None
+    return CodegenInfo(name, fn, get_global_func(f"{EXT_PREFIX}{name}.optimize", True))
+
+
+@contextlib.contextmanager
+def scoped_codegens() -> Iterator[None]:
+    """Codegens (backend records and ``relay.ext.*`` functions) registered in the block are
+    undone at its end."""
+    with backend_registry.scoped(), func_registry.scoped():
+        yield None
 
 
 def register_codegen(
@@ -130,7 +120,7 @@ def register_codegen(
     def _register(f: Callable[[Any], Module]) -> Callable[[Any], Module]:
         if not callable(f):
             raise CodegenError(f"the codegen of {name!r} must be callable, got {f!r}")
-        codegen_registry.register(CodegenInfo(name, f, optimize, per_module), override)
+        _set_codegen(CodegenInfo(name, f, optimize, per_module), override)
         return f
 
     return _register(fn) if fn is not None else _register
@@ -138,9 +128,9 @@ def register_codegen(
 
 def get_codegen(name: str) -> CodegenInfo:
     """The codegen of target ``name``; a missing one is a :class:`CodegenError`."""
-    info = codegen_registry.get(name)
+    info = _codegen_of(name)
     if info is None:
-        known = codegen_registry.names()
+        known = list_codegens()
         close = difflib.get_close_matches(name, known, n=2)
         hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
         raise CodegenError(
@@ -153,21 +143,9 @@ def get_codegen(name: str) -> CodegenInfo:
 
 
 def list_codegens() -> list[str]:
-    return codegen_registry.names()
-
-
-def partition_for_target(
-    mod: IRModule,
-    target: str | Sequence[str],
-    params: Mapping[str, Any] | None = None,
-    **options: Any,
-) -> IRModule:
-    """Each target's ``optimize`` hook, then BYOC partitioning for the targets.
-
-    ``params`` are bound into ``main`` first; ``options`` go to
-    :func:`relaykit.byoc.partition_for`.
-    """
-    targets = [target] if isinstance(target, str) else list(target)
-    if isinstance(mod, Function):
-        mod = IRModule.from_expr(mod)
-    return partition_for(mod, targets, params=params, **options)
+    """Targets with a codegen: loaded, built-in and installed backends, and ``relay.ext.*``
+    functions registered the TVM way."""
+    ext = {n[len(EXT_PREFIX) :] for n in func_registry if n.startswith(EXT_PREFIX)}
+    loaded = {n for n, b in backend_registry.items() if b.codegen is not None}
+    unloaded = set(backend_registry.known()) - set(backend_registry)
+    return sorted(loaded | unloaded | {n for n in ext if not n.endswith(".optimize")})

@@ -12,10 +12,11 @@ function whose ``Composite`` attribute names the pattern::
 A table is the ``patterns`` field of the backend's
 :class:`~relaykit.backends.Backend` record: :func:`register_pattern_table` sets it
 (as in TVM, the decorated function is called once, when it is registered) and
-:func:`get_pattern_table` reads it, loading a built-in backend by name.
-:data:`pattern_table_registry` is that view; a test can scope it:
+:func:`get_pattern_table` reads it, loading a built-in backend by name. A test
+scopes it with the backend registry:
 
->>> with pattern_table_registry.scoped():
+>>> from relaykit.backends import backend_registry
+>>> with backend_registry.scoped():
 ...     _ = register_pattern_table("demo", lambda: [])
 ...     get_pattern_table("demo")
 []
@@ -26,8 +27,7 @@ True
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -36,8 +36,6 @@ from relaykit.errors import IRError
 
 __all__ = [
     "PatternTable",
-    "PatternTableRegistry",
-    "pattern_table_registry",
     "register_pattern_table",
     "get_pattern_table",
     "list_pattern_tables",
@@ -64,32 +62,6 @@ def _check_table(compiler: str, table: Any) -> list[tuple[Any, ...]]:
     return entries
 
 
-class PatternTableRegistry:
-    """Pattern tables by compiler name: a view of the backend registry."""
-
-    def register(self, compiler: str, table: PatternTable) -> None:
-        """Set the table of ``compiler`` (a later registration replaces an earlier one)."""
-        update_backend(str(compiler), patterns=tuple(_check_table(compiler, table)))
-
-    def get(self, compiler: str) -> list[tuple[Any, ...]] | None:
-        backend = find_backend(compiler)
-        table = None if backend is None else backend.pattern_table()
-        return None if table is None else _check_table(compiler, table)
-
-    def names(self) -> list[str]:
-        return sorted(n for n, b in backend_registry.items() if b.patterns is not None)
-
-    def scoped(self) -> AbstractContextManager[Any]:
-        """Registrations made inside the block are undone at its end."""
-        return backend_registry.scoped()
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.names())
-
-
-pattern_table_registry = PatternTableRegistry()
-
-
 def register_pattern_table(compiler: str, table: Callable[[], PatternTable] | None = None) -> Any:
     """Register the pattern table of ``compiler``; usable as a decorator.
 
@@ -102,20 +74,22 @@ def register_pattern_table(compiler: str, table: Callable[[], PatternTable] | No
                 f"register_pattern_table({compiler!r}, ...) takes a function returning the "
                 f"table, got {type(fn).__name__}"
             )
-        pattern_table_registry.register(compiler, fn())
+        update_backend(str(compiler), patterns=tuple(_check_table(compiler, fn())))
         return fn
 
     return _register(table) if table is not None else _register
 
 
 def get_pattern_table(compiler: str) -> list[tuple[Any, ...]] | None:
-    """The pattern table of backend ``compiler``, or None."""
-    return pattern_table_registry.get(compiler)
+    """The pattern table of backend ``compiler`` (its record's ``patterns``), or None."""
+    backend = find_backend(compiler)
+    table = None if backend is None else backend.pattern_table()
+    return None if table is None else _check_table(compiler, table)
 
 
 def list_pattern_tables() -> list[str]:
     """Names of the (loaded) backends that have a pattern table."""
-    return pattern_table_registry.names()
+    return sorted(n for n, b in backend_registry.items() if b.patterns is not None)
 
 
 def __getattr__(name: str) -> ModuleType:
