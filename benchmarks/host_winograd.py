@@ -7,8 +7,8 @@ im2col + GEMM on relaykit's host path, and onnxruntime, one layer at a time.
 Each layer is one ONNX ``Conv`` (pad 1, bias) + ``Relu``, built three times in this
 process: relaykit with Winograd forced, relaykit with it refused (im2col + GEMM), and
 onnxruntime; timed in interleaved bursts (see ``_bench.py``). ``pays`` is what
-relaykit's rule (``host_kernels.winograd_pays``) chooses for the layer. Whole models:
-``host_cnn.py``.
+relaykit's rule (``relaykit.backends.host.convolution.winograd_pays``) chooses for the
+layer. Whole models: ``host_cnn.py``.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def conv_model(c: int, k: int, size: int) -> bytes:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from relaykit.backends.host import kernels as host_kernels
+    from relaykit.backends.host import convolution as host_kernels  # where conv2d_run reads it
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--layers", default=LAYERS, help="CxKxSIZE,...")

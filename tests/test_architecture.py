@@ -470,7 +470,6 @@ def test_cycle_allow_list_is_ir_operator_sugar():
 
 #: Packages whose long modules other changes of issue 24 are splitting.
 _LONG_MODULES_IN_PROGRESS = {
-    "backends": "backends/host/kernels.py is being split",
 }
 
 

@@ -1,5 +1,5 @@
 """Winograd F(2x2, 3x3) convolutions on the host (backend/native/winograd.c through
-host_conv.winograd and host_kernels.conv2d_run): against float64 convolutions written
+host_conv.winograd and convolution.conv2d_run): against float64 convolutions written
 out here (NumPy, and SciPy's correlate2d in the graph-executor test), with odd sizes,
 asymmetric pads, batch 2, every epilogue, native kernels on and off, 1 and 2 threads."""
 
@@ -12,9 +12,8 @@ from scipy.signal import correlate2d
 import relaykit as tvm
 from relaykit import relay
 from relaykit.backends.host import conv as host_conv
-from relaykit.backends.host import kernels as host_kernels
+from relaykit.backends.host import convolution, winograd_math
 from relaykit.backends.host import native as host_native
-from relaykit.backends.host import winograd_math
 from relaykit.backends.host.conv import Epilogue
 from relaykit.backends.host.kernels import Scratch, conv2d_run
 from relaykit.execution.graph_executor import GraphExecutor
@@ -170,7 +169,7 @@ def test_conv2d_run_native_on_and_off(case, enabled, monkeypatch):
     if enabled and (host_conv.kernels() is None or host_conv.blas_sgemm() is None):
         pytest.skip("the native Winograd kernel is unavailable")
     calls = _spy(monkeypatch)
-    monkeypatch.setattr(host_kernels, "winograd_pays", lambda *a: True)
+    monkeypatch.setattr(convolution, "winograd_pays", lambda *a: True)
     n, c, k, h, wd, pads = case
     x, w = rand(n, c, h, wd), constant(k, c, 3, 3)
     want = conv_ref(x, w, pads)
@@ -186,7 +185,7 @@ def test_conv2d_run_native_on_and_off(case, enabled, monkeypatch):
 def test_writable_weight_keeps_the_direct_path(monkeypatch):
     """A weight that may change between runs (not a constant) is not transformed once."""
     calls = _spy(monkeypatch)
-    monkeypatch.setattr(host_kernels, "winograd_pays", lambda *a: True)
+    monkeypatch.setattr(convolution, "winograd_pays", lambda *a: True)
     x, w = rand(1, 4, 6, 6), rand(4, 4, 3, 3)
     o = np.empty((1, 4, 6, 6), "float32")
     run = conv2d_run(attrs((1, 1, 1, 1)), x, w, o, Scratch(None))
@@ -198,7 +197,7 @@ def test_writable_weight_keeps_the_direct_path(monkeypatch):
 
 
 def test_rule():
-    pays = host_kernels.winograd_pays
+    pays = convolution.winograd_pays
     one = ((1, 1), (1, 1))
     assert pays((1, 64, 56, 56), (64, 64, 3, 3), (1, 64, 56, 56), *one)
     assert pays((1, 512, 7, 7), (512, 512, 3, 3), (1, 512, 7, 7), *one)
@@ -264,7 +263,7 @@ def test_residual_block_in_the_graph_executor(setting, monkeypatch):
 @native
 def test_weight_changed_in_place_between_bindings(monkeypatch):
     """A parameter array the user changes and binds again is transformed again."""
-    monkeypatch.setattr(host_kernels, "winograd_pays", lambda *a: True)
+    monkeypatch.setattr(convolution, "winograd_pays", lambda *a: True)
     x, base = rand(1, 4, 6, 6), rand(4, 4, 3, 3)
     for _ in range(2):
         w = base.view()
