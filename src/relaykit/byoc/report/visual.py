@@ -85,7 +85,7 @@ def analyse(
         if min_ops is not None or min_macs is not None:
             for t in names:
                 configure_target(t, min_region_ops=min_ops, min_region_macs=min_macs)
-        report = explain(mod, names, patterns, pin=pins)
+        report = explain(mod, names, patterns, pin=pins, weights=weights)
         summary = summarize(
             mod, names, patterns=patterns, pin=pins, param_names=weights, model=model
         )
