@@ -142,8 +142,8 @@ def _overview(
             f"{escape(t)} <small>{counts.get(t, 0)} ops{extra}</small></li>"
         )
     kinds: dict[str, int] = {}
-    for v in report.values:
-        kinds[v.kind] = kinds.get(v.kind, 0) + 1
+    for value in report.values:
+        kinds[value.kind] = kinds.get(value.kind, 0) + 1
     io = ", ".join(
         f"{kinds.get(k, 0)} {k}{'s' if kinds.get(k, 0) != 1 else ''}"
         for k in ("input", "weight", "constant", "output")

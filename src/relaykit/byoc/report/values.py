@@ -74,7 +74,7 @@ def function_reads(fn: Function, label_of: Callable[[Call], int | None]) -> Func
     out = FunctionReads()
     for node in nodes:
         t = type(node)
-        if t is Call:
+        if isinstance(node, Call):
             k = label_of(node)
             if k is not None:
                 labels[id(node)] = k
