@@ -1,9 +1,10 @@
 """How the partition pictures scale: BERT-like encoders of growing depth, and ResNet-50.
 
-For each model: operators, the time of explain+summarize, of the layout, of the HTML
-and DOT writers, the page's size, and (when Chromium is installed) how long a headless
-Chromium takes to load the page and run its script. The time per operator should stay
-flat as the model grows (every step is linear or n log n).
+For each model: operators, values (inputs, weights, constants, outputs: nodes too),
+the time of explain+summarize, of the layout (operators and values), of the HTML
+(layout included) and DOT writers, the page's size, and (when Chromium is installed)
+how long a headless Chromium takes to load the page and run its script. The time per
+node should stay flat as the model grows (every step is linear or n log n).
 
     python benchmarks/visual_scaling.py [--layers 6 12 24 48] [--html-dir /tmp]
 """
@@ -93,7 +94,7 @@ def measure(name: str, mod: tvm.IRModule, weights: set[str], out: Path) -> None:
         t0 = time.perf_counter()
         report, summary = analyse(mod, ["gemm", "vec"], params=weights, model=name)
         t1 = time.perf_counter()
-    lay = graph_layout(report)
+    lay = graph_layout(report, values=True)
     t2 = time.perf_counter()
     page = render_html(report, summary)
     t3 = time.perf_counter()
@@ -102,10 +103,11 @@ def measure(name: str, mod: tvm.IRModule, weights: set[str], out: Path) -> None:
     path = out / f"{name}.html"
     path.write_text(page)
     browser = chromium_seconds(path)
-    n = len(report.ops)
+    n, nodes = len(report.ops), len(lay.boxes)
     print(
-        f"{name:>12} {n:>6} ops {len(lay.edges):>6} edges | explain {t1 - t0:6.2f} s | "
-        f"layout {t2 - t1:6.2f} s ({(t2 - t1) / n * 1e6:6.0f} us/op) | html {t3 - t2:5.2f} s "
+        f"{name:>12} {n:>6} ops {nodes - n:>6} values {len(lay.edges):>6} edges | "
+        f"explain {t1 - t0:6.2f} s | layout {t2 - t1:6.2f} s "
+        f"({(t2 - t1) / nodes * 1e6:4.0f} us/node) | html {t3 - t2:5.2f} s "
         f"{len(page) / 2**20:5.1f} MB | dot {t4 - t3:5.2f} s | "
         + ("chromium -" if browser is None else f"chromium {browser:5.2f} s")
     )

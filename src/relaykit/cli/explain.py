@@ -1,10 +1,12 @@
 """``relaykit explain MODEL --target T[,T2]``: where every operator went, and why.
 
 Writes the partition as a self-contained HTML page (``--html``: the graph drawn
-top-down with each target's regions coloured, the placement and reasons of each
-operator on hover and click, per-region operators, MACs and parameter bytes, and
-the summary tables), as Graphviz DOT (``--dot``) and as JSON (``--json``); ``-``
-writes to standard output. With none of them it prints the tables.
+top-down with the model's inputs, weights and outputs as nodes, tensor types on
+the edges and each target's regions coloured and outlined; the placement, reasons,
+attributes and inputs of each operator on hover and click; a summary above the
+graph, per-region operators, MACs and parameter bytes, and the summary tables), as
+Graphviz DOT (``--dot``) and as JSON (``--json``); ``-`` writes to standard output.
+With none of them it prints the tables.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ examples:
   relaykit explain mlp --target ccompiler --json report.json
 
 The HTML page needs no network: open it in any browser (drag to pan, wheel to zoom,
-click an operator for its placement and the answer of every target).
+click an operator for its placement, the answer of every target and its attributes).
 exit status: 0 ok, 1 failure, 2 usage error.
 """
 

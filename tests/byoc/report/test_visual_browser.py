@@ -2,9 +2,10 @@
 
 The page is rendered twice: ``--dump-dom`` (after its script ran) must show the region
 names and the script's marks, and a ``--screenshot`` must show the graph: pixels of
-every target's colour, and far from a blank page. The PNG is decoded here (zlib and
-NumPy, the five PNG filters), not by the code under test. Skipped, saying why, when
-Chromium is not installed (``apt-get install chromium``; CI installs it).
+every target's colour, and far from a blank page. A 5,000-operator model must render
+with every region outlined and every input, weight and output drawn. The PNG is
+decoded here (zlib and NumPy, the five PNG filters), not by the code under test.
+Skipped, saying why, when Chromium is not installed (``apt-get install chromium``; CI installs it).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import numpy as np
 import pytest
 
 import relaykit as tvm
+from relaykit import relay
 from relaykit.byoc.report.visual import analyse, render_html, target_colors
 from relaykit.testing import resnet
 
@@ -170,3 +172,69 @@ def test_the_page_renders_its_regions_in_a_browser(tmp_path):
     for target in ("convlib", "veclib", "host"):
         close = (np.abs(img - rgb(colors[target])) <= 3).all(axis=2)
         assert close.sum() > 300, f"no {target}-coloured operator boxes in the screenshot"
+
+
+def chain_of_blocks(blocks: int):
+    """A residual chain of ``4 * blocks`` operators: dense(+weight), bias_add(+bias),
+    relu, add; dense and bias_add on one target, relu on another, add on the host."""
+    h = relay.var("data", shape=(1, 16))
+    params = [h]
+    for k in range(blocks):
+        w, b = relay.var(f"w{k}", shape=(16, 16)), relay.var(f"b{k}", shape=(16,))
+        params += [w, b]
+        h = relay.add(relay.nn.relu(relay.nn.bias_add(relay.nn.dense(h, w), b)), h)
+    mod = tvm.IRModule.from_expr(relay.Function(params, h))
+    for name in ("nn.dense", "nn.bias_add"):
+        tvm.ir.register_op_attr(name, "target.gemm", True)
+    tvm.ir.register_op_attr("nn.relu", "target.vec", True)
+    weights = {p.name_hint for p in params[1:]}
+    return analyse(mod, ["gemm", "vec"], params=weights, model="chain"), weights
+
+
+def test_a_5000_operator_model_renders_with_every_region_outlined(tmp_path):
+    (report, summary), weights = chain_of_blocks(1250)
+    assert len(report.ops) == 5000
+    page = tmp_path / "big.html"
+    page.write_text(render_html(report, summary, title="5,000 operators"))
+    functions = {r.function: r.placement for r in report.ops if r.function}
+    assert len(functions) == 2500
+
+    proc = chromium(tmp_path, "--enable-logging=stderr", "--v=0", "--dump-dom", page.as_uri())
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Uncaught" not in proc.stderr, proc.stderr[-2000:]
+    dom = proc.stdout
+    ready = re.search(r'<body[^>]*data-script-ms="(\d+)"[^>]*data-ready="1"', dom)
+    assert ready, "the page's script did not run to its end"
+    # one delegated listener, not one per node: setting up 5,000 operators is quick
+    assert int(ready.group(1)) < 15000
+    # every region outlined, in its target's colour
+    colors = target_colors(["gemm", "vec"])
+    outlines = re.findall(
+        r'<g class="rk-region[^"]*" data-region="\d+" data-fn="([^"]+)" data-target="(\w+)">'
+        r'<path class="ro" stroke="(#[0-9a-f]{6})" d="M',
+        dom,
+    )
+    assert {fn: t for fn, t, _ in outlines} == functions and len(outlines) == len(functions)
+    assert all(c == colors[t] for _, t, c in outlines)
+    # every input and weight node present, by name, and the output
+    drawn = re.findall(
+        r'<g class="val (\w+)[^"]*" data-v="\d+"><rect[^>]*>(?:</rect>)?<text[^>]*>([^<]+)<', dom
+    )
+    assert sorted(name for kind, name in drawn if kind == "weight") == sorted(weights)
+    assert [name for kind, name in drawn if kind == "input"] == ["data"]
+    assert [name for kind, name in drawn if kind == "output"] == ["output"]
+    # shapes and dtypes on the edges
+    labels = dom[dom.index('<g id="rk-labels">') : dom.index('<g id="rk-values">')]
+    texts = re.findall(r"<text [^>]*>([^<]*)</text>", labels)
+    assert texts.count("float32[16,16]") == 1250 and texts.count("float32[16]") == 1250
+    assert texts.count("float32[1,16]") >= 3 * 1250
+
+    shot = tmp_path / "big.png"
+    proc = chromium(tmp_path, f"--screenshot={shot}", page.as_uri())
+    assert shot.exists(), proc.stderr[-2000:]
+    img = decode_png(shot.read_bytes()).astype(np.int32)
+    background = (img >= 245).all(axis=2)
+    assert (~background).mean() > 0.05, "the screenshot is (nearly) blank"
+    for target in ("gemm", "vec", "host"):
+        close = (np.abs(img - rgb(colors[target])) <= 3).all(axis=2)
+        assert close.sum() > 200, f"no {target} colour in the screenshot"

@@ -21,32 +21,12 @@ import json
 from html import escape
 
 from .assets import SCRIPT, STYLE
+from .drawing import CHAR_WIDTH, draw, graph_layout
 from .explain import Report
-from .layout import Layout, layout
-from .style import (
-    HOST,
-    RegionView,
-    human_bytes,
-    human_count,
-    node_label,
-    op_runs,
-    regions,
-    target_colors,
-    text_color,
-)
+from .style import HOST, RegionView, human_bytes, human_count, op_runs, regions, target_colors
 from .summary import Summary
 
 __all__ = ["render_html", "graph_layout", "CHAR_WIDTH"]
-
-#: Width of one character of the node font (11px monospace), for box sizes.
-CHAR_WIDTH = 6.7
-
-
-def graph_layout(report: Report) -> Layout:
-    """The layout of the report's operators (node ``i`` is ``report.ops[i]``)."""
-    widths = [max(44.0, CHAR_WIDTH * len(node_label(r)) + 18.0) for r in report.ops]
-    edges = [(j, r.index) for r in report.ops for j in r.inputs]
-    return layout(widths, edges)
 
 
 def render_html(report: Report, summary: Summary | None = None, *, title: str | None = None) -> str:
@@ -54,17 +34,34 @@ def render_html(report: Report, summary: Summary | None = None, *, title: str | 
     name = title or (summary.model if summary is not None else "partition")
     colors = target_colors(report.targets)
     views = regions(report, summary)
-    lay = graph_layout(report)
     data = {
         "targets": list(report.targets),
         "colors": colors,
         "ops": [
-            [r.op, r.type, r.placement, r.function, r.why, r.reasons, r.composite, r.caller]
+            [
+                r.op,
+                r.type,
+                r.placement,
+                r.function,
+                r.why,
+                r.reasons,
+                r.composite,
+                r.caller,
+                r.attrs,
+                r.source,
+                list(r.inputs),
+                list(r.input_types),
+                list(r.operands),
+            ]
             for r in report.ops
         ],
         "regions": [
             [v.function, v.target, list(v.ops), human_count(v.macs), human_bytes(v.param_bytes)]
             for v in views
+        ],
+        "values": [
+            [v.kind, v.name, v.type, v.label, v.caller, list(v.inputs), list(v.operands)]
+            for v in report.values
         ],
     }
     payload = json.dumps(data, separators=(",", ":")).replace("<", "\\u003c")
@@ -74,19 +71,25 @@ def render_html(report: Report, summary: Summary | None = None, *, title: str | 
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{escape(name)} · relaykit partition</title>",
         f"<style>{STYLE}</style></head><body>",
-        f"<header><h1>{escape(name)}</h1>{_headline(report, views)}{_legend(report, colors)}",
+        f"<header><h1>{escape(name)}</h1>{_headline(report, views)}",
+        _overview(report, summary, views, colors),
         "</header>",
         '<main><section id="rk-pane"><div id="rk-tools">',
         '<button data-act="fit" title="fit the graph (f)">fit</button>',
         '<button data-act="in" title="zoom in (+)">+</button>',
         '<button data-act="out" title="zoom out (-)">&minus;</button>',
-        '<input id="rk-find" type="search" placeholder="find operator or function">',
+        '<input id="rk-find" type="search" placeholder="find operator, value or function">',
         "</div>",
-        _svg(report, lay, colors),
+        draw(report, colors, views),
         '<div id="rk-tip" hidden></div></section>',
         f'<aside id="rk-details">{_panel(views, colors)}</aside></main>',
+        '<nav id="rk-below">Below the graph: <a href="#rk-regions-sec">regions</a> · '
+        + ('<a href="#rk-summary">summary</a> · ' if summary is not None else "")
+        + '<a href="#rk-io">inputs, outputs and weights</a> · '
+        '<a href="#rk-ops-sec">every operator</a> &darr;</nav>',
         _region_table(views, colors, report),
         _summary_tables(summary) if summary is not None else "",
+        _values_table(report),
         _op_table(report, colors),
         f'<script type="application/json" id="rk-data">{payload}</script>',
         f"<script>{SCRIPT}</script></body></html>",
@@ -118,63 +121,35 @@ def _headline(report: Report, views: list[RegionView]) -> str:
     )
 
 
-def _legend(report: Report, colors: dict[str, str]) -> str:
+def _overview(
+    report: Report, summary: Summary | None, views: list[RegionView], colors: dict[str, str]
+) -> str:
+    """The summary above the graph: per target (in its colour) its regions, operators
+    and MACs; the host's operators; the model's inputs, weights and outputs."""
     counts = report.placements()
+    per: dict[str, int] = {}
+    for v in views:
+        per[v.target] = per.get(v.target, 0) + 1
     items = []
     for t, c in colors.items():
+        extra = ""
+        if t != HOST:
+            extra = f", {per.get(t, 0)} regions"
+            if summary is not None and t in summary.targets:
+                extra += f", {human_count(summary.targets[t].macs)} MACs"
         items.append(
             f'<li data-target="{escape(t)}"><span class="rk-sw" style="background:{c}"></span>'
-            f"{escape(t)} <small>{counts.get(t, 0)} ops</small></li>"
+            f"{escape(t)} <small>{counts.get(t, 0)} ops{extra}</small></li>"
         )
+    kinds: dict[str, int] = {}
+    for value in report.values:
+        kinds[value.kind] = kinds.get(value.kind, 0) + 1
+    io = ", ".join(
+        f"{kinds.get(k, 0)} {k}{'s' if kinds.get(k, 0) != 1 else ''}"
+        for k in ("input", "weight", "constant", "output")
+    )
+    items.append(f'<li class="rk-io"><small>{io}</small></li>')
     return f'<ul class="rk-legend">{"".join(items)}</ul>'
-
-
-def _svg(report: Report, lay: Layout, colors: dict[str, str]) -> str:
-    w, h = f"{lay.width:.0f}", f"{lay.height:.0f}"
-    out = [
-        f'<svg id="rk-graph" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" '
-        f'data-width="{w}" data-height="{h}" preserveAspectRatio="xMidYMin meet">',
-        '<defs><marker id="rk-arrow" viewBox="0 0 8 8" refX="7" refY="4" markerWidth="7" '
-        'markerHeight="7" markerUnits="userSpaceOnUse" orient="auto">'
-        '<path d="M0,0 L8,4 L0,8 z" fill="#8a8f96"/></marker></defs>',
-        '<g id="rk-bands">',
-    ]
-    # a band under the edges inside a region: two neighbouring regions of one target
-    # stay apart (the edge between them has no band)
-    for e in lay.edges:
-        fn = report.ops[e.source].function
-        if fn is not None and report.ops[e.target].function == fn:
-            color = colors.get(report.ops[e.source].placement, colors[HOST])
-            out.append(f'<path stroke="{color}" d="{_path(e.points)}"/>')
-    out.append('</g><g id="rk-edges">')
-    for e in lay.edges:
-        out.append(f'<path data-s="{e.source}" data-t="{e.target}" d="{_path(e.points)}"/>')
-    out.append('</g><g id="rk-nodes">')
-    for r, b in zip(report.ops, lay.boxes, strict=True):
-        fill = colors.get(r.placement, colors[HOST])
-        cls = "node comp" if r.composite else "node"
-        out.append(
-            f'<g class="{cls}" data-i="{r.index}"><rect x="{b.x:.1f}" y="{b.y:.1f}" '
-            f'width="{b.width:.1f}" height="{b.height:.0f}" rx="4" fill="{fill}"/>'
-            f'<text x="{b.cx:.1f}" y="{b.y + b.height / 2:.1f}" fill="{text_color(fill)}">'
-            f"{escape(node_label(r))}</text></g>"
-        )
-    out.append("</g></svg>")
-    return "".join(out)
-
-
-def _path(points: tuple[tuple[float, float], ...]) -> str:
-    """Straight vertical runs, and smooth vertical S-curves between them."""
-    (x0, y0), rest = points[0], points[1:]
-    d = [f"M{x0:.1f},{y0:.1f}"]
-    for x1, y1 in rest:
-        if abs(x1 - x0) < 0.5:
-            d.append(f"L{x1:.1f},{y1:.1f}")
-        else:
-            m = (y1 - y0) / 2
-            d.append(f"C{x0:.1f},{y0 + m:.1f} {x1:.1f},{y1 - m:.1f} {x1:.1f},{y1:.1f}")
-        x0, y0 = x1, y1
-    return "".join(d)
 
 
 def _region_table(views: list[RegionView], colors: dict[str, str], report: Report) -> str:
@@ -193,7 +168,7 @@ def _region_table(views: list[RegionView], colors: dict[str, str], report: Repor
         if g.pruned is not None and g.target in colors and g.target != HOST
     ]
     return (
-        f'<section><h2>Regions ({len(views)})</h2><table id="rk-regions">'
+        f'<section id="rk-regions-sec"><h2>Regions ({len(views)})</h2><table id="rk-regions">'
         "<thead><tr><th>function</th><th>target</th><th>ops</th><th>MACs</th>"
         "<th>params</th><th>operators</th></tr></thead><tbody>"
         + "".join(rows)
@@ -227,7 +202,8 @@ def _summary_tables(summary: Summary) -> str:
         )
     head = "".join(f"<th>{escape(c)}</th>" for c in cols)
     return (
-        "<section><h2>Summary</h2><table><thead><tr><th>placement</th><th>functions</th>"
+        '<section id="rk-summary"><h2>Summary</h2><table><thead><tr><th>placement</th>'
+        "<th>functions</th>"
         "<th>ops</th><th>MACs</th><th>params</th></tr></thead><tbody>"
         + "".join(rows)
         + "</tbody></table><h3>Operator breakdown</h3><table><thead><tr><th>operator</th>"
@@ -235,6 +211,30 @@ def _summary_tables(summary: Summary) -> str:
         + "</tr></thead><tbody>"
         + "".join(breakdown)
         + "</tbody></table></section>"
+    )
+
+
+def _values_table(report: Report) -> str:
+    """The model's inputs and outputs, and its weights (folded: there may be many)."""
+
+    def rows(kinds: tuple[str, ...]) -> str:
+        return "".join(
+            f'<tr data-v="{v.index}"><td><code>{escape(v.name)}</code></td><td>{v.kind}</td>'
+            f"<td><code>{escape(v.type)}</code></td>"
+            f"<td>{escape(v.caller)}</td></tr>"
+            for v in report.values
+            if v.kind in kinds
+        )
+
+    head = "<thead><tr><th>name</th><th>kind</th><th>type</th><th>function</th></tr></thead>"
+    weights = sum(v.kind in ("weight", "constant") for v in report.values)
+    return (
+        f'<section id="rk-io"><h2>Inputs and outputs</h2><table class="rk-vals">{head}<tbody>'
+        + rows(("input", "output"))
+        + f"</tbody></table><details><summary>Weights and constants ({weights})</summary>"
+        + f'<table class="rk-vals">{head}<tbody>'
+        + rows(("weight", "constant"))
+        + "</tbody></table></details></section>"
     )
 
 
@@ -251,7 +251,8 @@ def _op_table(report: Report, colors: dict[str, str]) -> str:
             f"<td>{escape(r.why)}</td>{reasons}</tr>"
         )
     return (
-        f"<section><details><summary>Every operator ({len(report.ops)}): where it went "
+        f'<section id="rk-ops-sec"><details><summary>Every operator ({len(report.ops)}): '
+        "where it went "
         'and why</summary><table id="rk-ops"><thead><tr><th>#</th><th>operator</th>'
         f"<th>placement</th><th>function</th><th>why</th>{head}</tr></thead><tbody>"
         + "".join(rows)

@@ -10,7 +10,10 @@ that graphs of thousands of operators lay out in about a second:
    edges spanning more than ``MAX_SPAN`` layers (a mask read by every layer of a
    transformer) run down a lane right of the graph instead, one lane per source.
 3. *Order*: barycentric sweeps down and up, keeping the order with the fewest
-   crossings (counted exactly, with a Fenwick tree).
+   crossings (counted exactly, with a Fenwick tree). Nodes may be given *groups*
+   (a partition's regions): the members of a group, and the dummies of the edges
+   inside it, stay side by side in every layer, so a box per layer drawn around
+   them (``Layout.spans``) holds nothing else.
 4. *Coordinates*: each node is pulled towards the mean position of its
    neighbours; the exact least-squares placement that keeps each layer's order
    and spacing is an isotonic regression, solved by pool-adjacent-violators.
@@ -27,7 +30,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 
 from relaykit.errors import IRError
@@ -37,6 +40,8 @@ __all__ = ["Box", "Edge", "Layout", "layout", "NODE_HEIGHT"]
 NODE_HEIGHT = 24.0
 LAYER_GAP = 34.0
 NODE_GAP = 16.0
+#: The gap between neighbours of different groups (room for both groups' outlines).
+GROUP_GAP = 36.0
 DUMMY_WIDTH = 4.0
 MARGIN = 20.0
 MAX_SPAN = 64
@@ -76,19 +81,29 @@ class Layout:
     edges: list[Edge]
     width: float
     height: float
+    #: Per group: ``(layer, left, right)`` of its members (and its edges' dummies) in
+    #: every layer it has some, top to bottom.
+    spans: dict[int, list[tuple[int, float, float]]] = field(default_factory=dict)
 
 
 def layout(
-    widths: Sequence[float], edges: Sequence[tuple[int, int]], *, height: float = NODE_HEIGHT
+    widths: Sequence[float],
+    edges: Sequence[tuple[int, int]],
+    *,
+    height: float = NODE_HEIGHT,
+    groups: Sequence[int] | None = None,
 ) -> Layout:
-    """Lay out the DAG with nodes ``0..len(widths)-1`` and ``edges`` top-down."""
+    """Lay out the DAG with nodes ``0..len(widths)-1`` and ``edges`` top-down;
+    ``groups[v] >= 0`` puts node ``v`` in that group (kept together in each layer)."""
     n = len(widths)
     pairs = list(dict.fromkeys((u, v) for u, v in edges if u != v))
     for u, v in pairs:
         if not (0 <= u < n and 0 <= v < n):
             raise IRError(f"edge ({u}, {v}) names a node outside 0..{n - 1}")
+    if groups is not None and len(groups) != n:
+        raise IRError(f"{len(groups)} groups given for {n} nodes")
     layer = _layers(n, pairs)
-    g = _Graph(n, [float(w) for w in widths], layer)
+    g = _Graph(n, [float(w) for w in widths], layer, groups)
     chains = [g.connect(u, v) for u, v in pairs]
     g.order()
     g.place()
@@ -117,7 +132,7 @@ def layout(
         out.append(Edge(u, v, tuple(pts)))
     right += LANE_GAP * len(lanes)
     bottom = max((b.y + b.height for b in boxes), default=0.0)
-    return Layout(boxes, out, right + MARGIN, bottom + MARGIN)
+    return Layout(boxes, out, right + MARGIN, bottom + MARGIN, g.spans())
 
 
 def _layers(n: int, pairs: list[tuple[int, int]]) -> list[int]:
@@ -164,17 +179,21 @@ def _ports(pairs: list[tuple[int, int]], boxes: list[Box]) -> dict[tuple[int, in
 class _Graph:
     """The layered graph with dummy nodes: order within layers, then x positions."""
 
-    def __init__(self, n: int, widths: list[float], layer: list[int]) -> None:
+    def __init__(
+        self, n: int, widths: list[float], layer: list[int], groups: Sequence[int] | None
+    ) -> None:
         self.width = widths
         self.layer = layer
+        self.group = list(groups) if groups is not None else [-1] * n
         self.pred: list[list[int]] = [[] for _ in range(n)]
         self.succ: list[list[int]] = [[] for _ in range(n)]
         self.budget = 3 * n + 1000
         self.x: list[float] = []
 
-    def _add(self, layer: int) -> int:
+    def _add(self, layer: int, group: int) -> int:
         self.width.append(DUMMY_WIDTH)
         self.layer.append(layer)
+        self.group.append(group)
         self.pred.append([])
         self.succ.append([])
         return len(self.layer) - 1
@@ -184,7 +203,8 @@ class _Graph:
         span = self.layer[v] - self.layer[u]
         if span > MAX_SPAN or span - 1 > self.budget:
             return []  # drawn directly; does not steer the order
-        chain = [self._add(self.layer[u] + k) for k in range(1, span)]
+        group = self.group[u] if self.group[u] == self.group[v] else -1
+        chain = [self._add(self.layer[u] + k, group) for k in range(1, span)]
         self.budget -= len(chain)
         path = [u, *chain, v]
         for a, b in pairwise(path):
@@ -197,6 +217,15 @@ class _Graph:
         self.layers: list[list[int]] = [[] for _ in range(depth)]
         for v, lay in enumerate(self.layer):
             self.layers[lay].append(v)
+        for r, row in enumerate(self.layers):  # groups side by side from the start
+            first: dict[int, int] = {}
+            anchor = [
+                first.setdefault(self.group[v], i) if self.group[v] >= 0 else i
+                for i, v in enumerate(row)
+            ]
+            self.layers[r] = [
+                v for _, _, v in sorted(zip(anchor, range(len(row)), row, strict=True))
+            ]
         self.pos = [0] * len(self.layer)
         self._number()
         best, best_cost = [list(r) for r in self.layers], self._crossings()
@@ -217,17 +246,40 @@ class _Graph:
                 self.pos[v] = i
 
     def _sort(self, rank: int, nbrs: list[list[int]]) -> None:
-        pos = self.pos
-        keyed = []
+        pos, group = self.pos, self.group
+        keyed: list[tuple[float, int, float, int, int]] = []
+        total: dict[int, list[float]] = {}
         for v in self.layers[rank]:
             ns = nbrs[v]
             bc = sum(pos[w] for w in ns) / len(ns) if ns else float(pos[v])
-            keyed.append((bc, pos[v], v))
+            keyed.append((bc, group[v], bc, pos[v], v))
+            if group[v] >= 0:
+                acc = total.setdefault(group[v], [0.0, 0.0])
+                acc[0] += bc
+                acc[1] += 1.0
+        if total:  # a group's members all sort at their mean barycentre, side by side
+            keyed = [
+                (total[k][0] / total[k][1] if k >= 0 else key, k, bc, p, v)
+                for key, k, bc, p, v in keyed
+            ]
         keyed.sort()
-        row = [v for _, _, v in keyed]
+        row = [v for *_, v in keyed]
         self.layers[rank] = row
         for i, v in enumerate(row):
             pos[v] = i
+
+    def spans(self) -> dict[int, list[tuple[int, float, float]]]:
+        """Per group, per layer it occupies: the left and right ends of its members."""
+        ends: dict[int, dict[int, list[float]]] = {}
+        for v, k in enumerate(self.group):
+            if k < 0:
+                continue
+            lo, hi = self.x[v] - self.width[v] / 2, self.x[v] + self.width[v] / 2
+            row = ends.setdefault(k, {}).setdefault(self.layer[v], [lo, hi])
+            row[0], row[1] = min(row[0], lo), max(row[1], hi)
+        return {
+            k: [(lay, a, b) for lay, (a, b) in sorted(rows.items())] for k, rows in ends.items()
+        }
 
     def _crossings(self) -> int:
         total = 0
@@ -274,11 +326,13 @@ class _Graph:
 
     def _pack(self, row: list[int], want: list[float]) -> None:
         """The x centres closest (least squares) to ``want`` that keep ``row``'s order
-        and at least ``NODE_GAP`` between neighbours."""
+        and at least ``NODE_GAP`` between neighbours (``GROUP_GAP`` where a group ends)."""
         offsets = [0.0] * len(row)
         for i in range(1, len(row)):
             a, b = self.width[row[i - 1]], self.width[row[i]]
-            offsets[i] = offsets[i - 1] + (a + b) / 2 + NODE_GAP
+            ga, gb = self.group[row[i - 1]], self.group[row[i]]
+            gap = NODE_GAP if ga == gb or (ga < 0 and gb < 0) else GROUP_GAP
+            offsets[i] = offsets[i - 1] + (a + b) / 2 + gap
         shifted = [w - o for w, o in zip(want, offsets, strict=True)]
         for v, d, o in zip(row, _isotonic(shifted), offsets, strict=True):
             self.x[v] = d + o

@@ -1,11 +1,13 @@
 """Pictures of a partition: a self-contained HTML page, and Graphviz DOT.
 
 :func:`explain_html` partitions a module as :func:`relaykit.byoc.partition_for`
-would and draws it as netron draws a model: top-down, every operator coloured
-by the target it went to, with its placement and the reason of every target on
-hover and click, the regions with their operators, MACs and parameter bytes,
-and the summary tables. The page needs no network. :func:`explain_dot` gives
-the same graph in DOT, one cluster per region. Both reuse
+would and draws it as netron draws a model: top-down, the model's inputs, weights
+and outputs as nodes, tensor types on the edges, every operator coloured by the
+target it went to and every region outlined in that colour; an operator's
+placement, the reason of every target, its attributes, source and inputs on hover
+and click; a summary above the graph, then the regions with their operators, MACs
+and parameter bytes, and the summary tables. The page needs no network.
+:func:`explain_dot` gives the operators' graph in DOT, one cluster per region. Both reuse
 :func:`relaykit.byoc.explain` and :func:`relaykit.byoc.report.summary.summarize`;
 :func:`render_html` and :func:`render_dot` draw a report you already have.
 
@@ -85,7 +87,7 @@ def analyse(
         if min_ops is not None or min_macs is not None:
             for t in names:
                 configure_target(t, min_region_ops=min_ops, min_region_macs=min_macs)
-        report = explain(mod, names, patterns, pin=pins)
+        report = explain(mod, names, patterns, pin=pins, weights=weights)
         summary = summarize(
             mod, names, patterns=patterns, pin=pins, param_names=weights, model=model
         )
