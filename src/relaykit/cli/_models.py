@@ -14,9 +14,11 @@ from typing import Any
 
 from relaykit.backends import target_key
 from relaykit.cli._common import DEFAULT_MAX_FILE_SIZE, check_file, read_text_file
+from relaykit.cli._inputs import check_input_shapes, declared_inputs, shapes_example
 from relaykit.dataflow_pattern import is_op, wildcard
 from relaykit.errors import DynamicShapeError, UsageError
 from relaykit.frontend import from_onnx
+from relaykit.frontend.onnx.proto import load_model_proto
 from relaykit.ir import Call, Function, IRModule, Op, post_order
 from relaykit.ir.op import default_registry, register_op_attr
 from relaykit.op.contrib import register_pattern_table
@@ -155,12 +157,22 @@ def _model_path(name: str, limit: int) -> Path:
 def _import_onnx(
     path: Path, shapes: Mapping[str, Any] | None, freeze: bool
 ) -> tuple[IRModule, Any]:
+    """Import an ONNX file with ``--input-shapes`` checked against its inputs."""
+    proto = load_model_proto(str(path))
+    inputs = declared_inputs(proto)
+    check_input_shapes(inputs, shapes or {})
     try:
-        return from_onnx(str(path), shape=shapes, freeze_params=freeze, dynamic=False)
+        return from_onnx(proto, shape=shapes, freeze_params=freeze, dynamic=False)
     except DynamicShapeError as err:
+        example = shapes_example([i for i in inputs if i.name not in (shapes or {})])
+        if not example:  # every input is static: an operator makes the dynamic shape
+            raise UsageError(
+                f"{err}. The model's inputs all have static shapes ({', '.join(map(str, inputs))}"
+                "); relaykit compiles models whose shapes are known before they run"
+            ) from None
         raise UsageError(
             f"{err}. On the command line, give static shapes with --input-shapes, e.g. "
-            "--input-shapes data:1x3x224x224 (several: 'a:1x8 b:[1,4]')"
+            f"--input-shapes {example}"
         ) from None
 
 

@@ -160,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
             mod,
             targets,
             params=weights,
-            pins=parse_pins(args.pin),
+            pins=parse_pins(args.pin, targets),
             min_ops=args.min_ops,
             min_macs=args.min_macs,
             model=title,

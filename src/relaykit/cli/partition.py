@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
         if args.min_ops is not None or args.min_macs is not None:
             for t in targets:
                 configure_target(t, min_region_ops=args.min_ops, min_region_macs=args.min_macs)
-        pins = parse_pins(args.pin)
+        pins = parse_pins(args.pin, targets)
         summary = summarize(mod, targets, pin=pins, param_names=weights, model=args.model)
         report = explain(mod, targets, pin=pins) if args.explain else None
     if args.json:

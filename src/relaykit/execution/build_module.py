@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from relaykit.backends.host.kernels import has_host_kernel
+from relaykit.byoc.choose import HOST_TARGETS
 from relaykit.byoc.lift import lift_external_functions
 from relaykit.errors import (
     ArtifactCorruptError,
@@ -71,8 +72,6 @@ __all__ = [
     "HOST_TARGETS",
 ]
 
-#: Target names meaning the host CPU.
-HOST_TARGETS = ("llvm", "c", "cpu")
 
 
 def build_passes() -> list[Pass]:
@@ -253,7 +252,7 @@ def _host_target(target: Any) -> str:
         return text
     raise BuildError(
         f"target {text!r} is not available: relaykit builds for the host CPU; use 'llvm', "
-        "'c' or 'cpu' (backends such as DNNL are chosen by partitioning, not by target)"
+        "'c' or 'cpu', or 'host' (backends such as DNNL are chosen by partitioning, not by target)"
     )
 
 
@@ -320,6 +319,23 @@ _DYNAMIC = (
 )
 
 
+#: The attribute naming the outputs of ``main`` (of the function, as in TVM, or of the
+#: module, where the ONNX importer puts the model's output names).
+OUTPUT_NAMES_ATTR = "output_tensor_names"
+
+
+def output_tensor_names(mod: IRModule, count: int) -> list[str]:
+    """The names of ``main``'s ``count`` outputs, when ``mod`` gives them (distinct
+    strings, one per output), else ``[]``."""
+    value = mod["main"].attrs.get(OUTPUT_NAMES_ATTR) if "main" in mod else None
+    if value is None:
+        value = mod.attrs.get(OUTPUT_NAMES_ATTR)
+    if not isinstance(value, (list, tuple)):
+        return []
+    names = [str(v) for v in value]
+    return names if len(names) == count and len(set(names)) == count else []
+
+
 def build(
     ir_mod: IRModule | Function,
     target: Any = None,
@@ -367,5 +383,6 @@ def build(
             "partition them to a backend that supports them"
         )
     plan.bound_params = bound
+    plan.output_names = output_tensor_names(ir_mod, len(plan.heads))
     lib.constants = {k: np.asarray(v) for k, v in consts.items() if np.ndim(v) == 0}
     return GraphExecutorFactoryModule(plan, lib, consts, mod_name, target_name)

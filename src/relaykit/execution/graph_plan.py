@@ -96,6 +96,8 @@ class GraphPlan:
     storage: list[StorageSpec]
     heads: list[int]
     bound_params: list[str] = field(default_factory=list)
+    #: The model's names of the outputs (one per head), or empty: ``output_0``... then.
+    output_names: list[str] = field(default_factory=list)
 
     @property
     def input_names(self) -> list[str]:
@@ -104,6 +106,10 @@ class GraphPlan:
     @property
     def param_names(self) -> list[str]:
         return [n.name for n in self.nodes if n.kind == "param"]
+
+    def output_name(self, i: int) -> str:
+        """The name of output ``i``: the model's (an ONNX output's), else ``output_<i>``."""
+        return self.output_names[i] if self.output_names else f"output_{i}"
 
     @property
     def num_steps(self) -> int:
@@ -138,6 +144,8 @@ class GraphPlan:
             "heads": list(self.heads),
             "bound_params": list(self.bound_params),
         }
+        if self.output_names:
+            obj["output_names"] = list(self.output_names)
         return json.dumps(obj, allow_nan=False, separators=(",", ":"))
 
     @staticmethod
@@ -229,7 +237,14 @@ def _parse(obj: Any) -> GraphPlan:
     heads = [_int(h) for h in obj["heads"]]
     for h in heads:
         _check(0 <= h < len(entries) and defined[h], f"head {h} is not defined")
-    return GraphPlan(entries, nodes, storage, heads, [str(p) for p in obj["bound_params"]])
+    names = obj.get("output_names", [])
+    _check(
+        isinstance(names, list)
+        and all(isinstance(n, str) for n in names)
+        and (not names or len(names) == len(heads)),
+        "output_names must be one string per head",
+    )
+    return GraphPlan(entries, nodes, storage, heads, [str(p) for p in obj["bound_params"]], names)
 
 
 def attrs_to_json(attrs: Mapping[str, Any]) -> dict[str, Any]:

@@ -3,7 +3,10 @@
 The bytes are written to a fresh private directory (mode 0700, from
 ``tempfile.mkdtemp``) under a fixed file name and opened with ``RTLD_LOCAL``,
 so two libraries defining the same symbols never clash; on POSIX systems the
-file and directory are removed as soon as the library is mapped.
+file and directory are removed as soon as the library is mapped. The library is
+unmapped (``dlclose``) when its ``CDLL`` object is garbage-collected: take its
+functions with ``lib[name]`` (not ``lib.name``, which caches the function on the
+library and so keeps it alive until a cyclic collection).
 
 >>> sha256_hex(b"")[:12]
 'e3b0c44298fc'
@@ -16,10 +19,31 @@ import hashlib
 import os
 import shutil
 import tempfile
+import weakref
+from collections.abc import Callable
+from typing import Any
 
 from relaykit.errors import ArtifactCorruptError, ArtifactError
 
 __all__ = ["sha256_hex", "load_library_bytes"]
+
+
+def _unloader() -> Callable[[Any], Any] | None:
+    """``dlclose`` (POSIX) or ``FreeLibrary`` (Windows), where ctypes has them."""
+    import _ctypes
+
+    return getattr(_ctypes, "dlclose", None) or getattr(_ctypes, "FreeLibrary", None)
+
+
+_UNLOAD = _unloader()
+
+
+def _release(handle: int) -> None:
+    if _UNLOAD is not None:
+        try:
+            _UNLOAD(handle)
+        except OSError:  # already closed, or the loader refused: nothing more to do
+            pass
 
 
 def sha256_hex(data: bytes) -> str:
@@ -50,4 +74,6 @@ def load_library_bytes(data: bytes, expected_sha256: str, owner: str) -> ctypes.
     finally:
         if os.name == "posix":
             shutil.rmtree(directory, ignore_errors=True)
+    # Unmapped when the last reference goes (functions taken with lib[name] hold one).
+    weakref.finalize(lib, _release, lib._handle)
     return lib
