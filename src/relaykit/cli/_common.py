@@ -176,11 +176,10 @@ def _dims(text: str, item: str) -> tuple[int, ...]:
         raise UsageError(
             f"input shape {item!r} is malformed: write name:1x3x224x224 or name:[1,3,224,224]"
         )
-    if any(d < 0 for d in dims):
-        raise UsageError(f"input shape {item!r} has a negative dimension")
+    # sizes below 1 are refused against the model, naming its declared shape
     count = 1
     for d in dims:
-        count *= d
+        count *= abs(d)
     if count > MAX_SHAPE_ELEMENTS:
         raise UsageError(
             f"input shape {item!r} has {count} elements, more than the {MAX_SHAPE_ELEMENTS} "

@@ -154,6 +154,14 @@ def _model_path(name: str, limit: int) -> Path:
     return check_file(name, "model file", limit)
 
 
+_WORKLOAD_SHAPES = (
+    "--input-shapes applies to ONNX models; the built-in workload {name} is sized with "
+    "--batch and --image-size"
+)
+
+_TEXT_SHAPES = "--input-shapes applies to ONNX models; a Relay text file has its types"
+
+
 def _import_onnx(
     path: Path, shapes: Mapping[str, Any] | None, freeze: bool
 ) -> tuple[IRModule, Any]:
@@ -193,11 +201,15 @@ def load_model(
     """A built-in workload by name, an ONNX file or a text-format file; and the names of
     its weights (for workloads and text files, every input of ``main`` but the first)."""
     net = _workload(name, batch, image_size)
+    if net is not None and shapes:
+        raise UsageError(_WORKLOAD_SHAPES.format(name=name))
     if net is None:
         path = _model_path(name, limit)
         if path.suffix.lower() == ".onnx":
             onnx_mod, params = _import_onnx(path, shapes, freeze=False)
             return onnx_mod, set(params)
+        if shapes:
+            raise UsageError(_TEXT_SHAPES)
         mod = _parse_text(path, limit)
         return mod, {p.name_hint for p in mod["main"].params[1:]}
     mod = IRModule.from_expr(net)
@@ -219,6 +231,8 @@ def load_for_build(
     constants; every parameter of a Relay text file stays an input of the artifact.
     """
     net = _workload(name, batch, image_size)
+    if net is not None and shapes:
+        raise UsageError(_WORKLOAD_SHAPES.format(name=name))
     if net is not None:
         mod, params = create_workload(IRModule.from_expr(net), seed=seed)
         weights = {p.name_hint for p in net.params[1:]}
@@ -230,7 +244,7 @@ def load_for_build(
         mod, _ = _import_onnx(path, shapes, freeze=True)
         return mod, f"ONNX model {path.name}"
     if shapes:
-        raise UsageError("--input-shapes applies to ONNX models; a Relay text file has its types")
+        raise UsageError(_TEXT_SHAPES)
     return _parse_text(path, limit), f"Relay text {path.name}"
 
 

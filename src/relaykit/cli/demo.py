@@ -224,7 +224,8 @@ def run(args: argparse.Namespace) -> int:
     runs = f"median of {len(engines[0].times)} runs"
     if targets:
         fast, slow = engines[0].median_ms, engines[-1].median_ms
-        print(f"6. time: {target} {fast:.2f} ms, host {slow:.2f} ms ({runs}): {_compare(fast, slow)}")
+        compared = _compare(fast, slow)
+        print(f"6. time: {target} {fast:.2f} ms, host {slow:.2f} ms ({runs}): {compared}")
     else:
         print(f"6. time: host {engines[0].median_ms:.2f} ms ({runs})")
     print(

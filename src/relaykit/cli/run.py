@@ -3,8 +3,9 @@
 Inputs come from ``--inputs`` (an ``.npz`` whose array names are the model's input
 names, read without pickle and within the size limit); without it, random inputs are
 used and the command says so. ``--outputs`` writes the outputs into an ``.npz``, by the
-model's output names (an ONNX model's) or as ``output_0``, ``output_1``...; ``--print-time`` times ``--repeat`` runs and prints
-mean, median, max, min and standard deviation in milliseconds, as tvmc does.
+model's output names (an ONNX model's) or as ``output_0``, ``output_1``...;
+``--print-time`` times ``--repeat`` runs and prints mean, median, max, min and standard
+deviation in milliseconds, as tvmc does.
 """
 
 from __future__ import annotations

@@ -73,7 +73,6 @@ __all__ = [
 ]
 
 
-
 def build_passes() -> list[Pass]:
     """The optimisation passes ``relay.build`` runs on the host functions, in order: the
     standard pipeline of :mod:`relaykit.transform.pipeline` (each pass filtered by the

@@ -14,6 +14,8 @@ library and so keeps it alive until a cyclic collection).
 
 from __future__ import annotations
 
+import _ctypes
+import contextlib
 import ctypes
 import hashlib
 import os
@@ -28,22 +30,17 @@ from relaykit.errors import ArtifactCorruptError, ArtifactError
 __all__ = ["sha256_hex", "load_library_bytes"]
 
 
-def _unloader() -> Callable[[Any], Any] | None:
-    """``dlclose`` (POSIX) or ``FreeLibrary`` (Windows), where ctypes has them."""
-    import _ctypes
-
-    return getattr(_ctypes, "dlclose", None) or getattr(_ctypes, "FreeLibrary", None)
-
-
-_UNLOAD = _unloader()
+#: ``dlclose`` (POSIX) or ``FreeLibrary`` (Windows), where ctypes has them.
+_UNLOAD: Callable[[Any], Any] | None = getattr(_ctypes, "dlclose", None) or getattr(
+    _ctypes, "FreeLibrary", None
+)
 
 
 def _release(handle: int) -> None:
     if _UNLOAD is not None:
-        try:
+        # already closed, or the loader refused: nothing more to do
+        with contextlib.suppress(OSError):
             _UNLOAD(handle)
-        except OSError:  # already closed, or the loader refused: nothing more to do
-            pass
 
 
 def sha256_hex(data: bytes) -> str:
@@ -75,5 +72,6 @@ def load_library_bytes(data: bytes, expected_sha256: str, owner: str) -> ctypes.
         if os.name == "posix":
             shutil.rmtree(directory, ignore_errors=True)
     # Unmapped when the last reference goes (functions taken with lib[name] hold one).
-    weakref.finalize(lib, _release, lib._handle)
+    release = weakref.finalize(lib, _release, lib._handle)
+    release.atexit = False  # the process unmaps everything when it ends
     return lib

@@ -36,7 +36,7 @@ _MAX_DIM = 2**63 - 1
 
 #: The most digits an integer of the section may have (a dimension is below 2**63: 19).
 _MAX_INT_DIGITS = 40
-_LONG_INT = re.compile(r"-?[0-9]{%d,}" % (_MAX_INT_DIGITS + 1))
+_LONG_INT = re.compile(rf"-?[0-9]{{{_MAX_INT_DIGITS + 1},}}")
 
 
 class MetadataError(ValueError):
