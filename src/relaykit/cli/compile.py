@@ -113,7 +113,8 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
         "--input-shapes",
         action="append",
         metavar="NAME:SHAPE",
-        help="static shapes of ONNX inputs, e.g. data:1x3x224x224 or 'a:[1,8] b:[1,4]' "
+        help="static shapes of ONNX inputs, checked against the model's, e.g. "
+        "data:1x3x224x224 or 'a:[1,8] b:[1,4]' "
         "(needed for inputs with symbolic dimensions)",
     )
     parser.add_argument("--batch", type=BATCH, default=1, help="batch size of built-in workloads")

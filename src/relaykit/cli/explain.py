@@ -72,7 +72,7 @@ def register(sub: SubParsers) -> None:
         "--target",
         action="append",
         required=True,
-        help="a target, highest priority first (repeatable, or comma-separated)",
+        help="a target, highest priority first (repeatable, or comma-separated; host: none)",
     )
     p.add_argument("--html", metavar="FILE", help="write the HTML report to FILE ('-': stdout)")
     p.add_argument("--dot", metavar="FILE", help="write Graphviz DOT to FILE ('-': stdout)")
@@ -106,7 +106,8 @@ def register(sub: SubParsers) -> None:
         "--input-shapes",
         action="append",
         metavar="NAME:SHAPE",
-        help="static shapes of ONNX inputs, e.g. data:1x3x224x224 (repeatable)",
+        help="static shapes of ONNX inputs, e.g. data:1x3x224x224 (repeatable; checked "
+        "against the model's inputs)",
     )
     p.add_argument(
         "--batch", type=BATCH, default=1, metavar="N", help="batch size of built-in workloads"

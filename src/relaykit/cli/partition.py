@@ -61,7 +61,7 @@ def register(sub: SubParsers) -> None:
         "--target",
         action="append",
         required=True,
-        help="a target, highest priority first (repeatable, or comma-separated)",
+        help="a target, highest priority first (repeatable, or comma-separated; host: none)",
     )
     part.add_argument(
         "--bind-params",
@@ -93,7 +93,8 @@ def register(sub: SubParsers) -> None:
         "--input-shapes",
         action="append",
         metavar="NAME:SHAPE",
-        help="static shapes of ONNX inputs, e.g. data:1x3x224x224 (repeatable)",
+        help="static shapes of ONNX inputs, e.g. data:1x3x224x224 (repeatable; checked "
+        "against the model's inputs)",
     )
     part.add_argument("--batch", type=BATCH, default=1, help="batch size of built-in workloads")
     part.add_argument(
