@@ -27,9 +27,11 @@ chain of 100,000 ``let`` bindings parses in linear time.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import gc
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -557,6 +559,20 @@ def _attr_kind_error(default: Any, value: Any) -> str:
     return ""
 
 
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while a text is parsed and type-checked:
+    the IR nodes are acyclic, and each collection would rescan all of those made so far,
+    making a long text superlinear (as the BYOC passes do, ``byoc._common.no_gc``)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _run(fn: Any, parser: _Parser) -> Any:
     try:
         return fn()
@@ -596,9 +612,10 @@ def parse(
     if init_module is not None:
         parser.init_functions = dict(init_module.items())
         parser.globals.update({gv.name_hint: gv for gv in parser.init_functions})
-    mod = _run(parser.module, parser)
-    if infer_types:
-        mod = infer_module(mod)
+    with _gc_paused():
+        mod = _run(parser.module, parser)
+        if infer_types:
+            mod = infer_module(mod)
     return mod
 
 
