@@ -49,7 +49,7 @@ def test_compile_then_run_matches_onnxruntime(target, conv_net, tmp_path, capsys
     first = target.split(",")[0]
     assert re.search(rf"regions \d+ on {first}", out), out  # something was offloaded
     assert "input  image: float32[1, 3, 12, 12]" in out
-    assert "output output_0: float32[1, 5]" in out
+    assert "output probs: float32[1, 5]" in out  # the ONNX model's output name
     assert artifact.is_file()
 
     image = np.random.default_rng(3).standard_normal((1, 3, 12, 12)).astype("float32")
@@ -58,13 +58,14 @@ def test_compile_then_run_matches_onnxruntime(target, conv_net, tmp_path, capsys
             "--outputs", str(tmp_path / "out.npz"), "--print-time", "--repeat", "4"]  # fmt: skip
     assert main(args) == 0
     captured = capsys.readouterr()
+    assert f"wrote 1 output (probs) to {tmp_path / 'out.npz'}" in captured.out
     assert "random" not in captured.err
     mean, median, high, low, std = _timings(captured.out)
     assert 0 < low <= median <= high and low <= mean <= high and std >= 0
 
     with np.load(tmp_path / "out.npz", allow_pickle=False) as saved:
-        got = saved["output_0"]
-        assert list(saved.keys()) == ["output_0"]
+        got = saved["probs"]
+        assert list(saved.keys()) == ["probs"]
     (want,) = _onnxruntime(conv_net, {"image": image})
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
@@ -79,12 +80,12 @@ def test_random_inputs_are_announced_and_top_k_printed(conv_net, tmp_path, capsy
     captured = capsys.readouterr()
     assert "no --inputs given: running on random inputs (seed 5)" in captured.err
     with np.load(out_npz) as saved:
-        probs = saved["output_0"]
+        probs = saved["probs"]
     image = np.random.default_rng(5).standard_normal((1, 3, 12, 12)).astype("float32")
     (want,) = _onnxruntime(conv_net, {"image": image})
     np.testing.assert_allclose(probs, want, rtol=1e-4, atol=1e-5)
     top = np.argsort(-want.reshape(-1), kind="stable")[:3]
-    rows = captured.out.split("output_0: top 3\n", 1)[1].splitlines()[:3]
+    rows = captured.out.split("probs: top 3\n", 1)[1].splitlines()[:3]
     assert [r.split(":")[0].strip() for r in rows] == [str((0, int(t))) for t in top]
 
 
@@ -104,7 +105,7 @@ def test_input_shapes_fix_a_symbolic_dimension(two_input_net, tmp_path, capsys):
     assert main(["run", str(artifact), "--inputs", str(tmp_path / "in.npz"),
                  "--outputs", str(tmp_path / "out.npz")]) == 0  # fmt: skip
     with np.load(tmp_path / "out.npz") as saved:
-        np.testing.assert_allclose(saved["output_0"], a @ b + a, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(saved["out"], a @ b + a, rtol=1e-5, atol=1e-6)
 
 
 def test_run_checks_the_inputs_against_the_model(conv_net, tmp_path, capsys):
@@ -217,7 +218,7 @@ def test_pin_and_min_ops_move_the_region_boundaries(conv_net, tmp_path, capsys):
         assert main(["run", str(artifact), "--inputs", str(tmp_path / "in.npz"),
                      "--outputs", str(outputs)]) == 0  # fmt: skip
         with np.load(outputs) as saved:
-            np.testing.assert_allclose(saved["output_0"], want, rtol=1e-4, atol=1e-5)
+            np.testing.assert_allclose(saved["probs"], want, rtol=1e-4, atol=1e-5)
 
 
 def test_dump_relay_and_fill_mode(two_input_net, tmp_path, capsys):
@@ -239,4 +240,57 @@ def test_dump_relay_and_fill_mode(two_input_net, tmp_path, capsys):
     )
     with np.load(tmp_path / "o.npz") as saved:
         ones = np.ones((2, 4), "float32")
-        np.testing.assert_allclose(saved["output_0"], ones @ np.ones((4, 4)) + ones)
+        np.testing.assert_allclose(saved["out"], ones @ np.ones((4, 4)) + ones)
+
+
+def _two_output_model(path: Path) -> Path:
+    """``scores = Relu(x)``, ``total = ReduceSum(x)``: two named outputs."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    nodes = [
+        helper.make_node("Relu", ["x"], ["scores"]),
+        helper.make_node("ReduceSum", ["x"], ["total"], keepdims=0),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "two_outputs",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [
+            helper.make_tensor_value_info("scores", TensorProto.FLOAT, [2, 3]),
+            helper.make_tensor_value_info("total", TensorProto.FLOAT, []),
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    onnx.save(model, str(path))
+    return path
+
+
+def test_outputs_keep_the_onnx_model_s_names(tmp_path, capsys):
+    from relaykit.contrib.graph_executor import GraphModule
+
+    model = _two_output_model(tmp_path / "two.onnx")
+    artifact = tmp_path / "two.rkmod"
+    assert main(["compile", str(model), "--target", "jsonref", "-o", str(artifact)]) == 0
+    out = capsys.readouterr().out
+    assert "  output scores: float32[2, 3]\n  output total: float32[]\n" in out
+    x = np.array([[-1, 2, -3], [4, -5, 6]], "float32")
+    np.savez(tmp_path / "in.npz", x=x)
+    assert main(["run", str(artifact), "--inputs", str(tmp_path / "in.npz"),
+                 "--outputs", str(tmp_path / "out.npz")]) == 0  # fmt: skip
+    assert "wrote 2 outputs (scores, total) to" in capsys.readouterr().out
+    with np.load(tmp_path / "out.npz") as saved:
+        assert list(saved.keys()) == ["scores", "total"]
+        np.testing.assert_array_equal(saved["scores"], np.maximum(x, 0))
+        np.testing.assert_allclose(saved["total"], x.sum())
+    # TVM's get_output(i) by index is unchanged, in the model's order
+    factory = load_module(str(artifact))
+    assert factory.plan.output_names == ["scores", "total"]
+    module = GraphModule(factory["default"]())
+    module.set_input(x=x)
+    module.run()
+    np.testing.assert_array_equal(module.get_output(0).numpy(), np.maximum(x, 0))
+    np.testing.assert_allclose(module.get_output(1).numpy(), x.sum())
+    assert main(["run", str(artifact), "--inputs", str(tmp_path / "in.npz")]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("scores: float32[2, 3]") and "\ntotal: float32[]" in printed

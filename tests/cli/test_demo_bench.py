@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -98,3 +100,58 @@ def test_measure_takes_turns_in_bursts():
     )
     assert all(len(e.times) == 6 for e in engines)
     assert all(np.isfinite(e.median_ms) for e in engines)
+
+
+def test_demo_writes_its_report_in_a_temporary_or_named_directory(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    tempfile.tempdir = None  # read TMPDIR again
+    try:
+        assert main(["demo", "--model", "mlp", "--target", "jsonref", "--runs", "1"]) == 0
+    finally:
+        tempfile.tempdir = None
+    out = capsys.readouterr().out
+    where = Path(re.search(r"where every operator went and why: (\S+)", out).group(1))
+    assert where.parent.parent == tmp_path / "tmp" and where.name == "placement.txt"
+    assert where.parent.name.startswith("relaykit-demo-")
+    assert "Target jsonref:" in where.read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tmp"]  # nothing in the cwd
+    reports = tmp_path / "reports" / "today"
+    args = ["demo", "--model", "mlp", "--target", "jsonref", "--runs", "1",
+            "--report-dir", str(reports)]  # fmt: skip
+    assert main(args) == 0
+    assert f"why: {reports / 'placement.txt'}" in capsys.readouterr().out
+    assert "Target jsonref:" in (reports / "placement.txt").read_text()
+
+
+def test_demo_refuses_a_report_dir_it_cannot_create(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    args = ["demo", "--model", "mlp", "--target", "jsonref", "--runs", "1",
+            "--report-dir", str(blocker / "sub")]  # fmt: skip
+    assert main(args) == 2
+    assert f"--report-dir '{blocker / 'sub'}': cannot create it" in capsys.readouterr().err
+
+
+def test_bench_prints_onnxruntime_s_whole_message(conv_net, monkeypatch, capsys):
+    ort = pytest.importorskip("onnxruntime")
+
+    class Refusing:
+        def __init__(self, *args, **kwargs):
+            raise RuntimeError(
+                "[ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Got invalid dimensions for input: "
+                "image for the following indices\n index: 0 Got: 2 Expected: 1\n Please fix "
+                "either the inputs/outputs or the model."
+            )
+
+    monkeypatch.setattr(ort, "InferenceSession", Refusing)
+    args = ["bench", str(conv_net), "--target", "jsonref", "--bursts", "1", "--runs", "1",
+            "--no-host", "--pause", "0"]  # fmt: skip
+    assert main(args) == 0
+    notes = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("note:")]
+    assert notes == [
+        "note: onnxruntime cannot run this model: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : "
+        "Got invalid dimensions for input: image for the following indices index: 0 Got: 2 "
+        "Expected: 1 Please fix either the inputs/outputs or the model."
+    ]

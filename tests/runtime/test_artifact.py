@@ -4,6 +4,7 @@ import hashlib
 import io
 import json
 import pathlib
+import warnings
 import zipfile
 
 import numpy as np
@@ -14,7 +15,7 @@ from relaykit import relay
 from relaykit.backends import ccompiler
 from relaykit.contrib import graph_executor
 from relaykit.errors import ArtifactCorruptError, ArtifactError, ArtifactVersionError
-from relaykit.runtime.artifact import load_module
+from relaykit.runtime.artifact import ArtifactSuffixWarning, load_module
 
 X = np.arange(8, dtype="float32").reshape(2, 4) - 3
 
@@ -212,3 +213,30 @@ def test_no_pickle_anywhere_in_the_package():
         if "import pickle" in p.read_text() or "allow_pickle=True" in p.read_text()
     ]
     assert offenders == []
+
+
+def _small_model():
+    x = relay.var("data", shape=(2, 4))
+    w = relay.const(np.linspace(-1, 1, 12, dtype="float32").reshape(3, 4))
+    return tvm.IRModule.from_expr(relay.Function([x], relay.nn.relu(relay.nn.dense(x, w))))
+
+
+@pytest.mark.parametrize("name", ["deploy.so", "deploy.tar", "deploy.dylib"])
+def test_a_native_suffix_is_written_with_a_warning_naming_the_format(name, tmp_path):
+    lib = relay.build(_small_model(), target="llvm")
+    with pytest.warns(ArtifactSuffixWarning) as caught:
+        lib.export_library(str(tmp_path / name))
+    message = str(caught[0].message)
+    assert f"export_library({name!r}) writes a relaykit artifact" in message
+    assert "a ZIP file" in message and "load_module" in message and ".rkmod" in message
+    assert caught[0].filename == __file__  # points at the caller's line
+    # TVM scripts go on to load it with load_module: that works
+    assert run(load_module(str(tmp_path / name))).shape == (2, 3)
+
+
+def test_an_rkmod_name_writes_without_a_warning(tmp_path):
+    lib = relay.build(_small_model(), target="llvm")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lib.export_library(str(tmp_path / "model.rkmod"))
+        lib.export_library(str(tmp_path / "model"))

@@ -40,6 +40,26 @@ def test_metadata_absurd_entries(entry, message):
     assert (err.line, err.column) == (4, 12)  # the end of '#[metadata]'
 
 
+@pytest.mark.parametrize("digits", [41, 5000])
+def test_metadata_integer_with_thousands_of_digits(digits):
+    """Python's int() refuses 4,300+ digits with a ValueError: a typed error here, at
+    the number."""
+    text = _meta({"shape": [1], "dtype": "int8", "data": "AA=="}).replace(
+        '"shape": [1]', '"shape": [' + "9" * digits + "]"
+    )
+    err = _parse_error(text)
+    assert f"bad metadata section: an integer of {digits} digits (at most 40" in err.message
+    line = text.splitlines()[4]
+    assert (err.line, err.column) == (5, line.index("999") + 1)
+    assert isinstance(err, ParseError)
+
+
+def test_metadata_that_is_not_json_says_where():
+    err = _parse_error(_meta({"shape": [1]}).replace('"shape": [1]', '"shape": [1,'))
+    assert "bad metadata section: metadata is not valid JSON" in err.message
+    assert err.line == 5
+
+
 def test_metadata_zero_size_constant_still_loads():
     mod = parse(_meta({"shape": [0, 5], "dtype": "float32", "data": ""}))
     assert mod["main"].body.data.numpy().shape == (0, 5)

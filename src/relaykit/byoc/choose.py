@@ -31,15 +31,31 @@ from .pins import Pin, find_pin
 from .rules import call_rule, rule_key, verdict_of
 from .targets import TargetSpec, get_target_spec
 
-__all__ = ["Decision", "TargetChooser", "normalize_targets"]
+__all__ = ["Decision", "TargetChooser", "HOST_TARGETS", "is_host_target", "normalize_targets"]
+
+#: Names of the host among targets: ``host``, and TVM's host targets ``llvm`` (with or
+#: without options, ``"llvm -mcpu=skylake"``), ``c`` and ``cpu``. The host takes what no
+#: target takes anyway, so naming it partitions nothing.
+HOST_TARGETS = ("host", "llvm", "c", "cpu")
+
+
+def is_host_target(name: Any) -> bool:
+    """Whether ``name`` (a string or a TVM ``Target``) names the host.
+
+    >>> is_host_target("host"), is_host_target("llvm -mcpu=skylake"), is_host_target("dnnl")
+    (True, True, False)
+    """
+    words = str(name).split()
+    return bool(words) and words[0] in HOST_TARGETS
 
 
 def normalize_targets(targets: Any) -> tuple[str, ...]:
-    """``targets`` as a tuple of names (a single string is one target)."""
+    """``targets`` as a tuple of names (a single string is one target), without the
+    host (:func:`is_host_target`): ``"host"`` alone is no target, a no-op partition."""
     if isinstance(targets, str):
         targets = [targets]
     try:
-        names = tuple(str(t) for t in targets)
+        names = tuple(str(t) for t in targets if not is_host_target(t))
     except TypeError:
         raise PartitionError(
             f"targets must be a target name or a list of them, got {targets!r}"

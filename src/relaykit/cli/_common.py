@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import os
 import re
 import sys
@@ -25,6 +26,7 @@ from typing import IO, Any, TypeAlias
 import numpy as np
 
 from relaykit.byoc import pin
+from relaykit.byoc.choose import is_host_target
 from relaykit.cli._files import (
     DEFAULT_MAX_FILE_SIZE,
     add_file_limit,
@@ -37,6 +39,8 @@ from relaykit.cli._files import (
     read_text_file,
 )
 from relaykit.errors import ArtifactError, RelayKitError, UsageError
+from relaykit.ir.op import default_registry
+from relaykit.op.contrib import get_pattern_table
 
 __all__ = [
     "SubParsers",
@@ -52,6 +56,7 @@ __all__ = [
     "read_text_file",
     "parse_shapes",
     "split_targets",
+    "targets_label",
     "parse_pins",
     "Progress",
     "run_command",
@@ -63,6 +68,7 @@ __all__ = [
     "load_npz",
     "artifact_signature",
     "output_name",
+    "plural",
 ]
 
 #: What ``register(sub)`` of a subcommand module receives.
@@ -98,21 +104,58 @@ MAX_SHAPE_ELEMENTS = 2**31
 
 
 def split_targets(values: list[str] | None) -> list[str]:
-    """``["dnnl,ccompiler", "jsonref"]`` -> ``["dnnl", "ccompiler", "jsonref"]``."""
+    """``["dnnl,ccompiler", "jsonref"]`` -> ``["dnnl", "ccompiler", "jsonref"]``.
+
+    ``host`` (or TVM's ``llvm``, ``c``, ``cpu``) names the host, which runs whatever no
+    target takes: it is left out, so ``--target host`` alone is ``[]``, a host-only build.
+
+    >>> split_targets(["dnnl,host"]), split_targets(["llvm"])
+    (['dnnl'], [])
+    """
     targets = [t.strip() for v in values or () for t in v.split(",") if t.strip()]
     if not targets:
-        raise UsageError("--target needs at least one backend name (see 'relaykit backends')")
-    return targets
+        raise UsageError(
+            "--target needs at least one backend name, or host (see 'relaykit backends')"
+        )
+    return [t for t in targets if not is_host_target(t)]
 
 
-def parse_pins(values: list[str] | None) -> list[Any]:
-    """``["nn.softmax", "nn.dense=ccompiler"]`` -> pins to the host and to ccompiler."""
+def targets_label(targets: list[str]) -> str:
+    """How a command names its targets: ``dnnl, ccompiler``, or ``host`` for none."""
+    return ", ".join(targets) if targets else "host"
+
+
+def _pin_names(targets: list[str]) -> list[str]:
+    """What ``--pin`` may name: every operator, and the patterns of ``targets``."""
+    names = list(default_registry.names())
+    for t in targets:
+        names.extend(str(entry[0]) for entry in get_pattern_table(t) or ())
+    return names
+
+
+def parse_pins(values: list[str] | None, targets: list[str] | None = None) -> list[Any]:
+    """``["nn.softmax", "nn.dense=ccompiler"]`` -> pins to the host and to ccompiler.
+
+    An operator that does not exist (nor a pattern of ``targets``), or, when ``targets``
+    are given, a target not among them, is a UsageError naming it and close matches."""
     pins = []
     for value in values or ():
-        op, _, to = value.partition("=")
-        if not op.strip():
+        op, _, to = (part.strip() for part in value.partition("="))
+        if not op:
             raise UsageError(f"--pin {value!r}: give an operator name, e.g. --pin nn.softmax")
-        pins.append(pin(op.strip(), to=to.strip() or "host"))
+        if op not in default_registry:
+            names = _pin_names(targets or [])
+            if op not in names:
+                close = difflib.get_close_matches(op, names, n=3)
+                hint = f"; did you mean {', '.join(close)}?" if close else ""
+                raise UsageError(f"--pin {value!r}: no operator named {op!r}{hint}")
+        to = "host" if to in ("", "default") or is_host_target(to) else to
+        if targets is not None and to != "host" and to not in targets:
+            raise UsageError(
+                f"--pin {value!r}: {to!r} is not one of the targets "
+                f"({targets_label(targets)}); pin to host or to one of them"
+            )
+        pins.append(pin(op, to=to))
     return pins
 
 
@@ -133,11 +176,10 @@ def _dims(text: str, item: str) -> tuple[int, ...]:
         raise UsageError(
             f"input shape {item!r} is malformed: write name:1x3x224x224 or name:[1,3,224,224]"
         )
-    if any(d < 0 for d in dims):
-        raise UsageError(f"input shape {item!r} has a negative dimension")
+    # sizes below 1 are refused against the model, naming its declared shape
     count = 1
     for d in dims:
-        count *= d
+        count *= abs(d)
     if count > MAX_SHAPE_ELEMENTS:
         raise UsageError(
             f"input shape {item!r} has {count} elements, more than the {MAX_SHAPE_ELEMENTS} "
@@ -285,13 +327,20 @@ class TensorSpec:
         return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
 
 
+def plural(n: int, word: str) -> str:
+    """``1 output``, ``2 outputs``."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def output_name(i: int) -> str:
-    """The name of output ``i`` in an outputs file (as tvmc names them)."""
+    """The name of output ``i`` of a model that does not name its outputs (as tvmc names
+    them); an ONNX model's outputs keep the model's names."""
     return f"output_{i}"
 
 
 def artifact_signature(factory: Any, path: str = "the module") -> tuple[list[TensorSpec], ...]:
-    """The inputs and outputs of a built or loaded graph-executor module."""
+    """The inputs and outputs of a built or loaded graph-executor module (outputs by the
+    model's names where it has them, else ``output_0``, ...)."""
     plan = getattr(factory, "plan", None)
     if plan is None:
         raise ArtifactError(
@@ -306,7 +355,7 @@ def artifact_signature(factory: Any, path: str = "the module") -> tuple[list[Ten
         if n.kind == "input"
     ]
     outputs = [
-        TensorSpec(output_name(i), tuple(plan.entries[h].shape), plan.entries[h].dtype)
+        TensorSpec(plan.output_name(i), tuple(plan.entries[h].shape), plan.entries[h].dtype)
         for i, h in enumerate(plan.heads)
     ]
     return inputs, outputs

@@ -14,9 +14,11 @@ from typing import Any
 
 from relaykit.backends import target_key
 from relaykit.cli._common import DEFAULT_MAX_FILE_SIZE, check_file, read_text_file
+from relaykit.cli._inputs import check_input_shapes, declared_inputs, shapes_example
 from relaykit.dataflow_pattern import is_op, wildcard
 from relaykit.errors import DynamicShapeError, UsageError
 from relaykit.frontend import from_onnx
+from relaykit.frontend.onnx.proto import load_model_proto
 from relaykit.ir import Call, Function, IRModule, Op, post_order
 from relaykit.ir.op import default_registry, register_op_attr
 from relaykit.op.contrib import register_pattern_table
@@ -152,15 +154,33 @@ def _model_path(name: str, limit: int) -> Path:
     return check_file(name, "model file", limit)
 
 
+_WORKLOAD_SHAPES = (
+    "--input-shapes applies to ONNX models; the built-in workload {name} is sized with "
+    "--batch and --image-size"
+)
+
+_TEXT_SHAPES = "--input-shapes applies to ONNX models; a Relay text file has its types"
+
+
 def _import_onnx(
     path: Path, shapes: Mapping[str, Any] | None, freeze: bool
 ) -> tuple[IRModule, Any]:
+    """Import an ONNX file with ``--input-shapes`` checked against its inputs."""
+    proto = load_model_proto(str(path))
+    inputs = declared_inputs(proto)
+    check_input_shapes(inputs, shapes or {})
     try:
-        return from_onnx(str(path), shape=shapes, freeze_params=freeze, dynamic=False)
+        return from_onnx(proto, shape=shapes, freeze_params=freeze, dynamic=False)
     except DynamicShapeError as err:
+        example = shapes_example([i for i in inputs if i.name not in (shapes or {})])
+        if not example:  # every input is static: an operator makes the dynamic shape
+            raise UsageError(
+                f"{err}. The model's inputs all have static shapes ({', '.join(map(str, inputs))}"
+                "); relaykit compiles models whose shapes are known before they run"
+            ) from None
         raise UsageError(
             f"{err}. On the command line, give static shapes with --input-shapes, e.g. "
-            "--input-shapes data:1x3x224x224 (several: 'a:1x8 b:[1,4]')"
+            f"--input-shapes {example}"
         ) from None
 
 
@@ -181,11 +201,15 @@ def load_model(
     """A built-in workload by name, an ONNX file or a text-format file; and the names of
     its weights (for workloads and text files, every input of ``main`` but the first)."""
     net = _workload(name, batch, image_size)
+    if net is not None and shapes:
+        raise UsageError(_WORKLOAD_SHAPES.format(name=name))
     if net is None:
         path = _model_path(name, limit)
         if path.suffix.lower() == ".onnx":
             onnx_mod, params = _import_onnx(path, shapes, freeze=False)
             return onnx_mod, set(params)
+        if shapes:
+            raise UsageError(_TEXT_SHAPES)
         mod = _parse_text(path, limit)
         return mod, {p.name_hint for p in mod["main"].params[1:]}
     mod = IRModule.from_expr(net)
@@ -207,6 +231,8 @@ def load_for_build(
     constants; every parameter of a Relay text file stays an input of the artifact.
     """
     net = _workload(name, batch, image_size)
+    if net is not None and shapes:
+        raise UsageError(_WORKLOAD_SHAPES.format(name=name))
     if net is not None:
         mod, params = create_workload(IRModule.from_expr(net), seed=seed)
         weights = {p.name_hint for p in net.params[1:]}
@@ -218,7 +244,7 @@ def load_for_build(
         mod, _ = _import_onnx(path, shapes, freeze=True)
         return mod, f"ONNX model {path.name}"
     if shapes:
-        raise UsageError("--input-shapes applies to ONNX models; a Relay text file has its types")
+        raise UsageError(_TEXT_SHAPES)
     return _parse_text(path, limit), f"Relay text {path.name}"
 
 

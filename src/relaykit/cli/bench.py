@@ -122,9 +122,19 @@ def onnxruntime_engine(path: str, inputs: dict[str, np.ndarray], threads: int) -
         feed = {i.name: inputs[i.name] for i in session.get_inputs() if i.name in inputs}
         outs = [np.asarray(o) for o in session.run(None, feed)]
     except Exception as err:  # onnxruntime's own errors have no common base class
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        return f"onnxruntime cannot run this model: {first}"
+        return f"onnxruntime cannot run this model: {_one_line(str(err)) or type(err).__name__}"
     return Engine("onnxruntime", lambda: session.run(None, feed), outs)
+
+
+def _one_line(message: str, limit: int = 600) -> str:
+    """``message`` on one line, whole: onnxruntime spreads one sentence over several
+    lines ("... for the following indices\n index: 0 Got: 3 Expected: 1\n Please fix
+    ..."). Only a message longer than ``limit`` is shortened, at a word, and says so."""
+    text = " ".join(message.split())
+    if len(text) <= limit:
+        return text
+    shown = text[:limit].rsplit(" ", 1)[0]
+    return f"{shown} ... ({len(text) - len(shown)} more characters)"
 
 
 def measure(engines: list[Engine], bursts: int, runs: int, pause: float) -> None:
@@ -177,13 +187,13 @@ def run(args: argparse.Namespace) -> int:
             limit=args.max_file_size,
         )
     lib, part = compile_model(
-        mod, targets, pins=parse_pins(args.pin), min_ops=args.min_ops, progress=progress
+        mod, targets, pins=parse_pins(args.pin, targets), min_ops=args.min_ops, progress=progress
     )
     specs, _ = artifact_signature(lib)
     inputs = random_inputs(specs, args.seed)
-    label = f"relaykit {'+'.join(targets)}"
+    label = f"relaykit {'+'.join(targets) or 'host'}"
     engines = [relaykit_engine(label, lib, inputs)]
-    if not args.no_host:
+    if targets and not args.no_host:  # with --target host, the first build is the host's
         with progress.step("build for the host only"):
             host = build(mod, target="llvm")
         engines.append(relaykit_engine("relaykit host", host, inputs))

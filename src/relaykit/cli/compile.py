@@ -28,6 +28,7 @@ from relaykit.cli._common import (
     parse_pins,
     parse_shapes,
     split_targets,
+    targets_label,
 )
 from relaykit.cli._models import MODEL_HELP, load_for_build
 from relaykit.execution.build_module import build
@@ -89,7 +90,7 @@ def add_target_options(parser: argparse.ArgumentParser) -> None:
         required=True,
         metavar="T[,T...]",
         help="backends to offload to, highest priority first: comma-separated or repeated "
-        "(see 'relaykit backends')",
+        "(see 'relaykit backends'); host (or llvm) builds for the host only",
     )
     parser.add_argument(
         "--pin",
@@ -112,7 +113,8 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
         "--input-shapes",
         action="append",
         metavar="NAME:SHAPE",
-        help="static shapes of ONNX inputs, e.g. data:1x3x224x224 or 'a:[1,8] b:[1,4]' "
+        help="static shapes of ONNX inputs, checked against the model's, e.g. "
+        "data:1x3x224x224 or 'a:[1,8] b:[1,4]' "
         "(needed for inputs with symbolic dimensions)",
     )
     parser.add_argument("--batch", type=BATCH, default=1, help="batch size of built-in workloads")
@@ -163,14 +165,14 @@ def compile_model(
     progress: Progress | None = None,
 ) -> tuple[Any, IRModule]:
     """Partition ``mod`` for ``targets`` and build it: the built factory module and the
-    partitioned module."""
+    partitioned module. No targets (``--target host``) builds for the host alone."""
     progress = progress or Progress(enabled=False)
     with scoped_registries():  # the options set here do not outlive the call
         for target in targets:
             get_codegen(target)  # an unknown target fails here, before any work
             if min_ops is not None:
                 configure_target(target, min_region_ops=min_ops)
-        with progress.step(f"partition for {', '.join(targets)}"):
+        with progress.step(f"partition for {targets_label(targets)}"):
             part = partition_for(mod, targets, pin=pins or None)
     with progress.step("build"), _codegen_progress(targets, progress):
         lib = build(part, target="llvm")
@@ -203,7 +205,7 @@ def default_output(model: str) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     targets = split_targets(args.target)
-    pins = parse_pins(args.pin)
+    pins = parse_pins(args.pin, targets)
     shapes = parse_shapes(args.input_shapes)
     out = check_output_path(args.output or default_output(args.model), "output file")
     dump = check_output_path(args.dump_relay, "Relay text file") if args.dump_relay else None
@@ -223,7 +225,7 @@ def run(args: argparse.Namespace) -> int:
         dump.write_text(part.astext(), encoding="utf-8")
     regions = region_counts(part)
     placed = ", ".join(f"{n} on {t}" for t, n in regions.items()) or "none offloaded"
-    print(f"compiled {what} for {', '.join(targets)}: regions {placed}")
+    print(f"compiled {what} for {targets_label(targets)}: regions {placed}")
     inputs, outputs = artifact_signature(lib)
     for spec in inputs:
         print(f"  input  {spec}")

@@ -2,7 +2,8 @@
 
 The default flow: ResNet-18 (generated weights) partitioned for the best backend here
 (dnnl when oneDNN is installed, else ccompiler, or ``--target``), the placement report
-written to a file, the model built, run, checked against the host build, and timed
+written to a file (in a new temporary directory unless ``--report-dir`` or ``--report``
+names where), the model built, run, checked against the host build, and timed
 against it. ``--walkthrough`` shows instead the BYOC walkthrough on VGG-11 with the
 demo rules, pass by pass.
 """
@@ -10,6 +11,7 @@ demo rules, pass by pass.
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +30,7 @@ from relaykit.byoc import (
     run_optimize_hook,
     scoped_registries,
 )
+from relaykit.byoc.choose import is_host_target
 from relaykit.byoc.report.summary import summarize
 from relaykit.cli._common import (
     IMAGE_SIZE,
@@ -35,6 +38,7 @@ from relaykit.cli._common import (
     SubParsers,
     artifact_signature,
     check_output_path,
+    plural,
 )
 from relaykit.cli._models import (
     DEMO_TARGET,
@@ -54,14 +58,19 @@ from relaykit.ir.op import register_op_attr
 from relaykit.testing import vgg
 from relaykit.transform import InferType
 
-__all__ = ["register", "run", "walkthrough", "best_target"]
+__all__ = ["register", "run", "walkthrough", "best_target", "report_path"]
 
 EPILOG = """\
 examples:
   relaykit demo                                  # ResNet-18 on dnnl (or ccompiler)
   relaykit demo --model mobilenet --target ccompiler --image-size 96
+  relaykit demo --report-dir reports            # the placement report in reports/
+  relaykit demo --target host                    # no backend: the host alone
   relaykit demo --walkthrough                    # the four BYOC passes, one by one
 """
+
+#: The name of the placement report in ``--report-dir``.
+REPORT_NAME = "placement.txt"
 
 #: Backends the demo tries, best first.
 PREFERRED = ("dnnl", "ccompiler")
@@ -73,7 +82,8 @@ def register(sub: SubParsers) -> None:
         help="partition, build, run and time a model on a real backend, end to end",
         description=(
             "Partition a built-in model for a real backend (dnnl if available, else "
-            "ccompiler), write the placement report to a file, build, run, check the "
+            "ccompiler), write the placement report to a file (in a new temporary "
+            "directory unless --report-dir or --report says where), build, run, check the "
             "result against the host build and time both."
         ),
         epilog=EPILOG,
@@ -82,14 +92,19 @@ def register(sub: SubParsers) -> None:
     demo.add_argument(
         "--model", default="resnet18", help="a built-in workload or a model file (resnet18)"
     )
-    demo.add_argument("--target", default=None, help="the backend (default: dnnl, else ccompiler)")
+    demo.add_argument(
+        "--target",
+        default=None,
+        help="the backend (default: dnnl, else ccompiler; host: no backend)",
+    )
     demo.add_argument("--image-size", type=IMAGE_SIZE, default=224, help="input height and width")
     demo.add_argument(
-        "--report",
-        default="relaykit-demo-report.txt",
-        metavar="FILE",
-        help="where to write the placement report (default relaykit-demo-report.txt)",
+        "--report-dir",
+        metavar="DIR",
+        help=f"write the placement report to DIR/{REPORT_NAME} (default: a new temporary "
+        "directory)",
     )
+    demo.add_argument("--report", metavar="FILE", help="write the placement report to FILE")
     demo.add_argument(
         "--runs", type=positive_int, default=3, help="timed runs per burst (default 3)"
     )
@@ -124,12 +139,26 @@ def _compare(fast: float, slow: float) -> str:
     return f"{fast / slow:.1f}x slower than the host (a busy machine, or a model too small to gain)"
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
 def _write_report(path: Path, text: str) -> None:
     check_output_path(path, "report file").write_text(text, encoding="utf-8")
+
+
+def report_path(args: argparse.Namespace) -> Path:
+    """Where the placement report goes: ``--report FILE``, else ``placement.txt`` in
+    ``--report-dir`` (created), else in a new temporary directory."""
+    if args.report:
+        return Path(args.report)
+    if args.report_dir:
+        directory = Path(args.report_dir)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise UsageError(
+                f"--report-dir {args.report_dir!r}: cannot create it ({err.strerror or err})"
+            ) from None
+    else:
+        directory = Path(tempfile.mkdtemp(prefix="relaykit-demo-"))
+    return directory / REPORT_NAME
 
 
 def run(args: argparse.Namespace) -> int:
@@ -139,52 +168,66 @@ def run(args: argparse.Namespace) -> int:
         target, skipped = args.target, ""
     else:
         target, skipped = best_target()
+    targets = [] if is_host_target(target) else [target]
+    if not targets:
+        target = "host"
     progress = Progress()
     t0 = time.perf_counter()
     mod, what = load_for_build(args.model, 1, args.image_size)
-    optimized = run_optimize_hook(mod, target, None)
+    optimized = run_optimize_hook(mod, target, None) if targets else mod
     ops = sum(main_breakdown(optimized).values())
     print(f"1. model: {what}, {ops} operators ({time.perf_counter() - t0:.1f} s)")
     note = f" ({skipped})" if skipped else ""
-    print(f"2. backend: {target}{note}")
-    summary = summarize(optimized, [target], model=args.model)
-    report = explain(optimized, [target])
-    t = summary.targets[target]
-    print(
-        f"3. partition: {_plural(len(t.functions), 'region')} on {target} with "
-        f"{_plural(t.operators, 'operator')}, {_plural(summary.host_operators, 'operator')} "
-        "left on the host"
-    )
-    report_path = Path(args.report)
-    _write_report(report_path, f"{summary}\n\n{report}\n")
-    print(f"   where every operator went and why: {report_path}")
+    print(f"2. backend: {target}{note}" if targets else "2. backend: none, the host only")
+    summary = summarize(optimized, targets, model=args.model)
+    report = explain(optimized, targets)
+    if targets:
+        t = summary.targets[target]
+        print(
+            f"3. partition: {plural(len(t.functions), 'region')} on {target} with "
+            f"{plural(t.operators, 'operator')}, "
+            f"{plural(summary.host_operators, 'operator')} left on the host"
+        )
+    else:
+        print(f"3. partition: none, {plural(summary.host_operators, 'operator')} on the host")
+    path = report_path(args)
+    _write_report(path, f"{summary}\n\n{report}\n")
+    print(f"   where every operator went and why: {path}")
     t1 = time.perf_counter()
-    lib, part = compile_model(mod, [target], progress=progress)
-    host = build(mod, target="llvm")
+    lib, part = compile_model(mod, targets, progress=progress)
+    host = build(mod, target="llvm") if targets else lib
     regions = region_counts(part)
-    print(
-        f"4. build: {_plural(regions.get(target, 0), 'region')} compiled by {target}, the "
-        f"rest planned for the host ({time.perf_counter() - t1:.1f} s)"
+    built = (
+        f"{plural(regions.get(target, 0), 'region')} compiled by {target}, the rest planned "
+        "for the host"
+        if targets
+        else "everything planned for the host"
     )
+    print(f"4. build: {built} ({time.perf_counter() - t1:.1f} s)")
     specs, _ = artifact_signature(lib)
     inputs = random_inputs(specs, 0)
-    engines = [relaykit_engine(target, lib, inputs), relaykit_engine("host", host, inputs)]
+    engines = [relaykit_engine(target, lib, inputs)]
+    if targets:
+        engines.append(relaykit_engine("host", host, inputs))
+    reference = engines[-1].outputs
     diff = max(
-        float(np.max(np.abs(a - b)))
-        for a, b in zip(engines[0].outputs, engines[1].outputs, strict=True)
+        float(np.max(np.abs(a - b))) for a, b in zip(engines[0].outputs, reference, strict=True)
     )
-    scale = max(float(np.max(np.abs(o))) for o in engines[1].outputs)
+    scale = max(float(np.max(np.abs(o))) for o in reference)
     ok = diff <= 1e-4 * max(1.0, scale)
+    checked = f"max abs difference from the host build {diff:.2g}" if targets else "computed"
     print(
-        f"5. run: {', '.join(str(s) for s in specs)} (random); max abs difference from the "
-        f"host build {diff:.2g}" + ("" if ok else "  MISMATCH")
+        f"5. run: {', '.join(str(s) for s in specs)} (random); {checked}"
+        + ("" if ok else "  MISMATCH")
     )
     measure(engines, bursts=2, runs=max(1, args.runs), pause=0.2)
-    fast, slow = engines[0].median_ms, engines[1].median_ms
-    print(
-        f"6. time: {target} {fast:.2f} ms, host {slow:.2f} ms (median of "
-        f"{len(engines[0].times)} runs): {_compare(fast, slow)}"
-    )
+    runs = f"median of {len(engines[0].times)} runs"
+    if targets:
+        fast, slow = engines[0].median_ms, engines[-1].median_ms
+        compared = _compare(fast, slow)
+        print(f"6. time: {target} {fast:.2f} ms, host {slow:.2f} ms ({runs}): {compared}")
+    else:
+        print(f"6. time: host {engines[0].median_ms:.2f} ms ({runs})")
     print(
         "\nnext: relaykit compile model.onnx --target "
         f"{target} -o model.rkmod && relaykit run model.rkmod --print-time"

@@ -73,7 +73,7 @@ def register(sub: SubParsers) -> None:
         "--target",
         action="append",
         required=True,
-        help="a target, highest priority first (repeatable, or comma-separated)",
+        help="a target, highest priority first (repeatable, or comma-separated; host: none)",
     )
     p.add_argument("--html", metavar="FILE", help="write the HTML report to FILE ('-': stdout)")
     p.add_argument("--dot", metavar="FILE", help="write Graphviz DOT to FILE ('-': stdout)")
@@ -107,7 +107,8 @@ def register(sub: SubParsers) -> None:
         "--input-shapes",
         action="append",
         metavar="NAME:SHAPE",
-        help="static shapes of ONNX inputs, e.g. data:1x3x224x224 (repeatable)",
+        help="static shapes of ONNX inputs, e.g. data:1x3x224x224 (repeatable; checked "
+        "against the model's inputs)",
     )
     p.add_argument(
         "--batch", type=BATCH, default=1, metavar="N", help="batch size of built-in workloads"
@@ -160,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
             mod,
             targets,
             params=weights,
-            pins=parse_pins(args.pin),
+            pins=parse_pins(args.pin, targets),
             min_ops=args.min_ops,
             min_macs=args.min_macs,
             model=title,

@@ -60,7 +60,7 @@ def register(sub: SubParsers) -> None:
         "--target",
         action="append",
         required=True,
-        help="a target, highest priority first (repeatable, or comma-separated)",
+        help="a target, highest priority first (repeatable, or comma-separated; host: none)",
     )
     part.add_argument(
         "--bind-params",
@@ -92,7 +92,8 @@ def register(sub: SubParsers) -> None:
         "--input-shapes",
         action="append",
         metavar="NAME:SHAPE",
-        help="static shapes of ONNX inputs, e.g. data:1x3x224x224 (repeatable)",
+        help="static shapes of ONNX inputs, e.g. data:1x3x224x224 (repeatable; checked "
+        "against the model's inputs)",
     )
     part.add_argument("--batch", type=BATCH, default=1, help="batch size of built-in workloads")
     part.add_argument(
@@ -141,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
         if args.min_ops is not None or args.min_macs is not None:
             for t in targets:
                 configure_target(t, min_region_ops=args.min_ops, min_region_macs=args.min_macs)
-        pins = parse_pins(args.pin)
+        pins = parse_pins(args.pin, targets)
         summary = summarize(mod, targets, pin=pins, param_names=weights, model=args.model)
         report = explain(mod, targets, pin=pins) if args.explain else None
     if args.json:

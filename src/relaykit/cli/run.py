@@ -2,9 +2,10 @@
 
 Inputs come from ``--inputs`` (an ``.npz`` whose array names are the model's input
 names, read without pickle and within the size limit); without it, random inputs are
-used and the command says so. ``--outputs`` writes the outputs as ``output_0``,
-``output_1``... into an ``.npz``; ``--print-time`` times ``--repeat`` runs and prints
-mean, median, max, min and standard deviation in milliseconds, as tvmc does.
+used and the command says so. ``--outputs`` writes the outputs into an ``.npz``, by the
+model's output names (an ONNX model's) or as ``output_0``, ``output_1``...;
+``--print-time`` times ``--repeat`` runs and prints mean, median, max, min and standard
+deviation in milliseconds, as tvmc does.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from relaykit.cli._common import (
     check_file,
     check_output_path,
     load_npz,
+    plural,
 )
 from relaykit.contrib.graph_executor import GraphModule
 from relaykit.errors import UsageError
@@ -69,7 +71,12 @@ def register(sub: SubParsers) -> None:
         help="an .npz file with one array per input, named as the inputs (see the names "
         "'relaykit compile' prints); random inputs without it",
     )
-    parser.add_argument("--outputs", metavar="NPZ", help="write the outputs to this .npz file")
+    parser.add_argument(
+        "--outputs",
+        metavar="NPZ",
+        help="write the outputs to this .npz file, by the model's output names (output_0, "
+        "... when it has none)",
+    )
     parser.add_argument(
         "--print-time", action="store_true", help="time the runs and print the latency summary"
     )
@@ -267,7 +274,7 @@ def run(args: argparse.Namespace) -> int:
     results = {s.name: module.get_output(i).numpy() for i, s in enumerate(outputs)}
     if out_path is not None:
         _save_outputs(out_path, results)
-        print(f"wrote {len(results)} outputs to {args.outputs}")
+        print(f"wrote {plural(len(results), 'output')} ({', '.join(results)}) to {args.outputs}")
     if args.print_top:
         for name, value in results.items():
             print(format_top(name, value, args.print_top))

@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from relaykit.backends.host.kernels import has_host_kernel
+from relaykit.byoc.choose import HOST_TARGETS
 from relaykit.byoc.lift import lift_external_functions
 from relaykit.errors import (
     ArtifactCorruptError,
@@ -72,9 +73,6 @@ __all__ = [
     "GraphExecutorFactoryModule",
     "HOST_TARGETS",
 ]
-
-#: Target names meaning the host CPU.
-HOST_TARGETS = ("llvm", "c", "cpu")
 
 
 def build_passes() -> list[Pass]:
@@ -256,7 +254,7 @@ def _host_target(target: Any) -> str:
         return text
     raise BuildError(
         f"target {text!r} is not available: relaykit builds for the host CPU; use 'llvm', "
-        "'c' or 'cpu' (backends such as DNNL are chosen by partitioning, not by target)"
+        "'c' or 'cpu', or 'host' (backends such as DNNL are chosen by partitioning, not by target)"
     )
 
 
@@ -323,6 +321,23 @@ _DYNAMIC = (
 )
 
 
+#: The attribute naming the outputs of ``main`` (of the function, as in TVM, or of the
+#: module, where the ONNX importer puts the model's output names).
+OUTPUT_NAMES_ATTR = "output_tensor_names"
+
+
+def output_tensor_names(mod: IRModule, count: int) -> list[str]:
+    """The names of ``main``'s ``count`` outputs, when ``mod`` gives them (distinct
+    strings, one per output), else ``[]``."""
+    value = mod["main"].attrs.get(OUTPUT_NAMES_ATTR) if "main" in mod else None
+    if value is None:
+        value = mod.attrs.get(OUTPUT_NAMES_ATTR)
+    if not isinstance(value, (list, tuple)):
+        return []
+    names = [str(v) for v in value]
+    return names if len(names) == count and len(set(names)) == count else []
+
+
 def build(
     ir_mod: IRModule | Function,
     target: Any = None,
@@ -371,5 +386,6 @@ def build(
         )
     plan.bound_params = bound
     plan.fusion = plan_fusion(plan)  # stored in the plan: executors and artifacts reuse it
+    plan.output_names = output_tensor_names(ir_mod, len(plan.heads))
     lib.constants = {k: np.asarray(v) for k, v in consts.items() if np.ndim(v) == 0}
     return GraphExecutorFactoryModule(plan, lib, consts, mod_name, target_name)

@@ -120,6 +120,8 @@ class GraphPlan:
     heads: list[int]
     bound_params: list[str] = field(default_factory=list)
     fusion: dict[int, FusedGroup] | None = None
+    #: The model's names of the outputs (one per head), or empty: ``output_0``... then.
+    output_names: list[str] = field(default_factory=list)
 
     @property
     def input_names(self) -> list[str]:
@@ -128,6 +130,10 @@ class GraphPlan:
     @property
     def param_names(self) -> list[str]:
         return [n.name for n in self.nodes if n.kind == "param"]
+
+    def output_name(self, i: int) -> str:
+        """The name of output ``i``: the model's (an ONNX output's), else ``output_<i>``."""
+        return self.output_names[i] if self.output_names else f"output_{i}"
 
     @property
     def num_steps(self) -> int:
@@ -164,6 +170,8 @@ class GraphPlan:
         }
         if self.fusion is not None:
             obj["fusion"] = [_group_to_json(g) for _, g in sorted(self.fusion.items())]
+        if self.output_names:
+            obj["output_names"] = list(self.output_names)
         return json.dumps(obj, allow_nan=False, separators=(",", ":"))
 
     @staticmethod
@@ -258,7 +266,22 @@ def _parse(obj: Any) -> GraphPlan:
     fusion = None
     if "fusion" in obj:
         fusion = _fusion_from_json(obj["fusion"], nodes, len(entries))
-    return GraphPlan(entries, nodes, storage, heads, [str(p) for p in obj["bound_params"]], fusion)
+    names = obj.get("output_names", [])
+    _check(
+        isinstance(names, list)
+        and all(isinstance(n, str) for n in names)
+        and (not names or len(names) == len(heads)),
+        "output_names must be one string per head",
+    )
+    return GraphPlan(
+        entries,
+        nodes,
+        storage,
+        heads,
+        [str(p) for p in obj["bound_params"]],
+        fusion=fusion,
+        output_names=names,
+    )
 
 
 def _bound_to_json(value: float) -> float | None:

@@ -50,7 +50,14 @@ from .archive import (
     read_member,
     read_sealed,
 )
-from .export import FORMAT_NAME, FORMAT_VERSION, ModuleBlob, export_module
+from .export import (
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    NATIVE_SUFFIXES,
+    ArtifactSuffixWarning,
+    ModuleBlob,
+    export_module,
+)
 from .module import Module, module_loaders
 from .signing import TrustedKey, verify_signatures
 
@@ -61,6 +68,8 @@ __all__ = [
     "load_module",
     "read_manifest",
     "artifact_digest",
+    "ArtifactSuffixWarning",
+    "NATIVE_SUFFIXES",
 ]
 
 _NPY_MAGIC = b"\x93NUMPY"

@@ -157,14 +157,14 @@ class CSourceModule(Module):
         return self._lib
 
     def _c_function(self, sig: CFunctionSignature) -> Any:
-        fn = getattr(self._handle(), sig.c_name)
+        fn = self._handle()[sig.c_name]  # not getattr: that would cache it on the library
         fn.argtypes = [ctypes.c_void_p]
         fn.restype = ctypes.c_int32
         return fn
 
     def last_error(self) -> str:
         try:
-            getter = getattr(self._handle(), _ERROR_SYMBOL)
+            getter = self._handle()[_ERROR_SYMBOL]
         except AttributeError:
             return "no message (the library has no relaykit_last_error)"
         getter.restype = ctypes.c_char_p

@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import tempfile
+import warnings
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -38,7 +39,15 @@ from relaykit.errors import ArtifactError
 
 from .archive import INTEGRITY, MANIFEST, integrity_record
 
-__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "ModuleBlob", "Exportable", "export_module"]
+__all__ = [
+    "ArtifactSuffixWarning",
+    "Exportable",
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "ModuleBlob",
+    "NATIVE_SUFFIXES",
+    "export_module",
+]
 
 FORMAT_NAME = "relaykit.module"
 FORMAT_VERSION = 2
@@ -153,12 +162,37 @@ def _write_blob(
     return files, arrays
 
 
+#: Suffixes of TVM's native export formats (a shared library, a tar of objects).
+NATIVE_SUFFIXES = (".so", ".dylib", ".dll", ".tar", ".o")
+
+
+class ArtifactSuffixWarning(UserWarning):
+    """``export_library`` was given a name whose suffix promises a native library (``.so``
+    ...): the file is written, as TVM scripts expect, but it is a relaykit artifact."""
+
+
+def _warn_native_suffix(path: str) -> None:
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix in NATIVE_SUFFIXES:
+        warnings.warn(
+            f"export_library({os.path.basename(path)!r}) writes a relaykit artifact (format "
+            f"{FORMAT_NAME!r}, a ZIP file), not a native {suffix} file: load it with "
+            "relaykit.runtime.load_module (tvm.runtime.load_module), not ctypes or dlopen. "
+            "Name it .rkmod to say so",
+            ArtifactSuffixWarning,
+            stacklevel=4,
+        )
+
+
 def export_module(module: Exportable, path: str | os.PathLike[str]) -> None:
     """Write ``module`` and its imports to the single file ``path`` (atomically; arrays are
-    streamed, never held twice in memory)."""
+    streamed, never held twice in memory). The file is a ZIP-based relaykit artifact
+    whatever its suffix; a native suffix (``.so``, ``.tar`` ...) warns
+    (:class:`ArtifactSuffixWarning`)."""
     modules = _collect(module)
     index = {id(m): i for i, m in enumerate(modules)}
     path = os.fspath(path)
+    _warn_native_suffix(path)
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".relaykit-export-", dir=directory)
     try:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -33,8 +34,27 @@ _MAX_NDIM = 32  # NumPy's limit
 _MAX_DIM = 2**63 - 1
 
 
+#: The most digits an integer of the section may have (a dimension is below 2**63: 19).
+_MAX_INT_DIGITS = 40
+_LONG_INT = re.compile(rf"-?[0-9]{{{_MAX_INT_DIGITS + 1},}}")
+
+
 class MetadataError(ValueError):
-    """The metadata section is not what the printer writes (the parser reports it)."""
+    """The metadata section is not what the printer writes (the parser reports it).
+    ``pos`` is the offset in the section's text where it is wrong, when known."""
+
+    def __init__(self, message: str, pos: int | None = None) -> None:
+        super().__init__(message)
+        self.pos = pos
+
+
+def _parse_int(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > _MAX_INT_DIGITS:
+        raise MetadataError(
+            f"an integer of {digits} digits (at most {_MAX_INT_DIGITS}: shapes are below 2**63)"
+        )
+    return int(text)
 
 
 def _encode(array: np.ndarray) -> str:
@@ -101,9 +121,16 @@ def load_metadata(text: str) -> dict[str, list[np.ndarray]]:
     Raises :class:`MetadataError` (with a reason) on anything else.
     """
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, parse_int=_parse_int)
     except json.JSONDecodeError as err:
-        raise MetadataError(f"metadata is not valid JSON: {err.msg} (line {err.lineno})") from None
+        raise MetadataError(
+            f"metadata is not valid JSON: {err.msg} (line {err.lineno})", err.pos
+        ) from None
+    except MetadataError as err:  # from _parse_int: find where, for the message
+        found = _LONG_INT.search(text)
+        raise MetadataError(str(err), found.start() if found else None) from None
+    except ValueError as err:  # any other conversion the JSON reader refuses
+        raise MetadataError(f"metadata is not valid JSON: {err}") from None
     if not isinstance(doc, dict):
         raise MetadataError("metadata must be a JSON object mapping kinds to lists")
     out: dict[str, list[np.ndarray]] = {}

@@ -27,9 +27,11 @@ chain of 100,000 ``let`` bindings parses in linear time.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import gc
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -92,6 +94,7 @@ class _Parser(TokenReader):
         # names it bound; so a lookup costs O(1) however many scopes (one per ``let``)
         # are open.
         self.bound: dict[str, list[tuple[int, Expr]]] = {}
+        self.longest_name = 0  # of the names ever bound: projections look up no longer
         self.scopes: list[list[str]] = [[]]
         self.globals: dict[str, GlobalVar] = {}
         self.global_refs: dict[str, Token] = {}
@@ -119,18 +122,32 @@ class _Parser(TokenReader):
         if tok[0] == "GRAPH":
             raise self.error(tok, f"undefined temporary {name}: it is used before '{name} = ...;'")
         # %t.0.1 where %t is defined (and %t.0.1 is not) is a projection, as TVM prints it.
-        parts = name.split(".")
-        for cut in range(len(parts) - 1, 0, -1):
-            if not all(p.isdigit() for p in parts[cut:]):
-                break
-            base = self.find(".".join(parts[:cut]))
-            if base is not None:
-                span = self.token_span(tok)
-                for index in parts[cut:]:
-                    base = TupleGetItem(base, self.integer(tok, index), span=span)
-                return base
+        base, indices = self._projection(name)
+        if base is not None:
+            span = self.token_span(tok)
+            for index in indices:
+                base = TupleGetItem(base, self.integer(tok, index), span=span)
+            return base
         hint = f"; declare it first with 'free_var {name}: <type>;'" if not self.fn_depth else ""
         raise self.error(tok, f"undefined variable {name}{hint}")
+
+    def _projection(self, name: str) -> tuple[Expr | None, list[str]]:
+        """The longest defined prefix of ``name`` followed by ``.<digits>`` parts only,
+        and those parts: ``%t.0.1`` -> (``%t``, ``["0", "1"]``). Linear in ``name``: only
+        prefixes no longer than the longest defined name are looked up."""
+        parts = name.split(".")
+        low = len(parts)  # parts[low:] are all digits
+        while low > 1 and parts[low - 1].isdigit():
+            low -= 1
+        end = len(name)
+        for cut in range(len(parts) - 1, low - 1, -1):
+            end -= len(parts[cut]) + 1  # name[:end] is ".".join(parts[:cut])
+            if end > self.longest_name:
+                continue
+            base = self.find(name[:end])
+            if base is not None:
+                return base, parts[cut:]
+        return None, []
 
     def define(self, tok: Token, value: Expr) -> None:
         """Bind ``tok``'s name in the innermost scope."""
@@ -141,6 +158,7 @@ class _Parser(TokenReader):
             raise self.error(tok, f"{name} is already defined in this scope")
         stack.append((depth, value))
         self.scopes[-1].append(name)
+        self.longest_name = max(self.longest_name, len(name))
 
     def new_var(self, tok: Token, ty: Type | None) -> Var:
         return Var(tok[1][1:], ty, span=self.token_span(tok))
@@ -541,6 +559,20 @@ def _attr_kind_error(default: Any, value: Any) -> str:
     return ""
 
 
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while a text is parsed and type-checked:
+    the IR nodes are acyclic, and each collection would rescan all of those made so far,
+    making a long text superlinear (as the BYOC passes do, ``byoc._common.no_gc``)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _run(fn: Any, parser: _Parser) -> Any:
     try:
         return fn()
@@ -580,9 +612,10 @@ def parse(
     if init_module is not None:
         parser.init_functions = dict(init_module.items())
         parser.globals.update({gv.name_hint: gv for gv in parser.init_functions})
-    mod = _run(parser.module, parser)
-    if infer_types:
-        mod = infer_module(mod)
+    with _gc_paused():
+        mod = _run(parser.module, parser)
+        if infer_types:
+            mod = infer_module(mod)
     return mod
 
 

@@ -147,7 +147,8 @@ class TokenReader:
         except RecursionError:
             raise self.src.error(offset, 1, "bad metadata section: nested too deeply") from None
         except MetadataError as err:
-            raise self.src.error(offset, 1, f"bad metadata section: {err}") from None
+            at = offset + err.pos if err.pos is not None else offset
+            raise self.src.error(at, 1, f"bad metadata section: {err}") from None
         self.meta_arrays = sections.get("relay.Constant", [])
 
     def use_meta_table(self, table: Any) -> None:

@@ -552,4 +552,6 @@ class GraphImporter:
         self.convert_nodes()
         body = self.output_expr()
         mod = IRModule.from_expr(Function(params, body))
+        # The model's output names, for the built module's outputs (index order unchanged).
+        mod = mod.with_attr("output_tensor_names", [vi.name for vi in self.graph.output])
         return mod, dict(self.params)
