@@ -28,15 +28,15 @@ Importing this package registers the ``target.dnnl`` operator rules, the
 ``dnnl`` pattern table and the ``relay.ext.dnnl`` codegen.
 """
 
-from .codegen import OPTIONS_KEY, compile_region, dnnl_codegen
-from .library import INSTALL_HINT, DnnlNotFoundError, OneDNN, find_onednn
-from .module import DnnlModule
+from .compile.codegen import OPTIONS_KEY, compile_region, dnnl_codegen
 from .partition import optimize_for_dnnl, partition_for_dnnl, pre_partition_passes
 from .patterns import pattern_table
-from .region import DnnlRegion
 from .registration import ensure_registered
 from .rules import check_call
-from .threads import resolve_num_threads
+from .run.library import INSTALL_HINT, DnnlNotFoundError, OneDNN, find_onednn
+from .run.module import DnnlModule
+from .run.region import DnnlRegion
+from .run.threads import resolve_num_threads
 
 ensure_registered()
 

@@ -34,8 +34,8 @@ from relaykit.ir.op import Op
 from relaykit.transform.bind import bind_params_by_name
 from relaykit.transform.pass_infra import FunctionPass, Pass, PassContext, Sequential
 
-from .library import find_onednn
 from .patterns import pattern_table
+from .run.library import find_onednn
 
 __all__ = [
     "partition_for_dnnl",
@@ -143,7 +143,7 @@ def partition_for_dnnl(
     returns regions without a convolution or dense layer to the host (TVM's
     ``prune_dnnl_subgraphs``). ``pin`` is as for ``AnnotateTarget`` (force
     operators to the host or to dnnl). Without oneDNN installed it raises
-    :class:`~.library.DnnlNotFoundError`, which names the extra to install.
+    :class:`~.run.library.DnnlNotFoundError`, which names the extra to install.
     """
     find_onednn()  # choosing dnnl without oneDNN installed fails here, saying what to install
     activate_targets(["dnnl"])  # the record's rules, re-installed if a test dropped them

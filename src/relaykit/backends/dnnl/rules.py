@@ -33,7 +33,7 @@ from relaykit.ir.op import default_registry, register_op_attr
 from relaykit.ir.types import TensorType, TupleType, Type
 from relaykit.op.nn.geometry import pad4, pair
 
-from .lower import BINARY_OPS, COMMUTATIVE, ELTWISE_OPS, op_name
+from .compile.lower import BINARY_OPS, COMMUTATIVE, ELTWISE_OPS, op_name
 
 __all__ = ["RULES", "register_rules", "rules_registered", "check_call", "rule_for", "TARGET"]
 

@@ -52,7 +52,7 @@ from relaykit.op.nn import layer_norm
 from relaykit.transform.bind import bind
 from relaykit.transform.infer_type import InferType
 
-from .codegen import dnnl_codegen
+from .compile.codegen import dnnl_codegen
 
 __all__ = [
     "legalize_group_conv",
