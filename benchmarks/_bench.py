@@ -7,7 +7,7 @@ runs; the engines take turns, in alternating order, so drift in the machine
 hits them alike. Medians are compared.
 
 OpenMP: relaykit bounds how long oneDNN's idle OpenMP threads spin (``GOMP_SPINCOUNT``,
-see ``relaykit.backends.dnnl.native``) when it is the first to load ``libgomp``. These
+see ``relaykit.backends.dnnl.run.native``) when it is the first to load ``libgomp``. These
 benchmarks import torch (to export the models) before any dnnl region exists, and
 torch loads its own ``libgomp.so.1``, which oneDNN then shares, with GNU OpenMP's
 long-spinning default: on a loaded 2-core machine a BERT-base region then burned 760 ms
@@ -27,7 +27,8 @@ import numpy as np
 
 Runner = Callable[[], list[np.ndarray]]
 
-SPIN_COUNT = "10000"  # relaykit.backends.dnnl.native.SPIN_COUNT (not imported: torch comes first)
+# relaykit.backends.dnnl.run.native.SPIN_COUNT (not imported: torch comes first)
+SPIN_COUNT = "10000"
 if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
     os.environ["GOMP_SPINCOUNT"] = SPIN_COUNT  # before torch loads libgomp (see above)
 

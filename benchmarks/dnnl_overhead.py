@@ -41,8 +41,8 @@ def _median_us(fn: Callable[[], object], calls: int, bursts: int, gap: float) ->
 
 
 def call_overhead(threads: int, bursts: int, gap: float) -> None:
-    from relaykit.backends.dnnl.program import Node, Program
-    from relaykit.backends.dnnl.region import DnnlRegion
+    from relaykit.backends.dnnl.run.program import Node, Program
+    from relaykit.backends.dnnl.run.region import DnnlRegion
 
     p = Program()
     x = p.add_input((1, 16))

@@ -224,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from relaykit.backends.dnnl import resolve_num_threads
-    from relaykit.backends.dnnl.native import load_runtime
+    from relaykit.backends.dnnl.run.native import load_runtime
 
     threads = resolve_num_threads(args.threads)
     t = time.perf_counter()

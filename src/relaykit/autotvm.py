@@ -2,7 +2,7 @@
 
 The module imports; using it raises :class:`~relaykit.errors.UnsupportedFeatureError`.
 relaykit tunes nothing by search: the dnnl backend picks oneDNN's kernels and
-layouts itself (``relaykit.backends.dnnl.tune`` times its few layout choices).
+layouts itself (``relaykit.backends.dnnl.compile.tune`` times its few layout choices).
 
 >>> from relaykit import autotvm
 >>> hasattr(autotvm, "FallbackContext")
@@ -19,7 +19,7 @@ __all__: list[str] = []
 
 INSTEAD = (
     "relaykit has no schedule templates to tune; backends choose their kernels "
-    "(the dnnl backend lets oneDNN pick, see relaykit.backends.dnnl.tune)"
+    "(the dnnl backend lets oneDNN pick, see relaykit.backends.dnnl.compile.tune)"
 )
 
 

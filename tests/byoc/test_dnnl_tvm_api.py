@@ -13,7 +13,7 @@ from relaykit.contrib import graph_executor
 from relaykit.errors import IRError
 
 dnnl_pkg = pytest.importorskip("relaykit.backends.dnnl")
-api = pytest.importorskip("relaykit.backends.dnnl.tvm_api")
+api = pytest.importorskip("relaykit.backends.dnnl.partition.tvm_api")
 needs_onednn = pytest.mark.skipif(not dnnl_pkg.is_available(), reason="oneDNN is not installed")
 
 RNG = np.random.default_rng(3)

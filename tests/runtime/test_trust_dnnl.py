@@ -1,6 +1,6 @@
 """``allow_native=False`` with the dnnl backend: the runtime a file carries (its
 ``runtime.so`` and ``runtime.cc``) is never written, loaded or compiled, whatever its
-``meta`` says; relaykit's own runtime (from its shipped ``region.cc``) runs the regions."""
+``meta`` says; relaykit's own runtime (from its shipped ``native/*.cc``) runs the regions."""
 
 import hashlib
 import json

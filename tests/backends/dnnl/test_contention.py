@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from relaykit.backends.dnnl.contention import FIRST_PROBE, LAST_PROBE, Adaptive
-from relaykit.backends.dnnl.program import Node, Program
-from relaykit.backends.dnnl.region import DnnlRegion
-from relaykit.backends.dnnl.winograd import with_winograd
+from relaykit.backends.dnnl.compile.winograd import with_winograd
+from relaykit.backends.dnnl.run.contention import FIRST_PROBE, LAST_PROBE, Adaptive
+from relaykit.backends.dnnl.run.program import Node, Program
+from relaykit.backends.dnnl.run.region import DnnlRegion
 
 
 def _feed(a: Adaptive, calls: list[tuple[float, float]]) -> list[bool]:

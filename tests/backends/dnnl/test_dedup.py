@@ -11,10 +11,10 @@ import pytest
 
 from relaykit import relay
 from relaykit.backends.dnnl import partition_for_dnnl
-from relaykit.backends.dnnl.dedup import merge_duplicates
-from relaykit.backends.dnnl.fuse import optimize
-from relaykit.backends.dnnl.lower import lower_function
-from relaykit.backends.dnnl.program import Node, Program
+from relaykit.backends.dnnl.compile.dedup import merge_duplicates
+from relaykit.backends.dnnl.compile.fuse import optimize
+from relaykit.backends.dnnl.compile.lower import lower_function
+from relaykit.backends.dnnl.run.program import Node, Program
 
 
 def _conv1x1(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:

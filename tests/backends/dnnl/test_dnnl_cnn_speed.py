@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from relaykit.backends.dnnl.program import Node, Program
-from relaykit.backends.dnnl.region import DnnlRegion
+from relaykit.backends.dnnl.run.program import Node, Program
+from relaykit.backends.dnnl.run.region import DnnlRegion
 
 
 def _conv_nchw(x: np.ndarray, w: np.ndarray, b: np.ndarray, pad: int) -> np.ndarray:

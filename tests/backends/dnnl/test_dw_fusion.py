@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from relaykit.backends.dnnl.fuse import fuse_depthwise
-from relaykit.backends.dnnl.program import Node, Program
-from relaykit.backends.dnnl.region import DnnlRegion
-from relaykit.backends.dnnl.tune import depthwise_fused_build
+from relaykit.backends.dnnl.compile.fuse import fuse_depthwise
+from relaykit.backends.dnnl.compile.tune import depthwise_fused_build
+from relaykit.backends.dnnl.run.program import Node, Program
+from relaykit.backends.dnnl.run.region import DnnlRegion
 
 CIN, MID, HW = 16, 32, 14
 

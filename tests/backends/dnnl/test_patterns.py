@@ -9,8 +9,8 @@ import pytest
 import relaykit as tvm
 from relaykit import relay
 from relaykit.backends.dnnl import compile_region, partition_for_dnnl
-from relaykit.backends.dnnl.fuse import optimize
-from relaykit.backends.dnnl.lower import lower_function
+from relaykit.backends.dnnl.compile.fuse import optimize
+from relaykit.backends.dnnl.compile.lower import lower_function
 from relaykit.ir import Call, Function
 from relaykit.ir.functor import post_order
 

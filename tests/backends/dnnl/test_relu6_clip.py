@@ -9,8 +9,8 @@ import pytest
 
 from relaykit import relay
 from relaykit.backends.dnnl import partition_for_dnnl
-from relaykit.backends.dnnl.fuse import optimize
-from relaykit.backends.dnnl.program import Node, Program
+from relaykit.backends.dnnl.compile.fuse import optimize
+from relaykit.backends.dnnl.run.program import Node, Program
 
 W = np.random.default_rng(5).standard_normal((6, 3, 3, 3)).astype("float32")
 

@@ -12,10 +12,10 @@ from relaykit.backends.dnnl import (
     DnnlNotFoundError,
     compile_region,
     find_onednn,
-    library,
     partition_for_dnnl,
     resolve_num_threads,
 )
+from relaykit.backends.dnnl.run import library
 from relaykit.errors import BackendExecutionError, CodegenError, RelayKitError
 
 

@@ -432,8 +432,8 @@ def test_relu_keeps_nan_and_infinities(dnnl):
 
 
 def test_reshapes_sink_to_the_producer_and_stop():
-    from relaykit.backends.dnnl.fuse import optimize
-    from relaykit.backends.dnnl.program import Node, Program
+    from relaykit.backends.dnnl.compile.fuse import optimize
+    from relaykit.backends.dnnl.run.program import Node, Program
 
     # reshape(dense(reshape(x))) + bias + residual, as exporters write a linear layer
     p = Program()

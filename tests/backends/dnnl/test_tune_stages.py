@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from relaykit.backends.dnnl.fuse import fuse_depthwise
-from relaykit.backends.dnnl.program import Node, Program
-from relaykit.backends.dnnl.region import DnnlRegion
-from relaykit.backends.dnnl.tune import by_stage, staged
+from relaykit.backends.dnnl.compile.fuse import fuse_depthwise
+from relaykit.backends.dnnl.compile.tune import by_stage, staged
+from relaykit.backends.dnnl.run.program import Node, Program
+from relaykit.backends.dnnl.run.region import DnnlRegion
 
 RNG = np.random.default_rng(11)
 # (cin, cout, kernel, stride, groups) of an inverted-residual pair of blocks:

@@ -9,16 +9,17 @@ from scipy.signal import correlate2d
 
 import relaykit as tvm
 from relaykit import relay
-from relaykit.backends.dnnl import OPTIONS_KEY, partition_for_dnnl, tune, winograd
-from relaykit.backends.dnnl.program import Node, Program
-from relaykit.backends.dnnl.region import DnnlRegion
-from relaykit.backends.dnnl.winograd import (
+from relaykit.backends.dnnl import OPTIONS_KEY, partition_for_dnnl
+from relaykit.backends.dnnl.compile import tune, winograd
+from relaykit.backends.dnnl.compile.winograd import (
     G,
     eligible,
     transformed_weight,
     winograd_build,
     with_winograd,
 )
+from relaykit.backends.dnnl.run.program import Node, Program
+from relaykit.backends.dnnl.run.region import DnnlRegion
 from relaykit.contrib import graph_executor
 from relaykit.errors import CodegenError
 

@@ -28,7 +28,7 @@ def dnnl_available() -> bool:
     """Whether the dnnl backend's oneDNN is installed (the tests that partition for dnnl
     skip without it)."""
     try:
-        from relaykit.backends.dnnl.library import find_onednn
+        from relaykit.backends.dnnl.run.library import find_onednn
 
         find_onednn()
     except Exception:

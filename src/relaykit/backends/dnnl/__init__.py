@@ -29,14 +29,14 @@ The ``target.dnnl`` operator rules, the ``dnnl`` pattern table and the
 which relaykit finds by name: importing this package registers nothing.
 """
 
-from .codegen import OPTIONS_KEY, compile_region, dnnl_codegen
-from .library import INSTALL_HINT, DnnlNotFoundError, OneDNN, find_onednn
-from .module import DnnlModule
+from .compile.codegen import OPTIONS_KEY, compile_region, dnnl_codegen
 from .partition import optimize_for_dnnl, partition_for_dnnl, pre_partition_passes
-from .patterns import pattern_table
-from .region import DnnlRegion
-from .rules import check_call
-from .threads import resolve_num_threads
+from .partition.patterns import pattern_table
+from .partition.rules import check_call
+from .run.library import INSTALL_HINT, DnnlNotFoundError, OneDNN, find_onednn
+from .run.module import DnnlModule
+from .run.region import DnnlRegion
+from .run.threads import resolve_num_threads
 
 
 def is_available() -> bool:

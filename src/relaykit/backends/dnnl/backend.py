@@ -9,13 +9,12 @@ from __future__ import annotations
 from relaykit.backends import Backend, Requirement
 from relaykit.backends.common import RELAYKIT_VERSION
 
-from . import tvm_api
-from .codegen import OPTIONS_KEY, dnnl_codegen
-from .library import DnnlNotFoundError, find_onednn
-from .module import DnnlModule
-from .partition import optimize_for_dnnl, partition_for_dnnl
-from .patterns import pattern_table
-from .rules import RULES, TARGET, check_call, rule_for
+from .compile.codegen import OPTIONS_KEY, dnnl_codegen
+from .partition import optimize_for_dnnl, partition_for_dnnl, tvm_api
+from .partition.patterns import pattern_table
+from .partition.rules import RULES, TARGET, check_call, rule_for
+from .run.library import DnnlNotFoundError, find_onednn
+from .run.module import DnnlModule
 
 __all__ = ["BACKEND"]
 

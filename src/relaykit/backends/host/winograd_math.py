@@ -1,6 +1,6 @@
 """The weight side of Winograd's F(2x2, 3x3) convolution, shared by the host's native
 kernels (:mod:`relaykit.backends.host.conv`) and dnnl regions
-(:mod:`relaykit.backends.dnnl.winograd`).
+(:mod:`relaykit.backends.dnnl.compile.winograd`).
 
 A 3x3, stride-1 convolution becomes, per 2x2 output tile, ``Y = A^T [U (.) V] A`` with
 ``U = G w G^T`` (the weights, 4x4 per channel pair, transformed once in float64 here) and

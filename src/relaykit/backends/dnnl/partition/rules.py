@@ -27,12 +27,11 @@ from typing import Any, cast
 
 import numpy as np
 
+from relaykit.backends.dnnl.compile.lower import BINARY_OPS, COMMUTATIVE, ELTWISE_OPS, op_name
 from relaykit.byoc import Decline, decline
 from relaykit.ir.expr import Call, Constant, Expr
 from relaykit.ir.types import TensorType, TupleType, Type
 from relaykit.op.nn.geometry import pad4, pair
-
-from .lower import BINARY_OPS, COMMUTATIVE, ELTWISE_OPS, op_name
 
 __all__ = ["RULES", "check_call", "rule_for", "TARGET"]
 

@@ -2,7 +2,8 @@
 
 ``relay.build`` hands it every ``Compiler="dnnl"`` function of the module at
 once; each is lowered to a region program (:mod:`.lower`), fused
-(:mod:`.fuse`) and compiled into oneDNN primitives (:class:`.region.DnnlRegion`).
+(:mod:`.fuse`) and compiled into oneDNN primitives
+(:class:`~relaykit.backends.dnnl.run.region.DnnlRegion`).
 The thread count comes from, in order: ``num_threads`` here, the
 ``"relay.ext.dnnl.options"`` entry of the current ``PassContext`` config
 (``{"num_threads": 4}``), ``RELAYKIT_NUM_THREADS``, all cores. The same config
@@ -18,6 +19,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from relaykit.backends.dnnl.run.module import DnnlModule
+from relaykit.backends.dnnl.run.program import Program
+from relaykit.backends.dnnl.run.region import DnnlRegion
 from relaykit.errors import CodegenError
 from relaykit.ir.expr import Call, Function
 from relaykit.ir.functor import post_order
@@ -26,9 +30,6 @@ from relaykit.transform.pass_infra import PassContext
 
 from .fuse import optimize
 from .lower import lower_function, op_name
-from .module import DnnlModule
-from .program import Program
-from .region import DnnlRegion
 from .tune import fastest_build
 
 __all__ = ["dnnl_codegen", "compile_region", "region_ops", "OPTIONS_KEY"]

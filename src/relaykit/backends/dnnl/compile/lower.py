@@ -6,8 +6,8 @@ operator becomes oneDNN-level nodes, and constants become program constants:
 ``nn.batch_norm`` turns into a per-channel scale and shift, ``nn.bias_add``
 into a broadcast add, ``nn.dropout`` into the identity. What a node cannot
 express raises :class:`~relaykit.errors.CodegenError`; the target rules
-(:mod:`.rules`) decline those operators first, so partitioned functions
-always lower.
+(:mod:`relaykit.backends.dnnl.partition.rules`) decline those operators first, so
+partitioned functions always lower.
 
 >>> from relaykit import relay
 >>> x = relay.var("x", shape=(1, 8))
@@ -26,14 +26,13 @@ from typing import Any, Union, cast
 
 import numpy as np
 
+from relaykit.backends.dnnl.run.program import Node, Program
 from relaykit.errors import CodegenError
 from relaykit.ir.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
 from relaykit.ir.functor import post_order
 from relaykit.ir.op import Op
 from relaykit.ir.types import TensorType, TupleType
 from relaykit.op.nn.geometry import pad4, pair
-
-from .program import Node, Program
 
 __all__ = [
     "lower_function",

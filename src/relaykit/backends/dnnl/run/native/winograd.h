@@ -17,7 +17,7 @@
 // weight transform) has halves, and those are exact in binary too.
 //
 // On x86-64 compiled for AVX-512, AVX2 and the baseline (target_clones: the loader picks
-// the one the CPU runs). Included once, by region.cc (native.py inlines it into the one
+// the one the CPU runs). Included once, by conv.cc (native.py inlines it into the one
 // source text the runtime is built, cached and shipped from).
 //
 // Non-finite values: the transforms add and subtract input pixels, so an infinite input

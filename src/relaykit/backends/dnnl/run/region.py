@@ -14,7 +14,7 @@ one when every context is busy), so concurrent callers of ``run`` never wait
 either. A bound call used by two threads at once takes turns on its context.
 
 >>> import numpy as np
->>> from relaykit.backends.dnnl.program import Node, Program
+>>> from relaykit.backends.dnnl.run.program import Node, Program
 >>> p = Program()
 >>> x = p.add_input((1, 4))
 >>> y = p.new_tensor((1, 4))

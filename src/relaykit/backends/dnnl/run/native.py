@@ -1,10 +1,11 @@
 """The native region runtime: compiled once, cached, loaded with ctypes.
 
-``native/region.cc`` is one C++ library for every region of every model (the
-regions arrive as JSON programs). It is compiled with ``g++ -O3`` against the
-oneDNN wheel's headers the first time it is needed, into a private cache
-directory keyed by the source, the oneDNN version and the compiler, and loaded
-from there afterwards::
+``native/*.cc`` (with ``native/*.h``: ``region.h`` declares what they share) is one
+C++ library for every region of every model (the regions arrive as JSON programs).
+The files are compiled as one translation unit (each header inlined once), with
+``g++ -O3`` against the oneDNN wheel's headers the first time it is needed, into a
+private cache directory keyed by that text, the oneDNN version and the compiler, and
+loaded from there afterwards::
 
     ~/.cache/relaykit/dnnl/<key>/librkdnnl.so      (RELAYKIT_CACHE_DIR overrides ~/.cache/relaykit)
 
@@ -14,7 +15,7 @@ else the carried binary, else recompiles the carried source.
 
 >>> lib = load_runtime()              # doctest: +SKIP
 >>> lib.abi                           # doctest: +SKIP
-'relaykit-dnnl-3 onednn-3.2.0'
+'relaykit-dnnl-4 onednn-3.2.0'
 """
 
 from __future__ import annotations
@@ -45,10 +46,13 @@ __all__ = [
     "runtime_blob",
     "load_runtime_blob",
     "cache_dir",
-    "SOURCE_PATH",
+    "SOURCE_DIR",
 ]
 
-SOURCE_PATH = Path(__file__).with_name("native") / "region.cc"
+#: The runtime's sources: every ``*.cc`` in this directory and the headers they include.
+SOURCE_DIR = Path(__file__).with_name("native")
+#: The name the joined source is compiled (and keyed) under.
+_SOURCE_NAME = "runtime.cc"
 _LIB_NAME = "librkdnnl.so"
 _FLAGS = ("-O3", "-std=c++17", "-fPIC", "-shared", "-fopenmp", "-DNDEBUG")
 _lock = threading.Lock()
@@ -73,24 +77,36 @@ def _compiler() -> list[str]:
     return find_compiler("the dnnl backend's oneDNN runtime", ("CXX",), ("g++", "c++"), "C++")
 
 
-#: ``#include "x.h"`` of a header next to ``region.cc``.
+#: ``#include "x.h"`` of a header in :data:`SOURCE_DIR`.
 _LOCAL_INCLUDE = re.compile(r'^#include "([A-Za-z0-9_]+\.h)"$', re.MULTILINE)
 
 
 def _source() -> str:
-    """``region.cc`` with its local headers (``native/*.h``) inlined: the one self-contained
-    text the runtime is compiled, cached (by its hash) and shipped from."""
+    """The runtime as one self-contained text: every ``native/*.cc`` in name order, each
+    local header (``native/*.h``) inlined where it is first included. It is what the runtime
+    is compiled, cached (by its hash) and shipped from; one translation unit, so the
+    compiler sees (and inlines across) all of it, as it did when it was one file."""
+    seen: set[str] = set()
 
     def inline(match: re.Match[str]) -> str:
-        return f"// ---- {match[1]} ----\n" + (SOURCE_PATH.parent / match[1]).read_text()
+        name = match[1]
+        if name in seen:
+            return f"// ---- {name} (included above) ----"
+        seen.add(name)
+        text = (SOURCE_DIR / name).read_text()
+        return f"// ---- {name} ----\n" + _LOCAL_INCLUDE.sub(inline, text)
 
-    return _LOCAL_INCLUDE.sub(inline, SOURCE_PATH.read_text())
+    files = sorted(SOURCE_DIR.glob("*.cc"))
+    return "\n".join(
+        f"// ---- {path.name} ----\n" + _LOCAL_INCLUDE.sub(inline, path.read_text())
+        for path in files
+    )
 
 
 def _key(source: str) -> str:
     """Cache key: the runtime source, the oneDNN build it links and the flags."""
     onednn = find_onednn()
-    return cache_key({"region.cc": source}, _FLAGS, onednn.version, str(onednn.library))
+    return cache_key({_SOURCE_NAME: source}, _FLAGS, onednn.version, str(onednn.library))
 
 
 def _private_dir(key: str) -> Path:
@@ -101,7 +117,7 @@ def _compile(source: str, target: Path, cxx: list[str]) -> None:
     onednn = find_onednn()
     include = onednn.require_headers()
     link = [f"-L{onednn.lib_dir}", "-l:" + onednn.library.name, f"-Wl,-rpath,{onednn.lib_dir}"]
-    compile_shared({"region.cc": source}, target, cxx, [*_FLAGS, f"-I{include}"], link,
+    compile_shared({_SOURCE_NAME: source}, target, cxx, [*_FLAGS, f"-I{include}"], link,
                    "the dnnl runtime")  # fmt: skip
 
 
@@ -201,7 +217,7 @@ def runtime_blob() -> dict[str, bytes]:
 
 
 def _own_runtime(abi: str) -> NativeRuntime:
-    """relaykit's own runtime (from the shipped ``region.cc``), which must speak ``abi``."""
+    """relaykit's own runtime (from the shipped ``native/*.cc``), which must speak ``abi``."""
     local = load_runtime()
     if local.abi != abi:
         raise NativeCodeRefusedError(

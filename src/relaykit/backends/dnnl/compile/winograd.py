@@ -34,11 +34,10 @@ from typing import Any
 
 import numpy as np
 
+from relaykit.backends.dnnl.run.program import Node, Program
+from relaykit.backends.dnnl.run.region import DnnlRegion
 from relaykit.backends.host.winograd_math import G, transformed_weight
 from relaykit.errors import CodegenError
-
-from .program import Node, Program
-from .region import DnnlRegion
 
 __all__ = [
     "G",

@@ -12,7 +12,7 @@ Node kinds and their attributes (``post`` lists fused post-ops:
 conv       ``weight``, ``bias`` (tensor or -1), ``strides``, ``dilation``, ``pad``
            (top, left, bottom, right), ``groups``; ``winograd`` (optional): the
            transformed weight [16, C, K] of a 3x3 convolution run by Winograd's
-           F(2x2, 3x3) (see :mod:`.winograd`)
+           F(2x2, 3x3) (see :mod:`relaykit.backends.dnnl.compile.winograd`)
 dense      ``weight`` (units, K), ``bias``; the input may be N-D (flattened)
 pool       ``alg`` (max / avg_include / avg_exclude), ``kernel``, ``strides``,
            ``dilation``, ``pad_l``, ``pad_r``

@@ -1,6 +1,6 @@
 """Region-level fusion: fewer, bigger oneDNN primitives.
 
-Run on a lowered :class:`~.program.Program`, in this order:
+Run on a lowered :class:`~relaykit.backends.dnnl.run.program.Program`, in this order:
 
 0. ``sink_reshapes`` — a reshape that keeps the trailing dimensions moves past
    the eltwise, broadcast binary, softmax and layer-norm nodes after it, so
@@ -32,7 +32,7 @@ Run on a lowered :class:`~.program.Program`, in this order:
 A node is fused into its producer only when the producer's output has no
 other reader and is not a region output, so results never change.
 
->>> from relaykit.backends.dnnl.program import Node, Program
+>>> from relaykit.backends.dnnl.run.program import Node, Program
 >>> import numpy as np
 >>> p = Program()
 >>> x = p.add_input((1, 2, 4, 4))
@@ -50,8 +50,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from relaykit.backends.dnnl.run.program import Node, Program
+
 from .dedup import merge_duplicates
-from .program import Node, Program
 
 __all__ = [
     "optimize",

@@ -23,7 +23,7 @@ The composites oneDNN runs as one primitive, named as in TVM's
 Bias is ``nn.bias_add`` or ``add`` of a constant. Every entry has a check
 that runs the operator rules (:mod:`.rules`) on the matched calls, so a
 composite is formed only where oneDNN can run it. The codegen does not depend
-on these names: it re-fuses the whole region (:mod:`.fuse`), so composites
+on these names: it re-fuses the whole region (:mod:`.compile.fuse`), so composites
 are for TVM-compatible partitioning and for ``explain``.
 
 >>> [name for name, *_ in pattern_table()][:3]
@@ -37,13 +37,13 @@ from typing import Any, cast
 
 import numpy as np
 
+from relaykit.backends.dnnl.compile.lower import op_name
 from relaykit.byoc import Decline, decline
 from relaykit.dataflow_pattern import DFPattern, is_constant, is_op, match_explain, wildcard
 from relaykit.ir.expr import Call, Constant, Expr
 from relaykit.ir.op import Op
 from relaykit.ir.types import TensorType
 
-from .lower import op_name
 from .rules import check_call
 
 __all__ = ["pattern_table", "ACTIVATIONS"]

@@ -40,6 +40,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from relaykit.backends.dnnl.compile.codegen import dnnl_codegen
 from relaykit.dataflow_pattern import DFPatternCallback, is_constant, is_op, rewrite, wildcard
 from relaykit.errors import IRError
 from relaykit.ir.expr import Call, Constant, Expr, Function, GlobalVar, checked_type_or_none, const
@@ -51,8 +52,6 @@ from relaykit.op import add, reshape
 from relaykit.op.nn import layer_norm
 from relaykit.transform.bind import bind
 from relaykit.transform.infer_type import InferType
-
-from .codegen import dnnl_codegen
 
 __all__ = [
     "legalize_group_conv",

@@ -15,7 +15,7 @@ fuses into the other operand's convolution as a ``sum`` post-op, as
 onnxruntime does.
 
 >>> import numpy as np
->>> from relaykit.backends.dnnl.program import Node, Program
+>>> from relaykit.backends.dnnl.run.program import Node, Program
 >>> p = Program()
 >>> x = p.add_input((1, 4))
 >>> a, b, s = (p.new_tensor((1, 4)) for _ in range(3))
@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from .program import Node, Program
+from relaykit.backends.dnnl.run.program import Node, Program
 
 __all__ = ["merge_duplicates"]
 

@@ -15,7 +15,7 @@ fastest, so that layouts change only between stages: MobileNetV2 takes its
 the fastest. Mixing per convolution instead measured slower: the reorders eat the
 gain.
 
->>> from relaykit.backends.dnnl.program import Node, Program
+>>> from relaykit.backends.dnnl.run.program import Node, Program
 >>> p = Program()
 >>> x = p.add_input((1, 4))
 >>> y = p.new_tensor((1, 4))
@@ -34,11 +34,11 @@ from typing import Any
 
 import numpy as np
 
+from relaykit.backends.dnnl.run.program import Program
+from relaykit.backends.dnnl.run.region import DnnlRegion
 from relaykit.errors import CodegenError
 
 from .fuse import fuse_depthwise
-from .program import Program
-from .region import DnnlRegion
 from .winograd import winograd_build
 
 __all__ = [

@@ -28,6 +28,7 @@ import numpy as np
 
 from relaykit import transform
 from relaykit.backends import backend_registry
+from relaykit.backends.dnnl.run.library import find_onednn
 from relaykit.byoc import configure_target, partition_for
 from relaykit.ir.expr import Call, Constant, Expr, Function, const
 from relaykit.ir.functor import rewrite_post_order
@@ -36,7 +37,6 @@ from relaykit.ir.op import Op
 from relaykit.transform.bind import bind_params_by_name
 from relaykit.transform.pass_infra import FunctionPass, Pass, PassContext, Sequential
 
-from .library import find_onednn
 from .rules import TARGET
 
 __all__ = [
@@ -145,7 +145,7 @@ def partition_for_dnnl(
     returns regions without a convolution or dense layer to the host (TVM's
     ``prune_dnnl_subgraphs``). ``pin`` is as for ``AnnotateTarget`` (force
     operators to the host or to dnnl). Without oneDNN installed it raises
-    :class:`~.library.DnnlNotFoundError`, which names the extra to install.
+    :class:`~.run.library.DnnlNotFoundError`, which names the extra to install.
     """
     find_onednn()  # choosing dnnl without oneDNN installed fails here, saying what to install
     with backend_registry.scoped():  # prune_subgraphs holds for this call only

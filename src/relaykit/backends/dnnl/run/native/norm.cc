@@ -1,0 +1,81 @@
+// Normalisations (see region.h): softmax, LRN, layer normalisation.
+
+#include "region.h"
+
+namespace rk {
+
+void Region::lower_softmax(const Json& node) {
+  int src = in(node, 0), o = out(node);
+  int axis = static_cast<int>(node.at("axis").i());
+  bool log = node.get_i("log", 0) != 0;
+  memory::desc md = follow(src);
+  dnnl::softmax_forward::primitive_desc pd;
+  try {
+    pd = dnnl::softmax_forward::primitive_desc(
+        eng_, prop_kind::forward_inference, log ? algorithm::softmax_log : algorithm::softmax_accurate,
+        md, md, axis, base_attr());
+    if (impl_name(pd) == "ref" && !(md == plain_md(dims_[src]))) throw dnnl::error(dnnl_unimplemented, "ref");
+  } catch (const dnnl::error&) {
+    md = plain_md(dims_[src]);
+    pd = dnnl::softmax_forward::primitive_desc(
+        eng_, prop_kind::forward_inference, log ? algorithm::softmax_log : algorithm::softmax_accurate,
+        md, md, axis, base_attr());
+  }
+  int ps = version(src, md);
+  int pdst = define(o, md, dying(src));
+  add_step(dnnl::softmax_forward(pd), {{DNNL_ARG_SRC, ps, md}, {DNNL_ARG_DST, pdst, md}},
+           std::string(log ? "log_softmax" : "softmax") + " t" + std::to_string(o) + " " + md_str(md), &pd);
+}
+
+void Region::lower_lrn(const Json& node) {
+  int src = in(node, 0), o = out(node);
+  memory::desc md = follow(src);
+  auto pd = dnnl::lrn_forward::primitive_desc(
+      eng_, prop_kind::forward_inference, algorithm::lrn_across_channels, md, md,
+      node.at("size").i(), static_cast<float>(node.at("alpha").f()),
+      static_cast<float>(node.at("beta").f()), static_cast<float>(node.at("k").f()), base_attr());
+  int ps = version(src, md);
+  int pdst = define(o, md);
+  add_step(dnnl::lrn_forward(pd), {{DNNL_ARG_SRC, ps, md}, {DNNL_ARG_DST, pdst, md}},
+           "lrn t" + std::to_string(o) + " " + md_str(md), &pd);
+}
+
+// `t` in a layout whose innermost dimension is contiguous (what normalisations and the
+// jit softmax want): its own when it is, else a plain copy.
+memory::desc Region::last_dense(int t) {
+  const memory::desc& md = md_of(t);
+  if (is_strided(md)) {
+    auto st = md.get_strides();
+    if (!st.empty() && st.back() == 1) return md;
+  }
+  return plain_md(dims_[t]);
+}
+
+// Layer normalisation over the innermost dimension, with optional scale and shift
+// ("weight" and "bias": constants of that dimension's size).
+void Region::lower_layer_norm(const Json& node) {
+  int src = in(node, 0), o = out(node);
+  long long scale = node.get_i("weight", -1), shift = node.get_i("bias", -1);
+  float eps = static_cast<float>(node.at("eps").f());
+  memory::desc md = last_dense(src);
+  auto flags = dnnl::normalization_flags::none;
+  if (scale >= 0) flags |= dnnl::normalization_flags::use_scale;
+  if (shift >= 0) flags |= dnnl::normalization_flags::use_shift;
+  auto pd = dnnl::layer_normalization_forward::primitive_desc(
+      eng_, prop_kind::forward_inference, md, md, eps, flags, base_attr());
+  int ps = version(src, md);
+  int pdst = define(o, md, dying(src));
+  std::vector<Arg> args = {{DNNL_ARG_SRC, ps, md}, {DNNL_ARG_DST, pdst, md}};
+  memory::desc cmd = plain_md({dims_[src].back()});
+  for (auto [t, arg] : {std::pair<long long, int>{scale, DNNL_ARG_SCALE}, {shift, DNNL_ARG_SHIFT}}) {
+    if (t < 0) continue;
+    int c = checked(t);
+    if (!is_const(c) || dims_[c] != cmd.get_dims())
+      throw Error("program: layer_norm scale and shift must be constants of the last dim's size");
+    args.push_back({arg, version(c, cmd), cmd});
+  }
+  add_step(dnnl::layer_normalization_forward(pd), args,
+           "layer_norm t" + std::to_string(o) + " " + md_str(md), &pd);
+}
+
+}  // namespace rk
