@@ -17,8 +17,8 @@ same input with the same thread count, timed in interleaved bursts after pauses
 (``_bench.py``); the medians of wall time, their ratio (relaykit / eager: the target
 is <= 0.8), the best runs, the medians of this process's CPU time per run (less
 sensitive to other processes on a shared machine) and the largest error relative
-to eager's output are printed. ``--profile`` adds
-relaykit's per-operator times of the first size (the executor's ``profile``).
+to eager's output are printed. ``--profile`` adds the per-step times of relaykit's
+oneDNN region for the first size.
 """
 
 from __future__ import annotations
@@ -80,9 +80,10 @@ def engines_for(model: Any, x: Any, mask: Any, threads: int) -> list[_bench.Engi
     return [_bench.Engine("torch eager", eager), _bench.Engine("relaykit+dnnl", relaykit, build)]
 
 
-def profile(model: Any, x: Any, threads: int) -> None:
+def profile(model: Any, x: Any, threads: int, show_all: bool = False) -> None:
     """The per-step times of the oneDNN region(s) relaykit builds for ``model`` (the
-    graph the backend converts, partitioned and built as the backend does)."""
+    graph the backend converts, partitioned and built as the backend does): the total
+    by primitive kind, then the 12 slowest steps (``show_all``: every step in order)."""
     import torch
 
     import relaykit as tvm
@@ -130,7 +131,9 @@ def profile(model: Any, x: Any, threads: int) -> None:
             kinds[kind] = kinds.get(kind, 0.0) + t
         for kind, t in sorted(kinds.items(), key=lambda kv: -kv[1]):
             print(f"  {t:7.3f} ms  {100 * t / total:5.1f}%  {kind}")
-        for step, t in (zip(steps, best, strict=True) if os.environ.get("ALLSTEPS") else sorted(zip(steps, best, strict=True), key=lambda p: -p[1])[:12]):
+        pairs = list(zip(steps, best, strict=True))
+        shown = pairs if show_all else sorted(pairs, key=lambda p: -p[1])[:12]
+        for step, t in shown:
             print(f"  {t:7.3f} ms  {step[:140]}")
 
 
@@ -143,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gap", type=float, default=0.5, help="pause before each burst (s)")
     parser.add_argument("--gelu", action="store_true", help="GELU feed-forward (else ReLU)")
     parser.add_argument("--mask", action="store_true", help="with a src_key_padding_mask")
-    parser.add_argument("--profile", action="store_true", help="relaykit's per-op times")
+    parser.add_argument("--profile", action="store_true", help="relaykit's per-step times")
+    parser.add_argument("--all-steps", action="store_true", help="--profile: every step")
     opts = parser.parse_args(argv)
 
     import torch
@@ -176,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
         if opts.profile and size == opts.sizes.split(",")[0]:
-            profile(model, x, opts.threads)
+            profile(model, x, opts.threads, opts.all_steps)
     return 0
 
 

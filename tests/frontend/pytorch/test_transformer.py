@@ -45,11 +45,14 @@ def _masks(kind):
     causal = torch.nn.Transformer.generate_square_subsequent_mask(L)
     attn = torch.rand(L, L, generator=torch.Generator().manual_seed(3)) > 0.5
     attn.fill_diagonal_(False)  # no row left without a position
+    per_head = torch.rand(B * HEADS, L, L, generator=torch.Generator().manual_seed(4)) > 0.5
+    per_head[:, range(L), range(L)] = False
     return {
         "none": {},
         "padding": {"src_key_padding_mask": padding},
         "causal": {"mask": causal, "is_causal": True},
         "bool_attn": {"mask": attn, "is_causal": False},
+        "per_head": {"mask": per_head, "is_causal": False},
         "both": {"mask": causal < 0, "src_key_padding_mask": padding, "is_causal": True},
     }[kind]
 
@@ -80,7 +83,7 @@ def _compile_run(model, args, kwargs, options, grad_mode=torch.no_grad):
     return got, want
 
 
-@pytest.mark.parametrize("mask", ["none", "padding", "causal", "bool_attn", "both"])
+@pytest.mark.parametrize("mask", ["none", "padding", "causal", "bool_attn", "per_head", "both"])
 @pytest.mark.parametrize("activation", ["relu", "gelu"])
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_encoder_compiles(norm_first, activation, mask, close):

@@ -215,9 +215,9 @@ def _rows(ctx: OpContext, packed: Any, start: int, stop: int, factor: float = 1.
     (sliced now when it is a constant, as the parameters of a compiled graph are)."""
     x = ctx.expr(packed)
     if isinstance(x, Constant):
-        part = x.data.numpy()[start:stop]
-        return ctx.expr((part * factor).astype(part.dtype) if factor != 1.0 else part)
-    part = op.strided_slice(x, [start], [stop], axes=[0])
+        rows = x.data.numpy()[start:stop]
+        return ctx.expr((rows * factor).astype(rows.dtype) if factor != 1.0 else rows)
+    part: Expr = op.strided_slice(x, [start], [stop], axes=[0])
     return part if factor == 1.0 else op.multiply(part, ctx.expr(factor, ctx.dtype(x)))
 
 
@@ -339,6 +339,7 @@ def _encoder_layer(ctx: OpContext, args: list[Any]) -> Expr:
         hidden = _activation(ctx, _linear(x, w1, b1, ctx.shape(w1)[0]), bool(args[7]))
         return _linear(hidden, w2, b2, ctx.shape(w2)[0])
 
+    x: Expr
     if bool(args[8]):  # norm_first: x + block(norm(x))
         x = op.add(attend(_norm(ctx, src, args[10], args[11], eps)), src)
         return op.add(feed_forward(_norm(ctx, x, args[12], args[13], eps)), x)
