@@ -58,8 +58,15 @@ __all__ = ["RelayKitFallbackWarning", "relaykit_backend", "CompiledGraph", "regi
 KNOWN_OPTIONS = frozenset({"targets", "opt_level", "num_threads", "config", "fallback"})
 
 
-#: aten ops torch's default decompositions would lower further, kept whole as export does
-KEPT_OPS = (torch.ops.aten.upsample_nearest2d.default, torch.ops.aten.upsample_bilinear2d.default)
+#: aten ops torch's default decompositions would lower further, kept whole: relaykit has
+#: these ops (nn.resize2d), and attention converts to fewer, bigger ops than its
+#: decomposition (which also tests every row of the scores for a fully masked one)
+KEPT_OPS = (
+    torch.ops.aten.upsample_nearest2d.default,
+    torch.ops.aten.upsample_bilinear2d.default,
+    torch.ops.aten.scaled_dot_product_attention.default,
+    torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default,
+)
 
 
 class RelayKitFallbackWarning(UserWarning):
@@ -84,7 +91,7 @@ def _aten_graph(gm: Any, inputs: Sequence[Any]) -> Any:
     from torch.fx.experimental.proxy_tensor import make_fx
 
     table = torch.export.default_decompositions()
-    for op in KEPT_OPS:  # relaykit has these ops (nn.resize2d): keep them whole
+    for op in KEPT_OPS:
         table.pop(op, None)
 
     def interpret(*args: Any) -> Any:  # node by node, so each aten node keeps its source

@@ -173,6 +173,8 @@ class FxImporter:
     def _arg(self, value: Any) -> Any:
         if isinstance(value, (list, tuple)):
             return type(value)(self._arg(v) for v in value)
+        if isinstance(value, Mapping):  # keyword arguments
+            return {k: self._arg(v) for k, v in value.items()}
         if type(value).__name__ == "Node":
             return self.values[value]
         return value

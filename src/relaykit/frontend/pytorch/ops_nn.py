@@ -1,6 +1,6 @@
 """Converters of aten's neural-network ops: convolutions, pooling, normalisation,
-linear layers and matrix products, softmax, attention
-(``scaled_dot_product_attention``), upsampling and padding.
+linear layers and matrix products, softmax, upsampling and padding (attention:
+:mod:`.ops_attention`).
 
 Linear layers become ``nn.dense`` (+ ``nn.bias_add``) on the weight as PyTorch
 stores it (``[out, in]``): ``addmm(b, x, t(w))`` and ``mm(x, t(w))`` from
@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import math
 from typing import Any
-
-import numpy as np
 
 from relaykit import op
 from relaykit.ir.expr import Call, Expr
@@ -352,7 +350,7 @@ def _matmul(ctx: OpContext, args: list[Any]) -> Expr:
     return matmul(ctx, args[0], args[1])
 
 
-# -- softmax and attention ------------------------------------------------------------------
+# -- softmax --------------------------------------------------------------------------------
 def _softmax_like(relay_fn: Any) -> Any:
     def convert(ctx: OpContext, args: list[Any]) -> Expr:
         # softmax(x, dim, dtype) / _softmax(x, dim, half_to_float)
@@ -369,44 +367,6 @@ def _softmax_like(relay_fn: Any) -> Any:
 
 converter("softmax", "_softmax", "_safe_softmax")(_softmax_like(nn.softmax))
 converter("log_softmax", "_log_softmax")(_softmax_like(nn.log_softmax))
-
-
-@converter("scaled_dot_product_attention")
-def _sdpa(ctx: OpContext, args: list[Any]) -> Expr:
-    # (query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
-    q, k, v = ctx.expr(args[0]), ctx.expr(args[1]), ctx.expr(args[2])
-    mask, causal, scale = _opt(args, 3), bool(_opt(args, 5, False)), _opt(args, 6)
-    sq, sk, sv = list(ctx.shape(q)), list(ctx.shape(k)), list(ctx.shape(v))
-    if bool(_opt(args, 7, False)) and sq[:-3] == sk[:-3] and sq[-3] != sk[-3]:
-        reps = sq[-3] // sk[-3]  # grouped-query attention: repeat the key/value heads
-        k, v = op.repeat(k, reps, len(sk) - 3), op.repeat(v, reps, len(sv) - 3)
-        sk[-3], sv[-3] = sq[-3], sv[-3] * reps
-    dt = ctx.dtype(q)
-    lq, s, e = sq[-2], sk[-2], sq[-1]
-    batch = list(_broadcast(sq[:-2], sk[:-2]))
-    nb = int(math.prod(batch))
-    q3 = op.reshape(op.broadcast_to(q, [*batch, lq, e]), [nb, lq, e])
-    k3 = op.reshape(op.broadcast_to(k, [*batch, s, e]), [nb, s, e])
-    v3 = op.reshape(op.broadcast_to(v, [*batch, s, sv[-1]]), [nb, s, sv[-1]])
-    factor = float(scale) if scale is not None else 1.0 / math.sqrt(e)
-    scores = op.multiply(nn.batch_matmul(q3, k3), ctx.expr(factor, dt))
-    keep = None
-    if causal:
-        keep = ctx.expr(np.tril(np.ones((lq, s), dtype=bool)))
-    if mask is not None:
-        m = ctx.expr(mask)
-        m3 = op.reshape(op.broadcast_to(m, [*batch, lq, s]), [nb, lq, s])
-        if ctx.dtype(m) == "bool":
-            keep = m3 if keep is None else op.logical_and(keep, m3)
-        else:
-            scores = op.add(scores, op.cast(m3, dt) if ctx.dtype(m) != dt else m3)
-    if keep is not None:
-        scores = op.where(keep, scores, ctx.expr(-math.inf, dt))
-    probs = nn.softmax(scores, axis=-1)
-    if keep is not None:  # a row with every position masked gives zeros, as torch does
-        probs = op.where(keep, probs, ctx.expr(0.0, dt))
-    out = nn.batch_matmul(probs, v3, transpose_b=False)
-    return op.reshape(out, [*batch, lq, sv[-1]])
 
 
 # -- resizing and padding --------------------------------------------------------------------
