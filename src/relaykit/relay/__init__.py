@@ -85,6 +85,7 @@ from . import (
 )
 from .scope_builder import ScopeBuilder
 from .transform import build_config
+from .type_functor import TypeFunctor, TypeMutator, TypeVisitor
 
 Module = IRModule
 
@@ -135,6 +136,9 @@ __all__ = [
     "function",
     "param_dict",
     "type_functor",
+    "TypeFunctor",
+    "TypeMutator",
+    "TypeVisitor",
     "Call",
     "Constant",
     "Expr",
