@@ -98,13 +98,15 @@ def test_out_of_scope_names_raise_typed_errors() -> None:
     for name in (from_tensorflow, conv2d_strategy_cpu, realize):
         with pytest.raises(UnsupportedFeatureError, match="not available in relaykit"):
             name()
+    from relaykit.relay.backend.contrib.uma.backend import UMABackend
+
     with pytest.raises(UnsupportedFeatureError):
 
-        class _Backend(relaykit.relay.backend.contrib.uma.backend.UMABackend):  # type: ignore[misc]
+        class _Backend(UMABackend):  # type: ignore[misc]
             pass
 
     with pytest.raises(UnsupportedFeatureError):
-        relaykit.relay.op.strategy.cuda.no_such_name  # noqa: B018
+        importlib.import_module("relaykit.relay.op.strategy.cuda").no_such_name  # noqa: B018
 
 
 def test_devices_that_do_not_exist_can_be_named() -> None:

@@ -3,7 +3,7 @@
 
 >>> from relaykit.relay import frontend
 >>> frontend.from_onnx.__module__
-'relaykit.frontend.onnx'
+'relaykit.frontend.onnx.load'
 """
 
 from relaykit.frontend import (
