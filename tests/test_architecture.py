@@ -50,7 +50,7 @@ GETATTR_ALLOWED: dict[str, str] = {
         )
         for name in (
             "te",
-            "tir",
+            "tir/__init__",
             "autotvm",
             "auto_scheduler",
             "rpc",

@@ -44,8 +44,26 @@ from .errors import RelayKitError as TVMError
 from .ir import IRModule, assert_structural_equal, structural_equal, structural_hash
 from .parser import parse
 from .runtime import ndarray as nd
-from .runtime.ndarray import Device, cpu, device
+from .runtime.module import enabled
+from .runtime.ndarray import (
+    Device,
+    cl,
+    cpu,
+    cuda,
+    device,
+    ext_dev,
+    gpu,
+    hexagon,
+    metal,
+    mtl,
+    opencl,
+    rocm,
+    vpi,
+    vulkan,
+    webgpu,
+)
 from .runtime.registry import get_global_func, register_func
+from .tvm import remove_tvm_alias, use_as_tvm
 
 # TVM code reaches TVMError as tvm._ffi.base.TVMError: load the package as an attribute
 importlib.import_module(f"{__name__}._ffi")
@@ -71,6 +89,21 @@ __all__ = [
     "structural_hash",
     "cpu",
     "device",
+    "cuda",
+    "gpu",
+    "opencl",
+    "cl",
+    "vulkan",
+    "metal",
+    "mtl",
+    "rocm",
+    "ext_dev",
+    "hexagon",
+    "webgpu",
+    "vpi",
+    "use_as_tvm",
+    "enabled",
+    "remove_tvm_alias",
     "Device",
     "register_func",
     "get_global_func",

@@ -15,7 +15,6 @@ import typing
 from types import ModuleType
 
 import relaykit.op.contrib  # noqa: F401 - relay.op.contrib: the pattern tables of backends
-from relaykit import op
 from relaykit.errors import DiagnosticError, IRError
 from relaykit.execution.build_module import build
 from relaykit.execution.interpreter import create_executor
@@ -66,21 +65,27 @@ from relaykit.tir import Any  # relay.Any(): a dimension unknown until run time
 from relaykit.transform.bind import bind
 
 from . import (
+    adt,
     analysis,
     backend,
     build_module,
     dataflow_pattern,
     expr,
     expr_functor,
+    function,
     loops,
+    op,
+    param_dict,
     prelude,
     qnn,
     transform,
     ty,
+    type_functor,
     vm,
 )
 from .scope_builder import ScopeBuilder
 from .transform import build_config
+from .type_functor import TypeFunctor, TypeMutator, TypeVisitor
 
 Module = IRModule
 
@@ -127,6 +132,13 @@ def var(
 
 
 __all__ = [
+    "adt",
+    "function",
+    "param_dict",
+    "type_functor",
+    "TypeFunctor",
+    "TypeMutator",
+    "TypeVisitor",
     "Call",
     "Constant",
     "Expr",
@@ -192,9 +204,14 @@ __all__ = [
 ]
 
 
+# loaded on first use: the workloads, the importers, and the modules of TVM paths that
+# relaykit leaves out (importing them costs nothing, but nothing needs them either)
+_LAZY = ("testing", "frontend", "quantize", "collage", "data_dep_optimization", "debug")
+
+
 def __getattr__(name: str) -> ModuleType:
     # relay.testing (the workloads) and relay.frontend (the importers) load on first use:
     # loading and running an artifact imports neither (tests/backends/test_export.py).
-    if name in ("testing", "frontend"):
+    if name in _LAZY:
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'relaykit.relay' has no attribute {name!r}")

@@ -7,6 +7,7 @@ TensorType((1, 2), float32)
 
 from __future__ import annotations
 
+from relaykit.ir.adt import GlobalTypeVar, TypeCall
 from relaykit.ir.types import (
     FuncType,
     IncompleteType,
@@ -19,6 +20,8 @@ from relaykit.ir.types import (
 )
 
 __all__ = [
+    "GlobalTypeVar",
+    "TypeCall",
     "FuncType",
     "IncompleteType",
     "TensorType",

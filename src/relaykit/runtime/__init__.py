@@ -8,8 +8,27 @@ from . import vm
 from .artifact import load_module
 from .convert import convert
 from .export import export_module
-from .module import Module, ModuleBlob, PythonModule, register_module_loader
-from .ndarray import Device, NDArray, array, cpu, device, empty
+from .module import Module, ModuleBlob, PythonModule, enabled, register_module_loader
+from .ndarray import (
+    Device,
+    NDArray,
+    array,
+    cl,
+    cpu,
+    cuda,
+    device,
+    empty,
+    ext_dev,
+    gpu,
+    hexagon,
+    metal,
+    mtl,
+    opencl,
+    rocm,
+    vpi,
+    vulkan,
+    webgpu,
+)
 from .object import Object
 from .params import load_param_dict, save_param_dict
 from .registry import get_global_func, list_global_func_names, register_func
@@ -23,6 +42,19 @@ __all__ = [
     "cpu",
     "device",
     "empty",
+    "enabled",
+    "cuda",
+    "gpu",
+    "opencl",
+    "cl",
+    "vulkan",
+    "metal",
+    "mtl",
+    "rocm",
+    "ext_dev",
+    "hexagon",
+    "webgpu",
+    "vpi",
     "Module",
     "ModuleBlob",
     "PythonModule",

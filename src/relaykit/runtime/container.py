@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["ADT"]
+__all__ = ["ADT", "tuple_object"]
 
 
 class ADT:
@@ -40,3 +40,8 @@ class ADT:
 
     def __repr__(self) -> str:
         return f"ADT(tag={self.tag}, {self.fields!r})"
+
+
+def tuple_object(fields: Sequence[Any] = ()) -> ADT:
+    """A runtime tuple of ``fields`` (an :class:`ADT` with tag 0)."""
+    return ADT(0, fields)

@@ -35,6 +35,7 @@ from relaykit.registry import Registry
 from .export import ModuleBlob, export_module
 
 __all__ = [
+    "enabled",
     "Module",
     "ModuleBlob",
     "PythonModule",
@@ -269,3 +270,10 @@ def register_module_loader(type_key: str, loader: Loader | None = None) -> Any:
         return fn
 
     return _register(loader) if loader is not None else _register
+
+
+def enabled(target: Any) -> bool:
+    """Whether code can be built and run for ``target`` here (TVM's ``runtime.enabled``):
+    True for the host CPU (``llvm``, ``c``, ``cpu``), False for any other device."""
+    name = str(getattr(getattr(target, "kind", None), "name", target)).split()
+    return bool(name) and name[0] in ("llvm", "c", "cpu", "stackvm")

@@ -16,7 +16,20 @@ import numpy as np
 
 from relaykit.errors import IRError
 
-__all__ = ["Device", "NDArray", "array", "empty", "cpu", "device"]
+__all__ = [
+    "Device", "NDArray", "array", "empty", "cpu", "device", "DEVICE_TYPES",
+    "cuda", "gpu", "opencl", "cl", "vulkan", "metal", "mtl", "rocm", "ext_dev", "hexagon",
+    "webgpu", "vpi",
+]  # fmt: skip
+
+#: TVM's device names (and their aliases), as ``tvm.device`` accepts them; relaykit runs
+#: on ``cpu`` only: a device of any other type can be named but does not ``exist``.
+DEVICE_TYPES = {
+    "cpu": "cpu", "llvm": "cpu", "c": "cpu", "stackvm": "cpu", "ext_dev": "ext_dev",
+    "cuda": "cuda", "gpu": "cuda", "nvptx": "cuda", "opencl": "opencl", "cl": "opencl",
+    "vulkan": "vulkan", "metal": "metal", "mtl": "metal", "rocm": "rocm", "vpi": "vpi",
+    "hexagon": "hexagon", "webgpu": "webgpu",
+}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,10 +53,76 @@ def cpu(dev_id: int = 0) -> Device:
 
 
 def device(dev_type: str = "cpu", dev_id: int = 0) -> Device:
-    """The device of a name or target string (``"llvm -mcpu=x"`` names the cpu, as in TVM)."""
-    if (str(dev_type).split() or [""])[0] not in ("cpu", "llvm", "c"):
-        raise IRError(f"device {dev_type!r} is not available: relaykit runs on the host cpu")
-    return Device("cpu", dev_id)
+    """The device of a name or target string (``"llvm -mcpu=x"`` names the cpu, as in TVM).
+
+    Every TVM device name makes a device, but only a cpu device exists:
+    ``tvm.device("cuda").exist`` is False, as on a machine without a GPU.
+    """
+    name = (str(dev_type).split() or [""])[0]
+    if name not in DEVICE_TYPES:
+        known = ", ".join(sorted(DEVICE_TYPES))
+        raise IRError(f"unknown device type {dev_type!r}; TVM's device names are: {known}")
+    return Device(DEVICE_TYPES[name], dev_id)
+
+
+def _check_exists(dev: Device | None) -> Device | None:
+    if dev is not None and not dev.exist:
+        raise IRError(f"device {dev} does not exist: relaykit runs on the host cpu (tvm.cpu())")
+    return dev
+
+
+def cuda(dev_id: int = 0) -> Device:
+    """A CUDA device (``exist`` is False: relaykit runs on the host cpu)."""
+    return Device("cuda", dev_id)
+
+
+gpu = cuda
+
+
+def opencl(dev_id: int = 0) -> Device:
+    """An OpenCL device (``exist`` is False)."""
+    return Device("opencl", dev_id)
+
+
+cl = opencl
+
+
+def vulkan(dev_id: int = 0) -> Device:
+    """A Vulkan device (``exist`` is False)."""
+    return Device("vulkan", dev_id)
+
+
+def metal(dev_id: int = 0) -> Device:
+    """A Metal device (``exist`` is False)."""
+    return Device("metal", dev_id)
+
+
+mtl = metal
+
+
+def rocm(dev_id: int = 0) -> Device:
+    """A ROCm device (``exist`` is False)."""
+    return Device("rocm", dev_id)
+
+
+def ext_dev(dev_id: int = 0) -> Device:
+    """An external accelerator device (``exist`` is False)."""
+    return Device("ext_dev", dev_id)
+
+
+def hexagon(dev_id: int = 0) -> Device:
+    """A Hexagon DSP device (``exist`` is False)."""
+    return Device("hexagon", dev_id)
+
+
+def webgpu(dev_id: int = 0) -> Device:
+    """A WebGPU device (``exist`` is False)."""
+    return Device("webgpu", dev_id)
+
+
+def vpi(dev_id: int = 0) -> Device:
+    """A Verilog simulator device (``exist`` is False)."""
+    return Device("vpi", dev_id)
 
 
 class NDArray:
@@ -106,8 +185,8 @@ def array(data: Any, device: Device | None = None, dtype: Any = None) -> NDArray
         raise IRError("tvm.nd.array needs numeric data, got Python objects")
     if not arr.flags.c_contiguous:
         arr = arr.copy(order="C")
-    return NDArray(arr, device)
+    return NDArray(arr, _check_exists(device))
 
 
 def empty(shape: Any, dtype: Any = "float32", device: Device | None = None) -> NDArray:
-    return NDArray(np.empty(tuple(shape), dtype=dtype), device)
+    return NDArray(np.empty(tuple(shape), dtype=dtype), _check_exists(device))

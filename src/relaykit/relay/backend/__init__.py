@@ -12,8 +12,19 @@ Executor('graph', {'link-params': True})
 
 from __future__ import annotations
 
-from . import runtime, te_compiler, vm
+from . import executor_factory, interpreter, name_transforms, runtime, te_compiler, utils, vm
 from .executor import Executor
 from .runtime import Runtime
 
-__all__ = ["Executor", "Runtime", "runtime", "te_compiler", "executor", "vm"]
+__all__ = [
+    "Executor",
+    "Runtime",
+    "runtime",
+    "te_compiler",
+    "executor",
+    "executor_factory",
+    "interpreter",
+    "name_transforms",
+    "utils",
+    "vm",
+]

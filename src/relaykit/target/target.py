@@ -1,4 +1,4 @@
-"""``tvm.target``: what a model is compiled for, parsed from TVM's target strings.
+"""``tvm.target.target``: what a model is compiled for, parsed from TVM's target strings.
 
 A :class:`Target` is a kind (``llvm``, ``c``, ``cuda``...) with its keys and
 attributes, written as TVM writes them: ``"llvm -mcpu=skylake-avx512

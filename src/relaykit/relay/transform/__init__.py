@@ -24,6 +24,8 @@ from relaykit.transform.legalize import AlterOpLayout, CanonicalizeOps, Legalize
 from relaykit.transform.mixed_precision import ToMixedPrecision
 from relaykit.transform.simplify_expr import SimplifyExpr
 
+from . import mixed_precision
+
 
 def BackwardFoldScaleAxis() -> FoldScaleAxis:
     """TVM's backward half of ``FoldScaleAxis`` (scales after a layer)."""
@@ -51,6 +53,7 @@ __all__ = [
     "SimplifyExpr",
     "ToMixedPrecision",
     "build_config",
+    "mixed_precision",
 ]
 
 

@@ -15,6 +15,14 @@ from relaykit.frontend import (
     from_pytorch,
     load_model,
 )
+from relaykit.relay._facade import FRAMEWORK, unsupported
+
+#: TVM's importers of other frameworks: each raises UnsupportedFeatureError when called
+_OTHER_FRAMEWORKS = [
+    "from_caffe", "from_caffe2", "from_coreml", "from_darknet", "from_keras", "from_mxnet",
+    "from_oneflow", "from_paddle", "from_tensorflow", "from_tflite",
+]  # fmt: skip
+globals().update(unsupported(__name__, _OTHER_FRAMEWORKS, FRAMEWORK))
 
 __all__ = [
     "from_onnx",
@@ -24,4 +32,5 @@ __all__ = [
     "FrontendError",
     "UnsupportedOpError",
     "DynamicShapeError",
+    *_OTHER_FRAMEWORKS,
 ]

@@ -1,0 +1,36 @@
+"""TVM's ``relay.analysis``: variable, type-variable, feature and graph analyses.
+
+>>> from relaykit import relay
+>>> x = relay.var("x", shape=(2,))
+>>> [v.name_hint for v in free_vars(x + x)]
+['x']
+"""
+
+from . import feature
+from .analysis import (
+    all_type_vars,
+    all_vars,
+    bound_type_vars,
+    bound_vars,
+    free_type_vars,
+    free_vars,
+    post_order_visit,
+    well_formed,
+)
+from .count_layers import count_layers
+from .feature import Feature, detect_feature
+
+__all__ = [
+    "all_type_vars",
+    "all_vars",
+    "bound_type_vars",
+    "bound_vars",
+    "count_layers",
+    "detect_feature",
+    "Feature",
+    "feature",
+    "free_type_vars",
+    "free_vars",
+    "post_order_visit",
+    "well_formed",
+]

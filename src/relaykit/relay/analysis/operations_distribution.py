@@ -1,0 +1,16 @@
+"""``tvm.relay.analysis.operations_distribution``: not in relaykit.
+
+In TVM: the operations-distribution analysis. The module imports so that scripts naming
+it load; each of TVM's names here raises
+:class:`~relaykit.errors.UnsupportedFeatureError` when used.
+"""
+
+from relaykit.relay._facade import NOT_YET, module_getattr, unsupported
+
+_NAMES: list[str] = [
+    "AnalyzeOperationsDistribution", "analyze_operations_distribution",
+]  # fmt: skip
+
+__all__ = list(_NAMES)
+globals().update(unsupported(__name__, _NAMES, NOT_YET))
+__getattr__ = module_getattr(__name__, NOT_YET)

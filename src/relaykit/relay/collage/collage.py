@@ -1,0 +1,19 @@
+"""``tvm.relay.collage.collage``: not in relaykit.
+
+In TVM: Collage partitioning (a tuning-based search). The module imports so that scripts
+naming it load; each of TVM's names here raises
+:class:`~relaykit.errors.UnsupportedFeatureError` when used.
+"""
+
+from relaykit.relay._facade import AUTOTUNING, module_getattr, unsupported
+
+_NAMES: list[str] = [
+    "CostEstimator", "CustomCostEstimator", "MEASURE_NUMBER", "MEASURE_REPEAT",
+    "MockCostEstimator", "WARMUP_MIN_REPEAT_MS", "arg_for", "estimate_seconds",
+    "make_byoc_partition_rule", "make_labelled_dfpattern_partition_rule_wrapper",
+    "vm_estimate_seconds",
+]  # fmt: skip
+
+__all__ = list(_NAMES)
+globals().update(unsupported(__name__, _NAMES, AUTOTUNING))
+__getattr__ = module_getattr(__name__, AUTOTUNING)

@@ -1,0 +1,16 @@
+"""``tvm.relay.data_dep_optimization``: not in relaykit.
+
+In TVM: data-dependent (sparse) optimizations. The module imports so that scripts naming
+it load; each of TVM's names here raises
+:class:`~relaykit.errors.UnsupportedFeatureError` when used.
+"""
+
+from relaykit.relay._facade import NOT_YET, module_getattr, unsupported
+
+_NAMES: list[str] = [
+    "bsr_conv2d", "bsr_dense", "simplify_fc_transpose",
+]  # fmt: skip
+
+__all__ = list(_NAMES)
+globals().update(unsupported(__name__, _NAMES, NOT_YET))
+__getattr__ = module_getattr(__name__, NOT_YET)

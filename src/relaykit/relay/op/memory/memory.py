@@ -1,0 +1,17 @@
+"""``tvm.relay.op.memory.memory``: not in relaykit.
+
+In TVM: the explicit-memory operators (alloc_storage, alloc_tensor). The module imports
+so that scripts naming it load; each of TVM's names here raises
+:class:`~relaykit.errors.UnsupportedFeatureError` when used.
+"""
+
+from relaykit.relay._facade import NOT_YET, module_getattr, unsupported
+
+_NAMES: list[str] = [
+    "alloc_storage", "alloc_tensor", "flatten_tuple_type", "from_tuple_type",
+    "to_tuple_type",
+]  # fmt: skip
+
+__all__ = list(_NAMES)
+globals().update(unsupported(__name__, _NAMES, NOT_YET))
+__getattr__ = module_getattr(__name__, NOT_YET)

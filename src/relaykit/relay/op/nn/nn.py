@@ -1,0 +1,6 @@
+"""``tvm.relay.op.nn.nn``: :mod:`relaykit.op.nn` under TVM's module path."""
+
+import relaykit.op.nn as _impl
+from relaykit.relay._facade import forward
+
+__all__, __getattr__, __dir__ = forward(_impl)

@@ -1,0 +1,15 @@
+"""``tvm.relay.qnn.op.canonicalizations``: not in relaykit.
+
+In TVM: QNN's canonicalizations. The module imports so that scripts naming it load; each
+of TVM's names here raises :class:`~relaykit.errors.UnsupportedFeatureError` when used.
+"""
+
+from relaykit.relay._facade import NOT_YET, module_getattr, unsupported
+
+_NAMES: list[str] = [
+    "create_integer_lookup_op", "create_integer_lookup_table", "run_const_expr",
+]  # fmt: skip
+
+__all__ = list(_NAMES)
+globals().update(unsupported(__name__, _NAMES, NOT_YET))
+__getattr__ = module_getattr(__name__, NOT_YET)

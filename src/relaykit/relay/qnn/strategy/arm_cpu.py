@@ -1,0 +1,17 @@
+"""``tvm.relay.qnn.strategy.arm_cpu``: not in relaykit.
+
+In TVM: TVM's arm_cpu quantized operator strategies. The module imports so that scripts
+naming it load; each of TVM's names here raises
+:class:`~relaykit.errors.UnsupportedFeatureError` when used.
+"""
+
+from relaykit.relay._facade import SCHEDULES, module_getattr, unsupported
+
+_NAMES: list[str] = [
+    "qnn_conv2d_strategy_arm_cpu", "qnn_dense_strategy_arm_cpu",
+    "qnn_dequantize_strategy_arm_cpu", "qnn_quantize_strategy_arm_cpu",
+]  # fmt: skip
+
+__all__ = list(_NAMES)
+globals().update(unsupported(__name__, _NAMES, SCHEDULES))
+__getattr__ = module_getattr(__name__, SCHEDULES)

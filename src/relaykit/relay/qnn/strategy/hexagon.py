@@ -1,0 +1,28 @@
+"""``tvm.relay.qnn.strategy.hexagon``: not in relaykit.
+
+In TVM: TVM's hexagon quantized operator strategies. The module imports so that scripts
+naming it load; each of TVM's names here raises
+:class:`~relaykit.errors.UnsupportedFeatureError` when used.
+"""
+
+from relaykit.relay._facade import SCHEDULES, module_getattr, unsupported
+
+_NAMES: list[str] = [
+    "NCHWC_MATCHER", "OIHWIOI_MATCHER", "qnn_add_strategy", "qnn_add_strategy_hexagon",
+    "qnn_avg_pool2d_strategy", "qnn_avg_pool2d_strategy_hexagon",
+    "qnn_batch_matmul_strategy", "qnn_batch_matmul_strategy_hexagon",
+    "qnn_concatenate_strategy", "qnn_concatenate_strategy_hexagon", "qnn_conv2d_strategy",
+    "qnn_conv2d_strategy_hexagon", "qnn_dense_pack_strategy",
+    "qnn_dense_pack_strategy_hexagon", "qnn_dense_strategy", "qnn_dense_strategy_hexagon",
+    "qnn_dequantize_strategy", "qnn_dequantize_strategy_hexagon", "qnn_mul_strategy",
+    "qnn_mul_strategy_hexagon", "qnn_quantize_strategy", "qnn_quantize_strategy_hexagon",
+    "qnn_requantize_strategy", "qnn_requantize_strategy_hexagon", "qnn_subtract_strategy",
+    "qnn_subtract_strategy_hexagon", "qnn_tanh_strategy", "qnn_tanh_strategy_hexagon",
+    "wrap_compute_dequantize", "wrap_compute_qnn_avg_pool2d", "wrap_compute_quantize",
+    "wrap_topi_compute", "wrap_topi_concatenate", "wrap_topi_qnn_batch_matmul",
+    "wrap_topi_qnn_conv2d", "wrap_topi_qnn_dense", "wrap_topi_schedule",
+]  # fmt: skip
+
+__all__ = list(_NAMES)
+globals().update(unsupported(__name__, _NAMES, SCHEDULES))
+__getattr__ = module_getattr(__name__, SCHEDULES)

@@ -1,0 +1,16 @@
+"""``tvm.relay.testing.darknet``: not in relaykit.
+
+In TVM: TVM's darknet test helpers. The module imports so that scripts naming it load;
+each of TVM's names here raises :class:`~relaykit.errors.UnsupportedFeatureError` when
+used.
+"""
+
+from relaykit.relay._facade import FRAMEWORK, module_getattr, unsupported
+
+_NAMES: list[str] = [
+    "ACTIVATION", "LAYERTYPE", "convert_image", "load_image", "load_image_color",
+]  # fmt: skip
+
+__all__ = list(_NAMES)
+globals().update(unsupported(__name__, _NAMES, FRAMEWORK))
+__getattr__ = module_getattr(__name__, FRAMEWORK)

@@ -1,0 +1,17 @@
+"""``tvm.relay.transform.memory_plan``: not in relaykit.
+
+In TVM: TVM's Python memory planner. The module imports so that scripts naming it load;
+each of TVM's names here raises :class:`~relaykit.errors.UnsupportedFeatureError` when
+used.
+"""
+
+from relaykit.relay._facade import NOT_YET, module_getattr, unsupported
+
+_NAMES: list[str] = [
+    "LiftConst", "LiftConstants", "MemoryPlan", "Region", "StorageCoalesce", "const_eval",
+    "is_primitive", "iterative_let", "mk_let",
+]  # fmt: skip
+
+__all__ = list(_NAMES)
+globals().update(unsupported(__name__, _NAMES, NOT_YET))
+__getattr__ = module_getattr(__name__, NOT_YET)

@@ -1,0 +1,26 @@
+"""``tvm.target``: what a model is compiled for, parsed from TVM's target strings.
+
+The implementation is :mod:`relaykit.target.target` (TVM's module path);
+:mod:`relaykit.target.codegen` answers TVM's questions about the code generator.
+
+>>> Target("llvm -mcpu=skylake").attrs["mcpu"]
+'skylake'
+"""
+
+from . import codegen, target
+from .target import (
+    HOST_KINDS,
+    Target,
+    TargetKind,
+    VirtualDevice,
+    arm_cpu,
+    cuda,
+    list_kinds,
+    mali,
+    rocm,
+)
+
+__all__ = [
+    "Target", "TargetKind", "VirtualDevice", "list_kinds", "HOST_KINDS",
+    "arm_cpu", "cuda", "rocm", "mali", "codegen", "target",
+]  # fmt: skip
