@@ -307,7 +307,6 @@ CYCLE_EDGES_ALLOWED: dict[tuple[str, str], str] = {
 #: The longest a source file may be, in lines.
 MAX_LINES = 1000
 NATIVE_SUFFIXES = (".c", ".cc", ".h", ".cpp", ".hpp")
-IN_PROGRESS = "structure issue in progress: "
 
 Edge = tuple[str, str, int]  # importing file, imported file, line
 
@@ -468,27 +467,13 @@ def test_cycle_allow_list_is_ir_operator_sugar():
         assert not module_level, f"{src}:{module_level} imports {dst} at module level"
 
 
-#: Packages whose long modules other changes of issue 24 are splitting.
-_LONG_MODULES_IN_PROGRESS = {
-}
-
-
 def _top_packages() -> list[str]:
     return [*sorted(p.name for p in SRC.iterdir() if (p / "__init__.py").is_file()), ""]
 
 
 @pytest.mark.parametrize(
     "package",
-    [
-        pytest.param(
-            name,
-            id=name or "top-level",
-            marks=[pytest.mark.xfail(strict=False, reason=IN_PROGRESS + why)]
-            if (why := _LONG_MODULES_IN_PROGRESS.get(name))
-            else [],
-        )
-        for name in _top_packages()
-    ],
+    [pytest.param(name, id=name or "top-level") for name in _top_packages()],
 )
 def test_no_long_python_module(package: str):
     found = [
@@ -499,7 +484,6 @@ def test_no_long_python_module(package: str):
     _assert_none(f"Python modules over {MAX_LINES} lines", found)
 
 
-@pytest.mark.xfail(strict=False, reason=IN_PROGRESS + "dnnl's native/region.cc is being split")
 def test_no_long_native_source():
     _assert_none(f"C/C++ sources over {MAX_LINES} lines", _long_files(NATIVE_SUFFIXES))
 
