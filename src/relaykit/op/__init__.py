@@ -29,7 +29,6 @@ from . import sparse as sparse
 from . import tensor as tensor
 from . import transform as transform
 from . import vision as vision
-from ._attrs import register_attrs_without_default
 from .define import OpPattern, TypeRelError, define_op, make_call
 from .indexing import *  # noqa: F403
 from .indexing import __all__ as _indexing_all
@@ -66,7 +65,6 @@ from .tensor import __all__ as _tensor_all
 from .transform import *  # noqa: F403
 from .transform import __all__ as _transform_all
 
-register_attrs_without_default()
 register_default_shape_funcs()  # every op gets an FShapeFunc (issue 12; op/shape_func.py)
 
 __all__ = [

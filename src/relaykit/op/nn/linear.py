@@ -40,7 +40,14 @@ from relaykit.op._relations import (
     resolve_dtype,
     tensor_arg,
 )
-from relaykit.op.define import OpPattern, TypeRelError, default_registry, define_op, make_call
+from relaykit.op.define import (
+    OpPattern,
+    TypeRelError,
+    default_registry,
+    define_op,
+    make_call,
+    no_default,
+)
 
 from .operands import (
     Solved,
@@ -108,7 +115,7 @@ def dense_solve(arg_types: Sequence[Type], attrs: Attrs) -> Solved:
 define_op(
     "nn.dense",
     num_inputs=2,
-    attrs={"units": None, "out_dtype": ""},
+    attrs={"units": no_default(), "out_dtype": ""},
     attrs_type_key="relay.attrs.DenseAttrs",
     type_rel=dense_rel,
     compute=dense_kernel,

@@ -32,7 +32,7 @@ from relaykit.ir.expr import Call, Expr, TupleWrapper
 from relaykit.ir.types import TensorType, TupleType, Type
 from relaykit.op._numeric import as_out, lowest_value
 from relaykit.op._relations import tensor_arg
-from relaykit.op.define import OpPattern, TypeRelError, define_op, make_call
+from relaykit.op.define import OpPattern, TypeRelError, define_op, make_call, no_default
 
 from .geometry import (
     adaptive_output_size,
@@ -66,7 +66,7 @@ __all__ = [
 
 
 _POOL2D_ATTRS = {
-    "pool_size": None,
+    "pool_size": no_default(),
     "strides": (1, 1),
     "dilation": (1, 1),
     "padding": (0, 0),

@@ -36,7 +36,7 @@ from relaykit.ir.expr import Call, Expr, const
 from relaykit.ir.types import TensorType, Type
 from relaykit.op._numeric import as_out
 from relaykit.op._relations import static, static_value, tensor_arg
-from relaykit.op.define import OpPattern, TypeRelError, define_op, make_call
+from relaykit.op.define import OpPattern, TypeRelError, define_op, make_call, no_default
 
 __all__ = [
     "pad",
@@ -92,7 +92,7 @@ def pad_kernel(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
 define_op(
     "nn.pad",
     num_inputs=2,
-    attrs={"pad_width": None, "pad_mode": "constant"},
+    attrs={"pad_width": no_default(), "pad_mode": "constant"},
     attrs_type_key="relay.attrs.PadAttrs",
     type_rel=pad_rel,
     compute=pad_kernel,
