@@ -6,7 +6,9 @@ type inference), and a call whose inputs are all constants is evaluated right
 away with the reference kernels. That folds the static shape chains of
 exported models (``Shape -> Gather -> Concat -> Reshape``) into constants, so
 converters that need a shape or an axis list simply ask ``ctx.value(...)``.
-Both steps touch each new node once: import is linear in the graph's size.
+Both steps touch each new node once: import is linear in the graph's size. Last,
+the chains exporters write for GELU and layer normalisation at opsets without those
+operators become ``nn.gelu`` and ``nn.layer_norm`` (:meth:`GraphImporter.recognise_idioms`).
 
 Folding is bounded like ``FoldConstant``: a value whose type holds a tensor
 above the folding limit (``"relay.FoldConstant.max_bytes"``, 64 MiB by
@@ -52,6 +54,8 @@ from relaykit.transform.fold_constant import (
     max_fold_bytes,
     max_fold_macs,
 )
+from relaykit.transform.gelu import fuse_gelu
+from relaykit.transform.layer_norm import fuse_layer_norm
 
 from .limits import check_shape, check_type
 from .narrow import narrow_outputs, widen_inputs
@@ -547,9 +551,22 @@ class GraphImporter:
             outs.append(produced)
         return outs
 
+    def recognise_idioms(self, body: Expr) -> Expr:
+        """``body`` with the chains exporters write for operators their opset lacks (GELU
+        before opset 20, LayerNormalization before 17) made ``nn.gelu`` and
+        ``nn.layer_norm`` (over the last axis), by the shared recognisers of
+        :mod:`relaykit.transform.idioms`; only exact matches, so results are unchanged to
+        float rounding."""
+        self.type_of(body)
+        body = fuse_layer_norm(body, last_axis=True)
+        self.type_of(body)
+        body = fuse_gelu(body)
+        self.type_of(body)
+        return body
+
     def run(self) -> tuple[IRModule, dict[str, NDArray]]:
         params = self.import_inputs()
         self.convert_nodes()
-        body = self.output_expr()
+        body = self.recognise_idioms(self.output_expr())
         mod = IRModule.from_expr(Function(params, body))
         return mod, dict(self.params)
