@@ -600,7 +600,7 @@ def layer_norm_parts(func: Function) -> tuple[float, Any, Any]:
     that accepted it."""
     ty = func.body.checked_type
     m = match_layer_norm(func.body, ty) if isinstance(ty, TensorType) else None
-    if m is None or m.axis != len(ty.shape) - 1:  # type: ignore[union-attr]
+    if m is None or not isinstance(ty, TensorType) or m.axis != len(ty.shape) - 1:
         raise CodegenError("dnnl: a layer_norm composite that is not a layer norm")
 
     def value(e: Expr | None) -> Any:
