@@ -38,12 +38,14 @@ import numpy as np
 from relaykit.ir.expr import Call, Constant, Expr, checked_type_or_none, const
 from relaykit.ir.op import Op
 from relaykit.ir.types import TensorType
+from relaykit.op.nn import layer_norm
 
 __all__ = [
     "IDIOMS",
     "RTOL",
     "FLOAT_DTYPES",
     "LayerNormMatch",
+    "layer_norm_call",
     "match_gelu",
     "match_gelu_tanh",
     "match_layer_norm",
@@ -329,3 +331,20 @@ def match_layer_norm(
         if (g is None) == (gamma is None) and (b is None) == (beta is None):
             return LayerNormMatch(x, gamma, beta, axis, epsilon, inner)
     return None
+
+
+def layer_norm_call(m: LayerNormMatch, ty: TensorType) -> Expr:
+    """The ``nn.layer_norm`` call of match ``m`` (of a value of type ``ty``): unit gamma and
+    zero beta, with ``scale`` / ``center`` off, where the chain has none."""
+    size = int(ty.shape[m.axis])
+    gamma = const(np.ones(size, ty.dtype)) if m.gamma is None else m.gamma
+    beta = const(np.zeros(size, ty.dtype)) if m.beta is None else m.beta
+    return layer_norm(
+        m.data,
+        gamma,
+        beta,
+        axis=m.axis,
+        epsilon=m.epsilon,
+        center=m.beta is not None,
+        scale=m.gamma is not None,
+    )

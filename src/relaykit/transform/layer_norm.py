@@ -38,46 +38,39 @@ ONNX importer, the backends' pattern checks and code generators use it too).
 
 from __future__ import annotations
 
-import numpy as np
-
-from relaykit.ir.expr import Call, Expr, Function, checked_type_or_none, const
+from relaykit.ir.expr import Call, Expr, Function, checked_type_or_none
 from relaykit.ir.functor import post_order
 from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op
 from relaykit.ir.types import TensorType, Type
-from relaykit.op.nn import layer_norm
 
 from .fold_constant import rewrite_outside_opaque
-from .idioms import LayerNormMatch, match_layer_norm
+from .idioms import LayerNormMatch, layer_norm_call, match_layer_norm
 from .infer_type import infer_type
 from .pass_infra import FunctionPass, PassContext
 
 __all__ = ["FuseLayerNorm", "LayerNormMatch", "fuse_layer_norm", "match_layer_norm"]
 
 
-def _match_at(node: Expr, ty: Type | None, last_axis: bool) -> LayerNormMatch | None:
-    """The match rooted at ``node`` of type ``ty``, else None (over the last axis only
-    when ``last_axis``)."""
+def _match_at(node: Expr, ty: Type | None) -> LayerNormMatch | None:
+    """The match rooted at ``node`` of type ``ty``, else None."""
     if not (type(node) is Call and type(node.op) is Op):
         return None
     if node.op.name not in ("add", "multiply", "divide") or not isinstance(ty, TensorType):
         return None
-    m = match_layer_norm(node, ty)
-    if m is not None and last_axis and m.axis != len(ty.shape) - 1:
-        return None
-    return m
+    return match_layer_norm(node, ty)
 
 
-def fuse_layer_norm(expr: Expr, *, last_axis: bool = False) -> Expr:
+def fuse_layer_norm(expr: Expr) -> Expr:
     """``expr`` with every matched chain replaced by ``nn.layer_norm`` (types are inferred,
-    if missing); with ``last_axis``, only normalisations over the last axis."""
+    if missing)."""
     if not expr.has_checked_type:
         infer_type(expr)
     # Calls a longer chain takes in (the normalised value under ``* gamma + beta``) are
     # not rewritten on their own: the longest match wins.
     taken: set[Expr] = set()
     for node in post_order(expr):
-        m = _match_at(node, checked_type_or_none(node), last_axis)
+        m = _match_at(node, checked_type_or_none(node))
         if m is not None:
             taken.update(m.inner)
 
@@ -85,23 +78,8 @@ def fuse_layer_norm(expr: Expr, *, last_axis: bool = False) -> Expr:
         ty = checked_type_or_none(old)
         if old in taken or not isinstance(ty, TensorType):
             return None
-        m = _match_at(new, ty, last_axis)
-        if m is None:
-            return None
-        size = int(ty.shape[m.axis])
-        ones = const(np.ones(size, ty.dtype))
-        zeros = const(np.zeros(size, ty.dtype))
-        gamma = ones if m.gamma is None else m.gamma
-        beta = zeros if m.beta is None else m.beta
-        return layer_norm(
-            m.data,
-            gamma,
-            beta,
-            axis=m.axis,
-            epsilon=m.epsilon,
-            center=m.beta is not None,
-            scale=m.gamma is not None,
-        )
+        m = _match_at(new, ty)
+        return None if m is None else layer_norm_call(m, ty)
 
     return rewrite_outside_opaque(expr, post)
 

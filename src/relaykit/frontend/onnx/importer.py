@@ -47,7 +47,7 @@ from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op
 from relaykit.ir.type_check import infer_type_local
 from relaykit.ir.types import TensorType, Type
-from relaykit.op.nn import gelu, layer_norm
+from relaykit.op.nn import gelu
 from relaykit.runtime.ndarray import NDArray
 from relaykit.tir import Any as AnyDim
 from relaykit.transform.fold_constant import (
@@ -56,7 +56,12 @@ from relaykit.transform.fold_constant import (
     max_fold_bytes,
     max_fold_macs,
 )
-from relaykit.transform.idioms import FLOAT_DTYPES, match_gelu, match_layer_norm
+from relaykit.transform.idioms import (
+    FLOAT_DTYPES,
+    layer_norm_call,
+    match_gelu,
+    match_layer_norm,
+)
 
 from .limits import check_shape, check_type
 from .narrow import narrow_outputs, widen_inputs
@@ -536,13 +541,7 @@ class GraphImporter:
         new: Expr | None = None
         m = match_layer_norm(probe, ty)
         if m is not None and m.axis == len(ty.shape) - 1:
-            size = int(ty.shape[-1])
-            gamma = Constant(np.ones(size, ty.dtype)) if m.gamma is None else m.gamma
-            beta = Constant(np.zeros(size, ty.dtype)) if m.beta is None else m.beta
-            new = layer_norm(
-                m.data, gamma, beta, axis=m.axis, epsilon=m.epsilon,
-                center=m.beta is not None, scale=m.gamma is not None,
-            )  # fmt: skip
+            new = layer_norm_call(m, ty)
         elif name == "multiply":
             x = match_gelu(probe)
             new = None if x is None else gelu(x)
