@@ -49,17 +49,14 @@ from relaykit.ir.types import is_dynamic
 from relaykit.runtime.module import Module, ModuleBlob, register_module_loader
 from relaykit.runtime.ndarray import Device, NDArray
 from relaykit.target import Target
-from relaykit.transform.batch_matmul_layout import FoldTransposeIntoBatchMatmul
 from relaykit.transform.bind import bind_params_by_name
-from relaykit.transform.gelu import FuseGelu
 from relaykit.transform.infer_type import InferType
-from relaykit.transform.layer_norm import FuseLayerNorm
 from relaykit.transform.pass_infra import Pass, Sequential
 from relaykit.transform.pipeline import optimization_passes
 
 from .codegen.registry import get_codegen
 from .evaluator import describe_call
-from .fusion import fusion_of, plan_fusion
+from .fusion import fusion_of, host_passes, plan_fusion
 from .graph_executor import GraphExecutor
 from .graph_plan import GraphPlan
 from .lower import lower_to_plan
@@ -79,11 +76,10 @@ def build_passes() -> list[Pass]:
     """The optimisation passes ``relay.build`` runs on the host functions, in order: the
     standard pipeline of :mod:`relaykit.transform.pipeline` (each pass filtered by the
     ``PassContext``'s opt_level; at the default level 2: type inference,
-    ``SimplifyInference``, ``FoldConstant``...), then the host's own: ``FuseLayerNorm`` and
-    ``FuseGelu`` (one kernel each), ``FoldTransposeIntoBatchMatmul``. Functions for backends
-    are skipped."""
-    host = [FuseLayerNorm(), FuseGelu(), FoldTransposeIntoBatchMatmul(), InferType()]
-    return [*optimization_passes(), *host]
+    ``SimplifyInference``, ``FoldConstant``...), then the host's fusion passes
+    (:func:`relaykit.execution.fusion.host_passes`: ``FuseLayerNorm`` and ``FuseGelu``, one
+    kernel each, ``FoldTransposeIntoBatchMatmul``). Functions for backends are skipped."""
+    return [*optimization_passes(), *host_passes(), InferType()]
 
 
 class HostModule(Module):

@@ -1,5 +1,22 @@
-"""Epilogue fusion of the graph executor: a producer and the elementwise nodes after it
-run as one step.
+"""The host's fusion decisions, all of them: what runs as one step on the host.
+
+Two kinds, both here:
+
+1. **On the IR, at build** (:func:`host_passes`, run by ``relay.build`` and the VM after
+   the standard pipeline, see :func:`relaykit.execution.build_module.build_passes`): the
+   idioms of :mod:`relaykit.transform.idioms` become one operator each (``FuseLayerNorm``,
+   ``FuseGelu``: one kernel instead of five to ten passes) and a transposed
+   ``nn.batch_matmul`` operand is read as it is (``FoldTransposeIntoBatchMatmul``). The
+   frontends already emit ``nn.gelu`` and ``nn.layer_norm``; these passes catch modules
+   built by hand. The VM's fusion is this step alone: it runs operator by operator.
+2. **On the graph executor's plan** (:func:`plan_fusion`, :func:`bind_group`): epilogue
+   fusion, below.
+
+Functions for backends are never touched here: a backend decides its own fusion in one
+module (dnnl: :mod:`relaykit.backends.dnnl.fuse`, after its pattern table chose the
+calls; the idiom checks of that table are the shared recognisers too).
+
+Epilogue fusion: a producer and the elementwise nodes after it run as one step.
 
 After an ``nn.conv2d`` (depthwise, 1x1 or im2col) or an ``nn.dense``, models apply a
 bias, maybe add a residual, and clamp (ReLU, ReLU6): MobileNetV2's host path spent 1.7 of
@@ -35,14 +52,23 @@ from relaykit.backends.host import conv as host_conv
 from relaykit.backends.host.conv import Epilogue
 from relaykit.backends.host.kernels import Scratch, conv2d_run, dense_run
 from relaykit.execution.graph_plan import FusedGroup, GraphPlan, PlanNode
+from relaykit.transform.batch_matmul_layout import FoldTransposeIntoBatchMatmul
+from relaykit.transform.gelu import FuseGelu
+from relaykit.transform.layer_norm import FuseLayerNorm
+from relaykit.transform.pass_infra import Pass
 
-__all__ = ["FusedGroup", "PRODUCERS", "plan_fusion", "fusion_of", "bind_group"]
+__all__ = ["FusedGroup", "PRODUCERS", "bind_group", "fusion_of", "host_passes", "plan_fusion"]
 
 Run = Callable[[], Any]
 
 #: Operators whose output an epilogue can follow.
 PRODUCERS = frozenset({"nn.conv2d", "nn.dense"})
 _INF = float("inf")
+
+
+def host_passes() -> list[Pass]:
+    """The host's fusion passes on the IR, in order (see the module docstring, 1.)."""
+    return [FuseLayerNorm(), FuseGelu(), FoldTransposeIntoBatchMatmul()]
 
 
 def _channel_axis(producer: PlanNode, ndim: int) -> int:

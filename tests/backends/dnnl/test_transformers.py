@@ -455,3 +455,22 @@ def test_reshapes_sink_to_the_producer_and_stop():
     p.outputs = [a2]
     counts = optimize(p).op_counts()
     assert counts == {"reshape": 3, "dense+sum": 1}, counts
+
+
+def test_nn_gelu_is_a_gelu_composite_and_a_post_op(dnnl):
+    """``nn.gelu`` (what the frontends emit) goes to oneDNN as the written-out chain does:
+    a ``dnnl.gelu_erf`` composite, lowered as the dense layer's post-op."""
+    from relaykit.backends.dnnl.codegen import region_ops
+    from relaykit.backends.dnnl.fuse import optimize
+    from relaykit.backends.dnnl.lower import lower_function
+
+    w = _c(32, 16)
+    part, (x,), out = _run(
+        dnnl, lambda x: relay.nn.gelu(relay.nn.dense(x, relay.const(w))), (8, 16)
+    )
+    _one_region(dnnl, part)
+    (fn,) = dnnl.dnnl_functions(part)
+    assert region_ops(fn) == ["nn.dense", "dnnl.gelu_erf"]
+    assert optimize(lower_function(fn)).op_counts() == {"dense+gelu_erf": 1}
+    y = (x @ w.T).astype(np.float64)
+    np.testing.assert_allclose(out, 0.5 * y * (1 + _erf(y / SQRT2)), rtol=1e-4, atol=1e-5)

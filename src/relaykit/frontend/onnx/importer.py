@@ -6,7 +6,10 @@ type inference), and a call whose inputs are all constants is evaluated right
 away with the reference kernels. That folds the static shape chains of
 exported models (``Shape -> Gather -> Concat -> Reshape``) into constants, so
 converters that need a shape or an axis list simply ask ``ctx.value(...)``.
-Both steps touch each new node once: import is linear in the graph's size.
+Both steps touch each new node once: import is linear in the graph's size. A
+third does too: the chains exporters write for GELU and layer normalisation at
+opsets without those operators become ``nn.gelu`` and ``nn.layer_norm`` as their
+last node is converted (:meth:`GraphImporter.recognise`).
 
 Folding is bounded like ``FoldConstant``: a value whose type holds a tensor
 above the folding limit (``"relay.FoldConstant.max_bytes"``, 64 MiB by
@@ -45,12 +48,19 @@ from relaykit.ir.op import Op
 from relaykit.ir.symbolic import Any as AnyDim
 from relaykit.ir.type_check import infer_type_local
 from relaykit.ir.types import TensorType, Type
+from relaykit.op.nn import gelu
 from relaykit.runtime.ndarray import NDArray
 from relaykit.transform.fold_constant import (
     fold_macs,
     largest_tensor_bytes,
     max_fold_bytes,
     max_fold_macs,
+)
+from relaykit.transform.idioms import (
+    FLOAT_DTYPES,
+    layer_norm_call,
+    match_gelu,
+    match_layer_norm,
 )
 
 from .limits import check_shape, check_type
@@ -177,6 +187,8 @@ class GraphImporter:
         self.too_large: set[Expr] = set()
         #: whether a symbolic input dimension becomes ? (else a DynamicShapeError)
         self.dynamic_dims = True
+        #: the chain each recognised idiom call stands for (what a longer match reads)
+        self.chains: dict[Expr, Expr] = {}
 
     # -- typing and folding ----------------------------------------------------
     def _fail_type(self, ctx: NodeContext | None, message: str) -> FrontendError:
@@ -495,7 +507,7 @@ class GraphImporter:
             if expr is None:
                 raise ctx.unsupported(f"output {name!r}")
             try:
-                self.values[name] = self.finish(expr, ctx, memo)
+                self.values[name] = self.recognise(self.finish(expr, ctx, memo))
             except FrontendError:
                 raise
             except RelayKitError as err:
@@ -506,6 +518,38 @@ class GraphImporter:
             missing = [o for o in node.output[len(outs) :] if o]
             if missing:
                 raise ctx.unsupported(f"output {missing[0]!r}")
+
+    def recognise(self, value: Expr) -> Expr:
+        """``value`` as ``nn.layer_norm`` (over the last axis) or ``nn.gelu`` when it ends
+        such a chain, by the shared recognisers of :mod:`relaykit.transform.idioms` (exact
+        matches only: results are unchanged to float rounding), else ``value``. Torch
+        writes these chains below opsets 17 (LayerNormalization) and 20 (Gelu). A layer
+        norm matched at its division is matched again, longer, at the scale and shift
+        after it: the chain a recognised call stands for is kept in :attr:`chains`."""
+        if type(value) is not Call or type(value.op) is not Op:
+            return value
+        name = value.op.name
+        if name not in ("multiply", "add", "divide"):
+            return value
+        ty = checked_type_or_none(value)
+        if not isinstance(ty, TensorType) or ty.dtype not in FLOAT_DTYPES:
+            return value
+        probe = value
+        if any(a in self.chains for a in value.args):
+            args = [self.chains.get(a, a) for a in value.args]
+            probe = Call(value.op, args, value.attrs, span=value.span)
+        new: Expr | None = None
+        m = match_layer_norm(probe, ty)
+        if m is not None and m.axis == len(ty.shape) - 1:
+            new = layer_norm_call(m, ty)
+        elif name == "multiply":
+            x = match_gelu(probe)
+            new = None if x is None else gelu(x)
+        if new is None:
+            return value
+        self.type_of(new)
+        self.chains[new] = probe
+        return new
 
     def output_expr(self) -> Expr:
         outs = []

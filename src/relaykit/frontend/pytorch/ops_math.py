@@ -277,19 +277,20 @@ def _leaky_relu(ctx: OpContext, args: list[Any]) -> Expr:
 
 @converter("gelu")
 def _gelu(ctx: OpContext, args: list[Any]) -> Expr:
+    """``nn.gelu`` (the exact, erf form); the tanh approximation, which has no operator,
+    written out."""
     x = ctx.expr(args[0])
-    dt = ctx.dtype(x)
     approximate = args[1] if len(args) > 1 else "none"
-    half = ctx.expr(0.5, dt)
-    one = ctx.expr(1.0, dt)
     if approximate == "tanh":
+        dt = ctx.dtype(x)
+        half = ctx.expr(0.5, dt)
+        one = ctx.expr(1.0, dt)
         inner = op.multiply(
             ctx.expr(math.sqrt(2.0 / math.pi), dt),
             op.add(x, op.multiply(ctx.expr(0.044715, dt), op.multiply(op.multiply(x, x), x))),
         )
         return op.multiply(op.multiply(half, x), op.add(one, op.tanh(inner)))
-    erf = op.erf(op.multiply(x, ctx.expr(1.0 / math.sqrt(2.0), dt)))
-    return op.multiply(op.multiply(x, half), op.add(one, erf))
+    return nn.gelu(x)
 
 
 @converter("silu")

@@ -2,10 +2,13 @@
 ``nn.log_softmax``: each one's schema, type relation, reference kernel and constructor.
 
 ``nn.gelu`` is the Gaussian error linear unit ``0.5 x (1 + erf(x / sqrt 2))`` as one
-operator. TVM's Relay has no GELU: frontends write the chain (divide, erf, add, multiply,
-multiply), as relaykit's do; Relax and onnxruntime have it as one operator.
-``relay.build`` forms it from the chain for the host (:mod:`relaykit.transform.gelu`),
-which runs it in one pass (:mod:`relaykit.backends.host.nn`) instead of five.
+operator. TVM's Relay has no GELU: its frontends write the chain (divide, erf, add,
+multiply, multiply); Relax and onnxruntime have it as one operator, and so do relaykit's
+frontends, which emit ``nn.gelu`` (the ONNX importer also for the chain torch exports
+below opset 20). For modules built by hand, ``relay.build`` forms it from the chain
+(:mod:`relaykit.transform.gelu`, with the shared recogniser of
+:mod:`relaykit.transform.idioms`); the host runs it in one pass
+(:mod:`relaykit.backends.host.nn`) instead of five.
 
 >>> from relaykit import relay
 >>> gelu(relay.var("x", shape=(2, 3))).op.name

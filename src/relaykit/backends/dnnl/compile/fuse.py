@@ -1,4 +1,6 @@
-"""Region-level fusion: fewer, bigger oneDNN primitives.
+"""Region-level fusion: fewer, bigger oneDNN primitives. dnnl's fusion decisions are
+all here (the pattern table only chooses the calls a region takes, and names the GELU
+and layer-norm composites the lowering makes one node each).
 
 Run on a lowered :class:`~relaykit.backends.dnnl.run.program.Program`, in this order:
 

@@ -1,8 +1,11 @@
 """Lowering: a partitioned ``Compiler="dnnl"`` function to a region :class:`Program`.
 
-Composite functions are expanded into their operators (the fusion pass
-re-derives every fusion from the whole region, so nothing is lost), each
-operator becomes oneDNN-level nodes, and constants become program constants:
+Composite functions named in :data:`COMPOSITES` (GELU, layer norm: chains
+with no oneDNN primitive operator by operator) become one node each, read from
+the composite's name and body; the other composites are expanded into their
+operators (the fusion pass, :mod:`.fuse`, makes every fusion from the whole
+region, so nothing is lost); each operator becomes oneDNN-level nodes, and
+constants become program constants:
 ``nn.batch_norm`` turns into a per-channel scale and shift, ``nn.bias_add``
 into a broadcast add, ``nn.dropout`` into the identity. What a node cannot
 express raises :class:`~relaykit.errors.CodegenError`; the target rules
@@ -33,6 +36,7 @@ from relaykit.ir.functor import post_order
 from relaykit.ir.op import Op
 from relaykit.ir.types import TensorType, TupleType
 from relaykit.op.nn.geometry import pad4, pair
+from relaykit.transform.idioms import match_layer_norm
 
 __all__ = [
     "lower_function",
@@ -583,21 +587,6 @@ def _composite_kind(func: Function) -> str:
     return ""
 
 
-def _calls(func: Function) -> list[Call]:
-    return [
-        n
-        for n in post_order(func.body, skip=lambda n: type(n) is Function)
-        if type(n) is Call and type(n.op) is Op
-    ]
-
-
-def _const_arg(call: Call) -> np.ndarray | None:
-    for a in call.args:
-        if type(a) is Constant:
-            return a.data.numpy()
-    return None
-
-
 def _composite_input(lw: _Lowerer, args: list[Value], what: str) -> int:
     if len(args) != 1:
         raise CodegenError(f"dnnl: a {what} composite takes one tensor, got {len(args)} inputs")
@@ -605,26 +594,22 @@ def _composite_input(lw: _Lowerer, args: list[Value], what: str) -> int:
 
 
 def layer_norm_parts(func: Function) -> tuple[float, Any, Any]:
-    """(epsilon, gamma or None, beta or None) of a ``dnnl.layer_norm*`` composite: the
-    constant added to the variance, and the constants multiplied / added after the
-    normalisation (the outermost ``multiply`` / ``add`` with a constant)."""
-    eps: float | None = None
-    gamma = beta = None
-    body = func.body
-    if type(body) is Call and op_name(body) == "add" and _const_arg(body) is not None:
-        beta = _const_arg(body)
-        body = next(a for a in body.args if type(a) is not Constant)
-    if type(body) is Call and op_name(body) == "multiply" and _const_arg(body) is not None:
-        gamma = _const_arg(body)
-    for call in _calls(func):
-        if op_name(call) in ("sqrt", "rsqrt"):
-            inner = call.args[0]
-            if type(inner) is Call and op_name(inner) == "add":
-                c = _const_arg(inner)
-                eps = float(c.item()) if c is not None and c.size == 1 else None
-    if eps is None:
-        raise CodegenError("dnnl: a layer_norm composite without a constant epsilon")
-    return eps, gamma, beta
+    """(epsilon, gamma or None, beta or None) of a ``dnnl.layer_norm*`` composite, read
+    from its body by the shared recogniser (:func:`relaykit.transform.idioms.match_layer_norm`)
+    that accepted it."""
+    ty = func.body.checked_type
+    m = match_layer_norm(func.body, ty) if isinstance(ty, TensorType) else None
+    if m is None or not isinstance(ty, TensorType) or m.axis != len(ty.shape) - 1:
+        raise CodegenError("dnnl: a layer_norm composite that is not a layer norm")
+
+    def value(e: Expr | None) -> Any:
+        if e is None:
+            return None
+        if type(e) is not Constant:
+            raise CodegenError("dnnl: a layer_norm composite with a computed gamma or beta")
+        return e.data.numpy()
+
+    return m.epsilon, value(m.gamma), value(m.beta)
 
 
 def _layer_norm_composite(lw: _Lowerer, func: Function, args: list[Value]) -> Value:

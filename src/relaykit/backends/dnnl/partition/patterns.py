@@ -15,16 +15,26 @@ The composites oneDNN runs as one primitive, named as in TVM's
   ``add`` epsilon, ``sqrt`` and ``divide`` or ``rsqrt`` and ``multiply``, then
   optionally ``multiply`` by gamma and ``add`` beta), one oneDNN layer
   normalisation;
-- ``dnnl.gelu_erf`` and ``dnnl.gelu_tanh``: GELU as exporters write it
-  (``0.5 * x * (1 + erf(x / sqrt(2)))`` and the tanh approximation, any
-  association of the products), one oneDNN eltwise (a post-op of the matmul or
-  dense layer before it).
+- ``dnnl.gelu_erf`` and ``dnnl.gelu_tanh``: ``nn.gelu`` (what the frontends emit)
+  and GELU written out (``0.5 * x * (1 + erf(x / sqrt(2)))`` and the tanh
+  approximation, any association of the products), one oneDNN eltwise (a post-op
+  of the matmul or dense layer before it).
+
+The GELU and layer-norm checks are the shared recognisers of
+:mod:`relaykit.transform.idioms` (as the host's ``FuseGelu`` and ``FuseLayerNorm``
+and the ONNX importer use); the patterns here only say which calls a composite
+takes in.
 
 Bias is ``nn.bias_add`` or ``add`` of a constant. Every entry has a check
 that runs the operator rules (:mod:`.rules`) on the matched calls, so a
-composite is formed only where oneDNN can run it. The codegen does not depend
-on these names: it re-fuses the whole region (:mod:`.compile.fuse`), so composites
-are for TVM-compatible partitioning and for ``explain``.
+composite is formed only where oneDNN can run it. The GELU and layer-norm
+composites reach the codegen as they are: it lowers each by its name to one node
+(:data:`~relaykit.backends.dnnl.compile.lower.COMPOSITES`; a layer norm's epsilon,
+gamma and beta read from the body by the shared recogniser). The convolution, dense
+and shuffle composites are lowered operator by operator and their fusions made by
+:mod:`relaykit.backends.dnnl.compile.fuse`, dnnl's one place for fusion decisions,
+which sees the whole region (a batch norm after a composite folded into its weights,
+the residual sum, post-ops across composite borders).
 
 >>> [name for name, *_ in pattern_table()][:3]
 ['dnnl.conv2d_bias_sum_relu', 'dnnl.conv2d_bias_sum', 'dnnl.conv2d_bias_relu']
@@ -35,14 +45,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, cast
 
-import numpy as np
-
 from relaykit.backends.dnnl.compile.lower import op_name
 from relaykit.byoc import Decline, decline
-from relaykit.dataflow_pattern import DFPattern, is_constant, is_op, match_explain, wildcard
-from relaykit.ir.expr import Call, Constant, Expr
+from relaykit.dataflow_pattern import DFPattern, is_constant, is_op, wildcard
+from relaykit.ir.expr import Call, Expr
 from relaykit.ir.op import Op
 from relaykit.ir.types import TensorType
+from relaykit.transform.idioms import match_gelu, match_gelu_tanh, match_layer_norm
 
 from .rules import check_call
 
@@ -116,47 +125,6 @@ def _check_shuffle(root: Expr) -> bool:
     )
 
 
-def _inside(pattern: DFPattern, data: DFPattern, root: Expr) -> list[Call]:
-    """The calls of the match of ``pattern`` at ``root``, without the data it reads (what
-    the wildcard ``data`` matched) and what computes it."""
-    result = match_explain(pattern, root)
-    stop = {id(e) for e in result.node_map.get(data, [])}
-    calls: list[Call] = []
-    seen: set[int] = set()
-    frontier: list[Expr] = [root]
-    while frontier:
-        node = frontier.pop()
-        if id(node) in seen or id(node) in stop or type(node) is not Call:
-            continue
-        seen.add(id(node))
-        calls.append(node)
-        frontier.extend(node.args)
-    return calls
-
-
-def _scalar_constants(calls: list[Call]) -> list[float]:
-    """The scalar constants ``calls`` read."""
-    return [
-        float(a.data.numpy().reshape(()))
-        for call in calls
-        for a in call.args
-        if type(a) is Constant and a.data.numpy().size == 1
-    ]
-
-
-def _has_values(values: list[float], wanted: list[tuple[float, ...]]) -> bool:
-    """``values`` are, one for one, each close to one of the alternatives in ``wanted``."""
-    rest = list(values)
-    for alternatives in wanted:
-        hit = next(
-            (v for v in rest if any(abs(v - w) <= 1e-4 * abs(w) for w in alternatives)), None
-        )
-        if hit is None:
-            return False
-        rest.remove(hit)
-    return not rest
-
-
 def _float32_tensor(expr: Expr) -> TensorType | None:
     ty = expr.checked_type
     if isinstance(ty, TensorType) and ty.dtype == "float32" and 1 <= len(ty.shape) <= 6:
@@ -164,54 +132,41 @@ def _float32_tensor(expr: Expr) -> TensorType | None:
     return None
 
 
-_SQRT2 = 2.0**0.5
-_GELU_ERF: list[tuple[float, ...]] = [(_SQRT2, 1 / _SQRT2), (1.0,), (0.5,)]
-_GELU_TANH: list[tuple[float, ...]] = [
-    (0.044715,),
-    ((2 / 3.141592653589793) ** 0.5,),
-    (1.0,),
-    (0.5,),
-]
+#: Relative tolerance of the GELU constants (exporters round them differently).
+_GELU_RTOL = 1e-4
+_FLOAT32 = frozenset({"float32"})
 
 
-def _check_gelu(
-    pattern: DFPattern, data: DFPattern, wanted: list[tuple[float, ...]]
-) -> Callable[[Expr], bool | Decline]:
+def _check_gelu(match: Callable[..., Expr | None]) -> Callable[[Expr], bool | Decline]:
+    """The check of a GELU composite: ``nn.gelu``, or the chain the shared recogniser
+    ``match`` (:mod:`relaykit.transform.idioms`) takes, on a float32 tensor."""
+
     def check(root: Expr) -> bool | Decline:
-        if _float32_tensor(root) is None:
-            return decline("GELU of other than a float32 tensor of rank 1 to 6")
-        values = _scalar_constants(_inside(pattern, data, root))
-        if _has_values(values, wanted) or _has_values(values, [(3.0,), *wanted]):
-            return True
-        return decline(f"not GELU: constants {values}")
-
-    return check
-
-
-def _check_layer_norm(pattern: DFPattern, data: DFPattern) -> Callable[[Expr], bool | Decline]:
-    def check(root: Expr) -> bool | Decline:
-        """Both means over the last axis only, keeping it; scalar epsilon; gamma and beta
-        vectors along the last axis; a float32 result."""
         ty = _float32_tensor(root)
         if ty is None:
-            return decline("layer norm of other than a float32 tensor of rank 1 to 6")
-        ndim, c = len(ty.shape), int(ty.shape[-1])
-        for node in _inside(pattern, data, root):
-            name = op_name(node)
-            if name == "mean":
-                axes = [int(a) % ndim for a in (node.attrs.axis or ())]
-                if axes != [ndim - 1] or not node.attrs.keepdims or node.attrs.exclude:
-                    return decline("a mean over other than the last axis: not a layer norm")
-            if name == "power" and not _has_values(_scalar_constants([node]), [(2.0,)]):
-                return decline("a power other than the square: not a layer norm")
-            for a in node.args:
-                if type(a) is Constant:
-                    shape = tuple(int(d) for d in a.data.shape)
-                    if int(np.prod(shape)) not in (1, c) or any(d != 1 for d in shape[:-1]):
-                        return decline(f"a constant of shape {shape}: not along the last axis")
+            return decline("GELU of other than a float32 tensor of rank 1 to 6")
+        if op_name(cast(Call, root)) == "nn.gelu":
+            return True
+        if match(root, rtol=_GELU_RTOL, rank=len(ty.shape)) is None:
+            return decline("not GELU: its constants or operands differ")
         return True
 
     return check
+
+
+def _check_layer_norm(root: Expr) -> bool | Decline:
+    """The shared recogniser (:func:`relaykit.transform.idioms.match_layer_norm`) takes the
+    chain (the pattern's gamma and beta are constants), over the last axis, on a float32
+    tensor."""
+    ty = _float32_tensor(root)
+    if ty is None:
+        return decline("layer norm of other than a float32 tensor of rank 1 to 6")
+    m = match_layer_norm(root, ty, dtypes=_FLOAT32)
+    if m is None:
+        return decline("not a layer norm: the means, the square or epsilon differ")
+    if m.axis != len(ty.shape) - 1:
+        return decline("a mean over other than the last axis: not a layer norm")
+    return True
 
 
 def _layer_norm_patterns() -> list[tuple[str, DFPattern, Callable[[Expr], Any]]]:
@@ -232,13 +187,14 @@ def _layer_norm_patterns() -> list[tuple[str, DFPattern, Callable[[Expr], Any]]]
         ("dnnl.layer_norm_shift", is_op("add")(norm, is_constant())),
         ("dnnl.layer_norm_plain", norm),
     ]
-    return [(name, pat, _check_layer_norm(pat, x)) for name, pat in patterns]
+    return [(name, pat, _check_layer_norm) for name, pat in patterns]
 
 
 def _gelu(
-    name: str, cdf_of: Callable[[DFPattern], DFPattern], wanted: list[tuple[float, ...]]
+    name: str, cdf_of: Callable[[DFPattern], DFPattern], match: Callable[..., Expr | None]
 ) -> tuple[str, DFPattern, Callable[[Expr], Any]]:
-    """0.5 * x * cdf(x), in any association of the two products."""
+    """0.5 * x * cdf(x), in any association of the two products (and ``nn.gelu`` for the
+    erf form: what the frontends emit)."""
     x = wildcard()
     cdf = cdf_of(x)
     mul = is_op("multiply")
@@ -247,7 +203,9 @@ def _gelu(
         | mul(mul(x, is_constant()), cdf)
         | mul(x, mul(cdf, is_constant()))
     )
-    return name, pattern, _check_gelu(pattern, x, wanted)
+    if match is match_gelu:
+        pattern = is_op("nn.gelu")(wildcard()) | pattern
+    return name, pattern, _check_gelu(match)
 
 
 def _erf_cdf(x: DFPattern) -> DFPattern:
@@ -281,6 +239,6 @@ def pattern_table() -> list[tuple[str, DFPattern, Callable[[Expr], Any]]]:
     shuffle = is_op("reshape")(is_op("transpose")(is_op("reshape")(wildcard())))
     table.append(("dnnl.channel_shuffle", shuffle, _check_shuffle))
     table.extend(_layer_norm_patterns())
-    table.append(_gelu("dnnl.gelu_erf", _erf_cdf, _GELU_ERF))
-    table.append(_gelu("dnnl.gelu_tanh", _tanh_cdf, _GELU_TANH))
+    table.append(_gelu("dnnl.gelu_erf", _erf_cdf, match_gelu))
+    table.append(_gelu("dnnl.gelu_tanh", _tanh_cdf, match_gelu_tanh))
     return table

@@ -41,6 +41,7 @@ from typing import Any, cast
 import numpy as np
 
 from relaykit.backends.dnnl.compile.codegen import dnnl_codegen
+from relaykit.backends.dnnl.compile.lower import op_name
 from relaykit.dataflow_pattern import DFPatternCallback, is_constant, is_op, rewrite, wildcard
 from relaykit.errors import IRError
 from relaykit.ir.expr import Call, Constant, Expr, Function, GlobalVar, checked_type_or_none, const
@@ -51,6 +52,7 @@ from relaykit.ir.types import TensorType
 from relaykit.op import add, reshape
 from relaykit.op.nn import layer_norm
 from relaykit.transform.bind import bind
+from relaykit.transform.idioms import match_layer_norm
 from relaykit.transform.infer_type import InferType
 
 __all__ = [
@@ -201,23 +203,9 @@ def create_runtime_module(symbol_name: str, func: Any, const_names: Any = ()) ->
     return dnnl_codegen(InferType()(IRModule.from_expr(func))["main"])
 
 
-def _scalar(e: Expr) -> float | None:
-    if type(e) is not Constant:
-        return None
-    arr = e.data.numpy()
-    return float(arr.reshape(-1)[0]) if arr.size == 1 else None
-
-
 def _tensor_type(e: Expr) -> TensorType | None:
     t = checked_type_or_none(e)
     return t if isinstance(t, TensorType) else None
-
-
-def _last_axis_mean(call: Expr, ndim: int) -> bool:
-    if not (type(call) is Call and type(call.op) is Op and call.op.name == "mean"):
-        return False
-    axes = [int(a) % ndim for a in (call.attrs.axis or ())]
-    return axes == [ndim - 1] and bool(call.attrs.keepdims) and not call.attrs.exclude
 
 
 def _vector_along_last(e: Expr, channels: int) -> Expr | None:
@@ -241,7 +229,9 @@ def _vector_along_last(e: Expr, channels: int) -> Expr | None:
 class _LayerNormRewrite(DFPatternCallback):
     """``(x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) * gamma + beta`` over the last
     axis (``divide``/``sqrt`` or ``multiply``/``rsqrt``; the square as ``power`` 2 or a
-    product; ``variance``) becomes ``nn.layer_norm(x, gamma, beta, axis=-1, epsilon=eps)``."""
+    product; ``variance``) becomes ``nn.layer_norm(x, gamma, beta, axis=-1, epsilon=eps)``;
+    the pattern finds the calls, the shared recogniser
+    (:func:`relaykit.transform.idioms.match_layer_norm`) decides."""
 
     def __init__(self, scale: bool, shift: bool) -> None:
         super().__init__(require_type=True)
@@ -261,31 +251,16 @@ class _LayerNormRewrite(DFPatternCallback):
         self.pattern = out if self.beta is None else is_op("add")(out, self.beta)
 
     def callback(self, pre: Expr, post: Expr, node_map: Any) -> Expr:
-        x = node_map[self.x][0]
-        ty = _tensor_type(x)
-        eps = _scalar(node_map[self.eps][0])
-        if ty is None or eps is None or not ty.shape:
+        ty = _tensor_type(pre)
+        m = None if ty is None else match_layer_norm(post, ty)
+        if ty is None or m is None or m.axis != len(ty.shape) - 1:
             return post
-        ndim, channels = len(ty.shape), int(ty.shape[-1])
-        var = node_map[self.var][0]
-        if not _last_axis_mean(node_map[self.mu][0], ndim):
+        if (m.gamma is None) != (self.gamma is None) or (m.beta is None) != (self.beta is None):
             return post
-        if var.op.name == "mean":
-            if not _last_axis_mean(var, ndim):
-                return post
-            square = var.args[0]
-            if square.op.name == "power" and _scalar(square.args[1]) != 2.0:
-                return post
-        elif [int(a) % ndim for a in (var.attrs.axis or ())] != [ndim - 1]:
-            return post
-        ones, zeros = np.ones(channels, ty.dtype), np.zeros(channels, ty.dtype)
-        gamma = const(ones) if self.gamma is None else node_map[self.gamma][0]
-        beta = const(zeros) if self.beta is None else node_map[self.beta][0]
-        gamma = _vector_along_last(gamma, channels)
-        beta = _vector_along_last(beta, channels)
-        if gamma is None or beta is None:
-            return post
-        return layer_norm(x, gamma, beta, axis=-1, epsilon=eps)
+        channels = int(ty.shape[-1])
+        gamma = const(np.ones(channels, ty.dtype)) if m.gamma is None else m.gamma
+        beta = const(np.zeros(channels, ty.dtype)) if m.beta is None else m.beta
+        return layer_norm(m.data, gamma, beta, axis=-1, epsilon=m.epsilon)
 
 
 def _rewrite_main(mod: IRModule, callbacks: list[DFPatternCallback]) -> IRModule:
@@ -319,7 +294,7 @@ def _erf_gelu(x: Any) -> Any:
 class _DenseReshapeBiasRewrite(DFPatternCallback):
     """``act(reshape(dense(x, w)) + b)`` becomes ``reshape(act(dense(x, w) + b))`` when the
     reshape keeps the last (units) axis and ``b`` runs along it; ``act`` is GELU (erf
-    form) or nothing."""
+    form written out, or ``nn.gelu``: what the frontends emit) or nothing."""
 
     def __init__(self, with_gelu: bool) -> None:
         super().__init__(require_type=True)
@@ -328,7 +303,9 @@ class _DenseReshapeBiasRewrite(DFPatternCallback):
         self.reshaped = is_op("reshape")(self.dense)
         self.biased = is_op("add")(self.reshaped, self.b)
         self.with_gelu = with_gelu
-        self.pattern = _erf_gelu(self.biased) if with_gelu else self.biased
+        self.pattern = (
+            is_op("nn.gelu")(self.biased) | _erf_gelu(self.biased) if with_gelu else self.biased
+        )
 
     def callback(self, pre: Expr, post: Expr, node_map: Any) -> Expr:
         dense = node_map[self.dense][0]
@@ -343,7 +320,9 @@ class _DenseReshapeBiasRewrite(DFPatternCallback):
         if bias is None:
             return post
         out: Expr = add(dense, bias)
-        if self.with_gelu:
+        if self.with_gelu and op_name(cast(Call, post)) == "nn.gelu":
+            out = Call(cast(Call, post).op, [out], cast(Call, post).attrs)
+        elif self.with_gelu:
             # Rebuild the GELU around the new input, with the matched constants.
             mul_outer = cast(Call, post)
             mul_inner = cast(Call, mul_outer.args[0])

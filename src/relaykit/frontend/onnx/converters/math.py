@@ -176,16 +176,17 @@ def _swish(ctx: NodeContext, x: Expr, *, alpha: float = 1.0) -> Expr:
 
 @converter("Gelu", 20)
 def _gelu(ctx: NodeContext, x: Expr, *, approximate: str = "none") -> Expr:
-    dt = ctx.dtype(x)
-    half = scalar(0.5, dt)
+    """``nn.gelu`` (the exact, erf form); the tanh approximation, which has no operator,
+    written out."""
     if approximate == "tanh":
+        dt = ctx.dtype(x)
+        half = scalar(0.5, dt)
         inner = op.multiply(
             scalar(np.sqrt(2 / np.pi), dt),
             op.add(x, op.multiply(scalar(0.044715, dt), op.power(x, scalar(3, dt)))),
         )
         return op.multiply(op.multiply(half, x), op.add(scalar(1, dt), op.tanh(inner)))
-    cdf = op.add(scalar(1, dt), op.erf(op.multiply(x, scalar(1 / np.sqrt(2), dt))))
-    return op.multiply(op.multiply(half, x), cdf)
+    return op.nn.gelu(x)
 
 
 @converter("Shrink", 9)
