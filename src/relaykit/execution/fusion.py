@@ -13,7 +13,7 @@ Two kinds, both here:
    fusion, below.
 
 Functions for backends are never touched here: a backend decides its own fusion in one
-module (dnnl: :mod:`relaykit.backends.dnnl.fuse`, after its pattern table chose the
+module (dnnl: :mod:`relaykit.backends.dnnl.compile.fuse`, after its pattern table chose the
 calls; the idiom checks of that table are the shared recognisers too).
 
 Epilogue fusion: a producer and the elementwise nodes after it run as one step.

@@ -460,9 +460,9 @@ def test_reshapes_sink_to_the_producer_and_stop():
 def test_nn_gelu_is_a_gelu_composite_and_a_post_op(dnnl):
     """``nn.gelu`` (what the frontends emit) goes to oneDNN as the written-out chain does:
     a ``dnnl.gelu_erf`` composite, lowered as the dense layer's post-op."""
-    from relaykit.backends.dnnl.codegen import region_ops
-    from relaykit.backends.dnnl.fuse import optimize
-    from relaykit.backends.dnnl.lower import lower_function
+    from relaykit.backends.dnnl.compile.codegen import region_ops
+    from relaykit.backends.dnnl.compile.fuse import optimize
+    from relaykit.backends.dnnl.compile.lower import lower_function
 
     w = _c(32, 16)
     part, (x,), out = _run(
