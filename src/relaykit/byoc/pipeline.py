@@ -1,8 +1,12 @@
-"""``partition_for``: the four BYOC passes in one call, as TVM's ``partition_for_<lib>``.
+"""The partitioning pipeline: bind the weights, optimise for the targets, partition.
 
-:func:`partition_for` is the one partitioning function of every backend: a backend's
-``partition_for_<name>`` (TVM's name) is :func:`partitioner` of its name, or a thin
-wrapper when TVM's signature has options of its own (``partition_for_dnnl``).
+:func:`prepare` is the one pipeline every command runs (``relaykit explain``,
+``partition``, ``compile``, ``bench`` and ``demo``), so what a report shows is what a
+build builds: ``params`` bound into ``main``, each target's optimize hook, then the four
+BYOC passes with the pins and minimum region sizes given. :func:`partition_for` is the
+same pipeline as TVM's ``partition_for_<lib>`` (it returns the partitioned module
+alone); a backend's ``partition_for_<name>`` is :func:`partitioner` of its name, or a
+thin wrapper when TVM's signature has options of its own (``partition_for_dnnl``).
 
 >>> import relaykit as tvm
 >>> from relaykit import relay
@@ -19,6 +23,7 @@ wrapper when TVM's signature has options of its own (``partition_for_dnnl``).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from relaykit.errors import CodegenError
@@ -35,8 +40,12 @@ from .choose import normalize_targets
 from .merge_composite import MergeComposite
 from .merge_regions import MergeCompilerRegions
 from .partition import PartitionGraph
+from .targets import configure_target, scoped_registries
 
 __all__ = [
+    "Prepared",
+    "prepare",
+    "optimize_for",
     "partition_for",
     "partitioner",
     "partition_passes",
@@ -92,6 +101,85 @@ def partition_passes(
     return passes
 
 
+def optimize_for(
+    mod: IRModule | Function,
+    targets: str | Sequence[str],
+    params: Mapping[str, Any] | None = None,
+    *,
+    optimize: bool = True,
+) -> IRModule:
+    """The pipeline up to partitioning: ``params`` bound into ``main`` (weights become
+    constants that region functions embed), then, unless ``optimize=False``, each
+    target's optimize hook in target order."""
+    if isinstance(mod, Function):
+        mod = IRModule.from_expr(mod)
+    if params:
+        mod = mod.copy()
+        mod["main"] = bind_params_by_name(mod["main"], params)
+    # Each target's backend may rewrite the module first (its ``optimize`` hook).
+    for target in normalize_targets(targets) if optimize else ():
+        mod = run_optimize_hook(mod, target, params)
+    return mod
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What :func:`prepare` made of a model, and the options it was made with.
+
+    ``optimized`` is the module the partitioning passes start from (weights bound, the
+    targets' optimize hooks run): reports (:func:`relaykit.byoc.report.visual.analyse`)
+    given it and the same ``targets``, ``pins``, ``min_ops`` and ``min_macs`` describe
+    exactly the regions of ``partitioned``, which a build compiles.
+    """
+
+    source: IRModule
+    optimized: IRModule
+    partitioned: IRModule
+    targets: tuple[str, ...]
+    pins: Any = None
+    min_ops: int | None = None
+    min_macs: int | None = None
+
+
+def prepare(
+    mod: IRModule | Function,
+    targets: str | Sequence[str],
+    params: Mapping[str, Any] | None = None,
+    *,
+    pins: Any = None,
+    min_ops: int | None = None,
+    min_macs: int | None = None,
+    patterns: Sequence[tuple[Any, ...]] | None = None,
+    optimize: bool = True,
+) -> Prepared:
+    """Bind ``params``, optimise for ``targets`` and partition (``pins`` as for
+    ``AnnotateTarget``; regions with fewer than ``min_ops`` operators or ``min_macs``
+    multiply-accumulates go back to the host, for this call only).
+
+    No targets (a host-only build) partitions nothing.
+
+    >>> import relaykit as tvm
+    >>> from relaykit import relay
+    >>> x = relay.var("x", shape=(1, 8))
+    >>> mod = tvm.IRModule.from_expr(relay.nn.relu(relay.abs(x)))
+    >>> with scoped_registries():
+    ...     tvm.ir.register_op_attr("abs", "target.lib", True)
+    ...     done = prepare(mod, "lib", min_ops=2)
+    >>> done.targets, [gv.name_hint for gv in done.partitioned.get_global_vars()]
+    (('lib',), ['main'])
+    """
+    names = normalize_targets(targets)
+    source = IRModule.from_expr(mod) if isinstance(mod, Function) else mod
+    optimized = optimize_for(source, names, params, optimize=optimize)
+    with scoped_registries():  # the minimum sizes set here do not outlive the call
+        if min_ops is not None or min_macs is not None:
+            for t in names:
+                configure_target(t, min_region_ops=min_ops, min_region_macs=min_macs)
+        passes = partition_passes(names, patterns=patterns, pin=pins)
+        partitioned = Sequential(passes, name="Prepare")(optimized)
+    return Prepared(source, optimized, partitioned, names, pins, min_ops, min_macs)
+
+
 def partition_for(
     mod: IRModule | Function,
     targets: str | Sequence[str],
@@ -112,15 +200,9 @@ def partition_for(
     ``patterns`` defaults to the registered pattern tables of the targets;
     ``params`` are bound into ``main`` first (so weights become constants that
     region functions embed); ``pin`` is as for ``AnnotateTarget``. Every pass runs once.
+    The pipeline of :func:`prepare`, with TVM's options.
     """
-    if isinstance(mod, Function):
-        mod = IRModule.from_expr(mod)
-    if params:
-        mod = mod.copy()
-        mod["main"] = bind_params_by_name(mod["main"], params)
-    # Each target's backend may rewrite the module first (its ``optimize`` hook).
-    for target in normalize_targets(targets) if optimize else ():
-        mod = run_optimize_hook(mod, target, params)
+    mod = optimize_for(mod, targets, params, optimize=optimize)
     passes = partition_passes(
         targets,
         patterns=patterns,
