@@ -26,9 +26,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from relaykit.dataflow_pattern import DFPattern, ExprPattern
 from relaykit.errors import CodegenError
 from relaykit.ir.expr import Function
 from relaykit.ir.module import IRModule
+from relaykit.ir.op import Op
 from relaykit.op.contrib import get_pattern_table
 from relaykit.runtime.registry import EXT_PREFIX, get_global_func
 from relaykit.transform.bind import bind_params_by_name
@@ -40,6 +42,7 @@ from .choose import normalize_targets
 from .merge_composite import MergeComposite
 from .merge_regions import MergeCompilerRegions
 from .partition import PartitionGraph
+from .pins import as_pins
 from .targets import configure_target, scoped_registries
 
 __all__ = [
@@ -50,6 +53,7 @@ __all__ = [
     "partitioner",
     "partition_passes",
     "registered_patterns",
+    "patterns_for",
     "run_optimize_hook",
 ]
 
@@ -78,6 +82,47 @@ def registered_patterns(targets: str | Sequence[str]) -> list[tuple[Any, ...]]:
     return table
 
 
+def _pattern_ops(pattern: Any) -> set[str]:
+    """The operator names a dataflow pattern matches calls of."""
+    names: set[str] = set()
+    stack, seen = [pattern], set()
+    while stack:
+        p = stack.pop()
+        if id(p) in seen:
+            continue
+        seen.add(id(p))
+        if isinstance(p, ExprPattern) and isinstance(p.expr, Op):
+            names.add(str(p.expr.name))
+        if isinstance(p, DFPattern):
+            for value in vars(p).values():
+                items = value if isinstance(value, (list, tuple)) else (value,)
+                stack.extend(v for v in items if isinstance(v, DFPattern))
+    return names
+
+
+def patterns_for(targets: str | Sequence[str], pin: Any = None) -> list[tuple[Any, ...]]:
+    """The registered pattern tables of ``targets``, without the patterns of one target
+    that would fuse an operator the user pinned to another target (``pin("nn.dense",
+    to="ccompiler")`` keeps ``nn.dense`` out of dnnl's ``dense_bias``), so the pin can
+    send it there: that target cannot compile another target's composite."""
+    names = normalize_targets(targets)
+    table = registered_patterns(names)
+    moved: dict[str, str] = {}  # operator -> the target it is pinned to
+    for p in reversed(as_pins(pin, names)):  # the first pin wins
+        if p.to in names:
+            moved.update(dict.fromkeys(p.names, p.to))
+    if not moved:
+        return table
+    kept = []
+    for entry in table:
+        owner = str(entry[0]).split(".", 1)[0]
+        ops = _pattern_ops(entry[1]) if len(entry) > 1 else set()
+        if any(moved.get(op, owner) != owner for op in ops):
+            continue
+        kept.append(entry)
+    return kept
+
+
 def partition_passes(
     targets: str | Sequence[str],
     *,
@@ -89,7 +134,7 @@ def partition_passes(
 ) -> list[Pass]:
     """The passes :func:`partition_for` runs, for use in a ``Sequential``."""
     names = normalize_targets(targets)
-    table = registered_patterns(names) if patterns is None else list(patterns)
+    table = patterns_for(names, pin) if patterns is None else list(patterns)
     passes: list[Pass] = [InferType()]
     if table:
         passes.append(MergeComposite(table))
@@ -136,6 +181,8 @@ class Prepared:
     optimized: IRModule
     partitioned: IRModule
     targets: tuple[str, ...]
+    #: The pattern table the partitioning used (:func:`patterns_for` of the pins).
+    patterns: tuple[tuple[Any, ...], ...] = ()
     pins: Any = None
     min_ops: int | None = None
     min_macs: int | None = None
@@ -175,9 +222,10 @@ def prepare(
         if min_ops is not None or min_macs is not None:
             for t in names:
                 configure_target(t, min_region_ops=min_ops, min_region_macs=min_macs)
-        passes = partition_passes(names, patterns=patterns, pin=pins)
+        table = patterns_for(names, pins) if patterns is None else list(patterns)
+        passes = partition_passes(names, patterns=table, pin=pins)
         partitioned = Sequential(passes, name="Prepare")(optimized)
-    return Prepared(source, optimized, partitioned, names, pins, min_ops, min_macs)
+    return Prepared(source, optimized, partitioned, names, tuple(table), pins, min_ops, min_macs)
 
 
 def partition_for(
@@ -197,7 +245,8 @@ def partition_for(
     Unless ``optimize=False``, each target's ``optimize`` hook (registered with its
     codegen) runs first.
 
-    ``patterns`` defaults to the registered pattern tables of the targets;
+    ``patterns`` defaults to the registered pattern tables of the targets
+    (:func:`patterns_for` the pins);
     ``params`` are bound into ``main`` first (so weights become constants that
     region functions embed); ``pin`` is as for ``AnnotateTarget``. Every pass runs once.
     The pipeline of :func:`prepare`, with TVM's options.

@@ -319,6 +319,7 @@ def report_partition(
             pins=p.pins,
             min_ops=p.min_ops,
             min_macs=p.min_macs,
+            patterns=list(p.patterns),
             model=title,
         )
     with scoped_registries():
@@ -326,6 +327,11 @@ def report_partition(
             for t in p.targets:
                 configure_target(t, min_region_ops=p.min_ops, min_region_macs=p.min_macs)
         summary = summarize(
-            p.optimized, p.targets, pin=p.pins, param_names=model.weights, model=title
+            p.optimized,
+            p.targets,
+            patterns=list(p.patterns),
+            pin=p.pins,
+            param_names=model.weights,
+            model=title,
         )
     return None, summary
