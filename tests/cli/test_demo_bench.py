@@ -155,3 +155,60 @@ def test_bench_prints_onnxruntime_s_whole_message(conv_net, monkeypatch, capsys)
         "Got invalid dimensions for input: image for the following indices index: 0 Got: 2 "
         "Expected: 1 Please fix either the inputs/outputs or the model."
     ]
+
+
+def _without(monkeypatch, *missing: str) -> None:
+    """The demo sees the backends ``missing`` as not installed."""
+    import dataclasses
+
+    from relaykit.cli import demo
+
+    def fake(name: str):
+        row = describe(name)
+        if name not in missing:
+            return row
+        install = "pip install 'relaykit[dnnl]'" if name == "dnnl" else ""
+        return dataclasses.replace(
+            row, status="missing extra", detail=f"{name} is not here", install=install
+        )
+
+    monkeypatch.setattr(demo, "describe", fake)
+
+
+def test_demo_without_dnnl_says_in_one_line_which_extra_makes_it_faster(
+    tmp_path, monkeypatch, capsys
+):
+    if describe("ccompiler").status != AVAILABLE:
+        pytest.skip("no C compiler")
+    _without(monkeypatch, "dnnl")
+    args = ["demo", "--model", "mlp", "--runs", "1", "--report", str(tmp_path / "r.txt")]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "2. backend: ccompiler (dnnl is not available (dnnl is not here))" in out
+    hints = [line for line in out.splitlines() if "pip install 'relaykit[dnnl]'" in line]
+    assert hints and hints[0].strip().startswith("dnnl (oneDNN) is not installed")
+    assert re.search(r"6\. time: ccompiler .*: (\d+\.\dx faster than the host|SLOWER)", out)
+
+
+def test_demo_with_no_backend_runs_on_the_host(tmp_path, monkeypatch, capsys):
+    _without(monkeypatch, "dnnl", "ccompiler")
+    assert best_target()[0] == "host"
+    args = ["demo", "--model", "mlp", "--runs", "1", "--report", str(tmp_path / "r.txt")]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "2. backend: none, the host only (dnnl is not available" in out
+    assert "pip install 'relaykit[dnnl]'" in out
+    assert "6. time: host" in out
+
+
+def test_a_backend_slower_than_the_host_is_reported_with_the_reason(monkeypatch):
+    from relaykit.cli.demo import _compare
+
+    _without(monkeypatch, "dnnl")
+    text = _compare("ccompiler", 3.0, 1.0)
+    assert text.startswith("SLOWER than the host, 3.0x: ccompiler compiles plain C loops")
+    assert text.endswith("pip install 'relaykit[dnnl]' makes this model run faster")
+    assert _compare("ccompiler", 1.0, 2.0) == "2.0x faster than the host"
+    _without(monkeypatch)
+    if describe("dnnl").status == AVAILABLE:
+        assert "pip install" not in _compare("dnnl", 3.0, 1.0)

@@ -153,7 +153,8 @@ def test_an_onnx_model_explained_to_html_renders_in_a_browser(tmp_path):
     # a fresh process, as a user runs it: the command line entry point end to end
     proc = subprocess.run(
         [sys.executable, "-m", "relaykit.cli", "explain", str(model), "--target",
-         "dnnl,ccompiler", "--html", str(html), "--json", str(js)],
+         "dnnl,ccompiler", "--pin", "nn.dense=ccompiler", "--html", str(html), "--json",
+         str(js)],
         capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr

@@ -43,9 +43,12 @@ from .merge_regions import MergeCompilerRegions
 from .partition import PartitionGraph, RegionInfo, partition_module, region_functions
 from .pins import Pin, pin
 from .pipeline import (
+    Prepared,
+    optimize_for,
     partition_for,
     partition_passes,
     partitioner,
+    prepare,
     registered_patterns,
     run_optimize_hook,
 )
@@ -56,6 +59,10 @@ from .targets import TargetSpec, configure_target, get_target_spec, scoped_regis
 __all__ = [
     # a backend's optimize hook (relay.ext.<name>.optimize)
     "run_optimize_hook",
+    # the pipeline every command runs: bind, optimise, partition
+    "prepare",
+    "Prepared",
+    "optimize_for",
     # passes
     "MergeComposite",
     "AnnotateTarget",

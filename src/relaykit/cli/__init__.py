@@ -51,8 +51,8 @@ SUBCOMMANDS = (demo, partition, explain, compile, run, bench, backends, sign, tv
 EPILOG = """\
 examples:
   relaykit demo
-  relaykit partition resnet18 --target dnnl --bind-params
-  relaykit explain resnet18 --target dnnl --bind-params --html report.html
+  relaykit partition resnet18 --target dnnl
+  relaykit explain resnet18 --target dnnl --html report.html
   relaykit backends
 
 run 'relaykit COMMAND --help' for the options and an example of each command.

@@ -9,11 +9,23 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from relaykit.backends import target_key
-from relaykit.cli._common import DEFAULT_MAX_FILE_SIZE, check_file, read_text_file
+from relaykit.byoc.pipeline import Prepared, prepare
+from relaykit.byoc.report.explain import Report
+from relaykit.byoc.report.summary import Summary, summarize
+from relaykit.byoc.report.visual import analyse
+from relaykit.byoc.targets import configure_target, scoped_registries
+from relaykit.cli._common import (
+    DEFAULT_MAX_FILE_SIZE,
+    Progress,
+    check_file,
+    read_text_file,
+    targets_label,
+)
 from relaykit.cli._inputs import check_input_shapes, declared_inputs, shapes_example
 from relaykit.dataflow_pattern import is_op, wildcard
 from relaykit.errors import DynamicShapeError, UsageError
@@ -37,7 +49,9 @@ __all__ = [
     "register_demo_target",
     "load_model",
     "load_for_build",
-    "bind_weights_for_partition",
+    "PreparedModel",
+    "prepare_model",
+    "report_partition",
     "MODEL_HELP",
 ]
 
@@ -248,16 +262,76 @@ def load_for_build(
     return _parse_text(path, limit), f"Relay text {path.name}"
 
 
-def bind_weights_for_partition(
-    mod: IRModule, weights: set[str], model: str, shapes: Mapping[str, Any] | None, limit: int
-) -> IRModule:
-    """Bind the weights as constants (generated for workloads and text files, the file's
-    initializers for ONNX), as a build would."""
-    if Path(model).suffix.lower() == ".onnx" and _workload(model, 1, 32) is None:
-        path = _model_path(model, limit)
-        bound, _ = _import_onnx(path, shapes, freeze=True)
-        return bound
-    mod, params = create_workload(mod)
-    mod = mod.copy()
-    mod["main"] = bind_params_by_name(mod["main"], {k: params[k] for k in weights})
-    return mod
+@dataclass(frozen=True)
+class PreparedModel:
+    """A model through the pipeline every command runs (:func:`prepare_model`)."""
+
+    #: The bound, optimised and partitioned module, and the options it was made with.
+    prepared: Prepared
+    #: What the model is, for messages (``ONNX model net.onnx``).
+    what: str
+    #: The inputs of ``main`` that hold weights (a Relay text file's parameters but the
+    #: first, which stay inputs of the artifact): their bytes count as region parameters.
+    weights: frozenset[str]
+
+
+def prepare_model(
+    name: str,
+    targets: list[str],
+    *,
+    batch: int = 1,
+    image_size: int = 224,
+    shapes: Mapping[str, Any] | None = None,
+    limit: int = DEFAULT_MAX_FILE_SIZE,
+    pins: Any = None,
+    min_ops: int | None = None,
+    min_macs: int | None = None,
+    progress: Progress | None = None,
+) -> PreparedModel:
+    """Import → bind the weights → optimise → partition: the one pipeline of ``explain``,
+    ``partition``, ``compile``, ``bench`` and ``demo``, so what they show is what is built.
+
+    The weights are bound as a build binds them (:func:`load_for_build`): generated for a
+    workload, the initializers of an ONNX file; a Relay text file keeps its parameters.
+    """
+    progress = progress or Progress(enabled=False)
+    with progress.step(f"import {name}"):
+        mod, what = load_for_build(name, batch, image_size, shapes=shapes, limit=limit)
+    is_text = _workload(name, 1, 32) is None and Path(name).suffix.lower() != ".onnx"
+    weights = frozenset(p.name_hint for p in mod["main"].params[1:]) if is_text else frozenset()
+    with progress.step(f"partition for {targets_label(targets)}"):
+        prepared = prepare(mod, targets, pins=pins, min_ops=min_ops, min_macs=min_macs)
+    return PreparedModel(prepared, what, weights)
+
+
+def report_partition(
+    model: PreparedModel, title: str, *, explain: bool = True
+) -> tuple[Report | None, Summary]:
+    """The placement report (when ``explain``) and the summary of ``model``'s partition:
+    the same module, targets, pins and minimum region sizes as the build, so the regions
+    they list are the ones the build compiles."""
+    p = model.prepared
+    if explain:
+        return analyse(
+            p.optimized,
+            p.targets,
+            params=model.weights,
+            pins=p.pins,
+            min_ops=p.min_ops,
+            min_macs=p.min_macs,
+            patterns=list(p.patterns),
+            model=title,
+        )
+    with scoped_registries():
+        if p.min_ops is not None or p.min_macs is not None:
+            for t in p.targets:
+                configure_target(t, min_region_ops=p.min_ops, min_region_macs=p.min_macs)
+        summary = summarize(
+            p.optimized,
+            p.targets,
+            patterns=list(p.patterns),
+            pin=p.pins,
+            param_names=model.weights,
+            model=title,
+        )
+    return None, summary

@@ -27,11 +27,12 @@ from relaykit.cli._common import (
     parse_shapes,
     split_targets,
 )
-from relaykit.cli._models import load_for_build
+from relaykit.cli._models import prepare_model
 from relaykit.cli.compile import (
     add_model_options,
     add_target_options,
-    compile_model,
+    build_prepared,
+    check_targets,
     region_counts,
 )
 from relaykit.cli.run import positive_int, random_inputs
@@ -178,17 +179,20 @@ def run(args: argparse.Namespace) -> int:
     targets = split_targets(args.target)
     shapes = parse_shapes(args.input_shapes)
     progress = Progress()
-    with progress.step(f"import {args.model}"):
-        mod, what = load_for_build(
-            args.model,
-            args.batch,
-            args.image_size,
-            shapes=shapes or None,
-            limit=args.max_file_size,
-        )
-    lib, part = compile_model(
-        mod, targets, pins=parse_pins(args.pin, targets), min_ops=args.min_ops, progress=progress
+    check_targets(targets)
+    model = prepare_model(
+        args.model,
+        targets,
+        batch=args.batch,
+        image_size=args.image_size,
+        shapes=shapes or None,
+        limit=args.max_file_size,
+        pins=parse_pins(args.pin, targets),
+        min_ops=args.min_ops,
+        progress=progress,
     )
+    lib = build_prepared(model.prepared, progress)
+    mod, part, what = model.prepared.source, model.prepared.partitioned, model.what
     specs, _ = artifact_signature(lib)
     inputs = random_inputs(specs, args.seed)
     label = f"relaykit {'+'.join(targets) or 'host'}"

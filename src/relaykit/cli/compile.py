@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from relaykit.byoc import configure_target, partition_for, region_functions, scoped_registries
+from relaykit.byoc import region_functions
+from relaykit.byoc.pipeline import Prepared, prepare
 from relaykit.cli._common import (
     BATCH,
     IMAGE_SIZE,
@@ -30,7 +31,7 @@ from relaykit.cli._common import (
     split_targets,
     targets_label,
 )
-from relaykit.cli._models import MODEL_HELP, load_for_build
+from relaykit.cli._models import MODEL_HELP, prepare_model
 from relaykit.execution.build_module import build
 from relaykit.execution.codegen.registry import (
     CodegenInfo,
@@ -41,7 +42,15 @@ from relaykit.execution.codegen.registry import (
 from relaykit.ir import IRModule
 from relaykit.runtime.module import Module
 
-__all__ = ["register", "run", "compile_model", "region_counts", "add_target_options"]
+__all__ = [
+    "register",
+    "run",
+    "compile_model",
+    "build_prepared",
+    "check_targets",
+    "region_counts",
+    "add_target_options",
+]
 
 EPILOG = """\
 examples:
@@ -156,6 +165,22 @@ def _shown(info: CodegenInfo, progress: Progress) -> Callable[[Any], Module]:
     return compile_one
 
 
+def check_targets(targets: list[str]) -> None:
+    """An unknown target fails here, before any work."""
+    for target in targets:
+        get_codegen(target)
+
+
+def build_prepared(prepared: Prepared, progress: Progress | None = None) -> Any:
+    """Build the partitioned module of :func:`relaykit.byoc.pipeline.prepare`: each region
+    by its backend, the rest for the host. Returns the built factory module."""
+    progress = progress or Progress(enabled=False)
+    targets = list(prepared.targets)
+    check_targets(targets)
+    with progress.step("build"), _codegen_progress(targets, progress):
+        return build(prepared.partitioned, target="llvm")
+
+
 def compile_model(
     mod: IRModule,
     targets: list[str],
@@ -164,19 +189,14 @@ def compile_model(
     min_ops: int | None = None,
     progress: Progress | None = None,
 ) -> tuple[Any, IRModule]:
-    """Partition ``mod`` for ``targets`` and build it: the built factory module and the
-    partitioned module. No targets (``--target host``) builds for the host alone."""
+    """Partition ``mod`` for ``targets`` (:func:`relaykit.byoc.pipeline.prepare`) and build
+    it: the built factory module and the partitioned module. No targets (``--target
+    host``) builds for the host alone."""
     progress = progress or Progress(enabled=False)
-    with scoped_registries():  # the options set here do not outlive the call
-        for target in targets:
-            get_codegen(target)  # an unknown target fails here, before any work
-            if min_ops is not None:
-                configure_target(target, min_region_ops=min_ops)
-        with progress.step(f"partition for {targets_label(targets)}"):
-            part = partition_for(mod, targets, pin=pins or None)
-    with progress.step("build"), _codegen_progress(targets, progress):
-        lib = build(part, target="llvm")
-    return lib, part
+    check_targets(targets)
+    with progress.step(f"partition for {targets_label(targets)}"):
+        prepared = prepare(mod, targets, pins=pins or None, min_ops=min_ops)
+    return build_prepared(prepared, progress), prepared.partitioned
 
 
 def region_counts(part: IRModule) -> dict[str, int]:
@@ -210,15 +230,20 @@ def run(args: argparse.Namespace) -> int:
     out = check_output_path(args.output or default_output(args.model), "output file")
     dump = check_output_path(args.dump_relay, "Relay text file") if args.dump_relay else None
     progress = Progress()
-    with progress.step(f"import {args.model}"):
-        mod, what = load_for_build(
-            args.model,
-            args.batch,
-            args.image_size,
-            shapes=shapes or None,
-            limit=args.max_file_size,
-        )
-    lib, part = compile_model(mod, targets, pins=pins, min_ops=args.min_ops, progress=progress)
+    check_targets(targets)
+    model = prepare_model(
+        args.model,
+        targets,
+        batch=args.batch,
+        image_size=args.image_size,
+        shapes=shapes or None,
+        limit=args.max_file_size,
+        pins=pins,
+        min_ops=args.min_ops,
+        progress=progress,
+    )
+    lib = build_prepared(model.prepared, progress)
+    part, what = model.prepared.partitioned, model.what
     with progress.step(f"write {out}"):
         write_artifact(lib, out)
     if dump is not None:

@@ -16,10 +16,10 @@ import json
 import sys
 from pathlib import Path
 
-from relaykit.byoc import run_optimize_hook, scoped_registries
+from relaykit.byoc import scoped_registries
 from relaykit.byoc.report.explain import Report
 from relaykit.byoc.report.summary import Summary
-from relaykit.byoc.report.visual import analyse, render_dot, render_html
+from relaykit.byoc.report.visual import render_dot, render_html
 from relaykit.cli._common import (
     BATCH,
     EXIT_OK,
@@ -32,19 +32,22 @@ from relaykit.cli._common import (
     parse_shapes,
     split_targets,
 )
-from relaykit.cli._models import MODEL_HELP, bind_weights_for_partition, load_model
-from relaykit.cli.partition import _target_notes
+from relaykit.cli._models import MODEL_HELP, prepare_model, report_partition
+from relaykit.cli.partition import _target_notes, add_bind_params
 from relaykit.errors import UsageError
 
 __all__ = ["register", "run"]
 
 EPILOG = """\
 examples:
-  relaykit explain resnet50 --target dnnl --bind-params --html resnet50.html
+  relaykit explain resnet50 --target dnnl --html resnet50.html
   relaykit explain model.onnx --target dnnl,ccompiler --html report.html --dot report.dot
   relaykit explain vgg11 --target byoc-target --dot vgg11.dot  # dot -Tsvg vgg11.dot > vgg11.svg
   relaykit explain mlp --target ccompiler --json report.json
 
+The model goes through the same steps as 'relaykit compile' (weights bound as
+constants, each target's optimize hook, then partitioning with --pin and --min-ops),
+so the regions shown are the regions the artifact holds.
 The HTML page needs no network: open it in any browser (drag to pan, wheel to zoom,
 click an operator for its placement, the answer of every target and its attributes).
 exit status: 0 ok, 1 failure, 2 usage error.
@@ -79,12 +82,7 @@ def register(sub: SubParsers) -> None:
     p.add_argument("--dot", metavar="FILE", help="write Graphviz DOT to FILE ('-': stdout)")
     p.add_argument("--json", metavar="FILE", help="write the report as JSON to FILE ('-': stdout)")
     p.add_argument("--title", help="the report's title (default: the model's name)")
-    p.add_argument(
-        "--bind-params",
-        action="store_true",
-        help="bind the weights as constants and run each target's optimize hook first, as a "
-        "build does (backends such as dnnl only take constant weights)",
-    )
+    add_bind_params(p)
     p.add_argument(
         "--pin",
         action="append",
@@ -145,27 +143,22 @@ def run(args: argparse.Namespace) -> int:
     if sum(v == "-" for v in (args.html, args.dot, args.json)) > 1:
         raise UsageError("only one of --html, --dot and --json can write to standard output")
     shapes = parse_shapes(args.input_shapes)
-    limit = args.max_file_size
-    mod, weights = load_model(
-        args.model, args.batch, args.image_size, shapes=shapes or None, limit=limit
-    )
-    if args.bind_params:
-        mod = bind_weights_for_partition(mod, weights, args.model, shapes or None, limit)
-        weights = set()
-        for t in targets:
-            mod = run_optimize_hook(mod, t, None)
     title = args.title or Path(args.model).name
     with scoped_registries():
         notes = _target_notes(targets)
-        report, summary = analyse(
-            mod,
+        model = prepare_model(
+            args.model,
             targets,
-            params=weights,
+            batch=args.batch,
+            image_size=args.image_size,
+            shapes=shapes or None,
+            limit=args.max_file_size,
             pins=parse_pins(args.pin, targets),
             min_ops=args.min_ops,
             min_macs=args.min_macs,
-            model=title,
         )
+        report, summary = report_partition(model, title)
+    assert report is not None  # explain=True
     quiet = "-" in (args.html, args.dot, args.json)
     for note in notes:
         print(f"note: {note}", file=sys.stderr if quiet else sys.stdout)

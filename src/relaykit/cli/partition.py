@@ -10,8 +10,7 @@ import argparse
 import json
 
 from relaykit.backends import target_key
-from relaykit.byoc import configure_target, explain, run_optimize_hook, scoped_registries
-from relaykit.byoc.report.summary import summarize
+from relaykit.byoc import scoped_registries
 from relaykit.cli._common import (
     BATCH,
     IMAGE_SIZE,
@@ -24,18 +23,18 @@ from relaykit.cli._common import (
 from relaykit.cli._models import (
     DEMO_TARGET,
     MODEL_HELP,
-    bind_weights_for_partition,
-    load_model,
+    prepare_model,
     register_demo_target,
+    report_partition,
 )
 from relaykit.ir.op import default_registry
 from relaykit.op.contrib import get_pattern_table
 
-__all__ = ["register", "run"]
+__all__ = ["register", "run", "add_bind_params"]
 
 EPILOG = """\
 examples:
-  relaykit partition resnet50 --target dnnl --bind-params
+  relaykit partition resnet50 --target dnnl
   relaykit partition model.onnx --target ccompiler --explain --json
   relaykit partition vgg11 --target byoc-target --min-ops 4 --pin nn.dense
 """
@@ -50,7 +49,9 @@ def register(sub: SubParsers) -> None:
             f"target named {DEMO_TARGET!r} gets the walkthrough's demo rules — nn.dense and "
             "conv2d(+bias_add)+relu patterns — when nothing is registered for it) and print, "
             "per target, its functions, operators, MACs and parameter bytes, and the "
-            "operator breakdown before and after."
+            "operator breakdown before and after. The model goes through the same steps "
+            "as 'relaykit compile' (weights bound, each target's optimize hook, --pin and "
+            "--min-ops), so the regions listed are the regions the artifact holds."
         ),
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -62,13 +63,7 @@ def register(sub: SubParsers) -> None:
         required=True,
         help="a target, highest priority first (repeatable, or comma-separated; host: none)",
     )
-    part.add_argument(
-        "--bind-params",
-        action="store_true",
-        help="bind the weights as constants and run each target's optimize hook "
-        "first, as a build does (backends such as dnnl only take constant "
-        "weights)",
-    )
+    add_bind_params(part)
     part.add_argument("--json", action="store_true", help="print JSON instead of tables")
     part.add_argument(
         "--explain", action="store_true", help="also say, for every operator, where it went and why"
@@ -106,6 +101,17 @@ def register(sub: SubParsers) -> None:
     part.set_defaults(func=run)
 
 
+def add_bind_params(parser: argparse.ArgumentParser) -> None:
+    """``--bind-params``: what every command now does (weights bound as a build binds
+    them); accepted so that older scripts keep working."""
+    parser.add_argument(
+        "--bind-params",
+        action="store_true",
+        help="accepted for older scripts: the weights are always bound and each target's "
+        "optimize hook run, as 'relaykit compile' does",
+    )
+
+
 def _target_notes(targets: list[str]) -> list[str]:
     """Register the demo rules for the demo target when it has none; say which targets
     have nothing registered. Call inside ``scoped_registries()``."""
@@ -128,23 +134,20 @@ def _target_notes(targets: list[str]) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     targets = split_targets(args.target)
     shapes = parse_shapes(args.input_shapes)
-    limit = args.max_file_size
-    mod, weights = load_model(
-        args.model, args.batch, args.image_size, shapes=shapes or None, limit=limit
-    )
-    if args.bind_params:
-        mod = bind_weights_for_partition(mod, weights, args.model, shapes or None, limit)
-        weights = set()
-        for t in targets:
-            mod = run_optimize_hook(mod, t, None)
     with scoped_registries():
         notes = _target_notes(targets)
-        if args.min_ops is not None or args.min_macs is not None:
-            for t in targets:
-                configure_target(t, min_region_ops=args.min_ops, min_region_macs=args.min_macs)
-        pins = parse_pins(args.pin, targets)
-        summary = summarize(mod, targets, pin=pins, param_names=weights, model=args.model)
-        report = explain(mod, targets, pin=pins) if args.explain else None
+        model = prepare_model(
+            args.model,
+            targets,
+            batch=args.batch,
+            image_size=args.image_size,
+            shapes=shapes or None,
+            limit=args.max_file_size,
+            pins=parse_pins(args.pin, targets),
+            min_ops=args.min_ops,
+            min_macs=args.min_macs,
+        )
+        report, summary = report_partition(model, args.model, explain=args.explain)
     if args.json:
         data = summary.to_dict()
         data["notes"] = notes

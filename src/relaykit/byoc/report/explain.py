@@ -41,7 +41,7 @@ from relaykit.byoc.merge_regions import merge_regions
 from relaykit.byoc.op_edges import call_sources, composite_inner_inputs
 from relaykit.byoc.partition import RegionInfo, partition_module
 from relaykit.byoc.pins import as_pins
-from relaykit.byoc.pipeline import registered_patterns
+from relaykit.byoc.pipeline import patterns_for
 from relaykit.ir.expr import Call, Constant, Expr, Function, Span, Var, checked_type_or_none
 from relaykit.ir.functor import post_order, rewrite_post_order
 from relaykit.ir.module import IRModule
@@ -300,7 +300,7 @@ def explain(
     """
     names = normalize_targets(targets)
     chooser = TargetChooser(names, as_pins(pin, names))
-    table = registered_patterns(names) if patterns is None else list(patterns)
+    table = patterns_for(names, pin) if patterns is None else list(patterns)
     work = MergeComposite(table)(mod.copy()) if table else mod.copy()
     graph = _Graph(set(weights or ()))
     annotated, decisions = _annotate_recording(work, chooser, include_non_call_ops, graph)
