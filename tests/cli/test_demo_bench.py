@@ -212,3 +212,15 @@ def test_a_backend_slower_than_the_host_is_reported_with_the_reason(monkeypatch)
     _without(monkeypatch)
     if describe("dnnl").status == AVAILABLE:
         assert "pip install" not in _compare("dnnl", 3.0, 1.0)
+
+
+def test_bench_busy_note_says_load_and_what_relaykit_did():
+    from relaykit.cli.bench import busy_note
+    from relaykit.runtime.threads import ContentionStats
+
+    stats = ContentionStats(windows=4, wait_s=0.3, active_s=1.0, region_calls=40, serial_calls=37)
+    line = busy_note(3.2, 2, stats, enabled=True)
+    assert "load 3.2" in line and "2 cores" in line and "30%" in line
+    assert "one-thread build in 37 of 40 calls" in line
+    assert "handling off" in busy_note(3.2, 2, stats, enabled=False)
+    assert busy_note(0.1, 2, ContentionStats(), enabled=True).endswith("on 2 cores")

@@ -10,6 +10,7 @@ them alike; the table gives each engine's median and its ratio to relaykit's.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -38,8 +39,9 @@ from relaykit.cli.compile import (
 from relaykit.cli.run import positive_int, random_inputs
 from relaykit.contrib.graph_executor import GraphModule
 from relaykit.execution.build_module import build
+from relaykit.runtime.threads import ContentionStats, adaptive_enabled, available_cores, get_monitor
 
-__all__ = ["register", "run", "Engine", "measure", "format_table"]
+__all__ = ["register", "run", "Engine", "measure", "format_table", "busy_note"]
 
 EPILOG = """\
 examples:
@@ -175,6 +177,22 @@ def format_table(engines: list[Engine]) -> str:
     return "\n".join(lines)
 
 
+def busy_note(load: float, cores: int, stats: ContentionStats, enabled: bool) -> str:
+    """One line: the machine's load while timing and what relaykit did about it."""
+    head = f"machine: load {load:.1f} (1-minute average) on {cores} cores"
+    if stats.windows:
+        head += f"; relaykit's threads waited for a core {stats.wait_share:.0%} of their time"
+    if not enabled:
+        return head + "; contention handling off (RELAYKIT_DNNL_ADAPTIVE=0)"
+    if stats.region_calls:
+        what = "busy" if stats.serial_calls else "no switch needed"
+        return (
+            f"{head}; {what}: dnnl regions ran their one-thread build in "
+            f"{stats.serial_calls} of {stats.region_calls} calls"
+        )
+    return head
+
+
 def run(args: argparse.Namespace) -> int:
     targets = split_targets(args.target)
     shapes = parse_shapes(args.input_shapes)
@@ -214,9 +232,12 @@ def run(args: argparse.Namespace) -> int:
     placed = ", ".join(f"{n} on {t}" for t, n in regions.items()) or "none offloaded"
     print(f"{what}: regions {placed}; inputs random (seed {args.seed})")
     print(f"{args.bursts} bursts x {args.runs} runs per engine, {args.pause:g} s pauses")
+    before = get_monitor().stats.copy()
     with progress.step("measure"):
         measure(engines, args.bursts, args.runs, args.pause)
     print(format_table(engines))
+    stats = get_monitor().stats.since(before)
+    print(busy_note(os.getloadavg()[0], available_cores(), stats, adaptive_enabled()))
     for note in notes:
         print(f"note: {note}")
     return 0

@@ -52,7 +52,7 @@ from relaykit.errors import (
 from relaykit.runtime.module import Module
 from relaykit.runtime.ndarray import Device, NDArray, cpu
 from relaykit.runtime.params import load_param_dict
-from relaykit.runtime.threads import get_policy
+from relaykit.runtime.threads import get_monitor, get_policy
 
 from . import fusion
 from .graph_plan import EntrySpec, GraphPlan
@@ -204,6 +204,7 @@ class GraphExecutor(Module):
         )
         self._lock = threading.Lock()
         self._local = threading.local()
+        self._monitor = get_monitor()
         # Native host kernels: decided once (every thread binds the same kernels, so the
         # scratch measured below fits them all); producers with their epilogues fused, as
         # the build planned them (ignored when the native kernels are off).
@@ -532,6 +533,7 @@ class GraphExecutor(Module):
             state.ran = False
             raise
         state.ran = True
+        self._monitor.tick()  # one reading per run: what a busy machine did (bench)
 
     def _unset_error(self, state: _ThreadState) -> ExecutorUsageError:
         names = [n for n in self._input_names if n in state.unset and n in self._read_inputs]

@@ -1,7 +1,10 @@
 """Serial runs of a bound region while other processes hold the cores: the switching
-rule on given call times, and serial results against a float64 NumPy reference."""
+rule on given call times and monitor judgements, default-on and the off switch, and
+serial results against a float64 NumPy reference."""
 
 from __future__ import annotations
+
+import time
 
 import numpy as np
 import pytest
@@ -10,27 +13,29 @@ from relaykit.backends.dnnl.compile.winograd import with_winograd
 from relaykit.backends.dnnl.run.contention import FIRST_PROBE, LAST_PROBE, Adaptive
 from relaykit.backends.dnnl.run.program import Node, Program
 from relaykit.backends.dnnl.run.region import DnnlRegion
+from relaykit.runtime.threads import ContentionMonitor
 
 
-def _feed(a: Adaptive, calls: list[tuple[float, float]]) -> list[bool]:
-    """Run ``a`` with these (wall, cpu) times; which of the two calls each one ran
-    (True: the serial one)."""
+def _feed(a: Adaptive, calls: list[tuple[float, bool]]) -> list[bool]:
+    """Feed ``a`` these (wall seconds, monitor busy) calls; which of the two modes each
+    one ran in (True: the serial one)."""
     modes: list[bool] = []
-    for fake in calls:
-        a.run(lambda: modes.append(False), lambda: modes.append(True), fake)
+    for wall, busy in calls:
+        modes.append(a.serial and a._countdown > 0)
+        a.observe(wall, busy)
     return modes
 
 
-QUIET = (1e-3, 1.9e-3)  # 2 threads running (or spinning) for the whole call
-BUSY = (30e-3, 4e-3)  # a worker descheduled: the call waited, burning little CPU
-SERIAL = (3e-3, 3e-3)
+QUIET = (1e-3, False)  # the monitor found no wait for a core
+BUSY = (30e-3, True)  # a worker descheduled: the call waited; the monitor reads busy
+SERIAL = (3e-3, False)
 
 
 def test_quiet_calls_stay_parallel():
     a = Adaptive(threads=2)
-    # slow calls that still used the threads (a loaded parallel region, not a missing
-    # core) and a single low-use call (a sleeping worker woken) change nothing
-    modes = _feed(a, [QUIET, (5e-3, 9e-3), QUIET, BUSY, QUIET, (3e-5, 0.0), (3e-5, 0.0)] * 3)
+    # slow calls on a quiet machine, a single busy reading, and calls too short to
+    # judge change nothing
+    modes = _feed(a, [QUIET, (5e-3, False), QUIET, BUSY, QUIET, (3e-5, True), (3e-5, True)] * 3)
     assert not a.serial and not any(modes)
 
 
@@ -43,7 +48,7 @@ def test_two_low_use_calls_switch_to_serial():
 
 def test_a_serial_trial_that_loses_goes_back_and_waits():
     a = Adaptive(threads=2)
-    slow_serial = (50e-3, 50e-3)
+    slow_serial = (50e-3, False)
     modes = _feed(a, [BUSY, BUSY, slow_serial, slow_serial])
     assert modes == [False, False, True, True] and not a.serial
     # cooling down: low-use calls do not start another trial at once
@@ -127,11 +132,44 @@ def test_tuner_bindings_do_not_adapt(_dnnl):
     assert region.bind([x], [np.empty_like(x)], adaptive=False)._adapt is None
 
 
-def test_executor_bindings_adapt_only_when_asked(_dnnl, monkeypatch):
+def test_executor_bindings_adapt_unless_turned_off(_dnnl, monkeypatch):
     p, _ = _two_convs()
     region = DnnlRegion.from_program(p, num_threads=2)
     x = np.zeros((1, 32, 20, 20), np.float32)
     monkeypatch.delenv("RELAYKIT_DNNL_ADAPTIVE", raising=False)
-    assert region.bind([x], [np.empty_like(x)])._adapt is None
+    assert region.bind([x], [np.empty_like(x)])._adapt is not None
     monkeypatch.setenv("RELAYKIT_DNNL_ADAPTIVE", "1")
     assert region.bind([x], [np.empty_like(x)])._adapt is not None
+    monkeypatch.setenv("RELAYKIT_DNNL_ADAPTIVE", "0")
+    assert region.bind([x], [np.empty_like(x)])._adapt is None
+
+
+class _Monitor(ContentionMonitor):
+    """A monitor that reads ``busy`` as told (no clock)."""
+
+    def __init__(self, busy: bool) -> None:
+        super().__init__(clock=lambda: None)
+        self.busy = busy
+
+    def tick(self) -> bool:
+        return self.busy
+
+
+def test_run_counts_calls_and_switches_on_a_busy_reading():
+    monitor = _Monitor(busy=True)
+    a = Adaptive(threads=2, monitor=monitor)
+    modes: list[bool] = []
+    for _ in range(5):  # calls of 0.3 ms and more: long enough to judge
+        a.run(lambda: (time.sleep(3e-4), modes.append(False)), lambda: modes.append(True))
+    # two busy parallel calls, then the serial trial
+    assert modes[:3] == [False, False, True]
+    assert monitor.stats.region_calls == 5 and monitor.stats.serial_calls == modes.count(True)
+
+
+def test_run_on_a_quiet_machine_never_tries_serial():
+    monitor = _Monitor(busy=False)
+    a = Adaptive(threads=2, monitor=monitor)
+    modes: list[bool] = []
+    for _ in range(50):
+        a.run(lambda: sum(range(2000)) and modes.append(False), lambda: modes.append(True))
+    assert modes == [False] * 50 and monitor.stats.serial_calls == 0

@@ -7,7 +7,7 @@
   with ctypes;
 - :mod:`.region`: :class:`~.region.DnnlRegion`, one region's oneDNN primitives,
   callable on arrays, with a context per executor;
-- :mod:`.threads`, :mod:`.contention`: the thread count, and the opt-in switch to a
+- :mod:`.threads`, :mod:`.contention`: the thread count, and the (default-on) switch to a
   serial twin on a busy machine;
 - :mod:`.module`: :class:`~.module.DnnlModule`, the runtime module of a build, and
   how it is exported and loaded.

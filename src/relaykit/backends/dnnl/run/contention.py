@@ -6,15 +6,18 @@ the cores each step waits at its join for the descheduled worker: with one busy
 process on the 2-core test machine, SqueezeNet's and MobileNetV2's regions at 2
 threads took 31-34 ms a call, against 2.2 ms on one thread and onnxruntime's
 8 ms (its pool lets the calling thread take the blocks a late worker has not
-started). A region bound for an executor therefore watches its own calls
-(:class:`Adaptive`):
+started). A region bound for an executor therefore watches the machine (:class:`Adaptive`):
 
-- In parallel mode it measures each call's wall time and the process's CPU
-  time. Threads that run (or spin at a join) burn CPU; a descheduled worker does
-  not, and the thread waiting for it soon sleeps. So when two calls in a row
-  used less than 60% of ``threads`` x wall time, the cores were not there: the
-  region tries its serial twin, the same program built for one thread
-  (:meth:`.region.DnnlRegion.serial_twin`, made on first need; oneDNN's
+- In parallel mode it asks the process's contention monitor
+  (:class:`relaykit.runtime.threads.ContentionMonitor`) after each call: the calling
+  thread's wait on the kernel's run queue, over windows of at least 50 ms. That
+  clock is per thread and exact, and a thread that sleeps or spins at a join does
+  not wait there, so on a quiet machine it reads near 0 whatever the region does
+  (the process CPU clock, the signal before, adds other threads' time only at
+  scheduler ticks and misfired on a quiet machine whose speed drifted). When two
+  calls in a row find the machine busy (the thread waited 10% or more of the time
+  it wanted a core), the region tries its serial twin, the same program built for
+  one thread (:meth:`.region.DnnlRegion.serial_twin`, made on first need; oneDNN's
   primitives must run with the thread count they were built for -- run with
   fewer, its matmul computed only part of its output).
 - It keeps the twin while the twin is faster than the parallel calls were; a
@@ -22,21 +25,16 @@ started). A region bound for an executor therefore watches its own calls
   the probes lose) switches back when the cores are free again. A serial trial
   that loses at once goes back too, and waits as long before the next trial.
 
-On a quiet machine the threads run or spin, the CPU time stays near
-``threads`` x wall, and nothing changes: no twin is built.
+On a quiet machine nothing waits for a core and nothing changes: no twin is built.
+Even a misjudged window costs two serial calls, then the slower mode is left.
 
-It is off unless ``RELAYKIT_DNNL_ADAPTIVE=1`` (or ``bind(..., adaptive=True)``):
-the process's CPU clock adds other threads' time only at scheduler ticks (4 ms),
-so a single call of a few milliseconds reads 0.5 or 1.25 of its true use, and on
-a quiet machine whose speed drifted (another virtual machine on the host) the
-trials misfired: SqueezeNet's median went to 1.8x onnxruntime in
-``benchmarks/dnnl_vs_ort.py``. With one busy process it turns 4-19x into
-0.6-0.7x onnxruntime (docs/dnnl.md). A sturdier signal (CPU time over a window
-of calls, or the worker threads' own clocks) would let it default on.
+It is on by default; ``RELAYKIT_DNNL_ADAPTIVE=0`` (or ``bind(..., adaptive=False)``)
+turns it off. The counts of calls and serial calls go to the monitor's
+:class:`~relaykit.runtime.threads.ContentionStats`, which ``relaykit bench`` prints.
 
 >>> a = Adaptive(threads=2)
->>> for _ in range(3):   # 10 ms calls using 5 ms of CPU: a worker was not running
-...     a.run(lambda: None, lambda: None, (0.010, 0.005))
+>>> for _ in range(3):   # 10 ms calls on a machine whose cores are busy
+...     a.observe(0.010, busy=True)
 >>> a.serial
 True
 """
@@ -46,14 +44,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-__all__ = ["Adaptive", "ADAPTIVE_ENV", "LOW_USE", "FIRST_PROBE", "LAST_PROBE"]
+from relaykit.runtime.threads import ADAPTIVE_ENV, ContentionMonitor, adaptive_enabled, get_monitor
 
-#: Set to 1 to let executors' regions switch to their serial twin under contention.
-ADAPTIVE_ENV = "RELAYKIT_DNNL_ADAPTIVE"
+__all__ = ["Adaptive", "ADAPTIVE_ENV", "FIRST_PROBE", "LAST_PROBE", "adaptive_enabled"]
 
-#: A parallel call whose CPU time is below this share of threads x wall time had
-#: threads that did not run.
-LOW_USE = 0.6
 #: Calls between probes of the other mode: first and largest interval.
 FIRST_PROBE = 8
 LAST_PROBE = 128
@@ -67,13 +61,15 @@ def _mean(old: float | None, new: float) -> float:
 
 class Adaptive:
     """Serial or parallel runs of one bound region (see the module docstring);
-    ``threads`` is the parallel build's OpenMP thread count."""
+    ``threads`` is the parallel build's OpenMP thread count, ``monitor`` the
+    contention monitor asked (default: the process's)."""
 
-    __slots__ = ("_countdown", "_interval", "_low", "_parallel_time", "_serial_time",
-                 "_threads", "_trial", "serial")  # fmt: skip
+    __slots__ = ("_countdown", "_interval", "_low", "_monitor", "_parallel_time",
+                 "_serial_time", "_threads", "_trial", "serial")  # fmt: skip
 
-    def __init__(self, threads: int) -> None:
+    def __init__(self, threads: int, monitor: ContentionMonitor | None = None) -> None:
         self._threads = threads
+        self._monitor = monitor if monitor is not None else get_monitor()
         self._parallel_time: float | None = None  # running means of call times (s)
         self._serial_time: float | None = None
         self._low = 0  # parallel calls in a row with low CPU use
@@ -83,35 +79,36 @@ class Adaptive:
         #: Whether calls run on the serial twin now.
         self.serial = False
 
-    def run(
-        self,
-        parallel: Callable[[], None],
-        serial: Callable[[], None],
-        fake: tuple[float, float] | None = None,
-    ) -> None:
-        """Run ``parallel`` or ``serial`` (the mode chosen) and learn from its wall and
-        CPU time (``fake``: given (wall, cpu) seconds instead, for tests)."""
+    def run(self, parallel: Callable[[], None], serial: Callable[[], None]) -> None:
+        """Run ``parallel`` or ``serial`` (the mode chosen) and learn from its wall time
+        and the monitor's judgement."""
         in_serial = self.serial and self._countdown > 0
-        c = time.process_time()
         t = time.perf_counter()
         (serial if in_serial else parallel)()
-        wall, cpu = time.perf_counter() - t, time.process_time() - c
-        if fake is not None:
-            wall, cpu = fake
+        wall = time.perf_counter() - t
+        monitor = self._monitor
+        busy = monitor.tick()
+        monitor.stats.region_calls += 1
+        monitor.stats.serial_calls += in_serial
+        self.observe(wall, busy)
+
+    def observe(self, wall: float, busy: bool) -> None:
+        """Learn from one call of ``wall`` seconds, in the mode chosen before it, on a
+        machine the monitor found ``busy`` (or not); what :meth:`run` does after a call."""
+        in_serial = self.serial and self._countdown > 0
         if in_serial:
             self._serial_done(wall)
         elif self.serial:
             self._probe_done(wall)
         else:
-            self._parallel_done(wall, cpu)
+            self._parallel_done(wall, busy)
 
-    def _parallel_done(self, wall: float, cpu: float) -> None:
+    def _parallel_done(self, wall: float, busy: bool) -> None:
         self._parallel_time = _mean(self._parallel_time, wall)
         if self._countdown > 0:  # cooling down after a lost serial trial
             self._countdown -= 1
             return
-        low = wall > MIN_CALL and cpu < LOW_USE * self._threads * wall
-        self._low = self._low + 1 if low else 0
+        self._low = self._low + 1 if busy and wall > MIN_CALL else 0
         if self._low >= 2:
             self.serial = True
             self._low = 0

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import ctypes
 import json
-import os
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -38,7 +37,7 @@ import numpy as np
 
 from relaykit.errors import BackendExecutionError, CodegenError
 
-from .contention import ADAPTIVE_ENV, Adaptive
+from .contention import Adaptive, adaptive_enabled
 from .native import NativeRuntime, load_runtime
 from .program import Program
 from .threads import resolve_num_threads
@@ -240,9 +239,9 @@ class DnnlRegion:
         """A no-argument callable running the region on these fixed arrays, in a context
         of its own (the pointers are prepared once, so a call costs one native call).
         ``adaptive``: run on one thread while other processes hold the cores
-        (:mod:`.contention`; None: as ``RELAYKIT_DNNL_ADAPTIVE=1`` asks, off by default)."""
+        (:mod:`.contention`; None: on unless ``RELAYKIT_DNNL_ADAPTIVE=0``)."""
         if adaptive is None:
-            adaptive = os.environ.get(ADAPTIVE_ENV) == "1"
+            adaptive = adaptive_enabled()
         arrays = self._check_inputs(inputs)
         if any(a is not b for a, b in zip(arrays, inputs, strict=True)):
             raise BackendExecutionError(
