@@ -6,7 +6,9 @@
 ['x']
 """
 
-from . import feature
+from relaykit.transform.call_graph import CallGraph
+
+from . import call_graph, feature
 from .analysis import (
     all_type_vars,
     all_vars,
@@ -21,6 +23,8 @@ from .count_layers import count_layers
 from .feature import Feature, detect_feature
 
 __all__ = [
+    "CallGraph",
+    "call_graph",
     "all_type_vars",
     "all_vars",
     "bound_type_vars",
