@@ -9,7 +9,9 @@ from .combine_parallel import (
     combine_parallel_batch_matmul,
     combine_parallel_dense,
 )
+from .combine_parallel_conv2d import CombineParallelConv2D, combine_parallel_conv2d
 from .dead_code import DeadCodeElimination, dead_code_elimination
+from .defuse_ops import DefuseOps, defuse_ops
 from .div_to_mul import DivToMul, div_to_mul
 from .dynamic_to_static import DynamicToStatic, dynamic_to_static
 from .eliminate_common_subexpr import EliminateCommonSubexpr, eliminate_common_subexpr
@@ -88,6 +90,10 @@ __all__ = [
     "optimization_pipeline",
     "optimize",
     "CallGraph",
+    "CombineParallelConv2D",
+    "combine_parallel_conv2d",
+    "DefuseOps",
+    "defuse_ops",
     "DivToMul",
     "div_to_mul",
     "EtaExpand",
