@@ -36,8 +36,8 @@ from .pass_infra import (
     module_pass,
     pass_instrument,
 )
-from .remove_unused_functions import RemoveUnusedFunctions, remove_unused_functions
 from .pipeline import optimization_passes, optimization_pipeline, optimize
+from .remove_unused_functions import RemoveUnusedFunctions, remove_unused_functions
 from .simplify_expr import SimplifyExpr, simplify_expr
 from .simplify_inference import SimplifyInference, simplify_inference
 

@@ -126,8 +126,6 @@ def reachable_globals(module: IRModule, roots: list[str]) -> set[str]:
             continue
         seen.add(name)
         stack.extend(
-            gv.name_hint
-            for gv in graph.callees(name)
-            if module.contains_global_var(gv.name_hint)
+            gv.name_hint for gv in graph.callees(name) if module.contains_global_var(gv.name_hint)
         )
     return seen

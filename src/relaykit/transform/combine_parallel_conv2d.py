@@ -73,9 +73,7 @@ class Conv2DCombiner(Combiner):
         a = first.attrs
         pos = self.channel_pos(first)
         channels = sum(int(checked_type_or_none(c).shape[pos]) for c in group)  # type: ignore[union-attr]
-        weight = op.concatenate(
-            [c.args[1] for c in group], axis=str(a.kernel_layout).index("O")
-        )
+        weight = op.concatenate([c.args[1] for c in group], axis=str(a.kernel_layout).index("O"))
         return op.nn.conv2d(
             first.args[0],
             weight,

@@ -6,8 +6,8 @@ backend, instead of its body.
 
 Callees are inlined before callers, so chains of inlinable functions flatten
 completely; an inlined function that nothing refers to any more is removed from
-the module (``main`` is always kept; one still used as a value stays). A recursive function marked ``Inline``
-is an error.
+the module (``main`` is always kept; one still used as a value stays). A
+recursive function marked ``Inline`` is an error.
 
 >>> from relaykit import relay
 >>> from relaykit.ir import IRModule, GlobalVar

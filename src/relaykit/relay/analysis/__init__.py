@@ -7,6 +7,7 @@
 """
 
 from relaykit.transform.call_graph import CallGraph
+from relaykit.transform.op_count import get_total_mac_number, list_op_freqs
 
 from . import call_graph, feature
 from .analysis import (
@@ -25,6 +26,8 @@ from .feature import Feature, detect_feature
 __all__ = [
     "CallGraph",
     "call_graph",
+    "get_total_mac_number",
+    "list_op_freqs",
     "all_type_vars",
     "all_vars",
     "bound_type_vars",
