@@ -72,7 +72,11 @@ class Conv2DCombiner(Combiner):
         first = group[0]
         a = first.attrs
         pos = self.channel_pos(first)
-        channels = sum(int(checked_type_or_none(c).shape[pos]) for c in group)  # type: ignore[union-attr]
+        channels = 0
+        for call in group:
+            out = checked_type_or_none(call)
+            assert isinstance(out, TensorType)  # key() admits typed calls only
+            channels += int(out.shape[pos])
         weight = op.concatenate([c.args[1] for c in group], axis=str(a.kernel_layout).index("O"))
         return op.nn.conv2d(
             first.args[0],

@@ -117,8 +117,10 @@ class Inline(ModulePass):
         pending = list(kept.values())
         while pending:
             for node in post_order(pending.pop()):
-                name = node.name_hint if type(node) is GlobalVar else None
-                if name is not None and name in bodies and name not in kept:
+                if type(node) is not GlobalVar:
+                    continue
+                name = node.name_hint
+                if name in bodies and name not in kept:
                     kept[name] = bodies[name]
                     pending.append(bodies[name])
         out = mod.copy()

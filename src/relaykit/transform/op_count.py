@@ -48,12 +48,18 @@ def _calls(root: Expr | IRModule) -> list[Call]:
     return out
 
 
+def _op_name(call: Call) -> str:
+    assert isinstance(call.op, Op)  # _calls() yields operator calls only
+    return str(call.op.name)
+
+
 def list_op_freqs(mod: IRModule | Expr) -> dict[str, int]:
     """``relay.analysis.list_op_freqs``: operator name -> number of calls of it in the
     module (calls inside fused functions included)."""
     freqs: dict[str, int] = {}
     for call in _calls(mod):
-        freqs[call.op.name] = freqs.get(call.op.name, 0) + 1
+        name = _op_name(call)
+        freqs[name] = freqs.get(name, 0) + 1
     return freqs
 
 
@@ -67,7 +73,7 @@ def _static(t: Any) -> list[int] | None:
 
 
 def _macs(call: Call) -> int:
-    name = call.op.name
+    name = _op_name(call)
     out = _static(checked_type_or_none(call))
     if out is None:
         return 0
@@ -82,7 +88,7 @@ def _macs(call: Call) -> int:
     if weight is None:
         return 0
     layout = str(call.attrs.out_layout or call.attrs.data_layout)
-    channels = math.prod(d for d, axis in zip(out, layout, strict=False) if axis in "Cc")
+    channels = math.prod([d for d, axis in zip(out, layout, strict=False) if axis in "Cc"])
     if channels == 0:
         return 0
     # each output element sums (input channels per group) x kernel window products
@@ -95,4 +101,4 @@ def get_total_mac_number(expr: Expr) -> int:
     if isinstance(expr, IRModule):
         raise IRError("get_total_mac_number takes an expression; pass mod['main']")
     infer_type(expr)
-    return sum(_macs(c) for c in _calls(expr) if c.op.name in _CONVS | _MATMULS)
+    return sum(_macs(c) for c in _calls(expr) if _op_name(c) in _CONVS | _MATMULS)
