@@ -2,20 +2,26 @@
 
 from .anf import ToANormalForm, ToGraphNormalForm, to_a_normal_form, to_graph_normal_form
 from .bind import bind, bind_params_by_name
+from .call_graph import CallGraph
 from .combine_parallel import (
     CombineParallelBatchMatmul,
     CombineParallelDense,
     combine_parallel_batch_matmul,
     combine_parallel_dense,
 )
+from .combine_parallel_conv2d import CombineParallelConv2D, combine_parallel_conv2d
 from .dead_code import DeadCodeElimination, dead_code_elimination
+from .defuse_ops import DefuseOps, defuse_ops
+from .div_to_mul import DivToMul, div_to_mul
 from .dynamic_to_static import DynamicToStatic, dynamic_to_static
 from .eliminate_common_subexpr import EliminateCommonSubexpr, eliminate_common_subexpr
+from .eta_expand import EtaExpand, eta_expand
 from .fold_constant import FoldConstant, fold_constant
 from .fold_scale_axis import FoldScaleAxis, fold_scale_axis, forward_fold_scale_axis
 from .gradient import gradient
 from .infer_type import InferType, InferTypeLocal, infer_module, infer_type
 from .inline import Inline
+from .lambda_lift import LambdaLift, lambda_lift
 from .legalize import AlterOpLayout, Legalize
 from .pass_infra import (
     FunctionPass,
@@ -31,6 +37,7 @@ from .pass_infra import (
     pass_instrument,
 )
 from .pipeline import optimization_passes, optimization_pipeline, optimize
+from .remove_unused_functions import RemoveUnusedFunctions, remove_unused_functions
 from .simplify_expr import SimplifyExpr, simplify_expr
 from .simplify_inference import SimplifyInference, simplify_inference
 
@@ -82,4 +89,17 @@ __all__ = [
     "optimization_passes",
     "optimization_pipeline",
     "optimize",
+    "CallGraph",
+    "CombineParallelConv2D",
+    "combine_parallel_conv2d",
+    "DefuseOps",
+    "defuse_ops",
+    "DivToMul",
+    "div_to_mul",
+    "EtaExpand",
+    "eta_expand",
+    "LambdaLift",
+    "lambda_lift",
+    "RemoveUnusedFunctions",
+    "remove_unused_functions",
 ]

@@ -30,6 +30,7 @@ from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op
 from relaykit.ir.types import TensorType
 
+from .combine_parallel_op import Combiner, combine_parallel
 from .infer_type import infer_type
 from .pass_infra import FunctionPass, PassContext
 
@@ -97,29 +98,31 @@ def combine_parallel_dense(expr: Expr, min_num_branches: int = 3) -> Expr:
     return _combine(expr, groups, merged, axis=-1)
 
 
-def combine_parallel_batch_matmul(expr: Expr, min_num_branches: int = 3) -> Expr:
-    """``expr`` with groups of ``nn.batch_matmul`` on the same left input merged."""
-    infer_type(expr)
+class BatchMatmulCombiner(Combiner):
+    """``nn.batch_matmul`` calls with equal transposes, out_dtype, batch and inner sizes;
+    the right operands are concatenated along their N axis."""
 
-    def key(call: Call) -> Any:
+    op_name = "nn.batch_matmul"
+    negative_arg_axis = True
+
+    def key(self, call: Call) -> Any:
         b = checked_type_or_none(call.args[1])
-        if not isinstance(b, TensorType) or call.attrs.transpose_a:
+        if not isinstance(b, TensorType) or not isinstance(checked_type_or_none(call), TensorType):
             return None
         k_axis = 2 if call.attrs.transpose_b else 1
         return (
-            id(call.args[0]),
-            b.shape[0],
-            b.shape[k_axis],
+            str(b.shape[0]),
+            str(b.shape[k_axis]),
             b.dtype,
+            bool(call.attrs.transpose_a),
             bool(call.attrs.transpose_b),
             call.attrs.out_dtype,
         )
 
-    groups = _groups(expr, "nn.batch_matmul", key, min_num_branches)
-    if not groups:
-        return expr
+    def channel_pos(self, call: Call) -> int:
+        return 2
 
-    def merged(group: list[Call]) -> Expr:
+    def merge(self, group: Sequence[Call]) -> Call:
         first = group[0]
         n_axis = 1 if first.attrs.transpose_b else 2
         b = op.concatenate([c.args[1] for c in group], axis=n_axis)
@@ -127,11 +130,15 @@ def combine_parallel_batch_matmul(expr: Expr, min_num_branches: int = 3) -> Expr
             first.args[0],
             b,
             out_dtype=first.attrs.out_dtype,
-            transpose_a=False,
+            transpose_a=bool(first.attrs.transpose_a),
             transpose_b=bool(first.attrs.transpose_b),
         )
 
-    return _combine(expr, groups, merged, axis=-1)
+
+def combine_parallel_batch_matmul(expr: Expr, min_num_branches: int = 3) -> Expr:
+    """``expr`` with groups of ``nn.batch_matmul`` on the same left input merged (with
+    the elementwise operators that follow them alike), each result a ``strided_slice``."""
+    return combine_parallel(expr, BatchMatmulCombiner(), min_num_branches)
 
 
 class CombineParallelDense(FunctionPass):

@@ -5,9 +5,9 @@ call sites call the function itself (a function literal), which stays whole for 
 backend, instead of its body.
 
 Callees are inlined before callers, so chains of inlinable functions flatten
-completely; an inlined function that nothing calls any more is removed from
-the module (``main`` is always kept). A recursive function marked ``Inline``
-is an error.
+completely; an inlined function that nothing refers to any more is removed from
+the module (``main`` is always kept; one still used as a value stays). A
+recursive function marked ``Inline`` is an error.
 
 >>> from relaykit import relay
 >>> from relaykit.ir import IRModule, GlobalVar
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from relaykit.errors import IRError
 from relaykit.ir.expr import Call, Expr, Function, GlobalVar
-from relaykit.ir.functor import rewrite_post_order
+from relaykit.ir.functor import post_order, rewrite_post_order
 from relaykit.ir.module import IRModule
 
 from .bind import bind
@@ -107,11 +107,27 @@ class Inline(ModulePass):
             fn = mod[name]
             new = inline_calls(fn, bodies)
             bodies[name] = new if isinstance(new, Function) else fn
-        out = IRModule()
+        kept: dict[str, Function] = {}
         for gv, fn in mod.items():
             if gv.name_hint in bodies and gv.name_hint != "main":
                 continue
             new = inline_calls(fn, bodies)
-            out._add(gv, new)
+            kept[gv.name_hint] = new if isinstance(new, Function) else fn
+        # an inlined function still referred to as a value (not called) stays
+        pending = list(kept.values())
+        while pending:
+            for node in post_order(pending.pop()):
+                if type(node) is not GlobalVar:
+                    continue
+                name = node.name_hint
+                if name in bodies and name not in kept:
+                    kept[name] = bodies[name]
+                    pending.append(bodies[name])
+        out = mod.copy()
+        for gv in mod.get_global_vars():
+            if gv.name_hint in kept:
+                out._add(gv, kept[gv.name_hint])
+            else:
+                out.remove(gv)
         infer_module(out)
         return out

@@ -6,7 +6,10 @@
 ['x']
 """
 
-from . import feature
+from relaykit.transform.call_graph import CallGraph
+from relaykit.transform.op_count import get_total_mac_number, list_op_freqs
+
+from . import call_graph, feature
 from .analysis import (
     all_type_vars,
     all_vars,
@@ -21,6 +24,10 @@ from .count_layers import count_layers
 from .feature import Feature, detect_feature
 
 __all__ = [
+    "CallGraph",
+    "call_graph",
+    "get_total_mac_number",
+    "list_op_freqs",
     "all_type_vars",
     "all_vars",
     "bound_type_vars",

@@ -1,15 +1,7 @@
-"""``tvm.relay.analysis.call_graph``: not in relaykit.
+"""``tvm.relay.analysis.call_graph``: the call graph of a module's global functions
+(:mod:`relaykit.transform.call_graph`)."""
 
-In TVM: CallGraph. The module imports so that scripts naming it load; each of TVM's
-names here raises :class:`~relaykit.errors.UnsupportedFeatureError` when used.
-"""
+import relaykit.transform.call_graph as _impl
+from relaykit.relay._facade import forward
 
-from relaykit.relay._facade import NOT_YET, module_getattr, unsupported
-
-_NAMES: list[str] = [
-    "CallGraph",
-]  # fmt: skip
-
-__all__ = list(_NAMES)
-globals().update(unsupported(__name__, _NAMES, NOT_YET))
-__getattr__ = module_getattr(__name__, NOT_YET)
+__all__, __getattr__, __dir__ = forward(_impl)
