@@ -42,7 +42,7 @@ from .deformable_conv2d import deformable_conv2d
 from .dropout import dropout, dropout_raw
 from .geometry import get_pad_tuple2d
 from .linear import batch_matmul, bias_add, dense, matmul
-from .normalization import batch_norm, layer_norm, lrn
+from .normalization import batch_norm, l2_normalize, layer_norm, lrn
 from .pooling import (
     adaptive_avg_pool2d,
     adaptive_max_pool2d,
@@ -93,6 +93,7 @@ __all__ = [
     "pad",
     "get_pad_tuple2d",
     "lrn",
+    "l2_normalize",
     "max_pool3d",
     "max_pool2d_with_argmax",
     "avg_pool3d",
