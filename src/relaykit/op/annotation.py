@@ -70,7 +70,12 @@ for _name, _doc in (
 del _name, _doc
 # Their type is their input's, so type inference unifies the two (TVM's IdentityRel): an
 # annotation around a value whose type only a later use determines still types.
-for _name in ("annotation.stop_fusion", "annotation.checkpoint", "annotation.compiler_begin", "annotation.compiler_end"):
+for _name in (
+    "annotation.stop_fusion",
+    "annotation.checkpoint",
+    "annotation.compiler_begin",
+    "annotation.compiler_end",
+):
     register_op_attr(_name, "TTypeIdentity", True)
 del _name
 

@@ -22,7 +22,7 @@ Negative indices count from the end of the axis, as in ONNX and NumPy.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -603,7 +603,7 @@ def _searchsorted_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
                 "searchsorted: a sorted_sequence of more than one dimension must have the "
                 f"rank of values, got {seq} and {values}"
             )
-        for i, (a, b) in enumerate(zip(seq.shape[:-1], values.shape[:-1])):
+        for i, (a, b) in enumerate(zip(seq.shape[:-1], values.shape[:-1], strict=True)):
             if static(a, b) and int(a) != int(b):
                 raise TypeRelError(
                     f"searchsorted: dimension {i} of sorted_sequence ({a}) and values ({b}) differ"
@@ -617,13 +617,13 @@ def _searchsorted_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
 
 def _searchsorted_kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
     seq, values = ins
-    side = "right" if attrs.right else "left"
+    side: Literal["left", "right"] = "right" if attrs.right else "left"
     out_dtype = check_dtype(attrs.dtype or "int32")
     if seq.ndim == 1:
         return np.searchsorted(seq, values, side=side).astype(out_dtype)
     rows = seq.reshape(-1, seq.shape[-1])
     vals = values.reshape(rows.shape[0], -1)
-    out = np.stack([np.searchsorted(r, v, side=side) for r, v in zip(rows, vals)])
+    out = np.stack([np.searchsorted(r, v, side=side) for r, v in zip(rows, vals, strict=True)])
     return out.reshape(values.shape).astype(out_dtype)
 
 

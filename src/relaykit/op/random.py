@@ -252,7 +252,7 @@ def _multinomial_kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> tuple[np.nda
     total = cdf[:, -1:]
     total = np.where(total > 0, total, 1.0)
     cdf = cdf / total
-    out = np.stack([np.searchsorted(c, v, side="right") for c, v in zip(cdf, u)])
+    out = np.stack([np.searchsorted(c, v, side="right") for c, v in zip(cdf, u, strict=True)])
     out = np.minimum(out, rows.shape[1] - 1).astype(np.int32)
     return new, out.reshape((*probs.shape[:-1], n))
 
