@@ -46,10 +46,12 @@ from .normalization import batch_norm, l2_normalize, layer_norm, lrn
 from .pooling import (
     adaptive_avg_pool2d,
     adaptive_max_pool2d,
+    avg_pool1d,
     avg_pool2d,
     avg_pool3d,
     global_avg_pool2d,
     global_max_pool2d,
+    max_pool1d,
     max_pool2d,
     max_pool2d_with_argmax,
     max_pool3d,
@@ -62,6 +64,7 @@ from .rearrange import (
     space_to_batch_nd,
     space_to_depth,
 )
+from .upsampling import upsampling, upsampling3d
 
 __all__ = [
     "conv2d",
@@ -103,4 +106,8 @@ __all__ = [
     "space_to_batch_nd",
     "space_to_depth",
     "gelu",
+    "upsampling",
+    "upsampling3d",
+    "max_pool1d",
+    "avg_pool1d",
 ]
