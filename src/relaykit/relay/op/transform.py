@@ -2,21 +2,14 @@
 the shape-following operators TVM files there too (:mod:`relaykit.op.shape_like`:
 ``slice_like``, ``reshape_like``, ``broadcast_to_like``...)."""
 
-from typing import Any
-
-import relaykit.op.shape_like as _like
 import relaykit.op.transform as _impl
+from relaykit.op.shape_like import *  # noqa: F403
+from relaykit.op.shape_like import __all__ as _like_all
 from relaykit.relay._facade import forward
 
-_names, _getattr, _dir = forward(_impl)
-__all__ = [*_names, *(n for n in _like.__all__ if n not in _names)]
-
-
-def __getattr__(name: str) -> Any:
-    if name in _like.__all__:
-        return getattr(_like, name)
-    return _getattr(name)
+_names, __getattr__, _dir = forward(_impl)
+__all__ = [*_names, *(n for n in _like_all if n not in _names)]
 
 
 def __dir__() -> list[str]:
-    return sorted(set(_dir()) | set(_like.__all__))
+    return sorted(set(_dir()) | set(_like_all))
