@@ -72,3 +72,24 @@ def test_printed_calls_parse_back():
     mod = relay.transform.InferType()(mod)
     again = relay.fromtext(mod.astext())
     assert relaykit.ir.structural_equal(again["main"], mod["main"])
+
+
+def test_cross_entropy(run, tvar, rng, rel):
+    p = rng.uniform(0.1, 1.0, (3, 4)).astype("float64")
+    t = rng.uniform(0.0, 1.0, (3, 4)).astype("float64")
+    out = run(op.nn.cross_entropy(tvar("p", (3, 4), "float64"), tvar("t", (3, 4), "float64")), p, t)
+    assert np.isclose(out, -sum(np.log(p[i, j]) * t[i, j] for i in range(3) for j in range(4)) / 3)
+    logits = op.nn.cross_entropy_with_logits(tvar("p", (3, 4)), tvar("t", (3, 4)))
+    pl, tl = p.astype("float32"), t.astype("float32")
+    assert np.isclose(run(logits, pl, tl), -(pl * tl).sum() / 3, rtol=1e-5)
+    with pytest.raises(TypeRelError, match="match"):
+        rel(op.nn.cross_entropy(tvar("p", (3, 4)), tvar("t", (3, 5))))
+
+
+def test_dyn_topk_takes_a_one_element_k():
+    x = relay.var("x", shape=(3, 4))
+    k = relay.var("k", shape=(1,), dtype="float32")
+    mod = relaykit.IRModule.from_expr(relay.Function([x, k], relay.topk(x, k, axis=0)[0]))
+    data = np.arange(12, dtype="float32").reshape(3, 4)
+    out = relay.create_executor("vm", mod=mod).evaluate()(data, np.array([2], "float32"))
+    assert out.numpy().tolist() == data[::-1][:2].tolist()

@@ -29,7 +29,16 @@ operands.
 
 from __future__ import annotations
 
-from .activation import gelu, leaky_relu, log_softmax, prelu, relu, softmax
+from .activation import (
+    cross_entropy,
+    cross_entropy_with_logits,
+    gelu,
+    leaky_relu,
+    log_softmax,
+    prelu,
+    relu,
+    softmax,
+)
 from .convolution import (
     conv1d,
     conv1d_transpose,
@@ -110,4 +119,6 @@ __all__ = [
     "upsampling3d",
     "max_pool1d",
     "avg_pool1d",
+    "cross_entropy",
+    "cross_entropy_with_logits",
 ]
