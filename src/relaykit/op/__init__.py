@@ -22,6 +22,7 @@ from . import linalg as linalg
 from . import ml as ml
 from . import moments as moments
 from . import op as op  # TVM's relay.op.op: defining operators, register_* helpers
+from . import random as random  # relay.random: the threefry operators
 from . import reduce as reduce  # submodules, kept out of __all__
 from . import shape_ops as shape_ops  # shape_of, arange, argwhere, one_hot
 from . import signal as signal

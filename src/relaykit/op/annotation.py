@@ -23,7 +23,7 @@ from relaykit.ir.types import Type
 
 from .define import OpPattern, TypeRelError, define_op, make_call, no_default
 
-__all__ = ["stop_fusion", "compiler_begin", "compiler_end"]
+__all__ = ["stop_fusion", "compiler_begin", "compiler_end", "checkpoint"]
 
 
 def _identity_any_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
@@ -45,6 +45,14 @@ define_op(
     pattern=OpPattern.OPAQUE,
     doc="Identity that stops operator fusion.",
 )
+define_op(
+    "annotation.checkpoint",
+    num_inputs=1,
+    type_rel=_identity_any_rel,
+    compute=_identity,
+    pattern=OpPattern.OPAQUE,
+    doc="Identity marking a value the gradient recomputes instead of keeping.",
+)
 for _name, _doc in (
     ("annotation.compiler_begin", "Start of a region offloaded to an external compiler."),
     ("annotation.compiler_end", "End of a region offloaded to an external compiler."),
@@ -62,7 +70,12 @@ for _name, _doc in (
 del _name, _doc
 # Their type is their input's, so type inference unifies the two (TVM's IdentityRel): an
 # annotation around a value whose type only a later use determines still types.
-for _name in ("annotation.stop_fusion", "annotation.compiler_begin", "annotation.compiler_end"):
+for _name in (
+    "annotation.stop_fusion",
+    "annotation.checkpoint",
+    "annotation.compiler_begin",
+    "annotation.compiler_end",
+):
     register_op_attr(_name, "TTypeIdentity", True)
 del _name
 
@@ -80,3 +93,8 @@ def compiler_begin(data: Expr, compiler: str) -> Call:
 def compiler_end(data: Expr, compiler: str) -> Call:
     """Mark ``data`` as an output of a region for the external ``compiler``."""
     return make_call("annotation.compiler_end", [data], compiler=str(compiler))
+
+
+def checkpoint(data: Expr) -> Call:
+    """``data`` unchanged; a gradient recomputes the values it marks rather than keep them."""
+    return make_call("annotation.checkpoint", [data])

@@ -1,7 +1,8 @@
 """Index-driven operators: gather/scatter along an axis or by index tuples, a write
 into a strided slice, cumulative sums and products, and top-k (TVM's ``relay.gather``,
 ``relay.gather_nd``, ``relay.scatter_elements``, ``relay.scatter_nd``,
-``relay.strided_set``, ``relay.cumsum``, ``relay.cumprod``, ``relay.topk``).
+``relay.strided_set``, ``relay.cumsum``, ``relay.cumprod``, ``relay.topk``, ``relay.sort``,
+``relay.argsort``, ``relay.searchsorted``).
 
 ``strided_set(data, v, begin, end, strides)`` is ``data`` with the strided slice
 ``data[begin:end:strides]`` replaced by ``v``; ``begin``, ``end`` and ``strides`` are
@@ -21,7 +22,7 @@ Negative indices count from the end of the axis, as in ONNX and NumPy.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -36,6 +37,7 @@ from ._relations import (
     differ,
     normalize_axis,
     resolve_dtype,
+    static,
     static_value,
     tensor_arg,
 )
@@ -51,6 +53,9 @@ __all__ = [
     "cumsum",
     "cumprod",
     "topk",
+    "sort",
+    "argsort",
+    "searchsorted",
 ]
 
 _I = OpPattern.INJECTIVE
@@ -356,14 +361,29 @@ def cumprod(data: Expr, axis: int | None = None, dtype: str = "", exclusive: boo
 # -- topk -----------------------------------------------------------------------------------------
 
 
+def _stable_order(x: np.ndarray, axis: int, ascend: bool) -> np.ndarray:
+    """Indices sorting ``x`` along ``axis``; equal values keep their order (lower index
+    first), ascending or descending."""
+    if ascend:
+        return np.argsort(x, axis=axis, kind="stable")
+    if x.dtype.kind == "f":
+        key = -x
+    elif x.dtype.kind == "u":
+        key = -(x.astype(np.float64)) if x.dtype.itemsize >= 8 else -(x.astype(np.int64))
+    else:
+        key = -(x.astype(np.int64))
+    return np.argsort(key, axis=axis, kind="stable")
+
+
 def _topk_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     data = tensor_arg(arg_types, 0, "data")
     axis = normalize_axis(attrs.axis, data.ndim, "topk axis")
     k = int(attrs.k)
-    if not 0 <= k <= data.shape[axis]:
+    dim = data.shape[axis]
+    if k >= 1 and static(dim) and k > int(dim):
         raise TypeRelError(f"topk k={k} is out of range for axis {axis} of {data}")
     shape = list(data.shape)
-    shape[axis] = k
+    shape[axis] = k if k >= 1 else dim  # k < 1: every element, sorted
     values = TensorType(shape, data.dtype)
     indices = TensorType(shape, resolve_dtype(attrs.dtype, "int32", "dtype"))
     if attrs.ret_type == "values":
@@ -377,14 +397,9 @@ def _topk_kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> Any:
     x = ins[0]
     axis = attrs.axis % x.ndim
     k = int(attrs.k)
-    if attrs.is_ascend:
-        order = np.argsort(x, axis=axis, kind="stable")
-    else:
-        # Largest first; among equal values the lower index first (stable on -x).
-        key = -x if x.dtype.kind == "f" else -(x.astype(np.int64))
-        if x.dtype.kind == "b":
-            key = -(x.astype(np.int8))
-        order = np.argsort(key, axis=axis, kind="stable")
+    if k < 1 or k > x.shape[axis]:
+        k = x.shape[axis]
+    order = _stable_order(x, axis, bool(attrs.is_ascend))
     idx = np.take(order, np.arange(k), axis=axis)
     values = np.take_along_axis(x, idx, axis=axis)
     indices = idx.astype(check_dtype(attrs.dtype or "int32"))
@@ -497,3 +512,145 @@ def strided_set(data: Expr, v: Expr, begin: Expr, end: Expr, strides: Expr | Non
     if strides is None:
         strides = const(np.array([1], dtype="int32"))
     return make_call("strided_set", [data, v, begin, end, strides])
+
+
+# -- sort, argsort ---------------------------------------------------------------------------------
+
+
+def _sort_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types, 0, "data")
+    normalize_axis(attrs.axis, data.ndim, "sort axis")
+    return data
+
+
+def _argsort_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types, 0, "data")
+    normalize_axis(attrs.axis, data.ndim, "argsort axis")
+    return TensorType(data.shape, resolve_dtype(attrs.dtype, "int32", "dtype"))
+
+
+def _sort_kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+    x = ins[0]
+    axis = normalize_axis(attrs.axis, x.ndim, "sort axis")
+    return np.take_along_axis(x, _stable_order(x, axis, bool(attrs.is_ascend)), axis=axis)
+
+
+def _argsort_kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+    x = ins[0]
+    axis = normalize_axis(attrs.axis, x.ndim, "argsort axis")
+    order = _stable_order(x, axis, bool(attrs.is_ascend))
+    return order.astype(check_dtype(attrs.dtype or "int32"))
+
+
+_SORT_ATTRS = {"axis": -1, "is_ascend": True, "dtype": "int32"}
+
+define_op(
+    "sort",
+    num_inputs=1,
+    attrs=_SORT_ATTRS,
+    attrs_type_key="relay.attrs.ArgsortAttrs",
+    type_rel=_sort_rel,
+    compute=_sort_kernel,
+    pattern=OpPattern.OPAQUE,
+    doc="The values sorted along an axis (stable).",
+)
+
+define_op(
+    "argsort",
+    num_inputs=1,
+    attrs=_SORT_ATTRS,
+    attrs_type_key="relay.attrs.ArgsortAttrs",
+    type_rel=_argsort_rel,
+    compute=_argsort_kernel,
+    pattern=OpPattern.OPAQUE,
+    doc="The indices that sort the values along an axis (stable).",
+)
+
+
+def sort(data: Expr, axis: int = -1, is_ascend: bool = True) -> Call:
+    """``data`` sorted along ``axis`` (descending unless ``is_ascend``).
+
+    >>> from relaykit import relay
+    >>> sort(relay.var("x", shape=(2, 3)), is_ascend=False).attrs.is_ascend
+    False
+    """
+    return make_call("sort", [data], axis=int(axis), is_ascend=bool(is_ascend))
+
+
+def argsort(data: Expr, axis: int = -1, is_ascend: bool = True, dtype: str = "int32") -> Call:
+    """The indices that sort ``data`` along ``axis``; equal values keep their order.
+
+    >>> from relaykit import relay
+    >>> argsort(relay.var("x", shape=(3,)), dtype="int64").attrs.dtype
+    'int64'
+    """
+    return make_call(
+        "argsort", [data], axis=int(axis), is_ascend=bool(is_ascend), dtype=check_dtype(dtype)
+    )
+
+
+# -- searchsorted ----------------------------------------------------------------------------------
+
+
+def _searchsorted_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    seq = tensor_arg(arg_types, 0, "sorted_sequence")
+    values = tensor_arg(arg_types, 1, "values")
+    if seq.ndim == 0:
+        raise TypeRelError("searchsorted: sorted_sequence must have at least one dimension")
+    if seq.ndim > 1:
+        if seq.ndim != values.ndim:
+            raise TypeRelError(
+                "searchsorted: a sorted_sequence of more than one dimension must have the "
+                f"rank of values, got {seq} and {values}"
+            )
+        for i, (a, b) in enumerate(zip(seq.shape[:-1], values.shape[:-1], strict=True)):
+            if static(a, b) and int(a) != int(b):
+                raise TypeRelError(
+                    f"searchsorted: dimension {i} of sorted_sequence ({a}) and values ({b}) differ"
+                )
+    if seq.dtype != values.dtype:
+        raise TypeRelError(
+            f"searchsorted: sorted_sequence and values must have one dtype, got {seq} and {values}"
+        )
+    return TensorType(values.shape, resolve_dtype(attrs.dtype, "int32", "dtype"))
+
+
+def _searchsorted_kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+    seq, values = ins
+    side: Literal["left", "right"] = "right" if attrs.right else "left"
+    out_dtype = check_dtype(attrs.dtype or "int32")
+    if seq.ndim == 1:
+        return np.searchsorted(seq, values, side=side).astype(out_dtype)
+    rows = seq.reshape(-1, seq.shape[-1])
+    vals = values.reshape(rows.shape[0], -1)
+    out = np.stack([np.searchsorted(r, v, side=side) for r, v in zip(rows, vals, strict=True)])
+    return out.reshape(values.shape).astype(out_dtype)
+
+
+define_op(
+    "searchsorted",
+    num_inputs=2,
+    attrs={"right": False, "dtype": "int32"},
+    attrs_type_key="relay.attrs.SearchSortedAttrs",
+    type_rel=_searchsorted_rel,
+    compute=_searchsorted_kernel,
+    pattern=OpPattern.OPAQUE,
+    doc="Where values would be inserted into sorted_sequence (last axis) to keep it sorted.",
+)
+
+
+def searchsorted(
+    sorted_sequence: Expr, values: Expr, right: bool = False, dtype: str = "int32"
+) -> Call:
+    """For each of ``values``, the index in the last axis of ``sorted_sequence`` where it
+    would be inserted to keep it sorted: the first such index, or the last with ``right``.
+    A 1-D ``sorted_sequence`` serves every value; else its leading axes match ``values``'.
+
+    >>> from relaykit import relay
+    >>> s, v = relay.var("s", shape=(5,)), relay.var("v", shape=(2, 3))
+    >>> searchsorted(s, v, right=True).attrs.right
+    True
+    """
+    return make_call(
+        "searchsorted", [sorted_sequence, values], right=bool(right), dtype=check_dtype(dtype)
+    )

@@ -40,6 +40,7 @@ __all__ = [
     "collapse_sum_like",
     "collapse_sum_to",
     "broadcast_to_like",
+    "slice_like",
     "meshgrid",
     "trilu",
     "reverse_sequence",
@@ -200,6 +201,71 @@ define_op(
 def broadcast_to_like(data: Expr, broadcast_type: Expr) -> Call:
     """``data`` broadcast (NumPy rules) to the shape of ``broadcast_type``."""
     return make_call("broadcast_to_like", [data, broadcast_type])
+
+
+# -- slice_like -----------------------------------------------------------------------------------
+
+
+def _slice_like_axes(ndim: int, like_ndim: int, axes: Any) -> tuple[int, ...]:
+    """The axes of ``data`` that ``slice_like`` cuts to ``shape_like``'s extent."""
+    if axes is None:
+        return tuple(range(min(ndim, like_ndim)))
+    out = []
+    for a in axes:
+        ax = normalize_axis(a, ndim, "slice_like axis")
+        if ax >= like_ndim:
+            raise TypeRelError(
+                f"slice_like axis {a} is out of range for shape_like of rank {like_ndim}"
+            )
+        out.append(ax)
+    return tuple(out)
+
+
+def _slice_like_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types, 0, "data")
+    like = tensor_arg(arg_types, 1, "shape_like")
+    shape = list(data.shape)
+    for ax in _slice_like_axes(data.ndim, like.ndim, attrs.axes):
+        end = like.shape[ax]
+        if static(end, shape[ax]) and int(end) > int(shape[ax]):
+            raise TypeRelError(
+                f"slice_like: shape_like's axis {ax} ({end}) is longer than data's ({shape[ax]})"
+            )
+        shape[ax] = end
+    return TensorType(tuple(shape), data.dtype)
+
+
+def _slice_like_kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+    data, like = ins
+    index = [slice(None)] * data.ndim
+    for ax in _slice_like_axes(data.ndim, like.ndim, attrs.axes):
+        index[ax] = slice(0, like.shape[ax])
+    return np.ascontiguousarray(data[tuple(index)])
+
+
+define_op(
+    "slice_like",
+    num_inputs=2,
+    attrs={"axes": None},
+    attrs_type_key="relay.attrs.SliceLikeAttrs",
+    type_rel=_slice_like_rel,
+    compute=_slice_like_kernel,
+    pattern=_I,
+    doc="data cut, from the start, to the extent of shape_like on some axes.",
+)
+
+
+def slice_like(data: Expr, shape_like: Expr, axes: Any = None) -> Call:
+    """``data`` cut from index 0 to the extent of ``shape_like`` on ``axes`` (default: the
+    leading axes both have).
+
+    >>> from relaykit import relay
+    >>> x, y = relay.var("x", shape=(4, 5)), relay.var("y", shape=(2, 3))
+    >>> slice_like(x, y, axes=[1]).attrs.axes
+    (1,)
+    """
+    ax = None if axes is None else int_tuple(axes, "axes")
+    return make_call("slice_like", [data, shape_like], axes=ax)
 
 
 # -- meshgrid --------------------------------------------------------------------------------------

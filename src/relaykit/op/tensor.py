@@ -50,19 +50,19 @@ from .define import (
 __all__ = [
     # binary arithmetic
     "add", "subtract", "multiply", "divide", "power", "maximum", "minimum",
-    "floor_divide", "floor_mod", "mod",
+    "floor_divide", "floor_mod", "mod", "trunc_divide", "trunc_mod",
     # comparison and logic
     "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
     "logical_and", "logical_or", "logical_xor", "logical_not",
     "left_shift", "right_shift", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
     # unary
     "negative", "abs", "sign", "round", "floor", "ceil", "trunc",
-    "exp", "log", "log2", "sqrt", "rsqrt", "sigmoid", "erf",
+    "exp", "log", "log2", "log10", "sqrt", "rsqrt", "sigmoid", "erf",
     "sin", "cos", "tan", "asin", "acos", "atan",
     "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
     "isnan", "isinf", "isfinite",
     # others
-    "clip", "cast", "reinterpret", "where", "copy",
+    "clip", "cast", "cast_like", "reinterpret", "where", "copy",
     "zeros", "ones", "full", "zeros_like", "ones_like", "full_like",
 ]  # fmt: skip
 
@@ -76,6 +76,10 @@ _BOOL_OR_INT = frozenset({"bool"}) | INT_DTYPES
 
 def _divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.divide(a, b) if a.dtype.kind == "f" else num.trunc_divide(a, b)
+
+
+def _trunc_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.trunc(a / b) if a.dtype.kind == "f" else num.trunc_divide(a, b)
 
 
 def _power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -143,6 +147,8 @@ ELEMENTWISE: dict[str, Elementwise] = {
     "floor_divide": _bin(_floor_divide, broadcast_rel, "Elementwise ``floor(lhs / rhs)``."),
     "floor_mod": _bin(np.mod, broadcast_rel, "Remainder with the sign of ``rhs``."),
     "mod": _bin(num.trunc_mod, broadcast_rel, "Remainder with the sign of ``lhs`` (C ``%``)."),
+    "trunc_divide": _bin(_trunc_divide, broadcast_rel, "Elementwise ``trunc(lhs / rhs)``."),
+    "trunc_mod": _bin(num.trunc_mod, broadcast_rel, "Remainder of ``trunc_divide``."),
     # comparison and logic
     "equal": _bin(np.equal, _CMP_REL, "Elementwise ``lhs == rhs`` (bool result).", out="bool"),
     "not_equal": _bin(np.not_equal, _CMP_REL, "Elementwise ``lhs != rhs``.", out="bool"),
@@ -173,6 +179,7 @@ ELEMENTWISE: dict[str, Elementwise] = {
     "exp": _un(np.exp, _FLOAT, "Elementwise ``e ** data``."),
     "log": _un(np.log, _FLOAT, "Elementwise natural logarithm."),
     "log2": _un(np.log2, _FLOAT, "Elementwise base-2 logarithm."),
+    "log10": _un(np.log10, _FLOAT, "Elementwise base-10 logarithm."),
     "sqrt": _un(np.sqrt, _FLOAT, "Elementwise square root."),
     "rsqrt": _un(_rsqrt, _FLOAT, "Elementwise ``1 / sqrt(data)``."),
     "sigmoid": _un(_sigmoid, _FLOAT, "Elementwise ``1 / (1 + exp(-data))``."),
@@ -261,6 +268,8 @@ minimum = _ctor("minimum")
 floor_divide = _ctor("floor_divide")
 floor_mod = _ctor("floor_mod")
 mod = _ctor("mod")
+trunc_divide = _ctor("trunc_divide")
+trunc_mod = _ctor("trunc_mod")
 equal = _ctor("equal")
 not_equal = _ctor("not_equal")
 less = _ctor("less")
@@ -287,6 +296,7 @@ trunc = _ctor("trunc")
 exp = _ctor("exp")
 log = _ctor("log")
 log2 = _ctor("log2")
+log10 = _ctor("log10")
 sqrt = _ctor("sqrt")
 rsqrt = _ctor("rsqrt")
 sigmoid = _ctor("sigmoid")
@@ -377,6 +387,32 @@ def cast(data: Expr, dtype: Any) -> Call:
     'float16'
     """
     return make_call("cast", [data], dtype=check_dtype(dtype))
+
+
+def _cast_like_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    t = tensor_arg(arg_types, 0, "data")
+    like = tensor_arg(arg_types, 1, "dtype_like")
+    return TensorType(t.shape, like.dtype)
+
+
+define_op(
+    "cast_like",
+    num_inputs=2,
+    type_rel=_cast_like_rel,
+    compute=lambda inputs, attrs: num.as_out(inputs[0], inputs[1].dtype),
+    pattern=_E,
+    doc="Convert to the dtype of a second tensor.",
+)
+
+
+def cast_like(data: Expr, dtype_like: Expr) -> Call:
+    """``data`` converted to the dtype of ``dtype_like`` (its shape is not used).
+
+    >>> from relaykit import relay
+    >>> cast_like(relay.var("x", shape=(3,)), relay.var("y", dtype="int8")).op.name
+    'cast_like'
+    """
+    return make_call("cast_like", [data, dtype_like])
 
 
 def _where_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:

@@ -146,6 +146,30 @@ def _copy_grad(call: Call, g: Expr) -> list[Expr]:
     return [g]
 
 
+@_grad("annotation.checkpoint")
+def _checkpoint_grad(call: Call, g: Expr) -> list[Expr]:
+    return [g]
+
+
+def _batch_scale(call: Call, g: Expr) -> Expr:
+    x = call.args[0]
+    return divide(negative(g), _scalar(float(_ttype(x).shape[0]), x))
+
+
+@_grad("nn.cross_entropy")
+def _cross_entropy_grad(call: Call, g: Expr) -> list[Expr]:
+    x, y = call.args
+    s = _batch_scale(call, g)
+    return [multiply(s, divide(y, x)), multiply(s, log(x))]
+
+
+@_grad("nn.cross_entropy_with_logits")
+def _cross_entropy_logits_grad(call: Call, g: Expr) -> list[Expr]:
+    x, y = call.args
+    s = _batch_scale(call, g)
+    return [multiply(s, y), multiply(s, x)]
+
+
 @_grad("cast")
 def _cast_grad(call: Call, g: Expr) -> list[Expr]:
     return [cast(g, _ttype(call.args[0]).dtype)]

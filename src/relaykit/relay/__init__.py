@@ -83,6 +83,7 @@ from . import (
     type_functor,
     vm,
 )
+from .op import random
 from .scope_builder import ScopeBuilder
 from .transform import build_config
 from .type_functor import TypeFunctor, TypeMutator, TypeVisitor
@@ -173,6 +174,7 @@ __all__ = [
     "create_executor",
     "build",
     "op",
+    "random",
     "nn",
     "annotation",
     "transform",

@@ -10,7 +10,13 @@ from relaykit.ir.attrs import Attrs
 from relaykit.ir.expr import Call, Expr
 from relaykit.ir.symbolic import Any as AnyDim
 from relaykit.ir.types import TensorType, TupleType, Type
-from relaykit.op._relations import INT_DTYPES, normalize_axis, resolve_dtype, tensor_arg
+from relaykit.op._relations import (
+    FLOAT_DTYPES,
+    INT_DTYPES,
+    normalize_axis,
+    resolve_dtype,
+    tensor_arg,
+)
 from relaykit.op.define import TypeRelError, make_call
 
 from ._base import define_dyn_op
@@ -21,8 +27,9 @@ __all__ = ["topk"]
 def _topk_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     data = tensor_arg(arg_types, 0, "data")
     k = tensor_arg(arg_types, 1, "k")
-    if k.ndim != 0 or k.dtype not in INT_DTYPES:
-        raise TypeRelError(f"k must be an integer scalar, got {k}")
+    single = k.ndim == 0 or (k.ndim == 1 and str(k.shape[0]) == "1")
+    if not single or not (k.dtype in INT_DTYPES or k.dtype in FLOAT_DTYPES):
+        raise TypeRelError(f"k must be a number: a scalar or a one-element tensor, got {k}")
     axis = normalize_axis(attrs.axis, data.ndim, "topk axis")
     shape = list(data.shape)
     shape[axis] = AnyDim()
@@ -43,7 +50,7 @@ define_dyn_op(
     convert=lambda v, a: (
         [v[0]],
         {
-            "k": int(np.asarray(v[1])),
+            "k": int(np.asarray(v[1]).reshape(-1)[0]),
             "axis": a.axis,
             "ret_type": a.ret_type,
             "is_ascend": a.is_ascend,

@@ -29,7 +29,16 @@ operands.
 
 from __future__ import annotations
 
-from .activation import gelu, leaky_relu, log_softmax, prelu, relu, softmax
+from .activation import (
+    cross_entropy,
+    cross_entropy_with_logits,
+    gelu,
+    leaky_relu,
+    log_softmax,
+    prelu,
+    relu,
+    softmax,
+)
 from .convolution import (
     conv1d,
     conv1d_transpose,
@@ -42,14 +51,16 @@ from .deformable_conv2d import deformable_conv2d
 from .dropout import dropout, dropout_raw
 from .geometry import get_pad_tuple2d
 from .linear import batch_matmul, bias_add, dense, matmul
-from .normalization import batch_norm, layer_norm, lrn
+from .normalization import batch_norm, l2_normalize, layer_norm, lrn
 from .pooling import (
     adaptive_avg_pool2d,
     adaptive_max_pool2d,
+    avg_pool1d,
     avg_pool2d,
     avg_pool3d,
     global_avg_pool2d,
     global_max_pool2d,
+    max_pool1d,
     max_pool2d,
     max_pool2d_with_argmax,
     max_pool3d,
@@ -62,6 +73,7 @@ from .rearrange import (
     space_to_batch_nd,
     space_to_depth,
 )
+from .upsampling import upsampling, upsampling3d
 
 __all__ = [
     "conv2d",
@@ -93,6 +105,7 @@ __all__ = [
     "pad",
     "get_pad_tuple2d",
     "lrn",
+    "l2_normalize",
     "max_pool3d",
     "max_pool2d_with_argmax",
     "avg_pool3d",
@@ -102,4 +115,10 @@ __all__ = [
     "space_to_batch_nd",
     "space_to_depth",
     "gelu",
+    "upsampling",
+    "upsampling3d",
+    "max_pool1d",
+    "avg_pool1d",
+    "cross_entropy",
+    "cross_entropy_with_logits",
 ]

@@ -32,7 +32,16 @@ from relaykit.op.define import OpPattern, TypeRelError, default_registry, define
 
 from .operands import channel_vectors_solve, check_vector
 
-__all__ = ["relu", "leaky_relu", "prelu", "gelu", "softmax", "log_softmax"]
+__all__ = [
+    "relu",
+    "leaky_relu",
+    "prelu",
+    "gelu",
+    "softmax",
+    "log_softmax",
+    "cross_entropy",
+    "cross_entropy_with_logits",
+]
 
 
 # -- nn.relu, nn.leaky_relu -----------------------------------------------------------------------
@@ -189,3 +198,56 @@ def softmax(data: Expr, axis: int = -1) -> Call:
 def log_softmax(data: Expr, axis: int = -1) -> Call:
     """``log(softmax(x))`` along ``axis``, computed stably."""
     return make_call("nn.log_softmax", [data], axis=int(axis))
+
+
+# -- nn.cross_entropy, nn.cross_entropy_with_logits -----------------------------------------------
+
+
+def _cross_entropy_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    x = tensor_arg(arg_types, 0, "predictions")
+    y = tensor_arg(arg_types, 1, "targets")
+    if x.ndim != 2:
+        raise TypeRelError(f"cross_entropy predictions must be (batch, classes), got {x}")
+    if tuple(x.shape) != tuple(y.shape) or x.dtype != y.dtype:
+        raise TypeRelError(f"cross_entropy predictions and targets must match, got {x} and {y}")
+    if x.dtype not in FLOAT_DTYPES:
+        raise TypeRelError(f"cross_entropy needs floating-point tensors, got {x}")
+    return TensorType((), x.dtype)
+
+
+def _cross_entropy(logits: bool):
+    def kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+        x, y = ins
+        with np.errstate(divide="ignore", invalid="ignore"):
+            terms = (x if logits else np.log(x)) * y
+        return as_out(-np.sum(terms) / x.shape[0], x.dtype)
+
+    return kernel
+
+
+define_op(
+    "nn.cross_entropy",
+    num_inputs=2,
+    type_rel=_cross_entropy_rel,
+    compute=_cross_entropy(False),
+    pattern=OpPattern.OPAQUE,
+    doc="-sum(log(predictions) * targets) / batch size.",
+)
+define_op(
+    "nn.cross_entropy_with_logits",
+    num_inputs=2,
+    type_rel=_cross_entropy_rel,
+    compute=_cross_entropy(True),
+    pattern=OpPattern.OPAQUE,
+    doc="-sum(predictions * targets) / batch size (predictions are log-probabilities).",
+)
+
+
+def cross_entropy(predictions: Expr, targets: Expr) -> Call:
+    """The mean over the batch of ``-sum(log(predictions) * targets)``."""
+    return make_call("nn.cross_entropy", [predictions, targets])
+
+
+def cross_entropy_with_logits(predictions: Expr, targets: Expr) -> Call:
+    """The mean over the batch of ``-sum(predictions * targets)``."""
+    return make_call("nn.cross_entropy_with_logits", [predictions, targets])

@@ -13,6 +13,7 @@ constructor.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -21,7 +22,14 @@ from relaykit.ir.expr import Call, Expr, TupleWrapper
 from relaykit.ir.types import TensorType, TupleType, Type
 from relaykit.op._numeric import as_out
 from relaykit.op._relations import FLOAT_DTYPES, normalize_axis, tensor_arg
-from relaykit.op.define import OpPattern, TypeRelError, default_registry, define_op, make_call
+from relaykit.op.define import (
+    OpPattern,
+    TypeRelError,
+    default_registry,
+    define_op,
+    make_call,
+    no_default,
+)
 
 from .operands import channel_vectors_solve, check_vector
 
@@ -164,6 +172,53 @@ def layer_norm(
         center=bool(center),
         scale=bool(scale),
     )
+
+
+# -- nn.l2_normalize ------------------------------------------------------------------------------
+
+
+def _l2_axes(axis: Any, ndim: int) -> tuple[int, ...]:
+    if axis is None or len(axis) == 0:
+        return tuple(range(ndim))
+    return tuple(normalize_axis(a, ndim, "l2_normalize axis") for a in axis)
+
+
+def _l2_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types, 0, "data")
+    if data.dtype not in FLOAT_DTYPES:
+        raise TypeRelError(f"l2_normalize needs a floating-point tensor, got {data}")
+    _l2_axes(attrs.axis, data.ndim)
+    return data
+
+
+def _l2_kernel(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+    x = inputs[0]
+    sq = np.sum(x.astype(np.float64) ** 2, axis=_l2_axes(attrs.axis, x.ndim), keepdims=True)
+    return as_out(x / np.sqrt(np.maximum(sq, float(attrs.eps))), x.dtype)
+
+
+define_op(
+    "nn.l2_normalize",
+    num_inputs=1,
+    attrs={"eps": no_default(0.0), "axis": None},
+    attrs_type_key="relay.attrs.L2NormalizeAttrs",
+    type_rel=_l2_rel,
+    compute=_l2_kernel,
+    pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
+    doc="data / sqrt(max(sum(data**2 over axis), eps)).",
+)
+
+
+def l2_normalize(data: Expr, eps: float, axis: Any = None) -> Call:
+    """``data`` divided by its L2 norm over ``axis`` (all axes when None), at least
+    ``sqrt(eps)``.
+
+    >>> from relaykit import relay
+    >>> l2_normalize(relay.var("x", shape=(2, 3)), 1e-12, axis=[1]).attrs.axis
+    (1,)
+    """
+    ax = None if axis is None else tuple(int(a) for a in axis)
+    return make_call("nn.l2_normalize", [data], eps=float(eps), axis=ax)
 
 
 # -- nn.lrn ---------------------------------------------------------------------------------------

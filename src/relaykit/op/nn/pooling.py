@@ -1,6 +1,7 @@
 """Pooling: ``nn.max_pool2d``, ``nn.avg_pool2d``, ``nn.global_avg_pool2d``,
 ``nn.global_max_pool2d``, ``nn.adaptive_avg_pool2d``, ``nn.adaptive_max_pool2d``,
-``nn.max_pool2d_with_argmax``, ``nn.max_pool3d`` and ``nn.avg_pool3d``: each one's schema,
+``nn.max_pool2d_with_argmax``, ``nn.max_pool3d``, ``nn.avg_pool3d``, ``nn.max_pool1d`` and
+``nn.avg_pool1d``: each one's schema,
 type relation, reference kernel and constructor.
 
 The 2-D pools follow TVM's ``ceil_mode`` rule; the 3-D pools (NCDHW) PyTorch's and ONNX's:
@@ -59,6 +60,8 @@ __all__ = [
     "max_pool2d_with_argmax",
     "max_pool3d",
     "avg_pool3d",
+    "max_pool1d",
+    "avg_pool1d",
 ]
 
 
@@ -622,6 +625,150 @@ def avg_pool3d(
         strides=_triple(strides),
         dilation=_triple(dilation),
         padding=_pad6(padding),
+        layout=layout,
+        out_layout=out_layout,
+        ceil_mode=bool(ceil_mode),
+        count_include_pad=bool(count_include_pad),
+    )
+
+
+# -- nn.max_pool1d, nn.avg_pool1d: the 2-D pools over a unit height -------------------------------
+
+_POOL1D_ATTRS = {
+    "pool_size": None,
+    "strides": (1,),
+    "dilation": (1,),
+    "padding": (0,),
+    "layout": "NCW",
+    "out_layout": "",
+    "ceil_mode": False,
+}
+_LAYOUT_2D = {"NCW": "NCHW", "NWC": "NHWC"}
+
+
+def _one(value: Any, what: str) -> int:
+    items = tuple(value) if isinstance(value, (list, tuple)) else (value,)
+    if len(items) != 1:
+        raise TypeRelError(f"pool1d {what} must have 1 value, got {items}")
+    return int(items[0])
+
+
+def _as_2d(attrs: Attrs) -> tuple[Attrs, int]:
+    """The attributes of the equivalent 2-D pool, and where its unit height axis is."""
+    layout = _LAYOUT_2D.get(attrs.layout)
+    out_layout = _LAYOUT_2D.get(attrs.out_layout or attrs.layout)
+    if layout is None or out_layout is None:
+        raise TypeRelError(f"pool1d layout must be NCW or NWC, got {attrs.layout!r}")
+    pad = tuple(attrs.padding) if isinstance(attrs.padding, (list, tuple)) else (attrs.padding,)
+    if len(pad) not in (1, 2):
+        raise TypeRelError(f"pool1d padding must have 1 or 2 values, got {pad}")
+    left, right = (int(pad[0]), int(pad[-1]))
+    values = {
+        "pool_size": (1, _one(attrs.pool_size, "pool_size")),
+        "strides": (1, _one(attrs.strides, "strides")),
+        "dilation": (1, _one(attrs.dilation, "dilation")),
+        "padding": (0, left, 0, right),
+        "layout": layout,
+        "out_layout": out_layout,
+        "ceil_mode": bool(attrs.ceil_mode),
+    }
+    if "count_include_pad" in attrs:
+        values["count_include_pad"] = bool(attrs.count_include_pad)
+    return Attrs(values, "DictAttrs"), layout.index("H")
+
+
+def pool1d_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types, 0, "data")
+    if data.ndim != 3:
+        raise TypeRelError(f"pool1d takes a 3-d tensor, got {data}")
+    attrs2, h = _as_2d(attrs)
+    shape = list(data.shape)
+    shape.insert(h, 1)
+    out = pool2d_rel([TensorType(tuple(shape), data.dtype)], attrs2)
+    assert isinstance(out, TensorType)
+    oshape = list(out.shape)
+    del oshape[attrs2.out_layout.index("H")]
+    return TensorType(tuple(oshape), data.dtype)
+
+
+def _pool1d_kernel(kernel2d: Any) -> Any:
+    def kernel(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+        attrs2, h = _as_2d(attrs)
+        out = kernel2d([np.expand_dims(inputs[0], h)], attrs2)
+        return np.ascontiguousarray(np.squeeze(out, attrs2.out_layout.index("H")))
+
+    return kernel
+
+
+define_op(
+    "nn.max_pool1d",
+    num_inputs=1,
+    attrs=_POOL1D_ATTRS,
+    attrs_type_key="relay.attrs.MaxPool1DAttrs",
+    type_rel=pool1d_rel,
+    compute=_pool1d_kernel(max_pool2d_kernel),
+    pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
+    doc="1-D max pooling.",
+)
+define_op(
+    "nn.avg_pool1d",
+    num_inputs=1,
+    attrs={**_POOL1D_ATTRS, "count_include_pad": False},
+    attrs_type_key="relay.attrs.AvgPool1DAttrs",
+    type_rel=pool1d_rel,
+    compute=_pool1d_kernel(avg_pool2d_kernel),
+    pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
+    doc="1-D average pooling.",
+)
+
+
+def _tuple1(value: Any) -> tuple[int, ...]:
+    return tuple(int(v) for v in value) if isinstance(value, (list, tuple)) else (int(value),)
+
+
+def max_pool1d(
+    data: Expr,
+    pool_size: Any = (1,),
+    strides: Any = (1,),
+    dilation: Any = (1,),
+    padding: Any = (0,),
+    layout: str = "NCW",
+    out_layout: str = "",
+    ceil_mode: bool = False,
+) -> Call:
+    """1-D max pooling over the W axis of an NCW (or NWC) tensor."""
+    return make_call(
+        "nn.max_pool1d",
+        [data],
+        pool_size=_tuple1(pool_size),
+        strides=_tuple1(strides),
+        dilation=_tuple1(dilation),
+        padding=_tuple1(padding),
+        layout=layout,
+        out_layout=out_layout,
+        ceil_mode=bool(ceil_mode),
+    )
+
+
+def avg_pool1d(
+    data: Expr,
+    pool_size: Any = (1,),
+    strides: Any = (1,),
+    dilation: Any = (1,),
+    padding: Any = (0,),
+    layout: str = "NCW",
+    out_layout: str = "",
+    ceil_mode: bool = False,
+    count_include_pad: bool = False,
+) -> Call:
+    """1-D average pooling; ``count_include_pad`` counts padding in the divisor."""
+    return make_call(
+        "nn.avg_pool1d",
+        [data],
+        pool_size=_tuple1(pool_size),
+        strides=_tuple1(strides),
+        dilation=_tuple1(dilation),
+        padding=_tuple1(padding),
         layout=layout,
         out_layout=out_layout,
         ceil_mode=bool(ceil_mode),

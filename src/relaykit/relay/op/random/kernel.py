@@ -1,17 +1,6 @@
-"""``tvm.relay.op.random.kernel``: not in relaykit.
+"""``tvm.relay.op.random.kernel``: :mod:`relaykit.op.random` under TVM's module path."""
 
-In TVM: the random-number operators (threefry, uniform, normal). The module imports so
-that scripts naming it load; each of TVM's names here raises
-:class:`~relaykit.errors.UnsupportedFeatureError` when used.
-"""
+import relaykit.op.random as _impl
+from relaykit.relay._facade import forward
 
-from relaykit.relay._facade import NOT_YET, module_getattr, unsupported
-
-_NAMES: list[str] = [
-    "multinomial", "normal", "threefry_generate", "threefry_key", "threefry_split",
-    "uniform",
-]  # fmt: skip
-
-__all__ = list(_NAMES)
-globals().update(unsupported(__name__, _NAMES, NOT_YET))
-__getattr__ = module_getattr(__name__, NOT_YET)
+__all__, __getattr__, __dir__ = forward(_impl)

@@ -1,0 +1,172 @@
+"""Upsampling by a scale factor: ``nn.upsampling`` (2-D: nearest, bilinear or bicubic)
+and ``nn.upsampling3d`` (nearest or trilinear), TVM's names and attributes.
+
+Each spatial size becomes ``round(size * scale)``; the values are those of the image
+resize of the same method to that size, with ``align_corners`` (2-D) or the given
+coordinate transformation (3-D) mapping output to input positions.
+
+>>> from relaykit import relay
+>>> x = relay.var("x", shape=(1, 2, 3, 4))
+>>> upsampling(x, 2, 2).attrs.scale_h
+2.0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from relaykit.ir.attrs import Attrs
+from relaykit.ir.expr import Call, Expr
+from relaykit.ir.op import default_registry
+from relaykit.ir.types import AnyDim, TensorType, Type
+from relaykit.op._relations import static, tensor_arg
+from relaykit.op.define import OpPattern, TypeRelError, define_op, make_attrs, make_call
+
+__all__ = ["upsampling", "upsampling3d"]
+
+#: method name of each upsampling -> the image resize method it computes with
+_METHODS_2D = {"nearest_neighbor": "nearest_neighbor", "bilinear": "linear", "bicubic": "cubic"}
+_METHODS_3D = {"nearest_neighbor": "nearest_neighbor", "trilinear": "linear"}
+_LAYOUTS = {2: ("NCHW", "NHWC"), 3: ("NCDHW", "NDHWC")}
+
+
+def _scales(attrs: Attrs, rank: int) -> tuple[float, ...]:
+    names = ("scale_h", "scale_w") if rank == 2 else ("scale_d", "scale_h", "scale_w")
+    return tuple(float(getattr(attrs, n)) for n in names)
+
+
+def _out_shape(data: TensorType, attrs: Attrs, rank: int, what: str) -> tuple[Any, ...]:
+    if data.ndim != rank + 2:
+        raise TypeRelError(f"{what} takes a {rank + 2}-d tensor, got {data}")
+    if attrs.layout not in _LAYOUTS[rank]:
+        raise TypeRelError(
+            f"{what} layout must be one of {', '.join(_LAYOUTS[rank])}, got {attrs.layout!r}"
+        )
+    methods = _METHODS_2D if rank == 2 else _METHODS_3D
+    if attrs.method not in methods:
+        raise TypeRelError(
+            f"{what} method must be one of {', '.join(methods)}, got {attrs.method!r}"
+        )
+    shape = list(data.shape)
+    axes = [i for i, c in enumerate(attrs.layout) if c in "DHW"]
+    for axis, scale in zip(axes, _scales(attrs, rank), strict=True):
+        if scale <= 0:
+            raise TypeRelError(f"{what} scales must be positive, got {scale}")
+        d = shape[axis]
+        shape[axis] = int(np.round(int(d) * scale)) if static(d) else AnyDim()
+    return tuple(shape)
+
+
+def _resize_attrs(attrs: Attrs, shape: tuple[int, ...], rank: int) -> Attrs:
+    axes = [i for i, c in enumerate(attrs.layout) if c in "DHW"]
+    if rank == 2:
+        method = _METHODS_2D[attrs.method]
+        mode = "align_corners" if attrs.align_corners else "asymmetric"
+    else:
+        method = _METHODS_3D[attrs.method]
+        mode = attrs.coordinate_transformation_mode
+    op = default_registry.get(f"image.resize{rank}d")
+    given = {
+        "size": tuple(shape[a] for a in axes),
+        "layout": attrs.layout,
+        "method": method,
+        "coordinate_transformation_mode": mode,
+    }
+    return make_attrs(op, given)
+
+
+def _make(rank: int, what: str) -> tuple[Any, Any]:
+    def rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+        data = tensor_arg(arg_types, 0, "data")
+        return TensorType(_out_shape(data, attrs, rank, what), data.dtype)
+
+    def kernel(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+        x = inputs[0]
+        shape = _out_shape(TensorType(x.shape, x.dtype.name), attrs, rank, what)
+        resize = default_registry.get_attr(f"image.resize{rank}d", "FCompute")
+        return resize([x], _resize_attrs(attrs, shape, rank))
+
+    return rel, kernel
+
+
+_rel2, _kernel2 = _make(2, "upsampling")
+_rel3, _kernel3 = _make(3, "upsampling3d")
+
+define_op(
+    "nn.upsampling",
+    num_inputs=1,
+    attrs={
+        "scale_h": 1.0,
+        "scale_w": 1.0,
+        "layout": "NCHW",
+        "method": "nearest_neighbor",
+        "align_corners": False,
+    },
+    attrs_type_key="relay.attrs.UpSamplingAttrs",
+    type_rel=_rel2,
+    compute=_kernel2,
+    pattern=OpPattern.INJECTIVE,
+    doc="2-D upsampling by scale_h and scale_w.",
+)
+define_op(
+    "nn.upsampling3d",
+    num_inputs=1,
+    attrs={
+        "scale_d": 1.0,
+        "scale_h": 1.0,
+        "scale_w": 1.0,
+        "layout": "NCDHW",
+        "method": "nearest_neighbor",
+        "coordinate_transformation_mode": "half_pixel",
+    },
+    attrs_type_key="relay.attrs.UpSampling3DAttrs",
+    type_rel=_rel3,
+    compute=_kernel3,
+    pattern=OpPattern.INJECTIVE,
+    doc="3-D upsampling by scale_d, scale_h and scale_w.",
+)
+
+
+def upsampling(
+    data: Expr,
+    scale_h: float = 1,
+    scale_w: float = 1,
+    layout: str = "NCHW",
+    method: str = "nearest_neighbor",
+    align_corners: bool = False,
+) -> Call:
+    """``data`` (NCHW or NHWC) upsampled: each of H and W times its scale, rounded."""
+    return make_call(
+        "nn.upsampling",
+        [data],
+        scale_h=float(scale_h),
+        scale_w=float(scale_w),
+        layout=layout,
+        method=method,
+        align_corners=bool(align_corners),
+    )
+
+
+def upsampling3d(
+    data: Expr,
+    scale_d: float = 1,
+    scale_h: float = 1,
+    scale_w: float = 1,
+    layout: str = "NCDHW",
+    method: str = "nearest_neighbor",
+    coordinate_transformation_mode: str = "half_pixel",
+) -> Call:
+    """``data`` (NCDHW or NDHWC) upsampled: each of D, H and W times its scale, rounded."""
+    return make_call(
+        "nn.upsampling3d",
+        [data],
+        scale_d=float(scale_d),
+        scale_h=float(scale_h),
+        scale_w=float(scale_w),
+        layout=layout,
+        method=method,
+        coordinate_transformation_mode=coordinate_transformation_mode,
+    )
