@@ -1,11 +1,31 @@
-"""Quantized operators (TVM's ``relay.qnn.op``), one file per family, as the static ones
-are: ``qnn.concatenate`` in :mod:`.transform`.
+"""Quantized operators (TVM's ``relay.qnn.op``), one file per family:
+:mod:`.quantize` (quantize, dequantize, requantize), :mod:`.binary` (add, subtract,
+mul), :mod:`.linear` (dense, batch_matmul), :mod:`.convolution` (conv2d) and
+:mod:`.transform` (concatenate). :mod:`.canonicalize` holds each operator's
+``FTVMQnnCanonicalize`` hook (its lowering to plain integer Relay).
 
 >>> from relaykit import relay
 >>> relay.qnn.op.concatenate is concatenate
 True
 """
 
+from .binary import add, mul, subtract
+from .convolution import conv2d
+from .linear import batch_matmul, dense
+from .quantize import dequantize, quantize, requantize
 from .transform import concatenate
 
-__all__ = ["concatenate"]
+from . import canonicalize as canonicalize  # noqa: E402,I001 - hooks of the operators above
+
+__all__ = [
+    "quantize",
+    "dequantize",
+    "requantize",
+    "add",
+    "subtract",
+    "mul",
+    "dense",
+    "batch_matmul",
+    "conv2d",
+    "concatenate",
+]
