@@ -55,7 +55,7 @@ def scale_int(v: int, m: float, upward: bool) -> int:
     total = 31 - e
     prod = v * q
     if total <= 0:
-        return (prod << -total)
+        return prod << -total
     half = 1 << (total - 1)
     return (prod + (half if upward or prod >= 0 else half - 1)) >> total
 
@@ -95,7 +95,9 @@ def test_quantize_dequantize_per_tensor_and_channel() -> None:
     dq = relay.qnn.op.dequantize(y, relay.const(scales), relay.const(zps), axis=1)
     qd = RNG.integers(0, 256, (2, 3, 4)).astype("uint8")
     got = both(dq, [y], [qd])
-    expect = (qd.astype(np.int64) - zps.reshape(1, 3, 1)) * scales.reshape(1, 3, 1).astype(np.float64)
+    expect = (qd.astype(np.int64) - zps.reshape(1, 3, 1)) * scales.reshape(1, 3, 1).astype(
+        np.float64
+    )
     np.testing.assert_allclose(got, expect, rtol=1e-6)
 
 
@@ -181,8 +183,8 @@ def test_dense_per_channel_kernel_zero_point() -> None:
     w = relay.var("w", shape=(4, 5), dtype="int8")
     kz = np.array([0, 1, -2, 3], "int32")
     y = relay.qnn.op.dense(
-        x, w, relay.const(128), relay.const(kz), relay.const(0.1), relay.const(np.full(4, 0.2, "float32")),
-        units=4,
+        x, w, relay.const(128), relay.const(kz), relay.const(0.1),
+        relay.const(np.full(4, 0.2, "float32")), units=4,
     )  # fmt: skip
     dx = RNG.integers(0, 256, (3, 5)).astype("uint8")
     dw = RNG.integers(-128, 128, (4, 5)).astype("int8")
@@ -251,7 +253,9 @@ def test_bad_constant_scales_are_refused(scale: float) -> None:
 def test_zero_point_outside_dtype_range() -> None:
     x = relay.var("x", shape=(4,), dtype="int32")
     with pytest.raises(IRError, match=r"output_zero_point \[200\] is outside the range of int8"):
-        relay.qnn.op.requantize(x, relay.const(1.0), relay.const(0), relay.const(1.0), relay.const(200))
+        relay.qnn.op.requantize(
+            x, relay.const(1.0), relay.const(0), relay.const(1.0), relay.const(200)
+        )
     y = relay.var("y", shape=(4,), dtype="uint8")
     with pytest.raises(IRError, match="input_zero_point"):
         relay.qnn.op.dequantize(y, relay.const(1.0), relay.const(-1))
@@ -260,7 +264,9 @@ def test_zero_point_outside_dtype_range() -> None:
 def test_per_channel_shape_must_match_axis() -> None:
     x = relay.var("x", shape=(2, 3))
     y = relay.qnn.op.quantize(x, relay.const(np.ones(4, "float32")), relay.const(0), axis=1)
-    with pytest.raises(RelayTypeError, match="output_scale has 4 entries but axis 1 of the data has 3"):
+    with pytest.raises(
+        RelayTypeError, match="output_scale has 4 entries but axis 1 of the data has 3"
+    ):
         relay.transform.InferType()(IRModule.from_expr(relay.Function([x], y)))
 
 

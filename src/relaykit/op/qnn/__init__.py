@@ -9,13 +9,12 @@ mul), :mod:`.linear` (dense, batch_matmul), :mod:`.convolution` (conv2d) and
 True
 """
 
+from . import canonicalize as canonicalize
 from .binary import add, mul, subtract
 from .convolution import conv2d
 from .linear import batch_matmul, dense
 from .quantize import dequantize, quantize, requantize
 from .transform import concatenate
-
-from . import canonicalize as canonicalize  # noqa: E402,I001 - hooks of the operators above
 
 __all__ = [
     "quantize",

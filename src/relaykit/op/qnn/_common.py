@@ -61,7 +61,7 @@ def fixed_point(multiplier: float) -> tuple[int, int]:
     if multiplier == 0.0:
         return 0, 0
     sig, exp = math.frexp(multiplier)
-    q = int(math.floor(abs(sig) * (1 << 31) + 0.5)) * (1 if sig >= 0 else -1)
+    q = math.floor(abs(sig) * (1 << 31) + 0.5) * (1 if sig >= 0 else -1)
     if q == 1 << 31:
         q //= 2
         exp += 1
@@ -202,8 +202,7 @@ def _check_zp_values(
     lo, hi = qrange(dtype)
     if arr.size and (int(arr.min()) < lo or int(arr.max()) > hi):
         raise err(
-            f"{op}: {what} {arr.reshape(-1).tolist()} is outside the range of {dtype} "
-            f"[{lo}, {hi}]"
+            f"{op}: {what} {arr.reshape(-1).tolist()} is outside the range of {dtype} [{lo}, {hi}]"
         )
 
 

@@ -34,7 +34,7 @@ _PARAMS = (
 def core_attrs(float_op: str, attrs: Attrs) -> Attrs:
     """The float operator's attributes for a call of the QNN operator."""
     op = default_registry.get(float_op)
-    given = {k: attrs[k] for k in op.attrs_schema if k in attrs.keys()}
+    given = {k: attrs[k] for k in op.attrs_schema if k in attrs}
     given["out_dtype"] = str(attrs.out_dtype or "int32")
     return make_attrs(op, given)
 
@@ -74,7 +74,7 @@ def define_core_op(
             check_qparam_type(arg_types[k], dtype, what, name, shape, k_axis if on_kernel else 0)
         plain = base.get_attr("FTypeRelation")
         shifted = [TensorType(data.shape, "int32"), TensorType(weight.shape, "int32")]
-        return plain(shifted, core_attrs(float_op, attrs))  # type: ignore[no-any-return]
+        return plain(shifted, core_attrs(float_op, attrs))
 
     plain_kernel = base.get_attr("FCompute")
 
@@ -90,7 +90,7 @@ def define_core_op(
         )
         a = shift(data, izp, 0)
         b = shift(weight, kzp, kernel_axis(attrs, weight.ndim))
-        return plain_kernel([a, b], core_attrs(float_op, attrs))  # type: ignore[no-any-return]
+        return plain_kernel([a, b], core_attrs(float_op, attrs))
 
     define_op(
         name,

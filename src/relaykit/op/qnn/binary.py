@@ -62,7 +62,8 @@ def _make_rel(op: str) -> Callable[[Sequence[Type], Attrs], Type]:
         out_shape = broadcast_shape(lhs.shape, rhs.shape)
         shapes = (lhs.shape, lhs.shape, rhs.shape, rhs.shape, out_shape, out_shape)
         axes = (attrs.lhs_axis, attrs.lhs_axis, attrs.rhs_axis, attrs.rhs_axis, -1, -1)
-        for k, ((what, dtype), shape, axis) in enumerate(zip(_PARAMS, shapes, axes), start=2):
+        rows = zip(_PARAMS, shapes, axes, strict=True)
+        for k, ((what, dtype), shape, axis) in enumerate(rows, start=2):
             if len(shape) == 0:
                 shape = (1,)
             check_qparam_type(arg_types[k], dtype, what, op, shape, int(axis))
@@ -102,8 +103,11 @@ def _add_sub(op: str, sign: int) -> Callable[[Sequence[Any], Attrs], np.ndarray]
         a = requantize_or_upcast(lhs, ls, lz, os, oz, int(attrs.lhs_axis)).astype(np.int64)
         b = requantize_or_upcast(rhs, rs, rz, os, oz, int(attrs.rhs_axis)).astype(np.int64)
         zp = np.int64(oz.reshape(-1)[0])
-        v = ((a + b).astype(np.int32).astype(np.int64) - zp if sign > 0 else
-             (a - b).astype(np.int32).astype(np.int64) + zp)
+        v = (
+            (a + b).astype(np.int32).astype(np.int64) - zp
+            if sign > 0
+            else (a - b).astype(np.int32).astype(np.int64) + zp
+        )
         return _to_dtype(v.astype(np.int32), lhs.dtype)
 
     return kernel

@@ -27,6 +27,9 @@ from relaykit.ir.op import default_registry, register_op_attr
 from relaykit.ir.types import TensorType, TupleType
 from relaykit.op.define import make_call
 
+from . import convolution as convolution
+from . import linear as linear
+from . import transform as transform
 from ._common import (
     _check_scale_values,
     _check_zp_values,
@@ -35,9 +38,6 @@ from ._common import (
     const_array,
     qrange,
 )
-from . import convolution as convolution  # noqa: F401 - registers qnn.conv2d
-from . import linear as linear  # noqa: F401 - registers qnn.dense, qnn.batch_matmul
-from . import transform as transform  # noqa: F401 - registers qnn.concatenate
 from ._core import core_attrs
 from .binary import _mul_scale, mul_axis
 from .quantize import resolve_compute_dtype, resolve_rounding
@@ -63,7 +63,9 @@ def _zp(expr: Expr, dtype: str, what: str, op: str) -> np.ndarray:
 
 def _clip_cast(t: Expr, dtype: str) -> Expr:
     lo, hi = qrange(dtype)
-    return make_call("cast", [make_call("clip", [t], a_min=float(lo), a_max=float(hi))], dtype=dtype)
+    return make_call(
+        "cast", [make_call("clip", [t], a_min=float(lo), a_max=float(hi))], dtype=dtype
+    )
 
 
 def requantize_expr(
@@ -177,7 +179,7 @@ def _requantize(attrs: Attrs, args: Sequence[Expr], types: Sequence[Any]) -> Exp
 
 
 def _binary_params(op: str, args: Sequence[Expr], dtype: str) -> list[np.ndarray]:
-    names = ("lhs_scale", "lhs_zero_point", "rhs_scale", "rhs_zero_point")
+    names: tuple[str, ...] = ("lhs_scale", "lhs_zero_point", "rhs_scale", "rhs_zero_point")
     names += ("output_scale", "output_zero_point")
     return [
         _scale(a, n, op) if n.endswith("scale") else _zp(a, dtype, n, op)

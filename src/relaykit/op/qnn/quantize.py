@@ -55,7 +55,9 @@ def _axis(attrs: Attrs, ndim: int) -> int:
     return axis % ndim if ndim else 0
 
 
-def _qparams(arg_types: Sequence[Type], whats: Sequence[str], op: str, data: TensorType, axis: int) -> None:
+def _qparams(
+    arg_types: Sequence[Type], whats: Sequence[str], op: str, data: TensorType, axis: int
+) -> None:
     for k, what in enumerate(whats, start=1):
         dtype = "float32" if what.endswith("scale") else "int32"
         check_qparam_type(arg_types[k], dtype, what, op, data.shape, axis)
@@ -245,7 +247,9 @@ def requantize(
 ) -> Call:
     """TVM's ``relay.qnn.op.requantize``."""
     if resolve_rounding(rounding) not in ROUNDINGS:
-        raise AttrError(f"qnn.requantize: rounding must be UPWARD, TONEAREST or None, got {rounding!r}")
+        raise AttrError(
+            f"qnn.requantize: rounding must be UPWARD, TONEAREST or None, got {rounding!r}"
+        )
     if resolve_compute_dtype(compute_dtype) not in ("int64", "float32", "float64"):
         raise AttrError(
             "qnn.requantize: compute_dtype must be int64, float32, float64 or None, got "
