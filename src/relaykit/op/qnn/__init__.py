@@ -1,7 +1,8 @@
 """Quantized operators (TVM's ``relay.qnn.op``), one file per family:
 :mod:`.quantize` (quantize, dequantize, requantize), :mod:`.binary` (add, subtract,
 mul), :mod:`.linear` (dense, batch_matmul), :mod:`.convolution` (conv2d) and
-:mod:`.transform` (concatenate). :mod:`.canonicalize` holds each operator's
+:mod:`.transform` (concatenate), :mod:`.unary` (tanh, exp, sqrt, rsqrt, erf, abs,
+sigmoid, hardswish, log). :mod:`.canonicalize` holds each operator's
 ``FTVMQnnCanonicalize`` hook (its lowering to plain integer Relay).
 
 >>> from relaykit import relay
@@ -15,6 +16,7 @@ from .convolution import conv2d
 from .linear import batch_matmul, dense
 from .quantize import dequantize, quantize, requantize
 from .transform import concatenate
+from .unary import abs, erf, exp, hardswish, log, rsqrt, sigmoid, sqrt, tanh
 
 __all__ = [
     "quantize",
@@ -27,4 +29,13 @@ __all__ = [
     "batch_matmul",
     "conv2d",
     "concatenate",
+    "tanh",
+    "exp",
+    "sqrt",
+    "rsqrt",
+    "erf",
+    "abs",
+    "sigmoid",
+    "hardswish",
+    "log",
 ]

@@ -41,8 +41,15 @@ from ._common import (
 from ._core import core_attrs
 from .binary import _mul_scale, mul_axis
 from .quantize import resolve_compute_dtype, resolve_rounding
+from .unary import FLOAT_FUNCS
 
-__all__ = ["requantize_expr", "rint_expr", "CANONICALIZE"]
+__all__ = [
+    "requantize_expr",
+    "quantize_expr",
+    "dequantize_expr",
+    "rint_expr",
+    "CANONICALIZE",
+]
 
 
 def _c(value: Any, dtype: str) -> Expr:
@@ -132,31 +139,68 @@ def _tensor(t: Any) -> TensorType:
     return t
 
 
+def quantize_expr(x: Expr, s: np.ndarray, z: np.ndarray, nd: int, axis: int, out: str) -> Expr:
+    """``clip(round_half_even(x / s) + z)`` in ``out`` (float32 arithmetic)."""
+    s = channel_shape(s, nd, axis)
+    z = channel_shape(z, nd, axis)
+    v = make_call("cast", [x], dtype="float32")
+    v = make_call("divide", [v, _c(s, "float32")])
+    v = make_call("add", [rint_expr(v, "float32"), _c(z, "float32")])
+    return _clip_cast(v, out)
+
+
+def dequantize_expr(x: Expr, s: np.ndarray, z: np.ndarray, nd: int, axis: int) -> Expr:
+    """``float32(int32(x) - z) * s``."""
+    s = channel_shape(s, nd, axis)
+    z = channel_shape(z, nd, axis)
+    t = make_call("subtract", [make_call("cast", [x], dtype="int32"), _c(z, "int32")])
+    return make_call("multiply", [make_call("cast", [t], dtype="float32"), _c(s, "float32")])
+
+
 def _quantize(attrs: Attrs, args: Sequence[Expr], types: Sequence[Any]) -> Expr:
     op = "qnn.quantize"
     data = _tensor(types[0])
     out = str(attrs.out_dtype)
     nd = max(len(data.shape), 1)
-    axis = int(attrs.axis) % nd
-    s = channel_shape(_scale(args[1], "output_scale", op), nd, axis)
-    z = channel_shape(_zp(args[2], out, "output_zero_point", op), nd, axis)
-    v = make_call("cast", [args[0]], dtype="float32")
-    v = make_call("divide", [v, _c(s, "float32")])
-    v = make_call("add", [rint_expr(v, "float32"), _c(z, "float32")])
-    return _clip_cast(v, out)
+    s = _scale(args[1], "output_scale", op)
+    z = _zp(args[2], out, "output_zero_point", op)
+    return quantize_expr(args[0], s, z, nd, int(attrs.axis) % nd, out)
 
 
 def _dequantize(attrs: Attrs, args: Sequence[Expr], types: Sequence[Any]) -> Expr:
     op = "qnn.dequantize"
     data = _tensor(types[0])
     nd = max(len(data.shape), 1)
-    axis = int(attrs.axis) % nd
-    s = channel_shape(_scale(args[1], "input_scale", op), nd, axis)
-    z = channel_shape(_zp(args[2], data.dtype, "input_zero_point", op), nd, axis)
-    t = make_call("subtract", [make_call("cast", [args[0]], dtype="int32"), _c(z, "int32")])
-    v = make_call("multiply", [make_call("cast", [t], dtype="float32"), _c(s, "float32")])
+    s = _scale(args[1], "input_scale", op)
+    z = _zp(args[2], data.dtype, "input_zero_point", op)
+    v = dequantize_expr(args[0], s, z, nd, int(attrs.axis) % nd)
     out = str(attrs.out_dtype)
     return v if out == "float32" else make_call("cast", [v], dtype=out)
+
+
+class _ExprBuilder:
+    def call(self, op: str, *args: Any) -> Any:
+        return make_call(op, list(args))
+
+    def const(self, value: float) -> Any:
+        return _c(value, "float32")
+
+
+def _unary(short: str) -> Any:
+    fn = FLOAT_FUNCS[short]
+    op = f"qnn.{short}"
+
+    def hook(attrs: Attrs, args: Sequence[Expr], types: Sequence[Any]) -> Expr:
+        t = _tensor(types[0])
+        nd = max(len(t.shape), 1)
+        s = _scale(args[1], "scale", op)
+        z = _zp(args[2], t.dtype, "zero_point", op)
+        os = _scale(args[3], "output_scale", op)
+        oz = _zp(args[4], t.dtype, "output_zero_point", op)
+        y = fn(_ExprBuilder(), dequantize_expr(args[0], s, z, nd, nd - 1))
+        return quantize_expr(y, os, oz, nd, nd - 1, t.dtype)
+
+    return hook
 
 
 def _requantize(attrs: Attrs, args: Sequence[Expr], types: Sequence[Any]) -> Expr:
@@ -285,6 +329,7 @@ CANONICALIZE = {
         "qnn.conv2d", "nn.conv2d", lambda attrs, nd: str(attrs.kernel_layout).index("O")
     ),
     "qnn.concatenate": _concatenate,
+    **{f"qnn.{short}": _unary(short) for short in FLOAT_FUNCS},
 }
 
 for _name, _hook in CANONICALIZE.items():
