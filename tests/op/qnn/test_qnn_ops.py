@@ -312,3 +312,21 @@ def test_unary_all_values(name: str, dtype: str) -> None:
     # float32 emulation against float64: equal except where a value lies on a rounding edge
     assert np.mean(got.astype(np.int64) == expect) > 0.97
     assert np.max(np.abs(got.astype(np.int64) - expect)) <= 1
+
+
+def test_leaky_relu_exact() -> None:
+    data = np.arange(0, 256).astype("uint8")
+    x = relay.var("x", shape=data.shape, dtype="uint8")
+    y = relay.qnn.op.leaky_relu(
+        x, 0.9, relay.const(0.125), relay.const(60), relay.const(0.6), relay.const(17)
+    )
+    got = both(y, [x], [data])
+    f32 = lambda v: float(np.float32(v))  # noqa: E731
+    expect = []
+    for v in data.astype(int):
+        if v < 60:
+            r = scale_int(scale_int(v - 60, 0.9, True), f32(0.125) / f32(0.6), True) + 17
+        else:
+            r = scale_int(v - 60, f32(0.125) / f32(0.6), True) + 17
+        expect.append(min(max(r, 0), 255))
+    np.testing.assert_array_equal(got, np.array(expect, "uint8"))

@@ -16,7 +16,7 @@ from .convolution import conv2d
 from .linear import batch_matmul, dense
 from .quantize import dequantize, quantize, requantize
 from .transform import concatenate
-from .unary import abs, erf, exp, hardswish, log, rsqrt, sigmoid, sqrt, tanh
+from .unary import abs, erf, exp, hardswish, leaky_relu, log, rsqrt, sigmoid, sqrt, tanh
 
 __all__ = [
     "quantize",
@@ -38,4 +38,5 @@ __all__ = [
     "sigmoid",
     "hardswish",
     "log",
+    "leaky_relu",
 ]

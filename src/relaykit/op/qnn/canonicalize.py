@@ -45,6 +45,7 @@ from .unary import FLOAT_FUNCS
 
 __all__ = [
     "requantize_expr",
+    "fixed_point_expr",
     "quantize_expr",
     "dequantize_expr",
     "rint_expr",
@@ -75,6 +76,26 @@ def _clip_cast(t: Expr, dtype: str) -> Expr:
     )
 
 
+def fixed_point_expr(t: Expr, multiplier: np.ndarray, rounding: str) -> Expr:
+    """``t * multiplier`` (int32, ``multiplier`` broadcasting against it) in int64 fixed
+    point, as :func:`~relaykit.op.qnn._common.fixed_point_multiply` computes it."""
+    m, sh = _fixed_points(multiplier)
+    v = make_call("cast", [t], dtype="int64")
+    left = np.maximum(sh, 0)
+    if np.any(left):
+        v = make_call("left_shift", [v, _c(left, "int64")])
+    v = make_call("multiply", [v, _c(m, "int64")])
+    total = np.maximum(-sh, 0) + 31
+    pos = np.left_shift(np.int64(1), total - 1)
+    if rounding == "UPWARD":
+        rnd: Expr = _c(pos, "int64")
+    else:
+        ge = make_call("greater_equal", [v, _c(0, "int64")])
+        rnd = make_call("where", [ge, _c(pos, "int64"), _c(pos - 1, "int64")])
+    v = make_call("right_shift", [make_call("add", [v, rnd]), _c(total, "int64")])
+    return make_call("cast", [v], dtype="int32")
+
+
 def requantize_expr(
     x: Expr,
     ndim: int,
@@ -101,23 +122,9 @@ def requantize_expr(
         v = make_call("multiply", [v, _c(mult, ft)])
         v = make_call("add", [v, _c(ozp_b, ft)])
         return _clip_cast(rint_expr(v, ft), out_dtype)
-    t = make_call("subtract", [make_call("cast", [x], dtype="int32"), _c(izp_b, "int32")])
+    t: Expr = make_call("subtract", [make_call("cast", [x], dtype="int32"), _c(izp_b, "int32")])
     if not (isc.size == 1 and osc.size == 1 and isc[0] == osc[0]):
-        m, sh = _fixed_points(np.asarray(mult, np.float64))
-        v = make_call("cast", [t], dtype="int64")
-        left = np.maximum(sh, 0)
-        if np.any(left):
-            v = make_call("left_shift", [v, _c(left, "int64")])
-        v = make_call("multiply", [v, _c(m, "int64")])
-        total = np.maximum(-sh, 0) + 31
-        pos = np.left_shift(np.int64(1), total - 1)
-        if rounding == "UPWARD":
-            rnd: Expr = _c(pos, "int64")
-        else:
-            ge = make_call("greater_equal", [v, _c(0, "int64")])
-            rnd = make_call("where", [ge, _c(pos, "int64"), _c(pos - 1, "int64")])
-        v = make_call("right_shift", [make_call("add", [v, rnd]), _c(total, "int64")])
-        t = make_call("cast", [v], dtype="int32")
+        t = fixed_point_expr(t, np.asarray(mult, np.float64), rounding)
     t = make_call("add", [t, _c(ozp_b, "int32")])
     return t if out_dtype == "int32" else _clip_cast(t, out_dtype)
 
@@ -176,6 +183,24 @@ def _dequantize(attrs: Attrs, args: Sequence[Expr], types: Sequence[Any]) -> Exp
     v = dequantize_expr(args[0], s, z, nd, int(attrs.axis) % nd)
     out = str(attrs.out_dtype)
     return v if out == "float32" else make_call("cast", [v], dtype=out)
+
+
+def _leaky_relu(attrs: Attrs, args: Sequence[Expr], types: Sequence[Any]) -> Expr:
+    op = "qnn.leaky_relu"
+    t = _tensor(types[0])
+    nd = len(t.shape)
+    s = _scale(args[1], "input_scale", op)
+    z = _zp(args[2], t.dtype, "input_zero_point", op)
+    os = _scale(args[3], "output_scale", op)
+    oz = _zp(args[4], t.dtype, "output_zero_point", op)
+    zc = _c(np.asarray(z).reshape(-1)[0], "int32")
+    shifted = make_call("subtract", [make_call("cast", [args[0]], dtype="int32"), zc])
+    prod = fixed_point_expr(shifted, np.asarray(float(attrs.alpha)), "UPWARD")
+    zero = np.int32(0)
+    rp = requantize_expr(prod, nd, s, zero, os, oz, -1, "UPWARD", "int64", "int32")
+    ri = requantize_expr(args[0], nd, s, z, os, oz, -1, "UPWARD", "int64", "int32")
+    below = make_call("less", [make_call("cast", [args[0]], dtype="int32"), zc])
+    return _clip_cast(make_call("where", [below, rp, ri]), t.dtype)
 
 
 class _ExprBuilder:
@@ -329,6 +354,7 @@ CANONICALIZE = {
         "qnn.conv2d", "nn.conv2d", lambda attrs, nd: str(attrs.kernel_layout).index("O")
     ),
     "qnn.concatenate": _concatenate,
+    "qnn.leaky_relu": _leaky_relu,
     **{f"qnn.{short}": _unary(short) for short in FLOAT_FUNCS},
 }
 

@@ -1,6 +1,7 @@
 """Quantized unary operators (TVM's ``relay.qnn.op``): ``tanh``, ``exp``, ``sqrt``,
 ``rsqrt``, ``erf``, ``abs``, ``sigmoid``, ``hardswish`` and ``log``, each
-``f(x, scale, zero_point, output_scale, output_zero_point)``.
+``f(x, scale, zero_point, output_scale, output_zero_point)``, and ``leaky_relu``
+(integer arithmetic, as TVM lowers it).
 
 They compute as TVM's floating-point emulation does: dequantize, the float32 function,
 quantize to the input dtype (TVM's ``Legalize`` turns 8-bit ones into a lookup table of
@@ -33,6 +34,10 @@ from ._common import (
     check_qparam_type,
     check_scale_const,
     check_zero_point_const,
+    fixed_point_multiply,
+    qrange,
+    requantize_values,
+    runtime_qparams,
     static_dtype,
 )
 from .quantize import _dequantize, _quantize
@@ -47,6 +52,7 @@ __all__ = [
     "sigmoid",
     "hardswish",
     "log",
+    "leaky_relu",
     "FLOAT_FUNCS",
     "Builder",
 ]
@@ -101,12 +107,16 @@ _PARAMS = (
 )
 
 
-def _make_rel(op: str) -> Callable[[Sequence[Type], Attrs], Type]:
+def _make_rel(
+    op: str, inputs: tuple[str, str] = ("scale", "zero_point")
+) -> Callable[[Sequence[Type], Attrs], Type]:
+    params = ((inputs[0], "float32"), (inputs[1], "int32"), *_PARAMS[2:])
+
     def rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
         x = tensor_arg(arg_types, 0, "x")
         if x.dtype not in QUANT_DTYPES:
             raise TypeRelError(f"{op} takes {QUANT_DTYPES} data, got {x.dtype}")
-        for k, (what, dtype) in enumerate(_PARAMS, start=1):
+        for k, (what, dtype) in enumerate(params, start=1):
             check_qparam_type(arg_types[k], dtype, what, op, (1,), 0)
         return TensorType(x.shape, x.dtype)
 
@@ -132,6 +142,56 @@ for _short, _fn in FLOAT_FUNCS.items():
         compute=_make_kernel(_fn),
         pattern=OpPattern.OPAQUE,
         doc=f"Quantized {_short}: dequantize, float32 {_short}, quantize.",
+    )
+
+
+def _leaky_relu(inputs: Sequence[Any], attrs: Attrs) -> np.ndarray:
+    x, s, z, os, oz = (np.asarray(a) for a in inputs)
+    runtime_qparams(
+        "qnn.leaky_relu",
+        [("input_scale", s), ("output_scale", os)],
+        [("input_zero_point", z, str(x.dtype)), ("output_zero_point", oz, str(x.dtype))],
+    )
+    zp = np.int64(z.reshape(-1)[0])
+    shifted = (x.astype(np.int64) - zp).astype(np.int32)
+    prod = fixed_point_multiply(shifted, float(attrs.alpha), "UPWARD")
+    rp = requantize_values(prod, s, np.int32(0), os, oz, -1, "UPWARD", "int64", "int32")
+    ri = requantize_values(x, s, z, os, oz, -1, "UPWARD", "int64", "int32")
+    out = np.where(x.astype(np.int64) < zp, rp, ri)
+    lo, hi = qrange(str(x.dtype))
+    return np.clip(out, lo, hi).astype(x.dtype)
+
+
+define_op(
+    "qnn.leaky_relu",
+    num_inputs=5,
+    attrs={"alpha": 0.25},
+    attrs_type_key="relay.attrs.LeakyReluAttrs",
+    type_rel=_make_rel("qnn.leaky_relu", ("input_scale", "input_zero_point")),
+    compute=_leaky_relu,
+    pattern=OpPattern.ELEMWISE,
+    doc="Quantized leaky_relu: x, or alpha * x below the zero point, in integers.",
+)
+
+
+def leaky_relu(
+    x: Expr,
+    alpha: float,
+    input_scale: Expr,
+    input_zero_point: Expr,
+    output_scale: Expr,
+    output_zero_point: Expr,
+) -> Call:
+    """TVM's ``relay.qnn.op.leaky_relu``: ``x`` where it is at least the zero point, else
+    ``alpha * x`` (the product in Q31 fixed point), requantized to the output."""
+    op = "qnn.leaky_relu"
+    dtype = static_dtype(x)
+    check_scale_const(input_scale, "input_scale", op)
+    check_scale_const(output_scale, "output_scale", op)
+    check_zero_point_const(input_zero_point, dtype, "input_zero_point", op)
+    check_zero_point_const(output_zero_point, dtype, "output_zero_point", op)
+    return make_call(
+        op, [x, input_scale, input_zero_point, output_scale, output_zero_point], alpha=float(alpha)
     )
 
 
