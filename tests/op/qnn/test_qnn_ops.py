@@ -330,3 +330,22 @@ def test_leaky_relu_exact() -> None:
             r = scale_int(v - 60, f32(0.125) / f32(0.6), True) + 17
         expect.append(min(max(r, 0), 255))
     np.testing.assert_array_equal(got, np.array(expect, "uint8"))
+
+
+def test_conv2d_transpose_per_channel_kernel_zero_point() -> None:
+    x = relay.var("x", shape=(1, 2, 3, 3), dtype="int8")
+    w = relay.var("w", shape=(2, 3, 2, 2), dtype="int8")  # IOHW
+    kz = np.array([1, -2, 0], "int32")
+    y = relay.qnn.op.conv2d_transpose(
+        x, w, relay.const(-5), relay.const(kz), relay.const(0.1), relay.const(0.3),
+        kernel_size=(2, 2), channels=3, strides=(2, 2),
+    )  # fmt: skip
+    dx = RNG.integers(-128, 128, (1, 2, 3, 3)).astype("int8")
+    dw = RNG.integers(-128, 128, (2, 3, 2, 2)).astype("int8")
+    got = both(y, [x, w], [dx, dw])
+    xs = dx.astype(np.int64) + 5
+    ws = dw.astype(np.int64) - kz.reshape(1, 3, 1, 1)
+    expect = np.zeros((1, 3, 6, 6), np.int64)
+    for c, i, j in np.ndindex(2, 3, 3):
+        expect[0, :, 2 * i : 2 * i + 2, 2 * j : 2 * j + 2] += xs[0, c, i, j] * ws[c]
+    np.testing.assert_array_equal(got, expect)

@@ -1,6 +1,6 @@
 """Quantized operators (TVM's ``relay.qnn.op``), one file per family:
 :mod:`.quantize` (quantize, dequantize, requantize), :mod:`.binary` (add, subtract,
-mul), :mod:`.linear` (dense, batch_matmul), :mod:`.convolution` (conv2d) and
+mul), :mod:`.linear` (dense, batch_matmul), :mod:`.convolution` (conv2d, conv2d_transpose) and
 :mod:`.transform` (concatenate), :mod:`.unary` (tanh, exp, sqrt, rsqrt, erf, abs,
 sigmoid, hardswish, log). :mod:`.canonicalize` holds each operator's
 ``FTVMQnnCanonicalize`` hook (its lowering to plain integer Relay).
@@ -12,7 +12,7 @@ True
 
 from . import canonicalize as canonicalize
 from .binary import add, mul, subtract
-from .convolution import conv2d
+from .convolution import conv2d, conv2d_transpose
 from .linear import batch_matmul, dense
 from .quantize import dequantize, quantize, requantize
 from .transform import concatenate
@@ -28,6 +28,7 @@ __all__ = [
     "dense",
     "batch_matmul",
     "conv2d",
+    "conv2d_transpose",
     "concatenate",
     "tanh",
     "exp",

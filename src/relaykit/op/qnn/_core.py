@@ -107,5 +107,5 @@ def define_core_op(
 
 def _home(name: str) -> str:
     """The module an operator built here is defined in (its family file)."""
-    family = {"qnn.conv2d": "convolution"}.get(name, "linear")
+    family = "convolution" if name.startswith("qnn.conv") else "linear"
     return f"relaykit.op.qnn.{family}"

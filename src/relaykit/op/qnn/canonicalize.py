@@ -353,6 +353,11 @@ CANONICALIZE = {
     "qnn.conv2d": _core(
         "qnn.conv2d", "nn.conv2d", lambda attrs, nd: str(attrs.kernel_layout).index("O")
     ),
+    "qnn.conv2d_transpose": _core(
+        "qnn.conv2d_transpose",
+        "nn.conv2d_transpose",
+        lambda attrs, nd: str(attrs.kernel_layout).index("O"),
+    ),
     "qnn.concatenate": _concatenate,
     "qnn.leaky_relu": _leaky_relu,
     **{f"qnn.{short}": _unary(short) for short in FLOAT_FUNCS},

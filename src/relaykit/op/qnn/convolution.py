@@ -1,5 +1,5 @@
-"""Quantized ``conv2d`` (TVM's ``relay.qnn.op``): the convolution of the zero-point-free
-inputs in ``out_dtype`` (int32); a per-channel kernel zero point or scale runs along
+"""Quantized ``conv2d`` and ``conv2d_transpose`` (TVM's ``relay.qnn.op``): the
+convolution of the zero-point-free inputs in ``out_dtype`` (int32); a per-channel kernel zero point or scale runs along
 the kernel layout's ``O`` axis. Padding pads with the input zero point (a zero after
 the shift), as TVM does.
 
@@ -24,7 +24,7 @@ from relaykit.op.nn.operands import opt_int
 from ._core import define_core_op
 from .linear import check_params
 
-__all__ = ["conv2d"]
+__all__ = ["conv2d", "conv2d_transpose"]
 
 
 def _out_axis(attrs: Attrs, ndim: int) -> int:
@@ -71,6 +71,55 @@ def conv2d(
         groups=int(groups),
         channels=opt_int(channels),
         kernel_size=attr_pair(kernel_size),
+        data_layout=data_layout,
+        kernel_layout=kernel_layout,
+        out_layout=out_layout,
+        out_dtype=str(out_dtype),
+    )
+
+
+define_core_op(
+    "qnn.conv2d_transpose",
+    "nn.conv2d_transpose",
+    _out_axis,
+    {},
+    "relay.attrs.Conv2DTransposeAttrs",
+    "Quantized 2-D transposed convolution of the zero-point-free inputs in int32.",
+)
+
+
+def conv2d_transpose(
+    data: Expr,
+    weight: Expr,
+    input_zero_point: Expr,
+    kernel_zero_point: Expr,
+    input_scale: Expr,
+    kernel_scale: Expr,
+    kernel_size: Any,
+    channels: int | None,
+    strides: Any = (1, 1),
+    padding: Any = (0, 0),
+    dilation: Any = (1, 1),
+    groups: int = 1,
+    data_layout: str = "NCHW",
+    kernel_layout: str = "IOHW",
+    out_layout: str = "",
+    output_padding: Any = (0, 0),
+    out_dtype: str = "int32",
+) -> Call:
+    """TVM's ``relay.qnn.op.conv2d_transpose``."""
+    params = (input_zero_point, kernel_zero_point, input_scale, kernel_scale)
+    check_params("qnn.conv2d_transpose", data, weight, params)
+    return make_call(
+        "qnn.conv2d_transpose",
+        [data, weight, *params],
+        channels=opt_int(channels),
+        kernel_size=attr_pair(kernel_size),
+        strides=attr_pair(strides),
+        output_padding=attr_pair(output_padding),
+        padding=get_pad_tuple2d(padding),
+        dilation=attr_pair(dilation),
+        groups=int(groups),
         data_layout=data_layout,
         kernel_layout=kernel_layout,
         out_layout=out_layout,
