@@ -1,7 +1,7 @@
 """Quantized ``conv2d`` and ``conv2d_transpose`` (TVM's ``relay.qnn.op``): the
-convolution of the zero-point-free inputs in ``out_dtype`` (int32); a per-channel kernel zero point or scale runs along
-the kernel layout's ``O`` axis. Padding pads with the input zero point (a zero after
-the shift), as TVM does.
+convolution of the zero-point-free inputs in ``out_dtype`` (int32); a per-channel
+kernel zero point or scale runs along the kernel layout's ``O`` axis. Padding pads
+with the input zero point (a zero after the shift), as TVM does.
 
 >>> from relaykit import relay
 >>> x = relay.var("x", shape=(1, 3, 4, 4), dtype="uint8")
