@@ -349,3 +349,28 @@ def test_conv2d_transpose_per_channel_kernel_zero_point() -> None:
     for c, i, j in np.ndindex(2, 3, 3):
         expect[0, :, 2 * i : 2 * i + 2, 2 * j : 2 * j + 2] += xs[0, c, i, j] * ws[c]
     np.testing.assert_array_equal(got, expect)
+
+
+def test_simulated_quantize_and_dequantize_with_run_time_dtype() -> None:
+    from relaykit.op.qnn.quantize import SQNN_DTYPE_TO_CODE
+
+    data = (RNG.standard_normal((2, 5)) * 40).astype("float32")
+    x = relay.var("x", shape=(2, 5))
+    code = relay.var("code", shape=(), dtype="int32")
+    scales = np.array([0.5, 0.25], "float32")
+    zps = np.array([127, 3], "int32")
+    sq = relay.qnn.op.simulated_quantize(
+        x, relay.const(scales), relay.const(zps), axis=0, out_dtype=code
+    )
+    for name in ("int8", "uint8", "int32"):
+        got = run(sq, [x, code], [data, np.int32(SQNN_DTYPE_TO_CODE[name])])
+        lo, hi = np.iinfo(name).min, np.iinfo(name).max
+        ratio = data / scales[:, None]
+        expect = np.clip(np.rint(ratio.astype(np.float64)) + zps[:, None], lo, hi)
+        assert got.dtype == np.float32
+        np.testing.assert_array_equal(got, expect)
+    passed = run(sq, [x, code], [data, np.int32(SQNN_DTYPE_TO_CODE["disable"])])
+    np.testing.assert_array_equal(passed, data)
+    sd = relay.qnn.op.simulated_dequantize(x, relay.const(0.5), relay.const(4), in_dtype="int8")
+    got = run(sd, [x], [np.round(data)])
+    np.testing.assert_allclose(got, (np.round(data).astype(np.float64) - 4) * 0.5)

@@ -14,7 +14,13 @@ from . import canonicalize as canonicalize
 from .binary import add, mul, subtract
 from .convolution import conv2d, conv2d_transpose
 from .linear import batch_matmul, dense
-from .quantize import dequantize, quantize, requantize
+from .quantize import (
+    dequantize,
+    quantize,
+    requantize,
+    simulated_dequantize,
+    simulated_quantize,
+)
 from .transform import concatenate
 from .unary import abs, erf, exp, hardswish, leaky_relu, log, rsqrt, sigmoid, sqrt, tanh
 
@@ -22,6 +28,8 @@ __all__ = [
     "quantize",
     "dequantize",
     "requantize",
+    "simulated_quantize",
+    "simulated_dequantize",
     "add",
     "subtract",
     "mul",

@@ -5,7 +5,9 @@
 - ``qnn.dequantize(q, s, z)`` = ``s * (q - z)``;
 - ``qnn.requantize`` moves ``q`` from one scale and zero point to others with TVM's
   integer arithmetic: a Q31 fixed-point multiplier in int64, rounded ``UPWARD`` (the
-  default) or ``TONEAREST``, or in ``compute_dtype`` ``float32`` / ``float64``.
+  default) or ``TONEAREST``, or in ``compute_dtype`` ``float32`` / ``float64``;
+- ``qnn.simulated_quantize`` / ``simulated_dequantize`` do the same in float, the target
+  dtype a run-time code (``SQNN_DTYPE_TO_CODE``).
 
 Scales and zero points are scalars or vectors along ``axis`` (per channel).
 
@@ -24,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from relaykit.errors import AttrError
+from relaykit.errors import AttrError, ExecutionError
 from relaykit.ir.attrs import Attrs
-from relaykit.ir.expr import Call, Expr
+from relaykit.ir.expr import Call, Expr, const
 from relaykit.ir.types import TensorType, Type
 from relaykit.op._relations import tensor_arg
 from relaykit.op.define import OpPattern, TypeRelError, define_op, make_call
@@ -45,7 +47,16 @@ from ._common import (
     static_dtype,
 )
 
-__all__ = ["quantize", "dequantize", "requantize", "resolve_rounding", "resolve_compute_dtype"]
+__all__ = [
+    "quantize",
+    "dequantize",
+    "requantize",
+    "simulated_quantize",
+    "simulated_dequantize",
+    "SQNN_DTYPE_TO_CODE",
+    "resolve_rounding",
+    "resolve_compute_dtype",
+]
 
 _FLOATS = ("float32", "float16")
 
@@ -267,4 +278,113 @@ def requantize(
         rounding=str(rounding),
         compute_dtype=str(compute_dtype),
         out_dtype=str(out_dtype),
+    )
+
+
+# -- simulated_quantize / simulated_dequantize -------------------------------------------------
+
+SQNN_DTYPE_TO_CODE = {"disable": 0, "int8": 1, "uint8": 2, "int32": 3}
+_CODE_TO_DTYPE = {v: k for k, v in SQNN_DTYPE_TO_CODE.items()}
+
+
+def _simulated_rel(op: str) -> Any:
+    def rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+        data = tensor_arg(arg_types, 0, "data")
+        if data.dtype not in _FLOATS:
+            raise TypeRelError(f"{op} takes float32 or float16 data, got {data.dtype}")
+        code = tensor_arg(arg_types, 1, "the dtype code")
+        if code.dtype != "int32" or code.shape:
+            raise TypeRelError(f"{op}: the dtype code must be an int32 scalar, got {code}")
+        for k, (what, dt) in enumerate((("scale", "float32"), ("zero_point", "int32")), start=2):
+            t = tensor_arg(arg_types, k, what)
+            if t.dtype != dt or len(t.shape) != 1:
+                raise TypeRelError(f"{op}: {what} must be a 1-D {dt} tensor, got {t}")
+        return data
+
+    return rel
+
+
+def _sim_params(op: str, data: np.ndarray, code: Any, scale: Any, zp: Any, axis: int) -> Any:
+    c = int(np.asarray(code).reshape(()))
+    if c not in _CODE_TO_DTYPE:
+        raise ExecutionError(f"{op}: unknown dtype code {c} (codes: {SQNN_DTYPE_TO_CODE})")
+    nd = max(data.ndim, 1)
+    ax = axis % nd
+    channels = data.shape[ax] if data.ndim else 1
+    idx = np.arange(channels)
+    s = np.asarray(scale, np.float32).reshape(-1)
+    z = np.asarray(zp).reshape(-1)
+    shape = [1] * nd
+    shape[ax] = channels
+    return _CODE_TO_DTYPE[c], s[idx % s.size].reshape(shape), z[idx % z.size].reshape(shape)
+
+
+def _simulated_quantize(inputs: Sequence[Any], attrs: Attrs) -> np.ndarray:
+    data, code, scale, zp = (np.asarray(a) for a in inputs)
+    dtype, s, z = _sim_params("qnn.simulated_quantize", data, code, scale, zp, int(attrs.axis))
+    if dtype == "disable":
+        return data
+    lo, hi = qrange(dtype)
+    v = rint(data / s.astype(data.dtype)) + z.astype(data.dtype)
+    return np.clip(v, lo, hi).astype(data.dtype)
+
+
+def _simulated_dequantize(inputs: Sequence[Any], attrs: Attrs) -> np.ndarray:
+    data, code, scale, zp = (np.asarray(a) for a in inputs)
+    dtype, s, z = _sim_params("qnn.simulated_dequantize", data, code, scale, zp, int(attrs.axis))
+    if dtype == "disable":
+        return data
+    return ((data - z.astype(data.dtype)) * s.astype(data.dtype)).astype(data.dtype)
+
+
+for _name, _kernel in (
+    ("qnn.simulated_quantize", _simulated_quantize),
+    ("qnn.simulated_dequantize", _simulated_dequantize),
+):
+    define_op(
+        _name,
+        num_inputs=4,
+        attrs={"axis": -1},
+        attrs_type_key="relay.attrs.SimulatedQuantizeAttrs",
+        type_rel=_simulated_rel(_name),
+        compute=_kernel,
+        pattern=OpPattern.ELEMWISE,
+        doc="Quantization simulated in float (the dtype is a run-time code).",
+    )
+
+
+def _dtype_code(dtype: Any) -> Expr:
+    if isinstance(dtype, Expr):
+        return dtype
+    if str(dtype) not in SQNN_DTYPE_TO_CODE:
+        raise AttrError(f"dtype must be one of {list(SQNN_DTYPE_TO_CODE)}, got {dtype!r}")
+    return const(np.int32(SQNN_DTYPE_TO_CODE[str(dtype)]), "int32")
+
+
+def _flat(e: Expr) -> Expr:
+    return make_call("reshape", [e], newshape=(-1,))
+
+
+def simulated_quantize(
+    data: Expr, output_scale: Expr, output_zero_point: Expr, axis: int = -1, out_dtype: Any = "int8"
+) -> Call:
+    """TVM's ``relay.qnn.op.simulated_quantize``: ``out_dtype`` a name or an int32
+    expression holding a code of ``SQNN_DTYPE_TO_CODE`` (``disable`` passes data through)."""
+    check_scale_const(output_scale, "output_scale", "qnn.simulated_quantize")
+    return make_call(
+        "qnn.simulated_quantize",
+        [data, _dtype_code(out_dtype), _flat(output_scale), _flat(output_zero_point)],
+        axis=int(axis),
+    )
+
+
+def simulated_dequantize(
+    data: Expr, input_scale: Expr, input_zero_point: Expr, axis: int = -1, in_dtype: Any = "int8"
+) -> Call:
+    """TVM's ``relay.qnn.op.simulated_dequantize`` (see :func:`simulated_quantize`)."""
+    check_scale_const(input_scale, "input_scale", "qnn.simulated_dequantize")
+    return make_call(
+        "qnn.simulated_dequantize",
+        [data, _dtype_code(in_dtype), _flat(input_scale), _flat(input_zero_point)],
+        axis=int(axis),
     )
