@@ -374,3 +374,13 @@ def test_simulated_quantize_and_dequantize_with_run_time_dtype() -> None:
     sd = relay.qnn.op.simulated_dequantize(x, relay.const(0.5), relay.const(4), in_dtype="int8")
     got = run(sd, [x], [np.round(data)])
     np.testing.assert_allclose(got, (np.round(data).astype(np.float64) - 4) * 0.5)
+
+
+def test_fold_constant_folds_qnn_only_when_asked() -> None:
+    c = relay.const(np.array([1.0, 2.0, 3.0], "float32"))
+    y = relay.qnn.op.quantize(c, relay.const(0.5), relay.const(0))
+    mod = IRModule.from_expr(relay.Function([], y))
+    kept = relay.transform.FoldConstant()(mod)["main"].body
+    assert kept.op.name == "qnn.quantize"
+    folded = relay.transform.FoldConstant(fold_qnn=True)(mod)["main"].body
+    np.testing.assert_array_equal(folded.data.numpy(), np.array([2, 4, 6], "int8"))
