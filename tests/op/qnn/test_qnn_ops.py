@@ -384,3 +384,15 @@ def test_fold_constant_folds_qnn_only_when_asked() -> None:
     assert kept.op.name == "qnn.quantize"
     folded = relay.transform.FoldConstant(fold_qnn=True)(mod)["main"].body
     np.testing.assert_array_equal(folded.data.numpy(), np.array([2, 4, 6], "int8"))
+
+
+@pytest.mark.parametrize(("lo", "hi", "removed"), [(-128, 127, True), (-127, 127, False)])
+def test_legalize_removes_full_range_clip_after_requantize(lo: int, hi: int, removed: bool) -> None:
+    x = relay.var("x", shape=(4,), dtype="int32")
+    q = relay.qnn.op.requantize(
+        x, relay.const(1.0), relay.const(0), relay.const(1.0), relay.const(-128)
+    )
+    mod = IRModule.from_expr(relay.Function([x], relay.clip(q, lo, hi)))
+    with relay.transform.PassContext(opt_level=3):
+        body = relay.transform.Legalize()(mod)["main"].body
+    assert body.op.name == ("qnn.requantize" if removed else "clip")

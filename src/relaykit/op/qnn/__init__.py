@@ -1,9 +1,10 @@
 """Quantized operators (TVM's ``relay.qnn.op``), one file per family:
-:mod:`.quantize` (quantize, dequantize, requantize), :mod:`.binary` (add, subtract,
-mul), :mod:`.linear` (dense, batch_matmul), :mod:`.convolution` (conv2d, conv2d_transpose) and
-:mod:`.transform` (concatenate), :mod:`.unary` (tanh, exp, sqrt, rsqrt, erf, abs,
-sigmoid, hardswish, log). :mod:`.canonicalize` holds each operator's
-``FTVMQnnCanonicalize`` hook (its lowering to plain integer Relay).
+:mod:`.quantize` (quantize, dequantize, requantize, simulated_*), :mod:`.binary` (add,
+subtract, mul), :mod:`.linear` (dense, batch_matmul), :mod:`.convolution` (conv2d,
+conv2d_transpose), :mod:`.transform` (concatenate), :mod:`.unary` (tanh, exp, sqrt,
+rsqrt, erf, abs, sigmoid, hardswish, log, leaky_relu). :mod:`.canonicalize` holds each
+operator's ``FTVMQnnCanonicalize`` hook (its lowering to plain integer Relay),
+:mod:`.legalize` the ``FTVMLegalize`` hook removing a full-range clip after requantize.
 
 >>> from relaykit import relay
 >>> relay.qnn.op.concatenate is concatenate
@@ -11,6 +12,7 @@ True
 """
 
 from . import canonicalize as canonicalize
+from . import legalize as legalize
 from .binary import add, mul, subtract
 from .convolution import conv2d, conv2d_transpose
 from .linear import batch_matmul, dense
