@@ -231,9 +231,11 @@ def _result_type(new: Call, old: Call) -> Type | None:
         return None
 
 
-def _fold_call(new: Call, old: Call, limit: int, macs: int) -> Expr | None:
+def _fold_call(new: Call, old: Call, limit: int, macs: int, fold_qnn: bool) -> Expr | None:
     op = new.op
     if type(op) is not Op or not new.args or op.name.startswith("annotation."):
+        return None
+    if not fold_qnn and op.name.startswith("qnn."):
         return None
     if op.name in NEVER_FOLDED or op.get_attr("TOpIsStateful"):
         return None
@@ -351,11 +353,13 @@ def fold_constant(
     mod: IRModule | None = None,
     max_bytes: int | None = None,
     max_macs: int | None = None,
+    fold_qnn: bool = False,
 ) -> Expr:
     """``expr`` with constant sub-expressions evaluated (TVM's ``relay.transform.FoldConstant``
     on one expression). No tensor above ``max_bytes`` (default: :func:`max_fold_bytes`
     of the current ``PassContext``) is computed, nor a product or convolution of more
-    than ``max_macs`` multiply-adds; such calls stay runtime operators."""
+    than ``max_macs`` multiply-adds; such calls stay runtime operators. QNN operators
+    (``qnn.*``) are folded only with ``fold_qnn=True``, as in TVM."""
     if type(expr) is Function and _is_opaque(expr):
         return expr
     limit = max_fold_bytes() if max_bytes is None else int(max_bytes)
@@ -366,7 +370,7 @@ def fold_constant(
             shape = _fold_shape_query(new, old)  # type: ignore[arg-type]
             if shape is not None:
                 return shape
-            return _fold_call(new, old, limit, macs)  # type: ignore[arg-type]
+            return _fold_call(new, old, limit, macs, fold_qnn)  # type: ignore[arg-type]
         if type(new) is TupleGetItem and type(new.tuple_value) is Tuple:
             return new.tuple_value.fields[new.index]
         if type(new) is If:
@@ -382,9 +386,9 @@ class FoldConstant(FunctionPass):
     """``relay.transform.FoldConstant()`` (opt_level 2)."""
 
     def __init__(self, fold_qnn: bool = False) -> None:
+        self._fold_qnn = bool(fold_qnn)
         super().__init__(self._transform, opt_level=2, name="FoldConstant")
 
-    @staticmethod
-    def _transform(fn: Function, mod: IRModule, ctx: PassContext) -> Function:
-        out = fold_constant(fn, mod, max_fold_bytes(ctx), max_fold_macs(ctx))
+    def _transform(self, fn: Function, mod: IRModule, ctx: PassContext) -> Function:
+        out = fold_constant(fn, mod, max_fold_bytes(ctx), max_fold_macs(ctx), self._fold_qnn)
         return out if isinstance(out, Function) else fn

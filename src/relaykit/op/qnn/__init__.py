@@ -1,11 +1,53 @@
-"""Quantized operators (TVM's ``relay.qnn.op``), one file per family, as the static ones
-are: ``qnn.concatenate`` in :mod:`.transform`.
+"""Quantized operators (TVM's ``relay.qnn.op``), one file per family:
+:mod:`.quantize` (quantize, dequantize, requantize, simulated_*), :mod:`.binary` (add,
+subtract, mul), :mod:`.linear` (dense, batch_matmul), :mod:`.convolution` (conv2d,
+conv2d_transpose), :mod:`.transform` (concatenate), :mod:`.unary` (tanh, exp, sqrt,
+rsqrt, erf, abs, sigmoid, hardswish, log, leaky_relu). :mod:`.canonicalize` holds each
+operator's ``FTVMQnnCanonicalize`` hook (its lowering to plain integer Relay),
+:mod:`.legalize` the ``FTVMLegalize`` hook removing a full-range clip after requantize.
 
 >>> from relaykit import relay
 >>> relay.qnn.op.concatenate is concatenate
 True
 """
 
+from . import canonicalize as canonicalize
+from . import legalize as legalize
+from .binary import add, mul, subtract
+from .convolution import conv2d, conv2d_transpose
+from .linear import batch_matmul, dense
+from .quantize import (
+    dequantize,
+    quantize,
+    requantize,
+    simulated_dequantize,
+    simulated_quantize,
+)
 from .transform import concatenate
+from .unary import abs, erf, exp, hardswish, leaky_relu, log, rsqrt, sigmoid, sqrt, tanh
 
-__all__ = ["concatenate"]
+__all__ = [
+    "quantize",
+    "dequantize",
+    "requantize",
+    "simulated_quantize",
+    "simulated_dequantize",
+    "add",
+    "subtract",
+    "mul",
+    "dense",
+    "batch_matmul",
+    "conv2d",
+    "conv2d_transpose",
+    "concatenate",
+    "tanh",
+    "exp",
+    "sqrt",
+    "rsqrt",
+    "erf",
+    "abs",
+    "sigmoid",
+    "hardswish",
+    "log",
+    "leaky_relu",
+]

@@ -2,8 +2,9 @@
 
 A quantized tensor holds integers ``q`` standing for ``scale * (q - zero_point)``.
 ``qnn.concatenate`` joins tensors quantized with their own scales and zero points and
-requantizes the result to ``output_scale`` / ``output_zero_point`` (round half away
-from zero, clipped to the output dtype's range), as TVM's operator does.
+requantizes each input whose parameters differ to ``output_scale`` /
+``output_zero_point`` (TVM's integer requantize, clipped to the dtype's range), as
+TVM's lowering does.
 
 >>> import numpy as np
 >>> from relaykit import relay
@@ -26,6 +27,8 @@ from relaykit.ir.expr import Call, Expr, Tuple, TupleWrapper
 from relaykit.ir.types import TensorType, Type
 from relaykit.op._relations import tensor_arg, tuple_arg
 from relaykit.op.define import OpPattern, TypeRelError, default_registry, define_op, make_call
+
+from ._common import requantize_values
 
 __all__ = ["concatenate"]
 
@@ -56,16 +59,16 @@ def _qnn_concat_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
 
 def _qnn_concat(inputs: Sequence[Any], attrs: Attrs) -> np.ndarray:
     data, scales, zps, out_scale, out_zp = inputs
-    real = [
-        np.float64(np.asarray(s).reshape(())) * (np.asarray(x, np.float64) - int(np.asarray(z)))
-        for x, s, z in zip(data, scales, zps, strict=True)
-    ]
-    joined = np.concatenate(real, axis=int(attrs.axis))
-    q = joined / np.float64(np.asarray(out_scale).reshape(())) + int(np.asarray(out_zp))
-    q = np.sign(q) * np.floor(np.abs(q) + 0.5)  # round half away from zero
-    dtype = np.asarray(data[0]).dtype
-    info = np.iinfo(dtype)
-    return np.clip(q, info.min, info.max).astype(dtype)
+    os, oz = np.asarray(out_scale), np.asarray(out_zp)
+    dtype = str(np.asarray(data[0]).dtype)
+    parts = []
+    for x, s, z in zip(data, scales, zps, strict=True):
+        s, z = np.asarray(s), np.asarray(z)
+        if np.array_equal(s, os) and np.array_equal(z, oz):
+            parts.append(np.asarray(x))
+        else:
+            parts.append(requantize_values(x, s, z, os, oz, -1, "UPWARD", "int64", dtype))
+    return np.concatenate(parts, axis=int(attrs.axis))
 
 
 define_op(

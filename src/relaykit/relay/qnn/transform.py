@@ -1,16 +1,6 @@
-"""``tvm.relay.qnn.transform``: not in relaykit.
+"""TVM's ``relay.qnn.transform``: ``CanonicalizeOps`` and ``Legalize``
+(:mod:`relaykit.transform.qnn_canonicalize`)."""
 
-In TVM: QNN's canonicalize/legalize passes. The module imports so that scripts naming it
-load; each of TVM's names here raises :class:`~relaykit.errors.UnsupportedFeatureError`
-when used.
-"""
+from relaykit.transform.qnn_canonicalize import CanonicalizeOps, Legalize
 
-from relaykit.relay._facade import NOT_YET, module_getattr, unsupported
-
-_NAMES: list[str] = [
-    "CanonicalizeOps", "Legalize",
-]  # fmt: skip
-
-__all__ = list(_NAMES)
-globals().update(unsupported(__name__, _NAMES, NOT_YET))
-__getattr__ = module_getattr(__name__, NOT_YET)
+__all__ = ["CanonicalizeOps", "Legalize"]

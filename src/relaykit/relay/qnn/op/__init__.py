@@ -1,5 +1,53 @@
-"""TVM's ``relay.qnn.op``: the quantized operator constructors relaykit has."""
+"""TVM's ``relay.qnn.op``: the quantized operator constructors."""
 
-from relaykit.op.qnn import concatenate
+from relaykit.op.qnn import (
+    abs,
+    add,
+    batch_matmul,
+    concatenate,
+    conv2d,
+    conv2d_transpose,
+    dense,
+    dequantize,
+    erf,
+    exp,
+    hardswish,
+    leaky_relu,
+    log,
+    mul,
+    quantize,
+    requantize,
+    rsqrt,
+    sigmoid,
+    simulated_dequantize,
+    simulated_quantize,
+    sqrt,
+    subtract,
+    tanh,
+)
 
-__all__ = ["concatenate"]
+__all__ = [
+    "abs",
+    "add",
+    "batch_matmul",
+    "concatenate",
+    "conv2d",
+    "conv2d_transpose",
+    "dense",
+    "dequantize",
+    "erf",
+    "exp",
+    "hardswish",
+    "leaky_relu",
+    "log",
+    "mul",
+    "quantize",
+    "requantize",
+    "simulated_dequantize",
+    "simulated_quantize",
+    "rsqrt",
+    "sigmoid",
+    "sqrt",
+    "subtract",
+    "tanh",
+]
