@@ -315,3 +315,16 @@ def test_parameters_are_checked():
     m.load_params(lib.get_params())
     m.run()
     assert m.get_output(0).shape == (2, 4)
+
+
+def test_integer_inputs_of_another_signedness_convert_when_every_value_fits():
+    """As TVM's set_input does for an int64 array given to a uint8 input; values that would
+    wrap around are refused, not changed."""
+    x = relay.var("x", shape=(4,), dtype="uint8")
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.add(x, relay.const(1, "uint8"))))
+    module = graph_executor.GraphModule(relay.build(mod, target="llvm")["default"](tvm.cpu()))
+    module.set_input("x", np.array([0, 1, 200, 254], "int64"))
+    module.run()
+    np.testing.assert_array_equal(module.get_output(0).numpy(), [1, 2, 201, 255])
+    with pytest.raises(ExecutorUsageError, match="expects uint8"):
+        module.set_input("x", np.array([0, 1, 256, -1], "int64"))

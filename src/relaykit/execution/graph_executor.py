@@ -89,6 +89,21 @@ def _group(values: list[np.ndarray], groups: Sequence[int]) -> list[Any]:
     return out
 
 
+def _converts_exactly(arr: np.ndarray, want: np.dtype) -> bool:
+    """Whether an input array may be stored as ``want``: a cast within one kind (float to
+    float, int to int), or integers of another signedness or width whose every value
+    ``want`` holds (TVM converts ``int64`` data for a ``uint8`` input; values that would
+    wrap around are refused, never changed)."""
+    if np.can_cast(arr.dtype, want, "same_kind"):
+        return True
+    if arr.dtype.kind in "iu" and want.kind in "iu":
+        if arr.size == 0:
+            return True
+        info = np.iinfo(want)
+        return bool(info.min <= arr.min() and arr.max() <= info.max)
+    return False
+
+
 def _type_str(spec: EntrySpec) -> str:
     return f"{spec.dtype}{list(spec.shape)}"
 
@@ -427,7 +442,7 @@ class GraphExecutor(Module):
             self._check_one(k, v, False, copies, changed)
         names = self._input_names
         for i, arr in copies:
-            np.copyto(state.inputs[i], arr, casting="same_kind")
+            np.copyto(state.inputs[i], arr, casting="unsafe")  # checked: _converts_exactly
             state.unset.discard(names[i])
         if changed:
             self._replace_params(changed)
@@ -476,7 +491,7 @@ class GraphExecutor(Module):
                     "model was built for it)"
                 )
             want = self._input_dtypes[i]
-            if arr.dtype != want and not np.can_cast(arr.dtype, want, "same_kind"):
+            if arr.dtype != want and not _converts_exactly(arr, want):
                 raise ExecutorUsageError(
                     f"input {name!r} expects {_type_str(spec)}, got {arr.dtype}: convert it "
                     f"with .astype({spec.dtype!r}) if that is what you mean"
