@@ -328,3 +328,16 @@ def test_integer_inputs_of_another_signedness_convert_when_every_value_fits():
     np.testing.assert_array_equal(module.get_output(0).numpy(), [1, 2, 201, 255])
     with pytest.raises(ExecutorUsageError, match="expects uint8"):
         module.set_input("x", np.array([0, 1, 256, -1], "int64"))
+
+
+def test_set_input_zero_copy_sets_the_input_as_set_input_does():
+    x = relay.var("x", shape=(3, 4))
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.Tuple([x, x + relay.const(1.0)])))
+    module = graph_executor.GraphModule(relay.build(mod, target="llvm")["default"](tvm.cpu()))
+    data = np.arange(12, dtype="float32").reshape(3, 4)
+    module.module["set_input_zero_copy"](module.get_input_index("x"), tvm.nd.array(data))
+    module.run()
+    np.testing.assert_array_equal(module.get_output(0).numpy(), data)
+    np.testing.assert_array_equal(module.get_output(1).numpy(), data + 1)
+    with pytest.raises(ExecutorUsageError):
+        module.module["set_input_zero_copy"]("x", np.zeros((2, 2), "float32"))

@@ -62,6 +62,7 @@ __all__ = ["GraphExecutor"]
 
 _EXPORTED = (
     "set_input",
+    "set_input_zero_copy",
     "run",
     "get_output",
     "get_input",
@@ -412,6 +413,16 @@ class GraphExecutor(Module):
         return ExecutionError(f"while running {node.desc or node.name}{fused}: {detail}")
 
     # -- TVM's graph executor interface ---------------------------------------------------------
+    def set_input_zero_copy(self, key: Any, value: Any) -> None:
+        """TVM's ``set_input_zero_copy(index_or_name, array)``: set one input, with the same
+        checks and results as :meth:`set_input`.
+
+        TVM makes the caller's array the input's buffer; a relaykit executor owns its buffers
+        (so that any number of executors and threads run at once), so the array is copied in
+        once: changing it afterwards does not change the next run's input.
+        """
+        self.set_input(key, value)
+
     def set_input(self, key: Any = None, value: Any = None, **params: Any) -> None:
         """Set an input by name or index; keyword arguments set several at once.
 
