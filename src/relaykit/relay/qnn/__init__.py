@@ -9,56 +9,7 @@ True
 """
 
 from . import op, transform
-from .op import (
-    abs,
-    add,
-    batch_matmul,
-    concatenate,
-    conv2d,
-    conv2d_transpose,
-    dense,
-    dequantize,
-    erf,
-    exp,
-    hardswish,
-    leaky_relu,
-    log,
-    mul,
-    quantize,
-    requantize,
-    rsqrt,
-    sigmoid,
-    simulated_dequantize,
-    simulated_quantize,
-    sqrt,
-    subtract,
-    tanh,
-)
+from .op import *  # noqa: F403
+from .op import __all__ as _op_names
 
-__all__ = [
-    "op",
-    "transform",
-    "abs",
-    "add",
-    "batch_matmul",
-    "concatenate",
-    "conv2d",
-    "conv2d_transpose",
-    "dense",
-    "dequantize",
-    "erf",
-    "exp",
-    "hardswish",
-    "leaky_relu",
-    "log",
-    "mul",
-    "quantize",
-    "requantize",
-    "simulated_dequantize",
-    "simulated_quantize",
-    "rsqrt",
-    "sigmoid",
-    "sqrt",
-    "subtract",
-    "tanh",
-]
+__all__ = ["op", "transform", *_op_names]
