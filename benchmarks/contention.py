@@ -168,7 +168,7 @@ def relaykit_pair(model_bytes: bytes, feeds: dict[str, np.ndarray], threads: int
     from relaykit.backends.dnnl import OPTIONS_KEY, partition_for_dnnl
     from relaykit.contrib import graph_executor
     from relaykit.frontend import from_onnx
-    from relaykit.runtime.threads import ADAPTIVE_ENV
+    from relaykit.runtime.contention import ADAPTIVE_ENV
 
     t = time.perf_counter()
     mod, params = from_onnx(onnx.load_from_string(model_bytes),
@@ -211,7 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=None)
     args = ap.parse_args(argv)
     threads = _bench.num_threads(args.threads)
-    from relaykit.runtime.threads import available_cores, get_monitor
+    from relaykit.runtime.contention import get_monitor
+    from relaykit.runtime.threads import available_cores
 
     monitor = get_monitor()
     cores = available_cores()

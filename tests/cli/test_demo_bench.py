@@ -216,7 +216,7 @@ def test_a_backend_slower_than_the_host_is_reported_with_the_reason(monkeypatch)
 
 def test_bench_busy_note_says_load_and_what_relaykit_did():
     from relaykit.cli.bench import busy_note
-    from relaykit.runtime.threads import ContentionStats
+    from relaykit.runtime.contention import ContentionStats
 
     stats = ContentionStats(windows=4, wait_s=0.3, active_s=1.0, region_calls=40, serial_calls=37)
     line = busy_note(3.2, 2, stats, enabled=True)
@@ -224,3 +224,4 @@ def test_bench_busy_note_says_load_and_what_relaykit_did():
     assert "one-thread build in 37 of 40 calls" in line
     assert "handling off" in busy_note(3.2, 2, stats, enabled=False)
     assert busy_note(0.1, 2, ContentionStats(), enabled=True).endswith("on 2 cores")
+    assert "other processes using 1.0 of them" in busy_note(1.1, 2, stats, True, others=0.98)

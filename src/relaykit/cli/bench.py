@@ -39,7 +39,8 @@ from relaykit.cli.compile import (
 from relaykit.cli.run import positive_int, random_inputs
 from relaykit.contrib.graph_executor import GraphModule
 from relaykit.execution.build_module import build
-from relaykit.runtime.threads import ContentionStats, adaptive_enabled, available_cores, get_monitor
+from relaykit.runtime.contention import ContentionStats, adaptive_enabled, get_monitor
+from relaykit.runtime.threads import available_cores
 
 __all__ = ["register", "run", "Engine", "measure", "format_table", "busy_note"]
 
@@ -177,9 +178,14 @@ def format_table(engines: list[Engine]) -> str:
     return "\n".join(lines)
 
 
-def busy_note(load: float, cores: int, stats: ContentionStats, enabled: bool) -> str:
-    """One line: the machine's load while timing and what relaykit did about it."""
+def busy_note(
+    load: float, cores: int, stats: ContentionStats, enabled: bool, others: float | None = None
+) -> str:
+    """One line: the machine's load while timing (``others``: cores' worth of CPU other
+    processes used, when measured) and what relaykit did about it."""
     head = f"machine: load {load:.1f} (1-minute average) on {cores} cores"
+    if others is not None:
+        head += f", other processes using {others:.1f} of them"
     if stats.windows:
         head += f"; relaykit's threads waited for a core {stats.wait_share:.0%} of their time"
     if not enabled:
@@ -237,7 +243,9 @@ def run(args: argparse.Namespace) -> int:
         measure(engines, args.bursts, args.runs, args.pause)
     print(format_table(engines))
     stats = get_monitor().stats.since(before)
-    print(busy_note(os.getloadavg()[0], available_cores(), stats, adaptive_enabled()))
+    monitor = get_monitor()
+    others = monitor.machine.others
+    print(busy_note(os.getloadavg()[0], available_cores(), stats, adaptive_enabled(), others))
     for note in notes:
         print(f"note: {note}")
     return 0

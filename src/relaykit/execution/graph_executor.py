@@ -49,10 +49,11 @@ from relaykit.errors import (
     ExecutorUsageError,
     RelayKitError,
 )
+from relaykit.runtime.contention import get_monitor
 from relaykit.runtime.module import Module
 from relaykit.runtime.ndarray import Device, NDArray, cpu
 from relaykit.runtime.params import load_param_dict
-from relaykit.runtime.threads import get_monitor, get_policy
+from relaykit.runtime.threads import get_policy
 
 from . import fusion
 from .graph_plan import EntrySpec, GraphPlan

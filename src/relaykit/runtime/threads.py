@@ -23,16 +23,8 @@ machine a 0.04 ms GEMM took 16 ms at 2 threads (one worker descheduled). So:
   does: a late worker delays nothing, since the calling thread takes the
   blocks it has not started, and results do not depend on the thread count.
 
-Busy machines: other processes may hold some of the cores. Each thread's wait on
-the kernel's run queue (``/proc/self/task/<tid>/schedstat``: nanoseconds runnable
-but not running) is that signal, per thread and exact, unlike the process CPU clock
-(which adds other threads' time at scheduler ticks only); a thread that sleeps or
-spins does not wait there, so a quiet machine reads near 0 whatever the work.
-:class:`ContentionMonitor` judges it over windows of at least :data:`WINDOW`
-seconds, from the calls that tick it (the graph executor's runs, oneDNN regions,
-the host workers), and keeps counts of what the engines did about it
-(:class:`ContentionStats`). It is on unless ``RELAYKIT_DNNL_ADAPTIVE=0``
-(:func:`adaptive_enabled`); where schedstat is missing it never reads busy.
+Busy machines (other processes holding some of the cores) are judged by
+:mod:`relaykit.runtime.contention`; the host workers tick its monitor.
 
 The split itself is a pure function, :func:`split`; :class:`ThreadPolicy`
 holds the process's state and applies the BLAS count through
@@ -50,7 +42,6 @@ from __future__ import annotations
 import itertools
 import os
 import threading
-import time
 import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -58,6 +49,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from relaykit.errors import ArgumentError, RelayKitError
+from relaykit.runtime.contention import get_monitor
 
 try:  # a core dependency; without it the policy still sizes OpenMP, but cannot set BLAS
     from threadpoolctl import ThreadpoolController as _Controller
@@ -65,15 +57,6 @@ except ImportError:  # pragma: no cover - only when installed without its depend
     _Controller = None
 
 __all__ = [
-    "ADAPTIVE_ENV",
-    "BUSY_SHARE",
-    "QUIET_SHARE",
-    "WINDOW",
-    "ContentionMonitor",
-    "ContentionStats",
-    "adaptive_enabled",
-    "get_monitor",
-    "schedstat_clock",
     "ENV_VAR",
     "CONFIG_KEY",
     "ThreadBudget",
@@ -271,8 +254,9 @@ class ThreadPolicy:
         n = len(tasks)
         threads = min(n, threads if threads is not None else self.host_threads())
         if threads > 1:
-            _MONITOR.tick()
-            _MONITOR.stats.host_calls += 1
+            monitor = get_monitor()
+            monitor.tick()
+            monitor.stats.host_calls += 1
         if threads < 2:
             for task in tasks:
                 task()
@@ -398,150 +382,3 @@ def resolve_num_threads(num_threads: int | None = None) -> int:
     if num_threads is not None:
         return check_count(num_threads, "num_threads")
     return _POLICY.total
-
-
-# -- busy machines ---------------------------------------------------------------------
-
-#: Environment variable: ``0`` turns contention handling off (it is on by default).
-ADAPTIVE_ENV = "RELAYKIT_DNNL_ADAPTIVE"
-#: Shortest window over which a thread's run-queue wait is judged (seconds).
-WINDOW = 0.05
-#: A window where the thread waited for a core more than this share of the time it
-#: wanted one (running or waiting) reads busy ...
-BUSY_SHARE = 0.10
-#: ... and busy ends when a window's share falls below this one.
-QUIET_SHARE = 0.04
-#: A window in which the thread ran or waited less than this share of its wall time
-#: (it slept: a pause between calls) is too thin to judge.
-MIN_ACTIVE = 0.2
-
-
-def adaptive_enabled() -> bool:
-    """Whether contention handling is on: unless ``RELAYKIT_DNNL_ADAPTIVE`` is 0 (or
-    ``false``, ``off``, ``no``)."""
-    value = os.environ.get(ADAPTIVE_ENV, "").strip().lower()
-    return value not in ("0", "false", "off", "no")
-
-
-_SCHEDSTAT = threading.local()
-
-
-def schedstat_clock() -> tuple[float, float] | None:
-    """The calling thread's (CPU seconds, run-queue wait seconds): its CPU clock and the
-    wait from ``/proc/self/task/<tid>/schedstat``; None where the kernel does not give
-    the wait. The file is kept open per thread (a read costs about a microsecond)."""
-    fd = getattr(_SCHEDSTAT, "fd", None)
-    if fd is None:
-        try:
-            fd = os.open(f"/proc/self/task/{threading.get_native_id()}/schedstat", os.O_RDONLY)
-        except (OSError, AttributeError):
-            fd = -1
-        _SCHEDSTAT.fd = fd
-    if fd < 0:
-        return None
-    try:
-        wait = int(os.pread(fd, 128, 0).split()[1]) * 1e-9
-    except (OSError, ValueError, IndexError):
-        return None
-    # the file's CPU time of a running thread lags by up to a scheduler tick; the
-    # thread CPU clock is exact
-    return time.thread_time(), wait
-
-
-@dataclass
-class ContentionStats:
-    """What the monitor saw and what the engines did: judged ``windows`` and how many
-    read busy, the wait and active seconds they covered; oneDNN region calls that
-    adapt and how many ran the one-thread build; host kernel calls split over
-    workers."""
-
-    windows: int = 0
-    busy_windows: int = 0
-    wait_s: float = 0.0
-    active_s: float = 0.0
-    region_calls: int = 0
-    serial_calls: int = 0
-    host_calls: int = 0
-
-    def copy(self) -> ContentionStats:
-        """A snapshot (see :meth:`since`)."""
-        return ContentionStats(**vars(self))
-
-    def since(self, before: ContentionStats) -> ContentionStats:
-        """The counts added after the snapshot ``before``."""
-        return ContentionStats(**{k: v - getattr(before, k) for k, v in vars(self).items()})
-
-    @property
-    def wait_share(self) -> float:
-        """The share of the active time that the ticking threads waited for a core."""
-        return self.wait_s / self.active_s if self.active_s > 0 else 0.0
-
-
-class ContentionMonitor:
-    """Whether other processes hold the cores (see the module docstring): :meth:`tick`
-    it from each call; ``busy`` is the last judgement. ``clock`` gives the calling
-    thread's (CPU, run-queue wait) seconds (default :func:`schedstat_clock`), ``now``
-    the wall clock: tests pass fakes.
-
-    >>> t = [0.0]; cpu_wait = [(0.0, 0.0)]
-    >>> m = ContentionMonitor(clock=lambda: cpu_wait[0], now=lambda: t[0])
-    >>> m.tick()                                  # opens a window
-    False
-    >>> t[0], cpu_wait[0] = 0.06, (0.04, 0.02)     # waited a third of its active time
-    >>> m.tick()
-    True
-    """
-
-    def __init__(
-        self,
-        clock: Callable[[], tuple[float, float] | None] | None = None,
-        now: Callable[[], float] = time.perf_counter,
-        window: float = WINDOW,
-    ) -> None:
-        self._clock = clock if clock is not None else schedstat_clock
-        self._now = now
-        self._window = window
-        self._local = threading.local()
-        #: Whether the last judged window read busy.
-        self.busy = False
-        #: Counts since the process started (see :class:`ContentionStats`).
-        self.stats = ContentionStats()
-
-    def tick(self) -> bool:
-        """Note a call on this thread; ``busy`` (judged anew when a window closed)."""
-        now = self._now()
-        local = self._local
-        start = getattr(local, "start", None)
-        if start is not None and now - start < self._window:
-            return self.busy
-        reading = self._clock()
-        if reading is None:
-            return False
-        if start is not None:
-            cpu, wait = reading[0] - local.cpu, reading[1] - local.wait
-            self._judge(now - start, cpu, wait)
-        local.start, local.cpu, local.wait = now, reading[0], reading[1]
-        return self.busy
-
-    def _judge(self, wall: float, cpu: float, wait: float) -> None:
-        active = cpu + wait
-        if active < MIN_ACTIVE * wall or active <= 0:
-            return  # the thread mostly slept
-        share = wait / active
-        stats = self.stats
-        stats.windows += 1
-        stats.wait_s += wait
-        stats.active_s += active
-        if share >= BUSY_SHARE:
-            self.busy = True
-        elif share < QUIET_SHARE:
-            self.busy = False
-        stats.busy_windows += self.busy
-
-
-_MONITOR = ContentionMonitor()
-
-
-def get_monitor() -> ContentionMonitor:
-    """The process's :class:`ContentionMonitor`."""
-    return _MONITOR

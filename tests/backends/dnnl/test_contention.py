@@ -13,7 +13,7 @@ from relaykit.backends.dnnl.compile.winograd import with_winograd
 from relaykit.backends.dnnl.run.contention import FIRST_PROBE, LAST_PROBE, Adaptive
 from relaykit.backends.dnnl.run.program import Node, Program
 from relaykit.backends.dnnl.run.region import DnnlRegion
-from relaykit.runtime.threads import ContentionMonitor
+from relaykit.runtime.contention import ContentionMonitor
 
 
 def _feed(a: Adaptive, calls: list[tuple[float, bool]]) -> list[bool]:

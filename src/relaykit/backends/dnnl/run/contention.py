@@ -9,7 +9,7 @@ threads took 31-34 ms a call, against 2.2 ms on one thread and onnxruntime's
 started). A region bound for an executor therefore watches the machine (:class:`Adaptive`):
 
 - In parallel mode it asks the process's contention monitor
-  (:class:`relaykit.runtime.threads.ContentionMonitor`) after each call: the calling
+  (:class:`relaykit.runtime.contention.ContentionMonitor`) after each call: the calling
   thread's wait on the kernel's run queue, over windows of at least 50 ms. That
   clock is per thread and exact, and a thread that sleeps or spins at a join does
   not wait there, so on a quiet machine it reads near 0 whatever the region does
@@ -30,7 +30,7 @@ Even a misjudged window costs two serial calls, then the slower mode is left.
 
 It is on by default; ``RELAYKIT_DNNL_ADAPTIVE=0`` (or ``bind(..., adaptive=False)``)
 turns it off. The counts of calls and serial calls go to the monitor's
-:class:`~relaykit.runtime.threads.ContentionStats`, which ``relaykit bench`` prints.
+:class:`~relaykit.runtime.contention.ContentionStats`, which ``relaykit bench`` prints.
 
 >>> a = Adaptive(threads=2)
 >>> for _ in range(3):   # 10 ms calls on a machine whose cores are busy
@@ -44,7 +44,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from relaykit.runtime.threads import ADAPTIVE_ENV, ContentionMonitor, adaptive_enabled, get_monitor
+from relaykit.runtime.contention import (
+    ADAPTIVE_ENV,
+    ContentionMonitor,
+    adaptive_enabled,
+    get_monitor,
+)
 
 __all__ = ["Adaptive", "ADAPTIVE_ENV", "FIRST_PROBE", "LAST_PROBE", "adaptive_enabled"]
 

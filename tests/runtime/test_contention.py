@@ -1,37 +1,55 @@
-"""The busy-machine signal: run-queue wait over windows of calls, judged on fake clocks
-(deterministic), default-on and the off switch, and the real clock's readings."""
+"""The busy-machine signal: run-queue wait over windows of calls, counted only while other
+processes use the cores, judged on fake clocks (deterministic); default-on and the off
+switch; the real clocks' readings."""
 
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
-from relaykit.runtime.threads import (
+from relaykit.runtime.contention import (
     BUSY_SHARE,
+    MACHINE_WINDOW,
+    OTHERS_BUSY,
     WINDOW,
     ContentionMonitor,
     ContentionStats,
+    MachineLoad,
     adaptive_enabled,
+    machine_clock,
     schedstat_clock,
 )
 
 
 class _Clocks:
-    """A wall clock and a (CPU, wait) clock the test moves by hand."""
+    """A wall clock, the thread's (CPU, wait) clock and the machine's (busy, own) clock
+    the test moves by hand; ``others`` cores' worth of CPU go to other processes."""
 
-    def __init__(self) -> None:
+    def __init__(self, others: float | None = 1.0) -> None:
         self.wall = 0.0
         self.cpu = 0.0
         self.wait = 0.0
+        self.others = others
+        self.busy = 0.0
+        self.own = 0.0
 
     def step(self, wall: float, cpu: float, wait: float) -> None:
         self.wall += wall
         self.cpu += cpu
         self.wait += wait
+        self.own += cpu
+        self.busy += cpu + (self.others or 0.0) * wall
+
+    def machine(self) -> tuple[float, float] | None:
+        return None if self.others is None else (self.busy, self.own)
 
     def monitor(self) -> ContentionMonitor:
-        return ContentionMonitor(clock=lambda: (self.cpu, self.wait), now=lambda: self.wall)
+        load = MachineLoad(clock=self.machine, now=lambda: self.wall)
+        return ContentionMonitor(
+            clock=lambda: (self.cpu, self.wait), now=lambda: self.wall, machine=load
+        )
 
 
 def test_a_quiet_machine_never_reads_busy():
@@ -58,7 +76,7 @@ def test_waiting_for_a_core_reads_busy_then_quiet_again():
     c = _Clocks()
     m = c.monitor()
     m.tick()
-    for _ in range(30):  # a third of the time runnable but not running
+    for _ in range(100):  # a third of the time runnable but not running
         c.step(3e-3, 2e-3, 1e-3)
         m.tick()
     assert m.busy and m.stats.busy_windows >= 1
@@ -72,6 +90,8 @@ def test_a_window_is_judged_once_it_is_long_enough():
     c = _Clocks()
     m = c.monitor()
     m.tick()
+    c.step(2 * MACHINE_WINDOW, 0.0, 0.0)  # a pause: the machine's window closes
+    m.tick()
     c.step(WINDOW / 2, 0.0, WINDOW / 2)  # all waiting, but too short a window
     assert not m.tick() and m.stats.windows == 0
     c.step(WINDOW / 2, 0.0, WINDOW / 2)
@@ -83,10 +103,76 @@ def test_hysteresis_between_the_thresholds():
     c = _Clocks()
     m = c.monitor()
     m.tick()
+    c.step(2 * MACHINE_WINDOW, 0.0, 0.0)  # the machine's window closes
+    m.tick()
     c.step(WINDOW, WINDOW * (1 - BUSY_SHARE), WINDOW * BUSY_SHARE)
     assert m.tick()
     c.step(WINDOW, WINDOW * 0.93, WINDOW * 0.07)  # between quiet and busy: stays busy
     assert m.tick()
+
+
+def test_waiting_behind_this_process_s_own_threads_is_not_contention():
+    # another engine's pool in this process spins after its work: the thread waits,
+    # but no other process uses the cores, and giving up threads would only slow it
+    c = _Clocks(others=0.0)
+    m = c.monitor()
+    m.tick()
+    for _ in range(300):
+        c.step(3e-3, 2e-3, 1e-3)
+        assert not m.tick()
+    assert m.stats.windows > 10 and m.stats.busy_windows == 0
+    assert m.machine.others == pytest.approx(0.0, abs=1e-9)
+
+
+def test_busy_ends_when_the_other_processes_stop_even_if_the_thread_still_waits():
+    c = _Clocks(others=1.0)
+    m = c.monitor()
+    m.tick()
+    for _ in range(200):
+        c.step(3e-3, 2e-3, 1e-3)
+        m.tick()
+    assert m.busy
+    c.others = 0.0
+    for _ in range(300):  # still waiting a little (between the thresholds), alone
+        c.step(3e-3, 2.8e-3, 0.2e-3)
+        m.tick()
+    assert not m.busy
+
+
+def test_without_a_machine_clock_the_wait_alone_decides():
+    c = _Clocks(others=None)
+    m = c.monitor()
+    m.tick()
+    for _ in range(30):
+        c.step(3e-3, 2e-3, 1e-3)
+        m.tick()
+    assert m.busy and m.machine.others is None
+
+
+def test_machine_load_measures_other_processes_cores():
+    c = _Clocks(others=0.7)
+    load = MachineLoad(clock=c.machine, now=lambda: c.wall)
+    load.sample()
+    c.step(0.1, 0.2, 0.0)  # too short a window: nothing measured yet
+    load.sample()
+    assert load.others is None
+    c.step(0.2, 0.3, 0.0)
+    load.sample()
+    assert load.others == pytest.approx(0.7)
+    assert load.others >= OTHERS_BUSY
+
+
+def test_the_real_machine_clock_counts_this_process():
+    first = machine_clock()
+    if first is None:
+        pytest.skip("no /proc/stat on this system")
+    t = time.thread_time()
+    while time.thread_time() - t < 0.1:  # burn 100 ms, i.e. 10 ticks at least
+        pass
+    later = machine_clock()
+    assert later is not None
+    busy, own = later[0] - first[0], later[1] - first[1]
+    assert own >= 0.05 and busy >= own - 0.03  # the cores' busy time includes ours
 
 
 def test_no_clock_means_never_busy():
