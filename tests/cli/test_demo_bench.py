@@ -12,7 +12,8 @@ import pytest
 from relaykit.backends.status import AVAILABLE, describe
 from relaykit.cli import main
 from relaykit.cli.bench import Engine, measure
-from relaykit.cli.demo import PREFERRED, best_target
+from relaykit.backends.status import PREFERRED
+from relaykit.cli.demo import best_target
 
 
 def test_demo_partitions_builds_runs_and_times(tmp_path, capsys):
@@ -161,6 +162,7 @@ def _without(monkeypatch, *missing: str) -> None:
     """The demo sees the backends ``missing`` as not installed."""
     import dataclasses
 
+    from relaykit.backends import status
     from relaykit.cli import demo
 
     def fake(name: str):
@@ -173,6 +175,7 @@ def _without(monkeypatch, *missing: str) -> None:
         )
 
     monkeypatch.setattr(demo, "describe", fake)
+    monkeypatch.setattr(status, "describe", fake)
 
 
 def test_demo_without_dnnl_says_in_one_line_which_extra_makes_it_faster(

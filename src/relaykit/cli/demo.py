@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from relaykit.backends import target_key
-from relaykit.backends.status import AVAILABLE, describe
+from relaykit.backends.status import AVAILABLE, PREFERRED, best_available, describe
 from relaykit.byoc import (
     AnnotateTarget,
     MergeCompilerRegions,
@@ -82,9 +82,6 @@ examples:
 #: The name of the placement report in ``--report-dir``.
 REPORT_NAME = "placement.txt"
 
-#: Backends the demo tries, fastest first; with none of them, the host alone.
-PREFERRED = ("dnnl", "ccompiler")
-
 #: Why a backend can be slower than the host build, by backend.
 _SLOWER_BECAUSE = {
     "ccompiler": "ccompiler compiles plain C loops, while the host runs vectorised kernels",
@@ -136,13 +133,8 @@ def register(sub: SubParsers) -> None:
 def best_target() -> tuple[str, str]:
     """The first available backend of :data:`PREFERRED` (``host`` when none is), and why
     the others were passed."""
-    skipped: list[str] = []
-    for name in PREFERRED:
-        row = describe(name)
-        if row.status == AVAILABLE:
-            return name, "; ".join(skipped)
-        skipped.append(f"{name} is not available ({row.detail or row.status})")
-    return "host", "; ".join(skipped)
+    name, passed = best_available(PREFERRED)
+    return name or "host", "; ".join(passed)
 
 
 def faster_extra(target: str) -> str | None:

@@ -38,7 +38,21 @@ def _compile_and_check(zoo, close, name, options):
 
 @pytest.mark.parametrize("name", [*FAST, *(pytest.param(n, marks=pytest.mark.slow) for n in SLOW)])
 def test_host(name, zoo, close):
-    _compile_and_check(zoo, close, name, None)
+    _compile_and_check(zoo, close, name, {"targets": []})
+
+
+def test_the_default_is_the_fastest_backend_installed(zoo, close, monkeypatch, dnnl_available):
+    assert dynamo.default_targets() == (["dnnl"] if dnnl_available else [])
+    asked: list[list[str]] = []
+    real = dynamo.partition_for
+
+    def recording(mod, targets, *args, **kwargs):
+        asked.append(list(targets))
+        return real(mod, targets, *args, **kwargs)
+
+    monkeypatch.setattr(dynamo, "partition_for", recording)
+    _compile_and_check(zoo, close, "bert", None)
+    assert asked == ([["dnnl"]] if dnnl_available else [])
 
 
 @pytest.mark.parametrize("name", [*FAST, *(pytest.param(n, marks=pytest.mark.slow) for n in SLOW)])

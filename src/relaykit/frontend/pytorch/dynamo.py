@@ -5,7 +5,7 @@ calls :func:`relaykit_backend` once per graph and guard set. The backend lowers
 the graph to core aten with torch's own decompositions and functionalisation
 (``make_fx``), converts it with the same converter table as
 :func:`~relaykit.frontend.from_pytorch`, partitions it for ``options["targets"]``
-(e.g. ``["dnnl"]``), builds it with ``relay.build`` and returns a callable that
+(default: dnnl when oneDNN is installed, else the host alone), builds it with ``relay.build`` and returns a callable that
 runs relaykit's graph executor. Tensors cross over by DLPack without copies:
 inputs are read in place as NumPy views of the tensors' memory (the executor
 copies them into its input buffers), and each output is handed back as a tensor
@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from relaykit.backends.status import best_available
 from relaykit.byoc.pipeline import partition_for
 from relaykit.errors import (
     FrontendError,
@@ -52,7 +53,13 @@ from .registry import OpContext, dtype_name, require_torch
 
 torch = require_torch()
 
-__all__ = ["RelayKitFallbackWarning", "relaykit_backend", "CompiledGraph", "register"]
+__all__ = [
+    "RelayKitFallbackWarning",
+    "relaykit_backend",
+    "CompiledGraph",
+    "default_targets",
+    "register",
+]
 
 #: the options ``torch.compile(..., options={...})`` may give
 KNOWN_OPTIONS = frozenset({"targets", "opt_level", "num_threads", "config", "fallback"})
@@ -222,8 +229,10 @@ class CompiledGraph:
 
     def build(self, args: Sequence[Any]) -> _Plan:
         mod, feeds, outputs = self.convert(args)
-        targets = self.options.get("targets") or []
-        if isinstance(targets, str):
+        targets = self.options.get("targets")
+        if targets is None:  # none named: the fastest backend installed (dnnl), else the host
+            targets = default_targets()
+        elif isinstance(targets, str):
             targets = [targets]
         config = dict(self.options.get("config") or {})
         if self.options.get("num_threads") is not None:
@@ -241,6 +250,14 @@ class CompiledGraph:
         if plan is None:
             plan = self.plans[key] = self.build([_concrete(a) for a in args])
         return plan(args)
+
+
+def default_targets() -> list[str]:
+    """The backends a graph is partitioned for when ``options`` names none: dnnl when
+    oneDNN is installed (``relaykit[dnnl]``), else none (the host kernels run it all;
+    ccompiler's plain C loops are slower than those)."""
+    name, _ = best_available(("dnnl",))
+    return [name] if name else []
 
 
 def _check_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -265,7 +282,8 @@ def relaykit_backend(
     options={"targets": ["dnnl"]})``.
 
     ``options``: ``targets`` (backends to partition for, highest priority first;
-    none runs everything on relaykit's host kernels), ``opt_level`` (3),
+    default: dnnl when installed, see :func:`default_targets`; ``[]`` runs everything
+    on relaykit's host kernels), ``opt_level`` (3),
     ``num_threads`` and ``config`` (``PassContext`` options), ``fallback`` (True: a
     graph relaykit cannot compile runs eagerly with a :class:`RelayKitFallbackWarning`;
     False: its error, e.g. the :class:`~relaykit.errors.UnsupportedOpError` listing
