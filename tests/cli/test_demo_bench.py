@@ -9,10 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from relaykit.backends.status import AVAILABLE, describe
+from relaykit.backends.status import AVAILABLE, PREFERRED, describe
 from relaykit.cli import main
 from relaykit.cli.bench import Engine, measure
-from relaykit.backends.status import PREFERRED
 from relaykit.cli.demo import best_target
 
 
