@@ -1,15 +1,15 @@
 """``torch.compile(model, backend="relaykit")``: relaykit as a TorchDynamo backend.
 
-Dynamo captures each graph of the model (graph breaks are its business) and
-calls :func:`relaykit_backend` once per graph and guard set. The backend lowers
-the graph to core aten with torch's own decompositions and functionalisation
-(``make_fx``), converts it with the same converter table as
+Dynamo captures each graph of the model (graph breaks are its business) and calls
+:func:`relaykit_backend` once per graph and guard set. The backend lowers the graph
+to core aten with torch's own decompositions and functionalisation (``make_fx``),
+converts it with the same converter table as
 :func:`~relaykit.frontend.from_pytorch`, partitions it for ``options["targets"]``
 (default: dnnl when oneDNN is installed, else the host alone), builds it with
-``relay.build`` and returns a callable that runs relaykit's graph executor. Tensors cross over by DLPack without copies:
-inputs are read in place as NumPy views of the tensors' memory (the executor
-copies them into its input buffers), and each output is handed back as a tensor
-over the executor's fresh output array.
+``relay.build`` and returns a callable that runs relaykit's graph executor. Tensors
+cross over by DLPack without copies: inputs are read in place as NumPy views of the
+tensors' memory (the executor copies them into its input buffers), and each output
+is handed back as a tensor over the executor's fresh output array.
 
 The backend is for inference: parameters and buffers are captured as constants
 when the graph is compiled (as ``torch.jit.freeze`` does), so call
