@@ -5,6 +5,7 @@ import json
 import relaykit as tvm
 from relaykit import relay
 from relaykit.byoc import configure_target, decline, explain, partition_for, pin
+from relaykit.byoc.report.summary import summarize
 from relaykit.dataflow_pattern import is_op, wildcard
 from relaykit.transform import InferType
 
@@ -85,3 +86,22 @@ def test_explain_uses_registered_pattern_tables():
     register_pattern_table("a", lambda: table)
     report = explain(model(), ["a", "b"])
     assert report.for_op("abs")[0].composite == "a.abs_relu"
+
+
+def test_each_region_reports_the_dtypes_its_tensors_carry():
+    # an int8 layer: uint8 activations, int8 weights, an int32 accumulator, then float
+    x = relay.var("x", shape=(1, 8), dtype="uint8")
+    w = relay.var("w", shape=(4, 8), dtype="int8")
+    acc = relay.nn.dense(relay.cast(x, "int32"), relay.cast(w, "int32"), out_dtype="int32")
+    y = relay.multiply(relay.cast(acc, "float32"), relay.const(0.5))
+    mod = InferType()(tvm.IRModule.from_expr(relay.Function([x, w], y)))
+    tvm.ir.register_op_attr("nn.dense", "target.a", lambda e: True)
+    tvm.ir.register_op_attr("cast", "target.a", lambda e: True)
+    report = explain(mod, ["a"])
+    (region,) = [g for g in report.regions if g.function is not None]
+    assert region.dtypes == ("uint8", "int8", "int32", "float32")
+    assert json.loads(report.to_json())["regions"][0]["dtypes"] == list(region.dtypes)
+    summary = summarize(mod, "a")
+    (fn,) = summary.targets["a"].functions
+    assert fn.dtypes == ["uint8", "int8", "int32", "float32"]
+    assert "uint8,int8,int32,float32" in str(summary)

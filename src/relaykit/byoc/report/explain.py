@@ -47,6 +47,7 @@ from relaykit.ir.functor import post_order, rewrite_post_order
 from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op
 
+from .summary import tensor_dtypes
 from .values import Read, attrs_text, constant_text, function_reads, span_text, type_text
 
 __all__ = ["explain", "Report", "OpReport", "RegionReport", "ValueReport"]
@@ -108,6 +109,8 @@ class RegionReport:
     macs: int
     pruned: str | None
     caller: str = "main"
+    #: The element types its tensors carry, first seen first (empty when pruned).
+    dtypes: tuple[str, ...] = ()
 
 
 @dataclass
@@ -304,10 +307,14 @@ def explain(
     work = MergeComposite(table)(mod.copy()) if table else mod.copy()
     graph = _Graph(set(weights or ()))
     annotated, decisions = _annotate_recording(work, chooser, include_non_call_ops, graph)
-    _, infos = partition_module(annotated)
+    parted, infos = partition_module(annotated)
     report = Report(names)
+    funcs = {g.name_hint: f for g, f in parted.functions.items()}
     report.regions.extend(
-        RegionReport(info.target, info.function, info.num_ops, info.macs, info.pruned, info.caller)
+        RegionReport(
+            info.target, info.function, info.num_ops, info.macs, info.pruned, info.caller,
+            tuple(tensor_dtypes(funcs[info.function])) if info.function in funcs else (),
+        )  # fmt: skip
         for info in infos
     )
     report.values.extend(graph.values)

@@ -160,7 +160,8 @@ def _region_table(views: list[RegionView], colors: dict[str, str], report: Repor
             f'<tr data-region="{k}"><td><span class="rk-sw" style="background:'
             f'{colors.get(v.target, colors[HOST])}"></span><code>{escape(v.function)}</code></td>'
             f"<td>{escape(v.target)}</td><td>{len(v.ops)}</td><td>{human_count(v.macs)}</td>"
-            f"<td>{human_bytes(v.param_bytes)}</td><td>{escape(names)}</td></tr>"
+            f"<td>{human_bytes(v.param_bytes)}</td><td>{escape(', '.join(v.dtypes) or '-')}</td>"
+            f"<td>{escape(names)}</td></tr>"
         )
     pruned = [
         f"<li>{escape(g.target)}: {g.num_ops} ops, {escape(g.pruned or '')}</li>"
@@ -170,7 +171,7 @@ def _region_table(views: list[RegionView], colors: dict[str, str], report: Repor
     return (
         f'<section id="rk-regions-sec"><h2>Regions ({len(views)})</h2><table id="rk-regions">'
         "<thead><tr><th>function</th><th>target</th><th>ops</th><th>MACs</th>"
-        "<th>params</th><th>operators</th></tr></thead><tbody>"
+        "<th>params</th><th>dtypes</th><th>operators</th></tr></thead><tbody>"
         + "".join(rows)
         + "</tbody></table>"
         + (f"<h3>Regions given back to the host</h3><ul>{''.join(pruned)}</ul>" if pruned else "")

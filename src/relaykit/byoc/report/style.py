@@ -71,6 +71,7 @@ class RegionView:
     ops: tuple[int, ...]
     macs: int
     param_bytes: int
+    dtypes: tuple[str, ...] = ()
 
 
 def regions(report: Report, summary: Summary | None = None) -> list[RegionView]:
@@ -82,15 +83,15 @@ def regions(report: Report, summary: Summary | None = None) -> list[RegionView]:
         if r.function is not None:
             rows.setdefault(r.function, []).append(r.index)
             target[r.function] = r.placement
-    cost: dict[str, tuple[int, int]] = {
-        g.function: (g.macs, 0) for g in report.regions if g.function is not None
+    cost: dict[str, tuple[int, int, tuple[str, ...]]] = {
+        g.function: (g.macs, 0, ()) for g in report.regions if g.function is not None
     }
     if summary is not None:
         for t in summary.targets.values():
             for f in t.functions:
-                cost[f.name] = (f.macs, f.param_bytes)
+                cost[f.name] = (f.macs, f.param_bytes, tuple(f.dtypes))
     return [
-        RegionView(name, target[name], tuple(idx), *cost.get(name, (0, 0)))
+        RegionView(name, target[name], tuple(idx), *cost.get(name, (0, 0, ())))
         for name, idx in rows.items()
     ]
 

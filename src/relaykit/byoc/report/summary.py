@@ -32,7 +32,14 @@ from relaykit.ir.expr import Call, Function, checked_type_or_none
 from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op
 
-__all__ = ["FunctionSummary", "TargetSummary", "Summary", "summarize", "op_counts"]
+__all__ = [
+    "FunctionSummary",
+    "TargetSummary",
+    "Summary",
+    "summarize",
+    "op_counts",
+    "tensor_dtypes",
+]
 
 
 def op_counts(func: Function, *, expand_composites: bool = True) -> Counter[str]:
@@ -48,6 +55,29 @@ def op_counts(func: Function, *, expand_composites: bool = True) -> Counter[str]
     return counts
 
 
+def tensor_dtypes(func: Function) -> list[str]:
+    """The dtypes of ``func``'s parameters, constants and results, first seen first."""
+    seen: dict[str, None] = {}
+
+    def add(ty: Any) -> None:
+        if ty is None:
+            return
+        fields = getattr(ty, "fields", None)
+        if fields is not None:
+            for f in fields:
+                add(f)
+            return
+        dtype = getattr(ty, "dtype", None)
+        if isinstance(dtype, str):
+            seen.setdefault(dtype, None)
+
+    for p in func.params:
+        add(checked_type_or_none(p))
+    for e in walk(func.body):
+        add(checked_type_or_none(e))
+    return list(seen)
+
+
 def _macs(func: Function) -> int:
     return sum(call_macs(n) for n in walk(func.body) if type(n) is Call)
 
@@ -61,6 +91,9 @@ class FunctionSummary:
     op_names: list[str]
     macs: int
     param_bytes: int
+    #: The element types its tensors carry (inputs, weights, results), first seen first:
+    #: ``["uint8", "int8", "int32"]`` for an int8 convolution with its requantize.
+    dtypes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -133,14 +166,17 @@ class Summary:
             )
             if t.functions:
                 width = max(len(f.name) for f in t.functions)
+                types = [",".join(f.dtypes) or "-" for f in t.functions]
+                tw = max(len("dtypes"), *(len(d) for d in types))
                 lines.append(
-                    f"  {'function':<{width}}  {'ops':>4}  {'MACs':>9}  {'params':>9}  operators"
+                    f"  {'function':<{width}}  {'ops':>4}  {'MACs':>9}  {'params':>9}  "
+                    f"{'dtypes':<{tw}}  operators"
                 )
-                for f in t.functions:
+                for f, dt in zip(t.functions, types, strict=True):
                     ops = ", ".join(_runs(f.op_names))
                     lines.append(
                         f"  {f.name:<{width}}  {f.operators:>4}  {_si(f.macs):>9}  "
-                        f"{_bytes(f.param_bytes):>9}  {ops}"
+                        f"{_bytes(f.param_bytes):>9}  {dt:<{tw}}  {ops}"
                     )
             for p in t.pruned:
                 lines.append(f"  {p}")
@@ -258,4 +294,6 @@ def _add_region(result: Summary, info: RegionInfo, mod: IRModule, weights: set[s
         for v in dict.fromkeys(info.input_vars)
         if v.name_hint in weights
     )
-    t.functions.append(FunctionSummary(info.function, info.num_ops, names, info.macs, pbytes))
+    t.functions.append(
+        FunctionSummary(info.function, info.num_ops, names, info.macs, pbytes, tensor_dtypes(fn))
+    )
