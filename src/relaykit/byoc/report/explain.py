@@ -310,13 +310,12 @@ def explain(
     parted, infos = partition_module(annotated)
     report = Report(names)
     funcs = {g.name_hint: f for g, f in parted.functions.items()}
-    report.regions.extend(
-        RegionReport(
-            info.target, info.function, info.num_ops, info.macs, info.pruned, info.caller,
-            tuple(tensor_dtypes(funcs[info.function])) if info.function in funcs else (),
-        )  # fmt: skip
-        for info in infos
-    )
+    for info in infos:
+        dtypes = tuple(tensor_dtypes(funcs[info.function])) if info.function in funcs else ()
+        report.regions.append(
+            RegionReport(info.target, info.function, info.num_ops, info.macs, info.pruned,
+                         info.caller, dtypes)  # fmt: skip
+        )
     report.values.extend(graph.values)
     placed = _placed(infos)
     last_row: dict[int, int] = {}
