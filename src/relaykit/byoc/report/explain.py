@@ -313,8 +313,15 @@ def explain(
     for info in infos:
         dtypes = tuple(tensor_dtypes(funcs[info.function])) if info.function in funcs else ()
         report.regions.append(
-            RegionReport(info.target, info.function, info.num_ops, info.macs, info.pruned,
-                         info.caller, dtypes)  # fmt: skip
+            RegionReport(
+                info.target,
+                info.function,
+                info.num_ops,
+                info.macs,
+                info.pruned,
+                info.caller,
+                dtypes,
+            )
         )
     report.values.extend(graph.values)
     placed = _placed(infos)
