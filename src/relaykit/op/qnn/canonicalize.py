@@ -27,8 +27,10 @@ from relaykit.ir.op import default_registry, register_op_attr
 from relaykit.ir.types import TensorType, TupleType
 from relaykit.op.define import make_call
 
+from . import activation as activation
 from . import convolution as convolution
 from . import linear as linear
+from . import pooling as pooling
 from . import transform as transform
 from ._common import (
     _check_scale_values,
@@ -39,6 +41,7 @@ from ._common import (
     qrange,
 )
 from ._core import core_attrs
+from ._emulate import float_attrs
 from .binary import _mul_scale, mul_axis
 from .quantize import resolve_compute_dtype, resolve_rounding
 from .unary import FLOAT_FUNCS
@@ -311,6 +314,22 @@ def _core(name: str, float_op: str, kernel_axis: Any) -> Any:
     return hook
 
 
+def _emulated(name: str, float_op: str) -> Any:
+    """Dequantize, the float operator, quantize to the input's dtype (per tensor)."""
+
+    def hook(attrs: Attrs, args: Sequence[Expr], types: Sequence[Any]) -> Expr:
+        t, out_t = _tensor(types[0]), _tensor(types[-1])
+        s = _scale(args[1], "input_scale", name)
+        z = _zp(args[2], t.dtype, "input_zero_point", name)
+        os = _scale(args[3], "output_scale", name)
+        oz = _zp(args[4], t.dtype, "output_zero_point", name)
+        v = dequantize_expr(args[0], s, z, max(len(t.shape), 1), 0)
+        y = Call(default_registry.get(float_op), [v], float_attrs(float_op, attrs))
+        return quantize_expr(y, os, oz, max(len(out_t.shape), 1), 0, str(t.dtype))
+
+    return hook
+
+
 def _concatenate(attrs: Attrs, args: Sequence[Expr], types: Sequence[Any]) -> Expr:
     op = "qnn.concatenate"
     data_t = types[0]
@@ -360,6 +379,8 @@ CANONICALIZE = {
     ),
     "qnn.concatenate": _concatenate,
     "qnn.leaky_relu": _leaky_relu,
+    "qnn.avg_pool2d": _emulated("qnn.avg_pool2d", "nn.avg_pool2d"),
+    "qnn.softmax": _emulated("qnn.softmax", "nn.softmax"),
     **{f"qnn.{short}": _unary(short) for short in FLOAT_FUNCS},
 }
 
