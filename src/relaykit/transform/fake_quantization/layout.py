@@ -138,7 +138,7 @@ def pad_rule(expr: Call, type_map: dict[Expr, Any]) -> list[Any]:
                 axis=v_t.axis,
                 out_dtype=t.dtype,
             )
-    elif isinstance(value, Constant) and value.data.dtype.kind == "f":
+    elif isinstance(value, Constant) and value.data.numpy().dtype.kind == "f":
         if per_channel(t):
             raise IRError("nn.pad: a float pad value needs a per-tensor quantized input")
         value = quantize(value, t.scale, t.zero_point, out_dtype=t.dtype)

@@ -198,14 +198,21 @@ def _typed(out: Expr, name: str) -> None:
 
 
 def _fail(err: _Failed, where: Expr, hard_fail: bool) -> None:
-    if hard_fail:
-        raise FakeQuantizationError(
-            f"FakeQuantizationToInteger(hard_fail=True): cannot rewrite the region ending in "
-            f"{str(where).strip().splitlines()[-1][:120]}: {err}; register a rule for "
-            f"{err.op_name} with register_fake_quantization_to_integer, or run with "
-            "hard_fail=False to leave such regions in floating point",
-            op_name=err.op_name,
-        ) from err
+    if not hard_fail:
+        return
+    if str(err).startswith("found no rewrite rule"):
+        hint = (
+            f"register a rule for {err.op_name} with register_fake_quantization_to_integer, "
+            "or run with hard_fail=False to leave such regions in floating point"
+        )
+    else:
+        hint = "run with hard_fail=False to leave such regions in floating point"
+    last = str(where).strip().splitlines()[-1][:120]
+    raise FakeQuantizationError(
+        f"FakeQuantizationToInteger(hard_fail=True) cannot rewrite the region ending in "
+        f"{last}: {err}; {hint}",
+        op_name=err.op_name,
+    ) from err
 
 
 def _rewrite_regions(body: Expr, hard_fail: bool, optional: frozenset[str]) -> Expr:
