@@ -133,14 +133,9 @@ def requantize_expr(
 
 
 def rint_expr(v: Expr, ft: str) -> Expr:
-    """``v`` rounded to nearest, halves to even, from Relay's ``round`` (halves away from
-    zero): a tie ``k + 0.5`` becomes ``2 * round(v / 2)``."""
-    r = make_call("round", [v])
-    frac = make_call("abs", [make_call("subtract", [v, make_call("trunc", [v])])])
-    tie = make_call("equal", [frac, _c(0.5, ft)])
-    two = _c(2.0, ft)
-    even = make_call("multiply", [make_call("round", [make_call("divide", [v, two])]), two])
-    return make_call("where", [tie, even, r])
+    """``v`` rounded to nearest, halves away from zero (Relay's ``round``, as the
+    kernels' :func:`~._common.rint`)."""
+    return make_call("round", [v])
 
 
 def _tensor(t: Any) -> TensorType:
