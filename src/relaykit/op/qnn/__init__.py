@@ -3,7 +3,8 @@
 subtract, mul), :mod:`.linear` (dense, batch_matmul), :mod:`.convolution` (conv2d,
 conv2d_transpose), :mod:`.transform` (concatenate), :mod:`.unary` (tanh, exp, sqrt,
 rsqrt, erf, abs, sigmoid, hardswish, log, leaky_relu), :mod:`.pooling` (avg_pool2d),
-:mod:`.activation` (softmax). :mod:`.canonicalize` holds each
+:mod:`.activation` (softmax), :mod:`.dense_pack` (contrib_dense_pack, dense with a
+packed weight). :mod:`.canonicalize` holds each
 operator's ``FTVMQnnCanonicalize`` hook (its lowering to plain integer Relay),
 :mod:`.legalize` the ``FTVMLegalize`` hook removing a full-range clip after requantize.
 
@@ -17,6 +18,7 @@ from . import legalize as legalize
 from .activation import softmax
 from .binary import add, mul, subtract
 from .convolution import conv2d, conv2d_transpose
+from .dense_pack import contrib_dense_pack
 from .linear import batch_matmul, dense
 from .pooling import avg_pool2d
 from .quantize import (
@@ -39,6 +41,7 @@ __all__ = [
     "subtract",
     "mul",
     "dense",
+    "contrib_dense_pack",
     "batch_matmul",
     "conv2d",
     "conv2d_transpose",

@@ -29,6 +29,7 @@ from relaykit.op.define import make_call
 
 from . import activation as activation
 from . import convolution as convolution
+from . import dense_pack as dense_pack
 from . import linear as linear
 from . import pooling as pooling
 from . import transform as transform
@@ -325,6 +326,28 @@ def _emulated(name: str, float_op: str) -> Any:
     return hook
 
 
+def _dense_pack(attrs: Attrs, args: Sequence[Expr], types: Sequence[Any]) -> Expr:
+    """Unpack the weight to ``(N, C)`` (transpose, reshape), then ``qnn.dense``'s lowering."""
+    name = "qnn.contrib_dense_pack"
+    dt, wt = _tensor(types[0]), _tensor(types[1])
+    izp = _zp(args[2], dt.dtype, "input_zero_point", name)
+    kzp = _zp(args[3], wt.dtype, "kernel_zero_point", name)
+    _scale(args[4], "input_scale", name)
+    _scale(args[5], "kernel_scale", name)
+    w = args[1]
+    shape = [int(d) for d in wt.shape]
+    n, c = dense_pack.unpacked_shape(shape, str(attrs.weight_layout))
+    if len(shape) > 2:
+        axes = [0, 2, 1] if len(shape) == 3 else [0, 2, 1, 3]
+        w = make_call("transpose", [w], axes=axes)
+        w = make_call("reshape", [w], newshape=[int(n), int(c)])
+    kz = channel_shape(kzp, 2, 0)
+    a = make_call("subtract", [make_call("cast", [args[0]], dtype="int32"), _c(izp, "int32")])
+    b = make_call("subtract", [make_call("cast", [w], dtype="int32"), _c(kz, "int32")])
+    out = str(attrs.out_dtype or "int32")
+    return make_call("nn.dense", [a, b], units=int(n), out_dtype=out)
+
+
 def _concatenate(attrs: Attrs, args: Sequence[Expr], types: Sequence[Any]) -> Expr:
     op = "qnn.concatenate"
     data_t = types[0]
@@ -373,6 +396,7 @@ CANONICALIZE = {
         lambda attrs, nd: str(attrs.kernel_layout).index("O"),
     ),
     "qnn.concatenate": _concatenate,
+    "qnn.contrib_dense_pack": _dense_pack,
     "qnn.leaky_relu": _leaky_relu,
     "qnn.avg_pool2d": _emulated("qnn.avg_pool2d", "nn.avg_pool2d"),
     "qnn.softmax": _emulated("qnn.softmax", "nn.softmax"),
