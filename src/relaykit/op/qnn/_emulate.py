@@ -47,10 +47,12 @@ def define_emulated_op(
         if data.dtype not in QUANT_DTYPES:
             raise TypeRelError(f"{name} takes {QUANT_DTYPES} data, got {data.dtype}")
         for k, (what, dtype) in enumerate(PARAMS, start=1):
-            check_qparam_type(arg_types[k], dtype, what, name, (1,), 0)
-            shape = tuple(arg_types[k].shape)  # type: ignore[attr-defined]
-            if any(d != 1 for d in shape):
-                raise TypeRelError(f"{name}: {what} must be a scalar (per tensor), got {shape}")
+            t = arg_types[k]
+            if isinstance(t, TensorType) and any(d != 1 for d in t.shape):
+                raise TypeRelError(
+                    f"{name}: {what} must be a scalar (per tensor), got shape {tuple(t.shape)}"
+                )
+            check_qparam_type(t, dtype, what, name, (1,), 0)
         float_rel = base.get_attr("FTypeRelation")
         out = float_rel([TensorType(data.shape, "float32")], float_attrs(float_op, attrs))
         return TensorType(out.shape, data.dtype)

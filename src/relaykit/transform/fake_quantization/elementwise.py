@@ -176,7 +176,9 @@ def relu_rule(expr: Call, type_map: dict[Expr, Any]) -> list[Any]:
 def _bound(value: float, s: np.ndarray, z: np.ndarray, dtype: str) -> np.ndarray:
     info = np.iinfo(np.dtype(dtype))
     with np.errstate(over="ignore", invalid="ignore"):
-        q = np.rint(np.float32(value) / s).astype(np.float64) + z
+        v = (np.float32(value) / s).astype(np.float64)  # as qnn.quantize divides, in float32
+    # round halves away from zero, as qnn.quantize does
+    q = np.sign(v) * np.floor(np.abs(v) + 0.5) + z
     return np.clip(np.nan_to_num(q), info.min, info.max)
 
 
