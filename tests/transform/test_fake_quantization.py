@@ -43,7 +43,9 @@ def ops(mod: IRModule) -> set[str]:
     found: set[str] = set()
     relay.analysis.post_order_visit(
         mod["main"].body,
-        lambda n: found.add(n.op.name) if isinstance(n, relay.Call) and hasattr(n.op, "name") else None,
+        lambda n: (
+            found.add(n.op.name) if isinstance(n, relay.Call) and hasattr(n.op, "name") else None
+        ),
     )
     return found
 
@@ -91,8 +93,10 @@ def test_dense_per_channel_with_bias() -> None:
     w = relay.var("w", shape=wd.shape, dtype="int8")
     b = relay.var("b", shape=bd.shape, dtype="int32")
     y = relay.nn.dense(dq(x, 0.1), dq(w, ws, np.zeros(6, "int32"), axis=0))
-    y = relay.nn.bias_add(y, dq(b, (0.1 * ws).astype("float32"), np.zeros(6, "int32"), axis=0), axis=1)
-    mod, out = rewrite(q(y, 0.5, -3))
+    y = relay.nn.bias_add(
+        y, dq(b, (0.1 * ws).astype("float32"), np.zeros(6, "int32"), axis=0), axis=1
+    )
+    _mod, out = rewrite(q(y, 0.5, -3))
     assert {"qnn.dense", "qnn.requantize"} <= ops(out)
     real = (0.1 * xd.astype(np.float64)) @ (ws[:, None].astype(np.float64) * wd).T
     real += np.float64(0.1) * ws.astype(np.float64) * bd
@@ -106,7 +110,7 @@ def test_data_movement_ops_are_exact() -> None:
     y = relay.transpose(y, (0, 2, 3, 1))
     y = relay.reshape(y, (1, -1))
     y = relay.clip(relay.nn.relu(y), 0.0, 40.0)
-    mod, out = rewrite(q(y, 0.5, 128, "uint8"))
+    _mod, out = rewrite(q(y, 0.5, 128, "uint8"))
     assert ops(out) <= {"nn.max_pool2d", "transpose", "reshape", "maximum", "clip"}
     real = 0.5 * (xd.astype(np.float64) - 128)
     pooled = real.reshape(1, 4, 3, 2, 3, 2).max(axis=(3, 5))
@@ -175,7 +179,7 @@ def test_softmax_only_when_asked() -> None:
 def test_region_with_unsupported_op_is_kept_or_refused_by_name() -> None:
     x = relay.var("x", shape=(4,), dtype="int8")
     expr = q(relay.cos(relay.nn.relu(dq(x, 0.1))), 0.1)
-    mod, out = rewrite(expr)
+    _mod, out = rewrite(expr)
     assert "cos" in ops(out) and "qnn.quantize" in ops(out)
     with pytest.raises(FakeQuantizationError, match="no rewrite rule for cos") as info:
         rewrite(expr, hard_fail=True)
@@ -191,7 +195,7 @@ def test_failing_rule_is_reported_with_hard_fail() -> None:
 
     with default_registry.scoped():
         register_fake_quantization_to_integer("negative", refuse, level=11)
-        mod, out = rewrite(expr)
+        _mod, out = rewrite(expr)
         assert "negative" in ops(out) and "qnn.quantize" in ops(out)
         with pytest.raises(FakeQuantizationError, match="rule of negative failed.*not today"):
             rewrite(expr, hard_fail=True)
@@ -221,7 +225,7 @@ def test_qat_mode_rewrites_as_far_as_inputs_are_quantized() -> None:
     b = relay.var("b", shape=(1, 3, 2), dtype="int8")
     y = relay.nn.batch_matmul(relay.reshape(dq(a, 0.5), (1, 4, 2)), dq(b, 0.25))
     y = relay.erf(relay.add(y, relay.const(1.0)))
-    mod, out = rewrite(y, use_qat=True)
+    _mod, out = rewrite(y, use_qat=True)
     assert {"qnn.batch_matmul", "qnn.dequantize", "erf", "add"} == ops(out) - {"reshape"}
     ad = RNG.integers(-128, 128, size=(1, 4, 2)).astype("int8")
     bd = RNG.integers(-128, 128, size=(1, 3, 2)).astype("int8")

@@ -145,7 +145,9 @@ def test_requantize_per_channel_and_float_compute() -> None:
         compute_dtype="float64",
     )  # fmt: skip
     got = both(yf, [x], [data])
-    expect = np.clip(round_half_away(data * (np.float64(np.float32(0.3)) / np.float32(0.9)) + 1), -128, 127)
+    expect = np.clip(
+        round_half_away(data * (np.float64(np.float32(0.3)) / np.float32(0.9)) + 1), -128, 127
+    )
     np.testing.assert_array_equal(got, expect.astype("int8"))
 
 

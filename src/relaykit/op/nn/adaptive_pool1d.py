@@ -46,7 +46,7 @@ def _rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     data = tensor_arg(arg_types, 0, "data")
     if data.ndim != 3:
         raise TypeRelError(f"adaptive pool1d takes a 3-d tensor, got {data}")
-    _, layout, out_layout = _as_2d(attrs)
+    _, _layout, _out_layout = _as_2d(attrs)
     w_axis = str(attrs.layout).index("W")
     width = data.shape[w_axis]
     if width == 0:

@@ -43,6 +43,4 @@ def softmax(
     check_scale_const(output_scale, "output_scale", op)
     check_zero_point_const(zero_point, dtype, "zero_point", op)
     check_zero_point_const(output_zero_point, dtype, "output_zero_point", op)
-    return make_call(
-        op, [x, scale, zero_point, output_scale, output_zero_point], axis=int(axis)
-    )
+    return make_call(op, [x, scale, zero_point, output_scale, output_zero_point], axis=int(axis))

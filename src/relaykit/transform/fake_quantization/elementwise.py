@@ -20,6 +20,7 @@ from .registry import (
     approx_equal,
     fold,
     infer_shape,
+    op_name,
     register_fake_quantization_to_integer,
     same_affine,
 )
@@ -33,24 +34,26 @@ def binary_types(
     """Both inputs of a binary operator with their affine types (a float constant input
     quantized with the other's parameters) and the result's type."""
     left, right = expr.args
-    left_t, right_t = type_map.get(left), type_map.get(right)
+    lt, rt = type_map.get(left), type_map.get(right)
     out_t: TensorAffineType = type_map[expr]
-    if left_t is None and right_t is None:
-        raise IRError(f"{expr.op.name}: neither input is quantized")
-    if left_t is None:
-        left = _quantize_const(left, right_t, expr)
-        left_t = right_t
-    if right_t is None:
-        right = _quantize_const(right, left_t, expr)
-        right_t = left_t
-    if left_t.dtype != out_t.dtype:
-        out_t = left_t
-    return left, right, left_t, right_t, out_t
+    if lt is None and rt is None:
+        raise IRError(f"{op_name(expr)}: neither input is quantized")
+    if lt is None:
+        left = _quantize_const(left, rt, expr)
+        lt = rt
+    if rt is None:
+        right = _quantize_const(right, lt, expr)
+        rt = lt
+    if not isinstance(lt, TensorAffineType) or not isinstance(rt, TensorAffineType):
+        raise IRError(f"{op_name(expr)}: an input is not a quantized tensor")
+    if lt.dtype != out_t.dtype:
+        out_t = lt
+    return left, right, lt, rt, out_t
 
 
-def _quantize_const(c: Expr, t: TensorAffineType, expr: Call) -> Expr:
+def _quantize_const(c: Expr, t: Any, expr: Call) -> Expr:
     if not isinstance(c, Constant):
-        raise IRError(f"{expr.op.name}: an input is neither quantized nor a constant")
+        raise IRError(f"{op_name(expr)}: an input is neither quantized nor a constant")
     return quantize(c, t.scale, t.zero_point, axis=t.axis, out_dtype=t.dtype)
 
 
@@ -66,8 +69,9 @@ def qnn_binary_rule(expr: Call, type_map: dict[Expr, Any]) -> list[Any]:
     """``add`` / ``subtract`` / ``multiply`` -> ``qnn.add`` / ``qnn.subtract`` / ``qnn.mul``
     (a bias-like int32 add of equal parameters stays a plain ``add``)."""
     left, right, left_t, right_t, out_t = binary_types(expr, type_map)
-    name = expr.op.name
-    zero_out = isinstance(z := fold(out_t.zero_point), Constant) and not np.any(z.data.numpy())
+    name = op_name(expr)
+    z = fold(out_t.zero_point)
+    zero_out = isinstance(z, Constant) and not np.any(z.data.numpy())
     if (
         name == "add"
         and left_t.dtype == "int32"
@@ -110,7 +114,7 @@ def identity_binary_rule(expr: Call, type_map: dict[Expr, Any]) -> list[Any]:
     (both are monotonic, so they commute with the requantize)."""
     left, right, left_t, right_t, out_t = binary_types(expr, type_map)
     target = TensorAffineType(out_t.scale, out_t.zero_point, left_t.dtype, out_t.axis)
-    out = make_call(expr.op.name, [_to(left, left_t, target), _to(right, right_t, target)])
+    out = make_call(op_name(expr), [_to(left, left_t, target), _to(right, right_t, target)])
     return [out, target]
 
 
@@ -126,7 +130,7 @@ def unary_rule(expr: Call, type_map: dict[Expr, Any]) -> list[Any]:
     x_t: TensorAffineType = type_map[arg]
     out_t: TensorAffineType = type_map[expr]
     out = make_call(
-        "qnn." + expr.op.name, [arg, x_t.scale, x_t.zero_point, out_t.scale, out_t.zero_point]
+        "qnn." + op_name(expr), [arg, x_t.scale, x_t.zero_point, out_t.scale, out_t.zero_point]
     )
     return [out, TensorAffineType(out_t.scale, out_t.zero_point, x_t.dtype, -1)]
 

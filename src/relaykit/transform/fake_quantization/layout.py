@@ -21,7 +21,7 @@ from relaykit.ir.expr import Call, Constant, Expr, Tuple
 from relaykit.op.define import make_call
 from relaykit.op.qnn import concatenate, quantize, requantize
 
-from .registry import fold, infer_shape, register_fake_quantization_to_integer, same_affine
+from .registry import fold, infer_shape, op_name, register_fake_quantization_to_integer, same_affine
 
 __all__ = ["identity_rule", "per_channel"]
 
@@ -56,7 +56,7 @@ def per_channel(t: TensorAffineType) -> bool:
 
 
 def _moved_axis(expr: Call, t: TensorAffineType, arg: Expr) -> int:
-    name = expr.op.name
+    name = op_name(expr)
     ndim = len(infer_shape(arg))
     axis = t.axis % ndim
     if name == "transpose":
@@ -86,7 +86,7 @@ def identity_rule(expr: Call, type_map: dict[Expr, Any]) -> list[Any]:
     """The operator applied to the integers; the result has the input's affine type."""
     arg = expr.args[0]
     t: TensorAffineType = type_map[arg]
-    if expr.op.name == "topk" and str(expr.attrs.ret_type) != "values":
+    if op_name(expr) == "topk" and str(expr.attrs.ret_type) != "values":
         raise IRError("topk: only ret_type='values' keeps the quantized values")
     if per_channel(t):
         t = TensorAffineType(t.scale, t.zero_point, t.dtype, _moved_axis(expr, t, arg))
@@ -144,7 +144,7 @@ def pad_rule(expr: Call, type_map: dict[Expr, Any]) -> list[Any]:
         value = quantize(value, t.scale, t.zero_point, out_dtype=t.dtype)
     else:
         raise IRError("nn.pad: the pad value is neither quantized nor a float constant")
-    given = {k: expr.attrs[k] for k in expr.attrs.keys()}
+    given = {k: expr.attrs[k] for k in expr.attrs}
     return [make_call("nn.pad", [arg, value], **given), t]
 
 

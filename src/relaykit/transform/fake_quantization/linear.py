@@ -15,6 +15,7 @@ from relaykit.op.qnn import quantize, requantize
 from .registry import (
     fold,
     get_zeros,
+    op_name,
     register_fake_quantization_to_integer,
     same_affine,
 )
@@ -30,7 +31,7 @@ _QNN_TWIN = {
 
 
 def _out_axis(expr: Call) -> int:
-    name = expr.op.name
+    name = op_name(expr)
     if name in ("nn.conv2d", "nn.conv2d_transpose"):
         layout = str(expr.attrs.out_layout or expr.attrs.data_layout)
         return layout.index("C")
@@ -42,15 +43,15 @@ def core_rule(expr: Call, type_map: dict[Expr, Any]) -> list[Any]:
     x, w = expr.args
     x_t: TensorAffineType = type_map[x]
     w_t: TensorAffineType = type_map[w]
-    given = {k: expr.attrs[k] for k in expr.attrs.keys() if k != "out_dtype"}
+    given = {k: expr.attrs[k] for k in expr.attrs if k != "out_dtype"}
     out = make_call(
-        _QNN_TWIN[expr.op.name],
+        _QNN_TWIN[op_name(expr)],
         [x, w, x_t.zero_point, w_t.zero_point, x_t.scale, w_t.scale],
         out_dtype="int32",
         **given,
     )
     scale = fold(x_t.scale * w_t.scale)
-    axis = x_t.axis if expr.op.name == "nn.batch_matmul" else _out_axis(expr)
+    axis = x_t.axis if op_name(expr) == "nn.batch_matmul" else _out_axis(expr)
     return [out, TensorAffineType(scale, get_zeros(scale), "int32", axis)]
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from relaykit.errors import IRError, OpNotFoundError
+from relaykit.errors import IRError
 from relaykit.ir.affine_type import TensorAffineType
 from relaykit.ir.expr import Call, Constant, Expr, const
 from relaykit.op.define import make_call
@@ -19,6 +19,7 @@ from .layout import per_channel
 from .registry import (
     fold,
     infer_shape,
+    op_name,
     register_fake_quantization_to_integer,
     register_optional_fake_quantization_to_integer,
     same_affine,
@@ -61,18 +62,21 @@ def int32_pool_rule(expr: Call, type_map: dict[Expr, Any]) -> list[Any]:
         arg = make_call("cast", [arg], dtype="int32")
     else:
         arg = requantize(
-            arg, t.scale, t.zero_point, out_t.scale, out_t.zero_point, axis=t.axis, out_dtype="int32"
+            arg,
+            t.scale,
+            t.zero_point,
+            out_t.scale,
+            out_t.zero_point,
+            axis=t.axis,
+            out_dtype="int32",
         )
-    given = {k: expr.attrs[k] for k in expr.attrs.keys()}
-    out = make_call(expr.op.name, [arg], **given)
+    given = {k: expr.attrs[k] for k in expr.attrs}
+    out = make_call(op_name(expr), [arg], **given)
     return [out, TensorAffineType(out_t.scale, out_t.zero_point, "int32", out_t.axis)]
 
 
 for _name in ("nn.global_avg_pool2d", "nn.adaptive_avg_pool1d", "nn.adaptive_avg_pool2d"):
-    try:
-        register_fake_quantization_to_integer(_name, int32_pool_rule)
-    except OpNotFoundError:  # the operator is not defined
-        pass
+    register_fake_quantization_to_integer(_name, int32_pool_rule)
 
 
 def _reduced_count(shape: tuple[Any, ...], attrs: Any) -> int:
@@ -97,13 +101,11 @@ def mean_rule(expr: Call, type_map: dict[Expr, Any]) -> list[Any]:
     if not (isinstance(s, Constant) and isinstance(z, Constant)):
         raise IRError("mean: the scale and zero point must be constants")
     n = _reduced_count(infer_shape(arg), expr.attrs)
-    given = {k: expr.attrs[k] for k in expr.attrs.keys()}
+    given = {k: expr.attrs[k] for k in expr.attrs}
     total = make_call("sum", [make_call("cast", [arg], dtype="int32")], **given)
     in_scale = const(np.float32(float(s.data.numpy().reshape(-1)[0]) / n), "float32")
     in_zp = const(np.int32(int(z.data.numpy().reshape(-1)[0]) * n), "int32")
-    out = requantize(
-        total, in_scale, in_zp, out_t.scale, out_t.zero_point, out_dtype=out_t.dtype
-    )
+    out = requantize(total, in_scale, in_zp, out_t.scale, out_t.zero_point, out_dtype=out_t.dtype)
     return [out, TensorAffineType(out_t.scale, out_t.zero_point, out_t.dtype, -1)]
 
 

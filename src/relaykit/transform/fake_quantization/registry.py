@@ -24,12 +24,11 @@ import numpy as np
 
 from relaykit.errors import IRError
 from relaykit.ir.affine_type import TensorAffineType
-from relaykit.ir.expr import Constant, Expr, const
+from relaykit.ir.expr import Call, Constant, Expr, const
 from relaykit.ir.op import default_registry
 from relaykit.ir.type_check import infer_type_local
 from relaykit.ir.types import TensorType
-
-from ..fold_constant import fold_constant
+from relaykit.transform.fold_constant import fold_constant
 
 __all__ = [
     "FQ2I_ATTR",
@@ -39,6 +38,7 @@ __all__ = [
     "register_fake_quantization_to_integer",
     "register_optional_fake_quantization_to_integer",
     "rule_of",
+    "op_name",
     "approx_equal",
     "same_affine",
     "fold",
@@ -117,8 +117,13 @@ def rule_of(op_name: str, optional_ops: frozenset[str]) -> Rule | None:
     if op_name in optional_ops:
         rule = default_registry.get_attr(op_name, FQ2I_OPTIONAL_ATTR)
         if rule is not None:
-            return rule  # type: ignore[no-any-return]
-    return default_registry.get_attr(op_name, FQ2I_ATTR)  # type: ignore[no-any-return]
+            return rule
+    return default_registry.get_attr(op_name, FQ2I_ATTR)
+
+
+def op_name(call: Call) -> str:
+    """The name of the operator ``call`` calls."""
+    return str(getattr(call.op, "name", ""))
 
 
 def fold(expr: Expr) -> Expr:

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from relaykit.errors import FakeQuantizationError
+from relaykit.errors import FakeQuantizationError, RelayKitError
 from relaykit.ir.affine_type import TensorAffineType, TupleAffineType
 from relaykit.ir.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem
 from relaykit.ir.functor import post_order, rewrite_post_order
@@ -38,8 +38,8 @@ from relaykit.ir.op import Op
 from relaykit.ir.type_check import infer_module, infer_type_local
 from relaykit.ir.types import TensorType
 from relaykit.op.qnn import dequantize
+from relaykit.transform.pass_infra import ModulePass, PassContext
 
-from ..pass_infra import ModulePass, PassContext
 from .registry import QAT_OPS, rule_of
 
 __all__ = [
@@ -73,20 +73,19 @@ def _region(top_arg: Expr) -> list[Expr] | None:
         if id(node) in seen:
             continue
         seen.add(id(node))
-        kind = type(node)
-        if kind is Call:
-            if type(node.op) is not Op:
+        if isinstance(node, Call):
+            if not isinstance(node.op, Op):
                 return None
             stack.append((node, True))
             if node.op.name != _DQ:
                 stack.extend((a, False) for a in reversed(node.args))
-        elif kind is Tuple:
+        elif isinstance(node, Tuple):
             stack.append((node, True))
             stack.extend((f, False) for f in reversed(node.fields))
-        elif kind is TupleGetItem:
+        elif isinstance(node, TupleGetItem):
             stack.append((node, True))
             stack.append((node.tuple_value, False))
-        elif kind is Constant:
+        elif isinstance(node, Constant):
             stack.append((node, True))
         else:
             return None
@@ -110,7 +109,7 @@ def _dtype(expr: Expr) -> str:
     return str(ty.dtype)
 
 
-class _Failed(Exception):
+class _Failed(RelayKitError):
     """A region cannot be rewritten (internal: caught by the pass)."""
 
     def __init__(self, message: str, op_name: str) -> None:
@@ -149,34 +148,35 @@ def _mutate(
     """Rewrite the region's nodes (``order``, inputs first) to integer expressions."""
     new_of: dict[Expr, Expr] = {}
     for node in order:
-        kind = type(node)
-        if kind is Constant:
+        if isinstance(node, Constant):
             new_of[node] = node
-        elif kind is Call and node.op.name == _DQ:  # type: ignore[attr-defined]
-            new_of[node] = _dequantize_leaf(post_of[node], type_map, optional)  # type: ignore[arg-type]
-        elif kind is Tuple:
-            fields = [new_of[f] for f in node.fields]  # type: ignore[attr-defined]
-            new = Tuple(fields, node.span)
+        elif isinstance(node, Call) and _op_name(node) == _DQ:
+            post = post_of[node]
+            if not isinstance(post, Call):
+                raise _Failed("a dequantize input was rewritten to a non-call", _DQ)
+            new_of[node] = _dequantize_leaf(post, type_map, optional)
+        elif isinstance(node, Tuple):
+            fields = [new_of[f] for f in node.fields]
+            new_tuple = Tuple(fields, node.span)
             if not all(isinstance(type_map.get(f), TensorAffineType) for f in fields):
                 raise _Failed("a tuple in the region holds a value that is not quantized", "Tuple")
-            type_map[new] = TupleAffineType([type_map[f] for f in fields])
-            new_of[node] = new
-        elif kind is TupleGetItem:
-            tup = new_of[node.tuple_value]  # type: ignore[attr-defined]
-            new = TupleGetItem(tup, node.index, node.span)  # type: ignore[attr-defined]
+            type_map[new_tuple] = TupleAffineType([type_map[f] for f in fields])
+            new_of[node] = new_tuple
+        elif isinstance(node, TupleGetItem):
+            tup = new_of[node.tuple_value]
+            item = TupleGetItem(tup, node.index, node.span)
             tt = type_map.get(tup)
             if not isinstance(tt, TupleAffineType):
                 raise _Failed("a tuple field of a value that is not quantized", "TupleGetItem")
-            type_map[new] = tt.types[node.index]  # type: ignore[attr-defined]
-            new_of[node] = new
-        else:
-            name = str(node.op.name)  # type: ignore[attr-defined]
+            type_map[item] = tt.types[node.index]
+            new_of[node] = item
+        elif isinstance(node, Call):
+            name = _op_name(node) or ""
             rule = rule_of(name, optional)
             if rule is None:
                 raise _Failed(f"found no rewrite rule for {name}", name)
-            call: Call = node  # type: ignore[assignment]
-            args = [new_of[a] for a in call.args]
-            expr = Call(call.op, args, call.attrs, call.type_args, call.span)
+            args = [new_of[a] for a in node.args]
+            expr = Call(node.op, args, node.attrs, node.type_args, node.span)
             if out_type is not None:
                 type_map[expr] = out_type
             new_of[node] = _apply(rule, expr, type_map, name)[0]
@@ -260,15 +260,12 @@ def _qat_inputs(call: Call) -> list[Expr] | None:
         if id(node) in seen:
             continue
         seen.add(id(node))
-        kind = type(node)
-        if kind is Call and _op_name(node) == _DQ:
+        if (isinstance(node, Call) and _op_name(node) == _DQ) or isinstance(node, Constant):
             order.append(node)
-        elif kind is Constant:
-            order.append(node)
-        elif kind is Tuple:
+        elif isinstance(node, Tuple):
             stack.append((node, True))
             stack.extend((f, False) for f in reversed(node.fields))
-        elif kind is TupleGetItem:
+        elif isinstance(node, TupleGetItem):
             stack.append((node, True))
             stack.append((node.tuple_value, False))
         else:

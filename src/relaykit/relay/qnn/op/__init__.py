@@ -3,4 +3,4 @@
 from relaykit.op.qnn import *  # noqa: F403
 from relaykit.op.qnn import __all__ as __all__
 
-from . import qnn as qnn  # noqa: E402 - TVM's relay.qnn.op.qnn module
+from . import qnn as qnn
