@@ -256,3 +256,16 @@ class SymbolicDimError(RelayKitError, TypeError):
     unknown (``relay.Any()``, printed ``?``): an ``int(dim)``, a comparison that cannot
     be decided, or a static-shape-only backend. The message says to give a static shape
     or use the VM (``relay.vm.compile``)."""
+
+
+# -- quantization (issue 25) ------------------------------------------------------------------
+__all__ += ["FakeQuantizationError"]
+
+
+class FakeQuantizationError(IRError):
+    """FakeQuantizationToInteger(hard_fail=True) met a fake-quantized region it cannot
+    rewrite: ``op_name`` is the operator without a rule (or whose rule failed)."""
+
+    def __init__(self, message: str, op_name: str = "") -> None:
+        super().__init__(message)
+        self.op_name = op_name

@@ -15,6 +15,7 @@ from .adt import (
     TypeCall,
     TypeData,
 )
+from .affine_type import AffineType, TensorAffineType, TupleAffineType
 from .analysis import all_vars, bound_vars, free_vars
 from .attrs import Attrs, DictAttrs, make_node
 from .expr import (
@@ -73,6 +74,9 @@ from .types import (
 )
 
 __all__ = [
+    "AffineType",
+    "TensorAffineType",
+    "TupleAffineType",
     "Clause",
     "Constructor",
     "GlobalTypeVar",

@@ -16,6 +16,7 @@ from .div_to_mul import DivToMul, div_to_mul
 from .dynamic_to_static import DynamicToStatic, dynamic_to_static
 from .eliminate_common_subexpr import EliminateCommonSubexpr, eliminate_common_subexpr
 from .eta_expand import EtaExpand, eta_expand
+from .fake_quantization import FakeQuantizationToInteger, fake_quantization_to_integer
 from .fold_constant import FoldConstant, fold_constant
 from .fold_scale_axis import FoldScaleAxis, fold_scale_axis, forward_fold_scale_axis
 from .gradient import gradient
@@ -42,6 +43,8 @@ from .simplify_expr import SimplifyExpr, simplify_expr
 from .simplify_inference import SimplifyInference, simplify_inference
 
 __all__ = [
+    "FakeQuantizationToInteger",
+    "fake_quantization_to_integer",
     "DynamicToStatic",
     "dynamic_to_static",
     "FoldConstant",

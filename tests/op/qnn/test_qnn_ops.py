@@ -60,6 +60,12 @@ def scale_int(v: int, m: float, upward: bool) -> int:
     return (prod + (half if upward or prod >= 0 else half - 1)) >> total
 
 
+def round_half_away(v):
+    """Round to nearest, halves away from zero (TVM's ``round``), in float64."""
+    v = np.asarray(v, np.float64)
+    return np.sign(v) * np.floor(np.abs(v) + 0.5)
+
+
 def ref_requantize(x, isc, izp, osc, ozp, dtype, upward=True, axis_vals=None):
     lo, hi = np.iinfo(dtype).min, np.iinfo(dtype).max
     out = np.empty(x.shape, dtype=np.int64)
@@ -79,17 +85,17 @@ def ref_requantize(x, isc, izp, osc, ozp, dtype, upward=True, axis_vals=None):
 def test_quantize_dequantize_per_tensor_and_channel() -> None:
     x = relay.var("x", shape=(2, 3, 4))
     data = (RNG.standard_normal((2, 3, 4)) * 5).astype("float32")
-    data[0, 0, :2] = [0.25, 0.75]  # ties at scale 0.5
+    data[0, 0, :3] = [0.25, 0.75, -0.25]  # ties at scale 0.5: halves away from zero
     q = relay.qnn.op.quantize(x, relay.const(0.5), relay.const(3), out_dtype="int8")
     got = both(q, [x], [data])
-    expect = np.clip(np.rint(data.astype(np.float64) / 0.5) + 3, -128, 127).astype("int8")
+    expect = np.clip(round_half_away(data.astype(np.float64) / 0.5) + 3, -128, 127).astype("int8")
     np.testing.assert_array_equal(got, expect)
     scales = np.array([0.1, 0.2, 0.4], "float32")
     zps = np.array([0, 10, 250], "int32")
     qc = relay.qnn.op.quantize(x, relay.const(scales), relay.const(zps), axis=1, out_dtype="uint8")
     got = both(qc, [x], [data])
     ratio = data.astype(np.float32) / scales.reshape(1, 3, 1)
-    expect = np.clip(np.rint(ratio.astype(np.float64)) + zps.reshape(1, 3, 1), 0, 255)
+    expect = np.clip(round_half_away(ratio.astype(np.float64)) + zps.reshape(1, 3, 1), 0, 255)
     np.testing.assert_array_equal(got, expect.astype("uint8"))
     y = relay.var("y", shape=(2, 3, 4), dtype="uint8")
     dq = relay.qnn.op.dequantize(y, relay.const(scales), relay.const(zps), axis=1)
@@ -139,7 +145,9 @@ def test_requantize_per_channel_and_float_compute() -> None:
         compute_dtype="float64",
     )  # fmt: skip
     got = both(yf, [x], [data])
-    expect = np.clip(np.rint(data * (np.float64(np.float32(0.3)) / np.float32(0.9)) + 1), -128, 127)
+    expect = np.clip(
+        round_half_away(data * (np.float64(np.float32(0.3)) / np.float32(0.9)) + 1), -128, 127
+    )
     np.testing.assert_array_equal(got, expect.astype("int8"))
 
 
@@ -308,7 +316,7 @@ def test_unary_all_values(name: str, dtype: str) -> None:
     got = both(y, [x], [data])
     with np.errstate(all="ignore"):
         real = floats[name](data.astype(np.float64) * np.float64(np.float32(0.03)))
-        expect = np.clip(np.rint(real / np.float64(np.float32(0.05))), lo, hi)
+        expect = np.clip(round_half_away(real / np.float64(np.float32(0.05))), lo, hi)
     # float32 emulation against float64: equal except where a value lies on a rounding edge
     assert np.mean(got.astype(np.int64) == expect) > 0.97
     assert np.max(np.abs(got.astype(np.int64) - expect)) <= 1
@@ -366,7 +374,7 @@ def test_simulated_quantize_and_dequantize_with_run_time_dtype() -> None:
         got = run(sq, [x, code], [data, np.int32(SQNN_DTYPE_TO_CODE[name])])
         lo, hi = np.iinfo(name).min, np.iinfo(name).max
         ratio = data / scales[:, None]
-        expect = np.clip(np.rint(ratio.astype(np.float64)) + zps[:, None], lo, hi)
+        expect = np.clip(round_half_away(ratio.astype(np.float64)) + zps[:, None], lo, hi)
         assert got.dtype == np.float32
         np.testing.assert_array_equal(got, expect)
     passed = run(sq, [x, code], [data, np.int32(SQNN_DTYPE_TO_CODE["disable"])])

@@ -6,6 +6,7 @@ relations, reference kernels, input solvers and constructors:
 - :mod:`.convolution`: ``conv1d``, ``conv2d``, ``conv3d`` and their transposes;
 - :mod:`.deformable_conv2d`: ``deformable_conv2d``;
 - :mod:`.pooling`: max, average, global and adaptive pooling, 2-D and 3-D;
+- :mod:`.adaptive_pool1d`: adaptive average and max pooling of 1-D signals;
 - :mod:`.linear`: ``dense``, ``matmul``, ``batch_matmul``, ``bias_add``;
 - :mod:`.activation`: ``relu``, ``leaky_relu``, ``prelu``, ``gelu``, ``softmax``,
   ``log_softmax``;
@@ -39,6 +40,7 @@ from .activation import (
     relu,
     softmax,
 )
+from .adaptive_pool1d import adaptive_avg_pool1d, adaptive_max_pool1d
 from .convolution import (
     conv1d,
     conv1d_transpose,
@@ -95,6 +97,8 @@ __all__ = [
     "avg_pool2d",
     "global_avg_pool2d",
     "global_max_pool2d",
+    "adaptive_avg_pool1d",
+    "adaptive_max_pool1d",
     "adaptive_avg_pool2d",
     "adaptive_max_pool2d",
     "batch_norm",

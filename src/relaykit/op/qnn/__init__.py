@@ -2,7 +2,9 @@
 :mod:`.quantize` (quantize, dequantize, requantize, simulated_*), :mod:`.binary` (add,
 subtract, mul), :mod:`.linear` (dense, batch_matmul), :mod:`.convolution` (conv2d,
 conv2d_transpose), :mod:`.transform` (concatenate), :mod:`.unary` (tanh, exp, sqrt,
-rsqrt, erf, abs, sigmoid, hardswish, log, leaky_relu). :mod:`.canonicalize` holds each
+rsqrt, erf, abs, sigmoid, hardswish, log, leaky_relu), :mod:`.pooling` (avg_pool2d),
+:mod:`.activation` (softmax), :mod:`.dense_pack` (contrib_dense_pack, dense with a
+packed weight). :mod:`.canonicalize` holds each
 operator's ``FTVMQnnCanonicalize`` hook (its lowering to plain integer Relay),
 :mod:`.legalize` the ``FTVMLegalize`` hook removing a full-range clip after requantize.
 
@@ -13,9 +15,12 @@ True
 
 from . import canonicalize as canonicalize
 from . import legalize as legalize
+from .activation import softmax
 from .binary import add, mul, subtract
 from .convolution import conv2d, conv2d_transpose
+from .dense_pack import contrib_dense_pack
 from .linear import batch_matmul, dense
+from .pooling import avg_pool2d
 from .quantize import (
     dequantize,
     quantize,
@@ -36,6 +41,7 @@ __all__ = [
     "subtract",
     "mul",
     "dense",
+    "contrib_dense_pack",
     "batch_matmul",
     "conv2d",
     "conv2d_transpose",
@@ -50,4 +56,6 @@ __all__ = [
     "hardswish",
     "log",
     "leaky_relu",
+    "softmax",
+    "avg_pool2d",
 ]

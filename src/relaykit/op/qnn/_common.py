@@ -89,8 +89,11 @@ def fixed_point_multiply(x: np.ndarray, multiplier: Any, rounding: str) -> np.nd
 
 
 def rint(x: np.ndarray) -> np.ndarray:
-    """Round to nearest, halves to even (TVM's ``round`` on the host, ``nearbyint``)."""
-    return np.rint(x)
+    """Round to nearest, halves away from zero (TVM's ``round``, LLVM's ``llvm.round``,
+    which QNN's quantize and float requantize use)."""
+    x = np.asarray(x)
+    half = np.abs(x - np.trunc(x)) == 0.5
+    return np.where(half, x + np.copysign(0.5, x).astype(x.dtype), np.rint(x))
 
 
 def channel_shape(value: np.ndarray, ndim: int, axis: int) -> np.ndarray:

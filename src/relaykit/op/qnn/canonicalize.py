@@ -27,8 +27,11 @@ from relaykit.ir.op import default_registry, register_op_attr
 from relaykit.ir.types import TensorType, TupleType
 from relaykit.op.define import make_call
 
+from . import activation as activation
 from . import convolution as convolution
+from . import dense_pack as dense_pack
 from . import linear as linear
+from . import pooling as pooling
 from . import transform as transform
 from ._common import (
     _check_scale_values,
@@ -39,6 +42,7 @@ from ._common import (
     qrange,
 )
 from ._core import core_attrs
+from ._emulate import float_attrs
 from .binary import _mul_scale, mul_axis
 from .quantize import resolve_compute_dtype, resolve_rounding
 from .unary import FLOAT_FUNCS
@@ -130,14 +134,9 @@ def requantize_expr(
 
 
 def rint_expr(v: Expr, ft: str) -> Expr:
-    """``v`` rounded to nearest, halves to even, from Relay's ``round`` (halves away from
-    zero): a tie ``k + 0.5`` becomes ``2 * round(v / 2)``."""
-    r = make_call("round", [v])
-    frac = make_call("abs", [make_call("subtract", [v, make_call("trunc", [v])])])
-    tie = make_call("equal", [frac, _c(0.5, ft)])
-    two = _c(2.0, ft)
-    even = make_call("multiply", [make_call("round", [make_call("divide", [v, two])]), two])
-    return make_call("where", [tie, even, r])
+    """``v`` rounded to nearest, halves away from zero (Relay's ``round``, as the
+    kernels' :func:`~._common.rint`)."""
+    return make_call("round", [v])
 
 
 def _tensor(t: Any) -> TensorType:
@@ -311,6 +310,44 @@ def _core(name: str, float_op: str, kernel_axis: Any) -> Any:
     return hook
 
 
+def _emulated(name: str, float_op: str) -> Any:
+    """Dequantize, the float operator, quantize to the input's dtype (per tensor)."""
+
+    def hook(attrs: Attrs, args: Sequence[Expr], types: Sequence[Any]) -> Expr:
+        t, out_t = _tensor(types[0]), _tensor(types[-1])
+        s = _scale(args[1], "input_scale", name)
+        z = _zp(args[2], t.dtype, "input_zero_point", name)
+        os = _scale(args[3], "output_scale", name)
+        oz = _zp(args[4], t.dtype, "output_zero_point", name)
+        v = dequantize_expr(args[0], s, z, max(len(t.shape), 1), 0)
+        y = Call(default_registry.get(float_op), [v], float_attrs(float_op, attrs))
+        return quantize_expr(y, os, oz, max(len(out_t.shape), 1), 0, str(t.dtype))
+
+    return hook
+
+
+def _dense_pack(attrs: Attrs, args: Sequence[Expr], types: Sequence[Any]) -> Expr:
+    """Unpack the weight to ``(N, C)`` (transpose, reshape), then ``qnn.dense``'s lowering."""
+    name = "qnn.contrib_dense_pack"
+    dt, wt = _tensor(types[0]), _tensor(types[1])
+    izp = _zp(args[2], dt.dtype, "input_zero_point", name)
+    kzp = _zp(args[3], wt.dtype, "kernel_zero_point", name)
+    _scale(args[4], "input_scale", name)
+    _scale(args[5], "kernel_scale", name)
+    w = args[1]
+    shape = [int(d) for d in wt.shape]
+    n, c = dense_pack.unpacked_shape(shape, str(attrs.weight_layout))
+    if len(shape) > 2:
+        axes = [0, 2, 1] if len(shape) == 3 else [0, 2, 1, 3]
+        w = make_call("transpose", [w], axes=axes)
+        w = make_call("reshape", [w], newshape=[int(n), int(c)])
+    kz = channel_shape(kzp, 2, 0)
+    a = make_call("subtract", [make_call("cast", [args[0]], dtype="int32"), _c(izp, "int32")])
+    b = make_call("subtract", [make_call("cast", [w], dtype="int32"), _c(kz, "int32")])
+    out = str(attrs.out_dtype or "int32")
+    return make_call("nn.dense", [a, b], units=int(n), out_dtype=out)
+
+
 def _concatenate(attrs: Attrs, args: Sequence[Expr], types: Sequence[Any]) -> Expr:
     op = "qnn.concatenate"
     data_t = types[0]
@@ -359,7 +396,10 @@ CANONICALIZE = {
         lambda attrs, nd: str(attrs.kernel_layout).index("O"),
     ),
     "qnn.concatenate": _concatenate,
+    "qnn.contrib_dense_pack": _dense_pack,
     "qnn.leaky_relu": _leaky_relu,
+    "qnn.avg_pool2d": _emulated("qnn.avg_pool2d", "nn.avg_pool2d"),
+    "qnn.softmax": _emulated("qnn.softmax", "nn.softmax"),
     **{f"qnn.{short}": _unary(short) for short in FLOAT_FUNCS},
 }
 

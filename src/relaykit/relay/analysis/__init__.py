@@ -7,6 +7,7 @@
 """
 
 from relaykit.transform.call_graph import CallGraph
+from relaykit.transform.fake_quantization import list_fake_quantized_op_freqs
 from relaykit.transform.op_count import get_total_mac_number, list_op_freqs
 
 from . import call_graph, feature
@@ -24,6 +25,7 @@ from .count_layers import count_layers
 from .feature import Feature, detect_feature
 
 __all__ = [
+    "list_fake_quantized_op_freqs",
     "CallGraph",
     "call_graph",
     "get_total_mac_number",

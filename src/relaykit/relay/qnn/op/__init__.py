@@ -2,3 +2,5 @@
 
 from relaykit.op.qnn import *  # noqa: F403
 from relaykit.op.qnn import __all__ as __all__
+
+from . import qnn as qnn

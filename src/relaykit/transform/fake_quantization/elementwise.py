@@ -1,0 +1,201 @@
+"""Rules of elementwise operators: ``add`` / ``subtract`` / ``multiply`` (``qnn.add``...),
+``minimum`` / ``maximum`` (both sides brought to one scale), the QNN unary operators
+(``exp``, ``tanh``, ``sigmoid``...), ``nn.relu`` and ``clip`` (bounds quantized),
+``nn.leaky_relu``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from relaykit.errors import IRError
+from relaykit.ir.affine_type import TensorAffineType
+from relaykit.ir.expr import Call, Constant, Expr, const
+from relaykit.op import tensor
+from relaykit.op.define import make_call
+from relaykit.op.qnn import leaky_relu, quantize, requantize
+
+from .registry import (
+    approx_equal,
+    fold,
+    infer_shape,
+    op_name,
+    register_fake_quantization_to_integer,
+    same_affine,
+)
+
+__all__ = ["binary_types", "qnn_binary_rule", "identity_binary_rule", "unary_rule"]
+
+
+def binary_types(
+    expr: Call, type_map: dict[Expr, Any]
+) -> tuple[Expr, Expr, TensorAffineType, TensorAffineType, TensorAffineType]:
+    """Both inputs of a binary operator with their affine types (a float constant input
+    quantized with the other's parameters) and the result's type."""
+    left, right = expr.args
+    lt, rt = type_map.get(left), type_map.get(right)
+    out_t: TensorAffineType = type_map[expr]
+    if lt is None and rt is None:
+        raise IRError(f"{op_name(expr)}: neither input is quantized")
+    if lt is None:
+        left = _quantize_const(left, rt, expr)
+        lt = rt
+    if rt is None:
+        right = _quantize_const(right, lt, expr)
+        rt = lt
+    if not isinstance(lt, TensorAffineType) or not isinstance(rt, TensorAffineType):
+        raise IRError(f"{op_name(expr)}: an input is not a quantized tensor")
+    if lt.dtype != out_t.dtype:
+        out_t = lt
+    return left, right, lt, rt, out_t
+
+
+def _quantize_const(c: Expr, t: Any, expr: Call) -> Expr:
+    if not isinstance(c, Constant):
+        raise IRError(f"{op_name(expr)}: an input is neither quantized nor a constant")
+    return quantize(c, t.scale, t.zero_point, axis=t.axis, out_dtype=t.dtype)
+
+
+def _is_scalar(e: Expr) -> bool:
+    value = fold(e)
+    return isinstance(value, Constant) and value.data.numpy().size == 1
+
+
+_QNN_BINARY = {"add": "qnn.add", "subtract": "qnn.subtract", "multiply": "qnn.mul"}
+
+
+def qnn_binary_rule(expr: Call, type_map: dict[Expr, Any]) -> list[Any]:
+    """``add`` / ``subtract`` / ``multiply`` -> ``qnn.add`` / ``qnn.subtract`` / ``qnn.mul``
+    (a bias-like int32 add of equal parameters stays a plain ``add``)."""
+    left, right, left_t, right_t, out_t = binary_types(expr, type_map)
+    name = op_name(expr)
+    z = fold(out_t.zero_point)
+    zero_out = isinstance(z, Constant) and not np.any(z.data.numpy())
+    if (
+        name == "add"
+        and left_t.dtype == "int32"
+        and same_affine(left_t, right_t)
+        and approx_equal(left_t.scale, out_t.scale)
+        and approx_equal(left_t.zero_point, out_t.zero_point)
+        and zero_out
+    ):
+        return [tensor.add(left, right), left_t]
+    if not (_is_scalar(out_t.scale) and _is_scalar(out_t.zero_point)):
+        raise IRError(f"{name}: the output scale and zero point must be scalars")
+    out = make_call(
+        _QNN_BINARY[name],
+        [
+            left,
+            right,
+            left_t.scale,
+            left_t.zero_point,
+            right_t.scale,
+            right_t.zero_point,
+            out_t.scale,
+            out_t.zero_point,
+        ],
+        lhs_axis=left_t.axis,
+        rhs_axis=right_t.axis,
+    )
+    return [out, TensorAffineType(out_t.scale, out_t.zero_point, left_t.dtype, -1)]
+
+
+def _to(x: Expr, t: TensorAffineType, out_t: TensorAffineType) -> Expr:
+    if same_affine(t, out_t):
+        return x
+    return requantize(
+        x, t.scale, t.zero_point, out_t.scale, out_t.zero_point, axis=t.axis, out_dtype=out_t.dtype
+    )
+
+
+def identity_binary_rule(expr: Call, type_map: dict[Expr, Any]) -> list[Any]:
+    """``minimum`` / ``maximum``: both inputs requantized to the result's parameters
+    (both are monotonic, so they commute with the requantize)."""
+    left, right, left_t, right_t, out_t = binary_types(expr, type_map)
+    target = TensorAffineType(out_t.scale, out_t.zero_point, left_t.dtype, out_t.axis)
+    out = make_call(op_name(expr), [_to(left, left_t, target), _to(right, right_t, target)])
+    return [out, target]
+
+
+for _name in _QNN_BINARY:
+    register_fake_quantization_to_integer(_name, qnn_binary_rule)
+for _name in ("minimum", "maximum"):
+    register_fake_quantization_to_integer(_name, identity_binary_rule)
+
+
+def unary_rule(expr: Call, type_map: dict[Expr, Any]) -> list[Any]:
+    """``f(x)`` -> ``qnn.f(x, scale, zero point, output scale, output zero point)``."""
+    arg = expr.args[0]
+    x_t: TensorAffineType = type_map[arg]
+    out_t: TensorAffineType = type_map[expr]
+    out = make_call(
+        "qnn." + op_name(expr), [arg, x_t.scale, x_t.zero_point, out_t.scale, out_t.zero_point]
+    )
+    return [out, TensorAffineType(out_t.scale, out_t.zero_point, x_t.dtype, -1)]
+
+
+for _name in ("sqrt", "rsqrt", "exp", "erf", "sigmoid", "tanh", "log", "abs"):
+    register_fake_quantization_to_integer(_name, unary_rule)
+
+
+@register_fake_quantization_to_integer("nn.leaky_relu")
+def leaky_relu_rule(expr: Call, type_map: dict[Expr, Any]) -> list[Any]:
+    """``nn.leaky_relu`` -> ``qnn.leaky_relu`` into the result's parameters."""
+    arg = expr.args[0]
+    x_t: TensorAffineType = type_map[arg]
+    out_t: TensorAffineType = type_map[expr]
+    out = leaky_relu(
+        arg, float(expr.attrs.alpha), x_t.scale, x_t.zero_point, out_t.scale, out_t.zero_point
+    )
+    return [out, TensorAffineType(out_t.scale, out_t.zero_point, x_t.dtype, -1)]
+
+
+def _channel_const(values: np.ndarray, t: TensorAffineType, arg: Expr) -> Expr:
+    """Per-tensor values as a scalar constant, per-channel ones shaped to broadcast."""
+    flat = values.reshape(-1)
+    if flat.size == 1:
+        return const(flat.reshape(()).astype(t.dtype), t.dtype)
+    shape = [1] * len(infer_shape(arg))
+    shape[t.axis] = flat.size
+    return const(flat.reshape(shape).astype(t.dtype), t.dtype)
+
+
+def _params(t: TensorAffineType, what: str) -> tuple[np.ndarray, np.ndarray]:
+    s, z = fold(t.scale), fold(t.zero_point)
+    if not (isinstance(s, Constant) and isinstance(z, Constant)):
+        raise IRError(f"{what}: the scale and zero point must be constants")
+    return s.data.numpy().astype(np.float32), z.data.numpy().astype(np.int64)
+
+
+@register_fake_quantization_to_integer("nn.relu")
+def relu_rule(expr: Call, type_map: dict[Expr, Any]) -> list[Any]:
+    """``relu`` -> ``maximum(x, zero_point)``."""
+    arg = expr.args[0]
+    t: TensorAffineType = type_map[arg]
+    _, z = _params(t, "nn.relu")
+    return [tensor.maximum(arg, _channel_const(z, t, arg)), t]
+
+
+def _bound(value: float, s: np.ndarray, z: np.ndarray, dtype: str) -> np.ndarray:
+    info = np.iinfo(np.dtype(dtype))
+    with np.errstate(over="ignore", invalid="ignore"):
+        v = (np.float32(value) / s).astype(np.float64)  # as qnn.quantize divides, in float32
+    # round halves away from zero, as qnn.quantize does
+    q = np.sign(v) * np.floor(np.abs(v) + 0.5) + z
+    return np.clip(np.nan_to_num(q), info.min, info.max)
+
+
+@register_fake_quantization_to_integer("clip")
+def clip_rule(expr: Call, type_map: dict[Expr, Any]) -> list[Any]:
+    """``clip(x, a, b)`` -> the same clip of the integers, the bounds quantized as the
+    final ``qnn.quantize`` would round them (so the result is the same)."""
+    arg = expr.args[0]
+    t: TensorAffineType = type_map[arg]
+    s, z = _params(t, "clip")
+    lo = _bound(float(expr.attrs.a_min), s, z, t.dtype)
+    hi = _bound(float(expr.attrs.a_max), s, z, t.dtype)
+    if lo.size == 1 and hi.size == 1:
+        return [tensor.clip(arg, float(lo.reshape(-1)[0]), float(hi.reshape(-1)[0])), t]
+    bounded = tensor.maximum(arg, _channel_const(lo, t, arg))
+    return [tensor.minimum(bounded, _channel_const(hi, t, arg)), t]
