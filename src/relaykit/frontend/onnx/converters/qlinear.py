@@ -149,8 +149,20 @@ def _unit(ctx: NodeContext, zp: Expr | None, x: Expr, what: str, channels: int |
     return const_qparams(ctx, one, zp, ctx.dtype(x), what, channels)
 
 
-def _qnn_shape_ok(ctx: NodeContext, x: Expr, zp: Expr | None) -> bool:
-    return zp is None or ctx.ndim(zp) == 0 or ctx.shape(zp) == (1,)
+def _data_unit(ctx: NodeContext, zp: Expr | None, x: Expr, what: str) -> QParams:
+    """Parameters of the data operand of an ``*Integer`` operator: checked constants, or
+    its one-value zero point computed at run time (``DynamicQuantizeLinear`` makes one) as
+    an int32 scalar expression."""
+    if zp is None or isinstance(zp, Constant):
+        return _unit(ctx, zp, x, what, None)
+    if ctx.dtype(zp) != ctx.dtype(x):
+        raise ctx.fail(f"the {what} zero point is {ctx.dtype(zp)} but {what} is {ctx.dtype(x)}")
+    runtime = op.cast(op.reshape(zp, ()), "int32")
+    return QParams(np.array(1.0, np.float32), np.array(0, np.int64), runtime)
+
+
+def _scalar_zp(ctx: NodeContext, zp: Expr | None) -> bool:
+    return zp is None or math.prod(ctx.shape(zp)) == 1
 
 
 # -- converters -------------------------------------------------------------------------------
@@ -165,8 +177,8 @@ def _conv_integer(
     w_zp: Expr | None = None,
     **attrs: Any,
 ) -> Expr:
-    if ctx.ndim(x) == 4 and is_const(x_zp, w_zp) and _qnn_shape_ok(ctx, x, x_zp):
-        xq = _unit(ctx, x_zp, x, "x", None)
+    if ctx.ndim(x) == 4 and is_const(w_zp) and _scalar_zp(ctx, x_zp):
+        xq = _data_unit(ctx, x_zp, x, "x")
         wq = _unit(ctx, w_zp, w, "w", ctx.shape(w)[0])
         return _qnn_conv(ctx, x, w, xq, wq, attrs)
     return _int_conv(ctx, x, w, x_zp, w_zp, attrs)
@@ -176,14 +188,9 @@ def _conv_integer(
 def _matmul_integer(
     ctx: NodeContext, a: Expr, b: Expr, a_zp: Expr | None = None, b_zp: Expr | None = None
 ) -> Expr:
-    if (
-        ctx.ndim(a) >= 2
-        and ctx.ndim(b) >= 2
-        and is_const(a_zp, b_zp)
-        and _qnn_shape_ok(ctx, a, a_zp)
-    ):
+    if ctx.ndim(a) >= 2 and ctx.ndim(b) >= 2 and is_const(b_zp) and _scalar_zp(ctx, a_zp):
         b_cols = ctx.shape(b)[-1] if ctx.ndim(b) == 2 else None
-        aq = _unit(ctx, a_zp, a, "a", None)
+        aq = _data_unit(ctx, a_zp, a, "a")
         bq = _unit(ctx, b_zp, b, "b", b_cols)
         return _qnn_matmul(ctx, a, b, aq, bq)
     return matmul(ctx, _centered(ctx, a, a_zp, ctx.ndim(a) - 2), _centered(ctx, b, b_zp))

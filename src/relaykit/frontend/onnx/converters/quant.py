@@ -155,6 +155,15 @@ def _dynamic_quantize(ctx: NodeContext, x: Expr) -> list[Expr]:
     hi = op.maximum(op.max(x), zero)
     lo = op.minimum(op.min(x), zero)
     scale = op.divide(op.subtract(hi, lo), scalar(255, dt))
-    zp = _saturate(ctx, round_half_to_even(ctx, op.subtract(zero, op.divide(lo, scale))), "uint8")
-    y = op.add(round_half_to_even(ctx, op.divide(x, scale)), op.cast(zp, dt))
-    return [_saturate(ctx, y, "uint8"), scale, zp]
+    if dt != "float32":
+        zp = _saturate(
+            ctx, round_half_to_even(ctx, op.subtract(zero, op.divide(lo, scale))), "uint8"
+        )
+        y = op.add(round_half_to_even(ctx, op.divide(x, scale)), op.cast(zp, dt))
+        return [_saturate(ctx, y, "uint8"), scale, zp]
+    # float32: the tensor is quantized by qnn.quantize with the computed parameters (an
+    # all-zero input, whose range is empty, is quantized with scale 1 to all zeros)
+    safe = op.where(op.equal(scale, zero), scalar(1, dt), scale)
+    zp = _saturate(ctx, round_half_to_even(ctx, op.subtract(zero, op.divide(lo, safe))), "uint8")
+    y = op.qnn.quantize(x, safe, op.cast(zp, "int32"), out_dtype="uint8")
+    return [y, scale, zp]

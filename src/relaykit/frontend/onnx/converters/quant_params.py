@@ -38,15 +38,23 @@ QNN_DTYPES = ("int8", "uint8", "int16", "uint16", "int32")
 
 class QParams:
     """A checked (scale, zero point) pair as QNN constants: ``scale`` float32 and
-    ``zero_point`` int32, each a scalar or a vector of ``channels`` entries."""
+    ``zero_point`` int32, each a scalar or a vector of ``channels`` entries (or an int32
+    scalar expression for a zero point known only at run time)."""
 
     __slots__ = ("scale", "zero_point", "scale_values", "zp_values")
 
-    def __init__(self, scale: np.ndarray, zero_point: np.ndarray) -> None:
+    def __init__(
+        self, scale: np.ndarray, zero_point: np.ndarray, zero_point_expr: Expr | None = None
+    ) -> None:
         self.scale_values = scale
         self.zp_values = zero_point
-        self.scale = Constant(np.array(scale, np.float32))
-        self.zero_point = Constant(np.array(zero_point, np.int32))
+        self.scale: Expr = Constant(np.array(scale, np.float32))
+        #: ``zero_point_expr`` when given: a zero point computed at run time
+        self.zero_point: Expr = (
+            zero_point_expr
+            if zero_point_expr is not None
+            else Constant(np.array(zero_point, np.int32))
+        )
 
     @property
     def per_channel(self) -> bool:
