@@ -5,8 +5,15 @@ in its QOperator format (``QLinearAdd``, ``QLinearMul``, ``QGemm``, ``QLinearCon
 
 Their scales and zero points must be constants (onnxruntime's quantizer always writes
 initializers): a run-time one, a non-positive scale or a zero point of another dtype is
-an error naming the node. Operators QNN has no integer form of (average pooling, softmax)
-are ``qnn.dequantize`` -> the float operator -> ``qnn.quantize``.
+an error naming the node.
+
+``QGemm`` is ``qnn.dense`` -> int32 bias -> ``qnn.requantize``; ``QLinearSigmoid`` is
+``qnn.sigmoid``. onnxruntime computes the others by rounding once from float (a lookup
+table, or the exact float sum), which QNN's integer forms (``qnn.add``,
+``qnn.concatenate``, ``qnn.leaky_relu``: each input requantized first) do not reproduce
+bit for bit, and QNN has no integer average pooling or softmax: those are
+``qnn.dequantize`` -> the float operator -> ``qnn.quantize``, as TVM's frontend imports
+most of them, and FakeQuantizationToInteger turns such chains into QNN operators.
 """
 
 from __future__ import annotations
@@ -150,14 +157,9 @@ def _qlinear_concat(ctx: NodeContext, y_scale: Expr, y_zp: Expr, *rest: Expr, ax
     nd = ctx.ndim(xs[0])
     if not -nd <= axis < nd:
         raise ctx.fail(f"axis {axis} is out of range for tensors of rank {nd}")
-    return op.qnn.concatenate(
-        xs,
-        [q.scale for q in qps],
-        [q.zero_point for q in qps],
-        yq.scale,
-        yq.zero_point,
-        axis=axis % nd,
-    )
+    floats = [op.qnn.dequantize(x, q.scale, q.zero_point) for x, q in zip(xs, qps, strict=True)]
+    y = op.concatenate(floats, axis=axis % nd)
+    return op.qnn.quantize(y, yq.scale, yq.zero_point, out_dtype=dtype)
 
 
 def _unary_params(ctx, x, x_scale, x_zp, y_scale, y_zp) -> tuple[QParams, QParams]:
@@ -176,7 +178,7 @@ def _qlinear_leaky_relu(
     alpha: float = 0.01,
 ) -> Expr:
     xq, yq = _unary_params(ctx, x, x_scale, x_zp, y_scale, y_zp)
-    return op.qnn.leaky_relu(x, float(alpha), xq.scale, xq.zero_point, yq.scale, yq.zero_point)
+    return _through_float(ctx, x, xq, yq, lambda f: op.nn.leaky_relu(f, float(alpha)))
 
 
 @converter("QLinearSigmoid", 1, MS)

@@ -98,7 +98,9 @@ def _check_shape(ctx: NodeContext, arr: np.ndarray, what: str, channels: int | N
     if arr.ndim != 1:
         raise ctx.fail(
             f"{what} must be a scalar or a 1-D tensor (per axis), got shape {list(arr.shape)}; "
-            "blocked quantization is not supported here"
+            "blocked quantization (a parameter per block of the axis) needs the block_size "
+            "attribute of QuantizeLinear / DequantizeLinear and is not taken by quantized "
+            "operators"
         )
     if channels is None:
         raise ctx.fail(f"{what} must be a scalar (per tensor) here, got shape {list(arr.shape)}")
@@ -131,6 +133,7 @@ def const_qparams(
         z = require_const(ctx, zero_point, f"{what} zero point")
         if z.dtype.kind not in "iu":
             raise ctx.fail(f"the {what} zero point must be an integer tensor, got {z.dtype}")
+        _check_zp_range(ctx, z, dtype, what)
         if dtype != str(z.dtype):
             raise ctx.fail(
                 f"the {what} zero point is {z.dtype} but the quantized tensor is {dtype}; "
