@@ -210,7 +210,9 @@ def _qlinear_matmul(
 ) -> Expr:
     params = (a_scale, a_zp, b_scale, b_zp, y_scale, y_zp)
     floats = all(ctx.dtype(s) == "float32" for s in (a_scale, b_scale, y_scale))
-    if ctx.ndim(a) >= 2 and ctx.ndim(b) >= 2 and is_const(*params) and floats:
+    # a batched B has one scale (qnn.batch_matmul); per-column ones take the float path
+    per_tensor_b = ctx.ndim(b) == 2 or (_scalar_zp(ctx, b_scale) and _scalar_zp(ctx, b_zp))
+    if ctx.ndim(a) >= 2 and ctx.ndim(b) >= 2 and is_const(*params) and floats and per_tensor_b:
         b_cols = ctx.shape(b)[-1] if ctx.ndim(b) == 2 else None
         aq = const_qparams(ctx, a_scale, a_zp, ctx.dtype(a), "a")
         bq = const_qparams(ctx, b_scale, b_zp, ctx.dtype(b), "b", b_cols)
