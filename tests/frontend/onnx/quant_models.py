@@ -39,6 +39,9 @@ def zoo() -> Any:
 def torch_model(name: str, full: bool = False) -> tuple[Any, tuple[Any, ...], list[str]]:
     """``(model, example_args, input_names)``: small (1x3x64x64 images, narrow layers; a
     2-layer 32-wide encoder over 8 tokens) unless ``full``."""
+    import torch
+
+    torch.manual_seed(0)  # the zoo draws the layers' weights from torch's global generator
     z = zoo()
     if full:
         model, args = z.full_size(name)
