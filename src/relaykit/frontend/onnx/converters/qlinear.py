@@ -4,9 +4,11 @@
 With constant quantization parameters they become QNN operators, as TVM's frontend
 imports them: ``qnn.conv2d`` / ``qnn.dense`` / ``qnn.batch_matmul`` accumulating in
 int32, then (for the ``QLinear`` forms) the int32 bias and ``qnn.requantize`` to the
-output's scale and zero point. Parameters computed at run time (ONNX allows them), 1-D or
-3-D convolutions and per-row zero points are computed exactly in integer arithmetic
-instead.
+output's scale and zero point. The data's zero point of ``ConvInteger`` /
+``MatMulInteger`` may be computed at run time (``DynamicQuantizeLinear`` makes it). Other
+parameters computed at run time (ONNX allows them), 1-D or 3-D convolutions, per-row
+zero points and a batched ``B`` with per-column parameters are computed exactly in
+integer arithmetic instead.
 """
 
 from __future__ import annotations
