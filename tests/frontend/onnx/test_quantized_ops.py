@@ -265,3 +265,26 @@ def test_dequantize_constant_weight_is_not_folded():
     got, want, counts = _run_both(_model(nodes, {"x": x}, {"y": "float32"}, inits), {"x": x})
     np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-6)
     assert counts["qnn.dequantize"] == 1
+
+
+@pytest.mark.parametrize("per_column", [False, True])
+def test_dynamic_quantize_matmul_and_matmul_integer_to_float(per_column):
+    """The operators onnxruntime's optimizer writes for dynamically quantized models."""
+    x = RNG.standard_normal((2, 3, 8)).astype(np.float32)
+    a = _q((2, 3, 8))
+    b = _q((8, 5), "int8")
+    sb = np.linspace(0.01, 0.03, 5, dtype=np.float32) if per_column else _s(0.02)
+    zb = np.zeros(5, np.int8) if per_column else _z(0, "int8")
+    inits = {"b": b, "sb": sb, "zb": zb, "bias": RNG.standard_normal(5).astype(np.float32)}
+    inits |= {"sa": _s(0.04), "za": _z(120)}
+    nodes = [
+        helper.make_node("DynamicQuantizeMatMul", ["x", "b", "sb", "zb", "bias"], ["y"], domain=MS),
+        helper.make_node(
+            "MatMulIntegerToFloat", ["a", "b", "sa", "sb", "za", "zb", "bias"], ["z"], domain=MS
+        ),
+    ]
+    model = _model(nodes, {"x": x, "a": a}, {"y": "float32", "z": "float32"}, inits)
+    got, want, counts = _run_both(model, {"x": x, "a": a})
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+    assert counts["qnn.dense"] == 2 and counts["qnn.quantize"] == 1

@@ -1,7 +1,9 @@
 """ONNX converters: the ``com.microsoft`` quantized operators onnxruntime's quantizer writes
 in its QOperator format (``QLinearAdd``, ``QLinearMul``, ``QGemm``, ``QLinearConcat``,
 ``QLinearGlobalAveragePool``, ``QLinearAveragePool``, ``QLinearLeakyRelu``,
-``QLinearSigmoid``, ``QLinearSoftmax``), imported as QNN operators.
+``QLinearSigmoid``, ``QLinearSoftmax``), imported as QNN operators, and the dynamic
+quantization ones its graph optimizer writes (``MatMulIntegerToFloat``,
+``DynamicQuantizeMatMul``).
 
 Their scales and zero points must be constants (onnxruntime's quantizer always writes
 initializers): a run-time one, a non-positive scale or a zero point of another dtype is
@@ -28,8 +30,9 @@ from relaykit.frontend.onnx.registry import NodeContext, converter
 from relaykit.ir.expr import Constant, Expr
 
 from .conv import _pool
-from .qlinear import _qnn_matmul, _requantize
-from .quant_params import QParams, const_qparams
+from .qlinear import _matmul_integer, _qnn_matmul, _requantize
+from .quant import _dynamic_quantize
+from .quant_params import QParams, check_scale_values, const_qparams
 
 __all__: list[str] = []
 
@@ -266,3 +269,64 @@ def _qlinear_softmax(
         return op.reshape(op.nn.softmax(flat, axis=1), shape)
 
     return _through_float(ctx, x, xq, yq, softmax)
+
+
+def _integer_to_float(
+    ctx: NodeContext,
+    acc: Expr,
+    a_scale: Expr,
+    b_scale: Expr,
+    bias: Expr | None,
+    n: int,
+) -> Expr:
+    """``acc * a_scale * b_scale (+ bias)`` in float32; ``b_scale`` one value or one per
+    output column, ``a_scale`` one value (it may be computed at run time)."""
+    for what, s, ok in (("a_scale", a_scale, (1,)), ("b_scale", b_scale, (1, n))):
+        size = math.prod(ctx.shape(s))
+        if ctx.dtype(s) != "float32" or size not in ok:
+            raise ctx.fail(
+                f"its {what} must be float32 with {' or '.join(map(str, ok))} values, got "
+                f"{ctx.dtype(s)}{list(ctx.shape(s))}"
+            )
+        if isinstance(s, Constant):
+            check_scale_values(s.data.numpy(), what, ctx.where)
+    scale = op.multiply(op.reshape(a_scale, ()), op.reshape(b_scale, (-1,) if n > 1 else ()))
+    out = op.multiply(op.cast(acc, "float32"), scale)
+    return out if bias is None else op.add(out, bias)
+
+
+@converter("MatMulIntegerToFloat", 1, MS)
+def _matmul_integer_to_float(
+    ctx: NodeContext,
+    a: Expr,
+    b: Expr | None = None,
+    a_scale: Expr | None = None,
+    b_scale: Expr | None = None,
+    a_zp: Expr | None = None,
+    b_zp: Expr | None = None,
+    bias: Expr | None = None,
+) -> Expr:
+    """``(A - a_zp) @ (B - b_zp) * a_scale * b_scale + bias``: the integer product as
+    ``MatMulInteger`` (QNN), then scaled to float32."""
+    if b is None or a_scale is None or b_scale is None:
+        raise ctx.fail("it needs A, B, a_scale and b_scale")
+    acc = _matmul_integer(ctx, a, b, a_zp, b_zp)
+    return _integer_to_float(ctx, acc, a_scale, b_scale, bias, ctx.shape(b)[-1])
+
+
+@converter("DynamicQuantizeMatMul", 1, MS)
+def _dynamic_quantize_matmul(
+    ctx: NodeContext,
+    a: Expr,
+    b: Expr | None = None,
+    b_scale: Expr | None = None,
+    b_zp: Expr | None = None,
+    bias: Expr | None = None,
+) -> Expr:
+    """``A`` quantized to uint8 as ``DynamicQuantizeLinear`` does, then
+    ``MatMulIntegerToFloat``."""
+    if b is None or b_scale is None:
+        raise ctx.fail("it needs A, B and b_scale")
+    qa, a_scale, a_zp = _dynamic_quantize(ctx, a)
+    acc = _matmul_integer(ctx, qa, b, a_zp, b_zp)
+    return _integer_to_float(ctx, acc, a_scale, b_scale, bias, ctx.shape(b)[-1])
