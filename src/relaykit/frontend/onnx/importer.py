@@ -157,6 +157,14 @@ def _topological(nodes: list[Any], available: set[str]) -> list[int]:
     return order
 
 
+def _kept(call: Call) -> bool:
+    """QNN operators are never folded at import, even on constants (TVM's FoldConstant
+    leaves them too): a quantized weight stays an integer constant with its
+    ``qnn.dequantize`` beside it, which is what the passes folding QDQ pairs into QNN
+    operators and the quantized backends look for."""
+    return type(call.op) is Op and call.op.name.startswith("qnn.")
+
+
 class GraphImporter:
     """Converts a ``GraphProto`` (with its opsets) to a Relay function."""
 
@@ -215,7 +223,7 @@ class GraphImporter:
             elif type(node) is Var:
                 memo[node] = True
             elif type(node) is Call:
-                memo[node] = any(memo[a] for a in node.args)
+                memo[node] = _kept(node) or any(memo[a] for a in node.args)
             elif type(node) is Tuple:
                 memo[node] = any(memo[f] for f in node.fields)
             elif type(node) is TupleGetItem:

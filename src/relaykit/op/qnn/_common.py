@@ -129,7 +129,7 @@ def requantize_values(
         ft = np.dtype(compute_dtype)
         mult = channel_shape(isc.astype(np.float64) / osc.astype(np.float64), nd, axis)
         v = (np.asarray(x).astype(ft) - izp.astype(ft)) * mult.astype(ft) + ozp.astype(ft)
-        return np.clip(rint(v), lo, hi).astype(out_dtype)
+        return np.asarray(np.clip(rint(v), lo, hi).astype(out_dtype))
     v = (np.asarray(x).astype(np.int64) - izp).astype(np.int32)
     per_tensor = isc.size == 1 and osc.size == 1
     if not (per_tensor and isc[0] == osc[0]):
@@ -137,8 +137,8 @@ def requantize_values(
         v = fixed_point_multiply(v, mult, rounding)
     v = (v.astype(np.int64) + ozp).astype(np.int32)
     if out_dtype == "int32":
-        return v
-    return np.clip(v, lo, hi).astype(out_dtype)
+        return np.asarray(v)
+    return np.asarray(np.clip(v, lo, hi).astype(out_dtype))
 
 
 def check_qparam_type(

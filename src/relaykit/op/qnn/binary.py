@@ -92,7 +92,7 @@ def _check(op: str, ins: Sequence[np.ndarray]) -> None:
 
 def _to_dtype(v: np.ndarray, dtype: np.dtype[Any]) -> np.ndarray:
     lo, hi = qrange(str(dtype))
-    return np.clip(v, lo, hi).astype(dtype)
+    return np.asarray(np.clip(v, lo, hi).astype(dtype))
 
 
 def _add_sub(op: str, sign: int) -> Callable[[Sequence[Any], Attrs], np.ndarray]:

@@ -99,7 +99,7 @@ def _quantize(inputs: Sequence[Any], attrs: Attrs) -> np.ndarray:
     z = channel_shape(zp, nd, axis).astype(np.float32)
     v = rint(data.astype(np.float32) / s) + z
     lo, hi = qrange(out)
-    return np.clip(v, lo, hi).astype(out)
+    return np.asarray(np.clip(v, lo, hi).astype(out))
 
 
 define_op(
@@ -154,7 +154,7 @@ def _dequantize(inputs: Sequence[Any], attrs: Attrs) -> np.ndarray:
         np.int32
     )
     s = channel_shape(scale, nd, axis).astype(np.float32)
-    return (shifted.astype(np.float32) * s).astype(str(attrs.out_dtype))
+    return np.asarray((shifted.astype(np.float32) * s).astype(str(attrs.out_dtype)))
 
 
 define_op(
@@ -326,7 +326,7 @@ def _simulated_quantize(inputs: Sequence[Any], attrs: Attrs) -> np.ndarray:
         return data
     lo, hi = qrange(dtype)
     v = rint(data / s.astype(data.dtype)) + z.astype(data.dtype)
-    return np.clip(v, lo, hi).astype(data.dtype)
+    return np.asarray(np.clip(v, lo, hi).astype(data.dtype))
 
 
 def _simulated_dequantize(inputs: Sequence[Any], attrs: Attrs) -> np.ndarray:

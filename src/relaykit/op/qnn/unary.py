@@ -159,7 +159,7 @@ def _leaky_relu(inputs: Sequence[Any], attrs: Attrs) -> np.ndarray:
     ri = requantize_values(x, s, z, os, oz, -1, "UPWARD", "int64", "int32")
     out = np.where(x.astype(np.int64) < zp, rp, ri)
     lo, hi = qrange(str(x.dtype))
-    return np.clip(out, lo, hi).astype(x.dtype)
+    return np.asarray(np.clip(out, lo, hi).astype(x.dtype))
 
 
 define_op(

@@ -1,21 +1,27 @@
 """ONNX converters: linear quantisation (``QuantizeLinear``, ``DequantizeLinear``,
-``DynamicQuantizeLinear``) to and from 2/4/8/16-bit integers and the float8/float4
-formats, per tensor, per axis or blocked."""
+``DynamicQuantizeLinear``).
+
+With constant float32 scales and zero points and an int8/uint8/int16/uint16/int32
+tensor, per tensor or per axis, they become ``qnn.quantize`` / ``qnn.dequantize`` (as
+TVM's frontend imports them), which later passes fold into QNN operators. Everything else
+ONNX allows -- scales computed at run time or of float16, blocked quantisation, 2/4-bit
+integers and the float8/float4 formats -- is computed exactly in float arithmetic.
+Constant parameters are checked first: a bad scale or zero point is an error naming the
+node (:mod:`.quant_params`)."""
 
 from __future__ import annotations
 
-from typing import Any
+import math
 
 from relaykit import op
 from relaykit.frontend.onnx.narrow import cast_to, int_range
 from relaykit.frontend.onnx.proto import onnx_dtype_name
 from relaykit.frontend.onnx.registry import NodeContext, converter
-from relaykit.ir.expr import Expr
+from relaykit.ir.expr import Constant, Expr
 from relaykit.ir.types import dtype_kind
 
 from .common import normalize_axis, round_half_to_even, scalar
-from .conv import _conv
-from .nn import matmul
+from .quant_params import QNN_DTYPES, check_scale_values, const_qparams, is_const
 
 __all__: list[str] = []
 
@@ -34,6 +40,36 @@ def _along(ctx: NodeContext, v: Expr, ndim: int, axis: int, block: int = 0, dim:
         axis = normalize_axis(ctx, axis, ndim)
         return op.reshape(v, tuple(shape[0] if i == axis else 1 for i in range(ndim)))
     return v  # blocked quantisation is not handled here
+
+
+def _qnn_ok(
+    ctx: NodeContext, x: Expr, scale: Expr, zp: Expr | None, qdtype: str, block_size: int
+) -> bool:
+    """Whether a QuantizeLinear / DequantizeLinear maps to a QNN operator: constant
+    float32 parameters, an integer dtype QNN has, float32 data, no blocks."""
+    fdt = ctx.dtype(x) if dtype_kind(ctx.dtype(x)) == "f" else ctx.dtype(scale)
+    return (
+        not block_size
+        and qdtype in QNN_DTYPES
+        and fdt == "float32"
+        and ctx.dtype(scale) == "float32"
+        and is_const(scale, zp)
+    )
+
+
+def _qnn_axis(ctx: NodeContext, x: Expr, scale: Expr, axis: int) -> tuple[int, int | None]:
+    """The QNN ``axis`` and its number of channels; ONNX ignores ``axis`` for a per-tensor
+    (one-value) scale."""
+    nd = ctx.ndim(x)
+    if nd == 0 or math.prod(ctx.shape(scale)) == 1:
+        return -1, None
+    ax = normalize_axis(ctx, axis, nd)
+    return ax, ctx.shape(x)[ax]
+
+
+def _check_const_scale(ctx: NodeContext, scale: Expr, what: str) -> None:
+    if isinstance(scale, Constant):
+        check_scale_values(scale.data.numpy(), f"the {what} scale", ctx.where)
 
 
 def _saturate(ctx: NodeContext, x: Expr, dtype: str) -> Expr:
@@ -63,6 +99,11 @@ def _quantize(
     else:
         out_dt = "uint8"
     dt = ctx.dtype(scale)
+    _check_const_scale(ctx, scale, "y")
+    if _qnn_ok(ctx, x, scale, zero_point, out_dt, block_size):
+        ax, channels = _qnn_axis(ctx, x, scale, axis)
+        qp = const_qparams(ctx, scale, zero_point, out_dt, "y", channels)
+        return op.qnn.quantize(x, qp.scale, qp.zero_point, axis=ax, out_dtype=out_dt)
     xf = x if ctx.dtype(x) == dt else op.cast(x, dt)
     y: Expr = op.divide(xf, _along(ctx, scale, nd, axis, block_size, dim))
     if out_dt.startswith("float8"):  # the zero point of a float8 type is always 0
@@ -91,6 +132,12 @@ def _dequantize(
     nd = ctx.ndim(x)
     dim = ctx.shape(x)[normalize_axis(ctx, axis, nd)] if block_size else 0
     dt = ctx.dtype(scale)
+    out_name = onnx_dtype_name(output_dtype, ctx.where) if output_dtype else dt
+    _check_const_scale(ctx, scale, "x")
+    if out_name == "float32" and _qnn_ok(ctx, x, scale, zero_point, ctx.dtype(x), block_size):
+        ax, channels = _qnn_axis(ctx, x, scale, axis)
+        qp = const_qparams(ctx, scale, zero_point, ctx.dtype(x), "x", channels)
+        return op.qnn.dequantize(x, qp.scale, qp.zero_point, axis=ax)
     xf = op.cast(x, dt)
     if zero_point is not None:
         zp = _along(ctx, zero_point, nd, axis, block_size, dim)
@@ -108,102 +155,15 @@ def _dynamic_quantize(ctx: NodeContext, x: Expr) -> list[Expr]:
     hi = op.maximum(op.max(x), zero)
     lo = op.minimum(op.min(x), zero)
     scale = op.divide(op.subtract(hi, lo), scalar(255, dt))
-    zp = _saturate(ctx, round_half_to_even(ctx, op.subtract(zero, op.divide(lo, scale))), "uint8")
-    y = op.add(round_half_to_even(ctx, op.divide(x, scale)), op.cast(zp, dt))
-    return [_saturate(ctx, y, "uint8"), scale, zp]
-
-
-# -- integer arithmetic ---------------------------------------------------------------------------
-
-
-def _centered(ctx: NodeContext, x: Expr, zp: Expr | None, row_axis: int | None = None) -> Expr:
-    """``x - zero_point`` in int32 (a 1-D zero point applies along ``row_axis``)."""
-    xi = op.cast(x, "int32")
-    if zp is None:
-        return xi
-    z: Expr = op.cast(zp, "int32")
-    if row_axis is not None and ctx.ndim(zp) == 1 and ctx.ndim(x) >= 2:
-        z = _along(ctx, z, ctx.ndim(x), row_axis)
-    return op.subtract(xi, z)
-
-
-def _requantize(ctx: NodeContext, acc: Expr, scale: Expr, y_scale: Expr, y_zp: Expr | None):
-    dt = ctx.dtype(y_scale)
-    real = op.multiply(op.cast(acc, dt), scale)
-    y = round_half_to_even(ctx, op.divide(real, y_scale))
-    out_dt = ctx.dtype(y_zp) if y_zp is not None else "uint8"
-    if y_zp is not None:
-        y = op.add(y, op.cast(y_zp, dt))
-    return _saturate(ctx, y, out_dt)
-
-
-@converter("MatMulInteger", 10)
-def _matmul_integer(
-    ctx: NodeContext, a: Expr, b: Expr, a_zp: Expr | None = None, b_zp: Expr | None = None
-) -> Expr:
-    return matmul(ctx, _centered(ctx, a, a_zp, ctx.ndim(a) - 2), _centered(ctx, b, b_zp))
-
-
-@converter("QLinearMatMul", 10)
-def _qlinear_matmul(
-    ctx: NodeContext,
-    a: Expr,
-    a_scale: Expr,
-    a_zp: Expr,
-    b: Expr,
-    b_scale: Expr,
-    b_zp: Expr,
-    y_scale: Expr,
-    y_zp: Expr,
-) -> Expr:
-    acc = matmul(ctx, _centered(ctx, a, a_zp, ctx.ndim(a) - 2), _centered(ctx, b, b_zp))
-    sa = a_scale
-    if ctx.ndim(a_scale) == 1 and ctx.ndim(a) >= 2:
-        sa = _along(ctx, a_scale, ctx.ndim(a), ctx.ndim(a) - 2)
-    return _requantize(ctx, acc, op.multiply(sa, b_scale), y_scale, y_zp)
-
-
-def _int_conv(ctx: NodeContext, x: Expr, w: Expr, x_zp: Expr | None, w_zp, attrs: dict) -> Expr:
-    xi = _centered(ctx, x, x_zp)
-    wi = op.cast(w, "int32")
-    if w_zp is not None:
-        wz: Expr = op.cast(w_zp, "int32")
-        if ctx.ndim(w_zp) == 1:
-            wz = _along(ctx, wz, ctx.ndim(w), 0)
-        wi = op.subtract(wi, wz)
-    return _conv(ctx, xi, wi, None, **attrs)
-
-
-@converter("ConvInteger", 10)
-def _conv_integer(
-    ctx: NodeContext,
-    x: Expr,
-    w: Expr,
-    x_zp: Expr | None = None,
-    w_zp: Expr | None = None,
-    **attrs: Any,
-) -> Expr:
-    return _int_conv(ctx, x, w, x_zp, w_zp, attrs)
-
-
-@converter("QLinearConv", 10)
-def _qlinear_conv(
-    ctx: NodeContext,
-    x: Expr,
-    x_scale: Expr,
-    x_zp: Expr,
-    w: Expr,
-    w_scale: Expr,
-    w_zp: Expr,
-    y_scale: Expr,
-    y_zp: Expr,
-    bias: Expr | None = None,
-    **attrs: Any,
-) -> Expr:
-    acc = _int_conv(ctx, x, w, x_zp, w_zp, attrs)
-    if bias is not None:
-        acc = op.nn.bias_add(acc, op.cast(bias, "int32"), axis=1)
-    ws = w_scale
-    if ctx.ndim(w_scale) == 1:
-        ws = _along(ctx, w_scale, ctx.ndim(x), 1)
-    return _requantize(ctx, acc, op.multiply(x_scale, ws), y_scale, y_zp)
+    if dt != "float32":
+        zp = _saturate(
+            ctx, round_half_to_even(ctx, op.subtract(zero, op.divide(lo, scale))), "uint8"
+        )
+        y = op.add(round_half_to_even(ctx, op.divide(x, scale)), op.cast(zp, dt))
+        return [_saturate(ctx, y, "uint8"), scale, zp]
+    # float32: the tensor is quantized by qnn.quantize with the computed parameters (an
+    # all-zero input, whose range is empty, is quantized with scale 1 to all zeros)
+    safe = op.where(op.equal(scale, zero), scalar(1, dt), scale)
+    zp = _saturate(ctx, round_half_to_even(ctx, op.subtract(zero, op.divide(lo, safe))), "uint8")
+    y = op.qnn.quantize(x, safe, op.cast(zp, "int32"), out_dtype="uint8")
+    return [y, scale, zp]
