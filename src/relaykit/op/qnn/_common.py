@@ -35,6 +35,7 @@ __all__ = [
     "fixed_point",
     "fixed_point_multiply",
     "rint",
+    "QUANTIZE_ROUNDINGS",
     "requantize_values",
     "check_qparam_type",
     "check_scale_const",
@@ -88,10 +89,26 @@ def fixed_point_multiply(x: np.ndarray, multiplier: Any, rounding: str) -> np.nd
     return np.right_shift(v + rnd, total).astype(np.int32)
 
 
-def rint(x: np.ndarray) -> np.ndarray:
-    """Round to nearest, halves away from zero (TVM's ``round``, LLVM's ``llvm.round``,
-    which QNN's quantize and float requantize use)."""
+#: ``qnn.quantize``'s rounding modes: halves away from zero (TVM's, the default), halves
+#: up (``UPWARD``, as requantize's), halves to even (ONNX's QuantizeLinear, onnxruntime).
+QUANTIZE_ROUNDINGS = ("TONEAREST", "UPWARD", "TONEAREST_EVEN")
+
+
+def rint(x: np.ndarray, rounding: str = "TONEAREST") -> np.ndarray:
+    """Round to nearest; halves away from zero (TVM's ``round``, LLVM's ``llvm.round``,
+    which QNN's quantize and float requantize use), up (``UPWARD``) or to even
+    (``TONEAREST_EVEN``).
+
+    >>> rint(np.array([0.5, 1.5, -0.5])).tolist()
+    [1.0, 2.0, -1.0]
+    >>> rint(np.array([0.5, 1.5, -0.5]), "TONEAREST_EVEN").tolist()
+    [0.0, 2.0, -0.0]
+    """
     x = np.asarray(x)
+    if rounding == "TONEAREST_EVEN":
+        return np.rint(x)
+    if rounding == "UPWARD":
+        return np.floor(x + x.dtype.type(0.5))
     half = np.abs(x - np.trunc(x)) == 0.5
     return np.where(half, x + np.copysign(0.5, x).astype(x.dtype), np.rint(x))
 

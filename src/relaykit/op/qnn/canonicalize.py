@@ -133,10 +133,23 @@ def requantize_expr(
     return t if out_dtype == "int32" else _clip_cast(t, out_dtype)
 
 
-def rint_expr(v: Expr, ft: str) -> Expr:
-    """``v`` rounded to nearest, halves away from zero (Relay's ``round``, as the
-    kernels' :func:`~._common.rint`)."""
-    return make_call("round", [v])
+def rint_expr(v: Expr, ft: str, rounding: str = "TONEAREST") -> Expr:
+    """``v`` rounded to nearest as the kernels' :func:`~._common.rint` rounds: halves
+    away from zero (Relay's ``round``), up, or to even (``2 * round(v / 2)`` where ``v``
+    is a half)."""
+    if rounding == "UPWARD":
+        return make_call("floor", [make_call("add", [v, _c(np.asarray(0.5), ft)])])
+    nearest = make_call("round", [v])
+    if rounding != "TONEAREST_EVEN":
+        return nearest
+    frac = make_call("abs", [make_call("subtract", [v, make_call("trunc", [v])])])
+    half = make_call("equal", [frac, _c(np.asarray(0.5), ft)])
+    even = make_call(
+        "multiply",
+        [make_call("round", [make_call("multiply", [v, _c(np.asarray(0.5), ft)])]),
+         _c(np.asarray(2.0), ft)],
+    )  # fmt: skip
+    return make_call("where", [half, even, nearest])
 
 
 def _tensor(t: Any) -> TensorType:
@@ -145,13 +158,22 @@ def _tensor(t: Any) -> TensorType:
     return t
 
 
-def quantize_expr(x: Expr, s: np.ndarray, z: np.ndarray, nd: int, axis: int, out: str) -> Expr:
-    """``clip(round_half_even(x / s) + z)`` in ``out`` (float32 arithmetic)."""
+def quantize_expr(
+    x: Expr,
+    s: np.ndarray,
+    z: np.ndarray,
+    nd: int,
+    axis: int,
+    out: str,
+    rounding: str = "TONEAREST",
+) -> Expr:
+    """``clip(round(x / s) + z)`` in ``out`` (float32 arithmetic; ``rounding`` as
+    :func:`rint_expr`'s)."""
     s = channel_shape(s, nd, axis)
     z = channel_shape(z, nd, axis)
     v = make_call("cast", [x], dtype="float32")
     v = make_call("divide", [v, _c(s, "float32")])
-    v = make_call("add", [rint_expr(v, "float32"), _c(z, "float32")])
+    v = make_call("add", [rint_expr(v, "float32", rounding), _c(z, "float32")])
     return _clip_cast(v, out)
 
 
@@ -170,7 +192,8 @@ def _quantize(attrs: Attrs, args: Sequence[Expr], types: Sequence[Any]) -> Expr:
     nd = max(len(data.shape), 1)
     s = _scale(args[1], "output_scale", op)
     z = _zp(args[2], out, "output_zero_point", op)
-    return quantize_expr(args[0], s, z, nd, int(attrs.axis) % nd, out)
+    rounding = str(attrs.get("rounding", "TONEAREST"))
+    return quantize_expr(args[0], s, z, nd, int(attrs.axis) % nd, out, rounding)
 
 
 def _dequantize(attrs: Attrs, args: Sequence[Expr], types: Sequence[Any]) -> Expr:

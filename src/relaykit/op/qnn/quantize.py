@@ -1,7 +1,8 @@
 """Quantize, dequantize and requantize (TVM's ``relay.qnn.op``).
 
 - ``qnn.quantize(x, s, z)`` = ``clip(round(x / s) + z)`` in the output dtype (rounding
-  halves to even, as TVM's host code does);
+  halves away from zero, as TVM's ``round`` does; ``rounding="TONEAREST_EVEN"`` rounds
+  them to even, as ONNX's QuantizeLinear and onnxruntime do);
 - ``qnn.dequantize(q, s, z)`` = ``s * (q - z)``;
 - ``qnn.requantize`` moves ``q`` from one scale and zero point to others with TVM's
   integer arithmetic: a Q31 fixed-point multiplier in int64, rounded ``UPWARD`` (the
@@ -35,6 +36,7 @@ from relaykit.op.define import OpPattern, TypeRelError, define_op, make_call
 
 from ._common import (
     QUANT_DTYPES,
+    QUANTIZE_ROUNDINGS,
     ROUNDINGS,
     channel_shape,
     check_qparam_type,
@@ -97,7 +99,7 @@ def _quantize(inputs: Sequence[Any], attrs: Attrs) -> np.ndarray:
     axis = _axis(attrs, nd)
     s = channel_shape(scale, nd, axis).astype(np.float32)
     z = channel_shape(zp, nd, axis).astype(np.float32)
-    v = rint(data.astype(np.float32) / s) + z
+    v = rint(data.astype(np.float32) / s, str(attrs.get("rounding", "TONEAREST"))) + z
     lo, hi = qrange(out)
     return np.asarray(np.clip(v, lo, hi).astype(out))
 
@@ -105,7 +107,7 @@ def _quantize(inputs: Sequence[Any], attrs: Attrs) -> np.ndarray:
 define_op(
     "qnn.quantize",
     num_inputs=3,
-    attrs={"axis": -1, "out_dtype": "int8"},
+    attrs={"axis": -1, "out_dtype": "int8", "rounding": "TONEAREST"},
     attrs_type_key="relay.attrs.QuantizeAttrs",
     type_rel=_quantize_rel,
     compute=_quantize,
@@ -120,15 +122,23 @@ def quantize(
     output_zero_point: Expr,
     axis: int = -1,
     out_dtype: str = "int8",
+    rounding: str = "TONEAREST",
 ) -> Call:
-    """TVM's ``relay.qnn.op.quantize``."""
+    """TVM's ``relay.qnn.op.quantize``; ``rounding`` (relaykit's addition) says where
+    halves go: ``TONEAREST`` away from zero (TVM), ``UPWARD`` up, ``TONEAREST_EVEN`` to
+    even (ONNX's QuantizeLinear: the ONNX frontend asks for it)."""
     check_scale_const(output_scale, "output_scale", "qnn.quantize")
     check_zero_point_const(output_zero_point, str(out_dtype), "output_zero_point", "qnn.quantize")
+    if str(rounding) not in QUANTIZE_ROUNDINGS:
+        raise AttrError(
+            f"qnn.quantize: rounding must be one of {QUANTIZE_ROUNDINGS}, got {rounding!r}"
+        )
     return make_call(
         "qnn.quantize",
         [data, output_scale, output_zero_point],
         axis=int(axis),
         out_dtype=str(out_dtype),
+        rounding=str(rounding),
     )
 
 

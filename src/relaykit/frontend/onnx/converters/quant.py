@@ -23,6 +23,9 @@ from relaykit.ir.types import dtype_kind
 from .common import normalize_axis, round_half_to_even, scalar
 from .quant_params import QNN_DTYPES, check_scale_values, const_qparams, is_const
 
+#: ONNX rounds quantized values to nearest, halves to even (QuantizeLinear, onnxruntime).
+EVEN = "TONEAREST_EVEN"
+
 __all__: list[str] = []
 
 
@@ -103,7 +106,7 @@ def _quantize(
     if _qnn_ok(ctx, x, scale, zero_point, out_dt, block_size):
         ax, channels = _qnn_axis(ctx, x, scale, axis)
         qp = const_qparams(ctx, scale, zero_point, out_dt, "y", channels)
-        return op.qnn.quantize(x, qp.scale, qp.zero_point, axis=ax, out_dtype=out_dt)
+        return op.qnn.quantize(x, qp.scale, qp.zero_point, axis=ax, out_dtype=out_dt, rounding=EVEN)
     xf = x if ctx.dtype(x) == dt else op.cast(x, dt)
     y: Expr = op.divide(xf, _along(ctx, scale, nd, axis, block_size, dim))
     if out_dt.startswith("float8"):  # the zero point of a float8 type is always 0
@@ -165,5 +168,5 @@ def _dynamic_quantize(ctx: NodeContext, x: Expr) -> list[Expr]:
     # all-zero input, whose range is empty, is quantized with scale 1 to all zeros)
     safe = op.where(op.equal(scale, zero), scalar(1, dt), scale)
     zp = _saturate(ctx, round_half_to_even(ctx, op.subtract(zero, op.divide(lo, safe))), "uint8")
-    y = op.qnn.quantize(x, safe, op.cast(zp, "int32"), out_dtype="uint8")
+    y = op.qnn.quantize(x, safe, op.cast(zp, "int32"), out_dtype="uint8", rounding=EVEN)
     return [y, scale, zp]

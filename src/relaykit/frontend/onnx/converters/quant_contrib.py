@@ -31,7 +31,7 @@ from relaykit.ir.expr import Constant, Expr
 
 from .conv import _pool
 from .qlinear import _matmul_integer, _qnn_matmul, _requantize
-from .quant import _dynamic_quantize
+from .quant import EVEN, _dynamic_quantize
 from .quant_params import QParams, check_scale_values, const_qparams
 
 __all__: list[str] = []
@@ -52,7 +52,7 @@ def _out_qp(ctx: NodeContext, x: Expr, scale: Expr | None, zp: Expr | None) -> Q
 def _through_float(ctx: NodeContext, x: Expr, xq: QParams, yq: QParams, fn: Any) -> Expr:
     """``quantize(fn(dequantize(x)))`` in ``x``'s dtype."""
     y = fn(op.qnn.dequantize(x, xq.scale, xq.zero_point))
-    return op.qnn.quantize(y, yq.scale, yq.zero_point, out_dtype=ctx.dtype(x))
+    return op.qnn.quantize(y, yq.scale, yq.zero_point, out_dtype=ctx.dtype(x), rounding=EVEN)
 
 
 def _binary(name: str) -> Any:
@@ -81,7 +81,7 @@ def _binary(name: str) -> Any:
         fa = op.qnn.dequantize(a, aq.scale, aq.zero_point)
         fb = op.qnn.dequantize(b, bq.scale, bq.zero_point)
         y = op.add(fa, fb) if name == "add" else op.multiply(fa, fb)
-        return op.qnn.quantize(y, cq.scale, cq.zero_point, out_dtype=ctx.dtype(a))
+        return op.qnn.quantize(y, cq.scale, cq.zero_point, out_dtype=ctx.dtype(a), rounding=EVEN)
 
     return convert
 
@@ -162,7 +162,7 @@ def _qlinear_concat(ctx: NodeContext, y_scale: Expr, y_zp: Expr, *rest: Expr, ax
         raise ctx.fail(f"axis {axis} is out of range for tensors of rank {nd}")
     floats = [op.qnn.dequantize(x, q.scale, q.zero_point) for x, q in zip(xs, qps, strict=True)]
     y = op.concatenate(floats, axis=axis % nd)
-    return op.qnn.quantize(y, yq.scale, yq.zero_point, out_dtype=dtype)
+    return op.qnn.quantize(y, yq.scale, yq.zero_point, out_dtype=dtype, rounding=EVEN)
 
 
 def _unary_params(ctx, x, x_scale, x_zp, y_scale, y_zp) -> tuple[QParams, QParams]:
