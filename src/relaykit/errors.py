@@ -256,3 +256,13 @@ class SymbolicDimError(RelayKitError, TypeError):
     unknown (``relay.Any()``, printed ``?``): an ``int(dim)``, a comparison that cannot
     be decided, or a static-shape-only backend. The message says to give a static shape
     or use the VM (``relay.vm.compile``)."""
+
+
+# -- automatic quantization (issue 25) ----------------------------------------------------------
+__all__ += ["NotFullyIntegralError"]
+
+
+class NotFullyIntegralError(RelayKitError, AssertionError):
+    """``relay.quantize`` with ``partition_conversions="fully_integral"`` left operators in
+    float in the quantized core (or non-conversion operators around it); the message names
+    them. An ``AssertionError``, as TVM raised for this check."""

@@ -17,6 +17,7 @@ from relaykit.ir.op import register_op_attr
 
 from . import _make as _make  # TVM's relay.op._make (raw constructors)
 from . import annotation, dyn, image, nn  # dyn: the dynamic operators (relay.op.dyn)
+from . import relay as relay  # relay.op.annotation.simulated_quantize (automatic quantization)
 from . import indexing as indexing
 from . import linalg as linalg
 from . import ml as ml
