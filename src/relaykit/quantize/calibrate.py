@@ -109,13 +109,15 @@ def collect_stats(
         raise ArgumentError("the calibration dataset is empty; give at least one batch")
     stats = create_stats_collector(mod["main"])
     runtime = build(IRModule.from_expr(stats), target="llvm").create()
+    inputs = {p.name_hint for p in stats.params}
     num = runtime.get_num_outputs()
     step = num if chunk_by is None or chunk_by <= 0 else int(chunk_by)
     for start in range(0, num, max(step, 1)):
         stop = min(start + step, num)
         samples: list[list[np.ndarray]] = [[] for _ in range(start, stop)]
         for batch in batches:
-            runtime.set_input(**_names(batch))
+            # names the profiled values do not read are ignored, as TVM's set_input does
+            runtime.set_input(**{k: v for k, v in _names(batch).items() if k in inputs})
             runtime.run()
             for j in range(start, stop):
                 samples[j - start].append(runtime.get_output(j).numpy().reshape(-1))
