@@ -32,7 +32,7 @@ from relaykit.op.relay.quantize import OP_NAME
 from relaykit.transform.bind import bind
 from relaykit.transform.pass_infra import ModulePass, Pass, PassContext
 
-from .config import QAnnotateKind, current_qconfig
+from .config import QAnnotateKind, current_qconfig, kind2str
 from .kl_divergence import find_scale_by_kl
 
 __all__ = [
@@ -162,6 +162,20 @@ def _weight_scale_func() -> ScaleFunc:
     return weight
 
 
+def _checked_scale(scale: float, kind: int) -> float:
+    """``scale``, or a stand-in when the value was all zeros (any scale represents zero
+    exactly: 1.0 for a weight, ``global_scale`` for a measured value); TVM divided by
+    zero here."""
+    if not math.isfinite(scale) or scale < 0:
+        raise ArgumentError(
+            f"quantize calibrate: a {kind2str(kind)} value got the scale {scale!r}; the "
+            "calibration data or the weights hold inf or NaN"
+        )
+    if scale > 0:
+        return scale
+    return 1.0 if kind == QAnnotateKind.WEIGHT else current_qconfig().global_scale
+
+
 def calibrate_module(mod: IRModule, dataset: Any = None) -> IRModule:
     """``mod`` with the scale and clip parameters of its simulated quantizes bound."""
     cfg = current_qconfig()
@@ -176,7 +190,9 @@ def calibrate_module(mod: IRModule, dataset: Any = None) -> IRModule:
         kind = int(node.attrs.kind)
         if kind == QAnnotateKind.IDENTITY:
             continue
-        scale = weight_scale(node) if kind == QAnnotateKind.WEIGHT else input_scale(node)
+        scale = _checked_scale(
+            weight_scale(node) if kind == QAnnotateKind.WEIGHT else input_scale(node), kind
+        )
         valid_range = 2.0 ** (cfg.get_nbit_by_kind(kind) - int(bool(node.attrs.sign)))
         for var, value in zip(
             node.args[1:4], (scale / valid_range, -(valid_range - 1), valid_range - 1), strict=True

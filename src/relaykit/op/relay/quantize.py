@@ -2,8 +2,10 @@
 quantize-then-dequantize pair, computed in float.
 
 ``simulated_quantize(data, dom_scale, clip_min, clip_max, kind, sign, rounding)``
-computes ``round(clip(data / dom_scale, clip_min, clip_max)) * dom_scale`` (rounding
-half away from zero); ``kind`` 0 (``IDENTITY``) passes ``data`` through. The three
+computes ``round(clip(data / dom_scale, clip_min, clip_max)) * dom_scale``, rounding
+halves to even as the ``round`` operator does on the host (TVM's ``round`` is LLVM's
+``nearbyint``), so the simulated and the realized graph round alike; ``kind`` 0
+(``IDENTITY``) passes ``data`` through. The three
 parameters are float32 scalars, set by calibration.
 
 >>> import numpy as np
@@ -28,21 +30,12 @@ from relaykit.ir.types import TensorType, Type
 from relaykit.op._relations import tensor_arg
 from relaykit.op.define import OpPattern, TypeRelError, define_op, make_call
 
-__all__ = ["simulated_quantize", "round_half_away"]
+__all__ = ["simulated_quantize"]
 
 OP_NAME = "relay.op.annotation.simulated_quantize"
 
 #: The annotation kinds (TVM's ``QAnnotateKind``): 0 passes data through.
 KINDS = (0, 1, 2, 3)
-
-
-def round_half_away(x: np.ndarray) -> np.ndarray:
-    """Round half away from zero (C's ``round``, which TVM's kernels use).
-
-    >>> round_half_away(np.array([0.5, -0.5, 1.5, 2.5])).tolist()
-    [1.0, -1.0, 2.0, 3.0]
-    """
-    return np.sign(x) * np.floor(np.abs(x) + 0.5)
 
 
 def _rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
@@ -62,7 +55,7 @@ def _compute(inputs: Sequence[Any], attrs: Attrs) -> np.ndarray:
         return data
     scale, lo, hi = (np.asarray(v, data.dtype) for v in inputs[1:4])
     clipped = np.minimum(np.maximum(data / scale, lo), hi)
-    return (round_half_away(clipped) * scale).astype(data.dtype)
+    return (np.rint(clipped) * scale).astype(data.dtype)
 
 
 define_op(
