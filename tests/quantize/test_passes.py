@@ -154,13 +154,17 @@ def test_fully_integral_refuses_float_operators():
     mod = tvm.IRModule.from_expr(relay.Function([x], relay.nn.softmax(x)))
     with relay.quantize.qconfig(partition_conversions="enabled"):
         relay.quantize.quantize(mod)  # allowed: conversions and core split as they are
-    with relay.quantize.qconfig(partition_conversions="fully_integral"):
-        with pytest.raises(NotFullyIntegralError, match=r"holds \[.nn.softmax.\]"):
-            relay.quantize.quantize(mod)
+    with (
+        relay.quantize.qconfig(partition_conversions="fully_integral"),
+        pytest.raises(NotFullyIntegralError, match=r"holds \[.nn.softmax.\]"),
+    ):
+        relay.quantize.quantize(mod)
 
 
 def test_calibrate_modes_need_a_dataset():
     mod, _, _ = _two_convs(np.random.default_rng(6))
-    with relay.quantize.qconfig(calibrate_mode="percentile", skip_conv_layers=None):
-        with pytest.raises(TypeError, match="pass dataset="):
-            relay.quantize.quantize(mod)
+    with (
+        relay.quantize.qconfig(calibrate_mode="percentile", skip_conv_layers=None),
+        pytest.raises(TypeError, match="pass dataset="),
+    ):
+        relay.quantize.quantize(mod)

@@ -25,9 +25,9 @@ def resnet():
 @pytest.fixture(scope="module")
 def quantized(resnet):
     mod, params = resnet
-    with tvm.transform.PassContext(opt_level=3):
-        with relay.quantize.qconfig(calibrate_mode="global_scale", global_scale=8.0):
-            return relay.quantize.quantize(mod, params)
+    cfg = relay.quantize.qconfig(calibrate_mode="global_scale", global_scale=8.0)
+    with tvm.transform.PassContext(opt_level=3), cfg:
+        return relay.quantize.quantize(mod, params)
 
 
 def _calls(func):
@@ -95,9 +95,9 @@ def test_quantized_logits_are_close_to_float(resnet):
     ref = relay.create_executor("graph", mod=lmod).evaluate()(data, **params).numpy()
 
     def error(**cfg):
-        with tvm.transform.PassContext(opt_level=3):
-            with relay.quantize.qconfig(calibrate_mode="percentile", **cfg):
-                q = relay.quantize.quantize(lmod, params, dataset)
+        qcfg = relay.quantize.qconfig(calibrate_mode="percentile", **cfg)
+        with tvm.transform.PassContext(opt_level=3), qcfg:
+            q = relay.quantize.quantize(lmod, params, dataset)
         got = relay.create_executor("graph", mod=q).evaluate()(data).numpy()
         return np.linalg.norm(got - ref) / np.linalg.norm(ref)
 

@@ -95,7 +95,7 @@ def _constant() -> DFPattern:
 def shift_requantize_conv2d_pattern() -> DFPattern:
     """A convolution layer as ``relay.quantize`` realizes it, ending in int8."""
     conv = is_op("nn.conv2d")(wildcard(), is_constant()).has_attr({"out_dtype": "int32"})
-    out = conv.optional(lambda x: is_op("add")(x, _constant()))
+    out: DFPattern = conv.optional(lambda x: is_op("add")(x, _constant()))
     out = out.optional(lambda x: is_op("nn.relu")(x))
     out = out.optional(lambda x: is_op("add")(x, is_constant()))
     out = is_op("right_shift")(out, is_constant())

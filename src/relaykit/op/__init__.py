@@ -17,7 +17,6 @@ from relaykit.ir.op import register_op_attr
 
 from . import _make as _make  # TVM's relay.op._make (raw constructors)
 from . import annotation, dyn, image, nn  # dyn: the dynamic operators (relay.op.dyn)
-from . import relay as relay  # relay.op.annotation.simulated_quantize (automatic quantization)
 from . import indexing as indexing
 from . import linalg as linalg
 from . import ml as ml
@@ -25,6 +24,7 @@ from . import moments as moments
 from . import op as op  # TVM's relay.op.op: defining operators, register_* helpers
 from . import random as random  # relay.random: the threefry operators
 from . import reduce as reduce  # submodules, kept out of __all__
+from . import relay as relay  # relay.op.annotation.simulated_quantize (automatic quantization)
 from . import shape_ops as shape_ops  # shape_of, arange, argwhere, one_hot
 from . import signal as signal
 from . import sparse as sparse

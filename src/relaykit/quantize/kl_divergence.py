@@ -4,7 +4,7 @@ histogram and its quantized version (the TensorRT calibration method, as TVM's
 
 >>> rng = np.random.default_rng(0)
 >>> data = rng.normal(size=20000).astype("float32")
->>> t = _find_scale_by_kl(data)
+>>> t = find_scale_by_kl(data)
 >>> 1.0 < t < float(np.abs(data).max())
 True
 """
@@ -15,7 +15,7 @@ import numpy as np
 
 from relaykit.errors import ArgumentError
 
-__all__ = ["_find_scale_by_kl", "find_scale_by_kl", "minimize_kl"]
+__all__ = ["find_scale_by_kl", "minimize_kl"]
 
 
 def _smooth(p: np.ndarray, eps: float = 0.0001) -> np.ndarray | None:
@@ -85,7 +85,3 @@ def find_scale_by_kl(
         num_quantized_bins = num_quantized_bins * 2 + 1
     hist, edges = np.histogram(arr, bins=num_bins, range=(-thres, thres))
     return minimize_kl(hist, edges.astype(np.float32), num_quantized_bins)
-
-
-#: TVM's name.
-_find_scale_by_kl = find_scale_by_kl
