@@ -160,6 +160,14 @@ def _mul_and_div(data: Expr, s1: float, s2: float, dtype: str) -> Expr:
     if np.float32(s1) == np.float32(s2):
         return data
     factor = float(np.float32(s1) / np.float32(s2))
+    bits = np.iinfo(np.dtype(dtype)).bits - 1
+    if factor >= 2.0**bits:
+        raise IRError(
+            f"quantize realize: adding values whose scales ({s1:.3g} and {s2:.3g}) differ by "
+            f"a factor of {factor:.3g} would overflow {dtype}; the smaller scale comes from "
+            "calibration data that keeps a value near zero: calibrate with representative "
+            "data, or use calibrate_mode='global_scale'"
+        )
     shift = math.log2(factor)
     if shift == int(shift):
         return make_call("left_shift", [data, _c(int(shift), dtype)])
