@@ -10,19 +10,19 @@ from relaykit.quantize import (
     QAnnotateKind,
     QConfig,
     QuantizeContext,
-    annotate,
-    calibrate,
     current_qconfig,
     kind2str,
-    partition,
     prerequisite_optimize,
     qconfig,
     quantize_context,
-    realize,
     register_annotate_function,
     register_partition_function,
 )
 from relaykit.quantize import quantize as _quantize_function
+from relaykit.quantize.annotate import annotate
+from relaykit.quantize.calibrate import calibrate
+from relaykit.quantize.partition import partition
+from relaykit.quantize.realize import realize
 
 from . import _annotate, _calibrate, _partition, _partition_conversions, _quantize, kl_divergence
 from . import quantize as _quantize_module  # noqa: F401 - relay.quantize.quantize's module path
