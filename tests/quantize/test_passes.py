@@ -168,3 +168,17 @@ def test_calibrate_modes_need_a_dataset():
         pytest.raises(TypeError, match="pass dataset="),
     ):
         relay.quantize.quantize(mod)
+
+
+def test_scales_too_far_apart_to_add_are_a_typed_error():
+    x = relay.var("x", shape=(1, 2, 4, 4))
+    w = relay.const(np.ones((2, 2, 1, 1), "float32"))
+    conv = relay.nn.conv2d(x, w, kernel_size=(1, 1))
+    body = relay.add(conv, relay.const(np.full((2, 1, 1), 4.0, "float32")))
+    mod = tvm.IRModule.from_expr(relay.Function([x], body))
+    tiny = [{"x": np.full((1, 2, 4, 4), 1e-12, "float32")}]  # calibration data near zero
+    cfg = relay.quantize.qconfig(calibrate_mode="percentile", skip_conv_layers=None)
+    with cfg, pytest.raises(ValueError, match=r"would overflow int32.*representative data"):
+        relay.quantize.quantize(mod, dataset=tiny)
+    with relay.quantize.qconfig(skip_conv_layers=None):  # the global scale has no such gap
+        relay.quantize.quantize(mod)
