@@ -97,15 +97,22 @@ def attach_simulated_quantize(
     return node
 
 
+#: Partition's section markers: annotated whatever ``debug_enabled_ops`` says, since
+#: realize casts at a ``cast_hint`` and must find the value requantized there (TVM skipped
+#: them too and cast int32 activations to int8 unscaled).
+_SECTION_MARKERS = frozenset({"annotation.cast_hint", "annotation.stop_fusion"})
+
+
 def register_annotate_function(
     op_name: str, frewrite: Callable[..., Any] | None = None, level: int = 10
 ) -> Any:
     """Register the annotation rule ``frewrite(ref_call, new_args, ctx)`` of ``op_name``;
-    outside ``debug_enabled_ops`` the call is kept with its arguments unwrapped."""
+    outside ``debug_enabled_ops`` the call is kept with its arguments unwrapped (except
+    partition's markers ``cast_hint`` and ``stop_fusion``, always annotated)."""
 
     def register(func: Callable[..., Any]) -> Any:
         def guarded(ref_call: Call, new_args: list[Any], ctx: Any) -> Any:
-            if not current_qconfig().guard(ref_call):
+            if op_name not in _SECTION_MARKERS and not current_qconfig().guard(ref_call):
                 return forward_op(ref_call, [_realize_arg(a) for a in new_args])
             return func(ref_call, new_args, ctx)
 

@@ -110,13 +110,16 @@ def _simulated_quantize(ref_call: Call, new_args: list[Any], ctx: Any) -> Any:
     act = cfg.dtype_activation
     if shift == int(shift):
         nbit = int(shift)
+        dtype = arg.dtype
+        if dtype != act:  # shift in the activation dtype (an int8 value would overflow)
+            data, dtype = _cast(data, act), act
         if nbit > 0:
             if cfg.round_for_shift:
                 data = make_call("add", [data, _c(1 << (nbit - 1), act)])
             data = make_call("right_shift", [data, _c(nbit, act)])
         else:
             data = make_call("left_shift", [data, _c(-nbit, act)])
-        return QRealizeIntExpr(_clip(data, lo, hi), scale, arg.dtype)
+        return QRealizeIntExpr(_clip(data, lo, hi), scale, dtype)
     factor = float(np.float32(arg.dom_scale) / np.float32(scale))
     data = _fixed_point(_cast(data, "int64") if cfg.rounding == "UPWARD" else data, factor)
     return QRealizeIntExpr(_cast(_clip(data, lo, hi), arg.dtype), scale, arg.dtype)
@@ -297,8 +300,27 @@ _RULES = {
     "nn.global_avg_pool2d": _avg_pool,
     "annotation.cast_hint": _cast_hint,
 }
+#: Realized whatever ``debug_enabled_ops`` says: annotation always handles them.
+_ALWAYS = frozenset({OP_NAME, "annotation.cast_hint", "annotation.stop_fusion"})
+
+
+def _guarded(name: str, rule: Any) -> Any:
+    """``rule``, skipped (the operands realized to float) for an operator that
+    ``debug_enabled_ops`` kept out of annotation: its operands were not requantized for
+    it (TVM realized it anyway, casting unscaled int32 values to int8)."""
+    if name in _ALWAYS:
+        return rule
+
+    def guarded(ref_call: Call, new_args: list[Any], ctx: Any) -> Any:
+        if not current_qconfig().guard(ref_call):
+            return None
+        return rule(ref_call, new_args, ctx)
+
+    return guarded
+
+
 for _name, _rule in _RULES.items():
-    register_op_attr(_name, RULE_KEY, _rule)
+    register_op_attr(_name, RULE_KEY, _guarded(_name, _rule))
 
 
 def realize_function(func: Function) -> Function:
