@@ -1,5 +1,7 @@
 """The worked examples of docs/architecture.md run, each in a fresh interpreter, so the
-page stays true: one for each row of its "where does X go" table."""
+page stays true: one for each row of its "where does X go" table. So do the examples of
+the other pages listed in ``PAGES`` (docs/int8-backend.md: an int8 backend over a
+``relay.quantize``d ResNet-18)."""
 
 from __future__ import annotations
 
@@ -12,13 +14,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "architecture.md"
+#: Pages besides architecture.md whose ``python`` blocks must run.
+PAGES = [ROOT / "docs" / "int8-backend.md"]
 
 
-def _examples() -> list[tuple[str, str]]:
+def _examples(doc: Path = DOC) -> list[tuple[str, str]]:
     """``(section title, code)`` of every ``python`` block of the page."""
     out: list[tuple[str, str]] = []
     section = ""
-    for part in re.split(r"^(## .*)$", DOC.read_text(encoding="utf-8"), flags=re.M):
+    for part in re.split(r"^(## .*)$", doc.read_text(encoding="utf-8"), flags=re.M):
         if part.startswith("## "):
             section = part[3:].strip()
             continue
@@ -46,3 +50,20 @@ def test_example_runs(
 ) -> None:
     proc = fresh_python("-c", code, cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, f"{section}:\n{proc.stderr}"
+
+
+@pytest.mark.parametrize(
+    ("page", "code"),
+    [(p.name, code) for p in PAGES for _, code in _examples(p)],
+    ids=lambda v: str(v)[:24],
+)
+def test_page_example_runs(
+    page: str, code: str, tmp_path: Path, fresh_python: Callable[..., CompletedProcess[str]]
+) -> None:
+    assert code.strip(), f"{page} has an empty python block"
+    proc = fresh_python("-c", code, cwd=tmp_path, timeout=600)
+    assert proc.returncode == 0, f"{page}:\n{proc.stderr}"
+
+
+def test_every_listed_page_has_an_example() -> None:
+    assert all(_examples(p) for p in PAGES)

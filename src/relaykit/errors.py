@@ -269,3 +269,12 @@ class FakeQuantizationError(IRError):
     def __init__(self, message: str, op_name: str = "") -> None:
         super().__init__(message)
         self.op_name = op_name
+
+
+__all__ += ["NotFullyIntegralError"]
+
+
+class NotFullyIntegralError(RelayKitError, AssertionError):
+    """``relay.quantize`` with ``partition_conversions="fully_integral"`` left operators in
+    float in the quantized core (or non-conversion operators around it); the message names
+    them. An ``AssertionError``, as TVM raised for this check."""

@@ -24,6 +24,7 @@ from . import moments as moments
 from . import op as op  # TVM's relay.op.op: defining operators, register_* helpers
 from . import random as random  # relay.random: the threefry operators
 from . import reduce as reduce  # submodules, kept out of __all__
+from . import relay as relay  # relay.op.annotation.simulated_quantize (automatic quantization)
 from . import shape_ops as shape_ops  # shape_of, arange, argwhere, one_hot
 from . import signal as signal
 from . import sparse as sparse

@@ -2,7 +2,9 @@
 
 ``compiler_begin``/``compiler_end`` mark where a region for an external
 compiler starts and ends (``AnnotateTarget`` inserts them, ``PartitionGraph``
-consumes them); ``stop_fusion`` keeps operator fusion from crossing a point.
+consumes them); ``stop_fusion`` keeps operator fusion from crossing a point;
+``cast_hint`` tells automatic quantization (``relay.quantize``) the dtype a value
+will be cast to (quantization's realize step turns it into a ``cast``).
 
 >>> from relaykit import relay
 >>> x = relay.var("x", shape=(2,))
@@ -23,7 +25,7 @@ from relaykit.ir.types import Type
 
 from .define import OpPattern, TypeRelError, define_op, make_call, no_default
 
-__all__ = ["stop_fusion", "compiler_begin", "compiler_end", "checkpoint"]
+__all__ = ["stop_fusion", "compiler_begin", "compiler_end", "checkpoint", "cast_hint"]
 
 
 def _identity_any_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
@@ -68,6 +70,16 @@ for _name, _doc in (
         doc=_doc,
     )
 del _name, _doc
+define_op(
+    "annotation.cast_hint",
+    num_inputs=1,
+    attrs={"dtype": no_default("int8")},
+    attrs_type_key="relay.attrs.CastHintAttrs",
+    type_rel=_identity_any_rel,
+    compute=_identity,
+    pattern=OpPattern.ELEMWISE,
+    doc="Identity carrying the dtype quantization will cast the value to.",
+)
 # Their type is their input's, so type inference unifies the two (TVM's IdentityRel): an
 # annotation around a value whose type only a later use determines still types.
 for _name in (
@@ -75,6 +87,7 @@ for _name in (
     "annotation.checkpoint",
     "annotation.compiler_begin",
     "annotation.compiler_end",
+    "annotation.cast_hint",
 ):
     register_op_attr(_name, "TTypeIdentity", True)
 del _name
@@ -98,3 +111,13 @@ def compiler_end(data: Expr, compiler: str) -> Call:
 def checkpoint(data: Expr) -> Call:
     """``data`` unchanged; a gradient recomputes the values it marks rather than keep them."""
     return make_call("annotation.checkpoint", [data])
+
+
+def cast_hint(data: Expr, dtype: str) -> Call:
+    """``data`` unchanged, marked to be cast to ``dtype`` when quantization is realized.
+
+    >>> from relaykit import relay
+    >>> cast_hint(relay.var("x", shape=(2,)), "int8").attrs.dtype
+    'int8'
+    """
+    return make_call("annotation.cast_hint", [data], dtype=str(dtype))

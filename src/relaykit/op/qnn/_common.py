@@ -26,6 +26,7 @@ import numpy as np
 from relaykit.errors import ExecutionError, IRError
 from relaykit.ir.expr import Constant, Expr, Var
 from relaykit.ir.types import TensorType, Type
+from relaykit.op._numeric import round_half_away
 from relaykit.op.define import TypeRelError
 
 __all__ = [
@@ -109,8 +110,7 @@ def rint(x: np.ndarray, rounding: str = "TONEAREST") -> np.ndarray:
         return np.rint(x)
     if rounding == "UPWARD":
         return np.floor(x + x.dtype.type(0.5))
-    half = np.abs(x - np.trunc(x)) == 0.5
-    return np.where(half, x + np.copysign(0.5, x).astype(x.dtype), np.rint(x))
+    return round_half_away(x)
 
 
 def channel_shape(value: np.ndarray, ndim: int, axis: int) -> np.ndarray:

@@ -6,6 +6,7 @@
 ['x']
 """
 
+from relaykit.quantize.calibration_data import get_calibration_data
 from relaykit.transform.call_graph import CallGraph
 from relaykit.transform.fake_quantization import list_fake_quantized_op_freqs
 from relaykit.transform.op_count import get_total_mac_number, list_op_freqs
@@ -35,6 +36,7 @@ __all__ = [
     "bound_type_vars",
     "bound_vars",
     "count_layers",
+    "get_calibration_data",
     "detect_feature",
     "Feature",
     "feature",

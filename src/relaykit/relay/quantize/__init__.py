@@ -1,19 +1,52 @@
-"""``tvm.relay.quantize``: not in relaykit.
+"""TVM's ``relay.quantize``: automatic quantization (:mod:`relaykit.quantize`).
 
-In TVM: automatic quantization (relay.quantize). The module imports so that scripts
-naming it load; each of TVM's names here raises
-:class:`~relaykit.errors.UnsupportedFeatureError` when used.
+>>> from relaykit import relay
+>>> with relay.quantize.qconfig(global_scale=4.0):
+...     relay.quantize.current_qconfig().global_scale
+4.0
 """
 
-from relaykit.relay._facade import NOT_YET, module_getattr, unsupported
+from relaykit.quantize import (
+    QAnnotateKind,
+    QConfig,
+    QuantizeContext,
+    current_qconfig,
+    kind2str,
+    prerequisite_optimize,
+    qconfig,
+    quantize_context,
+    register_annotate_function,
+    register_partition_function,
+)
+from relaykit.quantize import quantize as _quantize_function
+from relaykit.quantize.annotate import annotate
+from relaykit.quantize.calibrate import calibrate
+from relaykit.quantize.partition import partition
+from relaykit.quantize.realize import realize
 
-_NAMES: list[str] = [
-    "QAnnotateKind", "QConfig", "QuantizeContext", "annotate", "current_qconfig",
-    "kind2str", "partition", "prerequisite_optimize", "qconfig", "quantize",
-    "quantize_context", "realize", "register_annotate_function",
+from . import _annotate, _calibrate, _partition, _partition_conversions, _quantize, kl_divergence
+from . import quantize as _quantize_module  # noqa: F401 - relay.quantize.quantize's module path
+
+# Importing the submodule ``.quantize`` bound the name to the module; the function wins, as in
+# TVM (whose package does ``from .quantize import *``).
+quantize = _quantize_function
+
+__all__ = [
+    "QAnnotateKind",
+    "QConfig",
+    "QuantizeContext",
+    "annotate",
+    "calibrate",
+    "current_qconfig",
+    "kind2str",
+    "kl_divergence",
+    "partition",
+    "prerequisite_optimize",
+    "qconfig",
+    "quantize",
+    "quantize_context",
+    "realize",
+    "register_annotate_function",
     "register_partition_function",
-]  # fmt: skip
-
-__all__ = list(_NAMES)
-globals().update(unsupported(__name__, _NAMES, NOT_YET))
-__getattr__ = module_getattr(__name__, NOT_YET)
+]
+_SUBMODULES = (_annotate, _calibrate, _partition, _partition_conversions, _quantize)

@@ -1,16 +1,8 @@
-"""``tvm.relay.quantize.kl_divergence``: not in relaykit.
+"""TVM's ``relay.quantize.kl_divergence``: the KL-divergence threshold search."""
 
-In TVM: automatic quantization's KL-divergence calibration. The module imports so that
-scripts naming it load; each of TVM's names here raises
-:class:`~relaykit.errors.UnsupportedFeatureError` when used.
-"""
+from relaykit.quantize.kl_divergence import find_scale_by_kl, minimize_kl
 
-from relaykit.relay._facade import NOT_YET, module_getattr, unsupported
+#: TVM's name.
+_find_scale_by_kl = find_scale_by_kl
 
-_NAMES: list[str] = [
-
-]  # fmt: skip
-
-__all__ = list(_NAMES)
-globals().update(unsupported(__name__, _NAMES, NOT_YET))
-__getattr__ = module_getattr(__name__, NOT_YET)
+__all__ = ["_find_scale_by_kl", "find_scale_by_kl", "minimize_kl"]

@@ -1,18 +1,36 @@
-"""``tvm.relay.quantize.quantize``: not in relaykit.
+"""TVM's ``relay.quantize.quantize`` module: the configuration and the passes."""
 
-In TVM: automatic quantization (relay.quantize). The module imports so that scripts
-naming it load; each of TVM's names here raises
-:class:`~relaykit.errors.UnsupportedFeatureError` when used.
-"""
+from relaykit.quantize import (
+    QAnnotateKind,
+    QConfig,
+    QuantizeContext,
+    current_qconfig,
+    kind2str,
+    partition_conversions,
+    prerequisite_optimize,
+    qconfig,
+    quantize,
+    quantize_context,
+)
+from relaykit.quantize.annotate import annotate
+from relaykit.quantize.calibrate import calibrate
+from relaykit.quantize.partition import partition
+from relaykit.quantize.realize import realize
+from relaykit.quantize.rewrite import forward_op as _forward_op  # noqa: F401 - TVM's helper
 
-from relaykit.relay._facade import NOT_YET, module_getattr, unsupported
-
-_NAMES: list[str] = [
-    "QAnnotateKind", "QConfig", "QuantizeContext", "annotate", "current_qconfig",
-    "kind2str", "partition", "prerequisite_optimize", "qconfig", "quantize",
-    "quantize_context", "realize",
-]  # fmt: skip
-
-__all__ = list(_NAMES)
-globals().update(unsupported(__name__, _NAMES, NOT_YET))
-__getattr__ = module_getattr(__name__, NOT_YET)
+__all__ = [
+    "QAnnotateKind",
+    "QConfig",
+    "QuantizeContext",
+    "annotate",
+    "calibrate",
+    "current_qconfig",
+    "kind2str",
+    "partition",
+    "partition_conversions",
+    "prerequisite_optimize",
+    "qconfig",
+    "quantize",
+    "quantize_context",
+    "realize",
+]
