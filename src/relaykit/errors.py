@@ -256,3 +256,22 @@ class SymbolicDimError(RelayKitError, TypeError):
     unknown (``relay.Any()``, printed ``?``): an ``int(dim)``, a comparison that cannot
     be decided, or a static-shape-only backend. The message says to give a static shape
     or use the VM (``relay.vm.compile``)."""
+
+
+# -- measured placement and its tuning log (issue 29) ---------------------------------------------
+__all__ += ["TuningLogError", "TuningLogWarning", "PlacementError"]
+
+
+class TuningLogError(RelayKitError, ValueError):
+    """A tuning log line is not a valid record (read with ``strict=True``); the message
+    names the file and line, what is wrong, and that the line can be deleted."""
+
+
+class TuningLogWarning(UserWarning):
+    """A tuning log line was ignored (corrupt, or from another format); it names the
+    file and line."""
+
+
+class PlacementError(RelayKitError, ValueError):
+    """Measured placement cannot run as asked: an unknown target, a backend that is
+    not available, or no placement that every unit's targets can run."""

@@ -49,7 +49,7 @@ def _flatten(values: Any) -> list[str]:
 def _emit(b: GraphBuilder, body: Expr, env: dict[Expr, Any]) -> Any:
     """Convert ``body`` under ``env`` (a Var or node -> ONNX name, or list of names for
     tuples); returns the names of ``body``."""
-    for node in post_order(body):
+    for node in post_order(body, skip=lambda n: isinstance(n, Function)):
         if node in env:
             continue
         if isinstance(node, Var):
