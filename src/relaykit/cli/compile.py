@@ -92,8 +92,8 @@ def register(sub: SubParsers) -> None:
     parser.add_argument(
         "--tuning-log",
         metavar="FILE",
-        help="place regions by the measurements of this tuning log ('relaykit tune'); "
-        "candidates it lacks are measured and appended",
+        help="place regions by the measurements of this tuning log ('relaykit tune'), "
+        "measuring nothing: candidates it lacks are not considered",
     )
     add_model_options(parser)
     parser.set_defaults(func=run)
@@ -245,11 +245,16 @@ def _placed_model(args: argparse.Namespace, targets: list[str], progress: Progre
         mod, what = load_for_build(
             args.model, args.batch, args.image_size, shapes=None, limit=args.max_file_size
         )
-    cost = MeasuredCost(TuningLog(args.tuning_log))
+    cost = MeasuredCost(TuningLog(args.tuning_log), measure_missing=False)
     with progress.step(f"place by {args.tuning_log}"):
-        result = place(mod, names, cost=cost)
-    if cost.measurements:
-        print(f"measured {cost.measurements} candidates the log lacked (appended to it)")
+        try:
+            result = place(mod, names, cost=cost)
+        except PlacementError as err:
+            raise PlacementError(
+                f"{args.tuning_log} has no measurement for some regions of {args.model} on "
+                f"these targets; run 'relaykit tune {args.model} --targets "
+                f"{','.join(names)} --log {args.tuning_log}' first"
+            ) from err
     prepared = Prepared(mod, result.searched, result.partitioned, tuple(names))
     return PreparedModel(prepared, what, frozenset())
 

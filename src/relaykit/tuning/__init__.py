@@ -17,6 +17,7 @@ from .collage import (
     CollagePartition,
     CollageResult,
     apply_placement,
+    build_with_log,
     check_placement_targets,
     place,
 )
@@ -42,6 +43,7 @@ __all__ = [
     "Unit",
     "UnitGraph",
     "apply_placement",
+    "build_with_log",
     "check_placement_targets",
     "cut",
     "machine_fingerprint",

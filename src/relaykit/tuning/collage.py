@@ -26,6 +26,7 @@ from relaykit.byoc.pins import HOST, Pin
 from relaykit.byoc.pipeline import optimize_for, patterns_for
 from relaykit.byoc.targets import configure_target, scoped_registries
 from relaykit.errors import PlacementError
+from relaykit.execution.build_module import build
 from relaykit.ir.expr import Call, Function
 from relaykit.ir.module import IRModule
 from relaykit.transform.infer_type import InferType
@@ -40,6 +41,7 @@ __all__ = [
     "CollageResult",
     "place",
     "apply_placement",
+    "build_with_log",
     "check_placement_targets",
     "CollagePartition",
     "MAX_UNITS_KEY",
@@ -193,3 +195,26 @@ def CollagePartition(config: Any, cost_estimator: CostSource | None = None) -> P
         return result.partitioned
 
     return ModulePass(run, 0, "CollagePartition", ("InferType",))
+
+
+def build_with_log(
+    mod: IRModule | Function,
+    targets: str | Sequence[str],
+    tuning_log: str | os.PathLike[str] | TuningLog,
+    params: Mapping[str, Any] | None = None,
+    *,
+    any_machine: bool = False,
+) -> Any:
+    """``relay.build`` of ``mod`` placed by the measurements of ``tuning_log`` alone:
+    nothing is measured (a candidate the log lacks is not considered); a
+    :class:`~relaykit.errors.PlacementError` when the log cannot place every operator.
+
+    Returns the factory module ``relay.build`` returns.
+    """
+    log = (
+        tuning_log
+        if isinstance(tuning_log, TuningLog)
+        else TuningLog(tuning_log, any_machine=any_machine)
+    )
+    result = place(mod, targets, params, cost=MeasuredCost(log, measure_missing=False))
+    return build(result.partitioned, target="llvm")

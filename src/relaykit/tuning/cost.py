@@ -104,8 +104,9 @@ class MeasuredCost:
 
     ``measurements`` counts the candidates actually built and timed (0 when the log has
     them all); ``reused`` those the log answered; a backend that fails is recorded with
-    its error and answers ``inf``. Region calls cost nothing extra: measuring a region
-    alone already times its call.
+    its error and answers ``inf``. With ``measure_missing=False`` (a build from a log) a
+    candidate the log lacks answers ``inf`` and is counted in ``missing``, unmeasured.
+    Region calls cost nothing extra: measuring a region alone already times its call.
     """
 
     def __init__(
@@ -116,6 +117,7 @@ class MeasuredCost:
         repeat: int = 5,
         budget: float = 0.01,
         measure: Callable[..., float] = measure_function,
+        measure_missing: bool = True,
     ) -> None:
         self.log = log if log is not None else TuningLog(None)
         self.threads = resolve_num_threads(threads)
@@ -123,6 +125,8 @@ class MeasuredCost:
         self.budget = budget
         self.machine = machine_fingerprint()
         self.measure = measure
+        self.measure_missing = measure_missing
+        self.missing = 0
         self.measurements = 0
         self.reused = 0
         self.failures: list[Record] = []
@@ -138,6 +142,9 @@ class MeasuredCost:
         if hit is not None:
             self.reused += 1
             return math.inf if hit.latency is None else hit.latency
+        if not self.measure_missing:
+            self.missing += 1
+            return math.inf
         self.measurements += 1
         try:
             seconds: float | None = self.measure(
