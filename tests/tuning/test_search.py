@@ -102,7 +102,7 @@ def test_fusion_benefit_and_boundary_costs_decide() -> None:
 
 
 def test_a_failed_candidate_is_never_chosen() -> None:
-    mod, x = _chain()
+    mod, _x = _chain()
 
     def cost(names: tuple[str, ...], target: str) -> float:
         if target == "onnxruntime" and "exp" in names:

@@ -52,7 +52,10 @@ def register(sub: SubParsers) -> None:
     parser.add_argument("model", help=MODEL_HELP)
     add_placement_options(parser)
     parser.add_argument(
-        "--log", required=True, metavar="FILE", help="the tuning log (JSON lines) to read and extend"
+        "--log",
+        required=True,
+        metavar="FILE",
+        help="the tuning log (JSON lines) to read and extend",
     )
     add_model_options(parser)
     parser.set_defaults(func=run)

@@ -50,9 +50,7 @@ def _bytes(ty: object) -> int:
 
 def region_key(func: Function) -> str:
     """The stable key of a typed candidate function (see the module docstring)."""
-    consts = [
-        f"{n.data.shape}:{n.data.dtype}" for n in post_order(func) if isinstance(n, Constant)
-    ]
+    consts = [f"{n.data.shape}:{n.data.dtype}" for n in post_order(func) if isinstance(n, Constant)]
     text = func.astext(show_meta_data=False) + "\n" + ";".join(consts)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 

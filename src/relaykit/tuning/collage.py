@@ -12,7 +12,7 @@ decided). :func:`CollagePartition` is the same as a module pass under TVM's name
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,6 +96,13 @@ def _searched(
     return Sequential(passes, name="CollagePrepare")(optimized)
 
 
+def _member_of(calls: frozenset[Call]) -> Callable[[Call], bool]:
+    def member(call: Call) -> bool:
+        return call in calls
+
+    return member
+
+
 def apply_placement(
     searched: IRModule, graph: UnitGraph, placement: Placement, mod_name: str = "default"
 ) -> IRModule:
@@ -105,10 +112,7 @@ def apply_placement(
         chosen.setdefault(seg.target, set()).update(
             graph.units[i].call for i in range(seg.start, seg.stop)
         )
-    pins = [
-        Pin(predicate=lambda call, calls=frozenset(calls): call in calls, to=t)
-        for t, calls in chosen.items()
-    ]
+    pins = [Pin(predicate=_member_of(frozenset(calls)), to=t) for t, calls in chosen.items()]
     targets = list(placement.targets)
     if not targets:
         return searched

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from relaykit.backends import get_backend
 from relaykit.byoc.pins import HOST
+from relaykit.errors import PlacementError
 from relaykit.runtime.threads import resolve_num_threads
 
 from .candidates import Candidate
@@ -66,7 +67,7 @@ class MockCostEstimator:
     def latency(self, candidate: Candidate, target: str) -> float:
         self.estimates += 1
         if self.max_estimates and self.estimates > self.max_estimates:
-            raise RuntimeError(f"more than {self.max_estimates} estimates were asked for")
+            raise PlacementError(f"more than {self.max_estimates} estimates were asked for")
         return self.target_cost(target) * (candidate.stop - candidate.start)
 
     def boundary(self, candidate: Candidate, target: str) -> float:

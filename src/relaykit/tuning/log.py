@@ -102,24 +102,24 @@ class Record:
 
     @staticmethod
     def from_json(obj: Any) -> Record:
-        """Parse one line's object; raises ``ValueError`` saying what is wrong."""
+        """Parse one line's object; raises :class:`TuningLogError` saying what is wrong."""
         if not isinstance(obj, dict):
-            raise ValueError("not a JSON object")
+            raise TuningLogError("not a JSON object")
         if obj.get("format") != LOG_FORMAT:
-            raise ValueError(f"format {obj.get('format')!r}, expected {LOG_FORMAT}")
+            raise TuningLogError(f"format {obj.get('format')!r}, expected {LOG_FORMAT}")
         for name, kind in (("region", str), ("backend", str), ("version", str), ("machine", str)):
             if not isinstance(obj.get(name), kind):
-                raise ValueError(f"field {name!r} is missing or not a string")
+                raise TuningLogError(f"field {name!r} is missing or not a string")
         threads = obj.get("threads")
         if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
-            raise ValueError("field 'threads' is not a positive integer")
+            raise TuningLogError("field 'threads' is not a positive integer")
         latency, error = obj.get("latency"), obj.get("error")
         if latency is None and not isinstance(error, str):
-            raise ValueError("neither a latency nor an error")
+            raise TuningLogError("neither a latency nor an error")
         if latency is not None and (
             not isinstance(latency, (int, float)) or isinstance(latency, bool) or not latency >= 0
         ):
-            raise ValueError(f"latency {latency!r} is not a non-negative number")
+            raise TuningLogError(f"latency {latency!r} is not a non-negative number")
         ops = obj.get("ops", [])
         key = MeasureKey(obj["region"], obj["backend"], obj["version"], threads, obj["machine"])
         return Record(
@@ -140,7 +140,11 @@ class TuningLog:
     """
 
     def __init__(
-        self, path: str | os.PathLike[str] | None, *, any_machine: bool = False, strict: bool = False
+        self,
+        path: str | os.PathLike[str] | None,
+        *,
+        any_machine: bool = False,
+        strict: bool = False,
     ) -> None:
         self.path = None if path is None else Path(path)
         self.any_machine = any_machine

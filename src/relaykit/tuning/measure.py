@@ -22,6 +22,7 @@ from relaykit.byoc.merge_regions import MergeCompilerRegions
 from relaykit.byoc.partition import PartitionGraph
 from relaykit.byoc.pins import HOST, Pin
 from relaykit.byoc.targets import configure_target, scoped_registries
+from relaykit.errors import PlacementError
 from relaykit.execution.build_module import build
 from relaykit.ir.expr import Function, Var
 from relaykit.ir.module import IRModule
@@ -40,7 +41,7 @@ def realistic_inputs(params: list[Var], seed: int = 0) -> dict[str, np.ndarray]:
     for p in params:
         ty = p.checked_type
         if not isinstance(ty, TensorType):
-            raise TypeError(f"parameter {p.name_hint} is {ty}, not a tensor")
+            raise PlacementError(f"parameter {p.name_hint} is {ty}, not a tensor")
         shape = tuple(int(d) for d in ty.shape)
         dt = np.dtype(str(ty.dtype))
         if dt.kind == "f":

@@ -67,7 +67,9 @@ class Placement:
         for s in self.segments:
             if s.start <= unit < s.stop:
                 return s.target
-        raise IndexError(unit)
+        raise PlacementError(
+            f"unit {unit} is not in this placement (it has {self.segments[-1].stop if self.segments else 0} units)"
+        )
 
 
 def _runs(

@@ -13,11 +13,11 @@ import pytest
 pytest.importorskip("onnxruntime", reason="the onnxruntime backend needs onnxruntime")
 pytest.importorskip("onnx", reason="the onnxruntime backend needs onnx")
 
-import relaykit as tvm  # noqa: E402
-from relaykit import relay  # noqa: E402
-from relaykit.backends import get_backend  # noqa: E402
-from relaykit.byoc import partition_for, region_functions  # noqa: E402
-from relaykit.errors import CodegenError  # noqa: E402
+import relaykit as tvm
+from relaykit import relay
+from relaykit.backends import get_backend
+from relaykit.byoc import partition_for, region_functions
+from relaykit.errors import CodegenError
 
 RNG = np.random.default_rng(7)
 
@@ -47,7 +47,7 @@ def _offloaded(part: Any) -> int:
 
 def _conv_ref(x: np.ndarray, w: np.ndarray, pad: int, stride: int) -> np.ndarray:
     x = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    n, c, h, wd = x.shape
+    n, _c, h, wd = x.shape
     o, _, kh, kw = w.shape
     oh, ow = (h - kh) // stride + 1, (wd - kw) // stride + 1
     out = np.zeros((n, o, oh, ow))
@@ -80,7 +80,9 @@ def test_dense_batch_matmul_softmax() -> None:
         ),
         {"x": x, "a": a, "b": bm},
     )
-    np.testing.assert_allclose(d, x.astype(np.float64) @ w.T.astype(np.float64), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        d, x.astype(np.float64) @ w.T.astype(np.float64), rtol=1e-4, atol=1e-5
+    )
     logits = np.einsum("bik,bjk->bij", a.astype(np.float64), bm.astype(np.float64))
     e = np.exp(logits - logits.max(-1, keepdims=True))
     np.testing.assert_allclose(s, e / e.sum(-1, keepdims=True), rtol=1e-4, atol=1e-6)
@@ -93,7 +95,9 @@ def test_pooling_and_reductions() -> None:
         lambda xv: relay.Tuple(
             [
                 relay.nn.max_pool2d(xv, (2, 2), strides=(2, 2)),
-                relay.nn.avg_pool2d(xv, (3, 3), strides=(1, 1), padding=(1, 1), count_include_pad=True),
+                relay.nn.avg_pool2d(
+                    xv, (3, 3), strides=(1, 1), padding=(1, 1), count_include_pad=True
+                ),
                 relay.nn.global_avg_pool2d(xv),
                 relay.sum(xv, axis=(1, 3), keepdims=True),
                 relay.max(xv, axis=2),
@@ -118,9 +122,7 @@ def test_batch_norm_and_layer_norm() -> None:
     lg, lb = _rand(8), _rand(8)
 
     def body(xv: Any, tv: Any) -> Any:
-        bn = relay.nn.batch_norm(
-            xv, *(relay.const(a) for a in (g, bt, mu, var)), epsilon=1e-3
-        )[0]
+        bn = relay.nn.batch_norm(xv, *(relay.const(a) for a in (g, bt, mu, var)), epsilon=1e-3)[0]
         ln = relay.nn.layer_norm(tv, relay.const(lg), relay.const(lb), epsilon=1e-5)
         return relay.Tuple([bn, ln])
 

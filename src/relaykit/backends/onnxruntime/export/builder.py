@@ -40,9 +40,7 @@ class GraphBuilder:
         self._count += 1
         return f"{hint}_{self._count}"
 
-    def node(
-        self, op_type: str, inputs: list[str], n_out: int = 1, **attrs: Any
-    ) -> list[str]:
+    def node(self, op_type: str, inputs: list[str], n_out: int = 1, **attrs: Any) -> list[str]:
         """Append one node; returns its output names."""
         from onnx import helper
 

@@ -28,6 +28,10 @@ CONVERTERS: dict[str, tuple[Convert, Check]] = {}
 _DTYPES = ("float32",)
 
 
+def _op(call: Call) -> str:
+    return str(getattr(call.op, "name", ""))
+
+
 def static_shape(expr: Expr) -> tuple[int, ...] | None:
     """The static shape of a tensor-typed expression, or None."""
     ty = checked_type_or_none(expr)
@@ -104,12 +108,12 @@ _UNARY = {
 
 @_register(*_BINARY)
 def _binary(b: GraphBuilder, call: Call, ins: list[str]) -> list[str]:
-    return [b.one(_BINARY[call.op.name], ins)]
+    return [b.one(_BINARY[_op(call)], ins)]
 
 
 @_register(*_UNARY)
 def _unary(b: GraphBuilder, call: Call, ins: list[str]) -> list[str]:
-    return [b.one(_UNARY[call.op.name], ins)]
+    return [b.one(_UNARY[_op(call)], ins)]
 
 
 @_register("rsqrt")
@@ -226,7 +230,7 @@ def _pool_check(call: Call) -> Decline | bool:
     if a.layout != "NCHW" or getattr(a, "out_layout", "") not in ("", "NCHW"):
         return decline(f"layout {a.layout}; onnxruntime pools NCHW")
     dilation = getattr(a, "dilation", (1, 1))
-    if call.op.name == "nn.avg_pool2d" and any(int(d) != 1 for d in dilation):
+    if _op(call) == "nn.avg_pool2d" and any(int(d) != 1 for d in dilation):
         return decline("dilated average pooling has no ONNX operator")
     return True
 
@@ -240,7 +244,7 @@ def _pool2d(b: GraphBuilder, call: Call, ins: list[str]) -> list[str]:
         "pads": _pads(a.padding),
         "ceil_mode": int(bool(a.ceil_mode)),
     }
-    if call.op.name == "nn.max_pool2d":
+    if _op(call) == "nn.max_pool2d":
         return [b.one("MaxPool", ins, dilations=[int(d) for d in a.dilation], **common)]
     return [b.one("AveragePool", ins, count_include_pad=int(bool(a.count_include_pad)), **common)]
 
@@ -253,7 +257,7 @@ def _global_check(call: Call) -> Decline | bool:
 
 @_register("nn.global_avg_pool2d", "nn.global_max_pool2d", check=_global_check)
 def _global_pool(b: GraphBuilder, call: Call, ins: list[str]) -> list[str]:
-    kind = "GlobalAveragePool" if call.op.name == "nn.global_avg_pool2d" else "GlobalMaxPool"
+    kind = "GlobalAveragePool" if _op(call) == "nn.global_avg_pool2d" else "GlobalMaxPool"
     return [b.one(kind, ins)]
 
 
@@ -309,13 +313,19 @@ def _layer_norm_last(b: GraphBuilder, call: Call, x: str, gamma: str, beta: str)
 
 @_register("nn.softmax", "nn.log_softmax")
 def _softmax(b: GraphBuilder, call: Call, ins: list[str]) -> list[str]:
-    kind = "Softmax" if call.op.name == "nn.softmax" else "LogSoftmax"
+    kind = "Softmax" if _op(call) == "nn.softmax" else "LogSoftmax"
     return [b.one(kind, ins, axis=int(call.attrs.axis))]
 
 
 # -- reductions --------------------------------------------------------------------------------
 
-_REDUCE = {"sum": "ReduceSum", "mean": "ReduceMean", "max": "ReduceMax", "min": "ReduceMin", "prod": "ReduceProd"}
+_REDUCE = {
+    "sum": "ReduceSum",
+    "mean": "ReduceMean",
+    "max": "ReduceMax",
+    "min": "ReduceMin",
+    "prod": "ReduceProd",
+}
 
 
 def _reduce_axes(call: Call) -> list[int]:
@@ -337,7 +347,7 @@ def _reduce_check(call: Call) -> Decline | bool:
 def _reduce(b: GraphBuilder, call: Call, ins: list[str]) -> list[str]:
     axes = _reduce_axes(call)
     keep = int(bool(call.attrs.keepdims))
-    kind = _REDUCE[call.op.name]
+    kind = _REDUCE[_op(call)]
     if kind == "ReduceSum":  # opset 13 took ReduceSum's axes as an input, the rest at 18
         return [b.one(kind, [ins[0], b.ints(axes)], keepdims=keep)]
     return [b.one(kind, ins, axes=axes, keepdims=keep)]
@@ -379,8 +389,10 @@ def _slice_bounds(call: Call) -> tuple[list[int], list[int], list[int], list[int
     for k, axis in enumerate(axes):
         dim = shape[axis]
         begin = int(a.begin[k]) if a.begin[k] is not None else 0
-        stride = int(a.strides[k]) if a.strides and k < len(a.strides) else (
-            int(a.strides[0]) if a.strides and len(a.strides) == 1 else 1
+        stride = (
+            int(a.strides[k])
+            if a.strides and k < len(a.strides)
+            else (int(a.strides[0]) if a.strides and len(a.strides) == 1 else 1)
         )
         if a.slice_mode == "size":
             size = int(a.end[k]) if k < len(a.end) else -1
@@ -415,7 +427,9 @@ def _pad(b: GraphBuilder, call: Call, ins: list[str]) -> list[str]:
     mode = call.attrs.pad_mode
     inputs = [ins[0], b.ints(pads)]
     if mode == "constant":
-        inputs.append(b.one("Reshape", [ins[1], b.ints([])]) if len(ins) > 1 else b.const(np.float32(0)))
+        inputs.append(
+            b.one("Reshape", [ins[1], b.ints([])]) if len(ins) > 1 else b.const(np.float32(0))
+        )
     return [b.one("Pad", inputs, mode=mode)]
 
 

@@ -37,9 +37,7 @@ def value_info(name: str, ty: Any) -> Any:
 
     if not isinstance(ty, TensorType):
         raise CodegenError(f"{name} has type {ty}; onnxruntime regions take tensors")
-    return helper.make_tensor_value_info(
-        name, onnx_dtype(ty.dtype), [int(d) for d in ty.shape]
-    )
+    return helper.make_tensor_value_info(name, onnx_dtype(ty.dtype), [int(d) for d in ty.shape])
 
 
 def _flatten(values: Any) -> list[str]:
@@ -63,7 +61,7 @@ def _emit(b: GraphBuilder, body: Expr, env: dict[Expr, Any]) -> Any:
         elif isinstance(node, Call):
             args = [env[a] for a in node.args]
             if isinstance(node.op, Function):
-                inner = dict(zip(node.op.params, args, strict=True))
+                inner: dict[Expr, Any] = dict(zip(node.op.params, args, strict=True))
                 env[node] = _emit(b, node.op.body, inner)
                 continue
             name = getattr(node.op, "name", None)
