@@ -67,9 +67,8 @@ class Placement:
         for s in self.segments:
             if s.start <= unit < s.stop:
                 return s.target
-        raise PlacementError(
-            f"unit {unit} is not in this placement (it has {self.segments[-1].stop if self.segments else 0} units)"
-        )
+        size = self.segments[-1].stop if self.segments else 0
+        raise PlacementError(f"unit {unit} is not in this placement (it has {size} units)")
 
 
 def _runs(
