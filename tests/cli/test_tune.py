@@ -66,3 +66,21 @@ def test_compile_with_a_log_lacking_the_model(
     assert main([*args, "-o", str(tmp_path / "x.rkmod")]) == 1
     assert "run 'relaykit tune" in capsys.readouterr().err
     assert empty.read_text() == ""  # nothing was measured
+
+
+def test_explain_shows_each_regions_alternatives(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model = build_conv_net(tmp_path / "net.onnx")
+    log = tmp_path / "tune.jsonl"
+    _tune(model, log, capsys)
+    args = ["explain", str(model), "--target", "onnxruntime,jsonref", "--tuning-log", str(log)]
+    assert main(args) == 0
+    out = capsys.readouterr().out.split("measured placement", 1)[1]
+    rows = [
+        line for line in out.splitlines()[2:] if line and not line.startswith(("placement", " "))
+    ]
+    assert rows
+    # Every region names its time on the other targets that could run it, or says why not.
+    assert all("fastest of" in r or "the only target" in r for r in rows)
+    assert "host" in out

@@ -24,6 +24,7 @@ from relaykit.tuning import (
     TuningLog,
     check_placement_targets,
     place,
+    placement_table,
     search,
 )
 
@@ -115,26 +116,9 @@ class ProgressBar:
         self.stream.flush()
 
 
-def _ms(seconds: float) -> str:
-    if seconds == float("inf"):
-        return "failed"
-    return f"{seconds * 1e3:.3f} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.1f} us"
-
-
 def summary_table(result: CollageResult, singles: dict[str, float]) -> str:
-    """The chosen regions, their time on each target, and single-target totals."""
-    rows = [("units", "target", "time", "alternatives", "operators")]
-    for s in result.placement.segments:
-        alts = ", ".join(f"{t} {_ms(v)}" for t, v in s.alternatives.items() if t != s.target)
-        ops = ", ".join(s.names[:3]) + (" ..." if len(s.names) > 3 else "")
-        rows.append((f"{s.start}-{s.stop - 1}", s.target, _ms(s.latency), alts or "-", ops))
-    widths = [max(len(r[k]) for r in rows) for k in range(4)]
-    lines = ["  ".join(r[k].ljust(widths[k]) for k in range(4)) + "  " + r[4] for r in rows]
-    lines.append(f"placement total: {_ms(result.placement.total)}")
-    for t, total in singles.items():
-        ratio = total / result.placement.total if result.placement.total > 0 else float("nan")
-        lines.append(f"  {t} (with the host) alone: {_ms(total)}  ({ratio:.2f}x the placement)")
-    return "\n".join(lines)
+    """The chosen regions, their time on each target and why, and single-target totals."""
+    return placement_table(result, singles)
 
 
 def tune_model(

@@ -24,6 +24,7 @@ from .collage import (
 from .cost import CallableCost, CostSource, MeasuredCost, MockCostEstimator
 from .log import MeasureKey, Record, TuningLog, machine_fingerprint
 from .measure import measure_function, realistic_inputs
+from .report import placement_table, why
 from .search import Placement, Segment, search
 from .units import Unit, UnitGraph, supports, unit_graph
 
@@ -49,9 +50,11 @@ __all__ = [
     "machine_fingerprint",
     "measure_function",
     "place",
+    "placement_table",
     "realistic_inputs",
     "region_key",
     "search",
     "supports",
     "unit_graph",
+    "why",
 ]
