@@ -70,7 +70,7 @@ def cut(graph: UnitGraph, start: int, stop: int) -> Candidate:
         idx = graph.index_of.get(e)
         if idx is not None and idx in inside:
             return new[e]
-        if isinstance(e, Tuple) and any(p in inside for p in graph.producers(e)):
+        if isinstance(e, Tuple):  # a tuple argument: its fields, each a parameter or not
             new[e] = Tuple([outer(f) for f in e.fields])
             return new[e]
         if isinstance(e, TupleGetItem) and any(p in inside for p in graph.producers(e)):

@@ -115,8 +115,8 @@ class MeasuredCost:
         log: TuningLog | None = None,
         *,
         threads: int | None = None,
-        repeat: int = 5,
-        budget: float = 0.01,
+        repeat: int = 3,
+        budget: float = 0.004,
         measure: Callable[..., float] = measure_function,
         measure_missing: bool = True,
     ) -> None:

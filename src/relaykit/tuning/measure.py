@@ -58,7 +58,7 @@ def _time(run: Callable[[], Any], repeat: int, budget: float) -> float:
     start = time.perf_counter()
     run()
     once = max(time.perf_counter() - start, 1e-7)
-    number = max(1, min(200, int(budget / once)))
+    number = max(1, min(50, int(budget / once)))
     samples = []
     for _ in range(repeat):
         start = time.perf_counter()
@@ -97,7 +97,7 @@ def executor_overhead(repeat: int = 5) -> float:
 
 
 def measure_function(
-    func: Function, target: str, *, repeat: int = 5, budget: float = 0.01
+    func: Function, target: str, *, repeat: int = 3, budget: float = 0.004
 ) -> float:
     """Seconds per run of ``func`` on ``target`` (``"host"`` or a backend), the
     executor's own overhead taken out; raises whatever building or running raises."""

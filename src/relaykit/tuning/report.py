@@ -19,9 +19,9 @@ __all__ = ["why", "placement_table", "format_seconds"]
 
 
 def format_seconds(seconds: float) -> str:
-    """``12.3 us`` / ``1.234 ms``, ``failed`` for a target that could not run it."""
+    """``12.3 us`` / ``1.234 ms``, ``no time`` for a target with no measurement."""
     if not math.isfinite(seconds):
-        return "failed"
+        return "no time"
     return f"{seconds * 1e3:.3f} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.1f} us"
 
 
@@ -35,7 +35,7 @@ def why(seg: Segment) -> str:
     parts = []
     for t, v in others:
         if not math.isfinite(v):
-            parts.append(f"{t} failed")
+            parts.append(f"{t} no time (it failed, or the log lacks it)")
         elif seg.latency > 0:
             parts.append(f"{t} {format_seconds(v)} ({v / seg.latency:.2f}x)")
         else:

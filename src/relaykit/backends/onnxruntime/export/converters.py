@@ -52,10 +52,11 @@ def _tensors_ok(call: Call) -> Decline | bool:
     """Every input and output a static float32 tensor (or a tuple of them)."""
     for i, a in enumerate(call.args):
         ty = checked_type_or_none(a)
-        if not isinstance(ty, TensorType) or ty.dtype not in _DTYPES:
-            return decline(f"input {i} is {ty}; onnxruntime takes float32 tensors here")
-        if static_shape(a) is None:
-            return decline(f"input {i} has a dynamic shape {ty}")
+        for f in ty.fields if isinstance(ty, TupleType) else (ty,):
+            if not isinstance(f, TensorType) or f.dtype not in _DTYPES:
+                return decline(f"input {i} is {ty}; onnxruntime takes float32 tensors here")
+            if not all(isinstance(d, int) for d in f.shape):
+                return decline(f"input {i} has a dynamic shape {ty}")
     out = checked_type_or_none(call)
     fields = out.fields if isinstance(out, TupleType) else (out,)
     for f in fields:

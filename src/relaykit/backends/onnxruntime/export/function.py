@@ -72,7 +72,8 @@ def _emit(b: GraphBuilder, body: Expr, env: dict[Expr, Any]) -> Any:
             verdict = check(node)
             if verdict is not True:
                 raise CodegenError(f"onnxruntime cannot run {name}: {verdict}")
-            ins = [a if isinstance(a, str) else _single(a, name) for a in args]
+            # a tuple argument (concatenate's) passes its fields
+            ins = [n for a in args for n in (a if isinstance(a, list) else [a])]
             outs = convert(b, node, ins)
             env[node] = outs if isinstance(node.checked_type, TupleType) else outs[0]
         elif isinstance(node, (Function, Op)):
@@ -80,12 +81,6 @@ def _emit(b: GraphBuilder, body: Expr, env: dict[Expr, Any]) -> Any:
         else:
             raise CodegenError(f"onnxruntime regions cannot hold {type(node).__name__} nodes")
     return env[body]
-
-
-def _single(value: Any, op: Any) -> str:
-    if isinstance(value, list) and len(value) == 1:
-        return str(value[0])
-    raise CodegenError(f"operator {op} takes a tensor, got a tuple")
 
 
 def function_to_onnx(func: Function, name: str = "region") -> Any:
