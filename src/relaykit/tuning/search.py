@@ -1,7 +1,7 @@
 """The placement of least total latency, by dynamic programming over the units' order.
 
 Units are in a topological order; a region is a contiguous run of it (convex, so
-no placement has a cycle between regions). For every run of at most
+no placement has a cycle between regions). For every connected run of at most
 ``max_units`` units (``host_max_units`` on the host) and every target that can
 run all of it, the cost source gives a latency and a boundary cost; then
 
@@ -74,14 +74,36 @@ class Placement:
 def _runs(
     graph: UnitGraph, targets: Sequence[str], max_units: int, host_max_units: int
 ) -> list[tuple[int, int, list[str]]]:
-    """Every ``(start, stop, targets able to run it)`` the search considers."""
+    """Every ``(start, stop, targets able to run it)`` the search considers: runs whose
+    units are connected (a run of two independent branches is two regions, which
+    partitioning may merge anyway), single units always."""
     units = graph.units
     order = [*targets, HOST]
     runs = []
+    longest = max(max_units, host_max_units)
     for j in range(1, len(units) + 1):
         able = set(order)
-        for i in range(j - 1, max(-1, j - 1 - max(max_units, host_max_units)), -1):
+        parent: dict[int, int] = {}
+
+        def find(a: int) -> int:
+            while parent[a] != a:
+                parent[a] = parent[parent[a]]
+                a = parent[a]
+            return a
+
+        components = 0
+        for i in range(j - 1, max(-1, j - 1 - longest), -1):
             able &= units[i].targets
+            if able == {HOST} and j - i > host_max_units:
+                break  # only the host is left, and this run is already too long for it
+            parent[i] = i
+            components += 1
+            for u in graph.users[i]:
+                if u < j and find(u) != find(i):
+                    parent[find(u)] = find(i)
+                    components -= 1
+            if components != 1:
+                continue
             length = j - i
             ok = [
                 t
