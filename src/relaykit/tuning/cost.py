@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from relaykit._version import __version__
 from relaykit.backends import get_backend
 from relaykit.byoc.pins import HOST
 from relaykit.errors import PlacementError
@@ -134,7 +135,7 @@ class MeasuredCost:
         self._lock = threading.Lock()
 
     def key(self, candidate: Candidate, target: str) -> MeasureKey:
-        version = "" if target == HOST else get_backend(target).version
+        version = __version__ if target == HOST else get_backend(target).version
         return MeasureKey(candidate.key, target, version, self.threads, self.machine)
 
     def latency(self, candidate: Candidate, target: str) -> float:
