@@ -155,3 +155,20 @@ def test_build_with_log_measures_nothing(tmp_path: Path) -> None:
     m.run()
     np.testing.assert_allclose(m.get_output(0).numpy(), _want(x), rtol=1e-4, atol=1e-6)
     assert path.stat().st_size == size
+
+
+def test_a_new_backend_version_measures_again(tmp_path: Path) -> None:
+    path = tmp_path / "tune.jsonl"
+    first = FakeMeasure()
+    place(_model(), ["onnxruntime"], cost=MeasuredCost(TuningLog(path), measure=first))
+    stale = []
+    for line in path.read_text().splitlines():
+        rec = json.loads(line)
+        if rec["backend"] == "onnxruntime":
+            rec["version"] = "0.0.1"  # measured with another onnxruntime
+        stale.append(json.dumps(rec))
+    path.write_text("\n".join(stale) + "\n")
+    again = FakeMeasure()
+    place(_model(), ["onnxruntime"], cost=MeasuredCost(TuningLog(path), measure=again))
+    assert again.calls and set(again.calls) == {"onnxruntime"}
+    assert len(again.calls) == first.calls.count("onnxruntime")
