@@ -71,6 +71,14 @@ class Placement:
         raise PlacementError(f"unit {unit} is not in this placement (it has {size} units)")
 
 
+def _find(parent: dict[int, int], a: int) -> int:
+    """The representative of ``a`` in a union-find forest (halving paths)."""
+    while parent[a] != a:
+        parent[a] = parent[parent[a]]
+        a = parent[a]
+    return a
+
+
 def _runs(
     graph: UnitGraph, targets: Sequence[str], max_units: int, host_max_units: int
 ) -> list[tuple[int, int, list[str]]]:
@@ -84,13 +92,6 @@ def _runs(
     for j in range(1, len(units) + 1):
         able = set(order)
         parent: dict[int, int] = {}
-
-        def find(a: int) -> int:
-            while parent[a] != a:
-                parent[a] = parent[parent[a]]
-                a = parent[a]
-            return a
-
         components = 0
         for i in range(j - 1, max(-1, j - 1 - longest), -1):
             able &= units[i].targets
@@ -99,8 +100,8 @@ def _runs(
             parent[i] = i
             components += 1
             for u in graph.users[i]:
-                if u < j and find(u) != find(i):
-                    parent[find(u)] = find(i)
+                if u < j and _find(parent, u) != _find(parent, i):
+                    parent[_find(parent, u)] = _find(parent, i)
                     components -= 1
             if components != 1:
                 continue
