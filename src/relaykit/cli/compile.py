@@ -31,7 +31,8 @@ from relaykit.cli._common import (
     split_targets,
     targets_label,
 )
-from relaykit.cli._models import MODEL_HELP, prepare_model
+from relaykit.cli._models import MODEL_HELP, PreparedModel, load_for_build, prepare_model
+from relaykit.errors import PlacementError, UsageError
 from relaykit.execution.build_module import build
 from relaykit.execution.codegen.registry import (
     CodegenInfo,
@@ -41,6 +42,7 @@ from relaykit.execution.codegen.registry import (
 )
 from relaykit.ir import IRModule
 from relaykit.runtime.module import Module
+from relaykit.tuning import MeasuredCost, TuningLog, check_placement_targets, place
 
 __all__ = [
     "register",
@@ -87,6 +89,12 @@ def register(sub: SubParsers) -> None:
         metavar="FILE",
         help="also write the partitioned module as Relay text (what each backend got)",
     )
+    parser.add_argument(
+        "--tuning-log",
+        metavar="FILE",
+        help="place regions by the measurements of this tuning log ('relaykit tune'), "
+        "measuring nothing: candidates it lacks are not considered",
+    )
     add_model_options(parser)
     parser.set_defaults(func=run)
 
@@ -95,6 +103,8 @@ def add_target_options(parser: argparse.ArgumentParser) -> None:
     """``--target``, ``--pin``, ``--min-ops``: shared by ``compile`` and ``bench``."""
     parser.add_argument(
         "--target",
+        "--targets",
+        dest="target",
         action="append",
         required=True,
         metavar="T[,T...]",
@@ -223,6 +233,32 @@ def default_output(model: str) -> Path:
     return Path(Path(model).stem + ".rkmod")
 
 
+def _placed_model(args: argparse.Namespace, targets: list[str], progress: Progress) -> Any:
+    """The model placed by measurement, reusing the tuning log ``--tuning-log``."""
+    if args.pin or args.min_ops is not None:
+        raise UsageError("--tuning-log places every operator by measurement: drop --pin/--min-ops")
+    try:
+        names = list(check_placement_targets(targets))
+    except PlacementError as err:
+        raise UsageError(f"--targets: {err}") from err
+    with progress.step(f"import {args.model}"):
+        mod, what = load_for_build(
+            args.model, args.batch, args.image_size, shapes=None, limit=args.max_file_size
+        )
+    cost = MeasuredCost(TuningLog(args.tuning_log), measure_missing=False)
+    with progress.step(f"place by {args.tuning_log}"):
+        try:
+            result = place(mod, names, cost=cost)
+        except PlacementError as err:
+            raise PlacementError(
+                f"{args.tuning_log} has no measurement for some regions of {args.model} on "
+                f"these targets; run 'relaykit tune {args.model} --targets "
+                f"{','.join(names)} --log {args.tuning_log}' first"
+            ) from err
+    prepared = Prepared(mod, result.searched, result.partitioned, tuple(names))
+    return PreparedModel(prepared, what, frozenset())
+
+
 def run(args: argparse.Namespace) -> int:
     targets = split_targets(args.target)
     pins = parse_pins(args.pin, targets)
@@ -231,17 +267,20 @@ def run(args: argparse.Namespace) -> int:
     dump = check_output_path(args.dump_relay, "Relay text file") if args.dump_relay else None
     progress = Progress()
     check_targets(targets)
-    model = prepare_model(
-        args.model,
-        targets,
-        batch=args.batch,
-        image_size=args.image_size,
-        shapes=shapes or None,
-        limit=args.max_file_size,
-        pins=pins,
-        min_ops=args.min_ops,
-        progress=progress,
-    )
+    if args.tuning_log:
+        model = _placed_model(args, targets, progress)
+    else:
+        model = prepare_model(
+            args.model,
+            targets,
+            batch=args.batch,
+            image_size=args.image_size,
+            shapes=shapes or None,
+            limit=args.max_file_size,
+            pins=pins,
+            min_ops=args.min_ops,
+            progress=progress,
+        )
     lib = build_prepared(model.prepared, progress)
     part, what = model.prepared.partitioned, model.what
     with progress.step(f"write {out}"):
