@@ -47,6 +47,7 @@ from .functor import (
 )
 from .hooks import install_printer
 from .module import IRModule
+from .ref import RefCreate, RefRead, RefWrite
 from .op import Op, OpRegistry, default_registry, get_op, list_op_names, register_op_attr
 from .structural import (
     assert_structural_equal,
@@ -65,7 +66,9 @@ from .types import (
     DTYPES,
     FuncType,
     IncompleteType,
+    RefType,
     TensorType,
+    TypeKind,
     TupleType,
     Type,
     TypeVar,
@@ -73,6 +76,11 @@ from .types import (
 )
 
 __all__ = [
+    "RefCreate",
+    "RefRead",
+    "RefWrite",
+    "RefType",
+    "TypeKind",
     "Clause",
     "Constructor",
     "GlobalTypeVar",

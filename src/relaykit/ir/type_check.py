@@ -60,7 +60,17 @@ from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, Tup
 from .functor import children, post_order, rewrite_post_order
 from .hooks import has_printer, printer_hook
 from .op import Op
-from .types import AnyDim, FuncType, IncompleteType, TensorType, TupleType, Type, TypeVar
+from .ref import RefCreate, RefRead, RefWrite
+from .types import (
+    AnyDim,
+    FuncType,
+    IncompleteType,
+    RefType,
+    TensorType,
+    TupleType,
+    Type,
+    TypeVar,
+)
 
 __all__ = [
     "GlobalScope",
@@ -335,7 +345,29 @@ class TypeChecker:
             return self.done[id(node.rhs)]
         if t is Match:
             return self.match_type(node)
+        if t is RefCreate:
+            return RefType(self.done[id(node.value)])
+        if t is RefRead:
+            return self.ref_value_type(node, node.ref)
+        if t is RefWrite:
+            held = self.ref_value_type(node, node.ref)
+            vt = self.done[id(node.value)]
+            if held != vt and self.unify(held, vt) is None:
+                raise self.fail(
+                    node, f"ref_write stores a {vt} in a reference to {self.resolve(held)}"
+                )
+            return TupleType([])
         raise self.fail(node, f"cannot type a {t.__name__} node")
+
+    def ref_value_type(self, node: Expr, ref: Expr) -> Type:
+        """The type of the value the reference ``ref`` holds."""
+        rt = self.done[id(ref)]
+        if type(rt) is RefType:
+            return rt.value
+        hole = self.fresh(node)
+        if self.unify(rt, RefType(hole)) is None:
+            raise self.fail(node, f"{type(node).__name__} needs a reference, got a {rt}")
+        return self.resolve(hole)
 
     def projection_type(self, node: TupleGetItem) -> Type:
         tt = self.done[id(node.tuple_value)]
@@ -580,6 +612,9 @@ class TypeChecker:
         if tt is TypeCall:
             targs = [self.resolve(a) for a in t.args]  # type: ignore[attr-defined]
             return TypeCall(t.func, targs)  # type: ignore[attr-defined]
+        if tt is RefType:
+            inner = self.resolve(t.value)  # type: ignore[attr-defined]
+            return t if inner is t.value else RefType(inner)  # type: ignore[attr-defined]
         return t
 
     def unify(self, a: Type, b: Type) -> Type | None:
@@ -625,6 +660,9 @@ class TypeChecker:
             return unify_tensor_types(a, b)  # type: ignore[arg-type]
         if ta is TypeCall:
             return self.unify_type_call(a, b)  # type: ignore[arg-type]
+        if ta is RefType:
+            inner = self.unify(a.value, b.value)  # type: ignore[attr-defined]
+            return None if inner is None else RefType(inner)
         return a if a == b else None
 
     def solve_inputs(self, call: Call, op: Op, arg_types: list[Type]) -> list[Type] | None:
@@ -743,6 +781,8 @@ def unknowns(t: Type) -> list[Unknown]:
         return [u for p in parts for u in unknowns(p)]
     if tt is TypeCall:
         return [u for a in t.args for u in unknowns(a)]  # type: ignore[attr-defined]
+    if tt is RefType:
+        return unknowns(t.value)  # type: ignore[attr-defined]
     return []
 
 
@@ -759,6 +799,8 @@ def substitute(t: Type, mapping: Mapping[Type, Type]) -> Type:
         return FuncType(args, substitute(t.ret_type, inner), t.type_params)  # type: ignore[attr-defined]
     if tt is TypeCall:
         return TypeCall(t.func, [substitute(a, mapping) for a in t.args])  # type: ignore[attr-defined]
+    if tt is RefType:
+        return RefType(substitute(t.value, mapping))  # type: ignore[attr-defined]
     return t
 
 

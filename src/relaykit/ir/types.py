@@ -30,6 +30,7 @@ __all__ = [
     "TensorType",
     "TupleType",
     "FuncType",
+    "RefType",
     "IncompleteType",
     "TypeVar",
     "DTYPES",
@@ -228,6 +229,25 @@ class FuncType(Type):
 
 
 @dataclass(frozen=True, slots=True)
+class RefType(Type):
+    """The type of a mutable reference cell holding a ``value``: ``ref(Tensor[(2), float32])``.
+
+    >>> str(RefType(TensorType((2,), "float32")))
+    'ref(Tensor[(2), float32])'
+    """
+
+    value: Type
+
+    def __init__(self, value: Type) -> None:
+        if not isinstance(value, Type):
+            raise IRError(f"RefType holds a Type, got {value!r}")
+        object.__setattr__(self, "value", value)
+
+    def __str__(self) -> str:
+        return f"ref({self.value})"
+
+
+@dataclass(frozen=True, slots=True)
 class IncompleteType(Type):
     """A type still to be inferred (printed as ``?``)."""
 
@@ -267,6 +287,8 @@ def is_dynamic(t: Type) -> bool:
         return any(is_dynamic(f) for f in t.fields)
     if isinstance(t, FuncType):
         return any(is_dynamic(a) for a in (*t.arg_types, t.ret_type))
+    if isinstance(t, RefType):
+        return is_dynamic(t.value)
     return False
 
 

@@ -11,6 +11,7 @@ from relaykit.ir.adt import GlobalTypeVar, TypeCall
 from relaykit.ir.types import (
     FuncType,
     IncompleteType,
+    RefType,
     TensorType,
     TupleType,
     Type,
@@ -24,6 +25,7 @@ __all__ = [
     "TypeCall",
     "FuncType",
     "IncompleteType",
+    "RefType",
     "TensorType",
     "TupleType",
     "Type",

@@ -18,7 +18,15 @@ from typing import Any
 
 from relaykit.errors import ArgumentError
 from relaykit.ir.adt import GlobalTypeVar, TypeCall, TypeData
-from relaykit.ir.types import FuncType, IncompleteType, TensorType, TupleType, Type, TypeVar
+from relaykit.ir.types import (
+    FuncType,
+    IncompleteType,
+    RefType,
+    TensorType,
+    TupleType,
+    Type,
+    TypeVar,
+)
 
 __all__ = ["TypeFunctor", "TypeVisitor", "TypeMutator"]
 
@@ -31,6 +39,7 @@ _METHODS: dict[type, str] = {
     TypeCall: "visit_type_call",
     GlobalTypeVar: "visit_global_type_var",
     TypeData: "visit_type_data",
+    RefType: "visit_ref_type",
 }
 
 
@@ -55,7 +64,7 @@ class TypeFunctor:
 
     visit_tensor_type = visit_tuple_type = visit_type_var = visit_func_type = _missing
     visit_incomplete_type = visit_type_call = visit_global_type_var = _missing
-    visit_type_data = _missing
+    visit_type_data = visit_ref_type = _missing
 
 
 class TypeVisitor(TypeFunctor):
@@ -85,6 +94,9 @@ class TypeVisitor(TypeFunctor):
         self.visit(tc.func)
         for arg in tc.args:
             self.visit(arg)
+
+    def visit_ref_type(self, rt: RefType) -> None:
+        self.visit(rt.value)
 
     def visit_type_data(self, td: TypeData) -> None:
         self.visit(td.header)
@@ -119,6 +131,9 @@ class TypeMutator(TypeFunctor):
 
     def visit_type_call(self, tc: TypeCall) -> Type:
         return TypeCall(self.visit(tc.func), [self.visit(a) for a in tc.args])
+
+    def visit_ref_type(self, rt: RefType) -> Type:
+        return RefType(self.visit(rt.value))
 
     def visit_type_data(self, td: TypeData) -> TypeData:
         return TypeData(

@@ -54,6 +54,7 @@ from relaykit.ir.expr import (
 )
 from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op, OpRegistry, default_registry
+from relaykit.ir.ref import RefCreate, RefRead, RefWrite
 from relaykit.ir.types import Type
 from relaykit.runtime.ndarray import NDArray
 from relaykit.transform.infer_type import infer_module
@@ -79,6 +80,11 @@ _INFIX_OPS = {
     "!=": "not_equal",
 }
 _INFIX_PREC = {"*": 4, "/": 4, "+": 3, "-": 3, "<": 2, ">": 2, "<=": 2, ">=": 2, "==": 1, "!=": 1}
+_REF_NODES: dict[str, tuple[Any, int]] = {
+    "ref": (RefCreate, 1),
+    "ref_read": (RefRead, 1),
+    "ref_write": (RefWrite, 2),
+}
 _KEYWORDS = frozenset(
     {"fn", "def", "let", "if", "else", "free_var", "meta", "True", "False", "None"}
 )
@@ -260,12 +266,28 @@ class _Parser(TokenReader):
                 return self.meta_ref()
             if text == "let":
                 return self.body(None)
+            if text in _REF_NODES and self.at("(", 1):
+                return self.ref_expr()
             if text not in _KEYWORDS:
                 self.pos += 1
                 return self.op(tok)
         if kind == "PUNCT" and text == "(":
             return self.paren()
         raise self.error(tok, f"expected an expression but found {describe(tok)}")
+
+    def ref_expr(self) -> Expr:
+        """``ref(v)``, ``ref_read(r)`` or ``ref_write(r, v)``."""
+        start = self.next()
+        node_class, arity = _REF_NODES[start[1]]
+        self.expect("(")
+        args: list[Expr] = []
+        while not self.accept(")"):
+            if args:
+                self.expect(",", f" or ')' in {start[1]}(...)")
+            args.append(self.parse_expr())
+        if len(args) != arity:
+            raise self.error(start, f"{start[1]} takes {arity} argument(s), got {len(args)}")
+        return node_class(*args, span=self.span_from(start))
 
     def op(self, tok: Token, name: str | None = None) -> Op:
         try:

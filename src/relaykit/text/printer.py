@@ -45,6 +45,7 @@ from relaykit.ir.functor import post_order
 from relaykit.ir.hooks import install_printer
 from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op
+from relaykit.ir.ref import RefCreate, RefRead, RefWrite
 from relaykit.ir.types import Type
 
 from .literals import attr_text, scalar_text
@@ -60,7 +61,22 @@ Annotate = Callable[[Expr], Any]
 
 _MARK = "\x00"  # sentinel placed after the node context_lines() points at
 _ATOMIC = (Var, GlobalVar, Op, Constant)
-_KINDS = (Call, Tuple, TupleGetItem, Function, Let, If, Var, GlobalVar, Op, Constant)
+_KINDS = (
+    Call,
+    Tuple,
+    TupleGetItem,
+    Function,
+    Let,
+    If,
+    Var,
+    GlobalVar,
+    Op,
+    Constant,
+    RefCreate,
+    RefRead,
+    RefWrite,
+)
+_REF_KEYWORDS = {RefCreate: "ref", RefRead: "ref_read", RefWrite: "ref_write"}
 _PLAIN, _RESULT, _LETVALUE = 0, 1, 2
 # A '/' inside a name (as TensorFlow-style scopes use: %base/x) is kept, as TVM does.
 _VALID_NAME = re.compile(r"[A-Za-z_](?:[A-Za-z0-9_.]|/(?=[A-Za-z_]))*\Z")
@@ -377,6 +393,9 @@ class _DefPrinter:
             fields = [self.arg(f) for f in node.fields]
             inside = fields[0] + "," if len(fields) == 1 else ", ".join(fields)
             return f"({inside}){self.info(node)}"
+        if k in _REF_KEYWORDS:
+            parts = [self.arg(c) for c in children_of[k](node)]
+            return f"{_REF_KEYWORDS[k]}({', '.join(parts)}){self.info(node)}"
         if k is TupleGetItem:
             tv = node.tuple_value
             base = self.arg(tv)

@@ -22,7 +22,15 @@ from relaykit.errors import ParseError
 from relaykit.ir.expr import Constant, Span
 from relaykit.ir.symbolic import Any as AnyDim
 from relaykit.ir.symbolic import SizeVar
-from relaykit.ir.types import DTYPES, FuncType, IncompleteType, TensorType, TupleType, Type
+from relaykit.ir.types import (
+    DTYPES,
+    FuncType,
+    IncompleteType,
+    RefType,
+    TensorType,
+    TupleType,
+    Type,
+)
 from relaykit.runtime.ndarray import NDArray
 
 from .literals import SUFFIX_DTYPE, float_text, unquote
@@ -243,6 +251,11 @@ class TokenReader:
             if text in BARE_DTYPES:  # TVM reads ``int`` as int32, ``float`` as float32
                 self.pos += 1
                 return TensorType((), BARE_DTYPES[text])
+            if text == "ref" and self.at("(", 1):
+                self.pos += 2
+                inner = self.parse_type()
+                self.expect(")", " after the type of a reference")
+                return RefType(inner)
             if text == "_":  # a type left for inference, as TVM writes it
                 self.pos += 1
                 return IncompleteType()
