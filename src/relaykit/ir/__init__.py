@@ -34,6 +34,8 @@ from .expr import (
     checked_type_or_none,
     const,
 )
+from .env_func import EnvFunc
+from .kind_check import check_kind
 from .fields import child_field, children_field, data_field
 from .functor import (
     ExprFunctor,
@@ -69,6 +71,7 @@ from .types import (
     RefType,
     TensorType,
     TypeKind,
+    TypeRelation,
     TupleType,
     Type,
     TypeVar,
@@ -76,6 +79,9 @@ from .types import (
 )
 
 __all__ = [
+    "EnvFunc",
+    "check_kind",
+    "TypeRelation",
     "RefCreate",
     "RefRead",
     "RefWrite",

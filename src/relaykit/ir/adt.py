@@ -67,6 +67,10 @@ class GlobalTypeVar(Type):
     def __repr__(self) -> str:
         return f"GlobalTypeVar({self.name_hint!r})"
 
+    def __call__(self, *args: Type) -> TypeCall:
+        """``List(a)`` is the type ``List[a]`` (a :class:`TypeCall`), as in TVM."""
+        return TypeCall(self, args)
+
 
 @dataclass(frozen=True, slots=True)
 class TypeCall(Type):

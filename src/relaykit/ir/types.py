@@ -31,6 +31,7 @@ __all__ = [
     "TupleType",
     "FuncType",
     "RefType",
+    "TypeRelation",
     "IncompleteType",
     "TypeVar",
     "DTYPES",
@@ -202,11 +203,13 @@ class TypeVar(Type):
 
 @dataclass(frozen=True, slots=True)
 class FuncType(Type):
-    """The type of a function: argument types and return type."""
+    """The type of a function: argument types and return type; a polymorphic one has
+    type parameters and may constrain them with :class:`TypeRelation` values."""
 
     arg_types: tuple[Type, ...]
     ret_type: Type
     type_params: tuple[TypeVar, ...] = ()
+    type_constraints: tuple[Type, ...] = ()
 
     def __init__(
         self,
@@ -219,13 +222,54 @@ class FuncType(Type):
         for a in (*args, ret_type):
             if not isinstance(a, Type):
                 raise IRError(f"FuncType member {a!r} is not a Type")
+        constraints = tuple(type_constraints or ())
+        for c in constraints:
+            if not isinstance(c, Type):
+                raise IRError(f"FuncType constraint {c!r} is not a Type (a TypeRelation)")
         object.__setattr__(self, "arg_types", args)
         object.__setattr__(self, "ret_type", ret_type)
-        object.__setattr__(self, "type_params", tuple(type_params))
+        object.__setattr__(self, "type_params", tuple(type_params or ()))
+        object.__setattr__(self, "type_constraints", constraints)
 
     def __str__(self) -> str:
         args = ", ".join(str(a) for a in self.arg_types)
         return f"fn ({args}) -> {self.ret_type}"
+
+
+@dataclass(frozen=True, slots=True)
+class TypeRelation(Type):
+    """A constraint between types: ``func(args..., attrs)`` relates the first
+    ``num_inputs`` of ``args`` (inputs) to the rest (outputs). Its kind is
+    ``TypeKind.Constraint``; ``func`` is an :class:`relaykit.ir.EnvFunc` (or ``None``).
+
+    >>> t = TensorType((2,))
+    >>> TypeRelation(None, [t, t], 1).num_inputs
+    1
+    """
+
+    func: Any
+    args: tuple[Type, ...]
+    num_inputs: int
+    attrs: Any = None
+
+    def __init__(self, func: Any, args: Sequence[Type], num_inputs: int, attrs: Any = None):
+        items = tuple(args)
+        for a in items:
+            if not isinstance(a, Type):
+                raise IRError(f"TypeRelation argument {a!r} is not a Type")
+        if not 0 <= int(num_inputs) <= len(items):
+            raise IRError(
+                f"TypeRelation num_inputs={num_inputs} is not between 0 and its "
+                f"{len(items)} arguments"
+            )
+        object.__setattr__(self, "func", func)
+        object.__setattr__(self, "args", items)
+        object.__setattr__(self, "num_inputs", int(num_inputs))
+        object.__setattr__(self, "attrs", attrs)
+
+    def __str__(self) -> str:
+        name = getattr(self.func, "name", "?")
+        return f"{name}({', '.join(str(a) for a in self.args)})"
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from relaykit.ir.types import (
     TupleType,
     Type,
     TypeKind,
+    TypeRelation,
     TypeVar,
     scalar_type,
 )
@@ -30,6 +31,7 @@ __all__ = [
     "TupleType",
     "Type",
     "TypeKind",
+    "TypeRelation",
     "TypeVar",
     "scalar_type",
 ]

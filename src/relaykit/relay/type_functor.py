@@ -25,6 +25,7 @@ from relaykit.ir.types import (
     TensorType,
     TupleType,
     Type,
+    TypeRelation,
     TypeVar,
 )
 
@@ -40,6 +41,7 @@ _METHODS: dict[type, str] = {
     GlobalTypeVar: "visit_global_type_var",
     TypeData: "visit_type_data",
     RefType: "visit_ref_type",
+    TypeRelation: "visit_type_relation",
 }
 
 
@@ -64,7 +66,7 @@ class TypeFunctor:
 
     visit_tensor_type = visit_tuple_type = visit_type_var = visit_func_type = _missing
     visit_incomplete_type = visit_type_call = visit_global_type_var = _missing
-    visit_type_data = visit_ref_type = _missing
+    visit_type_data = visit_ref_type = visit_type_relation = _missing
 
 
 class TypeVisitor(TypeFunctor):
@@ -87,7 +89,7 @@ class TypeVisitor(TypeFunctor):
             self.visit(field)
 
     def visit_func_type(self, ft: FuncType) -> None:
-        for t in (*ft.type_params, *ft.arg_types, ft.ret_type):
+        for t in (*ft.type_params, *ft.arg_types, ft.ret_type, *ft.type_constraints):
             self.visit(t)
 
     def visit_type_call(self, tc: TypeCall) -> None:
@@ -97,6 +99,10 @@ class TypeVisitor(TypeFunctor):
 
     def visit_ref_type(self, rt: RefType) -> None:
         self.visit(rt.value)
+
+    def visit_type_relation(self, tr: TypeRelation) -> None:
+        for arg in tr.args:
+            self.visit(arg)
 
     def visit_type_data(self, td: TypeData) -> None:
         self.visit(td.header)
@@ -127,6 +133,7 @@ class TypeMutator(TypeFunctor):
             [self.visit(a) for a in ft.arg_types],
             self.visit(ft.ret_type),
             [self.visit(p) for p in ft.type_params],
+            [self.visit(c) for c in ft.type_constraints],
         )
 
     def visit_type_call(self, tc: TypeCall) -> Type:
@@ -134,6 +141,9 @@ class TypeMutator(TypeFunctor):
 
     def visit_ref_type(self, rt: RefType) -> Type:
         return RefType(self.visit(rt.value))
+
+    def visit_type_relation(self, tr: TypeRelation) -> Type:
+        return TypeRelation(tr.func, [self.visit(a) for a in tr.args], tr.num_inputs, tr.attrs)
 
     def visit_type_data(self, td: TypeData) -> TypeData:
         return TypeData(

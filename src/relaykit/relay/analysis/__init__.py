@@ -6,6 +6,7 @@
 ['x']
 """
 
+from relaykit.ir.kind_check import check_kind
 from relaykit.transform.call_graph import CallGraph
 from relaykit.transform.op_count import get_total_mac_number, list_op_freqs
 
@@ -25,6 +26,7 @@ from .feature import Feature, detect_feature
 
 __all__ = [
     "CallGraph",
+    "check_kind",
     "call_graph",
     "get_total_mac_number",
     "list_op_freqs",
