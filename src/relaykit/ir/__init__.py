@@ -2,6 +2,7 @@
 
 from . import diagnostics as diagnostics
 from . import instrument as instrument
+from . import supply as supply
 from .adt import (
     Clause,
     Constructor,
