@@ -17,6 +17,7 @@ trying each :class:`Clause`'s pattern in order.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -147,6 +148,20 @@ class TypeData:
                 )
             _set(c, "tag", i)
             _set(c, "type_vars", self.type_vars)
+
+    def __eq__(self, other: object) -> bool:
+        """Same header, type parameters and constructors (compared by identity)."""
+        if not isinstance(other, TypeData):
+            return NotImplemented
+        return (
+            self.header is other.header
+            and self.type_vars == other.type_vars
+            and len(self.constructors) == len(other.constructors)
+            and all(map(operator.is_, self.constructors, other.constructors))
+        )
+
+    def __hash__(self) -> int:
+        return hash((id(self.header), self.type_vars, tuple(map(id, self.constructors))))
 
     def __repr__(self) -> str:
         names = ", ".join(c.name_hint for c in self.constructors)

@@ -42,6 +42,7 @@ __all__ = [
     "scalar_type",
     "check_dim",
     "is_dynamic",
+    "type_key",
     "AnyDim",
     "PrimExpr",
 ]
@@ -190,9 +191,13 @@ class TypeKind(enum.IntEnum):
     TypeData = 6
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class TypeVar(Type):
-    """A type parameter of a polymorphic function (printed, not solved)."""
+    """A type parameter of a polymorphic function (printed, not solved).
+
+    Compared by identity, as TVM's type variables are: two ``TypeVar("a")`` are
+    different variables; function types that bind them are equal up to renaming.
+    """
 
     name_hint: str
     kind: TypeKind = TypeKind.Type
@@ -234,6 +239,17 @@ class FuncType(Type):
     def __str__(self) -> str:
         args = ", ".join(str(a) for a in self.arg_types)
         return f"fn ({args}) -> {self.ret_type}"
+
+    def __eq__(self, other: object) -> bool:
+        # Equal up to a renaming of the type parameters (alpha-equivalence).
+        if self is other:
+            return True
+        if type(other) is not FuncType:
+            return NotImplemented
+        return type_key(self) == type_key(other)
+
+    def __hash__(self) -> int:
+        return hash(type_key(self))
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,6 +315,45 @@ class IncompleteType(Type):
 
     def __str__(self) -> str:
         return "?"
+
+
+def type_key(t: Any, bound: dict[int, tuple[int, int]] | None = None) -> Any:
+    """A hashable key of ``t`` equal for types equal up to renaming the type parameters
+    functions bind (bound variables become their binding position and kind; free ones
+    stay themselves)."""
+    env = {} if bound is None else bound
+    if isinstance(t, TypeVar):
+        hit = env.get(id(t))
+        return ("bound", *hit) if hit is not None else t
+    if isinstance(t, FuncType):
+        inner = dict(env)
+        depth = len(env)
+        for i, tv in enumerate(t.type_params):
+            inner[id(tv)] = (depth + i, int(tv.kind))
+        return (
+            "fn",
+            len(t.type_params),
+            tuple(int(tv.kind) for tv in t.type_params),
+            tuple(type_key(a, inner) for a in t.arg_types),
+            type_key(t.ret_type, inner),
+            tuple(type_key(c, inner) for c in t.type_constraints),
+        )
+    if isinstance(t, TupleType):
+        return ("tuple", tuple(type_key(f, env) for f in t.fields))
+    if isinstance(t, RefType):
+        return ("ref", type_key(t.value, env))
+    if isinstance(t, TypeRelation):
+        attrs: Any = t.attrs
+        try:
+            hash(attrs)
+        except TypeError:
+            attrs = id(attrs)
+        args = tuple(type_key(a, env) for a in t.args)
+        return ("rel", t.func, args, t.num_inputs, attrs)
+    args_of = getattr(t, "args", None)
+    if args_of is not None and hasattr(t, "func"):  # a TypeCall
+        return ("call", t.func, tuple(type_key(a, env) for a in args_of))
+    return t
 
 
 def check_dim(d: Any, shape: Any = ()) -> Any:
