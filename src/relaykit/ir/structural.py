@@ -15,13 +15,14 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
 
 from relaykit.errors import StructuralMismatchError
 
+from .adt import Clause, Pattern, PatternConstructor, PatternVar
 from .expr import Call, Constant, Expr, GlobalVar, Tuple, Var
 from .fields import FieldSpec
 from .module import IRModule
@@ -166,6 +167,52 @@ class _Comparison:
             lmap[lp], rmap[rp] = rp, lp
 
 
+def _pattern_pairs(lhs: Pattern, rhs: Pattern) -> Iterator[tuple[Pattern, Pattern] | str]:
+    """The pairs of sub-patterns of ``lhs`` and ``rhs`` in order, or the reason they differ."""
+    work = [(lhs, rhs)]
+    while work:
+        lp, rp = work.pop()
+        if type(lp) is not type(rp):
+            yield f"pattern {type(lp).__name__} vs {type(rp).__name__}"
+            return
+        if isinstance(lp, PatternConstructor) and lp.constructor is not rp.constructor:  # type: ignore[attr-defined]
+            yield f"constructor {lp.constructor.name_hint} vs {rp.constructor.name_hint}"  # type: ignore[attr-defined]
+            return
+        subs, rsubs = getattr(lp, "patterns", ()), getattr(rp, "patterns", ())
+        if len(subs) != len(rsubs):
+            yield f"{len(subs)} vs {len(rsubs)} sub-patterns"
+            return
+        yield lp, rp
+        work.extend(zip(reversed(subs), reversed(rsubs), strict=True))
+
+
+def _compare_clause(cmp: _Comparison, lhs: Clause, rhs: Clause, idx: int) -> None:
+    """Two match clauses: the same pattern shape, binding its variables, then the bodies."""
+    for pair in _pattern_pairs(lhs.lhs, rhs.lhs):
+        if isinstance(pair, str):
+            raise _Mismatch(idx, pair)
+        lp, rp = pair
+        if isinstance(lp, PatternVar):
+            cmp.bind((lp.var,), (rp.var,), idx, "lhs", False)  # type: ignore[attr-defined]
+    cmp.records.append((idx, "rhs"))
+    cmp.stack.append((lhs.rhs, rhs.rhs, len(cmp.records) - 1))
+
+
+def _pattern_tokens(pattern: Pattern) -> Iterator[Any]:
+    """The shape of ``pattern`` as hash tokens, and its variables in binding order."""
+    work = [pattern]
+    while work:
+        p = work.pop()
+        if isinstance(p, PatternVar):
+            yield p.var
+            continue
+        if isinstance(p, PatternConstructor):
+            yield ("pcon", id(p.constructor), len(p.patterns))
+        else:
+            yield (type(p).__name__, len(getattr(p, "patterns", ())))
+        work.extend(reversed(getattr(p, "patterns", ())))
+
+
 def _compare_source(layout: tuple[FieldSpec, ...]) -> str:
     """The source of ``compare(cmp, lhs, rhs, idx)`` for one node class: check the
     lengths of its expression tuples and its data fields, bind its binders, and queue
@@ -222,6 +269,7 @@ _COMPARE.update(
         Var: _Comparison.compare_var,
         Constant: _Comparison.compare_constant,
         Op: _Comparison.compare_op,
+        Clause: _compare_clause,
     }
 )
 
@@ -341,6 +389,15 @@ def _hash_tokens(root: Expr, map_free_vars: bool) -> list[Any]:
         if t is Var:
             ann = _data_key(n.type_annotation)
             tokens.append(("free", ann) if map_free_vars else ("free", id(n), ann))
+            continue
+        if t is Clause:
+            for tok in _pattern_tokens(n.lhs):
+                if isinstance(tok, Var):
+                    index[id(tok)] = len(index)
+                    keep.append(tok)
+                    tok = ("bind", _data_key(tok.type_annotation))
+                tokens.append(tok)
+            stack.append(n.rhs)
             continue
         layout = t._layout
         token: list[Any] = [t.__name__]
