@@ -27,6 +27,8 @@ from .expr import Call, Constant, Expr, GlobalVar, Tuple, Var
 from .fields import FieldSpec
 from .module import IRModule
 from .op import Op
+from .type_equal import TypeMap, type_shape_key
+from .types import Type, type_key
 
 __all__ = [
     "FLOAT_ATOL",
@@ -79,6 +81,7 @@ class _Comparison:
 
     def __init__(self, map_free_vars: bool, root: str) -> None:
         self.map_free_vars = map_free_vars
+        self.types = TypeMap(map_free_vars)
         self.lmap: dict[Expr, Expr] = {}
         self.rmap: dict[Expr, Expr] = {}
         # Records of (parent index, label) to rebuild the path of a mismatch.
@@ -126,12 +129,24 @@ class _Comparison:
             i = parent
         return ".".join(reversed(parts)).replace(".[", "[")
 
+    def data_eq(self, lhs: Any, rhs: Any) -> bool:
+        """Equality of two field values; types compare under the type-variable map."""
+        if isinstance(lhs, Type) and isinstance(rhs, Type):
+            return self.types.equal(lhs, rhs)
+        if isinstance(lhs, tuple) and isinstance(rhs, tuple) and lhs and isinstance(lhs[0], Type):
+            return len(lhs) == len(rhs) and all(map(self.data_eq, lhs, rhs))
+        return data_equal(lhs, rhs)
+
+    def bind_type_params(self, lhs: Any, rhs: Any, idx: int) -> None:
+        if not self.types.bind(lhs, rhs):
+            raise _Mismatch(idx, f"type parameters {list(map(str, lhs))} vs {list(map(str, rhs))}")
+
     def compare_var(self, lhs: Var, rhs: Var, idx: int) -> None:
         # Reaching a var here means it was not bound by an enclosing
         # Function/Let (those map their vars first): it is free.
         if lhs is not rhs and not self.map_free_vars:
             raise _Mismatch(idx, f"free variables %{lhs.name_hint} and %{rhs.name_hint} differ")
-        if lhs.type_annotation != rhs.type_annotation:
+        if not self.data_eq(lhs.type_annotation, rhs.type_annotation):
             raise _Mismatch(idx, f"type annotation {lhs.type_annotation} vs {rhs.type_annotation}")
 
     def compare_constant(self, lhs: Constant, rhs: Constant, idx: int) -> None:
@@ -158,7 +173,7 @@ class _Comparison:
                     records.append((idx, where))
                     raise _Mismatch(len(records) - 1, f"variable %{lp.name_hint} is bound twice")
                 continue
-            if lp.type_annotation != rp.type_annotation:
+            if not self.data_eq(lp.type_annotation, rp.type_annotation):
                 records.append((idx, where))
                 raise _Mismatch(
                     len(records) - 1,
@@ -218,6 +233,8 @@ def _compare_source(layout: tuple[FieldSpec, ...]) -> str:
     lengths of its expression tuples and its data fields, bind its binders, and queue
     its sub-expressions so that they are compared in field order."""
     lines = ["def compare(cmp, l, r, idx):", "    records, stack = cmp.records, cmp.stack"]
+    if any(f.name == "type_params" for f in layout):
+        lines.append("    cmp.bind_type_params(l.type_params, r.type_params, idx)")
     for f in layout:
         n = f.name
         if f.is_sequence:
@@ -225,7 +242,7 @@ def _compare_source(layout: tuple[FieldSpec, ...]) -> str:
             lines.append(f"    if len(l_{n}) != len(r_{n}):")
             lines.append(f"        raise _Mismatch(idx, f'{{len(l_{n})}} vs {{len(r_{n})}} {n}')")
         elif not f.is_child and f.compare:
-            lines.append(f"    if not _data_equal(l.{n}, r.{n}):")
+            lines.append(f"    if not cmp.data_eq(l.{n}, r.{n}):")
             lines.append(
                 f"        raise _Mismatch(idx, f'{n} {{_show(l.{n})}} vs {{_show(r.{n})}}')"
             )
@@ -292,6 +309,9 @@ def first_mismatch(lhs: Any, rhs: Any, map_free_vars: bool = False) -> tuple[str
         rnames = sorted(gv.name_hint for gv in rhs.get_global_vars())
         if lnames != rnames:
             return "", f"globals {lnames} vs {rnames}"
+        out = _type_defs_mismatch(lhs, rhs, map_free_vars)
+        if out is not None:
+            return out
         for name in lnames:
             out = _compare_exprs(lhs[name], rhs[name], map_free_vars, name)
             if out is not None:
@@ -300,10 +320,34 @@ def first_mismatch(lhs: Any, rhs: Any, map_free_vars: bool = False) -> tuple[str
     return _first_mismatch_value(lhs, rhs, map_free_vars, "root")
 
 
+def _type_defs_mismatch(lhs: IRModule, rhs: IRModule, map_free_vars: bool) -> Any:
+    """Where the type definitions of two modules first differ (matched by name)."""
+    ldefs = {g.name_hint: td for g, td in lhs.type_definitions.items()}
+    rdefs = {g.name_hint: td for g, td in rhs.type_definitions.items()}
+    if sorted(ldefs) != sorted(rdefs):
+        return "", f"type definitions {sorted(ldefs)} vs {sorted(rdefs)}"
+    for name in sorted(ldefs):
+        a, b = ldefs[name], rdefs[name]
+        types = TypeMap(map_free_vars)
+        if not types.bind(a.type_vars, b.type_vars):
+            return name, "type parameters differ"
+        if len(a.constructors) != len(b.constructors):
+            return name, f"{len(a.constructors)} vs {len(b.constructors)} constructors"
+        for ca, cb in zip(a.constructors, b.constructors, strict=True):
+            same = ca.name_hint == cb.name_hint and len(ca.inputs) == len(cb.inputs)
+            if not (same and all(map(types.equal, ca.inputs, cb.inputs))):
+                return f"{name}.{ca.name_hint}", f"constructor {ca.name_hint} vs {cb.name_hint}"
+    return None
+
+
 def _first_mismatch_value(lhs: Any, rhs: Any, map_free_vars: bool, path: str) -> Any:
     """``first_mismatch`` of two values that are not modules."""
     if isinstance(lhs, Expr) and isinstance(rhs, Expr):
         return _compare_exprs(lhs, rhs, map_free_vars, path)
+    if isinstance(lhs, Type) and isinstance(rhs, Type):
+        if TypeMap(map_free_vars).equal(lhs, rhs):
+            return None
+        return path, f"type {lhs} vs {rhs}"
     if isinstance(lhs, (tuple, list)) and isinstance(rhs, (tuple, list)):
         # Both are what TVM calls an Array, element by element.
         if len(lhs) != len(rhs):
@@ -363,6 +407,8 @@ def structural_hash(node: Any, map_free_vars: bool = False) -> int:
         )
     if isinstance(node, (tuple, list)):
         return hash(("array", *(structural_hash(x, map_free_vars) for x in node)))
+    if isinstance(node, Type):
+        return hash(type_shape_key(node) if map_free_vars else type_key(node))
     if not isinstance(node, Expr):
         return hash(_data_key(node))
     return hash(tuple(_hash_tokens(node, map_free_vars)))
@@ -471,6 +517,8 @@ def data_equal(a: Any, b: Any) -> bool:
 
 def _data_key(v: Any) -> Any:
     """A hashable key of a field value such that ``data_equal`` values share it."""
+    if isinstance(v, Type):
+        return type_shape_key(v)
     if _is_number(v):
         if isinstance(v, (float, np.floating)):
             f = float(v)
