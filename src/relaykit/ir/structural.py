@@ -190,7 +190,7 @@ def _pattern_pairs(lhs: Pattern, rhs: Pattern) -> Iterator[tuple[Pattern, Patter
         if type(lp) is not type(rp):
             yield f"pattern {type(lp).__name__} vs {type(rp).__name__}"
             return
-        if isinstance(lp, PatternConstructor) and lp.constructor is not rp.constructor:  # type: ignore[attr-defined]
+        if isinstance(lp, PatternConstructor) and not _same_constructor(lp.constructor, rp.constructor):  # type: ignore[attr-defined]
             yield f"constructor {lp.constructor.name_hint} vs {rp.constructor.name_hint}"  # type: ignore[attr-defined]
             return
         subs, rsubs = getattr(lp, "patterns", ()), getattr(rp, "patterns", ())
@@ -199,6 +199,15 @@ def _pattern_pairs(lhs: Pattern, rhs: Pattern) -> Iterator[tuple[Pattern, Patter
             return
         yield lp, rp
         work.extend(zip(reversed(subs), reversed(rsubs), strict=True))
+
+
+def _same_constructor(a: Any, b: Any) -> bool:
+    """Constructors are names in a module: the same name and tag of the same type."""
+    return a is b or (
+        a.name_hint == b.name_hint
+        and a.tag == b.tag
+        and a.belong_to.name_hint == b.belong_to.name_hint
+    )
 
 
 def _compare_clause(cmp: _Comparison, lhs: Clause, rhs: Clause, idx: int) -> None:
@@ -222,7 +231,7 @@ def _pattern_tokens(pattern: Pattern) -> Iterator[Any]:
             yield p.var
             continue
         if isinstance(p, PatternConstructor):
-            yield ("pcon", id(p.constructor), len(p.patterns))
+            yield ("pcon", p.constructor.name_hint, len(p.patterns))
         else:
             yield (type(p).__name__, len(getattr(p, "patterns", ())))
         work.extend(reversed(getattr(p, "patterns", ())))

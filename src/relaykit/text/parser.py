@@ -59,7 +59,8 @@ from relaykit.ir.types import Type
 from relaykit.runtime.ndarray import NDArray
 from relaykit.transform.infer_type import infer_module
 
-from .reader import TokenReader, describe
+from .adt_syntax import AdtSyntax
+from .reader import describe
 from .tokenizer import Source, Token
 
 __all__ = ["parse", "parse_expr", "fromtext"]
@@ -86,11 +87,11 @@ _REF_NODES: dict[str, tuple[Any, int]] = {
     "ref_write": (RefWrite, 2),
 }
 _KEYWORDS = frozenset(
-    {"fn", "def", "let", "if", "else", "free_var", "meta", "True", "False", "None"}
+    {"fn", "def", "let", "if", "else", "free_var", "meta", "True", "False", "None", "match"}
 )
 
 
-class _Parser(TokenReader):
+class _Parser(AdtSyntax):
     def __init__(self, text: str, source_name: str, registry: OpRegistry) -> None:
         super().__init__(Source(text, source_name))
         self.registry = registry
@@ -106,6 +107,7 @@ class _Parser(TokenReader):
         self.global_refs: dict[str, Token] = {}
         self.fn_depth = 0
         self.init_functions: dict[GlobalVar, Function] = {}
+        self.init_adts()
 
     # -- names ----------------------------------------------------------------------
     def find(self, name: str) -> Expr | None:
@@ -268,6 +270,10 @@ class _Parser(TokenReader):
                 return self.body(None)
             if text in _REF_NODES and self.at("(", 1):
                 return self.ref_expr()
+            if text == "match":
+                return self.match_expr()
+            if text in self.constructors:
+                return self.constructor_expr(tok)
             if text not in _KEYWORDS:
                 self.pos += 1
                 return self.op(tok)
@@ -408,11 +414,18 @@ class _Parser(TokenReader):
 
     def function(self, name_tok: Token | None = None) -> Function:
         start = self.next()  # 'fn' or 'def'
-        if name_tok is None:
-            self.expect("(", " after 'fn'")
-        else:
+        if name_tok is not None:
             self.next()
-            self.expect("(", f" after {name_tok[1]}")
+        type_params = self.type_params()
+        try:
+            fn = self.function_rest(start, name_tok)
+        finally:
+            self.type_scopes.pop()
+        return fn.with_fields(type_params=type_params) if type_params else fn
+
+    def function_rest(self, start: Token, name_tok: Token | None) -> Function:
+        """The parameters, result type and body of a function."""
+        self.expect("(", " after 'fn'" if name_tok is None else f" after {name_tok[1]}")
         self.open_scope()
         self.fn_depth += 1
         try:
@@ -505,13 +518,18 @@ class _Parser(TokenReader):
 
     def module(self) -> IRModule:
         self.header()
-        if not self.at("def") and self.peek()[0] != "EOF":
+        self.predeclare_types()
+        top_level = ("def", "type", "extern")
+        if not any(self.at(k) for k in top_level) and self.peek()[0] != "EOF":
             expr = self.expression()
             fn = expr if isinstance(expr, Function) else Function(free_vars(expr), expr)
             return IRModule({"main": fn})
         funcs: dict[str, tuple[GlobalVar, Function]] = {}
         while self.peek()[0] != "EOF":
             tok = self.peek()
+            if self.at("type") or self.at("extern"):
+                self.type_definition()
+                continue
             if not self.at("def"):
                 raise self.error(
                     tok, f"expected 'def' or the end of the module but found {describe(tok)}"
@@ -535,7 +553,9 @@ class _Parser(TokenReader):
                 hint = f"; did you mean {', '.join('@' + c for c in close)}?" if close else ""
                 known = ", ".join("@" + n for n in funcs) or "none"
                 raise self.error(tok, f"undefined global @{name} (defined: {known}){hint}")
-        return IRModule({gv: fn for gv, fn in funcs.values()})
+        return IRModule(
+            {gv: fn for gv, fn in funcs.values()}, type_definitions=list(self.type_defs.values())
+        )
 
     def expression(self, allow_globals: bool = False) -> Expr:
         """``free_var`` declarations and one expression; with ``allow_globals`` (as

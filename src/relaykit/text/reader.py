@@ -233,6 +233,11 @@ class TokenReader:
             return None
         return self.parse_type()
 
+    def named_type(self, tok: Token) -> Type | None:
+        """The type a name stands for (a type variable or a defined type), or ``None``;
+        a reader of the whole format knows the names in scope."""
+        return None
+
     def parse_type(self) -> Type:
         tok = self.peek()
         kind, text = tok[0], tok[1]
@@ -259,6 +264,9 @@ class TokenReader:
             if text == "_":  # a type left for inference, as TVM writes it
                 self.pos += 1
                 return IncompleteType()
+            named = self.named_type(tok)
+            if named is not None:
+                return named
         elif kind == "PUNCT":
             if text == "?":
                 self.pos += 1
