@@ -871,14 +871,29 @@ def _fill_types(fn: Function, solved: set[Var] | frozenset[Var] = frozenset()) -
     type, as TVM's ``InferType`` does; all unchanged nodes are shared."""
     if not solved and all(_annotated(n) for n in post_order(fn)):
         return fn
+    renamed: dict[Var, Var] = {}  # variables replaced by annotated ones
+
+    def annotate(var: Var) -> Var:
+        done = renamed.get(var)
+        if done is None:
+            ty = var._checked_type
+            if ty is None or (var.type_annotation is not None and var not in solved):
+                return var
+            done = renamed[var] = Var(var.name_hint, ty, var.span)
+            done._set_checked_type(ty)
+        return done
 
     def post(new: Expr, old: Expr) -> Expr | None:
         if new is not old:
             new._set_checked_type(old._checked_type)
-        if type(new) is Var and new in solved:
-            annotated = Var(new.name_hint, old._checked_type, new.span)
-            annotated._set_checked_type(old._checked_type)
-            return annotated
+        if type(new) is Var and (new in solved or new.type_annotation is None):
+            return annotate(new)
+        if type(new) is Clause:
+            lhs = _rename_pattern(new.lhs, annotate)
+            if lhs is not new.lhs:
+                clause = Clause(lhs, new.rhs, new.span)
+                clause._set_checked_type(old._checked_type)
+                return clause
         if type(new) is Function and new.ret_type is None:
             ft = old._checked_type
             if not isinstance(ft, FuncType):  # pragma: no cover - the checker typed it
@@ -886,13 +901,27 @@ def _fill_types(fn: Function, solved: set[Var] | frozenset[Var] = frozenset()) -
             filled = new.with_fields(ret_type=ft.ret_type)
             filled._set_checked_type(ft)
             return filled
-        if type(new) is Var and new.type_annotation is None and old._checked_type is not None:
-            var = Var(new.name_hint, old._checked_type, new.span)
-            var._set_checked_type(old._checked_type)
-            return var
         return None
 
     return rewrite_post_order(fn, post)  # type: ignore[return-value]
+
+
+def _rename_pattern(pattern: Pattern, rename: Any) -> Pattern:
+    """``pattern`` with each variable ``v`` replaced by ``rename(v)`` (itself if unchanged)."""
+    if isinstance(pattern, PatternVar):
+        var = rename(pattern.var)
+        return pattern if var is pattern.var else PatternVar(var)
+    if isinstance(pattern, PatternConstructor):
+        subs = [_rename_pattern(p, rename) for p in pattern.patterns]
+        if all(a is b for a, b in zip(subs, pattern.patterns, strict=True)):
+            return pattern
+        return PatternConstructor(pattern.constructor, subs)
+    if isinstance(pattern, PatternTuple):
+        subs = [_rename_pattern(p, rename) for p in pattern.patterns]
+        if all(a is b for a, b in zip(subs, pattern.patterns, strict=True)):
+            return pattern
+        return PatternTuple(subs)
+    return pattern
 
 
 def infer_function(fn: Function, mod: GlobalScope | None = None) -> Function:
