@@ -7,6 +7,7 @@
 """
 
 from relaykit.ir.kind_check import check_kind
+from relaykit.ir.match_coverage import unmatched_cases
 from relaykit.transform.call_graph import CallGraph
 from relaykit.transform.op_count import get_total_mac_number, list_op_freqs
 
@@ -27,6 +28,7 @@ from .feature import Feature, detect_feature
 __all__ = [
     "CallGraph",
     "check_kind",
+    "unmatched_cases",
     "call_graph",
     "get_total_mac_number",
     "list_op_freqs",
