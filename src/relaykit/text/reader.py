@@ -143,10 +143,10 @@ class TokenReader:
     def span_from(self, start: Token) -> Span:
         """The span from token ``start`` to the last token consumed."""
         prev = self.toks[self.pos - 1] if self.pos > 0 else start
-        return TextSpan(self.name, start[3], start[4], prev[3], prev[4] + len(prev[1]))
+        return TextSpan(self.name, start[3], prev[3], start[4], prev[4] + len(prev[1]))
 
     def token_span(self, tok: Token) -> Span:
-        return TextSpan(self.name, tok[3], tok[4], tok[3], tok[4] + len(tok[1]))
+        return TextSpan(self.name, tok[3], tok[3], tok[4], tok[4] + len(tok[1]))
 
     # -- metadata -------------------------------------------------------------------
     def load_meta(self, text: str, offset: int) -> None:
