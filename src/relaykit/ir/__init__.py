@@ -36,6 +36,8 @@ from .expr import (
     const,
 )
 from .env_func import EnvFunc
+from .json_load import load_json
+from .json_save import save_json
 from .kind_check import check_kind
 from .fields import child_field, children_field, data_field
 from .functor import (
@@ -80,6 +82,8 @@ from .types import (
 )
 
 __all__ = [
+    "load_json",
+    "save_json",
     "EnvFunc",
     "check_kind",
     "TypeRelation",
