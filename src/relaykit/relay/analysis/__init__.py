@@ -11,7 +11,7 @@ from relaykit.ir.match_coverage import unmatched_cases
 from relaykit.transform.call_graph import CallGraph
 from relaykit.transform.op_count import get_total_mac_number, list_op_freqs
 
-from . import call_graph, feature
+from . import _ffi_api, call_graph, feature
 from .analysis import (
     all_type_vars,
     all_vars,
@@ -27,6 +27,7 @@ from .feature import Feature, detect_feature
 
 __all__ = [
     "CallGraph",
+    "_ffi_api",
     "check_kind",
     "unmatched_cases",
     "call_graph",
