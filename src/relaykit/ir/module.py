@@ -22,7 +22,7 @@ from .analysis import free_vars
 from .attrs import Attrs
 from .expr import Expr, Function, GlobalVar
 from .functor import post_order
-from .hooks import printer_hook
+from .hooks import printer_hook, std_file_loader
 from .type_check import infer_function
 
 __all__ = ["IRModule"]
@@ -156,21 +156,22 @@ class IRModule:
             raise
 
     def import_from_std(self, file_to_import: str) -> None:
-        """Import one of Relay's standard-library files (TVM's ``IRModule.import_from_std``).
-
-        ``core.rly`` declares only the opaque ``Storage`` type of the memory
-        operators; relaykit needs no declaration for it, so importing it adds
-        nothing. Other files (``prelude.rly``: lists, options, trees) need algebraic
-        data types, which relaykit does not have yet: they raise
-        :class:`~relaykit.errors.UnsupportedFeatureError`.
+        """Add the definitions of one of Relay's standard-library files (TVM's
+        ``IRModule.import_from_std``): ``prelude.rly`` (lists, options, trees),
+        ``nat.rly`` (Peano naturals; needs the Prelude), ``gradient.rly`` and
+        ``core.rly`` (which declares nothing relaykit needs). Importing a file twice
+        adds nothing the second time.
         """
         name = str(file_to_import).rsplit("/", 1)[-1]
         if name == "core.rly":
             return
-        raise UnsupportedFeatureError(
-            f"IRModule.import_from_std({file_to_import!r}): relaykit's standard library has "
-            "only core.rly; the Prelude's algebraic data types are not supported yet"
-        )
+        loader = std_file_loader(name)
+        if loader is None:
+            raise UnsupportedFeatureError(
+                f"IRModule.import_from_std({file_to_import!r}): relaykit's standard library "
+                "has core.rly, prelude.rly, nat.rly and gradient.rly"
+            )
+        loader(self)
 
     def get_global_vars(self) -> list[GlobalVar]:
         return list(self._gvars.values())

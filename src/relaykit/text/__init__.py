@@ -10,6 +10,7 @@ TensorType((), float32)
 """
 
 from .parser import fromtext, parse, parse_expr
+from . import std_library as std_library
 from .printer import VERSION, astext, context_lines
 
 __all__ = ["astext", "context_lines", "parse", "parse_expr", "fromtext", "VERSION"]

@@ -41,6 +41,7 @@ class AdtSyntax(TokenReader):
     type_defs: dict[GlobalTypeVar, TypeData]
     constructors: dict[str, Constructor]
     type_scopes: list[dict[str, TypeVar]]
+    known_types: set[str]
 
     def init_adts(self, known: Any = None) -> None:
         """Start with the type definitions of ``known`` (a module) in scope, if given."""
@@ -50,8 +51,10 @@ class AdtSyntax(TokenReader):
         self.type_scopes = []
         for gtv, data in getattr(known, "type_definitions", {}).items():
             self.type_globals[gtv.name_hint] = gtv
+            self.type_defs[gtv] = data
             for con in data.constructors:
                 self.constructors[con.name_hint] = con
+        self.known_types = set(self.type_globals)
 
     # -- hooks the parser provides ---------------------------------------------------
     def parse_expr(self) -> Expr:
@@ -124,7 +127,8 @@ class AdtSyntax(TokenReader):
                 if name_tok[0] != "IDENT":
                     raise self.error(name_tok, f"expected a type name but found {describe(name_tok)}")
                 if name_tok[1] in self.type_globals:
-                    raise self.error(name_tok, f"type {name_tok[1]} is defined twice")
+                    where = "in the module" if name_tok[1] in self.known_types else "twice"
+                    raise self.error(name_tok, f"type {name_tok[1]} is defined {where}")
                 self.type_globals[name_tok[1]] = GlobalTypeVar(name_tok[1])
 
     def type_definition(self) -> TypeData:
@@ -177,9 +181,7 @@ class AdtSyntax(TokenReader):
     def match_expr(self) -> Match:
         start = self.next()  # 'match'
         complete = not self.accept("?")
-        self.expect("(", f" after '{start[1]}'")
-        data = self.parse_expr()
-        self.expect(")", " after the matched value")
+        data = self.parse_expr()  # usually parenthesised: match (%x) {...}
         self.expect("{", " to open the match clauses")
         clauses: list[Clause] = []
         while not self.accept("}"):

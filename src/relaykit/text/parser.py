@@ -652,6 +652,7 @@ def parse(
     if init_meta_table is not None:
         parser.use_meta_table(init_meta_table)
     if init_module is not None:
+        parser.init_adts(init_module)
         parser.init_functions = dict(init_module.items())
         parser.globals.update({gv.name_hint: gv for gv in parser.init_functions})
     with _gc_paused():

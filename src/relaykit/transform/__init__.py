@@ -1,5 +1,6 @@
 """Pass infrastructure and passes."""
 
+from .basic_block import ToBasicBlockNormalForm, to_basic_block_normal_form
 from .anf import ToANormalForm, ToGraphNormalForm, to_a_normal_form, to_graph_normal_form
 from .bind import bind, bind_params_by_name
 from .call_graph import CallGraph
@@ -80,6 +81,8 @@ __all__ = [
     "combine_parallel_dense",
     "combine_parallel_batch_matmul",
     "ToANormalForm",
+    "ToBasicBlockNormalForm",
+    "to_basic_block_normal_form",
     "ToGraphNormalForm",
     "to_a_normal_form",
     "to_graph_normal_form",

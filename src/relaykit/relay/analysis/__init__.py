@@ -8,6 +8,7 @@
 
 from relaykit.ir.kind_check import check_kind
 from relaykit.ir.match_coverage import unmatched_cases
+from relaykit.transform.basic_block import check_basic_block_normal_form
 from relaykit.transform.call_graph import CallGraph
 from relaykit.transform.op_count import get_total_mac_number, list_op_freqs
 
@@ -29,6 +30,7 @@ __all__ = [
     "CallGraph",
     "_ffi_api",
     "check_kind",
+    "check_basic_block_normal_form",
     "unmatched_cases",
     "call_graph",
     "get_total_mac_number",

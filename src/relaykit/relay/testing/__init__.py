@@ -40,4 +40,7 @@ __all__ = sorted(
 for _name in __all__:
     sys.modules.setdefault(f"{__name__}.{_name}", globals()[_name])
 
-__all__ += ["enabled_targets"]
+from . import nat  # noqa: E402 - TVM's relay.testing.nat, re-exported as TVM does
+from .nat import count, make_nat_expr, make_nat_value  # noqa: E402
+
+__all__ += ["enabled_targets", "nat", "count", "make_nat_expr", "make_nat_value"]
