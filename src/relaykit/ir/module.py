@@ -28,6 +28,14 @@ from .type_check import infer_function
 __all__ = ["IRModule"]
 
 
+class TypeDefinitions(dict):  # type: ignore[type-arg]
+    """A module's type definitions by their GlobalTypeVar; ``items()`` is a list, as the
+    items of TVM's ``Map`` are (``mod.type_definitions.items()[0]``)."""
+
+    def items(self) -> list[tuple[GlobalTypeVar, TypeData]]:  # type: ignore[override]
+        return list(super().items())
+
+
 class IRModule:
     """A module of global functions. ``mod["main"]`` is the entry point."""
 
@@ -40,7 +48,7 @@ class IRModule:
         self._gvars: dict[str, GlobalVar] = {}
         self._funcs: dict[str, Function] = {}
         self.attrs = Attrs(attrs or {})
-        self.type_definitions: dict[GlobalTypeVar, TypeData] = {}
+        self.type_definitions: dict[GlobalTypeVar, TypeData] = TypeDefinitions()
         self._type_names: dict[str, GlobalTypeVar] = {}
         for td in _type_data_list(type_definitions):
             self.add_type_def(td)
@@ -126,7 +134,12 @@ class IRModule:
             return key
         raise IRError(f"look up a global by name or GlobalVar, not {key!r}")
 
-    def __getitem__(self, key: Any) -> Function:
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, GlobalTypeVar):  # mod[List] is List's type definition, as in TVM
+            data = self.type_definitions.get(key)
+            if data is None:
+                raise IRError(f"type {key.name_hint} is not defined in the module")
+            return data
         name = self._name(key)
         try:
             return self._funcs[name]
@@ -195,7 +208,7 @@ class IRModule:
         new = IRModule(attrs=self.attrs)
         new._gvars = dict(self._gvars)
         new._funcs = dict(self._funcs)
-        new.type_definitions = dict(self.type_definitions)
+        new.type_definitions = TypeDefinitions(self.type_definitions)
         new._type_names = dict(self._type_names)
         return new
 
