@@ -67,9 +67,9 @@ from relaykit.ir.expr import (
     Var,
     checked_type_or_none,
 )
+from relaykit.ir.fields import CHILDREN_OF as children_of
 from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op
-from relaykit.ir.fields import CHILDREN_OF as children_of
 from relaykit.ir.ref import RefCreate, RefRead, RefWrite
 from relaykit.runtime.container import ConstructorValue, RefValue
 from relaykit.runtime.vm import ADT

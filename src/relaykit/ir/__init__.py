@@ -18,6 +18,7 @@ from .adt import (
 )
 from .analysis import all_vars, bound_vars, free_vars
 from .attrs import Attrs, DictAttrs, make_node
+from .env_func import EnvFunc
 from .expr import (
     Call,
     Constant,
@@ -35,10 +36,6 @@ from .expr import (
     checked_type_or_none,
     const,
 )
-from .env_func import EnvFunc
-from .json_load import load_json
-from .json_save import save_json
-from .kind_check import check_kind
 from .fields import child_field, children_field, data_field
 from .functor import (
     ExprFunctor,
@@ -51,9 +48,12 @@ from .functor import (
     rewrite_post_order,
 )
 from .hooks import install_printer
+from .json_load import load_json
+from .json_save import save_json
+from .kind_check import check_kind
 from .module import IRModule
-from .ref import RefCreate, RefRead, RefWrite
 from .op import Op, OpRegistry, default_registry, get_op, list_op_names, register_op_attr
+from .ref import RefCreate, RefRead, RefWrite
 from .structural import (
     assert_structural_equal,
     first_mismatch,
@@ -73,10 +73,10 @@ from .types import (
     IncompleteType,
     RefType,
     TensorType,
-    TypeKind,
-    TypeRelation,
     TupleType,
     Type,
+    TypeKind,
+    TypeRelation,
     TypeVar,
     scalar_type,
 )

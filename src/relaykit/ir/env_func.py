@@ -25,6 +25,7 @@ class EnvFunc:
     """The global function ``name`` (see :func:`relaykit.runtime.registry.register_func`)."""
 
     __slots__ = ("name",)
+    name: str
 
     def __init__(self, name: str) -> None:
         if not isinstance(name, str) or not name:

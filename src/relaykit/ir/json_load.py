@@ -126,7 +126,9 @@ def _constant(r: _Reader, f: dict[str, Any]) -> Any:
 
 @_kind("relay.Call", refs=("op", "args", "attrs", "type_args", "span"))
 def _call(r: _Reader, f: dict[str, Any]) -> Any:
-    return Call(f["op"], _list(f.get("args")), f.get("attrs"), _list(f.get("type_args")), f.get("span"))
+    return Call(
+        f["op"], _list(f.get("args")), f.get("attrs"), _list(f.get("type_args")), f.get("span")
+    )
 
 
 @_kind("relay.Tuple", refs=("fields", "span"))
@@ -232,7 +234,11 @@ def _tuple_type(r: _Reader, f: dict[str, Any]) -> Any:
     return TupleType(_list(f.get("fields")))
 
 
-@_kind("FuncType", "relay.FuncType", refs=("arg_types", "ret_type", "type_params", "type_constraints", "span"))
+@_kind(
+    "FuncType",
+    "relay.FuncType",
+    refs=("arg_types", "ret_type", "type_params", "type_constraints", "span"),
+)
 def _func_type(r: _Reader, f: dict[str, Any]) -> Any:
     ret = f.get("ret_type") or TupleType([])
     return FuncType(
@@ -278,7 +284,9 @@ def _type_call(r: _Reader, f: dict[str, Any]) -> Any:
 
 @_kind("TypeRelation", "relay.TypeRelation", refs=("func", "args", "attrs", "span"))
 def _type_relation(r: _Reader, f: dict[str, Any]) -> Any:
-    return TypeRelation(f.get("func"), _list(f.get("args")), int(f.get("num_inputs") or 0), f.get("attrs"))
+    return TypeRelation(
+        f.get("func"), _list(f.get("args")), int(f.get("num_inputs") or 0), f.get("attrs")
+    )
 
 
 @_kind("relay.TypeData", "TypeData", refs=("header", "type_vars", "constructors", "span"))
@@ -359,7 +367,7 @@ class _Reader:
     def node(self, i: int) -> dict[str, Any]:
         if not 0 <= i < len(self.nodes) or not isinstance(self.nodes[i], dict):
             raise ArtifactCorruptError(f"load_json: a node refers to missing node {i}")
-        return self.nodes[i]  # type: ignore[no-any-return]
+        return self.nodes[i]
 
     def deps(self, i: int) -> list[int]:
         """The node indices node ``i`` is built from."""
@@ -427,7 +435,6 @@ class _Reader:
         for name, text in attrs.items():
             fields[name] = get(int(text)) if name in refs else text
         return fn(self, fields)
-
 
 
 def load_json(json_str: str) -> Any:

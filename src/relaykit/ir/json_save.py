@@ -36,6 +36,7 @@ from .env_func import EnvFunc
 from .expr import (
     Call,
     Constant,
+    Expr,
     Function,
     GlobalVar,
     If,
@@ -57,6 +58,7 @@ from .types import (
     RefType,
     TensorType,
     TupleType,
+    Type,
     TypeRelation,
     TypeVar,
 )
@@ -83,108 +85,86 @@ def ndarray_to_bytes(arr: np.ndarray) -> bytes:
     return head + struct.pack("<q", len(data)) + data
 
 
-def _fields(node: Any) -> dict[str, Any]:
-    """The serialised fields of ``node``: name -> value (objects, numbers or strings)."""
+def _expr_fields(node: Any) -> dict[str, Any]:
+    """An expression's fields as TVM names them; its span last."""
     t = type(node)
-    span = getattr(node, "span", None)
     if t is Var:
-        return {"vid": _Id(node.name_hint), "type_annotation": node.type_annotation, "span": span}
-    if t is Call:
-        attrs = node.attrs if len(node.attrs) or node.attrs.type_key != "DictAttrs" else None
-        return {
+        out: dict[str, Any] = {"vid": _Id(node.name_hint), "type_annotation": node.type_annotation}
+    elif t is Call:
+        keep = len(node.attrs) or node.attrs.type_key != "DictAttrs"
+        out = {
             "op": node.op,
             "args": list(node.args),
-            "attrs": attrs,
+            "attrs": node.attrs if keep else None,
             "type_args": list(node.type_args),
-            "span": span,
         }
-    if t is Tuple:
-        return {"fields": list(node.fields), "span": span}
-    if t is TupleGetItem:
-        return {"tuple_value": node.tuple_value, "index": node.index, "span": span}
-    if t is Function:
-        return {
+    elif t is Function:
+        out = {
             "params": list(node.params),
             "body": node.body,
             "ret_type": node.ret_type,
             "type_params": list(node.type_params),
             "attrs": node.attrs if len(node.attrs) else None,
-            "span": span,
         }
-    if t is Let:
-        return {"var": node.var, "value": node.value, "body": node.body, "span": span}
-    if t is If:
-        return {
-            "cond": node.cond,
-            "true_branch": node.true_branch,
-            "false_branch": node.false_branch,
-            "span": span,
-        }
-    if t is GlobalVar:
-        return {"name_hint": node.name_hint, "span": span}
-    if t in (RefCreate, RefRead, RefWrite):
-        return {**{f: getattr(node, f) for f in t._fields}, "span": span}
-    if t is adt.Constructor:
-        return {
+    elif t is adt.Constructor:
+        out = {
             "name_hint": node.name_hint,
             "inputs": list(node.inputs),
             "belong_to": node.belong_to,
-            "tag": node.tag,
-            "span": span,
         }
-    if t is adt.Match:
-        return {
-            "data": node.data,
-            "clauses": list(node.clauses),
-            "complete": int(node.complete),
-            "span": span,
-        }
-    if t is adt.Clause:
-        return {"lhs": node.lhs, "rhs": node.rhs}
-    if t is adt.PatternVar:
+        out["tag"] = node.tag
+    elif t is adt.Match:
+        out = {"data": node.data, "clauses": list(node.clauses), "complete": int(node.complete)}
+    else:  # the field declaration is TVM's layout
+        out = {f: _as_field(getattr(node, f)) for f in t._fields}
+    if t is not adt.Clause:
+        out["span"] = node.span
+    return out
+
+
+def _as_field(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _pattern_fields(node: Any) -> dict[str, Any]:
+    if isinstance(node, adt.PatternVar):
         return {"var": node.var}
-    if t in (adt.PatternConstructor,):
+    if isinstance(node, adt.PatternConstructor):
         return {"constructor": node.constructor, "patterns": list(node.patterns)}
-    if t is adt.PatternTuple:
+    if isinstance(node, adt.PatternTuple):
         return {"patterns": list(node.patterns)}
-    if t is adt.PatternWildcard:
-        return {}
+    return {}
+
+
+def _type_fields(node: Any) -> dict[str, Any]:
+    t = type(node)
     if t is TensorType:
-        return {"shape": list(node.shape), "dtype": node.dtype, "span": None}
-    if t is TupleType:
-        return {"fields": list(node.fields), "span": None}
-    if t is FuncType:
-        return {
+        out: dict[str, Any] = {"shape": list(node.shape), "dtype": node.dtype}
+    elif t is FuncType:
+        out = {
             "arg_types": list(node.arg_types),
             "ret_type": node.ret_type,
             "type_params": list(node.type_params),
             "type_constraints": list(node.type_constraints),
-            "span": None,
         }
-    if t in (TypeVar, adt.GlobalTypeVar):
-        return {"name_hint": node.name_hint, "kind": int(node.kind), "span": None}
-    if t is IncompleteType:
-        return {"kind": int(node.kind), "span": None}
-    if t is RefType:
-        return {"value": node.value, "span": None}
-    if t is adt.TypeCall:
-        return {"func": node.func, "args": list(node.args), "span": None}
-    if t is TypeRelation:
-        return {
-            "func": node.func,
-            "args": list(node.args),
-            "num_inputs": node.num_inputs,
-            "attrs": node.attrs,
-            "span": None,
-        }
-    if t is adt.TypeData:
-        return {
+    elif t in (TypeVar, adt.GlobalTypeVar):
+        out = {"name_hint": node.name_hint, "kind": int(node.kind)}
+    elif t is IncompleteType:
+        out = {"kind": int(node.kind)}
+    elif t is adt.TypeData:
+        out = {
             "header": node.header,
             "type_vars": list(node.type_vars),
             "constructors": list(node.constructors),
-            "span": None,
         }
-    if t is Span:
+    else:  # TupleType, RefType, TypeCall, TypeRelation: the dataclass fields
+        out = {f: _as_field(getattr(node, f)) for f in node.__dataclass_fields__}
+    out["span"] = None
+    return out
+
+
+def _other_fields(node: Any) -> dict[str, Any]:
+    if type(node) is Span:
         return {
             "source_name": _SourceName(str(node.source_name)) if node.source_name else None,
             "line": node.line,
@@ -192,13 +172,22 @@ def _fields(node: Any) -> dict[str, Any]:
             "column": node.column,
             "end_column": node.end_column,
         }
-    if t is IRModule:
-        return {
-            "functions": {gv: fn for gv, fn in node.items()},
-            "type_definitions": dict(node.type_definitions),
-            "attrs": node.attrs if len(node.attrs) else None,
-        }
-    raise ArgumentError(f"save_json cannot write a {t.__name__}")
+    return {
+        "functions": dict(node.items()),
+        "type_definitions": dict(node.type_definitions),
+        "attrs": node.attrs if len(node.attrs) else None,
+    }
+
+
+def _fields(node: Any) -> dict[str, Any]:
+    """The serialised fields of ``node``: name -> value (objects, numbers or strings)."""
+    if isinstance(node, Expr):
+        return _expr_fields(node)
+    if isinstance(node, adt.Pattern):
+        return _pattern_fields(node)
+    if isinstance(node, (Type, adt.TypeData)):
+        return _type_fields(node)
+    return _other_fields(node)
 
 
 class _Id:
@@ -286,6 +275,39 @@ class _Writer:
         return json.dumps(doc, indent=2)
 
     def node(self, value: Any) -> dict[str, Any]:
+        plain = self.plain_node(value)
+        if plain is not None:
+            return plain
+        if isinstance(value, Constant):
+            self.arrays.append(base64.b64encode(ndarray_to_bytes(value.data.numpy())).decode())
+            attrs = {"data": str(len(self.arrays) - 1), "span": str(self.ref(value.span))}
+            return {"type_key": "relay.Constant", "attrs": attrs}
+        if isinstance(value, Attrs):
+            return self.attrs_node(value)
+        if isinstance(value, Mapping):
+            if all(isinstance(k, str) for k in value):
+                data = [self.ref(v) for v in value.values()]
+                return {"type_key": "StrMap", "keys": list(value), "data": data}
+            return {"type_key": "Map", "data": [self.ref(x) for kv in value.items() for x in kv]}
+        if isinstance(value, SymVar):
+            key = "tir.SizeVar" if isinstance(value, SizeVar) else "tir.Var"
+            name = str(self.ref(value.name_hint))
+            return {"type_key": key, "attrs": {"dtype": value.dtype, "name": name, "span": "0"}}
+        type_key = _TYPE_KEYS.get(type(value))
+        if type_key is None:
+            raise ArgumentError(f"save_json cannot write a {type(value).__name__} value")
+        out: dict[str, str] = {}
+        for name, field in _fields(value).items():
+            if isinstance(field, str) and not isinstance(field, _SourceName):
+                out[name] = field
+            elif isinstance(field, (bool, int, np.integer)):
+                out[name] = str(int(field))
+            else:
+                out[name] = str(self.ref(field))
+        return {"type_key": type_key, "attrs": out}
+
+    def plain_node(self, value: Any) -> dict[str, Any] | None:
+        """The node of a number, a string, a sequence or a named handle, else ``None``."""
         if isinstance(value, bool):
             return {"type_key": "IntImm", "attrs": {"dtype": "bool", "value": str(int(value))}}
         if isinstance(value, (int, np.integer)):
@@ -301,43 +323,11 @@ class _Writer:
             return {"type_key": "Array", "data": [self.ref(v) for v in value]}
         if isinstance(value, _Id):
             return {"type_key": "relay.Id", "attrs": {"name_hint": value.name_hint}}
-        if isinstance(value, Op):
-            return {"type_key": "Op", "global_key": value.name}
-        if isinstance(value, EnvFunc):
-            return {"type_key": "EnvFunc", "global_key": value.name}
-        if isinstance(value, Constant):
-            self.arrays.append(base64.b64encode(ndarray_to_bytes(value.data.numpy())).decode())
-            attrs = {"data": str(len(self.arrays) - 1), "span": str(self.ref(value.span))}
-            return {"type_key": "relay.Constant", "attrs": attrs}
-        if isinstance(value, Attrs):
-            return self.attrs_node(value)
-        if isinstance(value, Mapping):
-            if all(isinstance(k, str) for k in value):
-                return {
-                    "type_key": "StrMap",
-                    "keys": list(value),
-                    "data": [self.ref(v) for v in value.values()],
-                }
-            data = [self.ref(x) for kv in value.items() for x in kv]
-            return {"type_key": "Map", "data": data}
+        if isinstance(value, (Op, EnvFunc)):
+            return {"type_key": type(value).__name__, "global_key": value.name}
         if isinstance(value, AnyDim):
             return {"type_key": "tir.Any", "attrs": {"span": "0"}}
-        if isinstance(value, SymVar):
-            key = "tir.SizeVar" if isinstance(value, SizeVar) else "tir.Var"
-            name = str(self.ref(value.name_hint))
-            return {"type_key": key, "attrs": {"dtype": value.dtype, "name": name, "span": "0"}}
-        key = _TYPE_KEYS.get(type(value))
-        if key is None:
-            raise ArgumentError(f"save_json cannot write a {type(value).__name__} value")
-        out: dict[str, str] = {}
-        for name, field in _fields(value).items():
-            if isinstance(field, str) and not isinstance(field, _SourceName):
-                out[name] = field
-            elif isinstance(field, (bool, int, np.integer)) and name not in ("shape",):
-                out[name] = str(int(field))
-            else:
-                out[name] = str(self.ref(field))
-        return {"type_key": key, "attrs": out}
+        return None
 
     def attrs_node(self, attrs: Attrs) -> dict[str, Any]:
         if attrs.type_key == "DictAttrs":

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, overload
 
 from relaykit.errors import IRError, UnsupportedFeatureError
 
@@ -28,7 +28,7 @@ from .type_check import infer_function
 __all__ = ["IRModule"]
 
 
-class TypeDefinitions(dict):  # type: ignore[type-arg]
+class TypeDefinitions(dict[GlobalTypeVar, TypeData]):
     """A module's type definitions by their GlobalTypeVar; ``items()`` is a list, as the
     items of TVM's ``Map`` are (``mod.type_definitions.items()[0]``)."""
 
@@ -133,6 +133,12 @@ class IRModule:
         if isinstance(key, str):
             return key
         raise IRError(f"look up a global by name or GlobalVar, not {key!r}")
+
+    @overload
+    def __getitem__(self, key: str | GlobalVar) -> Function: ...
+
+    @overload
+    def __getitem__(self, key: GlobalTypeVar) -> TypeData: ...
 
     def __getitem__(self, key: Any) -> Any:
         if isinstance(key, GlobalTypeVar):  # mod[List] is List's type definition, as in TVM

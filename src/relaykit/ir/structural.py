@@ -190,9 +190,11 @@ def _pattern_pairs(lhs: Pattern, rhs: Pattern) -> Iterator[tuple[Pattern, Patter
         if type(lp) is not type(rp):
             yield f"pattern {type(lp).__name__} vs {type(rp).__name__}"
             return
-        if isinstance(lp, PatternConstructor) and not _same_constructor(lp.constructor, rp.constructor):  # type: ignore[attr-defined]
-            yield f"constructor {lp.constructor.name_hint} vs {rp.constructor.name_hint}"  # type: ignore[attr-defined]
-            return
+        if isinstance(lp, PatternConstructor):
+            lc, rc = lp.constructor, getattr(rp, "constructor", None)
+            if not _same_constructor(lc, rc):
+                yield f"constructor {lc.name_hint} vs {rc.name_hint}"  # type: ignore[union-attr]
+                return
         subs, rsubs = getattr(lp, "patterns", ()), getattr(rp, "patterns", ())
         if len(subs) != len(rsubs):
             yield f"{len(subs)} vs {len(rsubs)} sub-patterns"
@@ -446,12 +448,7 @@ def _hash_tokens(root: Expr, map_free_vars: bool) -> list[Any]:
             tokens.append(("free", ann) if map_free_vars else ("free", id(n), ann))
             continue
         if t is Clause:
-            for tok in _pattern_tokens(n.lhs):
-                if isinstance(tok, Var):
-                    index[id(tok)] = len(index)
-                    keep.append(tok)
-                    tok = ("bind", _data_key(tok.type_annotation))
-                tokens.append(tok)
+            _clause_tokens(n, tokens, index, keep)
             stack.append(n.rhs)
             continue
         layout = t._layout
@@ -462,17 +459,7 @@ def _hash_tokens(root: Expr, map_free_vars: bool) -> list[Any]:
             elif not f.is_child and f.compare:
                 token.append(_data_key(getattr(n, f.name)))
         tokens.append(tuple(token))
-        for f in layout:
-            if f.binds:
-                bound = getattr(n, f.name) if f.is_sequence else (getattr(n, f.name),)
-                for v in bound:
-                    seen = index.get(id(v))
-                    if seen is not None:
-                        tokens.append(("ref", seen))
-                        continue
-                    index[id(v)] = len(index)
-                    keep.append(v)
-                    tokens.append(("bind", _data_key(v.type_annotation)))
+        _binder_tokens(n, layout, tokens, index, keep)
         for f in reversed(layout):
             if not f.is_child or f.binds:
                 continue
@@ -481,6 +468,35 @@ def _hash_tokens(root: Expr, map_free_vars: bool) -> list[Any]:
             else:
                 stack.append(getattr(n, f.name))
     return tokens
+
+
+def _binder_tokens(
+    n: Expr, layout: Any, tokens: list[Any], index: dict[int, int], keep: list[Any]
+) -> None:
+    """The tokens of the variables ``n`` binds (a reference if seen before)."""
+    for f in layout:
+        if f.binds:
+            bound = getattr(n, f.name) if f.is_sequence else (getattr(n, f.name),)
+            for v in bound:
+                seen = index.get(id(v))
+                if seen is not None:
+                    tokens.append(("ref", seen))
+                    continue
+                index[id(v)] = len(index)
+                keep.append(v)
+                tokens.append(("bind", _data_key(v.type_annotation)))
+
+
+def _clause_tokens(
+    clause: Clause, tokens: list[Any], index: dict[int, int], keep: list[Any]
+) -> None:
+    """The tokens of a clause's pattern; its variables are bound at their position."""
+    for tok in _pattern_tokens(clause.lhs):
+        if isinstance(tok, Var):
+            index[id(tok)] = len(index)
+            keep.append(tok)
+            tok = ("bind", _data_key(tok.type_annotation))
+        tokens.append(tok)
 
 
 def _constant_key(c: Constant) -> tuple[Any, ...]:

@@ -345,19 +345,21 @@ class TypeChecker:
             return self.done[id(node.rhs)]
         if t is Match:
             return self.match_type(node)
-        if t is RefCreate:
-            return RefType(self.done[id(node.value)])
-        if t is RefRead:
-            return self.ref_value_type(node, node.ref)
-        if t is RefWrite:
-            held = self.ref_value_type(node, node.ref)
-            vt = self.done[id(node.value)]
-            if held != vt and self.unify(held, vt) is None:
-                raise self.fail(
-                    node, f"ref_write stores a {vt} in a reference to {self.resolve(held)}"
-                )
-            return TupleType([])
+        if t is RefCreate or t is RefRead or t is RefWrite:
+            return self.ref_rule(node)
         raise self.fail(node, f"cannot type a {t.__name__} node")
+
+    def ref_rule(self, node: Any) -> Type:
+        """``ref(v): ref(T)``, ``ref_read(r: ref(T)): T``, ``ref_write(r: ref(T), v: T): ()``."""
+        if type(node) is RefCreate:
+            return RefType(self.done[id(node.value)])
+        held = self.ref_value_type(node, node.ref)
+        if type(node) is RefRead:
+            return held
+        vt = self.done[id(node.value)]
+        if held != vt and self.unify(held, vt) is None:
+            raise self.fail(node, f"ref_write stores a {vt} in a reference to {self.resolve(held)}")
+        return TupleType([])
 
     def ref_value_type(self, node: Expr, ref: Expr) -> Type:
         """The type of the value the reference ``ref`` holds."""
@@ -567,7 +569,11 @@ class TypeChecker:
                 out = both
         return out
 
-    def unify_type_call(self, a: TypeCall, b: TypeCall) -> Type | None:
+    def unify_type_call(self, a: Any, b: Any) -> Type | None:
+        """Unify two type calls (``List[a]``) or two reference types, part by part."""
+        if type(a) is RefType:
+            inner = self.unify(a.value, b.value)
+            return None if inner is None else RefType(inner)
         if a.func != b.func or len(a.args) != len(b.args):
             return None
         parts = [self.unify(x, y) for x, y in zip(a.args, b.args, strict=True)]
@@ -658,11 +664,8 @@ class TypeChecker:
             return None if None in parts else self.resolve(a)
         if ta is TensorType:
             return unify_tensor_types(a, b)  # type: ignore[arg-type]
-        if ta is TypeCall:
-            return self.unify_type_call(a, b)  # type: ignore[arg-type]
-        if ta is RefType:
-            inner = self.unify(a.value, b.value)  # type: ignore[attr-defined]
-            return None if inner is None else RefType(inner)
+        if ta is TypeCall or ta is RefType:
+            return self.unify_type_call(a, b)
         return a if a == b else None
 
     def solve_inputs(self, call: Call, op: Op, arg_types: list[Type]) -> list[Type] | None:

@@ -51,44 +51,43 @@ class TypeMap:
         ta = type(a)
         if ta is not type(b):
             return False
-        if ta is TypeVar:
-            mapped = self.lmap.get(a)
-            if mapped is not None:
-                return mapped is b
-            if b in self.rmap or not self.map_free_vars or a.kind != b.kind:
-                return False
-            self.lmap[a], self.rmap[b] = b, a
-            return True
-        if ta is GlobalTypeVar:
-            return bool(a.name_hint == b.name_hint and a.kind == b.kind)
-        if ta is TupleType:
-            return len(a.fields) == len(b.fields) and all(map(self.equal, a.fields, b.fields))
-        if ta is RefType:
-            return self.equal(a.value, b.value)
-        if ta is TypeCall:
-            return (
-                self.equal(a.func, b.func)
-                and len(a.args) == len(b.args)
-                and all(map(self.equal, a.args, b.args))
-            )
-        if ta is FuncType:
-            return (
-                self.bind(a.type_params, b.type_params)
-                and len(a.arg_types) == len(b.arg_types)
-                and all(map(self.equal, a.arg_types, b.arg_types))
-                and self.equal(a.ret_type, b.ret_type)
-                and len(a.type_constraints) == len(b.type_constraints)
-                and all(map(self.equal, a.type_constraints, b.type_constraints))
-            )
-        if ta is TypeRelation:
-            return (
-                a.func == b.func
-                and a.num_inputs == b.num_inputs
-                and a.attrs == b.attrs
-                and len(a.args) == len(b.args)
-                and all(map(self.equal, a.args, b.args))
-            )
-        return bool(a == b)
+        rule = _RULES.get(ta)
+        return bool(a == b) if rule is None else rule(self, a, b)
+
+    def type_var(self, a: TypeVar, b: TypeVar) -> bool:
+        mapped = self.lmap.get(a)
+        if mapped is not None:
+            return mapped is b
+        if b in self.rmap or not self.map_free_vars or a.kind != b.kind:
+            return False
+        self.lmap[a], self.rmap[b] = b, a
+        return True
+
+    def all_equal(self, xs: Any, ys: Any) -> bool:
+        return len(xs) == len(ys) and all(map(self.equal, xs, ys))
+
+    def func_type(self, a: FuncType, b: FuncType) -> bool:
+        return (
+            self.bind(a.type_params, b.type_params)
+            and self.all_equal(a.arg_types, b.arg_types)
+            and self.equal(a.ret_type, b.ret_type)
+            and self.all_equal(a.type_constraints, b.type_constraints)
+        )
+
+    def relation(self, a: TypeRelation, b: TypeRelation) -> bool:
+        same = a.func == b.func and a.num_inputs == b.num_inputs and a.attrs == b.attrs
+        return same and self.all_equal(a.args, b.args)
+
+
+_RULES: dict[type, Any] = {
+    TypeVar: TypeMap.type_var,
+    GlobalTypeVar: lambda m, a, b: bool(a.name_hint == b.name_hint and a.kind == b.kind),
+    TupleType: lambda m, a, b: m.all_equal(a.fields, b.fields),
+    RefType: lambda m, a, b: m.equal(a.value, b.value),
+    TypeCall: lambda m, a, b: m.equal(a.func, b.func) and m.all_equal(a.args, b.args),
+    FuncType: TypeMap.func_type,
+    TypeRelation: TypeMap.relation,
+}
 
 
 def type_shape_key(t: Any) -> Any:

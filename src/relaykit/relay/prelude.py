@@ -34,8 +34,8 @@ from relaykit.ir.adt import (
     TypeCall,
     TypeData,
 )
-from relaykit.ir.hooks import register_std_file
 from relaykit.ir.expr import Call, Expr, Function, GlobalVar, If, Var, const
+from relaykit.ir.hooks import register_std_file
 from relaykit.ir.module import IRModule
 from relaykit.ir.op import get_op
 from relaykit.ir.types import FuncType, TensorType, Type, TypeVar

@@ -52,7 +52,7 @@ from relaykit.ir.expr import (
 from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op, get_op
 from relaykit.ir.ref import RefCreate, RefRead, RefWrite
-from relaykit.runtime.container import ADT, ConstructorValue, RefValue
+from relaykit.runtime.container import ADT, ConstructorValue
 from relaykit.runtime.ndarray import NDArray
 
 __all__ = ["OUTPUT_VAR_NAME", "PROLOGUE", "PythonConverter", "to_python", "run_as_python"]
@@ -186,46 +186,45 @@ class PythonConverter:
             return self.var_name(node)  # type: ignore[arg-type]
         if t is GlobalVar:
             return self.global_name(node.name_hint)  # type: ignore[attr-defined]
-        if t is Constant:
-            arr = node.data.numpy()  # type: ignore[attr-defined]
-            literal = f"numpy.array({arr.tolist()!r}, dtype={str(arr.dtype)!r})"
-            return self.bind(f"NDArray({literal})", out)
-        if t is Tuple:
-            fields = [self.expr(f, out, memo) for f in node.fields]  # type: ignore[attr-defined]
-            return self.bind(f"ADT(0, [{', '.join(fields)}])", out)
-        if t is TupleGetItem:
-            base = self.expr(node.tuple_value, out, memo)  # type: ignore[attr-defined]
-            return self.bind(f"{base}[{node.index}]", out)  # type: ignore[attr-defined]
-        if t is Let:
-            value = self.expr(node.value, out, memo)  # type: ignore[attr-defined]
-            out.append(f"{self.var_name(node.var)} = {value}")  # type: ignore[attr-defined]
-            return self.expr(node.body, out, memo)  # type: ignore[attr-defined]
-        if t is Function:
-            name = self.fresh("fn")
-            out.extend(self.function_def(name, node, memo))  # type: ignore[arg-type]
-            return name
-        if t is If:
-            return self.if_expr(node, out, memo)  # type: ignore[arg-type]
-        if t is Call:
-            return self.call(node, out, memo)  # type: ignore[arg-type]
-        if t is Constructor:
-            return self.constructor_fn(node, out)  # type: ignore[arg-type]
-        if t is Match:
-            return self.match(node, out, memo)  # type: ignore[arg-type]
-        if t is RefCreate:
-            return self.bind(f"RefValue({self.expr(node.value, out, memo)})", out)  # type: ignore[attr-defined]
-        if t is RefRead:
-            return self.bind(f"{self.expr(node.ref, out, memo)}.value", out)  # type: ignore[attr-defined]
-        if t is RefWrite:
-            ref = self.expr(node.ref, out, memo)  # type: ignore[attr-defined]
-            value = self.expr(node.value, out, memo)  # type: ignore[attr-defined]
-            out.append(f"{ref}.value = {value}")
-            return self.bind("ADT(0, [])", out)
-        if t is Op:
-            raise ArgumentError(f"operator {node.name} used as a value; call it")  # type: ignore[attr-defined]
-        raise ArgumentError(f"to_python cannot convert a {t.__name__}")
+        rule = _RULES.get(t)
+        if rule is None:
+            raise ArgumentError(f"to_python cannot convert a {t.__name__}")
+        return rule(self, node, out, memo)
 
-    def constructor_fn(self, con: Constructor, out: list[str]) -> str:
+    def constant(self, node: Constant, out: list[str], memo: dict[Expr, str]) -> str:
+        arr = node.data.numpy()
+        literal = f"numpy.array({arr.tolist()!r}, dtype={str(arr.dtype)!r})"
+        return self.bind(f"NDArray({literal})", out)
+
+    def tuple(self, node: Tuple, out: list[str], memo: dict[Expr, str]) -> str:
+        fields = [self.expr(f, out, memo) for f in node.fields]
+        return self.bind(f"ADT(0, [{', '.join(fields)}])", out)
+
+    def projection(self, node: TupleGetItem, out: list[str], memo: dict[Expr, str]) -> str:
+        return self.bind(f"{self.expr(node.tuple_value, out, memo)}[{node.index}]", out)
+
+    def let(self, node: Let, out: list[str], memo: dict[Expr, str]) -> str:
+        out.append(f"{self.var_name(node.var)} = {self.expr(node.value, out, memo)}")
+        return self.expr(node.body, out, memo)
+
+    def function(self, node: Function, out: list[str], memo: dict[Expr, str]) -> str:
+        name = self.fresh("fn")
+        out.extend(self.function_def(name, node, memo))
+        return name
+
+    def ref(self, node: Any, out: list[str], memo: dict[Expr, str]) -> str:
+        if type(node) is RefCreate:
+            return self.bind(f"RefValue({self.expr(node.value, out, memo)})", out)
+        ref = self.expr(node.ref, out, memo)
+        if type(node) is RefRead:
+            return self.bind(f"{ref}.value", out)
+        out.append(f"{ref}.value = {self.expr(node.value, out, memo)}")
+        return self.bind("ADT(0, [])", out)
+
+    def op_value(self, node: Op, out: list[str], memo: dict[Expr, str]) -> str:
+        raise ArgumentError(f"operator {node.name} used as a value; call it")
+
+    def constructor_fn(self, con: Constructor, out: list[str], memo: Any = None) -> str:
         """A constructor used as a value: the function building its values."""
         name = self.fresh("con_" + con.name_hint)
         params = [f"a{i}" for i in range(len(con.inputs))]
@@ -291,6 +290,23 @@ class PythonConverter:
         return ("_",)
 
 
+_RULES: dict[type, Any] = {
+    Constant: PythonConverter.constant,
+    Tuple: PythonConverter.tuple,
+    TupleGetItem: PythonConverter.projection,
+    Let: PythonConverter.let,
+    Function: PythonConverter.function,
+    If: PythonConverter.if_expr,
+    Call: PythonConverter.call,
+    Constructor: PythonConverter.constructor_fn,
+    Match: PythonConverter.match,
+    RefCreate: PythonConverter.ref,
+    RefRead: PythonConverter.ref,
+    RefWrite: PythonConverter.ref,
+    Op: PythonConverter.op_value,
+}
+
+
 def _pattern_vars(clause: Clause) -> list[Var]:
     out: list[Var] = []
     stack: list[Pattern] = [clause.lhs]
@@ -315,5 +331,5 @@ def run_as_python(expr: Expr, mod: IRModule | None = None, target: Any = None) -
     """The value of ``expr`` computed by its Python program (see :func:`to_python`)."""
     source = to_python(expr, mod, target)
     namespace: dict[str, Any] = {}
-    exec(compile(source, "<relay program>", "exec"), namespace)  # noqa: S102 - our own code
+    exec(compile(source, "<relay program>", "exec"), namespace)
     return namespace[OUTPUT_VAR_NAME]

@@ -9,8 +9,8 @@ free_var %x: Tensor[(10, 1), float32];
 TensorType((), float32)
 """
 
-from .parser import fromtext, parse, parse_expr
 from . import std_library as std_library
+from .parser import fromtext, parse, parse_expr
 from .printer import VERSION, astext, context_lines
 
 __all__ = ["astext", "context_lines", "parse", "parse_expr", "fromtext", "VERSION"]

@@ -125,7 +125,9 @@ class AdtSyntax(TokenReader):
             elif depth == 0 and tok[0] == "IDENT" and tok[1] == "type":
                 name_tok = toks[i + 1]
                 if name_tok[0] != "IDENT":
-                    raise self.error(name_tok, f"expected a type name but found {describe(name_tok)}")
+                    raise self.error(
+                        name_tok, f"expected a type name but found {describe(name_tok)}"
+                    )
                 if name_tok[1] in self.type_globals:
                     where = "in the module" if name_tok[1] in self.known_types else "twice"
                     raise self.error(name_tok, f"type {name_tok[1]} is defined {where}")

@@ -257,29 +257,30 @@ class _Parser(AdtSyntax):
             self.pos += 1
             return self.constant(tok)
         if kind == "IDENT":
-            if text in ("True", "False"):
-                self.pos += 1
-                return self.bool_constant(tok)
-            if text == "fn":
-                return self.function()
-            if text == "if":
-                return self.if_expr()
-            if text == "meta":
-                return self.meta_ref()
-            if text == "let":
-                return self.body(None)
-            if text in _REF_NODES and self.at("(", 1):
-                return self.ref_expr()
-            if text == "match":
-                return self.match_expr()
-            if text in self.constructors:
-                return self.constructor_expr(tok)
-            if text not in _KEYWORDS:
-                self.pos += 1
-                return self.op(tok)
+            found = self.word_expr(tok)
+            if found is not None:
+                return found
         if kind == "PUNCT" and text == "(":
             return self.paren()
         raise self.error(tok, f"expected an expression but found {describe(tok)}")
+
+    def word_expr(self, tok: Token) -> Expr | None:
+        """The expression a word starts: a keyword's, a constructor, or an operator."""
+        text = tok[1]
+        if text in ("True", "False"):
+            self.pos += 1
+            return self.bool_constant(tok)
+        keyword = _WORD_EXPRS.get(text)
+        if keyword is not None:
+            return keyword(self)
+        if text in _REF_NODES and self.at("(", 1):
+            return self.ref_expr()
+        if text in self.constructors:
+            return self.constructor_expr(tok)
+        if text not in _KEYWORDS:
+            self.pos += 1
+            return self.op(tok)
+        return None
 
     def ref_expr(self) -> Expr:
         """``ref(v)``, ``ref_read(r)`` or ``ref_write(r, v)``."""
@@ -585,6 +586,15 @@ class _Parser(AdtSyntax):
             )
         return expr
 
+
+# Words that start an expression, and how it is read.
+_WORD_EXPRS: dict[str, Any] = {
+    "fn": _Parser.function,
+    "if": _Parser.if_expr,
+    "meta": _Parser.meta_ref,
+    "let": lambda parser: parser.body(None),
+    "match": _Parser.match_expr,
+}
 
 _CHECKED = (str, float)  # schema defaults whose kind an attribute value must have
 

@@ -449,7 +449,7 @@ class _DefPrinter:
 
     def match_block(self, node: Match) -> _Block:
         """``match (data) { pattern => { rhs }, ... }``, one arm per clause."""
-        arms = []
+        arms: list[_Scope | str] = []
         for clause, arm in zip(node.clauses, self.inner[node], strict=True):
             arm.result = self.text_of(clause.rhs)
             holder = _Scope(None)

@@ -107,66 +107,79 @@ def to_basic_block_normal_form(expr: Expr) -> Expr:
     plan = _Plan(expr)
     if not plan.shared:
         return expr
-    bind_var: dict[Expr, Var] = {}
-    bound_in: dict[_Block, list[Expr]] = {}
-    for node in post_order(expr):
-        if node in plan.shared:
-            bind_var[node] = Var("x", None)
-            bound_in.setdefault(plan.block[node], []).append(node)
-    chain_pos = _chain_positions(expr, plan)
-    pos = _binding_positions(expr, plan, bind_var, chain_pos)
-    value_of: dict[Expr, Expr] = {}
+    return _Binder(expr, plan).run()
 
-    def wrap(block: _Block | None, body: Expr) -> Expr:
-        nodes = bound_in.get(block) if block is not None else None
+
+class _Binder:
+    """Rebuilds ``expr`` with the shared computations bound at the top of their blocks."""
+
+    def __init__(self, expr: Expr, plan: _Plan) -> None:
+        self.expr = expr
+        self.plan = plan
+        self.var: dict[Expr, Var] = {}
+        self.bound_in: dict[_Block, list[Expr]] = {}
+        for node in post_order(expr):
+            if node in plan.shared:
+                self.var[node] = Var("x", None)
+                self.bound_in.setdefault(plan.block[node], []).append(node)
+        chain = _chain_positions(plan)
+        self.pos = _binding_positions(expr, plan, self.var, chain)
+        self.value: dict[Expr, Expr] = {}
+
+    def run(self) -> Expr:
+        out = rewrite_post_order(self.expr, self.post)
+        if type(self.expr) is not Function:
+            out = self.wrap(self.plan.block.get(self.expr), out)
+        return out
+
+    def wrap(self, block: _Block | None, body: Expr) -> Expr:
+        """``body`` (a block's expression) with the block's bindings put in: each right
+        after the last of the block's lets it depends on."""
+        nodes = self.bound_in.get(block) if block is not None else None
         if not nodes:
             return body
         lets: list[Let] = []
         while type(body) is Let:
-            lets.append(body)  # type: ignore[arg-type]
-            body = body.body  # type: ignore[attr-defined]
+            lets.append(body)
+            body = body.body
         for i in range(len(lets), -1, -1):
-            for node in reversed([n for n in nodes if pos[n] == i - 1]):
-                body = Let(bind_var[node], value_of[node], body)
+            for node in reversed([n for n in nodes if self.pos[n] == i - 1]):
+                body = Let(self.var[node], self.value[node], body)
             if i > 0:
                 let = lets[i - 1]
                 body = Let(let.var, let.value, body, let.span)
         return body
 
-    def post(new: Expr, old: Expr) -> Expr | None:
+    def post(self, new: Expr, old: Expr) -> Expr | None:
+        inner = self.plan.inner
         t = type(new)
         if t is Function:
-            new = new.with_fields(body=wrap(plan.inner.get((old, 0)), new.body))  # type: ignore[attr-defined]
+            new = new.with_fields(body=self.wrap(inner.get((old, 0)), new.body))  # type: ignore[attr-defined]
         elif t is If:
             new = new.with_fields(
-                true_branch=wrap(plan.inner.get((old, 1)), new.true_branch),  # type: ignore[attr-defined]
-                false_branch=wrap(plan.inner.get((old, 2)), new.false_branch),  # type: ignore[attr-defined]
+                true_branch=self.wrap(inner.get((old, 1)), new.true_branch),  # type: ignore[attr-defined]
+                false_branch=self.wrap(inner.get((old, 2)), new.false_branch),  # type: ignore[attr-defined]
             )
         elif t is Match:
             clauses = [
-                c.with_fields(rhs=wrap(plan.inner.get((old, i + 1)), c.rhs))  # type: ignore[attr-defined]
+                c.with_fields(rhs=self.wrap(inner.get((old, i + 1)), c.rhs))
                 for i, c in enumerate(new.clauses)  # type: ignore[attr-defined]
             ]
             new = new.with_fields(clauses=clauses)
-        if old in bind_var:
-            value_of[old] = new
-            return bind_var[old]
+        if old in self.var:
+            self.value[old] = new
+            return self.var[old]
         return new
 
-    out = rewrite_post_order(expr, post)
-    if type(expr) is not Function:
-        out = wrap(plan.block.get(expr), out)
-    return out
 
-
-def _chain_positions(expr: Expr, plan: _Plan) -> dict[Var, tuple[_Block, int]]:
+def _chain_positions(plan: _Plan) -> dict[Var, tuple[_Block, int]]:
     """Each variable a block's chain of lets binds: its block and position in the chain."""
     out: dict[Var, tuple[_Block, int]] = {}
     for start, block in plan.starts:
         i = 0
         while type(start) is Let:
-            out[start.var] = (block, i)  # type: ignore[attr-defined]
-            start = start.body  # type: ignore[attr-defined]
+            out[start.var] = (block, i)
+            start = start.body
             i += 1
     return out
 
@@ -184,7 +197,7 @@ def _binding_positions(
         best = -1
         for child in children(node):
             if type(child) is Var:
-                where = chain.get(child)  # type: ignore[arg-type]
+                where = chain.get(child)
                 if where is not None and where[0] is block:
                     best = max(best, where[1])
             elif child in pos and plan.block.get(child) is block:

@@ -63,7 +63,7 @@ class TypeSolver:
 
     # -- TVM's names: the solver is also called with a method name -------------------
     def __call__(self, name: str) -> Callable[..., Any]:
-        table = {
+        table: dict[str, Callable[..., Any]] = {
             "Solve": self.solve,
             "Unify": self.unify,
             "Resolve": self.resolve,
