@@ -99,3 +99,17 @@ def test_duplicate_constructor_is_a_parse_error_with_position():
         ParseError, match=r"<string>:3:10: error: constructor Lmao is defined twice"
     ):
         tvm.parser.parse("type Ayy { Lmao }\n\ntype B { Lmao }")
+
+
+def test_polymorphic_function_types_print_their_parameters_and_parse_back():
+    a = relay.TypeVar("a")
+    f = relay.var("f", relay.FuncType([a], a, [a]))
+    text = relay.Function([f], f).astext()
+    assert "%f: fn [a](a) -> a" in text
+    back = relay.parse_expr(text).params[0].type_annotation
+    assert back == f.type_annotation and back.type_params[0] is not a
+    with pytest.raises(ParseError, match="type parameters need the module parser"):
+        from relaykit.text.reader import TokenReader
+        from relaykit.text.tokenizer import Source
+
+        TokenReader(Source("fn [a](a) -> a")).parse_type()

@@ -238,7 +238,8 @@ class FuncType(Type):
 
     def __str__(self) -> str:
         args = ", ".join(str(a) for a in self.arg_types)
-        return f"fn ({args}) -> {self.ret_type}"
+        params = f"[{', '.join(map(str, self.type_params))}]" if self.type_params else ""
+        return f"fn {params}({args}) -> {self.ret_type}"
 
     def __eq__(self, other: object) -> bool:
         # Equal up to a renaming of the type parameters (alpha-equivalence).

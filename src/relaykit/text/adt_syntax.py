@@ -110,6 +110,9 @@ class AdtSyntax(TokenReader):
             params.append(scope[tok[1]])
         return params
 
+    def end_type_params(self) -> None:
+        self.type_scopes.pop()
+
     def predeclare_types(self) -> None:
         """Make every top-level ``type Name`` known before any is read (they may refer to
         each other, and functions may use them in any order)."""

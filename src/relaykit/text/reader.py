@@ -233,6 +233,15 @@ class TokenReader:
             return None
         return self.parse_type()
 
+    def type_params(self) -> list[Any]:
+        """``[A, B]`` type parameters, if present (a reader of the whole format binds them)."""
+        if self.at("["):
+            raise self.error(self.peek(), "type parameters need the module parser")
+        return []
+
+    def end_type_params(self) -> None:
+        """Leave the scope :meth:`type_params` opened."""
+
     def named_type(self, tok: Token) -> Type | None:
         """The type a name stands for (a type variable or a defined type), or ``None``;
         a reader of the whole format knows the names in scope."""
@@ -246,10 +255,14 @@ class TokenReader:
                 return self.tensor_type()
             if text == "fn":
                 self.pos += 1
-                self.expect("(", " after 'fn' in a function type")
-                args = self.type_list(")")
-                self.expect("->", " in a function type")
-                return FuncType(args, self.parse_type())
+                params = self.type_params()
+                try:
+                    self.expect("(", " after 'fn' in a function type")
+                    args = self.type_list(")")
+                    self.expect("->", " in a function type")
+                    return FuncType(args, self.parse_type(), params)
+                finally:
+                    self.end_type_params()
             if text in DTYPES:
                 self.pos += 1
                 return TensorType((), text)
