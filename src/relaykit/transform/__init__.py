@@ -1,6 +1,7 @@
 """Pass infrastructure and passes."""
 
 from .anf import ToANormalForm, ToGraphNormalForm, to_a_normal_form, to_graph_normal_form
+from .basic_block import ToBasicBlockNormalForm, to_basic_block_normal_form
 from .bind import bind, bind_params_by_name
 from .call_graph import CallGraph
 from .combine_parallel import (
@@ -83,6 +84,8 @@ __all__ = [
     "combine_parallel_dense",
     "combine_parallel_batch_matmul",
     "ToANormalForm",
+    "ToBasicBlockNormalForm",
+    "to_basic_block_normal_form",
     "ToGraphNormalForm",
     "to_a_normal_form",
     "to_graph_normal_form",
