@@ -163,3 +163,16 @@ def test_derived_shape_functions_agree_with_inferred_types():
                 assert got == shapes_of_type(node.checked_type), node.op.name
                 checked += 1
     assert checked > 100
+
+
+def test_dyn_tile_takes_float_reps_as_integers():
+    import numpy as np
+
+    from relaykit import relay
+
+    x = relay.var("x", shape=(2, 3))
+    r = relay.var("reps", shape=(3,), dtype="float32")
+    f = relay.Function([x, r], relay.tile(x, r))
+    xd = np.arange(6, dtype="float32").reshape(2, 3)
+    out = relay.create_executor("debug").evaluate(f)(xd, np.array([3.0, 2.0, 1.0], "float32"))
+    np.testing.assert_array_equal(out.numpy(), np.tile(xd, (3, 2, 1)))
