@@ -16,6 +16,7 @@ from .div_to_mul import DivToMul, div_to_mul
 from .dynamic_to_static import DynamicToStatic, dynamic_to_static
 from .eliminate_common_subexpr import EliminateCommonSubexpr, eliminate_common_subexpr
 from .eta_expand import EtaExpand, eta_expand
+from .flatten_atrous_conv import FlattenAtrousConv, flatten_atrous_conv
 from .fold_constant import FoldConstant, fold_constant
 from .fold_scale_axis import FoldScaleAxis, fold_scale_axis, forward_fold_scale_axis
 from .gradient import gradient
@@ -96,6 +97,8 @@ __all__ = [
     "defuse_ops",
     "DivToMul",
     "div_to_mul",
+    "FlattenAtrousConv",
+    "flatten_atrous_conv",
     "EtaExpand",
     "eta_expand",
     "LambdaLift",
