@@ -23,6 +23,7 @@ from .gradient import gradient
 from .infer_type import InferType, InferTypeLocal, infer_module, infer_type
 from .inline import Inline
 from .lambda_lift import LambdaLift, lambda_lift
+from .lazy_gradient_init import LazyGradientInit, lazy_gradient_init
 from .legalize import AlterOpLayout, Legalize
 from .pass_infra import (
     FunctionPass,
@@ -99,6 +100,8 @@ __all__ = [
     "div_to_mul",
     "FlattenAtrousConv",
     "flatten_atrous_conv",
+    "LazyGradientInit",
+    "lazy_gradient_init",
     "EtaExpand",
     "eta_expand",
     "LambdaLift",
