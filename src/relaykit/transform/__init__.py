@@ -18,6 +18,7 @@ from .eliminate_common_subexpr import EliminateCommonSubexpr, eliminate_common_s
 from .eta_expand import EtaExpand, eta_expand
 from .flatten_atrous_conv import FlattenAtrousConv, flatten_atrous_conv
 from .fold_constant import FoldConstant, fold_constant
+from .fold_explicit_padding import FoldExplicitPadding, fold_explicit_padding
 from .fold_scale_axis import FoldScaleAxis, fold_scale_axis, forward_fold_scale_axis
 from .gradient import gradient
 from .infer_type import InferType, InferTypeLocal, infer_module, infer_type
@@ -102,6 +103,8 @@ __all__ = [
     "flatten_atrous_conv",
     "LazyGradientInit",
     "lazy_gradient_init",
+    "FoldExplicitPadding",
+    "fold_explicit_padding",
     "EtaExpand",
     "eta_expand",
     "LambdaLift",

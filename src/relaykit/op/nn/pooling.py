@@ -31,7 +31,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.expr import Call, Expr, TupleWrapper
 from relaykit.ir.types import TensorType, TupleType, Type
-from relaykit.op._numeric import as_out, lowest_value
+from relaykit.op._numeric import as_out, lowest_finite, lowest_value
 from relaykit.op._relations import tensor_arg
 from relaykit.op.define import OpPattern, TypeRelError, define_op, make_call, no_default
 
@@ -112,7 +112,7 @@ def max_pool2d_kernel(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
     x = to_canonical(data, attrs.layout, "NCHW")
     (kh, kw), strides, dil, (pt, pl, pb, pr), (eh, ew), out_hw = _pool2d_geometry(x.shape, attrs)
     xp = np.pad(
-        x, ((0, 0), (0, 0), (pt, pb + eh), (pl, pr + ew)), constant_values=lowest_value(x.dtype)
+        x, ((0, 0), (0, 0), (pt, pb + eh), (pl, pr + ew)), constant_values=lowest_finite(x.dtype)
     )
     out = windows(xp, kh, kw, strides, dil, out_hw).max(axis=(-2, -1))
     return as_out(from_canonical(out, "NCHW", attrs.out_layout or attrs.layout), data.dtype)
@@ -521,8 +521,7 @@ def _pool3d_kernel(kind: str) -> Any:
         width = [(0, 0), (0, 0)] + [(p[i], p[r + i] + extra[i]) for i in range(r)]
         axes = tuple(range(-r, 0))
         if kind == "max":
-            low = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
-            padded = np.pad(x, width, constant_values=low)
+            padded = np.pad(x, width, constant_values=lowest_finite(x.dtype))
             return as_out(_windows_nd(padded, k, s, d, out).max(axis=axes), x.dtype)
         acc = x.astype(np.float64)
         sums = _windows_nd(np.pad(acc, width), k, s, d, out).sum(axis=axes)
