@@ -6,6 +6,7 @@ relations, reference kernels, input solvers and constructors:
 - :mod:`.convolution`: ``conv1d``, ``conv2d``, ``conv3d`` and their transposes;
 - :mod:`.deformable_conv2d`: ``deformable_conv2d``;
 - :mod:`.pooling`: max, average, global and adaptive pooling, 2-D and 3-D;
+- :mod:`.adaptive_pooling`: global and adaptive pooling of 1-D and 3-D data;
 - :mod:`.linear`: ``dense``, ``matmul``, ``batch_matmul``, ``bias_add``;
 - :mod:`.activation`: ``relu``, ``leaky_relu``, ``prelu``, ``gelu``, ``softmax``,
   ``log_softmax``;
@@ -38,6 +39,14 @@ from .activation import (
     prelu,
     relu,
     softmax,
+)
+from .adaptive_pooling import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool3d,
+    adaptive_max_pool1d,
+    adaptive_max_pool3d,
+    global_avg_pool1d,
+    global_max_pool1d,
 )
 from .convolution import (
     conv1d,
@@ -97,6 +106,12 @@ __all__ = [
     "global_max_pool2d",
     "adaptive_avg_pool2d",
     "adaptive_max_pool2d",
+    "adaptive_avg_pool1d",
+    "adaptive_max_pool1d",
+    "adaptive_avg_pool3d",
+    "adaptive_max_pool3d",
+    "global_avg_pool1d",
+    "global_max_pool1d",
     "batch_norm",
     "layer_norm",
     "dropout",
