@@ -31,6 +31,7 @@ from . import sparse as sparse
 from . import tensor as tensor
 from . import transform as transform
 from . import vision as vision
+from .debug import debug
 from .define import OpPattern, TypeRelError, define_op, make_call
 from .device import device_copy, on_device
 from .indexing import *  # noqa: F403
@@ -95,4 +96,5 @@ __all__ = [
     "layout_transform",
     "device_copy",
     "on_device",
+    "debug",
 ]
