@@ -60,6 +60,7 @@ __all__ = [
     "exp", "log", "log2", "log10", "sqrt", "rsqrt", "sigmoid", "erf",
     "sin", "cos", "tan", "asin", "acos", "atan",
     "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
+    "fast_exp", "fast_tanh", "fast_erf",
     "isnan", "isinf", "isfinite",
     # others
     "clip", "cast", "cast_like", "reinterpret", "where", "copy",
@@ -197,6 +198,10 @@ ELEMENTWISE: dict[str, Elementwise] = {
     "asinh": _un(np.arcsinh, _FLOAT, "Elementwise inverse hyperbolic sine."),
     "acosh": _un(np.arccosh, _FLOAT, "Elementwise inverse hyperbolic cosine."),
     "atanh": _un(np.arctanh, _FLOAT, "Elementwise inverse hyperbolic tangent."),
+    # FastMath's forms (TVM approximates them; relaykit computes them exactly)
+    "fast_exp": _un(np.exp, _FLOAT, "``exp``, as FastMath writes it."),
+    "fast_tanh": _un(np.tanh, _FLOAT, "``tanh``, as FastMath writes it."),
+    "fast_erf": _un(_erf, _FLOAT, "``erf``, as FastMath writes it."),
     # predicates
     "isnan": _un(np.isnan, _PREDICATE, "Elementwise ``data != data``.", out="bool"),
     "isinf": _un(np.isinf, _PREDICATE, "Elementwise test for infinity.", out="bool"),
@@ -313,6 +318,9 @@ tanh = _ctor("tanh")
 asinh = _ctor("asinh")
 acosh = _ctor("acosh")
 atanh = _ctor("atanh")
+fast_exp = _ctor("fast_exp")
+fast_tanh = _ctor("fast_tanh")
+fast_erf = _ctor("fast_erf")
 isnan = _ctor("isnan")
 isinf = _ctor("isinf")
 isfinite = _ctor("isfinite")

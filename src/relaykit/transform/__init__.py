@@ -16,6 +16,7 @@ from .div_to_mul import DivToMul, div_to_mul
 from .dynamic_to_static import DynamicToStatic, dynamic_to_static
 from .eliminate_common_subexpr import EliminateCommonSubexpr, eliminate_common_subexpr
 from .eta_expand import EtaExpand, eta_expand
+from .fast_math import FastMath, fast_math
 from .flatten_atrous_conv import FlattenAtrousConv, flatten_atrous_conv
 from .fold_constant import FoldConstant, fold_constant
 from .fold_explicit_padding import FoldExplicitPadding, fold_explicit_padding
@@ -105,6 +106,8 @@ __all__ = [
     "lazy_gradient_init",
     "FoldExplicitPadding",
     "fold_explicit_padding",
+    "FastMath",
+    "fast_math",
     "EtaExpand",
     "eta_expand",
     "LambdaLift",

@@ -33,6 +33,7 @@ from __future__ import annotations
 from .activation import (
     cross_entropy,
     cross_entropy_with_logits,
+    fast_softmax,
     gelu,
     leaky_relu,
     log_softmax,
@@ -100,6 +101,7 @@ __all__ = [
     "prelu",
     "softmax",
     "log_softmax",
+    "fast_softmax",
     "max_pool2d",
     "avg_pool2d",
     "global_avg_pool2d",
