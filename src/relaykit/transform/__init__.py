@@ -18,6 +18,7 @@ from .eliminate_common_subexpr import EliminateCommonSubexpr, eliminate_common_s
 from .eta_expand import EtaExpand, eta_expand
 from .fast_math import FastMath, fast_math
 from .flatten_atrous_conv import FlattenAtrousConv, flatten_atrous_conv
+from .flexible_shape import FlexibleShapeDispatch
 from .fold_constant import FoldConstant, fold_constant
 from .fold_explicit_padding import FoldExplicitPadding, fold_explicit_padding
 from .fold_scale_axis import FoldScaleAxis, fold_scale_axis, forward_fold_scale_axis
@@ -108,6 +109,7 @@ __all__ = [
     "fold_explicit_padding",
     "FastMath",
     "fast_math",
+    "FlexibleShapeDispatch",
     "EtaExpand",
     "eta_expand",
     "LambdaLift",
