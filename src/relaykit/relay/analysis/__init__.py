@@ -7,6 +7,11 @@
 """
 
 from relaykit.transform.call_graph import CallGraph
+from relaykit.transform.extract import (
+    extract_fused_functions,
+    extract_intermdeiate_expr,
+    extract_intermediate_expr,
+)
 from relaykit.transform.op_count import get_total_mac_number, list_op_freqs
 
 from . import call_graph, feature
@@ -26,6 +31,9 @@ from .feature import Feature, detect_feature
 __all__ = [
     "CallGraph",
     "call_graph",
+    "extract_fused_functions",
+    "extract_intermdeiate_expr",
+    "extract_intermediate_expr",
     "get_total_mac_number",
     "list_op_freqs",
     "all_type_vars",
