@@ -41,6 +41,7 @@ from . import (
     mobilenet,
     resnet,
     squeezenet,
+    synthetic,
     vgg,
 )
 from .init import create_workload
@@ -55,6 +56,7 @@ __all__ = [
     "dcgan",
     "squeezenet",
     "densenet",
+    "synthetic",
     "lstm",
     "layers",
     "init",

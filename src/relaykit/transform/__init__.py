@@ -3,6 +3,7 @@
 from .anf import ToANormalForm, ToGraphNormalForm, to_a_normal_form, to_graph_normal_form
 from .bind import bind, bind_params_by_name
 from .call_graph import CallGraph
+from .change_batch import ChangeBatch, change_batch
 from .combine_parallel import (
     CombineParallelBatchMatmul,
     CombineParallelDense,
@@ -110,6 +111,8 @@ __all__ = [
     "FastMath",
     "fast_math",
     "FlexibleShapeDispatch",
+    "ChangeBatch",
+    "change_batch",
     "EtaExpand",
     "eta_expand",
     "LambdaLift",

@@ -1,16 +1,5 @@
-"""``tvm.relay.testing.synthetic``: not in relaykit.
+"""``tvm.relay.testing.synthetic``: :mod:`relaykit.testing.synthetic`."""
 
-In TVM: the synthetic test helper. The module imports so that scripts naming it load;
-each of TVM's names here raises :class:`~relaykit.errors.UnsupportedFeatureError` when
-used.
-"""
+from relaykit.testing.synthetic import get_net, get_workload
 
-from relaykit.relay._facade import NOT_YET, module_getattr, unsupported
-
-_NAMES: list[str] = [
-    "get_net", "get_workload",
-]  # fmt: skip
-
-__all__ = list(_NAMES)
-globals().update(unsupported(__name__, _NAMES, NOT_YET))
-__getattr__ = module_getattr(__name__, NOT_YET)
+__all__ = ["get_net", "get_workload"]
