@@ -6,6 +6,7 @@
 ['x']
 """
 
+from relaykit.byoc.annotated_regions import AnnotatedRegionSet
 from relaykit.transform.call_graph import CallGraph
 from relaykit.transform.extract import (
     extract_fused_functions,
@@ -29,6 +30,7 @@ from .count_layers import count_layers
 from .feature import Feature, detect_feature
 
 __all__ = [
+    "AnnotatedRegionSet",
     "CallGraph",
     "call_graph",
     "extract_fused_functions",
