@@ -22,6 +22,7 @@ import numpy as np
 
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.expr import Call, Expr, const
+from relaykit.ir.op import default_registry
 from relaykit.ir.types import TensorType, Type, check_dtype
 
 from . import _numeric as num
@@ -232,6 +233,30 @@ def _kernel(row: Elementwise) -> Kernel:
     return binary
 
 
+#: TVM's support levels of the elementwise operators: 1 for the basic arithmetic and
+#: math, 3 for sign and rounding, 4 for the other binary operators; unset ones are 10.
+SUPPORT_LEVELS: dict[str, int] = {
+    **dict.fromkeys(
+        ("add", "subtract", "multiply", "divide", "exp", "log", "log2", "log10", "sqrt",
+         "rsqrt", "sigmoid", "tanh", "erf", "sin", "cos", "tan", "asin", "acos", "atan",
+         "sinh", "cosh", "asinh", "acosh", "atanh", "fast_exp", "fast_tanh", "fast_erf"),
+        1,
+    ),
+    **dict.fromkeys(
+        ("negative", "abs", "sign", "round", "floor", "ceil", "trunc", "copy", "zeros_like",
+         "ones_like"),
+        3,
+    ),
+    **dict.fromkeys(
+        ("power", "maximum", "minimum", "floor_divide", "floor_mod", "mod", "trunc_divide",
+         "trunc_mod", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+         "logical_and", "logical_or", "logical_xor", "logical_not", "left_shift",
+         "right_shift", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "isnan",
+         "isinf", "isfinite"),
+        4,
+    ),
+}  # fmt: skip
+
 for _name, _row in ELEMENTWISE.items():
     define_op(
         _name,
@@ -241,6 +266,8 @@ for _name, _row in ELEMENTWISE.items():
         pattern=_E if _row.arity == 1 else _B,
         doc=_row.doc,
     )
+    if _name in SUPPORT_LEVELS:
+        default_registry.get(_name).set_support_level(SUPPORT_LEVELS[_name])
 
 
 def _ctor(name: str) -> Callable[..., Call]:
