@@ -49,6 +49,7 @@ from .adaptive_pooling import (
     global_avg_pool1d,
     global_max_pool1d,
 )
+from .conv2d_nchwc import contrib_conv2d_nchwc
 from .convolution import (
     conv1d,
     conv1d_transpose,
@@ -92,6 +93,7 @@ __all__ = [
     "conv1d_transpose",
     "conv3d",
     "conv3d_transpose",
+    "contrib_conv2d_nchwc",
     "dense",
     "matmul",
     "batch_matmul",
