@@ -62,3 +62,18 @@ def test_pad_with_negative_widths_crops():
     np.testing.assert_array_equal(got, want)
     with pytest.raises(Exception, match="crops more"):
         _run(relay.nn.pad(x, ((-3, -2), (0, 0))), x, xd)
+
+
+@pytest.mark.parametrize("name", ["max_pool3d", "avg_pool3d"])
+def test_pool3d_ndhwc_is_the_transposed_ncdhw(name):
+    xd = np.random.RandomState(2).rand(1, 2, 5, 4, 6).astype("float32")
+    x = relay.var("x", shape=xd.shape)
+    y = relay.var("y", shape=(1, 5, 4, 6, 2))
+    pool = getattr(relay.nn, name)
+    want = _run(pool(x, pool_size=(2, 2, 2), padding=(1, 0, 1, 0, 1, 1)), x, xd)
+    got = _run(
+        pool(y, pool_size=(2, 2, 2), padding=(1, 0, 1, 0, 1, 1), layout="NDHWC"),
+        y,
+        xd.transpose(0, 2, 3, 4, 1).copy(),
+    )
+    np.testing.assert_allclose(got, want.transpose(0, 2, 3, 4, 1), rtol=1e-6)

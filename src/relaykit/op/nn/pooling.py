@@ -4,7 +4,7 @@
 ``nn.avg_pool1d``: each one's schema,
 type relation, reference kernel and constructor.
 
-The 2-D pools follow TVM's ``ceil_mode`` rule; the 3-D pools (NCDHW) PyTorch's and ONNX's:
+The 2-D pools follow TVM's ``ceil_mode`` rule; the 3-D pools (NCDHW or NDHWC) PyTorch's and ONNX's:
 the last window must start inside the input or its leading padding.
 
 ``nn.max_pool2d_with_argmax`` also returns where each maximum came from, as ONNX's
@@ -491,12 +491,28 @@ def _pool3d_geometry(shape: Sequence[int], attrs: Attrs) -> list[tuple[int, ...]
     return [k, s, d, p, out]
 
 
+_LAYOUTS_3D = ("NCDHW", "NDHWC")
+
+
+def _pool3d_layouts(attrs: Attrs) -> tuple[str, str]:
+    layout = str(attrs.layout)
+    out_layout = str(getattr(attrs, "out_layout", "") or layout)
+    if layout not in _LAYOUTS_3D or out_layout not in _LAYOUTS_3D:
+        raise TypeRelError(f"3-D pooling takes NCDHW or NDHWC tensors, got layout {layout!r}")
+    return layout, out_layout
+
+
 def _pool3d_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     data = tensor_arg(arg_types, 0, "data")
-    if data.ndim != 5 or attrs.layout != "NCDHW":
-        raise TypeRelError(f"3-D pooling takes an NCDHW tensor, got {data} ({attrs.layout})")
-    out = _pool3d_geometry(data.shape, attrs)[4]
-    return TensorType(data.shape[:2] + out, data.dtype)
+    layout, out_layout = _pool3d_layouts(attrs)
+    if data.ndim != 5:
+        raise TypeRelError(f"3-D pooling takes a 5-D tensor, got {data} ({layout})")
+    dims = dict(zip(layout, data.shape, strict=True))
+    canonical = tuple(dims[a] for a in "NCDHW")
+    out = dict(
+        zip("NCDHW", canonical[:2] + tuple(_pool3d_geometry(canonical, attrs)[4]), strict=True)
+    )
+    return TensorType(tuple(out[a] for a in out_layout), data.dtype)
 
 
 def _windows_nd(x: np.ndarray, k, s, d, out) -> np.ndarray:
@@ -511,7 +527,11 @@ def _windows_nd(x: np.ndarray, k, s, d, out) -> np.ndarray:
 
 def _pool3d_kernel(kind: str) -> Any:
     def compute(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
-        x = inputs[0]
+        layout, out_layout = _pool3d_layouts(attrs)
+        out = ncdhw(to_canonical(inputs[0], layout, "NCDHW"), attrs)
+        return np.ascontiguousarray(from_canonical(out, "NCDHW", out_layout))
+
+    def ncdhw(x: np.ndarray, attrs: Attrs) -> np.ndarray:
         k, s, d, p, out = _pool3d_geometry(x.shape, attrs)
         r = len(k)
         extra = [
@@ -557,7 +577,7 @@ define_op(
     type_rel=_pool3d_rel,
     compute=_pool3d_kernel("max"),
     pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
-    doc="3-D max pooling (NCDHW).",
+    doc="3-D max pooling (NCDHW or NDHWC).",
 )
 
 define_op(
@@ -568,7 +588,7 @@ define_op(
     type_rel=_pool3d_rel,
     compute=_pool3d_kernel("avg"),
     pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
-    doc="3-D average pooling (NCDHW).",
+    doc="3-D average pooling (NCDHW or NDHWC).",
 )
 
 
