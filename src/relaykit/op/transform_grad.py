@@ -272,8 +272,8 @@ def _batch_matmul_grad(call: Call, g: Expr) -> list[Expr]:
     batch."""
     a, b = call.args
     ta, tb = bool(call.attrs.transpose_a), bool(call.attrs.transpose_b)
-    d_a = batch_matmul(g, b, transpose_a=False, transpose_b=not tb)  # g @ B^T
-    d_b = batch_matmul(a, g, transpose_a=not ta, transpose_b=False)  # A^T @ g
+    d_a: Expr = batch_matmul(g, b, transpose_a=False, transpose_b=not tb)  # g @ B^T
+    d_b: Expr = batch_matmul(a, g, transpose_a=not ta, transpose_b=False)  # A^T @ g
     if ta:
         d_a = _swap_last(d_a)
     if tb:

@@ -180,6 +180,6 @@ class FlexibleShapeDispatch(ModulePass):
         options = (list(buckets), axis, auto_pad, pad_value, input_indices, affects_output)
 
         def run(mod: IRModule, ctx: PassContext) -> IRModule:
-            return flexible_dispatch(mod.copy(), *options)  # type: ignore[arg-type]
+            return flexible_dispatch(mod.copy(), *options)
 
         super().__init__(run, opt_level=0, name="FlexibleShapeDispatch")

@@ -91,6 +91,8 @@ def _fold(new: Expr, old: Expr) -> Expr | None:
     name = new.op.name
     n = _CONV.get(name) or _MAX.get(name) or _AVG.get(name)
     pad = new.args[0] if n else None
+    if n is None or not isinstance(old, Call):
+        return None
     if type(pad) is not Call or type(pad.op) is not Op or pad.op.name != "nn.pad":
         return None
     if pad.attrs.pad_mode != "constant":
