@@ -65,6 +65,7 @@ from .memory_plan import MemoryReport, memory_report
 __all__ = [
     "build",
     "build_passes",
+    "optimize",
     "compile_external_functions",
     "HostModule",
     "GraphExecutorFactoryModule",
@@ -80,6 +81,32 @@ def build_passes() -> list[Pass]:
     (:func:`relaykit.execution.fusion.host_passes`: ``FuseLayerNorm`` and ``FuseGelu``, one
     kernel each, ``FoldTransposeIntoBatchMatmul``). Functions for backends are skipped."""
     return [*optimization_passes(), *host_passes(), InferType()]
+
+
+def optimize(
+    mod: IRModule, target: Any = None, params: Mapping[str, Any] | None = None
+) -> tuple[IRModule, dict[str, Any]]:
+    """``(optimized module, params)``: ``mod`` with ``params`` bound into ``main`` and the
+    passes of :func:`build_passes` run, as ``relay.build`` would before planning (TVM's
+    ``relay.optimize``). The ``PassContext`` in effect decides which passes run; the
+    target is accepted for TVM's signature (relaykit optimises the same for every host).
+
+    >>> import numpy as np
+    >>> from relaykit import relay
+    >>> x, w = relay.var("x", shape=(2,)), relay.var("w", shape=(2,))
+    >>> mod = IRModule.from_expr(relay.Function([x, w], x * relay.exp(w)))
+    >>> opt, _ = optimize(mod, "llvm", {"w": np.zeros(2, "float32")})
+    >>> [p.name_hint for p in opt["main"].params]
+    ['x']
+    """
+    if not isinstance(mod, IRModule):
+        mod = IRModule.from_expr(mod)
+    mod = mod.copy()
+    if params:
+        mod["main"] = bind_params_by_name(mod["main"], params)
+    _ = target
+    mod = Sequential(build_passes(), name="RelayOptimize")(mod)
+    return mod, {}
 
 
 class HostModule(Module):

@@ -20,7 +20,7 @@ from relaykit.errors import IRError, UnsupportedFeatureError
 from .adt import Constructor, GlobalTypeVar, TypeData
 from .analysis import free_vars
 from .attrs import Attrs
-from .expr import Expr, Function, GlobalVar
+from .expr import Expr, Function, GlobalVar, TupleWrapper
 from .functor import post_order
 from .hooks import printer_hook, std_file_loader
 from .type_check import infer_function
@@ -61,6 +61,8 @@ class IRModule:
         expr: Expr, functions: Mapping[Any, Function] | None = None, type_defs: Any = None
     ) -> IRModule:
         """A module whose ``main`` is ``expr`` (wrapped in a function over its free vars)."""
+        if isinstance(expr, TupleWrapper):  # a multi-output op's result: its call
+            expr = expr.astuple()
         if not isinstance(expr, Expr):
             raise IRError(f"IRModule.from_expr needs a relay expression, got {expr!r}")
         fn = expr if isinstance(expr, Function) else Function(free_vars(expr), expr)

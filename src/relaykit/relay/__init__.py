@@ -16,7 +16,7 @@ from types import ModuleType
 
 import relaykit.op.contrib  # noqa: F401 - relay.op.contrib: the pattern tables of backends
 from relaykit.errors import DiagnosticError, IRError
-from relaykit.execution.build_module import build
+from relaykit.execution.build_module import build, optimize
 from relaykit.execution.interpreter import create_executor
 from relaykit.ir import (
     Call,
@@ -186,6 +186,7 @@ __all__ = [
     "ExprMutator",
     "create_executor",
     "build",
+    "optimize",
     "op",
     "random",
     "nn",
