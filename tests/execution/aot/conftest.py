@@ -66,16 +66,20 @@ def compile_and_run(
         t.extractall(root, filter="data")
     meta = json.loads((root / "metadata.json").read_text())
     header = (root / "codegen/host/include/tvmgen_default.h").read_text()
-    in_fields = re.findall(r"void \*(\w+);", header.split("struct tvmgen_default_inputs")[1].split("};")[0])
-    out_fields = re.findall(r"void \*(\w+);", header.split("struct tvmgen_default_outputs")[1].split("};")[0])
+    in_fields = re.findall(
+        r"void \*(\w+);", header.split("struct tvmgen_default_inputs")[1].split("};")[0]
+    )
+    out_fields = re.findall(
+        r"void \*(\w+);", header.split("struct tvmgen_default_outputs")[1].split("};")[0]
+    )
     assert len(in_fields) == len(inputs) and len(out_fields) == len(out_types)
     bufs, body, tail = [], [], []
-    for i, (name, arr) in enumerate(zip(in_fields, inputs)):
+    for i, (name, arr) in enumerate(zip(in_fields, inputs, strict=True)):
         (work / f"in{i}.bin").write_bytes(np.ascontiguousarray(arr).tobytes())
         bufs.append(f"static uint64_t ib{i}[{max(arr.nbytes // 8 + 1, 1)}];")
         body.append(f"  in.{name} = ib{i};")
         body.append(f'  if (rd("in{i}.bin", ib{i}, {arr.nbytes})) return 1;')
-    for k, (name, (shape, dtype)) in enumerate(zip(out_fields, out_types)):
+    for k, (name, (shape, dtype)) in enumerate(zip(out_fields, out_types, strict=True)):
         n = int(np.prod(shape)) * np.dtype(dtype).itemsize
         bufs.append(f"static uint64_t ob{k}[{n // 8 + 1}];")
         body.append(f"  out.{name} = ob{k};")
@@ -85,9 +89,22 @@ def compile_and_run(
     )
     exe = work / "model"
     srcs = sorted(str(p) for p in (root / "codegen/host/src").glob("*.c"))
-    cmd = [CC, "-O2", "-std=c99", "-Wall", "-Werror", "-Wno-unused-function",
-           "-Wno-unused-variable",  # the backend regions' C declares its workspace always
-           "-I", str(root / "codegen/host/include"), *srcs, str(work / "main.c"), "-o", str(exe), "-lm"]
+    cmd = [
+        CC,
+        "-O2",
+        "-std=c99",
+        "-Wall",
+        "-Werror",
+        "-Wno-unused-function",
+        "-Wno-unused-variable",  # the backend regions' C declares its workspace always
+        "-I",
+        str(root / "codegen/host/include"),
+        *srcs,
+        str(work / "main.c"),
+        "-o",
+        str(exe),
+        "-lm",
+    ]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[:4000]
     run = subprocess.run([str(exe)], cwd=work, capture_output=True, timeout=600)

@@ -27,7 +27,8 @@ def _conv_ref(x, w, stride=(1, 1), pad=(0, 0, 0, 0), dil=(1, 1), groups=1):
     x = x.astype(np.float64)
     w = w.astype(np.float64)
     n, c, h, wd = x.shape
-    o, cg, kh, kw = w.shape
+    o, _, kh, kw = w.shape
+    cg = c // groups
     xp = np.pad(x, ((0, 0), (0, 0), (pad[0], pad[2]), (pad[1], pad[3])))
     oh = (h + pad[0] + pad[2] - dil[0] * (kh - 1) - 1) // stride[0] + 1
     ow = (wd + pad[1] + pad[3] - dil[1] * (kw - 1) - 1) // stride[1] + 1
@@ -58,7 +59,9 @@ def _pool_ref(x, k, s, pad, kind):
     for i in range(oh):
         for j in range(ow):
             win = xp[:, :, i * s : i * s + k, j * s : j * s + k]
-            out[:, :, i, j] = win.max(axis=(2, 3)) if kind == "max" else np.nanmean(win, axis=(2, 3))
+            out[:, :, i, j] = (
+                win.max(axis=(2, 3)) if kind == "max" else np.nanmean(win, axis=(2, 3))
+            )
     return out
 
 
@@ -86,9 +89,7 @@ def test_mlp(aot, workspace_of, tmp_path):
     _close(got, want)
 
     model = meta["modules"]["default"]
-    assert model["memory"]["functions"]["main"][0]["workspace_size_bytes"] == (
-        workspace_of(lib)
-    )
+    assert model["memory"]["functions"]["main"][0]["workspace_size_bytes"] == (workspace_of(lib))
     assert "input_0" in lib.header  # sanitised
     syms = subprocess.run(["nm", str(exe)], capture_output=True, text=True).stdout
     assert "Py" not in syms and "relaykit" not in syms.lower()
@@ -112,13 +113,19 @@ def test_small_cnn(aot, workspace_of, tmp_path):
     v = {k: relay.var(k, shape=s) for k, s in shapes.items()}
     x = relay.var("x", shape=(1, 3, 12, 12))
     c1 = relay.nn.relu(
-        relay.nn.bias_add(relay.nn.conv2d(x, v["w1"], padding=(1, 1), channels=8, kernel_size=(3, 3)), v["b1"])
+        relay.nn.bias_add(
+            relay.nn.conv2d(x, v["w1"], padding=(1, 1), channels=8, kernel_size=(3, 3)), v["b1"]
+        )
     )
-    dw = relay.nn.conv2d(c1, v["wd"], padding=(2, 2), dilation=(2, 2), groups=8, channels=8, kernel_size=(3, 3))
+    dw = relay.nn.conv2d(
+        c1, v["wd"], padding=(2, 2), dilation=(2, 2), groups=8, channels=8, kernel_size=(3, 3)
+    )
     bn = relay.nn.batch_norm(dw, v["gamma"], v["beta"], v["mean"], v["var"], epsilon=1e-3)[0]
     r = relay.nn.relu(bn) + c1
     mp = relay.nn.max_pool2d(r, pool_size=(2, 2), strides=(2, 2))
-    c2 = relay.nn.conv2d(mp, v["w2"], strides=(2, 2), padding=(1, 1, 0, 0), groups=2, channels=6, kernel_size=(3, 3))
+    c2 = relay.nn.conv2d(
+        mp, v["w2"], strides=(2, 2), padding=(1, 1, 0, 0), groups=2, channels=6, kernel_size=(3, 3)
+    )
     ap = relay.nn.avg_pool2d(c2, pool_size=(3, 3), strides=(1, 1), padding=(1, 1))
     gp = relay.nn.global_avg_pool2d(ap)
     y = relay.nn.dense(relay.nn.batch_flatten(gp), v["wf"])
@@ -183,7 +190,9 @@ def test_transformer_block(aot, workspace_of, tmp_path):
     p = {k: a.astype(np.float64) for k, a in params.items()}
     xx = data.astype(np.float64)[0]
     l1 = _layer_norm(xx, p["g1"], p["be1"])
-    qh, kh_, vh = ((l1 @ p[w].T).reshape(s, heads, hd).transpose(1, 0, 2) for w in ("wq", "wk", "wv"))
+    qh, kh_, vh = (
+        (l1 @ p[w].T).reshape(s, heads, hd).transpose(1, 0, 2) for w in ("wq", "wk", "wv")
+    )
     sc = qh @ kh_.transpose(0, 2, 1) / math.sqrt(hd)
     sc = np.exp(sc - sc.max(-1, keepdims=True))
     sc /= sc.sum(-1, keepdims=True)
@@ -213,7 +222,11 @@ def test_ccompiler_regions_in_the_same_program(aot, workspace_of, tmp_path):
     (got,), meta, lib, _ = aot(part, None, [data], [((1, 3), "float32")], tmp_path)
     assert "default_lib2.c" in lib.sources
 
-    cc = np.maximum(_conv_ref(data, w.data.numpy(), pad=(1, 1, 1, 1)) + b.data.numpy().astype(np.float64)[:, None, None], 0)
+    cc = np.maximum(
+        _conv_ref(data, w.data.numpy(), pad=(1, 1, 1, 1))
+        + b.data.numpy().astype(np.float64)[:, None, None],
+        0,
+    )
     z = (np.tanh(cc) * cc).reshape(1, -1) @ wd.data.numpy().astype(np.float64).T
     want = np.exp(z - z.max())
     want /= want.sum()

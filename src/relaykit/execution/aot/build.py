@@ -14,12 +14,12 @@ from typing import Any
 import numpy as np
 
 from relaykit.errors import BuildError
+from relaykit.execution.codegen.registry import get_codegen
+from relaykit.execution.fusion import plan_fusion
+from relaykit.execution.lower import lower_to_plan
 from relaykit.ir.expr import Function
 from relaykit.ir.module import IRModule
 
-from ..codegen.registry import get_codegen
-from ..fusion import plan_fusion
-from ..lower import lower_to_plan
 from .module import AOTExecutorFactoryModule
 from .program import generate_program
 
@@ -49,9 +49,7 @@ def build_aot(
     options = dict(options or {})
     api = options.get("interface-api", "c")
     if api not in ("c", "packed"):
-        raise BuildError(
-            f"Executor('aot') option interface-api={api!r} is not supported; use 'c'"
-        )
+        raise BuildError(f"Executor('aot') option interface-api={api!r} is not supported; use 'c'")
     plan, consts = lower_to_plan(mod)
     fusion = plan_fusion(plan)
     program = generate_program(plan, consts, _externs(mod), fusion, mod_name)

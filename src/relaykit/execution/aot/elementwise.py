@@ -30,7 +30,9 @@ def _one(dt: str) -> str:
 
 UNARY: dict[str, Expr1] = {
     "negative": lambda x, dt, ctx: f"-({x})",
-    "abs": lambda x, dt, ctx: f"{ctx.math_fn('fabs', dt)}({x})" if dt in _F else f"({x} < 0 ? -{x} : {x})",
+    "abs": lambda x, dt, ctx: (
+        f"{ctx.math_fn('fabs', dt)}({x})" if dt in _F else f"({x} < 0 ? -{x} : {x})"
+    ),
     "sign": lambda x, dt, ctx: f"(({x} > 0) - ({x} < 0))",
     "round": _fn("nearbyint"),
     "floor": _fn("floor"),
@@ -69,7 +71,8 @@ UNARY: dict[str, Expr1] = {
     ),
     "nn.fast_gelu": lambda x, dt, ctx: (
         f"{c_float(0.5, dt)} * ({x}) * ({_one(dt)} + {ctx.math_fn('tanh', dt)}("
-        f"{c_float(0.7978845608028654, dt)} * (({x}) + {c_float(0.044715, dt)} * ({x}) * ({x}) * ({x}))))"
+        f"{c_float(0.7978845608028654, dt)} * (({x}) + "
+        f"{c_float(0.044715, dt)} * ({x}) * ({x}) * ({x}))))"
     ),
     "fast_exp": _fn("exp"),
     "fast_tanh": _fn("tanh"),
@@ -84,10 +87,8 @@ def _floor_div(a: str, b: str, dt: str, ctx: KernelContext) -> str:
 
 
 def _floor_mod(a: str, b: str, dt: str, ctx: KernelContext) -> str:
-    if dt in _F:
-        fm = ctx.math_fn("fmod", dt)
-        return f"({fm}({a}, {b}) != 0 && (({fm}({a}, {b}) < 0) != ({b} < 0)) ? {fm}({a}, {b}) + {b} : {fm}({a}, {b}))"
-    return f"((({a}) % ({b}) != 0 && ((({a}) % ({b}) < 0) != (({b}) < 0))) ? ({a}) % ({b}) + ({b}) : ({a}) % ({b}))"
+    r = f"{ctx.math_fn('fmod', dt)}({a}, {b})" if dt in _F else f"(({a}) % ({b}))"
+    return f"({r} != 0 && (({r} < 0) != (({b}) < 0)) ? {r} + ({b}) : {r})"
 
 
 def _trunc_mod(a: str, b: str, dt: str, ctx: KernelContext) -> str:
@@ -151,7 +152,9 @@ def _binary(ctx: KernelContext) -> None:
         ctx,
         o.shape,
         strides,
-        lambda ix: f"o0[{ix[0]}] = ({o.ctype}){expr(f'a0[{ix[1]}]', f'a1[{ix[2]}]', a.dtype, ctx)};",
+        lambda ix: (
+            f"o0[{ix[0]}] = ({o.ctype}){expr(f'a0[{ix[1]}]', f'a1[{ix[2]}]', a.dtype, ctx)};"
+        ),
     )
 
 
@@ -163,7 +166,9 @@ register_c_emitter(*BINARY)(_binary)
 def _where(ctx: KernelContext) -> None:
     (o,) = ctx.outs
     strides = [broadcast_strides(s.shape, o.shape) for s in (o, *ctx.ins)]
-    nd_loop(ctx, o.shape, strides, lambda ix: f"o0[{ix[0]}] = a0[{ix[1]}] ? a1[{ix[2]}] : a2[{ix[3]}];")
+    nd_loop(
+        ctx, o.shape, strides, lambda ix: f"o0[{ix[0]}] = a0[{ix[1]}] ? a1[{ix[2]}] : a2[{ix[3]}];"
+    )
 
 
 @register_c_emitter("cast", "cast_like")
@@ -181,8 +186,16 @@ def _cast(ctx: KernelContext) -> None:
 @register_c_emitter("clip")
 def _clip(ctx: KernelContext) -> None:
     o = ctx.outs[0]
-    lo = c_float(float(ctx.attrs["a_min"]), o.dtype) if o.dtype in _F else str(int(ctx.attrs["a_min"]))
-    hi = c_float(float(ctx.attrs["a_max"]), o.dtype) if o.dtype in _F else str(int(ctx.attrs["a_max"]))
+    lo = (
+        c_float(float(ctx.attrs["a_min"]), o.dtype)
+        if o.dtype in _F
+        else str(int(ctx.attrs["a_min"]))
+    )
+    hi = (
+        c_float(float(ctx.attrs["a_max"]), o.dtype)
+        if o.dtype in _F
+        else str(int(ctx.attrs["a_max"]))
+    )
     ctx.line(f"for (int64_t i = 0; i < {o.size}; ++i) {{")
     ctx.line(f"  {o.ctype} v = a0[i];")
     ctx.line(f"  o0[i] = v < {lo} ? {lo} : (v > {hi} ? {hi} : v);")

@@ -20,9 +20,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from relaykit.errors import CodegenError
+from relaykit.execution.graph_plan import PlanNode
+from relaykit.ir.attrs import Attrs
 from relaykit.registry import Registry
-
-from ..graph_plan import PlanNode
 
 __all__ = [
     "C_TYPES",
@@ -82,7 +82,7 @@ class KernelContext:
     table_bytes: int = 0
 
     @property
-    def attrs(self):  # type: ignore[no-untyped-def]
+    def attrs(self) -> Attrs:
         return self.node.attrs
 
     def line(self, text: str) -> None:

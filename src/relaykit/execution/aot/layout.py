@@ -85,12 +85,16 @@ def emit_gather(ctx: KernelContext) -> None:
                     if src < 0:
                         ctx.line(f"for (int64_t i = 0; i < {n}; ++i) o{k}[{s} + i] = {pad};")
                     else:
-                        ctx.line(f"memmove(o{k} + {s}, a0 + {src}, {n * np.dtype(x.dtype).itemsize});")
+                        ctx.line(
+                            f"memmove(o{k} + {s}, a0 + {src}, {n * np.dtype(x.dtype).itemsize});"
+                        )
                 continue
             triples = [v for r in runs for v in r]
             tab = ctx.table("int64_t" if x.size >= 2**31 else "int32_t", triples, f"runs{k}")
             ctx.line(f"for (int64_t r = 0; r < {len(runs)}; ++r) {{")
-            ctx.line(f"  const int64_t s = {tab}[3 * r], src = {tab}[3 * r + 1], n = {tab}[3 * r + 2];")
+            ctx.line(
+                f"  const int64_t s = {tab}[3 * r], src = {tab}[3 * r + 1], n = {tab}[3 * r + 2];"
+            )
             ctx.line(f"  if (src < 0) {{ for (int64_t i = 0; i < n; ++i) o{k}[s + i] = {pad}; }}")
             ctx.line(f"  else {{ for (int64_t i = 0; i < n; ++i) o{k}[s + i] = a0[src + i]; }}")
             ctx.line("}")
@@ -117,5 +121,6 @@ def _concatenate(ctx: KernelContext) -> None:
     for i, a in enumerate(ctx.ins):
         chunk = a.shape[axis] * inner
         if chunk:
-            ctx.line(f"for (int64_t p = 0; p < {outer}; ++p) memcpy(o0 + p * {row} + {offset}, a{i} + p * {chunk}, {chunk * item});")
+            dst, src = f"o0 + p * {row} + {offset}", f"a{i} + p * {chunk}"
+            ctx.line(f"for (int64_t p = 0; p < {outer}; ++p) memcpy({dst}, {src}, {chunk * item});")
         offset += chunk

@@ -9,6 +9,8 @@ channels (NHWC) the same way, for any groups, strides, dilation and padding.
 
 from __future__ import annotations
 
+from typing import Any
+
 from relaykit.op.nn.geometry import pad4, pair
 
 from .emit import KernelContext, contiguous_strides, register_c_emitter
@@ -115,53 +117,65 @@ def _conv2d(ctx: KernelContext) -> None:
     xs = dict(zip("NCHW", _layout_strides(dl, x.shape, "NCHW"), strict=True))
     ws = dict(zip("OIHW", _layout_strides(kl, w.shape, "OIHW"), strict=True))
     os_ = dict(zip("NCHW", _layout_strides(ol, o.shape, "NCHW"), strict=True))
-    t = o.ctype
+    geo = (o.ctype, n_, h_, w_, oh_, ow_, kh_, kw_, ic_g, og, sh, sw, dh, dw, pt, pl, xs, ws, os_)
     ctx.line(f"for (int64_t i = 0; i < {o.size}; ++i) o0[i] = 0;")
     ctx.line(f"for (int64_t n = 0; n < {n_}; ++n)")
     ctx.line(f"for (int64_t g = 0; g < {groups}; ++g)")
     if os_["W"] == 1 or os_["C"] != 1:
-        # NCHW-like: accumulate output rows along W.
-        ctx.line(f"for (int64_t oc = g * {og}; oc < (g + 1) * {og}; ++oc)")
-        ctx.line(f"for (int64_t ic = 0; ic < {ic_g}; ++ic)")
-        ctx.line(f"for (int64_t kh = 0; kh < {kh_}; ++kh)")
-        ctx.line(f"for (int64_t kw = 0; kw < {kw_}; ++kw) {{")
-        ctx.line(f"  const {t} wv = a1[oc * {ws['O']} + ic * {ws['I']} + kh * {ws['H']} + kw * {ws['W']}];")
-        ctx.line(f"  const int64_t off = kw * {dw} - {pl};")
-        ctx.line(f"  const int64_t lo = off >= 0 ? 0 : (-off + {sw - 1}) / {sw};")
-        ctx.line(f"  int64_t hi = {w_} - 1 - off < 0 ? 0 : ({w_} - 1 - off) / {sw} + 1;")
-        ctx.line(f"  if (hi > {ow_}) hi = {ow_};")
-        ctx.line(f"  const {t} *px = a0 + n * {xs['N']} + (g * {ic_g} + ic) * {xs['C']};")
-        ctx.line(f"  {t} *po = o0 + n * {os_['N']} + oc * {os_['C']};")
-        ctx.line(f"  for (int64_t oh = 0; oh < {oh_}; ++oh) {{")
-        ctx.line(f"    const int64_t ih = oh * {sh} - {pt} + kh * {dh};")
-        ctx.line(f"    if (ih < 0 || ih >= {h_}) continue;")
-        ctx.line(f"    const {t} *row = px + ih * {xs['H']};")
-        ctx.line(f"    {t} *orow = po + oh * {os_['H']};")
-        ctx.line(
-            f"    for (int64_t ow = lo; ow < hi; ++ow) "
-            f"orow[ow * {os_['W']}] += wv * row[(ow * {sw} + off) * {xs['W']}];"
-        )
-        ctx.line("  }")
-        ctx.line("}")
+        _conv_rows(ctx, geo)
     else:
-        # NHWC-like: accumulate the group's output channels (contiguous in the output).
-        ctx.line(f"for (int64_t oh = 0; oh < {oh_}; ++oh)")
-        ctx.line(f"for (int64_t ow = 0; ow < {ow_}; ++ow) {{")
-        ctx.line(f"  {t} *po = o0 + n * {os_['N']} + oh * {os_['H']} + ow * {os_['W']} + g * {og};")
-        ctx.line(f"  for (int64_t kh = 0; kh < {kh_}; ++kh) {{")
-        ctx.line(f"    const int64_t ih = oh * {sh} - {pt} + kh * {dh};")
-        ctx.line(f"    if (ih < 0 || ih >= {h_}) continue;")
-        ctx.line(f"    for (int64_t kw = 0; kw < {kw_}; ++kw) {{")
-        ctx.line(f"      const int64_t iw = ow * {sw} - {pl} + kw * {dw};")
-        ctx.line(f"      if (iw < 0 || iw >= {w_}) continue;")
-        ctx.line(f"      const {t} *px = a0 + n * {xs['N']} + ih * {xs['H']} + iw * {xs['W']} + g * {ic_g} * {xs['C']};")
-        ctx.line(f"      const {t} *pw = a1 + g * {og} * {ws['O']} + kh * {ws['H']} + kw * {ws['W']};")
-        ctx.line(f"      for (int64_t ic = 0; ic < {ic_g}; ++ic) {{")
-        ctx.line(f"        const {t} xv = px[ic * {xs['C']}];")
-        ctx.line(f"        const {t} *pwi = pw + ic * {ws['I']};")
-        ctx.line(f"        for (int64_t j = 0; j < {og}; ++j) po[j] += xv * pwi[j * {ws['O']}];")
-        ctx.line("      }")
-        ctx.line("    }")
-        ctx.line("  }")
-        ctx.line("}")
+        _conv_channels(ctx, geo)
     del c_
+
+
+def _conv_rows(ctx: KernelContext, geo: tuple[Any, ...]) -> None:
+    """NCHW-like: accumulate output rows along W (contiguous in input and output)."""
+    (t, _, h_, w_, oh_, ow_, kh_, kw_, ic_g, og, sh, sw, dh, dw, pt, pl, xs, ws, os_) = geo
+    ctx.line(f"for (int64_t oc = g * {og}; oc < (g + 1) * {og}; ++oc)")
+    ctx.line(f"for (int64_t ic = 0; ic < {ic_g}; ++ic)")
+    ctx.line(f"for (int64_t kh = 0; kh < {kh_}; ++kh)")
+    ctx.line(f"for (int64_t kw = 0; kw < {kw_}; ++kw) {{")
+    widx = f"oc * {ws['O']} + ic * {ws['I']} + kh * {ws['H']} + kw * {ws['W']}"
+    ctx.line(f"  const {t} wv = a1[{widx}];")
+    ctx.line(f"  const int64_t off = kw * {dw} - {pl};")
+    ctx.line(f"  const int64_t lo = off >= 0 ? 0 : (-off + {sw - 1}) / {sw};")
+    ctx.line(f"  int64_t hi = {w_} - 1 - off < 0 ? 0 : ({w_} - 1 - off) / {sw} + 1;")
+    ctx.line(f"  if (hi > {ow_}) hi = {ow_};")
+    ctx.line(f"  const {t} *px = a0 + n * {xs['N']} + (g * {ic_g} + ic) * {xs['C']};")
+    ctx.line(f"  {t} *po = o0 + n * {os_['N']} + oc * {os_['C']};")
+    ctx.line(f"  for (int64_t oh = 0; oh < {oh_}; ++oh) {{")
+    ctx.line(f"    const int64_t ih = oh * {sh} - {pt} + kh * {dh};")
+    ctx.line(f"    if (ih < 0 || ih >= {h_}) continue;")
+    ctx.line(f"    const {t} *row = px + ih * {xs['H']};")
+    ctx.line(f"    {t} *orow = po + oh * {os_['H']};")
+    ctx.line(
+        f"    for (int64_t ow = lo; ow < hi; ++ow) "
+        f"orow[ow * {os_['W']}] += wv * row[(ow * {sw} + off) * {xs['W']}];"
+    )
+    ctx.line("  }")
+    ctx.line("}")
+
+
+def _conv_channels(ctx: KernelContext, geo: tuple[Any, ...]) -> None:
+    """NHWC-like: accumulate the group's output channels (contiguous in the output)."""
+    (t, _, h_, w_, oh_, ow_, kh_, kw_, ic_g, og, sh, sw, dh, dw, pt, pl, xs, ws, os_) = geo
+    ctx.line(f"for (int64_t oh = 0; oh < {oh_}; ++oh)")
+    ctx.line(f"for (int64_t ow = 0; ow < {ow_}; ++ow) {{")
+    ctx.line(f"  {t} *po = o0 + n * {os_['N']} + oh * {os_['H']} + ow * {os_['W']} + g * {og};")
+    ctx.line(f"  for (int64_t kh = 0; kh < {kh_}; ++kh) {{")
+    ctx.line(f"    const int64_t ih = oh * {sh} - {pt} + kh * {dh};")
+    ctx.line(f"    if (ih < 0 || ih >= {h_}) continue;")
+    ctx.line(f"    for (int64_t kw = 0; kw < {kw_}; ++kw) {{")
+    ctx.line(f"      const int64_t iw = ow * {sw} - {pl} + kw * {dw};")
+    ctx.line(f"      if (iw < 0 || iw >= {w_}) continue;")
+    xoff = f"n * {xs['N']} + ih * {xs['H']} + iw * {xs['W']} + g * {ic_g * xs['C']}"
+    ctx.line(f"      const {t} *px = a0 + {xoff};")
+    ctx.line(f"      const {t} *pw = a1 + g * {og} * {ws['O']} + kh * {ws['H']} + kw * {ws['W']};")
+    ctx.line(f"      for (int64_t ic = 0; ic < {ic_g}; ++ic) {{")
+    ctx.line(f"        const {t} xv = px[ic * {xs['C']}];")
+    ctx.line(f"        const {t} *pwi = pw + ic * {ws['I']};")
+    ctx.line(f"        for (int64_t j = 0; j < {og}; ++j) po[j] += xv * pwi[j * {ws['O']}];")
+    ctx.line("      }")
+    ctx.line("    }")
+    ctx.line("  }")
+    ctx.line("}")

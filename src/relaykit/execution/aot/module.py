@@ -77,7 +77,7 @@ class AOTExecutorFactoryModule(Module):
     def function_names(self) -> list[str]:
         return [f.name for f in self.program.functions]
 
-    def export_library(self, path: str | os.PathLike[str], *args: Any, **kwargs: Any) -> None:
+    def export_library(self, file_name: str, **_: Any) -> None:
         raise ArtifactError(
             "an ahead-of-time build is C source; write it with "
             "tvm.micro.export_model_library_format(module, 'model.tar')"
@@ -135,7 +135,9 @@ def mlf_metadata(module: AOTExecutorFactoryModule) -> dict[str, Any]:
                 "style": "full-model",
                 "target": [str(module.target)],
                 "executor_options": module.executor_options,
-                "inputs": {n: {"shape": list(s), "dtype": d, "c_name": c} for n, c, s, d in p.inputs},
+                "inputs": {
+                    n: {"shape": list(s), "dtype": d, "c_name": c} for n, c, s, d in p.inputs
+                },
                 "outputs": {n: {"shape": list(s), "dtype": d} for n, s, d in p.outputs},
                 "workspace_size_bytes": p.workspace_bytes,
                 "constants_size_bytes": p.constants_bytes,

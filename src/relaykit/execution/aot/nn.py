@@ -44,7 +44,10 @@ def _softmax(ctx: KernelContext) -> None:
         ctx.line(f"  const {t} ls = {log}(s);")
         ctx.line(f"  for (int64_t i = 0; i < {n}; ++i) y[i * {inner}] = x[i * {inner}] - mx - ls;")
     else:
-        ctx.line(f"  for (int64_t i = 0; i < {n}; ++i) {{ y[i * {inner}] = {exp}(x[i * {inner}] - mx); s += y[i * {inner}]; }}")
+        ctx.line(f"  for (int64_t i = 0; i < {n}; ++i) {{")
+        ctx.line(f"    y[i * {inner}] = {exp}(x[i * {inner}] - mx);")
+        ctx.line(f"    s += y[i * {inner}];")
+        ctx.line("  }")
         ctx.line(f"  const {t} r = 1 / s;")
         ctx.line(f"  for (int64_t i = 0; i < {n}; ++i) y[i * {inner}] *= r;")
     ctx.line("}")
@@ -65,10 +68,13 @@ def _layer_norm(ctx: KernelContext) -> None:
     ctx.line("  double m = 0, v = 0;")
     ctx.line(f"  for (int64_t i = 0; i < {n}; ++i) m += x[i * {inner}];")
     ctx.line(f"  m /= {n};")
-    ctx.line(f"  for (int64_t i = 0; i < {n}; ++i) {{ double d = x[i * {inner}] - m; v += d * d; }}")
+    ctx.line(
+        f"  for (int64_t i = 0; i < {n}; ++i) {{ double d = x[i * {inner}] - m; v += d * d; }}"
+    )
     ctx.line(f"  const {t} r = ({t})(1.0 / sqrt(v / {n} + {eps}));")
     ctx.line(f"  const {t} mf = ({t})m;")
-    ctx.line(f"  for (int64_t i = 0; i < {n}; ++i) y[i * {inner}] = (x[i * {inner}] - mf) * r * {scale} + {shift};")
+    norm = f"(x[i * {inner}] - mf) * r * {scale} + {shift}"
+    ctx.line(f"  for (int64_t i = 0; i < {n}; ++i) y[i * {inner}] = {norm};")
     ctx.line("}")
 
 
@@ -80,7 +86,9 @@ def _reduce_axes(ctx: KernelContext, ndim: int) -> list[int]:
     if axis is None:
         axes = list(range(ndim))
     else:
-        axes = sorted({int(a) % ndim for a in (axis if isinstance(axis, (list, tuple)) else [axis])})
+        axes = sorted(
+            {int(a) % ndim for a in (axis if isinstance(axis, (list, tuple)) else [axis])}
+        )
     if ctx.attrs.get("exclude"):
         axes = [d for d in range(ndim) if d not in axes]
     return axes
