@@ -80,6 +80,8 @@ class KernelContext:
     #: Constant tables the kernel needs (C declarations placed before the function).
     tables: list[str] = field(default_factory=list)
     table_bytes: int = 0
+    #: Prefix of the kernel's table names (unique per kernel in one program).
+    prefix: str = "k"
 
     @property
     def attrs(self) -> Attrs:
@@ -93,7 +95,7 @@ class KernelContext:
 
     def table(self, ctype: str, values: Sequence[int], hint: str) -> str:
         """Declare a constant integer table; returns its C name."""
-        name = f"{hint}_tab{len(self.tables)}"
+        name = f"{self.prefix}_{hint}{len(self.tables)}"
         body = ", ".join(str(int(v)) for v in values) or "0"
         self.tables.append(f"static const {ctype} {name}[{max(len(values), 1)}] = {{{body}}};")
         self.table_bytes += max(len(values), 1) * (4 if ctype == "int32_t" else 8)

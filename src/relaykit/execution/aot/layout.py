@@ -16,7 +16,7 @@ import numpy as np
 
 from relaykit.ir.op import default_registry
 
-from .emit import KernelContext, register_c_emitter
+from .emit import KernelContext, contiguous_strides, nd_loop, register_c_emitter
 
 __all__ = ["GATHER_OPS"]
 
@@ -73,12 +73,41 @@ def _runs(m: np.ndarray) -> list[tuple[int, int, int]]:
     return [(int(s), int(m[s]), int(e - s)) for s, e in zip(starts, ends, strict=True)]
 
 
+def _affine(m: np.ndarray, shape: tuple[int, ...]) -> tuple[int, list[int]] | None:
+    """``(base, strides)`` when the map is ``base + sum(i_d * strides_d)``, else None."""
+    if m.size == 0 or m.min() < 0:
+        return None
+    grid = m.reshape(shape)
+    base = int(grid.flat[0])
+    strides = []
+    for d, n in enumerate(shape):
+        step = int(grid[(0,) * d + (1,) + (0,) * (len(shape) - d - 1)]) - base if n > 1 else 0
+        strides.append(step)
+    expect = np.full(shape, base, dtype=np.int64)
+    for d, s in enumerate(strides):
+        expect += (np.arange(shape[d], dtype=np.int64) * s).reshape(
+            (1,) * d + (-1,) + (1,) * (len(shape) - d - 1)
+        )
+    return (base, strides) if np.array_equal(expect, grid) else None
+
+
 def emit_gather(ctx: KernelContext) -> None:
-    """The output(s) as runs of ``memcpy`` when rows are long, else an index table."""
+    """The output(s) as strided loops when the map is affine (transpose, slice,
+    broadcast), as ``memmove`` runs when rows are long, else through an index table."""
     x = ctx.ins[0]
     pad = "a1[0]" if ctx.node.name == "nn.pad" else "0"
     for k, (m, o) in enumerate(zip(_index_maps(ctx), ctx.outs, strict=True)):
         runs = _runs(m)
+        aff = _affine(m, o.shape) if len(runs) > 1 else None
+        if aff is not None:
+            base, strides = aff
+            nd_loop(
+                ctx,
+                o.shape,
+                [contiguous_strides(o.shape), strides],
+                lambda ix, k=k, base=base: f"o{k}[{ix[0]}] = a0[{base} + {ix[1]}];",
+            )
+            continue
         if len(runs) <= 64 or m.size >= 16 * len(runs):
             if len(runs) <= 64:
                 for s, src, n in runs:
@@ -124,3 +153,30 @@ def _concatenate(ctx: KernelContext) -> None:
             dst, src = f"o0 + p * {row} + {offset}", f"a{i} + p * {chunk}"
             ctx.line(f"for (int64_t p = 0; p < {outer}; ++p) memcpy({dst}, {src}, {chunk * item});")
         offset += chunk
+
+
+@register_c_emitter("take")
+def _take(ctx: KernelContext) -> None:
+    """``take`` along one axis (indices read at run time, clipped or wrapped as ``mode``)."""
+    x, ind = ctx.ins[0], ctx.ins[1]
+    if int(ctx.attrs["batch_dims"]) != 0:
+        raise ctx.error("take with batch_dims has no C lowering")
+    axis = ctx.attrs["axis"]
+    shape = (x.size,) if axis is None else x.shape
+    axis = 0 if axis is None else int(axis) % len(shape)
+    outer, n, inner = math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1 :])
+    mode = str(ctx.attrs["mode"])
+    item = np.dtype(x.dtype).itemsize
+    ctx.line(f"for (int64_t p = 0; p < {outer}; ++p)")
+    ctx.line(f"for (int64_t i = 0; i < {ind.size}; ++i) {{")
+    ctx.line("  int64_t j = (int64_t)a1[i];")
+    if mode == "wrap":
+        ctx.line(f"  j %= {n};")
+        ctx.line(f"  if (j < 0) j += {n};")
+    else:  # clip (and fast, which TVM leaves undefined out of range)
+        ctx.line(f"  j = j < 0 ? 0 : (j > {n - 1} ? {n - 1} : j);")
+    ctx.line(
+        f"  memcpy(o0 + (p * {ind.size} + i) * {inner}, a0 + (p * {n} + j) * {inner}, "
+        f"{inner * item});"
+    )
+    ctx.line("}")

@@ -158,7 +158,7 @@ class _Generator:
             CBuf(f"o{i}", plan.entries[e].shape, plan.entries[e].dtype)
             for i, e in enumerate(node.outputs)
         ]
-        ctx = KernelContext(node, ins, outs)
+        ctx = KernelContext(node, ins, outs, prefix=fname)
         try:
             c_emitters[node.name](ctx)
         except CodegenError:
