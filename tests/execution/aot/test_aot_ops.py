@@ -87,7 +87,10 @@ def test_data_movement(aot, tmp_path):
     t = relay.transpose(x, (0, 2, 3, 1))
     s = relay.strided_slice(t, begin=(0, 1, 0, 0), end=(2, 4, 5, 3), strides=(1, 2, 1, 1))
     p = relay.nn.pad(s, ((0, 0), (1, 0), (0, 2), (0, 0)), pad_value=-3.0)
-    c = relay.concatenate([p, relay.expand_dims(relay.squeeze(relay.strided_slice(p, (0, 0), (2, 1)), axis=[1]), 1)], axis=1)
+    c = relay.concatenate(
+        [p, relay.expand_dims(relay.squeeze(relay.strided_slice(p, (0, 0), (2, 1)), axis=[1]), 1)],
+        axis=1,
+    )
     y = relay.reshape(c, (2, -1))
     data = _f32(2, 3, 4, 5)
     (got,), *_ = aot(_model([x], y), None, [data], [((2, 4 * 7 * 3), "float32")], tmp_path)
@@ -119,7 +122,9 @@ def test_integer_ops_cast_and_take(aot, tmp_path):
     i = relay.var("i", shape=(5,), dtype="int32")
     table = _f32(6, 3)
     picked = relay.take(relay.const(table), i, axis=0)
-    q = relay.floor_divide(i, relay.const(2, "int32")) + relay.floor_mod(i, relay.const(-3, "int32"))
+    q = relay.floor_divide(i, relay.const(2, "int32")) + relay.floor_mod(
+        i, relay.const(-3, "int32")
+    )
     out = relay.Tuple([picked, relay.cast(q, "float32") * relay.const(0.5)])
     idx = np.array([0, 5, -2, 3, 9], "int32")  # out of range indices clip
     types = [((5, 3), "float32"), ((5,), "float32")]
