@@ -109,7 +109,7 @@ def test_reductions_softmax_and_two_outputs(aot, tmp_path):
     out = relay.Tuple([s + relay.min(x), m * relay.prod(mx, axis=1, keepdims=True), ls])
     data = _f32(3, 4, 5)
     types = [((1, 4, 1), "float32"), ((3, 4), "float32"), ((3, 4, 5), "float32")]
-    got, meta, lib, _ = aot(_model([x], out), None, [data], types, tmp_path)
+    got, _, lib, _ = aot(_model([x], out), None, [data], types, tmp_path)
     d = data.astype(np.float64)
     _close(got[0], d.sum(axis=(0, 2), keepdims=True) + d.min())
     _close(got[1], d.mean(-1) * np.prod(d.max(1), axis=1, keepdims=True))
