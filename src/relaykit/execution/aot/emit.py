@@ -82,6 +82,10 @@ class KernelContext:
     table_bytes: int = 0
     #: Prefix of the kernel's table names (unique per kernel in one program).
     prefix: str = "k"
+    #: Shared C helpers the kernel calls (:mod:`relaykit.execution.aot.helpers`).
+    helpers: set[str] = field(default_factory=set)
+    #: Scratch bytes the kernel needs while it runs (its parameter ``sc``).
+    scratch_bytes: int = 0
 
     @property
     def attrs(self) -> Attrs:

@@ -14,6 +14,7 @@ from typing import Any
 from relaykit.op.nn.geometry import pad4, pair
 
 from .emit import KernelContext, contiguous_strides, register_c_emitter
+from .helpers import CONV_PANEL
 
 __all__: list[str] = []
 
@@ -63,6 +64,10 @@ def _dense(ctx: KernelContext) -> None:
     k = x.shape[-1]
     m = x.size // k if k else 0
     n = w.shape[0]
+    if x.dtype == w.dtype == ctx.outs[0].dtype == "float32" and k:
+        ctx.helpers.add("tvmgen_dense")
+        ctx.line(f"tvmgen_dense(a0, a1, o0, {m}, {n}, {k});")
+        return
     _matmul(ctx, 1, m, k, n, (0, k, 1), (0, 1, k))
 
 
@@ -118,6 +123,19 @@ def _conv2d(ctx: KernelContext) -> None:
     ws = dict(zip("OIHW", _layout_strides(kl, w.shape, "OIHW"), strict=True))
     os_ = dict(zip("NCHW", _layout_strides(ol, o.shape, "NCHW"), strict=True))
     geo = (o.ctype, n_, h_, w_, oh_, ow_, kh_, kw_, ic_g, og, sh, sw, dh, dw, pt, pl, xs, ws, os_)
+    panel = ic_g * kh_ * kw_
+    nchw = dl == ol == "NCHW" and kl == "OIHW"
+    if nchw and o.dtype == x.dtype == w.dtype == "float32" and og >= 4 and panel >= 4:
+        ctx.helpers.add("tvmgen_conv2d_nchw")
+        ctx.scratch_bytes = panel * CONV_PANEL * 4
+        geometry = [c_, h_, w_, oc, kh_, kw_, oh_, ow_, sh, sw, dh, dw, pt, pl, groups]
+        ctx.line(f"for (int64_t n = 0; n < {n_}; ++n)")
+        ctx.line(
+            f"  tvmgen_conv2d_nchw(a0 + n * {c_ * h_ * w_}, a1, o0 + n * {oc * oh_ * ow_}, sc, "
+            + ", ".join(str(int(v)) for v in geometry)
+            + ");"
+        )
+        return
     ctx.line(f"for (int64_t i = 0; i < {o.size}; ++i) o0[i] = 0;")
     ctx.line(f"for (int64_t n = 0; n < {n_}; ++n)")
     ctx.line(f"for (int64_t g = 0; g < {groups}; ++g)")
@@ -125,7 +143,6 @@ def _conv2d(ctx: KernelContext) -> None:
         _conv_rows(ctx, geo)
     else:
         _conv_channels(ctx, geo)
-    del c_
 
 
 def _conv_rows(ctx: KernelContext, geo: tuple[Any, ...]) -> None:

@@ -26,6 +26,7 @@ from relaykit.execution.graph_plan import FusedGroup, GraphPlan, PlanNode
 from relaykit.ir.expr import Function
 
 from .emit import C_TYPES, CBuf, KernelContext, broadcast_strides, c_emitters, c_float, nd_loop
+from .helpers import helper_source
 
 __all__ = ["AOTProgram", "FunctionInfo", "generate_program", "sanitize", "unsupported_ops"]
 
@@ -125,6 +126,8 @@ class _Generator:
         self.region_parts: list[str] = []
         self.region_decls: list[str] = []
         self.region_scratch = 0
+        self.kernel_scratch = 0
+        self.helpers: set[str] = set()
         self.constants_bytes = 0
 
     # -- storage --------------------------------------------------------------------------
@@ -172,11 +175,17 @@ class _Generator:
             entries += self._epilogue(ctx, group, params)
         roots = [plan.entries[e].storage for e in entries]
         restrict = "restrict " if len(set(roots)) == len(roots) else ""
+        ptrs = [self.ptr(e) for e in entries]
+        if ctx.scratch_bytes:
+            params.append("float *restrict sc")
+            ptrs.append("((float *)(ws + SCRATCH))")
+            self.kernel_scratch = max(self.kernel_scratch, ctx.scratch_bytes)
+        self.helpers |= ctx.helpers
         sig = ", ".join(p.format(r=restrict) for p in params)
         self.kernels.extend(ctx.tables)
         self.kernels.append(f"static void {fname}({sig}) {{\n" + "\n".join(ctx.lines) + "\n}\n")
-        self.calls.append(f"  {fname}({', '.join(self.ptr(e) for e in entries)});")
-        self.functions.append(FunctionInfo(fname, ctx.table_bytes, 0))
+        self.calls.append(f"  {fname}({', '.join(ptrs)});")
+        self.functions.append(FunctionInfo(fname, ctx.table_bytes, ctx.scratch_bytes))
         del index
 
     def _epilogue(self, ctx: KernelContext, group: FusedGroup, params: list[str]) -> list[int]:
@@ -249,7 +258,7 @@ class _Generator:
             self.calls.append(f"    args[{i}] = {a};")
         for j in range(len(const_names)):
             self.calls.append(f"    args[{len(args) + j}] = (void *){table}[{j}];")
-        self.calls.append(f"    args[{n_args - 1}] = (void *)(ws + REGION_SCRATCH);")
+        self.calls.append(f"    args[{n_args - 1}] = (void *)(ws + SCRATCH);")
         self.calls.append(f"    if ({sig.c_name}(args) != 0) return -1;")
         self.calls.append("  }")
         self.functions.append(
@@ -303,7 +312,7 @@ def generate_program(
         field_name = "output" if len(plan.heads) == 1 else f"output{k}"
         outputs.append((field_name, e.shape, e.dtype))
         copies.append(f"  memcpy(outputs->{field_name}, {gen.ptr(h)}, {e.nbytes});")
-    scratch = -(-gen.region_scratch // _ALIGN) * _ALIGN
+    scratch = -(-max(gen.region_scratch, gen.kernel_scratch) // _ALIGN) * _ALIGN
     total = max(pool + scratch, _ALIGN)
     header = _header(prefix, inputs, outputs)
     lib0 = (
@@ -330,8 +339,8 @@ def generate_program(
             *externs_decl,
             f"extern uint64_t {prefix}_workspace[];",
             *gen.region_decls,
-            f"#define REGION_SCRATCH {pool}",
-            "",
+            f"#define SCRATCH {pool}",
+            helper_source(gen.helpers),
             *gen.kernels,
             f"int32_t {prefix}_run(struct {prefix}_inputs *inputs, "
             f"struct {prefix}_outputs *outputs) {{",
