@@ -55,7 +55,11 @@ def aot_build(mod: tvm.IRModule, params: Mapping[str, np.ndarray] | None = None)
 
 
 def compile_and_run(
-    lib, inputs: Sequence[np.ndarray], out_types: Sequence[tuple[tuple[int, ...], str]], work: Path
+    lib,
+    inputs: Sequence[np.ndarray],
+    out_types: Sequence[tuple[tuple[int, ...], str]],
+    work: Path,
+    cflags: Sequence[str] = (),
 ) -> tuple[list[np.ndarray], dict, Path]:
     """Export ``lib`` as MLF into ``work``, compile it with ``main.c``, run; outputs,
     the metadata and the binary."""
@@ -97,6 +101,7 @@ def compile_and_run(
         "-Werror",
         "-Wno-unused-function",
         "-Wno-unused-variable",  # the backend regions' C declares its workspace always
+        *cflags,
         "-I",
         str(root / "codegen/host/include"),
         *srcs,
@@ -129,9 +134,9 @@ def aot() -> Callable:
     if CC is None:
         pytest.skip("no C compiler (gcc or cc) on PATH: install gcc")
 
-    def run(mod, params, inputs, out_types, work):
+    def run(mod, params, inputs, out_types, work, cflags=()):
         lib = aot_build(mod, params)
-        outs, meta, exe = compile_and_run(lib, inputs, out_types, work)
+        outs, meta, exe = compile_and_run(lib, inputs, out_types, work, cflags)
         return outs, meta, lib, exe
 
     return run

@@ -7,6 +7,7 @@ import math
 import subprocess
 
 import numpy as np
+import pytest
 from scipy.special import erf
 
 import relaykit as tvm
@@ -95,7 +96,10 @@ def test_mlp(aot, workspace_of, tmp_path):
     assert "Py" not in syms and "relaykit" not in syms.lower()
 
 
-def test_small_cnn(aot, workspace_of, tmp_path):
+@pytest.mark.parametrize(
+    "cflags", [(), ("-DTVMGEN_NO_VECTOR", "-DTVMGEN_NO_CLONES")], ids=["vector", "plain-c"]
+)
+def test_small_cnn(aot, workspace_of, tmp_path, cflags):
     rng = np.random.default_rng(1)
     shapes = {
         "w1": (8, 3, 3, 3),
@@ -131,7 +135,7 @@ def test_small_cnn(aot, workspace_of, tmp_path):
     y = relay.nn.dense(relay.nn.batch_flatten(gp), v["wf"])
     mod = tvm.IRModule.from_expr(relay.Function([x, *v.values()], y))
     data = rng.standard_normal((1, 3, 12, 12)).astype("float32")
-    (got,), meta, lib, _ = aot(mod, params, [data], [((1, 5), "float32")], tmp_path)
+    (got,), meta, lib, _ = aot(mod, params, [data], [((1, 5), "float32")], tmp_path, cflags)
 
     p = {k: a.astype(np.float64) for k, a in params.items()}
     a1 = np.maximum(_conv_ref(data, p["w1"], pad=(1, 1, 1, 1)) + p["b1"][:, None, None], 0)

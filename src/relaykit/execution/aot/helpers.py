@@ -1,13 +1,14 @@
 """C helper functions shared by the kernels of one program (emitted once, when used).
 
 ``tvmgen_conv2d_nchw`` is a convolution written to vectorise with plain ``-O2``: for
-each block of 64 output pixels it packs the receptive fields into a panel (an im2col
-of 64 columns, zeros outside the image), then accumulates 8 output channels x 64
-pixels in a local block over the panel's rows; every inner loop has a constant trip
-count, so the compiler vectorises it without run-time checks. ``tvmgen_dense`` is
+each block of 16 output pixels it packs the receptive fields into a panel (an im2col
+of 16 columns, zeros outside the image), then accumulates 6 output channels x 16
+pixels over the panel's rows in registers (GCC's and Clang's vector types; other
+compilers get the same loops on a local array, with constant trip counts). ``tvmgen_dense`` is
 ``x @ w.T`` with 8 x 16 partial sums per block of weight rows, for the same reason.
-On x86-64 with GCC or Clang they are also compiled for AVX2 and chosen at load time
-(``target_clones``); elsewhere they are plain C99.
+On x86-64 Linux with GCC or Clang they are also compiled for AVX2 and chosen at load
+time (``target_clones``); elsewhere they are plain C99. ``-DTVMGEN_NO_VECTOR`` and
+``-DTVMGEN_NO_CLONES`` turn the vector types and the clones off.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 __all__ = ["HELPERS", "CONV_PANEL", "helper_source"]
 
 #: Output pixels per panel of the convolution helper.
-CONV_PANEL = 64
+CONV_PANEL = 16
 
 _CLONES = r"""
 #if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__) && !defined(TVMGEN_NO_CLONES)
@@ -27,7 +28,12 @@ _CLONES = r"""
 
 _CONV = r"""
 /* y[O, OH, OW] = conv(x[C, H, W], w[O, C/groups, KH, KW]) for one image, NCHW/OIHW.
-   panel: K x 64 floats of scratch (K = C/groups * KH * KW). */
+   panel: K x 16 floats of scratch (K = C/groups * KH * KW): the receptive fields of 16
+   output pixels, zeros outside the image. Each block of 6 output channels x 16 pixels
+   is accumulated over K in registers (GCC/Clang vector types), else in a local array. */
+#if defined(__GNUC__) && !defined(TVMGEN_NO_VECTOR)
+typedef float tvmgen_v8 __attribute__((vector_size(32)));
+#endif
 TVMGEN_CLONES
 static void tvmgen_conv2d_nchw(const float *restrict x, const float *restrict w,
                                float *restrict y, float *restrict panel,
@@ -40,34 +46,60 @@ static void tvmgen_conv2d_nchw(const float *restrict x, const float *restrict w,
     const float *xg = x + g * cg * H * W;
     const float *wg = w + g * og * K;
     float *yg = y + g * og * P;
-    for (int64_t j0 = 0; j0 < P; j0 += 64) {
-      const int64_t nb = P - j0 < 64 ? P - j0 : 64;
+    for (int64_t j0 = 0; j0 < P; j0 += 16) {
+      const int64_t nb = P - j0 < 16 ? P - j0 : 16;
+      int64_t ih0[16], iw0[16];
+      for (int64_t q = 0, oh = j0 / OW, ow = j0 % OW; q < 16; ++q) {
+        /* top-left input pixel of output pixel j0 + q (far outside when past the end) */
+        ih0[q] = q < nb ? oh * sh - pt : -(H + KH * dh + 1);
+        iw0[q] = ow * sw - pl;
+        if (++ow == OW) { ow = 0; ++oh; }
+      }
       for (int64_t c = 0; c < cg; ++c)
         for (int64_t i = 0; i < KH; ++i)
           for (int64_t j = 0; j < KW; ++j) {
-            float *row = panel + ((c * KH + i) * KW + j) * 64;
-            for (int64_t q = 0; q < 64; ++q) {
-              float v = 0.0f;
-              if (q < nb) {
-                const int64_t p = j0 + q, oh = p / OW, ow = p % OW;
-                const int64_t ih = oh * sh - pt + i * dh, iw = ow * sw - pl + j * dw;
-                if (ih >= 0 && ih < H && iw >= 0 && iw < W) v = xg[(c * H + ih) * W + iw];
-              }
-              row[q] = v;
+            float *row = panel + ((c * KH + i) * KW + j) * 16;
+            const float *xc = xg + c * H * W;
+            for (int64_t q = 0; q < 16; ++q) {
+              const int64_t ih = ih0[q] + i * dh, iw = iw0[q] + j * dw;
+              row[q] = (ih >= 0 && ih < H && iw >= 0 && iw < W) ? xc[ih * W + iw] : 0.0f;
             }
           }
-      for (int64_t o0 = 0; o0 < og; o0 += 8) {
-        float acc[8][64];
-        memset(acc, 0, sizeof acc);
-        const int64_t mr = og - o0 < 8 ? og - o0 : 8;
+      for (int64_t o0 = 0; o0 < og; o0 += 6) {
+        const int64_t mr = og - o0 < 6 ? og - o0 : 6;
+        const float *wr[6];
+        for (int64_t r = 0; r < 6; ++r) wr[r] = wg + (o0 + (r < mr ? r : 0)) * K;
+        float out[6][16];
+#if defined(__GNUC__) && !defined(TVMGEN_NO_VECTOR)
+        tvmgen_v8 c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0};
+        tvmgen_v8 c30 = {0}, c31 = {0}, c40 = {0}, c41 = {0}, c50 = {0}, c51 = {0};
         for (int64_t k = 0; k < K; ++k) {
-          const float *restrict pr = panel + k * 64;
-          for (int64_t r = 0; r < 8; ++r) {
-            const float a = r < mr ? wg[(o0 + r) * K + k] : 0.0f;
-            for (int64_t q = 0; q < 64; ++q) acc[r][q] += a * pr[q];
+          tvmgen_v8 b0, b1;
+          memcpy(&b0, panel + k * 16, sizeof b0);
+          memcpy(&b1, panel + k * 16 + 8, sizeof b1);
+          const float a0 = wr[0][k], a1 = wr[1][k], a2 = wr[2][k];
+          const float a3 = wr[3][k], a4 = wr[4][k], a5 = wr[5][k];
+          c00 += a0 * b0; c01 += a0 * b1; c10 += a1 * b0; c11 += a1 * b1;
+          c20 += a2 * b0; c21 += a2 * b1; c30 += a3 * b0; c31 += a3 * b1;
+          c40 += a4 * b0; c41 += a4 * b1; c50 += a5 * b0; c51 += a5 * b1;
+        }
+        memcpy(out[0], &c00, 32); memcpy(out[0] + 8, &c01, 32);
+        memcpy(out[1], &c10, 32); memcpy(out[1] + 8, &c11, 32);
+        memcpy(out[2], &c20, 32); memcpy(out[2] + 8, &c21, 32);
+        memcpy(out[3], &c30, 32); memcpy(out[3] + 8, &c31, 32);
+        memcpy(out[4], &c40, 32); memcpy(out[4] + 8, &c41, 32);
+        memcpy(out[5], &c50, 32); memcpy(out[5] + 8, &c51, 32);
+#else
+        memset(out, 0, sizeof out);
+        for (int64_t k = 0; k < K; ++k) {
+          const float *restrict pr = panel + k * 16;
+          for (int64_t r = 0; r < 6; ++r) {
+            const float a = wr[r][k];
+            for (int64_t q = 0; q < 16; ++q) out[r][q] += a * pr[q];
           }
         }
-        for (int64_t r = 0; r < mr; ++r) memcpy(yg + (o0 + r) * P + j0, acc[r], nb * sizeof(float));
+#endif
+        for (int64_t r = 0; r < mr; ++r) memcpy(yg + (o0 + r) * P + j0, out[r], nb * sizeof(float));
       }
     }
   }

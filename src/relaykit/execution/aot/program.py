@@ -31,7 +31,6 @@ from .helpers import helper_source
 __all__ = ["AOTProgram", "FunctionInfo", "generate_program", "sanitize", "unsupported_ops"]
 
 _ALIGN = 64
-_WORD = {1: ("uint8_t", ""), 2: ("uint16_t", ""), 4: ("uint32_t", "u"), 8: ("uint64_t", "ull")}
 
 
 def sanitize(name: str) -> str:
@@ -89,21 +88,24 @@ def unsupported_ops(plan: GraphPlan, externs: Mapping[str, tuple[Function, objec
 
 
 def _union_type(dtype: str, count: int) -> str:
-    """The type of a constant array readable bit-exactly as ``.w`` and typed as ``.v``."""
-    item = np.dtype(dtype).itemsize
+    """The type of a constant array: its bytes ``.b`` (initialised from a string, which C
+    compilers read far faster than a list of numbers) and its values ``.v``."""
     n = max(count, 1)
-    return f"union {{ {_WORD[item][0]} w[{n}]; {C_TYPES[dtype]} v[{n}]; }}"
+    return f"union {{ unsigned char b[{n * np.dtype(dtype).itemsize}]; {C_TYPES[dtype]} v[{n}]; }}"
+
+
+_OCTAL = [f"\\{c:03o}" for c in range(256)]
 
 
 def _const_array(name: str, arr: np.ndarray, static: bool = False) -> str:
     """A bit-exact constant array, readable as ``name.v`` in its own dtype."""
-    item = arr.dtype.itemsize
-    suffix = _WORD[item][1]
-    flat = np.ascontiguousarray(arr).reshape(-1).view(f"u{item}")
-    words = [f"{int(v):#x}{suffix}" for v in flat.tolist()]
-    body = ",\n".join(", ".join(words[i : i + 8]) for i in range(0, len(words), 8)) or "0"
+    data = np.ascontiguousarray(arr).tobytes()
+    lines = [
+        '"' + "".join(_OCTAL[c] for c in data[i : i + 64]) + '"' for i in range(0, len(data), 64)
+    ]
     qual = "static " if static else ""
-    return f"{qual}const {_union_type(str(arr.dtype), arr.size)} {name} = {{{{\n{body}\n}}}};\n"
+    body = "\n".join(lines) or '""'
+    return f"{qual}const {_union_type(str(arr.dtype), arr.size)} {name} = {{\n{body}\n}};\n"
 
 
 class _Generator:
