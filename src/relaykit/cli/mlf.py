@@ -18,6 +18,7 @@ from relaykit.errors import BuildError
 from relaykit.execution.aot import AOTExecutorFactoryModule, export_model_library_format
 from relaykit.execution.build_module import build
 from relaykit.ir import IRModule
+from relaykit.relay.backend import Executor, Runtime
 
 __all__ = ["build_aot_model", "check_workspace", "parse_size", "write_mlf"]
 
@@ -41,8 +42,6 @@ def parse_size(text: str) -> int:
 
 def build_aot_model(mod: IRModule) -> AOTExecutorFactoryModule:
     """The ahead-of-time build of a (partitioned) module."""
-    from relaykit.relay.backend import Executor, Runtime  # the facade's option objects
-
     lib = build(
         mod,
         target="c",

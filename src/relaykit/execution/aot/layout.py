@@ -91,6 +91,15 @@ def _affine(m: np.ndarray, shape: tuple[int, ...]) -> tuple[int, list[int]] | No
     return (base, strides) if np.array_equal(expect, grid) else None
 
 
+def _strided_copy(
+    ctx: KernelContext, k: int, shape: tuple[int, ...], base: int, strides: list[int]
+) -> None:
+    def body(ix: list[str]) -> str:
+        return f"o{k}[{ix[0]}] = a0[{base} + {ix[1]}];"
+
+    nd_loop(ctx, shape, [contiguous_strides(shape), strides], body)
+
+
 def emit_gather(ctx: KernelContext) -> None:
     """The output(s) as strided loops when the map is affine (transpose, slice,
     broadcast), as ``memmove`` runs when rows are long, else through an index table."""
@@ -100,13 +109,7 @@ def emit_gather(ctx: KernelContext) -> None:
         runs = _runs(m)
         aff = _affine(m, o.shape) if len(runs) > 1 else None
         if aff is not None:
-            base, strides = aff
-            nd_loop(
-                ctx,
-                o.shape,
-                [contiguous_strides(o.shape), strides],
-                lambda ix, k=k, base=base: f"o{k}[{ix[0]}] = a0[{base} + {ix[1]}];",
-            )
+            _strided_copy(ctx, k, o.shape, *aff)
             continue
         if len(runs) <= 64 or m.size >= 16 * len(runs):
             if len(runs) <= 64:
