@@ -26,14 +26,60 @@ _CLONES = r"""
 #endif
 """
 
-_CONV = r"""
-/* y[O, OH, OW] = conv(x[C, H, W], w[O, C/groups, KH, KW]) for one image, NCHW/OIHW.
-   panel: K x 16 floats of scratch (K = C/groups * KH * KW): the receptive fields of 16
-   output pixels, zeros outside the image. Each block of 6 output channels x 16 pixels
-   is accumulated over K in registers (GCC/Clang vector types), else in a local array. */
+_GEMM = r"""
+/* y[r * ldy + q] = sum_k a[r * lda + k] * panel[k * 16 + q] for r < M, q < nb: blocks of
+   6 rows x 16 columns accumulated over K in registers (GCC/Clang vector types), else in
+   a local array. */
 #if defined(__GNUC__) && !defined(TVMGEN_NO_VECTOR)
 typedef float tvmgen_v8 __attribute__((vector_size(32)));
 #endif
+TVMGEN_CLONES
+static void tvmgen_gemm_panel(const float *restrict a, int64_t lda, int64_t M,
+                              const float *restrict panel, int64_t K, float *restrict y,
+                              int64_t ldy, int64_t nb) {
+  for (int64_t o0 = 0; o0 < M; o0 += 6) {
+    const int64_t mr = M - o0 < 6 ? M - o0 : 6;
+    const float *wr[6];
+    for (int64_t r = 0; r < 6; ++r) wr[r] = a + (o0 + (r < mr ? r : 0)) * lda;
+    float out[6][16];
+#if defined(__GNUC__) && !defined(TVMGEN_NO_VECTOR)
+    tvmgen_v8 c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0};
+    tvmgen_v8 c30 = {0}, c31 = {0}, c40 = {0}, c41 = {0}, c50 = {0}, c51 = {0};
+    for (int64_t k = 0; k < K; ++k) {
+      tvmgen_v8 b0, b1;
+      memcpy(&b0, panel + k * 16, sizeof b0);
+      memcpy(&b1, panel + k * 16 + 8, sizeof b1);
+      const float a0 = wr[0][k], a1 = wr[1][k], a2 = wr[2][k];
+      const float a3 = wr[3][k], a4 = wr[4][k], a5 = wr[5][k];
+      c00 += a0 * b0; c01 += a0 * b1; c10 += a1 * b0; c11 += a1 * b1;
+      c20 += a2 * b0; c21 += a2 * b1; c30 += a3 * b0; c31 += a3 * b1;
+      c40 += a4 * b0; c41 += a4 * b1; c50 += a5 * b0; c51 += a5 * b1;
+    }
+    memcpy(out[0], &c00, 32); memcpy(out[0] + 8, &c01, 32);
+    memcpy(out[1], &c10, 32); memcpy(out[1] + 8, &c11, 32);
+    memcpy(out[2], &c20, 32); memcpy(out[2] + 8, &c21, 32);
+    memcpy(out[3], &c30, 32); memcpy(out[3] + 8, &c31, 32);
+    memcpy(out[4], &c40, 32); memcpy(out[4] + 8, &c41, 32);
+    memcpy(out[5], &c50, 32); memcpy(out[5] + 8, &c51, 32);
+#else
+    memset(out, 0, sizeof out);
+    for (int64_t k = 0; k < K; ++k) {
+      const float *restrict pr = panel + k * 16;
+      for (int64_t r = 0; r < 6; ++r) {
+        const float v = wr[r][k];
+        for (int64_t q = 0; q < 16; ++q) out[r][q] += v * pr[q];
+      }
+    }
+#endif
+    for (int64_t r = 0; r < mr; ++r) memcpy(y + (o0 + r) * ldy, out[r], nb * sizeof(float));
+  }
+}
+"""
+
+_CONV = r"""
+/* y[O, OH, OW] = conv(x[C, H, W], w[O, C/groups, KH, KW]) for one image, NCHW/OIHW.
+   panel: K x 16 floats of scratch (K = C/groups * KH * KW): the receptive fields of 16
+   output pixels, zeros outside the image, multiplied by the weights' rows. */
 TVMGEN_CLONES
 static void tvmgen_conv2d_nchw(const float *restrict x, const float *restrict w,
                                float *restrict y, float *restrict panel,
@@ -65,43 +111,26 @@ static void tvmgen_conv2d_nchw(const float *restrict x, const float *restrict w,
               row[q] = (ih >= 0 && ih < H && iw >= 0 && iw < W) ? xc[ih * W + iw] : 0.0f;
             }
           }
-      for (int64_t o0 = 0; o0 < og; o0 += 6) {
-        const int64_t mr = og - o0 < 6 ? og - o0 : 6;
-        const float *wr[6];
-        for (int64_t r = 0; r < 6; ++r) wr[r] = wg + (o0 + (r < mr ? r : 0)) * K;
-        float out[6][16];
-#if defined(__GNUC__) && !defined(TVMGEN_NO_VECTOR)
-        tvmgen_v8 c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0};
-        tvmgen_v8 c30 = {0}, c31 = {0}, c40 = {0}, c41 = {0}, c50 = {0}, c51 = {0};
-        for (int64_t k = 0; k < K; ++k) {
-          tvmgen_v8 b0, b1;
-          memcpy(&b0, panel + k * 16, sizeof b0);
-          memcpy(&b1, panel + k * 16 + 8, sizeof b1);
-          const float a0 = wr[0][k], a1 = wr[1][k], a2 = wr[2][k];
-          const float a3 = wr[3][k], a4 = wr[4][k], a5 = wr[5][k];
-          c00 += a0 * b0; c01 += a0 * b1; c10 += a1 * b0; c11 += a1 * b1;
-          c20 += a2 * b0; c21 += a2 * b1; c30 += a3 * b0; c31 += a3 * b1;
-          c40 += a4 * b0; c41 += a4 * b1; c50 += a5 * b0; c51 += a5 * b1;
-        }
-        memcpy(out[0], &c00, 32); memcpy(out[0] + 8, &c01, 32);
-        memcpy(out[1], &c10, 32); memcpy(out[1] + 8, &c11, 32);
-        memcpy(out[2], &c20, 32); memcpy(out[2] + 8, &c21, 32);
-        memcpy(out[3], &c30, 32); memcpy(out[3] + 8, &c31, 32);
-        memcpy(out[4], &c40, 32); memcpy(out[4] + 8, &c41, 32);
-        memcpy(out[5], &c50, 32); memcpy(out[5] + 8, &c51, 32);
-#else
-        memset(out, 0, sizeof out);
-        for (int64_t k = 0; k < K; ++k) {
-          const float *restrict pr = panel + k * 16;
-          for (int64_t r = 0; r < 6; ++r) {
-            const float a = wr[r][k];
-            for (int64_t q = 0; q < 16; ++q) out[r][q] += a * pr[q];
-          }
-        }
-#endif
-        for (int64_t r = 0; r < mr; ++r) memcpy(yg + (o0 + r) * P + j0, out[r], nb * sizeof(float));
-      }
+      tvmgen_gemm_panel(wg, K, og, panel, K, yg + j0, P, nb);
     }
+  }
+}
+"""
+
+_DENSE_PANELS = r"""
+/* y[M, N] = x[M, K] @ w[N, K].T for M >= 4: 16 rows of w at a time transposed into the
+   panel (K x 16 floats of scratch), multiplied by the rows of x. */
+TVMGEN_CLONES
+static void tvmgen_dense_panels(const float *restrict x, const float *restrict w,
+                                float *restrict y, float *restrict panel, int64_t M,
+                                int64_t N, int64_t K) {
+  for (int64_t n0 = 0; n0 < N; n0 += 16) {
+    const int64_t nb = N - n0 < 16 ? N - n0 : 16;
+    for (int64_t q = 0; q < 16; ++q) {
+      const float *wr = w + (n0 + (q < nb ? q : 0)) * K;
+      for (int64_t k = 0; k < K; ++k) panel[k * 16 + q] = q < nb ? wr[k] : 0.0f;
+    }
+    tvmgen_gemm_panel(x, K, M, panel, K, y + n0, N, nb);
   }
 }
 """
@@ -135,11 +164,18 @@ static void tvmgen_dense(const float *restrict x, const float *restrict w, float
 """
 
 #: Helper name -> C text.
-HELPERS: dict[str, str] = {"tvmgen_conv2d_nchw": _CONV, "tvmgen_dense": _DENSE}
+HELPERS: dict[str, str] = {
+    "tvmgen_gemm_panel": _GEMM,
+    "tvmgen_conv2d_nchw": _CONV,
+    "tvmgen_dense": _DENSE,
+    "tvmgen_dense_panels": _DENSE_PANELS,
+}
+_NEEDS = {"tvmgen_conv2d_nchw": "tvmgen_gemm_panel", "tvmgen_dense_panels": "tvmgen_gemm_panel"}
 
 
 def helper_source(names: set[str]) -> str:
     """The C of the helpers ``names`` (with the clone attribute's definition)."""
     if not names:
         return ""
-    return _CLONES + "".join(HELPERS[n] for n in sorted(names))
+    names = names | {_NEEDS[n] for n in names if n in _NEEDS}
+    return _CLONES + "".join(text for n, text in HELPERS.items() if n in names)

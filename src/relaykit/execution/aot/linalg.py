@@ -65,8 +65,13 @@ def _dense(ctx: KernelContext) -> None:
     m = x.size // k if k else 0
     n = w.shape[0]
     if x.dtype == w.dtype == ctx.outs[0].dtype == "float32" and k:
-        ctx.helpers.add("tvmgen_dense")
-        ctx.line(f"tvmgen_dense(a0, a1, o0, {m}, {n}, {k});")
+        if m >= 4:
+            ctx.helpers.add("tvmgen_dense_panels")
+            ctx.scratch_bytes = k * CONV_PANEL * 4
+            ctx.line(f"tvmgen_dense_panels(a0, a1, o0, sc, {m}, {n}, {k});")
+        else:
+            ctx.helpers.add("tvmgen_dense")
+            ctx.line(f"tvmgen_dense(a0, a1, o0, {m}, {n}, {k});")
         return
     _matmul(ctx, 1, m, k, n, (0, k, 1), (0, 1, k))
 
