@@ -144,10 +144,39 @@ def _conv2d(ctx: KernelContext) -> None:
     ctx.line(f"for (int64_t i = 0; i < {o.size}; ++i) o0[i] = 0;")
     ctx.line(f"for (int64_t n = 0; n < {n_}; ++n)")
     ctx.line(f"for (int64_t g = 0; g < {groups}; ++g)")
-    if os_["W"] == 1 or os_["C"] != 1:
+    if nchw:
+        _conv_padded_rows(ctx, geo)
+    elif os_["W"] == 1 or os_["C"] != 1:
         _conv_rows(ctx, geo)
     else:
         _conv_channels(ctx, geo)
+
+
+def _conv_padded_rows(ctx: KernelContext, geo: tuple[Any, ...]) -> None:
+    """NCHW (depthwise and narrow groups): each input plane is copied once into a
+    zero-padded plane in scratch, so every output row is one loop of constant length."""
+    (t, _, h_, w_, oh_, ow_, kh_, kw_, ic_g, og, sh, sw, dh, dw, pt, pl, xs, ws, os_) = geo
+    ph = max(h_ + pt, (oh_ - 1) * sh + (kh_ - 1) * dh + 1)
+    pw = max(w_ + pl, (ow_ - 1) * sw + (kw_ - 1) * dw + 1)
+    ctx.scratch_bytes = ph * pw * 8  # float64 at most
+    ctx.line(f"for (int64_t ic = 0; ic < {ic_g}; ++ic) {{")
+    ctx.line(f"  {t} *pad = ({t} *)sc;")
+    ctx.line(f"  const {t} *px = a0 + n * {xs['N']} + (g * {ic_g} + ic) * {xs['C']};")
+    ctx.line(f"  for (int64_t i = 0; i < {ph * pw}; ++i) pad[i] = 0;")
+    ctx.line(f"  for (int64_t i = 0; i < {h_}; ++i)")
+    ctx.line(f"    memcpy(pad + (i + {pt}) * {pw} + {pl}, px + i * {w_}, {w_} * sizeof({t}));")
+    ctx.line(f"  for (int64_t oc = g * {og}; oc < (g + 1) * {og}; ++oc)")
+    ctx.line(f"  for (int64_t kh = 0; kh < {kh_}; ++kh)")
+    ctx.line(f"  for (int64_t kw = 0; kw < {kw_}; ++kw) {{")
+    widx = f"oc * {ws['O']} + ic * {ws['I']} + kh * {ws['H']} + kw * {ws['W']}"
+    ctx.line(f"    const {t} wv = a1[{widx}];")
+    ctx.line(f"    for (int64_t oh = 0; oh < {oh_}; ++oh) {{")
+    ctx.line(f"      const {t} *restrict row = pad + (oh * {sh} + kh * {dh}) * {pw} + kw * {dw};")
+    ctx.line(f"      {t} *restrict orow = o0 + n * {os_['N']} + oc * {os_['C']} + oh * {ow_};")
+    ctx.line(f"      for (int64_t ow = 0; ow < {ow_}; ++ow) orow[ow] += wv * row[ow * {sw}];")
+    ctx.line("    }")
+    ctx.line("  }")
+    ctx.line("}")
 
 
 def _conv_rows(ctx: KernelContext, geo: tuple[Any, ...]) -> None:
