@@ -17,8 +17,14 @@ from relaykit.errors import BuildError
 from relaykit.execution.codegen.registry import get_codegen
 from relaykit.execution.fusion import plan_fusion
 from relaykit.execution.lower import lower_to_plan
-from relaykit.ir.expr import Function
+from relaykit.ir.expr import Call, Function
+from relaykit.ir.functor import post_order
 from relaykit.ir.module import IRModule
+from relaykit.ir.op import Op
+from relaykit.transform.fold_constant import FoldConstant
+from relaykit.transform.infer_type import InferType
+from relaykit.transform.pass_infra import Sequential
+from relaykit.transform.qnn_canonicalize import CanonicalizeOps, Legalize
 
 from .module import AOTExecutorFactoryModule
 from .program import generate_program
@@ -38,6 +44,18 @@ def _externs(mod: IRModule) -> dict[str, tuple[Function, object]]:
     return out
 
 
+def _op_names(mod: IRModule) -> set[str]:
+    names: set[str] = set()
+    for _, fn in mod.items():
+        if isinstance(fn, Function) and not (fn.attrs and fn.attrs.get("Compiler")):
+            names |= {
+                n.op.name
+                for n in post_order(fn.body)
+                if isinstance(n, Call) and isinstance(n.op, Op)
+            }
+    return names
+
+
 def build_aot(
     mod: IRModule,
     relay_text: str,
@@ -50,6 +68,9 @@ def build_aot(
     api = options.get("interface-api", "c")
     if api not in ("c", "packed"):
         raise BuildError(f"Executor('aot') option interface-api={api!r} is not supported; use 'c'")
+    if any(n.startswith("qnn.") for n in _op_names(mod)):
+        # QNN operators become plain integer Relay (TVM lowers them the same way)
+        mod = Sequential([Legalize(), CanonicalizeOps(), InferType(), FoldConstant()])(mod)
     plan, consts = lower_to_plan(mod)
     fusion = plan_fusion(plan)
     program = generate_program(plan, consts, _externs(mod), fusion, mod_name)
