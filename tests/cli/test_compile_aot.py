@@ -71,3 +71,43 @@ def test_max_workspace_refuses_and_writes_nothing(conv_net: Path, tmp_path: Path
 def test_graph_compile_still_needs_a_target(conv_net: Path, tmp_path: Path, capsys):
     assert main(["compile", str(conv_net), "-o", str(tmp_path / "m.rkmod")]) != 0
     assert "--target" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(CC is None, reason="no C compiler (gcc or cc) on PATH: install gcc")
+def test_micro_build_and_run(conv_net: Path, tmp_path: Path, capsys):
+    tar = tmp_path / "model.tar"
+    assert main(["compile", str(conv_net), "--executor", "aot", "-o", str(tar)]) == 0
+    build = tmp_path / "build"
+    assert main(["micro", "build", str(tar), "--platform", "host", "-o", str(build)]) == 0
+    data = np.random.default_rng(1).standard_normal((1, 3, 12, 12)).astype("float32")
+    np.savez(tmp_path / "in.npz", image=data)
+    capsys.readouterr()
+    assert main(["micro", "run", str(build), "--inputs", str(tmp_path / "in.npz"),
+                 "--outputs", str(tmp_path / "out.npz")]) == 0  # fmt: skip
+    printed = capsys.readouterr().out
+    assert "memory: workspace" in printed and "constants" in printed
+    got = np.load(tmp_path / "out.npz")["output"]
+    sess = ort.InferenceSession(str(conv_net), providers=["CPUExecutionProvider"])
+    want = sess.run(None, {"image": data})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-7)
+
+
+@pytest.mark.parametrize(
+    ("platform", "package"), [("host", "gcc"), ("cortex-m", "gcc-arm-none-eabi")]
+)
+def test_micro_build_names_the_missing_toolchain(
+    conv_net: Path, tmp_path: Path, capsys, monkeypatch, platform: str, package: str
+):
+    tar = tmp_path / "model.tar"
+    assert main(["compile", str(conv_net), "--executor", "aot", "-o", str(tar)]) == 0
+    for var in ("RELAYKIT_CC", "CC"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    capsys.readouterr()
+    out = tmp_path / "b"
+    assert main(["micro", "build", str(tar), "--platform", platform, "-o", str(out)]) != 0
+    err = capsys.readouterr().err
+    assert "compiler" in err.lower() or "not on PATH" in err
+    if platform != "host":
+        assert package in err
+    assert not out.exists()

@@ -24,7 +24,18 @@ import sys
 from collections.abc import Sequence
 
 from relaykit._version import __version__
-from relaykit.cli import backends, bench, compile, demo, explain, partition, run, sign, tvm
+from relaykit.cli import (
+    backends,
+    bench,
+    compile,
+    demo,
+    explain,
+    micro,
+    partition,
+    run,
+    sign,
+    tvm,
+)
 from relaykit.cli._common import run_command
 from relaykit.cli._models import (
     DEMO_TARGET,
@@ -46,7 +57,7 @@ __all__ = [
 ]
 
 #: The subcommand modules, in the order ``relaykit --help`` lists them.
-SUBCOMMANDS = (demo, partition, explain, compile, run, bench, backends, sign, tvm)
+SUBCOMMANDS = (demo, partition, explain, compile, run, bench, micro, backends, sign, tvm)
 
 EPILOG = """\
 examples:

@@ -10,10 +10,9 @@ is written.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
-from relaykit.cli._common import Progress, format_size
+from relaykit.cli._common import Progress, format_size, parse_size
 from relaykit.errors import BuildError
 from relaykit.execution.aot import AOTExecutorFactoryModule, export_model_library_format
 from relaykit.execution.build_module import build
@@ -21,23 +20,6 @@ from relaykit.ir import IRModule
 from relaykit.relay.backend import Executor, Runtime
 
 __all__ = ["build_aot_model", "check_workspace", "parse_size", "write_mlf"]
-
-_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1 << 20, "mb": 1 << 20,
-          "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}  # fmt: skip
-
-
-def parse_size(text: str) -> int:
-    """``"256k"`` -> 262144: a byte count with an optional unit (k, m, g).
-
-    >>> parse_size("64KiB"), parse_size("1000")
-    (65536, 1000)
-    """
-    s = text.strip().lower()
-    digits = s.rstrip("kmgib")
-    unit = s[len(digits) :]
-    if not digits.isdigit() or unit not in _UNITS:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a size in bytes (e.g. 65536, 256k, 2m)")
-    return int(digits) * _UNITS[unit]
 
 
 def build_aot_model(mod: IRModule) -> AOTExecutorFactoryModule:
