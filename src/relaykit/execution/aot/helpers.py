@@ -5,7 +5,7 @@ each block of 16 output pixels it packs the receptive fields into a panel (an im
 of 16 columns, zeros outside the image), then accumulates 6 output channels x 16
 pixels over the panel's rows in registers (GCC's and Clang's vector types; other
 compilers get the same loops on a local array, with constant trip counts). ``tvmgen_dense`` is
-``x @ w.T`` with 8 x 16 partial sums per block of weight rows, for the same reason.
+``x @ w.T`` with 4 x 16 partial sums per block of weight rows, for the same reason.
 On x86-64 Linux with GCC or Clang they are also compiled for AVX2 and chosen at load
 time (``target_clones``); elsewhere they are plain C99. ``-DTVMGEN_NO_VECTOR`` and
 ``-DTVMGEN_NO_CLONES`` turn the vector types and the clones off.
@@ -24,15 +24,15 @@ _CLONES = r"""
 #else
 #define TVMGEN_CLONES
 #endif
+#if defined(__GNUC__) && !defined(TVMGEN_NO_VECTOR)
+typedef float tvmgen_v8 __attribute__((vector_size(32)));
+#endif
 """
 
 _GEMM = r"""
 /* y[r * ldy + q] = sum_k a[r * lda + k] * panel[k * 16 + q] for r < M, q < nb: blocks of
    6 rows x 16 columns accumulated over K in registers (GCC/Clang vector types), else in
    a local array. */
-#if defined(__GNUC__) && !defined(TVMGEN_NO_VECTOR)
-typedef float tvmgen_v8 __attribute__((vector_size(32)));
-#endif
 TVMGEN_CLONES
 static void tvmgen_gemm_panel(const float *restrict a, int64_t lda, int64_t M,
                               const float *restrict panel, int64_t K, float *restrict y,
@@ -136,26 +136,44 @@ static void tvmgen_dense_panels(const float *restrict x, const float *restrict w
 """
 
 _DENSE = r"""
-/* y[M, N] = x[M, K] @ w[N, K].T, with 8 x 16 partial sums per block of 8 rows of w. */
+/* y[M, N] = x[M, K] @ w[N, K].T for few rows of x: 4 rows of w at a time, 16 partial
+   sums each (in vector registers with GCC/Clang), added up at the end. */
 TVMGEN_CLONES
 static void tvmgen_dense(const float *restrict x, const float *restrict w, float *restrict y,
                          int64_t M, int64_t N, int64_t K) {
   const int64_t K16 = K - K % 16;
   for (int64_t m = 0; m < M; ++m) {
     const float *xr = x + m * K;
-    for (int64_t n0 = 0; n0 < N; n0 += 8) {
-      const int64_t nr = N - n0 < 8 ? N - n0 : 8;
-      float acc[8][16];
-      memset(acc, 0, sizeof acc);
+    for (int64_t n0 = 0; n0 < N; n0 += 4) {
+      const int64_t nr = N - n0 < 4 ? N - n0 : 4;
+      const float *wr[4];
+      for (int64_t r = 0; r < 4; ++r) wr[r] = w + (n0 + (r < nr ? r : 0)) * K;
+      float part[4][16];
+#if defined(__GNUC__) && !defined(TVMGEN_NO_VECTOR)
+      tvmgen_v8 s00 = {0}, s01 = {0}, s10 = {0}, s11 = {0};
+      tvmgen_v8 s20 = {0}, s21 = {0}, s30 = {0}, s31 = {0};
+      for (int64_t k0 = 0; k0 < K16; k0 += 16) {
+        tvmgen_v8 x0, x1, a, b;
+        memcpy(&x0, xr + k0, 32); memcpy(&x1, xr + k0 + 8, 32);
+        memcpy(&a, wr[0] + k0, 32); memcpy(&b, wr[0] + k0 + 8, 32); s00 += a * x0; s01 += b * x1;
+        memcpy(&a, wr[1] + k0, 32); memcpy(&b, wr[1] + k0 + 8, 32); s10 += a * x0; s11 += b * x1;
+        memcpy(&a, wr[2] + k0, 32); memcpy(&b, wr[2] + k0 + 8, 32); s20 += a * x0; s21 += b * x1;
+        memcpy(&a, wr[3] + k0, 32); memcpy(&b, wr[3] + k0 + 8, 32); s30 += a * x0; s31 += b * x1;
+      }
+      memcpy(part[0], &s00, 32); memcpy(part[0] + 8, &s01, 32);
+      memcpy(part[1], &s10, 32); memcpy(part[1] + 8, &s11, 32);
+      memcpy(part[2], &s20, 32); memcpy(part[2] + 8, &s21, 32);
+      memcpy(part[3], &s30, 32); memcpy(part[3] + 8, &s31, 32);
+#else
+      memset(part, 0, sizeof part);
       for (int64_t k0 = 0; k0 < K16; k0 += 16)
-        for (int64_t r = 0; r < 8; ++r) {
-          const float *restrict wr = w + (n0 + (r < nr ? r : 0)) * K + k0;
-          for (int64_t q = 0; q < 16; ++q) acc[r][q] += xr[k0 + q] * wr[q];
-        }
+        for (int64_t r = 0; r < 4; ++r)
+          for (int64_t q = 0; q < 16; ++q) part[r][q] += xr[k0 + q] * wr[r][k0 + q];
+#endif
       for (int64_t r = 0; r < nr; ++r) {
         float s = 0.0f;
-        for (int64_t q = 0; q < 16; ++q) s += acc[r][q];
-        for (int64_t k = K16; k < K; ++k) s += xr[k] * w[(n0 + r) * K + k];
+        for (int64_t q = 0; q < 16; ++q) s += part[r][q];
+        for (int64_t k = K16; k < K; ++k) s += xr[k] * wr[r][k];
         y[m * N + n0 + r] = s;
       }
     }
@@ -170,7 +188,10 @@ HELPERS: dict[str, str] = {
     "tvmgen_dense": _DENSE,
     "tvmgen_dense_panels": _DENSE_PANELS,
 }
-_NEEDS = {"tvmgen_conv2d_nchw": "tvmgen_gemm_panel", "tvmgen_dense_panels": "tvmgen_gemm_panel"}
+_NEEDS = {
+    "tvmgen_conv2d_nchw": "tvmgen_gemm_panel",
+    "tvmgen_dense_panels": "tvmgen_gemm_panel",
+}
 
 
 def helper_source(names: set[str]) -> str:
