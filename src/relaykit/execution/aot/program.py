@@ -66,10 +66,8 @@ class AOTProgram:
 
     @property
     def io_bytes(self) -> int:
-        return sum(
-            int(np.prod(s, dtype=np.int64)) * np.dtype(d).itemsize
-            for *_, s, d in [(0, *i[2:]) for i in self.inputs] + [(0, *o[1:]) for o in self.outputs]
-        )
+        specs = [(s, d) for *_, s, d in self.inputs] + [(s, d) for _, s, d in self.outputs]
+        return sum(math.prod(s) * np.dtype(d).itemsize for s, d in specs)
 
 
 def unsupported_ops(plan: GraphPlan, externs: Mapping[str, tuple[Function, object]]) -> list[str]:
@@ -152,7 +150,7 @@ class _Generator:
         return f"(({const}{t} *){self.storage_expr[sid]})"
 
     # -- kernels --------------------------------------------------------------------------
-    def kernel(self, index: int, node: PlanNode, group: FusedGroup | None) -> None:
+    def kernel(self, node: PlanNode, group: FusedGroup | None) -> None:
         plan = self.plan
         fname = f"{self.prefix}_fused_{len(self.functions)}_{sanitize(node.name)}"
         ins = [
@@ -188,7 +186,6 @@ class _Generator:
         self.kernels.append(f"static void {fname}({sig}) {{\n" + "\n".join(ctx.lines) + "\n}\n")
         self.calls.append(f"  {fname}({', '.join(ptrs)});")
         self.functions.append(FunctionInfo(fname, ctx.table_bytes, ctx.scratch_bytes))
-        del index
 
     def _epilogue(self, ctx: KernelContext, group: FusedGroup, params: list[str]) -> list[int]:
         """Append ``y = clamp(o0 + bias + residual)`` over the group's output."""
@@ -196,7 +193,6 @@ class _Generator:
         y = plan.entries[group.out]
         t = C_TYPES[y.dtype]
         extra: list[int] = []
-        prod = [1] * len(y.shape)
         operands = [broadcast_strides(y.shape, y.shape), broadcast_strides(y.shape, y.shape)]
         terms = ["o0[{1}]"]
         if group.bias is not None:
@@ -214,7 +210,6 @@ class _Generator:
             extra.append(group.residual)
         params.append(f"{t} *{{r}}ey")
         extra.append(group.out)
-        del prod
         value = " + ".join(terms)
         lo = None if group.lo == -np.inf else c_float(group.lo, y.dtype)
         hi = None if group.hi == np.inf else c_float(group.hi, y.dtype)
@@ -302,11 +297,9 @@ def generate_program(
     members = {m for g in fusion.values() for m in g.members}
     for i, node in enumerate(plan.nodes):
         if node.kind == "op" and not node.view and i not in members:
-            gen.kernel(i, node, fusion.get(i))
+            gen.kernel(node, fusion.get(i))
         elif node.kind == "extern":
             gen.region(node)
-    for g in fusion.values():  # members that are views run nothing; real ones are fused
-        del g
     outputs = []
     copies = []
     for k, h in enumerate(plan.heads):
