@@ -31,10 +31,10 @@ def _matmul(
     """out[b, m, n] = sum_k a[b*sab + m*sam + k*sak] * b[b*sbb + k*sbk + n*sbn]."""
     sab, sam, sak = a_st
     sbb, sbk, sbn = b_st
-    t = ctx.outs[0].ctype
+    t, xt, wt = ctx.outs[0].ctype, ctx.ins[0].ctype, ctx.ins[1].ctype
     ctx.line(f"for (int64_t b = 0; b < {batch}; ++b) {{")
-    ctx.line(f"  const {t} *pa = a0 + b * {sab};")
-    ctx.line(f"  const {t} *pb = a1 + b * {sbb};")
+    ctx.line(f"  const {xt} *pa = a0 + b * {sab};")
+    ctx.line(f"  const {wt} *pb = a1 + b * {sbb};")
     ctx.line(f"  {t} *po = o0 + b * {m * n};")
     ctx.line(f"  for (int64_t i = 0; i < {m}; ++i) {{")
     if sbn == 1:
@@ -42,7 +42,7 @@ def _matmul(
         ctx.line(f"    for (int64_t j = 0; j < {n}; ++j) row[j] = 0;")
         ctx.line(f"    for (int64_t q = 0; q < {k}; ++q) {{")
         ctx.line(f"      const {t} av = pa[i * {sam} + q * {sak}];")
-        ctx.line(f"      const {t} *brow = pb + q * {sbk};")
+        ctx.line(f"      const {wt} *brow = pb + q * {sbk};")
         ctx.line(f"      for (int64_t j = 0; j < {n}; ++j) row[j] += av * brow[j];")
         ctx.line("    }")
     else:
@@ -156,22 +156,23 @@ def _conv_padded_rows(ctx: KernelContext, geo: tuple[Any, ...]) -> None:
     """NCHW (depthwise and narrow groups): each input plane is copied once into a
     zero-padded plane in scratch, so every output row is one loop of constant length."""
     (t, _, h_, w_, oh_, ow_, kh_, kw_, ic_g, og, sh, sw, dh, dw, pt, pl, xs, ws, os_) = geo
+    xt, wt = ctx.ins[0].ctype, ctx.ins[1].ctype
     ph = max(h_ + pt, (oh_ - 1) * sh + (kh_ - 1) * dh + 1)
     pw = max(w_ + pl, (ow_ - 1) * sw + (kw_ - 1) * dw + 1)
     ctx.scratch_bytes = ph * pw * 8  # float64 at most
     ctx.line(f"for (int64_t ic = 0; ic < {ic_g}; ++ic) {{")
-    ctx.line(f"  {t} *pad = ({t} *)sc;")
-    ctx.line(f"  const {t} *px = a0 + n * {xs['N']} + (g * {ic_g} + ic) * {xs['C']};")
+    ctx.line(f"  {xt} *pad = ({xt} *)sc;")
+    ctx.line(f"  const {xt} *px = a0 + n * {xs['N']} + (g * {ic_g} + ic) * {xs['C']};")
     ctx.line(f"  for (int64_t i = 0; i < {ph * pw}; ++i) pad[i] = 0;")
     ctx.line(f"  for (int64_t i = 0; i < {h_}; ++i)")
-    ctx.line(f"    memcpy(pad + (i + {pt}) * {pw} + {pl}, px + i * {w_}, {w_} * sizeof({t}));")
+    ctx.line(f"    memcpy(pad + (i + {pt}) * {pw} + {pl}, px + i * {w_}, {w_} * sizeof({xt}));")
     ctx.line(f"  for (int64_t oc = g * {og}; oc < (g + 1) * {og}; ++oc)")
     ctx.line(f"  for (int64_t kh = 0; kh < {kh_}; ++kh)")
     ctx.line(f"  for (int64_t kw = 0; kw < {kw_}; ++kw) {{")
     widx = f"oc * {ws['O']} + ic * {ws['I']} + kh * {ws['H']} + kw * {ws['W']}"
-    ctx.line(f"    const {t} wv = a1[{widx}];")
+    ctx.line(f"    const {wt} wv = a1[{widx}];")
     ctx.line(f"    for (int64_t oh = 0; oh < {oh_}; ++oh) {{")
-    ctx.line(f"      const {t} *restrict row = pad + (oh * {sh} + kh * {dh}) * {pw} + kw * {dw};")
+    ctx.line(f"      const {xt} *restrict row = pad + (oh * {sh} + kh * {dh}) * {pw} + kw * {dw};")
     ctx.line(f"      {t} *restrict orow = o0 + n * {os_['N']} + oc * {os_['C']} + oh * {ow_};")
     ctx.line(f"      for (int64_t ow = 0; ow < {ow_}; ++ow) orow[ow] += wv * row[ow * {sw}];")
     ctx.line("    }")
@@ -182,22 +183,23 @@ def _conv_padded_rows(ctx: KernelContext, geo: tuple[Any, ...]) -> None:
 def _conv_rows(ctx: KernelContext, geo: tuple[Any, ...]) -> None:
     """NCHW-like: accumulate output rows along W (contiguous in input and output)."""
     (t, _, h_, w_, oh_, ow_, kh_, kw_, ic_g, og, sh, sw, dh, dw, pt, pl, xs, ws, os_) = geo
+    xt, wt = ctx.ins[0].ctype, ctx.ins[1].ctype
     ctx.line(f"for (int64_t oc = g * {og}; oc < (g + 1) * {og}; ++oc)")
     ctx.line(f"for (int64_t ic = 0; ic < {ic_g}; ++ic)")
     ctx.line(f"for (int64_t kh = 0; kh < {kh_}; ++kh)")
     ctx.line(f"for (int64_t kw = 0; kw < {kw_}; ++kw) {{")
     widx = f"oc * {ws['O']} + ic * {ws['I']} + kh * {ws['H']} + kw * {ws['W']}"
-    ctx.line(f"  const {t} wv = a1[{widx}];")
+    ctx.line(f"  const {wt} wv = a1[{widx}];")
     ctx.line(f"  const int64_t off = kw * {dw} - {pl};")
     ctx.line(f"  const int64_t lo = off >= 0 ? 0 : (-off + {sw - 1}) / {sw};")
     ctx.line(f"  int64_t hi = {w_} - 1 - off < 0 ? 0 : ({w_} - 1 - off) / {sw} + 1;")
     ctx.line(f"  if (hi > {ow_}) hi = {ow_};")
-    ctx.line(f"  const {t} *px = a0 + n * {xs['N']} + (g * {ic_g} + ic) * {xs['C']};")
+    ctx.line(f"  const {xt} *px = a0 + n * {xs['N']} + (g * {ic_g} + ic) * {xs['C']};")
     ctx.line(f"  {t} *po = o0 + n * {os_['N']} + oc * {os_['C']};")
     ctx.line(f"  for (int64_t oh = 0; oh < {oh_}; ++oh) {{")
     ctx.line(f"    const int64_t ih = oh * {sh} - {pt} + kh * {dh};")
     ctx.line(f"    if (ih < 0 || ih >= {h_}) continue;")
-    ctx.line(f"    const {t} *row = px + ih * {xs['H']};")
+    ctx.line(f"    const {xt} *row = px + ih * {xs['H']};")
     ctx.line(f"    {t} *orow = po + oh * {os_['H']};")
     ctx.line(
         f"    for (int64_t ow = lo; ow < hi; ++ow) "
@@ -210,6 +212,7 @@ def _conv_rows(ctx: KernelContext, geo: tuple[Any, ...]) -> None:
 def _conv_channels(ctx: KernelContext, geo: tuple[Any, ...]) -> None:
     """NHWC-like: accumulate the group's output channels (contiguous in the output)."""
     (t, _, h_, w_, oh_, ow_, kh_, kw_, ic_g, og, sh, sw, dh, dw, pt, pl, xs, ws, os_) = geo
+    xt, wt = ctx.ins[0].ctype, ctx.ins[1].ctype
     ctx.line(f"for (int64_t oh = 0; oh < {oh_}; ++oh)")
     ctx.line(f"for (int64_t ow = 0; ow < {ow_}; ++ow) {{")
     ctx.line(f"  {t} *po = o0 + n * {os_['N']} + oh * {os_['H']} + ow * {os_['W']} + g * {og};")
@@ -220,11 +223,11 @@ def _conv_channels(ctx: KernelContext, geo: tuple[Any, ...]) -> None:
     ctx.line(f"      const int64_t iw = ow * {sw} - {pl} + kw * {dw};")
     ctx.line(f"      if (iw < 0 || iw >= {w_}) continue;")
     xoff = f"n * {xs['N']} + ih * {xs['H']} + iw * {xs['W']} + g * {ic_g * xs['C']}"
-    ctx.line(f"      const {t} *px = a0 + {xoff};")
-    ctx.line(f"      const {t} *pw = a1 + g * {og} * {ws['O']} + kh * {ws['H']} + kw * {ws['W']};")
+    ctx.line(f"      const {xt} *px = a0 + {xoff};")
+    ctx.line(f"      const {wt} *pw = a1 + g * {og} * {ws['O']} + kh * {ws['H']} + kw * {ws['W']};")
     ctx.line(f"      for (int64_t ic = 0; ic < {ic_g}; ++ic) {{")
-    ctx.line(f"        const {t} xv = px[ic * {xs['C']}];")
-    ctx.line(f"        const {t} *pwi = pw + ic * {ws['I']};")
+    ctx.line(f"        const {xt} xv = px[ic * {xs['C']}];")
+    ctx.line(f"        const {wt} *pwi = pw + ic * {ws['I']};")
     ctx.line(f"        for (int64_t j = 0; j < {og}; ++j) po[j] += xv * pwi[j * {ws['O']}];")
     ctx.line("      }")
     ctx.line("    }")
