@@ -25,7 +25,19 @@ import sys
 from collections.abc import Sequence
 
 from relaykit._version import __version__
-from relaykit.cli import backends, bench, compile, demo, explain, partition, run, sign, tune, tvm
+from relaykit.cli import (
+    backends,
+    bench,
+    compile,
+    demo,
+    explain,
+    micro,
+    partition,
+    run,
+    sign,
+    tune,
+    tvm,
+)
 from relaykit.cli._common import run_command
 from relaykit.cli._models import (
     DEMO_TARGET,
@@ -47,7 +59,7 @@ __all__ = [
 ]
 
 #: The subcommand modules, in the order ``relaykit --help`` lists them.
-SUBCOMMANDS = (demo, partition, explain, tune, compile, run, bench, backends, sign, tvm)
+SUBCOMMANDS = (demo, partition, explain, tune, compile, run, bench, micro, backends, sign, tvm)
 
 EPILOG = """\
 examples:

@@ -32,7 +32,8 @@ from relaykit.cli._common import (
     targets_label,
 )
 from relaykit.cli._models import MODEL_HELP, PreparedModel, load_for_build, prepare_model
-from relaykit.errors import PlacementError, UsageError
+from relaykit.cli.mlf import parse_size, write_mlf
+from relaykit.errors import ArgumentError, PlacementError, UsageError
 from relaykit.execution.build_module import build
 from relaykit.execution.codegen.registry import (
     CodegenInfo,
@@ -61,6 +62,7 @@ examples:
   relaykit compile resnet18 --target ccompiler --pin nn.softmax --min-ops 2
   relaykit compile mlp --target dnnl --dump-relay mlp.relay   # see what dnnl got
   relaykit run model.rkmod --inputs in.npz --print-time     # then run it
+  relaykit compile model.onnx --executor aot -o model.tar   # C (Model Library Format)
 """
 
 
@@ -77,12 +79,26 @@ def register(sub: SubParsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("model", help=MODEL_HELP)
-    add_target_options(parser)
+    add_target_options(parser, required=False)
     parser.add_argument(
         "-o",
         "--output",
         metavar="FILE",
         help="the artifact to write (default: MODEL's name with .rkmod, here)",
+    )
+    parser.add_argument(
+        "--executor",
+        choices=("graph", "aot"),
+        default="graph",
+        help="graph: one artifact file for relaykit run (default); aot: ahead-of-time C "
+        "as a Model Library Format tar (no Python needed to run it)",
+    )
+    parser.add_argument(
+        "--max-workspace",
+        type=parse_size,
+        default=None,
+        metavar="BYTES",
+        help="with --executor aot: refuse a model whose static workspace is larger (e.g. 256k)",
     )
     parser.add_argument(
         "--dump-relay",
@@ -99,14 +115,14 @@ def register(sub: SubParsers) -> None:
     parser.set_defaults(func=run)
 
 
-def add_target_options(parser: argparse.ArgumentParser) -> None:
+def add_target_options(parser: argparse.ArgumentParser, required: bool = True) -> None:
     """``--target``, ``--pin``, ``--min-ops``: shared by ``compile`` and ``bench``."""
     parser.add_argument(
         "--target",
         "--targets",
         dest="target",
         action="append",
-        required=True,
+        required=required,
         metavar="T[,T...]",
         help="backends to offload to, highest priority first: comma-separated or repeated "
         "(see 'relaykit backends'); host (or llvm) builds for the host only",
@@ -229,8 +245,8 @@ def write_artifact(lib: Any, out: Path) -> None:
         partial.unlink(missing_ok=True)
 
 
-def default_output(model: str) -> Path:
-    return Path(Path(model).stem + ".rkmod")
+def default_output(model: str, executor: str = "graph") -> Path:
+    return Path(Path(model).stem + (".tar" if executor == "aot" else ".rkmod"))
 
 
 def _placed_model(args: argparse.Namespace, targets: list[str], progress: Progress) -> Any:
@@ -260,10 +276,19 @@ def _placed_model(args: argparse.Namespace, targets: list[str], progress: Progre
 
 
 def run(args: argparse.Namespace) -> int:
+    aot = args.executor == "aot"
+    if args.target is None:
+        if not aot:
+            raise ArgumentError(
+                "relaykit compile needs --target (e.g. --target dnnl, or --target host)"
+            )
+        args.target = ["host"]
+    if args.max_workspace is not None and not aot:
+        raise ArgumentError("--max-workspace applies to --executor aot only")
     targets = split_targets(args.target)
     pins = parse_pins(args.pin, targets)
     shapes = parse_shapes(args.input_shapes)
-    out = check_output_path(args.output or default_output(args.model), "output file")
+    out = check_output_path(args.output or default_output(args.model, args.executor), "output file")
     dump = check_output_path(args.dump_relay, "Relay text file") if args.dump_relay else None
     progress = Progress()
     check_targets(targets)
@@ -281,6 +306,8 @@ def run(args: argparse.Namespace) -> int:
             min_ops=args.min_ops,
             progress=progress,
         )
+    if aot:
+        return write_mlf(model.prepared.partitioned, out, model.what, args.max_workspace, progress)
     lib = build_prepared(model.prepared, progress)
     part, what = model.prepared.partitioned, model.what
     with progress.step(f"write {out}"):

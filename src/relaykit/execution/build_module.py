@@ -54,6 +54,7 @@ from relaykit.transform.infer_type import InferType
 from relaykit.transform.pass_infra import Pass, Sequential
 from relaykit.transform.pipeline import optimization_passes
 
+from .aot import AOTExecutorFactoryModule, build_aot
 from .codegen.registry import get_codegen
 from .evaluator import describe_call
 from .fusion import fusion_of, host_passes, plan_fusion
@@ -370,8 +371,9 @@ def build(
     workspace_memory_pools: Any = None,
     params: Mapping[str, Any] | None = None,
     mod_name: str = "default",
-) -> GraphExecutorFactoryModule:
-    """Build ``ir_mod`` for the host with the graph executor (TVM's ``relay.build``).
+) -> GraphExecutorFactoryModule | AOTExecutorFactoryModule:
+    """Build ``ir_mod`` for the host with the graph executor (TVM's ``relay.build``), or,
+    with ``executor=Executor("aot")``, as ahead-of-time C (:mod:`relaykit.execution.aot`).
 
     Without ``target``, the target entered with ``with tvm.target.Target(...):`` in this
     thread is used, else ``llvm``."""
@@ -379,10 +381,11 @@ def build(
     if target_host is not None:
         _host_target(target_host)
     kind = getattr(executor, "name", executor) or "graph"
-    if kind != "graph":
+    if kind not in ("graph", "aot"):
         raise BuildError(
             f"executor {kind!r} is not available in relay.build; relaykit builds for the graph "
-            "executor (use relay.create_executor('vm' or 'debug') for control flow)"
+            "executor or ahead-of-time C ('aot'); use relay.create_executor('vm' or 'debug') "
+            "for control flow"
         )
     if isinstance(ir_mod, Function):
         ir_mod = IRModule.from_expr(ir_mod)
@@ -397,6 +400,9 @@ def build(
     _require_static(mod, "the input", params_only=True)
     mod = Sequential(build_passes(), name="RelayBuild")(mod)
     _require_static(mod, "after optimisation")
+    if kind == "aot":
+        options = dict(getattr(executor, "attrs", None) or {})
+        return build_aot(mod, str(ir_mod), mod_name, target_name, options)
     lib = HostModule()
     for m in compile_external_functions(mod):
         lib.import_module(m)
