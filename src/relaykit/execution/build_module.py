@@ -64,6 +64,7 @@ from .lower import lower_to_plan
 from .memory_plan import MemoryReport, memory_report
 
 __all__ = [
+    "build_graph",
     "build",
     "build_passes",
     "optimize",
@@ -377,9 +378,6 @@ def build(
 
     Without ``target``, the target entered with ``with tvm.target.Target(...):`` in this
     thread is used, else ``llvm``."""
-    target_name = _host_target(target)
-    if target_host is not None:
-        _host_target(target_host)
     kind = getattr(executor, "name", executor) or "graph"
     if kind not in ("graph", "aot"):
         raise BuildError(
@@ -387,6 +385,57 @@ def build(
             "executor or ahead-of-time C ('aot'); use relay.create_executor('vm' or 'debug') "
             "for control flow"
         )
+    if kind == "graph":
+        return build_graph(ir_mod, target, target_host, params, mod_name)
+    source, mod, _, target_name = _optimized(ir_mod, target, target_host, params)
+    options = dict(getattr(executor, "attrs", None) or {})
+    return build_aot(mod, str(source), mod_name, target_name, options)
+
+
+def build_graph(
+    ir_mod: IRModule | Function,
+    target: Any = None,
+    target_host: Any = None,
+    params: Mapping[str, Any] | None = None,
+    mod_name: str = "default",
+) -> GraphExecutorFactoryModule:
+    """:func:`build` for the graph executor: the factory of a graph-executor module.
+
+    >>> import relaykit as tvm
+    >>> from relaykit import relay
+    >>> x = relay.var("x", shape=(2,))
+    >>> build_graph(relay.Function([x], relay.exp(x))).create().get_num_outputs()
+    1
+    """
+    source, mod, bound, target_name = _optimized(ir_mod, target, target_host, params)
+    lib = HostModule()
+    for m in compile_external_functions(mod):
+        lib.import_module(m)
+    plan, consts = lower_to_plan(mod)
+    missing = sorted({n.name for n in plan.nodes if n.kind == "op" and not has_host_kernel(n.name)})
+    if missing:
+        raise BuildError(
+            f"operators {', '.join(missing)} have no kernel the graph executor can run; "
+            "partition them to a backend that supports them"
+        )
+    plan.bound_params = bound
+    plan.fusion = plan_fusion(plan)  # stored in the plan: executors and artifacts reuse it
+    plan.output_names = output_tensor_names(source, len(plan.heads))
+    lib.constants = {k: np.asarray(v) for k, v in consts.items() if np.ndim(v) == 0}
+    return GraphExecutorFactoryModule(plan, lib, consts, mod_name, target_name)
+
+
+def _optimized(
+    ir_mod: IRModule | Function,
+    target: Any,
+    target_host: Any,
+    params: Mapping[str, Any] | None,
+) -> tuple[IRModule, IRModule, list[str], str]:
+    """``(the module given, the module optimised for the build, the parameters bound,
+    the host target's name)``."""
+    target_name = _host_target(target)
+    if target_host is not None:
+        _host_target(target_host)
     if isinstance(ir_mod, Function):
         ir_mod = IRModule.from_expr(ir_mod)
     if not isinstance(ir_mod, IRModule):
@@ -400,21 +449,4 @@ def build(
     _require_static(mod, "the input", params_only=True)
     mod = Sequential(build_passes(), name="RelayBuild")(mod)
     _require_static(mod, "after optimisation")
-    if kind == "aot":
-        options = dict(getattr(executor, "attrs", None) or {})
-        return build_aot(mod, str(ir_mod), mod_name, target_name, options)
-    lib = HostModule()
-    for m in compile_external_functions(mod):
-        lib.import_module(m)
-    plan, consts = lower_to_plan(mod)
-    missing = sorted({n.name for n in plan.nodes if n.kind == "op" and not has_host_kernel(n.name)})
-    if missing:
-        raise BuildError(
-            f"operators {', '.join(missing)} have no kernel the graph executor can run; "
-            "partition them to a backend that supports them"
-        )
-    plan.bound_params = bound
-    plan.fusion = plan_fusion(plan)  # stored in the plan: executors and artifacts reuse it
-    plan.output_names = output_tensor_names(ir_mod, len(plan.heads))
-    lib.constants = {k: np.asarray(v) for k, v in consts.items() if np.ndim(v) == 0}
-    return GraphExecutorFactoryModule(plan, lib, consts, mod_name, target_name)
+    return ir_mod, mod, bound, target_name
