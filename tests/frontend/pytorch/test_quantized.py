@@ -1,0 +1,262 @@
+"""torch.ao-quantized models through ``from_pytorch``: eager-mode (QuantStub / fuse /
+prepare / convert) and FX (prepare_fx / convert_fx) models, traced, imported to QNN,
+built and run; the integers are compared with torch's own quantized kernels."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from torch import nn  # noqa: E402
+from torch.ao.quantization import (  # noqa: E402
+    DeQuantStub,
+    QuantStub,
+    QuantWrapper,
+    fuse_modules,
+    get_default_qconfig,
+    get_default_qconfig_mapping,
+)
+from torch.ao.quantization import convert as ao_convert  # noqa: E402
+from torch.ao.quantization import prepare as ao_prepare  # noqa: E402
+from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx  # noqa: E402
+
+import relaykit as tvm  # noqa: E402
+from relaykit import relay  # noqa: E402
+from relaykit.contrib import graph_executor  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore")
+
+
+def quantize_eager(model: nn.Module, x: Any, fuse: list[list[str]] | None = None,
+                   engine: str = "x86", per_channel: bool = True) -> nn.Module:  # fmt: skip
+    model.eval()
+    if fuse:
+        fuse_modules(model, fuse, inplace=True)
+    if per_channel:
+        model.qconfig = get_default_qconfig(engine)
+    else:
+        from torch.ao.quantization.observer import (
+            MovingAverageMinMaxObserver,
+            default_weight_observer,
+        )
+
+        act = MovingAverageMinMaxObserver.with_args(reduce_range=False)
+        model.qconfig = torch.ao.quantization.QConfig(activation=act, weight=default_weight_observer)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ao_prepare(model, inplace=True)
+        for _ in range(3):
+            model(x * 1.5)  # calibrate on a wider range than the test input
+        ao_convert(model, inplace=True)
+    return model
+
+
+def quantize_fx(model: nn.Module, x: Any) -> nn.Module:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prepared = prepare_fx(model.eval(), get_default_qconfig_mapping("x86"), (x,))
+        prepared(x * 1.5)
+        return convert_fx(prepared)
+
+
+def run_all(script: Any, x: np.ndarray, keep: bool = False, dnnl: bool = False) -> list[np.ndarray]:
+    mod, params = relay.frontend.from_pytorch(script, [("x", x.shape)], keep_quantized_weight=keep)
+    if dnnl:
+        mod = relay.op.contrib.dnnl.partition_for_dnnl(mod, params)
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm", params=params)
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    m.set_input("x", x)
+    m.run()
+    return [m.get_output(i).numpy() for i in range(m.get_num_outputs())]
+
+
+def run(script: Any, x: np.ndarray, keep: bool = False, dnnl: bool = False) -> np.ndarray:
+    return run_all(script, x, keep, dnnl)[0]
+
+
+def assert_ints_match(got: np.ndarray, want: Any) -> None:
+    """torch's quantized output ``want``: the integers equal on >= 99% of elements and
+    one step off elsewhere."""
+    ref = want.int_repr().numpy()
+    assert got.dtype == ref.dtype and got.shape == ref.shape, (got.dtype, got.shape, ref.shape)
+    diff = np.abs(got.astype(np.int64) - ref.astype(np.int64))
+    assert diff.max() <= 1, f"off by {diff.max()} steps"
+    assert (diff == 0).mean() >= 0.99, f"only {(diff == 0).mean():.4f} equal"
+
+
+def assert_floats_close(got: np.ndarray, want: Any, rtol: float = 2e-2) -> None:
+    ref = want.detach().numpy()
+    assert got.shape == ref.shape
+    err = np.abs(got - ref).max() / max(np.abs(ref).max(), 1e-6)
+    assert err <= rtol, f"relative error {err:.3e}"
+
+
+def trace(model: nn.Module, x: Any) -> Any:
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.jit.trace(model, x).eval()
+
+
+# -- eager-mode models with a quantized output (the integers compared) -----------------------
+class QResBlock(nn.Module):
+    """A ResNet basic block as torch.ao eager mode wants it (FloatFunctional add)."""
+
+    def __init__(self, cin: int, cout: int, stride: int) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.relu1 = nn.ReLU()
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.down = None
+        if stride != 1 or cin != cout:
+            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+        self.add = nn.quantized.FloatFunctional()
+
+    def forward(self, x: Any) -> Any:
+        y = self.bn2(self.conv2(self.relu1(self.bn1(self.conv1(x)))))
+        short = x if self.down is None else self.down(x)
+        return self.add.add_relu(y, short)
+
+    def fuse(self) -> None:
+        fuse_modules(self, [["conv1", "bn1", "relu1"], ["conv2", "bn2"]], inplace=True)
+        if self.down is not None:
+            fuse_modules(self.down, [["0", "1"]], inplace=True)
+
+
+class QResNet18(nn.Module):
+    """ResNet-18 (narrow) for eager-mode quantization; returns quantized logits."""
+
+    def __init__(self, width: int = 8, classes: int = 10) -> None:
+        super().__init__()
+        self.quant = QuantStub()
+        self.conv1 = nn.Conv2d(3, width, 7, 2, 3, bias=False)
+        self.bn1 = nn.BatchNorm2d(width)
+        self.relu = nn.ReLU()
+        self.pool = nn.MaxPool2d(3, 2, 1)
+        blocks, cin = [], width
+        for i, n in enumerate([2, 2, 2, 2]):
+            cout = width * 2**i
+            for j in range(n):
+                blocks.append(QResBlock(cin, cout, 2 if (j == 0 and i > 0) else 1))
+                cin = cout
+        self.blocks = nn.Sequential(*blocks)
+        self.avg = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(cin, classes)
+
+    def forward(self, x: Any) -> Any:
+        x = self.pool(self.relu(self.bn1(self.conv1(self.quant(x)))))
+        features = self.blocks(x)
+        return features, self.fc(self.avg(features).flatten(1))
+
+    def fuse(self) -> None:
+        fuse_modules(self, [["conv1", "bn1", "relu"]], inplace=True)
+        for b in self.blocks:
+            b.fuse()
+
+
+class QInverted(nn.Module):
+    def __init__(self, cin: int, cout: int, stride: int, expand: int) -> None:
+        super().__init__()
+        hid = cin * expand
+        self.res = stride == 1 and cin == cout
+        self.conv = nn.Sequential(
+            nn.Conv2d(cin, hid, 1, bias=False), nn.BatchNorm2d(hid), nn.ReLU(),
+            nn.Conv2d(hid, hid, 3, stride, 1, groups=hid, bias=False), nn.BatchNorm2d(hid), nn.ReLU(),
+            nn.Conv2d(hid, cout, 1, bias=False), nn.BatchNorm2d(cout),
+        )  # fmt: skip
+        self.add = nn.quantized.FloatFunctional()
+
+    def forward(self, x: Any) -> Any:
+        return self.add.add(x, self.conv(x)) if self.res else self.conv(x)
+
+    def fuse(self) -> None:
+        fuse_modules(self.conv, [["0", "1", "2"], ["3", "4", "5"], ["6", "7"]], inplace=True)
+
+
+class QMobileNetV2(nn.Module):
+    """MobileNetV2 (width 1/4) for eager-mode quantization, with a hardswish head."""
+
+    def __init__(self, classes: int = 10) -> None:
+        super().__init__()
+        self.quant = QuantStub()
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, 2, 1, bias=False), nn.BatchNorm2d(8), nn.ReLU())
+        cfg = [(1, 8, 1, 1), (6, 8, 2, 2), (6, 16, 3, 2), (6, 24, 2, 2), (6, 32, 1, 1)]
+        layers, cin = [], 8
+        for t, c, n, s in cfg:
+            for i in range(n):
+                layers.append(QInverted(cin, c, s if i == 0 else 1, t))
+                cin = c
+        self.features = nn.Sequential(*layers)
+        self.head = nn.Sequential(nn.Conv2d(cin, 64, 1, bias=False), nn.BatchNorm2d(64), nn.Hardswish())
+        self.avg = nn.AdaptiveAvgPool2d(1)
+        self.drop = nn.Dropout(0.2)
+        self.fc = nn.Linear(64, classes)
+        self.dequant = DeQuantStub()
+
+    def forward(self, x: Any) -> Any:
+        x = self.head(self.features(self.stem(self.quant(x))))
+        return self.dequant(self.fc(self.drop(torch.flatten(self.avg(x), 1))))
+
+    def fuse(self) -> None:
+        fuse_modules(self.stem, [["0", "1", "2"]], inplace=True)
+        fuse_modules(self.head, [["0", "1"]], inplace=True)
+        for m in self.features:
+            m.fuse()
+
+
+@pytest.fixture(scope="module")
+def image() -> Any:
+    torch.manual_seed(0)
+    return torch.rand(1, 3, 64, 64)
+
+
+@pytest.mark.parametrize("engine", ["x86", "fbgemm"])
+def test_eager_resnet18_integers_match_torch(image: Any, engine: str) -> None:
+    torch.manual_seed(1)
+    model = QResNet18()
+    model.eval()
+    model.fuse()
+    q = quantize_eager(model, image, engine=engine)
+    script = trace(q, image)
+    features, logits = run_all(script, image.numpy())
+    want_features, want_logits = script(image)
+    assert_ints_match(features, want_features)
+    assert np.abs(logits.astype(np.int64) - want_logits.int_repr().numpy()).max() <= 1
+
+
+def test_eager_mobilenet_v2_matches_torch(image: Any) -> None:
+    torch.manual_seed(2)
+    model = QMobileNetV2()
+    model.eval()
+    model.fuse()
+    q = quantize_eager(model, image)
+    script = trace(q, image)
+    got = run(script, image.numpy())
+    assert_floats_close(got, script(image))
+
+
+def test_fx_resnet18_and_mobilenet_v2(zoo: Any, image: Any) -> None:
+    torch.manual_seed(3)
+    for model in (zoo.resnet18(num_classes=10, width=8), zoo.mobilenet_v2(10, width_mult=0.25)):
+        q = quantize_fx(model, image)
+        script = trace(q, image)
+        mod, _ = relay.frontend.from_pytorch(script, [("x", image.shape)])
+        text = mod.astext(show_meta_data=False)
+        assert "qnn.conv2d" in text and "qnn.dense" in text
+        assert_floats_close(run(script, image.numpy()), script(image))
+
+
+def test_fx_resnet18_with_dnnl(zoo: Any, image: Any, dnnl_available: bool) -> None:
+    if not dnnl_available:
+        pytest.skip("oneDNN is not installed: pip install relaykit[dnnl]")
+    torch.manual_seed(4)
+    q = quantize_fx(zoo.resnet18(num_classes=10, width=8), image)
+    script = trace(q, image)
+    assert_floats_close(run(script, image.numpy(), dnnl=True), script(image))
