@@ -260,3 +260,141 @@ def test_fx_resnet18_with_dnnl(zoo: Any, image: Any, dnnl_available: bool) -> No
     q = quantize_fx(zoo.resnet18(num_classes=10, width=8), image)
     script = trace(q, image)
     assert_floats_close(run(script, image.numpy(), dnnl=True), script(image))
+
+
+# -- single quantized modules (each returns its quantized output: integers compared) ----------
+class Wrapped(nn.Module):
+    """``QuantStub -> body`` with the quantized result returned as it is."""
+
+    def __init__(self, body: nn.Module, fuse: list[str] | None = None) -> None:
+        super().__init__()
+        self.quant = QuantStub()
+        self.body = body
+        self.fuse = fuse
+
+    def forward(self, x: Any) -> Any:
+        return self.body(self.quant(x))
+
+
+class Functional(nn.Module):
+    def __init__(self, fn: Any) -> None:
+        super().__init__()
+        self.ff = nn.quantized.FloatFunctional()
+        self.fn = fn
+
+    def forward(self, x: Any) -> Any:
+        return self.fn(self.ff, x)
+
+
+class TwoBranch(nn.Module):
+    """Two convolutions (different output scales) concatenated and multiplied."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Conv2d(3, 4, 3, padding=1)
+        self.b = nn.Conv2d(3, 4, 1)
+        self.cat = nn.quantized.FloatFunctional()
+        self.mul = nn.quantized.FloatFunctional()
+
+    def forward(self, x: Any) -> Any:
+        a, b = self.a(x), self.b(x)
+        return self.mul.mul(self.cat.cat([a, b], 1), self.cat.cat([b, a], 1))
+
+
+def _seq(*mods: nn.Module) -> nn.Sequential:
+    return nn.Sequential(*mods)
+
+
+MODULES = {
+    "conv_bn": (lambda: _seq(nn.Conv2d(3, 16, 3, bias=True), nn.BatchNorm2d(16)), ["0", "1"], (1, 3, 32, 32)),
+    "conv_bn_relu": (lambda: _seq(nn.Conv2d(3, 16, 3), nn.BatchNorm2d(16), nn.ReLU()), ["0", "1", "2"], (1, 3, 32, 32)),
+    "conv_strided_grouped": (lambda: _seq(nn.Conv2d(4, 8, 3, 2, 2, dilation=2, groups=2)), None, (1, 4, 32, 32)),
+    "linear": (lambda: _seq(nn.Linear(16, 32)), None, (16, 16)),
+    "linear_relu": (lambda: _seq(nn.Linear(16, 32), nn.ReLU()), ["0", "1"], (16, 16)),
+    "linear_3d": (lambda: _seq(nn.Linear(16, 8)), None, (2, 5, 16)),
+    "conv_transpose": (lambda: _seq(nn.ConvTranspose2d(3, 8, 3, stride=2)), None, (1, 3, 16, 16)),
+    "relu": (lambda: _seq(nn.ReLU()), None, (1, 3, 16, 16)),
+    "relu6": (lambda: _seq(nn.ReLU6()), None, (1, 3, 16, 16)),
+    "leaky_relu": (lambda: _seq(nn.LeakyReLU(0.1)), None, (1, 3, 16, 16)),
+    "hardswish": (lambda: _seq(nn.Hardswish()), None, (1, 3, 16, 16)),
+    "hardsigmoid": (lambda: _seq(nn.Hardsigmoid()), None, (1, 3, 16, 16)),
+    "sigmoid": (lambda: _seq(nn.Sigmoid()), None, (1, 3, 16, 16)),
+    "batch_norm": (lambda: _seq(nn.BatchNorm2d(3)), None, (1, 3, 16, 16)),
+    "avgpool": (lambda: _seq(nn.AvgPool2d(2)), None, (1, 3, 16, 16)),
+    "maxpool_flatten": (lambda: _seq(nn.MaxPool2d(2), nn.Flatten()), None, (1, 3, 16, 16)),
+    "upsample_bilinear": (lambda: _seq(nn.Upsample(scale_factor=2, mode="bilinear", align_corners=True)), None, (1, 3, 8, 8)),
+    "mul_scalar_negative": (lambda: Functional(lambda f, x: f.mul_scalar(x, -0.3)), None, (1, 3, 16, 16)),
+    "mul_scalar": (lambda: Functional(lambda f, x: f.mul_scalar(x, 2.5)), None, (1, 3, 16, 16)),
+    "add_scalar": (lambda: Functional(lambda f, x: f.add_scalar(x, 0.25)), None, (1, 3, 16, 16)),
+    "add_scalar_large": (lambda: Functional(lambda f, x: f.add_scalar(x, 3.0)), None, (1, 3, 16, 16)),
+    "cat_mul": (TwoBranch, None, (1, 3, 16, 16)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_quantized_module_integers_match_torch(name: str, per_channel: bool) -> None:
+    make, fuse, shape = MODULES[name]
+    torch.manual_seed(5)
+    body = make()
+    if per_channel and name == "conv_transpose":
+        pytest.skip("torch.ao quantizes transposed convolutions per tensor")
+    model = Wrapped(body).eval()
+    if fuse:
+        fuse_modules(body, fuse, inplace=True)
+    x = torch.rand(shape) * 2 - 0.5
+    engine = torch.backends.quantized.engine
+    if name == "conv_transpose":
+        # torch's x86 engine computes quantized conv_transpose2d unlike its own float
+        # definition (dequantize -> conv_transpose2d -> quantize); fbgemm agrees with it
+        torch.backends.quantized.engine = "fbgemm"
+    try:
+        q = quantize_eager(model, x, per_channel=per_channel)
+        script = trace(q, x)
+        want = script(x)
+    finally:
+        torch.backends.quantized.engine = engine
+    assert_ints_match(run(script, x.numpy()), want)
+
+
+def test_keep_quantized_weight_gives_int_params_and_the_same_result() -> None:
+    torch.manual_seed(6)
+    body = _seq(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.ReLU()).eval()
+    fuse_modules(body, ["0", "1", "2"], inplace=True)
+    x = torch.rand(1, 3, 16, 16)
+    script = trace(quantize_eager(Wrapped(body).eval(), x), x)
+    _, params = relay.frontend.from_pytorch(script, [("x", x.shape)], keep_quantized_weight=True)
+    assert sorted(p.dtype for p in params.values()) == ["int32", "int8"]
+    _, float_params = relay.frontend.from_pytorch(script, [("x", x.shape)])
+    assert sorted(p.dtype for p in float_params.values()) == ["float32", "float32"]
+    kept = run(script, x.numpy(), keep=True)
+    np.testing.assert_array_equal(kept, run(script, x.numpy()))
+    assert_ints_match(kept, script(x))
+
+
+@pytest.mark.parametrize("shape", [(16, 16), (10, 16, 16)])
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_dynamic_linear_matches_torch(shape: tuple[int, ...], per_channel: bool) -> None:
+    torch.manual_seed(7)
+    model = _seq(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 8)).eval()
+    qconfig = (torch.ao.quantization.per_channel_dynamic_qconfig if per_channel
+               else torch.ao.quantization.default_dynamic_qconfig)  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        q = torch.ao.quantization.quantize_dynamic(model, {nn.Linear: qconfig}, dtype=torch.qint8)
+    x = torch.randn(*shape)
+    script = trace(q, x)
+    mod, _ = relay.frontend.from_pytorch(script, [("x", x.shape)])
+    got = run(script, x.numpy())
+    np.testing.assert_allclose(got, script(x).numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_saved_and_loaded_script(tmp_path: Any) -> None:
+    torch.manual_seed(8)
+    model = Wrapped(_seq(nn.Conv2d(3, 4, 3), nn.AdaptiveAvgPool2d((1, 1)))).eval()
+    x = torch.rand(1, 3, 16, 16)
+    script = trace(quantize_eager(model, x), x)
+    path = tmp_path / "q.pt"
+    torch.jit.save(script, str(path))
+    loaded = torch.jit.load(str(path))
+    assert_ints_match(run(loaded, x.numpy()), loaded(x))

@@ -307,22 +307,26 @@ converter("quantized::add", "quantized::add_relu", "quantized::mul", "quantized:
 
 @converter("quantized::add_scalar", "quantized::add_scalar_relu")
 def _add_scalar(ctx: OpContext, args: list[Any]) -> QTensor:
-    """torch's rule: the integers stay, the zero point moves by the scalar's steps; when
-    that leaves the range, the scale widens and the values are requantized."""
+    """torch's rule: the scalar becomes ``c_q`` steps; the integers stay and the zero point
+    moves by ``c_q``; when that leaves the range, the zero point goes to the range's end,
+    the scale widens and ``q - zp + c_q`` is rescaled (float32 multiplier, half to even)."""
     x = _q(ctx, args[0])
     c = float(_value(ctx, args[1], "scalar"))
     qmin, qmax = qrange(x.dtype)
     s, zp = float(x.scale), int(x.zero_point)
     c_q = round(c / s)
-    if zp - c_q < qmin:
-        s2, z2 = (qmax - (zp - c_q)) / (qmax - qmin) * s, qmin
-    elif zp - c_q > qmax:
-        s2, z2 = ((zp - c_q) - qmin) / (qmax - qmin) * s, qmax
-    else:
+    if qmin <= zp - c_q <= qmax:
         out = QTensor(x.expr, x.scale, np.asarray(zp - c_q, "int32"), x.dtype)
         return _relu_clip(out) if ctx.op_name.endswith("_relu") else out
-    y = op.add(dequantize(x), const(np.float32(c)))
-    out = quantize(y, np.float32(s2), np.int32(z2), x.dtype)
+    if zp - c_q < qmin:
+        s2, z2 = (qmax - (zp - c_q)) / (qmax - qmin) * s, qmin
+    else:
+        s2, z2 = ((zp - c_q) - qmin) / (qmax - qmin) * s, qmax
+    multiplier = np.float32(s) * (np.float32(1.0) / np.float32(s2))
+    shifted = op.add(op.cast(x.expr, "int32"), const(np.int32(c_q - zp)))
+    scaled = op.multiply(op.cast(shifted, "float32"), const(np.float32(multiplier)))
+    y = qnn.quantize(scaled, const(np.float32(1.0)), const(np.int32(z2)), -1, x.dtype)
+    out = QTensor(y, np.float32(s2), np.int32(z2), x.dtype)
     return _relu_clip(out) if ctx.op_name.endswith("_relu") else out
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "FIXED_QPARAMS",
     "PackedParams",
     "QTensor",
+    "SAME_QPARAMS_AVERAGE",
     "SAME_QPARAMS_FLOAT",
     "SAME_QPARAMS_INT",
     "convert_on_quantized",
@@ -230,8 +231,13 @@ SAME_QPARAMS_INT = frozenset(
 #: aten ops torch computes in float on a quantized tensor and quantizes again with the
 #: input's scale and zero point
 SAME_QPARAMS_FLOAT = frozenset(
-    "avg_pool1d avg_pool2d adaptive_avg_pool1d adaptive_avg_pool2d _adaptive_avg_pool2d mean "
     "upsample_bilinear2d hardtanh relu relu6 clamp leaky_relu elu gelu".split()
+)
+#: aten ops torch computes on the integers less the zero point, rounding the float
+#: result half to even (averages: their ties are common), keeping the quantization
+SAME_QPARAMS_AVERAGE = frozenset(
+    "avg_pool1d avg_pool2d adaptive_avg_pool1d adaptive_avg_pool2d _adaptive_avg_pool2d "
+    "mean".split()
 )
 #: aten ops whose quantized output has fixed parameters: op -> dtype -> (scale, zero point)
 FIXED_QPARAMS: dict[str, dict[str, tuple[float, int]]] = {
@@ -260,6 +266,12 @@ def convert_on_quantized(ctx: OpContext, key: str, fn: Converter, args: list[Any
         return _wrap_like(result, first)
     if first.per_channel:
         raise ctx.fail(f"aten::{key} on a per-channel quantized tensor is not supported")
+    if key in SAME_QPARAMS_AVERAGE:
+        result = fn(ctx, _map(args, _centered))
+        return QTensor(
+            qnn.quantize(result, _fconst(1.0), first.zp_const(), -1, first.dtype),
+            first.scale, first.zero_point, first.dtype,
+        )  # fmt: skip
     if key in SAME_QPARAMS_FLOAT:
         result = fn(ctx, _map(args, dequantize))
         return quantize(result, first.scale, first.zero_point, first.dtype)
@@ -273,6 +285,12 @@ def convert_on_quantized(ctx: OpContext, key: str, fn: Converter, args: list[Any
         f"aten::{key} on a quantized tensor is not supported: dequantize before it (a "
         "DeQuantStub, or leave the op out of the qconfig) or give a custom_convert_map entry"
     )
+
+
+def _centered(q: QTensor) -> Expr:
+    """``q``'s integers less its zero point, in float32 (exact)."""
+    zp = const(np.asarray(q.zero_point, "float32"), "float32")
+    return op.subtract(op.cast(q.expr, "float32"), zp)
 
 
 def _wrap_like(result: Any, like: QTensor) -> Any:
