@@ -16,7 +16,6 @@ from torch import nn  # noqa: E402
 from torch.ao.quantization import (  # noqa: E402
     DeQuantStub,
     QuantStub,
-    QuantWrapper,
     fuse_modules,
     get_default_qconfig,
     get_default_qconfig_mapping,
@@ -46,7 +45,9 @@ def quantize_eager(model: nn.Module, x: Any, fuse: list[list[str]] | None = None
         )
 
         act = MovingAverageMinMaxObserver.with_args(reduce_range=False)
-        model.qconfig = torch.ao.quantization.QConfig(activation=act, weight=default_weight_observer)
+        model.qconfig = torch.ao.quantization.QConfig(
+            activation=act, weight=default_weight_observer
+        )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ao_prepare(model, inplace=True)
@@ -116,7 +117,9 @@ class QResBlock(nn.Module):
         self.bn2 = nn.BatchNorm2d(cout)
         self.down = None
         if stride != 1 or cin != cout:
-            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+            self.down = nn.Sequential(
+                nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout)
+            )
         self.add = nn.quantized.FloatFunctional()
 
     def forward(self, x: Any) -> Any:
@@ -167,10 +170,15 @@ class QInverted(nn.Module):
         hid = cin * expand
         self.res = stride == 1 and cin == cout
         self.conv = nn.Sequential(
-            nn.Conv2d(cin, hid, 1, bias=False), nn.BatchNorm2d(hid), nn.ReLU(),
-            nn.Conv2d(hid, hid, 3, stride, 1, groups=hid, bias=False), nn.BatchNorm2d(hid), nn.ReLU(),
-            nn.Conv2d(hid, cout, 1, bias=False), nn.BatchNorm2d(cout),
-        )  # fmt: skip
+            nn.Conv2d(cin, hid, 1, bias=False),
+            nn.BatchNorm2d(hid),
+            nn.ReLU(),
+            nn.Conv2d(hid, hid, 3, stride, 1, groups=hid, bias=False),
+            nn.BatchNorm2d(hid),
+            nn.ReLU(),
+            nn.Conv2d(hid, cout, 1, bias=False),
+            nn.BatchNorm2d(cout),
+        )
         self.add = nn.quantized.FloatFunctional()
 
     def forward(self, x: Any) -> Any:
@@ -186,7 +194,9 @@ class QMobileNetV2(nn.Module):
     def __init__(self, classes: int = 10) -> None:
         super().__init__()
         self.quant = QuantStub()
-        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, 2, 1, bias=False), nn.BatchNorm2d(8), nn.ReLU())
+        self.stem = nn.Sequential(
+            nn.Conv2d(3, 8, 3, 2, 1, bias=False), nn.BatchNorm2d(8), nn.ReLU()
+        )
         cfg = [(1, 8, 1, 1), (6, 8, 2, 2), (6, 16, 3, 2), (6, 24, 2, 2), (6, 32, 1, 1)]
         layers, cin = [], 8
         for t, c, n, s in cfg:
@@ -194,7 +204,9 @@ class QMobileNetV2(nn.Module):
                 layers.append(QInverted(cin, c, s if i == 0 else 1, t))
                 cin = c
         self.features = nn.Sequential(*layers)
-        self.head = nn.Sequential(nn.Conv2d(cin, 64, 1, bias=False), nn.BatchNorm2d(64), nn.Hardswish())
+        self.head = nn.Sequential(
+            nn.Conv2d(cin, 64, 1, bias=False), nn.BatchNorm2d(64), nn.Hardswish()
+        )
         self.avg = nn.AdaptiveAvgPool2d(1)
         self.drop = nn.Dropout(0.2)
         self.fc = nn.Linear(64, classes)
@@ -306,9 +318,21 @@ def _seq(*mods: nn.Module) -> nn.Sequential:
 
 
 MODULES = {
-    "conv_bn": (lambda: _seq(nn.Conv2d(3, 16, 3, bias=True), nn.BatchNorm2d(16)), ["0", "1"], (1, 3, 32, 32)),
-    "conv_bn_relu": (lambda: _seq(nn.Conv2d(3, 16, 3), nn.BatchNorm2d(16), nn.ReLU()), ["0", "1", "2"], (1, 3, 32, 32)),
-    "conv_strided_grouped": (lambda: _seq(nn.Conv2d(4, 8, 3, 2, 2, dilation=2, groups=2)), None, (1, 4, 32, 32)),
+    "conv_bn": (
+        lambda: _seq(nn.Conv2d(3, 16, 3, bias=True), nn.BatchNorm2d(16)),
+        ["0", "1"],
+        (1, 3, 32, 32),
+    ),
+    "conv_bn_relu": (
+        lambda: _seq(nn.Conv2d(3, 16, 3), nn.BatchNorm2d(16), nn.ReLU()),
+        ["0", "1", "2"],
+        (1, 3, 32, 32),
+    ),
+    "conv_strided_grouped": (
+        lambda: _seq(nn.Conv2d(4, 8, 3, 2, 2, dilation=2, groups=2)),
+        None,
+        (1, 4, 32, 32),
+    ),
     "linear": (lambda: _seq(nn.Linear(16, 32)), None, (16, 16)),
     "linear_relu": (lambda: _seq(nn.Linear(16, 32), nn.ReLU()), ["0", "1"], (16, 16)),
     "linear_3d": (lambda: _seq(nn.Linear(16, 8)), None, (2, 5, 16)),
@@ -322,13 +346,25 @@ MODULES = {
     "batch_norm": (lambda: _seq(nn.BatchNorm2d(3)), None, (1, 3, 16, 16)),
     "avgpool": (lambda: _seq(nn.AvgPool2d(2)), None, (1, 3, 16, 16)),
     "maxpool_flatten": (lambda: _seq(nn.MaxPool2d(2), nn.Flatten()), None, (1, 3, 16, 16)),
-    "upsample_bilinear": (lambda: _seq(nn.Upsample(scale_factor=2, mode="bilinear", align_corners=True)), None, (1, 3, 8, 8)),
-    "mul_scalar_negative": (lambda: Functional(lambda f, x: f.mul_scalar(x, -0.3)), None, (1, 3, 16, 16)),
+    "upsample_bilinear": (
+        lambda: _seq(nn.Upsample(scale_factor=2, mode="bilinear", align_corners=True)),
+        None,
+        (1, 3, 8, 8),
+    ),
+    "mul_scalar_negative": (
+        lambda: Functional(lambda f, x: f.mul_scalar(x, -0.3)),
+        None,
+        (1, 3, 16, 16),
+    ),
     "mul_scalar": (lambda: Functional(lambda f, x: f.mul_scalar(x, 2.5)), None, (1, 3, 16, 16)),
     "add_scalar": (lambda: Functional(lambda f, x: f.add_scalar(x, 0.25)), None, (1, 3, 16, 16)),
-    "add_scalar_large": (lambda: Functional(lambda f, x: f.add_scalar(x, 3.0)), None, (1, 3, 16, 16)),
+    "add_scalar_large": (
+        lambda: Functional(lambda f, x: f.add_scalar(x, 3.0)),
+        None,
+        (1, 3, 16, 16),
+    ),
     "cat_mul": (TwoBranch, None, (1, 3, 16, 16)),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("per_channel", [False, True])
@@ -384,7 +420,6 @@ def test_dynamic_linear_matches_torch(shape: tuple[int, ...], per_channel: bool)
         q = torch.ao.quantization.quantize_dynamic(model, {nn.Linear: qconfig}, dtype=torch.qint8)
     x = torch.randn(*shape)
     script = trace(q, x)
-    mod, _ = relay.frontend.from_pytorch(script, [("x", x.shape)])
     got = run(script, x.numpy())
     np.testing.assert_allclose(got, script(x).numpy(), rtol=1e-4, atol=1e-4)
 
@@ -398,3 +433,74 @@ def test_saved_and_loaded_script(tmp_path: Any) -> None:
     torch.jit.save(script, str(path))
     loaded = torch.jit.load(str(path))
     assert_ints_match(run(loaded, x.numpy()), loaded(x))
+
+
+# -- exported programs: quantized_decomposed quantize / dequantize ------------------------------
+class DecomposedQDQ(nn.Module):
+    """The QDQ form torch.export gives quantized models: integer weights, quantize /
+    dequantize pairs (per tensor and per channel, a narrowed int8 range) around float ops."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        gen = torch.Generator().manual_seed(9)
+        w = torch.randint(-127, 128, (8, 3, 3, 3), dtype=torch.int8, generator=gen)
+        self.register_buffer("w", w)
+        self.register_buffer("w_scale", torch.rand(8, generator=gen) * 0.01 + 1e-3)
+
+    def forward(self, x: Any) -> Any:
+        qd = torch.ops.quantized_decomposed
+        q = qd.quantize_per_tensor(x, 0.02, 3, 0, 255, torch.uint8)
+        xd = qd.dequantize_per_tensor(q, 0.02, 3, 0, 255, torch.uint8)
+        zps = torch.zeros(8, dtype=torch.int64)
+        wd = qd.dequantize_per_channel(self.w, self.w_scale, zps, 0, -127, 127, torch.int8)
+        y = torch.relu(torch.nn.functional.conv2d(xd, wd, padding=1))
+        return qd.quantize_per_tensor(y, 0.05, -128, -127, 127, torch.int8)
+
+
+def test_exported_program_with_decomposed_quantize_dequantize() -> None:
+    import torch.ao.quantization.fx._decomposed  # noqa: F401 - registers quantized_decomposed
+
+    model = DecomposedQDQ().eval()
+    x = torch.rand(1, 3, 16, 16) * 2 - 0.5
+    ep = torch.export.export(model, (x,))
+    mod, params = relay.frontend.from_exported_program(ep)
+    text = mod.astext(show_meta_data=False)
+    assert text.count("qnn.quantize") == 2 and text.count("qnn.dequantize") == 2
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm", params=params)
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    m.set_input(0, x.numpy())
+    m.run()
+    got = m.get_output(0).numpy()
+    want = model(x).numpy()
+    assert got.dtype == np.int8 and got.min() >= -127
+    diff = np.abs(got.astype(np.int64) - want)
+    assert diff.max() <= 1 and (diff == 0).mean() >= 0.99
+
+
+# -- errors -----------------------------------------------------------------------------------
+
+
+def test_a_quantized_tensor_where_relaykit_has_no_rule_names_the_op() -> None:
+    class TopK(nn.Module):
+        def forward(self, x: Any) -> Any:
+            return torch.topk(torch.quantize_per_tensor(x, 0.1, 0, torch.quint8), 2)[0]
+
+    x = torch.rand(1, 8)
+    script = trace(TopK(), x)
+    with pytest.raises(tvm.errors.FrontendError, match=r"aten::topk on a quantized tensor"):
+        relay.frontend.from_pytorch(script, [("x", x.shape)])
+
+
+def test_zero_point_out_of_range_is_refused_naming_the_node() -> None:
+    class BadZeroPoint(nn.Module):
+        def forward(self, x: Any) -> Any:
+            q = torch.ops.quantized_decomposed.quantize_per_tensor(x, 0.1, 300, 0, 255, torch.uint8)
+            return q
+
+    import torch.ao.quantization.fx._decomposed  # noqa: F401
+
+    x = torch.rand(1, 8)
+    ep = torch.export.export(BadZeroPoint(), (x,))
+    with pytest.raises(tvm.errors.RelayKitError, match=r"quantize_per_tensor.*zero.point"):
+        relay.frontend.from_exported_program(ep)

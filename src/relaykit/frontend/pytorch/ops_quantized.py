@@ -22,11 +22,12 @@ import numpy as np
 from relaykit import op
 from relaykit.ir.expr import Constant, Expr, Var, const
 from relaykit.op import nn, qnn
+from relaykit.transform.fold_constant import fold_constant
 
 from .quantized import PackedParams, QTensor, concat_q, dequantize, qrange, quantize, torch_qdtype
 from .registry import OpContext, converter
 
-__all__: list[str] = []
+__all__ = ["constant_arg"]
 
 
 def _q(ctx: OpContext, value: Any, what: str = "input") -> QTensor:
@@ -35,13 +36,16 @@ def _q(ctx: OpContext, value: Any, what: str = "input") -> QTensor:
     return value
 
 
-def _value(ctx: OpContext, value: Any, what: str) -> np.ndarray:
+def constant_arg(ctx: OpContext, value: Any, what: str) -> np.ndarray:
     """A constant argument (a number, a constant or a parameter of the model) as NumPy."""
     if isinstance(value, Constant):
         return value.data.numpy()
     if isinstance(value, Var) and value in ctx.constants:
         return np.asarray(ctx.constants[value])
     if isinstance(value, Expr):
+        folded = fold_constant(value)  # torch.zeros(n) and the like
+        if isinstance(folded, Constant):
+            return folded.data.numpy()
         raise ctx.fail(
             f"the {what} must be a constant (relaykit quantizes with constant parameters), "
             "got a value computed in the graph"
@@ -63,8 +67,8 @@ def _qdtype(ctx: OpContext, value: Any) -> str:
 def _quantize_per_tensor(ctx: OpContext, args: list[Any]) -> Any:
     x, scale, zp, dtype = args[:4]
     dt = _qdtype(ctx, dtype)
-    s = _value(ctx, scale, "scale").astype("float32").reshape(())
-    z = _value(ctx, zp, "zero point").astype("int32").reshape(())
+    s = constant_arg(ctx, scale, "scale").astype("float32").reshape(())
+    z = constant_arg(ctx, zp, "zero point").astype("int32").reshape(())
     if isinstance(x, (list, tuple)):
         return [quantize(ctx.expr(v), s, z, dt) for v in x]
     return quantize(ctx.expr(x), s, z, dt)
@@ -74,8 +78,8 @@ def _quantize_per_tensor(ctx: OpContext, args: list[Any]) -> Any:
 def _quantize_per_channel(ctx: OpContext, args: list[Any]) -> QTensor:
     x, scales, zps, axis, dtype = args[:5]
     x = ctx.expr(x)
-    s = _value(ctx, scales, "scales").astype("float32").reshape(-1)
-    z = _value(ctx, zps, "zero points").astype("int32").reshape(-1)
+    s = constant_arg(ctx, scales, "scales").astype("float32").reshape(-1)
+    z = constant_arg(ctx, zps, "zero points").astype("int32").reshape(-1)
     return quantize(x, s, z, _qdtype(ctx, dtype), ctx.axis(x, int(axis)))
 
 
@@ -180,7 +184,7 @@ def _conv(ctx: OpContext, args: list[Any]) -> QTensor:
     w = p.int_weight()
     wshape = ctx.shape(w)
     in_scale = (np.float64(x.scale) * np.asarray(p.w_scale, "float64")).astype("float32")
-    common = dict(
+    common: dict[str, Any] = dict(
         input_zero_point=x.zp_const(),
         kernel_zero_point=_kernel_zp(p),
         input_scale=x.scale_const(),
@@ -269,9 +273,11 @@ def _linear_dynamic(ctx: OpContext, args: list[Any]) -> Expr:
     acc = nn.dense(q, w, out_dtype="int32")
     w_scale = np.asarray(p.w_scale, "float32")
     y = op.multiply(op.cast(acc, "float32"), op.multiply(scale, const(w_scale)))
-    if p.bias is not None or p.bias_expr is not None:
-        b = p.bias_expr if p.bias_expr is not None else p.make_param("bias", p.bias.astype("float32"))  # type: ignore[union-attr]
-        y = nn.bias_add(y, b, axis=1)
+    bias = p.bias_expr
+    if bias is None and p.bias is not None:
+        bias = p.make_param("bias", p.bias.astype("float32"))
+    if bias is not None:
+        y = nn.bias_add(y, bias, axis=1)
     if ctx.op_name.startswith("quantized::linear_relu"):
         y = nn.relu(y)
     units = ctx.shape(w)[0]
@@ -300,9 +306,7 @@ def _binary(ctx: OpContext, args: list[Any]) -> QTensor:
     return _relu_clip(out) if ctx.op_name.endswith("_relu") else out
 
 
-converter("quantized::add", "quantized::add_relu", "quantized::mul", "quantized::mul_relu")(
-    _binary
-)
+converter("quantized::add", "quantized::add_relu", "quantized::mul", "quantized::mul_relu")(_binary)
 
 
 @converter("quantized::add_scalar", "quantized::add_scalar_relu")
@@ -311,7 +315,7 @@ def _add_scalar(ctx: OpContext, args: list[Any]) -> QTensor:
     moves by ``c_q``; when that leaves the range, the zero point goes to the range's end,
     the scale widens and ``q - zp + c_q`` is rescaled (float32 multiplier, half to even)."""
     x = _q(ctx, args[0])
-    c = float(_value(ctx, args[1], "scalar"))
+    c = float(constant_arg(ctx, args[1], "scalar"))
     qmin, qmax = qrange(x.dtype)
     s, zp = float(x.scale), int(x.zero_point)
     c_q = round(c / s)
@@ -335,7 +339,7 @@ def _mul_scalar(ctx: OpContext, args: list[Any]) -> QTensor:
     """torch's rule: the integers stay and the scale is multiplied; a negative scalar
     mirrors the integers in the range; zero gives zeros at scale 1."""
     x = _q(ctx, args[0])
-    c = float(_value(ctx, args[1], "scalar"))
+    c = float(constant_arg(ctx, args[1], "scalar"))
     qmin, qmax = qrange(x.dtype)
     if c == 0:
         out = QTensor(op.zeros_like(x.expr), np.float32(1.0), np.int32(0), x.dtype)

@@ -54,9 +54,7 @@ def torch_qdtype(value: Any) -> str | None:
     """The integer dtype of a torch quantized dtype (``torch.quint8`` or its number)."""
     if isinstance(value, int) and not isinstance(value, bool):
         return _QSCALAR_TYPES.get(value)
-    return {"torch.quint8": "uint8", "torch.qint8": "int8", "torch.qint32": "int32"}.get(
-        str(value)
-    )
+    return {"torch.quint8": "uint8", "torch.qint8": "int8", "torch.qint32": "int32"}.get(str(value))
 
 
 def qrange(dtype: str) -> tuple[int, int]:
@@ -140,8 +138,8 @@ class PackedParams:
             "float32"
         )
         if self.bias_expr is not None:
-            return qnn.quantize(self.bias_expr, _fconst(scale), _iconst(np.zeros_like(scale, "int32")),
-                                0, "int32")  # fmt: skip
+            zeros = _iconst(np.zeros_like(scale, "int32"))
+            return qnn.quantize(self.bias_expr, _fconst(scale), zeros, 0, "int32")
         if self.bias is None:
             return None
         if self.keep_quantized_weight:
@@ -222,22 +220,73 @@ def _first_q(args: Any) -> QTensor | None:
 
 #: aten ops torch runs on the integers of a quantized tensor, keeping its quantization
 SAME_QPARAMS_INT = frozenset(
-    "flatten reshape view view_as reshape_as contiguous permute transpose t numpy_T squeeze "
-    "unsqueeze expand expand_as max_pool1d max_pool2d max_pool2d_with_indices dropout "
-    "feature_dropout slice select narrow chunk split split_with_sizes unbind unflatten clone "
-    "detach upsample_nearest2d pixel_shuffle channel_shuffle repeat flip __getitem__ to "
-    "size dim numel".split()
+    [
+        "flatten",
+        "reshape",
+        "view",
+        "view_as",
+        "reshape_as",
+        "contiguous",
+        "permute",
+        "transpose",
+        "t",
+        "numpy_T",
+        "squeeze",
+        "unsqueeze",
+        "expand",
+        "expand_as",
+        "max_pool1d",
+        "max_pool2d",
+        "max_pool2d_with_indices",
+        "dropout",
+        "feature_dropout",
+        "slice",
+        "select",
+        "narrow",
+        "chunk",
+        "split",
+        "split_with_sizes",
+        "unbind",
+        "unflatten",
+        "clone",
+        "detach",
+        "upsample_nearest2d",
+        "pixel_shuffle",
+        "channel_shuffle",
+        "repeat",
+        "flip",
+        "__getitem__",
+        "to",
+        "size",
+        "dim",
+        "numel",
+    ]
 )
 #: aten ops torch computes in float on a quantized tensor and quantizes again with the
 #: input's scale and zero point
 SAME_QPARAMS_FLOAT = frozenset(
-    "upsample_bilinear2d hardtanh relu relu6 clamp leaky_relu elu gelu".split()
+    [
+        "upsample_bilinear2d",
+        "hardtanh",
+        "relu",
+        "relu6",
+        "clamp",
+        "leaky_relu",
+        "elu",
+        "gelu",
+    ]
 )
 #: aten ops torch computes on the integers less the zero point, rounding the float
 #: result half to even (averages: their ties are common), keeping the quantization
 SAME_QPARAMS_AVERAGE = frozenset(
-    "avg_pool1d avg_pool2d adaptive_avg_pool1d adaptive_avg_pool2d _adaptive_avg_pool2d "
-    "mean".split()
+    [
+        "avg_pool1d",
+        "avg_pool2d",
+        "adaptive_avg_pool1d",
+        "adaptive_avg_pool2d",
+        "_adaptive_avg_pool2d",
+        "mean",
+    ]
 )
 #: aten ops whose quantized output has fixed parameters: op -> dtype -> (scale, zero point)
 FIXED_QPARAMS: dict[str, dict[str, tuple[float, int]]] = {
@@ -298,7 +347,7 @@ def _wrap_like(result: Any, like: QTensor) -> Any:
     if isinstance(result, Expr):
         try:
             dtype = OpContext("", "").dtype(result)
-        except Exception:  # noqa: BLE001 - a tuple-typed result: leave it to the caller
+        except Exception:
             return result
         return like.with_expr(result) if dtype == like.dtype else result
     if isinstance(result, (list, tuple)):
