@@ -4,6 +4,7 @@ built and run; the integers are compared with torch's own quantized kernels."""
 
 from __future__ import annotations
 
+import importlib
 import warnings
 from typing import Any
 
@@ -458,7 +459,7 @@ class DecomposedQDQ(nn.Module):
 
 
 def test_exported_program_with_decomposed_quantize_dequantize() -> None:
-    import torch.ao.quantization.fx._decomposed  # noqa: F401 - registers quantized_decomposed
+    importlib.import_module("torch.ao.quantization.fx._decomposed")  # registers the ops
 
     model = DecomposedQDQ().eval()
     x = torch.rand(1, 3, 16, 16) * 2 - 0.5
@@ -498,9 +499,57 @@ def test_zero_point_out_of_range_is_refused_naming_the_node() -> None:
             q = torch.ops.quantized_decomposed.quantize_per_tensor(x, 0.1, 300, 0, 255, torch.uint8)
             return q
 
-    import torch.ao.quantization.fx._decomposed  # noqa: F401
+    importlib.import_module("torch.ao.quantization.fx._decomposed")
 
     x = torch.rand(1, 8)
     ep = torch.export.export(BadZeroPoint(), (x,))
     with pytest.raises(tvm.errors.RelayKitError, match=r"quantize_per_tensor.*zero.point"):
         relay.frontend.from_exported_program(ep)
+
+
+class DirectOps(nn.Module):
+    """torch's quantized operators called directly: weights prepacked in the graph from
+    quantized tensor attributes, and the fused ``_relu`` forms."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        gen = torch.Generator().manual_seed(10)
+        w = torch.randn(6, 3, 3, 3, generator=gen) * 0.3
+        self.register_buffer(
+            "wq", torch.quantize_per_channel(w, w.abs().amax((1, 2, 3)) / 127,
+                                             torch.zeros(6, dtype=torch.long), 0, torch.qint8)
+        )  # fmt: skip
+        self.register_buffer("b", torch.randn(6, generator=gen) * 0.1)
+        lw = torch.randn(5, 12 * 4 * 4, generator=gen) * 0.05
+        self.register_buffer("lwq", torch.quantize_per_tensor(lw, 0.002, 0, torch.qint8))
+        self.register_buffer("lb", torch.randn(5, generator=gen) * 0.1)
+        for name in ("gamma", "beta", "mean"):
+            self.register_buffer(name, torch.randn(6, generator=gen) * 0.2 + (name == "gamma"))
+        self.register_buffer("var", torch.rand(6, generator=gen) + 0.5)
+
+    def forward(self, x: Any) -> Any:
+        ops = torch.ops.quantized
+        q = torch.quantize_per_tensor(x, 0.02, 10, torch.quint8)
+        packed = ops.conv2d_prepack(self.wq, self.b, [2, 2], [1, 1], [1, 1], 1)
+        c = ops.conv2d(q, packed, 0.05, 60)
+        bn = ops.batch_norm2d_relu(c, self.gamma, self.beta, self.mean, self.var, 1e-5, 0.04, 0)
+        s = ops.sigmoid(c, 1.0 / 256, 0)
+        a = ops.add_relu(bn, s, 0.05, 5)
+        m = ops.mul_relu(a, c, 0.1, 50)
+        k = ops.cat_relu([m, a], 1, 0.08, 70)
+        k = ops.add_scalar_relu(k, -0.5)
+        k = ops.mul_scalar_relu(k, 0.7)
+        pooled = torch.nn.functional.max_pool2d(k, 2).flatten(1)
+        return k, ops.linear_relu(pooled, ops.linear_prepack(self.lwq, self.lb), 0.02, 0)
+
+
+def test_direct_quantized_ops_with_prepacked_weights() -> None:
+    model = DirectOps().eval()
+    x = torch.rand(1, 3, 16, 16) * 2 - 0.5
+    script = trace(model, x)
+    kinds = {n.kind() for n in script.inlined_graph.nodes()}
+    assert {"quantized::conv2d_prepack", "quantized::linear_prepack"} <= kinds
+    features, out = run_all(script, x.numpy())
+    want_features, want_out = script(x)
+    assert_ints_match(features, want_features)
+    assert np.abs(out.astype(np.int64) - want_out.int_repr().numpy()).max() <= 1

@@ -120,7 +120,7 @@ def _no_param(name: str, value: np.ndarray) -> Expr:
     return const(value)
 
 
-@converter("quantized::linear_prepack", "quantized::linear_prepack_fp16")
+@converter("quantized::linear_prepack")
 def _linear_prepack(ctx: OpContext, args: list[Any]) -> PackedParams:
     return PackedParams(kind="linear", **_prepack_weight(ctx, args[0], args[1]))
 
@@ -376,16 +376,6 @@ def _hardswish(ctx: OpContext, args: list[Any]) -> QTensor:
         return op.divide(op.multiply(v, gate), const(np.float32(6)))
 
     return _float_unary(ctx, x, hswish, args[1], args[2])
-
-
-@converter("quantized::hardsigmoid")
-def _hardsigmoid(ctx: OpContext, args: list[Any]) -> QTensor:
-    x = _q(ctx, args[0])
-
-    def hsig(v: Expr) -> Expr:
-        return op.divide(op.clip(op.add(v, const(np.float32(3))), 0.0, 6.0), const(np.float32(6)))
-
-    return _float_unary(ctx, x, hsig, args[1], args[2])
 
 
 @converter("quantized::sigmoid")

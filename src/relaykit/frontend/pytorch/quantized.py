@@ -338,8 +338,19 @@ def convert_on_quantized(ctx: OpContext, key: str, fn: Converter, args: list[Any
 
 def _centered(q: QTensor) -> Expr:
     """``q``'s integers less its zero point, in float32 (exact)."""
-    zp = const(np.asarray(q.zero_point, "float32"), "float32")
-    return op.subtract(op.cast(q.expr, "float32"), zp)
+    values = op.cast(q.expr, "float32")
+    if int(q.zero_point) == 0:
+        return values
+    return op.subtract(values, const(np.asarray(q.zero_point, "float32"), "float32"))
+
+
+def _requantize_as_torch(q: QTensor, scale: np.ndarray, zero_point: np.ndarray) -> Expr:
+    """``q`` to ``scale``/``zero_point`` as torch's quantized cat computes it, in float32:
+    ``nearbyint((q - zp) * s * (1 / scale)) + zero_point`` (dividing by ``scale`` instead
+    rounds the many exact ties of round-number scales the other way)."""
+    inv = np.float32(1.0) / np.float32(scale)
+    scaled = op.multiply(dequantize(q), const(inv, "float32"))
+    return qnn.quantize(scaled, _fconst(1.0), _iconst(zero_point), -1, q.dtype)
 
 
 def _wrap_like(result: Any, like: QTensor) -> Any:
@@ -376,22 +387,22 @@ def concat_q(
     zero_point: Any,
     stack: bool = False,
 ) -> QTensor:
-    """``qnn.concatenate`` of quantized tensors to ``scale``/``zero_point``."""
+    """Quantized tensors concatenated with ``scale``/``zero_point``: each input with other
+    parameters is requantized as torch does it (dequantize, quantize: one rounding of the
+    float value; ``qnn.concatenate``'s fixed-point requantization differs from torch on a
+    tenth of such elements), then the integers are concatenated."""
     if any(q.per_channel for q in items):
         raise ctx.fail("concatenating per-channel quantized tensors is not supported")
-    exprs = [q.expr for q in items]
+    s = np.asarray(scale, "float32").reshape(())
+    z = np.asarray(zero_point, "int32").reshape(())
+    dtype = items[0].dtype
+    exprs = []
+    for q in items:
+        same = float(q.scale) == float(s) and int(q.zero_point) == int(z) and q.dtype == dtype
+        exprs.append(q.expr if same else _requantize_as_torch(q, s, z))
     if stack:
         axis = ctx.axis(op.expand_dims(exprs[0], 0), dim)
         exprs = [op.expand_dims(e, axis) for e in exprs]
     else:
         axis = ctx.axis(exprs[0], dim)
-    out = qnn.concatenate(
-        exprs,
-        [q.scale_const() for q in items],
-        [q.zp_const() for q in items],
-        _fconst(scale),
-        _iconst(zero_point),
-        axis,
-    )
-    return QTensor(out, np.asarray(scale, "float32"), np.asarray(zero_point, "int32"),
-                   items[0].dtype)  # fmt: skip
+    return QTensor(op.concatenate(exprs, axis), s, z, dtype)
