@@ -56,6 +56,10 @@ CASES: list[tuple[str, Callable[..., Any], tuple[tuple[int, ...], ...]]] = [
     ("add_rank3_var", relay.add, (N4, (8, 1, 1))),
     ("multiply", relay.multiply, (N4, N4)),
     ("multiply_scalar", lambda x: x * relay.const(0.5), (N4,)),
+    # A zero scalar (QDQ models carry ``x + 0.0``): only a division by it is special.
+    ("add_zero_relu", lambda x: relay.nn.relu(relay.add(x, relay.const(0.0))), (N4,)),
+    ("subtract_zero", lambda x: x - relay.const(0.0), (N4,)),
+    ("multiply_zero", lambda x: x * relay.const(0.0), (N4,)),
     ("subtract", relay.subtract, (N4, N4)),
     ("subtract_const", lambda x: x - _w(1, 1, 10, 1), (N4,)),
     ("const_minus_x", lambda x: relay.const(2.0) - x, (N4,)),

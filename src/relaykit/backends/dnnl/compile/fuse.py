@@ -498,9 +498,11 @@ def scale_to_linear(p: Program) -> None:
         alg = n.attrs["alg"]
         if alg == "div" and v == 0:
             continue
-        alpha, beta = {
-            "mul": (v, 0.0), "div": (1.0 / v, 0.0), "add": (1.0, v), "sub": (1.0, -v)
-        }[alg]  # fmt: skip
+        # Only the chosen form is computed: ``1 / v`` exists for a division alone.
+        if alg in ("add", "sub"):
+            alpha, beta = 1.0, (v if alg == "add" else -v)
+        else:
+            alpha, beta = (v if alg == "mul" else 1.0 / v), 0.0
         p.nodes[i] = Node("eltwise", [n.inputs[0]], n.out, {"alg": "linear", "alpha": alpha,
                                                             "beta": beta})  # fmt: skip
 
