@@ -266,13 +266,33 @@ def test_fx_resnet18_and_mobilenet_v2(zoo: Any, image: Any) -> None:
         assert_floats_close(run(script, image.numpy()), script(image))
 
 
-def test_fx_resnet18_with_dnnl(zoo: Any, image: Any, dnnl_available: bool) -> None:
+@pytest.mark.parametrize("which", ["resnet18", "mobilenet_v2"])
+def test_fx_models_with_dnnl(zoo: Any, image: Any, dnnl_available: bool, which: str) -> None:
     if not dnnl_available:
         pytest.skip("oneDNN is not installed: pip install relaykit[dnnl]")
     torch.manual_seed(4)
-    q = quantize_fx(zoo.resnet18(num_classes=10, width=8), image)
-    script = trace(q, image)
-    assert_floats_close(run(script, image.numpy(), dnnl=True), script(image))
+    model = (
+        zoo.resnet18(num_classes=10, width=8)
+        if which == "resnet18"
+        else zoo.mobilenet_v2(10, width_mult=0.25)
+    )
+    script = trace(quantize_fx(model, image), image)
+    want = script(image)
+    dnnl = run(script, image.numpy(), dnnl=True)
+    assert_floats_close(dnnl, want)
+    np.testing.assert_allclose(dnnl, run(script, image.numpy()), rtol=0, atol=1e-6)
+
+
+def test_eager_resnet18_integers_with_dnnl(image: Any, dnnl_available: bool) -> None:
+    if not dnnl_available:
+        pytest.skip("oneDNN is not installed: pip install relaykit[dnnl]")
+    torch.manual_seed(1)
+    model = QResNet18()
+    model.eval()
+    model.fuse()
+    script = trace(quantize_eager(model, image), image)
+    features, _ = run_all(script, image.numpy(), dnnl=True)
+    assert_ints_match(features, script(image)[0])
 
 
 # -- single quantized modules (each returns its quantized output: integers compared) ----------
