@@ -25,7 +25,9 @@ from typing import Any
 import numpy as np
 
 from relaykit import op
-from relaykit.ir.expr import Constant, Expr, const
+from relaykit.ir.expr import Constant, Expr, TupleWrapper, checked_type_or_none, const
+from relaykit.ir.type_check import infer_type_local
+from relaykit.ir.types import TensorType
 from relaykit.op import qnn
 
 from .registry import Converter, OpContext
@@ -312,7 +314,7 @@ def convert_on_quantized(ctx: OpContext, key: str, fn: Converter, args: list[Any
         return _cat(ctx, key, args)
     if key in SAME_QPARAMS_INT:
         result = fn(ctx, _map(args, lambda q: q.expr))
-        return _wrap_like(result, first)
+        return _wrap_like(ctx, result, first)
     if first.per_channel:
         raise ctx.fail(f"aten::{key} on a per-channel quantized tensor is not supported")
     if key in SAME_QPARAMS_AVERAGE:
@@ -353,18 +355,18 @@ def _requantize_as_torch(q: QTensor, scale: np.ndarray, zero_point: np.ndarray) 
     return qnn.quantize(scaled, _fconst(1.0), _iconst(zero_point), -1, q.dtype)
 
 
-def _wrap_like(result: Any, like: QTensor) -> Any:
-    """Integer results of a same-parameters op as QTensors with ``like``'s quantization."""
+def _wrap_like(ctx: OpContext, result: Any, like: QTensor) -> Any:
+    """Integer results of a same-parameters op as QTensors with ``like``'s quantization
+    (results of other dtypes -- sizes, indices -- stay as they are)."""
+    if isinstance(result, TupleWrapper):
+        return [_wrap_like(ctx, result[i], like) for i in range(len(result))]
     if isinstance(result, Expr):
-        try:
-            dtype = OpContext("", "").dtype(result)
-        except Exception:
-            return result
-        return like.with_expr(result) if dtype == like.dtype else result
+        ty = checked_type_or_none(result) or infer_type_local(result)
+        if isinstance(ty, TensorType) and ty.dtype == like.dtype:
+            return like.with_expr(result)
+        return result
     if isinstance(result, (list, tuple)):
-        return type(result)(_wrap_like(r, like) for r in result)
-    if hasattr(result, "__getitem__") and hasattr(result, "astuple"):  # a TupleWrapper
-        return [_wrap_like(result[i], like) for i in range(len(result))]
+        return type(result)(_wrap_like(ctx, r, like) for r in result)
     return result
 
 
