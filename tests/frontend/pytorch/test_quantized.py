@@ -573,3 +573,25 @@ def test_direct_quantized_ops_with_prepacked_weights() -> None:
     want_features, want_out = script(x)
     assert_ints_match(features, want_features)
     assert np.abs(out.astype(np.int64) - want_out.int_repr().numpy()).max() <= 1
+
+
+class Averages(nn.Module):
+    """Averages of a quantized tensor with an odd zero point: torch rounds ``zp + mean``
+    half to even, and the ties are common."""
+
+    def forward(self, x: Any) -> Any:
+        q = torch.quantize_per_tensor(x, 0.05, 7, torch.quint8)
+        return (
+            q.mean((2, 3), keepdim=True),
+            torch.nn.functional.adaptive_avg_pool2d(q, (3, 3)),
+            torch.nn.functional.avg_pool2d(q, 3, 2, 1),
+            torch.nn.functional.adaptive_avg_pool2d(q, 1),
+        )
+
+
+def test_averages_of_quantized_tensors_round_as_torch() -> None:
+    torch.manual_seed(11)
+    x = torch.rand(2, 16, 10, 10) * 3
+    script = trace(Averages(), x)
+    for got, want in zip(run_all(script, x.numpy()), script(x), strict=True):
+        assert_ints_match(got, want)

@@ -279,7 +279,8 @@ SAME_QPARAMS_FLOAT = frozenset(
     ]
 )
 #: aten ops torch computes on the integers less the zero point, rounding the float
-#: result half to even (averages: their ties are common), keeping the quantization
+#: result plus the zero point half to even (averages: their ties are common), keeping the
+#: quantization
 SAME_QPARAMS_AVERAGE = frozenset(
     [
         "avg_pool1d",
@@ -318,9 +319,13 @@ def convert_on_quantized(ctx: OpContext, key: str, fn: Converter, args: list[Any
     if first.per_channel:
         raise ctx.fail(f"aten::{key} on a per-channel quantized tensor is not supported")
     if key in SAME_QPARAMS_AVERAGE:
+        # torch rounds ``zp + average`` (half to even), not ``average`` before adding zp
         result = fn(ctx, _map(args, _centered))
+        if int(first.zero_point) != 0:
+            result = op.add(result, const(np.asarray(first.zero_point, "float32"), "float32"))
+        zero = _iconst(np.int32(0))
         return QTensor(
-            qnn.quantize(result, _fconst(1.0), first.zp_const(), -1, first.dtype),
+            qnn.quantize(result, _fconst(1.0), zero, -1, first.dtype),
             first.scale, first.zero_point, first.dtype,
         )  # fmt: skip
     if key in SAME_QPARAMS_FLOAT:
