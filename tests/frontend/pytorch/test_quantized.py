@@ -354,6 +354,11 @@ MODULES = {
         None,
         (1, 4, 32, 32),
     ),
+    "conv1d_relu": (
+        lambda: _seq(nn.Conv1d(4, 8, 3, stride=2, padding=1), nn.ReLU()),
+        ["0", "1"],
+        (1, 4, 32),
+    ),
     "linear": (lambda: _seq(nn.Linear(16, 32)), None, (16, 16)),
     "linear_relu": (lambda: _seq(nn.Linear(16, 32), nn.ReLU()), ["0", "1"], (16, 16)),
     "linear_3d": (lambda: _seq(nn.Linear(16, 8)), None, (2, 5, 16)),

@@ -178,6 +178,9 @@ def _kernel_zp(p: PackedParams) -> Constant:
 def _conv(ctx: OpContext, args: list[Any]) -> QTensor:
     x = _q(ctx, args[0])
     p = _packed(ctx, args[1])
+    one_d = "conv1d" in ctx.op_name  # torch packs a 1-d kernel as a 2-d one of height 1
+    if one_d:
+        x = x.with_expr(op.expand_dims(x.expr, 2))
     if p.kind != "conv":
         raise ctx.fail("a convolution needs convolution weights, got linear ones")
     scale, zp = args[2], args[3]
@@ -208,10 +211,12 @@ def _conv(ctx: OpContext, args: list[Any]) -> QTensor:
     if bias is not None:
         acc = nn.bias_add(acc, bias, axis=1)
     relu = ctx.op_name.endswith("_relu")
-    return _requantize_out(acc, in_scale, x, scale, zp, 1, relu)
+    out = _requantize_out(acc, in_scale, x, scale, zp, 1, relu)
+    return out.with_expr(op.squeeze(out.expr, [2])) if one_d else out
 
 
 converter("quantized::conv2d", "quantized::conv2d_relu")(_conv)
+converter("quantized::conv1d", "quantized::conv1d_relu")(_conv)
 converter("quantized::conv_transpose2d")(_conv)
 
 
