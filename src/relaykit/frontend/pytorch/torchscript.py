@@ -26,6 +26,8 @@ from relaykit.ir.types import TensorType
 from relaykit.runtime.ndarray import NDArray
 
 from .common import build_module, converting, report_unsupported_nodes
+from .packed import PACKED_PREFIX, quantized_tensor, unpack_params
+from .quantized import convert_on_quantized, has_qtensor, unwrap_outputs
 from .registry import (
     OpContext,
     dtype_name,
@@ -94,12 +96,15 @@ class TorchScriptImporter:
         custom_convert_map: Mapping[str, Callable[..., Any]] | None,
         default_dtype: str,
         friendly_names: bool,
+        keep_quantized_weight: bool = False,
     ) -> None:
         self.module = module
         self.input_infos = list(input_infos)
         self.custom = dict(custom_convert_map or {})
         self.default_dtype = default_dtype
         self.friendly_names = friendly_names
+        self.keep_quantized_weight = keep_quantized_weight
+        self.constants: dict[Var, np.ndarray] = {}
         self.values: dict[Any, Any] = {}
         self.params: dict[str, NDArray] = {}
         self.param_vars: dict[str, Var] = {}
@@ -127,7 +132,9 @@ class TorchScriptImporter:
         """Whether a node of ``kind`` converts (handled here, custom or in the table)."""
         if kind in _PRIM or kind in self.custom:
             return True
-        return kind.startswith("aten::") and lookup(op_key(kind))[0] is not None
+        if not kind.startswith(("aten::", "quantized::")):
+            return False
+        return lookup(op_key(kind))[0] is not None
 
     # -- inputs and parameters ---------------------------------------------------------------
     def bind_inputs(self, graph: Any) -> list[Var]:
@@ -155,13 +162,19 @@ class TorchScriptImporter:
     def param(self, path: str, value: Any) -> Any:
         if not hasattr(value, "detach"):
             return value  # a non-tensor attribute (an int, a list...)
+        if getattr(value, "is_quantized", False):
+            return quantized_tensor(value, lambda arr: self.new_param(path, arr))
+        return self.new_param(path, tensor_to_numpy(value))
+
+    def new_param(self, path: str, arr: np.ndarray) -> Var:
+        """The parameter of ``main`` named after ``path`` holding ``arr``."""
         name = path.replace(".", "_") if self.friendly_names else path
         var = self.param_vars.get(name)
         if var is None:
-            arr = tensor_to_numpy(value)
             var = Var(name, TensorType(arr.shape, numpy_dtype_name(arr)))
             self.param_vars[name] = var
             self.params[name] = NDArray(arr.copy())
+            self.constants[var] = arr
         return var
 
     def get_attr(self, node: Any) -> Any:
@@ -178,6 +191,14 @@ class TorchScriptImporter:
                     value = getattr(value, part)
             return self.param(path, value)
         if node.output().type().kind() == "ClassType":
+            if node.output().type().str().startswith(PACKED_PREFIX):
+                obj = self.module
+                for part in path.split("."):
+                    obj = getattr(obj, part)
+                return unpack_params(
+                    obj, lambda suffix, arr: self.new_param(f"{path}.{suffix}", arr),
+                    self.keep_quantized_weight,
+                )  # fmt: skip
             return _Module(path)
         value = self.module
         for part in path.split("."):
@@ -211,6 +232,7 @@ class TorchScriptImporter:
     def convert(self, node: Any, args: list[Any]) -> list[Any]:
         kind = node.kind()
         ctx = OpContext(kind, _describe(node), self.default_dtype)
+        ctx.constants = self.constants
         if kind in self.custom:
             types = [ctx.dtype(a) if isinstance(a, Expr) else type(a).__name__ for a in args]
             result = self.custom[kind](args, types)
@@ -218,7 +240,12 @@ class TorchScriptImporter:
             fn, inplace = lookup(op_key(kind))
             if fn is None:  # pragma: no cover - check_supported reported it
                 raise FrontendError(f"no converter for {kind}")
-            result = fn(ctx, args)
+            if kind.startswith("aten::") and has_qtensor(args):
+                result = key = op_key(kind)
+                key = key[:-1] if inplace else key
+                result = convert_on_quantized(ctx, key, fn, args)
+            else:
+                result = fn(ctx, args)
             if inplace:  # x.add_(y): later uses of x see the new value
                 self.values[node.inputsAt(0)] = result
         n = node.outputsSize()
@@ -237,7 +264,7 @@ class TorchScriptImporter:
                 outs = self.prim(node, args) if node.kind() in _PRIM else self.convert(node, args)
             for value, out in zip(node.outputs(), outs, strict=True):
                 self.values[value] = out
-        outputs = [self.values[v] for v in graph.return_node().inputs()]
+        outputs = [unwrap_outputs(self.values[v]) for v in graph.return_node().inputs()]
         result = outputs[0] if len(outputs) == 1 else tuple(outputs)
         mod = build_module(result, inputs, list(self.param_vars.values()), "the TorchScript graph")
         return mod, self.params
@@ -290,9 +317,12 @@ def from_pytorch(
 ) -> tuple[IRModule, dict[str, NDArray]]:
     """See :func:`relaykit.frontend.pytorch.from_pytorch`."""
     require_torch()
-    if keep_quantized_weight:
-        raise FrontendError("quantized models are not supported yet (keep_quantized_weight)")
     importer = TorchScriptImporter(
-        script_module, input_infos, custom_convert_map, default_dtype, use_parser_friendly_name
+        script_module,
+        input_infos,
+        custom_convert_map,
+        default_dtype,
+        use_parser_friendly_name,
+        keep_quantized_weight,
     )
     return importer.run()
