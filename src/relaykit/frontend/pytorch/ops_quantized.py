@@ -24,7 +24,16 @@ from relaykit.ir.expr import Constant, Expr, Var, const
 from relaykit.op import nn, qnn
 from relaykit.transform.fold_constant import fold_constant
 
-from .quantized import PackedParams, QTensor, concat_q, dequantize, qrange, quantize, torch_qdtype
+from .quantized import (
+    EVEN,
+    PackedParams,
+    QTensor,
+    concat_q,
+    dequantize,
+    qrange,
+    quantize,
+    torch_qdtype,
+)
 from .registry import OpContext, converter
 
 __all__ = ["constant_arg"]
@@ -334,7 +343,9 @@ def _add_scalar(ctx: OpContext, args: list[Any]) -> QTensor:
     multiplier = np.float32(s) * (np.float32(1.0) / np.float32(s2))
     shifted = op.add(op.cast(x.expr, "int32"), const(np.int32(c_q - zp)))
     scaled = op.multiply(op.cast(shifted, "float32"), const(np.float32(multiplier)))
-    y = qnn.quantize(scaled, const(np.float32(1.0)), const(np.int32(z2)), -1, x.dtype)
+    y = qnn.quantize(
+        scaled, const(np.float32(1.0)), const(np.int32(z2)), -1, x.dtype, rounding=EVEN
+    )
     out = QTensor(y, np.float32(s2), np.int32(z2), x.dtype)
     return _relu_clip(out) if ctx.op_name.endswith("_relu") else out
 

@@ -21,7 +21,7 @@ from relaykit.ir.expr import Expr, const
 from relaykit.op import qnn
 
 from .ops_quantized import constant_arg
-from .quantized import qrange
+from .quantized import EVEN, qrange
 from .registry import OpContext, converter, dtype_name
 
 __all__: list[str] = []
@@ -59,7 +59,7 @@ def _quantize(ctx: OpContext, args: list[Any], per_channel: bool) -> Expr:
         axis = -1
     dt = _dtype(ctx, dtype)
     s, z = _params(ctx, scale, zp, per_channel)
-    q = qnn.quantize(ctx.expr(x), s, z, axis, dt)
+    q = qnn.quantize(ctx.expr(x), s, z, axis, dt, rounding=EVEN)
     lo, hi = qrange(dt)
     if (int(qmin), int(qmax)) != (lo, hi):
         q = op.clip(q, int(qmin), int(qmax))

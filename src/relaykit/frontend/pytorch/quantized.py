@@ -32,6 +32,9 @@ from relaykit.op import qnn
 
 from .registry import Converter, OpContext
 
+#: torch rounds quantized values to nearest, halves to even (``nearbyint``).
+EVEN = "TONEAREST_EVEN"
+
 __all__ = [
     "FIXED_QPARAMS",
     "PackedParams",
@@ -129,7 +132,12 @@ class PackedParams:
                 real = ((self.weight.astype("int32") - zp) * sc).astype("float32")
                 var = self.make_param("weight", real)
                 self._weight_cache = qnn.quantize(
-                    var, _fconst(self.w_scale), _iconst(self.w_zero_point), self.w_axis, "int8"
+                    var,
+                    _fconst(self.w_scale),
+                    _iconst(self.w_zero_point),
+                    self.w_axis,
+                    "int8",
+                    rounding=EVEN,
                 )
         return self._weight_cache
 
@@ -141,7 +149,7 @@ class PackedParams:
         )
         if self.bias_expr is not None:
             zeros = _iconst(np.zeros_like(scale, "int32"))
-            return qnn.quantize(self.bias_expr, _fconst(scale), zeros, 0, "int32")
+            return qnn.quantize(self.bias_expr, _fconst(scale), zeros, 0, "int32", rounding=EVEN)
         if self.bias is None:
             return None
         if self.keep_quantized_weight:
@@ -149,7 +157,7 @@ class PackedParams:
             return self.make_param("bias", np.clip(q, -(2**31), 2**31 - 1).astype("int32"))
         var = self.make_param("bias", self.bias.astype("float32"))
         zp = np.zeros(np.shape(scale), "int32")
-        return qnn.quantize(var, _fconst(scale), _iconst(zp), 0, "int32")
+        return qnn.quantize(var, _fconst(scale), _iconst(zp), 0, "int32", rounding=EVEN)
 
 
 def _bcast(v: np.ndarray, ndim: int, axis: int) -> np.ndarray:
@@ -178,7 +186,9 @@ def quantize(x: Expr, scale: Any, zero_point: Any, dtype: str, axis: int = -1) -
     """``qnn.quantize`` of the float ``x`` as a :class:`QTensor`."""
     s = np.asarray(scale, "float32")
     z = np.asarray(zero_point, "int32")
-    return QTensor(qnn.quantize(x, _fconst(s), _iconst(z), axis, dtype), s, z, dtype, axis)
+    return QTensor(
+        qnn.quantize(x, _fconst(s), _iconst(z), axis, dtype, rounding=EVEN), s, z, dtype, axis
+    )
 
 
 def has_qtensor(args: Any) -> bool:
@@ -325,7 +335,7 @@ def convert_on_quantized(ctx: OpContext, key: str, fn: Converter, args: list[Any
             result = op.add(result, const(np.asarray(first.zero_point, "float32"), "float32"))
         zero = _iconst(np.int32(0))
         return QTensor(
-            qnn.quantize(result, _fconst(1.0), zero, -1, first.dtype),
+            qnn.quantize(result, _fconst(1.0), zero, -1, first.dtype, rounding=EVEN),
             first.scale, first.zero_point, first.dtype,
         )  # fmt: skip
     if key in SAME_QPARAMS_FLOAT:
@@ -357,7 +367,7 @@ def _requantize_as_torch(q: QTensor, scale: np.ndarray, zero_point: np.ndarray) 
     rounds the many exact ties of round-number scales the other way)."""
     inv = np.float32(1.0) / np.float32(scale)
     scaled = op.multiply(dequantize(q), const(inv, "float32"))
-    return qnn.quantize(scaled, _fconst(1.0), _iconst(zero_point), -1, q.dtype)
+    return qnn.quantize(scaled, _fconst(1.0), _iconst(zero_point), -1, q.dtype, rounding=EVEN)
 
 
 def _wrap_like(ctx: OpContext, result: Any, like: QTensor) -> Any:
