@@ -17,8 +17,15 @@ from typing import Any, NoReturn
 
 from relaykit.errors import UnsupportedFeatureError
 
-__all__ = ["finalize_modules", "finalize_modules_vm", "has_cutlass", "num_cutlass_partitions",
-           "tune_cutlass_kernels", "build_cutlass_kernels", "build_cutlass_kernels_vm"]  # fmt: skip
+__all__ = [
+    "finalize_modules",
+    "finalize_modules_vm",
+    "has_cutlass",
+    "num_cutlass_partitions",
+    "tune_cutlass_kernels",
+    "build_cutlass_kernels",
+    "build_cutlass_kernels_vm",
+]
 
 INSTEAD = "CUTLASS is an NVIDIA GPU library and relaykit compiles for the host CPU"
 

@@ -79,8 +79,7 @@ def assert_allclose(
     """
     got = np.asarray(actual.numpy() if isinstance(actual, NDArray) else actual)
     want = np.asarray(desired.numpy() if isinstance(desired, NDArray) else desired)
-    if got.shape != want.shape:
-        raise AssertionError(f"assert_allclose: shapes differ, {got.shape} vs {want.shape}")
+    np.testing.assert_equal(got.shape, want.shape, err_msg="assert_allclose: shapes differ")
     np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, verbose=verbose)
 
 
