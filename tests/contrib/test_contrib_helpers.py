@@ -21,3 +21,12 @@ def test_assert_allclose_accepts_ndarrays_and_checks_values_and_shapes():
         tvm.testing.assert_allclose(tvm.nd.array(a), a + 1e-3, atol=1e-5)
     with pytest.raises(AssertionError, match="shapes differ"):
         tvm.testing.assert_allclose(np.ones((3,)), np.ones((1, 3)))
+
+
+def test_contrib_utils_is_an_attribute_after_import():
+    import subprocess
+    import sys
+
+    code = "import relaykit as tvm; d = tvm.contrib.utils.tempdir(); print(bool(d.temp_dir))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True"
