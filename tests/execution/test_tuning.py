@@ -161,3 +161,16 @@ def test_auto_scheduler_flow(tmp_path):
     assert ALGORITHM_ATTR in next(n for n in lib.plan.nodes if n.name == "nn.conv2d").attrs
     with pytest.warns(UserWarning, match="no tuning log"):
         auto_scheduler.ApplyHistoryBest(str(tmp_path / "missing.json"))
+
+
+def test_tvm_schedule_records_are_ignored_with_a_warning(tmp_path):
+    log = tmp_path / "tvm.log"
+    log.write_text(
+        '{"i": ["llvm", "conv2d_nchw.x86", [], {}], '
+        '"r": [[0.0003], 0, 3.2, 1570811630.6], "v": 0.1}\n'
+    )
+    with pytest.warns(UserWarning, match="1 TVM schedule record"):
+        assert load_records(str(log)) == []
+    (tmp_path / "bad.log").write_text("not json\n")
+    with pytest.raises(ArgumentError, match="bad.log:1"):
+        load_records(str(tmp_path / "bad.log"))

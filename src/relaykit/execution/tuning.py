@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import time
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -204,12 +205,16 @@ def measure(
 def load_records(path: str) -> list[MeasureRecord]:
     """The records of a tuning log (JSON lines, as ``MeasureRecord.to_json`` writes)."""
     records = []
+    foreign = 0
     with open(path) as f:
         for number, line in enumerate(f, 1):
             if not line.strip():
                 continue
             try:
                 r = json.loads(line)
+                if isinstance(r, dict) and "i" in r and "r" in r and "workload" not in r:
+                    foreign += 1  # a TVM schedule record: no relaykit kernel reads schedules
+                    continue
                 records.append(
                     MeasureRecord(
                         r["workload"],
@@ -224,6 +229,12 @@ def load_records(path: str) -> list[MeasureRecord]:
                 raise ArgumentError(
                     f"{path}:{number}: not a tuning record ({exc}); was it written by a tuner?"
                 ) from None
+    if foreign:
+        warnings.warn(
+            f"{path}: {foreign} TVM schedule record(s) ignored; relaykit's kernels take no "
+            "schedules (its tuners write records of kernel algorithms)",
+            stacklevel=2,
+        )
     return records
 
 
