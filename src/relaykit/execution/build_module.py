@@ -60,6 +60,7 @@ from .evaluator import describe_call
 from .fusion import fusion_of, host_passes, plan_fusion
 from .graph_executor import GraphExecutor
 from .graph_plan import GraphPlan
+from .kernel_choices import apply_choices
 from .lower import lower_to_plan
 from .memory_plan import MemoryReport, memory_report
 
@@ -419,6 +420,7 @@ def build_graph(
             "partition them to a backend that supports them"
         )
     plan.bound_params = bound
+    apply_choices(plan)  # tuned kernel choices in force (autotvm.apply_history_best)
     plan.fusion = plan_fusion(plan)  # stored in the plan: executors and artifacts reuse it
     plan.output_names = output_tensor_names(source, len(plan.heads))
     lib.constants = {k: np.asarray(v) for k, v in consts.items() if np.ndim(v) == 0}
