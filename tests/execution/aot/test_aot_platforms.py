@@ -23,6 +23,7 @@ import pytest
 
 import relaykit as tvm
 from relaykit import relay
+from relaykit.byoc import partition_for
 from relaykit.errors import ArtifactError, CompilerNotFoundError, MissingDependencyError
 from relaykit.execution.aot.platforms import build_mlf, memory_report, read_metadata, run_build
 from relaykit.relay.backend import Executor, Runtime
@@ -98,7 +99,12 @@ def _mlp():
         hh = np.maximum(d.astype(np.float64) @ p["w1"].T + p["b1"], 0)
         return _softmax(hh @ p["w2"].T + p["b2"])
 
-    return relay.Function([x, *v.values()], y), params, {"features:0": data}, ref
+    return (
+        tvm.IRModule.from_expr(relay.Function([x, *v.values()], y)),
+        params,
+        {"features:0": data},
+        ref,
+    )
 
 
 def _conv(x: np.ndarray, w: np.ndarray, pad: int) -> np.ndarray:
@@ -143,10 +149,36 @@ def _cnn():
         m = a2.reshape(1, 8, 4, 2, 4, 2).max(axis=(3, 5))
         return _softmax(m.reshape(1, -1) @ p["fc"].T + p["fb"])
 
-    return relay.Function([x, *v.values()], y), params, {"image": data}, ref
+    return tvm.IRModule.from_expr(relay.Function([x, *v.values()], y)), params, {"image": data}, ref
 
 
-MODELS = {"mlp": _mlp, "cnn": _cnn}
+def _partitioned():
+    """A model with ccompiler regions: their C and constants join the same program."""
+    rng = np.random.default_rng(12)
+    x = relay.var("x", shape=(1, 4, 6, 6))
+    w = rng.standard_normal((4, 4, 3, 3)).astype("float32") * 0.3
+    b = rng.standard_normal(4).astype("float32")
+    wd = rng.standard_normal((3, 144)).astype("float32") * 0.2
+    c = relay.nn.relu(
+        relay.nn.bias_add(relay.nn.conv2d(x, relay.const(w), padding=(1, 1)), relay.const(b))
+    )
+    t = relay.tanh(c)  # stays outside the regions
+    y = relay.nn.softmax(relay.nn.dense(relay.nn.batch_flatten(t * c), relay.const(wd)))
+    mod = partition_for(tvm.IRModule.from_expr(relay.Function([x], y)), "ccompiler")
+    data = rng.standard_normal((1, 4, 6, 6)).astype("float32")
+
+    def ref(d: np.ndarray) -> np.ndarray:
+        cc = np.maximum(
+            _conv(d.astype(np.float64), w.astype(np.float64), 1)
+            + b.astype(np.float64)[:, None, None],
+            0,
+        )
+        return _softmax((np.tanh(cc) * cc).reshape(1, -1) @ wd.astype(np.float64).T)
+
+    return mod, None, {"x": data}, ref
+
+
+MODELS = {"mlp": _mlp, "cnn": _cnn, "ccompiler": _partitioned}
 
 
 @pytest.fixture(scope="module")
@@ -155,9 +187,9 @@ def tars(tmp_path_factory) -> dict[str, tuple[Path, dict, object]]:
     out = {}
     root = tmp_path_factory.mktemp("mlf")
     for name, make in MODELS.items():
-        fn, params, inputs, ref = make()
+        mod, params, inputs, ref = make()
         lib = relay.build(
-            tvm.IRModule.from_expr(fn),
+            mod,
             target="c",
             params=params,
             executor=Executor("aot", {"interface-api": "c", "unpacked-api": True}),
@@ -271,7 +303,7 @@ def test_cortex_m_memory_report_agrees_with_the_elf(model, arm_builds):
         if len(parts) == 4:
             addr, size, _, sym = int(parts[0], 16), int(parts[1], 16), parts[2], parts[3]
             sizes[sym] = size
-            if sym.startswith("tvmgen_default_const_"):
+            if re.fullmatch(r"tvmgen_default_(\w+_)?const_\w+", sym):
                 assert addr < 0x400000  # constants in flash
                 flash += size
             if sym == "tvmgen_default_workspace" or re.fullmatch(r"(in|out)\d+", sym):
@@ -361,3 +393,17 @@ def test_missing_qemu_names_the_package(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     with pytest.raises(MissingDependencyError, match="apt-get install qemu-system-arm"):
         cortexm.qemu_command(tmp_path / "model.elf")
+
+
+def test_a_model_too_big_for_the_board_is_refused():
+    from relaykit.errors import BuildError
+    from relaykit.execution.aot.cortexm import check_fits
+
+    main = {"workspace_size_bytes": 5 << 20, "constants_size_bytes": 100, "io_size_bytes": 64}
+    with pytest.raises(BuildError, match=r"mps2-an385.*workspace and input/output buffers take"):
+        check_fits({"memory": {"functions": {"main": [main]}}})
+    main.update(workspace_size_bytes=1024, constants_size_bytes=8 << 20)
+    with pytest.raises(BuildError, match="its constants take 8388608 bytes"):
+        check_fits({"memory": {"functions": {"main": [main]}}})
+    main.update(constants_size_bytes=1 << 20)
+    check_fits({"memory": {"functions": {"main": [main]}}})

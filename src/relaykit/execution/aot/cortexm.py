@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from relaykit.errors import ArtifactError, ExecutionError, MissingDependencyError
+from relaykit.errors import ArtifactError, BuildError, ExecutionError, MissingDependencyError
 
 from .platforms import compile_c, missing_tool, read_metadata, write_inputs
 
@@ -105,8 +105,12 @@ SECTIONS
   . = ALIGN(8);
   end = .;
   __end__ = .;
+  ASSERT(end + %(reserve)d <= _estack, "RAM overflowed: no room for the stack and heap")
 }
 """
+
+#: Bytes of flash and of RAM kept for the C library, the stack and the heap.
+_RESERVE = 64 << 10
 
 _CFLAGS = [
     "-mcpu=cortex-m3",
@@ -175,15 +179,27 @@ def memory_from_map(map_text: str, meta: Mapping[str, Any]) -> dict[str, Any]:
     def model(obj: str) -> bool:
         return Path(obj).name.startswith(f"{name}_lib")
 
-    code = sum(s for sec, _, s, obj in sections if sec.startswith(".text") and model(obj))
-    consts = sum(s for sec, _, s, obj in sections if sec.startswith(f".rodata.{prefix}_const_"))
+    const = re.compile(rf"\.rodata\.{prefix}_(?:\w+_)?const_\w+")
+    consts = sum(s for sec, _, s, obj in sections if const.fullmatch(sec) and model(obj))
+    # the rest of the model's objects in flash: code, literals, backend constant tables
+    code = sum(
+        s
+        for sec, _, s, obj in sections
+        if sec.startswith((".text", ".rodata")) and model(obj) and not const.fullmatch(sec)
+    )
     ws = sum(s for sec, _, s, _ in sections if sec == f".bss.{prefix}_workspace")
     io = sum(
         s
         for sec, _, s, obj in sections
         if re.fullmatch(r"\.bss\.(in|out)\d+", sec) and Path(obj).name.startswith("main")
     )
+    other_ram = sum(
+        s
+        for sec, _, s, obj in sections
+        if sec.startswith((".data", ".bss")) and model(obj) and sec != f".bss.{prefix}_workspace"
+    )
     agree = {
+        "RAM besides the workspace": (0, other_ram),
         "workspace": (ws_meta, ws),
         "constants": (consts_meta, consts),
         "inputs and outputs": (io_meta, io),
@@ -223,16 +239,38 @@ def memory_from_map(map_text: str, meta: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def check_fits(meta: Mapping[str, Any]) -> None:
+    """A :class:`BuildError` when the model cannot fit the board (before building)."""
+    main = meta["memory"]["functions"]["main"][0]
+    consts = int(main["constants_size_bytes"])
+    ram = int(main["workspace_size_bytes"]) + int(main["io_size_bytes"])
+    flash_len, ram_len = BOARD["flash"][1], BOARD["ram"][1]
+    problems = []
+    if consts > flash_len - _RESERVE:
+        problems.append(f"its constants take {consts} bytes of the {flash_len} bytes of flash")
+    if ram > ram_len - _RESERVE:
+        problems.append(
+            f"its workspace and input/output buffers take {ram} bytes of the {ram_len} bytes of RAM"
+        )
+    if problems:
+        raise BuildError(
+            f"the model does not fit the {BOARD['machine']} board: {'; '.join(problems)} "
+            f"({_RESERVE // 1024} KiB of each are kept for the C library, stack and heap); "
+            "use a smaller model or quantize it to int8"
+        )
+
+
 def build(
     tools: Mapping[str, list[str]], root: Path, meta: Mapping[str, Any], out_dir: Path, tar: Path
 ) -> tuple[Path, dict[str, Any]]:
     """Build ``model.elf`` and its ``model.map``; the program and its memory report."""
+    check_fits(meta)
     (out_dir / "startup.c").write_text(_STARTUP)
     flash_at, flash_len = BOARD["flash"]
     ram_at, ram_len = BOARD["ram"]
     (out_dir / "model.ld").write_text(
         _LINKER % {"machine": BOARD["machine"], "flash_at": flash_at, "flash_len": flash_len,
-                   "ram_at": ram_at, "ram_len": ram_len}
+                   "ram_at": ram_at, "ram_len": ram_len, "reserve": _RESERVE}
     )  # fmt: skip
     sources = sorted(str(p) for p in (root / "codegen/host/src").glob("*.c"))
     exe, mapfile = out_dir / "model.elf", out_dir / "model.map"
