@@ -29,7 +29,7 @@ import numpy as np
 
 from relaykit.errors import ArtifactError, BuildError, ExecutionError, MissingDependencyError
 
-from .platforms import compile_c, missing_tool, read_metadata, write_inputs
+from .builddir import compile_c, missing_tool, read_metadata, write_inputs
 
 __all__ = ["BOARD", "arm_toolchain", "build", "map_sections", "memory_from_map", "run"]
 

@@ -31,7 +31,7 @@ import numpy as np
 
 from relaykit.errors import ExecutionError, MissingDependencyError
 
-from .platforms import (
+from .builddir import (
     compile_c,
     io_buffers,
     missing_tool,
