@@ -407,3 +407,48 @@ def test_a_model_too_big_for_the_board_is_refused():
         check_fits({"memory": {"functions": {"main": [main]}}})
     main.update(constants_size_bytes=1 << 20)
     check_fits({"memory": {"functions": {"main": [main]}}})
+
+
+def _fake_tool(bin_dir: Path, name: str, script: str) -> None:
+    bin_dir.mkdir(exist_ok=True)
+    tool = bin_dir / name
+    tool.write_text("#!/bin/sh\n" + script)
+    tool.chmod(0o755)
+
+
+@pytest.mark.skipif(shutil.which("sh") is None, reason="needs a POSIX shell for the fake tools")
+def test_each_missing_part_of_the_wasm_toolchain_names_its_package(tmp_path, monkeypatch):
+    from relaykit.execution.aot import wasm
+
+    bin_dir = tmp_path / "bin"
+    monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.delenv("RELAYKIT_WASI_SYSROOT", raising=False)
+    monkeypatch.setattr(wasm, "_SYSROOTS", ())
+    with pytest.raises(CompilerNotFoundError, match="apt-get install clang lld wasi-libc"):
+        wasm.wasm_toolchain()
+    _fake_tool(bin_dir, "clang", 'case "$*" in *libc.a*) echo libc.a;; esac\n')
+    with pytest.raises(CompilerNotFoundError, match="wasm-ld.*apt-get install lld"):
+        wasm.wasm_toolchain()
+    _fake_tool(bin_dir, "wasm-ld", "exit 0\n")
+    with pytest.raises(CompilerNotFoundError, match="apt-get install wasi-libc"):
+        wasm.wasm_toolchain()
+    libc = tmp_path / "libc.a"
+    libc.write_bytes(b"")
+    script = f'case "$*" in *libc.a*) echo {libc};; *libgcc*) echo /nonexistent/rt.a;; esac\n'
+    _fake_tool(bin_dir, "clang", script)
+    with pytest.raises(CompilerNotFoundError, match="apt-get install libclang-rt-14-dev-wasm32"):
+        wasm.wasm_toolchain()
+
+
+@pytest.mark.skipif(shutil.which("sh") is None, reason="needs a POSIX shell for the fake tools")
+def test_missing_newlib_names_its_package(tmp_path, monkeypatch):
+    from relaykit.execution.aot import cortexm
+
+    bin_dir = tmp_path / "bin"
+    monkeypatch.setenv("PATH", str(bin_dir))
+    with pytest.raises(CompilerNotFoundError, match="apt-get install gcc-arm-none-eabi"):
+        cortexm.arm_toolchain()
+    # gcc prints the bare name of a library it cannot find
+    _fake_tool(bin_dir, "arm-none-eabi-gcc", "echo librdimon.a\n")
+    with pytest.raises(CompilerNotFoundError, match="apt-get install libnewlib-arm-none-eabi"):
+        cortexm.arm_toolchain()

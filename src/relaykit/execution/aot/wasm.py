@@ -276,7 +276,7 @@ def build(
     cc = tools["cc"]
     include = ["-I", str(root / "codegen/host/include")]
     sources = sorted(str(p) for p in (root / "codegen/host/src").glob("*.c"))
-    flags = ["-O2", "-std=c99", "-msimd128", *include]
+    flags = ["-O2", "-std=c99", "-msimd128", "-Wl,-z,stack-size=1048576", *include]
     exe = out_dir / "model.wasm"
     compile_c([*cc, *flags, *sources, str(out_dir / "main.c"), "-o", str(exe), "-lm"],
               tar, "wasm")  # fmt: skip
