@@ -61,7 +61,10 @@ def build_mlf(tar: Path, out_dir: Path, platform: str = "host") -> Path:
     """Extract ``tar`` into ``out_dir``, write ``main.c`` and build for ``platform``.
 
     Returns the program (``model``, ``model.wasm`` or ``model.elf``). The toolchain is
-    checked before anything is written.
+    checked before anything is written; a failed build removes the directory it made.
+
+    >>> build_mlf(Path("model.tar"), Path("m3"), "cortex-m")  # doctest: +SKIP
+    PosixPath('m3/model.elf')
     """
     tar, out_dir = Path(tar), Path(out_dir)
     if platform == "wasm":
@@ -144,6 +147,9 @@ def run_build(
 
     Host builds run natively, wasm builds under ``engine`` (``wasmtime``, the default,
     or ``node``), Cortex-M builds under ``qemu-system-arm``.
+
+    >>> run_build(Path("m3"), {"image": x})["output"].shape  # doctest: +SKIP
+    (1, 5)
     """
     build_dir = Path(build_dir)
     record = read_build(build_dir)
