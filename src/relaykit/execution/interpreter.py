@@ -169,18 +169,19 @@ def _shape_text(ty: TensorType) -> str:
 
 
 def to_runtime_value(value: Any) -> Any:
-    """Interpreter values as users see them: NDArrays, tuples of them, closures."""
+    """Interpreter values as users see them: NDArrays, tuples of them (as :class:`ADT`
+    objects with tag 0, which are tuples), constructor values, closures."""
     if isinstance(value, np.ndarray):
         return NDArray(value)
     if isinstance(value, np.generic):
         return NDArray(np.asarray(value))
-    if isinstance(value, tuple):
-        return tuple(to_runtime_value(v) for v in value)
     if isinstance(value, ConstructorValue):
-        fields = [to_runtime_value(v) for v in value.fields]
+        fields = [to_runtime_value(v) for v in value]
         return ConstructorValue(value.tag, fields, value.constructor)
     if isinstance(value, ADT):
-        return ADT(value.tag, [to_runtime_value(v) for v in value.fields])
+        return ADT(value.tag, [to_runtime_value(v) for v in value])
+    if isinstance(value, tuple):
+        return ADT(0, [to_runtime_value(v) for v in value])
     if isinstance(value, RefValue):
         return RefValue(to_runtime_value(value.value))
     return value
@@ -195,6 +196,8 @@ def from_runtime_value(value: Any) -> Any:
         return ConstructorValue(value.tag, fields, value.constructor)
     if isinstance(value, RefValue):
         return RefValue(from_runtime_value(value.value))
+    if isinstance(value, ADT) and value.tag != 0:
+        return ADT(value.tag, [from_runtime_value(v) for v in value])
     if isinstance(value, (tuple, list)):
         return tuple(from_runtime_value(v) for v in value)
     return value
