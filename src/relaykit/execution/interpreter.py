@@ -45,6 +45,7 @@ from relaykit.runtime.ndarray import NDArray
 from relaykit.runtime.vm import ADT
 from relaykit.transform.bind import bind, bind_params_by_name
 from relaykit.transform.infer_type import infer_module
+from relaykit.transform.remove_unused_functions import remove_unused_functions
 
 from .evaluator import Activation, Closure, Environment, Evaluator, describe_call
 from .graph_runner import GraphRunner
@@ -270,6 +271,9 @@ class Executor:
         main_name = "__evaluate_target__"
         func = expr if isinstance(expr, Function) else Function([], expr)
         mod[main_name] = func
+        # Only what the evaluated function reaches is checked (a Prelude brings hundreds
+        # of globals the program may never call).
+        mod = remove_unused_functions(mod, [main_name])
         infer_module(mod)
         machine = Interpreter(mod)
         if isinstance(expr, Function):
