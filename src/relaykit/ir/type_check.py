@@ -145,10 +145,7 @@ class TypeChecker:
         self.pending: list[Expr] = []  # nodes typed while some of their type was unknown
         self.deferred: list[tuple[Call, Op, Unknown]] = []  # op calls waiting for inputs
         self.solved: set[Var] = set()  # unannotated variables whose type was solved
-        # Calls whose type arguments inference chose (an operator's: its input types; a
-        # polymorphic callee's: its type parameters' instances), written on the calls
-        # once the run succeeds (TVM's ``Call.type_args``).
-        self.call_type_args: list[tuple[Call, list[Type]]] = []
+        self.call_type_args: list[tuple[Call, list[Type]]] = []  # see write_type_args
 
     # -- error reporting -------------------------------------------------------
     def fail(self, node: Expr, message: str) -> RelayTypeError:
@@ -181,10 +178,11 @@ class TypeChecker:
         return self.done[id(self.root)]
 
     def write_type_args(self) -> None:
-        """Set ``type_args`` of the calls typed in this run to what inference chose."""
+        """Set ``type_args`` of the calls typed in this run (TVM's ``Call.type_args``): an
+        operator call's input types, a polymorphic callee's type parameters' instances."""
         for call, types in self.call_type_args:
             resolved = [self.resolve(t) for t in types] if self.holes else types
-            if not any(has_unknown(t) for t in resolved):
+            if not any(map(has_unknown, resolved)):
                 call._set_type_args(resolved)
 
     def unify_self(self) -> None:
@@ -448,9 +446,7 @@ class TypeChecker:
         ``fn (args) -> ?``)."""
         ft = self.resolve(ft)
         if type(ft) is FuncType and ft.type_params:
-            instances: list[Type] = []
-            ft = self.instantiate(ft, instances)
-            self.call_type_args.append((call, instances))
+            ft = self.instantiate(ft, call)
         if type(ft) is Unknown:
             ret = self.fresh(call)
             self.unify(ft, FuncType(arg_types, ret))
@@ -595,14 +591,13 @@ class TypeChecker:
         return None if None in parts else self.resolve(a)
 
     # -- unknown types ---------------------------------------------------------
-    def instantiate(self, ft: FuncType, instances: list[Type] | None = None) -> FuncType:
-        """``ft`` with its type parameters replaced by fresh unknowns (appended to
-        ``instances`` when given)."""
+    def instantiate(self, ft: FuncType, call: Call | None = None) -> FuncType:
+        """``ft`` with its type parameters replaced by fresh unknowns (``call``'s type args)."""
         if not ft.type_params:
             return ft
         fresh: dict[Type, Type] = {tv: self.fresh(None) for tv in ft.type_params}
-        if instances is not None:
-            instances.extend(fresh.values())
+        if call is not None:
+            self.call_type_args.append((call, list(fresh.values())))
         args = [substitute(a, fresh) for a in ft.arg_types]
         return FuncType(args, substitute(ft.ret_type, fresh))
 
@@ -838,8 +833,7 @@ def function_signature(fn: Function) -> FuncType | None:
     """The declared type of a function, if all of it is annotated (else ``None``)."""
     if fn.ret_type is None or any(p.type_annotation is None for p in fn.params):
         return None
-    args = [p.type_annotation for p in fn.params]
-    return FuncType(args, fn.ret_type, fn.type_params)  # type: ignore[arg-type]
+    return FuncType([p.type_annotation for p in fn.params], fn.ret_type, fn.type_params)  # type: ignore[misc]
 
 
 def global_types(mod: GlobalScope | None) -> dict[str, FuncType]:

@@ -25,7 +25,7 @@ Two families, as in TVM's prelude:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from relaykit.errors import IRError
 from relaykit.ir.adt import (
@@ -39,14 +39,15 @@ from relaykit.ir.adt import (
     TypeCall,
     TypeData,
 )
+from relaykit.ir.analysis import free_vars
 from relaykit.ir.expr import Call, Expr, Function, GlobalVar, If, Let, Var, const
 from relaykit.ir.symbolic import Any as AnyDim
 from relaykit.ir.types import TensorType, Type
 from relaykit.op import add, arange, concatenate, equal, expand_dims, shape_of, subtract, take
 from relaykit.transform.infer_type import InferType
 
-if TYPE_CHECKING:
-    from .prelude import Prelude
+#: A ``relaykit.relay.prelude.Prelude`` (its module ``mod`` and name lookups).
+Prelude = Any
 
 __all__ = [
     "TENSOR_ARRAY_DTYPES",
@@ -629,8 +630,6 @@ def get_tensor_array_shape(expr: Expr, dtype: str, prelude: Prelude) -> tuple[An
 
     Types ``expr`` as the body of the prelude module's ``main`` (TVM's behaviour).
     """
-    from relaykit.ir.analysis import free_vars
-
     mod = prelude.mod
     mod["main"] = Function(free_vars(expr), expr)
     mod = InferType()(mod)
