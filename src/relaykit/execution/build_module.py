@@ -53,6 +53,7 @@ from relaykit.transform.bind import bind_params_by_name
 from relaykit.transform.infer_type import InferType
 from relaykit.transform.pass_infra import Pass, Sequential
 from relaykit.transform.pipeline import optimization_passes
+from relaykit.transform.remove_unused_functions import remove_unused_functions
 
 from .aot import AOTExecutorFactoryModule, build_aot
 from .codegen.registry import get_codegen
@@ -443,6 +444,9 @@ def _optimized(
     if not isinstance(ir_mod, IRModule):
         raise BuildError(f"relay.build takes an IRModule, got {type(ir_mod).__name__}")
     mod = lift_external_functions(ir_mod.copy())
+    if "main" in mod:
+        # Only main runs: the globals it does not reach (a Prelude's, say) are not built.
+        mod = remove_unused_functions(mod)
     bound: list[str] = []
     if params:
         names = {p.name_hint for p in mod["main"].params}
