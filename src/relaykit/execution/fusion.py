@@ -49,6 +49,8 @@ from typing import Any
 import numpy as np
 
 from relaykit.backends.host import conv as host_conv
+from relaykit.backends.host import qnn as host_qnn
+from relaykit.backends.host import qnn_ops
 from relaykit.backends.host.conv import Epilogue
 from relaykit.backends.host.kernels import Scratch, conv2d_run, dense_run
 from relaykit.execution.graph_plan import FusedGroup, GraphPlan, PlanNode
@@ -57,12 +59,22 @@ from relaykit.transform.gelu import FuseGelu
 from relaykit.transform.layer_norm import FuseLayerNorm
 from relaykit.transform.pass_infra import Pass
 
-__all__ = ["FusedGroup", "PRODUCERS", "bind_group", "fusion_of", "host_passes", "plan_fusion"]
+__all__ = [
+    "FusedGroup",
+    "PRODUCERS",
+    "QNN_PRODUCERS",
+    "bind_group",
+    "fusion_of",
+    "host_passes",
+    "plan_fusion",
+]
 
 Run = Callable[[], Any]
 
 #: Operators whose output an epilogue can follow.
 PRODUCERS = frozenset({"nn.conv2d", "nn.dense"})
+#: Integer products whose requantize epilogue fuses (:mod:`relaykit.backends.host.qnn`).
+QNN_PRODUCERS = frozenset({"qnn.conv2d", "qnn.dense", "qnn.batch_matmul"})
 _INF = float("inf")
 
 
@@ -183,6 +195,11 @@ def plan_fusion(plan: GraphPlan) -> dict[int, FusedGroup]:
     groups: dict[int, FusedGroup] = {}
     nodes = plan.nodes
     for i, node in enumerate(nodes):
+        if node.kind == "op" and not node.view and node.name in QNN_PRODUCERS:
+            qgroup = _qnn_chain(plan, i, readers)
+            if qgroup is not None:
+                groups[i] = qgroup
+            continue
         if node.kind != "op" or node.view or node.name not in PRODUCERS:
             continue
         if len(node.outputs) != 1 or plan.entries[node.outputs[0]].dtype != "float32":
@@ -203,6 +220,67 @@ def plan_fusion(plan: GraphPlan) -> dict[int, FusedGroup]:
     return groups
 
 
+def _qnn_chain(plan: GraphPlan, producer: int, readers: Counter[int]) -> FusedGroup | None:
+    """``qnn.conv2d | qnn.dense | qnn.batch_matmul -> [nn.bias_add | add of a per-channel
+    constant] -> qnn.requantize -> [clip]*``, the requantize required; the group's ``bias``
+    is the bias entry, ``lo`` / ``hi`` the clips' bounds (the requantize is a member)."""
+    nodes = plan.nodes
+    entry = nodes[producer].outputs[0]
+    if len(nodes[producer].outputs) != 1 or plan.entries[entry].dtype != "int32":
+        return None
+    shape = plan.entries[entry].shape
+    axis = 1 if nodes[producer].name == "qnn.conv2d" else len(shape) - 1
+    members: list[int] = []
+    names: list[str] = []
+    bias: int | None = None
+    stage = 0  # 0: bias or requantize next; 1: requantize next; 2: clips only
+    lo, hi = -_INF, _INF
+    for j in range(producer + 1, len(nodes)):
+        nxt = nodes[j]
+        if nxt.kind in ("input", "param"):
+            continue
+        reads = entry in nxt.inputs
+        if nxt.kind == "op" and nxt.view and not reads:
+            continue
+        if not reads or readers[entry] != 1 or nxt.kind != "op" or len(nxt.outputs) != 1:
+            break
+        out = plan.entries[nxt.outputs[0]]
+        if nxt.view or out.shape != shape:
+            break
+        if stage == 0 and nxt.name in ("nn.bias_add", "add") and nxt.inputs[0] == entry:
+            other = nxt.inputs[1]
+            oshape = plan.entries[other].shape
+            if nxt.name == "nn.bias_add":
+                ok = nxt.attrs.axis % len(shape) == axis and oshape == (shape[axis],)
+            else:
+                ok = _is_channel_vector(oshape, shape, axis)
+            if not ok:
+                break
+            bias, stage = other, 1
+        elif stage <= 1 and nxt.name == "qnn.requantize" and nxt.inputs[0] == entry:
+            if out.dtype not in ("int8", "uint8"):
+                break
+            stage = 2
+        elif stage == 2 and nxt.name in ("clip", "nn.relu"):
+            relu = nxt.name == "nn.relu"
+            lo = max(lo, 0.0 if relu else float(nxt.attrs.a_min))
+            hi = min(hi, _INF if relu else float(nxt.attrs.a_max))
+            if lo > hi:
+                break
+        else:
+            break
+        members.append(j)
+        names.append(nxt.name)
+        entry = nxt.outputs[0]
+    while members and stage == 2 and names[-1] not in ("qnn.requantize", "clip", "nn.relu"):
+        members.pop()
+        names.pop()
+    if stage != 2 or not members:
+        return None
+    out = nodes[members[-1]].outputs[0]
+    return FusedGroup(producer, tuple(members), out, bias, None, lo, hi, tuple(names))
+
+
 def fusion_of(plan: GraphPlan) -> dict[int, FusedGroup]:
     """The fusion stored in ``plan``; a plan without one (read from an artifact made
     before plans carried it) is planned now, once, and keeps the result."""
@@ -216,6 +294,8 @@ def bind_group(
 ) -> Run | None:
     """The fused step of ``group`` on the executor's ``views``, or ``None`` when it cannot
     run fused (the nodes are then bound one by one)."""
+    if plan.nodes[group.producer].name in QNN_PRODUCERS:
+        return _bind_qnn(group, plan, views, scratch)
     if host_conv.kernels() is None:
         return None
     node = plan.nodes[group.producer]
@@ -255,3 +335,40 @@ def _apart_or_same(a: np.ndarray, b: np.ndarray) -> bool:
     if not np.may_share_memory(a, b):
         return True
     return a.ctypes.data == b.ctypes.data and a.nbytes == b.nbytes
+
+
+def _bind_qnn(
+    group: FusedGroup, plan: GraphPlan, views: Sequence[np.ndarray], scratch: Scratch
+) -> Run | None:
+    """The integer product with its bias, requantize and clips in one native step."""
+    node = plan.nodes[group.producer]
+    rq_node = next(plan.nodes[m] for m in group.members if plan.nodes[m].name == "qnn.requantize")
+    args = [views[e] for e in node.inputs]
+    y = views[group.out]
+    t = views[node.outputs[0]]
+    nd = t.ndim
+    axis = 1 if node.name == "qnn.conv2d" else nd - 1
+    channels = int(t.shape[axis]) if nd else 1
+    params = [views[e] for e in rq_node.inputs[1:]]
+    if any(np.asarray(p).size not in (1, channels) for p in params):
+        return None
+    if any(np.asarray(p).size > 1 for p in params) and int(rq_node.attrs.axis) % nd != axis:
+        return None
+    bias = None if group.bias is None else views[group.bias]
+    if bias is not None and (bias.dtype != np.int32 or bias.size != channels):
+        return None
+    if bias is not None and bias.flags.writeable:
+        return None
+    if y.dtype.name != str(rq_node.attrs.out_dtype) or y.size != t.size:
+        return None
+    if any(np.may_share_memory(y, a) for a in args[:2]):
+        return None
+    rq = qnn_ops.requantize_of(rq_node.attrs, params, channels, bias, group.lo, group.hi)
+    if rq is None or not all(not np.asarray(a).flags.writeable for a in args[2:]):
+        return None
+    target = y.reshape(t.shape)
+    if node.name == "qnn.conv2d":
+        return host_qnn.conv2d_run(node.attrs, args, target, scratch, rq)
+    if node.name == "qnn.dense":
+        return host_qnn.dense_run(args, target, scratch, rq)
+    return host_qnn.batch_matmul_run(node.attrs, args, target, scratch, rq)

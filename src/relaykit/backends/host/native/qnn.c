@@ -1,0 +1,571 @@
+/* relaykit native host kernels: integer (QNN) kernels.
+ *
+ * int8 x int8 -> int32 products for qnn.conv2d / qnn.dense / qnn.batch_matmul, each with
+ * its requantize epilogue fused, and the elementwise QNN operators. Every result equals
+ * the QNN reference kernels (relaykit.op.qnn) bit for bit: products accumulate exactly in
+ * int32, and requantize is TVM's Q31 fixed-point multiply in int64.
+ *
+ * The products: C[m, n] = sum_k (R[m, k] - zr[m]) * (P[k, n] - zc[n]), one operand
+ * unsigned bytes, the other signed (an int8 operand that must be unsigned is stored xor
+ * 0x80, i.e. + 128, its zero point + 128; a uint8 one that must be signed is stored xor
+ * 0x80, i.e. - 128, its zero point - 128). Expanded:
+ *
+ *   C = sum R P - zr[m] * colsum[n] - zc[n] * rowsum[m] + K * zr[m] * zc[n]
+ *
+ * R is stored as rows of Kp bytes (K rounded up to 4, zero filled); P "packed" as
+ * [Kp / 4][Np][4] bytes (Np: N rounded up to 32), so four k of 16 columns are one 64-byte
+ * vector: with AVX512-VNNI one vpdpbusd per 16 x 4 multiply-adds (u8 x s8, exact: no
+ * saturation), else plain C the compiler vectorises with 16-bit multiplies.
+ *
+ * The epilogue of a row of results (acc: int32), per channel c:
+ *   v = acc + add[c]                               (bias - input zero point, int32)
+ *   v = (v << lsh[c]) * mult[c] rounded >> rsh[c]  (int64; skipped when ident)
+ *   v = clamp(v + ozp, lo, hi)                     (lo, hi: the dtype's range and clips)
+ */
+#include <stdint.h>
+#include <string.h>
+#include <math.h>
+
+#ifdef __AVX512VNNI__
+#include <immintrin.h>
+#endif
+
+typedef void (*rk_task_fn)(const void *job, int64_t task);
+void rk_parallel_tasks(rk_task_fn fn, const void *job, int64_t ntasks, int64_t nthreads);
+
+int64_t rk_q_vnni(void) {
+#ifdef __AVX512VNNI__
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+/* -- the requantize epilogue ------------------------------------------------------------ */
+
+/* e: ozp, lo, hi, ident, tonearest, kind (0 int8, 1 uint8, 2 int32) */
+static inline int32_t rk_q_one(int32_t acc, int32_t add, int32_t mult, int32_t lsh,
+                               int32_t rsh, const int64_t *e) {
+    int32_t v = (int32_t)((uint32_t)acc + (uint32_t)add);
+    int64_t r = v;
+    if (!e[3]) {
+        int64_t x = (int64_t)((uint64_t)(int64_t)v << lsh) * (int64_t)mult;
+        int64_t pos = (int64_t)1 << (rsh - 1);
+        x += pos - (e[4] & (x < 0));
+        r = (int32_t)(x >> rsh);
+    }
+    int32_t o = (int32_t)(r + e[0]);
+    if (o < e[1]) o = (int32_t)e[1];
+    if (o > e[2]) o = (int32_t)e[2];
+    return o;
+}
+
+#define RK_Q_EPI_LOOP(T)                                                                   \
+    do {                                                                                   \
+        T *o = (T *)out;                                                                   \
+        for (int64_t i = 0; i < n; i++) {                                                  \
+            const int64_t c = i * cstep;                                                   \
+            o[i] = (T)rk_q_one(acc[i], add[c], mult[c], lsh[c], rsh[c], e);                \
+        }                                                                                  \
+    } while (0)
+
+/* n results of acc into out; channel parameters at add[i * cstep] ... */
+static void rk_q_epi(const int32_t *acc, int64_t n, const int32_t *add, const int32_t *mult,
+                     const int32_t *lsh, const int32_t *rsh, int64_t cstep, const int64_t *e,
+                     void *out) {
+    if (e[5] == 0) RK_Q_EPI_LOOP(int8_t);
+    else if (e[5] == 1) RK_Q_EPI_LOOP(uint8_t);
+    else RK_Q_EPI_LOOP(int32_t);
+}
+
+/* -- the 4 x 32 product tile ------------------------------------------------------------ */
+
+#define RK_MR 4
+#define RK_NR 32
+
+#ifdef __AVX512VNNI__
+#define RK_TILE(NAME, FIRST, SECOND)                                                       \
+    static void NAME(const uint8_t *const *r, const uint8_t *P, int64_t Np, int64_t K4,    \
+                     int32_t *tile) {                                                      \
+        __m512i c00 = _mm512_setzero_si512(), c01 = _mm512_setzero_si512();                \
+        __m512i c10 = _mm512_setzero_si512(), c11 = _mm512_setzero_si512();                \
+        __m512i c20 = _mm512_setzero_si512(), c21 = _mm512_setzero_si512();                \
+        __m512i c30 = _mm512_setzero_si512(), c31 = _mm512_setzero_si512();                \
+        const int64_t step = Np * 4;                                                       \
+        for (int64_t k = 0; k < K4; k++) {                                                 \
+            const uint8_t *pp = P + k * step;                                              \
+            const __m512i b0 = _mm512_loadu_si512((const void *)pp);                       \
+            const __m512i b1 = _mm512_loadu_si512((const void *)(pp + 64));                \
+            int32_t w0, w1, w2, w3;                                                        \
+            memcpy(&w0, r[0] + 4 * k, 4);                                                  \
+            memcpy(&w1, r[1] + 4 * k, 4);                                                  \
+            memcpy(&w2, r[2] + 4 * k, 4);                                                  \
+            memcpy(&w3, r[3] + 4 * k, 4);                                                  \
+            __m512i a = _mm512_set1_epi32(w0);                                             \
+            c00 = _mm512_dpbusd_epi32(c00, FIRST(a, b0), SECOND(a, b0));                   \
+            c01 = _mm512_dpbusd_epi32(c01, FIRST(a, b1), SECOND(a, b1));                   \
+            a = _mm512_set1_epi32(w1);                                                     \
+            c10 = _mm512_dpbusd_epi32(c10, FIRST(a, b0), SECOND(a, b0));                   \
+            c11 = _mm512_dpbusd_epi32(c11, FIRST(a, b1), SECOND(a, b1));                   \
+            a = _mm512_set1_epi32(w2);                                                     \
+            c20 = _mm512_dpbusd_epi32(c20, FIRST(a, b0), SECOND(a, b0));                   \
+            c21 = _mm512_dpbusd_epi32(c21, FIRST(a, b1), SECOND(a, b1));                   \
+            a = _mm512_set1_epi32(w3);                                                     \
+            c30 = _mm512_dpbusd_epi32(c30, FIRST(a, b0), SECOND(a, b0));                   \
+            c31 = _mm512_dpbusd_epi32(c31, FIRST(a, b1), SECOND(a, b1));                   \
+        }                                                                                  \
+        _mm512_storeu_si512((void *)(tile + 0), c00);                                      \
+        _mm512_storeu_si512((void *)(tile + 16), c01);                                     \
+        _mm512_storeu_si512((void *)(tile + 32), c10);                                     \
+        _mm512_storeu_si512((void *)(tile + 48), c11);                                     \
+        _mm512_storeu_si512((void *)(tile + 64), c20);                                     \
+        _mm512_storeu_si512((void *)(tile + 80), c21);                                     \
+        _mm512_storeu_si512((void *)(tile + 96), c30);                                     \
+        _mm512_storeu_si512((void *)(tile + 112), c31);                                    \
+    }
+#define RK_ROWS(a, b) (a)
+#define RK_COLS(a, b) (b)
+/* rows unsigned: vpdpbusd(acc, rows u8, cols s8); rows signed: (acc, cols u8, rows s8) */
+RK_TILE(rk_q_tile_ru, RK_ROWS, RK_COLS)
+RK_TILE(rk_q_tile_rs, RK_COLS, RK_ROWS)
+#else
+#define RK_TILE(NAME, RT, CT)                                                              \
+    static void NAME(const uint8_t *const *r, const uint8_t *P, int64_t Np, int64_t K4,    \
+                     int32_t *tile) {                                                      \
+        for (int i = 0; i < RK_MR * RK_NR; i++) tile[i] = 0;                               \
+        for (int64_t k = 0; k < K4; k++) {                                                 \
+            const CT *pp = (const CT *)(P + k * Np * 4);                                   \
+            for (int m = 0; m < RK_MR; m++) {                                              \
+                const RT *rr = (const RT *)(r[m] + 4 * k);                                 \
+                const int32_t a0 = rr[0], a1 = rr[1], a2 = rr[2], a3 = rr[3];              \
+                int32_t *t = tile + m * RK_NR;                                             \
+                for (int n = 0; n < RK_NR; n++)                                            \
+                    t[n] += a0 * pp[4 * n] + a1 * pp[4 * n + 1] + a2 * pp[4 * n + 2] +     \
+                            a3 * pp[4 * n + 3];                                            \
+            }                                                                              \
+        }                                                                                  \
+    }
+RK_TILE(rk_q_tile_ru, uint8_t, int8_t)
+RK_TILE(rk_q_tile_rs, int8_t, uint8_t)
+#endif
+
+/* -- the fused product ------------------------------------------------------------------ */
+
+/* C[M, N] = R P with zero points, then the epilogue, into out (row stride ldc, items).
+ * p: R, P, rsum (int32[M] or 0), csum (int32[N] or 0), zr (int32[M]), zc (int32[N]),
+ *    add, mult, lsh, rsh (int32, per channel: rows when chan_rows, else columns), out
+ * s: M, N, K, Kp, Np, ldc, rows_unsigned, chan_rows, RB, CB, ntasks_cols,
+ *    ozp, lo, hi, ident, tonearest, kind */
+typedef struct {
+    const uintptr_t *p;
+    const int64_t *s;
+} rk_q_gemm_job;
+
+static void rk_q_gemm_task(const void *arg, int64_t task) {
+    const rk_q_gemm_job *job = (const rk_q_gemm_job *)arg;
+    const uintptr_t *p = job->p;
+    const int64_t *s = job->s;
+    const int64_t M = s[0], N = s[1], K = s[2], Kp = s[3], Np = s[4], ldc = s[5];
+    const int64_t ru = s[6], chan_rows = s[7], RB = s[8], CB = s[9], tcols = s[10];
+    const int64_t *e = s + 11;
+    const uint8_t *R = (const uint8_t *)p[0], *P = (const uint8_t *)p[1];
+    const int32_t *rsum = (const int32_t *)p[2], *csum = (const int32_t *)p[3];
+    const int32_t *zr = (const int32_t *)p[4], *zc = (const int32_t *)p[5];
+    const int32_t *add = (const int32_t *)p[6], *mult = (const int32_t *)p[7];
+    const int32_t *lsh = (const int32_t *)p[8], *rsh = (const int32_t *)p[9];
+    const int64_t isz = e[5] == 2 ? 4 : 1;
+    uint8_t *out = (uint8_t *)p[10];
+    const int64_t m0 = (task / tcols) * RB, n0 = (task % tcols) * CB;
+    const int64_t m1 = m0 + RB < M ? m0 + RB : M, n1 = n0 + CB < N ? n0 + CB : N;
+    int32_t tile[RK_MR * RK_NR] __attribute__((aligned(64)));
+    for (int64_t nb = n0; nb < n1; nb += RK_NR) {
+        const int64_t nn = n1 - nb < RK_NR ? n1 - nb : RK_NR;
+        for (int64_t mb = m0; mb < m1; mb += RK_MR) {
+            const int64_t mm = m1 - mb < RK_MR ? m1 - mb : RK_MR;
+            const uint8_t *rows[RK_MR];
+            for (int64_t i = 0; i < RK_MR; i++) rows[i] = R + (mb + (i < mm ? i : 0)) * Kp;
+            if (ru) rk_q_tile_ru(rows, P + nb * 4, Np, Kp / 4, tile);
+            else rk_q_tile_rs(rows, P + nb * 4, Np, Kp / 4, tile);
+            for (int64_t i = 0; i < mm; i++) {
+                const int64_t m = mb + i;
+                int32_t *t = tile + i * RK_NR;
+                const int32_t zm = zr[m], rs = rsum ? rsum[m] : 0;
+                for (int64_t j = 0; j < nn; j++) {
+                    const int64_t n = nb + j;
+                    int32_t v = t[j];
+                    if (csum) v -= zm * csum[n];
+                    if (rsum) v -= zc[n] * rs;
+                    v += (int32_t)K * zm * zc[n];
+                    t[j] = v;
+                }
+                uint8_t *o = out + (m * ldc + nb) * isz;
+                if (chan_rows) rk_q_epi(t, nn, add + m, mult + m, lsh + m, rsh + m, 0, e, o);
+                else rk_q_epi(t, nn, add + nb, mult + nb, lsh + nb, rsh + nb, 1, e, o);
+            }
+        }
+    }
+}
+
+void rk_q_gemm_run(const uintptr_t *p, const int64_t *s, int64_t nthreads) {
+    rk_q_gemm_job job = {p, s};
+    const int64_t trows = (s[0] + s[8] - 1) / s[8];
+    rk_parallel_tasks(rk_q_gemm_task, &job, trows * s[10], nthreads);
+}
+
+/* -- packing ---------------------------------------------------------------------------- */
+
+/* Rows: dst[M][Kp] = src[m, k] ^ flip (zero filled past K), rsum[m] = sum of the stored
+ * values read as signed (sgn) or unsigned bytes (rsum may be 0).
+ * p: src, dst, rsum   s: M, K, ld (src row stride), Kp, flip, sgn */
+void rk_q_pack_rows(const uintptr_t *p, const int64_t *s) {
+    const uint8_t *src = (const uint8_t *)p[0];
+    uint8_t *dst = (uint8_t *)p[1];
+    int32_t *rsum = (int32_t *)p[2];
+    const int64_t M = s[0], K = s[1], ld = s[2], Kp = s[3], sgn = s[5];
+    const uint8_t flip = (uint8_t)s[4];
+    for (int64_t m = 0; m < M; m++) {
+        const uint8_t *a = src + m * ld;
+        uint8_t *d = dst + m * Kp;
+        int32_t sum = 0;
+        for (int64_t k = 0; k < K; k++) {
+            const uint8_t v = a[k] ^ flip;
+            d[k] = v;
+            sum += sgn ? (int32_t)(int8_t)v : (int32_t)v;
+        }
+        for (int64_t k = K; k < Kp; k++) d[k] = 0;
+        if (rsum) rsum[m] = sum;
+    }
+}
+
+/* Columns: src[N][K] (row stride ld) packed as dst[Kp / 4][Np][4] (zero filled), values
+ * ^ flip; csum[n] their sums (signed or unsigned bytes as sgn says; csum may be 0).
+ * p: src, dst, csum   s: N, K, ld, Kp, Np, flip, sgn */
+void rk_q_pack_cols(const uintptr_t *p, const int64_t *s) {
+    const uint8_t *src = (const uint8_t *)p[0];
+    uint8_t *dst = (uint8_t *)p[1];
+    int32_t *csum = (int32_t *)p[2];
+    const int64_t N = s[0], K = s[1], ld = s[2], Kp = s[3], Np = s[4], sgn = s[6];
+    const uint8_t flip = (uint8_t)s[5];
+    for (int64_t n = 0; n < Np; n++) {
+        int32_t sum = 0;
+        for (int64_t k = 0; k < Kp; k++) {
+            uint8_t v = 0;
+            if (n < N && k < K) {
+                v = src[n * ld + k] ^ flip;
+                sum += sgn ? (int32_t)(int8_t)v : (int32_t)v;
+            }
+            dst[(k >> 2) * Np * 4 + n * 4 + (k & 3)] = v;
+        }
+        if (csum && n < N) csum[n] = sum;
+    }
+}
+
+/* -- im2col for the products of a convolution ------------------------------------------- */
+
+/* One image x[C][H][W] (bytes) as packed columns P[Kp / 4][Np][4], column = output pixel,
+ * k = (c, i, j); outside the image the (stored) input zero point; values ^ flip; csum per
+ * pixel (unsigned bytes) when p[2]. Tasks: output rows.
+ * p: x, P, csum   s: C, H, W, KH, KW, OH, OW, sh, sw, pt, pl, dh, dw, Kp, Np, pad, flip */
+typedef struct {
+    const uintptr_t *p;
+    const int64_t *s;
+} rk_q_col_job;
+
+static void rk_q_im2col_task(const void *arg, int64_t oy) {
+    const rk_q_col_job *job = (const rk_q_col_job *)arg;
+    const int64_t *s = job->s;
+    const uint8_t *x = (const uint8_t *)job->p[0];
+    uint8_t *P = (uint8_t *)job->p[1];
+    int32_t *csum = (int32_t *)job->p[2];
+    const int64_t C = s[0], H = s[1], W = s[2], KH = s[3], KW = s[4], OW = s[6];
+    const int64_t sh = s[7], sw = s[8], pt = s[9], pl = s[10], dh = s[11], dw = s[12];
+    const int64_t Kp = s[13], Np = s[14];
+    const uint8_t pad = (uint8_t)s[15], flip = (uint8_t)s[16];
+    const int64_t K = C * KH * KW;
+    for (int64_t k = 0; k < Kp; k++) {
+        uint8_t *d = P + (k >> 2) * Np * 4 + oy * OW * 4 + (k & 3);
+        if (k >= K) {
+            for (int64_t ox = 0; ox < OW; ox++) d[ox * 4] = 0;
+            continue;
+        }
+        const int64_t c = k / (KH * KW), i = (k / KW) % KH, j = k % KW;
+        const int64_t iy = oy * sh - pt + i * dh;
+        if (iy < 0 || iy >= H) {
+            for (int64_t ox = 0; ox < OW; ox++) d[ox * 4] = pad;
+            continue;
+        }
+        const uint8_t *row = x + (c * H + iy) * W;
+        const int64_t off = j * dw - pl;
+        /* ox in [lo, hi) reads inside the row */
+        int64_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
+        int64_t hi = (W - off + sw - 1) / sw;
+        if (hi > OW) hi = OW;
+        if (lo > hi) lo = hi;
+        for (int64_t ox = 0; ox < lo; ox++) d[ox * 4] = pad;
+        if (sw == 1) {
+            const uint8_t *r = row + off;
+            for (int64_t ox = lo; ox < hi; ox++) d[ox * 4] = r[ox] ^ flip;
+        } else {
+            for (int64_t ox = lo; ox < hi; ox++) d[ox * 4] = row[ox * sw + off] ^ flip;
+        }
+        for (int64_t ox = hi; ox < OW; ox++) d[ox * 4] = pad;
+    }
+    if (csum) {
+        for (int64_t ox = 0; ox < OW; ox++) {
+            int32_t sum = 0;
+            const uint8_t *d = P + (oy * OW + ox) * 4;
+            for (int64_t k4 = 0; k4 < Kp / 4; k4++) {
+                const uint8_t *q = d + k4 * Np * 4;
+                sum += q[0] + q[1] + q[2] + q[3];
+            }
+            csum[oy * OW + ox] = sum;
+        }
+    }
+}
+
+void rk_q_im2col_run(const uintptr_t *p, const int64_t *s, int64_t nthreads) {
+    rk_q_col_job job = {p, s};
+    rk_parallel_tasks(rk_q_im2col_task, &job, s[5], nthreads);
+}
+
+/* -- depthwise convolution -------------------------------------------------------------- */
+
+/* One image; output channel oc reads input channel oc / mult.
+ * p: x, w (OC x KH x KW bytes), out, add, mult, lsh, rsh, wzp (int32[OC]), scratch
+ * s: C, H, W, OC, KH, KW, OH, OW, sh, sw, pt, pl, dh, dw, x_signed, w_signed, xzp,
+ *    nblocks, scratch bytes per block, chmult, ozp, lo, hi, ident, tonearest, kind
+ * The scratch of a block: the shifted channel (int16, zero padded) and a row of int32. */
+typedef struct {
+    const uintptr_t *p;
+    const int64_t *s;
+} rk_q_dw_job;
+
+static void rk_q_dw_task(const void *arg, int64_t b) {
+    const rk_q_dw_job *job = (const rk_q_dw_job *)arg;
+    const uintptr_t *p = job->p;
+    const int64_t *s = job->s;
+    const int64_t H = s[1], W = s[2], OC = s[3], KH = s[4], KW = s[5], OH = s[6], OW = s[7];
+    const int64_t sh = s[8], sw = s[9], pt = s[10], pl = s[11], dh = s[12], dw = s[13];
+    const int64_t xs = s[14], ws = s[15], xzp = s[16], nb = s[17], chm = s[19];
+    const int64_t *e = s + 20;
+    const int64_t isz = e[5] == 2 ? 4 : 1;
+    const uint8_t *x = (const uint8_t *)p[0], *w = (const uint8_t *)p[1];
+    const int32_t *add = (const int32_t *)p[3], *mult = (const int32_t *)p[4];
+    const int32_t *lsh = (const int32_t *)p[5], *rsh = (const int32_t *)p[6];
+    const int32_t *wzp = (const int32_t *)p[7];
+    const int64_t Hp = (OH - 1) * sh + (KH - 1) * dh + 1, Wp = (OW - 1) * sw + (KW - 1) * dw + 1;
+    int16_t *plane = (int16_t *)(p[8] + (uintptr_t)(b * s[18]));
+    int32_t *acc = (int32_t *)(((uintptr_t)(plane + Hp * Wp) + 63) & ~(uintptr_t)63);
+    int16_t taps[64];
+    const int64_t o0 = OC * b / nb, o1 = OC * (b + 1) / nb;
+    int64_t loaded = -1;
+    for (int64_t oc = o0; oc < o1; oc++) {
+        const int64_t c = oc / chm;
+        if (c != loaded) {
+            const uint8_t *src = x + c * H * W;
+            for (int64_t y = 0; y < Hp; y++) {
+                const int64_t iy = y - pt;
+                int16_t *d = plane + y * Wp;
+                if (iy < 0 || iy >= H) {
+                    for (int64_t xx = 0; xx < Wp; xx++) d[xx] = 0;
+                    continue;
+                }
+                const uint8_t *r = src + iy * W;
+                for (int64_t xx = 0; xx < Wp; xx++) {
+                    const int64_t ix = xx - pl;
+                    int32_t v = 0;
+                    if (ix >= 0 && ix < W)
+                        v = (xs ? (int32_t)(int8_t)r[ix] : (int32_t)r[ix]) - (int32_t)xzp;
+                    d[xx] = (int16_t)v;
+                }
+            }
+            loaded = c;
+        }
+        for (int64_t t = 0; t < KH * KW; t++) {
+            const uint8_t v = w[oc * KH * KW + t];
+            taps[t] = (int16_t)((ws ? (int32_t)(int8_t)v : (int32_t)v) - wzp[oc]);
+        }
+        uint8_t *o = (uint8_t *)p[2] + oc * OH * OW * isz;
+        for (int64_t oy = 0; oy < OH; oy++) {
+            for (int64_t ox = 0; ox < OW; ox++) acc[ox] = 0;
+            for (int64_t i = 0; i < KH; i++) {
+                const int16_t *row = plane + (oy * sh + i * dh) * Wp;
+                for (int64_t j = 0; j < KW; j++) {
+                    const int32_t tv = taps[i * KW + j];
+                    const int16_t *r = row + j * dw;
+                    if (sw == 1) {
+                        for (int64_t ox = 0; ox < OW; ox++) acc[ox] += tv * (int32_t)r[ox];
+                    } else {
+                        for (int64_t ox = 0; ox < OW; ox++) acc[ox] += tv * (int32_t)r[ox * sw];
+                    }
+                }
+            }
+            rk_q_epi(acc, OW, add + oc, mult + oc, lsh + oc, rsh + oc, 0, e, o + oy * OW * isz);
+        }
+    }
+}
+
+void rk_q_dw_run(const uintptr_t *p, const int64_t *s, int64_t nthreads) {
+    rk_q_dw_job job = {p, s};
+    rk_parallel_tasks(rk_q_dw_task, &job, s[17], nthreads);
+}
+
+/* -- elementwise ------------------------------------------------------------------------ */
+
+/* requantize of int32 or (u)int8 x[outer][C][inner] with per-channel parameters (C = 1:
+ * per tensor). p: x, out, add, mult, lsh, rsh   s: outer, C, inner, in_kind (0 s8, 1 u8,
+ * 2 s32), ozp, lo, hi, ident, tonearest, kind. Tasks: (outer, channel) rows. */
+typedef struct {
+    const uintptr_t *p;
+    const int64_t *s;
+} rk_q_ew_job;
+
+static void rk_q_requant_task(const void *arg, int64_t t) {
+    const rk_q_ew_job *job = (const rk_q_ew_job *)arg;
+    const uintptr_t *p = job->p;
+    const int64_t *s = job->s;
+    const int64_t C = s[1], inner = s[2], ik = s[3];
+    const int64_t *e = s + 4;
+    const int64_t c = t % C;
+    const int64_t osz = e[5] == 2 ? 4 : 1;
+    int32_t buf[512];
+    for (int64_t i0 = 0; i0 < inner; i0 += 512) {
+        const int64_t n = inner - i0 < 512 ? inner - i0 : 512;
+        const int64_t at = t * inner + i0;
+        if (ik == 2) {
+            memcpy(buf, (const int32_t *)p[0] + at, (size_t)n * 4);
+        } else if (ik == 1) {
+            const uint8_t *x = (const uint8_t *)p[0] + at;
+            for (int64_t i = 0; i < n; i++) buf[i] = x[i];
+        } else {
+            const int8_t *x = (const int8_t *)p[0] + at;
+            for (int64_t i = 0; i < n; i++) buf[i] = x[i];
+        }
+        rk_q_epi(buf, n, (const int32_t *)p[2] + c, (const int32_t *)p[3] + c,
+                 (const int32_t *)p[4] + c, (const int32_t *)p[5] + c, 0, e,
+                 (uint8_t *)p[1] + at * osz);
+    }
+}
+
+void rk_q_requant_run(const uintptr_t *p, const int64_t *s, int64_t nthreads) {
+    rk_q_ew_job job = {p, s};
+    rk_parallel_tasks(rk_q_requant_task, &job, s[0] * s[1], nthreads);
+}
+
+/* quantize float32 x[outer][C][inner]: clamp(round(x / scale[c]) + zp[c]) in float32
+ * (round: 0 halves away from zero, 1 halves up, 2 halves to even).
+ * p: x, out, scale (float[C]), zp (float[C])   s: outer, C, inner, rounding, lo, hi, kind */
+static void rk_q_quant_task(const void *arg, int64_t t) {
+    const rk_q_ew_job *job = (const rk_q_ew_job *)arg;
+    const uintptr_t *p = job->p;
+    const int64_t *s = job->s;
+    const int64_t C = s[1], inner = s[2], rnd = s[3], kind = s[6];
+    const int64_t c = t % C;
+    const float sc = ((const float *)p[2])[c], zp = ((const float *)p[3])[c];
+    const float lo = (float)s[4], hi = (float)s[5];
+    const float *x = (const float *)p[0] + t * inner;
+    float buf[512];
+    for (int64_t i0 = 0; i0 < inner; i0 += 512) {
+        const int64_t n = inner - i0 < 512 ? inner - i0 : 512;
+        for (int64_t i = 0; i < n; i++) {
+            const float q = x[i0 + i] / sc;
+            float r;
+            if (rnd == 0) r = roundf(q);
+            else if (rnd == 1) r = floorf(q + 0.5f);
+            else r = nearbyintf(q);
+            float v = r + zp;
+            v = v < lo ? lo : v;
+            v = v > hi ? hi : v;
+            buf[i] = v;
+        }
+        const int64_t at = t * inner + i0;
+        if (kind == 0) {
+            int8_t *o = (int8_t *)p[1] + at;
+            for (int64_t i = 0; i < n; i++) o[i] = (int8_t)buf[i];
+        } else if (kind == 1) {
+            uint8_t *o = (uint8_t *)p[1] + at;
+            for (int64_t i = 0; i < n; i++) o[i] = (uint8_t)buf[i];
+        } else {
+            int32_t *o = (int32_t *)p[1] + at;
+            for (int64_t i = 0; i < n; i++) o[i] = (int32_t)buf[i];
+        }
+    }
+}
+
+void rk_q_quant_run(const uintptr_t *p, const int64_t *s, int64_t nthreads) {
+    rk_q_ew_job job = {p, s};
+    rk_parallel_tasks(rk_q_quant_task, &job, s[0] * s[1], nthreads);
+}
+
+/* dequantize (u)int8 x[outer][C][inner]: (float)(x - zp[c]) * scale[c].
+ * p: x, out, scale (float[C]), zp (int32[C])   s: outer, C, inner, in_kind (0 s8, 1 u8) */
+static void rk_q_dequant_task(const void *arg, int64_t t) {
+    const rk_q_ew_job *job = (const rk_q_ew_job *)arg;
+    const uintptr_t *p = job->p;
+    const int64_t *s = job->s;
+    const int64_t C = s[1], inner = s[2];
+    const int64_t c = t % C;
+    const float sc = ((const float *)p[2])[c];
+    const int32_t zp = ((const int32_t *)p[3])[c];
+    float *o = (float *)p[1] + t * inner;
+    if (s[3] == 1) {
+        const uint8_t *x = (const uint8_t *)p[0] + t * inner;
+        for (int64_t i = 0; i < inner; i++) o[i] = (float)((int32_t)x[i] - zp) * sc;
+    } else {
+        const int8_t *x = (const int8_t *)p[0] + t * inner;
+        for (int64_t i = 0; i < inner; i++) o[i] = (float)((int32_t)x[i] - zp) * sc;
+    }
+}
+
+void rk_q_dequant_run(const uintptr_t *p, const int64_t *s, int64_t nthreads) {
+    rk_q_ew_job job = {p, s};
+    rk_parallel_tasks(rk_q_dequant_task, &job, s[0] * s[1], nthreads);
+}
+
+/* qnn.add of two same-shape (u)int8 tensors, per-tensor parameters: each moved to the
+ * output's (requantize UPWARD to int32, no clamp; ident when the parameters are the same),
+ * summed in int32, the output zero point subtracted once, clamped.
+ * p: a, b, out   s: n, kind (0 s8, 1 u8), lo, hi, ozp,
+ *   a: add, mult, lsh, rsh, how; b: the same (how: 0 requantize, 1 as it is, 2 zero
+ *   points only). Tasks: blocks of 4096. */
+static inline int32_t rk_q_move(int32_t x, const int64_t *q, int64_t ozp) {
+    if (q[4] == 1) return x;
+    const int32_t v = (int32_t)((uint32_t)x + (uint32_t)q[0]);
+    int64_t y = v;
+    if (q[4] == 0) {
+        y = (int64_t)((uint64_t)(int64_t)v << q[2]) * q[1];
+        y = (y + ((int64_t)1 << (q[3] - 1))) >> q[3];
+    }
+    return (int32_t)((int64_t)(int32_t)y + ozp);
+}
+
+static void rk_q_add_task(const void *arg, int64_t t) {
+    const rk_q_ew_job *job = (const rk_q_ew_job *)arg;
+    const uintptr_t *p = job->p;
+    const int64_t *s = job->s;
+    const int64_t n = s[0], kind = s[1], lo = s[2], hi = s[3], ozp = s[4];
+    const int64_t i0 = t * 4096, i1 = i0 + 4096 < n ? i0 + 4096 : n;
+    for (int64_t i = i0; i < i1; i++) {
+        int32_t a, b;
+        if (kind == 1) {
+            a = ((const uint8_t *)p[0])[i];
+            b = ((const uint8_t *)p[1])[i];
+        } else {
+            a = ((const int8_t *)p[0])[i];
+            b = ((const int8_t *)p[1])[i];
+        }
+        a = rk_q_move(a, s + 5, ozp);
+        b = rk_q_move(b, s + 10, ozp);
+        int64_t v = (int64_t)(int32_t)((uint32_t)a + (uint32_t)b) - ozp;
+        int32_t o = (int32_t)v;
+        o = o < lo ? (int32_t)lo : o;
+        o = o > hi ? (int32_t)hi : o;
+        if (kind == 1) ((uint8_t *)p[2])[i] = (uint8_t)o;
+        else ((int8_t *)p[2])[i] = (int8_t)o;
+    }
+}
+
+void rk_q_add_run(const uintptr_t *p, const int64_t *s, int64_t nthreads) {
+    rk_q_ew_job job = {p, s};
+    rk_parallel_tasks(rk_q_add_task, &job, (s[0] + 4095) / 4096, nthreads);
+}
