@@ -249,7 +249,7 @@ def conv2d_run(
     wz = _channels(np.asarray(kzp, np.int64), oc)
     if zx.size != 1 or wz is None:
         return None
-    if g == 1 and cg == c:
+    if g == 1 and cg == c and ow <= 2048:
         return _conv_gemm(lib, x, w, out, scratch, rq, int(zx[0]), wz, (kh, kw, oh, ow),
                           (sh, sw, pt, pl, dh, dw))  # fmt: skip
     if cg == 1 and g == c and oc % c == 0 and kh * kw <= 64:
@@ -288,13 +288,18 @@ def _conv_gemm(
     cols = scratch.take((kp * npix,), np.uint8)
     csum = scratch.take((npix,), np.int32) if np.any(zr != 0) else None
     isz = out.itemsize
-    pim = _ptrs(x, cols, csum)
-    sim = np.array([c, h, wd, kh, kw, oh, ow, *steps, kp, npix, zx + xshift, xflip], np.int64)
+    sh, sw, pt, pl, dh, dw = steps
+    hp, wp = (oh - 1) * sh + (kh - 1) * dh + 1, (ow - 1) * sw + (kw - 1) * dw + 1
+    xp = scratch.take((c * hp * wp,), np.uint8)
+    pim = _ptrs(x, cols, csum, xp)
+    sim = np.array(
+        [c, h, wd, kh, kw, oh, ow, *steps, kp, npix, zx + xshift, xflip, hp, wp], np.int64
+    )
     pg = _ptrs(rows, cols, rsum if zx + xshift else None, csum, zr, zc, *rq.ptrs(), out)
     sg = np.array(_gemm_sizes(oc, oh * ow, k, oh * ow, False, True, rq), np.int64)
     policy = get_policy()
     x_img, o_img = c * h * wd * x.itemsize, oc * oh * ow * isz
-    keep = (x, w, out, rows, rsum, zr, zc, cols, csum, rq, pim, sim, pg, sg)
+    keep = (x, w, out, rows, rsum, zr, zc, cols, csum, rq, pim, sim, pg, sg, xp)
 
     def run() -> None:
         threads = policy.host_threads()

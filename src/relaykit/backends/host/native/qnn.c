@@ -43,44 +43,56 @@ int64_t rk_q_vnni(void) {
 
 /* -- the requantize epilogue ------------------------------------------------------------ */
 
-/* e: ozp, lo, hi, ident, tonearest, kind (0 int8, 1 uint8, 2 int32) */
-static inline int32_t rk_q_one(int32_t acc, int32_t add, int32_t mult, int32_t lsh,
-                               int32_t rsh, const int64_t *e) {
-    int32_t v = (int32_t)((uint32_t)acc + (uint32_t)add);
-    int64_t r = v;
-    if (!e[3]) {
-        int64_t x = (int64_t)((uint64_t)(int64_t)v << lsh) * (int64_t)mult;
-        int64_t pos = (int64_t)1 << (rsh - 1);
-        x += pos - (e[4] & (x < 0));
-        r = (int32_t)(x >> rsh);
-    }
-    int32_t o = (int32_t)(r + e[0]);
-    if (o < e[1]) o = (int32_t)e[1];
-    if (o > e[2]) o = (int32_t)e[2];
-    return o;
-}
-
-#define RK_Q_EPI_LOOP(T)                                                                   \
+/* e: ozp, lo, hi, ident, tonearest, kind (0 int8, 1 uint8, 2 int32). The loops read the
+ * parameters into locals first (the output, bytes, may alias anything) so they vectorise. */
+#define RK_Q_EPI_BODY(T, ADD, MULT, LSH, RSH)                                              \
     do {                                                                                   \
         T *o = (T *)out;                                                                   \
-        for (int64_t i = 0; i < n; i++) {                                                  \
-            const int64_t c = i * cstep;                                                   \
-            o[i] = (T)rk_q_one(acc[i], add[c], mult[c], lsh[c], rsh[c], e);                \
+        if (ident) {                                                                       \
+            for (int64_t i = 0; i < n; i++) {                                              \
+                int32_t v = (int32_t)((uint32_t)acc[i] + (uint32_t)(ADD));                 \
+                int32_t r = (int32_t)((int64_t)v + ozp);                                   \
+                r = r < lo ? lo : r;                                                       \
+                o[i] = (T)(r > hi ? hi : r);                                               \
+            }                                                                              \
+        } else {                                                                           \
+            for (int64_t i = 0; i < n; i++) {                                              \
+                int32_t v = (int32_t)((uint32_t)acc[i] + (uint32_t)(ADD));                 \
+                int64_t x = (int64_t)((uint64_t)(int64_t)v << (LSH)) * (int64_t)(MULT);    \
+                x += ((int64_t)1 << ((RSH) - 1)) - (tn & (int64_t)(x < 0));                \
+                int32_t r = (int32_t)((int64_t)(int32_t)(x >> (RSH)) + ozp);               \
+                r = r < lo ? lo : r;                                                       \
+                o[i] = (T)(r > hi ? hi : r);                                               \
+            }                                                                              \
         }                                                                                  \
     } while (0)
 
-/* n results of acc into out; channel parameters at add[i * cstep] ... */
+#define RK_Q_EPI_KIND(T)                                                                   \
+    do {                                                                                   \
+        if (cstep == 0) {                                                                  \
+            const int32_t a0 = add[0], m0 = mult[0], l0 = lsh[0], r0 = rsh[0];             \
+            RK_Q_EPI_BODY(T, a0, m0, l0, r0);                                              \
+        } else {                                                                           \
+            RK_Q_EPI_BODY(T, add[i], mult[i], lsh[i], rsh[i]);                             \
+        }                                                                                  \
+    } while (0)
+
+/* n results of acc into out; channel parameters at add[0] (cstep 0) or add[i] (cstep 1) */
 static void rk_q_epi(const int32_t *acc, int64_t n, const int32_t *add, const int32_t *mult,
                      const int32_t *lsh, const int32_t *rsh, int64_t cstep, const int64_t *e,
                      void *out) {
-    if (e[5] == 0) RK_Q_EPI_LOOP(int8_t);
-    else if (e[5] == 1) RK_Q_EPI_LOOP(uint8_t);
-    else RK_Q_EPI_LOOP(int32_t);
+    const int64_t ozp = e[0], tn = e[4];
+    const int32_t lo = (int32_t)e[1], hi = (int32_t)e[2];
+    const int ident = (int)e[3];
+    if (e[5] == 0) RK_Q_EPI_KIND(int8_t);
+    else if (e[5] == 1) RK_Q_EPI_KIND(uint8_t);
+    else RK_Q_EPI_KIND(int32_t);
 }
 
 /* -- the 4 x 32 product tile ------------------------------------------------------------ */
 
 #define RK_MR 4
+#define RK_ROW_MAX 2048 /* widest output row the strided im2col takes */
 #define RK_NR 32
 
 #ifdef __AVX512VNNI__
@@ -263,52 +275,79 @@ void rk_q_pack_cols(const uintptr_t *p, const int64_t *s) {
 /* -- im2col for the products of a convolution ------------------------------------------- */
 
 /* One image x[C][H][W] (bytes) as packed columns P[Kp / 4][Np][4], column = output pixel,
- * k = (c, i, j); outside the image the (stored) input zero point; values ^ flip; csum per
- * pixel (unsigned bytes) when p[2]. Tasks: output rows.
- * p: x, P, csum   s: C, H, W, KH, KW, OH, OW, sh, sw, pt, pl, dh, dw, Kp, Np, pad, flip */
+ * k = (c, i, j); values ^ flip. First the image is copied, flipped, into a padded plane
+ * per channel (xp[C][Hp][Wp], the border the stored input zero point), so every row of
+ * taps is a plain (strided) read; then each output row's four taps of a group are read
+ * together and stored as one 32-bit word per pixel. csum per pixel (unsigned bytes) when
+ * p[2]. p: x, P, csum, xp (scratch)
+ * s: C, H, W, KH, KW, OH, OW, sh, sw, pt, pl, dh, dw, Kp, Np, pad, flip, Hp, Wp */
 typedef struct {
     const uintptr_t *p;
     const int64_t *s;
 } rk_q_col_job;
 
+static void rk_q_pad_task(const void *arg, int64_t c) {
+    const rk_q_col_job *job = (const rk_q_col_job *)arg;
+    const int64_t *s = job->s;
+    const int64_t H = s[1], W = s[2], pt = s[9], pl = s[10], Hp = s[17], Wp = s[18];
+    const uint8_t pad = (uint8_t)s[15], flip = (uint8_t)s[16];
+    const uint8_t *x = (const uint8_t *)job->p[0] + c * H * W;
+    uint8_t *xp = (uint8_t *)job->p[3] + c * Hp * Wp;
+    for (int64_t y = 0; y < Hp; y++) {
+        uint8_t *d = xp + y * Wp;
+        const int64_t iy = y - pt;
+        if (iy < 0 || iy >= H) {
+            memset(d, pad, (size_t)Wp);
+            continue;
+        }
+        const int64_t left = pl < Wp ? pl : Wp;
+        const int64_t n = Wp - left < W ? Wp - left : W;
+        const int64_t right = Wp - left - n;
+        memset(d, pad, (size_t)left);
+        const uint8_t *r = x + iy * W;
+        for (int64_t i = 0; i < n; i++) d[left + i] = r[i] ^ flip;
+        memset(d + left + n, pad, (size_t)right);
+    }
+}
+
 static void rk_q_im2col_task(const void *arg, int64_t oy) {
     const rk_q_col_job *job = (const rk_q_col_job *)arg;
     const int64_t *s = job->s;
-    const uint8_t *x = (const uint8_t *)job->p[0];
     uint8_t *P = (uint8_t *)job->p[1];
     int32_t *csum = (int32_t *)job->p[2];
-    const int64_t C = s[0], H = s[1], W = s[2], KH = s[3], KW = s[4], OW = s[6];
-    const int64_t sh = s[7], sw = s[8], pt = s[9], pl = s[10], dh = s[11], dw = s[12];
-    const int64_t Kp = s[13], Np = s[14];
-    const uint8_t pad = (uint8_t)s[15], flip = (uint8_t)s[16];
+    const uint8_t *xp = (const uint8_t *)job->p[3];
+    const int64_t C = s[0], KH = s[3], KW = s[4], OW = s[6];
+    const int64_t sh = s[7], sw = s[8], dh = s[11], dw = s[12];
+    const int64_t Kp = s[13], Np = s[14], Hp = s[17], Wp = s[18];
     const int64_t K = C * KH * KW;
-    for (int64_t k = 0; k < Kp; k++) {
-        uint8_t *d = P + (k >> 2) * Np * 4 + oy * OW * 4 + (k & 3);
-        if (k >= K) {
-            for (int64_t ox = 0; ox < OW; ox++) d[ox * 4] = 0;
-            continue;
+    static const uint8_t zeros[RK_ROW_MAX];
+    for (int64_t k4 = 0; k4 < Kp / 4; k4++) {
+        const uint8_t *r[4];
+        int64_t step = sw;
+        for (int q = 0; q < 4; q++) {
+            const int64_t k = 4 * k4 + q;
+            if (k >= K) {
+                r[q] = zeros;
+                continue;
+            }
+            const int64_t c = k / (KH * KW), i = (k / KW) % KH, j = k % KW;
+            r[q] = xp + (c * Hp + oy * sh + i * dh) * Wp + j * dw;
         }
-        const int64_t c = k / (KH * KW), i = (k / KW) % KH, j = k % KW;
-        const int64_t iy = oy * sh - pt + i * dh;
-        if (iy < 0 || iy >= H) {
-            for (int64_t ox = 0; ox < OW; ox++) d[ox * 4] = pad;
-            continue;
-        }
-        const uint8_t *row = x + (c * H + iy) * W;
-        const int64_t off = j * dw - pl;
-        /* ox in [lo, hi) reads inside the row */
-        int64_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
-        int64_t hi = (W - off + sw - 1) / sw;
-        if (hi > OW) hi = OW;
-        if (lo > hi) lo = hi;
-        for (int64_t ox = 0; ox < lo; ox++) d[ox * 4] = pad;
-        if (sw == 1) {
-            const uint8_t *r = row + off;
-            for (int64_t ox = lo; ox < hi; ox++) d[ox * 4] = r[ox] ^ flip;
+        if (4 * k4 + 3 >= K) step = 0; /* a row of zeros: only in the last group */
+        uint32_t *d32 = (uint32_t *)(P + k4 * Np * 4 + oy * OW * 4);
+        const uint8_t *r0 = r[0], *r1 = r[1], *r2 = r[2], *r3 = r[3];
+        if (step == 1) {
+            for (int64_t ox = 0; ox < OW; ox++)
+                d32[ox] = (uint32_t)r0[ox] | ((uint32_t)r1[ox] << 8) |
+                          ((uint32_t)r2[ox] << 16) | ((uint32_t)r3[ox] << 24);
         } else {
-            for (int64_t ox = lo; ox < hi; ox++) d[ox * 4] = row[ox * sw + off] ^ flip;
+            for (int64_t ox = 0; ox < OW; ox++) {
+                const int64_t a = ox * sw;
+                const uint32_t b0 = r0[a], b1 = r1 == zeros ? 0 : r1[a];
+                const uint32_t b2 = r2 == zeros ? 0 : r2[a], b3 = r3 == zeros ? 0 : r3[a];
+                d32[ox] = b0 | (b1 << 8) | (b2 << 16) | (b3 << 24);
+            }
         }
-        for (int64_t ox = hi; ox < OW; ox++) d[ox * 4] = pad;
     }
     if (csum) {
         for (int64_t ox = 0; ox < OW; ox++) {
@@ -325,6 +364,7 @@ static void rk_q_im2col_task(const void *arg, int64_t oy) {
 
 void rk_q_im2col_run(const uintptr_t *p, const int64_t *s, int64_t nthreads) {
     rk_q_col_job job = {p, s};
+    rk_parallel_tasks(rk_q_pad_task, &job, s[0], nthreads);
     rk_parallel_tasks(rk_q_im2col_task, &job, s[5], nthreads);
 }
 
@@ -527,45 +567,48 @@ void rk_q_dequant_run(const uintptr_t *p, const int64_t *s, int64_t nthreads) {
  * summed in int32, the output zero point subtracted once, clamped.
  * p: a, b, out   s: n, kind (0 s8, 1 u8), lo, hi, ozp,
  *   a: add, mult, lsh, rsh, how; b: the same (how: 0 requantize, 1 as it is, 2 zero
- *   points only). Tasks: blocks of 4096. */
-static inline int32_t rk_q_move(int32_t x, const int64_t *q, int64_t ozp) {
-    if (q[4] == 1) return x;
-    const int32_t v = (int32_t)((uint32_t)x + (uint32_t)q[0]);
+ *   points only). Tasks: blocks of 16384. */
+typedef struct {
+    int32_t add, mult, lsh, rsh, how;
+} rk_q_mv;
+
+static inline int32_t rk_q_move(int32_t x, rk_q_mv q, int32_t ozp) {
+    const int32_t v = (int32_t)((uint32_t)x + (uint32_t)q.add);
     int64_t y = v;
-    if (q[4] == 0) {
-        y = (int64_t)((uint64_t)(int64_t)v << q[2]) * q[1];
-        y = (y + ((int64_t)1 << (q[3] - 1))) >> q[3];
+    if (q.how == 0) {
+        y = (int64_t)((uint64_t)(int64_t)v << q.lsh) * q.mult;
+        y = (y + ((int64_t)1 << (q.rsh - 1))) >> q.rsh;
     }
-    return (int32_t)((int64_t)(int32_t)y + ozp);
+    return q.how == 1 ? x : (int32_t)((int64_t)(int32_t)y + ozp);
 }
+
+#define RK_Q_ADD_LOOP(T)                                                                   \
+    do {                                                                                   \
+        const T *a = (const T *)p[0], *b = (const T *)p[1];                                \
+        T *o = (T *)p[2];                                                                  \
+        for (int64_t i = i0; i < i1; i++) {                                                \
+            const int32_t x = rk_q_move(a[i], qa, ozp), y = rk_q_move(b[i], qb, ozp);      \
+            int32_t v = (int32_t)((int64_t)(int32_t)((uint32_t)x + (uint32_t)y) - ozp);    \
+            v = v < lo ? lo : v;                                                           \
+            o[i] = (T)(v > hi ? hi : v);                                                   \
+        }                                                                                  \
+    } while (0)
 
 static void rk_q_add_task(const void *arg, int64_t t) {
     const rk_q_ew_job *job = (const rk_q_ew_job *)arg;
     const uintptr_t *p = job->p;
     const int64_t *s = job->s;
-    const int64_t n = s[0], kind = s[1], lo = s[2], hi = s[3], ozp = s[4];
-    const int64_t i0 = t * 4096, i1 = i0 + 4096 < n ? i0 + 4096 : n;
-    for (int64_t i = i0; i < i1; i++) {
-        int32_t a, b;
-        if (kind == 1) {
-            a = ((const uint8_t *)p[0])[i];
-            b = ((const uint8_t *)p[1])[i];
-        } else {
-            a = ((const int8_t *)p[0])[i];
-            b = ((const int8_t *)p[1])[i];
-        }
-        a = rk_q_move(a, s + 5, ozp);
-        b = rk_q_move(b, s + 10, ozp);
-        int64_t v = (int64_t)(int32_t)((uint32_t)a + (uint32_t)b) - ozp;
-        int32_t o = (int32_t)v;
-        o = o < lo ? (int32_t)lo : o;
-        o = o > hi ? (int32_t)hi : o;
-        if (kind == 1) ((uint8_t *)p[2])[i] = (uint8_t)o;
-        else ((int8_t *)p[2])[i] = (int8_t)o;
-    }
+    const int64_t n = s[0], kind = s[1];
+    const int32_t lo = (int32_t)s[2], hi = (int32_t)s[3], ozp = (int32_t)s[4];
+    const rk_q_mv qa = {(int32_t)s[5], (int32_t)s[6], (int32_t)s[7], (int32_t)s[8], (int32_t)s[9]};
+    const rk_q_mv qb = {(int32_t)s[10], (int32_t)s[11], (int32_t)s[12], (int32_t)s[13],
+                        (int32_t)s[14]};
+    const int64_t i0 = t * 16384, i1 = i0 + 16384 < n ? i0 + 16384 : n;
+    if (kind == 1) RK_Q_ADD_LOOP(uint8_t);
+    else RK_Q_ADD_LOOP(int8_t);
 }
 
 void rk_q_add_run(const uintptr_t *p, const int64_t *s, int64_t nthreads) {
     rk_q_ew_job job = {p, s};
-    rk_parallel_tasks(rk_q_add_task, &job, (s[0] + 4095) / 4096, nthreads);
+    rk_parallel_tasks(rk_q_add_task, &job, (s[0] + 16383) / 16384, nthreads);
 }
