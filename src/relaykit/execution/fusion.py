@@ -361,7 +361,7 @@ def _bind_qnn(
         return None
     if y.dtype.name != str(rq_node.attrs.out_dtype) or y.size != t.size:
         return None
-    if any(np.may_share_memory(y, a) for a in args[:2]):
+    if np.may_share_memory(y, args[1]) or (np.may_share_memory(y, args[0]) and not _reads_first(node, args[0])):
         return None
     rq = qnn_ops.requantize_of(rq_node.attrs, params, channels, bias, group.lo, group.hi)
     if rq is None or not all(not np.asarray(a).flags.writeable for a in args[2:]):
@@ -372,3 +372,11 @@ def _bind_qnn(
     if node.name == "qnn.dense":
         return host_qnn.dense_run(args, target, scratch, rq)
     return host_qnn.batch_matmul_run(node.attrs, args, target, scratch, rq)
+
+
+def _reads_first(node: PlanNode, x: np.ndarray) -> bool:
+    """Whether the integer product copies all of ``x`` before writing its output (the
+    planner may give the output ``x``'s memory): im2col of one image, packed dense rows."""
+    if node.name == "qnn.dense":
+        return True
+    return node.name == "qnn.conv2d" and int(node.attrs.groups) == 1 and x.shape[0] == 1

@@ -308,3 +308,42 @@ def test_native_off_uses_reference():
     with host_native.disabled():
         got, _ = run_graph(y, {"x": x})
     np.testing.assert_array_equal(got, conv_ref(x, w, 100, 0, (1, 1), (0, 0, 0, 0), 1))
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8"])
+def test_max_pool2d_integer(dtype):
+    """An int8 model's max pool pads with the dtype's smallest value (never the maximum)."""
+    x = qvals(dtype, (1, 3, 9, 10))
+    xv = relay.var("x", shape=x.shape, dtype=dtype)
+    y = relay.nn.max_pool2d(xv, pool_size=(3, 3), strides=(2, 2), padding=(1, 1))
+    got, _ = run_graph(y, {"x": x})
+    lo = np.iinfo(dtype).min
+    xp = np.pad(x.astype(np.int64), ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=lo)
+    want = np.full((1, 3, 5, 5), lo, np.int64)
+    for i in range(3):
+        for j in range(3):
+            want = np.maximum(want, xp[:, :, i : i + 9 : 2, j : j + 9 : 2])
+    np.testing.assert_array_equal(got, want.astype(dtype))
+
+
+def test_fused_output_reuses_input_memory():
+    """Two convolutions in a row: the planner may hand the second one's output the first
+    one's input memory; the im2col product reads its input before writing."""
+    x = qvals("uint8", (1, 8, 10, 10))
+    w1, w2 = qvals("int8", (8, 8, 3, 3)), qvals("int8", (8, 8, 3, 3))
+    xv = relay.var("x", shape=x.shape, dtype="uint8")
+
+    def layer(v, w):
+        y = relay.qnn.op.conv2d(
+            v, c(w), c(128, "int32"), c(0, "int32"), c(0.05, "float32"), c(0.01, "float32"),
+            kernel_size=(3, 3), channels=8, padding=(1, 1),
+        )  # fmt: skip
+        return relay.qnn.op.requantize(
+            y, c(np.float32(0.0005)), c(0, "int32"), c(np.float32(0.2)), c(128, "int32"),
+            out_dtype="uint8",
+        )  # fmt: skip
+
+    got, _ = run_graph(layer(layer(xv, w1), w2), {"x": x})
+    h = requant_ref(conv_ref(x, w1, 128, 0, (1, 1), (1, 1, 1, 1), 1), 0.0005, 0, 0.2, 128, "uint8")
+    want = requant_ref(conv_ref(h, w2, 128, 0, (1, 1), (1, 1, 1, 1), 1), 0.0005, 0, 0.2, 128, "uint8")
+    np.testing.assert_array_equal(got, want)

@@ -365,8 +365,10 @@ def _max_pool2d(
     attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch
 ) -> Run | None:
     x, o = args[0], outs[0]
-    if attrs.layout != "NCHW" or attrs.out_layout not in ("", "NCHW") or x.dtype.kind != "f":
+    if attrs.layout != "NCHW" or attrs.out_layout not in ("", "NCHW") or x.dtype.kind not in "fiu":
         return None
+    # the padding never wins: -inf, or the integer dtype's smallest value (int8 models)
+    low = -np.inf if x.dtype.kind == "f" else int(np.iinfo(x.dtype).min)
     kh, kw = pair(attrs.pool_size, "pool_size")
     (sh, sw), (dh, dw) = pair(attrs.strides, "strides"), pair(attrs.dilation, "dilation")
     pt, pl, pb, pr = pad4(attrs.padding)
@@ -374,7 +376,7 @@ def _max_pool2d(
     oh, ow = o.shape[2], o.shape[3]
     eh = max(0, (oh - 1) * sh + (kh - 1) * dh + 1 - (h + pt + pb))  # ceil_mode's extra rows
     ew = max(0, (ow - 1) * sw + (kw - 1) * dw + 1 - (wd + pl + pr))
-    xp, steps = _padded(x, (pt, pl, pb + eh, pr + ew), -np.inf, scratch)
+    xp, steps = _padded(x, (pt, pl, pb + eh, pr + ew), low, scratch)
     taps = [v for _, _, v in _taps(xp, (kh, kw), (sh, sw), (dh, dw), (oh, ow))]
     steps.append(functools.partial(np.copyto, o, taps[0]))
     steps.extend(functools.partial(np.maximum, o, t, out=o) for t in taps[1:])
