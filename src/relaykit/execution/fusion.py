@@ -361,12 +361,14 @@ def _bind_qnn(
         return None
     if y.dtype.name != str(rq_node.attrs.out_dtype) or y.size != t.size:
         return None
-    if np.may_share_memory(y, args[1]) or (np.may_share_memory(y, args[0]) and not _reads_first(node, args[0])):
+    target = y.reshape(t.shape)
+    if np.may_share_memory(y, args[1]):
+        return None
+    if np.may_share_memory(y, args[0]) and not _reads_first(node, args[0], target):
         return None
     rq = qnn_ops.requantize_of(rq_node.attrs, params, channels, bias, group.lo, group.hi)
     if rq is None or not all(not np.asarray(a).flags.writeable for a in args[2:]):
         return None
-    target = y.reshape(t.shape)
     if node.name == "qnn.conv2d":
         return host_qnn.conv2d_run(node.attrs, args, target, scratch, rq)
     if node.name == "qnn.dense":
@@ -374,9 +376,15 @@ def _bind_qnn(
     return host_qnn.batch_matmul_run(node.attrs, args, target, scratch, rq)
 
 
-def _reads_first(node: PlanNode, x: np.ndarray) -> bool:
+def _reads_first(node: PlanNode, x: np.ndarray, y: np.ndarray) -> bool:
     """Whether the integer product copies all of ``x`` before writing its output (the
     planner may give the output ``x``'s memory): im2col of one image, packed dense rows."""
     if node.name == "qnn.dense":
         return True
-    return node.name == "qnn.conv2d" and int(node.attrs.groups) == 1 and x.shape[0] == 1
+    if node.name != "qnn.conv2d" or x.shape[0] != 1:
+        return False
+    if int(node.attrs.groups) == 1:
+        return True
+    # depthwise, one output channel per input channel, same size: channel c of the output
+    # is channel c of the input's memory, copied before it is written
+    return x.shape == y.shape and x.dtype == y.dtype and x.ctypes.data == y.ctypes.data

@@ -326,24 +326,27 @@ def test_max_pool2d_integer(dtype):
     np.testing.assert_array_equal(got, want.astype(dtype))
 
 
-def test_fused_output_reuses_input_memory():
-    """Two convolutions in a row: the planner may hand the second one's output the first
-    one's input memory; the im2col product reads its input before writing."""
+@pytest.mark.parametrize("groups", [1, 8])
+def test_fused_output_reuses_input_memory(groups):
+    """Convolutions in a row: the planner may hand a later one's output an earlier one's
+    input memory; the im2col product and the depthwise kernel read it before writing."""
     x = qvals("uint8", (1, 8, 10, 10))
-    w1, w2 = qvals("int8", (8, 8, 3, 3)), qvals("int8", (8, 8, 3, 3))
+    w1, w2 = qvals("int8", (8, 8 // groups, 3, 3)), qvals("int8", (8, 8 // groups, 3, 3))
     xv = relay.var("x", shape=x.shape, dtype="uint8")
 
     def layer(v, w):
         y = relay.qnn.op.conv2d(
             v, c(w), c(128, "int32"), c(0, "int32"), c(0.05, "float32"), c(0.01, "float32"),
-            kernel_size=(3, 3), channels=8, padding=(1, 1),
+            kernel_size=(3, 3), channels=8, padding=(1, 1), groups=groups,
         )  # fmt: skip
         return relay.qnn.op.requantize(
             y, c(np.float32(0.0005)), c(0, "int32"), c(np.float32(0.2)), c(128, "int32"),
             out_dtype="uint8",
         )  # fmt: skip
 
-    got, _ = run_graph(layer(layer(xv, w1), w2), {"x": x})
-    h = requant_ref(conv_ref(x, w1, 128, 0, (1, 1), (1, 1, 1, 1), 1), 0.0005, 0, 0.2, 128, "uint8")
-    want = requant_ref(conv_ref(h, w2, 128, 0, (1, 1), (1, 1, 1, 1), 1), 0.0005, 0, 0.2, 128, "uint8")
+    got, _ = run_graph(layer(layer(layer(xv, w1), w2), w1), {"x": x})
+    want = x
+    for w in (w1, w2, w1):
+        acc = conv_ref(want, w, 128, 0, (1, 1), (1, 1, 1, 1), groups)
+        want = requant_ref(acc, 0.0005, 0, 0.2, 128, "uint8")
     np.testing.assert_array_equal(got, want)

@@ -331,7 +331,8 @@ def _conv_dw(
     kh, kw, oh, ow = geo
     sh, sw, _, _, dh, dw = steps
     hp, wp = (oh - 1) * sh + (kh - 1) * dh + 1, (ow - 1) * sw + (kw - 1) * dw + 1
-    per_block = -(-(hp * wp * 2 + 64 + ow * 4) // 64) * 64
+    q, r = -(-wp // sw), -(-hp // sh) + 1
+    per_block = -(-(sh * sw * r * q * 2 + 128 + oh * q * 4) // 64) * 64
     nblocks = min(oc, 16)
     area = scratch.take((nblocks * per_block,), np.uint8)
     wzp = np.ascontiguousarray(wz, np.int32)

@@ -374,7 +374,8 @@ void rk_q_im2col_run(const uintptr_t *p, const int64_t *s, int64_t nthreads) {
  * p: x, w (OC x KH x KW bytes), out, add, mult, lsh, rsh, wzp (int32[OC]), scratch
  * s: C, H, W, OC, KH, KW, OH, OW, sh, sw, pt, pl, dh, dw, x_signed, w_signed, xzp,
  *    nblocks, scratch bytes per block, chmult, ozp, lo, hi, ident, tonearest, kind
- * The scratch of a block: the shifted channel (int16, zero padded) and a row of int32. */
+ * The scratch of a block: the shifted channel (int16, zero padded, in column phases) and
+ * a row of int32. */
 typedef struct {
     const uintptr_t *p;
     const int64_t *s;
@@ -394,54 +395,74 @@ static void rk_q_dw_task(const void *arg, int64_t b) {
     const int32_t *lsh = (const int32_t *)p[5], *rsh = (const int32_t *)p[6];
     const int32_t *wzp = (const int32_t *)p[7];
     const int64_t Hp = (OH - 1) * sh + (KH - 1) * dh + 1, Wp = (OW - 1) * sw + (KW - 1) * dw + 1;
+    /* the channel, shifted to int16 and zero padded, split into sh x sw phases: phase
+     * (fy, fx), row r, column q holds padded pixel (r * sh + fy, q * sw + fx). Tap (i, j)
+     * of output (oy, ox) is then one phase at flat index oy * Q + ox + c(i, j): each tap
+     * is one unit-stride pass over OH * Q outputs (the Q - OW extra columns of each row
+     * are computed and dropped; the phases have a spare row for their reads). */
+    const int64_t Q = (Wp + sw - 1) / sw, R = (Hp + sh - 1) / sh + 1;
+    const int64_t span = OH * Q;
     int16_t *plane = (int16_t *)(p[8] + (uintptr_t)(b * s[18]));
-    int32_t *acc = (int32_t *)(((uintptr_t)(plane + Hp * Wp) + 63) & ~(uintptr_t)63);
+    int32_t *acc = (int32_t *)(((uintptr_t)(plane + sh * sw * R * Q) + 63) & ~(uintptr_t)63);
     int16_t taps[64];
+    int64_t toff[64];
+    for (int64_t i = 0; i < KH; i++)
+        for (int64_t j = 0; j < KW; j++) {
+            const int64_t fy = (i * dh) % sh, fx = (j * dw) % sw;
+            toff[i * KW + j] = (fy * sw + fx) * R * Q + ((i * dh) / sh) * Q + (j * dw) / sw;
+        }
     const int64_t o0 = OC * b / nb, o1 = OC * (b + 1) / nb;
     int64_t loaded = -1;
     for (int64_t oc = o0; oc < o1; oc++) {
         const int64_t c = oc / chm;
         if (c != loaded) {
             const uint8_t *src = x + c * H * W;
-            for (int64_t y = 0; y < Hp; y++) {
-                const int64_t iy = y - pt;
-                int16_t *d = plane + y * Wp;
-                if (iy < 0 || iy >= H) {
-                    for (int64_t xx = 0; xx < Wp; xx++) d[xx] = 0;
-                    continue;
+            for (int64_t fy = 0; fy < sh; fy++)
+                for (int64_t fx = 0; fx < sw; fx++) {
+                    int64_t qlo = pl - fx > 0 ? (pl - fx + sw - 1) / sw : 0;
+                    int64_t qhi = W + pl - fx > 0 ? (W + pl - fx + sw - 1) / sw : 0;
+                    if (qhi > Q) qhi = Q;
+                    if (qlo > qhi) qlo = qhi;
+                    int16_t *ph = plane + (fy * sw + fx) * R * Q;
+                    for (int64_t r = 0; r < R; r++) {
+                        const int64_t iy = r * sh + fy - pt;
+                        int16_t *d = ph + r * Q;
+                        if (iy < 0 || iy >= H) {
+                            for (int64_t q = 0; q < Q; q++) d[q] = 0;
+                            continue;
+                        }
+                        const uint8_t *row = src + iy * W + fx - pl;
+                        for (int64_t q = 0; q < qlo; q++) d[q] = 0;
+                        if (xs) {
+                            for (int64_t q = qlo; q < qhi; q++)
+                                d[q] = (int16_t)((int32_t)(int8_t)row[q * sw] - (int32_t)xzp);
+                        } else {
+                            for (int64_t q = qlo; q < qhi; q++)
+                                d[q] = (int16_t)((int32_t)row[q * sw] - (int32_t)xzp);
+                        }
+                        for (int64_t q = qhi; q < Q; q++) d[q] = 0;
+                    }
                 }
-                const uint8_t *r = src + iy * W;
-                for (int64_t xx = 0; xx < Wp; xx++) {
-                    const int64_t ix = xx - pl;
-                    int32_t v = 0;
-                    if (ix >= 0 && ix < W)
-                        v = (xs ? (int32_t)(int8_t)r[ix] : (int32_t)r[ix]) - (int32_t)xzp;
-                    d[xx] = (int16_t)v;
-                }
-            }
             loaded = c;
         }
         for (int64_t t = 0; t < KH * KW; t++) {
             const uint8_t v = w[oc * KH * KW + t];
             taps[t] = (int16_t)((ws ? (int32_t)(int8_t)v : (int32_t)v) - wzp[oc]);
         }
-        uint8_t *o = (uint8_t *)p[2] + oc * OH * OW * isz;
-        for (int64_t oy = 0; oy < OH; oy++) {
-            for (int64_t ox = 0; ox < OW; ox++) acc[ox] = 0;
-            for (int64_t i = 0; i < KH; i++) {
-                const int16_t *row = plane + (oy * sh + i * dh) * Wp;
-                for (int64_t j = 0; j < KW; j++) {
-                    const int32_t tv = taps[i * KW + j];
-                    const int16_t *r = row + j * dw;
-                    if (sw == 1) {
-                        for (int64_t ox = 0; ox < OW; ox++) acc[ox] += tv * (int32_t)r[ox];
-                    } else {
-                        for (int64_t ox = 0; ox < OW; ox++) acc[ox] += tv * (int32_t)r[ox * sw];
-                    }
-                }
-            }
-            rk_q_epi(acc, OW, add + oc, mult + oc, lsh + oc, rsh + oc, 0, e, o + oy * OW * isz);
+        {
+            const int32_t tv = taps[0];
+            const int16_t *r = plane + toff[0];
+            for (int64_t k = 0; k < span; k++) acc[k] = tv * (int32_t)r[k];
         }
+        for (int64_t t = 1; t < KH * KW; t++) {
+            const int32_t tv = taps[t];
+            const int16_t *r = plane + toff[t];
+            for (int64_t k = 0; k < span; k++) acc[k] += tv * (int32_t)r[k];
+        }
+        uint8_t *o = (uint8_t *)p[2] + oc * OH * OW * isz;
+        for (int64_t oy = 0; oy < OH; oy++)
+            rk_q_epi(acc + oy * Q, OW, add + oc, mult + oc, lsh + oc, rsh + oc, 0, e,
+                     o + oy * OW * isz);
     }
 }
 
