@@ -204,21 +204,24 @@ def test_dense_requantize(xd, wd, m, k, n):
 
 
 @pytest.mark.parametrize("xd,yd", [("uint8", "int8"), ("int8", "uint8"), ("uint8", "uint8")])
-def test_batch_matmul_requantize(xd, yd):
+@pytest.mark.parametrize("transpose_b", [True, False])
+def test_batch_matmul_requantize(xd, yd, transpose_b):
     b, m, k, n = 3, 9, 20, 13
-    x, yv_ = qvals(xd, (b, m, k)), qvals(yd, (b, n, k))
+    x, yv_ = qvals(xd, (b, m, k)), qvals(yd, (b, n, k) if transpose_b else (b, k, n))
     xzp, yzp = (130 if xd == "uint8" else -4), (120 if yd == "uint8" else 3)
     xv = relay.var("x", shape=x.shape, dtype=xd)
     yv = relay.var("y", shape=yv_.shape, dtype=yd)
     z = relay.qnn.op.batch_matmul(
-        xv, yv, c(xzp, "int32"), c(yzp, "int32"), c(0.02, "float32"), c(0.03, "float32")
+        xv, yv, c(xzp, "int32"), c(yzp, "int32"), c(0.02, "float32"), c(0.03, "float32"),
+        transpose_b=transpose_b,
     )
     z = relay.qnn.op.requantize(
         z, c(np.float32(0.02) * np.float32(0.03)), c(0, "int32"), c(np.float32(0.5)),
         c(10, "int32"), out_dtype="uint8",
     )  # fmt: skip
     got, _ = run_graph(z, {"x": x, "y": yv_})
-    acc = np.einsum("bmk,bnk->bmn", x.astype(np.int64) - xzp, yv_.astype(np.int64) - yzp)
+    spec = "bmk,bnk->bmn" if transpose_b else "bmk,bkn->bmn"
+    acc = np.einsum(spec, x.astype(np.int64) - xzp, yv_.astype(np.int64) - yzp)
     want = requant_ref(acc, np.float32(0.02) * np.float32(0.03), 0, 0.5, 10, "uint8", axis=2)
     np.testing.assert_array_equal(got, want)
 
@@ -280,20 +283,44 @@ def test_quantize_dequantize(rounding, out_dtype):
     np.testing.assert_array_equal(got_d, want_d)
 
 
+BINARY_SHAPES = [((2, 7, 9), (2, 7, 9)), ((9,), (2, 7, 9)), ((2, 7, 9), (1, 1, 9)),
+                 ((1, 3, 5, 70000 // 15), (1, 3, 5, 70000 // 15))]
+
+
 @pytest.mark.parametrize("dtype", ["int8", "uint8"])
-def test_qnn_add(dtype):
-    a, b = qvals(dtype, (2, 7, 9)), qvals(dtype, (2, 7, 9))
+@pytest.mark.parametrize("shapes", BINARY_SHAPES)
+@pytest.mark.parametrize("same", [False, True])
+def test_qnn_add(dtype, shapes, same):
+    a, b = qvals(dtype, shapes[0]), qvals(dtype, shapes[1])
     av, bv = relay.var("a", shape=a.shape, dtype=dtype), relay.var("b", shape=b.shape, dtype=dtype)
     zs = (3, -2, 1) if dtype == "int8" else (120, 131, 125)
+    sa = np.float32(0.06 if same else 0.03)
+    za = zs[2] if same else zs[0]
     y = relay.qnn.add(
-        av, bv, c(np.float32(0.03)), c(zs[0], "int32"), c(np.float32(0.05)), c(zs[1], "int32"),
+        av, bv, c(sa), c(za, "int32"), c(np.float32(0.05)), c(zs[1], "int32"),
         c(np.float32(0.06)), c(zs[2], "int32"),
     )  # fmt: skip
     got, _ = run_graph(y, {"a": a, "b": b})
-    ra = requant_ref(a, 0.03, zs[0], 0.06, zs[2], "int32")
-    rb = requant_ref(b, 0.05, zs[1], 0.06, zs[2], "int32")
+    ra = a.astype(np.int64) if same else requant_ref(a, sa, za, 0.06, zs[2], "int32", axis=0)
+    rb = requant_ref(b, 0.05, zs[1], 0.06, zs[2], "int32", axis=0)
     info = np.iinfo(dtype)
     want = np.clip(ra.astype(np.int64) + rb - zs[2], info.min, info.max).astype(dtype)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+@pytest.mark.parametrize("shapes", BINARY_SHAPES[:3])
+def test_qnn_mul(dtype, shapes):
+    a, b = qvals(dtype, shapes[0]), qvals(dtype, shapes[1])
+    av, bv = relay.var("a", shape=a.shape, dtype=dtype), relay.var("b", shape=b.shape, dtype=dtype)
+    zs = (3, -2, 1) if dtype == "int8" else (120, 131, 125)
+    y = relay.qnn.mul(
+        av, bv, c(np.float32(0.03)), c(zs[0], "int32"), c(np.float32(0.05)), c(zs[1], "int32"),
+        c(np.float32(0.2)), c(zs[2], "int32"),
+    )  # fmt: skip
+    got, _ = run_graph(y, {"a": a, "b": b})
+    prod = (a.astype(np.int64) - zs[0]) * (b.astype(np.int64) - zs[1])
+    want = requant_ref(prod, np.float32(0.03) * np.float32(0.05), 0, 0.2, zs[2], dtype, axis=0)
     np.testing.assert_array_equal(got, want)
 
 

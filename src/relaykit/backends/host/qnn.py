@@ -58,7 +58,7 @@ _SIGNATURES: dict[str, host_native.Signature] = {
     "rk_q_requant_run": _RUN,
     "rk_q_quant_run": _RUN,
     "rk_q_dequant_run": _RUN,
-    "rk_q_add_run": _RUN,
+    "rk_q_binary_run": _RUN,
     "rk_q_pack_rows": (None, [_P, _P]),
     "rk_q_pack_cols": (None, [_P, _P]),
 }
@@ -203,13 +203,22 @@ def _round32(n: int) -> int:
     return -(-n // 32) * 32
 
 
-def pack_cols(lib: Any, src: np.ndarray, signed: bool, out: np.ndarray, sums: np.ndarray) -> None:
-    """``src[N, K]`` (bytes) into ``out`` as packed columns, signed or unsigned bytes."""
-    n, k = src.shape
+def pack_cols(
+    lib: Any, src: np.ndarray, signed: bool, out: np.ndarray, sums: np.ndarray, kmajor: bool = False
+) -> Run:
+    """The packing of ``src[N, K]`` (bytes; ``kmajor``: ``src[K, N]``) into ``out`` as
+    packed columns of signed or unsigned bytes, with their sums."""
+    n, k = src.shape[::-1] if kmajor else src.shape
     flip, _ = _stored(src.dtype, not signed)
     p = _ptrs(src, out, sums)
-    s = np.array([n, k, src.strides[0], _round4(k), _round32(n), flip, int(signed)], np.int64)
-    lib.rk_q_pack_cols(_P(p.ctypes.data), _P(s.ctypes.data))
+    s = np.array(
+        [n, k, src.strides[0], _round4(k), _round32(n), flip, int(signed), int(kmajor)], np.int64
+    )
+    return functools.partial(_pack, lib.rk_q_pack_cols, _P(p.ctypes.data), _P(s.ctypes.data), (p, s))
+
+
+def _pack(fn: Any, p: Any, s: Any, _keep: tuple[Any, ...]) -> None:
+    fn(p, s)
 
 
 def _gemm_sizes(
@@ -389,7 +398,7 @@ def dense_run(
     if const_w:
         cols = np.empty(kp * np_, np.uint8)
         csum = np.empty(np_, np.int32)
-        pack_cols(lib, w, True, cols, csum)
+        pack_cols(lib, w, True, cols, csum)()
     else:
         cols = scratch.take((kp * np_,), np.uint8)
         csum = scratch.take((np_,), np.int32)
@@ -401,9 +410,11 @@ def dense_run(
     sg = np.array(_gemm_sizes(m, nout, k, nout, True, False, rq), np.int64)
     policy = get_policy()
 
+    repack = None if const_w else pack_cols(lib, w, True, cols, csum)
+
     def run() -> None:
-        if not const_w:
-            pack_cols(lib, w, True, cols, csum)
+        if repack is not None:
+            repack()
         lib.rk_q_pack_rows(_P(pr.ctypes.data), _P(sr.ctypes.data))
         lib.rk_q_gemm_run(_P(pg.ctypes.data), _P(sg.ctypes.data), policy.host_threads())
 
@@ -415,11 +426,12 @@ def dense_run(
 def batch_matmul_run(
     attrs: Any, args: Sequence[np.ndarray], out: np.ndarray, scratch: Scratch, rq: Requant | None
 ) -> Run | None:
-    """``qnn.batch_matmul`` with ``transpose_b`` (per-tensor, constant parameters), batch
-    by batch, into ``out``; ``None`` when not handled here."""
+    """``qnn.batch_matmul`` (``y`` as ``[B, N, K]`` with ``transpose_b``, else ``[B, K, N]``;
+    per-tensor, constant parameters), batch by batch, into ``out``; ``None`` when not
+    handled here."""
     lib = kernels()
     x, y, xzp, yzp = args[:4]
-    if lib is None or attrs.transpose_a or not attrs.transpose_b:
+    if lib is None or attrs.transpose_a:
         return None
     if x.dtype.name not in _BYTES or y.dtype.name not in _BYTES or not _const(xzp, yzp):
         return None
@@ -427,8 +439,10 @@ def batch_matmul_run(
         return None
     if not (x.flags.c_contiguous and y.flags.c_contiguous and out.flags.c_contiguous):
         return None
+    tb = bool(attrs.transpose_b)
     b, m, k = x.shape
-    by, nout, _ = y.shape
+    by = y.shape[0]
+    nout = y.shape[1] if tb else y.shape[2]
     if by not in (1, b) or np.asarray(xzp).size != 1 or np.asarray(yzp).size != 1:
         return None
     rq = rq or plain(nout)
@@ -451,13 +465,13 @@ def batch_matmul_run(
     sg = np.array(_gemm_sizes(m, nout, k, nout, True, False, rq), np.int64)
     policy = get_policy()
     xb, ob = m * k, m * nout * out.itemsize
-    y2 = [y[i] for i in range(by)]
+    packs = [pack_cols(lib, y[i], True, cols, csum, kmajor=not tb) for i in range(by)]
 
     def run() -> None:
         threads = policy.host_threads()
         for i in range(b):
             if i < by:
-                pack_cols(lib, y2[i], True, cols, csum)
+                packs[i]()
             pr[0] = address(x) + i * xb
             lib.rk_q_pack_rows(_P(pr.ctypes.data), _P(sr.ctypes.data))
             pg[10] = address(out) + i * ob

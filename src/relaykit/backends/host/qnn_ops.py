@@ -1,6 +1,6 @@
 """The host kernel table's QNN entries: ``qnn.conv2d``, ``qnn.dense``,
 ``qnn.batch_matmul`` (int32 sums), ``qnn.requantize``, ``qnn.quantize``,
-``qnn.dequantize`` and ``qnn.add`` on the native integer kernels of
+``qnn.dequantize``, ``qnn.add`` and ``qnn.mul`` on the native integer kernels of
 :mod:`relaykit.backends.host.qnn`; every case they do not take (parameters computed at
 run time, per-channel output zero points, other dtypes) binds the reference kernel.
 
@@ -159,8 +159,9 @@ def _dequantize(
     return hq._call(lib.rk_q_dequant_run, p, [outer, c, inner, kind], (x, out, s, z))
 
 
-def _move(lib: Any, s: np.ndarray, z: np.ndarray, os: np.ndarray, oz: np.ndarray) -> list[int]:
-    """qnn.add's move of one operand to the output parameters: add, mult, lsh, rsh, how."""
+def _move(s: np.ndarray, z: np.ndarray, os: np.ndarray, oz: np.ndarray) -> list[int]:
+    """A move to the output parameters (requantize UPWARD to int32): add, mult, lsh, rsh,
+    how (0 requantize, 1 as it is, 2 zero points only); empty when not exact here."""
     if np.array_equal(s, os) and np.array_equal(z, oz):
         return [0, 0, 0, 0, 1]
     rq = hq.requant_params(1, None, s, z, os, oz, "UPWARD", "int32")
@@ -170,26 +171,59 @@ def _move(lib: Any, s: np.ndarray, z: np.ndarray, os: np.ndarray, oz: np.ndarray
     return [int(rq.add[0]), int(rq.mult[0]), int(rq.lsh[0]), int(rq.rsh[0]), how]
 
 
-@register_host_kernel("qnn.add")
-def _add(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch) -> Run | None:
+def _rows(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> tuple[int, bool, bool] | None:
+    """(row length, a full, b full) for an elementwise pass where an operand is the full
+    output or one trailing block of it broadcast (a bias along the last axes)."""
+    n = out.size
+    if a.shape == out.shape and b.shape == out.shape:
+        return min(n, 16384) or 1, True, True
+    for small, full in ((a, b), (b, a)):
+        if full.shape != out.shape:
+            continue
+        dims = list(small.shape)
+        while dims and dims[0] == 1:
+            dims.pop(0)
+        if dims and tuple(dims) == tuple(out.shape[len(out.shape) - len(dims) :]):
+            return int(small.size), small is not a, small is not b
+    return None
+
+
+def _binary(op: str, args: list[Any], out: np.ndarray) -> Run | None:
     lib = hq.kernels()
     a, b = args[0], args[1]
-    out = outs[0]
     params = [np.asarray(v) for v in args[2:]]
     if lib is None or a.dtype.name not in _BYTES or a.dtype != b.dtype or out.dtype != a.dtype:
         return None
-    if a.shape != b.shape or a.shape != out.shape or any(v.size != 1 for v in params):
+    if any(v.size != 1 for v in params) or not hq._const(*args[2:]) or out.size == 0:
         return None
     if not (a.flags.c_contiguous and b.flags.c_contiguous and out.flags.c_contiguous):
         return None
-    if not hq._const(*args[2:]):
+    layout = _rows(a, b, out)
+    if layout is None:
         return None
     ls, lz, rs, rz, os, oz = params
-    ma, mb = _move(lib, ls, lz, os, oz), _move(lib, rs, rz, os, oz)
-    if not ma or not mb:
+    if op == "qnn.add":
+        ma, mb, mm = _move(ls, lz, os, oz), _move(rs, rz, os, oz), [0, 0, 0, 0, 1]
+    else:
+        scale = np.float32(np.float32(ls.reshape(-1)[0]) * np.float32(rs.reshape(-1)[0]))
+        ma, mb, mm = [0, 0, 0, 0, 1], [0, 0, 0, 0, 1], _move(scale, np.int32(0), os, oz)
+    if not (ma and mb and mm):
         return None
     lo, hi = qrange(a.dtype.name)
     kind = 0 if a.dtype == np.int8 else 1
+    length, a_full, b_full = layout
     p = np.array([address(a), address(b), address(out)], np.uintp)
-    sizes = [a.size, kind, lo, hi, int(oz.reshape(-1)[0]), *ma, *mb]
-    return hq._call(lib.rk_q_add_run, p, sizes, (a, b, out))
+    sizes = [out.size, length, int(a_full), int(b_full), kind, int(op == "qnn.mul"), lo, hi,
+             int(oz.reshape(-1)[0]), int(lz.reshape(-1)[0]), int(rz.reshape(-1)[0]),
+             *ma, *mb, *mm]  # fmt: skip
+    return hq._call(lib.rk_q_binary_run, p, sizes, (a, b, out))
+
+
+@register_host_kernel("qnn.add")
+def _add(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch) -> Run | None:
+    return _binary("qnn.add", args, outs[0])
+
+
+@register_host_kernel("qnn.mul")
+def _mul(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch) -> Run | None:
+    return _binary("qnn.mul", args, outs[0])

@@ -249,21 +249,21 @@ void rk_q_pack_rows(const uintptr_t *p, const int64_t *s) {
     }
 }
 
-/* Columns: src[N][K] (row stride ld) packed as dst[Kp / 4][Np][4] (zero filled), values
- * ^ flip; csum[n] their sums (signed or unsigned bytes as sgn says; csum may be 0).
- * p: src, dst, csum   s: N, K, ld, Kp, Np, flip, sgn */
+/* Columns: src[N][K] (row stride ld; kmajor: src[K][N]) packed as dst[Kp / 4][Np][4]
+ * (zero filled), values ^ flip; csum[n] their sums (signed or unsigned bytes as sgn says;
+ * csum may be 0).  p: src, dst, csum   s: N, K, ld, Kp, Np, flip, sgn, kmajor */
 void rk_q_pack_cols(const uintptr_t *p, const int64_t *s) {
     const uint8_t *src = (const uint8_t *)p[0];
     uint8_t *dst = (uint8_t *)p[1];
     int32_t *csum = (int32_t *)p[2];
-    const int64_t N = s[0], K = s[1], ld = s[2], Kp = s[3], Np = s[4], sgn = s[6];
+    const int64_t N = s[0], K = s[1], ld = s[2], Kp = s[3], Np = s[4], sgn = s[6], kmajor = s[7];
     const uint8_t flip = (uint8_t)s[5];
     for (int64_t n = 0; n < Np; n++) {
         int32_t sum = 0;
         for (int64_t k = 0; k < Kp; k++) {
             uint8_t v = 0;
             if (n < N && k < K) {
-                v = src[n * ld + k] ^ flip;
+                v = (kmajor ? src[k * ld + n] : src[n * ld + k]) ^ flip;
                 sum += sgn ? (int32_t)(int8_t)v : (int32_t)v;
             }
             dst[(k >> 2) * Np * 4 + n * 4 + (k & 3)] = v;
@@ -583,12 +583,14 @@ void rk_q_dequant_run(const uintptr_t *p, const int64_t *s, int64_t nthreads) {
     rk_parallel_tasks(rk_q_dequant_task, &job, s[0] * s[1], nthreads);
 }
 
-/* qnn.add of two same-shape (u)int8 tensors, per-tensor parameters: each moved to the
- * output's (requantize UPWARD to int32, no clamp; ident when the parameters are the same),
- * summed in int32, the output zero point subtracted once, clamped.
- * p: a, b, out   s: n, kind (0 s8, 1 u8), lo, hi, ozp,
- *   a: add, mult, lsh, rsh, how; b: the same (how: 0 requantize, 1 as it is, 2 zero
- *   points only). Tasks: blocks of 16384. */
+/* qnn.add / qnn.mul of two (u)int8 tensors with per-tensor parameters, in rows of L
+ * elements: an operand is either full (row r at r * L) or one row broadcast to all.
+ * add: each operand moved to the output's parameters (requantize UPWARD to int32, no
+ * clamp), summed in int32, the output zero point subtracted once, clamped;
+ * mul: (a - lz) * (b - rz) in int32, requantized (scale ls * rs, UPWARD) and clamped.
+ * p: a, b, out   s: n, L, a_full, b_full, kind (0 s8, 1 u8), op (0 add, 1 mul), lo, hi,
+ *   ozp, lz, rz, then three moves (add, mult, lsh, rsh, how): a's, b's, the product's
+ *   (how: 0 requantize, 1 as it is, 2 zero points only). Tasks: rows. */
 typedef struct {
     int32_t add, mult, lsh, rsh, how;
 } rk_q_mv;
@@ -603,33 +605,47 @@ static inline int32_t rk_q_move(int32_t x, rk_q_mv q, int32_t ozp) {
     return q.how == 1 ? x : (int32_t)((int64_t)(int32_t)y + ozp);
 }
 
-#define RK_Q_ADD_LOOP(T)                                                                   \
+#define RK_Q_BIN_LOOP(T)                                                                   \
     do {                                                                                   \
-        const T *a = (const T *)p[0], *b = (const T *)p[1];                                \
-        T *o = (T *)p[2];                                                                  \
-        for (int64_t i = i0; i < i1; i++) {                                                \
-            const int32_t x = rk_q_move(a[i], qa, ozp), y = rk_q_move(b[i], qb, ozp);      \
-            int32_t v = (int32_t)((int64_t)(int32_t)((uint32_t)x + (uint32_t)y) - ozp);    \
-            v = v < lo ? lo : v;                                                           \
-            o[i] = (T)(v > hi ? hi : v);                                                   \
+        const T *a = (const T *)p[0] + (s[2] ? i0 : 0);                                    \
+        const T *b = (const T *)p[1] + (s[3] ? i0 : 0);                                    \
+        T *o = (T *)p[2] + i0;                                                             \
+        if (op == 0) {                                                                     \
+            for (int64_t i = 0; i < len; i++) {                                            \
+                const int32_t x = rk_q_move(a[i], qa, ozp), y = rk_q_move(b[i], qb, ozp);  \
+                int32_t v = (int32_t)((int64_t)(int32_t)((uint32_t)x + (uint32_t)y) - ozp);\
+                v = v < lo ? lo : v;                                                       \
+                o[i] = (T)(v > hi ? hi : v);                                               \
+            }                                                                              \
+        } else {                                                                           \
+            for (int64_t i = 0; i < len; i++) {                                            \
+                const int32_t v = (int32_t)(((int32_t)a[i] - lz) * ((int32_t)b[i] - rz));  \
+                int32_t r = rk_q_move(v, qm, ozp);                                         \
+                r = r < lo ? lo : r;                                                       \
+                o[i] = (T)(r > hi ? hi : r);                                               \
+            }                                                                              \
         }                                                                                  \
     } while (0)
 
-static void rk_q_add_task(const void *arg, int64_t t) {
+static rk_q_mv rk_q_mv_at(const int64_t *q) {
+    const rk_q_mv m = {(int32_t)q[0], (int32_t)q[1], (int32_t)q[2], (int32_t)q[3], (int32_t)q[4]};
+    return m;
+}
+
+static void rk_q_binary_task(const void *arg, int64_t r) {
     const rk_q_ew_job *job = (const rk_q_ew_job *)arg;
     const uintptr_t *p = job->p;
     const int64_t *s = job->s;
-    const int64_t n = s[0], kind = s[1];
-    const int32_t lo = (int32_t)s[2], hi = (int32_t)s[3], ozp = (int32_t)s[4];
-    const rk_q_mv qa = {(int32_t)s[5], (int32_t)s[6], (int32_t)s[7], (int32_t)s[8], (int32_t)s[9]};
-    const rk_q_mv qb = {(int32_t)s[10], (int32_t)s[11], (int32_t)s[12], (int32_t)s[13],
-                        (int32_t)s[14]};
-    const int64_t i0 = t * 16384, i1 = i0 + 16384 < n ? i0 + 16384 : n;
-    if (kind == 1) RK_Q_ADD_LOOP(uint8_t);
-    else RK_Q_ADD_LOOP(int8_t);
+    const int64_t n = s[0], L = s[1], kind = s[4], op = s[5];
+    const int32_t lo = (int32_t)s[6], hi = (int32_t)s[7], ozp = (int32_t)s[8];
+    const int32_t lz = (int32_t)s[9], rz = (int32_t)s[10];
+    const rk_q_mv qa = rk_q_mv_at(s + 11), qb = rk_q_mv_at(s + 16), qm = rk_q_mv_at(s + 21);
+    const int64_t i0 = r * L, len = i0 + L < n ? L : n - i0;
+    if (kind == 1) RK_Q_BIN_LOOP(uint8_t);
+    else RK_Q_BIN_LOOP(int8_t);
 }
 
-void rk_q_add_run(const uintptr_t *p, const int64_t *s, int64_t nthreads) {
+void rk_q_binary_run(const uintptr_t *p, const int64_t *s, int64_t nthreads) {
     rk_q_ew_job job = {p, s};
-    rk_parallel_tasks(rk_q_add_task, &job, (s[0] + 16383) / 16384, nthreads);
+    rk_parallel_tasks(rk_q_binary_task, &job, (s[0] + s[1] - 1) / s[1], nthreads);
 }
