@@ -222,16 +222,18 @@ def plan_fusion(plan: GraphPlan) -> dict[int, FusedGroup]:
 
 def _qnn_chain(plan: GraphPlan, producer: int, readers: Counter[int]) -> FusedGroup | None:
     """``qnn.conv2d | qnn.dense | qnn.batch_matmul -> [nn.bias_add | add of a per-channel
-    constant] -> qnn.requantize -> [clip]*``, the requantize required; the group's ``bias``
-    is the bias entry, ``lo`` / ``hi`` the clips' bounds (the requantize is a member)."""
+    constant] -> qnn.requantize -> [clip]*``, the requantize required (a dense layer may
+    also be followed by reshapes that keep its last axis); the group's ``bias`` is the bias
+    entry, ``lo`` / ``hi`` the clips' bounds (the requantize is a member)."""
     nodes = plan.nodes
     entry = nodes[producer].outputs[0]
     if len(nodes[producer].outputs) != 1 or plan.entries[entry].dtype != "int32":
         return None
+    dense = nodes[producer].name == "qnn.dense"
     shape = plan.entries[entry].shape
-    axis = 1 if nodes[producer].name == "qnn.conv2d" else len(shape) - 1
     members: list[int] = []
     names: list[str] = []
+    real = 0
     bias: int | None = None
     stage = 0  # 0: bias or requantize next; 1: requantize next; 2: clips only
     lo, hi = -_INF, _INF
@@ -245,9 +247,14 @@ def _qnn_chain(plan: GraphPlan, producer: int, readers: Counter[int]) -> FusedGr
         if not reads or readers[entry] != 1 or nxt.kind != "op" or len(nxt.outputs) != 1:
             break
         out = plan.entries[nxt.outputs[0]]
-        if nxt.view or out.shape != shape:
+        axis = len(shape) - 1 if nodes[producer].name != "qnn.conv2d" else 1
+        if nxt.view:
+            if not (dense and out.shape and out.shape[-1] == shape[-1]):
+                break
+            shape = out.shape
+        elif out.shape != shape:
             break
-        if stage == 0 and nxt.name in ("nn.bias_add", "add") and nxt.inputs[0] == entry:
+        elif stage == 0 and nxt.name in ("nn.bias_add", "add") and nxt.inputs[0] == entry:
             other = nxt.inputs[1]
             oshape = plan.entries[other].shape
             if nxt.name == "nn.bias_add":
@@ -270,15 +277,15 @@ def _qnn_chain(plan: GraphPlan, producer: int, readers: Counter[int]) -> FusedGr
         else:
             break
         members.append(j)
-        names.append(nxt.name)
+        if not nxt.view:
+            names.append(nxt.name)
+            real = len(members)
         entry = nxt.outputs[0]
-    while members and stage == 2 and names[-1] not in ("qnn.requantize", "clip", "nn.relu"):
-        members.pop()
-        names.pop()
+    members = members[:real]
     if stage != 2 or not members:
         return None
-    out = nodes[members[-1]].outputs[0]
-    return FusedGroup(producer, tuple(members), out, bias, None, lo, hi, tuple(names))
+    out_entry = nodes[members[-1]].outputs[0]
+    return FusedGroup(producer, tuple(members), out_entry, bias, None, lo, hi, tuple(names))
 
 
 def fusion_of(plan: GraphPlan) -> dict[int, FusedGroup]:
