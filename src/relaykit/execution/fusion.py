@@ -5,8 +5,9 @@ Two kinds, both here:
 1. **On the IR, at build** (:func:`host_passes`, run by ``relay.build`` and the VM after
    the standard pipeline, see :func:`relaykit.execution.build_module.build_passes`): the
    idioms of :mod:`relaykit.transform.idioms` become one operator each (``FuseLayerNorm``,
-   ``FuseGelu``: one kernel instead of five to ten passes) and a transposed
-   ``nn.batch_matmul`` operand is read as it is (``FoldTransposeIntoBatchMatmul``). The
+   ``FuseGelu``: one kernel instead of five to ten passes), a transposed
+   ``nn.batch_matmul`` operand is read as it is (``FoldTransposeIntoBatchMatmul``) and a
+   quantized table is gathered before it is dequantized (``GatherBeforeDequantize``). The
    frontends already emit ``nn.gelu`` and ``nn.layer_norm``; these passes catch modules
    built by hand. The VM's fusion is this step alone: it runs operator by operator.
 2. **On the graph executor's plan** (:func:`plan_fusion`, :func:`bind_group`): epilogue
@@ -55,6 +56,7 @@ from relaykit.backends.host.conv import Epilogue
 from relaykit.backends.host.kernels import Scratch, conv2d_run, dense_run
 from relaykit.execution.graph_plan import FusedGroup, GraphPlan, PlanNode
 from relaykit.transform.batch_matmul_layout import FoldTransposeIntoBatchMatmul
+from relaykit.transform.gather_quantized import GatherBeforeDequantize
 from relaykit.transform.gelu import FuseGelu
 from relaykit.transform.layer_norm import FuseLayerNorm
 from relaykit.transform.pass_infra import Pass
@@ -80,7 +82,7 @@ _INF = float("inf")
 
 def host_passes() -> list[Pass]:
     """The host's fusion passes on the IR, in order (see the module docstring, 1.)."""
-    return [FuseLayerNorm(), FuseGelu(), FoldTransposeIntoBatchMatmul()]
+    return [FuseLayerNorm(), FuseGelu(), FoldTransposeIntoBatchMatmul(), GatherBeforeDequantize()]
 
 
 def _channel_axis(producer: PlanNode, ndim: int) -> int:

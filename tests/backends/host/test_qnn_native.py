@@ -377,3 +377,16 @@ def test_fused_output_reuses_input_memory(groups):
         acc = conv_ref(want, w, 128, 0, (1, 1), (1, 1, 1, 1), groups)
         want = requant_ref(acc, 0.0005, 0, 0.2, 128, "uint8")
     np.testing.assert_array_equal(got, want)
+
+
+def test_gather_before_dequantize():
+    """An int8 embedding table is gathered, then dequantized (not dequantized whole)."""
+    table = qvals("int8", (50, 6))
+    ids = np.array([[3, 49, 0, 7]], "int32")
+    iv = relay.var("ids", shape=ids.shape, dtype="int32")
+    d = relay.qnn.op.dequantize(c(table), c(np.float32(0.25)), c(-3, "int32"))
+    got, lib = run_graph(relay.take(d, iv, axis=0), {"ids": ids})
+    want = (table[ids].astype(np.int64) + 3).astype(np.float32) * np.float32(0.25)
+    np.testing.assert_array_equal(got, want)
+    deq = [n for n in lib.plan.nodes if n.kind == "op" and n.name == "qnn.dequantize"]
+    assert [lib.plan.entries[n.outputs[0]].shape for n in deq] == [(1, 4, 6)]
