@@ -284,7 +284,8 @@ def test_quantize_dequantize(rounding, out_dtype):
 
 
 BINARY_SHAPES = [((2, 7, 9), (2, 7, 9)), ((9,), (2, 7, 9)), ((2, 7, 9), (1, 1, 9)),
-                 ((1, 3, 5, 70000 // 15), (1, 3, 5, 70000 // 15))]
+                 ((1, 3, 5, 70000 // 15), (1, 3, 5, 70000 // 15)), ((1,), (3, 9000)),
+                 ((2, 12, 8), (1,))]
 
 
 @pytest.mark.parametrize("dtype", ["int8", "uint8"])
@@ -309,7 +310,7 @@ def test_qnn_add(dtype, shapes, same):
 
 
 @pytest.mark.parametrize("dtype", ["int8", "uint8"])
-@pytest.mark.parametrize("shapes", BINARY_SHAPES[:3])
+@pytest.mark.parametrize("shapes", BINARY_SHAPES)
 def test_qnn_mul(dtype, shapes):
     a, b = qvals(dtype, shapes[0]), qvals(dtype, shapes[1])
     av, bv = relay.var("a", shape=a.shape, dtype=dtype), relay.var("b", shape=b.shape, dtype=dtype)

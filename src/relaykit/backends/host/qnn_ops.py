@@ -11,13 +11,14 @@ True
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
 
 from relaykit.backends.host import qnn as hq
 from relaykit.backends.host.native import address
-from relaykit.backends.host.table import Run, Scratch, register_host_kernel
+from relaykit.backends.host.table import Run, Scratch, register_host_kernel, sequence
 from relaykit.ir.attrs import Attrs
 from relaykit.op.qnn._common import qrange
 
@@ -198,7 +199,15 @@ def _binary(op: str, args: list[Any], out: np.ndarray) -> Run | None:
         return None
     if not (a.flags.c_contiguous and b.flags.c_contiguous and out.flags.c_contiguous):
         return None
-    layout = _rows(a, b, out)
+    fill = None
+    if out.size > 1 and (a.size == 1) != (b.size == 1):  # a scalar: a row of it, filled per run
+        one = a if a.size == 1 else b
+        row = np.empty(min(out.size, 16384), one.dtype)
+        fill = functools.partial(np.copyto, row, one.reshape(-1)[0:1])
+        a, b = (row, b) if a.size == 1 else (a, row)
+        layout: tuple[int, bool, bool] | None = (row.size, a is not row, b is not row)
+    else:
+        layout = _rows(a, b, out)
     if layout is None:
         return None
     ls, lz, rs, rz, os, oz = params
@@ -216,7 +225,8 @@ def _binary(op: str, args: list[Any], out: np.ndarray) -> Run | None:
     sizes = [out.size, length, int(a_full), int(b_full), kind, int(op == "qnn.mul"), lo, hi,
              int(oz.reshape(-1)[0]), int(lz.reshape(-1)[0]), int(rz.reshape(-1)[0]),
              *ma, *mb, *mm]  # fmt: skip
-    return hq._call(lib.rk_q_binary_run, p, sizes, (a, b, out))
+    run = hq._call(lib.rk_q_binary_run, p, sizes, (a, b, out))
+    return run if fill is None else sequence([fill, run])
 
 
 @register_host_kernel("qnn.add")
