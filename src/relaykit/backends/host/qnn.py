@@ -341,7 +341,7 @@ def _conv_dw(
     sh, sw, _, _, dh, dw = steps
     hp, wp = (oh - 1) * sh + (kh - 1) * dh + 1, (ow - 1) * sw + (kw - 1) * dw + 1
     q, r = -(-wp // sw), -(-hp // sh) + 1
-    per_block = -(-(sh * sw * r * q * 2 + 128 + oh * q * 4) // 64) * 64
+    per_block = -(-(sh * sw * r * q * 2 + 192 + (oh * q + 16) * 4) // 64) * 64
     nblocks = min(oc, 16)
     area = scratch.take((nblocks * per_block,), np.uint8)
     wzp = np.ascontiguousarray(wz, np.int32)

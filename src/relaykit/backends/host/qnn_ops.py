@@ -21,6 +21,7 @@ from relaykit.backends.host.native import address
 from relaykit.backends.host.table import Run, Scratch, register_host_kernel, sequence
 from relaykit.ir.attrs import Attrs
 from relaykit.op.qnn._common import qrange
+from relaykit.op.qnn.quantize import resolve_compute_dtype, resolve_rounding
 
 __all__ = ["requantize_of"]
 
@@ -79,8 +80,6 @@ def requantize_of(
     """The native epilogue of a ``qnn.requantize`` call (its attributes, its constant
     ``[input_scale, input_zero_point, output_scale, output_zero_point]``) over
     ``channels``, after ``bias`` and before the clamp ``[lo, hi]``."""
-    from relaykit.op.qnn.quantize import resolve_compute_dtype, resolve_rounding
-
     if resolve_compute_dtype(attrs.compute_dtype) != "int64" or not hq._const(*params):
         return None
     isc, izp, osc, ozp = params
