@@ -37,7 +37,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import _bench
 import numpy as np
-
 from onnx_quantized import load_qm
 
 
@@ -54,7 +53,9 @@ def relaykit_int8_engine(
     from relaykit.frontend import from_onnx
 
     t = time.perf_counter()
-    mod, params = from_onnx(onnx.load_from_string(model_bytes), shape={k: v.shape for k, v in feeds.items()})
+    mod, params = from_onnx(
+        onnx.load_from_string(model_bytes), shape={k: v.shape for k, v in feeds.items()}
+    )
     config: dict[str, Any] = {"relay.num_threads": threads}
     note = ""
     if dnnl:
@@ -150,8 +151,9 @@ def _run_model(
             err = _bench.rel_error(got, want32)
             share = equal_share(got, want8)
             own = f"{e.median_ms / base.median_ms:>7.2f}x" if base else f"{'':>8}"
-            print(f"{e.name:<11}{e.median_ms:>10.2f}{e.min_ms:>9.2f}{e.median_ms / ort8:>7.2f}x"
-                  f"{own}{err:>13.1e}{share:>8.1%}{e.build_s:>9.2f}  {e.note}", flush=True)  # fmt: skip
+            line = f"{e.name:<11}{e.median_ms:>10.2f}{e.min_ms:>9.2f}{e.median_ms / ort8:>7.2f}x"
+            line += f"{own}{err:>13.1e}{share:>8.1%}{e.build_s:>9.2f}  {e.note}"
+            print(line, flush=True)
 
 
 if __name__ == "__main__":

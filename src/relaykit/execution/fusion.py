@@ -222,72 +222,99 @@ def plan_fusion(plan: GraphPlan) -> dict[int, FusedGroup]:
     return groups
 
 
+class _QnnChain:
+    """The integer chain being grown from one ``qnn.*`` product (see :func:`_qnn_chain`)."""
+
+    def __init__(self, plan: GraphPlan, producer: int) -> None:
+        self.plan = plan
+        self.producer = producer
+        node = plan.nodes[producer]
+        self.entry = node.outputs[0]
+        self.shape = plan.entries[self.entry].shape
+        self.dense = node.name == "qnn.dense"
+        self.conv = node.name == "qnn.conv2d"
+        self.members: list[int] = []
+        self.names: list[str] = []
+        self.real = 0
+        self.bias: int | None = None
+        self.stage = 0  # 0: bias or requantize next; 1: requantize next; 2: clips only
+        self.lo, self.hi = -_INF, _INF
+
+    def take(self, index: int, node: PlanNode) -> bool:
+        """Add ``node`` (a single-output operator reading the chain's entry) if it fits."""
+        out = self.plan.entries[node.outputs[0]]
+        if node.view:  # a reshape after a dense layer that keeps its last axis
+            if not (self.dense and out.shape and out.shape[-1] == self.shape[-1]):
+                return False
+            self.shape = out.shape
+        elif out.shape != self.shape or not self._step(node, out.dtype):
+            return False
+        self.members.append(index)
+        if not node.view:
+            self.names.append(node.name)
+            self.real = len(self.members)
+        self.entry = node.outputs[0]
+        return True
+
+    def _step(self, node: PlanNode, dtype: str) -> bool:
+        first = node.inputs[0] == self.entry
+        if self.stage == 0 and node.name in ("nn.bias_add", "add") and first:
+            axis = 1 if self.conv else len(self.shape) - 1
+            other = node.inputs[1]
+            oshape = self.plan.entries[other].shape
+            if node.name == "nn.bias_add":
+                ok = node.attrs.axis % len(self.shape) == axis and oshape == (self.shape[axis],)
+            else:
+                ok = _is_channel_vector(oshape, self.shape, axis)
+            if ok:
+                self.bias, self.stage = other, 1
+            return ok
+        if self.stage <= 1 and node.name == "qnn.requantize" and first:
+            ok = dtype in ("int8", "uint8")
+            self.stage = 2 if ok else self.stage
+            return ok
+        if self.stage == 2 and node.name in ("clip", "nn.relu"):
+            relu = node.name == "nn.relu"
+            lo = max(self.lo, 0.0 if relu else float(node.attrs.a_min))
+            hi = min(self.hi, _INF if relu else float(node.attrs.a_max))
+            if lo > hi:
+                return False
+            self.lo, self.hi = lo, hi
+            return True
+        return False
+
+    def group(self) -> FusedGroup | None:
+        members = tuple(self.members[: self.real])
+        if self.stage != 2 or not members:
+            return None
+        out = self.plan.nodes[members[-1]].outputs[0]
+        return FusedGroup(
+            self.producer, members, out, self.bias, None, self.lo, self.hi, tuple(self.names)
+        )
+
+
 def _qnn_chain(plan: GraphPlan, producer: int, readers: Counter[int]) -> FusedGroup | None:
     """``qnn.conv2d | qnn.dense | qnn.batch_matmul -> [nn.bias_add | add of a per-channel
     constant] -> qnn.requantize -> [clip]*``, the requantize required (a dense layer may
     also be followed by reshapes that keep its last axis); the group's ``bias`` is the bias
     entry, ``lo`` / ``hi`` the clips' bounds (the requantize is a member)."""
     nodes = plan.nodes
-    entry = nodes[producer].outputs[0]
-    if len(nodes[producer].outputs) != 1 or plan.entries[entry].dtype != "int32":
+    first = nodes[producer].outputs[0]
+    if len(nodes[producer].outputs) != 1 or plan.entries[first].dtype != "int32":
         return None
-    dense = nodes[producer].name == "qnn.dense"
-    shape = plan.entries[entry].shape
-    members: list[int] = []
-    names: list[str] = []
-    real = 0
-    bias: int | None = None
-    stage = 0  # 0: bias or requantize next; 1: requantize next; 2: clips only
-    lo, hi = -_INF, _INF
+    chain = _QnnChain(plan, producer)
     for j in range(producer + 1, len(nodes)):
         nxt = nodes[j]
         if nxt.kind in ("input", "param"):
             continue
-        reads = entry in nxt.inputs
+        reads = chain.entry in nxt.inputs
         if nxt.kind == "op" and nxt.view and not reads:
             continue
-        if not reads or readers[entry] != 1 or nxt.kind != "op" or len(nxt.outputs) != 1:
+        if not reads or readers[chain.entry] != 1 or nxt.kind != "op" or len(nxt.outputs) != 1:
             break
-        out = plan.entries[nxt.outputs[0]]
-        axis = len(shape) - 1 if nodes[producer].name != "qnn.conv2d" else 1
-        if nxt.view:
-            if not (dense and out.shape and out.shape[-1] == shape[-1]):
-                break
-            shape = out.shape
-        elif out.shape != shape:
+        if not chain.take(j, nxt):
             break
-        elif stage == 0 and nxt.name in ("nn.bias_add", "add") and nxt.inputs[0] == entry:
-            other = nxt.inputs[1]
-            oshape = plan.entries[other].shape
-            if nxt.name == "nn.bias_add":
-                ok = nxt.attrs.axis % len(shape) == axis and oshape == (shape[axis],)
-            else:
-                ok = _is_channel_vector(oshape, shape, axis)
-            if not ok:
-                break
-            bias, stage = other, 1
-        elif stage <= 1 and nxt.name == "qnn.requantize" and nxt.inputs[0] == entry:
-            if out.dtype not in ("int8", "uint8"):
-                break
-            stage = 2
-        elif stage == 2 and nxt.name in ("clip", "nn.relu"):
-            relu = nxt.name == "nn.relu"
-            lo = max(lo, 0.0 if relu else float(nxt.attrs.a_min))
-            hi = min(hi, _INF if relu else float(nxt.attrs.a_max))
-            if lo > hi:
-                break
-        else:
-            break
-        members.append(j)
-        if not nxt.view:
-            names.append(nxt.name)
-            real = len(members)
-        entry = nxt.outputs[0]
-    members = members[:real]
-    if stage != 2 or not members:
-        return None
-    out_entry = nodes[members[-1]].outputs[0]
-    return FusedGroup(producer, tuple(members), out_entry, bias, None, lo, hi, tuple(names))
+    return chain.group()
 
 
 def fusion_of(plan: GraphPlan) -> dict[int, FusedGroup]:
@@ -355,34 +382,50 @@ def _bind_qnn(
     args = [views[e] for e in node.inputs]
     y = views[group.out]
     t = views[node.outputs[0]]
-    nd = t.ndim
-    axis = 1 if node.name == "qnn.conv2d" else nd - 1
-    channels = int(t.shape[axis]) if nd else 1
+    axis = 1 if node.name == "qnn.conv2d" else t.ndim - 1
+    channels = int(t.shape[axis])
     params = [views[e] for e in rq_node.inputs[1:]]
-    if any(np.asarray(p).size not in (1, channels) for p in params):
-        return None
-    if any(np.asarray(p).size > 1 for p in params) and int(rq_node.attrs.axis) % nd != axis:
-        return None
     bias = None if group.bias is None else views[group.bias]
-    if bias is not None and (bias.dtype != np.int32 or bias.size != channels):
-        return None
-    if bias is not None and bias.flags.writeable:
-        return None
-    if y.dtype.name != str(rq_node.attrs.out_dtype) or y.size != t.size:
-        return None
     target = y.reshape(t.shape)
-    if np.may_share_memory(y, args[1]):
-        return None
-    if np.may_share_memory(y, args[0]) and not _reads_first(node, args[0], target):
+    if not _qnn_operands_ok(node, rq_node, args, params, bias, target, axis):
         return None
     rq = qnn_ops.requantize_of(rq_node.attrs, params, channels, bias, group.lo, group.hi)
-    if rq is None or not all(not np.asarray(a).flags.writeable for a in args[2:]):
+    if rq is None:
         return None
     if node.name == "qnn.conv2d":
         return host_qnn.conv2d_run(node.attrs, args, target, scratch, rq)
     if node.name == "qnn.dense":
         return host_qnn.dense_run(args, target, scratch, rq)
     return host_qnn.batch_matmul_run(node.attrs, args, target, scratch, rq)
+
+
+def _qnn_operands_ok(
+    node: PlanNode,
+    rq_node: PlanNode,
+    args: list[np.ndarray],
+    params: list[np.ndarray],
+    bias: np.ndarray | None,
+    y: np.ndarray,
+    axis: int,
+) -> bool:
+    """Whether the fused step can take these operands: per-tensor parameters or per
+    channel along the output's channel axis, a constant int32 bias of one value per
+    channel, constant quantization parameters, an output the product may write."""
+    channels = int(y.shape[axis])
+    sizes = [np.asarray(p).size for p in params]
+    if any(n not in (1, channels) for n in sizes):
+        return False
+    if any(n > 1 for n in sizes) and int(rq_node.attrs.axis) % y.ndim != axis:
+        return False
+    if bias is not None and (
+        bias.dtype != np.int32 or bias.size != channels or bias.flags.writeable
+    ):
+        return False
+    if y.dtype.name != str(rq_node.attrs.out_dtype) or any(a.flags.writeable for a in args[2:]):
+        return False
+    if np.may_share_memory(y, args[1]):
+        return False
+    return not np.may_share_memory(y, args[0]) or _reads_first(node, args[0], y)
 
 
 def _reads_first(node: PlanNode, x: np.ndarray, y: np.ndarray) -> bool:

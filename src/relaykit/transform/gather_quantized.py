@@ -12,8 +12,8 @@ Dequantizing per tensor is elementwise, so gathering first gives the same floats
 >>> t = relay.var("t", shape=(10, 4), dtype="int8")
 >>> i = relay.var("i", shape=(3,), dtype="int32")
 >>> d = relay.qnn.op.dequantize(t, relay.const(0.5), relay.const(1))
->>> mod = GatherBeforeDequantize()(IRModule.from_expr(relay.Function([t, i], relay.take(d, i, axis=0))))
->>> mod["main"].body.op.name
+>>> fn = relay.Function([t, i], relay.take(d, i, axis=0))
+>>> GatherBeforeDequantize()(IRModule.from_expr(fn))["main"].body.op.name
 'qnn.dequantize'
 """
 

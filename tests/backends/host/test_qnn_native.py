@@ -30,7 +30,7 @@ pytestmark = native
 def q31(multiplier: float) -> tuple[int, int]:
     """multiplier ~= m * 2**(shift - 31), m rounded half away from zero."""
     sig, exp = math.frexp(multiplier)
-    m = int(math.floor(abs(sig) * 2**31 + 0.5))
+    m = math.floor(abs(sig) * 2**31 + 0.5)
     if m == 2**31:
         m, exp = m // 2, exp + 1
     return (m if sig >= 0 else -m), exp
@@ -66,7 +66,7 @@ def conv_ref(x, w, xzp, wzp, strides, pads, groups):
     ws = w.astype(np.int64) - np.asarray(wzp, np.int64).reshape(-1, 1, 1, 1)
     pt, pl, pb, pr = pads
     xp = np.pad(xs, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
-    n, c, h, wd = xp.shape
+    n, _, h, wd = xp.shape
     oc, cg, kh, kw = w.shape
     sh, sw = strides
     oh, ow = (h - kh) // sh + 1, (wd - kw) // sw + 1
@@ -185,8 +185,9 @@ def test_conv2d_int32_alone():
 @pytest.mark.parametrize("m,k,n", [(1, 64, 10), (37, 30, 70), (128, 96, 33)])
 def test_dense_requantize(xd, wd, m, k, n):
     x, w = qvals(xd, (m, k)), qvals(wd, (n, k))
-    xzp, wzp = int(RNG.integers(-50, 50)) + (128 if xd == "uint8" else 0), (
-        RNG.integers(-20, 20, size=n).astype("int32") + (128 if wd == "uint8" else 0)
+    xzp, wzp = (
+        int(RNG.integers(-50, 50)) + (128 if xd == "uint8" else 0),
+        (RNG.integers(-20, 20, size=n).astype("int32") + (128 if wd == "uint8" else 0)),
     )
     bias = RNG.integers(-3000, 3000, size=n).astype("int32")
     ws = RNG.uniform(0.001, 0.01, size=n).astype("float32")
@@ -212,7 +213,12 @@ def test_batch_matmul_requantize(xd, yd, transpose_b):
     xv = relay.var("x", shape=x.shape, dtype=xd)
     yv = relay.var("y", shape=yv_.shape, dtype=yd)
     z = relay.qnn.op.batch_matmul(
-        xv, yv, c(xzp, "int32"), c(yzp, "int32"), c(0.02, "float32"), c(0.03, "float32"),
+        xv,
+        yv,
+        c(xzp, "int32"),
+        c(yzp, "int32"),
+        c(0.02, "float32"),
+        c(0.03, "float32"),
         transpose_b=transpose_b,
     )
     z = relay.qnn.op.requantize(
@@ -228,7 +234,10 @@ def test_batch_matmul_requantize(xd, yd, transpose_b):
 
 def test_batch_matmul_int32_alone():
     x, y = qvals("int8", (2, 5, 8)), qvals("int8", (2, 6, 8))
-    xv, yv = relay.var("x", shape=x.shape, dtype="int8"), relay.var("y", shape=y.shape, dtype="int8")
+    xv, yv = (
+        relay.var("x", shape=x.shape, dtype="int8"),
+        relay.var("y", shape=y.shape, dtype="int8"),
+    )
     z = relay.qnn.op.batch_matmul(
         xv, yv, c(-1, "int32"), c(2, "int32"), c(0.02, "float32"), c(0.03, "float32")
     )
@@ -243,9 +252,11 @@ def test_batch_matmul_int32_alone():
 @pytest.mark.parametrize("in_dtype", ["int32", "int8", "uint8"])
 @pytest.mark.parametrize("rounding", ["UPWARD", "TONEAREST"])
 def test_requantize_alone(in_dtype, rounding):
-    x = qvals(in_dtype, (2, 4, 5, 6)) if in_dtype != "int32" else RNG.integers(
-        -(2**20), 2**20, size=(2, 4, 5, 6)
-    ).astype("int32")
+    x = (
+        qvals(in_dtype, (2, 4, 5, 6))
+        if in_dtype != "int32"
+        else RNG.integers(-(2**20), 2**20, size=(2, 4, 5, 6)).astype("int32")
+    )
     isc = RNG.uniform(0.01, 0.2, size=4).astype("float32")
     xv = relay.var("x", shape=x.shape, dtype=in_dtype)
     izp = 3 if in_dtype != "int32" else 0
@@ -283,9 +294,14 @@ def test_quantize_dequantize(rounding, out_dtype):
     np.testing.assert_array_equal(got_d, want_d)
 
 
-BINARY_SHAPES = [((2, 7, 9), (2, 7, 9)), ((9,), (2, 7, 9)), ((2, 7, 9), (1, 1, 9)),
-                 ((1, 3, 5, 70000 // 15), (1, 3, 5, 70000 // 15)), ((1,), (3, 9000)),
-                 ((2, 12, 8), (1,))]
+BINARY_SHAPES = [
+    ((2, 7, 9), (2, 7, 9)),
+    ((9,), (2, 7, 9)),
+    ((2, 7, 9), (1, 1, 9)),
+    ((1, 3, 5, 70000 // 15), (1, 3, 5, 70000 // 15)),
+    ((1,), (3, 9000)),
+    ((2, 12, 8), (1,)),
+]
 
 
 @pytest.mark.parametrize("dtype", ["int8", "uint8"])

@@ -214,7 +214,9 @@ def pack_cols(
     s = np.array(
         [n, k, src.strides[0], _round4(k), _round32(n), flip, int(signed), int(kmajor)], np.int64
     )
-    return functools.partial(_pack, lib.rk_q_pack_cols, _P(p.ctypes.data), _P(s.ctypes.data), (p, s))
+    return functools.partial(
+        _pack, lib.rk_q_pack_cols, _P(p.ctypes.data), _P(s.ctypes.data), (p, s)
+    )
 
 
 def _pack(fn: Any, p: Any, s: Any, _keep: tuple[Any, ...]) -> None:
@@ -244,7 +246,7 @@ def conv2d_run(
         return None
     if not (x.flags.c_contiguous and out.flags.c_contiguous and w.flags.c_contiguous):
         return None
-    n, c, h, wd = x.shape
+    c = x.shape[1]
     oc, cg, kh, kw = w.shape
     _, _, oh, ow = out.shape
     g = int(attrs.groups)
@@ -297,7 +299,7 @@ def _conv_gemm(
     cols = scratch.take((kp * npix,), np.uint8)
     csum = scratch.take((npix,), np.int32) if np.any(zr != 0) else None
     isz = out.itemsize
-    sh, sw, pt, pl, dh, dw = steps
+    sh, sw, _, _, dh, dw = steps
     hp, wp = (oh - 1) * sh + (kh - 1) * dh + 1, (ow - 1) * sw + (kw - 1) * dw + 1
     xp = scratch.take((c * hp * wp,), np.uint8)
     pim = _ptrs(x, cols, csum, xp)

@@ -110,7 +110,9 @@ def _requantize(
 
 
 @register_host_kernel("qnn.quantize")
-def _quantize(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch) -> Run | None:
+def _quantize(
+    attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch
+) -> Run | None:
     lib = hq.kernels()
     x, scale, zp = args
     out = outs[0]
@@ -133,7 +135,9 @@ def _quantize(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Sc
     lo, hi = qrange(out.dtype.name)
     p = hq._ptrs(x, out, s, z)
     kind = 0 if out.dtype == np.int8 else 1
-    return hq._call(lib.rk_q_quant_run, p, [outer, c, inner, rounding, lo, hi, kind], (x, out, s, z))
+    return hq._call(
+        lib.rk_q_quant_run, p, [outer, c, inner, rounding, lo, hi, kind], (x, out, s, z)
+    )
 
 
 @register_host_kernel("qnn.dequantize")
