@@ -99,11 +99,11 @@ def _requantize(
     if not out.flags.c_contiguous or x.ndim == 0:
         return None
     axis = int(attrs.axis) % x.ndim
-    c = _channel_count(x.shape, axis, *args[1:])
-    rq = None if c is None else requantize_of(attrs, list(args[1:]), c)
-    if rq is None:
+    count = _channel_count(x.shape, axis, *args[1:])
+    rq = None if count is None else requantize_of(attrs, list(args[1:]), count)
+    if count is None or rq is None:
         return None
-    outer, c, inner = _split(x.shape, axis, c)
+    outer, c, inner = _split(x.shape, axis, count)
     in_kind = {"int8": 0, "uint8": 1, "int32": 2}[x.dtype.name]
     p = hq._ptrs(x, out, *rq.ptrs())
     return hq._call(lib.rk_q_requant_run, p, [outer, c, inner, in_kind, *rq.tail()], (x, out, rq))
