@@ -201,14 +201,18 @@ static void rk_q_gemm_task(const void *arg, int64_t task) {
             for (int64_t i = 0; i < mm; i++) {
                 const int64_t m = mb + i;
                 int32_t *t = tile + i * RK_NR;
+                /* S - zm csum[n] - zc[n] rs + K zm zc[n] = S - zm csum[n] + zc[n] d */
                 const int32_t zm = zr[m], rs = rsum ? rsum[m] : 0;
-                for (int64_t j = 0; j < nn; j++) {
-                    const int64_t n = nb + j;
-                    int32_t v = t[j];
-                    if (csum) v -= zm * csum[n];
-                    if (rsum) v -= zc[n] * rs;
-                    v += (int32_t)K * zm * zc[n];
-                    t[j] = v;
+                const int32_t d = (int32_t)((uint32_t)K * (uint32_t)zm - (uint32_t)rs);
+                const int32_t *zcn = zc + nb;
+                if (csum) {
+                    const int32_t *cs = csum + nb;
+                    for (int64_t j = 0; j < nn; j++)
+                        t[j] = (int32_t)((uint32_t)t[j] + (uint32_t)zcn[j] * (uint32_t)d -
+                                         (uint32_t)zm * (uint32_t)cs[j]);
+                } else if (d != 0) {
+                    for (int64_t j = 0; j < nn; j++)
+                        t[j] = (int32_t)((uint32_t)t[j] + (uint32_t)zcn[j] * (uint32_t)d);
                 }
                 uint8_t *o = out + (m * ldc + nb) * isz;
                 if (chan_rows) rk_q_epi(t, nn, add + m, mult + m, lsh + m, rsh + m, 0, e, o);
