@@ -16,6 +16,7 @@ from relaykit.backends.host import native as host_native
 from relaykit.backends.host import qnn as host_qnn
 from relaykit.backends.host import table
 from relaykit.contrib import graph_executor
+from relaykit.errors import RelayKitError
 
 RNG = np.random.default_rng(26)
 native = pytest.mark.skipif(
@@ -407,3 +408,24 @@ def test_gather_before_dequantize():
     np.testing.assert_array_equal(got, want)
     deq = [n for n in lib.plan.nodes if n.kind == "op" and n.name == "qnn.dequantize"]
     assert [lib.plan.entries[n.outputs[0]].shape for n in deq] == [(1, 4, 6)]
+
+
+def test_dense_zero_point_computed_at_run_time():
+    """Dynamic quantization: the input zero point is a value of the run (an executor
+    input here); out of its dtype's range it is an error, as in the reference kernel."""
+    x, w = qvals("uint8", (5, 12)), qvals("int8", (7, 12))
+    xv = relay.var("x", shape=x.shape, dtype="uint8")
+    zv = relay.var("z", shape=(), dtype="int32")
+    y = relay.qnn.op.dense(xv, c(w), zv, c(0, "int32"), c(0.1, "float32"), c(0.2, "float32"), 7)
+    mod = tvm.IRModule.from_expr(relay.Function([xv, zv], y))
+    lib = relay.build(mod, target="llvm")
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    for z in (0, 77, 255):
+        m.set_input("x", x)
+        m.set_input("z", np.array(z, "int32"))
+        m.run()
+        want = (x.astype(np.int64) - z) @ w.astype(np.int64).T
+        np.testing.assert_array_equal(m.get_output(0).numpy(), want)
+    m.set_input("z", np.array(300, "int32"))
+    with pytest.raises(RelayKitError, match="input_zero_point"):
+        m.run()

@@ -34,6 +34,7 @@ from relaykit.backends.host import conv as host_conv
 from relaykit.backends.host import native as host_native
 from relaykit.backends.host.native import address
 from relaykit.backends.host.table import Scratch
+from relaykit.errors import ExecutionError
 from relaykit.op.qnn._common import fixed_point, qrange
 from relaykit.runtime.threads import get_policy
 
@@ -65,6 +66,7 @@ _SIGNATURES: dict[str, host_native.Signature] = {
 _KIND = {"int8": 0, "uint8": 1, "int32": 2}
 _BYTES = ("int8", "uint8")
 _RB, _CB = 64, 128  # rows and columns of one task of a product
+_SCALES = ("input_scale", "kernel_scale")
 
 
 def kernels() -> Any:
@@ -369,22 +371,24 @@ def _conv_dw(
 def dense_run(
     args: Sequence[np.ndarray], out: np.ndarray, scratch: Scratch, rq: Requant | None
 ) -> Run | None:
-    """``qnn.dense`` (constant parameters; the weight packed once when it is a constant)
-    into ``out`` with the epilogue ``rq`` (``None``: the int32 sums), per output feature."""
+    """``qnn.dense`` (the weight packed once when it is a constant; the input zero point
+    may be computed at run time, as dynamic quantization does, when there is no
+    requantize) into ``out`` with the epilogue ``rq`` (``None``: the int32 sums), per
+    output feature."""
     lib = kernels()
     x, w, izp, kzp = args[:4]
     if lib is None or x.dtype.name not in _BYTES or w.dtype.name not in _BYTES:
         return None
-    if w.ndim != 2 or x.ndim < 2 or not _const(izp, kzp):
+    if w.ndim != 2 or x.ndim < 2 or not _const(kzp) or (rq is not None and not _const(izp)):
         return None
     if not (x.flags.c_contiguous and out.flags.c_contiguous and w.flags.c_contiguous):
         return None
     nout, k = w.shape
     rq = rq or plain(nout)
-    if out.dtype.name != ("int32" if rq.kind == 2 else out.dtype.name):
-        return None
     zx = np.asarray(izp).reshape(-1)
     wz = _channels(np.asarray(kzp, np.int64), nout)
+    if out.dtype.name != ("int32" if rq.kind == 2 else out.dtype.name):
+        return None
     if zx.size != 1 or wz is None:
         return None
     x2 = x.reshape(-1, k)
@@ -408,13 +412,29 @@ def dense_run(
     rsum = scratch.take((m,), np.int32) if need_rsum else None
     pr = _ptrs(x2, rows, rsum)
     sr = np.array([m, k, k, kp, xflip, 0], np.int64)
-    pg = _ptrs(rows, cols, rsum, csum if zr[0] else None, zr, zc, *rq.ptrs(), out)
+    dynamic = not _const(izp)
+    pg = _ptrs(rows, cols, rsum, csum if zr[0] or dynamic else None, zr, zc, *rq.ptrs(), out)
     sg = np.array(_gemm_sizes(m, nout, k, nout, True, False, rq), np.int64)
     policy = get_policy()
-
     repack = None if const_w else pack_cols(lib, w, True, cols, csum)
+    lo, hi = qrange(x.dtype.name)
+    zview = izp.reshape(-1)
+    scales = [(what, a) for what, a in zip(_SCALES, args[4:6], strict=True) if not _const(a)]
 
     def run() -> None:
+        if dynamic:  # the zero point of this run (checked as the reference kernel does)
+            z = int(zview[0])
+            if not lo <= z <= hi:
+                raise ExecutionError(
+                    f"qnn.dense: input_zero_point [{z}] is outside the range of "
+                    f"{x.dtype.name} [{lo}, {hi}]"
+                )
+            zr.fill(z + xshift)
+        for what, a in scales:
+            if not (np.all(np.isfinite(a)) and np.all(a > 0)):
+                raise ExecutionError(
+                    f"qnn.dense: {what} must be finite and positive, got {a.reshape(-1).tolist()}"
+                )
         if repack is not None:
             repack()
         lib.rk_q_pack_rows(_P(pr.ctypes.data), _P(sr.ctypes.data))
