@@ -110,6 +110,9 @@ def main() -> None:
     p.add_argument("--burst", type=int, default=5)
     p.add_argument("--gap", type=float, default=0.2)
     p.add_argument("--no-dnnl", action="store_true", help="leave out the relaykit + dnnl engines")
+    p.add_argument(
+        "--schemes", default="qdq_u8s8,dynamic", help="quantizations (dynamic: the encoder only)"
+    )
     args = p.parse_args()
     qm = load_qm()
     threads = _bench.num_threads(args.threads)
@@ -119,7 +122,7 @@ def main() -> None:
         for name in args.models.split(","):
             fp32 = root / f"{name}.onnx"
             feeds = qm.export(name, fp32, full=True)
-            schemes = ["qdq_u8s8", "dynamic"] if name == "bert" else ["qdq_u8s8"]
+            schemes = [x for x in args.schemes.split(",") if x != "dynamic" or name == "bert"]
             for scheme in schemes:
                 qpath = qm.quantize(fp32, root / f"{name}_{scheme}.onnx", scheme, feeds)
                 _run_model(f"{name}/{scheme}", fp32.read_bytes(), qpath.read_bytes(), feeds,
