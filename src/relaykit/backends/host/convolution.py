@@ -367,8 +367,9 @@ def _max_pool2d(
     x, o = args[0], outs[0]
     if attrs.layout != "NCHW" or attrs.out_layout not in ("", "NCHW") or x.dtype.kind not in "fiu":
         return None
-    # the padding never wins: -inf, or the integer dtype's smallest value (int8 models)
-    low = -np.inf if x.dtype.kind == "f" else int(np.iinfo(x.dtype).min)
+    # padding holds the dtype's lowest finite value (TVM's min_value, as the NumPy
+    # kernel): it never wins; int8 models pool their integers the same way
+    low = np.finfo(x.dtype).min if x.dtype.kind == "f" else int(np.iinfo(x.dtype).min)
     kh, kw = pair(attrs.pool_size, "pool_size")
     (sh, sw), (dh, dw) = pair(attrs.strides, "strides"), pair(attrs.dilation, "dilation")
     pt, pl, pb, pr = pad4(attrs.padding)
