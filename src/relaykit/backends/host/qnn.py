@@ -262,7 +262,7 @@ def conv2d_run(
     wz = _channels(np.asarray(kzp, np.int64), oc)
     if zx.size != 1 or wz is None:
         return None
-    if g == 1 and cg == c and ow <= 2048:
+    if g == 1 and cg == c:
         return _conv_gemm(lib, x, w, out, scratch, rq, int(zx[0]), wz, (kh, kw, oh, ow),
                           (sh, sw, pt, pl, dh, dw))  # fmt: skip
     if cg == 1 and g == c and oc % c == 0 and kh * kw <= 64:
