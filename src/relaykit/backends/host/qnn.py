@@ -39,12 +39,14 @@ from relaykit.op.qnn._common import fixed_point, qrange
 from relaykit.runtime.threads import get_policy
 
 __all__ = [
+    "SERIAL_WORK",
     "Requant",
     "conv2d_run",
     "dense_run",
     "batch_matmul_run",
     "kernels",
     "requant_params",
+    "threads_for",
     "vnni",
 ]
 
@@ -86,16 +88,29 @@ def _ptrs(*arrays: np.ndarray | None) -> np.ndarray:
     return np.array([address(a) for a in arrays], np.uintp)
 
 
-def _call(fn: Any, p: np.ndarray, s: Sequence[int], keep: tuple[Any, ...]) -> Run:
+#: Steps with less work than this (multiply-adds, or elements of an elementwise pass) run
+#: on the calling thread alone: handing a few microseconds of work to the pool costs
+#: about as much, and on a busy machine a helper thread that starts late stalls the step.
+SERIAL_WORK = 1 << 18
+
+
+def threads_for(policy: Any, work: int) -> int:
+    """The threads a step of ``work`` multiply-adds (or elements) runs on."""
+    return 1 if work < SERIAL_WORK else int(policy.host_threads())
+
+
+def _call(
+    fn: Any, p: np.ndarray, s: Sequence[int], keep: tuple[Any, ...], work: int = 1 << 62
+) -> Run:
     """``fn(p, s, threads)`` per run; ``keep``: the operands, alive while the step is."""
     sa = np.array(list(s), np.int64)
     policy = get_policy()
     call = functools.partial(fn, _P(p.ctypes.data), _P(sa.ctypes.data))
-    return functools.partial(_threaded, call, policy, (p, sa, *keep))
+    return functools.partial(_threaded, call, policy, work, (p, sa, *keep))
 
 
-def _threaded(call: Any, policy: Any, _keep: tuple[Any, ...]) -> None:
-    call(policy.host_threads())
+def _threaded(call: Any, policy: Any, work: int, _keep: tuple[Any, ...]) -> None:
+    call(threads_for(policy, work))
 
 
 def _const(*arrays: np.ndarray | None) -> bool:
@@ -314,8 +329,10 @@ def _conv_gemm(
     x_img, o_img = c * h * wd * x.itemsize, oc * oh * ow * isz
     keep = (x, w, out, rows, rsum, zr, zc, cols, csum, rq, pim, sim, pg, sg, xp)
 
+    work = oc * k * oh * ow
+
     def run() -> None:
-        threads = policy.host_threads()
+        threads = threads_for(policy, work)
         for i in range(n):
             pim[0] = address(x) + i * x_img
             pg[10] = address(out) + i * o_img
@@ -356,8 +373,10 @@ def _conv_dw(
     policy = get_policy()
     x_img, o_img = c * h * wd * x.itemsize, oc * oh * ow * out.itemsize
 
+    work = oc * oh * ow * kh * kw * 8  # int16 taps: slower per multiply-add than VNNI
+
     def run() -> None:
-        threads = policy.host_threads()
+        threads = threads_for(policy, work)
         for i in range(n):
             p[0] = address(x) + i * x_img
             p[2] = address(out) + i * o_img
@@ -418,6 +437,7 @@ def dense_run(
     policy = get_policy()
     repack = None if const_w else pack_cols(lib, w, True, cols, csum)
     lo, hi = qrange(x.dtype.name)
+    work = m * k * nout
     zview = izp.reshape(-1)
     scales = [(what, a) for what, a in zip(_SCALES, args[4:6], strict=True) if not _const(a)]
 
@@ -438,7 +458,7 @@ def dense_run(
         if repack is not None:
             repack()
         lib.rk_q_pack_rows(_P(pr.ctypes.data), _P(sr.ctypes.data))
-        lib.rk_q_gemm_run(_P(pg.ctypes.data), _P(sg.ctypes.data), policy.host_threads())
+        lib.rk_q_gemm_run(_P(pg.ctypes.data), _P(sg.ctypes.data), threads_for(policy, work))
 
     run.keep = (x, w, out, cols, csum, rows, rsum, zr, zc, rq, pr, sr, pg, sg)  # type: ignore[attr-defined]
     policy.ensure_applied()
@@ -489,8 +509,10 @@ def batch_matmul_run(
     xb, ob = m * k, m * nout * out.itemsize
     packs = [pack_cols(lib, y[i], True, cols, csum, kmajor=not tb) for i in range(by)]
 
+    work = m * k * nout
+
     def run() -> None:
-        threads = policy.host_threads()
+        threads = threads_for(policy, work)
         for i in range(b):
             if i < by:
                 packs[i]()

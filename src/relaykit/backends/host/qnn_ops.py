@@ -107,7 +107,8 @@ def _requantize(
     outer, c, inner = _split(x.shape, axis, count)
     in_kind = {"int8": 0, "uint8": 1, "int32": 2}[x.dtype.name]
     p = hq._ptrs(x, out, *rq.ptrs())
-    return hq._call(lib.rk_q_requant_run, p, [outer, c, inner, in_kind, *rq.tail()], (x, out, rq))
+    sizes = [outer, c, inner, in_kind, *rq.tail()]
+    return hq._call(lib.rk_q_requant_run, p, sizes, (x, out, rq), x.size)
 
 
 @register_host_kernel("qnn.quantize")
@@ -161,7 +162,7 @@ def _dequantize(
     z = np.ascontiguousarray(np.broadcast_to(np.asarray(zp).reshape(-1), (c,)).astype(np.int32))
     p = hq._ptrs(x, out, s, z)
     kind = 0 if x.dtype == np.int8 else 1
-    return hq._call(lib.rk_q_dequant_run, p, [outer, c, inner, kind], (x, out, s, z))
+    return hq._call(lib.rk_q_dequant_run, p, [outer, c, inner, kind], (x, out, s, z), x.size)
 
 
 def _move(s: np.ndarray, z: np.ndarray, os: np.ndarray, oz: np.ndarray) -> list[int]:
@@ -229,7 +230,7 @@ def _binary(op: str, args: list[Any], out: np.ndarray) -> Run | None:
     sizes = [out.size, length, int(a_full), int(b_full), kind, int(op == "qnn.mul"), lo, hi,
              int(oz.reshape(-1)[0]), int(lz.reshape(-1)[0]), int(rz.reshape(-1)[0]),
              *ma, *mb, *mm]  # fmt: skip
-    run = hq._call(lib.rk_q_binary_run, p, sizes, (a, b, out))
+    run = hq._call(lib.rk_q_binary_run, p, sizes, (a, b, out), out.size)
     return run if fill is None else sequence([fill, run])
 
 
