@@ -429,3 +429,30 @@ def test_dense_zero_point_computed_at_run_time():
     m.set_input("z", np.array(300, "int32"))
     with pytest.raises(RelayKitError, match="input_zero_point"):
         m.run()
+
+
+def test_fused_int8_chain_survives_export(tmp_path):
+    """An exported artifact carries the int8 groups; loaded without native code from the
+    file (the host kernels are relaykit's own), it computes the same integers."""
+    x, w = qvals("uint8", (1, 6, 9, 9)), qvals("int8", (10, 6, 3, 3))
+    xv = relay.var("x", shape=x.shape, dtype="uint8")
+    y = relay.qnn.op.conv2d(
+        xv, c(w), c(120, "int32"), c(0, "int32"), c(0.05, "float32"), c(0.01, "float32"),
+        kernel_size=(3, 3), channels=10, padding=(1, 1),
+    )  # fmt: skip
+    y = relay.qnn.op.requantize(
+        y, c(np.float32(0.0005)), c(0, "int32"), c(np.float32(0.3)), c(5, "int32"),
+        out_dtype="int8",
+    )  # fmt: skip
+    got, lib = run_graph(y, {"x": x})
+    path = str(tmp_path / "q.rkmod")
+    lib.export_library(path)
+    loaded = tvm.runtime.load_module(path, allow_native=False)
+    assert loaded.plan.fusion == lib.plan.fusion and loaded.plan.fusion
+    m = graph_executor.GraphModule(loaded["default"](tvm.cpu()))
+    m.set_input("x", x)
+    m.run()
+    acc = conv_ref(x, w, 120, 0, (1, 1), (1, 1, 1, 1), 1)
+    want = requant_ref(acc, 0.0005, 0, 0.3, 5, "int8")
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(m.get_output(0).numpy(), want)
