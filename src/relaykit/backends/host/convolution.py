@@ -400,8 +400,11 @@ def _max_pool2d(
     attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch
 ) -> Run | None:
     x, o = args[0], outs[0]
-    if attrs.layout != "NCHW" or attrs.out_layout not in ("", "NCHW") or x.dtype.kind != "f":
+    if attrs.layout != "NCHW" or attrs.out_layout not in ("", "NCHW") or x.dtype.kind not in "fiu":
         return None
+    # padding holds the dtype's lowest finite value (TVM's min_value, as the NumPy
+    # kernel): it never wins; int8 models pool their integers the same way
+    low = np.finfo(x.dtype).min if x.dtype.kind == "f" else int(np.iinfo(x.dtype).min)
     kh, kw = pair(attrs.pool_size, "pool_size")
     (sh, sw), (dh, dw) = pair(attrs.strides, "strides"), pair(attrs.dilation, "dilation")
     pt, pl, pb, pr = pad4(attrs.padding)
@@ -409,8 +412,7 @@ def _max_pool2d(
     oh, ow = o.shape[2], o.shape[3]
     eh = max(0, (oh - 1) * sh + (kh - 1) * dh + 1 - (h + pt + pb))  # ceil_mode's extra rows
     ew = max(0, (ow - 1) * sw + (kw - 1) * dw + 1 - (wd + pl + pr))
-    # padding holds the dtype's lowest finite value (TVM's min_value), as the NumPy kernel
-    xp, steps = _padded(x, (pt, pl, pb + eh, pr + ew), np.finfo(x.dtype).min, scratch)
+    xp, steps = _padded(x, (pt, pl, pb + eh, pr + ew), low, scratch)
     taps = [v for _, _, v in _taps(xp, (kh, kw), (sh, sw), (dh, dw), (oh, ow))]
     steps.append(functools.partial(np.copyto, o, taps[0]))
     steps.extend(functools.partial(np.maximum, o, t, out=o) for t in taps[1:])
