@@ -137,13 +137,16 @@ def place(
     max_units: int = 8,
     host_max_units: int = 4,
     progress: Progress | None = None,
+    ray_address: str | None = None,
 ) -> CollageResult:
     """Measure candidates of ``mod`` on ``targets`` and the host, choose the placement of
     least total latency and partition ``mod`` by it.
 
     ``cost`` defaults to measuring on this machine (:class:`MeasuredCost`) with the
     tuning log ``log`` (a path or a :class:`TuningLog`): measurements it holds are
-    reused, new ones appended.
+    reused, new ones appended. New measurements run in local worker processes pinned to
+    their own cores, or with ``ray_address`` (``"host:port"``) as tasks on that Ray
+    cluster.
 
     >>> import relaykit as tvm
     >>> from relaykit import relay
@@ -155,13 +158,24 @@ def place(
     ['onnxruntime']
     """
     names = check_placement_targets(targets)
+    own = None
     if cost is None:
-        cost = MeasuredCost(log if isinstance(log, TuningLog) else TuningLog(log))
-    searched = _searched(mod, names, params)
-    graph = unit_graph(searched["main"], names)
-    placement = search(
-        graph, names, cost, max_units=max_units, host_max_units=host_max_units, progress=progress
-    )
+        tlog = log if isinstance(log, TuningLog) else TuningLog(log)
+        cost = own = MeasuredCost(tlog, ray_address=ray_address)
+    try:
+        searched = _searched(mod, names, params)
+        graph = unit_graph(searched["main"], names)
+        placement = search(
+            graph,
+            names,
+            cost,
+            max_units=max_units,
+            host_max_units=host_max_units,
+            progress=progress,
+        )
+    finally:
+        if own is not None:
+            own.close()
     return CollageResult(searched, graph, placement, apply_placement(searched, graph, placement))
 
 

@@ -53,11 +53,13 @@ def realistic_inputs(params: list[Var], seed: int = 0) -> dict[str, np.ndarray]:
     return out
 
 
-def _time(run: Callable[[], Any], repeat: int, budget: float) -> float:
+def _time(run: Callable[[], Any], repeat: int, budget: float, bound: float = float("inf")) -> float:
     run()  # warm up: sessions, engines and buffers are made on the first run
     start = time.perf_counter()
     run()
     once = max(time.perf_counter() - start, 1e-7)
+    if once > HOPELESS * bound:
+        return once  # far slower than the best known way: one timing says enough
     number = max(1, min(50, int(budget / once)))
     samples = []
     for _ in range(repeat):
@@ -83,6 +85,9 @@ def _built_runner(func: Function, target: str) -> Callable[[], Any]:
     return executor.run
 
 
+#: A candidate whose first timed run exceeds this many times its bound is not timed again.
+HOPELESS = 2.0
+
 _OVERHEAD: dict[str, float] = {}
 
 
@@ -97,10 +102,17 @@ def executor_overhead(repeat: int = 5) -> float:
 
 
 def measure_function(
-    func: Function, target: str, *, repeat: int = 3, budget: float = 0.004
+    func: Function,
+    target: str,
+    *,
+    repeat: int = 3,
+    budget: float = 0.004,
+    bound: float = float("inf"),
 ) -> float:
     """Seconds per run of ``func`` on ``target`` (``"host"`` or a backend), the
-    executor's own overhead taken out; raises whatever building or running raises."""
+    executor's own overhead taken out; raises whatever building or running raises.
+    ``bound``: the best time known for the same work elsewhere; a run slower than
+    ``HOPELESS`` times it is timed once only."""
     run = _built_runner(func, target)
-    seconds = _time(run, repeat, budget)
+    seconds = _time(run, repeat, budget, bound)
     return max(seconds - executor_overhead(), 1e-8)

@@ -116,6 +116,146 @@ def _runs(
     return runs
 
 
+#: Jobs handed to the cost source at once (a batch runs in parallel where it can; the
+#: progress callback hears after each batch).
+BATCH = 32
+
+Latencies = dict[tuple[int, int], dict[str, tuple[float, float]]]
+
+
+def cover(best_run: dict[tuple[int, int], float], i: int, j: int) -> float:
+    """The least time known for units ``i`` .. ``j - 1``: the best chain of measured runs
+    inside them (``best_run[(m, q)]``: the least time of run ``m`` .. ``q - 1``)."""
+    f = {i: 0.0}
+    for q in range(i + 1, j + 1):
+        f[q] = min(
+            (f[m] + best_run[(m, q)] for m in range(i, q) if (m, q) in best_run),
+            default=math.inf,
+        )
+    return f[j]
+
+
+#: The most a region is taken to gain over the two measured halves it joins, as a
+#: fraction of their sum (fused post-ops, one call, layouts kept); past that it is
+#: not measured.
+FUSION_GAIN = 0.3
+
+
+def hopeless(lat: Latencies, i: int, j: int, t: str, bound: float) -> bool:
+    """Whether ``t`` cannot win run ``i`` .. ``j - 1`` against ``bound``, the best time
+    known for the whole run, judged by the runs inside it already measured on ``t``:
+    one of them alone takes longer (a region does at least the work of any part of
+    it) or fails on ``t``; or two halves joined take so long that even a
+    ``FUSION_GAIN`` saving leaves them slower.
+
+    >>> lat = {(0, 1): {"a": (3.0, 0.0)}, (1, 2): {"a": (1.0, 0.0)}}
+    >>> hopeless(lat, 0, 2, "a", 2.5), hopeless(lat, 0, 2, "a", 3.5)
+    (True, False)
+    """
+    worst = 0.0
+    for a in range(i, j):
+        for b in range(a + 1, j + 1 if a > i else j):
+            seconds = lat.get((a, b), {}).get(t, (0.0, 0.0))[0]
+            worst = max(worst, seconds)
+    if not worst <= bound:
+        return True
+    joined = math.inf
+    for m in range(i + 1, j):
+        left, right = lat.get((i, m), {}).get(t), lat.get((m, j), {}).get(t)
+        if left is not None and right is not None:
+            joined = min(joined, sum(left) + sum(right))
+    return math.isfinite(joined) and (1 - FUSION_GAIN) * joined > bound
+
+
+def _evaluate(cost: CostSource, jobs: list[tuple[Candidate, str, float]]) -> list[float]:
+    batch = getattr(cost, "latencies", None)
+    if batch is not None:
+        return list(batch(jobs))
+    return [cost.latency(c, t) for c, t, _ in jobs]
+
+
+@dataclass
+class _Measured:
+    """What :func:`_measure` has learned so far."""
+
+    lat: Latencies = field(default_factory=dict)
+    names: dict[tuple[int, int], tuple[str, ...]] = field(default_factory=dict)
+    cands: dict[tuple[int, int], Candidate] = field(default_factory=dict)
+    #: unit -> target -> seconds of that unit alone
+    single: dict[int, dict[str, float]] = field(default_factory=dict)
+    #: run -> least seconds (with boundary) over the targets measured
+    best_run: dict[tuple[int, int], float] = field(default_factory=dict)
+    done: int = 0
+
+    def bound(self, i: int, j: int) -> float:
+        if j - i == 1:
+            return min(self.single.get(i, {}).values(), default=math.inf)
+        return cover(self.best_run, i, j)
+
+    def record(self, i: int, j: int, t: str, seconds: float, boundary: float) -> None:
+        self.lat.setdefault((i, j), {})[t] = (seconds, boundary)
+        if j - i == 1:
+            self.single.setdefault(i, {})[t] = seconds
+        self.best_run[(i, j)] = min(self.best_run.get((i, j), math.inf), seconds + boundary)
+        self.done += 1
+
+
+def _measure(
+    graph: UnitGraph,
+    runs: list[tuple[int, int, list[str]]],
+    order: list[str],
+    cost: CostSource,
+    prune: bool,
+    progress: Progress | None,
+) -> _Measured:
+    """The latency of every run on every target that can run it and might win it.
+
+    Runs are measured shortest first, so that a longer run is bounded by the best
+    chain of shorter ones (:func:`cover`) and skipped on a target that cannot win it
+    (:func:`hopeless`); single units go target by target, each bounded by the targets
+    before it. Each phase's jobs go to the cost source in batches.
+    """
+    total = sum(len(ok) for _, _, ok in runs)
+    m = _Measured()
+    by_len: dict[int, list[tuple[int, int, list[str]]]] = {}
+    for run in runs:
+        by_len.setdefault(run[1] - run[0], []).append(run)
+    for length in sorted(by_len):
+        for phase in [[t] for t in order] if length == 1 else [order]:
+            where: list[tuple[int, int, str, float]] = []
+            for i, j, ok in by_len[length]:
+                bound = m.bound(i, j)
+                for t in (t for t in ok if t in phase):
+                    if length > 1 and prune and hopeless(m.lat, i, j, t, bound):
+                        m.done += 1
+                    else:
+                        where.append((i, j, t, bound))
+            for start in range(0, len(where), BATCH):
+                _batch(graph, cost, m, where[start : start + BATCH], total, progress)
+    return m
+
+
+def _batch(
+    graph: UnitGraph,
+    cost: CostSource,
+    m: _Measured,
+    chunk: list[tuple[int, int, str, float]],
+    total: int,
+    progress: Progress | None,
+) -> None:
+    jobs = []
+    for i, j, t, bound in chunk:
+        if (i, j) not in m.cands:
+            m.cands[(i, j)] = cut(graph, i, j)
+            m.names[(i, j)] = m.cands[(i, j)].names
+        jobs.append((m.cands[(i, j)], t, bound))
+    answers = _evaluate(cost, jobs)
+    for (i, j, t, _), (cand, _, _), seconds in zip(chunk, jobs, answers, strict=True):
+        m.record(i, j, t, seconds, cost.boundary(cand, t) if math.isfinite(seconds) else 0.0)
+        if progress is not None:
+            progress(m.done, total, f"{'+'.join(cand.names[:3])} on {t}")
+
+
 def search(
     graph: UnitGraph,
     targets: Sequence[str],
@@ -124,25 +264,14 @@ def search(
     max_units: int = 8,
     host_max_units: int = 4,
     progress: Progress | None = None,
+    prune: bool = True,
 ) -> Placement:
-    """The least-cost placement of ``graph``'s units on ``targets`` and the host."""
+    """The least-cost placement of ``graph``'s units on ``targets`` and the host
+    (``prune``: skip runs a target cannot win, see :func:`hopeless`)."""
     n = len(graph.units)
     runs = _runs(graph, targets, max(1, max_units), max(1, host_max_units))
-    total_jobs = sum(len(ok) for _, _, ok in runs)
-    done = 0
-    lat: dict[tuple[int, int], dict[str, tuple[float, float]]] = {}
-    names: dict[tuple[int, int], tuple[str, ...]] = {}
-    for i, j, ok in runs:
-        cand: Candidate = cut(graph, i, j)
-        names[(i, j)] = cand.names
-        answers: dict[str, tuple[float, float]] = {}
-        for t in ok:
-            seconds = cost.latency(cand, t)
-            answers[t] = (seconds, cost.boundary(cand, t) if math.isfinite(seconds) else 0.0)
-            done += 1
-            if progress is not None:
-                progress(done, total_jobs, f"{'+'.join(cand.names[:3])} on {t}")
-        lat[(i, j)] = answers
+    measured = _measure(graph, runs, [*targets, HOST], cost, prune, progress)
+    lat, names = measured.lat, measured.names
     order = {t: k for k, t in enumerate([*targets, HOST])}
     best: list[tuple[float, int, int]] = [(0.0, 0, 0)] + [(math.inf, 0, 0)] * n
     choice: list[tuple[int, str] | None] = [None] * (n + 1)
