@@ -144,9 +144,12 @@ def bench(name: str, args: argparse.Namespace, log_path: Path) -> None:
     targets = [t for t in args.targets.split(",") if t]
     t0 = time.perf_counter()
     cost = MeasuredCost(TuningLog(log_path))
-    res = place(
-        mod, targets, cost=cost, max_units=args.max_units, host_max_units=args.host_max_units
-    )
+    try:
+        res = place(
+            mod, targets, cost=cost, max_units=args.max_units, host_max_units=args.host_max_units
+        )
+    finally:
+        cost.close()
     tune_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     again = MeasuredCost(TuningLog(log_path), measure_missing=False)
@@ -158,10 +161,11 @@ def bench(name: str, args: argparse.Namespace, log_path: Path) -> None:
         f"re-tune from the log {retune_s:.1f} s ({again.measurements} measured)"
     )
     engines: dict[str, Callable[[], np.ndarray]] = {"measured": _runner(res.partitioned, x)}
-    for t in targets:
+    compare = targets if args.compare is None else [t for t in args.compare.split(",") if t]
+    for t in compare:
         engines[t] = _runner(partition_for(mod, t), x)
-    engines["host"] = _runner(mod, x)
-    ref = _ort_reference(mod, x, args.threads)
+    if args.compare is None or "host" in compare:
+        ref = _ort_reference(mod, x, args.threads)
     times: dict[str, list[float]] = {k: [] for k in engines}
     names = list(engines)
     for burst in range(args.bursts):
@@ -194,6 +198,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--log", default=None, help="tuning log (default: a temporary file)")
     p.add_argument("--max-units", type=int, default=8)
     p.add_argument("--host-max-units", type=int, default=4)
+    p.add_argument(
+        "--compare",
+        default=None,
+        help="single-target engines to time against (default: every target and the host)",
+    )
     p.add_argument("--bursts", type=int, default=6)
     p.add_argument("--burst", type=int, default=5)
     p.add_argument("--gap", type=float, default=0.2)

@@ -11,9 +11,10 @@ decided). :func:`CollagePartition` is the same as a module pass under TVM's name
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from relaykit.backends import find_backend
@@ -23,7 +24,7 @@ from relaykit.byoc.merge_composite import MergeComposite
 from relaykit.byoc.merge_regions import MergeCompilerRegions
 from relaykit.byoc.partition import PartitionGraph
 from relaykit.byoc.pins import HOST, Pin
-from relaykit.byoc.pipeline import optimize_for, patterns_for
+from relaykit.byoc.pipeline import optimize_for, partition_for, patterns_for
 from relaykit.byoc.targets import configure_target, scoped_registries
 from relaykit.errors import PlacementError
 from relaykit.execution.build_module import build
@@ -64,6 +65,11 @@ class CollageResult:
     graph: UnitGraph
     placement: Placement
     partitioned: IRModule
+    #: what ``partitioned`` is: ``"measured"`` (the placement), or the target whose own
+    #: partitioning ran faster end to end (``"host"``: nothing offloaded)
+    chosen: str = "measured"
+    #: seconds per run of the whole model, each way checked (empty when not checked)
+    whole: Mapping[str, float] = field(default_factory=dict)
 
 
 def check_placement_targets(targets: str | Sequence[str]) -> tuple[str, ...]:
@@ -140,7 +146,9 @@ def place(
     ray_address: str | None = None,
 ) -> CollageResult:
     """Measure candidates of ``mod`` on ``targets`` and the host, choose the placement of
-    least total latency and partition ``mod`` by it.
+    least total latency and partition ``mod`` by it; with a measured cost source, the
+    whole model so placed is then timed against each target's own partitioning (and the
+    host alone), and the fastest is returned (``chosen`` says which).
 
     ``cost`` defaults to measuring on this machine (:class:`MeasuredCost`) with the
     tuning log ``log`` (a path or a :class:`TuningLog`): measurements it holds are
@@ -173,10 +181,43 @@ def place(
             host_max_units=host_max_units,
             progress=progress,
         )
+        partitioned = apply_placement(searched, graph, placement)
+        chosen, whole = _end_to_end(mod, names, params, partitioned, cost)
+        if chosen != "measured":
+            partitioned = _alone(mod, chosen, params)
     finally:
         if own is not None:
             own.close()
-    return CollageResult(searched, graph, placement, apply_placement(searched, graph, placement))
+    return CollageResult(searched, graph, placement, partitioned, chosen, whole)
+
+
+def _alone(mod: IRModule | Function, target: str, params: Mapping[str, Any] | None) -> IRModule:
+    """``mod`` as ``target``'s own partitioning places it (the host: as it is)."""
+    if target == HOST:
+        base = mod if isinstance(mod, IRModule) else IRModule.from_expr(mod)
+        return InferType()(optimize_for(base, [], params))
+    return partition_for(mod, target, params)
+
+
+def _end_to_end(
+    mod: IRModule | Function,
+    names: Sequence[str],
+    params: Mapping[str, Any] | None,
+    partitioned: IRModule,
+    cost: CostSource,
+) -> tuple[str, dict[str, float]]:
+    """The fastest end to end of the placement and each target alone (measured with a
+    cost source that times whole modules, :meth:`MeasuredCost.modules`): the regions
+    were timed alone, so the model they make is checked against the plain ways once."""
+    modules = getattr(cost, "modules", None)
+    if modules is None:
+        return "measured", {}
+    ways = {"measured": partitioned}
+    for t in [*names, HOST]:
+        ways[t] = _alone(mod, t, params)
+    whole: dict[str, float] = modules(ways)
+    best = min(whole, key=lambda k: (whole[k], k != "measured"))
+    return (best if math.isfinite(whole[best]) else "measured"), whole
 
 
 def _config_targets(config: Any) -> list[str]:

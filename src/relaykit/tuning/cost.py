@@ -12,6 +12,7 @@ leaving a region of ``target`` that measuring the candidate alone does not show.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -22,6 +23,7 @@ from relaykit.backends import get_backend
 from relaykit.byoc.pins import HOST
 from relaykit.errors import PlacementError
 from relaykit.ir.json_save import save_json
+from relaykit.ir.module import IRModule
 from relaykit.runtime.threads import resolve_num_threads
 
 from .candidates import Candidate
@@ -224,6 +226,46 @@ class MeasuredCost:
             self.log.add(record)
             out[key] = math.inf if seconds is None else float(seconds)
         return out
+
+    def modules(self, mods: Mapping[str, IRModule]) -> dict[str, float]:
+        """Seconds per run of each whole partitioned module (``name -> module``), from the
+        log or measured as one batch; ``inf`` for one that failed."""
+        keys = {name: self._module_key(mod) for name, mod in mods.items()}
+        out: dict[str, float] = {}
+        todo: list[str] = []
+        for name, key in keys.items():
+            hit = self.log.get(key)
+            if hit is not None:
+                self.reused += 1
+                out[name] = math.inf if hit.latency is None else hit.latency
+            elif not self.measure_missing:
+                self.missing += 1
+                out[name] = math.inf
+            else:
+                todo.append(name)
+        if self.measure is not None:  # a test's measure times candidates, not models
+            return {name: out.get(name, math.inf) for name in mods}
+        jobs = [
+            Job(save_json(mods[n]), n, self.threads, self.repeat, 4 * self.budget, whole=True)
+            for n in todo
+        ]
+        for name, res in zip(todo, self.pool().map(jobs), strict=True):
+            if "lost" in res:
+                self.lost += 1
+                out[name] = math.inf
+                continue
+            self.measurements += 1
+            record = Record(keys[name], res.get("latency"), res.get("error"), ("model", name))
+            if record.error is not None:
+                self.failures.append(record)
+            self.log.add(record)
+            out[name] = math.inf if record.latency is None else float(record.latency)
+        return out
+
+    def _module_key(self, mod: IRModule) -> MeasureKey:
+        text = mod.astext(show_meta_data=False)
+        region = "model-" + hashlib.sha256(text.encode()).hexdigest()[:26]
+        return MeasureKey(region, "model", __version__, self.threads, self.machine)
 
     def close(self) -> None:
         """Stop the worker processes (or leave the Ray cluster)."""

@@ -31,7 +31,7 @@ from relaykit.op.tensor import negative
 from relaykit.transform.infer_type import InferType
 from relaykit.transform.pass_infra import Sequential
 
-__all__ = ["measure_function", "realistic_inputs", "executor_overhead"]
+__all__ = ["measure_function", "measure_module", "realistic_inputs", "executor_overhead"]
 
 
 def realistic_inputs(params: list[Var], seed: int = 0) -> dict[str, np.ndarray]:
@@ -116,3 +116,15 @@ def measure_function(
     run = _built_runner(func, target)
     seconds = _time(run, repeat, budget, bound)
     return max(seconds - executor_overhead(), 1e-8)
+
+
+def measure_module(
+    mod: IRModule, *, repeat: int = 3, budget: float = 0.004, bound: float = float("inf")
+) -> float:
+    """Seconds per run of a whole (partitioned) module, built as it is and run by a
+    graph executor on realistic inputs; raises whatever building or running raises."""
+    mod = InferType()(mod)
+    executor = build(mod, target="llvm")["default"]()
+    for name, value in realistic_inputs(list(mod["main"].params)).items():
+        executor.set_input(name, value)
+    return _time(executor.run, repeat, budget, bound)

@@ -36,7 +36,8 @@ __all__ = ["Job", "Pool", "InProcess", "LocalWorkers", "run_job", "core_groups",
 class Job:
     """One candidate to measure on one target: ``func_json`` is ``save_json`` of its
     typed function; ``bound`` (seconds, ``inf`` for none) lets a hopeless candidate stop
-    after one timed run."""
+    after one timed run. With ``whole``, ``func_json`` is a partitioned module, built as
+    it is (``target`` only names it)."""
 
     func_json: str
     target: str
@@ -44,6 +45,7 @@ class Job:
     repeat: int = 3
     budget: float = 0.004
     bound: float = float("inf")
+    whole: bool = False
 
 
 class Pool(Protocol):
@@ -63,16 +65,19 @@ def run_job(job: Job | dict[str, Any]) -> dict[str, Any]:
     from relaykit.runtime.threads import set_num_threads
 
     from .log import machine_fingerprint
-    from .measure import measure_function
+    from .measure import measure_function, measure_module
 
     spec = job if isinstance(job, Job) else Job(**job)
     set_num_threads(spec.threads)
     machine = machine_fingerprint()
     try:
-        func = load_json(spec.func_json)
-        seconds = measure_function(
-            func, spec.target, repeat=spec.repeat, budget=spec.budget, bound=spec.bound
-        )
+        node = load_json(spec.func_json)
+        if spec.whole:
+            seconds = measure_module(node, repeat=spec.repeat, budget=spec.budget)
+        else:
+            seconds = measure_function(
+                node, spec.target, repeat=spec.repeat, budget=spec.budget, bound=spec.bound
+            )
     except Exception as err:  # a backend that cannot build or run it is recorded
         return {"latency": None, "error": f"{type(err).__name__}: {err}", "machine": machine}
     return {"latency": seconds, "error": None, "machine": machine}
