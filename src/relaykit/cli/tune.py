@@ -159,7 +159,11 @@ def tune_model(
     singles = {}
     for t in targets:
         alone = search(
-            result.graph, [t], recorded, max_units=max_units, host_max_units=host_max_units
+            result.graph,
+            [t],
+            recorded,
+            max_units=max_units,
+            host_max_units=host_max_units,
         )
         singles[t] = alone.total
     return result, cost, singles

@@ -13,29 +13,26 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from relaykit.backends import find_backend
-from relaykit.byoc.annotate import AnnotateTarget
 from relaykit.byoc.choose import normalize_targets
 from relaykit.byoc.merge_composite import MergeComposite
-from relaykit.byoc.merge_regions import MergeCompilerRegions
-from relaykit.byoc.partition import PartitionGraph
-from relaykit.byoc.pins import HOST, Pin
+from relaykit.byoc.pins import HOST
 from relaykit.byoc.pipeline import optimize_for, partition_for, patterns_for
-from relaykit.byoc.targets import configure_target, scoped_registries
 from relaykit.errors import PlacementError
 from relaykit.execution.build_module import build
-from relaykit.ir.expr import Call, Function
+from relaykit.ir.expr import Function
 from relaykit.ir.module import IRModule
 from relaykit.transform.infer_type import InferType
 from relaykit.transform.pass_infra import ModulePass, Pass, PassContext, Sequential
 
+from .apply import apply_placement
 from .cost import CostSource, MeasuredCost, Progress, host_name
 from .log import TuningLog
-from .search import Placement, search
+from .search import Measured, Placement, choose, measure_runs
 from .units import UnitGraph, unit_graph
 
 __all__ = [
@@ -102,37 +99,6 @@ def _searched(
     return Sequential(passes, name="CollagePrepare")(optimized)
 
 
-def _member_of(calls: frozenset[Call]) -> Callable[[Call], bool]:
-    def member(call: Call) -> bool:
-        return call in calls
-
-    return member
-
-
-def apply_placement(
-    searched: IRModule, graph: UnitGraph, placement: Placement, mod_name: str = "default"
-) -> IRModule:
-    """Partition ``searched`` so that every unit runs where ``placement`` put it."""
-    chosen: dict[str, set[Call]] = {}
-    for seg in placement.segments:
-        chosen.setdefault(seg.target, set()).update(
-            graph.units[i].call for i in range(seg.start, seg.stop)
-        )
-    pins = [Pin(predicate=_member_of(frozenset(calls)), to=t) for t, calls in chosen.items()]
-    targets = list(placement.targets)
-    if not targets:
-        return searched
-    with scoped_registries():
-        for t in targets:
-            configure_target(t, min_region_ops=0, min_region_macs=0)
-        passes = [
-            AnnotateTarget(targets, pin=pins),
-            MergeCompilerRegions(),
-            PartitionGraph(mod_name),
-        ]
-        return Sequential(passes, name="CollageApply")(searched)
-
-
 def place(
     mod: IRModule | Function,
     targets: str | Sequence[str],
@@ -173,7 +139,7 @@ def place(
     try:
         searched = _searched(mod, names, params)
         graph = unit_graph(searched["main"], names)
-        placement = search(
+        measured = measure_runs(
             graph,
             names,
             cost,
@@ -181,14 +147,75 @@ def place(
             host_max_units=host_max_units,
             progress=progress,
         )
+        placement = choose(graph, names, measured)
         partitioned = apply_placement(searched, graph, placement)
-        chosen, whole = _end_to_end(mod, names, params, partitioned, cost)
-        if chosen != "measured":
-            partitioned = _alone(mod, chosen, params)
+        chosen, whole = "measured", dict[str, float]()
+        if getattr(cost, "modules", None) is not None:
+            checked = _calibrated(mod, params, names, searched, graph, measured, cost, placement)
+            chosen, whole, placement, partitioned = checked
     finally:
         if own is not None:
             own.close()
     return CollageResult(searched, graph, placement, partitioned, chosen, whole)
+
+
+#: Rounds of re-deciding with the cost of a change of backend that the model measured
+#: end to end implies.
+CALIBRATION_ROUNDS = 2
+
+
+def changes(placement: Placement) -> int:
+    """How many times control passes from one target to another, starting and ending
+    on the host."""
+    count, prev = 0, HOST
+    for seg in placement.segments:
+        count += seg.target != prev
+        prev = seg.target
+    return count + (prev != HOST)
+
+
+def _calibrated(
+    mod: IRModule | Function,
+    params: Mapping[str, Any] | None,
+    names: Sequence[str],
+    searched: IRModule,
+    graph: UnitGraph,
+    measured: Measured,
+    cost: Any,
+    placement: Placement,
+) -> tuple[str, dict[str, float], Placement, IRModule]:
+    """The placement checked end to end against each target alone and the host.
+
+    Regions were timed alone; next to other backends they also pay for thread pools
+    handing over and tensors changing hands. The placed model's measured time beyond
+    its regions' sum, spread over its changes of backend, is charged per change and
+    the placement decided again (``CALIBRATION_ROUNDS`` times at most, while it
+    changes); the fastest end to end of all is returned, with every time measured."""
+    ways = {"measured": apply_placement(searched, graph, placement)}
+    for t in [*names, HOST]:
+        ways[t] = _alone(mod, t, params)
+    whole: dict[str, float] = dict(cost.modules(ways))
+    placements = {"measured": placement}
+    used, name = 0.0, "measured"
+    for k in range(1, CALIBRATION_ROUNDS + 1):
+        count = changes(placement)
+        if count == 0 or not math.isfinite(whole[name]):
+            break
+        raw = placement.total - used * count
+        used = max(used, (whole[name] - raw) / count)
+        again = choose(graph, names, measured, used)
+        if [(s.start, s.stop, s.target) for s in again.segments] == [
+            (s.start, s.stop, s.target) for s in placement.segments
+        ]:
+            break
+        name, placement = f"measured {k}", again
+        placements[name] = again
+        ways[name] = apply_placement(searched, graph, again)
+        whole.update(cost.modules({name: ways[name]}))
+    best = min(whole, key=lambda k: (whole[k], k not in placements))
+    if not math.isfinite(whole[best]):
+        best = "measured"
+    return best, whole, placements.get(best, placement), ways[best]
 
 
 def _alone(mod: IRModule | Function, target: str, params: Mapping[str, Any] | None) -> IRModule:
@@ -197,27 +224,6 @@ def _alone(mod: IRModule | Function, target: str, params: Mapping[str, Any] | No
         base = mod if isinstance(mod, IRModule) else IRModule.from_expr(mod)
         return InferType()(optimize_for(base, [], params))
     return partition_for(mod, target, params)
-
-
-def _end_to_end(
-    mod: IRModule | Function,
-    names: Sequence[str],
-    params: Mapping[str, Any] | None,
-    partitioned: IRModule,
-    cost: CostSource,
-) -> tuple[str, dict[str, float]]:
-    """The fastest end to end of the placement and each target alone (measured with a
-    cost source that times whole modules, :meth:`MeasuredCost.modules`): the regions
-    were timed alone, so the model they make is checked against the plain ways once."""
-    modules = getattr(cost, "modules", None)
-    if modules is None:
-        return "measured", {}
-    ways = {"measured": partitioned}
-    for t in [*names, HOST]:
-        ways[t] = _alone(mod, t, params)
-    whole: dict[str, float] = modules(ways)
-    best = min(whole, key=lambda k: (whole[k], k != "measured"))
-    return (best if math.isfinite(whole[best]) else "measured"), whole
 
 
 def _config_targets(config: Any) -> list[str]:

@@ -24,7 +24,7 @@ then to the earlier target in the list, the host last.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from relaykit.byoc.pins import HOST
@@ -34,7 +34,16 @@ from .candidates import Candidate, cut
 from .cost import CostSource, MockCostEstimator, Progress
 from .units import UnitGraph, unit_graph
 
-__all__ = ["Segment", "Placement", "search", "MockCostEstimator", "unit_graph"]
+__all__ = [
+    "Segment",
+    "Placement",
+    "Measured",
+    "search",
+    "measure_runs",
+    "choose",
+    "MockCostEstimator",
+    "unit_graph",
+]
 
 
 @dataclass(frozen=True)
@@ -175,7 +184,7 @@ def _evaluate(cost: CostSource, jobs: list[tuple[Candidate, str, float]]) -> lis
 
 
 @dataclass
-class _Measured:
+class Measured:
     """What :func:`_measure` has learned so far."""
 
     lat: Latencies = field(default_factory=dict)
@@ -207,7 +216,7 @@ def _measure(
     cost: CostSource,
     prune: bool,
     progress: Progress | None,
-) -> _Measured:
+) -> Measured:
     """The latency of every run on every target that can run it and might win it.
 
     Runs are measured shortest first, so that a longer run is bounded by the best
@@ -216,7 +225,7 @@ def _measure(
     before it. Each phase's jobs go to the cost source in batches.
     """
     total = sum(len(ok) for _, _, ok in runs)
-    m = _Measured()
+    m = Measured()
     by_len: dict[int, list[tuple[int, int, list[str]]]] = {}
     for run in runs:
         by_len.setdefault(run[1] - run[0], []).append(run)
@@ -238,7 +247,7 @@ def _measure(
 def _batch(
     graph: UnitGraph,
     cost: CostSource,
-    m: _Measured,
+    m: Measured,
     chunk: list[tuple[int, int, str, float]],
     total: int,
     progress: Progress | None,
@@ -256,6 +265,21 @@ def _batch(
             progress(m.done, total, f"{'+'.join(cand.names[:3])} on {t}")
 
 
+def measure_runs(
+    graph: UnitGraph,
+    targets: Sequence[str],
+    cost: CostSource,
+    *,
+    max_units: int = 8,
+    host_max_units: int = 4,
+    progress: Progress | None = None,
+    prune: bool = True,
+) -> Measured:
+    """The latencies :func:`search` decides from (see :func:`_measure`)."""
+    runs = _runs(graph, targets, max(1, max_units), max(1, host_max_units))
+    return _measure(graph, runs, [*targets, HOST], cost, prune, progress)
+
+
 def search(
     graph: UnitGraph,
     targets: Sequence[str],
@@ -265,43 +289,64 @@ def search(
     host_max_units: int = 4,
     progress: Progress | None = None,
     prune: bool = True,
+    switch: Mapping[tuple[str, str], float] | float | None = None,
 ) -> Placement:
     """The least-cost placement of ``graph``'s units on ``targets`` and the host
-    (``prune``: skip runs a target cannot win, see :func:`hopeless`)."""
-    n = len(graph.units)
+    (``prune``: skip runs a target cannot win, see :func:`hopeless`; ``switch[(a, b)]``:
+    seconds lost when a region on ``b`` follows one on ``a``, or one number for every
+    change, the model's inputs and outputs being on the host; a segment's ``boundary``
+    includes it)."""
     runs = _runs(graph, targets, max(1, max_units), max(1, host_max_units))
     measured = _measure(graph, runs, [*targets, HOST], cost, prune, progress)
+    return choose(graph, targets, measured, switch)
+
+
+def choose(
+    graph: UnitGraph,
+    targets: Sequence[str],
+    measured: Measured,
+    switch: Mapping[tuple[str, str], float] | float | None = None,
+) -> Placement:
+    """The dynamic programme of :func:`search` over latencies already measured
+    (``switch``: per pair of targets, or one number for every change)."""
+    n = len(graph.units)
     lat, names = measured.lat, measured.names
+    pairs = switch if isinstance(switch, Mapping) else {}
+    every = float(switch) if isinstance(switch, (int, float)) else 0.0
+
+    def hop(a: str, b: str) -> float:
+        return 0.0 if a == b else pairs.get((a, b), every)
+
     order = {t: k for k, t in enumerate([*targets, HOST])}
-    best: list[tuple[float, int, int]] = [(0.0, 0, 0)] + [(math.inf, 0, 0)] * n
-    choice: list[tuple[int, str] | None] = [None] * (n + 1)
-    by_stop: dict[int, list[tuple[int, int]]] = {}
+    # best[j][t]: (seconds, regions, target rank) of units 0..j-1 ending on target t
+    best: list[dict[str, tuple[float, int, int]]] = [{HOST: (0.0, 0, 0)}] + [{} for _ in range(n)]
+    choice: dict[tuple[int, str], tuple[int, str, float]] = {}
+    by_stop: dict[int, list[int]] = {}
     for i, j in lat:
-        by_stop.setdefault(j, []).append((i, j))
+        by_stop.setdefault(j, []).append(i)
     for j in range(1, n + 1):
-        for i, _ in by_stop.get(j, []):
-            if not math.isfinite(best[i][0]):
-                continue
-            for t, (seconds, bound) in lat[(i, j)].items():
-                total = best[i][0] + seconds + bound
-                rank = (total, best[i][1] + 1, order[t])
-                if rank < (best[j][0], best[j][1], best[j][2]):
-                    best[j] = (total, best[i][1] + 1, order[t])
-                    choice[j] = (i, t)
-    if not math.isfinite(best[n][0]):
+        for i in by_stop.get(j, []):
+            for prev, (before, regions, _) in best[i].items():
+                for t, (seconds, bound) in lat[(i, j)].items():
+                    enter = hop(prev, t)
+                    rank = (before + seconds + bound + enter, regions + 1, order[t])
+                    if rank < best[j].get(t, (math.inf, 0, 0)):
+                        best[j][t] = rank
+                        choice[(j, t)] = (i, prev, bound + enter)
+    ends = {t: (v[0] + hop(t, HOST), v[1], v[2]) for t, v in best[n].items()}
+    last = min(ends, key=lambda t: ends[t], default=None)
+    if last is None or not math.isfinite(ends[last][0]):
         raise PlacementError(
             "no placement can run every operator: each run of units failed on every target "
             "that supports it (see the tuning log's errors)"
         )
     segments: list[Segment] = []
-    j = n
+    j, t = n, last
     while j > 0:
-        picked = choice[j]
-        assert picked is not None
-        i, t = picked
-        seconds, bound = lat[(i, j)][t]
+        i, prev, bound = choice[(j, t)]
+        seconds = lat[(i, j)][t][0]
         alts = {k: v[0] for k, v in lat[(i, j)].items()}
         segments.append(Segment(i, j, t, seconds, bound, names[(i, j)], alts))
-        j = i
+        j, t = i, prev
     segments.reverse()
-    return Placement(tuple(segments), best[n][0], tuple(targets))
+    return Placement(tuple(segments), ends[last][0], tuple(targets))
