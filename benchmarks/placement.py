@@ -155,6 +155,8 @@ def bench(name: str, args: argparse.Namespace, log_path: Path) -> None:
     again = MeasuredCost(TuningLog(log_path), measure_missing=False)
     place(mod, targets, cost=again, max_units=args.max_units, host_max_units=args.host_max_units)
     retune_s = time.perf_counter() - t0
+    print(f"built: {res.chosen}; end to end while tuning (ms): ", end="")
+    print(", ".join(f"{k} {v * 1e3:.2f}" for k, v in res.whole.items()))
     print(
         f"\n{name}: {len(res.graph.units)} units; tune {tune_s:.1f} s "
         f"({cost.measurements} measured, {cost.reused} reused, {len(cost.failures)} failed); "
@@ -162,10 +164,11 @@ def bench(name: str, args: argparse.Namespace, log_path: Path) -> None:
     )
     engines: dict[str, Callable[[], np.ndarray]] = {"measured": _runner(res.partitioned, x)}
     compare = targets if args.compare is None else [t for t in args.compare.split(",") if t]
-    for t in compare:
+    for t in (t for t in compare if t != "host"):
         engines[t] = _runner(partition_for(mod, t), x)
     if args.compare is None or "host" in compare:
-        ref = _ort_reference(mod, x, args.threads)
+        engines["host"] = _runner(mod, x)
+    ref = _ort_reference(mod, x, args.threads)
     times: dict[str, list[float]] = {k: [] for k in engines}
     names = list(engines)
     for burst in range(args.bursts):
