@@ -28,6 +28,7 @@ from relaykit.runtime.threads import resolve_num_threads
 
 from .candidates import Candidate
 from .log import MeasureKey, Record, TuningLog, machine_fingerprint
+from .ray_cluster import RayWorkers
 from .workers import InProcess, Job, LocalWorkers, Pool
 
 __all__ = [
@@ -158,8 +159,6 @@ class MeasuredCost:
         """Where this source's jobs run (made on first use)."""
         if self._pool is None:
             if self.ray_address is not None:
-                from .ray_cluster import RayWorkers
-
                 self._pool = RayWorkers(self.ray_address, self.threads)
             elif self.workers == 0:
                 self._pool = InProcess()

@@ -29,6 +29,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from relaykit.ir.json_load import load_json
+from relaykit.runtime.threads import set_num_threads
+
+from .log import machine_fingerprint
+from .measure import measure_function, measure_module
+
 __all__ = ["Job", "Pool", "InProcess", "LocalWorkers", "run_job", "core_groups", "serve"]
 
 
@@ -61,12 +67,6 @@ class Pool(Protocol):
 def run_job(job: Job | dict[str, Any]) -> dict[str, Any]:
     """Measure one job here: ``{"latency": s, "error": None, "machine": m}``, or the
     error the backend raised with ``latency`` None."""
-    from relaykit.ir.json_load import load_json
-    from relaykit.runtime.threads import set_num_threads
-
-    from .log import machine_fingerprint
-    from .measure import measure_function, measure_module
-
     spec = job if isinstance(job, Job) else Job(**job)
     set_num_threads(spec.threads)
     machine = machine_fingerprint()
@@ -123,8 +123,6 @@ def serve(cores: Sequence[int], threads: int) -> None:
         os.sched_setaffinity(0, list(cores))
     out = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # backends that print must not corrupt the results
-    from relaykit.runtime.threads import set_num_threads
-
     set_num_threads(threads)
     for line in sys.stdin:
         if line.strip():
@@ -145,9 +143,7 @@ class _Worker:
 
     def _start(self) -> subprocess.Popen[str]:
         if self.proc is None or self.proc.poll() is not None:
-            import relaykit
-
-            src = str(Path(relaykit.__file__).resolve().parents[1])
+            src = str(Path(__file__).resolve().parents[2])  # the directory holding relaykit
             env = dict(os.environ)
             env["PYTHONPATH"] = os.pathsep.join([src, *sys.path[1:]])
             call = f"serve({self.cores!r}, {self.threads})"
