@@ -191,10 +191,11 @@ def _calibrated(
     its regions' sum, spread over its changes of backend, is charged per change and
     the placement decided again (``CALIBRATION_ROUNDS`` times at most, while it
     changes); the fastest end to end of all is returned, with every time measured."""
-    ways = {"measured": apply_placement(searched, graph, placement)}
-    for t in [*names, HOST]:
-        ways[t] = _alone(mod, t, params)
-    whole: dict[str, float] = dict(cost.modules(ways))
+    ways = {t: _alone(mod, t, params) for t in [*names, HOST]}
+    ways["measured"] = apply_placement(searched, graph, placement)
+    whole: dict[str, float] = {}
+    for name, way in ways.items():  # one by one: each bounded by the fastest before it
+        whole.update(cost.modules({name: way}, min(whole.values(), default=math.inf)))
     placements = {"measured": placement}
     used, name = 0.0, "measured"
     for k in range(1, CALIBRATION_ROUNDS + 1):
@@ -211,7 +212,7 @@ def _calibrated(
         name, placement = f"measured {k}", again
         placements[name] = again
         ways[name] = apply_placement(searched, graph, again)
-        whole.update(cost.modules({name: ways[name]}))
+        whole.update(cost.modules({name: ways[name]}, min(whole.values())))
     best = min(whole, key=lambda k: (whole[k], k not in placements))
     if not math.isfinite(whole[best]):
         best = "measured"

@@ -226,9 +226,10 @@ class MeasuredCost:
             out[key] = math.inf if seconds is None else float(seconds)
         return out
 
-    def modules(self, mods: Mapping[str, IRModule]) -> dict[str, float]:
+    def modules(self, mods: Mapping[str, IRModule], bound: float = math.inf) -> dict[str, float]:
         """Seconds per run of each whole partitioned module (``name -> module``), from the
-        log or measured as one batch; ``inf`` for one that failed."""
+        log or measured as one batch (one slower than ``bound`` is timed once only);
+        ``inf`` for one that failed."""
         keys = {name: self._module_key(mod) for name, mod in mods.items()}
         out: dict[str, float] = {}
         todo: list[str] = []
@@ -245,7 +246,7 @@ class MeasuredCost:
         if self.measure is not None:  # a test's measure times candidates, not models
             return {name: out.get(name, math.inf) for name in mods}
         jobs = [
-            Job(save_json(mods[n]), n, self.threads, self.repeat, 4 * self.budget, whole=True)
+            Job(save_json(mods[n]), n, self.threads, self.repeat, 4 * self.budget, bound, True)
             for n in todo
         ]
         for name, res in zip(todo, self.pool().map(jobs), strict=True):

@@ -73,7 +73,7 @@ def run_job(job: Job | dict[str, Any]) -> dict[str, Any]:
     try:
         node = load_json(spec.func_json)
         if spec.whole:
-            seconds = measure_module(node, repeat=spec.repeat, budget=spec.budget)
+            seconds = measure_module(node, repeat=spec.repeat, budget=spec.budget, bound=spec.bound)
         else:
             seconds = measure_function(
                 node, spec.target, repeat=spec.repeat, budget=spec.budget, bound=spec.bound
