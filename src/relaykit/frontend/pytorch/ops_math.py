@@ -91,8 +91,6 @@ _BINARY: list[tuple[tuple[str, ...], Callable[..., Any], Callable[..., Any]]] = 
     (("le", "__le__"), op.less_equal, operator.le),
     (("gt", "__gt__"), op.greater, operator.gt),
     (("ge", "__ge__"), op.greater_equal, operator.ge),
-    (("logical_and", "__and__", "bitwise_and"), op.logical_and, operator.and_),
-    (("logical_or", "__or__", "bitwise_or"), op.logical_or, operator.or_),
     (("remainder", "fmod"), op.floor_mod, operator.mod),
 ]
 for _names, _relay, _py in _BINARY:
@@ -220,8 +218,6 @@ _UNARY: list[tuple[tuple[str, ...], Callable[..., Any], Callable[..., Any] | Non
     (("round",), op.round, round),
     (("trunc",), op.trunc, math.trunc),
     (("sign",), op.sign, None),
-    (("logical_not", "__not__"), op.logical_not, operator.not_),
-    (("bitwise_not",), lambda x: op.logical_not(x), None),
     (("isnan",), op.isnan, math.isnan),
     (("isinf",), op.isinf, math.isinf),
 ]

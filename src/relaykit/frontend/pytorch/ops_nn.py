@@ -43,8 +43,8 @@ def _conv(
     x, weight = ctx.expr(x), ctx.expr(weight)
     wshape = ctx.shape(weight)
     rank = len(wshape) - 2
-    if rank not in (1, 2):
-        raise ctx.fail(f"{rank}-d convolutions are not supported (1-d and 2-d are)")
+    if rank not in (1, 2, 3):
+        raise ctx.fail(f"{rank}-d convolutions are not supported (1-d, 2-d and 3-d are)")
     kernel = list(wshape[2:])
     if isinstance(padding, str):
         if padding == "valid":
@@ -62,7 +62,10 @@ def _conv(
         kernel = [1, *kernel]
         stride, dilation, output_padding = [1, *stride], [1, *dilation], [0, *output_padding]
         padding = [0, padding[0]] if len(padding) == 1 else [0, padding[0], 0, padding[1]]
-    if transposed:
+    if rank == 3:
+        out = _conv3d(x, weight, wshape, kernel, stride, padding, dilation, transposed,
+                      output_padding, int(groups))  # fmt: skip
+    elif transposed:
         channels = wshape[1] * int(groups)
         out = nn.conv2d_transpose(
             x, weight, strides=stride, padding=padding, dilation=dilation, groups=int(groups),
@@ -79,13 +82,29 @@ def _conv(
     return op.squeeze(out, [2]) if rank == 1 else out
 
 
+def _conv3d(
+    x: Expr, weight: Expr, wshape: Any, kernel: list[int], stride: list[int],
+    padding: list[int], dilation: list[int], transposed: bool, output_padding: list[int],
+    groups: int,
+) -> Expr:  # fmt: skip
+    if transposed:
+        return nn.conv3d_transpose(
+            x, weight, strides=stride, padding=padding, dilation=dilation, groups=groups,
+            channels=wshape[1] * groups, kernel_size=kernel, output_padding=output_padding,
+        )  # fmt: skip
+    return nn.conv3d(
+        x, weight, strides=stride, padding=padding, dilation=dilation, groups=groups,
+        channels=wshape[0], kernel_size=kernel,
+    )  # fmt: skip
+
+
 @converter("_convolution", "convolution")
 def _convolution(ctx: OpContext, args: list[Any]) -> Expr:
     # (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, ...)
     return _conv(ctx, *args[:9])
 
 
-@converter("conv2d", "conv1d")
+@converter("conv2d", "conv1d", "conv3d")
 def _conv2d(ctx: OpContext, args: list[Any]) -> Expr:
     # (input, weight, bias, stride, padding, dilation, groups)
     stride, padding, dilation = _opt(args, 3, 1), _opt(args, 4, 0), _opt(args, 5, 1)
@@ -94,7 +113,7 @@ def _conv2d(ctx: OpContext, args: list[Any]) -> Expr:
     )
 
 
-@converter("conv_transpose2d", "conv_transpose1d")
+@converter("conv_transpose2d", "conv_transpose1d", "conv_transpose3d")
 def _conv_transpose(ctx: OpContext, args: list[Any]) -> Expr:
     # (input, weight, bias, stride, padding, output_padding, groups, dilation)
     x, w, b = args[0], args[1], _opt(args, 2)
@@ -413,10 +432,11 @@ def _pad(ctx: OpContext, args: list[Any]) -> Expr:
     # constant_pad_nd(input, pad, value) / pad(input, pad, mode, value)
     x = ctx.expr(args[0])
     pads = as_int_list(args[1])
+    mode = "constant"
     if len(args) > 3 or (len(args) > 2 and isinstance(args[2], str)):
         mode, value = args[2], _opt(args, 3, 0.0)
-        if mode != "constant":
-            raise ctx.fail(f"padding mode {mode!r} is not supported (constant is)")
+        if mode not in _PAD_MODES:
+            raise ctx.fail(f"padding mode {mode!r} is not supported ({', '.join(_PAD_MODES)} are)")
     else:
         value = _opt(args, 2, 0.0)
     n = ctx.ndim(x)
@@ -425,7 +445,13 @@ def _pad(ctx: OpContext, args: list[Any]) -> Expr:
         width[n - 1 - i] = [pads[2 * i], pads[2 * i + 1]]
     if any(p < 0 for w in width for p in w):
         raise ctx.fail("negative padding (cropping) is not supported")
-    return nn.pad(x, width, ctx.expr(float(value), ctx.dtype(x)))
+    if mode != "constant":
+        return nn.pad(x, width, pad_mode=_PAD_MODES[mode])
+    return nn.pad(x, width, ctx.expr(float(value or 0.0), ctx.dtype(x)))
+
+
+#: torch's padding modes -> Relay's
+_PAD_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge"}
 
 
 @converter("pixel_shuffle")

@@ -12,8 +12,10 @@ import numpy as np
 
 from relaykit import op
 from relaykit.errors import DynamicShapeError
+from relaykit.ir.analysis import free_vars
 from relaykit.ir.expr import Call, Expr, Tuple, TupleGetItem, TupleWrapper
 from relaykit.op import nn
+from relaykit.transform.fold_constant import fold_constant
 
 from .ops_math import cast_to
 from .registry import OpContext, as_int_list, const_value, converter, dtype_name
@@ -95,6 +97,8 @@ def _dim(ctx: OpContext, args: list[Any]) -> int:
 @converter("Int", "Float", "Bool", "ScalarImplicit", "item", "_local_scalar_dense")
 def _scalar(ctx: OpContext, args: list[Any]) -> Any:
     value = const_value(args[0])
+    if value is None and isinstance(args[0], Expr) and not free_vars(args[0]):
+        value = const_value(fold_constant(args[0]))  # computed from constants (sizes...)
     if value is None:
         raise ctx.fail("a tensor's value used as a Python number is only known at run time")
     return np.asarray(value).item()

@@ -103,7 +103,9 @@ class TorchScriptImporter:
         self.values: dict[Any, Any] = {}
         self.params: dict[str, NDArray] = {}
         self.param_vars: dict[str, Var] = {}
-        self.state = {k: v for k, v in module.state_dict(keep_vars=True).items()}
+        # a traced or scripted function (ScriptFunction) has no state: only its inputs
+        state_dict = getattr(module, "state_dict", None)
+        self.state = dict(state_dict(keep_vars=True)) if callable(state_dict) else {}
 
     # -- the graph ------------------------------------------------------------------------
     def graph(self) -> Any:
