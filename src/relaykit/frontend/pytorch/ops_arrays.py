@@ -17,6 +17,7 @@ from relaykit import op
 from relaykit.ir.expr import Expr
 
 from .ops_math import promote
+from .ops_tensor import index_tensor
 from .registry import OpContext, as_int_list, const_value, converter, dtype_name, is_float
 
 __all__: list[str] = []
@@ -342,7 +343,7 @@ def _tensor_split(ctx: OpContext, args: list[Any]) -> list[Expr]:
     axis = ctx.axis(x, _opt(args, 2, 0))
     size = ctx.shape(x)[axis]
     spec = const_value(args[1])
-    if isinstance(spec, (int, np.integer)):  # n parts, the first size % n one larger
+    if np.asarray(spec).ndim == 0:  # n parts, the first size % n one larger
         n = int(spec)
         lengths = [size // n + (1 if i < size % n else 0) for i in range(n)]
         bounds = list(np.cumsum([0, *lengths]))
@@ -357,7 +358,7 @@ def _tensor_split(ctx: OpContext, args: list[Any]) -> list[Expr]:
 
 @converter("take")
 def _take(ctx: OpContext, args: list[Any]) -> Expr:
-    x, index = ctx.expr(args[0]), ctx.expr(args[1])
+    x, index = ctx.expr(args[0]), index_tensor(ctx, args[1])
     n = int(np.prod(ctx.shape(x)))
     wrapped = op.where(op.less(index, ctx.expr(0, ctx.dtype(index))),
                        op.add(index, ctx.expr(n, ctx.dtype(index))), index)  # fmt: skip
@@ -365,14 +366,14 @@ def _take(ctx: OpContext, args: list[Any]) -> Expr:
 
 
 # -- fills and constants --------------------------------------------------------------------
-@converter("new_zeros", "new_ones", "new_full")
+@converter("new_zeros", "new_ones", "new_full", "new_empty")
 def _new_filled(ctx: OpContext, args: list[Any]) -> Expr:
     # new_zeros(self, size, dtype, ...) / new_full(self, size, fill_value, dtype, ...)
     x = ctx.expr(args[0])
     if ctx.op_name.endswith("new_full"):
         value, dtype = args[2], _opt(args, 3)
     else:
-        value, dtype = (1 if ctx.op_name.endswith("new_ones") else 0), _opt(args, 2)
+        value, dtype = (1 if ctx.op_name.endswith("new_ones") else 0), _opt(args, 2)  # empty: 0
     name = dtype_name(dtype) or ctx.dtype(x)
     shape = [int(np.asarray(const_value(d))) for d in as_list(args[1])]
     return op.full(ctx.expr(value, name), shape, name)
@@ -389,12 +390,17 @@ def _fill(ctx: OpContext, args: list[Any]) -> Expr:
     value = ctx.expr(args[1], dt)
     if ctx.dtype(value) != dt:
         value = op.cast(value, dt)
+    if all(isinstance(d, int) for d in ctx.shape(x)):
+        return op.full(op.reshape(value, []), list(ctx.shape(x)), dt)
     return op.full_like(x, op.reshape(value, []))
 
 
 @converter("zero", "zero_")
 def _zero(ctx: OpContext, args: list[Any]) -> Expr:
-    return op.zeros_like(ctx.expr(args[0]))
+    x = ctx.expr(args[0])
+    if all(isinstance(d, int) for d in ctx.shape(x)):
+        return op.zeros(list(ctx.shape(x)), ctx.dtype(x))
+    return op.zeros_like(x)
 
 
 @converter("one_hot")
@@ -457,8 +463,14 @@ def _searchsorted(ctx: OpContext, args: list[Any]) -> Expr:
     right = bool(_opt(args, 3, False)) or _opt(args, 4) == "right"
     if _opt(args, 5) is not None:
         raise ctx.fail("searchsorted with a sorter is not supported")
-    seq, values = ctx.expr(args[0]), ctx.expr(args[1])
     dtype = "int32" if _opt(args, 2, False) else "int64"
+    return _search(ctx, ctx.expr(args[0]), ctx.expr(args[1]), right, dtype)
+
+
+def _search(ctx: OpContext, seq: Expr, values: Expr, right: bool, dtype: str) -> Expr:
+    if ctx.ndim(values) == 0:  # one value: searched as a 1-element vector
+        found = op.searchsorted(seq, op.reshape(values, [1]), right=right, dtype=dtype)
+        return op.reshape(found, [])
     return op.searchsorted(seq, values, right=right, dtype=dtype)
 
 
@@ -467,7 +479,7 @@ def _bucketize(ctx: OpContext, args: list[Any]) -> Expr:
     # (input, boundaries, out_int32, right)
     dtype = "int32" if _opt(args, 2, False) else "int64"
     values, bounds = ctx.expr(args[0]), ctx.expr(args[1])
-    return op.searchsorted(bounds, values, right=bool(_opt(args, 3, False)), dtype=dtype)
+    return _search(ctx, bounds, values, bool(_opt(args, 3, False)), dtype)
 
 
 # -- scatter --------------------------------------------------------------------------------
@@ -479,13 +491,17 @@ _REDUCTIONS = {"sum": "add", "add": "add", "prod": "mul", "multiply": "mul",
 def _scatter(ctx: OpContext, args: list[Any]) -> Expr:
     # scatter(x, dim, index, src|value[, reduce]) / scatter_add(x, dim, index, src)
     # / scatter_reduce(x, dim, index, src, reduce, include_self)
-    x, index = ctx.expr(args[0]), ctx.expr(args[2])
+    x, index = ctx.expr(args[0]), index_tensor(ctx, args[2])
     axis = ctx.axis(x, args[1])
     src = args[3]
     dt = ctx.dtype(x)
+    if 0 in ctx.shape(index):  # nothing is scattered
+        return x
     if _is_number(src):
         src = op.full(ctx.expr(src, dt), list(ctx.shape(index)), dt)
     src = ctx.expr(src)
+    if ctx.shape(src) != ctx.shape(index):  # only the index's region of src is used
+        src = op.strided_slice(src, [0] * ctx.ndim(index), list(ctx.shape(index)))
     reduction = "update"
     if ctx.op_name.endswith("scatter_add"):
         reduction = "add"
@@ -495,6 +511,13 @@ def _scatter(ctx: OpContext, args: list[Any]) -> Expr:
             raise ctx.fail(f"scatter reduce={args[4]!r} is not supported")
         if ctx.op_name.endswith("scatter_reduce") and not bool(_opt(args, 5, True)):
             raise ctx.fail("scatter_reduce with include_self=False is not supported")
+    if reduction == "mean":  # the sum over x and the scattered values, over their count
+        total = op.scatter_elements(x, index, src, axis=axis, reduction="add")
+        ones = op.ones_like(x)
+        count = op.scatter_elements(ones, index, op.ones_like(src), axis=axis, reduction="add")
+        if is_float(dt):
+            return op.divide(total, count)
+        return op.floor_divide(total, count)
     return op.scatter_elements(x, index, src, axis=axis, reduction=reduction)
 
 
@@ -502,11 +525,12 @@ def _scatter(ctx: OpContext, args: list[Any]) -> Expr:
 def _index_put(ctx: OpContext, args: list[Any]) -> Expr:
     # (input, indices (one index tensor per leading axis), values, accumulate)
     x = ctx.expr(args[0])
-    indices = [ctx.expr(i) for i in args[1]]
     if any(i is None for i in args[1]):
         raise ctx.fail("index_put with a None index (a full slice) is not supported")
+    indices = [ctx.expr(i) for i in args[1]]
     if any(ctx.dtype(i) == "bool" for i in indices):
         raise ctx.fail("index_put with a boolean mask is not supported (its size is dynamic)")
+    indices = [index_tensor(ctx, i) for i in indices]
     shape = _broadcast_shape([ctx.shape(i) for i in indices])
     stacked = op.stack([op.broadcast_to(i, shape) for i in indices], 0)
     rest = list(ctx.shape(x))[len(indices):]

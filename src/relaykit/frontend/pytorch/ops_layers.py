@@ -8,6 +8,7 @@ The 2-d convolutions, pooling and normalisations are in :mod:`.ops_nn`.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from relaykit import op
@@ -29,6 +30,16 @@ def _float(ctx: OpContext, value: Any) -> Expr:
 
 
 # -- pooling --------------------------------------------------------------------------------
+def batched(ctx: OpContext, value: Any, n: int, fn: Callable[[Expr], Expr]) -> Expr:
+    """``fn`` (an ``n``-d layer on N, C, spatial...) applied to ``value``, which may also
+    be unbatched (C, spatial...), as torch's layers accept."""
+    x = ctx.expr(value)
+    if ctx.ndim(x) == n + 1:
+        return op.squeeze(fn(op.expand_dims(x, 0)), [0])
+    return fn(x)
+
+
+
 def _pool_window(args: list[Any], n: int) -> tuple[list[int], list[int], list[int]]:
     kernel = as_int_list(args[1], n)
     stride = as_int_list(args[2], n) if len(args) > 2 and args[2] not in (None, []) else kernel
@@ -40,10 +51,9 @@ def _max_pool(n: int, relay_fn: Any) -> Any:
         # (input, kernel_size, stride, padding, dilation, ceil_mode)
         kernel, stride, padding = _pool_window(args, n)
         dilation = as_int_list(_opt(args, 4, 1), n)
-        out = relay_fn(
-            ctx.expr(args[0]), kernel, stride, dilation, padding,
-            ceil_mode=bool(_opt(args, 5, False)),
-        )  # fmt: skip
+        out = batched(ctx, args[0], n, lambda x: relay_fn(
+            x, kernel, stride, dilation, padding, ceil_mode=bool(_opt(args, 5, False)),
+        ))  # fmt: skip
         return [out, None] if "with_indices" in ctx.op_name else out
 
     return convert
@@ -55,10 +65,10 @@ def _avg_pool(n: int, relay_fn: Any) -> Any:
         kernel, stride, padding = _pool_window(args, n)
         if _opt(args, 6) is not None:
             raise ctx.fail("average pooling with divisor_override is not supported")
-        return relay_fn(  # type: ignore[no-any-return]
-            ctx.expr(args[0]), kernel, stride, [1] * n, padding,
+        return batched(ctx, args[0], n, lambda x: relay_fn(
+            x, kernel, stride, [1] * n, padding,
             ceil_mode=bool(_opt(args, 4, False)), count_include_pad=bool(_opt(args, 5, True)),
-        )  # fmt: skip
+        ))  # fmt: skip
 
     return convert
 
@@ -71,7 +81,7 @@ converter("avg_pool3d")(_avg_pool(3, nn.avg_pool3d))
 
 def _adaptive(n: int, relay_fn: Any, with_indices: bool) -> Any:
     def convert(ctx: OpContext, args: list[Any]) -> Any:
-        out = relay_fn(ctx.expr(args[0]), as_int_list(args[1], n))
+        out = batched(ctx, args[0], n, lambda x: relay_fn(x, as_int_list(args[1], n)))
         return [out, None] if with_indices else out
 
     return convert
@@ -154,7 +164,11 @@ def _glu(ctx: OpContext, args: list[Any]) -> Expr:
 
 @converter("log_sigmoid")
 def _log_sigmoid(ctx: OpContext, args: list[Any]) -> Expr:
-    return op.log(op.sigmoid(_float(ctx, args[0])))
+    # min(x, 0) - log(1 + exp(-|x|)): no overflow for large |x|
+    x = _float(ctx, args[0])
+    dt = ctx.dtype(x)
+    tail = op.log(op.add(ctx.expr(1.0, dt), op.exp(op.negative(op.abs(x)))))
+    return op.subtract(op.minimum(x, ctx.expr(0.0, dt)), tail)
 
 
 @converter("threshold")

@@ -91,7 +91,8 @@ _BINARY: list[tuple[tuple[str, ...], Callable[..., Any], Callable[..., Any]]] = 
     (("le", "__le__"), op.less_equal, operator.le),
     (("gt", "__gt__"), op.greater, operator.gt),
     (("ge", "__ge__"), op.greater_equal, operator.ge),
-    (("remainder", "fmod"), op.floor_mod, operator.mod),
+    (("remainder",), op.floor_mod, operator.mod),
+    (("fmod",), op.trunc_mod, math.fmod),
 ]
 for _names, _relay, _py in _BINARY:
     converter(*_names)(binary(_relay, _py))
@@ -206,6 +207,17 @@ for _names, _fn in [
     (("tanh",), op.tanh),
     (("sigmoid",), op.sigmoid),
     (("erf",), op.erf),
+    (("log10",), op.log10),
+    (("sinh",), op.sinh),
+    (("cosh",), op.cosh),
+    (("asin",), op.asin),
+    (("acos",), op.acos),
+    (("atan",), op.atan),
+    (("asinh",), op.asinh),
+    (("acosh",), op.acosh),
+    (("atanh",), op.atanh),
+    (("log1p",), lambda x: op.log(op.add(x, op.ones_like(x)))),
+    (("expm1",), lambda x: op.subtract(op.exp(x), op.ones_like(x))),
     (("reciprocal",), lambda x: op.divide(op.ones_like(x), x)),
 ]:
     converter(*_names)(_float_unary(_fn))

@@ -292,9 +292,17 @@ def _matmul_2d(ctx: OpContext, x: Expr, w: Expr) -> Expr:
 @converter("linear")
 def _linear(ctx: OpContext, args: list[Any]) -> Expr:
     x, w = ctx.expr(args[0]), ctx.expr(args[1])
-    out = nn.dense(x, w, units=ctx.shape(w)[0])
+    if ctx.ndim(w) == 1:  # a weight vector: x @ w
+        out = matmul(ctx, x, w)
+    else:
+        out = nn.dense(x, w, units=ctx.shape(w)[0])
     bias = _opt(args, 2)
-    return out if bias is None else nn.bias_add(out, ctx.expr(bias), axis=-1)
+    if bias is None:
+        return out
+    bias = ctx.expr(bias)
+    if ctx.ndim(bias) == 1 and ctx.ndim(out) >= 1:
+        return nn.bias_add(out, bias, axis=-1)
+    return op.add(out, bias)
 
 
 @converter("addmm")
@@ -342,14 +350,20 @@ def matmul(ctx: OpContext, a: Any, b: Any) -> Expr:
     """``torch.matmul``: vectors, matrices and broadcast batches."""
     a, b = promote(ctx, a, b)
     sa, sb = list(ctx.shape(a)), list(ctx.shape(b))
-    if len(sa) == 1 and len(sb) == 1:
-        return op.sum(op.multiply(a, b))
+    if len(sa) == 1 and len(sb) == 1:  # (1, k) x (1, k)^T
+        k = sa[0]
+        return op.reshape(nn.dense(op.reshape(a, [1, k]), op.reshape(b, [1, k]), units=1), [])
     if len(sb) == 1:
         return op.squeeze(matmul(ctx, a, op.expand_dims(b, 1)), [-1])
     if len(sa) == 1:
         return op.squeeze(matmul(ctx, op.expand_dims(a, 0), b), [-2])
-    if len(sb) == 2:
+    if len(sb) == 2 and len(sa) == 2:
         return _matmul_2d(ctx, a, b)
+    if len(sb) == 2:  # batched x one matrix: one batch of all rows
+        rows = int(math.prod(sa[:-1]))
+        a3 = op.reshape(a, [1, rows, sa[-1]])
+        out = nn.batch_matmul(a3, op.expand_dims(b, 0), transpose_b=False)
+        return op.reshape(out, [*sa[:-1], sb[-1]])
     batch = list(_broadcast(sa[:-2], sb[:-2]))
     nb = int(math.prod(batch))
     a3 = op.reshape(op.broadcast_to(a, [*batch, *sa[-2:]]), [nb, *sa[-2:]])

@@ -417,8 +417,13 @@ def _select(ctx: OpContext, args: list[Any]) -> Expr:
 
 @converter("narrow", "narrow_copy")
 def _narrow(ctx: OpContext, args: list[Any]) -> Expr:
-    start = int(args[2])
-    return _slice(ctx, [args[0], args[1], start, start + int(args[3]), 1])
+    start, length = _number(ctx, args[2]), _number(ctx, args[3])
+    return _slice(ctx, [args[0], args[1], start, start + length, 1])
+
+
+def _number(ctx: OpContext, value: Any) -> int:
+    """An int argument that may arrive as a tensor computed from constants."""
+    return int(_scalar(ctx, [value]))
 
 
 @converter("index_select")
@@ -469,7 +474,13 @@ def _wrap_negative(ctx: OpContext, idx: Expr, n: int) -> Expr:
 @converter("gather")
 def _gather(ctx: OpContext, args: list[Any]) -> Expr:
     x = ctx.expr(args[0])
-    return op.gather(x, ctx.axis(x, args[1]), ctx.expr(args[2]))
+    return op.gather(x, ctx.axis(x, args[1]), index_tensor(ctx, args[2]))
+
+
+def index_tensor(ctx: OpContext, value: Any) -> Expr:
+    """An index argument as an integer tensor (a float tensor of indices is cast to int64)."""
+    index = ctx.expr(value)
+    return index if not ctx.dtype(index).startswith(("float", "bfloat")) else op.cast(index, "int64")
 
 
 @converter("embedding")
@@ -500,7 +511,7 @@ def _filled(ctx: OpContext, shape: Any, value: Any, dtype: Any) -> Expr:
     return op.full(ctx.expr(value, name), _shape_arg(ctx, shape), name)
 
 
-@converter("empty", "empty_like", "new_empty")
+@converter("empty", "empty_like")
 def _empty(ctx: OpContext, args: list[Any]) -> Expr:
     """Uninitialised memory (decompositions use it for outputs nobody reads): zeros."""
     if args and isinstance(args[0], Expr):  # empty_like(x, dtype, ...)
