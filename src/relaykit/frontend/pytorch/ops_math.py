@@ -111,6 +111,8 @@ def _add(ctx: OpContext, args: list[Any]) -> Any:
     a, b = args[0], args[1]
     if isinstance(a, str) or isinstance(b, str):
         return str(a) + str(b)
+    if isinstance(a, list) and isinstance(b, list):  # TorchScript list concatenation
+        return a + b
     b = _scaled(ctx, b, args[2] if len(args) > 2 else None)
     if _is_number(a) and _is_number(b):
         return a + b

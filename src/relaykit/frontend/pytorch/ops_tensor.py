@@ -99,6 +99,8 @@ def _scalar(ctx: OpContext, args: list[Any]) -> Any:
     value = const_value(args[0])
     if value is None and isinstance(args[0], Expr) and not free_vars(args[0]):
         value = const_value(fold_constant(args[0]))  # computed from constants (sizes...)
+    if value is None and ctx.op_name.endswith("::Bool") and isinstance(args[0], Expr):
+        return op.cast(op.reshape(args[0], []), "bool")  # a run-time condition (prim::If)
     if value is None:
         raise ctx.fail("a tensor's value used as a Python number is only known at run time")
     return np.asarray(value).item()

@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from relaykit.errors import FrontendError
-from relaykit.ir.expr import Expr, TupleGetItem, Var
+from relaykit import op
+from relaykit.ir.expr import Expr, If, Tuple, TupleGetItem, Var
 from relaykit.ir.module import IRModule
 from relaykit.ir.types import TensorType
 from relaykit.runtime.ndarray import NDArray
@@ -28,6 +29,7 @@ from relaykit.runtime.ndarray import NDArray
 from .common import build_module, converting, report_unsupported_nodes
 from .registry import (
     OpContext,
+    const_value,
     dtype_name,
     lookup,
     numpy_dtype_name,
@@ -122,12 +124,12 @@ class TorchScriptImporter:
         return graph
 
     def check_supported(self, nodes: Iterable[Any]) -> None:
-        found = ((node.kind(), node) for node in nodes if not self.supported(node.kind()))
+        found = ((node.kind(), node) for node in _all_nodes(nodes) if not self.supported(node.kind()))
         report_unsupported_nodes(found, _describe, "TorchScript graph")
 
     def supported(self, kind: str) -> bool:
         """Whether a node of ``kind`` converts (handled here, custom or in the table)."""
-        if kind in _PRIM or kind in self.custom:
+        if kind in _PRIM or kind in _CONTROL or kind in self.custom:
             return True
         return kind.startswith("aten::") and lookup(op_key(kind))[0] is not None
 
@@ -228,21 +230,132 @@ class TorchScriptImporter:
             return [result]
         return [result[i] for i in range(n)]
 
+    def run_nodes(self, nodes: Iterable[Any]) -> None:
+        """Convert ``nodes`` in order, binding each output in :attr:`values`."""
+        for node in nodes:
+            args = [self.values[v] for v in node.inputs()]
+            kind = node.kind()
+            with converting(node, _describe):
+                if kind in _PRIM:
+                    outs = self.prim(node, args)
+                elif kind == "prim::If":
+                    outs = self.if_node(node, args)
+                elif kind == "prim::Loop":
+                    outs = self.loop_node(node, args)
+                else:
+                    outs = self.convert(node, args)
+            for value, out in zip(node.outputs(), outs, strict=True):
+                self.values[value] = out
+
+    def run_block(self, block: Any, inputs: Sequence[Any] = ()) -> list[Any]:
+        """The values a block returns, its parameters bound to ``inputs``."""
+        for param, value in zip(block.inputs(), inputs, strict=True):
+            self.values[param] = value
+        self.run_nodes(block.nodes())
+        return [self.values[v] for v in block.returnNode().inputs()]
+
+    def if_node(self, node: Any, args: list[Any]) -> list[Any]:
+        """``prim::If``: a condition known at import picks its block; a run-time condition
+        becomes a Relay ``If`` over both blocks' results."""
+        then_block, else_block = list(node.blocks())
+        cond = const_value(args[0])
+        if cond is not None:
+            return self.run_block(then_block if bool(np.asarray(cond)) else else_block)
+        saved = dict(self.values)  # in-place rebinding inside a branch stays in it
+        then_outs = self.run_block(then_block)
+        self.values = dict(saved)
+        else_outs = self.run_block(else_block)
+        self.values = saved
+        if not then_outs:
+            return []
+        exprs = [_branch_value(a, b, node) for a, b in zip(then_outs, else_outs, strict=True)]
+        if all(not isinstance(e, tuple) for e in exprs):
+            return exprs  # both branches give the same Python values
+        cond_expr = OpContext(node.kind(), "", self.default_dtype).expr(args[0])
+        cond_expr = op.reshape(op.cast(cond_expr, "bool"), [])
+        then_t = Tuple([e[0] if isinstance(e, tuple) else _as_expr(e) for e in exprs])
+        else_t = Tuple([e[1] if isinstance(e, tuple) else _as_expr(e) for e in exprs])
+        result = If(cond_expr, then_t, else_t)
+        return [TupleGetItem(result, i) for i in range(len(exprs))]
+
+    def loop_node(self, node: Any, args: list[Any]) -> list[Any]:
+        """``prim::Loop`` with a trip count and conditions known at import: unrolled."""
+        trip, cond, carried = args[0], args[1], list(args[2:])
+        block = next(iter(node.blocks()))
+        count = const_value(trip)
+        i = 0
+        while True:
+            go = const_value(cond)
+            if go is None or count is None:
+                raise FrontendError(
+                    "a loop whose trip count or condition is only known at run time is not "
+                    "supported: relaykit unrolls loops whose bounds are known at import "
+                    "(sizes of static inputs, constants)"
+                )
+            if not bool(np.asarray(go)) or i >= int(np.asarray(count)):
+                return carried
+            if i >= _MAX_UNROLL:
+                raise FrontendError(f"a loop of more than {_MAX_UNROLL} iterations is not unrolled")
+            outs = self.run_block(block, [i, *carried])
+            cond, carried = outs[0], outs[1:]
+            i += 1
+
     def run(self) -> tuple[IRModule, dict[str, NDArray]]:
         graph = self.graph()
         nodes = list(graph.nodes())
         self.check_supported(nodes)
         inputs = self.bind_inputs(graph)
-        for node in nodes:
-            args = [self.values[v] for v in node.inputs()]
-            with converting(node, _describe):
-                outs = self.prim(node, args) if node.kind() in _PRIM else self.convert(node, args)
-            for value, out in zip(node.outputs(), outs, strict=True):
-                self.values[value] = out
+        self.run_nodes(nodes)
         outputs = [self.values[v] for v in graph.return_node().inputs()]
         result = outputs[0] if len(outputs) == 1 else tuple(outputs)
+        result = _python_outputs_as_constants(result)
         mod = build_module(result, inputs, list(self.param_vars.values()), "the TorchScript graph")
         return mod, self.params
+
+
+#: control flow the walker converts itself
+_CONTROL = {"prim::If", "prim::Loop"}
+_MAX_UNROLL = 10000
+
+
+def _all_nodes(nodes: Iterable[Any]) -> Iterable[Any]:
+    """``nodes`` and, depth first, the nodes of their blocks (If branches, loop bodies)."""
+    for node in nodes:
+        yield node
+        for block in node.blocks():
+            yield from _all_nodes(block.nodes())
+
+
+def _as_expr(value: Any) -> Expr:
+    if isinstance(value, Expr):
+        return value
+    return OpContext("prim::If", "", "float32").expr(value)
+
+
+def _branch_value(a: Any, b: Any, node: Any) -> Any:
+    """A branch output: the Python value both branches agree on, else the pair of
+    expressions (Python numbers become constants)."""
+    if not isinstance(a, Expr) and not isinstance(b, Expr):
+        try:
+            if bool(np.all(np.asarray(a) == np.asarray(b))) and type(a) is type(b):
+                return a
+        except (TypeError, ValueError):
+            pass
+    if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
+        raise FrontendError(
+            f"{_describe(node)}: the branches of a run-time condition give lists or tuples; "
+            "only tensors and numbers can differ between the branches"
+        )
+    return (_as_expr(a), _as_expr(b))
+
+
+def _python_outputs_as_constants(result: Any) -> Any:
+    """Python numbers and bools a graph returns, as constant tensors (as TVM gives them)."""
+    if isinstance(result, (bool, int, float, np.generic)):
+        return _as_expr(result)
+    if isinstance(result, (list, tuple)):
+        return type(result)(_python_outputs_as_constants(r) for r in result)
+    return result
 
 
 def _parse_info(info: Any) -> tuple[str, tuple[int, ...], str | None]:
