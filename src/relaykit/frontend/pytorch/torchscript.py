@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -21,10 +22,12 @@ import numpy as np
 
 from relaykit.errors import FrontendError
 from relaykit import op
-from relaykit.ir.expr import Expr, If, Tuple, TupleGetItem, Var
+from relaykit.ir.expr import Call, Expr, If, Span, Tuple, TupleGetItem, Var
 from relaykit.ir.module import IRModule
 from relaykit.ir.types import TensorType
 from relaykit.runtime.ndarray import NDArray
+from relaykit.text.spans import SourceName
+from relaykit.transform.pass_infra import PassContext
 
 from .common import build_module, converting, report_unsupported_nodes
 from .registry import (
@@ -96,12 +99,15 @@ class TorchScriptImporter:
         custom_convert_map: Mapping[str, Callable[..., Any]] | None,
         default_dtype: str,
         friendly_names: bool,
+        preserve_scopes: bool = False,
     ) -> None:
         self.module = module
         self.input_infos = list(input_infos)
         self.custom = dict(custom_convert_map or {})
         self.default_dtype = default_dtype
         self.friendly_names = friendly_names
+        self.preserve_scopes = preserve_scopes
+        self.fill_spans = bool(PassContext.current().config.get("relay.frontend.fill_span", True))
         self.values: dict[Any, Any] = {}
         self.params: dict[str, NDArray] = {}
         self.param_vars: dict[str, Var] = {}
@@ -121,6 +127,7 @@ class TorchScriptImporter:
             )
         graph = graph.copy()
         torch._C._jit_pass_inline(graph)
+        rename_outputs(graph)
         return graph
 
     def check_supported(self, nodes: Iterable[Any]) -> None:
@@ -244,8 +251,20 @@ class TorchScriptImporter:
                     outs = self.loop_node(node, args)
                 else:
                     outs = self.convert(node, args)
+            if self.fill_spans and kind not in _PRIM:
+                _tag_spans(outs, {id(a) for a in _exprs(args)}, self.span_name(node))
             for value, out in zip(node.outputs(), outs, strict=True):
                 self.values[value] = out
+
+    def span_name(self, node: Any) -> str:
+        """The source name of the spans of ``node``'s expressions: its module scope
+        (``layer1.0.conv1``) with ``preserve_pytorch_scopes``, else its output's name
+        (``aten::_convolution_0``, see :func:`rename_outputs`)."""
+        if self.preserve_scopes:
+            scope = node.scopeName()
+            if scope:
+                return scope.split("/")[-1].removeprefix("__module.")
+        return node.outputsAt(0).debugName() if node.outputsSize() else node.kind()
 
     def run_block(self, block: Any, inputs: Sequence[Any] = ()) -> list[Any]:
         """The values a block returns, its parameters bound to ``inputs``."""
@@ -311,6 +330,61 @@ class TorchScriptImporter:
         result = _python_outputs_as_constants(result)
         mod = build_module(result, inputs, list(self.param_vars.values()), "the TorchScript graph")
         return mod, self.params
+
+
+def rename_outputs(graph: Any) -> None:
+    """Name each node's outputs ``<kind>_<n>`` (``aten::_convolution_0``), counting the
+    nodes of each kind in order; a node with several outputs numbers them
+    (``aten::max_pool2d_with_indices_0_1``). Constants, attributes and lists keep theirs."""
+    counts: dict[str, int] = {}
+    for node in _all_nodes(graph.nodes()):
+        kind = node.kind()
+        if kind in _PRIM:
+            continue
+        n = counts.get(kind, 0)
+        counts[kind] = n + 1
+        outputs = list(node.outputs())
+        for i, value in enumerate(outputs):
+            value.setDebugName(f"{kind}_{n}" if len(outputs) == 1 else f"{kind}_{n}_{i}")
+
+
+def export_graph(graph: Any, folder: str) -> str:
+    """Write ``graph`` (with its renamed outputs) as text to a new file in ``folder``."""
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"tvm_exported_c_graph_{time.strftime('%Y%m%d_%H%M%S')}.txt")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(str(graph))
+    return path
+
+
+def _exprs(values: Iterable[Any]) -> Iterable[Expr]:
+    for v in values:
+        if isinstance(v, Expr):
+            yield v
+        elif isinstance(v, (list, tuple)):
+            yield from _exprs(v)
+
+
+def _tag_spans(outs: Sequence[Any], known: set[int], name: str) -> None:
+    """Give the expressions a node created (those reachable from its outputs that are
+    not among its inputs and have no span yet) a span named ``name``."""
+    span = Span(SourceName(name), 0, 0, 0, 0)
+    stack = list(_exprs(outs))
+    seen: set[int] = set()
+    while stack:
+        e = stack.pop()
+        if id(e) in known or id(e) in seen or not isinstance(e, (Call, Tuple, TupleGetItem)):
+            continue
+        seen.add(id(e))
+        if e.span is not None:
+            continue
+        object.__setattr__(e, "span", span)  # a node this converter just built
+        if isinstance(e, Call):
+            stack.extend(a for a in e.args if isinstance(a, Expr))
+        elif isinstance(e, Tuple):
+            stack.extend(e.fields)
+        else:
+            stack.append(e.tuple_value)
 
 
 #: control flow the walker converts itself
@@ -402,12 +476,23 @@ def from_pytorch(
     default_dtype: str = "float32",
     use_parser_friendly_name: bool = False,
     keep_quantized_weight: bool = False,
+    export_renamed_c_graph_path: str | None = None,
+    preserve_pytorch_scopes: bool = False,
 ) -> tuple[IRModule, dict[str, NDArray]]:
-    """See :func:`relaykit.frontend.pytorch.from_pytorch`."""
+    """See :func:`relaykit.frontend.pytorch.from_pytorch`.
+
+    Each converted expression gets a span (unless the pass context sets
+    ``relay.frontend.fill_span`` to False) named after its node's output
+    (``aten::_convolution_0``) or, with ``preserve_pytorch_scopes``, its module scope
+    (``layer1.0.conv1``). ``export_renamed_c_graph_path`` names a folder where the
+    graph, with those output names, is written as text."""
     require_torch()
     if keep_quantized_weight:
         raise FrontendError("quantized models are not supported yet (keep_quantized_weight)")
     importer = TorchScriptImporter(
-        script_module, input_infos, custom_convert_map, default_dtype, use_parser_friendly_name
-    )
+        script_module, input_infos, custom_convert_map, default_dtype, use_parser_friendly_name,
+        preserve_pytorch_scopes,
+    )  # fmt: skip
+    if export_renamed_c_graph_path is not None:
+        export_graph(importer.graph(), export_renamed_c_graph_path)
     return importer.run()
