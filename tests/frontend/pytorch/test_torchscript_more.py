@@ -24,8 +24,10 @@ def _r(*shape, seed=0):
 
 
 def _run(script, inputs, rtol=1e-5, atol=1e-5, infos=None):
-    infos = infos or [(f"x{i}", (tuple(t.shape), str(t.dtype).removeprefix("torch.")))
-                      for i, t in enumerate(inputs)]  # fmt: skip
+    infos = infos or [
+        (f"x{i}", (tuple(t.shape), str(t.dtype).removeprefix("torch.")))
+        for i, t in enumerate(inputs)
+    ]
     mod, params = from_pytorch(script, infos)
     feeds = {name: t.numpy() for (name, _), t in zip(infos, inputs, strict=True)}
     got = relay.create_executor("vm", mod=mod).evaluate()(**feeds, **params)
@@ -62,56 +64,167 @@ V5 = _r(1, 2, 4, 6, 6, seed=1)
 IDX = torch.tensor([[0, 1, 2, 0], [1, 2, 0, 1]])
 
 CASES = {
-    "pool1d_3d": (Fn(lambda m, a, b: (F.max_pool1d(a, 2), F.avg_pool1d(a, 3, 1, 1),
-                                      F.max_pool3d(b, 2), F.avg_pool3d(b, 2),
-                                      F.adaptive_max_pool1d(a, 3), F.adaptive_avg_pool1d(a, 2))),
-                  (_r(2, 3, 12), V5)),  # fmt: skip
+    "pool1d_3d": (
+        Fn(
+            lambda m, a, b: (
+                F.max_pool1d(a, 2),
+                F.avg_pool1d(a, 3, 1, 1),
+                F.max_pool3d(b, 2),
+                F.avg_pool3d(b, 2),
+                F.adaptive_max_pool1d(a, 3),
+                F.adaptive_avg_pool1d(a, 2),
+            )
+        ),
+        (_r(2, 3, 12), V5),
+    ),
     "unbatched_pool": (Fn(lambda m, a: F.max_pool3d(a, 2)), (_r(3, 4, 4, 4),)),
     "conv3d": (nn.Conv3d(2, 3, 3, padding=1), (V5,)),
     "conv_transpose3d": (nn.ConvTranspose3d(2, 3, 3, stride=2, output_padding=1), (V5,)),
-    "pad_modes": (Fn(lambda m, a: (F.pad(a, (1, 2, 2, 1), mode="reflect"),
-                                   F.pad(a, (1, 1, 0, 2), mode="replicate"))), (X,)),  # fmt: skip
+    "pad_modes": (
+        Fn(
+            lambda m, a: (
+                F.pad(a, (1, 2, 2, 1), mode="reflect"),
+                F.pad(a, (1, 1, 0, 2), mode="replicate"),
+            )
+        ),
+        (X,),
+    ),
     "instance_norm": (nn.InstanceNorm2d(3, affine=True), (X,)),
-    "activations": (Fn(lambda m, a: (F.selu(a), F.celu(a, 0.5), F.glu(a, 1), F.logsigmoid(a * 80),
-                                     F.threshold(a, 0.1, 20.0), F.prelu(a, torch.tensor([0.2])))),
-                    (_r(2, 4, 5),)),  # fmt: skip
+    "activations": (
+        Fn(
+            lambda m, a: (
+                F.selu(a),
+                F.celu(a, 0.5),
+                F.glu(a, 1),
+                F.logsigmoid(a * 80),
+                F.threshold(a, 0.1, 20.0),
+                F.prelu(a, torch.tensor([0.2])),
+            )
+        ),
+        (_r(2, 4, 5),),
+    ),
     "prelu_channels": (nn.PReLU(3), (X,)),
-    "upsample_3d_bicubic": (Fn(lambda m, a, b: (F.interpolate(b, scale_factor=2),
-                                                F.interpolate(a, size=(11, 13), mode="bicubic"))),
-                            (X, V5)),  # fmt: skip
-    "losses": (Fn(lambda m, a, b, t: (F.mse_loss(a, b), F.l1_loss(a, b, reduction="sum"),
-                                      F.cross_entropy(a, t), F.nll_loss(F.log_softmax(a, 1), t))),
-               (_r(4, 5), _r(4, 5, seed=2), torch.tensor([0, 3, 4, 1]))),  # fmt: skip
-    "bitwise": (Fn(lambda m, a, b: (a & b, a | b, a ^ b, ~a, a << 1, torch.logical_xor(a, b))),
-                (torch.tensor([1, 6, 12, 7]), torch.tensor([3, 5, 10, 1]))),  # fmt: skip
-    "stats_norms": (Fn(lambda m, a: (a.var(1), a.std(), torch.var_mean(a, 0)[0],
-                                     torch.logsumexp(a, 1), torch.linalg.vector_norm(a, 3, 1),
-                                     torch.norm(a), torch.linalg.vector_norm(a, float("inf")))),
-                    (_r(4, 5),)),  # fmt: skip
-    "arrays": (Fn(lambda m, a, b: (*torch.broadcast_tensors(a, b), a.tile((2, 1)), a.triu(1),
-                                   a.tril(-1), a.roll(2, 1), a.roll(1), a.repeat_interleave(2, 0),
-                                   torch.take(a, torch.tensor([0, 5, -1])))),
-               (_r(3, 4), _r(1, 4, seed=1))),  # fmt: skip
-    "splits_fills": (Fn(lambda m, a: (*torch.tensor_split(a, 3, 1), a.new_zeros(2, 3),
-                                      a.new_full((2,), 4.0), torch.zeros_like(a).fill_(2.5))),
-                     (_r(3, 7),)),  # fmt: skip
-    "one_hot_linspace_mesh": (Fn(lambda m, i, a: (F.one_hot(i, 5), torch.linspace(0, 1, 7),
-                                                  *torch.meshgrid(a, a, indexing="ij"))),
-                              (torch.tensor([0, 4, 2]), _r(3))),  # fmt: skip
-    "sort_search": (Fn(lambda m, a, s: (torch.argsort(a, 1, descending=True),
-                                        torch.searchsorted(s, a), torch.bucketize(a, s))),
-                    (_r(3, 4), torch.tensor([-1.0, 0.0, 0.5, 2.0]))),  # fmt: skip
-    "scatter": (Fn(lambda m, a, i, s: (a.scatter(0, i, s), a.scatter_add(1, i, s),
-                                       a.scatter_reduce(0, i, s, "mean"))),
-                (_r(3, 5), IDX, _r(2, 4, seed=1))),  # fmt: skip
-    "index_put": (Fn(lambda m, a, v: a.index_put((torch.tensor([0, 2]), torch.tensor([1, 3])), v,
-                                                accumulate=True)), (_r(3, 5), _r(2, seed=1))),
-    "arith": (Fn(lambda m, a, b: (torch.addcmul(a, a, b, value=0.5), torch.addcdiv(a, a, b + 3),
-                                  torch.lerp(a, b, 0.3), torch.fmod(a * 5, 2), a.square(),
-                                  torch.cosh(a), torch.dot(a[0], b[0]), torch.mv(a, b[0]))),
-              (_r(4, 4), _r(4, 4, seed=1))),  # fmt: skip
-    "matmul_batched": (Fn(lambda m, a, b, v: (a @ b, a @ v, v @ v)),
-                       (_r(2, 3, 4), _r(4, 5, seed=1), _r(4, seed=2))),  # fmt: skip
+    "upsample_3d_bicubic": (
+        Fn(
+            lambda m, a, b: (
+                F.interpolate(b, scale_factor=2),
+                F.interpolate(a, size=(11, 13), mode="bicubic"),
+            )
+        ),
+        (X, V5),
+    ),
+    "losses": (
+        Fn(
+            lambda m, a, b, t: (
+                F.mse_loss(a, b),
+                F.l1_loss(a, b, reduction="sum"),
+                F.cross_entropy(a, t),
+                F.nll_loss(F.log_softmax(a, 1), t),
+            )
+        ),
+        (_r(4, 5), _r(4, 5, seed=2), torch.tensor([0, 3, 4, 1])),
+    ),
+    "bitwise": (
+        Fn(lambda m, a, b: (a & b, a | b, a ^ b, ~a, a << 1, torch.logical_xor(a, b))),
+        (torch.tensor([1, 6, 12, 7]), torch.tensor([3, 5, 10, 1])),
+    ),
+    "stats_norms": (
+        Fn(
+            lambda m, a: (
+                a.var(1),
+                a.std(),
+                torch.var_mean(a, 0)[0],
+                torch.logsumexp(a, 1),
+                torch.linalg.vector_norm(a, 3, 1),
+                torch.norm(a),
+                torch.linalg.vector_norm(a, float("inf")),
+            )
+        ),
+        (_r(4, 5),),
+    ),
+    "arrays": (
+        Fn(
+            lambda m, a, b: (
+                *torch.broadcast_tensors(a, b),
+                a.tile((2, 1)),
+                a.triu(1),
+                a.tril(-1),
+                a.roll(2, 1),
+                a.roll(1),
+                a.repeat_interleave(2, 0),
+                torch.take(a, torch.tensor([0, 5, -1])),
+            )
+        ),
+        (_r(3, 4), _r(1, 4, seed=1)),
+    ),
+    "splits_fills": (
+        Fn(
+            lambda m, a: (
+                *torch.tensor_split(a, 3, 1),
+                a.new_zeros(2, 3),
+                a.new_full((2,), 4.0),
+                torch.zeros_like(a).fill_(2.5),
+            )
+        ),
+        (_r(3, 7),),
+    ),
+    "one_hot_linspace_mesh": (
+        Fn(
+            lambda m, i, a: (
+                F.one_hot(i, 5),
+                torch.linspace(0, 1, 7),
+                *torch.meshgrid(a, a, indexing="ij"),
+            )
+        ),
+        (torch.tensor([0, 4, 2]), _r(3)),
+    ),
+    "sort_search": (
+        Fn(
+            lambda m, a, s: (
+                torch.argsort(a, 1, descending=True),
+                torch.searchsorted(s, a),
+                torch.bucketize(a, s),
+            )
+        ),
+        (_r(3, 4), torch.tensor([-1.0, 0.0, 0.5, 2.0])),
+    ),
+    "scatter": (
+        Fn(
+            lambda m, a, i, s: (
+                a.scatter(0, i, s),
+                a.scatter_add(1, i, s),
+                a.scatter_reduce(0, i, s, "mean"),
+            )
+        ),
+        (_r(3, 5), IDX, _r(2, 4, seed=1)),
+    ),
+    "index_put": (
+        Fn(
+            lambda m, a, v: a.index_put(
+                (torch.tensor([0, 2]), torch.tensor([1, 3])), v, accumulate=True
+            )
+        ),
+        (_r(3, 5), _r(2, seed=1)),
+    ),
+    "arith": (
+        Fn(
+            lambda m, a, b: (
+                torch.addcmul(a, a, b, value=0.5),
+                torch.addcdiv(a, a, b + 3),
+                torch.lerp(a, b, 0.3),
+                torch.fmod(a * 5, 2),
+                a.square(),
+                torch.cosh(a),
+                torch.dot(a[0], b[0]),
+                torch.mv(a, b[0]),
+            )
+        ),
+        (_r(4, 4), _r(4, 4, seed=1)),
+    ),
+    "matmul_batched": (
+        Fn(lambda m, a, b, v: (a @ b, a @ v, v @ v)),
+        (_r(2, 3, 4), _r(4, 5, seed=1), _r(4, seed=2)),
+    ),
     "weight_norm": (nn.utils.parametrizations.weight_norm(nn.Linear(4, 3)), (_r(2, 4),)),
     "linear_vector_weight": (Fn(lambda m, a, w: F.linear(a, w)), (_r(3, 4), _r(4, seed=1))),
 }
@@ -136,7 +249,7 @@ def test_traced_function_has_no_state():
 
 class _Branchy(nn.Module):
     def forward(self, x):
-        if x.sum() > 0:  # a run-time condition: Relay If
+        if x.sum() > 0:  # noqa: SIM108 - a run-time condition: Relay If
             y = x * 2
         else:
             y = x - 1
@@ -167,8 +280,9 @@ def test_run_time_while_loop_is_refused():
 
 
 @pytest.mark.parametrize("kind", ["lstm", "gru", "rnn_tanh", "rnn_relu"])
-@pytest.mark.parametrize("layers,bidir,batch_first,bias", [(1, False, False, True),
-                                                           (2, True, True, False)])  # fmt: skip
+@pytest.mark.parametrize(
+    "layers,bidir,batch_first,bias", [(1, False, False, True), (2, True, True, False)]
+)
 def test_recurrent_layers_match_torch(kind, layers, bidir, batch_first, bias):
     torch.manual_seed(0)
     kw = dict(num_layers=layers, bidirectional=bidir, batch_first=batch_first, bias=bias)

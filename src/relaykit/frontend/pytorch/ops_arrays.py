@@ -7,6 +7,7 @@ scatter and ``index_put``.
 
 from __future__ import annotations
 
+import itertools
 import operator
 from collections.abc import Callable
 from typing import Any
@@ -352,7 +353,7 @@ def _tensor_split(ctx: OpContext, args: list[Any]) -> list[Expr]:
         bounds = [0, *idx, size]
     return [
         op.strided_slice(x, [int(b)], [max(int(b), int(e))], axes=[axis])
-        for b, e in zip(bounds[:-1], bounds[1:], strict=True)
+        for b, e in itertools.pairwise(bounds)
     ]
 
 
@@ -533,7 +534,7 @@ def _index_put(ctx: OpContext, args: list[Any]) -> Expr:
     indices = [index_tensor(ctx, i) for i in indices]
     shape = _broadcast_shape([ctx.shape(i) for i in indices])
     stacked = op.stack([op.broadcast_to(i, shape) for i in indices], 0)
-    rest = list(ctx.shape(x))[len(indices):]
+    rest = list(ctx.shape(x))[len(indices) :]
     values = op.broadcast_to(ctx.expr(args[2], ctx.dtype(x)), [*shape, *rest])
     mode = "add" if bool(_opt(args, 3, False)) else "update"
     return op.scatter_nd(x, stacked, values, reduction=mode)

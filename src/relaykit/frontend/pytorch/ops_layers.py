@@ -39,7 +39,6 @@ def batched(ctx: OpContext, value: Any, n: int, fn: Callable[[Expr], Expr]) -> E
     return fn(x)
 
 
-
 def _pool_window(args: list[Any], n: int) -> tuple[list[int], list[int], list[int]]:
     kernel = as_int_list(args[1], n)
     stride = as_int_list(args[2], n) if len(args) > 2 and args[2] not in (None, []) else kernel
@@ -273,9 +272,7 @@ def _l1_loss(ctx: OpContext, args: list[Any]) -> Expr:
     return _reduce_loss(ctx, op.abs(diff), _opt(args, 2, 1))
 
 
-def _nll(
-    ctx: OpContext, logp: Expr, target: Any, weight: Any, reduction: Any, ignore: int
-) -> Expr:
+def _nll(ctx: OpContext, logp: Expr, target: Any, weight: Any, reduction: Any, ignore: int) -> Expr:
     """Negative log-likelihood of class-scores ``logp`` (N, C, ...) at ``target`` (N, ...)."""
     target = ctx.expr(target)
     dt = ctx.dtype(logp)

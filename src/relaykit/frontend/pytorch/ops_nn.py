@@ -292,10 +292,8 @@ def _matmul_2d(ctx: OpContext, x: Expr, w: Expr) -> Expr:
 @converter("linear")
 def _linear(ctx: OpContext, args: list[Any]) -> Expr:
     x, w = ctx.expr(args[0]), ctx.expr(args[1])
-    if ctx.ndim(w) == 1:  # a weight vector: x @ w
-        out = matmul(ctx, x, w)
-    else:
-        out = nn.dense(x, w, units=ctx.shape(w)[0])
+    # a weight vector: x @ w
+    out = matmul(ctx, x, w) if ctx.ndim(w) == 1 else nn.dense(x, w, units=ctx.shape(w)[0])
     bias = _opt(args, 2)
     if bias is None:
         return out

@@ -36,10 +36,10 @@ def _lstm_cell(ctx: OpContext, x: Expr, state: _State, w: list[Expr | None]) -> 
     w_ih, w_hh, b_ih, b_hh, w_hr = w
     h, c = state
     gates = op.add(_linear(ctx, x, w_ih, b_ih), _linear(ctx, h, w_hh, b_hh))  # type: ignore[arg-type]
-    hidden = ctx.shape(w_hh)[0] // 4  # type: ignore[arg-type]
+    hidden = ctx.shape(w_hh)[0] // 4
     i, f, g, o = _chunks(gates, 4, hidden)
     c2 = op.add(op.multiply(op.sigmoid(f), c), op.multiply(op.sigmoid(i), op.tanh(g)))
-    h2 = op.multiply(op.sigmoid(o), op.tanh(c2))
+    h2: Expr = op.multiply(op.sigmoid(o), op.tanh(c2))
     if w_hr is not None:  # projection to proj_size
         h2 = _linear(ctx, h2, w_hr, None)
     return [h2, c2]
@@ -48,7 +48,7 @@ def _lstm_cell(ctx: OpContext, x: Expr, state: _State, w: list[Expr | None]) -> 
 def _gru_cell(ctx: OpContext, x: Expr, state: _State, w: list[Expr | None]) -> _State:
     w_ih, w_hh, b_ih, b_hh, _ = w
     (h,) = state
-    hidden = ctx.shape(w_hh)[0] // 3  # type: ignore[arg-type]
+    hidden = ctx.shape(w_hh)[0] // 3
     xr, xz, xn = _chunks(_linear(ctx, x, w_ih, b_ih), 3, hidden)  # type: ignore[arg-type]
     hr, hz, hn = _chunks(_linear(ctx, h, w_hh, b_hh), 3, hidden)  # type: ignore[arg-type]
     r = op.sigmoid(op.add(xr, hr))
@@ -68,9 +68,7 @@ def _rnn_cell(act: Callable[[Expr], Expr]) -> Any:
     return cell
 
 
-def _run(
-    ctx: OpContext, args: list[Any], cell: Any, n_states: int
-) -> list[Expr]:
+def _run(ctx: OpContext, args: list[Any], cell: Any, n_states: int) -> list[Expr]:
     """The unrolled layer stack: (output, final state tensors...)."""
     # (input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
     x = ctx.expr(args[0])
@@ -93,7 +91,7 @@ def _run(
         outs = []
         for d in range(dirs):
             k = layer * dirs + d
-            ws = weights[k * per:(k + 1) * per]
+            ws = weights[k * per : (k + 1) * per]
             w = [ws[0], ws[1], ws[2] if has_bias else None, ws[3] if has_bias else None,
                  ws[-1] if per in (3, 5) else None]  # fmt: skip
             state = [op.squeeze(op.strided_slice(h, [k], [k + 1], axes=[0]), [0]) for h in hx]

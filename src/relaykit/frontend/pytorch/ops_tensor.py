@@ -482,7 +482,9 @@ def _gather(ctx: OpContext, args: list[Any]) -> Expr:
 def index_tensor(ctx: OpContext, value: Any) -> Expr:
     """An index argument as an integer tensor (a float tensor of indices is cast to int64)."""
     index = ctx.expr(value)
-    return index if not ctx.dtype(index).startswith(("float", "bfloat")) else op.cast(index, "int64")
+    return (
+        index if not ctx.dtype(index).startswith(("float", "bfloat")) else op.cast(index, "int64")
+    )
 
 
 @converter("embedding")

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from relaykit.errors import FrontendError
 from relaykit import op
+from relaykit.errors import FrontendError
 from relaykit.ir.expr import Call, Expr, If, Span, Tuple, TupleGetItem, Var
 from relaykit.ir.module import IRModule
 from relaykit.ir.types import TensorType
@@ -131,7 +131,9 @@ class TorchScriptImporter:
         return graph
 
     def check_supported(self, nodes: Iterable[Any]) -> None:
-        found = ((node.kind(), node) for node in _all_nodes(nodes) if not self.supported(node.kind()))
+        found = (
+            (node.kind(), node) for node in _all_nodes(nodes) if not self.supported(node.kind())
+        )
         report_unsupported_nodes(found, _describe, "TorchScript graph")
 
     def supported(self, kind: str) -> bool:
