@@ -339,3 +339,17 @@ def test_spans_name_nodes_or_module_scopes(tmp_path):
     (name,) = os.listdir(tmp_path)
     assert name.startswith("tvm_exported_c_graph_")
     assert "%aten::_convolution_0" in (tmp_path / name).read_text()
+
+
+class _SliceAssign(nn.Module):
+    def forward(self, x):
+        x[:2, 0, 1:] = x[:2, 0, 1:] + 1
+        x[-1] = 0.5
+        x[1:, 1].mul_(3)
+        return x
+
+
+def test_in_place_writes_into_slices_reach_the_tensor():
+    x = _r(3, 4, 5)
+    script = torch.jit.trace(_SliceAssign().eval(), (x.clone(),))
+    _run(script, (x.clone(),))

@@ -56,6 +56,16 @@ def _identity(ctx: OpContext, args: list[Any]) -> Any:
     return args[0]
 
 
+@converter("copy_")
+def _copy_(ctx: OpContext, args: list[Any]) -> Expr:
+    """``dst.copy_(src)``: ``src`` in ``dst``'s dtype and shape (the walker writes it back)."""
+    dst = ctx.expr(args[0])
+    src = ctx.expr(args[1], ctx.dtype(dst))
+    if ctx.dtype(src) != ctx.dtype(dst):
+        src = op.cast(src, ctx.dtype(dst))
+    return op.broadcast_to(src, list(ctx.shape(dst)))
+
+
 @converter("native_dropout")
 def _native_dropout(ctx: OpContext, args: list[Any]) -> Any:
     x = ctx.expr(args[0])

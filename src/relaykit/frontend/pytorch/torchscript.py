@@ -109,6 +109,8 @@ class TorchScriptImporter:
         self.preserve_scopes = preserve_scopes
         self.fill_spans = bool(PassContext.current().config.get("relay.frontend.fill_span", True))
         self.values: dict[Any, Any] = {}
+        #: graph value -> (the value it is a view of, "slice" or "select", its arguments)
+        self.views: dict[Any, tuple[Any, str, list[Any]]] = {}
         self.params: dict[str, NDArray] = {}
         self.param_vars: dict[str, Var] = {}
         # a traced or scripted function (ScriptFunction) has no state: only its inputs
@@ -232,8 +234,12 @@ class TorchScriptImporter:
             if fn is None:  # pragma: no cover - check_supported reported it
                 raise FrontendError(f"no converter for {kind}")
             result = fn(ctx, args)
-            if inplace:  # x.add_(y): later uses of x see the new value
-                self.values[node.inputsAt(0)] = result
+            key = op_key(kind)
+            if inplace or (key.endswith("_") and not key.endswith("__")):
+                # x.add_(y), x[:2].copy_(y): later uses of x (and of what x views) see it
+                self.write_back(node.inputsAt(0), result, ctx)
+            if kind in ("aten::slice", "aten::select") and isinstance(result, Expr):
+                self.views[node.output()] = (node.inputsAt(0), kind, args[1:])
         n = node.outputsSize()
         if n == 1:
             return [result]
@@ -321,6 +327,33 @@ class TorchScriptImporter:
             cond, carried = outs[0], outs[1:]
             i += 1
 
+    def write_back(self, value: Any, new: Any, ctx: OpContext) -> None:
+        """Bind ``value`` to ``new`` and, when ``value`` is a slice or a selection of
+        another tensor, write ``new`` into that tensor too (and so on up the chain)."""
+        self.values[value] = new
+        view = self.views.get(value)
+        if view is None or not isinstance(new, Expr):
+            return
+        base_value, kind, vargs = view
+        base = self.values[base_value]
+        shape = list(ctx.shape(base))
+        dim = ctx.axis(base, vargs[0])
+        if kind == "aten::select":
+            index = int(vargs[1]) % shape[dim]
+            start, end, step = index, index + 1, 1
+            new = op.expand_dims(new, dim)
+        else:
+            start, end, step = _bounds(vargs[1], vargs[2], vargs[3], shape[dim])
+        begin = [0] * len(shape)
+        stop = list(shape)
+        strides = [1] * len(shape)
+        begin[dim], stop[dim], strides[dim] = start, end, step
+        region = [len(range(b, e, s)) for b, e, s in zip(begin, stop, strides, strict=True)]
+        new = op.broadcast_to(op.cast(new, ctx.dtype(base)), region)
+        as_expr = lambda v: ctx.expr(np.asarray(v, dtype="int64"))  # noqa: E731
+        updated = op.strided_set(base, new, as_expr(begin), as_expr(stop), as_expr(strides))
+        self.write_back(base_value, updated, ctx)
+
     def run(self) -> tuple[IRModule, dict[str, NDArray]]:
         graph = self.graph()
         nodes = list(graph.nodes())
@@ -357,6 +390,16 @@ def export_graph(graph: Any, folder: str) -> str:
     with open(path, "w", encoding="utf-8") as f:
         f.write(str(graph))
     return path
+
+
+def _bounds(start: Any, end: Any, step: Any, size: int) -> tuple[int, int, int]:
+    """``aten::slice``'s start, end and step as non-negative bounds within ``size``."""
+    step = 1 if step is None else int(step)
+    start = 0 if start is None else int(start)
+    end = size if end is None else int(end)
+    start = min(max(start + size if start < 0 else start, 0), size)
+    end = min(max(end + size if end < 0 else end, 0), size)
+    return start, max(start, end), step
 
 
 def _exprs(values: Iterable[Any]) -> Iterable[Expr]:
