@@ -226,6 +226,10 @@ CASES = {
         (_r(2, 3, 4), _r(4, 5, seed=1), _r(4, seed=2)),
     ),
     "weight_norm": (nn.utils.parametrizations.weight_norm(nn.Linear(4, 3)), (_r(2, 4),)),
+    "data_dependent": (
+        Fn(lambda m, a: (torch.nonzero(a > 0), *torch.where(a > 0.5), a.masked_select(a < 0))),
+        (_r(3, 4),),
+    ),
     "linear_vector_weight": (Fn(lambda m, a, w: F.linear(a, w)), (_r(3, 4), _r(4, seed=1))),
 }
 

@@ -11,6 +11,8 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from relaykit import op
 from relaykit.ir.expr import Expr
 from relaykit.op import nn
@@ -344,8 +346,8 @@ def _elu(ctx: OpContext, args: list[Any]) -> Expr:
 
 @converter("where")
 def _where(ctx: OpContext, args: list[Any]) -> Expr:
-    if len(args) == 1:
-        raise ctx.fail("where(condition) (nonzero) has a data-dependent shape")
+    if len(args) == 1:  # where(condition): the indices of the nonzero elements, per axis
+        return nonzero_columns(ctx, args[0])
     cond = ctx.expr(args[0])
     if ctx.dtype(cond) != "bool":
         cond = op.cast(cond, "bool")
@@ -368,6 +370,37 @@ def _masked_fill(ctx: OpContext, args: list[Any]) -> Expr:
 @converter("type_as")
 def _type_as(ctx: OpContext, args: list[Any]) -> Expr:
     return op.cast(ctx.expr(args[0]), ctx.dtype(args[1]))
+
+
+def nonzero(ctx: OpContext, value: Any) -> Expr:
+    """``torch.nonzero``: an int64 (n, rank) tensor, n known only at run time (the VM runs it)."""
+    return op.cast(op.argwhere(ctx.expr(value)), "int64")
+
+
+def nonzero_columns(ctx: OpContext, value: Any) -> list[Expr]:
+    """``torch.nonzero(as_tuple=True)`` / ``torch.where(cond)``: one index vector per axis."""
+    idx = nonzero(ctx, value)
+    rank = ctx.ndim(value)
+    return [op.squeeze(op.strided_slice(idx, [a], [a + 1], axes=[1]), [1]) for a in range(rank)]
+
+
+@converter("nonzero")
+def _nonzero(ctx: OpContext, args: list[Any]) -> Expr:
+    return nonzero(ctx, args[0])
+
+
+@converter("nonzero_numpy")
+def _nonzero_numpy(ctx: OpContext, args: list[Any]) -> list[Expr]:
+    return nonzero_columns(ctx, args[0])
+
+
+@converter("masked_select")
+def _masked_select(ctx: OpContext, args: list[Any]) -> Expr:
+    """The elements of ``x`` where ``mask`` holds, in order (a 1-d tensor of run-time length)."""
+    x, mask = ctx.expr(args[0]), ctx.expr(args[1])
+    shape = list(np.broadcast_shapes(ctx.shape(x), ctx.shape(mask)))
+    x, mask = op.broadcast_to(x, shape), op.broadcast_to(mask, shape)
+    return op.gather_nd(x, op.transpose(nonzero(ctx, mask), [1, 0]))
 
 
 def cast_to(ctx: OpContext, value: Any, dtype: Any) -> Any:
