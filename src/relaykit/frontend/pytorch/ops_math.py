@@ -345,7 +345,7 @@ def _elu(ctx: OpContext, args: list[Any]) -> Expr:
 
 
 @converter("where")
-def _where(ctx: OpContext, args: list[Any]) -> Expr:
+def _where(ctx: OpContext, args: list[Any]) -> Any:
     if len(args) == 1:  # where(condition): the indices of the nonzero elements, per axis
         return nonzero_columns(ctx, args[0])
     cond = ctx.expr(args[0])
