@@ -1,8 +1,9 @@
 """A Relay function -> an ONNX model (TVM's ``contrib/target/onnx``, rebuilt).
 
 Parameters become graph inputs, constants initializers, every call one or a few
-nodes (:mod:`.converters`); composite calls are exported as their bodies; a
-tuple result becomes several graph outputs.
+nodes (:mod:`.converters`); composite calls are exported as their bodies; each
+result (a tuple's fields: several) reaches its graph output ``out<i>`` through an
+``Identity`` node, so an output is never also an input or an initializer.
 
 >>> import numpy as np
 >>> from relaykit import relay
@@ -12,7 +13,7 @@ tuple result becomes several graph outputs.
 >>> mod = InferType()(tvm.IRModule.from_expr(relay.Function([x], relay.nn.relu(x))))
 >>> model = function_to_onnx(mod["main"])
 >>> [n.op_type for n in model.graph.node]
-['Relu']
+['Relu', 'Identity']
 """
 
 from __future__ import annotations
