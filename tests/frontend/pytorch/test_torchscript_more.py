@@ -357,3 +357,14 @@ def test_in_place_writes_into_slices_reach_the_tensor():
     x = _r(3, 4, 5)
     script = torch.jit.trace(_SliceAssign().eval(), (x.clone(),))
     _run(script, (x.clone(),))
+
+
+def test_tuple_inputs_are_refused_with_a_reason():
+    def fn(x):
+        return x * 2
+
+    script = torch.jit.trace(fn, (_r(2, 4),))
+    with pytest.raises(FrontendError, match="tuple or list of tensors"):
+        from_pytorch(script, [("states", ((2, 4), (2, 4)))])
+    for spec in [(2, 4), ((2, 4), "float32"), [[2, 4], "float32"]]:
+        from_pytorch(script, [("x", spec)])

@@ -477,6 +477,17 @@ def _python_outputs_as_constants(result: Any) -> Any:
     return result
 
 
+def _is_nested(spec: Any) -> bool:
+    """Whether a shape spec describes several tensors: ``((2, 4), (2, 4))``, ``[((2, 4),
+    (2, 4)), ...]`` (a single ``(shape, dtype)`` pair is not)."""
+    if not isinstance(spec, (tuple, list)) or not spec:
+        return False
+    shapes = [s for s in spec if isinstance(s, (tuple, list))]
+    if len(spec) == 2 and len(shapes) == 1 and isinstance(spec[0], (tuple, list)):
+        return _is_nested(spec[0])  # (shape, dtype)
+    return bool(shapes)
+
+
 def _parse_info(info: Any) -> tuple[str, tuple[int, ...], str | None]:
     try:
         name, spec = info
@@ -485,6 +496,11 @@ def _parse_info(info: Any) -> tuple[str, tuple[int, ...], str | None]:
             f"input_infos entries are (name, shape) or (name, (shape, dtype)), got {info!r}"
         ) from None
     dtype = None
+    if _is_nested(spec):
+        raise FrontendError(
+            f"input {name!r}: {spec!r} describes a tuple or list of tensors; relaykit's "
+            "from_pytorch takes tensor inputs only: pass each tensor as its own input"
+        )
     if (
         isinstance(spec, (tuple, list))
         and len(spec) == 2
