@@ -368,3 +368,19 @@ def test_tuple_inputs_are_refused_with_a_reason():
         from_pytorch(script, [("states", ((2, 4), (2, 4)))])
     for spec in [(2, 4), ((2, 4), "float32"), [[2, 4], "float32"]]:
         from_pytorch(script, [("x", spec)])
+
+
+def test_random_ops_have_torch_shapes_and_distributions():
+    def fn(p):
+        return torch.randn(200, 50), torch.rand(3, 4), torch.multinomial(p, 4000, True)
+
+    p = torch.tensor([0.1, 0.0, 0.6, 0.3])
+    script = torch.jit.trace(fn, (p,), check_trace=False)
+    mod, _ = from_pytorch(script, [("p", (4,))])
+    normal, uniform, picks = _flat(relay.create_executor("vm", mod=mod).evaluate()(p=p.numpy()))
+    normal, uniform, picks = normal.numpy(), uniform.numpy(), picks.numpy()
+    assert normal.shape == (200, 50) and uniform.shape == (3, 4) and picks.shape == (4000,)
+    assert abs(normal.mean()) < 0.05 and abs(normal.std() - 1) < 0.05
+    assert ((uniform >= 0) & (uniform < 1)).all()
+    freq = np.bincount(picks, minlength=4) / picks.size
+    np.testing.assert_allclose(freq, p.numpy(), atol=0.04)

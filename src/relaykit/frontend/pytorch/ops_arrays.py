@@ -2,13 +2,14 @@
 ops with torch's dtype rules, broadcasting and tiling, triangles, rolls and
 repeats, fills, one-hot and linspace, statistics and norms (``var``, ``std``,
 ``logsumexp``, ``linalg_vector_norm``), vector products, sorting and searching,
-scatter and ``index_put``.
+scatter and ``index_put``, random numbers.
 """
 
 from __future__ import annotations
 
 import itertools
 import operator
+import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +17,7 @@ import numpy as np
 
 from relaykit import op
 from relaykit.ir.expr import Expr
+from relaykit.op import random
 
 from .ops_math import promote
 from .ops_tensor import index_tensor
@@ -538,3 +540,34 @@ def _index_put(ctx: OpContext, args: list[Any]) -> Expr:
     values = op.broadcast_to(ctx.expr(args[2], ctx.dtype(x)), [*shape, *rest])
     mode = "add" if bool(_opt(args, 3, False)) else "update"
     return op.scatter_nd(x, stacked, values, reduction=mode)
+
+
+# -- random numbers -------------------------------------------------------------------------
+def _key(ctx: OpContext) -> Expr:
+    """A threefry key seeded from the node (the same model imports to the same graph;
+    its numbers follow relaykit's generator, not torch's)."""
+    return random.threefry_key(zlib.crc32(ctx.where.encode()))
+
+
+@converter("randn", "rand", "randn_like", "rand_like")
+def _random(ctx: OpContext, args: list[Any]) -> Expr:
+    # randn(size, dtype, layout, device, pin_memory) / randn_like(x, dtype, ...)
+    if isinstance(args[0], Expr):
+        x = ctx.expr(args[0])
+        shape, dtype = list(ctx.shape(x)), dtype_name(_opt(args, 1)) or ctx.dtype(x)
+    else:
+        shape = [int(np.asarray(const_value(d))) for d in as_list(args[0])]
+        dtype = dtype_name(_opt(args, 1)) or ctx.default_dtype
+    if ctx.op_name.split("::")[-1].startswith("randn"):
+        return random.normal(_key(ctx), shape, dtype)[1]
+    return random.uniform(_key(ctx), shape, dtype)[1]
+
+
+@converter("multinomial")
+def _multinomial(ctx: OpContext, args: list[Any]) -> Expr:
+    # (probs, num_samples, replacement, generator)
+    n = int(args[1])
+    if not bool(_opt(args, 2, False)) and n > 1:
+        raise ctx.fail("multinomial without replacement is not supported (replacement=True is)")
+    probs = _float(ctx, args[0])
+    return op.cast(random.multinomial(_key(ctx), probs, n)[1], "int64")
