@@ -230,6 +230,10 @@ CASES = {
         Fn(lambda m, a: (torch.nonzero(a > 0), *torch.where(a > 0.5), a.masked_select(a < 0))),
         (_r(3, 4),),
     ),
+    "unique": (
+        Fn(lambda m, a: torch.unique(a, True, True, True)),
+        (torch.tensor([[3, 1, 3], [5, 1, 9]]),),
+    ),
     "linear_vector_weight": (Fn(lambda m, a, w: F.linear(a, w)), (_r(3, 4), _r(4, seed=1))),
 }
 

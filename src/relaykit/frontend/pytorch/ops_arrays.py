@@ -571,3 +571,21 @@ def _multinomial(ctx: OpContext, args: list[Any]) -> Expr:
         raise ctx.fail("multinomial without replacement is not supported (replacement=True is)")
     probs = _float(ctx, args[0])
     return op.cast(random.multinomial(_key(ctx), probs, n)[1], "int64")
+
+
+@converter("_unique2", "unique_dim", "_unique")
+def _unique(ctx: OpContext, args: list[Any]) -> list[Expr]:
+    # _unique2(x, sorted, return_inverse, return_counts) -> (values, inverse, counts); the
+    # number of values is known at run time only (the VM runs the result)
+    if ctx.op_name.endswith("unique_dim"):
+        raise ctx.fail("unique along a dimension is not supported (unique of all elements is)")
+    x = ctx.expr(args[0])
+    shape = list(ctx.shape(x))
+    flat = op.reshape(x, [-1])
+    found = op.unique(flat, bool(_opt(args, 1, True)), True)
+    n = op.reshape(op.cast(found[3], "int64"), [1])
+    zero = ctx.expr(np.array([0], dtype="int64"))
+    values = op.strided_slice(found[0], begin=zero, end=n)
+    inverse = op.reshape(op.cast(found[2], "int64"), shape)
+    counts = op.cast(op.strided_slice(found[4], begin=zero, end=n), "int64")
+    return [values, inverse, counts]
