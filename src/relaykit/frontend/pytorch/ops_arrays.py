@@ -175,7 +175,7 @@ def _axes(ctx: OpContext, x: Expr, dims: Any) -> list[int] | None:
     return [ctx.axis(x, d) for d in dims] or None
 
 
-def _moments_args(args: list[Any]) -> tuple[Any, bool, bool]:
+def _moments_args(ctx: OpContext, args: list[Any]) -> tuple[Any, bool, bool]:
     """(dims, unbiased, keepdim) of var/std: (x, unbiased) / (x, dim, unbiased, keepdim) /
     (x, dim, correction=, keepdim=)."""
     if len(args) == 2:
@@ -183,16 +183,13 @@ def _moments_args(args: list[Any]) -> tuple[Any, bool, bool]:
     dims, corr, keep = args[1], args[2], bool(_opt(args, 3, False))
     unbiased = True if corr is None else bool(corr)  # correction 1 / unbiased True
     if isinstance(corr, (int, float)) and not isinstance(corr, bool) and corr not in (0, 1):
-        raise ValueError(f"correction={corr} (only 0 and 1 are supported)")
+        raise ctx.fail(f"correction={corr} is not supported (0 and 1 are)")
     return dims, unbiased, keep
 
 
 def _moment(ctx: OpContext, args: list[Any], std: bool) -> Expr:
     x = _float(ctx, args[0])
-    try:
-        dims, unbiased, keep = _moments_args(args)
-    except ValueError as err:
-        raise ctx.fail(str(err)) from None
+    dims, unbiased, keep = _moments_args(ctx, args)
     fn = op.std if std else op.variance
     return fn(x, _axes(ctx, x, dims), keepdims=keep, unbiased=unbiased)
 
@@ -210,7 +207,7 @@ def _std(ctx: OpContext, args: list[Any]) -> Expr:
 @converter("var_mean", "std_mean")
 def _var_mean(ctx: OpContext, args: list[Any]) -> list[Expr]:
     x = _float(ctx, args[0])
-    dims, _, keep = _moments_args(args)
+    dims, _, keep = _moments_args(ctx, args)
     mean = op.mean(x, _axes(ctx, x, dims), keepdims=keep)
     return [_moment(ctx, args, std=ctx.op_name.endswith("std_mean")), mean]
 
