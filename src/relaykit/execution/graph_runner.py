@@ -30,12 +30,13 @@ __all__ = ["GraphRunner"]
 
 
 def _structure(ty: Type | None, flat: list[NDArray]) -> Any:
-    """Rebuild nested tuples of outputs from the flat list, following the return type."""
+    """Rebuild nested outputs from the flat list, following the return type: a tuple
+    type gives a list (as TVM's graph executor returns them)."""
     it = iter(flat)
 
     def take(t: Type | None) -> Any:
         if isinstance(t, TupleType):
-            return tuple(take(f) for f in t.fields)
+            return [take(f) for f in t.fields]
         return next(it)
 
     return take(ty)

@@ -192,7 +192,8 @@ class OpContext:
             raise self.fail("expected a tensor, got a list of tensors")
         arr = np.asarray(value)
         if dtype is None:
-            dtype = self.scalar_dtype(value) if arr.ndim == 0 else numpy_dtype_name(arr)
+            python_number = isinstance(value, (bool, int, float)) and arr.ndim == 0
+            dtype = self.scalar_dtype(value) if python_number else numpy_dtype_name(arr)
         return const(arr.astype(dtype), dtype)
 
     def axis(self, value: Any, dim: int) -> int:
