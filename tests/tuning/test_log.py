@@ -143,7 +143,12 @@ def test_measured_placement_matches_numpy(tmp_path: Path) -> None:
     # candidates on each target, and the whole model: placed, onnxruntime alone, host alone
     assert {r["backend"] for r in every} == {"onnxruntime", "host", "model"}
     assert all(r["latency"] > 0 for r in every)
-    assert set(res.whole) == {"measured", "onnxruntime", "host"}
+    # the placement, each backend alone, and the re-decided placements ("measured 1", ...)
+    # that timing the whole model may add when backend switches cost more than predicted
+    assert {"measured", "onnxruntime", "host"} <= set(res.whole)
+    assert all(
+        k.startswith("measured ") for k in set(res.whole) - {"onnxruntime", "host", "measured"}
+    )
     assert res.whole[res.chosen] == min(res.whole.values())
 
 
