@@ -6,7 +6,8 @@
 - ``qnn.dequantize(q, s, z)`` = ``s * (q - z)``;
 - ``qnn.requantize`` moves ``q`` from one scale and zero point to others with TVM's
   integer arithmetic: a Q31 fixed-point multiplier in int64, rounded ``UPWARD`` (the
-  default) or ``TONEAREST``, or in ``compute_dtype`` ``float32`` / ``float64``;
+  default), ``TONEAREST`` or ``TONEAREST_EVEN`` (relaykit's addition, onnxruntime's
+  rounding), or in ``compute_dtype`` ``float32`` / ``float64``;
 - ``qnn.simulated_quantize`` / ``simulated_dequantize`` do the same in float, the target
   dtype a run-time code (``SQNN_DTYPE_TO_CODE``).
 
@@ -269,7 +270,8 @@ def requantize(
     """TVM's ``relay.qnn.op.requantize``."""
     if resolve_rounding(rounding) not in ROUNDINGS:
         raise AttrError(
-            f"qnn.requantize: rounding must be UPWARD, TONEAREST or None, got {rounding!r}"
+            "qnn.requantize: rounding must be UPWARD, TONEAREST, TONEAREST_EVEN or None, "
+            f"got {rounding!r}"
         )
     if resolve_compute_dtype(compute_dtype) not in ("int64", "float32", "float64"):
         raise AttrError(
