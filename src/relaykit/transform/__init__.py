@@ -30,6 +30,7 @@ from .infer_type import InferType, InferTypeLocal, infer_module, infer_type
 from .inline import Inline
 from .lambda_lift import LambdaLift, lambda_lift
 from .lazy_gradient_init import LazyGradientInit, lazy_gradient_init
+from .layout import ConvertLayout, LayoutConfig
 from .legalize import AlterOpLayout, Legalize
 from .pass_infra import (
     FunctionPass,
@@ -97,6 +98,8 @@ __all__ = [
     "to_graph_normal_form",
     "Inline",
     "Legalize",
+    "ConvertLayout",
+    "LayoutConfig",
     "AlterOpLayout",
     "optimization_passes",
     "optimization_pipeline",

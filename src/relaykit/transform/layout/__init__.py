@@ -1,0 +1,16 @@
+"""Layout passes: ``ConvertLayout`` and the machinery ``AlterOpLayout`` shares with it
+(layout rules per operator, the layout rewriter, the built-in conversion hooks)."""
+
+from .convert import ConvertLayout, convert_layout
+from .convert_hooks import LayoutConfig
+from .infer import InferCorrectLayoutOutput, layout_rule
+from .rewrite import LayoutTransformer
+
+__all__ = [
+    "ConvertLayout",
+    "convert_layout",
+    "LayoutConfig",
+    "InferCorrectLayoutOutput",
+    "layout_rule",
+    "LayoutTransformer",
+]
