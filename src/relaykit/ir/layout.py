@@ -145,8 +145,7 @@ class Layout:
         return iter(f"{f}{a}" if f else a for a, f in self._axes)
 
     def __getitem__(self, index: int) -> str:
-        a, f = self._axes[index]
-        return f"{f}{a}" if f else a
+        return self._axes[index][0]
 
     def __contains__(self, axis: object) -> bool:
         return isinstance(axis, str) and self.contains(axis)

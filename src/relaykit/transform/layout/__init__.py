@@ -1,6 +1,7 @@
 """Layout passes: ``ConvertLayout`` and the machinery ``AlterOpLayout`` shares with it
 (layout rules per operator, the layout rewriter, the built-in conversion hooks)."""
 
+from . import axis_rules, channel_rules  # noqa: F401 - they fill BUILTIN_RULES
 from .convert import ConvertLayout, convert_layout
 from .convert_hooks import LayoutConfig
 from .infer import InferCorrectLayoutOutput, layout_rule
