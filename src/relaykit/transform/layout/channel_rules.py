@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from relaykit.ir.layout import UNDEF, Layout
+from relaykit.ir.layout import Layout
 from relaykit.ir.types import TensorType, TupleType
 
 from .axis_rules import concatenate_layout
@@ -23,6 +23,7 @@ from .infer import BUILTIN_RULES, InferCorrectLayoutOutput, broadcast_layout, po
 
 __all__ = [
     "batch_norm_layout",
+    "norm_layout",
     "l2_normalize_layout",
     "prelu_layout",
     "resize_layout",
@@ -38,17 +39,32 @@ def _letter(layout: Layout, i: int) -> str:
     return layout.axes[i][0]
 
 
-def batch_norm_layout(
-    attrs: Any, new_in: list[Layout] | None, old_in: list[Layout], types: list[Any]
-) -> InferCorrectLayoutOutput:
-    """Data in the new layout, the axis following the channel; statistics in ``C``."""
+def _norm(
+    attrs: Any, new_in: list[Layout] | None, old_in: list[Layout]
+) -> tuple[Layout, Any]:
     ret = old_in[0]
     if new_in is not None and old_in[0].defined and new_in[0].defined:
         ndim = old_in[0].ndim
         letter = _letter(old_in[0], int(attrs.axis) % ndim)
         attrs = with_attrs(attrs, axis=new_in[0].index_of(letter))
         ret = new_in[0]
+    return ret, attrs
+
+
+def batch_norm_layout(
+    attrs: Any, new_in: list[Layout] | None, old_in: list[Layout], types: list[Any]
+) -> InferCorrectLayoutOutput:
+    """Data in the new layout, the axis following the channel; statistics in ``C``."""
+    ret, attrs = _norm(attrs, new_in, old_in)
     return InferCorrectLayoutOutput([ret, _C, _C, _C, _C], [ret, _C, _C], attrs)
+
+
+def norm_layout(
+    attrs: Any, new_in: list[Layout] | None, old_in: list[Layout], types: list[Any]
+) -> InferCorrectLayoutOutput:
+    """Layer and instance norm: as batch norm, with one output."""
+    ret, attrs = _norm(attrs, new_in, old_in)
+    return InferCorrectLayoutOutput([ret] + [_C] * (len(old_in) - 1), [ret], attrs)
 
 
 def l2_normalize_layout(
@@ -82,10 +98,12 @@ def resize_layout(
     attrs: Any, new_in: list[Layout] | None, old_in: list[Layout], types: list[Any]
 ) -> InferCorrectLayoutOutput:
     """A resize follows its input's layout."""
-    if new_in is not None and new_in[0].defined:
-        attrs = with_attrs(attrs, layout=new_in[0].name)
+    if new_in is not None and new_in[0].defined and old_in[0].defined:
+        new, old, raw = new_in[0], old_in[0], Layout(attrs.layout)
+        if not new.equals(old) and raw.equals(old) and new.ndim == old.ndim:
+            attrs = with_attrs(attrs, layout=new.name)
     lay = Layout(attrs.layout)
-    return InferCorrectLayoutOutput([lay] + [UNDEF] * 0, [lay], attrs)
+    return InferCorrectLayoutOutput([lay], [lay], attrs)
 
 
 def _is_scalar(t: Any) -> bool:
@@ -149,6 +167,8 @@ def qnn_pool_layout(
 
 
 BUILTIN_RULES["nn.batch_norm"] = batch_norm_layout
+BUILTIN_RULES["nn.layer_norm"] = norm_layout
+BUILTIN_RULES["nn.instance_norm"] = norm_layout
 BUILTIN_RULES["nn.l2_normalize"] = l2_normalize_layout
 BUILTIN_RULES["nn.prelu"] = prelu_layout
 for _n in ("image.resize1d", "image.resize2d"):
