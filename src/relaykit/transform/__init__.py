@@ -29,8 +29,8 @@ from .gradient import gradient
 from .infer_type import InferType, InferTypeLocal, infer_module, infer_type
 from .inline import Inline
 from .lambda_lift import LambdaLift, lambda_lift
-from .lazy_gradient_init import LazyGradientInit, lazy_gradient_init
 from .layout import ConvertLayout, LayoutConfig
+from .lazy_gradient_init import LazyGradientInit, lazy_gradient_init
 from .legalize import AlterOpLayout, Legalize
 from .pass_infra import (
     FunctionPass,

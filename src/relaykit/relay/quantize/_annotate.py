@@ -7,4 +7,9 @@ from relaykit.quantize.annotate import (
     register_annotate_function,
 )
 
-__all__ = ["QAnnotateExpr", "QAnnotateKind", "attach_simulated_quantize", "register_annotate_function"]
+__all__ = [
+    "QAnnotateExpr",
+    "QAnnotateKind",
+    "attach_simulated_quantize",
+    "register_annotate_function",
+]

@@ -113,13 +113,13 @@ def concatenate_layout(
     first = types[0].fields[0] if isinstance(types[0], TupleType) else types[0]
     axis = int(attrs.axis) % len(first.shape)
     ret = UNDEF
-    if new_in is not None and old_in[0].defined:
-        if all(n.equals(new_in[0]) for n in new_in) and new_in[0].defined:
-            idx = new_in[0].index_of(_letter(old_in[0], axis))
-            if idx >= 0:
-                return InferCorrectLayoutOutput(
-                    [new_in[0]] * len(old_in), [new_in[0]], with_attrs(attrs, axis=idx)
-                )
+    same = new_in is not None and all(n.equals(new_in[0]) for n in new_in)
+    if new_in is not None and same and old_in[0].defined and new_in[0].defined:
+        idx = new_in[0].index_of(_letter(old_in[0], axis))
+        if idx >= 0:
+            return InferCorrectLayoutOutput(
+                [new_in[0]] * len(old_in), [new_in[0]], with_attrs(attrs, axis=idx)
+            )
     ret = next((x for x in old_in if x.defined), UNDEF)
     if not ret.defined or ret.ndim <= axis or ret.axes[axis][1]:
         return InferCorrectLayoutOutput([UNDEF], [UNDEF], attrs)
@@ -176,55 +176,88 @@ def strided_slice_layout(
     size_mode = getattr(attrs, "slice_mode", "end") == "size"
     begin, end = _ints(attrs.begin), _ints(attrs.end)
     strides = [1 if size_mode else s for s in _ints(attrs.strides)]
-    axes = getattr(attrs, "axes", None)
     old_name, new_name = layout.name, new.name
+    if not old_name.startswith(new_name) and not new_name.startswith(old_name):
+        if len(old_name) != len(new_name):
+            return default
+        return _slice_permuted(attrs, layout, new, shape, begin, end, strides)
+    if len(old_name) < len(new_name):
+        return _slice_blocked(attrs, layout, new, shape, begin, end, strides)
+    return InferCorrectLayoutOutput([layout], [layout], attrs)
+
+
+def _slice_permuted(
+    attrs: Any,
+    layout: Layout,
+    new: Layout,
+    shape: Any,
+    begin: list[int],
+    end: list[int],
+    strides: list[int],
+) -> InferCorrectLayoutOutput:
+    """strided_slice bounds for a new layout that permutes the old one's axes."""
+    default = InferCorrectLayoutOutput([UNDEF], [UNDEF], attrs)
+    axes = getattr(attrs, "axes", None)
     nb: list[int] = []
     ne: list[int] = []
     ns: list[int] = []
     updates: dict[str, Any] = {}
-    if not old_name.startswith(new_name) and not new_name.startswith(old_name):
-        if len(old_name) != len(new_name):
-            return default
-        if axes is not None:
-            updates["axes"] = [new.index_of(_letter(layout, a)) for a in _ints(axes)]
-            nb, ne, ns = begin, end, strides
+    if axes is not None:
+        updates["axes"] = [new.index_of(_letter(layout, a)) for a in _ints(axes)]
+        nb, ne, ns = begin, end, strides
+    else:
+        for i in range(new.ndim):
+            idx = layout.index_of(_letter(new, i))
+            if idx == -1:
+                return default
+            ns.append(strides[idx] if idx < len(strides) else 1)
+            nb.append(begin[idx] if idx < len(begin) else 0)
+            ne.append(end[idx] if idx < len(end) else int(shape[idx]))
+    updates.update(begin=nb, end=ne, strides=ns)
+    return InferCorrectLayoutOutput([new], [new], with_attrs(attrs, **updates))
+
+
+def _slice_blocked(
+    attrs: Any,
+    layout: Layout,
+    new: Layout,
+    shape: Any,
+    begin: list[int],
+    end: list[int],
+    strides: list[int],
+) -> InferCorrectLayoutOutput:
+    """strided_slice bounds for a new layout that blocks the old one's axes."""
+    default = InferCorrectLayoutOutput([UNDEF], [UNDEF], attrs)
+    axes = getattr(attrs, "axes", None)
+    size_mode = getattr(attrs, "slice_mode", "end") == "size"
+    nb: list[int] = []
+    ne: list[int] = []
+    updates: dict[str, Any] = {}
+    positions = _ints(axes) if axes is not None else list(range(len(begin)))
+    for i, pos in enumerate(positions):
+        letter = _letter(layout, pos)
+        factor = new.factor_of(letter)
+        b = begin[i] if i < len(begin) else 0
+        if i < len(end):
+            e = (int(shape[pos]) if end[i] < 0 else b + end[i]) if size_mode else end[i]
         else:
-            for i in range(new.ndim):
-                idx = layout.index_of(_letter(new, i))
-                if idx == -1:
-                    return default
-                ns.append(strides[idx] if idx < len(strides) else 1)
-                nb.append(begin[idx] if idx < len(begin) else 0)
-                ne.append(end[idx] if idx < len(end) else int(shape[idx]))
-        updates.update(begin=nb, end=ne, strides=ns)
-        return InferCorrectLayoutOutput([new], [new], with_attrs(attrs, **updates))
-    if len(old_name) < len(new_name):
-        positions = _ints(axes) if axes is not None else list(range(len(begin)))
-        for i, pos in enumerate(positions):
-            letter = _letter(layout, pos)
-            factor = new.factor_of(letter)
-            b = begin[i] if i < len(begin) else 0
-            if i < len(end):
-                e = (int(shape[pos]) if end[i] < 0 else b + end[i]) if size_mode else end[i]
-            else:
-                e = int(shape[pos])
-            if factor == -1:
-                nb.append(b)
-                ne.append(e)
-                continue
-            if i < len(strides) and strides[i] != 1:
-                return default
-            if b % factor or e % factor:
-                return default
-            nb.append(b // factor)
-            ne.append(e // factor)
-        if axes is not None:
-            updates["axes"] = [new.index_of(_letter(layout, a)) for a in _ints(axes)]
-        updates.update(begin=nb, end=ne)
-        if size_mode:
-            updates.update(slice_mode="end", strides=strides or [1])
-        return InferCorrectLayoutOutput([new], [new], with_attrs(attrs, **updates))
-    return InferCorrectLayoutOutput([layout], [layout], attrs)
+            e = int(shape[pos])
+        if factor == -1:
+            nb.append(b)
+            ne.append(e)
+            continue
+        if i < len(strides) and strides[i] != 1:
+            return default
+        if b % factor or e % factor:
+            return default
+        nb.append(b // factor)
+        ne.append(e // factor)
+    if axes is not None:
+        updates["axes"] = [new.index_of(_letter(layout, a)) for a in _ints(axes)]
+    updates.update(begin=nb, end=ne)
+    if size_mode:
+        updates.update(slice_mode="end", strides=strides or [1])
+    return InferCorrectLayoutOutput([new], [new], with_attrs(attrs, **updates))
 
 
 def split_layout(

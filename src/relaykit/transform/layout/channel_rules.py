@@ -19,7 +19,13 @@ from relaykit.ir.layout import Layout
 from relaykit.ir.types import TensorType, TupleType
 
 from .axis_rules import concatenate_layout
-from .infer import BUILTIN_RULES, InferCorrectLayoutOutput, broadcast_layout, pool_layout, with_attrs
+from .infer import (
+    BUILTIN_RULES,
+    InferCorrectLayoutOutput,
+    broadcast_layout,
+    pool_layout,
+    with_attrs,
+)
 
 __all__ = [
     "batch_norm_layout",
@@ -39,9 +45,7 @@ def _letter(layout: Layout, i: int) -> str:
     return layout.axes[i][0]
 
 
-def _norm(
-    attrs: Any, new_in: list[Layout] | None, old_in: list[Layout]
-) -> tuple[Layout, Any]:
+def _norm(attrs: Any, new_in: list[Layout] | None, old_in: list[Layout]) -> tuple[Layout, Any]:
     ret = old_in[0]
     if new_in is not None and old_in[0].defined and new_in[0].defined:
         ndim = old_in[0].ndim
@@ -129,7 +133,9 @@ def requantize_layout(
             if not factor or scalar:
                 kept.append((letter, factor))
         lay = Layout("".join(f"{f}{a}" if f else a for a, f in kept))
-        return InferCorrectLayoutOutput([lay, _C, _C, _C, _C], [lay], with_attrs(attrs, axis=new_axis))
+        return InferCorrectLayoutOutput(
+            [lay, _C, _C, _C, _C], [lay], with_attrs(attrs, axis=new_axis)
+        )
     return InferCorrectLayoutOutput([old_in[0], _C, _C, _C, _C], [old_in[0]], attrs)
 
 

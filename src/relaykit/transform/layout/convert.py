@@ -31,10 +31,10 @@ from typing import Any
 from relaykit.errors import ArgumentError
 from relaykit.ir.expr import Call, Expr, Function, checked_type_or_none
 from relaykit.ir.types import TupleType
+from relaykit.transform.infer_type import infer_type
+from relaykit.transform.legalize import canonicalize_ops
+from relaykit.transform.pass_infra import FunctionPass
 
-from ..infer_type import infer_type
-from ..legalize import canonicalize_ops
-from ..pass_infra import FunctionPass
 from .convert_hooks import convert_hook
 from .rewrite import LayoutTransformer
 

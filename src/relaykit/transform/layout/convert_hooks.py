@@ -88,8 +88,13 @@ def _call(name: str, inputs: Sequence[Expr], attrs: Any, **updates: Any) -> Call
     return Call(default_registry.get(name), list(inputs), attrs.with_updates(**updates))
 
 
-def is_depthwise(data_shape: Sequence[Any], data_layout: str, kernel_shape: Sequence[Any],
-                 kernel_layout: str, groups: int) -> bool:
+def is_depthwise(
+    data_shape: Sequence[Any],
+    data_layout: str,
+    kernel_shape: Sequence[Any],
+    kernel_layout: str,
+    groups: int,
+) -> bool:
     """Whether a 2-D convolution is depthwise: one group per input channel."""
     ic = data_shape[data_layout.index("C")]
     ki = kernel_shape[kernel_layout.index("I")]
@@ -121,7 +126,9 @@ def _skip() -> bool:
 
 
 @_hook("nn.conv2d")
-def convert_conv2d(attrs: Any, inputs: list[Expr], tinfos: list[Any], desired: Sequence[str]) -> Expr:
+def convert_conv2d(
+    attrs: Any, inputs: list[Expr], tinfos: list[Any], desired: Sequence[str]
+) -> Expr:
     """``nn.conv2d`` into NCHW/OIHW, NHWC/HWIO (HWOI if depthwise), HWNC/HWOI or NCHWxc."""
     if _skip():
         return _call("nn.conv2d", inputs, attrs)
@@ -132,21 +139,28 @@ def convert_conv2d(attrs: Any, inputs: list[Expr], tinfos: list[Any], desired: S
     if data_l == "NCHW":
         kernel_l = "OIHW"
     elif data_l == "NHWC":
-        dw = is_depthwise(tinfos[0].shape, attrs.data_layout, tinfos[1].shape,
-                          attrs.kernel_layout, int(attrs.groups))
+        dw = is_depthwise(
+            tinfos[0].shape,
+            attrs.data_layout,
+            tinfos[1].shape,
+            attrs.kernel_layout,
+            int(attrs.groups),
+        )
         kernel_l = "HWOI" if dw else "HWIO"
     elif data_l == "HWNC":
         kernel_l = "HWOI"
     elif tile:
         if kernel_l == "default":
-            raise ArgumentError("ConvertLayout: the kernel layout of a blocked nn.conv2d "
-                                "cannot be 'default'")
+            raise ArgumentError(
+                "ConvertLayout: the kernel layout of a blocked nn.conv2d cannot be 'default'"
+            )
         block = int(tile.group(1) or 1)
         channels = tinfos[0].shape[attrs.data_layout.index("C")]
         if isinstance(channels, int) and channels % block:
             return _call("nn.conv2d", inputs, attrs)
-        return _call("nn.contrib_conv2d_NCHWc", inputs, attrs, data_layout=data_l,
-                     kernel_layout=kernel_l)
+        return _call(
+            "nn.contrib_conv2d_NCHWc", inputs, attrs, data_layout=data_l, kernel_layout=kernel_l
+        )
     else:
         raise _unsupported("nn.conv2d", data_l)
     return _call("nn.conv2d", inputs, attrs, data_layout=data_l, kernel_layout=kernel_l)

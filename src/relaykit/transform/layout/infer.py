@@ -96,10 +96,7 @@ def elemwise_layout(
     """Every input and the output in the one layout: the first new input layout, or the
     first known old one."""
     ret = UNDEF
-    if new_in is not None:
-        ret = new_in[0]
-    else:
-        ret = next((x for x in old_in if x.defined), UNDEF)
+    ret = new_in[0] if new_in is not None else next((x for x in old_in if x.defined), UNDEF)
     return InferCorrectLayoutOutput([ret] * len(old_in), [ret], attrs)
 
 
@@ -155,8 +152,10 @@ def try_transform_like(old: Layout, ref_old: Layout, ref_new: Layout) -> Layout:
     for k in range(ref_old.ndim - 1, -1, -1):
         ref = ref_old.axes[k][0].upper()
         if ref not in mapping:
-            pick = ref if ref not in used else next(
-                c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in used
+            pick = (
+                ref
+                if ref not in used
+                else next(c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in used)
             )
             mapping[ref] = pick
             used.add(pick)

@@ -79,7 +79,10 @@ class LayoutTransformer:
     hook returns, with no layout bookkeeping (as ``AlterOpLayout`` does)."""
 
     def __init__(
-        self, hook: CallHook, has_hook: Callable[[str], bool] | None = None, alter_mode: bool = False
+        self,
+        hook: CallHook,
+        has_hook: Callable[[str], bool] | None = None,
+        alter_mode: bool = False,
     ) -> None:
         self.hook = hook
         self.has_hook = has_hook or (lambda name: False)
@@ -102,9 +105,7 @@ class LayoutTransformer:
 
     def _transform(self, raw: Expr, src: Layout, dst: Layout) -> Expr:
         if not src.defined or not dst.defined:
-            raise IRError(
-                f"cannot move a value between layouts {src} and {dst}: one is not known"
-            )
+            raise IRError(f"cannot move a value between layouts {src} and {dst}: one is not known")
         expr, new_src = raw, src
         if src.ndim_primal < dst.ndim_primal:
             if _is_scalar(raw):
@@ -139,8 +140,6 @@ class LayoutTransformer:
 
         for node in post_order(func.body, skip=skip):
             memo[node] = self._visit(node, memo)
-        for node in list(memo):
-            pass
         body = self.realize(memo.get(func.body, func.body))
         if body is func.body:
             return func
@@ -168,29 +167,48 @@ class LayoutTransformer:
             return call
         return Call(call.op, new_args, call.attrs, call.type_args, call.span)
 
+    def _gather(self, args: list[Any]) -> tuple[list[Altered], list[Expr]]:
+        """One :class:`Altered` per input tensor (tuple fields flattened) and the
+        plain arguments."""
+        inputs: list[Altered] = []
+        normal: list[Expr] = []
+
+        def one(value: Any) -> Expr:
+            if not isinstance(value, Altered):
+                value = Altered(self.realize(value), UNDEF, UNDEF)
+            inputs.append(value)
+            return value.value
+
+        for a in args:
+            if isinstance(a, _LTuple):
+                fields = tuple(one(f) for f in a.fields)
+                normal.append(a.node.with_fields(fields=fields) if a.node else Tuple(fields))
+            else:
+                normal.append(one(a))
+        return inputs, normal
+
     def _call(self, call: Call, args: list[Any]) -> Any:
         name = call.op.name  # type: ignore[attr-defined]
         rule = layout_rule(name)
-        # inputs: one entry per tensor (tuple fields flattened)
-        inputs: list[Altered] = []
-        normal: list[Expr] = []
-        for a in args:
-            if isinstance(a, _LTuple):
-                fields = []
-                for f in a.fields:
-                    inputs.append(f if isinstance(f, Altered) else Altered(self.realize(f), UNDEF, UNDEF))
-                    fields.append(inputs[-1].value)
-                normal.append(
-                    a.node.with_fields(fields=tuple(fields)) if a.node is not None else Tuple(fields)
-                )
-            else:
-                inputs.append(a if isinstance(a, Altered) else Altered(a, UNDEF, UNDEF))
-                normal.append(inputs[-1].value)
+        inputs, normal = self._gather(args)
         if self.alter_mode and rule is None and self.has_hook(name):
             out = self.hook(call, call.attrs, normal)
-            return out if out is not None else Call(call.op, normal, call.attrs, call.type_args, call.span)
+            if out is not None:
+                return out
+            return Call(call.op, normal, call.attrs, call.type_args, call.span)
         if rule is None:
             return self._plain_call(call, args)
+        return self._rewrite(call, args, rule, inputs, normal)
+
+    def _rewrite(
+        self,
+        call: Call,
+        args: list[Any],
+        rule: Callable[..., Any],
+        inputs: list[Altered],
+        normal: list[Expr],
+    ) -> Any:
+        """TVM's layout rewriting of one call with a layout rule (the module docs)."""
         types = [checked_type_or_none(a) for a in call.args]
         old_prd = [x.old for x in inputs]
         new_prd = [x.new for x in inputs]
@@ -207,13 +225,18 @@ class LayoutTransformer:
         if type(new_call) is not Call or type(new_call.op) is not Op:
             return self._plain_call(call, args)
         new_rule = layout_rule(new_call.op.name)
-        if new_rule is None:
-            return self._plain_call(call, args)
-        second = _infer(new_rule, new_call.attrs, new_prd_inf, old_prd_inf, types)
+        second = (
+            None
+            if new_rule is None
+            else _infer(new_rule, new_call.attrs, new_prd_inf, old_prd_inf, types)
+        )
         if second is None:
             return self._plain_call(call, args)
         new_cur, new_out = second.input_layouts, second.output_layouts
         if len(new_out) != len(old_out) or len(new_cur) != len(inputs):
+            return self._plain_call(call, args)
+        flat = sum(len(a.fields) if type(a) is Tuple else 1 for a in new_call.args)
+        if flat != len(inputs):
             return self._plain_call(call, args)
 
         def move(arg: Expr, pt: int) -> Expr:
@@ -228,22 +251,21 @@ class LayoutTransformer:
         pt = 0
         for arg in new_call.args:
             if type(arg) is Tuple:
-                fields = []
-                for f in arg.fields:
-                    fields.append(move(f, pt))
-                    pt += 1
+                fields = [move(f, pt + k) for k, f in enumerate(arg.fields)]
+                pt += len(fields)
                 moved.append(arg.with_fields(fields=tuple(fields)))
             else:
                 moved.append(move(arg, pt))
                 pt += 1
-        if pt != len(inputs):
-            return self._plain_call(call, args)
         result = Call(new_call.op, moved, second.new_attrs, (), call.span)
         out_ty = checked_type_or_none(call)
         if isinstance(out_ty, TupleType):
             return _LTuple(
                 None,
-                [Altered(TupleGetItem(result, i), old_out[i], new_out[i]) for i in range(len(new_out))],
+                [
+                    Altered(TupleGetItem(result, i), old_out[i], new_out[i])
+                    for i in range(len(new_out))
+                ],
             )
         return Altered(result, old_out[0], new_out[0])
 
