@@ -3,8 +3,9 @@
 A layout names each axis of a tensor: an upper-case letter is a whole ("primal")
 axis, a number and a lower-case letter (``16c``) a block of that many elements split
 off the primal axis of the same letter. ``Layout("NCHW16c")`` has five axes, four of
-them primal. A layout may be *undefined* (``Layout(None)``, TVM's ``Layout::Undef()``)
-— "not known" — which differs from the scalar layout ``Layout("")`` (no axes).
+them primal. A layout may be *undefined* (``Layout(None)`` or ``Layout("")``, TVM's
+``Layout::Undef()``) — "not known" — which differs from the scalar layout
+``Layout.scalar()`` (defined, no axes).
 
 Layout passes (``ConvertLayout``, ``AlterOpLayout``) and the operators' layout rules
 (``FInferCorrectLayout``) compute with these values.
@@ -55,21 +56,26 @@ class Layout:
 
     __slots__ = ("_axes", "_defined")
 
-    def __init__(self, name: str | Layout | None = "") -> None:
+    def __init__(self, name: str | Layout | None = None) -> None:
         if isinstance(name, Layout):
             self._axes: tuple[tuple[str, int], ...] = name._axes
             self._defined: bool = name._defined
             return
-        if name is None or name == "__undef__":
+        if name is None or name in ("", "__undef__"):
             self._axes, self._defined = (), False
             return
         self._axes, self._defined = _parse(str(name)), True
 
     @classmethod
     def _of(cls, axes: tuple[tuple[str, int], ...]) -> Layout:
-        out = cls("")
-        out._axes = axes
+        out = cls(None)
+        out._axes, out._defined = axes, True
         return out
+
+    @classmethod
+    def scalar(cls) -> Layout:
+        """The defined layout of no axes (a scalar's); ``Layout("")`` is undefined."""
+        return cls._of(())
 
     # -- reading ------------------------------------------------------------------------------
 

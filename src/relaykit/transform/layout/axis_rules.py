@@ -160,7 +160,8 @@ def squeeze_layout(
         attrs = with_attrs(attrs, axis=axes)
     drop = {a % inferred.ndim for a in axes}
     kept = [ax for i, ax in enumerate(inferred.axes) if i not in drop]
-    return InferCorrectLayoutOutput([inferred], [Layout(_text(kept))], attrs)
+    out = Layout(_text(kept)) if kept else Layout.scalar()
+    return InferCorrectLayoutOutput([inferred], [out], attrs)
 
 
 def strided_slice_layout(
@@ -310,7 +311,7 @@ def pad_layout(
         if ok:
             ret = new_in[0]
             attrs = with_attrs(attrs, pad_width=[tuple(w) for w in new_widths])
-    return InferCorrectLayoutOutput([ret, Layout("")], [ret], attrs)
+    return InferCorrectLayoutOutput([ret, Layout.scalar()], [ret], attrs)
 
 
 def slice_like_layout(

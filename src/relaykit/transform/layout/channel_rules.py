@@ -36,6 +36,8 @@ __all__ = [
     "requantize_layout",
     "qnn_binary_layout",
     "qnn_concatenate_layout",
+    "simulated_quantize_layout",
+    "roi_layout",
 ]
 
 _C = Layout("C")
@@ -172,6 +174,26 @@ def qnn_pool_layout(
     )
 
 
+def simulated_quantize_layout(
+    attrs: Any, new_in: list[Layout] | None, old_in: list[Layout], types: list[Any]
+) -> InferCorrectLayoutOutput:
+    """Simulated quantization follows its data; scale and clip bounds are per channel."""
+    ret = new_in[0] if new_in is not None else old_in[0]
+    return InferCorrectLayoutOutput([ret, _C, _C, _C], [ret], attrs)
+
+
+def roi_layout(
+    attrs: Any, new_in: list[Layout] | None, old_in: list[Layout], types: list[Any]
+) -> InferCorrectLayoutOutput:
+    """ROI align/pool: data in the ``layout`` attribute; the boxes as they are."""
+    lay = Layout(attrs.layout)
+    return InferCorrectLayoutOutput([lay, _ROIS], [lay], attrs)
+
+
+_ROIS = Layout("NR")  # (num_rois, 5) boxes: never moved
+BUILTIN_RULES["relay.op.annotation.simulated_quantize"] = simulated_quantize_layout
+BUILTIN_RULES["vision.roi_align"] = roi_layout
+BUILTIN_RULES["vision.roi_pool"] = roi_layout
 BUILTIN_RULES["nn.batch_norm"] = batch_norm_layout
 BUILTIN_RULES["nn.layer_norm"] = norm_layout
 BUILTIN_RULES["nn.instance_norm"] = norm_layout

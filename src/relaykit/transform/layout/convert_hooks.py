@@ -223,3 +223,16 @@ def _layout_only(name: str) -> ConvertHook:
 
 for _name in ("image.resize1d", "image.resize2d", "image.resize3d"):
     BUILTIN_HOOKS[_name] = _layout_only(_name)
+
+
+@_hook("vision.roi_align")
+def convert_roi_align(
+    attrs: Any, inputs: list[Expr], tinfos: list[Any], desired: Sequence[str]
+) -> Expr:
+    """``vision.roi_align`` on NCHW or NHWC data; the boxes keep their layout."""
+    data_l, rois_l = _desired_pair("vision.roi_align", desired)
+    if rois_l != "default":
+        raise ArgumentError("ConvertLayout: the rois layout of vision.roi_align must be 'default'")
+    if data_l not in ("NCHW", "NHWC"):
+        raise ArgumentError(f"ConvertLayout: vision.roi_align supports NCHW and NHWC, not {data_l}")
+    return _call("vision.roi_align", inputs, attrs, layout=data_l)

@@ -111,7 +111,8 @@ def adjust_subordinate_factors(src: Layout, old: Layout, old_shape: Sequence[Any
             one = idx == -1 or (old_shape[idx] == 1 and old.index_of(letter) == -1)
             factor = 1 if one else src.factor_of(primal)
         axes.append((letter, factor))
-    return Layout("".join(f"{f}{a}" if f else a for a, f in axes))
+    text = "".join(f"{f}{a}" if f else a for a, f in axes)
+    return Layout(text) if text else Layout.scalar()
 
 
 def _isomorphic(lhs: Layout, rhs: Layout) -> bool:
