@@ -29,7 +29,13 @@ from relaykit.ir.types import TensorType, Type
 from ._relations import static, tensor_arg
 from .define import OpPattern, TypeRelError, define_op, make_call
 
-__all__ = ["layout_transform", "transform_layout", "parse_layout"]
+__all__ = [
+    "layout_transform",
+    "transform_layout",
+    "parse_layout",
+    "primal_sizes",
+    "blocked_shape",
+]
 
 _AXIS = re.compile(r"(\d*)([A-Za-z])")
 
@@ -71,6 +77,17 @@ def _primal_sizes(shape: Sequence[Any], layout: str) -> dict[str, Any]:
         key = letter.upper()
         sizes[key] = sizes.get(key, 1) * dim
     return sizes
+
+
+def primal_sizes(shape: Sequence[Any], layout: str) -> dict[str, Any]:
+    """The size of each primal axis of a tensor of ``shape`` laid out as ``layout``
+    (blocks multiplied back in): ``(1, 4, 8, 8, 16)`` in ``NCHW16c`` has ``C`` = 64."""
+    return _primal_sizes(shape, layout)
+
+
+def blocked_shape(sizes: dict[str, Any], layout: str) -> tuple[Any, ...]:
+    """The shape in ``layout`` of a tensor whose primal axes have ``sizes``."""
+    return _dst_shape(sizes, layout)
 
 
 def _dst_shape(sizes: dict[str, Any], dst: str) -> tuple[Any, ...]:
