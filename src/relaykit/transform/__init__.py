@@ -29,9 +29,9 @@ from .gradient import gradient
 from .infer_type import InferType, InferTypeLocal, infer_module, infer_type
 from .inline import Inline
 from .lambda_lift import LambdaLift, lambda_lift
-from .layout import ConvertLayout, LayoutConfig
+from .layout import AlterOpLayout, ConvertLayout, LayoutConfig
 from .lazy_gradient_init import LazyGradientInit, lazy_gradient_init
-from .legalize import AlterOpLayout, Legalize
+from .legalize import Legalize
 from .pass_infra import (
     FunctionPass,
     ModulePass,
