@@ -42,11 +42,11 @@ def _alter_hook(name: str) -> Any:
     return fn if callable(fn) else None
 
 
-def alter_op_layout(func: Function) -> Function:
+def alter_op_layout(func: Function, mod: Any = None) -> Function:
     """``func`` with each operator's ``FTVMAlterOpLayout`` hook applied (module docs)."""
     if not default_registry.attr_table("FTVMAlterOpLayout"):
         return func
-    infer_type(func)
+    infer_type(func, mod)
 
     def hook(call: Call, attrs: Any, args: list[Expr]) -> Expr | None:
         fn = _alter_hook(call.op.name)  # type: ignore[attr-defined]
@@ -67,7 +67,7 @@ class AlterOpLayout(FunctionPass):
 
     def __init__(self) -> None:
         super().__init__(
-            lambda fn, mod, ctx: alter_op_layout(fn),
+            lambda fn, mod, ctx: alter_op_layout(fn, mod),
             opt_level=3,
             name="AlterOpLayout",
         )

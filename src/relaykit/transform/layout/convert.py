@@ -52,7 +52,9 @@ def _tinfos(call: Call) -> list[Any]:
     return out
 
 
-def convert_layout(func: Function, desired_layouts: Mapping[str, Sequence[str]]) -> Function:
+def convert_layout(
+    func: Function, desired_layouts: Mapping[str, Sequence[str]], mod: Any = None
+) -> Function:
     """``func`` with the operators named in ``desired_layouts`` converted (module docs)."""
     desired = {str(k): [str(v) for v in vs] for k, vs in desired_layouts.items()}
 
@@ -74,7 +76,7 @@ def convert_layout(func: Function, desired_layouts: Mapping[str, Sequence[str]])
         return out
 
     func = canonicalize_ops(func)  # type: ignore[assignment]
-    infer_type(func)
+    infer_type(func, mod)
     return LayoutTransformer(hook).run(func)
 
 
@@ -92,7 +94,7 @@ class ConvertLayout(FunctionPass):
             )
         self.desired_layouts = dict(desired_layouts)
         super().__init__(
-            lambda fn, mod, ctx: convert_layout(fn, self.desired_layouts),
+            lambda fn, mod, ctx: convert_layout(fn, self.desired_layouts, mod),
             opt_level=3,
             name="ConvertLayout",
         )
