@@ -38,6 +38,7 @@ __all__ = [
     "qnn_concatenate_layout",
     "simulated_quantize_layout",
     "roi_layout",
+    "upsampling_layout",
 ]
 
 _C = Layout("C")
@@ -190,7 +191,27 @@ def roi_layout(
     return InferCorrectLayoutOutput([lay, _ROIS], [lay], attrs)
 
 
-_ROIS = Layout("NR")  # (num_rois, 5) boxes: never moved
+def upsampling_layout(
+    attrs: Any, new_in: list[Layout] | None, old_in: list[Layout], types: list[Any]
+) -> InferCorrectLayoutOutput:
+    """Upsampling follows a new layout that keeps its spatial axes where they were,
+    unsplit (blocked channels are fine)."""
+    if new_in is not None and new_in[0].defined:
+        new, raw = new_in[0], Layout(attrs.layout)
+        same = all(
+            new.index_of(a) == raw.index_of(a) and not new.contains(a.lower())
+            for a in "DHW"
+            if raw.contains(a)
+        )
+        if same:
+            attrs = with_attrs(attrs, layout=new.name)
+    lay = Layout(attrs.layout)
+    return InferCorrectLayoutOutput([lay], [lay], attrs)
+
+
+_ROIS = Layout("NR")
+BUILTIN_RULES["nn.upsampling"] = upsampling_layout
+BUILTIN_RULES["nn.upsampling3d"] = upsampling_layout  # (num_rois, 5) boxes: never moved
 BUILTIN_RULES["relay.op.annotation.simulated_quantize"] = simulated_quantize_layout
 BUILTIN_RULES["vision.roi_align"] = roi_layout
 BUILTIN_RULES["vision.roi_pool"] = roi_layout

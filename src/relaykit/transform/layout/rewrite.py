@@ -66,10 +66,16 @@ class _LTuple:
 
 
 def _is_scalar(expr: Expr) -> bool:
+    """Whether ``expr`` holds one element (every dimension 1): it broadcasts in any
+    layout, so it is never moved."""
     if type(expr) is Constant:
-        return expr.data.shape == ()  # type: ignore[attr-defined]
-    ty = checked_type_or_none(expr) if expr.has_checked_type else None
-    return isinstance(ty, TensorType) and len(ty.shape) == 0
+        shape: tuple[Any, ...] = expr.data.shape  # type: ignore[attr-defined]
+    else:
+        ty = checked_type_or_none(expr) if expr.has_checked_type else None
+        if not isinstance(ty, TensorType):
+            return False
+        shape = tuple(ty.shape)
+    return all(isinstance(d, int) and d == 1 for d in shape)
 
 
 class LayoutTransformer:
