@@ -5,13 +5,9 @@ from .basic_block import ToBasicBlockNormalForm, to_basic_block_normal_form
 from .bind import bind, bind_params_by_name
 from .call_graph import CallGraph
 from .change_batch import ChangeBatch, change_batch
-from .combine_parallel import (
-    CombineParallelBatchMatmul,
-    CombineParallelDense,
-    combine_parallel_batch_matmul,
-    combine_parallel_dense,
-)
+from .combine_parallel import CombineParallelBatchMatmul, combine_parallel_batch_matmul
 from .combine_parallel_conv2d import CombineParallelConv2D, combine_parallel_conv2d
+from .combine_parallel_dense import CombineParallelDense, combine_parallel_dense
 from .dead_code import DeadCodeElimination, dead_code_elimination
 from .defuse_ops import DefuseOps, defuse_ops
 from .div_to_mul import DivToMul, div_to_mul

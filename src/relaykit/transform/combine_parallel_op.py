@@ -173,9 +173,7 @@ def combine_parallel(expr: Expr, combiner: Combiner, min_num_branches: int) -> E
     group's result sees that result already merged."""
     while True:
         infer_type(expr)
-        group = next(
-            (g for g in _branches(expr, combiner) if len(g) >= min_num_branches), None
-        )
+        group = next((g for g in _branches(expr, combiner) if len(g) >= min_num_branches), None)
         if group is None:
             return expr
         expr = _combine_group(expr, group, combiner)
