@@ -4,6 +4,7 @@ from .anf import ToANormalForm, ToGraphNormalForm, to_a_normal_form, to_graph_no
 from .basic_block import ToBasicBlockNormalForm, to_basic_block_normal_form
 from .bind import bind, bind_params_by_name
 from .call_graph import CallGraph
+from .canonicalize_cast import CanonicalizeCast, canonicalize_cast
 from .change_batch import ChangeBatch, change_batch
 from .combine_parallel import CombineParallelBatchMatmul, combine_parallel_batch_matmul
 from .combine_parallel_conv2d import CombineParallelConv2D, combine_parallel_conv2d
@@ -83,6 +84,8 @@ __all__ = [
     "forward_fold_scale_axis",
     "gradient",
     "CombineParallelDense",
+    "CanonicalizeCast",
+    "canonicalize_cast",
     "CombineParallelBatchMatmul",
     "combine_parallel_dense",
     "combine_parallel_batch_matmul",
