@@ -70,7 +70,7 @@ def canonicalize_cast(expr: Expr) -> Expr:
             uses[arg] = uses.get(arg, 0) + 1
             if uses[arg] > 1:
                 cast = args[i]
-                args[i] = Call(cast.op, cast.args, cast.attrs)  # type: ignore[attr-defined]
+                args[i] = Call(cast.op, cast.args, cast.attrs)
                 changed = True
         return Call(new.op, args, new.attrs, new.type_args, new.span) if changed else None  # type: ignore[attr-defined]
 

@@ -85,7 +85,9 @@ class DenseToDenseCombiner(Combiner):
         return pos + len(out.shape) - len(data.shape)
 
     def merge(self, group: Sequence[Call]) -> Call:
-        units = sum(int(_tensor(c.args[1]).shape[0]) for c in group)  # type: ignore[union-attr]
+        units = 0
+        for c in group:
+            units += int(_tensor(c.args[1]).shape[0])  # type: ignore[union-attr]
         weight = op.concatenate([c.args[1] for c in group], axis=0)
         return op.nn.dense(
             group[0].args[0], weight, units=units, out_dtype=group[0].attrs.out_dtype

@@ -197,5 +197,5 @@ def _combine_group(expr: Expr, group: list[list[Call]], combiner: Combiner) -> E
         merged = Call(first.op, args, first.attrs)
         depth += 1
     lasts = [b[depth - 1] for b in group]
-    replace = dict(zip(lasts, combiner.outputs(merged, lasts, pos), strict=True))
+    replace: dict[Expr, Expr] = dict(zip(lasts, combiner.outputs(merged, lasts, pos), strict=True))
     return rewrite_post_order(expr, lambda new, old: replace.get(old))

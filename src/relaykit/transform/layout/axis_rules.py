@@ -111,7 +111,7 @@ def concatenate_layout(
 ) -> InferCorrectLayoutOutput:
     """All inputs in one layout; the axis follows the concatenated dimension."""
     first = types[0].fields[0] if isinstance(types[0], TupleType) else types[0]
-    axis = int(attrs.axis) % len(first.shape)
+    axis = int(attrs.axis) % len(first.shape)  # type: ignore[union-attr]
     ret = UNDEF
     same = new_in is not None and all(n.equals(new_in[0]) for n in new_in)
     if new_in is not None and same and old_in[0].defined and new_in[0].defined:

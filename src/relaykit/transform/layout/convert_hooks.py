@@ -71,7 +71,7 @@ def convert_hook(op_name: str) -> ConvertHook | None:
     """The hook of ``op_name``: a registered one first, else the built-in one."""
     fn = default_registry.get_attr(op_name, "FTVMConvertOpLayout")
     if callable(fn):
-        return fn  # type: ignore[no-any-return]
+        return fn
     return BUILTIN_HOOKS.get(op_name)
 
 

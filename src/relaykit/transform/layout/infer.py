@@ -70,7 +70,7 @@ def layout_rule(op_name: str) -> LayoutRule | None:
     """The layout rule of ``op_name``: a registered one first, else the built-in one."""
     fn = default_registry.get_attr(op_name, "FInferCorrectLayout")
     if callable(fn):
-        return fn  # type: ignore[no-any-return]
+        return fn
     return BUILTIN_RULES.get(op_name)
 
 

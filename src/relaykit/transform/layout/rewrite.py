@@ -69,7 +69,7 @@ def _is_scalar(expr: Expr) -> bool:
     """Whether ``expr`` holds one element (every dimension 1): it broadcasts in any
     layout, so it is never moved."""
     if type(expr) is Constant:
-        shape: tuple[Any, ...] = expr.data.shape  # type: ignore[attr-defined]
+        shape: tuple[Any, ...] = expr.data.shape
     else:
         ty = checked_type_or_none(expr) if expr.has_checked_type else None
         if not isinstance(ty, TensorType):
@@ -133,7 +133,7 @@ class LayoutTransformer:
             if value.node is not None:
                 return value.node.with_fields(fields=tuple(fields))
             return Tuple(fields)
-        return value  # type: ignore[no-any-return]
+        return value
 
     # -- the walk ---------------------------------------------------------------------------------
 
@@ -152,19 +152,18 @@ class LayoutTransformer:
         return func.with_fields(body=body)
 
     def _visit(self, node: Expr, memo: dict[Expr, Any]) -> Any:
-        t = type(node)
-        if t is Call and type(node.op) is Op:  # type: ignore[attr-defined]
-            return self._call(node, [memo.get(a, a) for a in node.args])  # type: ignore[attr-defined]
-        if t is Tuple:
-            return _LTuple(node, [memo.get(f, f) for f in node.fields])  # type: ignore[attr-defined]
-        if t is TupleGetItem:
-            inner = memo.get(node.tuple_value, node.tuple_value)  # type: ignore[attr-defined]
+        if isinstance(node, Call) and type(node.op) is Op:
+            return self._call(node, [memo.get(a, a) for a in node.args])
+        if isinstance(node, Tuple):
+            return _LTuple(node, [memo.get(f, f) for f in node.fields])
+        if type(node) is TupleGetItem:
+            inner = memo.get(node.tuple_value, node.tuple_value)
             if isinstance(inner, _LTuple):
-                return inner.fields[node.index]  # type: ignore[attr-defined]
+                return inner.fields[node.index]
             value = self.realize(inner)
-            if value is node.tuple_value:  # type: ignore[attr-defined]
+            if value is node.tuple_value:
                 return node
-            return TupleGetItem(value, node.index)  # type: ignore[attr-defined]
+            return TupleGetItem(value, node.index)
         return rebuild(node, lambda c: self.realize(memo[c]) if c in memo else c)
 
     def _plain_call(self, call: Call, args: list[Any]) -> Expr:
