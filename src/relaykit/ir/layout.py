@@ -45,7 +45,7 @@ def _parse(name: str) -> tuple[tuple[str, int], ...]:
         axes.append((letter, int(factor) if factor else 0))
     if pos != len(name):
         raise ArgumentError(f"layout {name!r} is not a sequence of axes such as NCHW or NCHW16c")
-    letters = [a for a, _ in axes]
+    letters = [a for a, f in axes if not f]  # a block may repeat (OIHW16i2i)
     if len(set(letters)) != len(letters):
         raise ArgumentError(f"layout {name!r} names an axis twice")
     return tuple(axes)
