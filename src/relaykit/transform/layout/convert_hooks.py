@@ -38,6 +38,10 @@ class LayoutConfig:
     (True, False)
     """
 
+    #: the innermost active config (TVM's class attribute; :meth:`current_config` is the
+    #: same per thread)
+    current: LayoutConfig | None = None
+
     def __init__(self, skip_layers: Sequence[int] | None = None) -> None:
         self.skip_counter = 0
         self.skip_layers = list(skip_layers) if skip_layers is not None else []
@@ -60,11 +64,14 @@ class LayoutConfig:
 
     def __enter__(self) -> LayoutConfig:
         self._old = getattr(_CURRENT, "config", None)
+        self._old_class = LayoutConfig.current
         _CURRENT.config = self
+        LayoutConfig.current = self
         return self
 
     def __exit__(self, *exc: object) -> None:
         _CURRENT.config = self._old
+        LayoutConfig.current = self._old_class
 
 
 def convert_hook(op_name: str) -> ConvertHook | None:
