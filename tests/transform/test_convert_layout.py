@@ -100,3 +100,25 @@ def test_broadcast_operand_layout_follows_the_larger_one() -> None:
     assert try_transform_like(Layout("HW"), Layout("NCHW"), Layout("NHWC")).name == "NHWC"
     # a blocked operand does not line up with a plain one
     assert not try_transform_like(Layout("NCHW16c"), Layout("NCHW"), Layout("NHWC")).defined
+
+
+def test_blocked_layout_computes_the_same() -> None:
+    rng = np.random.default_rng(2)
+    x = relay.var("x", shape=(1, 6, 5, 8))
+    w = relay.var("w", shape=(3, 3, 8, 8))
+    b = relay.var("b", shape=(8,))
+    y = relay.nn.conv2d(x, w, padding=(1, 1), data_layout="NHWC", kernel_layout="HWIO")
+    y = relay.nn.relu(relay.nn.bias_add(y, b, axis=3))
+    y = relay.nn.max_pool2d(y, pool_size=(2, 2), layout="NHWC")
+    mod = tvm.IRModule.from_expr(relay.Function([x, w, b], y))
+    with relay.transform.PassContext(opt_level=3):
+        out = relay.transform.ConvertLayout({"nn.conv2d": ["NCHW4c", "OIHW4i4o"]})(mod)
+    text = str(out)
+    assert "nn.contrib_conv2d_NCHWc" in text and 'layout="NCHW4c"' in text
+    xv = rng.standard_normal((1, 6, 5, 8)).astype("float32")
+    wv = rng.standard_normal((3, 3, 8, 8)).astype("float32")
+    bv = rng.standard_normal(8).astype("float32")
+    conv = np.maximum(_conv_nhwc_ref(xv, wv) + bv, 0)
+    # 2x2 windows, stride 1
+    ref = np.maximum.reduce([conv[:, i : i + 5, j : j + 4, :] for i in (0, 1) for j in (0, 1)])
+    np.testing.assert_allclose(_run(out, xv, wv, bv), ref, rtol=1e-4, atol=1e-4)

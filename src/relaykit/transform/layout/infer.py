@@ -21,6 +21,7 @@ Rules are looked up in the operator attribute ``"FInferCorrectLayout"`` (set wit
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -225,7 +226,7 @@ for _n in (
 
 @_rule(
     "nn.conv1d", "nn.conv2d", "nn.conv3d", "nn.conv2d_transpose", "nn.conv3d_transpose",
-    "nn.contrib_conv2d_NCHWc", "nn.contrib_depthwise_conv2d_NCHWc",
+    "nn.contrib_depthwise_conv2d_NCHWc",
     "nn.contrib_conv2d_winograd_without_weight_transform",
     "nn.contrib_conv2d_gemm_without_weight_transform", "nn.conv2d_backward_weight",
 )  # fmt: skip
@@ -235,6 +236,19 @@ def conv_layout(
     """A convolution's inputs in its ``data_layout`` / ``kernel_layout``; the output in
     ``out_layout`` (``data_layout`` when empty)."""
     out = attrs.out_layout or attrs.data_layout
+    return InferCorrectLayoutOutput([attrs.data_layout, attrs.kernel_layout], [out], attrs)
+
+
+@_rule("nn.contrib_conv2d_NCHWc")
+def conv_nchwc_layout(
+    attrs: Any, new_in: list[Layout] | None, old_in: list[Layout], types: list[Any]
+) -> InferCorrectLayoutOutput:
+    """As :func:`conv_layout`; with an ``OIHW{i}i{o}o`` kernel and no ``out_layout`` the
+    output is blocked as the kernel's outputs (``NCHW{o}c``), as the operator computes."""
+    out = attrs.out_layout
+    if not out:
+        m = re.fullmatch(r"OIHW(\d+)i(\d+)o", str(attrs.kernel_layout))
+        out = f"NCHW{m.group(2)}c" if m else attrs.data_layout
     return InferCorrectLayoutOutput([attrs.data_layout, attrs.kernel_layout], [out], attrs)
 
 
