@@ -47,6 +47,7 @@ from .op import register_broadcast_schedule as register_broadcast_schedule
 from .op import register_compute as register_compute
 from .op import register_convert_op_layout as register_convert_op_layout
 from .op import register_gradient as register_gradient
+from .op import register_infer_correct_layout as register_infer_correct_layout
 from .op import register_injective_schedule as register_injective_schedule
 from .op import register_legalize as register_legalize
 from .op import register_mixed_precision_conversion as register_mixed_precision_conversion

@@ -15,6 +15,7 @@ True
 
 from . import canonicalize as canonicalize
 from . import legalize as legalize
+from . import target_legalize as target_legalize
 from .activation import softmax
 from .binary import add, mul, subtract
 from .convolution import conv2d, conv2d_transpose

@@ -20,7 +20,8 @@ from relaykit.text.spans import AnnotateSpans
 from relaykit.transform import *  # noqa: F403 - every pass and the pass infrastructure
 from relaykit.transform import FoldScaleAxis
 from relaykit.transform.fuse_ops import FuseOps
-from relaykit.transform.legalize import AlterOpLayout, CanonicalizeOps, Legalize
+from relaykit.transform.layout import AlterOpLayout
+from relaykit.transform.legalize import CanonicalizeOps, Legalize
 from relaykit.transform.mixed_precision import ToMixedPrecision
 from relaykit.transform.simplify_expr import SimplifyExpr
 from relaykit.tuning import CollagePartition
