@@ -64,7 +64,9 @@ class LocalSession:
                 raise UnsupportedFeatureError(
                     "rpc.LocalSession.upload: bytes need a target file name (target=...)"
                 )
-            with open(self._path(target), "wb") as f:
+            dest = self._path(target)
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            with open(dest, "wb") as f:
                 f.write(data)
             return
         source = os.fspath(data)
