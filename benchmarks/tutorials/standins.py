@@ -158,6 +158,7 @@ _FILES: dict[tuple[str, str], Callable[[str], None]] = {
     ("data", "cat.png"): lambda p: _png(p, 256, 256, 1),
     ("data", "imagenet_cat.png"): lambda p: _png(p, 256, 256, 2),
     ("data", "test_street_small.jpg"): lambda p: _png(p, 300, 400, 3),
+    ("data", "elephant-299.jpg"): lambda p: _png(p, 299, 299, 5),
     ("data", "imagenet_synsets.txt"): lambda p: _lines(p, lambda i: f"n{i:08d} class {i}"),
     ("data", "imagenet_classes.txt"): lambda p: _lines(p, lambda i: f"n{i:08d}"),
     ("data", "synset.txt"): lambda p: _lines(p, lambda i: f"n{i:08d} class {i}"),
