@@ -71,9 +71,8 @@ def test_run_records_the_failing_cell_and_continues(tmp_path):
 
 
 def test_standins_label_dict_and_mxnet_records(tmp_path):
-    import numpy as np
-
     import mxnet_standin
+    import numpy as np
     from standins import _image_records, _label_dict
 
     _label_dict(str(tmp_path / "labels.txt"))
@@ -83,9 +82,16 @@ def test_standins_label_dict_and_mxnet_records(tmp_path):
     _image_records(str(tmp_path / "val.rec"), count=3, size=256)
     mean, std = (123.68, 116.779, 103.939), (58.393, 57.12, 57.375)
     it = mxnet_standin.io.ImageRecordIter(
-        path_imgrec=str(tmp_path / "val.rec"), batch_size=1, data_shape=(3, 224, 224),
-        resize=256, mean_r=mean[0], mean_g=mean[1], mean_b=mean[2],
-        std_r=std[0], std_g=std[1], std_b=std[2],
+        path_imgrec=str(tmp_path / "val.rec"),
+        batch_size=1,
+        data_shape=(3, 224, 224),
+        resize=256,
+        mean_r=mean[0],
+        mean_g=mean[1],
+        mean_b=mean[2],
+        std_r=std[0],
+        std_g=std[1],
+        std_b=std[2],
     )
     batches = list(it)
     assert len(batches) == 3

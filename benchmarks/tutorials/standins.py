@@ -18,22 +18,22 @@ import numpy as np
 
 __all__ = ["populate", "SUBSTITUTIONS"]
 
-# Source-level replacements of the calls that fetch pretrained weights, per
-# tutorial: the same architecture, random weights. Nothing else is changed.
+# Source-level replacements, per tutorial, of what fetches: pretrained weights become
+# random ones (same architecture), a fetch into the working folder a copy from the
+# cache; deploy_quantized's MXNet fetches are served by mxnet_standin.py.
 _RANDOM_WEIGHTS = [("(pretrained=True)", "(weights=None)")]
 SUBSTITUTIONS: dict[str, list[tuple[str, str]]] = {
     "from_pytorch.py": _RANDOM_WEIGHTS,
     "deploy_model_on_rasp.py": _RANDOM_WEIGHTS,
     "deploy_model_on_nano.py": _RANDOM_WEIGHTS,
-    "deploy_model_on_adreno.py": _RANDOM_WEIGHTS
-    + [
-        # the label file is fetched into the working folder: copy the stand-in there
+    "deploy_model_on_adreno.py": [
+        *_RANDOM_WEIGHTS,
+        # its label file is fetched into the working folder: copy the stand-in there
         (
             "download.download(join(categ_url, categ_fn), categ_fn)",
-            "download.download(join(categ_url, categ_fn), categ_fn) if False else "
-            "__import__('shutil').copy(download_testdata(categ_url, "
+            "__import__('shutil').copy(download_testdata(join(categ_url, categ_fn), "
             "'imagenet1000_clsid_to_human.txt', module='data'), categ_fn)",
-        )
+        ),
     ],
     "deploy_model_on_adreno_tvmc.py": _RANDOM_WEIGHTS,
     "deploy_prequantized.py": _RANDOM_WEIGHTS,
@@ -49,7 +49,8 @@ SUBSTITUTIONS: dict[str, list[tuple[str, str]]] = {
         ("from mxnet import gluon\n", "from mxnet_standin import gluon\n"),
         (
             'relay.frontend.from_mxnet(gluon_model, {"data": data_shape})',
-            'relay.frontend.from_pytorch(mx.trace(gluon_model, data_shape), [("data", data_shape)])',
+            "relay.frontend.from_pytorch("
+            'mx.trace(gluon_model, data_shape), [("data", data_shape)])',
         ),
         ('target = "cuda"', 'target = "llvm"'),
     ],

@@ -31,8 +31,13 @@ def test_cutlass_target_kind_and_the_default_cuda_arch():
     with pytest.raises(ArgumentError, match="sm_XY"):
         tvm.target.Target("cuda -arch=compute_80")
     cutlass = tvm.target.Target(
-        {"kind": "cutlass", "sm": int(cuda.arch.split("_")[1]), "use_3xtf32": True,
-         "split_k_slices": [1], "tmp_dir": "./tmp"},
+        {
+            "kind": "cutlass",
+            "sm": int(cuda.arch.split("_")[1]),
+            "use_3xtf32": True,
+            "split_k_slices": [1],
+            "tmp_dir": "./tmp",
+        },
         host=tvm.target.Target("llvm"),
     )
     assert cutlass.attrs["sm"] == 50 and cutlass.attrs["use_3xtf32"] is True

@@ -26,9 +26,11 @@ def _dense_dtypes(mod):
     found = []
     relay.analysis.post_order_visit(
         mod["main"],
-        lambda n: found.append(n.checked_type.dtype)
-        if isinstance(n, relay.Call) and getattr(n.op, "name", "") == "nn.dense"
-        else None,
+        lambda n: (
+            found.append(n.checked_type.dtype)
+            if isinstance(n, relay.Call) and getattr(n.op, "name", "") == "nn.dense"
+            else None
+        ),
     )
     return found
 
