@@ -41,6 +41,11 @@ GATHER_OPS = (
     "reshape_like",
     "broadcast_to_like",
     "collapse_sum_like",
+    "contrib_reverse_reshape",
+    "sliding_window",
+    "slice_like",
+    "nn.batch_to_space_nd",
+    "vision.yolo_reorg",
 )
 
 
@@ -183,3 +188,23 @@ def _take(ctx: KernelContext) -> None:
         f"{inner * item});"
     )
     ctx.line("}")
+
+
+@register_c_emitter("stack")
+def _stack(ctx: KernelContext) -> None:
+    o = ctx.outs[0]
+    axis = int(ctx.attrs["axis"]) % len(o.shape)
+    outer = math.prod(o.shape[:axis])
+    inner = math.prod(o.shape[axis + 1 :])
+    item = np.dtype(o.dtype).itemsize
+    for i in range(len(ctx.ins)):
+        if inner:
+            dst = f"o0 + p * {len(ctx.ins) * inner} + {i * inner}"
+            ctx.line(f"for (int64_t p = 0; p < {outer}; ++p) memcpy({dst}, a{i} + p * {inner}, {inner * item});")
+
+
+@register_c_emitter("zeros", "ones", "full", "full_like")
+def _fill(ctx: KernelContext) -> None:
+    o = ctx.outs[0]
+    value = {"zeros": "0", "ones": "1", "full": "a0[0]", "full_like": "a1[0]"}[ctx.node.name]
+    ctx.line(f"for (int64_t i = 0; i < {o.size}; ++i) o0[i] = ({o.ctype}){value};")

@@ -26,7 +26,7 @@ def _split(shape: tuple[int, ...], axis: int) -> tuple[int, int, int]:
     return math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1 :])
 
 
-@register_c_emitter("nn.softmax", "nn.log_softmax")
+@register_c_emitter("nn.softmax", "nn.fast_softmax", "nn.log_softmax")
 def _softmax(ctx: KernelContext) -> None:
     o = ctx.outs[0]
     outer, n, inner = _split(o.shape, int(ctx.attrs["axis"]))

@@ -25,7 +25,7 @@ from relaykit.ir.types import AnyDim, TensorType, Type
 from relaykit.op._relations import static, static_value, tensor_arg
 from relaykit.op.define import OpPattern, TypeRelError, define_op, make_attrs, make_call
 
-__all__ = ["upsampling", "upsampling3d"]
+__all__ = ["upsampling", "upsampling3d", "upsampling_resize_attrs"]
 
 #: method name of each upsampling -> the image resize method it computes with
 _METHODS_2D = {"nearest_neighbor": "nearest_neighbor", "bilinear": "linear", "bicubic": "cubic"}
@@ -60,7 +60,8 @@ def _out_shape(data: TensorType, attrs: Attrs, rank: int, what: str) -> tuple[An
     return tuple(shape)
 
 
-def _resize_attrs(attrs: Attrs, shape: tuple[int, ...], rank: int) -> Attrs:
+def upsampling_resize_attrs(attrs: Attrs, shape: tuple[int, ...], rank: int) -> Attrs:
+    """The ``image.resize{rank}d`` attributes computing this upsampling to ``shape``."""
     axes = [i for i, c in enumerate(attrs.layout) if c in "DHW"]
     if rank == 2:
         method = _METHODS_2D[attrs.method]
@@ -87,7 +88,7 @@ def _make(rank: int, what: str) -> tuple[Any, Any]:
         x = inputs[0]
         shape = _out_shape(TensorType(x.shape, x.dtype.name), attrs, rank, what)
         resize = default_registry.get_attr(f"image.resize{rank}d", "FCompute")
-        return resize([x], _resize_attrs(attrs, shape, rank))
+        return resize([x], upsampling_resize_attrs(attrs, shape, rank))
 
     return rel, kernel
 
