@@ -13,7 +13,8 @@ in plain torch with random weights and exported to ONNX:
    largest reference value), list the binary's symbols with ``nm`` and look for any
    Python or relaykit one, and check that ``metadata.json``'s workspace size equals the
    size of the one static workspace array in the C;
-4. time the binary against relaykit's host path (graph executor, same process, one
+4. with ``--wasm``, build the same tar for wasm32-wasi and run it under wasmtime;
+5. time the binary against relaykit's host path (graph executor, same process, one
    thread) in interleaved bursts and print the latency ratio.
 
     python benchmarks/aot_models.py                       # all models
@@ -295,7 +296,19 @@ def rel_err(got: np.ndarray, want: np.ndarray) -> float:
     return float(np.max(np.abs(got - want)) / max(np.max(np.abs(want)), 1e-30))
 
 
-def check(name: str, bursts: int, runs: int) -> dict[str, float]:
+def check_wasm(lib, xs: list[np.ndarray], wants: list[np.ndarray], work: Path) -> list[float]:
+    """Build the same MLF for wasm32-wasi, run it under wasmtime; relative errors."""
+    from relaykit.execution.aot.platforms import build_mlf, run_build
+
+    out_dir = work / "wasm"
+    build_mlf(work / "model.tar", out_dir, "wasm")
+    names = [n for n, *_ in lib.program.inputs]
+    outs = run_build(out_dir, dict(zip(names, xs, strict=True)))
+    return [rel_err(np.asarray(g, np.float64), w)
+            for g, w in zip(outs.values(), wants, strict=True)]  # fmt: skip
+
+
+def check(name: str, bursts: int, runs: int, wasm: bool = False) -> dict[str, float]:
     import onnx
     import onnxruntime as ort
 
@@ -330,6 +343,7 @@ def check(name: str, bursts: int, runs: int) -> dict[str, float]:
     foreign = foreign_symbols(exe)
     ws_meta = meta["modules"]["default"]["workspace_size_bytes"]
     ws_c = static_workspace_bytes(c_text)
+    wasm_errs = check_wasm(lib, xs, wants, work) if wasm else []
 
     host = relay.build(mod, target="llvm", params=params)
     gm = graph_executor.GraphModule(host["default"](tvm.cpu()))
@@ -358,13 +372,16 @@ def check(name: str, bursts: int, runs: int) -> dict[str, float]:
     code = funcs["main"][0].get("code_size_bytes")
     print(f"\n{name}: aot build (generate + cc) {t1 - t0:.1f}s")
     print(f"  max rel. error vs onnxruntime: {', '.join(f'{e:.2e}' for e in errs)}")
+    if wasm:
+        print(f"  wasm32-wasi under wasmtime, max rel. error: "
+              f"{', '.join(f'{e:.2e}' for e in wasm_errs)}")  # fmt: skip
     print(f"  Python/relaykit symbols in the binary: {len(foreign)} {foreign[:3]}")
     print(f"  workspace: metadata {ws_meta} B, static array {ws_c} B "
           f"({'equal' if ws_meta == ws_c else 'DIFFERENT'})")  # fmt: skip
     print(f"  code {code} B, constants {funcs['main'][0]['constants_size_bytes']} B")
     print(f"  aot {med['aot']:.3f} ms, host {med['host']:.3f} ms, "
           f"aot/host {med['aot'] / med['host']:.2f}x")  # fmt: skip
-    ok = max(errs) < 1e-4 and not foreign and ws_meta == ws_c
+    ok = max(errs + wasm_errs) < 1e-4 and not foreign and ws_meta == ws_c
     print(f"  {'PASS' if ok else 'FAIL'}")
     shutil.rmtree(work, ignore_errors=True)
     return {"err": max(errs), "ratio": med["aot"] / med["host"], "ok": float(ok)}
@@ -376,9 +393,11 @@ def main(argv: list[str] | None = None) -> int:
                     default=["mlp", "resnet18", "mobilenet_v2", "bert_like", "ccompiler_cnn"])
     ap.add_argument("--bursts", type=int, default=4)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--wasm", action="store_true", help="also build for wasm32-wasi and run "
+                    "under wasmtime")  # fmt: skip
     args = ap.parse_args(argv)
     os.environ.setdefault("RELAYKIT_NUM_THREADS", "1")
-    results = {n: check(n, args.bursts, args.runs) for n in args.models}
+    results = {n: check(n, args.bursts, args.runs, args.wasm) for n in args.models}
     return 0 if all(r["ok"] for r in results.values()) else 1
 
 
