@@ -87,8 +87,11 @@ class _Block(nn.Module):
         super().__init__()
         self.c1, self.b1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout)
         self.c2, self.b2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout)
-        self.down = (nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
-                                   nn.BatchNorm2d(cout)) if stride != 1 or cin != cout else None)  # fmt: skip
+        self.down = None
+        if stride != 1 or cin != cout:
+            self.down = nn.Sequential(
+                nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout)
+            )
 
     def forward(self, x):
         y = self.b2(self.c2(torch.relu(self.b1(self.c1(x)))))

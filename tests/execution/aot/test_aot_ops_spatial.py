@@ -71,7 +71,9 @@ def _conv_transpose_ref(x, w, stride, pad, dil, groups, out_pad):
     cin, og = w.shape[:2]
     k = w.shape[2:]
     cg = cin // groups
-    full = [(x.shape[2 + i] - 1) * stride[i] + (k[i] - 1) * dil[i] + 1 + out_pad[i] for i in range(r)]
+    full = [
+        (x.shape[2 + i] - 1) * stride[i] + (k[i] - 1) * dil[i] + 1 + out_pad[i] for i in range(r)
+    ]
     buf = np.zeros((x.shape[0], og * groups, *full))
     for idx in itertools.product(*[range(n) for n in x.shape[2:]]):
         for tap in itertools.product(*[range(n) for n in k]):
@@ -127,7 +129,9 @@ def test_conv3d_groups_dilation_and_ndhwc(aot, tmp_path):
     data2 = data.transpose(0, 2, 3, 4, 1).copy()
     want2 = _conv_ref(data, w2.transpose(4, 3, 0, 1, 2), (1, 1, 1), (1,) * 6, (1, 1, 1), 1)
     want2 = want2.transpose(0, 2, 3, 4, 1)
-    (got2,), *_ = aot(_model([xn], c2), None, [data2], [(want2.shape, "float32")], _sub(tmp_path, "b"))
+    (got2,), *_ = aot(
+        _model([xn], c2), None, [data2], [(want2.shape, "float32")], _sub(tmp_path, "b")
+    )
     _close(got2, want2)
 
 
@@ -175,7 +179,9 @@ def _pool_ref(x, k, s, pad, dil, kind, include_pad=False, out=None):
                 vals.append(x[(slice(None), slice(None), *pos)])
             count += inside or (include_pad and padded)
         stack = np.stack(vals)
-        res[(slice(None), slice(None), *o)] = stack.max(0) if kind == "max" else stack.sum(0) / count
+        res[(slice(None), slice(None), *o)] = (
+            stack.max(0) if kind == "max" else stack.sum(0) / count
+        )
     return res
 
 
@@ -294,7 +300,9 @@ def test_resize1d_resize3d_and_upsampling(aot, tmp_path):
     d3 = _f32(1, 2, 3, 4, 5)
     y3 = relay.image.resize3d(x3, (5, 3, 7), method="linear",
                               coordinate_transformation_mode="align_corners")  # fmt: skip
-    (g3,), *_ = aot(_model([x3], y3), None, [d3], [((1, 2, 5, 3, 7), "float32")], _sub(tmp_path, "b"))
+    (g3,), *_ = aot(
+        _model([x3], y3), None, [d3], [((1, 2, 5, 3, 7), "float32")], _sub(tmp_path, "b")
+    )
     ax = [_linear_axis(n, m, "align_corners") for n, m in ((3, 5), (4, 3), (5, 7))]
     _close(g3, np.einsum("ad,bh,cw,nkdhw->nkabc", *ax, d3.astype(np.float64)))
 

@@ -5,8 +5,9 @@ compiled with the host C compiler (``$CC``, else ``cc``/``gcc``/``clang``) into 
 objects, and the sizes are read from them. The whole program's code is the size of
 the executable sections of ``cc -O2`` objects; each function's code is its symbol's
 size in a ``cc -O2 -fno-inline`` build (the plain build inlines kernels into the run
-function, where they could not be told apart), its specialised copies included. Without a compiler, or for objects
-that are not ELF, the sizes are unknown (``None``), never guessed.
+function, where they could not be told apart), its specialised copies included.
+Without a compiler, or for objects that are not ELF, the sizes are unknown (``None``),
+never guessed.
 """
 
 from __future__ import annotations
@@ -42,12 +43,14 @@ def elf_sizes(data: bytes) -> tuple[int, dict[str, int]] | None:
         return None
     is64 = data[4] == 2
     if is64:
-        shoff, shentsize, shnum = struct.unpack_from("<Q", data, 0x28)[0], *struct.unpack_from(
-            "<HH", data, 0x3A
+        shoff, shentsize, shnum = (
+            struct.unpack_from("<Q", data, 0x28)[0],
+            *struct.unpack_from("<HH", data, 0x3A),
         )
     else:
-        shoff, shentsize, shnum = struct.unpack_from("<I", data, 0x20)[0], *struct.unpack_from(
-            "<HH", data, 0x2E
+        shoff, shentsize, shnum = (
+            struct.unpack_from("<I", data, 0x20)[0],
+            *struct.unpack_from("<HH", data, 0x2E),
         )
     sections = []
     for i in range(shnum):
@@ -83,8 +86,8 @@ def elf_sizes(data: bytes) -> tuple[int, dict[str, int]] | None:
 
 
 def _compiler() -> str | None:
-    return os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which(
-        "clang"
+    return (
+        os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     )
 
 

@@ -199,8 +199,8 @@ def _stack(ctx: KernelContext) -> None:
     item = np.dtype(o.dtype).itemsize
     for i in range(len(ctx.ins)):
         if inner:
-            dst = f"o0 + p * {len(ctx.ins) * inner} + {i * inner}"
-            ctx.line(f"for (int64_t p = 0; p < {outer}; ++p) memcpy({dst}, a{i} + p * {inner}, {inner * item});")
+            dst, src = f"o0 + p * {len(ctx.ins) * inner} + {i * inner}", f"a{i} + p * {inner}"
+            ctx.line(f"for (int64_t p = 0; p < {outer}; ++p) memcpy({dst}, {src}, {inner * item});")
 
 
 @register_c_emitter("zeros", "ones", "full", "full_like")

@@ -84,7 +84,9 @@ def _resize(ctx: KernelContext) -> None:
     oi = " + ".join(f"y{a} * {os_[a]}" for a in range(r)) or "0"
     value = c_float(float(nd["extrapolation_value"]), "float64")
     if masks:
-        ctx.line(ind + f"  if ({' || '.join(masks)}) {{ o0[{oi}] = ({o.ctype}){value}; continue; }}")
+        ctx.line(
+            ind + f"  if ({' || '.join(masks)}) {{ o0[{oi}] = ({o.ctype}){value}; continue; }}"
+        )
     ctx.line(ind + "  double acc = 0;")
     depth = 1
     for a, (_, _, n) in taps.items():

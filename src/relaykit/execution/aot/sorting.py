@@ -94,7 +94,9 @@ def _sort(ctx: KernelContext) -> None:
     o = ctx.outs[0]
     _, n, inner = _sort_rows(ctx, int(ctx.attrs["axis"]))
     if ctx.node.name == "sort":
-        ctx.line(f"  for (int64_t i = 0; i < {n}; ++i) o0[b + i * {inner}] = a0[b + ix[i] * {inner}];")
+        ctx.line(
+            f"  for (int64_t i = 0; i < {n}; ++i) o0[b + i * {inner}] = a0[b + ix[i] * {inner}];"
+        )
     else:
         ctx.line(f"  for (int64_t i = 0; i < {n}; ++i) o0[b + i * {inner}] = ({o.ctype})ix[i];")
     ctx.line("}")
@@ -105,13 +107,16 @@ def _topk(ctx: KernelContext) -> None:
     x = ctx.ins[0]
     axis = int(ctx.attrs["axis"]) % len(x.shape)
     k = ctx.outs[0].shape[axis]
-    _, n, inner = _sort_rows(ctx, axis)
+    inner = _sort_rows(ctx, axis)[2]
     ret = str(ctx.attrs["ret_type"])
     base = f"p * {k * inner} + q"
     if ret in ("both", "values"):
-        ctx.line(f"  for (int64_t i = 0; i < {k}; ++i) o0[{base} + i * {inner}] = a0[b + ix[i] * {inner}];")
+        value = f"a0[b + ix[i] * {inner}]"
+        ctx.line(f"  for (int64_t i = 0; i < {k}; ++i) o0[{base} + i * {inner}] = {value};")
     if ret in ("both", "indices"):
         o = ctx.outs[1 if ret == "both" else 0]
         name = "o1" if ret == "both" else "o0"
-        ctx.line(f"  for (int64_t i = 0; i < {k}; ++i) {name}[{base} + i * {inner}] = ({o.ctype})ix[i];")
+        ctx.line(
+            f"  for (int64_t i = 0; i < {k}; ++i) {name}[{base} + i * {inner}] = ({o.ctype})ix[i];"
+        )
     ctx.line("}")

@@ -130,7 +130,7 @@ def _conv_nd(ctx: KernelContext) -> None:
     xi = xbase + " + " + _index([f"i{r}" for r in range(rank)], xs[2:])
     wi = f"oc * {ws[0]} + ic * {ws[1]} + " + _index([f"k{r}" for r in range(rank)], ws[2:])
     ctx.line("  " * ind + f"acc += ({t})a0[{xi}] * ({t})a1[{wi}];")
-    for r in range(rank - 1, -1, -1):
+    for _ in range(rank):
         ind -= 1
         ctx.line("  " * ind + "}")
     ctx.line("  " * (depth + 1) + "}")
@@ -184,7 +184,9 @@ def _conv_transpose(ctx: KernelContext) -> None:
     ctx.line("}")
 
 
-def _pool_layout(ctx: KernelContext, rank: int) -> tuple[list[int], list[int], list[int], list[int]]:
+def _pool_layout(
+    ctx: KernelContext, rank: int
+) -> tuple[list[int], list[int], list[int], list[int]]:
     """Canonical dims and strides of the data and the output of a pool."""
     x, o = ctx.ins[0], ctx.outs[0]
     layout = str(ctx.attrs["layout"])
@@ -242,9 +244,11 @@ def _pool_nd(ctx: KernelContext) -> None:
     k = _ints(a["pool_size"], rank, "pool_size", ctx)
     s = _ints(a["strides"], rank, "strides", ctx)
     d = _ints(a["dilation"], rank, "dilation", ctx)
-    pad = [int(v) for v in a["padding"]] if isinstance(a["padding"], (list, tuple)) else [
-        int(a["padding"])
-    ]
+    pad = (
+        [int(v) for v in a["padding"]]
+        if isinstance(a["padding"], (list, tuple))
+        else [int(a["padding"])]
+    )
     if len(pad) == 1:
         pad *= 2 * rank
     elif len(pad) == rank:
@@ -267,7 +271,9 @@ def _pool_nd(ctx: KernelContext) -> None:
             lines.append(
                 f"const int64_t e{r} = hi{r} < {xd[2 + r] + pe[r]} ? hi{r} : {xd[2 + r] + pe[r]};"
             )
-            lines.append(f"const int64_t n{r} = e{r} > lo{r} ? (e{r} - lo{r} + {d[r] - 1}) / {d[r]} : 0;")
+            lines.append(
+                f"const int64_t n{r} = e{r} > lo{r} ? (e{r} - lo{r} + {d[r] - 1}) / {d[r]} : 0;"
+            )
         count = " * ".join(f"n{r}" for r in range(rank))
     _reduce_windows(ctx, rank, is_max, "\n".join(lines), count)
 
