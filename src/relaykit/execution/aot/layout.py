@@ -40,7 +40,6 @@ GATHER_OPS = (
     "annotation.stop_fusion",
     "reshape_like",
     "broadcast_to_like",
-    "collapse_sum_like",
     "contrib_reverse_reshape",
     "sliding_window",
     "slice_like",
@@ -57,8 +56,6 @@ def _index_maps(ctx: KernelContext) -> list[np.ndarray]:
     args: list[np.ndarray] = [idx]
     for extra in ctx.ins[1:]:  # pad value or a *_like shape source: only its shape counts
         args.append(np.full(extra.shape, -1, dtype=np.int64))
-    if ctx.node.name == "collapse_sum_like":
-        raise ctx.error("collapse_sum_like adds elements; it has no C lowering as a copy")
     out = compute(args, ctx.attrs)
     outs = list(out) if isinstance(out, (tuple, list)) else [out]
     maps = [np.asarray(o, dtype=np.int64).reshape(-1) for o in outs]

@@ -1,0 +1,154 @@
+"""C emitters of operators that index with run-time values or scan an axis: ``gather``,
+``gather_nd``, ``one_hot``, ``cumsum``/``cumprod``, ``trilu``, ``arange``, the sums
+that undo a broadcast (``collapse_sum_to``/``collapse_sum_like``), and ``shape_of``/
+``ndarray_size`` (constants of a static model).
+
+Indices read at run time are wrapped when negative (``-1`` is the last element, as the
+graph executor reads them) and then clamped into the axis, so that no index reads
+outside its tensor.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .emit import (
+    KernelContext,
+    broadcast_strides,
+    c_float,
+    contiguous_strides,
+    nd_loop,
+    register_c_emitter,
+)
+
+__all__: list[str] = []
+
+
+def _wrap(var: str, n: int) -> str:
+    """C statements wrapping and clamping index ``var`` into ``[0, n)``."""
+    clamp = f"if ({var} < 0) {var} = 0; if ({var} > {n - 1}) {var} = {n - 1};"
+    return f"if ({var} < 0) {var} += {n}; {clamp}"
+
+
+@register_c_emitter("gather")
+def _gather(ctx: KernelContext) -> None:
+    x, ind = ctx.ins[0], ctx.ins[1]
+    o = ctx.outs[0]
+    axis = int(ctx.attrs["axis"]) % len(x.shape)
+    xs = contiguous_strides(x.shape)
+    step = xs[axis]
+    xs[axis] = 0
+    n = x.shape[axis]
+
+    def body(ix: list[str]) -> str:
+        read = f"o0[{ix[0]}] = a0[{ix[2]} + j * {step}];"
+        return f"{{ int64_t j = (int64_t)a1[{ix[1]}]; {_wrap('j', n)} {read} }}"
+
+    nd_loop(ctx, o.shape, [contiguous_strides(o.shape), contiguous_strides(ind.shape), xs], body)
+
+
+@register_c_emitter("gather_nd")
+def _gather_nd(ctx: KernelContext) -> None:
+    """Indices in TVM's layout ``(M, Y...)``: column ``pos`` of the ``M`` index rows
+    picks a slice of ``data`` (after its ``batch_dims`` leading axes)."""
+    x, ind = ctx.ins[0], ctx.ins[1]
+    b = int(ctx.attrs["batch_dims"])
+    m = ind.shape[0]
+    y_total = math.prod(ind.shape[1:])
+    batch = math.prod(x.shape[:b])
+    per_batch = y_total // batch if batch else 0
+    rest = x.shape[b:]
+    inner = math.prod(rest[m:])
+    rs = contiguous_strides(rest)
+    item = np.dtype(x.dtype).itemsize
+    ctx.line(f"for (int64_t bi = 0; bi < {batch}; ++bi)")
+    ctx.line(f"for (int64_t y = 0; y < {per_batch}; ++y) {{")
+    ctx.line(f"  const int64_t pos = bi * {per_batch} + y;")
+    ctx.line(f"  int64_t off = bi * {math.prod(rest)};")
+    for k in range(m):
+        ctx.line(f"  {{ int64_t j = (int64_t)a1[{k * y_total} + pos]; {_wrap('j', rest[k])}")
+        ctx.line(f"    off += j * {rs[k]}; }}")
+    ctx.line(f"  memcpy(o0 + pos * {inner}, a0 + off, {inner * item});")
+    ctx.line("}")
+
+
+@register_c_emitter("one_hot")
+def _one_hot(ctx: KernelContext) -> None:
+    ind, o = ctx.ins[0], ctx.outs[0]
+    depth = int(ctx.attrs["depth"])
+    axis = int(ctx.attrs["axis"]) % (len(ind.shape) + 1)
+    outer, inner = math.prod(ind.shape[:axis]), math.prod(ind.shape[axis:])
+    ctx.line(f"for (int64_t p = 0; p < {outer}; ++p)")
+    ctx.line(f"for (int64_t d = 0; d < {depth}; ++d)")
+    ctx.line(f"for (int64_t q = 0; q < {inner}; ++q)")
+    ctx.line(
+        f"  o0[(p * {depth} + d) * {inner} + q] = ({o.ctype})((int64_t)a0[p * {inner} + q] == d "
+        "? a1[0] : a2[0]);"
+    )
+
+
+@register_c_emitter("cumsum", "cumprod")
+def _cumulative(ctx: KernelContext) -> None:
+    x, o = ctx.ins[0], ctx.outs[0]
+    shape = (x.size,) if ctx.attrs["axis"] is None else x.shape
+    axis = 0 if ctx.attrs["axis"] is None else int(ctx.attrs["axis"]) % len(shape)
+    outer, n, inner = math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1 :])
+    is_sum = ctx.node.name == "cumsum"
+    ctx.line(f"for (int64_t p = 0; p < {outer}; ++p)")
+    ctx.line(f"for (int64_t q = 0; q < {inner}; ++q) {{")
+    ctx.line(f"  {o.ctype} acc = {'0' if is_sum else '1'};")
+    ctx.line(f"  for (int64_t i = 0; i < {n}; ++i) {{")
+    ctx.line(f"    const int64_t at = (p * {n} + i) * {inner} + q;")
+    update = f"acc {'+' if is_sum else '*'}= ({o.ctype})a0[at];"
+    if ctx.attrs["exclusive"]:
+        ctx.line(f"    o0[at] = acc; {update}")
+    else:
+        ctx.line(f"    {update} o0[at] = acc;")
+    ctx.line("  }")
+    ctx.line("}")
+
+
+@register_c_emitter("trilu")
+def _trilu(ctx: KernelContext) -> None:
+    x = ctx.ins[0]
+    rows, cols = x.shape[-2], x.shape[-1]
+    keep = ">=" if ctx.attrs["upper"] else "<="
+    ctx.line("const int64_t k = (int64_t)a1[0];")
+    ctx.line(f"for (int64_t b = 0; b < {x.size // max(rows * cols, 1)}; ++b)")
+    ctx.line(f"for (int64_t r = 0; r < {rows}; ++r)")
+    ctx.line(f"for (int64_t c = 0; c < {cols}; ++c) {{")
+    ctx.line(f"  const int64_t at = (b * {rows} + r) * {cols} + c;")
+    ctx.line(f"  o0[at] = c - r {keep} k ? a0[at] : 0;")
+    ctx.line("}")
+
+
+@register_c_emitter("arange")
+def _arange(ctx: KernelContext) -> None:
+    """``start + i * step`` (static bounds are attributes; computed in double)."""
+    o = ctx.outs[0]
+    start = c_float(float(ctx.attrs["start"]), "float64")
+    step = c_float(float(ctx.attrs["step"]), "float64")
+    ctx.line(f"for (int64_t i = 0; i < {o.size}; ++i) o0[i] = ({o.ctype})({start} + i * {step});")
+
+
+@register_c_emitter("collapse_sum_to", "collapse_sum_like")
+def _collapse_sum(ctx: KernelContext) -> None:
+    x, o = ctx.ins[0], ctx.outs[0]
+    ctx.line(f"for (int64_t i = 0; i < {o.size}; ++i) o0[i] = 0;")
+    nd_loop(
+        ctx,
+        x.shape,
+        [broadcast_strides(o.shape, x.shape), contiguous_strides(x.shape)],
+        lambda ix: f"o0[{ix[0]}] += a0[{ix[1]}];",
+    )
+
+
+@register_c_emitter("shape_of", "ndarray_size")
+def _shape_constant(ctx: KernelContext) -> None:
+    x, o = ctx.ins[0], ctx.outs[0]
+    values = list(x.shape) if ctx.node.name == "shape_of" else [x.size]
+    for i, v in enumerate(values):
+        literal = c_float(float(v), o.dtype) if o.dtype in ("float32", "float64") else str(v)
+        ctx.line(f"o0[{i}] = ({o.ctype}){literal};")

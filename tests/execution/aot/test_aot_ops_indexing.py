@@ -1,0 +1,126 @@
+"""Run-time indexing, scans and normalisations as ahead-of-time C (gather, gather_nd,
+one_hot, cumsum/cumprod, trilu, arange, collapse_sum, shape_of, variance, l2_normalize,
+lrn), each compared with NumPy in float64 written here."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import relaykit as tvm
+from relaykit import relay
+
+rng = np.random.default_rng(5)
+
+
+def _f32(*shape):
+    return rng.standard_normal(shape).astype("float32")
+
+
+def _close(got, want, rtol=1e-4):
+    want = np.asarray(want)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    if got.dtype.kind in "iu":
+        np.testing.assert_array_equal(got, want)
+        return
+    scale = max(float(np.max(np.abs(want))), 1e-30)
+    err = float(np.max(np.abs(got.astype(np.float64) - want))) / scale
+    assert err < rtol, f"relative error {err}"
+
+
+def _model(args, body):
+    return tvm.IRModule.from_expr(relay.Function(args, body))
+
+
+def test_gather_gather_nd_and_one_hot(aot, tmp_path):
+    x = relay.var("x", shape=(3, 5, 4))
+    gi = relay.var("gi", shape=(3, 2, 4), dtype="int64")
+    ni = relay.var("ni", shape=(2, 3, 2), dtype="int32")  # (M, Y...): 3 x 2 pairs
+    oi = relay.var("oi", shape=(2, 3), dtype="int32")
+    outs = relay.Tuple([
+        relay.gather(x, 1, gi),
+        relay.gather_nd(x, ni),
+        relay.one_hot(oi, relay.const(2.5), relay.const(-1.0), depth=4, axis=1, dtype="float32"),
+    ])  # fmt: skip
+    d = _f32(3, 5, 4)
+    dgi = rng.integers(-5, 5, size=(3, 2, 4)).astype("int64")  # negatives count from the end
+    dni = np.stack([rng.integers(0, 3, (3, 2)), rng.integers(-5, 5, (3, 2))]).astype("int32")
+    doi = rng.integers(0, 5, size=(2, 3)).astype("int32")  # 4 is out of depth: all off
+    types = [((3, 2, 4), "float32"), ((3, 2, 4), "float32"), ((2, 4, 3), "float32")]
+    got, *_ = aot(_model([x, gi, ni, oi], outs), None, [d, dgi, dni, doi], types, tmp_path)
+    dd = d.astype(np.float64)
+    want_g = np.zeros((3, 2, 4))
+    for i in range(3):
+        for j in range(2):
+            for k in range(4):
+                want_g[i, j, k] = dd[i, dgi[i, j, k] % 5, k]
+    _close(got[0], want_g)
+    want_nd = np.zeros((3, 2, 4))
+    for a in range(3):
+        for b in range(2):
+            want_nd[a, b] = dd[dni[0, a, b], dni[1, a, b] % 5]
+    _close(got[1], want_nd)
+    want_oh = np.where(doi[:, None, :] == np.arange(4)[None, :, None], 2.5, -1.0)
+    _close(got[2], want_oh)
+
+
+def test_scans_trilu_arange_and_shapes(aot, tmp_path):
+    x = relay.var("x", shape=(2, 4, 5))
+    k = relay.var("k", shape=(), dtype="int64")
+    outs = relay.Tuple([
+        relay.cumsum(x, axis=1), relay.cumprod(x, axis=2, exclusive=True),
+        relay.cumsum(x, dtype="float64"), relay.trilu(x, k, upper=True),
+        relay.trilu(x, k, upper=False),
+        relay.arange(relay.const(1.5), relay.const(4.0), relay.const(0.5)),
+        relay.collapse_sum_to(x, (4, 1)), relay.shape_of(x), relay.ndarray_size(x, "int64"),
+    ])  # fmt: skip
+    d = _f32(2, 4, 5)
+    dk = np.array(-1, dtype="int64")
+    types = [((2, 4, 5), "float32"), ((2, 4, 5), "float32"), ((40,), "float64"),
+             ((2, 4, 5), "float32"), ((2, 4, 5), "float32"), ((5,), "float32"),
+             ((4, 1), "float32"), ((3,), "int32"), ((), "int64")]  # fmt: skip
+    got, *_ = aot(_model([x, k], outs), None, [d, dk], types, tmp_path)
+    dd = d.astype(np.float64)
+    _close(got[0], np.cumsum(dd, axis=1))
+    excl = np.concatenate([np.ones((2, 4, 1)), np.cumprod(dd, axis=2)[..., :-1]], axis=2)
+    _close(got[1], excl)
+    _close(got[2], np.cumsum(dd.reshape(-1)))
+    r, c = np.arange(4)[:, None], np.arange(5)[None, :]
+    _close(got[3], np.where(c - r >= -1, dd, 0))
+    _close(got[4], np.where(c - r <= -1, dd, 0))
+    _close(got[5], 1.5 + 0.5 * np.arange(5))
+    _close(got[6], dd.sum(axis=(0, 2))[:, None])
+    _close(got[7], np.array([2, 4, 5], dtype="int32"))
+    _close(got[8], np.array(40, dtype="int64"))
+
+
+def test_variance_l2_normalize_and_lrn(aot, tmp_path):
+    x = relay.var("x", shape=(2, 6, 3, 5))
+    outs = relay.Tuple([
+        relay.variance(x, axis=[1, 3]),  # the mean is a second input of the operator
+        relay.variance(x, axis=[1, 3], keepdims=True, unbiased=True),
+        relay.nn.l2_normalize(x, eps=1e-3, axis=[1, 2]),
+        relay.nn.lrn(x, size=3, axis=1, bias=1.5, alpha=0.2, beta=0.6),
+        relay.nn.lrn(x, size=4, axis=3, bias=2.0, alpha=1e-2, beta=0.75),
+    ])  # fmt: skip
+    d = _f32(2, 6, 3, 5)
+    d[1] *= 0.01  # one image whose squared norm is below eps
+    types = [((2, 3), "float32"), ((2, 1, 3, 1), "float32")] + [((2, 6, 3, 5), "float32")] * 3
+    got, *_ = aot(_model([x], outs), None, [d], types, tmp_path)
+    dd = d.astype(np.float64)
+    dev = dd - dd.mean(axis=(1, 3), keepdims=True)
+    _close(got[0], (dev**2).sum(axis=(1, 3)) / 30)
+    _close(got[1], (dev**2).sum(axis=(1, 3), keepdims=True) / 29)
+    sq = (dd**2).sum(axis=(1, 2), keepdims=True)
+    _close(got[2], dd / np.sqrt(np.maximum(sq, 1e-3)))
+
+    def lrn(a, size, axis, bias, alpha, beta):
+        lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2
+        a = np.moveaxis(a, axis, 0)
+        out = np.empty_like(a)
+        for i in range(a.shape[0]):
+            win = a[max(0, i - lo) : i + hi + 1]
+            out[i] = a[i] / (bias + alpha / size * (win**2).sum(axis=0)) ** beta
+        return np.moveaxis(out, 0, axis)
+
+    _close(got[3], lrn(dd, 3, 1, 1.5, 0.2, 0.6))
+    _close(got[4], lrn(dd, 4, 3, 2.0, 1e-2, 0.75))
