@@ -124,3 +124,55 @@ def test_variance_l2_normalize_and_lrn(aot, tmp_path):
 
     _close(got[3], lrn(dd, 3, 1, 1.5, 0.2, 0.6))
     _close(got[4], lrn(dd, 4, 3, 2.0, 1e-2, 0.75))
+
+
+def test_scatter_einsum_and_space_to_batch(aot, tmp_path):
+    x = relay.var("x", shape=(4, 5))
+    si = relay.var("si", shape=(2, 5), dtype="int64")
+    su = relay.var("su", shape=(2, 5))
+    ni = relay.var("ni", shape=(1, 3), dtype="int32")  # three row indices (TVM's layout)
+    nu = relay.var("nu", shape=(3, 5))
+    a = relay.var("a", shape=(2, 3, 4))
+    b = relay.var("b", shape=(2, 4, 5))
+    img = relay.var("img", shape=(1, 3, 3, 2))  # NHWC
+    outs = relay.Tuple([
+        relay.scatter_elements(x, si, su, axis=0),
+        relay.scatter_elements(x, si, su, axis=1, reduction="add"),
+        relay.scatter_nd(x, ni, nu, reduction="add"),
+        relay.einsum([a, b], "bij,bjk->bik"),
+        relay.einsum([a], "...ij->...ji"),
+        relay.einsum([a, a], "bij,bij"),
+        relay.nn.space_to_batch_nd(img, [2, 2], [[1, 0], [0, 1]], pad_value=7.0),
+    ])  # fmt: skip
+    d = _f32(4, 5)
+    dsi = np.array([[0, -1, 2, 3, 1], [2, 2, -3, 0, 0]], dtype="int64")
+    dsu = _f32(2, 5)
+    dni = np.array([[1, -1, 1]], dtype="int32")
+    dnu, da, db, dimg = _f32(3, 5), _f32(2, 3, 4), _f32(2, 4, 5), _f32(1, 3, 3, 2)
+    types = [((4, 5), "float32"), ((4, 5), "float32"), ((4, 5), "float32"),
+             ((2, 3, 5), "float32"), ((2, 4, 3), "float32"), ((), "float32"),
+             ((4, 2, 2, 2), "float32")]  # fmt: skip
+    inputs = [d, dsi, dsu, dni, dnu, da, db, dimg]
+    args = [x, si, su, ni, nu, a, b, img]
+    got, *_ = aot(_model(args, outs), None, inputs, types, tmp_path)
+    dd = d.astype(np.float64)
+    want0, want1, want2 = dd.copy(), dd.copy(), dd.copy()
+    for i in range(2):
+        for j in range(5):
+            want0[dsi[i, j] % 4, j] = dsu[i, j]
+            want1[i, dsi[i, j] % 5] += dsu[i, j]
+    for y in range(3):
+        want2[dni[0, y] % 4] += dnu[y]
+    _close(got[0], want0)
+    _close(got[1], want1)
+    _close(got[2], want2)
+    A, B = da.astype(np.float64), db.astype(np.float64)
+    _close(got[3], np.stack([A[i] @ B[i] for i in range(2)]))
+    _close(got[4], A.transpose(0, 2, 1))
+    _close(got[5], np.array((A * A).sum()))
+    padded = np.pad(dimg.astype(np.float64), ((0, 0), (1, 0), (0, 1), (0, 0)), constant_values=7)
+    want6 = np.zeros((4, 2, 2, 2))
+    for bh in range(2):
+        for bw in range(2):
+            want6[bh * 2 + bw] = padded[0, bh::2, bw::2, :]
+    _close(got[6], want6)

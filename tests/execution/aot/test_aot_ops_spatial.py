@@ -350,13 +350,13 @@ def test_arg_reductions_sorts_and_topk(aot, tmp_path):
 #: SimplifyInference; annotations by the build's passes.
 KNOWN_GAPS = {
     "adv_index", "annotation.cast_hint", "annotation.checkpoint", "annotation.compiler_begin",
-    "annotation.compiler_end", "argwhere", "debug", "det", "device_copy", "einsum",
+    "annotation.compiler_end", "argwhere", "debug", "det", "device_copy",
     "fixed_point_multiply", "image.affine_grid", "image.crop_and_resize", "image.dilation2d",
     "image.grid_sample", "meshgrid", "ml.tfidf_vectorizer", "nn.batch_norm",
     "nn.contrib_conv2d_NCHWc", "nn.cross_entropy", "nn.cross_entropy_with_logits",
-    "nn.deformable_conv2d", "nn.dropout", "nn.max_pool2d_with_argmax", "nn.space_to_batch_nd",
+    "nn.deformable_conv2d", "nn.dropout", "nn.max_pool2d_with_argmax",
     "on_device", "reinterpret", "relay.op.annotation.simulated_quantize", "reverse_sequence",
-    "scatter_elements", "scatter_nd", "searchsorted", "segment_sum", "sparse_fill_empty_rows",
+    "searchsorted", "segment_sum", "sparse_fill_empty_rows",
     "sparse_reshape", "sparse_to_dense", "stft", "strided_set", "unique", "unravel_index",
     "vision.all_class_non_max_suppression", "vision.get_valid_counts", "vision.multibox_prior",
     "vision.multibox_transform_loc", "vision.non_max_suppression", "vision.roi_align",

@@ -9,6 +9,7 @@ export_model_library_format`` writes the Model Library Format (:mod:`.module`).
 """
 
 from . import (  # noqa: F401  (register the C emitters)
+    einsum,
     elementwise,
     indexing,
     layout,

@@ -1,5 +1,6 @@
 """C emitters of operators that index with run-time values or scan an axis: ``gather``,
-``gather_nd``, ``one_hot``, ``cumsum``/``cumprod``, ``trilu``, ``arange``, the sums
+``gather_nd``, ``scatter_elements``, ``scatter_nd``, ``one_hot``, ``cumsum``/``cumprod``,
+``trilu``, ``arange``, the sums
 that undo a broadcast (``collapse_sum_to``/``collapse_sum_like``), and ``shape_of``/
 ``ndarray_size`` (constants of a static model).
 
@@ -152,3 +153,63 @@ def _shape_constant(ctx: KernelContext) -> None:
     for i, v in enumerate(values):
         literal = c_float(float(v), o.dtype) if o.dtype in ("float32", "float64") else str(v)
         ctx.line(f"o0[{i}] = ({o.ctype}){literal};")
+
+
+_SCATTER = {
+    "none": "*p = u;",
+    "update": "*p = u;",
+    "add": "*p += u;",
+    "mul": "*p *= u;",
+    "min": "if (u < *p) *p = u;",
+    "max": "if (u > *p) *p = u;",
+}
+
+
+def _scatter_update(ctx: KernelContext) -> str:
+    reduction = str(ctx.attrs["reduction"])
+    if reduction not in _SCATTER:
+        raise ctx.error(f"reduction {reduction!r} has no C lowering ({', '.join(_SCATTER)})")
+    return _SCATTER[reduction]
+
+
+@register_c_emitter("scatter_elements")
+def _scatter_elements(ctx: KernelContext) -> None:
+    """A copy of ``data``; then each update, in order, at its index along ``axis``."""
+    x, ind, o = ctx.ins[0], ctx.ins[1], ctx.outs[0]
+    axis = int(ctx.attrs["axis"]) % len(x.shape)
+    update = _scatter_update(ctx)
+    os_ = contiguous_strides(o.shape)
+    step = os_[axis]
+    os_[axis] = 0
+    n = x.shape[axis]
+    ctx.line(f"memmove(o0, a0, {x.size * np.dtype(x.dtype).itemsize});")
+    full = contiguous_strides(ind.shape)
+
+    def body(ix: list[str]) -> str:
+        head = f"int64_t j = (int64_t)a1[{ix[0]}]; {_wrap('j', n)}"
+        point = f"{o.ctype} *p = o0 + {ix[1]} + j * {step}; {o.ctype} u = a2[{ix[0]}];"
+        return f"{{ {head} {point} {update} }}"
+
+    nd_loop(ctx, ind.shape, [full, os_], body)
+
+
+@register_c_emitter("scatter_nd")
+def _scatter_nd(ctx: KernelContext) -> None:
+    """A copy of ``data``; then each slice of ``updates`` at its index tuple (TVM's
+    layout: tuples along the first axis of ``indices``)."""
+    x, ind, o = ctx.ins[0], ctx.ins[1], ctx.outs[0]
+    update = _scatter_update(ctx)
+    m = ind.shape[0]
+    y_total = math.prod(ind.shape[1:])
+    inner = math.prod(x.shape[m:])
+    xs = contiguous_strides(x.shape)
+    ctx.line(f"memmove(o0, a0, {x.size * np.dtype(x.dtype).itemsize});")
+    ctx.line(f"for (int64_t y = 0; y < {y_total}; ++y) {{")
+    ctx.line("  int64_t off = 0;")
+    for k in range(m):
+        ctx.line(f"  {{ int64_t j = (int64_t)a1[{k * y_total} + y]; {_wrap('j', x.shape[k])}")
+        ctx.line(f"    off += j * {xs[k]}; }}")
+    ctx.line(f"  for (int64_t i = 0; i < {inner}; ++i) {{")
+    ctx.line(f"    {o.ctype} *p = o0 + off + i; {o.ctype} u = a2[y * {inner} + i]; {update}")
+    ctx.line("  }")
+    ctx.line("}")

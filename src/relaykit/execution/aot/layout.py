@@ -14,9 +14,10 @@ import math
 
 import numpy as np
 
+from relaykit.ir.attrs import Attrs
 from relaykit.ir.op import default_registry
 
-from .emit import KernelContext, contiguous_strides, nd_loop, register_c_emitter
+from .emit import KernelContext, c_float, contiguous_strides, nd_loop, register_c_emitter
 
 __all__ = ["GATHER_OPS"]
 
@@ -44,6 +45,7 @@ GATHER_OPS = (
     "sliding_window",
     "slice_like",
     "nn.batch_to_space_nd",
+    "nn.space_to_batch_nd",
     "vision.yolo_reorg",
 )
 
@@ -56,7 +58,10 @@ def _index_maps(ctx: KernelContext) -> list[np.ndarray]:
     args: list[np.ndarray] = [idx]
     for extra in ctx.ins[1:]:  # pad value or a *_like shape source: only its shape counts
         args.append(np.full(extra.shape, -1, dtype=np.int64))
-    out = compute(args, ctx.attrs)
+    attrs = ctx.attrs
+    if ctx.node.name == "nn.space_to_batch_nd":  # its pad value is an attribute: mark pads -1
+        attrs = Attrs({**dict(attrs.items()), "pad_value": -1}, attrs.type_key)
+    out = compute(args, attrs)
     outs = list(out) if isinstance(out, (tuple, list)) else [out]
     maps = [np.asarray(o, dtype=np.int64).reshape(-1) for o in outs]
     for m, buf in zip(maps, ctx.outs, strict=True):
@@ -107,6 +112,8 @@ def emit_gather(ctx: KernelContext) -> None:
     broadcast), as ``memmove`` runs when rows are long, else through an index table."""
     x = ctx.ins[0]
     pad = "a1[0]" if ctx.node.name == "nn.pad" else "0"
+    if ctx.node.name == "nn.space_to_batch_nd":
+        pad = c_float(float(ctx.attrs["pad_value"]), "float64")
     for k, (m, o) in enumerate(zip(_index_maps(ctx), ctx.outs, strict=True)):
         runs = _runs(m)
         aff = _affine(m, o.shape) if len(runs) > 1 else None
