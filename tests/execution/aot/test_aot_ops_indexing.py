@@ -176,3 +176,63 @@ def test_scatter_einsum_and_space_to_batch(aot, tmp_path):
         for bw in range(2):
             want6[bh * 2 + bw] = padded[0, bh::2, bw::2, :]
     _close(got[6], want6)
+
+
+def test_meshgrid_reverse_sequence_searchsorted_unravel_and_argmax_pool(aot, tmp_path):
+    u = relay.var("u", shape=(3,))
+    v = relay.var("v", shape=(4,))
+    x = relay.var("x", shape=(3, 5, 2))  # batch axis 0, sequence axis 1
+    lengths = relay.var("lengths", shape=(3,), dtype="int32")
+    seq = relay.var("seq", shape=(2, 6))
+    vals = relay.var("vals", shape=(2, 4))
+    flat = relay.var("flat", shape=(4,), dtype="int64")
+    img = relay.var("img", shape=(1, 2, 5, 6))
+    ij = relay.meshgrid([u, v], indexing="ij")
+    xy = relay.meshgrid([u, v], indexing="xy")
+    pool = relay.nn.max_pool2d_with_argmax(img, pool_size=(2, 3), strides=(2, 2),
+                                            padding=(1, 1, 0, 1))  # fmt: skip
+    outs = relay.Tuple([
+        ij[0], ij[1], xy[0], xy[1],
+        relay.reverse_sequence(x, lengths, seq_axis=1, batch_axis=0),
+        relay.searchsorted(seq, vals, right=False), relay.searchsorted(seq, vals, right=True),
+        relay.unravel_index(flat, relay.const(np.array([3, 4, 5], dtype="int64"))),
+        pool[0], pool[1],
+    ])  # fmt: skip
+    du, dv, dx = _f32(3), _f32(4), _f32(3, 5, 2)
+    dl = np.array([2, 9, 0], dtype="int32")
+    dseq = np.sort(_f32(2, 6), axis=1)
+    dvals = np.concatenate([dseq[:, [1, 4]], _f32(2, 2)], axis=1)  # ties with the sequence
+    dflat = np.array([0, 7, 59, 33], dtype="int64")
+    dimg = _f32(1, 2, 5, 6)
+    types = [((3, 4), "float32"), ((3, 4), "float32"), ((4, 3), "float32"), ((4, 3), "float32"),
+             ((3, 5, 2), "float32"), ((2, 4), "int32"), ((2, 4), "int32"), ((3, 4), "int64"),
+             ((1, 2, 3, 3), "float32"), ((1, 2, 3, 3), "int64")]  # fmt: skip
+    inputs = [du, dv, dx, dl, dseq, dvals, dflat, dimg]
+    args = [u, v, x, lengths, seq, vals, flat, img]
+    got, *_ = aot(_model(args, outs), None, inputs, types, tmp_path)
+    gi = np.meshgrid(du, dv, indexing="ij")
+    gx = np.meshgrid(du, dv, indexing="xy")
+    for k, want in enumerate([gi[0], gi[1], gx[0], gx[1]]):
+        _close(got[k], want.astype(np.float64))
+    want_rev = dx.astype(np.float64).copy()
+    for b, n in enumerate(dl):
+        n = min(max(int(n), 1), 5)
+        want_rev[b, :n] = dx[b, :n][::-1]
+    _close(got[4], want_rev)
+    for k, side in ((5, "left"), (6, "right")):
+        want_ss = np.stack([np.searchsorted(dseq[r], dvals[r], side=side) for r in range(2)])
+        _close(got[k], want_ss.astype("int32"))
+    _close(got[7], np.stack(np.unravel_index(dflat, (3, 4, 5))).astype("int64"))
+    pad = np.pad(dimg.astype(np.float64), ((0, 0), (0, 0), (1, 0), (1, 1)),  # (t, l, b, r)
+                 constant_values=-np.inf)  # fmt: skip
+    want_v = np.zeros((1, 2, 3, 3))
+    want_i = np.zeros((1, 2, 3, 3), dtype="int64")
+    for c in range(2):
+        for i in range(3):
+            for j in range(3):
+                win = pad[0, c, i * 2 : i * 2 + 2, j * 2 : j * 2 + 3]
+                a, b = np.unravel_index(np.argmax(win), win.shape)
+                want_v[0, c, i, j] = win[a, b]
+                want_i[0, c, i, j] = c * 30 + (i * 2 + a - 1) * 6 + (j * 2 + b - 1)
+    _close(got[8], want_v)
+    _close(got[9], want_i)

@@ -1,6 +1,7 @@
 """C emitters of operators that index with run-time values or scan an axis: ``gather``,
 ``gather_nd``, ``scatter_elements``, ``scatter_nd``, ``one_hot``, ``cumsum``/``cumprod``,
-``trilu``, ``arange``, the sums
+``trilu``, ``arange``, ``meshgrid``, ``reverse_sequence``, ``searchsorted``,
+``unravel_index``, the sums
 that undo a broadcast (``collapse_sum_to``/``collapse_sum_like``), and ``shape_of``/
 ``ndarray_size`` (constants of a static model).
 
@@ -29,8 +30,8 @@ __all__: list[str] = []
 
 def _wrap(var: str, n: int) -> str:
     """C statements wrapping and clamping index ``var`` into ``[0, n)``."""
-    clamp = f"if ({var} < 0) {var} = 0; if ({var} > {n - 1}) {var} = {n - 1};"
-    return f"if ({var} < 0) {var} += {n}; {clamp}"
+    clamp = f"{var} = {var} < 0 ? 0 : ({var} > {n - 1} ? {n - 1} : {var});"
+    return f"{var} = {var} < 0 ? {var} + {n} : {var}; {clamp}"
 
 
 @register_c_emitter("gather")
@@ -211,5 +212,82 @@ def _scatter_nd(ctx: KernelContext) -> None:
         ctx.line(f"    off += j * {xs[k]}; }}")
     ctx.line(f"  for (int64_t i = 0; i < {inner}; ++i) {{")
     ctx.line(f"    {o.ctype} *p = o0 + off + i; {o.ctype} u = a2[y * {inner} + i]; {update}")
+    ctx.line("  }")
+    ctx.line("}")
+
+
+@register_c_emitter("meshgrid")
+def _meshgrid(ctx: KernelContext) -> None:
+    """Output ``k`` repeats input ``k`` along its axis (the first two swapped for "xy")."""
+    n = len(ctx.ins)
+    xy = str(ctx.attrs["indexing"]) == "xy" and n >= 2
+    for k, o in enumerate(ctx.outs):
+        axis = {0: 1, 1: 0}.get(k, k) if xy else k
+        st = [0] * len(o.shape)
+        if ctx.ins[k].size > 1:
+            st[axis] = 1
+        nd_loop(
+            ctx,
+            o.shape,
+            [contiguous_strides(o.shape), st],
+            lambda ix, k=k: f"o{k}[{ix[0]}] = a{k}[{ix[1]}];",
+        )
+
+
+@register_c_emitter("reverse_sequence")
+def _reverse_sequence(ctx: KernelContext) -> None:
+    """The first ``lengths[b]`` elements along ``seq_axis`` of each batch entry reversed
+    (a length is clamped into ``[1, size]``); the rest copied."""
+    x = ctx.ins[0]
+    r = len(x.shape)
+    seq, batch = int(ctx.attrs["seq_axis"]) % r, int(ctx.attrs["batch_axis"]) % r
+    st = contiguous_strides(x.shape)
+    size = x.shape[seq]
+    for d in range(r):
+        ctx.line("  " * d + f"for (int64_t i{d} = 0; i{d} < {x.shape[d]}; ++i{d})")
+    ind = "  " * r
+    ctx.line(ind + "{")
+    ctx.line(ind + f"  int64_t n = (int64_t)a1[i{batch}];")
+    ctx.line(ind + f"  n = n < 1 ? 1 : (n > {size} ? {size} : n);")
+    ctx.line(ind + f"  const int64_t s = i{seq} < n ? n - 1 - i{seq} : i{seq};")
+    at = " + ".join(f"i{d} * {st[d]}" for d in range(r))
+    ctx.line(ind + f"  o0[{at}] = a0[{at} + (s - i{seq}) * {st[seq]}];")
+    ctx.line(ind + "}")
+
+
+@register_c_emitter("searchsorted")
+def _searchsorted(ctx: KernelContext) -> None:
+    """A binary search of each value in its row of the sorted sequence (``right``:
+    the first element greater than the value, else the first not less)."""
+    seq, vals, o = ctx.ins[0], ctx.ins[1], ctx.outs[0]
+    n = seq.shape[-1]
+    rows = 1 if len(seq.shape) == 1 else seq.size // max(n, 1)
+    per_row = vals.size // rows if rows else 0
+    row_of = "0" if len(seq.shape) == 1 else f"(i / {max(per_row, 1)})"
+    goes_left = "v < row[mid]" if ctx.attrs["right"] else "v <= row[mid]"
+    ctx.line(f"for (int64_t i = 0; i < {vals.size}; ++i) {{")
+    ctx.line(f"  const {seq.ctype} *row = a0 + {row_of} * {n};")
+    ctx.line(f"  const {vals.ctype} v = a1[i];")
+    ctx.line(f"  int64_t lo = 0, hi = {n};")
+    ctx.line("  while (lo < hi) {")
+    ctx.line("    const int64_t mid = lo + (hi - lo) / 2;")
+    ctx.line(f"    if ({goes_left}) hi = mid; else lo = mid + 1;")
+    ctx.line("  }")
+    ctx.line(f"  o0[i] = ({o.ctype})lo;")
+    ctx.line("}")
+
+
+@register_c_emitter("unravel_index")
+def _unravel_index(ctx: KernelContext) -> None:
+    """Coordinates of flat indices in a shape read at run time (the first coordinate
+    is not wrapped, as in TVM)."""
+    idx, shp, o = ctx.ins[0], ctx.ins[1], ctx.outs[0]
+    d = shp.shape[0]
+    ctx.line(f"for (int64_t i = 0; i < {idx.size}; ++i) {{")
+    ctx.line("  int64_t stride = 1;")
+    ctx.line(f"  for (int64_t k = {d} - 1; k >= 0; --k) {{")
+    ctx.line("    const int64_t q = (int64_t)a0[i] / stride, dim = (int64_t)a1[k];")
+    ctx.line(f"    o0[k * {idx.size} + i] = ({o.ctype})(k == 0 || dim == 0 ? q : q % dim);")
+    ctx.line("    stride *= dim;")
     ctx.line("  }")
     ctx.line("}")

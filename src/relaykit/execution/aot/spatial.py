@@ -1,5 +1,6 @@
 """C emitters of 1-D and 3-D convolutions, transposed convolutions, and the pools that
-:mod:`.nn` does not cover (1-D and 3-D windows, adaptive and global 1-D/3-D bins).
+:mod:`.nn` does not cover (1-D and 3-D windows, adaptive and global bins, 2-D max
+pooling with the indices of the maxima).
 
 Every operator here works on the canonical view ``N, C, spatial...`` of its tensors
 through the layout's strides (``NCW``/``NWC``, ``NCDHW``/``NDHWC`` and the kernel
@@ -298,3 +299,38 @@ def _adaptive_pool(ctx: KernelContext) -> None:
         th = ctx.table("int32_t", np.asarray(hi).tolist(), f"hi{r}_")
         lines.append(f"const int64_t lo{r} = {tl}[y{r}], hi{r} = {th}[y{r}], st{r} = 1;")
     _reduce_windows(ctx, rank, "max" in ctx.node.name, "\n".join(lines), None)
+
+
+@register_c_emitter("nn.max_pool2d_with_argmax")
+def _max_pool2d_with_argmax(ctx: KernelContext) -> None:
+    """NCHW max pooling that also writes the flat index (``n, c, h, w`` row-major, or
+    ``w`` before ``h`` with ``storage_order=1``) of each window's first maximum."""
+    a = ctx.attrs
+    x, o = ctx.ins[0], ctx.outs[0]
+    n_, c_, h_, w_ = x.shape
+    oh_, ow_ = o.shape[2], o.shape[3]
+    kh, kw = _ints(a["pool_size"], 2, "pool_size", ctx)
+    sh, sw = _ints(a["strides"], 2, "strides", ctx)
+    dh, dw = _ints(a["dilation"], 2, "dilation", ctx)
+    pt, pl = _pads(a["padding"], 2, ctx)
+    where = f"w * {h_} + h" if int(a["storage_order"]) else f"h * {w_} + w"
+    ctx.line(f"for (int64_t p = 0; p < {n_ * c_}; ++p)")
+    ctx.line(f"for (int64_t y = 0; y < {oh_}; ++y)")
+    ctx.line(f"for (int64_t z = 0; z < {ow_}; ++z) {{")
+    ctx.line(f"  const {x.ctype} *px = a0 + p * {h_ * w_};")
+    ctx.line(f"  {x.ctype} best = 0;")
+    ctx.line("  int64_t arg = -1;")
+    ctx.line(f"  for (int64_t i = 0; i < {kh}; ++i) {{")
+    ctx.line(f"    const int64_t h = y * {sh} - {pt} + i * {dh};")
+    ctx.line(f"    if (h < 0 || h >= {h_}) continue;")
+    ctx.line(f"    for (int64_t j = 0; j < {kw}; ++j) {{")
+    ctx.line(f"      const int64_t w = z * {sw} - {pl} + j * {dw};")
+    ctx.line(f"      if (w < 0 || w >= {w_}) continue;")
+    ctx.line(f"      if (arg < 0 || px[h * {w_} + w] > best) {{")
+    ctx.line(f"        best = px[h * {w_} + w]; arg = p * {h_ * w_} + {where};")
+    ctx.line("      }")
+    ctx.line("    }")
+    ctx.line("  }")
+    ctx.line(f"  o0[(p * {oh_} + y) * {ow_} + z] = best;")
+    ctx.line(f"  o1[(p * {oh_} + y) * {ow_} + z] = arg;")
+    ctx.line("}")
