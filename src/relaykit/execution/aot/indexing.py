@@ -226,12 +226,8 @@ def _meshgrid(ctx: KernelContext) -> None:
         st = [0] * len(o.shape)
         if ctx.ins[k].size > 1:
             st[axis] = 1
-        nd_loop(
-            ctx,
-            o.shape,
-            [contiguous_strides(o.shape), st],
-            lambda ix, k=k: f"o{k}[{ix[0]}] = a{k}[{ix[1]}];",
-        )
+        copy = f"o{k}[{{0}}] = a{k}[{{1}}];"
+        nd_loop(ctx, o.shape, [contiguous_strides(o.shape), st], lambda ix: copy.format(*ix))
 
 
 @register_c_emitter("reverse_sequence")
