@@ -227,7 +227,11 @@ def _meshgrid(ctx: KernelContext) -> None:
         if ctx.ins[k].size > 1:
             st[axis] = 1
         copy = f"o{k}[{{0}}] = a{k}[{{1}}];"
-        nd_loop(ctx, o.shape, [contiguous_strides(o.shape), st], lambda ix: copy.format(*ix))
+
+        def body(ix: list[str], fmt: str = copy) -> str:
+            return fmt.format(*ix)
+
+        nd_loop(ctx, o.shape, [contiguous_strides(o.shape), st], body)
 
 
 @register_c_emitter("reverse_sequence")
