@@ -101,11 +101,27 @@ static void tvmgen_conv2d_nchw(const float *restrict x, const float *restrict w,
         iw0[q] = ow * sw - pl;
         if (++ow == OW) { ow = 0; ++oh; }
       }
+      /* 16 pixels of one output row: each tap reads 16 evenly spaced inputs of one row */
+      const int one_row = nb == 16 && j0 % OW + 16 <= OW;
       for (int64_t c = 0; c < cg; ++c)
         for (int64_t i = 0; i < KH; ++i)
           for (int64_t j = 0; j < KW; ++j) {
             float *row = panel + ((c * KH + i) * KW + j) * 16;
             const float *xc = xg + c * H * W;
+            const int64_t h1 = ih0[0] + i * dh, w1 = iw0[0] + j * dw;
+            if (one_row && (h1 < 0 || h1 >= H)) {
+              memset(row, 0, 16 * sizeof(float));
+              continue;
+            }
+            if (one_row && w1 >= 0 && w1 + 15 * sw < W) {
+              const float *src = xc + h1 * W + w1;
+              if (sw == 1) {
+                memcpy(row, src, 16 * sizeof(float));
+              } else {
+                for (int64_t q = 0; q < 16; ++q) row[q] = src[q * sw];
+              }
+              continue;
+            }
             for (int64_t q = 0; q < 16; ++q) {
               const int64_t ih = ih0[q] + i * dh, iw = iw0[q] + j * dw;
               row[q] = (ih >= 0 && ih < H && iw >= 0 && iw < W) ? xc[ih * W + iw] : 0.0f;
