@@ -48,6 +48,7 @@ def test_code_bytes_are_the_compiled_text(tmp_path, monkeypatch):
     assert len(ops) >= 3
     for f in ops:
         assert isinstance(f["code_size_bytes"], int) and f["code_size_bytes"] > 0, f
+    assert "tvmgen_dense" in meta["code_size_shared_functions"]  # the dense helper
 
 
 def test_without_a_compiler_the_code_size_is_unknown(monkeypatch):

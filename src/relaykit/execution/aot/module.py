@@ -106,6 +106,7 @@ def mlf_metadata(module: AOTExecutorFactoryModule) -> dict[str, Any]:
     p = module.program
     name = p.mod_name
     code = module.code_sizes
+    listed = {f.name for f in p.functions}
     main = {
         "code_size_bytes": code.total,
         "constants_size_bytes": p.constants_bytes,
@@ -156,6 +157,10 @@ def mlf_metadata(module: AOTExecutorFactoryModule) -> dict[str, Any]:
                 "constants_size_bytes": p.constants_bytes,
                 "code_size_bytes": code.total,
                 "code_size_method": code.method,
+                # helpers several functions call (the GEMM panel, backend regions' kernels)
+                "code_size_shared_functions": {
+                    k: v for k, v in sorted(code.functions.items()) if k not in listed
+                },
             }
         },
         "version": MLF_VERSION,
