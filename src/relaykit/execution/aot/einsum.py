@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import string
 
+from relaykit.errors import CodegenError
+
 from .emit import KernelContext, contiguous_strides, register_c_emitter
 
 __all__ = ["expand_equation"]
@@ -26,7 +28,7 @@ def expand_equation(equation: str, ranks: list[int]) -> tuple[list[str], str]:
     lhs, arrow, rhs = eq.partition("->")
     terms = lhs.split(",")
     if len(terms) != len(ranks):
-        raise ValueError(f"einsum {equation!r} has {len(terms)} operands, given {len(ranks)}")
+        raise CodegenError(f"einsum {equation!r} has {len(terms)} operands, given {len(ranks)}")
     spare = [c for c in string.ascii_uppercase if c not in eq]
     ell = max((r - len(t.replace("...", "")) for t, r in zip(terms, ranks, strict=True)
                if "..." in t), default=0)  # fmt: skip
@@ -37,7 +39,7 @@ def expand_equation(equation: str, ranks: list[int]) -> tuple[list[str], str]:
             k = r - len(t.replace("...", ""))
             t = t.replace("...", ell_letters[ell - k :])
         if len(t) != r:
-            raise ValueError(f"einsum term {t!r} does not match an operand of rank {r}")
+            raise CodegenError(f"einsum term {t!r} does not match an operand of rank {r}")
         out_terms.append(t)
     if arrow:
         out = rhs.replace("...", ell_letters)
@@ -53,7 +55,7 @@ def _einsum(ctx: KernelContext) -> None:
     o = ctx.outs[0]
     try:
         terms, out = expand_equation(str(ctx.attrs["equation"]), [len(b.shape) for b in ctx.ins])
-    except ValueError as err:
+    except CodegenError as err:
         raise ctx.error(str(err)) from err
     size: dict[str, int] = {}
     for t, b in zip(terms, ctx.ins, strict=True):
