@@ -26,7 +26,7 @@ from relaykit.op._relations import static, static_value, tensor_arg
 from relaykit.op.define import OpPattern, TypeRelError, define_op, make_attrs, make_call
 from relaykit.op.layout import parse_layout, transform_layout
 
-__all__ = ["upsampling", "upsampling3d"]
+__all__ = ["upsampling", "upsampling3d", "upsampling_resize_attrs"]
 
 #: method name of each upsampling -> the image resize method it computes with
 _METHODS_2D = {"nearest_neighbor": "nearest_neighbor", "bilinear": "linear", "bicubic": "cubic"}
@@ -69,7 +69,8 @@ def _out_shape(data: TensorType, attrs: Attrs, rank: int, what: str) -> tuple[An
     return tuple(shape)
 
 
-def _resize_attrs(attrs: Attrs, shape: tuple[int, ...], rank: int) -> Attrs:
+def upsampling_resize_attrs(attrs: Attrs, shape: tuple[int, ...], rank: int) -> Attrs:
+    """The ``image.resize{rank}d`` attributes computing this upsampling to ``shape``."""
     axes = [i for i, c in enumerate(attrs.layout) if c in "DHW"]
     if rank == 2:
         method = _METHODS_2D[attrs.method]
@@ -100,7 +101,7 @@ def _make(rank: int, what: str) -> tuple[Any, Any]:
             attrs = attrs.with_updates(layout=primal)
         shape = _out_shape(TensorType(x.shape, x.dtype.name), attrs, rank, what)
         resize = default_registry.get_attr(f"image.resize{rank}d", "FCompute")
-        out = resize([x], _resize_attrs(attrs, shape, rank))
+        out = resize([x], upsampling_resize_attrs(attrs, shape, rank))
         return out if layout == primal else transform_layout(out, primal, layout)
 
     return rel, kernel
