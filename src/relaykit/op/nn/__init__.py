@@ -12,6 +12,7 @@ relations, reference kernels, input solvers and constructors:
   ``log_softmax``;
 - :mod:`.normalization`: ``batch_norm``, ``layer_norm``, ``lrn``;
 - :mod:`.dropout`: ``dropout``;
+- :mod:`.loss`: ``nll_loss``;
 - :mod:`.rearrange`: ``pad``, ``batch_flatten`` and the block rearrangements.
 
 :mod:`.geometry` holds the layout, window and output-size helpers the families, the
@@ -63,6 +64,7 @@ from .dropout import dropout, dropout_raw
 from .geometry import get_pad_tuple2d
 from .linear import batch_matmul, bias_add, dense, matmul
 from .normalization import batch_norm, l2_normalize, layer_norm, lrn
+from .loss import nll_loss
 from .pooling import (
     adaptive_avg_pool2d,
     adaptive_max_pool2d,
@@ -139,5 +141,6 @@ __all__ = [
     "max_pool1d",
     "avg_pool1d",
     "cross_entropy",
+    "nll_loss",
     "cross_entropy_with_logits",
 ]
