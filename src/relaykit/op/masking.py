@@ -161,4 +161,3 @@ def matrix_set_diag(data: Expr, diagonal: Expr, k: Any = 0, align: str = "RIGHT_
         super_diag_right_align=super_right,
         sub_diag_right_align=sub_right,
     )
-

@@ -173,7 +173,8 @@ _unary("log2", lambda x, y: _inv(multiply(x, _scalar(float(np.log(2.0)), x))))
 _unary("log10", lambda x, y: _inv(multiply(x, _scalar(float(np.log(10.0)), x))))
 _unary("rsqrt", lambda x, y: multiply(_scalar(-0.5, x), divide(y, x)))
 # d erf(x) = 2 / sqrt(pi) * exp(-x^2)
-_unary("erf", lambda x, y: multiply(_scalar(2.0 / float(np.sqrt(np.pi)), x), exp(negative(multiply(x, x)))))
+_TWO_OVER_SQRT_PI = 2.0 / float(np.sqrt(np.pi))
+_unary("erf", lambda x, y: multiply(_scalar(_TWO_OVER_SQRT_PI, x), exp(negative(multiply(x, x)))))
 
 
 @_grad("nn.relu")

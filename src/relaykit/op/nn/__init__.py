@@ -63,8 +63,8 @@ from .deformable_conv2d import deformable_conv2d
 from .dropout import dropout, dropout_raw
 from .geometry import get_pad_tuple2d
 from .linear import batch_matmul, bias_add, dense, matmul
-from .normalization import batch_norm, l2_normalize, layer_norm, lrn
 from .loss import nll_loss
+from .normalization import batch_norm, l2_normalize, layer_norm, lrn
 from .pooling import (
     adaptive_avg_pool2d,
     adaptive_max_pool2d,
