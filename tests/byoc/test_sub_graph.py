@@ -97,7 +97,7 @@ def test_global_function_and_bad_indexes():
 
 
 def test_spans_carry_post_order_indexes():
-    mod, (s, r) = _diamond()
+    mod, (_, r) = _diamond()
     out = capture_post_dfs_index_in_spans(mod)
     body = out["main"].body
     assert body.span.source_name.startswith(f"index:{_index(mod, mod['main'].body)}:")
