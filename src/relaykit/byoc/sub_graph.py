@@ -346,10 +346,10 @@ def capture_post_dfs_index_in_spans(mod: IRModule) -> IRModule:
             return done
 
         funcs[gv] = visit(fn)
-    typed = all(fn.has_checked_type for _, fn in mod.items())
+    typed = all(f.has_checked_type for _, f in mod.items())
     out = mod.copy()
-    for gv, fn in funcs.items():
-        out[gv] = fn
+    for gv, new in funcs.items():
+        out[gv] = new
     return infer_module(out) if typed else out
 
 

@@ -1,5 +1,6 @@
 """TVM's ``tvm.contrib`` helpers, as thin modules (``tvm.contrib.graph_executor``,
-``utils``, ``download``, ``nvcc``, ``cudnn``).
+``utils``, ``download``, ``nvcc``, ``cudnn``, ``cc``, and the pipeline executor:
+``pipeline_executor_build`` and ``pipeline_executor``).
 
 relaykit's backends are not here: the built-in ones (``dnnl``, ``ccompiler``,
 ``jsonref`` and the host kernels) live in :mod:`relaykit.backends`, one folder each.
