@@ -40,6 +40,7 @@ from relaykit.errors import PipelineConfigError
 from relaykit.execution.build_module import build as relay_build
 from relaykit.ir.module import IRModule
 from relaykit.ir.types import TupleType
+from relaykit.runtime.artifact import load_module
 from relaykit.runtime.ndarray import Device, cpu, device
 from relaykit.transform.infer_type import infer_module
 
@@ -378,8 +379,6 @@ class PipelineExecutorFactoryModule:
     @staticmethod
     def load_library(config_file: str | os.PathLike[str]) -> PipelineExecutorFactoryModule:
         """The factory written by :meth:`export_library` to ``config_file``."""
-        from relaykit.runtime.artifact import load_module
-
         path = os.fspath(config_file)
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
