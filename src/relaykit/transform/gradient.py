@@ -35,7 +35,7 @@ from relaykit.ir.functor import post_order
 from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op
 from relaykit.ir.types import TupleType
-from relaykit.op import tensor_grad, transform_grad  # register the operators' gradients
+from relaykit.op import nn_grad, tensor_grad, transform_grad  # register the operators' gradients
 from relaykit.op.tensor import add, ones_like, zeros_like
 
 from ._let_inline import remove_lets
@@ -44,7 +44,7 @@ from .infer_type import infer_type
 __all__ = ["gradient", "GRADIENT_MODES"]
 
 GRADIENT_MODES = ("higher_order", "first_order")
-_ = tensor_grad, transform_grad
+_ = nn_grad, tensor_grad, transform_grad
 
 
 def _fields_of(g: Expr, n: int) -> list[Expr]:

@@ -13,6 +13,7 @@ relations, reference kernels, input solvers and constructors:
 - :mod:`.normalization`: ``batch_norm``, ``layer_norm``, ``lrn``;
 - :mod:`.dropout`: ``dropout``;
 - :mod:`.loss`: ``nll_loss``;
+- :mod:`.grad_ops`: ``max_pool2d_grad``, ``avg_pool2d_grad``, ``conv2d_backward_weight``;
 - :mod:`.rearrange`: ``pad``, ``batch_flatten`` and the block rearrangements.
 
 :mod:`.geometry` holds the layout, window and output-size helpers the families, the
@@ -62,6 +63,7 @@ from .convolution import (
 from .deformable_conv2d import deformable_conv2d
 from .dropout import dropout, dropout_raw
 from .geometry import get_pad_tuple2d
+from .grad_ops import avg_pool2d_grad, conv2d_backward_weight, max_pool2d_grad
 from .linear import batch_matmul, bias_add, dense, matmul
 from .loss import nll_loss
 from .normalization import batch_norm, l2_normalize, layer_norm, lrn
@@ -142,5 +144,8 @@ __all__ = [
     "avg_pool1d",
     "cross_entropy",
     "nll_loss",
+    "max_pool2d_grad",
+    "avg_pool2d_grad",
+    "conv2d_backward_weight",
     "cross_entropy_with_logits",
 ]
