@@ -65,7 +65,7 @@ def _numeric_grad(f, x, eps=1e-6):
 
 
 def _np_conv2d(x, w, stride, pad, groups):
-    n, c, h, wd = x.shape
+    n, _, h, wd = x.shape
     o, cg, kh, kw = w.shape
     xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
     oh = (h + 2 * pad - kh) // stride + 1
