@@ -146,7 +146,7 @@ def requantize_values(
         ft = np.dtype(compute_dtype)
         mult = channel_shape(isc.astype(np.float64) / osc.astype(np.float64), nd, axis)
         v = (np.asarray(x).astype(ft) - izp.astype(ft)) * mult.astype(ft) + ozp.astype(ft)
-        return np.asarray(np.clip(rint(v), lo, hi).astype(out_dtype))
+        return np.asarray(np.clip(rint(v, rounding), lo, hi).astype(out_dtype))
     v = (np.asarray(x).astype(np.int64) - izp).astype(np.int32)
     per_tensor = isc.size == 1 and osc.size == 1
     if not (per_tensor and isc[0] == osc[0]):

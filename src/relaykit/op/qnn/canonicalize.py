@@ -125,7 +125,7 @@ def requantize_expr(
         v = make_call("subtract", [v, _c(izp_b, ft)])
         v = make_call("multiply", [v, _c(mult, ft)])
         v = make_call("add", [v, _c(ozp_b, ft)])
-        return _clip_cast(rint_expr(v, ft), out_dtype)
+        return _clip_cast(rint_expr(v, ft, rounding), out_dtype)
     t: Expr = make_call("subtract", [make_call("cast", [x], dtype="int32"), _c(izp_b, "int32")])
     if not (isc.size == 1 and osc.size == 1 and isc[0] == osc[0]):
         t = fixed_point_expr(t, np.asarray(mult, np.float64), rounding)
