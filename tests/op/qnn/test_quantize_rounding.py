@@ -106,6 +106,8 @@ def test_requantize_config_fills_in_none_and_call_arguments_win():
         assert both(plain, [x], [REQ]).tolist() == _requant_want("TONEAREST")
         assert both(upward, [x], [REQ]).tolist() == _requant_want("UPWARD")
     assert relay.qnn.current_requantize_config().is_default
-    with pytest.raises(ArgumentError, match="rounding"):
-        with relay.qnn.requantize_config(rounding="DOWN"):
-            pass
+    with (
+        pytest.raises(ArgumentError, match="rounding"),
+        relay.qnn.requantize_config(rounding="DOWN"),
+    ):
+        pass
