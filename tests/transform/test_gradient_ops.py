@@ -203,3 +203,19 @@ def test_conv2d_backward_weight_op_matches_loops():
             for q in range(3)
         )
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode,want", [("higher_order", 4.0), ("first_order", 6.0)])
+def test_tuple_output_seed_follows_the_mode(mode, want):
+    # out = (4x, 2x): higher_order differentiates the first field, first_order their sum
+    x = relay.var("x", shape=(2, 3))
+    y = relay.add(x, x)
+    fn = relay.transform.InferType()(
+        IRModule.from_expr(relay.Function([x], relay.Tuple([relay.add(y, y), y])))
+    )["main"]
+    g = gradient(fn, mode=mode)
+    xd = np.random.default_rng(5).standard_normal((2, 3)).astype("float32")
+    (four, two), (gx,) = relay.create_executor("debug", mod=IRModule.from_expr(g)).evaluate()(xd)
+    np.testing.assert_allclose(four.numpy(), 4 * xd, rtol=1e-6)
+    np.testing.assert_allclose(two.numpy(), 2 * xd, rtol=1e-6)
+    np.testing.assert_array_equal(gx.numpy(), np.full((2, 3), want, "float32"))
