@@ -12,8 +12,8 @@ The gradient is computed first-order, over dataflow graphs (calls of operators,
 tuples, projections, constants): every forward value is computed once and shared
 by the backward expressions. TVM's ``mode="higher_order"`` (which also
 differentiates through closures and control flow) gives the same result on such
-graphs (but for the seeding of tuple outputs, above); ``let`` bindings of values are read as those values, shared by their uses;
-functions with ``if``, closures or calls of other functions raise
+graphs (but for the seeding of tuple outputs, above); ``let`` bindings of values
+are read as those values, shared by their uses; functions with ``if``, closures or calls of other functions raise
 :class:`~relaykit.errors.UnsupportedFeatureError`.
 
 >>> from relaykit import relay
