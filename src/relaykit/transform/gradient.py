@@ -13,8 +13,8 @@ tuples, projections, constants): every forward value is computed once and shared
 by the backward expressions. TVM's ``mode="higher_order"`` (which also
 differentiates through closures and control flow) gives the same result on such
 graphs (but for the seeding of tuple outputs, above); ``let`` bindings of values
-are read as those values, shared by their uses; functions with ``if``, closures or calls of other functions raise
-:class:`~relaykit.errors.UnsupportedFeatureError`.
+are read as those values, shared by their uses; functions with ``if``, closures or
+calls of other functions raise :class:`~relaykit.errors.UnsupportedFeatureError`.
 
 >>> from relaykit import relay
 >>> x = relay.var("x", shape=(3,))
