@@ -93,3 +93,33 @@ def test_dense_enough_weights_and_other_convolutions_are_left_alone():
     dense = rng.standard_normal((8, 4, 1, 1)).astype("float32")
     same, _ = bsr_conv2d.convert(func, {"weight": dense}, (4, 1), 0.5, "NCHW")
     assert same is func
+
+
+def test_bsr_dense_convert_matches_numpy():
+    from relaykit.relay.data_dep_optimization import bsr_dense
+
+    rng = np.random.default_rng(6)
+    wd = _block_sparse(16, 12, 4, 0.2, rng)
+    data, w = relay.var("data", shape=(3, 12)), relay.var("weight", shape=(16, 12))
+    func = relay.Function([data, w], relay.nn.relu(relay.nn.dense(relay.nn.relu(data), w)))
+    sparse, params = bsr_dense.convert(func, {"weight": wd}, (4, 1), 0.5)
+    assert "weight" not in params and sparse.body.args[0].op.name == "nn.sparse_dense"
+    x = rng.standard_normal((3, 12)).astype("float32")
+    want = np.maximum(np.maximum(x, 0).astype(np.float64) @ wd.T.astype(np.float64), 0)
+    np.testing.assert_allclose(_run(sparse, params, x), want, rtol=1e-5, atol=1e-5)
+
+
+def test_sparse_dense_with_the_sparse_matrix_on_the_left():
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(7)
+    wd = _block_sparse(8, 6, 2, 0.3, rng)
+    bsr = sp.bsr_matrix(wd, blocksize=(2, 1))
+    x = rng.standard_normal((5, 6)).astype("float32")
+    xv = relay.var("x", shape=(5, 6))
+    parts = [relay.const(bsr.data), relay.const(bsr.indices.astype("int32")),
+             relay.const(bsr.indptr.astype("int32"))]  # fmt: skip
+    call = relay.nn.sparse_dense(xv, parts, sparse_lhs=True)
+    mod = tvm.IRModule.from_expr(relay.Function([xv], call))
+    got = relay.create_executor("debug", mod=mod).evaluate()(x).numpy()
+    np.testing.assert_allclose(got, wd.astype(np.float64) @ x.T.astype(np.float64), rtol=1e-5)

@@ -37,7 +37,7 @@ from relaykit.ir.functor import rewrite_post_order
 from relaykit.ir.op import Op
 from relaykit.ir.types import TensorType
 from relaykit.op.nn.geometry import pad4, pair
-from relaykit.op.nn.sparse_conv import sparse_conv2d
+from relaykit.op.nn.sparse import sparse_conv2d
 
 from .infer_type import infer_type
 
@@ -68,6 +68,8 @@ def _fits(call: Call, layout: str, kernel_size: int) -> bool:
 def _matrix(weight: np.ndarray, layout: str, kernel_size: int) -> np.ndarray | None:
     """The weight as the (out_channels, K) matrix ``nn.sparse_conv2d`` takes, or None
     when its kernel is not ``kernel_size`` square."""
+    if layout == "dense":
+        return weight if weight.ndim == 2 else None
     if weight.ndim != 4:
         return None
     if layout == "NCHW":
@@ -162,7 +164,12 @@ def conv2d_to_sparse(
     bs_r, bs_c = (int(b) for b in blocksize)
     work = _Sparsifier(dict(params or {}), (bs_r, bs_c), sparsity_threshold, layout, kernel_size)
     infer_type(fn)
-    body = rewrite_post_order(fn.body, work.rewrite)
+    return _finish(fn, rewrite_post_order(fn.body, work.rewrite), work)
+
+
+def _finish(fn: Function, body: Expr, work: _Sparsifier) -> tuple[Function, dict[str, Any]]:
+    """``fn`` over the rewritten ``body``: converted weights that are no longer used leave
+    the parameters (and ``work.params``), their BSR arrays join them."""
     if body is fn.body:
         return fn, work.params
     used = free_vars(body)

@@ -13,7 +13,7 @@ relations, reference kernels, input solvers and constructors:
 - :mod:`.normalization`: ``batch_norm``, ``layer_norm``, ``lrn``;
 - :mod:`.dropout`: ``dropout``;
 - :mod:`.loss`: ``nll_loss``;
-- :mod:`.sparse_conv`: ``sparse_conv2d`` (a block-sparse weight);
+- :mod:`.sparse`: ``sparse_dense`` and ``sparse_conv2d`` (a block-sparse weight);
 - :mod:`.grad_ops`: ``max_pool2d_grad``, ``avg_pool2d_grad``, ``conv2d_backward_weight``;
 - :mod:`.rearrange`: ``pad``, ``batch_flatten`` and the block rearrangements.
 
@@ -89,7 +89,7 @@ from .rearrange import (
     space_to_batch_nd,
     space_to_depth,
 )
-from .sparse_conv import sparse_conv2d
+from .sparse import sparse_conv2d, sparse_dense
 from .upsampling import upsampling, upsampling3d
 
 __all__ = [
@@ -147,6 +147,7 @@ __all__ = [
     "cross_entropy",
     "nll_loss",
     "sparse_conv2d",
+    "sparse_dense",
     "max_pool2d_grad",
     "avg_pool2d_grad",
     "conv2d_backward_weight",

@@ -1,7 +1,10 @@
-"""``nn.sparse_conv2d``: a convolution whose weight is a block-sparse (BSR) matrix.
+"""Operators with a block-sparse (BSR) weight: ``nn.sparse_dense`` and ``nn.sparse_conv2d``.
 
-TVM's ``relay.nn.sparse_conv2d(data, (weight_data, weight_indices, weight_indptr),
-layout, kernel_size)``. The weight is the ``(out_channels, K)`` matrix in BSR form
+``nn.sparse_dense(data, (w_data, w_indices, w_indptr))`` is ``data @ W.T`` for the BSR
+matrix ``W`` of shape ``(N, K)`` (``sparse_lhs=True``: ``W @ data.T``, the sparse matrix
+on the left). ``nn.sparse_conv2d`` is TVM's ``relay.nn.sparse_conv2d(data, (weight_data,
+weight_indices, weight_indptr), layout, kernel_size)``. The weight is the
+``(out_channels, K)`` matrix in BSR form
 (``scipy.sparse.bsr_matrix((data, indices, indptr))``: blocks of ``bs_r x bs_c``);
 with ``kernel_size`` 1, ``K`` is the input channels, with 3 it is ``9 x`` those and the
 convolution pads by 1 on every side (stride 1: the output keeps the input's size).
@@ -36,7 +39,74 @@ from relaykit.op.define import OpPattern, TypeRelError, define_op, make_call
 
 from .geometry import windows
 
-__all__ = ["sparse_conv2d"]
+__all__ = ["sparse_conv2d", "sparse_dense"]
+
+
+def _bsr_args(arg_types: Sequence[Type], first: int) -> tuple[TensorType, TensorType, TensorType]:
+    wdata = tensor_arg(arg_types, first, "weight_data")
+    windices = tensor_arg(arg_types, first + 1, "weight_indices")
+    windptr = tensor_arg(arg_types, first + 2, "weight_indptr")
+    if wdata.ndim != 3 or windices.ndim != 1 or windptr.ndim != 1:
+        raise TypeRelError(
+            "a BSR weight is data (blocks, bs_r, bs_c), indices (blocks,), indptr "
+            f"(block_rows + 1,); got {wdata}, {windices}, {windptr}"
+        )
+    if not (is_int(windices.dtype) and is_int(windptr.dtype)):
+        raise TypeRelError(f"BSR indices and indptr must be integers, got {windices}, {windptr}")
+    return wdata, windices, windptr
+
+
+def _bsr_dense(
+    wdata: np.ndarray, windices: np.ndarray, windptr: np.ndarray, cols: int
+) -> np.ndarray:
+    rows = (len(windptr) - 1) * wdata.shape[1]
+    return sp.bsr_matrix((wdata, windices, windptr), shape=(rows, cols)).toarray()
+
+
+# -- nn.sparse_dense -------------------------------------------------------------------------------
+
+
+def _sparse_dense_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types, 0, "data")
+    wdata, _, windptr = _bsr_args(arg_types, 1)
+    if data.ndim != 2 or wdata.dtype != data.dtype:
+        raise TypeRelError(
+            f"sparse_dense takes 2-D data of the weight's dtype, got {data}, {wdata}"
+        )
+    rows = (windptr.shape[0] - 1) * wdata.shape[1]
+    shape = (rows, data.shape[0]) if attrs.sparse_lhs else (data.shape[0], rows)
+    return TensorType(shape, data.dtype)
+
+
+def _sparse_dense_kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+    data, wdata, windices, windptr = ins
+    w = _bsr_dense(wdata, windices, windptr, data.shape[1]).astype(np.float64)
+    x = data.astype(np.float64)
+    return as_out(w @ x.T if attrs.sparse_lhs else x @ w.T, data.dtype)
+
+
+define_op(
+    "nn.sparse_dense",
+    num_inputs=4,
+    attrs={"sparse_lhs": False},
+    attrs_type_key="relay.attrs.SparseDenseAttrs",
+    type_rel=_sparse_dense_rel,
+    compute=_sparse_dense_kernel,
+    pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
+    doc="data @ W.T for a BSR weight W (sparse_lhs: W @ data.T).",
+)
+
+
+def sparse_dense(dense_mat: Expr, sparse_mat: Any, sparse_lhs: bool = False) -> Call:
+    """``dense_mat @ W.T`` for the BSR matrix ``sparse_mat = (data, indices, indptr)``
+    (``sparse_lhs``: ``W @ dense_mat.T``)."""
+    wdata, windices, windptr = sparse_mat
+    return make_call(
+        "nn.sparse_dense", [dense_mat, wdata, windices, windptr], sparse_lhs=bool(sparse_lhs)
+    )
+
+
+# -- nn.sparse_conv2d ------------------------------------------------------------------------------
 
 
 def _geometry(data: Any, layout: str) -> tuple[int, int, int, int]:
@@ -47,23 +117,13 @@ def _geometry(data: Any, layout: str) -> tuple[int, int, int, int]:
 
 def _sparse_conv2d_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     data = tensor_arg(arg_types, 0, "data")
-    wdata = tensor_arg(arg_types, 1, "weight_data")
-    windices = tensor_arg(arg_types, 2, "weight_indices")
-    windptr = tensor_arg(arg_types, 3, "weight_indptr")
+    wdata, _, windptr = _bsr_args(arg_types, 1)
     if data.ndim != 4 or attrs.layout not in ("NCHW", "NHWC"):
         raise TypeRelError(
             f"sparse_conv2d takes 4-D NCHW or NHWC data, got {data} ({attrs.layout})"
         )
-    if wdata.ndim != 3 or windices.ndim != 1 or windptr.ndim != 1:
-        raise TypeRelError(
-            "sparse_conv2d's weight is BSR: data (blocks, bs_r, bs_c), indices (blocks,), "
-            f"indptr (block_rows + 1,); got {wdata}, {windices}, {windptr}"
-        )
-    if not (is_int(windices.dtype) and is_int(windptr.dtype)) or wdata.dtype != data.dtype:
-        raise TypeRelError(
-            f"sparse_conv2d: weight indices must be integers and its data {data.dtype}, "
-            f"got {wdata}, {windices}, {windptr}"
-        )
+    if wdata.dtype != data.dtype:
+        raise TypeRelError(f"sparse_conv2d: the weight's data must be {data.dtype}, got {wdata}")
     n, _, h, w = _geometry(data.shape, attrs.layout)
     out_c = (windptr.shape[0] - 1) * wdata.shape[1]
     shape = (n, out_c, h, w) if attrs.layout == "NCHW" else (n, h, w, out_c)
@@ -76,9 +136,7 @@ def _sparse_conv2d_kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray
     layout = attrs.layout
     x = data if layout == "NCHW" else data.transpose(0, 3, 1, 2)
     n, c, h, w = x.shape
-    bs_r = wdata.shape[1]
-    rows = (len(windptr) - 1) * bs_r
-    matrix = sp.bsr_matrix((wdata, windices, windptr), shape=(rows, c * k * k)).toarray()
+    matrix = _bsr_dense(wdata, windices, windptr, c * k * k)
     pad = (k - 1) // 2
     xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
     win = windows(xp, k, k, (1, 1), (1, 1), (h, w))  # N, C, H, W, KH, KW
