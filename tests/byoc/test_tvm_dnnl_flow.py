@@ -223,10 +223,13 @@ def test_to_mixed_precision_runs_heavy_ops_in_the_narrow_type():
     np.testing.assert_allclose(run(out, x, w), e / e.sum(axis=1, keepdims=True), rtol=1e-3)
 
 
-def test_to_mixed_precision_leaves_graphs_without_heavy_ops_alone():
-    y = relay.nn.relu(relay.var("x", shape=(2, 3)))
+def test_to_mixed_precision_leaves_graphs_of_never_ops_alone():
+    y = relay.nn.softmax(relay.var("x", shape=(2, 3)))
     mod = transform.InferType()(function_of(y))
     assert tvm.ir.structural_equal(transform.ToMixedPrecision("bfloat16")(mod), mod)
+    # a follow op over a variable is converted: the variable can be cast (TVM's rule)
+    relu = transform.InferType()(function_of(relay.nn.relu(relay.var("x", shape=(2, 3)))))
+    assert transform.ToMixedPrecision("bfloat16")(relu)["main"].ret_type.dtype == "bfloat16"
 
 
 def test_to_mixed_precision_keeps_the_output_type_when_asked():

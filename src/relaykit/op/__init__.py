@@ -20,6 +20,7 @@ from . import annotation, dyn, image, nn  # dyn: the dynamic operators (relay.op
 from . import device as device
 from . import indexing as indexing
 from . import linalg as linalg
+from . import masking as masking
 from . import ml as ml
 from . import moments as moments
 from . import op as op  # TVM's relay.op.op: defining operators, register_* helpers
@@ -40,6 +41,8 @@ from .indexing import __all__ as _indexing_all
 from .layout import layout_transform
 from .linalg import *  # noqa: F403
 from .linalg import __all__ as _linalg_all
+from .masking import *  # noqa: F403
+from .masking import __all__ as _masking_all
 from .moments import *  # noqa: F403
 from .moments import __all__ as _moments_all
 from .op import register_alter_op_layout as register_alter_op_layout
@@ -89,6 +92,7 @@ __all__ = [
     *_tensor_all,
     *_indexing_all,
     *_linalg_all,
+    *_masking_all,
     *_transform_all,
     *_reduce_all,
     *_moments_all,

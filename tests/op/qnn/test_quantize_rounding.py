@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from relaykit import relay
-from relaykit.errors import AttrError
+from relaykit.errors import ArgumentError, AttrError
 
 from .test_qnn_ops import both
 
@@ -147,3 +147,42 @@ def test_onnx_qlinear_conv_equals_onnxruntime_bit_for_bit():
     got = relay.create_executor("graph", mod=mod).evaluate()(x, **params).numpy()
     assert onnx is not None
     np.testing.assert_array_equal(got, want)
+
+
+# -- qnn.requantize: rounding in every compute dtype, and requantize_config ------------------------
+
+# x / 16 lands on halves at +-8 and +-24
+REQ = np.arange(-32, 33, 4, dtype="int32")
+
+
+def _requant_want(mode: str) -> list[int]:
+    return [_decimal(float(v) / 16.0, "UPWARD" if mode == "UPWARD" else "TONEAREST") for v in REQ]
+
+
+@pytest.mark.parametrize("compute_dtype", ["int64", "float32", "float64"])
+@pytest.mark.parametrize("mode", ["UPWARD", "TONEAREST"])
+def test_requantize_rounds_halves_as_asked_in_every_compute_dtype(mode, compute_dtype):
+    x = relay.var("x", shape=REQ.shape, dtype="int32")
+    args = (relay.const(1.0), relay.const(0), relay.const(16.0), relay.const(0))
+    y = relay.qnn.op.requantize(
+        x, *args, rounding=mode, compute_dtype=compute_dtype, out_dtype="int8"
+    )
+    assert both(y, [x], [REQ]).tolist() == _requant_want(mode)
+
+
+def test_requantize_config_fills_in_none_and_call_arguments_win():
+    x = relay.var("x", shape=REQ.shape, dtype="int32")
+    args = (relay.const(1.0), relay.const(0), relay.const(16.0), relay.const(0))
+    plain = relay.qnn.op.requantize(x, *args, out_dtype="int8")
+    upward = relay.qnn.op.requantize(x, *args, rounding="UPWARD", out_dtype="int8")
+    assert both(plain, [x], [REQ]).tolist() == _requant_want("UPWARD")  # TVM's default
+    with relay.qnn.requantize_config(rounding="TONEAREST", compute_dtype="float32"):
+        assert relay.qnn.current_requantize_config().compute_dtype == "float32"
+        assert both(plain, [x], [REQ]).tolist() == _requant_want("TONEAREST")
+        assert both(upward, [x], [REQ]).tolist() == _requant_want("UPWARD")
+    assert relay.qnn.current_requantize_config().is_default
+    with (
+        pytest.raises(ArgumentError, match="rounding"),
+        relay.qnn.requantize_config(rounding="DOWN"),
+    ):
+        pass

@@ -333,7 +333,10 @@ def _conv_gemm(
     zr = (wz + wshift).astype(np.int32)
     zc = np.full(npix, zx + xshift, np.int32)
     cols = scratch.take((kp * npix,), np.uint8)
-    csum = scratch.take((npix,), np.int32) if np.any(zr != 0) else None
+    # the request may not depend on the zero points' values: a zero point that is a graph
+    # input is measured with placeholder values and bound with the real ones
+    csum_buf = scratch.take((npix,), np.int32)
+    csum = csum_buf if np.any(zr != 0) else None
     isz = out.itemsize
     sh, sw, _, _, dh, dw = steps
     hp, wp = (oh - 1) * sh + (kh - 1) * dh + 1, (ow - 1) * sw + (kw - 1) * dw + 1
@@ -447,7 +450,8 @@ def dense_run(
         cols = scratch.take((kp * np_,), np.uint8)
         csum = scratch.take((np_,), np.int32)
     rows = scratch.take((m * kp,), np.uint8)
-    rsum = scratch.take((m,), np.int32) if need_rsum else None
+    rsum_buf = scratch.take((m,), np.int32)  # value-independent request, as in _conv_gemm
+    rsum = rsum_buf if need_rsum else None
     pr = _ptrs(x2, rows, rsum)
     sr = np.array([m, k, k, kp, xflip, 0], np.int64)
     dynamic = not _const(izp)

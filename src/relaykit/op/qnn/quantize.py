@@ -49,6 +49,7 @@ from ._common import (
     runtime_qparams,
     static_dtype,
 )
+from .config import current_requantize_config
 
 __all__ = [
     "quantize",
@@ -201,15 +202,16 @@ def dequantize(
 
 
 def resolve_rounding(rounding: Any) -> str:
-    """``"None"`` (TVM's default) is ``UPWARD``."""
+    """``"None"`` is the configured rounding (:func:`.config.requantize_config`; TVM's
+    default ``UPWARD``)."""
     r = str(rounding)
-    return "UPWARD" if r in ("None", "") else r
+    return current_requantize_config().rounding if r in ("None", "") else r
 
 
 def resolve_compute_dtype(compute_dtype: Any) -> str:
-    """``"None"`` (TVM's default) is ``int64``."""
+    """``"None"`` is the configured compute dtype (TVM's default ``int64``)."""
     c = str(compute_dtype)
-    return "int64" if c in ("None", "") else c
+    return current_requantize_config().compute_dtype if c in ("None", "") else c
 
 
 def _requantize_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:

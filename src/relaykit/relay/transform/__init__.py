@@ -14,7 +14,13 @@ True
 from typing import Any
 
 import relaykit.transform
-from relaykit.byoc import AnnotateTarget, MergeCompilerRegions, MergeComposite, PartitionGraph
+from relaykit.byoc import (
+    AnnotateTarget,
+    CapturePostDfsIndexInSpans,
+    MergeCompilerRegions,
+    MergeComposite,
+    PartitionGraph,
+)
 from relaykit.errors import IRError
 from relaykit.text.spans import AnnotateSpans
 from relaykit.transform import *  # noqa: F403 - every pass and the pass infrastructure
@@ -46,6 +52,7 @@ __all__ = [
     "MergeCompilerRegions",
     "PartitionGraph",
     "CollagePartition",
+    "CapturePostDfsIndexInSpans",
     "BackwardFoldScaleAxis",
     "ForwardFoldScaleAxis",
     "AnnotateSpans",
