@@ -38,6 +38,8 @@ from relaykit.ir.types import TensorType, TupleType
 from relaykit.op.nn.geometry import pad4, pair
 from relaykit.transform.idioms import match_layer_norm
 
+from .int8 import INT_DTYPES, QNN_LOWER
+
 __all__ = [
     "lower_function",
     "op_name",
@@ -77,6 +79,28 @@ BINARY_OPS: dict[str, str] = {
 COMMUTATIVE = frozenset({"add", "multiply", "maximum", "minimum"})
 
 
+def _integer(call: Call) -> bool:
+    """Whether ``call`` reads or writes an integer tensor (an int8 region's operator)."""
+    types = [a.checked_type for a in call.args] + [call.checked_type]
+    return any(isinstance(t, TensorType) and str(t.dtype) in INT_DTYPES for t in types)
+
+
+def _count_uses(root: Expr) -> dict[int, int]:
+    uses: dict[int, int] = {id(root): 1}
+    skip = lambda n: type(n) is Function or type(n) is Op  # noqa: E731
+    for node in post_order(root, skip=skip):
+        children: list[Expr] = []
+        if isinstance(node, Call):
+            children = list(node.args)
+        elif isinstance(node, Tuple):
+            children = list(node.fields)
+        elif isinstance(node, TupleGetItem):
+            children = [node.tuple_value]
+        for c in children:
+            uses[id(c)] = uses.get(id(c), 0) + 1
+    return uses
+
+
 def op_name(call: Call) -> str:
     """The operator name of an operator call."""
     return cast(Op, call.op).name
@@ -98,6 +122,12 @@ def _along(vec: np.ndarray, axis: int, ndim: int) -> np.ndarray:
 class _Lowerer:
     def __init__(self) -> None:
         self.p = Program()
+        #: How many expressions read each expression (by id): int8 folds need one reader.
+        self.uses: dict[int, int] = {}
+        #: int8 layers (by output tensor): fold stage, int32 bias, output (scale, zero point).
+        self.qstage: dict[int, str] = {}
+        self.qbias: dict[int, np.ndarray] = {}
+        self.qparams: dict[int, tuple[float, int]] = {}
 
     # -- values ----------------------------------------------------------------------
 
@@ -153,9 +183,16 @@ class _Lowerer:
                 return self.evaluate(op.body, inner)
             if isinstance(op, Op):
                 fn = _LOWER.get(op.name)
+                if op.name in QNN_LOWER and (op.name.startswith("qnn.") or _integer(node)):
+                    fn = QNN_LOWER[op.name]
                 if fn is None:
                     raise CodegenError(f"dnnl: no lowering for operator {op.name}")
-                return fn(self, node, args)
+                value = fn(self, node, args)
+                ty = node.checked_type
+                if isinstance(value, int) and isinstance(ty, TensorType) and ty.dtype != "float32":
+                    if not self.p.is_constant(value):
+                        self.p.dtypes[value] = str(ty.dtype)
+                return value
         elif isinstance(node, Var):
             try:
                 return env[node]
@@ -649,12 +686,16 @@ def _input_value(p: Program, ty: Any, name: str) -> Value:
         return tuple(_input_value(p, f, name) for f in ty.fields)
     if not isinstance(ty, TensorType) or not ty.shape:
         raise CodegenError(f"dnnl: region input {name} must be a tensor of rank >= 1, got {ty}")
-    return p.add_input(tuple(int(d) for d in ty.shape))
+    t = p.add_input(tuple(int(d) for d in ty.shape))
+    if str(ty.dtype) != "float32":
+        p.dtypes[t] = str(ty.dtype)
+    return t
 
 
 def lower_function(func: Function) -> Program:
     """The region program of a typed ``Compiler="dnnl"`` function (before fusion)."""
     lw = _Lowerer()
+    lw.uses = _count_uses(func.body)
     env: dict[Var, Value] = {}
     for param in func.params:
         env[param] = _input_value(lw.p, param.checked_type, param.name_hint)

@@ -33,6 +33,8 @@ from relaykit.ir.expr import Call, Constant, Expr
 from relaykit.ir.types import TensorType, TupleType, Type
 from relaykit.op.nn.geometry import pad4, pair
 
+from .int8 import check_int8_call
+
 __all__ = ["RULES", "check_call", "rule_for", "TARGET"]
 
 TARGET = "dnnl"
@@ -306,6 +308,9 @@ RULES: dict[str, Callable[[Call], Verdict]] = {
 def check_call(call: Call) -> Verdict:
     """What the dnnl backend says about one typed operator call."""
     rule = RULES.get(op_name(call))
+    verdict = check_int8_call(call, rule)
+    if verdict is not None:
+        return verdict
     if rule is None:
         return decline(f"{op_name(call)} has no oneDNN primitive in this backend")
     reason = _check_tensors(call)

@@ -96,6 +96,12 @@ class Program:
     nodes: list[Node] = field(default_factory=list)
     #: Activation layout of convolutions: "any" (oneDNN chooses), "nhwc" or "blocked".
     layout: str = "any"
+    #: Data type of each tensor (float32 unless set: int8 regions have uint8, int8, int32).
+    dtypes: dict[int, str] = field(default_factory=dict)
+
+    def dtype(self, t: int) -> str:
+        """The data type of tensor ``t``."""
+        return self.dtypes.get(t, "float32")
 
     def copy(self) -> Program:
         """A copy to edit: its own nodes, shapes, inputs, outputs and constants table; the
@@ -110,6 +116,7 @@ class Program:
                 for n in self.nodes
             ],
             layout=self.layout,
+            dtypes=dict(self.dtypes),
         )
 
     def new_tensor(self, shape: tuple[int, ...]) -> int:
@@ -147,6 +154,7 @@ class Program:
             "version": FORMAT_VERSION,
             "layout": self.layout,
             "tensors": [list(s) for s in self.shapes],
+            **({"dtypes": [self.dtype(t) for t in range(len(self.shapes))]} if self.dtypes else {}),
             "inputs": list(self.inputs),
             "outputs": list(self.outputs),
             "constants": self.constant_ids(),

@@ -1,0 +1,259 @@
+"""Lowering of QNN operators to oneDNN int8 nodes (``qconv``, ``qdense``, ``qreorder``).
+
+A quantized layer reaches the codegen as the operators ``FakeQuantizationToInteger``
+and the frontends produce: ``qnn.conv2d`` / ``qnn.dense`` (int32 accumulator), then
+``nn.bias_add`` of an int32 bias, ``qnn.requantize`` to uint8 / int8, maybe ``clip``
+(ReLU on integers) and a residual ``qnn.add``. Each is lowered as it comes, and folded
+into the node before it when that node's result has no other reader, as oneDNN's int8
+primitives compute it in one pass:
+
+- the bias becomes the primitive's bias (in real units once the scale is known);
+- the requantize becomes the weight scales (input scale times weight scale, per output
+  channel) and the output scale and zero point: the layer writes uint8 / int8 directly;
+- a ``clip`` of the requantized integers becomes an eltwise clip post-op in real units;
+- a ``qnn.add`` of the layer's result and another tensor of the output's data type
+  becomes a ``sum`` post-op (the residual's scale and zero point), accumulating into
+  the residual's buffer.
+
+What is not folded runs on its own: ``qnn.quantize``, ``qnn.dequantize`` and
+``qnn.requantize`` as ``qreorder`` nodes (oneDNN reorders with scales and zero points),
+an unfused ``qnn.add`` through float32. Weights travel as float32 constants holding
+their integer values (the runtime reorders them once into oneDNN's int8 layout).
+
+>>> sorted(QNN_LOWER)[:3]
+['clip', 'nn.bias_add', 'qnn.add']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from relaykit.backends.dnnl.run.program import Node
+from relaykit.errors import CodegenError
+from relaykit.ir.expr import Call, Constant, Expr
+from relaykit.ir.types import TensorType
+from relaykit.op.nn.geometry import pad4, pair
+
+if TYPE_CHECKING:
+    from .lower import _Lowerer
+
+__all__ = ["QNN_LOWER", "INT_DTYPES"]
+
+INT_DTYPES = ("uint8", "int8", "int32")
+_RANGE = {"uint8": (0, 255), "int8": (-128, 127), "int32": (-(2**31), 2**31 - 1)}
+
+
+def _values(expr: Expr, what: str) -> np.ndarray:
+    if not isinstance(expr, Constant):
+        raise CodegenError(f"dnnl: the {what} of a quantized operator must be a constant")
+    return np.asarray(expr.data.numpy()).reshape(-1)
+
+
+def _scalar(expr: Expr, what: str) -> float:
+    v = _values(expr, what)
+    if v.size != 1 and not np.all(v == v[0]):
+        raise CodegenError(f"dnnl: the {what} must be one value")
+    return float(v[0])
+
+
+def _shape(expr: Expr) -> tuple[int, ...]:
+    ty = expr.checked_type
+    assert isinstance(ty, TensorType)
+    return tuple(int(d) for d in ty.shape)
+
+
+def _dtype(expr: Expr) -> str:
+    ty = expr.checked_type
+    assert isinstance(ty, TensorType)
+    return str(ty.dtype)
+
+
+def _producer(lw: _Lowerer, t: int) -> Node | None:
+    for node in reversed(lw.p.nodes):
+        if node.out == t:
+            return node
+    return None
+
+
+def _foldable(lw: _Lowerer, expr: Expr, t: int, stage: str) -> Node | None:
+    """The qconv / qdense node writing ``t`` in ``stage`` when ``expr`` (its value) has no
+    other reader, else None."""
+    if lw.uses.get(id(expr), 0) != 1 or t in lw.p.outputs:
+        return None
+    node = _producer(lw, t)
+    if node is None or node.op not in ("qconv", "qdense") or lw.qstage.get(t) != stage:
+        return None
+    return node
+
+
+def _bias(lw: _Lowerer, node: Node, bias: np.ndarray) -> int:
+    """The bias constant of a qconv (C,) or qdense (1, N)."""
+    b = bias.astype(np.float32)
+    return lw.p.add_constant(b if node.op == "qconv" else b.reshape(1, -1))
+
+
+def _qreorder(lw: _Lowerer, x: int, shape: tuple[int, ...], dtype: str, **attrs: Any) -> int:
+    out = lw.emit("qreorder", [x], shape, **{k: v for k, v in attrs.items() if v is not None})
+    lw.p.dtypes[out] = dtype
+    return out
+
+
+# -- the layers -------------------------------------------------------------------------------
+
+
+def _weighted(lw: _Lowerer, call: Call, args: list[Any], conv: bool) -> int:
+    x = lw.tensor(args[0], "qnn data")
+    weight = call.args[1]
+    if not isinstance(weight, Constant):
+        raise CodegenError("dnnl: int8 weights must be constants (bind the params)")
+    if np.any(_values(call.args[3], "kernel zero point") != 0):
+        raise CodegenError("dnnl: int8 weights must be symmetric (kernel zero point 0)")
+    wv = weight.data.numpy().astype(np.float32)
+    w = lw.p.add_constant(wv if conv else wv.T)  # qdense runs as a matmul: (K, N)
+    src_zp = int(round(_scalar(call.args[2], "input zero point")))
+    attrs: dict[str, Any] = {"weight": w, "bias": -1}
+    if src_zp:
+        attrs["src_zp"] = src_zp
+    if conv:
+        a = call.attrs
+        attrs.update(strides=list(pair(a.strides)), dilation=list(pair(a.dilation)),
+                     pad=list(pad4(a.padding)), groups=int(a.groups))  # fmt: skip
+    out = lw.emit("qconv" if conv else "qdense", [x], _shape(call), **attrs)
+    lw.p.dtypes[out] = "int32"
+    lw.qstage[out] = "acc"
+    return out
+
+
+def _qnn_conv2d(lw: _Lowerer, call: Call, args: list[Any]) -> int:
+    return _weighted(lw, call, args, conv=True)
+
+
+def _qnn_dense(lw: _Lowerer, call: Call, args: list[Any]) -> int:
+    return _weighted(lw, call, args, conv=False)
+
+
+def _bias_add(lw: _Lowerer, call: Call, args: list[Any]) -> int:
+    x = lw.tensor(args[0], "bias_add data")
+    node = _foldable(lw, call.args[0], x, "acc")
+    if node is None or not isinstance(call.args[1], Constant):
+        raise CodegenError("dnnl: an int32 bias_add must follow a qnn.conv2d or qnn.dense")
+    bias = call.args[1].data.numpy().astype(np.float64).reshape(-1)
+    node.attrs["bias"] = _bias(lw, node, bias)
+    lw.qbias[x] = bias
+    lw.qstage[x] = "biased"
+    return x
+
+
+def _requantize(lw: _Lowerer, call: Call, args: list[Any]) -> int:
+    x = lw.tensor(args[0], "requantize data")
+    in_scale = _values(call.args[1], "input scale").astype(np.float64)
+    in_zp = _scalar(call.args[2], "input zero point")
+    out_scale = _scalar(call.args[3], "output scale")
+    out_zp = int(round(_scalar(call.args[4], "output zero point")))
+    dtype = str(call.attrs.out_dtype)
+    node = _foldable(lw, call.args[0], x, "acc") or _foldable(lw, call.args[0], x, "biased")
+    if node is not None and in_zp == 0:
+        node.attrs["wscale"] = [float(s) for s in in_scale]
+        bias = lw.qbias.get(x)
+        if bias is not None:
+            scale = np.broadcast_to(in_scale, bias.shape)
+            node.attrs["bias"] = _bias(lw, node, bias * scale)
+        node.attrs["dst_scale"] = out_scale
+        if out_zp:
+            node.attrs["dst_zp"] = out_zp
+        lw.p.dtypes[x] = dtype
+        lw.qstage[x] = "scaled"
+        lw.qparams[x] = (out_scale, out_zp)
+        return x
+    return _qreorder(
+        lw, x, _shape(call), dtype, src_scale=[float(s) for s in in_scale],
+        axis=int(call.attrs.axis) % len(_shape(call)), src_zp=int(round(in_zp)) or None,
+        dst_scale=out_scale, dst_zp=out_zp or None,
+    )  # fmt: skip
+
+
+def _quantize(lw: _Lowerer, call: Call, args: list[Any]) -> int:
+    x = lw.tensor(args[0], "quantize data")
+    zp = int(round(_scalar(call.args[2], "zero point")))
+    return _qreorder(lw, x, _shape(call), str(call.attrs.out_dtype),
+                     dst_scale=_scalar(call.args[1], "scale"), dst_zp=zp or None)  # fmt: skip
+
+
+def _dequantize(lw: _Lowerer, call: Call, args: list[Any]) -> int:
+    x = lw.tensor(args[0], "dequantize data")
+    scale = _values(call.args[1], "scale")
+    zp = int(round(_scalar(call.args[2], "zero point")))
+    ndim = len(_shape(call))
+    return _qreorder(lw, x, _shape(call), "float32", src_scale=[float(s) for s in scale],
+                     axis=int(call.attrs.axis) % ndim, src_zp=zp or None)  # fmt: skip
+
+
+def _clip(lw: _Lowerer, call: Call, args: list[Any]) -> int:
+    x = lw.tensor(args[0], "clip data")
+    dtype = _dtype(call)
+    lo, hi = float(call.attrs.a_min), float(call.attrs.a_max)
+    node = _foldable(lw, call.args[0], x, "scaled")
+    if node is not None:
+        lo_t, hi_t = _RANGE[dtype]
+        if lo <= lo_t and hi >= hi_t:
+            return x  # the saturation to the data type does it
+        scale, zp = lw.qparams[x]
+        # real units, before the output scale: y = (q - zp) * scale
+        node.post.append({"op": "clip", "alpha": (max(lo, lo_t) - zp) * scale,
+                          "beta": (min(hi, hi_t) - zp) * scale})  # fmt: skip
+        return x
+    # elsewhere: through float32 (exact for integers)
+    shape = _shape(call)
+    f = _qreorder(lw, x, shape, "float32")
+    c = lw.emit("eltwise", [f], shape, alg="clip", alpha=lo, beta=hi)
+    return _qreorder(lw, c, shape, dtype)
+
+
+def _qnn_add(lw: _Lowerer, call: Call, args: list[Any]) -> int:
+    lhs, rhs = lw.tensor(args[0], "qnn.add lhs"), lw.tensor(args[1], "qnn.add rhs")
+    s = [_scalar(call.args[k], "scale") for k in (2, 4, 6)]
+    z = [int(round(_scalar(call.args[k], "zero point"))) for k in (3, 5, 7)]
+    shape, dtype = _shape(call), _dtype(call)
+    for mine, other, k in ((lhs, rhs, 1), (rhs, lhs, 0)):
+        node = _foldable(lw, call.args[1 - k], mine, "scaled")
+        if (
+            node is None or node.post or lw.p.dtype(other) != dtype
+            or lw.p.shapes[other] != shape or other == mine
+        ):  # fmt: skip
+            continue
+        node.attrs["dst_scale"] = s[2]
+        node.attrs.pop("dst_zp", None)
+        if z[2]:
+            node.attrs["dst_zp"] = z[2]
+        node.post.append({"op": "sum", "in": other, "scale": s[k], "zp": z[k]})
+        # it now reads `other`, perhaps written after it: it moves to the end (nothing
+        # reads its result before the add)
+        lw.p.nodes.remove(node)
+        lw.p.nodes.append(node)
+        lw.p.dtypes[mine] = dtype
+        lw.qstage[mine] = "summed"
+        return mine
+    a = _qreorder(lw, lhs, shape if lw.p.shapes[lhs] == shape else lw.p.shapes[lhs], "float32",
+                  src_scale=[s[0]], src_zp=z[0] or None)  # fmt: skip
+    b = _qreorder(lw, rhs, lw.p.shapes[rhs], "float32", src_scale=[s[1]], src_zp=z[1] or None)
+    if lw.p.shapes[a] != shape:
+        a, b = b, a
+    b = lw.as_rank(b, len(shape))
+    total = lw.emit("binary", [a, b], shape, alg="add")
+    return _qreorder(lw, total, shape, dtype, dst_scale=s[2], dst_zp=z[2] or None)
+
+
+#: QNN operator (or integer use of a float one) -> its lowering.
+QNN_LOWER: dict[str, Callable[[_Lowerer, Call, list[Any]], int]] = {
+    "qnn.conv2d": _qnn_conv2d,
+    "qnn.dense": _qnn_dense,
+    "qnn.requantize": _requantize,
+    "qnn.quantize": _quantize,
+    "qnn.dequantize": _dequantize,
+    "qnn.add": _qnn_add,
+    "nn.bias_add": _bias_add,
+    "clip": _clip,
+}

@@ -1,0 +1,169 @@
+"""Operator rules of target ``dnnl`` for quantized (int8) graphs.
+
+The QNN operators oneDNN runs as int8 primitives (lowered by
+:mod:`relaykit.backends.dnnl.compile.int8`): ``qnn.conv2d`` and ``qnn.dense`` with
+constant symmetric int8 weights over uint8 / int8 data, ``qnn.requantize``,
+``qnn.quantize`` / ``qnn.dequantize`` (scalar zero points), ``qnn.add``; and float
+operators on integer tensors that oneDNN runs in their data type or the lowering
+folds: pooling, reshapes, ``clip``, the int32 ``nn.bias_add`` after a quantized layer.
+
+>>> sorted(QNN_RULES)[:2]
+['qnn.add', 'qnn.conv2d']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from relaykit.byoc import Decline, decline
+from relaykit.ir.expr import Call, Constant, Expr
+from relaykit.ir.op import Op
+from relaykit.ir.types import TensorType
+
+__all__ = ["QNN_RULES", "INT_OPS", "check_int8_call"]
+
+Verdict = bool | Decline
+
+_ACT = ("uint8", "int8")
+#: Float operators taken on integer tensors (data types they accept).
+INT_OPS: dict[str, tuple[str, ...]] = {
+    "nn.max_pool2d": ("uint8", "int8", "int32"),
+    "nn.avg_pool2d": ("uint8", "int8", "int32"),
+    "nn.global_avg_pool2d": ("uint8", "int8", "int32"),
+    "nn.global_max_pool2d": ("uint8", "int8", "int32"),
+    "reshape": ("uint8", "int8", "int32"),
+    "nn.batch_flatten": ("uint8", "int8", "int32"),
+    "squeeze": ("uint8", "int8", "int32"),
+    "expand_dims": ("uint8", "int8", "int32"),
+    "clip": ("uint8", "int8", "int32"),
+    "nn.bias_add": ("int32",),
+}
+
+
+def _dtype(expr: Expr) -> str:
+    ty = expr.checked_type
+    return str(ty.dtype) if isinstance(ty, TensorType) else ""
+
+
+def _static(expr: Expr) -> bool:
+    ty = expr.checked_type
+    return isinstance(ty, TensorType) and ty.is_static and 1 <= len(ty.shape) <= 6
+
+
+def _scalar_const(expr: Expr) -> bool:
+    if not isinstance(expr, Constant):
+        return False
+    v = np.asarray(expr.data.numpy()).reshape(-1)
+    return v.size >= 1 and bool(np.all(v == v[0]))
+
+
+def _const(expr: Expr) -> bool:
+    return isinstance(expr, Constant)
+
+
+def _weighted(call: Call) -> Verdict:
+    if _dtype(call.args[0]) not in _ACT or _dtype(call.args[1]) != "int8":
+        return decline(
+            f"{call.op} of {_dtype(call.args[0])} x {_dtype(call.args[1])}: oneDNN's int8 "
+            "kernels take uint8 / int8 data and int8 weights"
+        )
+    if not isinstance(call.args[1], Constant):
+        return decline("the int8 weight is not a constant: bind the params")
+    if not all(_const(a) for a in call.args[2:]) or not _scalar_const(call.args[2]):
+        return decline("quantization parameters must be constants (one input zero point)")
+    if np.any(np.asarray(call.args[3].data.numpy()) != 0):  # type: ignore[union-attr]
+        return decline("asymmetric weights (kernel zero point not 0): oneDNN takes symmetric ones")
+    if str(call.attrs.out_dtype) not in ("", "int32"):
+        return decline(f"out_dtype {call.attrs.out_dtype}: the accumulator is int32")
+    return True
+
+
+def _qnn_conv2d(call: Call) -> Verdict:
+    a = call.attrs
+    if a.data_layout != "NCHW" or a.kernel_layout != "OIHW" or a.out_layout not in ("", "NCHW"):
+        return decline(f"layout {a.data_layout}/{a.kernel_layout}: the dnnl backend takes NCHW/OIHW")
+    return _weighted(call)
+
+
+def _qnn_dense(call: Call) -> Verdict:
+    if len(call.args[1].checked_type.shape) != 2:  # type: ignore[attr-defined]
+        return decline("a qnn.dense whose weight is not 2-D")
+    return _weighted(call)
+
+
+def _requantize(call: Call) -> Verdict:
+    if not all(_const(a) for a in call.args[1:]):
+        return decline("requantize parameters must be constants")
+    if not all(_scalar_const(call.args[k]) for k in (2, 3, 4)):
+        return decline("requantize: one input zero point, output scale and zero point")
+    if _dtype(call.args[0]) not in ("uint8", "int8", "int32") or _dtype(call) not in _ACT + ("int32",):
+        return decline(f"requantize {_dtype(call.args[0])} -> {_dtype(call)}")
+    return True
+
+
+def _quantize(call: Call) -> Verdict:
+    if not (_scalar_const(call.args[1]) and _scalar_const(call.args[2])):
+        return decline("quantize: per-channel scales or computed parameters")
+    if _dtype(call.args[0]) != "float32" or _dtype(call) not in _ACT:
+        return decline(f"quantize {_dtype(call.args[0])} -> {_dtype(call)}")
+    if str(call.attrs.rounding) not in ("TONEAREST_EVEN", "TONEAREST", "UPWARD"):
+        return decline(f"quantize rounding {call.attrs.rounding}")
+    return True
+
+
+def _dequantize(call: Call) -> Verdict:
+    if not (_const(call.args[1]) and _scalar_const(call.args[2])):
+        return decline("dequantize: computed parameters or per-channel zero points")
+    if _dtype(call.args[0]) not in ("uint8", "int8", "int32"):
+        return decline(f"dequantize of {_dtype(call.args[0])}")
+    return True
+
+
+def _qnn_add(call: Call) -> Verdict:
+    if not all(_scalar_const(a) for a in call.args[2:]):
+        return decline("qnn.add: per-channel or computed parameters")
+    lhs, rhs = call.args[0].checked_type, call.args[1].checked_type
+    if not (isinstance(lhs, TensorType) and isinstance(rhs, TensorType)):
+        return decline("qnn.add of non-tensors")
+    out = tuple(call.checked_type.shape)  # type: ignore[attr-defined]
+    if tuple(lhs.shape) != out and tuple(rhs.shape) != out:
+        return decline("qnn.add where neither operand has the result's shape")
+    return True
+
+
+#: QNN operator -> rule.
+QNN_RULES: dict[str, Callable[[Call], Verdict]] = {
+    "qnn.conv2d": _qnn_conv2d,
+    "qnn.dense": _qnn_dense,
+    "qnn.requantize": _requantize,
+    "qnn.quantize": _quantize,
+    "qnn.dequantize": _dequantize,
+    "qnn.add": _qnn_add,
+}
+
+
+def check_int8_call(call: Call, float_rule: Callable[[Call], Verdict] | None) -> Verdict | None:
+    """The verdict on a QNN call or a float operator on integer tensors; None for a
+    float32 call (the float rules decide)."""
+    name = call.op.name if isinstance(call.op, Op) else ""
+    exprs = [*call.args, call]
+    if not all(_static(e) or (isinstance(e, Constant)) for e in exprs):
+        return decline("dynamic or unsupported shapes in a quantized operator")
+    rule = QNN_RULES.get(name)
+    if rule is not None:
+        return rule(call)
+    dtypes = {_dtype(e) for e in exprs if not isinstance(e, Constant)}
+    if dtypes <= {"float32"}:
+        return None
+    allowed = INT_OPS.get(name)
+    if allowed is None or not dtypes <= set(allowed) or float_rule is None:
+        return decline(f"{name} on {sorted(dtypes)} tensors: no int8 primitive in this backend")
+    if name == "nn.bias_add":
+        src = call.args[0]
+        producer = src.op.name if isinstance(src, Call) and isinstance(src.op, Op) else ""
+        if producer not in ("qnn.conv2d", "qnn.dense") or not isinstance(call.args[1], Constant):
+            return decline("an int32 bias_add not after a qnn.conv2d / qnn.dense")
+        return True
+    return float_rule(call)

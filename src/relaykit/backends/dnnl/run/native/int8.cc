@@ -1,0 +1,181 @@
+// Quantized primitives (see region.h): int8 convolutions and inner products with their
+// scales and zero points as oneDNN attributes, and the reorders that quantize,
+// dequantize and requantize between data types.
+//
+// A "qconv" / "qdense" node reads u8 or s8 activations and s8 weights (constants of
+// integer values, reordered once into oneDNN's int8 layout, with the compensation its
+// kernels need) and computes, in oneDNN's order,
+//   dst = post_ops(wscale[c] * sum((src - src_zp) * w) + bias[c]) / dst_scale + dst_zp
+// rounded and saturated to the output's data type (u8, s8, s32 or f32): `wscale` is the
+// input's scale times the weight's (per output channel or one), `bias` already in real
+// units. Requantization is thus the output scale, ReLU / clip are eltwise post-ops in
+// real units, and a residual quantized add is a sum post-op (scale and zero point of
+// the residual) accumulating into the residual's buffer.
+// A "qreorder" node converts `src` to the output's data type:
+//   dst = src_scale[c] * (src - src_zp) / dst_scale + dst_zp
+// (src_scale one value, or per channel along `axis`), rounded half to even.
+
+#include "region.h"
+
+namespace rk {
+
+namespace {
+
+memory::desc scale_md(size_t n) { return memory::desc({static_cast<long long>(n)}, dt::f32, tag::a); }
+memory::desc zp_md() { return memory::desc({1}, dt::s32, tag::a); }
+
+std::vector<float> floats(const Json& node, const char* key) {
+  std::vector<float> out;
+  if (const Json* v = node.find(key)) {
+    if (v->kind == Json::Num) {
+      out.push_back(static_cast<float>(v->f()));
+    } else {
+      for (const auto& x : v->items) out.push_back(static_cast<float>(x.f()));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+// The attributes of a quantized node: scales and zero points (their memories appended
+// to `extra`), and its post-ops (in `post`).
+primitive_attr Region::quant_attr(const Json& node, int wmask, Post& post, std::vector<Arg>& extra) {
+  primitive_attr attr = base_attr();
+  std::vector<float> wscale = floats(node, "wscale");
+  if (!wscale.empty()) {
+    attr.set_scales_mask(DNNL_ARG_WEIGHTS, wscale.size() > 1 ? wmask : 0);
+    memory::desc md = scale_md(wscale.size());
+    extra.push_back({DNNL_ARG_ATTR_SCALES | DNNL_ARG_WEIGHTS, owned_const(md, wscale.data()), md});
+  }
+  std::vector<float> dscale = floats(node, "dst_scale");
+  if (!dscale.empty()) {
+    attr.set_scales_mask(DNNL_ARG_DST, 0);
+    memory::desc md = scale_md(1);
+    extra.push_back({DNNL_ARG_ATTR_SCALES | DNNL_ARG_DST, owned_const(md, dscale.data()), md});
+  }
+  for (auto [key, arg] : {std::pair<const char*, int>{"src_zp", DNNL_ARG_SRC},
+                          std::pair<const char*, int>{"dst_zp", DNNL_ARG_DST}}) {
+    int32_t zp = static_cast<int32_t>(node.get_i(key, 0));
+    if (zp == 0) continue;
+    attr.set_zero_points_mask(arg, 0);
+    extra.push_back({DNNL_ARG_ATTR_ZERO_POINTS | arg, owned_const(zp_md(), &zp), zp_md()});
+  }
+  int o = out(node);
+  post = post_ops_of(node, dims_[o], 0, false);
+  attr.set_post_ops(post.ops);
+  return attr;
+}
+
+// "qconv" and "qdense": an int8 convolution or inner product.
+void Region::lower_qweighted(const Json& node) {
+  bool conv = node.at("op").s() == "qconv";
+  int src = in(node, 0), w = checked(node.at("weight").i()), o = out(node);
+  long long b = node.get_i("bias", -1);
+  long long groups = conv ? node.get_i("groups", 1) : 1;
+  dims wd = conv ? grouped_weight_dims(w, groups) : dims_[w];
+  Post post;
+  std::vector<Arg> extra;
+  int wmask = conv ? (groups > 1 ? 3 : 1) : 2;  // qdense: weights (K, N), per N
+  primitive_attr attr = quant_attr(node, wmask, post, extra);
+  memory::desc bias_md = b >= 0 ? plain(checked(b)) : memory::desc();
+  memory::desc wany(wd, dt::s8, tag::any);
+  std::string what;
+  primitive prim;
+  std::vector<Arg> args;
+  if (conv) {
+    dims strides = to_dims(node.at("strides").ints());
+    dims dil = dnnl_dilation(node);
+    auto pad = node.at("pad").ints();
+    dims pad_l = {pad[0], pad[1]}, pad_r = {pad[2], pad[3]};
+    auto make = [&](const memory::desc& s, const memory::desc& d) {
+      return dnnl::convolution_forward::primitive_desc(
+          eng_, prop_kind::forward_inference, algorithm::convolution_direct, s, wany, bias_md, d,
+          strides, dil, pad_l, pad_r, attr);
+    };
+    // int8 kernels run channels-last: keep nhwc activations from one layer to the next.
+    memory::desc s_nhwc(dims_[src], dtypes_[src], tag::acdb), d_nhwc(dims_[o], dtypes_[o], tag::acdb);
+    dnnl::convolution_forward::primitive_desc pd;
+    try {
+      pd = make(s_nhwc, d_nhwc);
+      if (!fast(pd)) throw dnnl::error(dnnl_unimplemented, "slow");
+    } catch (const dnnl::error&) {
+      pd = make(memory::desc(dims_[src], dtypes_[src], tag::any), memory::desc(dims_[o], dtypes_[o], tag::any));
+    }
+    args = weighted_args(pd, src, w, wd, o, post, b, bias_md);
+    prim = dnnl::convolution_forward(pd);
+    what = "qconv t" + std::to_string(o) + " " + md_str(pd.src_desc()) + " w=" + md_str(pd.weights_desc()) +
+           " -> " + md_str(pd.dst_desc()) + post.info;
+    args.insert(args.end(), extra.begin(), extra.end());
+    add_step(prim, args, what, &pd);
+    return;
+  }
+  // dense: the input read as a plain (N, K) matrix (a reorder first if it is not one)
+  dims sd = dims_[src];
+  long long k = 1;
+  for (size_t i = 1; i < sd.size(); ++i) k *= sd[i];
+  if (dims_[w].size() != 2 || dims_[w][0] != k || dims_[o].size() != 2)
+    throw Error("program: qdense weight does not match its input");
+  // a matmul (the inner product takes no zero points): (M, K) x (K, N) + bias (1, N)
+  memory::desc s2({sd[0], k}, dtypes_[src], tag::ab);
+  auto pd = dnnl::matmul::primitive_desc(eng_, s2, wany, bias_md, plain(o), attr);
+  int ps = version(src, plain(src));
+  int pw = weight_version(w, dims_[w], pd.weights_desc());
+  int pdst = post.sum_tensor >= 0 ? define_with_sum(o, pd.dst_desc(), post.sum_tensor) : define(o, pd.dst_desc());
+  args = {{DNNL_ARG_SRC, ps, s2}, {DNNL_ARG_WEIGHTS, pw, pd.weights_desc()}, {DNNL_ARG_DST, pdst, pd.dst_desc()}};
+  if (b >= 0) args.push_back({DNNL_ARG_BIAS, version(checked(b), bias_md), bias_md});
+  args.insert(args.end(), post.args.begin(), post.args.end());
+  args.insert(args.end(), extra.begin(), extra.end());
+  add_step(dnnl::matmul(pd), args,
+           "qdense t" + std::to_string(o) + " " + md_str(s2) + " w=" + md_str(pd.weights_desc()) + post.info, &pd);
+}
+
+// "qreorder": quantize, dequantize or requantize; the output keeps the input's layout
+// (a plain 4-D input entering the region becomes nhwc, as the int8 convolutions read it).
+void Region::lower_qreorder(const Json& node) {
+  int src = in(node, 0), o = out(node);
+  const memory::desc& have = md_of(src);
+  memory::desc dst;
+  if (is_strided(have)) {
+    bool entering = phys_[primary(src)].kind != Kind::Internal;
+    if (dims_[o].size() == 4 && entering && dtypes_[o] != dt::f32)
+      dst = memory::desc(dims_[o], dtypes_[o], tag::acdb);
+    else
+      dst = memory::desc(dims_[o], dtypes_[o], have.get_strides());
+  } else {
+    memory::desc l = like(have, dims_[o]);
+    dst = l.get_format_kind() == memory::format_kind::blocked && l.get_inner_nblks() > 0
+              ? memory::desc(dims_[o], dtypes_[o], l.get_inner_blks()[0] == 16 ? tag::aBcd16b : tag::aBcd8b)
+              : plain(o);
+  }
+  primitive_attr attr = base_attr();
+  std::vector<Arg> extra;
+  std::vector<float> sscale = floats(node, "src_scale");
+  if (!sscale.empty()) {
+    int axis = static_cast<int>(node.get_i("axis", 1));
+    attr.set_scales_mask(DNNL_ARG_SRC, sscale.size() > 1 ? (1 << axis) : 0);
+    memory::desc md = scale_md(sscale.size());
+    extra.push_back({DNNL_ARG_ATTR_SCALES | DNNL_ARG_SRC, owned_const(md, sscale.data()), md});
+  }
+  std::vector<float> dscale = floats(node, "dst_scale");
+  if (!dscale.empty()) {
+    attr.set_scales_mask(DNNL_ARG_DST, 0);
+    memory::desc md = scale_md(1);
+    extra.push_back({DNNL_ARG_ATTR_SCALES | DNNL_ARG_DST, owned_const(md, dscale.data()), md});
+  }
+  for (auto [key, arg] : {std::pair<const char*, int>{"src_zp", DNNL_ARG_SRC},
+                          std::pair<const char*, int>{"dst_zp", DNNL_ARG_DST}}) {
+    int32_t zp = static_cast<int32_t>(node.get_i(key, 0));
+    if (zp == 0) continue;
+    attr.set_zero_points_mask(arg, 0);
+    extra.push_back({DNNL_ARG_ATTR_ZERO_POINTS | arg, owned_const(zp_md(), &zp), zp_md()});
+  }
+  int ps = primary(src);
+  auto pd = dnnl::reorder::primitive_desc(eng_, have, eng_, dst, attr);
+  int p = define(o, dst);
+  std::vector<Arg> args = {{DNNL_ARG_FROM, ps, have}, {DNNL_ARG_TO, p, dst}};
+  args.insert(args.end(), extra.begin(), extra.end());
+  add_step(dnnl::reorder(pd), args, "qreorder t" + std::to_string(o) + " " + md_str(have) + " -> " + md_str(dst), &pd);
+}
+
+}  // namespace rk
