@@ -222,6 +222,7 @@ def _qnn_add(lw: _Lowerer, call: Call, args: list[Any]) -> int:
         if (
             node is None or node.post or lw.p.dtype(other) != dtype
             or lw.p.shapes[other] != shape or other == mine
+            or other in node.inputs  # the layer would write over its own input
         ):  # fmt: skip
             continue
         node.attrs["dst_scale"] = s[2]

@@ -134,7 +134,7 @@ void Region::lower_qweighted(const Json& node) {
 // (a plain 4-D input entering the region becomes nhwc, as the int8 convolutions read it).
 void Region::lower_qreorder(const Json& node) {
   int src = in(node, 0), o = out(node);
-  const memory::desc& have = md_of(src);
+  memory::desc have = md_of(src);  // a copy: owned_const below grows phys_
   memory::desc dst;
   if (is_strided(have)) {
     bool entering = phys_[primary(src)].kind != Kind::Internal;

@@ -1,0 +1,173 @@
+"""int8 regions: QNN graphs run as oneDNN int8 primitives.
+
+References: relaykit's own QNN kernels on the host (checked against NumPy int64 in
+tests/op/qnn) for graphs written in Relay, onnxruntime for quantized ONNX models;
+int8 results must be equal on at least 99% of elements and one step off elsewhere
+(oneDNN folds each requantize into the layer's output scale, so it rounds once where
+the reference rounds twice).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import relaykit as tvm
+from relaykit import relay
+from relaykit.backends.dnnl import partition_for_dnnl
+from relaykit.byoc import explain
+from relaykit.contrib import graph_executor
+
+HERE = Path(__file__).resolve().parent
+
+
+def _c(value, dtype):
+    return relay.const(np.asarray(value, dtype=dtype))
+
+
+def _qconv(x, w, in_scale, in_zp, w_scale, out_scale, out_zp, bias, relu=False, **kw):
+    """qnn.conv2d -> bias_add -> requantize to uint8 (-> clip at the zero point)."""
+    acc = relay.qnn.op.conv2d(
+        x, _c(w, "int8"), _c(in_zp, "int32"), _c(0, "int32"), _c(in_scale, "float32"),
+        _c(w_scale, "float32"), kernel_size=w.shape[2:], channels=w.shape[0], **kw,
+    )  # fmt: skip
+    acc = relay.nn.bias_add(acc, _c(bias, "int32"))
+    y = relay.qnn.op.requantize(
+        acc, _c(np.asarray(w_scale) * in_scale, "float32"), _c(0, "int32"),
+        _c(out_scale, "float32"), _c(out_zp, "int32"), axis=1, out_dtype="uint8",
+    )  # fmt: skip
+    return relay.clip(y, out_zp, 255) if relu else y
+
+
+def _small_qnn_cnn() -> tvm.IRModule:
+    rng = np.random.default_rng(0)
+    x = relay.var("x", shape=(1, 8, 12, 12), dtype="float32")
+    q = relay.qnn.op.quantize(x, _c(0.05, "float32"), _c(120, "int32"), out_dtype="uint8")
+    w1 = rng.integers(-127, 128, (16, 8, 3, 3)).astype("int8")
+    ws1 = rng.uniform(0.002, 0.004, 16).astype("float32")
+    a = _qconv(q, w1, 0.05, 120, ws1, 0.08, 10, rng.integers(-500, 500, 16), relu=True,
+               padding=(1, 1))  # fmt: skip
+    w2 = rng.integers(-127, 128, (16, 16, 3, 3)).astype("int8")
+    b = _qconv(a, w2, 0.08, 10, 0.003, 0.1, 128, rng.integers(-500, 500, 16), padding=(1, 1))
+    s = relay.qnn.op.add(
+        b, a, _c(0.1, "float32"), _c(128, "int32"), _c(0.08, "float32"), _c(10, "int32"),
+        _c(0.12, "float32"), _c(5, "int32"),
+    )  # fmt: skip
+    dw = rng.integers(-3, 4, (16, 1, 3, 3)).astype("int8")  # gains near 1: steps stay steps
+    d = _qconv(s, dw, 0.12, 5, rng.uniform(0.01, 0.02, 16), 0.09, 0, np.zeros(16),
+               padding=(1, 1), groups=16)  # fmt: skip
+    p = relay.nn.max_pool2d(d, pool_size=(2, 2), strides=(2, 2))
+    f = relay.reshape(p, (1, 16 * 36))
+    wd = rng.integers(-3, 4, (10, 16 * 36)).astype("int8")
+    acc = relay.qnn.op.dense(
+        f, _c(wd, "int8"), _c(0, "int32"), _c(0, "int32"), _c(0.09, "float32"),
+        _c(0.001, "float32"), units=10,
+    )  # fmt: skip
+    acc = relay.nn.bias_add(acc, _c(rng.integers(-100, 100, 10), "int32"))
+    y = relay.qnn.op.requantize(
+        acc, _c(0.09 * 0.001, "float32"), _c(0, "int32"), _c(0.2, "float32"),
+        _c(100, "int32"), out_dtype="uint8",
+    )  # fmt: skip
+    out = relay.qnn.op.dequantize(y, _c(0.2, "float32"), _c(100, "int32"))
+    return tvm.IRModule.from_expr(relay.Function([x], out))
+
+
+def _run(lib, x: np.ndarray) -> np.ndarray:
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    g.set_input("x", x)
+    g.run()
+    return g.get_output(0).numpy()
+
+
+def _steps(lib) -> list[str]:
+    mods = [m for m in lib.lib.imported_modules if m.type_key == "dnnl"]
+    return [s for m in mods for r in m.regions.values() for s in r.steps()]
+
+
+def _within_one_step(got: np.ndarray, want: np.ndarray, step: float) -> None:
+    d = np.rint(np.abs(got.astype(np.float64) - want) / step)
+    assert d.max() <= 1, f"largest difference {d.max()} steps"
+    assert np.mean(d == 0) >= 0.99 or got.size < 100, f"{np.mean(d == 0):.2%} equal"
+
+
+def test_qnn_cnn_is_one_int8_region_matching_the_host_kernels():
+    mod = _small_qnn_cnn()
+    part = partition_for_dnnl(mod)
+    regions = [gv for gv in part.get_global_vars() if gv.name_hint != "main"]
+    assert len(regions) == 1
+    lib = relay.build(part, target="llvm")
+    steps = _steps(lib)
+    assert sum(s.startswith("qconv") for s in steps) == 3
+    assert not any(s.startswith(("conv ", "binary")) for s in steps)
+    x = np.random.default_rng(1).standard_normal((1, 8, 12, 12)).astype("float32") * 3
+    got = _run(lib, x)
+    want = _run(relay.build(mod, target="llvm"), x)
+    _within_one_step(got, want, 0.2)
+
+
+def test_exported_int8_region_loads_without_native_code(tmp_path):
+    lib = relay.build(partition_for_dnnl(_small_qnn_cnn()), target="llvm")
+    path = str(tmp_path / "int8.rk")
+    lib.export_library(path)
+    x = np.random.default_rng(2).standard_normal((1, 8, 12, 12)).astype("float32")
+    loaded = tvm.runtime.load_module(path, allow_native=False)
+    np.testing.assert_array_equal(_run(lib, x), _run(loaded, x))
+
+
+def test_asymmetric_weights_stay_on_the_host_with_a_reason():
+    x = relay.var("x", shape=(1, 4, 6, 6), dtype="uint8")
+    w = np.ones((4, 4, 1, 1), "int8")
+    y = relay.qnn.op.conv2d(
+        x, _c(w, "int8"), _c(0, "int32"), _c(3, "int32"), _c(0.1, "float32"),
+        _c(0.1, "float32"), kernel_size=(1, 1), channels=4,
+    )  # fmt: skip
+    mod = tvm.IRModule.from_expr(relay.Function([x], y))
+    text = str(explain(relay.transform.InferType()(mod), "dnnl"))
+    assert "kernel zero point" in text
+
+
+def _quant_models():
+    name = "relaykit_tests_quant_models"
+    if name not in sys.modules:
+        path = HERE.parent.parent / "frontend" / "onnx" / "quant_models.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+@pytest.mark.parametrize("model", ["resnet18", "mobilenet_v2"])
+def test_onnx_qdq_cnn_is_one_region_within_a_step_of_onnxruntime(tmp_path, model):
+    pytest.importorskip("torch", reason="the quantized models are exported from torch")
+    pytest.importorskip("onnxruntime", reason="onnxruntime quantizes the models")
+    onnx = pytest.importorskip("onnx")
+    qm = _quant_models()
+    feeds = qm.export(model, tmp_path / "f.onnx")
+    qm.quantize(tmp_path / "f.onnx", tmp_path / "q.onnx", "qdq_u8s8", feeds)
+    proto = onnx.load(str(tmp_path / "q.onnx"))
+    mod, params = relay.frontend.from_onnx(proto)
+    part = partition_for_dnnl(mod, params)
+    assert len([gv for gv in part.get_global_vars() if gv.name_hint != "main"]) == 1
+    lib = relay.build(part, target="llvm")
+    steps = _steps(lib)
+    assert sum(s.startswith("qconv") for s in steps) >= 10
+    assert any("+sum" in s for s in steps)  # residual adds accumulate into the residual
+    got = _run(lib, feeds["x"])
+    want = qm.ort_run(proto, feeds)[0]
+    # the output is dequantized: its step is the last layer's output scale
+    scales = [n for n in proto.graph.node if n.op_type == "DequantizeLinear"]
+    from onnx import numpy_helper
+
+    inits = {t.name: numpy_helper.to_array(t) for t in proto.graph.initializer}
+    last = next(n for n in reversed(proto.graph.node) if n.op_type == "DequantizeLinear")
+    assert scales
+    step = float(inits[last.input[1]])
+    d = np.rint(np.abs(got.astype(np.float64) - want) / step)
+    # 10 logits after ~20 layers each rounding once where onnxruntime rounds twice
+    assert d.max() <= 2 and np.mean(d <= 1) >= 0.9, (d.max(), np.mean(d == 0))
