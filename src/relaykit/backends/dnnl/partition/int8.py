@@ -149,14 +149,14 @@ def check_int8_call(call: Call, float_rule: Callable[[Call], Verdict] | None) ->
     float32 call (the float rules decide)."""
     name = call.op.name if isinstance(call.op, Op) else ""
     exprs = [*call.args, call]
-    if not all(_static(e) or (isinstance(e, Constant)) for e in exprs):
-        return decline("dynamic or unsupported shapes in a quantized operator")
     rule = QNN_RULES.get(name)
+    dtypes = {_dtype(e) for e in exprs if not isinstance(e, Constant)} - {""}
+    if rule is None and dtypes <= {"float32", "bfloat16"}:
+        return None  # a float operator: the float rules decide
+    if not all(_static(e) or isinstance(e, Constant) for e in exprs):
+        return decline("dynamic or unsupported shapes in a quantized operator")
     if rule is not None:
         return rule(call)
-    dtypes = {_dtype(e) for e in exprs if not isinstance(e, Constant)}
-    if dtypes <= {"float32"}:
-        return None
     allowed = INT_OPS.get(name)
     if allowed is None or not dtypes <= set(allowed) or float_rule is None:
         return decline(f"{name} on {sorted(dtypes)} tensors: no int8 primitive in this backend")
