@@ -151,14 +151,14 @@ def check_int8_call(call: Call, float_rule: Callable[[Call], Verdict] | None) ->
     exprs = [*call.args, call]
     rule = QNN_RULES.get(name)
     dtypes = {_dtype(e) for e in exprs if not isinstance(e, Constant)} - {""}
-    if rule is None and dtypes <= {"float32", "bfloat16"}:
-        return None  # a float operator: the float rules decide
+    if rule is None and (dtypes <= {"float32", "bfloat16"} or name not in INT_OPS):
+        return None  # a float operator, or one without int8 support: the float rules decide
     if not all(_static(e) or isinstance(e, Constant) for e in exprs):
         return decline("dynamic or unsupported shapes in a quantized operator")
     if rule is not None:
         return rule(call)
-    allowed = INT_OPS.get(name)
-    if allowed is None or not dtypes <= set(allowed) or float_rule is None:
+    allowed = INT_OPS[name]
+    if not dtypes <= set(allowed) or float_rule is None:
         return decline(f"{name} on {sorted(dtypes)} tensors: no int8 primitive in this backend")
     if name == "nn.bias_add":
         src = call.args[0]
