@@ -24,8 +24,9 @@ import sys
 import tempfile
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -117,14 +118,20 @@ def main() -> None:
         best = {k: min(v) for k, v in times.items()}
         for k in engines:
             print(f"  {k:20s} median {med[k]:7.2f} ms   best {best[k]:7.2f} ms")
-        ours, ort_, f32 = med["relaykit+dnnl int8"], med["onnxruntime int8"], med["relaykit+dnnl fp32"]
-        print(f"  ratio relaykit int8 / onnxruntime int8: {ours / ort_:.2f} (best {best['relaykit+dnnl int8'] / best['onnxruntime int8']:.2f})")
+        ours, ort_ = med["relaykit+dnnl int8"], med["onnxruntime int8"]
+        f32 = med["relaykit+dnnl fp32"]
+        best_ratio = best["relaykit+dnnl int8"] / best["onnxruntime int8"]
+        print(
+            f"  ratio relaykit int8 / onnxruntime int8: {ours / ort_:.2f} (best {best_ratio:.2f})"
+        )
         print(f"  speed-up of relaykit int8 over relaykit fp32: {f32 / ours:.2f}x")
         steps = np.unique(np.abs(np.diff(np.unique(want))))
         step = float(steps[steps > 0].min()) if steps.size and np.any(steps > 0) else 1.0
         diff = np.abs(got.astype(np.float64) - want)
-        print(f"  outputs: largest difference {diff.max() / step:.1f} steps, "
-              f"{np.mean(diff < step / 2):.1%} equal")
+        print(
+            f"  outputs: largest difference {diff.max() / step:.1f} steps, "
+            f"{np.mean(diff < step / 2):.1%} equal"
+        )
 
 
 if __name__ == "__main__":

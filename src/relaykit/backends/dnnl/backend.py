@@ -11,8 +11,8 @@ from relaykit.backends.common import RELAYKIT_VERSION
 
 from .compile.codegen import OPTIONS_KEY, dnnl_codegen
 from .partition import optimize_for_dnnl, partition_for_dnnl, tvm_api
-from .partition.patterns import pattern_table
 from .partition.int8 import QNN_RULES
+from .partition.patterns import pattern_table
 from .partition.rules import RULES, TARGET, check_call, rule_for
 from .run.library import DnnlNotFoundError, find_onednn
 from .run.module import DnnlModule

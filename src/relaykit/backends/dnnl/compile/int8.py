@@ -27,18 +27,30 @@ their integer values (the runtime reorders them once into oneDNN's int8 layout).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from relaykit.backends.dnnl.run.program import Node
+from relaykit.backends.dnnl.run.program import Node, Program
 from relaykit.errors import CodegenError
 from relaykit.ir.expr import Call, Constant, Expr
 from relaykit.ir.types import TensorType
 from relaykit.op.nn.geometry import pad4, pair
 
-if TYPE_CHECKING:
-    from .lower import _Lowerer
+
+class _Lowerer(Protocol):
+    """What these lowerings use of :mod:`.lower`'s lowerer."""
+
+    p: Program
+    uses: dict[int, int]
+    qstage: dict[int, str]
+    qbias: dict[int, np.ndarray]
+    qparams: dict[int, tuple[float, int]]
+
+    def tensor(self, v: Any, what: str) -> int: ...
+    def emit(self, op: str, inputs: list[int], shape: tuple[int, ...], **attrs: Any) -> int: ...
+    def as_rank(self, t: int, ndim: int) -> int: ...
+
 
 __all__ = ["QNN_LOWER", "INT_DTYPES"]
 
@@ -113,7 +125,7 @@ def _weighted(lw: _Lowerer, call: Call, args: list[Any], conv: bool) -> int:
         raise CodegenError("dnnl: int8 weights must be symmetric (kernel zero point 0)")
     wv = weight.data.numpy().astype(np.float32)
     w = lw.p.add_constant(wv if conv else wv.T)  # qdense runs as a matmul: (K, N)
-    src_zp = int(round(_scalar(call.args[2], "input zero point")))
+    src_zp = round(_scalar(call.args[2], "input zero point"))
     attrs: dict[str, Any] = {"weight": w, "bias": -1}
     if src_zp:
         attrs["src_zp"] = src_zp
@@ -152,7 +164,7 @@ def _requantize(lw: _Lowerer, call: Call, args: list[Any]) -> int:
     in_scale = _values(call.args[1], "input scale").astype(np.float64)
     in_zp = _scalar(call.args[2], "input zero point")
     out_scale = _scalar(call.args[3], "output scale")
-    out_zp = int(round(_scalar(call.args[4], "output zero point")))
+    out_zp = round(_scalar(call.args[4], "output zero point"))
     dtype = str(call.attrs.out_dtype)
     node = _foldable(lw, call.args[0], x, "acc") or _foldable(lw, call.args[0], x, "biased")
     if node is not None and in_zp == 0:
@@ -170,14 +182,14 @@ def _requantize(lw: _Lowerer, call: Call, args: list[Any]) -> int:
         return x
     return _qreorder(
         lw, x, _shape(call), dtype, src_scale=[float(s) for s in in_scale],
-        axis=int(call.attrs.axis) % len(_shape(call)), src_zp=int(round(in_zp)) or None,
+        axis=int(call.attrs.axis) % len(_shape(call)), src_zp=round(in_zp) or None,
         dst_scale=out_scale, dst_zp=out_zp or None,
     )  # fmt: skip
 
 
 def _quantize(lw: _Lowerer, call: Call, args: list[Any]) -> int:
     x = lw.tensor(args[0], "quantize data")
-    zp = int(round(_scalar(call.args[2], "zero point")))
+    zp = round(_scalar(call.args[2], "zero point"))
     return _qreorder(lw, x, _shape(call), str(call.attrs.out_dtype),
                      dst_scale=_scalar(call.args[1], "scale"), dst_zp=zp or None)  # fmt: skip
 
@@ -185,7 +197,7 @@ def _quantize(lw: _Lowerer, call: Call, args: list[Any]) -> int:
 def _dequantize(lw: _Lowerer, call: Call, args: list[Any]) -> int:
     x = lw.tensor(args[0], "dequantize data")
     scale = _values(call.args[1], "scale")
-    zp = int(round(_scalar(call.args[2], "zero point")))
+    zp = round(_scalar(call.args[2], "zero point"))
     ndim = len(_shape(call))
     return _qreorder(lw, x, _shape(call), "float32", src_scale=[float(s) for s in scale],
                      axis=int(call.attrs.axis) % ndim, src_zp=zp or None)  # fmt: skip
@@ -215,7 +227,7 @@ def _clip(lw: _Lowerer, call: Call, args: list[Any]) -> int:
 def _qnn_add(lw: _Lowerer, call: Call, args: list[Any]) -> int:
     lhs, rhs = lw.tensor(args[0], "qnn.add lhs"), lw.tensor(args[1], "qnn.add rhs")
     s = [_scalar(call.args[k], "scale") for k in (2, 4, 6)]
-    z = [int(round(_scalar(call.args[k], "zero point"))) for k in (3, 5, 7)]
+    z = [round(_scalar(call.args[k], "zero point")) for k in (3, 5, 7)]
     shape, dtype = _shape(call), _dtype(call)
     for mine, other, k in ((lhs, rhs, 1), (rhs, lhs, 0)):
         node = _foldable(lw, call.args[1 - k], mine, "scaled")

@@ -189,9 +189,9 @@ class _Lowerer:
                     raise CodegenError(f"dnnl: no lowering for operator {op.name}")
                 value = fn(self, node, args)
                 ty = node.checked_type
-                if isinstance(value, int) and isinstance(ty, TensorType) and ty.dtype != "float32":
-                    if not self.p.is_constant(value):
-                        self.p.dtypes[value] = str(ty.dtype)
+                integer = isinstance(ty, TensorType) and ty.dtype != "float32"
+                if isinstance(value, int) and integer and not self.p.is_constant(value):
+                    self.p.dtypes[value] = str(cast(TensorType, ty).dtype)
                 return value
         elif isinstance(node, Var):
             try:

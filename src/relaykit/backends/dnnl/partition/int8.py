@@ -73,7 +73,8 @@ def _weighted(call: Call) -> Verdict:
         return decline("the int8 weight is not a constant: bind the params")
     if not all(_const(a) for a in call.args[2:]) or not _scalar_const(call.args[2]):
         return decline("quantization parameters must be constants (one input zero point)")
-    if np.any(np.asarray(call.args[3].data.numpy()) != 0):  # type: ignore[union-attr]
+    kernel_zp = call.args[3]
+    if not isinstance(kernel_zp, Constant) or np.any(kernel_zp.data.numpy() != 0):
         return decline("asymmetric weights (kernel zero point not 0): oneDNN takes symmetric ones")
     if str(call.attrs.out_dtype) not in ("", "int32"):
         return decline(f"out_dtype {call.attrs.out_dtype}: the accumulator is int32")
@@ -83,7 +84,9 @@ def _weighted(call: Call) -> Verdict:
 def _qnn_conv2d(call: Call) -> Verdict:
     a = call.attrs
     if a.data_layout != "NCHW" or a.kernel_layout != "OIHW" or a.out_layout not in ("", "NCHW"):
-        return decline(f"layout {a.data_layout}/{a.kernel_layout}: the dnnl backend takes NCHW/OIHW")
+        return decline(
+            f"layout {a.data_layout}/{a.kernel_layout}: the dnnl backend takes NCHW/OIHW"
+        )
     return _weighted(call)
 
 
@@ -98,7 +101,7 @@ def _requantize(call: Call) -> Verdict:
         return decline("requantize parameters must be constants")
     if not all(_scalar_const(call.args[k]) for k in (2, 3, 4)):
         return decline("requantize: one input zero point, output scale and zero point")
-    if _dtype(call.args[0]) not in ("uint8", "int8", "int32") or _dtype(call) not in _ACT + ("int32",):
+    if _dtype(call.args[0]) not in (*_ACT, "int32") or _dtype(call) not in (*_ACT, "int32"):
         return decline(f"requantize {_dtype(call.args[0])} -> {_dtype(call)}")
     return True
 
