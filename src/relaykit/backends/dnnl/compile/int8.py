@@ -46,6 +46,7 @@ class _Lowerer(Protocol):
     qstage: dict[int, str]
     qbias: dict[int, np.ndarray]
     qparams: dict[int, tuple[float, int]]
+    qrange: dict[int, tuple[float, float]]
 
     def tensor(self, v: Any, what: str) -> int: ...
     def emit(self, op: str, inputs: list[int], shape: tuple[int, ...], **attrs: Any) -> int: ...
@@ -90,13 +91,13 @@ def _producer(lw: _Lowerer, t: int) -> Node | None:
     return None
 
 
-def _foldable(lw: _Lowerer, expr: Expr, t: int, stage: str) -> Node | None:
-    """The qconv / qdense node writing ``t`` in ``stage`` when ``expr`` (its value) has no
-    other reader, else None."""
+def _foldable(lw: _Lowerer, expr: Expr, t: int, *stages: str) -> Node | None:
+    """The qconv / qdense node writing ``t`` in one of ``stages`` when ``expr`` (its value)
+    has no other reader, else None."""
     if lw.uses.get(id(expr), 0) != 1 or t in lw.p.outputs:
         return None
     node = _producer(lw, t)
-    if node is None or node.op not in ("qconv", "qdense") or lw.qstage.get(t) != stage:
+    if node is None or node.op not in ("qconv", "qdense") or lw.qstage.get(t) not in stages:
         return None
     return node
 
@@ -148,11 +149,17 @@ def _qnn_dense(lw: _Lowerer, call: Call, args: list[Any]) -> int:
 
 
 def _bias_add(lw: _Lowerer, call: Call, args: list[Any]) -> int:
+    """``nn.bias_add``, or ``add`` of a constant (per channel), on a layer's accumulator."""
     x = lw.tensor(args[0], "bias_add data")
     node = _foldable(lw, call.args[0], x, "acc")
     if node is None or not isinstance(call.args[1], Constant):
-        raise CodegenError("dnnl: an int32 bias_add must follow a qnn.conv2d or qnn.dense")
+        raise CodegenError("dnnl: an int32 bias must follow a qnn.conv2d or qnn.dense")
     bias = call.args[1].data.numpy().astype(np.float64).reshape(-1)
+    channels = lw.p.shapes[x][1]
+    if bias.size == 1:
+        bias = np.full(channels, bias[0])
+    if bias.size != channels:
+        raise CodegenError(f"dnnl: a bias of {bias.size} values for {channels} channels")
     node.attrs["bias"] = _bias(lw, node, bias)
     lw.qbias[x] = bias
     lw.qstage[x] = "biased"
@@ -179,6 +186,7 @@ def _requantize(lw: _Lowerer, call: Call, args: list[Any]) -> int:
         lw.p.dtypes[x] = dtype
         lw.qstage[x] = "scaled"
         lw.qparams[x] = (out_scale, out_zp)
+        lw.qrange[x] = _RANGE[dtype]
         return x
     return _qreorder(
         lw, x, _shape(call), dtype, src_scale=[float(s) for s in in_scale],
@@ -207,11 +215,12 @@ def _clip(lw: _Lowerer, call: Call, args: list[Any]) -> int:
     x = lw.tensor(args[0], "clip data")
     dtype = _dtype(call)
     lo, hi = float(call.attrs.a_min), float(call.attrs.a_max)
-    node = _foldable(lw, call.args[0], x, "scaled")
+    node = _foldable(lw, call.args[0], x, "scaled", "summed")
     if node is not None:
-        lo_t, hi_t = _RANGE[dtype]
+        lo_t, hi_t = lw.qrange[x]
         if lo <= lo_t and hi >= hi_t:
             return x  # the saturation to the data type does it
+        lw.qrange[x] = (max(lo, lo_t), min(hi, hi_t))
         scale, zp = lw.qparams[x]
         # real units, before the output scale: y = (q - zp) * scale
         node.post.append({"op": "clip", "alpha": (max(lo, lo_t) - zp) * scale,
@@ -224,6 +233,22 @@ def _clip(lw: _Lowerer, call: Call, args: list[Any]) -> int:
     return _qreorder(lw, c, shape, dtype)
 
 
+def _cast(lw: _Lowerer, call: Call, args: list[Any]) -> int:
+    """An integer cast of values already in the target's range (the rules check that a
+    ``clip`` bounds them): the layer writes the target type, or a saturating reorder."""
+    x = lw.tensor(args[0], "cast data")
+    dtype = _dtype(call)
+    node = _foldable(lw, call.args[0], x, "scaled", "summed")
+    lo_t, hi_t = _RANGE[dtype]
+    if node is not None:
+        lo, hi = lw.qrange[x]
+        if lo >= lo_t and hi <= hi_t:
+            lw.p.dtypes[x] = dtype
+            lw.qrange[x] = (lo, hi)
+            return x
+    return _qreorder(lw, x, _shape(call), dtype)
+
+
 def _qnn_add(lw: _Lowerer, call: Call, args: list[Any]) -> int:
     lhs, rhs = lw.tensor(args[0], "qnn.add lhs"), lw.tensor(args[1], "qnn.add rhs")
     s = [_scalar(call.args[k], "scale") for k in (2, 4, 6)]
@@ -232,7 +257,9 @@ def _qnn_add(lw: _Lowerer, call: Call, args: list[Any]) -> int:
     for mine, other, k in ((lhs, rhs, 1), (rhs, lhs, 0)):
         node = _foldable(lw, call.args[1 - k], mine, "scaled")
         if (
-            node is None or node.post or lw.p.dtype(other) != dtype
+            node is None
+            or any(p["op"] == "sum" for p in node.post)
+            or lw.p.dtype(other) != dtype
             or lw.p.shapes[other] != shape or other == mine
             or other in node.inputs  # the layer would write over its own input
         ):  # fmt: skip
@@ -248,6 +275,8 @@ def _qnn_add(lw: _Lowerer, call: Call, args: list[Any]) -> int:
         lw.p.nodes.append(node)
         lw.p.dtypes[mine] = dtype
         lw.qstage[mine] = "summed"
+        lw.qparams[mine] = (s[2], z[2])
+        lw.qrange[mine] = _RANGE[dtype]
         return mine
     a = _qreorder(lw, lhs, shape if lw.p.shapes[lhs] == shape else lw.p.shapes[lhs], "float32",
                   src_scale=[s[0]], src_zp=z[0] or None)  # fmt: skip
@@ -269,4 +298,6 @@ QNN_LOWER: dict[str, Callable[[_Lowerer, Call, list[Any]], int]] = {
     "qnn.add": _qnn_add,
     "nn.bias_add": _bias_add,
     "clip": _clip,
+    "add": _bias_add,
+    "cast": _cast,
 }

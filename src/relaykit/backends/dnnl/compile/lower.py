@@ -128,6 +128,7 @@ class _Lowerer:
         self.qstage: dict[int, str] = {}
         self.qbias: dict[int, np.ndarray] = {}
         self.qparams: dict[int, tuple[float, int]] = {}
+        self.qrange: dict[int, tuple[float, float]] = {}
 
     # -- values ----------------------------------------------------------------------
 
@@ -189,7 +190,7 @@ class _Lowerer:
                     raise CodegenError(f"dnnl: no lowering for operator {op.name}")
                 value = fn(self, node, args)
                 ty = node.checked_type
-                integer = isinstance(ty, TensorType) and ty.dtype != "float32"
+                integer = isinstance(ty, TensorType) and str(ty.dtype) in INT_DTYPES
                 if isinstance(value, int) and integer and not self.p.is_constant(value):
                     self.p.dtypes[value] = str(cast(TensorType, ty).dtype)
                 return value
@@ -687,7 +688,7 @@ def _input_value(p: Program, ty: Any, name: str) -> Value:
     if not isinstance(ty, TensorType) or not ty.shape:
         raise CodegenError(f"dnnl: region input {name} must be a tensor of rank >= 1, got {ty}")
     t = p.add_input(tuple(int(d) for d in ty.shape))
-    if str(ty.dtype) != "float32":
+    if str(ty.dtype) in INT_DTYPES:  # (bfloat16 computes in float32)
         p.dtypes[t] = str(ty.dtype)
     return t
 

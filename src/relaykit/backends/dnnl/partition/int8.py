@@ -27,6 +27,7 @@ __all__ = ["QNN_RULES", "INT_OPS", "check_int8_call"]
 Verdict = bool | Decline
 
 _ACT = ("uint8", "int8")
+_RANGE = {"uint8": (0, 255), "int8": (-128, 127), "int32": (-(2**31), 2**31 - 1)}
 #: Float operators taken on integer tensors (data types they accept).
 INT_OPS: dict[str, tuple[str, ...]] = {
     "nn.max_pool2d": ("uint8", "int8", "int32"),
@@ -39,6 +40,8 @@ INT_OPS: dict[str, tuple[str, ...]] = {
     "expand_dims": ("uint8", "int8", "int32"),
     "clip": ("uint8", "int8", "int32"),
     "nn.bias_add": ("int32",),
+    "add": ("int32",),
+    "cast": ("uint8", "int8", "int32"),
 }
 
 
@@ -136,6 +139,20 @@ def _qnn_add(call: Call) -> Verdict:
     return True
 
 
+def _int_cast(call: Call) -> Verdict:
+    """An integer cast whose values a ``clip`` keeps in the target's range (so saturating
+    and wrapping agree)."""
+    lo_t, hi_t = _RANGE[_dtype(call)]
+    src = call.args[0]
+    if isinstance(src, Call) and isinstance(src.op, Op) and src.op.name == "clip":
+        bounded = float(src.attrs.a_min) >= lo_t and float(src.attrs.a_max) <= hi_t
+        if bounded:
+            return True
+    if _dtype(src) == "uint8" and _dtype(call) == "int32":
+        return True
+    return decline(f"a cast to {_dtype(call)} of values that may wrap around (no clip before it)")
+
+
 #: QNN operator -> rule.
 QNN_RULES: dict[str, Callable[[Call], Verdict]] = {
     "qnn.conv2d": _qnn_conv2d,
@@ -161,12 +178,14 @@ def check_int8_call(call: Call, float_rule: Callable[[Call], Verdict] | None) ->
     if rule is not None:
         return rule(call)
     allowed = INT_OPS[name]
-    if not dtypes <= set(allowed) or float_rule is None:
+    if not dtypes <= set(allowed):
         return decline(f"{name} on {sorted(dtypes)} tensors: no int8 primitive in this backend")
-    if name == "nn.bias_add":
+    if name == "cast":
+        return _int_cast(call)
+    if name in ("nn.bias_add", "add"):
         src = call.args[0]
         producer = src.op.name if isinstance(src, Call) and isinstance(src.op, Op) else ""
         if producer not in ("qnn.conv2d", "qnn.dense") or not isinstance(call.args[1], Constant):
-            return decline("an int32 bias_add not after a qnn.conv2d / qnn.dense")
+            return decline(f"an int32 {name} not after a qnn.conv2d / qnn.dense")
         return True
-    return float_rule(call)
+    return True if float_rule is None else float_rule(call)

@@ -1,7 +1,8 @@
 """The region program: what the codegen hands to the native runtime.
 
-A region becomes a list of oneDNN-level nodes over numbered tensors (all
-float32, static shapes), with its constants kept as NumPy arrays. The program
+A region becomes a list of oneDNN-level nodes over numbered tensors (float32
+unless ``dtypes`` says otherwise; static shapes), with its constants kept as
+NumPy arrays. The program
 is serialised to JSON (``to_json``); the constants travel separately, in the
 order of ``constant_ids()``.
 
@@ -29,6 +30,13 @@ matmul     inputs [..., M, K] and [..., K, N] of the output's rank (broadcast ba
            dims), ``bias`` (tensor [1, ..., N] or -1); post-ops
 layer_norm ``eps``, ``weight`` (scale) and ``bias`` (shift): constants of the last
            dimension's size, or -1; normalises the last dimension
+qconv      an int8 convolution (attributes of conv, no winograd): ``wscale`` (input
+           scale times weight scale, one or per output channel), ``src_zp``,
+           ``dst_scale``, ``dst_zp``; post-ops in real units (``sum`` with ``scale``
+           and ``zp``); weights are constants of integer values
+qdense     an int8 matmul: ``weight`` (K, N), ``bias`` (1, N), the qconv attributes
+qreorder   a data-type conversion: ``src_scale`` (one or per channel along ``axis``),
+           ``src_zp``, ``dst_scale``, ``dst_zp``
 ========== ========================================================================
 
 >>> p = Program()
@@ -87,7 +95,8 @@ class Node:
 
 @dataclass
 class Program:
-    """A region as oneDNN-level nodes over numbered float32 tensors."""
+    """A region as oneDNN-level nodes over numbered tensors (float32 unless ``dtypes``
+    says otherwise: uint8, int8, int32 in int8 regions)."""
 
     shapes: list[tuple[int, ...]] = field(default_factory=list)
     inputs: list[int] = field(default_factory=list)

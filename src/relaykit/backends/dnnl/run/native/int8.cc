@@ -93,15 +93,27 @@ void Region::lower_qweighted(const Json& node) {
           eng_, prop_kind::forward_inference, algorithm::convolution_direct, s, wany, bias_md, d,
           strides, dil, pad_l, pad_r, attr);
     };
-    // int8 kernels run channels-last: keep nhwc activations from one layer to the next.
-    memory::desc s_nhwc(dims_[src], dtypes_[src], tag::acdb), d_nhwc(dims_[o], dtypes_[o], tag::acdb);
+    // The program's layout (nhwc unless "blocked": oneDNN's int8 kernels are fastest
+    // channels-last on most layers), kept from one layer to the next; else oneDNN's choice.
+    tag t = layout_ == "blocked" ? tag::aBcd16b : tag::acdb;
     dnnl::convolution_forward::primitive_desc pd;
-    try {
-      pd = make(s_nhwc, d_nhwc);
-      if (!fast(pd)) throw dnnl::error(dnnl_unimplemented, "slow");
-    } catch (const dnnl::error&) {
-      pd = make(memory::desc(dims_[src], dtypes_[src], tag::any), memory::desc(dims_[o], dtypes_[o], tag::any));
+    bool done = false;
+    // the input's own layout first (no reorder), unless it is a region input
+    std::vector<memory::desc> tries;
+    memory::desc have = md_of(src);
+    if (phys_[primary(src)].kind == Kind::Internal && is_strided(have) == (t == tag::acdb))
+      tries.push_back(have);
+    tries.push_back(memory::desc(dims_[src], dtypes_[src], t));
+    for (const memory::desc& s : tries) {
+      if (done) break;
+      try {
+        pd = make(s, memory::desc(dims_[o], dtypes_[o], t));
+        done = fast(pd);
+      } catch (const dnnl::error&) {
+      }
     }
+    if (!done)
+      pd = make(memory::desc(dims_[src], dtypes_[src], tag::any), memory::desc(dims_[o], dtypes_[o], tag::any));
     args = weighted_args(pd, src, w, wd, o, post, b, bias_md);
     prim = dnnl::convolution_forward(pd);
     what = "qconv t" + std::to_string(o) + " " + md_str(pd.src_desc()) + " w=" + md_str(pd.weights_desc()) +
