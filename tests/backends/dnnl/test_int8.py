@@ -171,3 +171,67 @@ def test_onnx_qdq_cnn_is_one_region_within_a_step_of_onnxruntime(tmp_path, model
     d = np.rint(np.abs(got.astype(np.float64) - want) / step)
     # 10 logits after ~20 layers each rounding once where onnxruntime rounds twice
     assert d.max() <= 2 and np.mean(d <= 1) >= 0.9, (d.max(), np.mean(d == 0))
+
+
+def test_regions_exchange_integer_tensors_with_the_host():
+    # nn.pad on uint8 stays on the host: the regions around it take and give uint8
+    rng = np.random.default_rng(3)
+    x = relay.var("x", shape=(1, 4, 8, 8), dtype="uint8")
+    w = rng.integers(-20, 20, (8, 4, 3, 3)).astype("int8")
+    a = _qconv(x, w, 0.1, 3, 0.02, 0.15, 2, rng.integers(-50, 50, 8))
+    a = relay.nn.pad(a, ((0, 0), (0, 0), (1, 1), (1, 1)), pad_value=2)
+    w2 = rng.integers(-20, 20, (8, 8, 3, 3)).astype("int8")
+    y = _qconv(a, w2, 0.15, 2, 0.02, 0.2, 0, rng.integers(-50, 50, 8))
+    mod = tvm.IRModule.from_expr(relay.Function([x], y))
+    part = partition_for_dnnl(mod)
+    assert len([gv for gv in part.get_global_vars() if gv.name_hint != "main"]) == 2
+    xv = rng.integers(0, 40, (1, 4, 8, 8)).astype("uint8")
+    got = _run(relay.build(part, target="llvm"), xv)
+    want = _run(relay.build(mod, target="llvm"), xv)
+    assert got.dtype == np.uint8
+    d = np.abs(got.astype(np.int64) - want)
+    assert d.max() <= 1 and np.mean(d == 0) >= 0.99, (d.max(), np.mean(d == 0))
+
+
+def test_tvm_style_chain_with_cast_and_sum_is_one_region():
+    # qnn.conv2d + add(bias) + requantize(int32) + clip + cast(uint8) + qnn.add + clip,
+    # the chain TVM's dnnl tests build: one oneDNN convolution with a sum post-op
+    rng = np.random.default_rng(5)
+    x = relay.var("x", shape=(1, 8, 6, 6), dtype="uint8")
+    s = relay.var("s", shape=(1, 16, 6, 6), dtype="uint8")
+    w = _c(rng.integers(-20, 20, (16, 8, 3, 3)), "int8")
+    y = relay.qnn.op.conv2d(
+        x, w, _c(0, "int32"), _c(0, "int32"), _c(0.15, "float32"), _c(0.25, "float32"),
+        kernel_size=(3, 3), padding=(1, 1), channels=16, out_dtype="int32",
+    )  # fmt: skip
+    y = relay.add(y, _c(rng.integers(-50, 50, (16, 1, 1)), "int32"))
+    y = relay.qnn.op.requantize(
+        y, _c(0.0375, "float32"), _c(0, "int32"), _c(0.2, "float32"), _c(2, "int32"),
+        out_dtype="int32",
+    )  # fmt: skip
+    y = relay.cast(relay.clip(y, 0.0, 255.0), "uint8")
+    y = relay.qnn.op.add(
+        y, s, _c(0.2, "float32"), _c(2, "int32"), _c(0.3, "float32"), _c(15, "int32"),
+        _c(0.2, "float32"), _c(4, "int32"),
+    )  # fmt: skip
+    y = relay.clip(y, 0.0, 255.0)
+    mod = tvm.IRModule.from_expr(relay.Function([x, s], y))
+    part = partition_for_dnnl(mod)
+    assert len([gv for gv in part.get_global_vars() if gv.name_hint != "main"]) == 1
+    lib = relay.build(part, target="llvm")
+    steps = _steps(lib)
+    ops = [t.split()[0] for t in steps]  # besides: copies of the input residual, output
+    assert ops.count("qconv") == 1 and not {"binary", "qreorder", "eltwise"} & set(ops)
+    assert "+sum" in steps[ops.index("qconv")]
+    xv = rng.integers(0, 20, (1, 8, 6, 6)).astype("uint8")
+    sv = rng.integers(0, 10, (1, 16, 6, 6)).astype("uint8")
+    outs = []
+    for built in (lib, relay.build(mod, target="llvm")):
+        g = graph_executor.GraphModule(built["default"](tvm.cpu()))
+        g.set_input("x", xv)
+        g.set_input("s", sv)
+        g.run()
+        outs.append(g.get_output(0).numpy())
+    d = np.abs(outs[0].astype(np.int64) - outs[1])
+    # the chain rounds twice (requantize, then add), the fused layer once
+    assert d.max() <= 1, d.max()
