@@ -108,7 +108,25 @@ def _bias(lw: _Lowerer, node: Node, bias: np.ndarray) -> int:
     return lw.p.add_constant(b if node.op == "qconv" else b.reshape(1, -1))
 
 
+def _convert(value: np.ndarray, dtype: str, attrs: dict[str, Any]) -> np.ndarray:
+    """What a ``qreorder`` node makes of ``value`` (halves rounded to even, saturated)."""
+    v = value.astype(np.float64)
+    scale = np.asarray(attrs.get("src_scale") or [1.0], dtype=np.float64)
+    if scale.size > 1:
+        shape = [1] * v.ndim
+        shape[int(attrs.get("axis", 1))] = scale.size
+        scale = scale.reshape(shape)
+    v = scale * (v - float(attrs.get("src_zp") or 0))
+    if dtype != "float32":
+        v = np.rint(v / float(attrs.get("dst_scale") or 1.0)) + float(attrs.get("dst_zp") or 0)
+        v = np.clip(v, *_RANGE[dtype])
+    return v.astype(np.float32)
+
+
 def _qreorder(lw: _Lowerer, x: int, shape: tuple[int, ...], dtype: str, **attrs: Any) -> int:
+    value = lw.p.constants.get(x)
+    if value is not None:  # a constant: converted here (as the runtime would)
+        return lw.p.add_constant(_convert(value, dtype, attrs))
     out = lw.emit("qreorder", [x], shape, **{k: v for k, v in attrs.items() if v is not None})
     lw.p.dtypes[out] = dtype
     return out
@@ -198,6 +216,11 @@ def _requantize(lw: _Lowerer, call: Call, args: list[Any]) -> int:
 def _quantize(lw: _Lowerer, call: Call, args: list[Any]) -> int:
     x = lw.tensor(args[0], "quantize data")
     zp = round(_scalar(call.args[2], "zero point"))
+    data = call.args[0]
+    if isinstance(data, Constant):  # computed here (halves to even, as oneDNN rounds)
+        lo, hi = _RANGE[str(call.attrs.out_dtype)]
+        q = np.rint(data.data.numpy().astype(np.float64) / _scalar(call.args[1], "scale")) + zp
+        return lw.p.add_constant(np.clip(q, lo, hi).astype(np.float32))
     return _qreorder(lw, x, _shape(call), str(call.attrs.out_dtype),
                      dst_scale=_scalar(call.args[1], "scale"), dst_zp=zp or None)  # fmt: skip
 
@@ -278,14 +301,49 @@ def _qnn_add(lw: _Lowerer, call: Call, args: list[Any]) -> int:
         lw.qparams[mine] = (s[2], z[2])
         lw.qrange[mine] = _RANGE[dtype]
         return mine
-    a = _qreorder(lw, lhs, shape if lw.p.shapes[lhs] == shape else lw.p.shapes[lhs], "float32",
-                  src_scale=[s[0]], src_zp=z[0] or None)  # fmt: skip
-    b = _qreorder(lw, rhs, lw.p.shapes[rhs], "float32", src_scale=[s[1]], src_zp=z[1] or None)
-    if lw.p.shapes[a] != shape:
+    return _through_float(lw, call, "add", (lhs, rhs), s, z)
+
+
+def _through_float(
+    lw: _Lowerer, call: Call, alg: str, xs: tuple[int, int], s: list[float], z: list[int]
+) -> int:
+    """A quantized binary operator as dequantize, the float binary, quantize."""
+    shape, dtype = _shape(call), _dtype(call)
+    a, b = (
+        _qreorder(lw, t, lw.p.shapes[t], "float32", src_scale=[s[k]], src_zp=z[k] or None)
+        for k, t in enumerate(xs)
+    )
+    if lw.p.shapes[a] != shape:  # the runtime broadcasts the second operand
         a, b = b, a
     b = lw.as_rank(b, len(shape))
-    total = lw.emit("binary", [a, b], shape, alg="add")
-    return _qreorder(lw, total, shape, dtype, dst_scale=s[2], dst_zp=z[2] or None)
+    result = lw.emit("binary", [a, b], shape, alg=alg)
+    return _qreorder(lw, result, shape, dtype, dst_scale=s[2], dst_zp=z[2] or None)
+
+
+def _qnn_mul(lw: _Lowerer, call: Call, args: list[Any]) -> int:
+    xs = (lw.tensor(args[0], "qnn.mul lhs"), lw.tensor(args[1], "qnn.mul rhs"))
+    s = [_scalar(call.args[k], "scale") for k in (2, 4, 6)]
+    z = [round(_scalar(call.args[k], "zero point")) for k in (3, 5, 7)]
+    return _through_float(lw, call, "mul", xs, s, z)
+
+
+def _qnn_batch_matmul(lw: _Lowerer, call: Call, args: list[Any]) -> int:
+    """The int32 accumulator of a quantized batched matmul: the operands less their zero
+    points, multiplied in float32 (exact while the sums stay below 2**24: the rules
+    check the depth), converted to int32."""
+    a, b = lw.tensor(args[0], "qnn.batch_matmul lhs"), lw.tensor(args[1], "qnn.batch_matmul rhs")
+    za = round(_scalar(call.args[2], "lhs zero point"))
+    zb = round(_scalar(call.args[3], "rhs zero point"))
+    fa = _qreorder(lw, a, lw.p.shapes[a], "float32", src_zp=za or None)
+    fb = _qreorder(lw, b, lw.p.shapes[b], "float32", src_zp=zb or None)
+    if call.attrs.transpose_a:
+        ba, k, m = lw.p.shapes[fa]
+        fa = lw.emit("transpose", [fa], (ba, m, k), perm=[0, 2, 1])
+    if call.attrs.transpose_b:
+        bb, n, k = lw.p.shapes[fb]
+        fb = lw.emit("transpose", [fb], (bb, k, n), perm=[0, 2, 1])
+    acc = lw.emit("matmul", [fa, fb], _shape(call), bias=-1)
+    return _qreorder(lw, acc, _shape(call), "int32")
 
 
 #: QNN operator (or integer use of a float one) -> its lowering.
@@ -298,6 +356,8 @@ QNN_LOWER: dict[str, Callable[[_Lowerer, Call, list[Any]], int]] = {
     "qnn.add": _qnn_add,
     "nn.bias_add": _bias_add,
     "clip": _clip,
+    "qnn.mul": _qnn_mul,
+    "qnn.batch_matmul": _qnn_batch_matmul,
     "add": _bias_add,
     "cast": _cast,
 }

@@ -35,6 +35,7 @@ INT_OPS: dict[str, tuple[str, ...]] = {
     "nn.global_avg_pool2d": ("uint8", "int8", "int32"),
     "nn.global_max_pool2d": ("uint8", "int8", "int32"),
     "reshape": ("uint8", "int8", "int32"),
+    "transpose": ("uint8", "int8", "int32"),
     "nn.batch_flatten": ("uint8", "int8", "int32"),
     "squeeze": ("uint8", "int8", "int32"),
     "expand_dims": ("uint8", "int8", "int32"),
@@ -52,7 +53,22 @@ def _dtype(expr: Expr) -> str:
 
 def _static(expr: Expr) -> bool:
     ty = expr.checked_type
-    return isinstance(ty, TensorType) and ty.is_static and 1 <= len(ty.shape) <= 6
+    return isinstance(ty, TensorType) and ty.is_static and len(ty.shape) <= 6
+
+
+def _shape_of(expr: Expr) -> tuple[int, ...]:
+    ty = expr.checked_type
+    return tuple(int(d) for d in ty.shape) if isinstance(ty, TensorType) else ()
+
+
+def _quantized_constant(expr: Expr) -> bool:
+    """A ``qnn.quantize`` of a constant (the lowering computes it)."""
+    return (
+        isinstance(expr, Call)
+        and isinstance(expr.op, Op)
+        and expr.op.name == "qnn.quantize"
+        and isinstance(expr.args[0], Constant)
+    )
 
 
 def _scalar_const(expr: Expr) -> bool:
@@ -153,6 +169,22 @@ def _int_cast(call: Call) -> Verdict:
     return decline(f"a cast to {_dtype(call)} of values that may wrap around (no clip before it)")
 
 
+def _qnn_batch_matmul(call: Call) -> Verdict:
+    if not all(_scalar_const(a) for a in call.args[2:6]):
+        return decline("qnn.batch_matmul: per-channel or computed parameters")
+    lhs = call.args[0].checked_type
+    if not isinstance(lhs, TensorType) or len(lhs.shape) != 3:
+        return decline("qnn.batch_matmul of other than 3-D operands")
+    depth = int(lhs.shape[1] if call.attrs.transpose_a else lhs.shape[2])
+    if depth * 255 * 255 >= 2**24:
+        return decline(
+            f"qnn.batch_matmul of depth {depth}: its int32 sums could exceed float32's exact range"
+        )
+    if str(call.attrs.out_dtype) not in ("", "int32"):
+        return decline(f"out_dtype {call.attrs.out_dtype}: the accumulator is int32")
+    return True
+
+
 #: QNN operator -> rule.
 QNN_RULES: dict[str, Callable[[Call], Verdict]] = {
     "qnn.conv2d": _qnn_conv2d,
@@ -161,6 +193,8 @@ QNN_RULES: dict[str, Callable[[Call], Verdict]] = {
     "qnn.quantize": _quantize,
     "qnn.dequantize": _dequantize,
     "qnn.add": _qnn_add,
+    "qnn.mul": _qnn_add,  # the same conditions
+    "qnn.batch_matmul": _qnn_batch_matmul,
 }
 
 
@@ -174,7 +208,13 @@ def check_int8_call(call: Call, float_rule: Callable[[Call], Verdict] | None) ->
     if rule is None and (dtypes <= {"float32", "bfloat16"} or name not in INT_OPS):
         return None  # a float operator, or one without int8 support: the float rules decide
     if not all(_static(e) or isinstance(e, Constant) for e in exprs):
-        return decline("dynamic or unsupported shapes in a quantized operator")
+        return decline("dynamic shapes or a rank above 6 in a quantized operator")
+    # scalars: only a quantize of a constant (computed by the lowering) and its use
+    quantize_const = name == "qnn.quantize" and isinstance(call.args[0], Constant)
+    scalar_args = [a for a in call.args if not isinstance(a, Constant) and not _shape_of(a)]
+    scalar_out = isinstance(call.checked_type, TensorType) and not _shape_of(call)
+    if not quantize_const and (scalar_out or not all(_quantized_constant(a) for a in scalar_args)):
+        return decline("a scalar tensor in a quantized operator (oneDNN takes ranks 1 to 6)")
     if rule is not None:
         return rule(call)
     allowed = INT_OPS[name]
