@@ -375,6 +375,11 @@ def _eltwise(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
     return lw.emit("eltwise", [x], _shape(call), alg=alg, alpha=alpha, beta=beta)
 
 
+def _erf(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
+    """``erf``: no oneDNN algorithm; the runtime's own loop (see ``lower_erf``)."""
+    return lw.emit("erf", [lw.tensor(args[0], "erf")], _shape(call))
+
+
 def _batch_norm(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
     a = call.attrs
     x = lw.tensor(args[0], "batch_norm data")
@@ -605,6 +610,7 @@ _LOWER: dict[str, Callable[[_Lowerer, Call, list[Value]], Value]] = {
     "squeeze": _reshape,
     "expand_dims": _reshape,
     "copy": _copy,
+    "erf": _erf,
     "transpose": _transpose,
     **{name: _eltwise for name in ELTWISE_OPS},
     **{name: _binary for name in BINARY_OPS},

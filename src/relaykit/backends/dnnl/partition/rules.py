@@ -300,6 +300,7 @@ RULES: dict[str, Callable[[Call], Verdict]] = {
     "expand_dims": _always,
     "transpose": _always,
     "copy": _always,
+    "erf": _always,
     **_ELTWISE_RULES,
     **{name: _binary for name in BINARY_OPS},
 }

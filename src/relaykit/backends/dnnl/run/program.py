@@ -35,6 +35,7 @@ qconv      an int8 convolution (attributes of conv, no winograd): ``wscale`` (in
            ``dst_scale``, ``dst_zp``; post-ops in real units (``sum`` with ``scale``
            and ``zp``); weights are constants of integer values
 qdense     an int8 matmul: ``weight`` (K, N), ``bias`` (1, N), the qconv attributes
+erf        the error function (the runtime's own loop; oneDNN has none)
 qreorder   a data-type conversion: ``src_scale`` (one or per channel along ``axis``),
            ``src_zp``, ``dst_scale``, ``dst_zp``
 ========== ========================================================================

@@ -3,6 +3,8 @@
 
 #include "region.h"
 
+#include <cmath>
+
 namespace rk {
 
 // ReLU keeps NaN (as NumPy's maximum and relaykit's host do): oneDNN's relu kernels
@@ -209,6 +211,25 @@ void Region::lower_shuffle(const Json& node) {
   }
   add_step(dnnl::shuffle_forward(pd), {{DNNL_ARG_SRC, ps, md}, {DNNL_ARG_DST, pdst, md}},
            "shuffle t" + std::to_string(o) + " " + md_str(md), &pd);
+}
+
+// "erf": oneDNN has no such algorithm; relaykit's own loop over the plain tensor
+// (quantized encoders compute GELU as dequantize, erf, quantize around it).
+void Region::lower_erf(const Json& node) {
+  int src = in(node, 0), o = out(node);
+  memory::desc md = plain(src);
+  int ps = version(src, md);
+  int po = define(o, plain(o));
+  long long n = 1;
+  for (auto d : dims_[o]) n *= d;
+  add_step(primitive(), {{DNNL_ARG_SRC, ps, md}, {DNNL_ARG_DST, po, plain(o)}},
+           "erf t" + std::to_string(o) + " " + md_str(md));
+  steps_.back().kernel = [n](const ExecArgs& a) {
+    const float* x = static_cast<const float*>(arg_data(a, DNNL_ARG_SRC));
+    float* y = static_cast<float*>(arg_data(a, DNNL_ARG_DST));
+#pragma omp parallel for if (n >= kSmallStepElems) schedule(static)
+    for (long long i = 0; i < n; ++i) y[i] = std::erf(x[i]);
+  };
 }
 
 }  // namespace rk

@@ -354,6 +354,7 @@ class Region {
   void lower_binary(const Json& node);
   void lower_concat(const Json& node);
   void lower_shuffle(const Json& node);
+  void lower_erf(const Json& node);
 
   // ---- norm.cc: normalisations ----
 
