@@ -243,3 +243,30 @@ def test_tvm_style_chain_with_cast_and_sum_is_one_region():
     d = np.abs(outs[0].astype(np.int64) - outs[1])
     # the chain rounds twice (requantize, then add), the fused layer once
     assert d.max() <= 1, d.max()
+
+
+def test_accumulator_read_twice_is_exact():
+    # the int32 accumulator feeds two bias adds: no fold, each add of its own (exact)
+    rng = np.random.default_rng(6)
+    x = relay.var("x", shape=(1, 4, 5, 5), dtype="uint8")
+    acc = relay.qnn.op.conv2d(
+        x, _c(rng.integers(-9, 9, (6, 4, 3, 3)), "int8"), _c(3, "int32"), _c(0, "int32"),
+        _c(0.1, "float32"), _c(0.1, "float32"), kernel_size=(3, 3), channels=6,
+    )  # fmt: skip
+    a = relay.nn.bias_add(acc, _c(np.arange(6) * 7, "int32"))
+    b = relay.add(acc, _c(np.arange(6).reshape(6, 1, 1) * 3, "int32"))
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.Tuple([a, b])))
+    lib = relay.build(partition_for_dnnl(mod), target="llvm")
+    xv = rng.integers(0, 50, (1, 4, 5, 5)).astype("uint8")
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    g.set_input("x", xv)
+    g.run()
+    # NumPy int64: the convolution of (x - 3) with the weights, plus each bias
+    weights = mod["main"].body.fields[0].args[0].args[1].data.numpy().astype(np.int64)
+    xs = xv.astype(np.int64) - 3
+    ref = np.zeros((1, 6, 3, 3), np.int64)
+    for i in range(3):
+        for j in range(3):
+            ref[0, :, i, j] = np.einsum("chw,ochw->o", xs[0, :, i : i + 3, j : j + 3], weights)
+    np.testing.assert_array_equal(g.get_output(0).numpy(), ref + (np.arange(6) * 7)[:, None, None])
+    np.testing.assert_array_equal(g.get_output(1).numpy(), ref + (np.arange(6) * 3)[:, None, None])

@@ -84,6 +84,10 @@ def _dtype(expr: Expr) -> str:
     return str(ty.dtype)
 
 
+def op_name_of(call: Call) -> str:
+    return str(getattr(call.op, "name", ""))
+
+
 def _producer(lw: _Lowerer, t: int) -> Node | None:
     for node in reversed(lw.p.nodes):
         if node.out == t:
@@ -170,8 +174,20 @@ def _bias_add(lw: _Lowerer, call: Call, args: list[Any]) -> int:
     """``nn.bias_add``, or ``add`` of a constant (per channel), on a layer's accumulator."""
     x = lw.tensor(args[0], "bias_add data")
     node = _foldable(lw, call.args[0], x, "acc")
-    if node is None or not isinstance(call.args[1], Constant):
-        raise CodegenError("dnnl: an int32 bias must follow a qnn.conv2d or qnn.dense")
+    if not isinstance(call.args[1], Constant):
+        raise CodegenError("dnnl: an int32 bias must be a constant")
+    if node is None:  # the accumulator has other readers: an add of its own, exact in float32
+        shape = _shape(call)
+        f = _qreorder(lw, x, shape, "float32")
+        b = lw.p.add_constant(call.args[1].data.numpy().astype(np.float32))
+        if op_name_of(call) == "nn.bias_add":
+            b = lw.p.add_constant(
+                lw.p.constants[b].reshape(
+                    (-1,) + (1,) * (len(shape) - 1 - int(call.attrs.axis) % len(shape))
+                )
+            )
+        total = lw.emit("binary", [f, lw.as_rank(b, len(shape))], shape, alg="add")
+        return _qreorder(lw, total, shape, "int32")
     bias = call.args[1].data.numpy().astype(np.float64).reshape(-1)
     channels = lw.p.shapes[x][1]
     if bias.size == 1:
