@@ -39,6 +39,8 @@ def test_the_page_has_a_worked_example_for_each_row_of_where_does_x_go() -> None
         "Adding a backend",
         "Adding a host kernel",
         "Adding a report view",
+        "Adding a cost source",
+        "Adding an ahead-of-time C emitter",
     ]
     table = DOC.read_text(encoding="utf-8").split("## Where does X go", 1)[1].split("\n## ", 1)[0]
     assert [f"*{s}*" in table for s in sections] == [True] * len(sections)

@@ -26,6 +26,7 @@ from . import (
     execution,
     instrument,
     ir,
+    micro,
     op,
     parser,
     rpc,
@@ -128,4 +129,5 @@ __all__ = [
     "script",
     "error",
     "instrument",
+    "micro",
 ]

@@ -278,3 +278,22 @@ class NotFullyIntegralError(RelayKitError, AssertionError):
     """``relay.quantize`` with ``partition_conversions="fully_integral"`` left operators in
     float in the quantized core (or non-conversion operators around it); the message names
     them. An ``AssertionError``, as TVM raised for this check."""
+
+
+# -- measured placement and its tuning log (issue 29) ---------------------------------------------
+__all__ += ["TuningLogError", "TuningLogWarning", "PlacementError"]
+
+
+class TuningLogError(RelayKitError, ValueError):
+    """A tuning log line is not a valid record (read with ``strict=True``); the message
+    names the file and line, what is wrong, and that the line can be deleted."""
+
+
+class TuningLogWarning(UserWarning):
+    """A tuning log line was ignored (corrupt, or from another format); it names the
+    file and line."""
+
+
+class PlacementError(RelayKitError, ValueError):
+    """Measured placement cannot run as asked: an unknown target, a backend that is
+    not available, or no placement that every unit's targets can run."""

@@ -54,7 +54,7 @@ def test_record_is_frozen_and_validated() -> None:
 
 
 def test_builtins_found_by_name() -> None:
-    assert set(BUILTIN) == {"ccompiler", "jsonref", "dnnl"}
+    assert set(BUILTIN) == {"ccompiler", "jsonref", "dnnl", "onnxruntime"}
     for name in BUILTIN:
         b = get_backend(name)
         assert b.name == name and b.codegen is not None and b.rules

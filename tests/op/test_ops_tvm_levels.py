@@ -476,5 +476,5 @@ def test_runtime_convert_gives_lists_the_ir_accepts():
     import relaykit
 
     t = relay.TensorType((2,), "float32")
-    assert relaykit.runtime.convert((t, [1, (2, 3)])) == [t, [1, [2, 3]]]
+    assert relaykit.runtime.convert((t, [1, (2, 3)])) == (t, (1, (2, 3)))
     assert relay.TupleType(relaykit.runtime.convert([t, t])) == relay.TupleType([t, t])

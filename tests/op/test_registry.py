@@ -143,3 +143,15 @@ def test_star_import_does_not_export_submodules_that_clash_with_relay():
         assert name not in op.__all__
         assert inspect.ismodule(getattr(op, name))
     assert "nn" in op.__all__ and "annotation" in op.__all__
+
+
+def test_support_levels_follow_tvm():
+    from relaykit.ir.op import get_op
+
+    assert [get_op(n).support_level for n in ("exp", "add", "floor", "negative", "less")] == [
+        1,
+        1,
+        3,
+        3,
+        4,
+    ]

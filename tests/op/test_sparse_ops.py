@@ -117,3 +117,76 @@ def test_fixed_point_multiply_rounds_the_exact_product():
     scale = Fraction(m, 1 << 31) * Fraction(2) ** shift
     want = [int((Fraction(int(v)) * scale + Fraction(1, 2)).__floor__()) for v in data]
     assert out.tolist() == want
+
+
+def _fill_rows_loop(idx, vals, num_rows, default):
+    """TensorFlow's SparseFillEmptyRows, row by row."""
+    out_idx, out_vals = [], []
+    for r in range(num_rows):
+        hits = [k for k in range(len(idx)) if idx[k][0] == r]
+        if not hits:
+            out_idx.append([r] + [0] * (idx.shape[1] - 1))
+            out_vals.append(default)
+        for k in hits:
+            out_idx.append(list(idx[k]))
+            out_vals.append(vals[k])
+    empty = [not any(idx[k][0] == r for k in range(len(idx))) for r in range(num_rows)]
+    return np.array(out_idx).reshape(-1, idx.shape[1]), np.array(out_vals), np.array(empty)
+
+
+@pytest.mark.parametrize("kind", ["vm", "debug"])
+@pytest.mark.parametrize(
+    "idx, rows",
+    [
+        (np.array([[0, 1], [0, 3], [2, 0], [3, 1]]), 5),
+        (np.array([[1, 1, 1], [1, 3, 1], [4, 0, 5]]), 7),
+        (np.zeros((0, 2), "int64"), 3),
+    ],
+)
+def test_sparse_fill_empty_rows_matches_a_loop(idx, rows, kind):
+    idx = idx.astype("int32")
+    vals = np.arange(1, len(idx) + 1).astype("float32")
+    dense = np.array([rows] + [9] * (idx.shape[1] - 1), "int32")
+    default = np.array([-5.0], "float32")
+    i = relay.var("i", shape=[relay.Any(), relay.Any()], dtype="int32")
+    v = relay.var("v", shape=[relay.Any()], dtype="float32")
+    s = relay.var("s", shape=[relay.Any()], dtype="int32")
+    d = relay.var("d", shape=(1,), dtype="float32")
+    outs = relay.sparse_fill_empty_rows(i, v, s, d)
+    got = _run(outs, [i, v, s, d], idx, vals, dense, default, kind=kind)
+    want = _fill_rows_loop(idx, vals, rows, -5.0)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w.astype(g.dtype))
+    assert [g.dtype for g in got] == [np.int32, np.float32, np.bool_]
+
+
+def test_sparse_fill_empty_rows_types_and_errors():
+    from relaykit.errors import RelayTypeError
+    from relaykit.testing import run_infer_type
+
+    i = relay.var("i", shape=(4, 2), dtype="int64")
+    v = relay.var("v", shape=(4,), dtype="int64")
+    s = relay.var("s", shape=(2,), dtype="int64")
+    a, b, c = run_infer_type(
+        relay.sparse_fill_empty_rows(i, v, s, relay.var("d", shape=(1,), dtype="int64"))
+    )
+    assert (str(a.checked_type), str(b.checked_type), str(c.checked_type)) == (
+        "Tensor[(?, 2), int64]",
+        "Tensor[(?), int64]",
+        "Tensor[(?), bool]",
+    )
+    with pytest.raises(RelayTypeError, match="dtype of sparse_values"):
+        run_infer_type(relay.sparse_fill_empty_rows(i, v, s, relay.var("d", shape=(1,))).astuple())
+
+
+def test_sparse_to_dense_with_a_run_time_shape():
+    idx = np.array([[0, 0], [1, 2]], "int64")
+    a = relay.var("a", shape=(2, 2), dtype="int64")
+    b = relay.var("b", shape=(2,), dtype="int64")
+    shape = relay.var("shape", shape=(2,), dtype="int64")
+    call = relay.sparse_to_dense(a, shape, b, relay.const(4, "int64"))
+    assert call.op.name == "dyn.sparse_to_dense"
+    out = _run(call, [a, b, shape], idx, np.array([1, 2]), np.array([3, 4]), kind="debug")
+    want = np.full((3, 4), 4)
+    want[0, 0], want[1, 2] = 1, 2
+    np.testing.assert_array_equal(out, want)

@@ -199,7 +199,9 @@ def test_annotate_spans_points_into_the_printed_text():
 def test_spans_set_outside_the_parser_are_printed():
     x = relay.var("x", shape=(2,))
     call = relay.add(x, x)
-    named = Call(call.op, call.args, call.attrs, None, relay.Span(relay.SourceName("Add0"), 3, 7))
+    named = Call(
+        call.op, call.args, call.attrs, None, relay.Span(relay.SourceName("Add0"), 3, 3, 7, 7)
+    )
     text = astext(named)
     assert "span=Add0:3:7" in text
     back = parse_expr(text, "parsed")

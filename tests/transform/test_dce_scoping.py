@@ -82,5 +82,7 @@ def test_virtual_device_and_import_from_std():
     mod = IRModule()
     mod.import_from_std("core.rly")
     assert mod.get_global_vars() == []
-    with pytest.raises(UnsupportedFeatureError, match="prelude"):
-        mod.import_from_std("prelude.rly")
+    mod.import_from_std("prelude.rly")
+    assert [c.name_hint for c in mod.get_type("List")[1:]] == ["Cons", "Nil"]
+    with pytest.raises(UnsupportedFeatureError, match="has core.rly, prelude.rly"):
+        mod.import_from_std("missing.rly")

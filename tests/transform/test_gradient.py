@@ -70,7 +70,8 @@ def test_check_grad_numerical():
 def test_unsupported_nodes_are_named():
     x = relay.var("x", shape=(2,))
     v = relay.var("v")
-    with pytest.raises(UnsupportedFeatureError, match="Let"):
-        gradient(relay.Function([x], relay.Let(v, x, v)))
+    c = relay.var("c", shape=(), dtype="bool")
+    with pytest.raises(UnsupportedFeatureError, match="If"):
+        gradient(relay.Function([x, c], relay.If(c, x, relay.Let(v, x, v))))
     with pytest.raises(UnsupportedFeatureError, match="no gradient"):
-        gradient(relay.Function([x], relay.round(x)))
+        gradient(relay.Function([x], relay.cumsum(x)))

@@ -7,6 +7,7 @@ Subcommands (each one module of this package, listed in :data:`SUBCOMMANDS`):
 - ``relaykit compile MODEL --target X -o FILE`` / ``run FILE`` / ``bench MODEL``: build
   one artifact file, run it, time it against the host path and onnxruntime;
 - ``relaykit explain MODEL --target X --html FILE``: the partition drawn, and why;
+- ``relaykit tune MODEL --targets X,Y --log FILE``: measured placement and its tuning log;
 - ``relaykit backends``: the backends relaykit knows, their status and install hints;
 - ``relaykit keygen`` / ``sign`` / ``verify``: Ed25519 signatures of model files;
 - ``relaykit tvm SCRIPT [ARGS...]``: run a TVM script with ``import tvm`` as relaykit.
@@ -24,7 +25,19 @@ import sys
 from collections.abc import Sequence
 
 from relaykit._version import __version__
-from relaykit.cli import backends, bench, compile, demo, explain, partition, run, sign, tvm
+from relaykit.cli import (
+    backends,
+    bench,
+    compile,
+    demo,
+    explain,
+    micro,
+    partition,
+    run,
+    sign,
+    tune,
+    tvm,
+)
 from relaykit.cli._common import run_command
 from relaykit.cli._models import (
     DEMO_TARGET,
@@ -46,7 +59,7 @@ __all__ = [
 ]
 
 #: The subcommand modules, in the order ``relaykit --help`` lists them.
-SUBCOMMANDS = (demo, partition, explain, compile, run, bench, backends, sign, tvm)
+SUBCOMMANDS = (demo, partition, explain, tune, compile, run, bench, micro, backends, sign, tvm)
 
 EPILOG = """\
 examples:

@@ -31,7 +31,9 @@ from relaykit.cli._common import (
     split_targets,
     targets_label,
 )
-from relaykit.cli._models import MODEL_HELP, prepare_model
+from relaykit.cli._models import MODEL_HELP, PreparedModel, load_for_build, prepare_model
+from relaykit.cli.mlf import parse_size, write_mlf
+from relaykit.errors import ArgumentError, PlacementError, UsageError
 from relaykit.execution.build_module import build
 from relaykit.execution.codegen.registry import (
     CodegenInfo,
@@ -41,6 +43,7 @@ from relaykit.execution.codegen.registry import (
 )
 from relaykit.ir import IRModule
 from relaykit.runtime.module import Module
+from relaykit.tuning import MeasuredCost, TuningLog, check_placement_targets, place
 
 __all__ = [
     "register",
@@ -59,6 +62,7 @@ examples:
   relaykit compile resnet18 --target ccompiler --pin nn.softmax --min-ops 2
   relaykit compile mlp --target dnnl --dump-relay mlp.relay   # see what dnnl got
   relaykit run model.rkmod --inputs in.npz --print-time     # then run it
+  relaykit compile model.onnx --executor aot -o model.tar   # C (Model Library Format)
 """
 
 
@@ -75,7 +79,7 @@ def register(sub: SubParsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("model", help=MODEL_HELP)
-    add_target_options(parser)
+    add_target_options(parser, required=False)
     parser.add_argument(
         "-o",
         "--output",
@@ -83,20 +87,42 @@ def register(sub: SubParsers) -> None:
         help="the artifact to write (default: MODEL's name with .rkmod, here)",
     )
     parser.add_argument(
+        "--executor",
+        choices=("graph", "aot"),
+        default="graph",
+        help="graph: one artifact file for relaykit run (default); aot: ahead-of-time C "
+        "as a Model Library Format tar (no Python needed to run it)",
+    )
+    parser.add_argument(
+        "--max-workspace",
+        type=parse_size,
+        default=None,
+        metavar="BYTES",
+        help="with --executor aot: refuse a model whose static workspace is larger (e.g. 256k)",
+    )
+    parser.add_argument(
         "--dump-relay",
         metavar="FILE",
         help="also write the partitioned module as Relay text (what each backend got)",
+    )
+    parser.add_argument(
+        "--tuning-log",
+        metavar="FILE",
+        help="place regions by the measurements of this tuning log ('relaykit tune'), "
+        "measuring nothing: candidates it lacks are not considered",
     )
     add_model_options(parser)
     parser.set_defaults(func=run)
 
 
-def add_target_options(parser: argparse.ArgumentParser) -> None:
+def add_target_options(parser: argparse.ArgumentParser, required: bool = True) -> None:
     """``--target``, ``--pin``, ``--min-ops``: shared by ``compile`` and ``bench``."""
     parser.add_argument(
         "--target",
+        "--targets",
+        dest="target",
         action="append",
-        required=True,
+        required=required,
         metavar="T[,T...]",
         help="backends to offload to, highest priority first: comma-separated or repeated "
         "(see 'relaykit backends'); host (or llvm) builds for the host only",
@@ -219,29 +245,69 @@ def write_artifact(lib: Any, out: Path) -> None:
         partial.unlink(missing_ok=True)
 
 
-def default_output(model: str) -> Path:
-    return Path(Path(model).stem + ".rkmod")
+def default_output(model: str, executor: str = "graph") -> Path:
+    return Path(Path(model).stem + (".tar" if executor == "aot" else ".rkmod"))
+
+
+def _placed_model(args: argparse.Namespace, targets: list[str], progress: Progress) -> Any:
+    """The model placed by measurement, reusing the tuning log ``--tuning-log``."""
+    if args.pin or args.min_ops is not None:
+        raise UsageError("--tuning-log places every operator by measurement: drop --pin/--min-ops")
+    try:
+        names = list(check_placement_targets(targets))
+    except PlacementError as err:
+        raise UsageError(f"--targets: {err}") from err
+    with progress.step(f"import {args.model}"):
+        mod, what = load_for_build(
+            args.model, args.batch, args.image_size, shapes=None, limit=args.max_file_size
+        )
+    cost = MeasuredCost(TuningLog(args.tuning_log), measure_missing=False)
+    with progress.step(f"place by {args.tuning_log}"):
+        try:
+            result = place(mod, names, cost=cost)
+        except PlacementError as err:
+            raise PlacementError(
+                f"{args.tuning_log} has no measurement for some regions of {args.model} on "
+                f"these targets; run 'relaykit tune {args.model} --targets "
+                f"{','.join(names)} --log {args.tuning_log}' first"
+            ) from err
+    prepared = Prepared(mod, result.searched, result.partitioned, tuple(names))
+    return PreparedModel(prepared, what, frozenset())
 
 
 def run(args: argparse.Namespace) -> int:
+    aot = args.executor == "aot"
+    if args.target is None:
+        if not aot:
+            raise ArgumentError(
+                "relaykit compile needs --target (e.g. --target dnnl, or --target host)"
+            )
+        args.target = ["host"]
+    if args.max_workspace is not None and not aot:
+        raise ArgumentError("--max-workspace applies to --executor aot only")
     targets = split_targets(args.target)
     pins = parse_pins(args.pin, targets)
     shapes = parse_shapes(args.input_shapes)
-    out = check_output_path(args.output or default_output(args.model), "output file")
+    out = check_output_path(args.output or default_output(args.model, args.executor), "output file")
     dump = check_output_path(args.dump_relay, "Relay text file") if args.dump_relay else None
     progress = Progress()
     check_targets(targets)
-    model = prepare_model(
-        args.model,
-        targets,
-        batch=args.batch,
-        image_size=args.image_size,
-        shapes=shapes or None,
-        limit=args.max_file_size,
-        pins=pins,
-        min_ops=args.min_ops,
-        progress=progress,
-    )
+    if args.tuning_log:
+        model = _placed_model(args, targets, progress)
+    else:
+        model = prepare_model(
+            args.model,
+            targets,
+            batch=args.batch,
+            image_size=args.image_size,
+            shapes=shapes or None,
+            limit=args.max_file_size,
+            pins=pins,
+            min_ops=args.min_ops,
+            progress=progress,
+        )
+    if aot:
+        return write_mlf(model.prepared.partitioned, out, model.what, args.max_workspace, progress)
     lib = build_prepared(model.prepared, progress)
     part, what = model.prepared.partitioned, model.what
     with progress.step(f"write {out}"):

@@ -32,9 +32,16 @@ from relaykit.cli._common import (
     parse_shapes,
     split_targets,
 )
-from relaykit.cli._models import MODEL_HELP, prepare_model, report_partition
+from relaykit.cli._models import MODEL_HELP, load_for_build, prepare_model, report_partition
 from relaykit.cli.partition import _target_notes, add_bind_params
-from relaykit.errors import UsageError
+from relaykit.errors import PlacementError, UsageError
+from relaykit.tuning import (
+    MeasuredCost,
+    TuningLog,
+    check_placement_targets,
+    place,
+    placement_table,
+)
 
 __all__ = ["register", "run"]
 
@@ -118,8 +125,27 @@ def register(sub: SubParsers) -> None:
         metavar="N",
         help="input height and width of image workloads",
     )
+    p.add_argument(
+        "--tuning-log",
+        metavar="FILE",
+        help="also show the measured placement this tuning log gives ('relaykit tune'): "
+        "each region's time on every target and why the winner won",
+    )
     add_file_limit(p)
     p.set_defaults(func=run)
+
+
+def _measured(args: argparse.Namespace, targets: list[str]) -> str:
+    """The measured placement of ``args.model`` by the log ``args.tuning_log`` (nothing
+    is measured)."""
+    try:
+        names = list(check_placement_targets(targets))
+    except PlacementError as err:
+        raise UsageError(f"--target: {err}") from err
+    mod, _ = load_for_build(args.model, args.batch, args.image_size, limit=args.max_file_size)
+    cost = MeasuredCost(TuningLog(args.tuning_log), measure_missing=False)
+    result = place(mod, names, cost=cost)
+    return f"measured placement ({args.tuning_log}):\n" + placement_table(result)
 
 
 def _write(path: str, text: str, what: str) -> None:
@@ -172,4 +198,7 @@ def run(args: argparse.Namespace) -> int:
         print(summary)
         print()
         print(report)
+        if args.tuning_log:
+            print()
+            print(_measured(args, targets))
     return EXIT_OK

@@ -54,6 +54,7 @@ from relaykit.transform.infer_type import InferType
 from relaykit.transform.pass_infra import Pass, Sequential
 from relaykit.transform.pipeline import optimization_passes
 
+from .aot import AOTExecutorFactoryModule, build_aot
 from .codegen.registry import get_codegen
 from .evaluator import describe_call
 from .fusion import fusion_of, host_passes, plan_fusion
@@ -63,8 +64,10 @@ from .lower import lower_to_plan
 from .memory_plan import MemoryReport, memory_report
 
 __all__ = [
+    "build_graph",
     "build",
     "build_passes",
+    "optimize",
     "compile_external_functions",
     "HostModule",
     "GraphExecutorFactoryModule",
@@ -80,6 +83,32 @@ def build_passes() -> list[Pass]:
     (:func:`relaykit.execution.fusion.host_passes`: ``FuseLayerNorm`` and ``FuseGelu``, one
     kernel each, ``FoldTransposeIntoBatchMatmul``). Functions for backends are skipped."""
     return [*optimization_passes(), *host_passes(), InferType()]
+
+
+def optimize(
+    mod: IRModule, target: Any = None, params: Mapping[str, Any] | None = None
+) -> tuple[IRModule, dict[str, Any]]:
+    """``(optimized module, params)``: ``mod`` with ``params`` bound into ``main`` and the
+    passes of :func:`build_passes` run, as ``relay.build`` would before planning (TVM's
+    ``relay.optimize``). The ``PassContext`` in effect decides which passes run; the
+    target is accepted for TVM's signature (relaykit optimises the same for every host).
+
+    >>> import numpy as np
+    >>> from relaykit import relay
+    >>> x, w = relay.var("x", shape=(2,)), relay.var("w", shape=(2,))
+    >>> mod = IRModule.from_expr(relay.Function([x, w], x * relay.exp(w)))
+    >>> opt, _ = optimize(mod, "llvm", {"w": np.zeros(2, "float32")})
+    >>> [p.name_hint for p in opt["main"].params]
+    ['x']
+    """
+    if not isinstance(mod, IRModule):
+        mod = IRModule.from_expr(mod)
+    mod = mod.copy()
+    if params:
+        mod["main"] = bind_params_by_name(mod["main"], params)
+    _ = target
+    mod = Sequential(build_passes(), name="RelayOptimize")(mod)
+    return mod, {}
 
 
 class HostModule(Module):
@@ -343,20 +372,70 @@ def build(
     workspace_memory_pools: Any = None,
     params: Mapping[str, Any] | None = None,
     mod_name: str = "default",
-) -> GraphExecutorFactoryModule:
-    """Build ``ir_mod`` for the host with the graph executor (TVM's ``relay.build``).
+) -> GraphExecutorFactoryModule | AOTExecutorFactoryModule:
+    """Build ``ir_mod`` for the host with the graph executor (TVM's ``relay.build``), or,
+    with ``executor=Executor("aot")``, as ahead-of-time C (:mod:`relaykit.execution.aot`).
 
     Without ``target``, the target entered with ``with tvm.target.Target(...):`` in this
     thread is used, else ``llvm``."""
+    kind = getattr(executor, "name", executor) or "graph"
+    if kind not in ("graph", "aot"):
+        raise BuildError(
+            f"executor {kind!r} is not available in relay.build; relaykit builds for the graph "
+            "executor or ahead-of-time C ('aot'); use relay.create_executor('vm' or 'debug') "
+            "for control flow"
+        )
+    if kind == "graph":
+        return build_graph(ir_mod, target, target_host, params, mod_name)
+    source, mod, _, target_name = _optimized(ir_mod, target, target_host, params)
+    options = dict(getattr(executor, "attrs", None) or {})
+    return build_aot(mod, str(source), mod_name, target_name, options)
+
+
+def build_graph(
+    ir_mod: IRModule | Function,
+    target: Any = None,
+    target_host: Any = None,
+    params: Mapping[str, Any] | None = None,
+    mod_name: str = "default",
+) -> GraphExecutorFactoryModule:
+    """:func:`build` for the graph executor: the factory of a graph-executor module.
+
+    >>> import relaykit as tvm
+    >>> from relaykit import relay
+    >>> x = relay.var("x", shape=(2,))
+    >>> build_graph(relay.Function([x], relay.exp(x))).create().get_num_outputs()
+    1
+    """
+    source, mod, bound, target_name = _optimized(ir_mod, target, target_host, params)
+    lib = HostModule()
+    for m in compile_external_functions(mod):
+        lib.import_module(m)
+    plan, consts = lower_to_plan(mod)
+    missing = sorted({n.name for n in plan.nodes if n.kind == "op" and not has_host_kernel(n.name)})
+    if missing:
+        raise BuildError(
+            f"operators {', '.join(missing)} have no kernel the graph executor can run; "
+            "partition them to a backend that supports them"
+        )
+    plan.bound_params = bound
+    plan.fusion = plan_fusion(plan)  # stored in the plan: executors and artifacts reuse it
+    plan.output_names = output_tensor_names(source, len(plan.heads))
+    lib.constants = {k: np.asarray(v) for k, v in consts.items() if np.ndim(v) == 0}
+    return GraphExecutorFactoryModule(plan, lib, consts, mod_name, target_name)
+
+
+def _optimized(
+    ir_mod: IRModule | Function,
+    target: Any,
+    target_host: Any,
+    params: Mapping[str, Any] | None,
+) -> tuple[IRModule, IRModule, list[str], str]:
+    """``(the module given, the module optimised for the build, the parameters bound,
+    the host target's name)``."""
     target_name = _host_target(target)
     if target_host is not None:
         _host_target(target_host)
-    kind = getattr(executor, "name", executor) or "graph"
-    if kind != "graph":
-        raise BuildError(
-            f"executor {kind!r} is not available in relay.build; relaykit builds for the graph "
-            "executor (use relay.create_executor('vm' or 'debug') for control flow)"
-        )
     if isinstance(ir_mod, Function):
         ir_mod = IRModule.from_expr(ir_mod)
     if not isinstance(ir_mod, IRModule):
@@ -370,18 +449,4 @@ def build(
     _require_static(mod, "the input", params_only=True)
     mod = Sequential(build_passes(), name="RelayBuild")(mod)
     _require_static(mod, "after optimisation")
-    lib = HostModule()
-    for m in compile_external_functions(mod):
-        lib.import_module(m)
-    plan, consts = lower_to_plan(mod)
-    missing = sorted({n.name for n in plan.nodes if n.kind == "op" and not has_host_kernel(n.name)})
-    if missing:
-        raise BuildError(
-            f"operators {', '.join(missing)} have no kernel the graph executor can run; "
-            "partition them to a backend that supports them"
-        )
-    plan.bound_params = bound
-    plan.fusion = plan_fusion(plan)  # stored in the plan: executors and artifacts reuse it
-    plan.output_names = output_tensor_names(ir_mod, len(plan.heads))
-    lib.constants = {k: np.asarray(v) for k, v in consts.items() if np.ndim(v) == 0}
-    return GraphExecutorFactoryModule(plan, lib, consts, mod_name, target_name)
+    return ir_mod, mod, bound, target_name

@@ -67,8 +67,11 @@ from relaykit.ir.expr import (
     Var,
     checked_type_or_none,
 )
+from relaykit.ir.fields import CHILDREN_OF as children_of
 from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op
+from relaykit.ir.ref import RefCreate, RefRead, RefWrite
+from relaykit.runtime.container import ConstructorValue, RefValue
 from relaykit.runtime.vm import ADT
 
 __all__ = ["Activation", "Closure", "Environment", "Evaluator", "Task", "describe_call"]
@@ -203,6 +206,9 @@ class Evaluator:
             If: self.enter_if,
             Constructor: self.enter_constructor,
             Match: self.enter_match,
+            RefCreate: self.enter_ref,
+            RefRead: self.enter_ref,
+            RefWrite: self.enter_ref,
         }
 
     # -- the machine -------------------------------------------------------------
@@ -287,6 +293,29 @@ class Evaluator:
         stack.append((node, act, self.take_clause))
         stack.append((node.data, act, None))
 
+    def enter_ref(self, node: Any, act: Activation, stack: list[Task]) -> None:
+        """Evaluate a reference node's operands (left to right), then apply it."""
+        memo = act.memo
+        stack.append((node, act, self.apply_ref))
+        for k in reversed(children_of[type(node)](node)):
+            if id(k) not in memo:
+                stack.append((k, act, None))
+
+    def apply_ref(self, task: Task, stack: list[Task]) -> None:
+        node, memo = task[0], task[1].memo
+        t = type(node)
+        if t is RefCreate:
+            memo[id(node)] = RefValue(memo[id(node.value)])
+            return
+        cell = memo[id(node.ref)]
+        if not isinstance(cell, RefValue):
+            raise self.error(f"{t.__name__} of a {type(cell).__name__} value, not a reference")
+        if t is RefRead:
+            memo[id(node)] = cell.value
+        else:
+            cell.value = memo[id(node.value)]
+            memo[id(node)] = ()
+
     def take_clause(self, task: Task, stack: list[Task]) -> None:
         node, act = task[0], task[1]
         value = act.memo[id(node.data)]
@@ -355,7 +384,7 @@ class Evaluator:
                 memo[id(node)] = self.apply_op(node, value, args)
                 return
             if type(value) is Constructor:
-                memo[id(node)] = ADT(value.tag, args)
+                memo[id(node)] = ConstructorValue(value.tag, args, value)
                 return
             if type(value) is not Closure:
                 raise self.not_callable(node, value)

@@ -23,7 +23,7 @@ from relaykit.ir.types import TupleType, Type
 from relaykit.runtime.ndarray import NDArray
 from relaykit.transform.bind import bind
 
-from .build_module import build
+from .build_module import GraphExecutorFactoryModule, build
 from .graph_executor import GraphExecutor
 
 __all__ = ["GraphRunner"]
@@ -73,6 +73,8 @@ class GraphRunner:
             func = bind(func, binds)  # type: ignore[assignment]
         mod["main"] = _distinct_input_names(func)
         factory = build(mod, target=self.target, params=self.params or None)
+        if not isinstance(factory, GraphExecutorFactoryModule):  # an AOT build: no executor
+            raise ExecutorUsageError("the graph executor needs a graph build, not ahead-of-time C")
         executor = factory.create(self.device)
         ret_type = mod["main"].checked_type.ret_type  # type: ignore[attr-defined]
         run = _Callable(executor, ret_type)

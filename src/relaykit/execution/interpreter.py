@@ -40,6 +40,7 @@ from relaykit.ir.symbolic import PrimExpr, vars_of
 from relaykit.ir.symbolic import Var as TirVar
 from relaykit.ir.symbolic import evaluate as evaluate_dim
 from relaykit.ir.types import TensorType, TupleType, Type
+from relaykit.runtime.container import ConstructorValue, RefValue
 from relaykit.runtime.ndarray import NDArray
 from relaykit.runtime.vm import ADT
 from relaykit.transform.bind import bind, bind_params_by_name
@@ -175,8 +176,27 @@ def to_runtime_value(value: Any) -> Any:
         return NDArray(np.asarray(value))
     if isinstance(value, tuple):
         return tuple(to_runtime_value(v) for v in value)
+    if isinstance(value, ConstructorValue):
+        fields = [to_runtime_value(v) for v in value.fields]
+        return ConstructorValue(value.tag, fields, value.constructor)
     if isinstance(value, ADT):
         return ADT(value.tag, [to_runtime_value(v) for v in value.fields])
+    if isinstance(value, RefValue):
+        return RefValue(to_runtime_value(value.value))
+    return value
+
+
+def from_runtime_value(value: Any) -> Any:
+    """A user's value (NDArrays, constructor values, references) as the machine holds it."""
+    if isinstance(value, NDArray):
+        return value.numpy()
+    if isinstance(value, ConstructorValue):
+        fields = [from_runtime_value(v) for v in value.fields]
+        return ConstructorValue(value.tag, fields, value.constructor)
+    if isinstance(value, RefValue):
+        return RefValue(from_runtime_value(value.value))
+    if isinstance(value, (tuple, list)):
+        return tuple(from_runtime_value(v) for v in value)
     return value
 
 
@@ -192,8 +212,8 @@ def _convert_input(
             _convert_input(v, t, f"{name}.{i}", env)
             for i, (v, t) in enumerate(zip(value, ty.fields, strict=False))
         )
-    if isinstance(value, Closure):
-        return value
+    if isinstance(value, (Closure, ConstructorValue, RefValue)):
+        return from_runtime_value(value)
     arr = np.asarray(value)
     if isinstance(ty, TensorType):
         bad = (

@@ -2,6 +2,7 @@
 
 from . import diagnostics as diagnostics
 from . import instrument as instrument
+from . import supply as supply
 from .adt import (
     Clause,
     Constructor,
@@ -18,6 +19,7 @@ from .adt import (
 from .affine_type import AffineType, TensorAffineType, TupleAffineType
 from .analysis import all_vars, bound_vars, free_vars
 from .attrs import Attrs, DictAttrs, make_node
+from .env_func import EnvFunc
 from .expr import (
     Call,
     Constant,
@@ -47,8 +49,12 @@ from .functor import (
     rewrite_post_order,
 )
 from .hooks import install_printer
+from .json_load import load_json
+from .json_save import save_json
+from .kind_check import check_kind
 from .module import IRModule
 from .op import Op, OpRegistry, default_registry, get_op, list_op_names, register_op_attr
+from .ref import RefCreate, RefRead, RefWrite
 from .structural import (
     assert_structural_equal,
     first_mismatch,
@@ -66,9 +72,12 @@ from .types import (
     DTYPES,
     FuncType,
     IncompleteType,
+    RefType,
     TensorType,
     TupleType,
     Type,
+    TypeKind,
+    TypeRelation,
     TypeVar,
     scalar_type,
 )
@@ -77,6 +86,16 @@ __all__ = [
     "AffineType",
     "TensorAffineType",
     "TupleAffineType",
+    "load_json",
+    "save_json",
+    "EnvFunc",
+    "check_kind",
+    "TypeRelation",
+    "RefCreate",
+    "RefRead",
+    "RefWrite",
+    "RefType",
+    "TypeKind",
     "Clause",
     "Constructor",
     "GlobalTypeVar",

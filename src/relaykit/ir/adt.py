@@ -11,12 +11,14 @@ trying each :class:`Clause`'s pattern in order.
 >>> opt = GlobalTypeVar("Option")
 >>> some, none = Constructor("Some", [a], opt), Constructor("None", [], opt)
 >>> td = TypeData(opt, [a], [some, none])
->>> [c.tag for c in td.constructors], str(TypeCall(opt, [TensorType((), "int32")]))
-([0, 1], 'Option[int32]')
+>>> some.tag + 1 == none.tag, str(TypeCall(opt, [TensorType((), "int32")]))
+(True, 'Option[int32]')
 """
 
 from __future__ import annotations
 
+import operator
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +43,7 @@ __all__ = [
     "Match",
     "pattern_vars",
     "constructor_type",
+    "constructor_tag_base",
 ]
 
 
@@ -66,6 +69,10 @@ class GlobalTypeVar(Type):
 
     def __repr__(self) -> str:
         return f"GlobalTypeVar({self.name_hint!r})"
+
+    def __call__(self, *args: Type) -> TypeCall:
+        """``List(a)`` is the type ``List[a]`` (a :class:`TypeCall`), as in TVM."""
+        return TypeCall(self, args)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,17 +143,39 @@ class TypeData:
         self.header = header
         self.type_vars = tuple(type_vars)
         self.constructors = tuple(constructors)
+        base = constructor_tag_base(header.name_hint)
         for i, c in enumerate(self.constructors):
             if c.belong_to is not header:
                 raise IRError(
                     f"constructor {c.name_hint} belongs to {c.belong_to}, not to {header}"
                 )
-            _set(c, "tag", i)
+            _set(c, "tag", base + i)
             _set(c, "type_vars", self.type_vars)
+
+    def __eq__(self, other: object) -> bool:
+        """Same header, type parameters and constructors (compared by identity)."""
+        if not isinstance(other, TypeData):
+            return NotImplemented
+        return (
+            self.header is other.header
+            and self.type_vars == other.type_vars
+            and len(self.constructors) == len(other.constructors)
+            and all(map(operator.is_, self.constructors, other.constructors))
+        )
+
+    def __hash__(self) -> int:
+        return hash((id(self.header), self.type_vars, tuple(map(id, self.constructors))))
 
     def __repr__(self) -> str:
         names = ", ".join(c.name_hint for c in self.constructors)
         return f"TypeData({self.header}, [{', '.join(map(str, self.type_vars))}], [{names}])"
+
+
+def constructor_tag_base(type_name: str) -> int:
+    """The tag of the first constructor of the type named ``type_name``; the others follow
+    it. Derived from the name, so one type's constructors have the same tags in every
+    module, and the tags of different types rarely meet (none is 0, a tuple's tag)."""
+    return ((zlib.crc32(type_name.encode()) & 0x7FFF) | 0x8000) << 16
 
 
 def constructor_type(con: Constructor) -> FuncType:

@@ -61,18 +61,22 @@ _set = object.__setattr__
 
 
 class Span:
-    """A source location: ``source_name:line:column`` (1-based)."""
+    """A source location: ``source_name:line:column`` (1-based), TVM's argument order
+    ``Span(source_name, line, end_line, column, end_column)``."""
 
     __slots__ = ("source_name", "line", "column", "end_line", "end_column")
 
     def __init__(
-        self, source_name: str, line: int, column: int, end_line: int = 0, end_column: int = 0
+        self, source_name: Any, line: int, end_line: int = 0, column: int = 0, end_column: int = 0
     ) -> None:
         self.source_name = source_name
         self.line = line
         self.column = column
         self.end_line = end_line or line
         self.end_column = end_column or column
+
+    def same_as(self, other: object) -> bool:
+        return self is other
 
     def __repr__(self) -> str:
         return f"{self.source_name}:{self.line}:{self.column}"

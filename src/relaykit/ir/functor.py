@@ -140,6 +140,8 @@ class ExprFunctor:
     visit_constant = visit_global_var = visit_op = visit_var
     visit_call = visit_tuple = visit_tuple_getitem = visit_function = visit_var
     visit_let = visit_if = visit_var
+    visit_ref_create = visit_ref_read = visit_ref_write = visit_var
+    visit_constructor = visit_match = visit_clause = visit_var
 
 
 def _visit_children(self: ExprFunctor, node: Any) -> None:
@@ -168,6 +170,9 @@ class ExprVisitor(ExprFunctor):
     visit_var = visit_constant = visit_global_var = visit_op = _leaf
     visit_call = visit_tuple = visit_tuple_getitem = visit_function = _visit_children
     visit_let = visit_if = _visit_children
+    visit_ref_create = visit_ref_read = visit_ref_write = _visit_children
+    visit_constructor = _leaf
+    visit_match = visit_clause = _visit_children
 
 
 class ExprMutator(ExprFunctor):
@@ -179,3 +184,6 @@ class ExprMutator(ExprFunctor):
     visit_var = visit_constant = visit_global_var = visit_op = _same
     visit_call = visit_tuple = visit_tuple_getitem = visit_function = _rebuild_children
     visit_let = visit_if = _rebuild_children
+    visit_ref_create = visit_ref_read = visit_ref_write = _rebuild_children
+    visit_constructor = _same
+    visit_match = visit_clause = _rebuild_children

@@ -16,7 +16,14 @@ from typing import Any, Protocol
 
 from relaykit.errors import IRError
 
-__all__ = ["Printer", "has_printer", "install_printer", "printer_hook"]
+__all__ = [
+    "Printer",
+    "has_printer",
+    "install_printer",
+    "printer_hook",
+    "register_std_file",
+    "std_file_loader",
+]
 
 
 class Printer(Protocol):
@@ -47,3 +54,19 @@ def printer_hook() -> Printer:
 
 def has_printer() -> bool:
     return bool(_PRINTER)
+
+
+# Relay's standard-library files by name ("nat.rly"): each loader adds the file's
+# definitions to a module. The layers that can read them (the text parser, the
+# Prelude) register their files when imported.
+_STD_FILES: dict[str, Any] = {}
+
+
+def register_std_file(name: str, loader: Any) -> None:
+    """Make ``IRModule.import_from_std(name)`` call ``loader(mod)``."""
+    _STD_FILES[name] = loader
+
+
+def std_file_loader(name: str) -> Any:
+    """The loader of the standard-library file ``name``, or ``None``."""
+    return _STD_FILES.get(name)

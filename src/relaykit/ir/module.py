@@ -13,19 +13,27 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, overload
 
 from relaykit.errors import IRError, UnsupportedFeatureError
 
 from .adt import Constructor, GlobalTypeVar, TypeData
 from .analysis import free_vars
 from .attrs import Attrs
-from .expr import Expr, Function, GlobalVar
+from .expr import Expr, Function, GlobalVar, TupleWrapper
 from .functor import post_order
-from .hooks import printer_hook
+from .hooks import printer_hook, std_file_loader
 from .type_check import infer_function
 
 __all__ = ["IRModule"]
+
+
+class TypeDefinitions(dict[GlobalTypeVar, TypeData]):
+    """A module's type definitions by their GlobalTypeVar; ``items()`` is a list, as the
+    items of TVM's ``Map`` are (``mod.type_definitions.items()[0]``)."""
+
+    def items(self) -> list[tuple[GlobalTypeVar, TypeData]]:  # type: ignore[override]
+        return list(super().items())
 
 
 class IRModule:
@@ -40,7 +48,7 @@ class IRModule:
         self._gvars: dict[str, GlobalVar] = {}
         self._funcs: dict[str, Function] = {}
         self.attrs = Attrs(attrs or {})
-        self.type_definitions: dict[GlobalTypeVar, TypeData] = {}
+        self.type_definitions: dict[GlobalTypeVar, TypeData] = TypeDefinitions()
         self._type_names: dict[str, GlobalTypeVar] = {}
         for td in _type_data_list(type_definitions):
             self.add_type_def(td)
@@ -53,6 +61,8 @@ class IRModule:
         expr: Expr, functions: Mapping[Any, Function] | None = None, type_defs: Any = None
     ) -> IRModule:
         """A module whose ``main`` is ``expr`` (wrapped in a function over its free vars)."""
+        if isinstance(expr, TupleWrapper):  # a multi-output op's result: its call
+            expr = expr.astuple()
         if not isinstance(expr, Expr):
             raise IRError(f"IRModule.from_expr needs a relay expression, got {expr!r}")
         fn = expr if isinstance(expr, Function) else Function(free_vars(expr), expr)
@@ -126,7 +136,18 @@ class IRModule:
             return key
         raise IRError(f"look up a global by name or GlobalVar, not {key!r}")
 
-    def __getitem__(self, key: Any) -> Function:
+    @overload
+    def __getitem__(self, key: str | GlobalVar) -> Function: ...
+
+    @overload
+    def __getitem__(self, key: GlobalTypeVar) -> TypeData: ...
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, GlobalTypeVar):  # mod[List] is List's type definition, as in TVM
+            data = self.type_definitions.get(key)
+            if data is None:
+                raise IRError(f"type {key.name_hint} is not defined in the module")
+            return data
         name = self._name(key)
         try:
             return self._funcs[name]
@@ -156,21 +177,22 @@ class IRModule:
             raise
 
     def import_from_std(self, file_to_import: str) -> None:
-        """Import one of Relay's standard-library files (TVM's ``IRModule.import_from_std``).
-
-        ``core.rly`` declares only the opaque ``Storage`` type of the memory
-        operators; relaykit needs no declaration for it, so importing it adds
-        nothing. Other files (``prelude.rly``: lists, options, trees) need algebraic
-        data types, which relaykit does not have yet: they raise
-        :class:`~relaykit.errors.UnsupportedFeatureError`.
+        """Add the definitions of one of Relay's standard-library files (TVM's
+        ``IRModule.import_from_std``): ``prelude.rly`` (lists, options, trees),
+        ``nat.rly`` (Peano naturals; needs the Prelude), ``gradient.rly`` and
+        ``core.rly`` (which declares nothing relaykit needs). Importing a file twice
+        adds nothing the second time.
         """
         name = str(file_to_import).rsplit("/", 1)[-1]
         if name == "core.rly":
             return
-        raise UnsupportedFeatureError(
-            f"IRModule.import_from_std({file_to_import!r}): relaykit's standard library has "
-            "only core.rly; the Prelude's algebraic data types are not supported yet"
-        )
+        loader = std_file_loader(name)
+        if loader is None:
+            raise UnsupportedFeatureError(
+                f"IRModule.import_from_std({file_to_import!r}): relaykit's standard library "
+                "has core.rly, prelude.rly, nat.rly and gradient.rly"
+            )
+        loader(self)
 
     def get_global_vars(self) -> list[GlobalVar]:
         return list(self._gvars.values())
@@ -194,7 +216,7 @@ class IRModule:
         new = IRModule(attrs=self.attrs)
         new._gvars = dict(self._gvars)
         new._funcs = dict(self._funcs)
-        new.type_definitions = dict(self.type_definitions)
+        new.type_definitions = TypeDefinitions(self.type_definitions)
         new._type_names = dict(self._type_names)
         return new
 

@@ -80,6 +80,12 @@ class Op(Expr):
     def op_name(self) -> str:
         return self.name
 
+    @property
+    def support_level(self) -> int:
+        """TVM's support level of the operator (1 basic ... 10 internal; 10 when unset)."""
+        level = self._registry.get_attr(self.name, "support_level")
+        return 10 if level is None else int(level)
+
     def with_fields(self, **_: Any) -> Op:
         return self
 

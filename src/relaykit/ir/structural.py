@@ -15,17 +15,20 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
 
 from relaykit.errors import StructuralMismatchError
 
+from .adt import Clause, Pattern, PatternConstructor, PatternVar
 from .expr import Call, Constant, Expr, GlobalVar, Tuple, Var
 from .fields import FieldSpec
 from .module import IRModule
 from .op import Op
+from .type_equal import TypeMap, type_shape_key
+from .types import Type, type_key
 
 __all__ = [
     "FLOAT_ATOL",
@@ -78,6 +81,7 @@ class _Comparison:
 
     def __init__(self, map_free_vars: bool, root: str) -> None:
         self.map_free_vars = map_free_vars
+        self.types = TypeMap(map_free_vars)
         self.lmap: dict[Expr, Expr] = {}
         self.rmap: dict[Expr, Expr] = {}
         # Records of (parent index, label) to rebuild the path of a mismatch.
@@ -125,12 +129,24 @@ class _Comparison:
             i = parent
         return ".".join(reversed(parts)).replace(".[", "[")
 
+    def data_eq(self, lhs: Any, rhs: Any) -> bool:
+        """Equality of two field values; types compare under the type-variable map."""
+        if isinstance(lhs, Type) and isinstance(rhs, Type):
+            return self.types.equal(lhs, rhs)
+        if isinstance(lhs, tuple) and isinstance(rhs, tuple) and lhs and isinstance(lhs[0], Type):
+            return len(lhs) == len(rhs) and all(map(self.data_eq, lhs, rhs))
+        return data_equal(lhs, rhs)
+
+    def bind_type_params(self, lhs: Any, rhs: Any, idx: int) -> None:
+        if not self.types.bind(lhs, rhs):
+            raise _Mismatch(idx, f"type parameters {list(map(str, lhs))} vs {list(map(str, rhs))}")
+
     def compare_var(self, lhs: Var, rhs: Var, idx: int) -> None:
         # Reaching a var here means it was not bound by an enclosing
         # Function/Let (those map their vars first): it is free.
         if lhs is not rhs and not self.map_free_vars:
             raise _Mismatch(idx, f"free variables %{lhs.name_hint} and %{rhs.name_hint} differ")
-        if lhs.type_annotation != rhs.type_annotation:
+        if not self.data_eq(lhs.type_annotation, rhs.type_annotation):
             raise _Mismatch(idx, f"type annotation {lhs.type_annotation} vs {rhs.type_annotation}")
 
     def compare_constant(self, lhs: Constant, rhs: Constant, idx: int) -> None:
@@ -157,7 +173,7 @@ class _Comparison:
                     records.append((idx, where))
                     raise _Mismatch(len(records) - 1, f"variable %{lp.name_hint} is bound twice")
                 continue
-            if lp.type_annotation != rp.type_annotation:
+            if not self.data_eq(lp.type_annotation, rp.type_annotation):
                 records.append((idx, where))
                 raise _Mismatch(
                     len(records) - 1,
@@ -166,11 +182,70 @@ class _Comparison:
             lmap[lp], rmap[rp] = rp, lp
 
 
+def _pattern_pairs(lhs: Pattern, rhs: Pattern) -> Iterator[tuple[Pattern, Pattern] | str]:
+    """The pairs of sub-patterns of ``lhs`` and ``rhs`` in order, or the reason they differ."""
+    work = [(lhs, rhs)]
+    while work:
+        lp, rp = work.pop()
+        if type(lp) is not type(rp):
+            yield f"pattern {type(lp).__name__} vs {type(rp).__name__}"
+            return
+        if isinstance(lp, PatternConstructor):
+            lc, rc = lp.constructor, getattr(rp, "constructor", None)
+            if not _same_constructor(lc, rc):
+                yield f"constructor {lc.name_hint} vs {rc.name_hint}"  # type: ignore[union-attr]
+                return
+        subs, rsubs = getattr(lp, "patterns", ()), getattr(rp, "patterns", ())
+        if len(subs) != len(rsubs):
+            yield f"{len(subs)} vs {len(rsubs)} sub-patterns"
+            return
+        yield lp, rp
+        work.extend(zip(reversed(subs), reversed(rsubs), strict=True))
+
+
+def _same_constructor(a: Any, b: Any) -> bool:
+    """Constructors are names in a module: the same name and tag of the same type."""
+    return a is b or (
+        a.name_hint == b.name_hint
+        and a.tag == b.tag
+        and a.belong_to.name_hint == b.belong_to.name_hint
+    )
+
+
+def _compare_clause(cmp: _Comparison, lhs: Clause, rhs: Clause, idx: int) -> None:
+    """Two match clauses: the same pattern shape, binding its variables, then the bodies."""
+    for pair in _pattern_pairs(lhs.lhs, rhs.lhs):
+        if isinstance(pair, str):
+            raise _Mismatch(idx, pair)
+        lp, rp = pair
+        if isinstance(lp, PatternVar):
+            cmp.bind((lp.var,), (rp.var,), idx, "lhs", False)  # type: ignore[attr-defined]
+    cmp.records.append((idx, "rhs"))
+    cmp.stack.append((lhs.rhs, rhs.rhs, len(cmp.records) - 1))
+
+
+def _pattern_tokens(pattern: Pattern) -> Iterator[Any]:
+    """The shape of ``pattern`` as hash tokens, and its variables in binding order."""
+    work = [pattern]
+    while work:
+        p = work.pop()
+        if isinstance(p, PatternVar):
+            yield p.var
+            continue
+        if isinstance(p, PatternConstructor):
+            yield ("pcon", p.constructor.name_hint, len(p.patterns))
+        else:
+            yield (type(p).__name__, len(getattr(p, "patterns", ())))
+        work.extend(reversed(getattr(p, "patterns", ())))
+
+
 def _compare_source(layout: tuple[FieldSpec, ...]) -> str:
     """The source of ``compare(cmp, lhs, rhs, idx)`` for one node class: check the
     lengths of its expression tuples and its data fields, bind its binders, and queue
     its sub-expressions so that they are compared in field order."""
     lines = ["def compare(cmp, l, r, idx):", "    records, stack = cmp.records, cmp.stack"]
+    if any(f.name == "type_params" for f in layout):
+        lines.append("    cmp.bind_type_params(l.type_params, r.type_params, idx)")
     for f in layout:
         n = f.name
         if f.is_sequence:
@@ -178,7 +253,7 @@ def _compare_source(layout: tuple[FieldSpec, ...]) -> str:
             lines.append(f"    if len(l_{n}) != len(r_{n}):")
             lines.append(f"        raise _Mismatch(idx, f'{{len(l_{n})}} vs {{len(r_{n})}} {n}')")
         elif not f.is_child and f.compare:
-            lines.append(f"    if not _data_equal(l.{n}, r.{n}):")
+            lines.append(f"    if not cmp.data_eq(l.{n}, r.{n}):")
             lines.append(
                 f"        raise _Mismatch(idx, f'{n} {{_show(l.{n})}} vs {{_show(r.{n})}}')"
             )
@@ -222,6 +297,7 @@ _COMPARE.update(
         Var: _Comparison.compare_var,
         Constant: _Comparison.compare_constant,
         Op: _Comparison.compare_op,
+        Clause: _compare_clause,
     }
 )
 
@@ -244,6 +320,9 @@ def first_mismatch(lhs: Any, rhs: Any, map_free_vars: bool = False) -> tuple[str
         rnames = sorted(gv.name_hint for gv in rhs.get_global_vars())
         if lnames != rnames:
             return "", f"globals {lnames} vs {rnames}"
+        out = _type_defs_mismatch(lhs, rhs, map_free_vars)
+        if out is not None:
+            return out
         for name in lnames:
             out = _compare_exprs(lhs[name], rhs[name], map_free_vars, name)
             if out is not None:
@@ -252,10 +331,34 @@ def first_mismatch(lhs: Any, rhs: Any, map_free_vars: bool = False) -> tuple[str
     return _first_mismatch_value(lhs, rhs, map_free_vars, "root")
 
 
+def _type_defs_mismatch(lhs: IRModule, rhs: IRModule, map_free_vars: bool) -> Any:
+    """Where the type definitions of two modules first differ (matched by name)."""
+    ldefs = {g.name_hint: td for g, td in lhs.type_definitions.items()}
+    rdefs = {g.name_hint: td for g, td in rhs.type_definitions.items()}
+    if sorted(ldefs) != sorted(rdefs):
+        return "", f"type definitions {sorted(ldefs)} vs {sorted(rdefs)}"
+    for name in sorted(ldefs):
+        a, b = ldefs[name], rdefs[name]
+        types = TypeMap(map_free_vars)
+        if not types.bind(a.type_vars, b.type_vars):
+            return name, "type parameters differ"
+        if len(a.constructors) != len(b.constructors):
+            return name, f"{len(a.constructors)} vs {len(b.constructors)} constructors"
+        for ca, cb in zip(a.constructors, b.constructors, strict=True):
+            same = ca.name_hint == cb.name_hint and len(ca.inputs) == len(cb.inputs)
+            if not (same and all(map(types.equal, ca.inputs, cb.inputs))):
+                return f"{name}.{ca.name_hint}", f"constructor {ca.name_hint} vs {cb.name_hint}"
+    return None
+
+
 def _first_mismatch_value(lhs: Any, rhs: Any, map_free_vars: bool, path: str) -> Any:
     """``first_mismatch`` of two values that are not modules."""
     if isinstance(lhs, Expr) and isinstance(rhs, Expr):
         return _compare_exprs(lhs, rhs, map_free_vars, path)
+    if isinstance(lhs, Type) and isinstance(rhs, Type):
+        if TypeMap(map_free_vars).equal(lhs, rhs):
+            return None
+        return path, f"type {lhs} vs {rhs}"
     if isinstance(lhs, (tuple, list)) and isinstance(rhs, (tuple, list)):
         # Both are what TVM calls an Array, element by element.
         if len(lhs) != len(rhs):
@@ -315,6 +418,8 @@ def structural_hash(node: Any, map_free_vars: bool = False) -> int:
         )
     if isinstance(node, (tuple, list)):
         return hash(("array", *(structural_hash(x, map_free_vars) for x in node)))
+    if isinstance(node, Type):
+        return hash(type_shape_key(node) if map_free_vars else type_key(node))
     if not isinstance(node, Expr):
         return hash(_data_key(node))
     return hash(tuple(_hash_tokens(node, map_free_vars)))
@@ -342,6 +447,10 @@ def _hash_tokens(root: Expr, map_free_vars: bool) -> list[Any]:
             ann = _data_key(n.type_annotation)
             tokens.append(("free", ann) if map_free_vars else ("free", id(n), ann))
             continue
+        if t is Clause:
+            _clause_tokens(n, tokens, index, keep)
+            stack.append(n.rhs)
+            continue
         layout = t._layout
         token: list[Any] = [t.__name__]
         for f in layout:
@@ -350,17 +459,7 @@ def _hash_tokens(root: Expr, map_free_vars: bool) -> list[Any]:
             elif not f.is_child and f.compare:
                 token.append(_data_key(getattr(n, f.name)))
         tokens.append(tuple(token))
-        for f in layout:
-            if f.binds:
-                bound = getattr(n, f.name) if f.is_sequence else (getattr(n, f.name),)
-                for v in bound:
-                    seen = index.get(id(v))
-                    if seen is not None:
-                        tokens.append(("ref", seen))
-                        continue
-                    index[id(v)] = len(index)
-                    keep.append(v)
-                    tokens.append(("bind", _data_key(v.type_annotation)))
+        _binder_tokens(n, layout, tokens, index, keep)
         for f in reversed(layout):
             if not f.is_child or f.binds:
                 continue
@@ -369,6 +468,35 @@ def _hash_tokens(root: Expr, map_free_vars: bool) -> list[Any]:
             else:
                 stack.append(getattr(n, f.name))
     return tokens
+
+
+def _binder_tokens(
+    n: Expr, layout: Any, tokens: list[Any], index: dict[int, int], keep: list[Any]
+) -> None:
+    """The tokens of the variables ``n`` binds (a reference if seen before)."""
+    for f in layout:
+        if f.binds:
+            bound = getattr(n, f.name) if f.is_sequence else (getattr(n, f.name),)
+            for v in bound:
+                seen = index.get(id(v))
+                if seen is not None:
+                    tokens.append(("ref", seen))
+                    continue
+                index[id(v)] = len(index)
+                keep.append(v)
+                tokens.append(("bind", _data_key(v.type_annotation)))
+
+
+def _clause_tokens(
+    clause: Clause, tokens: list[Any], index: dict[int, int], keep: list[Any]
+) -> None:
+    """The tokens of a clause's pattern; its variables are bound at their position."""
+    for tok in _pattern_tokens(clause.lhs):
+        if isinstance(tok, Var):
+            index[id(tok)] = len(index)
+            keep.append(tok)
+            tok = ("bind", _data_key(tok.type_annotation))
+        tokens.append(tok)
 
 
 def _constant_key(c: Constant) -> tuple[Any, ...]:
@@ -414,6 +542,8 @@ def data_equal(a: Any, b: Any) -> bool:
 
 def _data_key(v: Any) -> Any:
     """A hashable key of a field value such that ``data_equal`` values share it."""
+    if isinstance(v, Type):
+        return type_shape_key(v)
     if _is_number(v):
         if isinstance(v, (float, np.floating)):
             f = float(v)

@@ -60,7 +60,17 @@ from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, Tup
 from .functor import children, post_order, rewrite_post_order
 from .hooks import has_printer, printer_hook
 from .op import Op
-from .types import AnyDim, FuncType, IncompleteType, TensorType, TupleType, Type, TypeVar
+from .ref import RefCreate, RefRead, RefWrite
+from .types import (
+    AnyDim,
+    FuncType,
+    IncompleteType,
+    RefType,
+    TensorType,
+    TupleType,
+    Type,
+    TypeVar,
+)
 
 __all__ = [
     "GlobalScope",
@@ -335,7 +345,31 @@ class TypeChecker:
             return self.done[id(node.rhs)]
         if t is Match:
             return self.match_type(node)
+        if t is RefCreate or t is RefRead or t is RefWrite:
+            return self.ref_rule(node)
         raise self.fail(node, f"cannot type a {t.__name__} node")
+
+    def ref_rule(self, node: Any) -> Type:
+        """``ref(v): ref(T)``, ``ref_read(r: ref(T)): T``, ``ref_write(r: ref(T), v: T): ()``."""
+        if type(node) is RefCreate:
+            return RefType(self.done[id(node.value)])
+        held = self.ref_value_type(node, node.ref)
+        if type(node) is RefRead:
+            return held
+        vt = self.done[id(node.value)]
+        if held != vt and self.unify(held, vt) is None:
+            raise self.fail(node, f"ref_write stores a {vt} in a reference to {self.resolve(held)}")
+        return TupleType([])
+
+    def ref_value_type(self, node: Expr, ref: Expr) -> Type:
+        """The type of the value the reference ``ref`` holds."""
+        rt = self.done[id(ref)]
+        if type(rt) is RefType:
+            return rt.value
+        hole = self.fresh(node)
+        if self.unify(rt, RefType(hole)) is None:
+            raise self.fail(node, f"{type(node).__name__} needs a reference, got a {rt}")
+        return self.resolve(hole)
 
     def projection_type(self, node: TupleGetItem) -> Type:
         tt = self.done[id(node.tuple_value)]
@@ -535,7 +569,11 @@ class TypeChecker:
                 out = both
         return out
 
-    def unify_type_call(self, a: TypeCall, b: TypeCall) -> Type | None:
+    def unify_type_call(self, a: Any, b: Any) -> Type | None:
+        """Unify two type calls (``List[a]``) or two reference types, part by part."""
+        if type(a) is RefType:
+            inner = self.unify(a.value, b.value)
+            return None if inner is None else RefType(inner)
         if a.func != b.func or len(a.args) != len(b.args):
             return None
         parts = [self.unify(x, y) for x, y in zip(a.args, b.args, strict=True)]
@@ -580,6 +618,9 @@ class TypeChecker:
         if tt is TypeCall:
             targs = [self.resolve(a) for a in t.args]  # type: ignore[attr-defined]
             return TypeCall(t.func, targs)  # type: ignore[attr-defined]
+        if tt is RefType:
+            inner = self.resolve(t.value)  # type: ignore[attr-defined]
+            return t if inner is t.value else RefType(inner)  # type: ignore[attr-defined]
         return t
 
     def unify(self, a: Type, b: Type) -> Type | None:
@@ -623,8 +664,8 @@ class TypeChecker:
             return None if None in parts else self.resolve(a)
         if ta is TensorType:
             return unify_tensor_types(a, b)  # type: ignore[arg-type]
-        if ta is TypeCall:
-            return self.unify_type_call(a, b)  # type: ignore[arg-type]
+        if ta is TypeCall or ta is RefType:
+            return self.unify_type_call(a, b)
         return a if a == b else None
 
     def solve_inputs(self, call: Call, op: Op, arg_types: list[Type]) -> list[Type] | None:
@@ -743,6 +784,8 @@ def unknowns(t: Type) -> list[Unknown]:
         return [u for p in parts for u in unknowns(p)]
     if tt is TypeCall:
         return [u for a in t.args for u in unknowns(a)]  # type: ignore[attr-defined]
+    if tt is RefType:
+        return unknowns(t.value)  # type: ignore[attr-defined]
     return []
 
 
@@ -759,6 +802,8 @@ def substitute(t: Type, mapping: Mapping[Type, Type]) -> Type:
         return FuncType(args, substitute(t.ret_type, inner), t.type_params)  # type: ignore[attr-defined]
     if tt is TypeCall:
         return TypeCall(t.func, [substitute(a, mapping) for a in t.args])  # type: ignore[attr-defined]
+    if tt is RefType:
+        return RefType(substitute(t.value, mapping))  # type: ignore[attr-defined]
     return t
 
 
@@ -829,14 +874,29 @@ def _fill_types(fn: Function, solved: set[Var] | frozenset[Var] = frozenset()) -
     type, as TVM's ``InferType`` does; all unchanged nodes are shared."""
     if not solved and all(_annotated(n) for n in post_order(fn)):
         return fn
+    renamed: dict[Var, Var] = {}  # variables replaced by annotated ones
+
+    def annotate(var: Var) -> Var:
+        done = renamed.get(var)
+        if done is None:
+            ty = var._checked_type
+            if ty is None or (var.type_annotation is not None and var not in solved):
+                return var
+            done = renamed[var] = Var(var.name_hint, ty, var.span)
+            done._set_checked_type(ty)
+        return done
 
     def post(new: Expr, old: Expr) -> Expr | None:
         if new is not old:
             new._set_checked_type(old._checked_type)
-        if type(new) is Var and new in solved:
-            annotated = Var(new.name_hint, old._checked_type, new.span)
-            annotated._set_checked_type(old._checked_type)
-            return annotated
+        if type(new) is Var and (new in solved or new.type_annotation is None):
+            return annotate(new)
+        if type(new) is Clause:
+            lhs = _rename_pattern(new.lhs, annotate)
+            if lhs is not new.lhs:
+                clause = Clause(lhs, new.rhs, new.span)
+                clause._set_checked_type(old._checked_type)
+                return clause
         if type(new) is Function and new.ret_type is None:
             ft = old._checked_type
             if not isinstance(ft, FuncType):  # pragma: no cover - the checker typed it
@@ -844,13 +904,27 @@ def _fill_types(fn: Function, solved: set[Var] | frozenset[Var] = frozenset()) -
             filled = new.with_fields(ret_type=ft.ret_type)
             filled._set_checked_type(ft)
             return filled
-        if type(new) is Var and new.type_annotation is None and old._checked_type is not None:
-            var = Var(new.name_hint, old._checked_type, new.span)
-            var._set_checked_type(old._checked_type)
-            return var
         return None
 
     return rewrite_post_order(fn, post)  # type: ignore[return-value]
+
+
+def _rename_pattern(pattern: Pattern, rename: Any) -> Pattern:
+    """``pattern`` with each variable ``v`` replaced by ``rename(v)`` (itself if unchanged)."""
+    if isinstance(pattern, PatternVar):
+        var = rename(pattern.var)
+        return pattern if var is pattern.var else PatternVar(var)
+    if isinstance(pattern, PatternConstructor):
+        subs = [_rename_pattern(p, rename) for p in pattern.patterns]
+        if all(a is b for a, b in zip(subs, pattern.patterns, strict=True)):
+            return pattern
+        return PatternConstructor(pattern.constructor, subs)
+    if isinstance(pattern, PatternTuple):
+        subs = [_rename_pattern(p, rename) for p in pattern.patterns]
+        if all(a is b for a, b in zip(subs, pattern.patterns, strict=True)):
+            return pattern
+        return PatternTuple(subs)
+    return pattern
 
 
 def infer_function(fn: Function, mod: GlobalScope | None = None) -> Function:

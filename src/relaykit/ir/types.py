@@ -30,6 +30,8 @@ __all__ = [
     "TensorType",
     "TupleType",
     "FuncType",
+    "RefType",
+    "TypeRelation",
     "IncompleteType",
     "TypeVar",
     "DTYPES",
@@ -40,6 +42,7 @@ __all__ = [
     "scalar_type",
     "check_dim",
     "is_dynamic",
+    "type_key",
     "AnyDim",
     "PrimExpr",
 ]
@@ -188,9 +191,13 @@ class TypeKind(enum.IntEnum):
     TypeData = 6
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class TypeVar(Type):
-    """A type parameter of a polymorphic function (printed, not solved)."""
+    """A type parameter of a polymorphic function (printed, not solved).
+
+    Compared by identity, as TVM's type variables are: two ``TypeVar("a")`` are
+    different variables; function types that bind them are equal up to renaming.
+    """
 
     name_hint: str
     kind: TypeKind = TypeKind.Type
@@ -201,11 +208,13 @@ class TypeVar(Type):
 
 @dataclass(frozen=True, slots=True)
 class FuncType(Type):
-    """The type of a function: argument types and return type."""
+    """The type of a function: argument types and return type; a polymorphic one has
+    type parameters and may constrain them with :class:`TypeRelation` values."""
 
     arg_types: tuple[Type, ...]
     ret_type: Type
     type_params: tuple[TypeVar, ...] = ()
+    type_constraints: tuple[Type, ...] = ()
 
     def __init__(
         self,
@@ -218,13 +227,85 @@ class FuncType(Type):
         for a in (*args, ret_type):
             if not isinstance(a, Type):
                 raise IRError(f"FuncType member {a!r} is not a Type")
+        constraints = tuple(type_constraints or ())
+        for c in constraints:
+            if not isinstance(c, Type):
+                raise IRError(f"FuncType constraint {c!r} is not a Type (a TypeRelation)")
         object.__setattr__(self, "arg_types", args)
         object.__setattr__(self, "ret_type", ret_type)
-        object.__setattr__(self, "type_params", tuple(type_params))
+        object.__setattr__(self, "type_params", tuple(type_params or ()))
+        object.__setattr__(self, "type_constraints", constraints)
 
     def __str__(self) -> str:
         args = ", ".join(str(a) for a in self.arg_types)
-        return f"fn ({args}) -> {self.ret_type}"
+        params = f"[{', '.join(map(str, self.type_params))}]" if self.type_params else ""
+        return f"fn {params}({args}) -> {self.ret_type}"
+
+    def __eq__(self, other: object) -> bool:
+        # Equal up to a renaming of the type parameters (alpha-equivalence).
+        if self is other:
+            return True
+        if type(other) is not FuncType:
+            return NotImplemented
+        return type_key(self) == type_key(other)
+
+    def __hash__(self) -> int:
+        return hash(type_key(self))
+
+
+@dataclass(frozen=True, slots=True)
+class TypeRelation(Type):
+    """A constraint between types: ``func(args..., attrs)`` relates the first
+    ``num_inputs`` of ``args`` (inputs) to the rest (outputs). Its kind is
+    ``TypeKind.Constraint``; ``func`` is an :class:`relaykit.ir.EnvFunc` (or ``None``).
+
+    >>> t = TensorType((2,))
+    >>> TypeRelation(None, [t, t], 1).num_inputs
+    1
+    """
+
+    func: Any
+    args: tuple[Type, ...]
+    num_inputs: int
+    attrs: Any = None
+
+    def __init__(self, func: Any, args: Sequence[Type], num_inputs: int, attrs: Any = None):
+        items = tuple(args)
+        for a in items:
+            if not isinstance(a, Type):
+                raise IRError(f"TypeRelation argument {a!r} is not a Type")
+        if not 0 <= int(num_inputs) <= len(items):
+            raise IRError(
+                f"TypeRelation num_inputs={num_inputs} is not between 0 and its "
+                f"{len(items)} arguments"
+            )
+        object.__setattr__(self, "func", func)
+        object.__setattr__(self, "args", items)
+        object.__setattr__(self, "num_inputs", int(num_inputs))
+        object.__setattr__(self, "attrs", attrs)
+
+    def __str__(self) -> str:
+        name = getattr(self.func, "name", "?")
+        return f"{name}({', '.join(str(a) for a in self.args)})"
+
+
+@dataclass(frozen=True, slots=True)
+class RefType(Type):
+    """The type of a mutable reference cell holding a ``value``: ``ref(Tensor[(2), float32])``.
+
+    >>> str(RefType(TensorType((2,), "float32")))
+    'ref(Tensor[(2), float32])'
+    """
+
+    value: Type
+
+    def __init__(self, value: Type) -> None:
+        if not isinstance(value, Type):
+            raise IRError(f"RefType holds a Type, got {value!r}")
+        object.__setattr__(self, "value", value)
+
+    def __str__(self) -> str:
+        return f"ref({self.value})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,6 +316,45 @@ class IncompleteType(Type):
 
     def __str__(self) -> str:
         return "?"
+
+
+def type_key(t: Any, bound: dict[int, tuple[int, int]] | None = None) -> Any:
+    """A hashable key of ``t`` equal for types equal up to renaming the type parameters
+    functions bind (bound variables become their binding position and kind; free ones
+    stay themselves)."""
+    env = {} if bound is None else bound
+    if isinstance(t, TypeVar):
+        hit = env.get(id(t))
+        return ("bound", *hit) if hit is not None else t
+    if isinstance(t, FuncType):
+        inner = dict(env)
+        depth = len(env)
+        for i, tv in enumerate(t.type_params):
+            inner[id(tv)] = (depth + i, int(tv.kind))
+        return (
+            "fn",
+            len(t.type_params),
+            tuple(int(tv.kind) for tv in t.type_params),
+            tuple(type_key(a, inner) for a in t.arg_types),
+            type_key(t.ret_type, inner),
+            tuple(type_key(c, inner) for c in t.type_constraints),
+        )
+    if isinstance(t, TupleType):
+        return ("tuple", tuple(type_key(f, env) for f in t.fields))
+    if isinstance(t, RefType):
+        return ("ref", type_key(t.value, env))
+    if isinstance(t, TypeRelation):
+        attrs: Any = t.attrs
+        try:
+            hash(attrs)
+        except TypeError:
+            attrs = id(attrs)
+        args = tuple(type_key(a, env) for a in t.args)
+        return ("rel", t.func, args, t.num_inputs, attrs)
+    args_of = getattr(t, "args", None)
+    if args_of is not None and hasattr(t, "func"):  # a TypeCall
+        return ("call", t.func, tuple(type_key(a, env) for a in args_of))
+    return t
 
 
 def check_dim(d: Any, shape: Any = ()) -> Any:
@@ -267,6 +387,8 @@ def is_dynamic(t: Type) -> bool:
         return any(is_dynamic(f) for f in t.fields)
     if isinstance(t, FuncType):
         return any(is_dynamic(a) for a in (*t.arg_types, t.ret_type))
+    if isinstance(t, RefType):
+        return is_dynamic(t.value)
     return False
 
 

@@ -17,6 +17,7 @@ from relaykit.ir.op import register_op_attr
 
 from . import _make as _make  # TVM's relay.op._make (raw constructors)
 from . import annotation, dyn, image, nn  # dyn: the dynamic operators (relay.op.dyn)
+from . import device as device
 from . import indexing as indexing
 from . import linalg as linalg
 from . import ml as ml
@@ -31,7 +32,9 @@ from . import sparse as sparse
 from . import tensor as tensor
 from . import transform as transform
 from . import vision as vision
+from .debug import debug
 from .define import OpPattern, TypeRelError, define_op, make_call
+from .device import device_copy, on_device
 from .indexing import *  # noqa: F403
 from .indexing import __all__ as _indexing_all
 from .layout import layout_transform
@@ -92,4 +95,7 @@ __all__ = [
     *_sparse_all,
     *_signal_all,
     "layout_transform",
+    "device_copy",
+    "on_device",
+    "debug",
 ]

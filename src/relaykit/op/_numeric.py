@@ -16,7 +16,15 @@ from typing import Any
 import numpy as np
 import scipy.special as _special
 
-__all__ = ["as_out", "erf", "round_half_away", "trunc_divide", "trunc_mod", "lowest_value"]
+__all__ = [
+    "as_out",
+    "erf",
+    "round_half_away",
+    "trunc_divide",
+    "trunc_mod",
+    "lowest_value",
+    "lowest_finite",
+]
 
 
 def as_out(value: Any, dtype: Any) -> np.ndarray:
@@ -60,6 +68,13 @@ def trunc_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.fmod(a, b)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.fmod(a, b)
+
+
+def lowest_finite(dtype: Any) -> Any:
+    """The lowest finite value of ``dtype`` (TVM's ``min_value``): what max pooling pads
+    with, so a window of padding alone gives this value, not ``-inf``."""
+    dt = np.dtype(dtype)
+    return np.finfo(dt).min if dt.kind == "f" else lowest_value(dt)
 
 
 def lowest_value(dtype: Any) -> Any:

@@ -1,6 +1,6 @@
 """Sparse-tensor and segment operators with TVM's ``relay`` names:
-``sparse_to_dense``, ``sparse_reshape``, ``segment_sum``, ``unravel_index``,
-``unique``, ``adv_index`` and ``fixed_point_multiply``.
+``sparse_to_dense``, ``sparse_reshape``, ``sparse_fill_empty_rows``, ``segment_sum``,
+``unravel_index``, ``unique``, ``adv_index`` and ``fixed_point_multiply``.
 
 A sparse tensor in COO form is a pair (``indices``: one row of coordinates per
 stored value, ``values``). ``segment_sum`` and ``unique`` have output sizes known
@@ -35,6 +35,7 @@ from .shape_func import define_shape_func
 __all__ = [
     "sparse_to_dense",
     "sparse_reshape",
+    "sparse_fill_empty_rows",
     "segment_sum",
     "unravel_index",
     "unique",
@@ -98,14 +99,16 @@ def sparse_to_dense(
     ``sparse_indices`` (a scalar, a vector of positions in a 1-D output, or one row of
     coordinates per value) and ``default_value`` (0 when omitted) elsewhere."""
     shape = static_value(output_shape)
-    if isinstance(shape, Expr):
-        raise ArgumentError("sparse_to_dense needs a static output_shape (a list of integers)")
-    if isinstance(shape, int | np.integer):
-        shape = [shape]
     if default_value is None:
         default_value = 0
     if not isinstance(default_value, Expr):
         default_value = const(default_value)
+    if isinstance(shape, Expr):  # a run-time shape: dyn.sparse_to_dense
+        return make_call(
+            "dyn.sparse_to_dense", [sparse_indices, shape, sparse_values, default_value]
+        )
+    if isinstance(shape, int | np.integer):
+        shape = [shape]
     return make_call(
         "sparse_to_dense",
         [sparse_indices, sparse_values, default_value],
@@ -183,6 +186,100 @@ def sparse_reshape(sparse_indices: Expr, prev_shape: Expr, new_shape: Expr) -> T
     ``prev_shape`` in a tensor of ``new_shape`` (which may hold one ``-1``)."""
     call = make_call("sparse_reshape", [sparse_indices, prev_shape, new_shape])
     return TupleWrapper(call, 2)
+
+
+# -- sparse_fill_empty_rows -----------------------------------------------------------------------
+
+
+def _fill_rows_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    idx = _int_arg(arg_types, 0, "sparse_indices")
+    values = tensor_arg(arg_types, 1, "sparse_values")
+    dense = _int_arg(arg_types, 2, "dense_shape")
+    default = tensor_arg(arg_types, 3, "default_value")
+    if idx.ndim != 2 or values.ndim != 1 or dense.ndim != 1:
+        raise TypeRelError(
+            "sparse_fill_empty_rows takes 2-D sparse_indices, 1-D sparse_values and a 1-D "
+            f"dense_shape, got {idx}, {values}, {dense}"
+        )
+    if default.ndim > 1 or (
+        default.ndim == 1 and static(default.shape[0]) and default.shape[0] != 1
+    ):
+        raise TypeRelError(f"default_value must hold one value (shape () or (1,)), got {default}")
+    if default.dtype != values.dtype:
+        raise TypeRelError(f"default_value {default} must have the dtype of sparse_values {values}")
+    # the number of stored entries after filling, and the number of rows, are run-time values
+    return TupleType(
+        [
+            TensorType((AnyDim(), idx.shape[1]), idx.dtype),
+            TensorType((AnyDim(),), values.dtype),
+            TensorType((AnyDim(),), "bool"),
+        ]
+    )
+
+
+def _fill_rows_kernel(ins: Sequence[np.ndarray], attrs: Attrs) -> tuple[np.ndarray, ...]:
+    idx, values, dense, default = ins
+    num_rows = int(np.asarray(dense).reshape(-1)[0])
+    rows = idx[:, 0].astype(np.int64)
+    if rows.size and (rows.min() < 0 or rows.max() >= num_rows):
+        raise ArgumentError(
+            f"sparse_fill_empty_rows: a row index of sparse_indices is outside [0, {num_rows})"
+        )
+    empty = np.ones((num_rows,), dtype=bool)
+    empty[rows] = False
+    empty_rows = np.flatnonzero(empty)
+    filler = np.zeros((empty_rows.size, idx.shape[1]), dtype=idx.dtype)
+    filler[:, 0] = empty_rows
+    all_idx = np.concatenate([idx, filler])
+    fill_value = np.asarray(default).reshape(-1)[0]
+    all_values = np.concatenate([values, np.full((empty_rows.size,), fill_value, values.dtype)])
+    # rows are sorted in sparse_indices (as TensorFlow's op requires): each filler row goes
+    # before the first stored entry of a later row
+    order = np.argsort(np.concatenate([rows, empty_rows]), kind="stable")
+    return all_idx[order], all_values[order], empty
+
+
+define_op(
+    "sparse_fill_empty_rows",
+    num_inputs=4,
+    type_rel=_fill_rows_rel,
+    compute=_fill_rows_kernel,
+    pattern=OpPattern.OPAQUE,
+    num_outputs=3,
+    doc="A row-sorted COO tensor with an entry (default_value at column 0) in each empty row.",
+)
+
+
+@define_shape_func("sparse_fill_empty_rows", data_dependent=True)
+def _fill_rows_shape(attrs: Attrs, inputs: Sequence[Any]) -> list[tuple[int, ...]]:
+    outs = _fill_rows_kernel([np.asarray(a) for a in inputs], attrs)
+    return [tuple(o.shape) for o in outs]
+
+
+def sparse_fill_empty_rows(
+    sparse_indices: Expr, sparse_values: Expr, dense_shape: Expr, default_value: Expr
+) -> TupleWrapper:
+    """``(new_indices, new_values, empty_row_indicator)``: the COO sparse tensor
+    (``sparse_indices`` sorted by row) of ``dense_shape`` with one entry added in each row
+    that has none, at column 0 and holding ``default_value``; ``empty_row_indicator[r]``
+    says whether row ``r`` was empty.
+
+    >>> import numpy as np
+    >>> from relaykit import relay
+    >>> i = relay.var("i", shape=(2, 2), dtype="int64")
+    >>> v = relay.var("v", shape=(2,), dtype="int64")
+    >>> s = relay.var("s", shape=(2,), dtype="int64")
+    >>> d = relay.var("d", shape=(1,), dtype="int64")
+    >>> f = relay.Function([i, v, s, d], sparse_fill_empty_rows(i, v, s, d).astuple())
+    >>> out = relay.create_executor("vm").evaluate(f)(
+    ...     np.array([[0, 1], [2, 0]]), np.array([5, 6]), np.array([3, 2]), np.array([9]))
+    >>> out[0].numpy().tolist(), out[1].numpy().tolist(), out[2].numpy().tolist()
+    ([[0, 1], [1, 0], [2, 0]], [5, 9, 6], [False, True, False])
+    """
+    call = make_call(
+        "sparse_fill_empty_rows", [sparse_indices, sparse_values, dense_shape, default_value]
+    )
+    return TupleWrapper(call, 3)
 
 
 # -- segment_sum ----------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ import numpy as np
 
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.expr import Call, Expr, const
+from relaykit.ir.op import default_registry
 from relaykit.ir.types import TensorType, Type, check_dtype
 
 from . import _numeric as num
@@ -60,6 +61,7 @@ __all__ = [
     "exp", "log", "log2", "log10", "sqrt", "rsqrt", "sigmoid", "erf",
     "sin", "cos", "tan", "asin", "acos", "atan",
     "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
+    "fast_exp", "fast_tanh", "fast_erf",
     "isnan", "isinf", "isfinite",
     # others
     "clip", "cast", "cast_like", "reinterpret", "where", "copy",
@@ -197,6 +199,10 @@ ELEMENTWISE: dict[str, Elementwise] = {
     "asinh": _un(np.arcsinh, _FLOAT, "Elementwise inverse hyperbolic sine."),
     "acosh": _un(np.arccosh, _FLOAT, "Elementwise inverse hyperbolic cosine."),
     "atanh": _un(np.arctanh, _FLOAT, "Elementwise inverse hyperbolic tangent."),
+    # FastMath's forms (TVM approximates them; relaykit computes them exactly)
+    "fast_exp": _un(np.exp, _FLOAT, "``exp``, as FastMath writes it."),
+    "fast_tanh": _un(np.tanh, _FLOAT, "``tanh``, as FastMath writes it."),
+    "fast_erf": _un(_erf, _FLOAT, "``erf``, as FastMath writes it."),
     # predicates
     "isnan": _un(np.isnan, _PREDICATE, "Elementwise ``data != data``.", out="bool"),
     "isinf": _un(np.isinf, _PREDICATE, "Elementwise test for infinity.", out="bool"),
@@ -227,6 +233,30 @@ def _kernel(row: Elementwise) -> Kernel:
     return binary
 
 
+#: TVM's support levels of the elementwise operators: 1 for the basic arithmetic and
+#: math, 3 for sign and rounding, 4 for the other binary operators; unset ones are 10.
+SUPPORT_LEVELS: dict[str, int] = {
+    **dict.fromkeys(
+        ("add", "subtract", "multiply", "divide", "exp", "log", "log2", "log10", "sqrt",
+         "rsqrt", "sigmoid", "tanh", "erf", "sin", "cos", "tan", "asin", "acos", "atan",
+         "sinh", "cosh", "asinh", "acosh", "atanh", "fast_exp", "fast_tanh", "fast_erf"),
+        1,
+    ),
+    **dict.fromkeys(
+        ("negative", "abs", "sign", "round", "floor", "ceil", "trunc", "copy", "zeros_like",
+         "ones_like"),
+        3,
+    ),
+    **dict.fromkeys(
+        ("power", "maximum", "minimum", "floor_divide", "floor_mod", "mod", "trunc_divide",
+         "trunc_mod", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+         "logical_and", "logical_or", "logical_xor", "logical_not", "left_shift",
+         "right_shift", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "isnan",
+         "isinf", "isfinite"),
+        4,
+    ),
+}  # fmt: skip
+
 for _name, _row in ELEMENTWISE.items():
     define_op(
         _name,
@@ -236,6 +266,8 @@ for _name, _row in ELEMENTWISE.items():
         pattern=_E if _row.arity == 1 else _B,
         doc=_row.doc,
     )
+    if _name in SUPPORT_LEVELS:
+        default_registry.get(_name).set_support_level(SUPPORT_LEVELS[_name])
 
 
 def _ctor(name: str) -> Callable[..., Call]:
@@ -313,6 +345,9 @@ tanh = _ctor("tanh")
 asinh = _ctor("asinh")
 acosh = _ctor("acosh")
 atanh = _ctor("atanh")
+fast_exp = _ctor("fast_exp")
+fast_tanh = _ctor("fast_tanh")
+fast_erf = _ctor("fast_erf")
 isnan = _ctor("isnan")
 isinf = _ctor("isinf")
 isfinite = _ctor("isfinite")

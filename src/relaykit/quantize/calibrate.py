@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from relaykit.errors import ArgumentError
-from relaykit.execution.build_module import build
+from relaykit.execution.build_module import build_graph
 from relaykit.ir.analysis import free_vars
 from relaykit.ir.expr import Call, Constant, Expr, Function, Tuple, Var, const
 from relaykit.ir.functor import post_order, rewrite_post_order
@@ -108,7 +108,7 @@ def collect_stats(
     if not batches:
         raise ArgumentError("the calibration dataset is empty; give at least one batch")
     stats = create_stats_collector(mod["main"])
-    runtime = build(IRModule.from_expr(stats), target="llvm").create()
+    runtime = build_graph(IRModule.from_expr(stats), target="llvm").create()
     inputs = {p.name_hint for p in stats.params}
     num = runtime.get_num_outputs()
     step = num if chunk_by is None or chunk_by <= 0 else int(chunk_by)

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from relaykit.errors import ArgumentError
-from relaykit.execution.build_module import build
+from relaykit.execution.build_module import build_graph
 from relaykit.ir.expr import Call, Expr, Function, GlobalVar, Tuple, TupleGetItem
 from relaykit.ir.functor import post_order
 from relaykit.ir.module import IRModule
@@ -70,7 +70,7 @@ def get_calibration_data(
         if gv.name_hint != "main" and isinstance(fn, Function):
             probe[gv] = fn.without_attrs(*[k for k in _DROPPED if k in fn.attrs])
     probe["main"] = Function(list(main.params), Tuple(fields))
-    runtime = build(probe, target="llvm").create()
+    runtime = build_graph(probe, target="llvm").create()
     runtime.set_input(**dict(data))
     runtime.run()
     out: dict[GlobalVar, dict[str, list[NDArray]]] = {}

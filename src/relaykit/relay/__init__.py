@@ -16,7 +16,7 @@ from types import ModuleType
 
 import relaykit.op.contrib  # noqa: F401 - relay.op.contrib: the pattern tables of backends
 from relaykit.errors import DiagnosticError, IRError
-from relaykit.execution.build_module import build
+from relaykit.execution.build_module import build, optimize
 from relaykit.execution.interpreter import create_executor
 from relaykit.ir import (
     Call,
@@ -29,6 +29,10 @@ from relaykit.ir import (
     IncompleteType,
     IRModule,
     Let,
+    RefCreate,
+    RefRead,
+    RefType,
+    RefWrite,
     RelayExpr,
     TensorType,
     Tuple,
@@ -36,6 +40,8 @@ from relaykit.ir import (
     TupleType,
     TupleWrapper,
     Type,
+    TypeKind,
+    TypeRelation,
     TypeVar,
     Var,
     const,
@@ -68,6 +74,7 @@ from . import (
     adt,
     analysis,
     backend,
+    base,
     build_module,
     dataflow_pattern,
     expr,
@@ -152,6 +159,12 @@ __all__ = [
     "Let",
     "Module",
     "RelayExpr",
+    "RefCreate",
+    "RefRead",
+    "RefWrite",
+    "RefType",
+    "TypeKind",
+    "TypeRelation",
     "TensorType",
     "Tuple",
     "TupleGetItem",
@@ -173,6 +186,7 @@ __all__ = [
     "ExprMutator",
     "create_executor",
     "build",
+    "optimize",
     "op",
     "random",
     "nn",
@@ -182,6 +196,7 @@ __all__ = [
     "dataflow_pattern",
     "expr_functor",
     "backend",
+    "base",
     "build_module",
     "expr",
     "ty",

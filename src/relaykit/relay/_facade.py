@@ -50,7 +50,10 @@ FRAMEWORK = (
     "relay.frontend.from_onnx"
 )
 NOT_YET = "relaykit does not implement it yet"
-AUTOTUNING = "tuning-based search (Collage, AutoTVM, MetaSchedule) is out of its scope"
+AUTOTUNING = (
+    "tuning-based search through TVM's own runtime (AutoTVM, MetaSchedule, Collage's "
+    "measuring helpers) is out of its scope; measured placement is relaykit.tuning"
+)
 
 
 class Unsupported:

@@ -1,4 +1,5 @@
-"""``tvm.relay.build_module``: ``build``, ``create_executor`` and ``bind_params_by_name``.
+"""``tvm.relay.build_module``: ``build``, ``optimize``, ``create_executor`` and
+``bind_params_by_name``.
 
 >>> import numpy as np
 >>> from relaykit import relay
@@ -10,8 +11,14 @@
 
 from __future__ import annotations
 
-from relaykit.execution.build_module import GraphExecutorFactoryModule, build
+from relaykit.execution.build_module import GraphExecutorFactoryModule, build, optimize
 from relaykit.execution.interpreter import create_executor
 from relaykit.transform.bind import bind_params_by_name
 
-__all__ = ["build", "create_executor", "bind_params_by_name", "GraphExecutorFactoryModule"]
+__all__ = [
+    "build",
+    "create_executor",
+    "bind_params_by_name",
+    "optimize",
+    "GraphExecutorFactoryModule",
+]

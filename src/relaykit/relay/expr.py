@@ -22,6 +22,7 @@ from relaykit.ir.expr import (
     Var,
     const,
 )
+from relaykit.ir.ref import RefCreate, RefRead, RefWrite
 from relaykit.transform.bind import bind
 
 __all__ = [
@@ -33,6 +34,9 @@ __all__ = [
     "If",
     "Let",
     "RelayExpr",
+    "RefCreate",
+    "RefRead",
+    "RefWrite",
     "Tuple",
     "TupleGetItem",
     "TupleWrapper",

@@ -1,7 +1,8 @@
 """``tvm.relay.prelude``: the standard ADTs and list functions, added to a module.
 
 ``Prelude(mod)`` defines in ``mod`` the types ``List[a]`` (constructors
-``Cons(a, List[a])`` and ``Nil``) and ``Option[a]`` (``Some(a)``, ``None``) and
+``Cons(a, List[a])`` and ``Nil``), ``Option[a]`` (``Some(a)``, ``None``) and the
+rose tree ``Tree[a]`` (``Rose(a, List[Tree[a]])``) and
 the polymorphic global functions ``id``, ``compose``, ``hd``, ``tl``, ``nth``,
 ``update``, ``length``, ``map``, ``foldl``, ``foldr``, ``sum``, ``filter``,
 ``concat``, ``rev`` and ``get_or_default`` (Option's value or a default). Tensor
@@ -34,6 +35,7 @@ from relaykit.ir.adt import (
     TypeData,
 )
 from relaykit.ir.expr import Call, Expr, Function, GlobalVar, If, Var, const
+from relaykit.ir.hooks import register_std_file
 from relaykit.ir.module import IRModule
 from relaykit.ir.op import get_op
 from relaykit.ir.types import FuncType, TensorType, Type, TypeVar
@@ -82,6 +84,9 @@ class Prelude:
         some = Constructor("Some", [a], opt)
         none = Constructor("None", [], opt)
         mod[opt] = TypeData(opt, [a], [some, none])
+        tree = GlobalTypeVar("Tree")
+        rose = Constructor("Rose", [a, TypeCall(lst, [TypeCall(tree, [a])])], tree)
+        mod[tree] = TypeData(tree, [a], [rose])
         self._bind_names()
         for define in (
             self._id,
@@ -108,6 +113,8 @@ class Prelude:
         self.l, self.cons, self.nil = mod.get_type("List")
         self.List = self.l
         self.optional, self.some, self.none = mod.get_type("Option")
+        if any(g.name_hint == "Tree" for g in mod.get_global_type_vars()):
+            self.tree, self.rose = mod.get_type("Tree")
         for gv in mod.get_global_vars():
             if not hasattr(type(self), gv.name_hint):
                 setattr(self, gv.name_hint, gv)
@@ -299,3 +306,6 @@ class Prelude:
             ],
         )
         self._define("get_or_default", Function([o, d], body, a, [a]))
+
+
+register_std_file("prelude.rly", Prelude)

@@ -11,10 +11,12 @@ from relaykit.ir.adt import GlobalTypeVar, TypeCall
 from relaykit.ir.types import (
     FuncType,
     IncompleteType,
+    RefType,
     TensorType,
     TupleType,
     Type,
     TypeKind,
+    TypeRelation,
     TypeVar,
     scalar_type,
 )
@@ -24,10 +26,12 @@ __all__ = [
     "TypeCall",
     "FuncType",
     "IncompleteType",
+    "RefType",
     "TensorType",
     "TupleType",
     "Type",
     "TypeKind",
+    "TypeRelation",
     "TypeVar",
     "scalar_type",
 ]

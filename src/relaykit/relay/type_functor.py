@@ -18,7 +18,16 @@ from typing import Any
 
 from relaykit.errors import ArgumentError
 from relaykit.ir.adt import GlobalTypeVar, TypeCall, TypeData
-from relaykit.ir.types import FuncType, IncompleteType, TensorType, TupleType, Type, TypeVar
+from relaykit.ir.types import (
+    FuncType,
+    IncompleteType,
+    RefType,
+    TensorType,
+    TupleType,
+    Type,
+    TypeRelation,
+    TypeVar,
+)
 
 __all__ = ["TypeFunctor", "TypeVisitor", "TypeMutator"]
 
@@ -31,6 +40,8 @@ _METHODS: dict[type, str] = {
     TypeCall: "visit_type_call",
     GlobalTypeVar: "visit_global_type_var",
     TypeData: "visit_type_data",
+    RefType: "visit_ref_type",
+    TypeRelation: "visit_type_relation",
 }
 
 
@@ -55,7 +66,7 @@ class TypeFunctor:
 
     visit_tensor_type = visit_tuple_type = visit_type_var = visit_func_type = _missing
     visit_incomplete_type = visit_type_call = visit_global_type_var = _missing
-    visit_type_data = _missing
+    visit_type_data = visit_ref_type = visit_type_relation = _missing
 
 
 class TypeVisitor(TypeFunctor):
@@ -78,12 +89,19 @@ class TypeVisitor(TypeFunctor):
             self.visit(field)
 
     def visit_func_type(self, ft: FuncType) -> None:
-        for t in (*ft.type_params, *ft.arg_types, ft.ret_type):
+        for t in (*ft.type_params, *ft.arg_types, ft.ret_type, *ft.type_constraints):
             self.visit(t)
 
     def visit_type_call(self, tc: TypeCall) -> None:
         self.visit(tc.func)
         for arg in tc.args:
+            self.visit(arg)
+
+    def visit_ref_type(self, rt: RefType) -> None:
+        self.visit(rt.value)
+
+    def visit_type_relation(self, tr: TypeRelation) -> None:
+        for arg in tr.args:
             self.visit(arg)
 
     def visit_type_data(self, td: TypeData) -> None:
@@ -115,10 +133,17 @@ class TypeMutator(TypeFunctor):
             [self.visit(a) for a in ft.arg_types],
             self.visit(ft.ret_type),
             [self.visit(p) for p in ft.type_params],
+            [self.visit(c) for c in ft.type_constraints],
         )
 
     def visit_type_call(self, tc: TypeCall) -> Type:
         return TypeCall(self.visit(tc.func), [self.visit(a) for a in tc.args])
+
+    def visit_ref_type(self, rt: RefType) -> Type:
+        return RefType(self.visit(rt.value))
+
+    def visit_type_relation(self, tr: TypeRelation) -> Type:
+        return TypeRelation(tr.func, [self.visit(a) for a in tr.args], tr.num_inputs, tr.attrs)
 
     def visit_type_data(self, td: TypeData) -> TypeData:
         return TypeData(

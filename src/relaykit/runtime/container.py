@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["ADT", "tuple_object"]
+__all__ = ["ADT", "ConstructorValue", "RefValue", "tuple_object"]
 
 
 class ADT:
@@ -40,6 +40,44 @@ class ADT:
 
     def __repr__(self) -> str:
         return f"ADT(tag={self.tag}, {self.fields!r})"
+
+
+class ConstructorValue(ADT):
+    """A value built by an ADT constructor: its ``tag``, ``fields`` and the
+    ``constructor`` itself (TVM's ``relay.backend.interpreter.ConstructorValue``).
+
+    >>> v = ConstructorValue(1, [], None)
+    >>> v.tag, v.fields, isinstance(v, ADT)
+    (1, [], True)
+    """
+
+    __slots__ = ("constructor",)
+
+    def __init__(self, tag: int, fields: Sequence[Any], constructor: Any = None) -> None:
+        super().__init__(tag, fields)
+        self.constructor = constructor
+
+    def __repr__(self) -> str:
+        name = getattr(self.constructor, "name_hint", f"tag {self.tag}")
+        return f"ConstructorValue({name}, {self.fields!r})"
+
+
+class RefValue:
+    """A mutable reference cell made by ``ref(v)``; ``value`` is what it holds now.
+
+    >>> r = RefValue(1)
+    >>> r.value = 2
+    >>> r.value
+    2
+    """
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"RefValue({self.value!r})"
 
 
 def tuple_object(fields: Sequence[Any] = ()) -> ADT:

@@ -1,11 +1,12 @@
 """``tvm.runtime.convert``: Python values as the runtime's containers.
 
-TVM turns lists into ``Array`` objects and dicts into ``Map`` s; relaykit's IR takes
-Python lists, tuples and dicts directly, so ``convert`` returns them as lists and
-dicts (recursively), and every other value (numbers, strings, IR nodes) unchanged.
+TVM turns lists into immutable ``Array`` objects and dicts into ``Map`` s; relaykit's
+IR holds sequences as tuples, so ``convert`` returns sequences as tuples and mappings
+as dicts (recursively), and every other value (numbers, strings, IR nodes) unchanged:
+a node built from a converted list holds an equal sequence (``tup.fields == fields``).
 
 >>> convert((1, [2, 3]))
-[1, [2, 3]]
+(1, (2, 3))
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ __all__ = ["convert"]
 
 
 def convert(value: Any, span: Any = None) -> Any:
-    """``value`` with tuples and lists as lists and mappings as dicts, recursively."""
+    """``value`` with tuples and lists as tuples and mappings as dicts, recursively."""
     if isinstance(value, (list, tuple)):
-        return [convert(v) for v in value]
+        return tuple(convert(v) for v in value)
     if isinstance(value, dict):
         return {k: convert(v) for k, v in value.items()}
     return value

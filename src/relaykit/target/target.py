@@ -357,6 +357,14 @@ def mali(model: str = "unknown", options: str = "") -> Target:
     return Target(f"opencl -device=mali -model={model} {options}".strip())
 
 
+#: DLPack's device-type codes (TVM's ``Device.device_type`` integers), by device name.
+DEVICE_TYPE_CODES: dict[str, int] = {
+    "cpu": 1, "cuda": 2, "cuda_host": 3, "opencl": 4, "vulkan": 7, "metal": 8, "vpi": 9,
+    "rocm": 10, "rocm_host": 11, "ext_dev": 12, "cuda_managed": 13, "oneapi": 14,
+    "webgpu": 15, "hexagon": 16,
+}  # fmt: skip
+
+
 class VirtualDevice:
     """Where a value lives (TVM's ``tvm.target.VirtualDevice``): a device, a target, a memory scope.
 
@@ -376,6 +384,11 @@ class VirtualDevice:
         self.virtual_device_id = int(getattr(device, "device_id", 0)) if device is not None else -1
         self.target = Target(target) if isinstance(target, str) else target
         self.memory_scope = str(memory_scope)
+
+    @property
+    def device_type_int(self) -> int:
+        """The DLPack code of the device type (1 cpu, 2 cuda, 4 opencl...), -1 for none."""
+        return DEVICE_TYPE_CODES.get(self.device_type, -1)
 
     def _key(self) -> tuple[Any, ...]:
         return (self.device_type, self.virtual_device_id, str(self.target), self.memory_scope)

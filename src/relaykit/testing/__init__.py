@@ -20,7 +20,7 @@ import numpy as np
 
 from relaykit.errors import ArgumentError, UnsupportedFeatureError
 from relaykit.execution.interpreter import create_executor
-from relaykit.ir.expr import Call, Expr, Function
+from relaykit.ir.expr import Call, Expr, Function, Tuple, TupleWrapper
 from relaykit.ir.functor import post_order
 from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op
@@ -81,6 +81,8 @@ def run_opt_pass(expr: Expr, opt_pass: Any, import_prelude: bool = False) -> Exp
         raise UnsupportedFeatureError.for_name(
             "relay.prelude", "Prelude", "relaykit has no algebraic data types yet"
         )
+    if isinstance(expr, TupleWrapper):  # a multi-output op's result: a tuple of its fields
+        expr = Tuple(list(expr))
     mod = IRModule.from_expr(expr)
     mod = InferType()(mod)
     mod = opt_pass(mod)

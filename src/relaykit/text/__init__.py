@@ -9,6 +9,7 @@ free_var %x: Tensor[(10, 1), float32];
 TensorType((), float32)
 """
 
+from . import std_library as std_library
 from .parser import fromtext, parse, parse_expr
 from .printer import VERSION, astext, context_lines
 

@@ -54,11 +54,13 @@ from relaykit.ir.expr import (
 )
 from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op, OpRegistry, default_registry
+from relaykit.ir.ref import RefCreate, RefRead, RefWrite
 from relaykit.ir.types import Type
 from relaykit.runtime.ndarray import NDArray
 from relaykit.transform.infer_type import infer_module
 
-from .reader import TokenReader, describe
+from .adt_syntax import AdtSyntax
+from .reader import describe
 from .tokenizer import Source, Token
 
 __all__ = ["parse", "parse_expr", "fromtext"]
@@ -79,12 +81,17 @@ _INFIX_OPS = {
     "!=": "not_equal",
 }
 _INFIX_PREC = {"*": 4, "/": 4, "+": 3, "-": 3, "<": 2, ">": 2, "<=": 2, ">=": 2, "==": 1, "!=": 1}
+_REF_NODES: dict[str, tuple[Any, int]] = {
+    "ref": (RefCreate, 1),
+    "ref_read": (RefRead, 1),
+    "ref_write": (RefWrite, 2),
+}
 _KEYWORDS = frozenset(
-    {"fn", "def", "let", "if", "else", "free_var", "meta", "True", "False", "None"}
+    {"fn", "def", "let", "if", "else", "free_var", "meta", "True", "False", "None", "match"}
 )
 
 
-class _Parser(TokenReader):
+class _Parser(AdtSyntax):
     def __init__(self, text: str, source_name: str, registry: OpRegistry) -> None:
         super().__init__(Source(text, source_name))
         self.registry = registry
@@ -100,6 +107,7 @@ class _Parser(TokenReader):
         self.global_refs: dict[str, Token] = {}
         self.fn_depth = 0
         self.init_functions: dict[GlobalVar, Function] = {}
+        self.init_adts()
 
     # -- names ----------------------------------------------------------------------
     def find(self, name: str) -> Expr | None:
@@ -249,23 +257,44 @@ class _Parser(TokenReader):
             self.pos += 1
             return self.constant(tok)
         if kind == "IDENT":
-            if text in ("True", "False"):
-                self.pos += 1
-                return self.bool_constant(tok)
-            if text == "fn":
-                return self.function()
-            if text == "if":
-                return self.if_expr()
-            if text == "meta":
-                return self.meta_ref()
-            if text == "let":
-                return self.body(None)
-            if text not in _KEYWORDS:
-                self.pos += 1
-                return self.op(tok)
+            found = self.word_expr(tok)
+            if found is not None:
+                return found
         if kind == "PUNCT" and text == "(":
             return self.paren()
         raise self.error(tok, f"expected an expression but found {describe(tok)}")
+
+    def word_expr(self, tok: Token) -> Expr | None:
+        """The expression a word starts: a keyword's, a constructor, or an operator."""
+        text = tok[1]
+        if text in ("True", "False"):
+            self.pos += 1
+            return self.bool_constant(tok)
+        keyword = _WORD_EXPRS.get(text)
+        if keyword is not None:
+            return keyword(self)
+        if text in _REF_NODES and self.at("(", 1):
+            return self.ref_expr()
+        if text in self.constructors:
+            return self.constructor_expr(tok)
+        if text not in _KEYWORDS:
+            self.pos += 1
+            return self.op(tok)
+        return None
+
+    def ref_expr(self) -> Expr:
+        """``ref(v)``, ``ref_read(r)`` or ``ref_write(r, v)``."""
+        start = self.next()
+        node_class, arity = _REF_NODES[start[1]]
+        self.expect("(")
+        args: list[Expr] = []
+        while not self.accept(")"):
+            if args:
+                self.expect(",", f" or ')' in {start[1]}(...)")
+            args.append(self.parse_expr())
+        if len(args) != arity:
+            raise self.error(start, f"{start[1]} takes {arity} argument(s), got {len(args)}")
+        return node_class(*args, span=self.span_from(start))
 
     def op(self, tok: Token, name: str | None = None) -> Op:
         try:
@@ -386,11 +415,18 @@ class _Parser(TokenReader):
 
     def function(self, name_tok: Token | None = None) -> Function:
         start = self.next()  # 'fn' or 'def'
-        if name_tok is None:
-            self.expect("(", " after 'fn'")
-        else:
+        if name_tok is not None:
             self.next()
-            self.expect("(", f" after {name_tok[1]}")
+        type_params = self.type_params()
+        try:
+            fn = self.function_rest(start, name_tok)
+        finally:
+            self.type_scopes.pop()
+        return fn.with_fields(type_params=type_params) if type_params else fn
+
+    def function_rest(self, start: Token, name_tok: Token | None) -> Function:
+        """The parameters, result type and body of a function."""
+        self.expect("(", " after 'fn'" if name_tok is None else f" after {name_tok[1]}")
         self.open_scope()
         self.fn_depth += 1
         try:
@@ -483,13 +519,18 @@ class _Parser(TokenReader):
 
     def module(self) -> IRModule:
         self.header()
-        if not self.at("def") and self.peek()[0] != "EOF":
+        self.predeclare_types()
+        top_level = ("def", "type", "extern")
+        if not any(self.at(k) for k in top_level) and self.peek()[0] != "EOF":
             expr = self.expression()
             fn = expr if isinstance(expr, Function) else Function(free_vars(expr), expr)
             return IRModule({"main": fn})
         funcs: dict[str, tuple[GlobalVar, Function]] = {}
         while self.peek()[0] != "EOF":
             tok = self.peek()
+            if self.at("type") or self.at("extern"):
+                self.type_definition()
+                continue
             if not self.at("def"):
                 raise self.error(
                     tok, f"expected 'def' or the end of the module but found {describe(tok)}"
@@ -513,7 +554,9 @@ class _Parser(TokenReader):
                 hint = f"; did you mean {', '.join('@' + c for c in close)}?" if close else ""
                 known = ", ".join("@" + n for n in funcs) or "none"
                 raise self.error(tok, f"undefined global @{name} (defined: {known}){hint}")
-        return IRModule({gv: fn for gv, fn in funcs.values()})
+        return IRModule(
+            {gv: fn for gv, fn in funcs.values()}, type_definitions=list(self.type_defs.values())
+        )
 
     def expression(self, allow_globals: bool = False) -> Expr:
         """``free_var`` declarations and one expression; with ``allow_globals`` (as
@@ -543,6 +586,15 @@ class _Parser(TokenReader):
             )
         return expr
 
+
+# Words that start an expression, and how it is read.
+_WORD_EXPRS: dict[str, Any] = {
+    "fn": _Parser.function,
+    "if": _Parser.if_expr,
+    "meta": _Parser.meta_ref,
+    "let": lambda parser: parser.body(None),
+    "match": _Parser.match_expr,
+}
 
 _CHECKED = (str, float)  # schema defaults whose kind an attribute value must have
 
@@ -610,6 +662,7 @@ def parse(
     if init_meta_table is not None:
         parser.use_meta_table(init_meta_table)
     if init_module is not None:
+        parser.init_adts(init_module)
         parser.init_functions = dict(init_module.items())
         parser.globals.update({gv.name_hint: gv for gv in parser.init_functions})
     with _gc_paused():

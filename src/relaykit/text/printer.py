@@ -24,6 +24,17 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from relaykit.errors import ArgumentError
+from relaykit.ir.adt import (
+    Clause,
+    Constructor,
+    GlobalTypeVar,
+    Match,
+    Pattern,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    TypeData,
+)
 from relaykit.ir.analysis import free_vars
 from relaykit.ir.attrs import normalize_attr_value
 from relaykit.ir.expr import (
@@ -45,6 +56,7 @@ from relaykit.ir.functor import post_order
 from relaykit.ir.hooks import install_printer
 from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op
+from relaykit.ir.ref import RefCreate, RefRead, RefWrite
 from relaykit.ir.types import Type
 
 from .literals import attr_text, scalar_text
@@ -59,8 +71,25 @@ VERSION = "0.0.5"
 Annotate = Callable[[Expr], Any]
 
 _MARK = "\x00"  # sentinel placed after the node context_lines() points at
-_ATOMIC = (Var, GlobalVar, Op, Constant)
-_KINDS = (Call, Tuple, TupleGetItem, Function, Let, If, Var, GlobalVar, Op, Constant)
+_ATOMIC = (Var, GlobalVar, Op, Constant, Constructor)
+_KINDS = (
+    Call,
+    Tuple,
+    TupleGetItem,
+    Function,
+    Let,
+    If,
+    Var,
+    GlobalVar,
+    Op,
+    Constant,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    Match,
+    Constructor,
+)
+_REF_KEYWORDS = {RefCreate: "ref", RefRead: "ref_read", RefWrite: "ref_write"}
 _PLAIN, _RESULT, _LETVALUE = 0, 1, 2
 # A '/' inside a name (as TensorFlow-style scopes use: %base/x) is kept, as TVM does.
 _VALID_NAME = re.compile(r"[A-Za-z_](?:[A-Za-z0-9_.]|/(?=[A-Za-z_]))*\Z")
@@ -249,7 +278,7 @@ class _DefPrinter:
     def plan(self) -> None:
         root = self.root
         scope, uses, edge, inner = self.scope, self.uses, self.edge, self.inner
-        order: list[Any] = [n for n in post_order(root) if not isinstance(n, _ATOMIC)]
+        order: list[Any] = [n for n in post_order(root) if not isinstance(n, (*_ATOMIC, Clause))]
         if not isinstance(root, _ATOMIC):
             scope[root], uses[root], edge[root] = self.top, 1, _RESULT
         for node in reversed(order):
@@ -266,6 +295,11 @@ class _DefPrinter:
                     (node.true_branch, then, _RESULT),
                     (node.false_branch, other, _RESULT),
                 ]
+            elif k is Match:
+                arms = [_Scope(s) for _ in node.clauses]
+                inner[node] = arms
+                edges = [(node.data, s, _PLAIN)]
+                edges.extend((c.rhs, a, _RESULT) for c, a in zip(node.clauses, arms, strict=True))
             elif k is Let:  # continue the enclosing scope, or open a parenthesised block
                 block = s if self.is_result(node) else _Scope(s)
                 inner[node] = block
@@ -310,6 +344,8 @@ class _DefPrinter:
             return "%" + self.alloc(node) + mark
         if k is GlobalVar:
             return "@" + self.ctx.global_name(node.name_hint) + mark
+        if k is Constructor:
+            return node.name_hint + mark
         if k is Op:
             note: str | None = ""
             if self.ctx.annotate is not None:
@@ -361,9 +397,10 @@ class _DefPrinter:
         params = [self.var_decl(p) for p in fn.params]
         params.extend(f"{k}={attr_text(v)}" for k, v in fn.attrs.items())
         ret = f" -> {fn.ret_type}" if fn.ret_type is not None else ""
+        tps = f"[{', '.join(map(str, fn.type_params))}]" if fn.type_params else ""
         if fn is self.root and self.def_name is not None:
-            return f"def @{self.def_name}({', '.join(params)}){ret} {{"
-        return f"fn ({', '.join(params)}){ret} {{"
+            return f"def @{self.def_name}{tps}({', '.join(params)}){ret} {{"
+        return f"fn {tps}({', '.join(params)}){ret} {{"
 
     def build(self, node: Any) -> _Text:
         """The text of a node whose children are all printed."""
@@ -377,6 +414,9 @@ class _DefPrinter:
             fields = [self.arg(f) for f in node.fields]
             inside = fields[0] + "," if len(fields) == 1 else ", ".join(fields)
             return f"({inside}){self.info(node)}"
+        if k in _REF_KEYWORDS:
+            parts = [self.arg(c) for c in children_of[k](node)]
+            return f"{_REF_KEYWORDS[k]}({', '.join(parts)}){self.info(node)}"
         if k is TupleGetItem:
             tv = node.tuple_value
             base = self.arg(tv)
@@ -390,6 +430,8 @@ class _DefPrinter:
             note = self.info(node)
             mark = _MARK if _MARK in note else ""
             return _Block(head + mark, [body], "}" + note.replace(_MARK, ""))
+        if k is Match:
+            return self.match_block(node)
         if k is If:
             then, other = self.inner[node]
             then.result = self.text_of(node.true_branch)
@@ -404,6 +446,33 @@ class _DefPrinter:
         block = self.inner[node]
         block.result = self.text_of(node.body)
         return _Block("(", [block], ")" + self.info(node))
+
+    def match_block(self, node: Match) -> _Block:
+        """``match (data) { pattern => { rhs }, ... }``, one arm per clause."""
+        arms: list[_Scope | str] = []
+        for clause, arm in zip(node.clauses, self.inner[node], strict=True):
+            arm.result = self.text_of(clause.rhs)
+            holder = _Scope(None)
+            holder.items.append(_Block(f"{self.pattern_text(clause.lhs)} => {{", [arm], "},"))
+            arms.append(holder)
+        note = self.info(node)
+        mark = _MARK if _MARK in note else ""
+        keyword = "match" if node.complete else "match?"
+        head = f"{keyword} ({self.arg(node.data)}) {{{mark}"
+        return _Block(head, arms, "}" + note.replace(_MARK, ""))
+
+    def pattern_text(self, pattern: Pattern) -> str:
+        if isinstance(pattern, PatternVar):
+            return self.var_decl(pattern.var)
+        if isinstance(pattern, PatternConstructor):
+            name = pattern.constructor.name_hint
+            if not pattern.patterns:
+                return name
+            return f"{name}({', '.join(self.pattern_text(p) for p in pattern.patterns)})"
+        if isinstance(pattern, PatternTuple):
+            parts = [self.pattern_text(p) for p in pattern.patterns]
+            return f"({parts[0]},)" if len(parts) == 1 else f"({', '.join(parts)})"
+        return "_"
 
     def let_line(self, let: Let) -> None:
         value = self.text_of(let.value)
@@ -451,6 +520,8 @@ class _DefPrinter:
                 kids: tuple[Expr, ...] = (node.body,)
             elif k is Call:  # as TVM: the arguments are printed before the callee
                 kids = (*node.args, node.op)
+            elif k is Match:
+                kids = (node.data, *(c.rhs for c in node.clauses))
             else:
                 kids = children_of[type(node)](node)
             for child in reversed(kids):
@@ -458,6 +529,18 @@ class _DefPrinter:
                     stack.append((child, 0))
         self.top.result = self.text_of(self.root)
         return self.top
+
+
+def type_data_lines(gtv: GlobalTypeVar, data: TypeData) -> list[str]:
+    """``type Name[A, ...] { Cons(A, ...), ... }`` (``extern type Name`` without constructors
+    is not distinguished: an empty definition prints as ``type Name {}``)."""
+    params = f"[{', '.join(map(str, data.type_vars))}]" if data.type_vars else ""
+    lines = [f"type {gtv.name_hint}{params} {{"]
+    for con in data.constructors:
+        fields = f"({', '.join(map(str, con.inputs))})" if con.inputs else ""
+        lines.append(f"  {con.name_hint}{fields},")
+    lines.append("}")
+    return lines
 
 
 def span_text(span: Span) -> str:
@@ -478,6 +561,11 @@ def _same(a: Any, b: Any) -> bool:
 def _print_lines(node: Any, ctx: _Context, out: list[str]) -> None:
     if isinstance(node, IRModule):
         first = True
+        for gtv, data in sorted(node.type_definitions.items(), key=lambda item: item[0].name_hint):
+            if not first:
+                out.append("")
+            first = False
+            out.extend(type_data_lines(gtv, data))
         for gv, fn in sorted(node.items(), key=lambda item: item[0].name_hint):
             if not first:
                 out.append("")

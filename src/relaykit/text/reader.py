@@ -22,7 +22,15 @@ from relaykit.errors import ParseError
 from relaykit.ir.expr import Constant, Span
 from relaykit.ir.symbolic import Any as AnyDim
 from relaykit.ir.symbolic import SizeVar
-from relaykit.ir.types import DTYPES, FuncType, IncompleteType, TensorType, TupleType, Type
+from relaykit.ir.types import (
+    DTYPES,
+    FuncType,
+    IncompleteType,
+    RefType,
+    TensorType,
+    TupleType,
+    Type,
+)
 from relaykit.runtime.ndarray import NDArray
 
 from .literals import SUFFIX_DTYPE, float_text, unquote
@@ -135,10 +143,10 @@ class TokenReader:
     def span_from(self, start: Token) -> Span:
         """The span from token ``start`` to the last token consumed."""
         prev = self.toks[self.pos - 1] if self.pos > 0 else start
-        return TextSpan(self.name, start[3], start[4], prev[3], prev[4] + len(prev[1]))
+        return TextSpan(self.name, start[3], prev[3], start[4], prev[4] + len(prev[1]))
 
     def token_span(self, tok: Token) -> Span:
-        return TextSpan(self.name, tok[3], tok[4], tok[3], tok[4] + len(tok[1]))
+        return TextSpan(self.name, tok[3], tok[3], tok[4], tok[4] + len(tok[1]))
 
     # -- metadata -------------------------------------------------------------------
     def load_meta(self, text: str, offset: int) -> None:
@@ -225,6 +233,20 @@ class TokenReader:
             return None
         return self.parse_type()
 
+    def type_params(self) -> list[Any]:
+        """``[A, B]`` type parameters, if present (a reader of the whole format binds them)."""
+        if self.at("["):
+            raise self.error(self.peek(), "type parameters need the module parser")
+        return []
+
+    def end_type_params(self) -> None:
+        """Leave the scope :meth:`type_params` opened."""
+
+    def named_type(self, tok: Token) -> Type | None:
+        """The type a name stands for (a type variable or a defined type), or ``None``;
+        a reader of the whole format knows the names in scope."""
+        return None
+
     def parse_type(self) -> Type:
         tok = self.peek()
         kind, text = tok[0], tok[1]
@@ -233,19 +255,31 @@ class TokenReader:
                 return self.tensor_type()
             if text == "fn":
                 self.pos += 1
-                self.expect("(", " after 'fn' in a function type")
-                args = self.type_list(")")
-                self.expect("->", " in a function type")
-                return FuncType(args, self.parse_type())
+                params = self.type_params()
+                try:
+                    self.expect("(", " after 'fn' in a function type")
+                    args = self.type_list(")")
+                    self.expect("->", " in a function type")
+                    return FuncType(args, self.parse_type(), params)
+                finally:
+                    self.end_type_params()
             if text in DTYPES:
                 self.pos += 1
                 return TensorType((), text)
             if text in BARE_DTYPES:  # TVM reads ``int`` as int32, ``float`` as float32
                 self.pos += 1
                 return TensorType((), BARE_DTYPES[text])
+            if text == "ref" and self.at("(", 1):
+                self.pos += 2
+                inner = self.parse_type()
+                self.expect(")", " after the type of a reference")
+                return RefType(inner)
             if text == "_":  # a type left for inference, as TVM writes it
                 self.pos += 1
                 return IncompleteType()
+            named = self.named_type(tok)
+            if named is not None:
+                return named
         elif kind == "PUNCT":
             if text == "?":
                 self.pos += 1

@@ -97,7 +97,7 @@ class Source:
     def span(self, start: int, end: int) -> Span:
         line, col = self.location(start)
         end_line, end_col = self.location(max(start, end))
-        return TextSpan(self.name, line, col, end_line, end_col)
+        return TextSpan(self.name, line, end_line, col, end_col)
 
     def error(self, offset: int, length: int, message: str) -> ParseError:
         """A ParseError at ``offset`` showing the line and a caret under ``length`` chars."""

@@ -1,8 +1,10 @@
 """Pass infrastructure and passes."""
 
 from .anf import ToANormalForm, ToGraphNormalForm, to_a_normal_form, to_graph_normal_form
+from .basic_block import ToBasicBlockNormalForm, to_basic_block_normal_form
 from .bind import bind, bind_params_by_name
 from .call_graph import CallGraph
+from .change_batch import ChangeBatch, change_batch
 from .combine_parallel import (
     CombineParallelBatchMatmul,
     CombineParallelDense,
@@ -17,12 +19,17 @@ from .dynamic_to_static import DynamicToStatic, dynamic_to_static
 from .eliminate_common_subexpr import EliminateCommonSubexpr, eliminate_common_subexpr
 from .eta_expand import EtaExpand, eta_expand
 from .fake_quantization import FakeQuantizationToInteger, fake_quantization_to_integer
+from .fast_math import FastMath, fast_math
+from .flatten_atrous_conv import FlattenAtrousConv, flatten_atrous_conv
+from .flexible_shape import FlexibleShapeDispatch
 from .fold_constant import FoldConstant, fold_constant
+from .fold_explicit_padding import FoldExplicitPadding, fold_explicit_padding
 from .fold_scale_axis import FoldScaleAxis, fold_scale_axis, forward_fold_scale_axis
 from .gradient import gradient
 from .infer_type import InferType, InferTypeLocal, infer_module, infer_type
 from .inline import Inline
 from .lambda_lift import LambdaLift, lambda_lift
+from .lazy_gradient_init import LazyGradientInit, lazy_gradient_init
 from .legalize import AlterOpLayout, Legalize
 from .pass_infra import (
     FunctionPass,
@@ -83,6 +90,8 @@ __all__ = [
     "combine_parallel_dense",
     "combine_parallel_batch_matmul",
     "ToANormalForm",
+    "ToBasicBlockNormalForm",
+    "to_basic_block_normal_form",
     "ToGraphNormalForm",
     "to_a_normal_form",
     "to_graph_normal_form",
@@ -99,6 +108,17 @@ __all__ = [
     "defuse_ops",
     "DivToMul",
     "div_to_mul",
+    "FlattenAtrousConv",
+    "flatten_atrous_conv",
+    "LazyGradientInit",
+    "lazy_gradient_init",
+    "FoldExplicitPadding",
+    "fold_explicit_padding",
+    "FastMath",
+    "fast_math",
+    "FlexibleShapeDispatch",
+    "ChangeBatch",
+    "change_batch",
     "EtaExpand",
     "eta_expand",
     "LambdaLift",

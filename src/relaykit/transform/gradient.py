@@ -10,7 +10,8 @@ The gradient is computed first-order, over dataflow graphs (calls of operators,
 tuples, projections, constants): every forward value is computed once and shared
 by the backward expressions. TVM's ``mode="higher_order"`` (which also
 differentiates through closures and control flow) gives the same result on such
-graphs; functions with ``let``, ``if``, closures or calls of other functions raise
+graphs; ``let`` bindings of values are read as those values, shared by their uses;
+functions with ``if``, closures or calls of other functions raise
 :class:`~relaykit.errors.UnsupportedFeatureError`.
 
 >>> from relaykit import relay
@@ -29,20 +30,21 @@ from __future__ import annotations
 from typing import Any
 
 from relaykit.errors import ArgumentError, UnsupportedFeatureError
-from relaykit.ir.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
+from relaykit.ir.expr import Call, Constant, Expr, Function, Let, Tuple, TupleGetItem, Var
 from relaykit.ir.functor import post_order
 from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op
 from relaykit.ir.types import TupleType
-from relaykit.op import tensor_grad  # registers the operators' gradients
+from relaykit.op import tensor_grad, transform_grad  # register the operators' gradients
 from relaykit.op.tensor import add, ones_like, zeros_like
 
+from ._let_inline import remove_lets
 from .infer_type import infer_type
 
 __all__ = ["gradient", "GRADIENT_MODES"]
 
 GRADIENT_MODES = ("higher_order", "first_order")
-_ = tensor_grad
+_ = tensor_grad, transform_grad
 
 
 def _fields_of(g: Expr, n: int) -> list[Expr]:
@@ -123,6 +125,10 @@ def gradient(expr: Expr, mod: IRModule | None = None, mode: str = "higher_order"
         raise ArgumentError(f"gradient needs a relay Function, got {type(expr).__name__}")
     if mode not in GRADIENT_MODES:
         raise ArgumentError(f"gradient mode must be one of {GRADIENT_MODES}, got {mode!r}")
+    if any(type(n) is Let for n in post_order(expr.body)):
+        # a let of a pure value is the value itself, shared by its uses (computed once)
+        body = remove_lets(expr.body, lambda let: not isinstance(let.value, Function))
+        expr = Function(list(expr.params), body, expr.ret_type, expr.type_params, expr.attrs)
     infer_type(expr, mod)
     body = expr.body
     order = list(post_order(body))

@@ -1,11 +1,13 @@
 """The standard optimisation pipeline that ``relay.build`` runs at ``opt_level=3``.
 
 Each pass keeps its own ``opt_level``; the ``PassContext`` decides which run:
-at 3, inference simplification, dynamic operators with constant shape inputs made
+at 3, inference simplification, atrous convolutions written as
+``space_to_batch_nd -> conv2d -> batch_to_space_nd`` made dilated ones (at every
+opt_level, as in TVM), dynamic operators with constant shape inputs made
 static (``DynamicToStatic``) and constant folding, batch-norm scales folded
 into convolution weights, common subexpressions shared and dead bindings
-removed; the parallel-matmul combiners (opt_level 4, as in TVM) run when the
-context asks for 4.
+removed; the parallel-matmul combiners and FastMath (opt_level 4, as in TVM) run when
+the context asks for 4 (or requires them by name).
 
 >>> from relaykit import relay
 >>> from relaykit.ir import IRModule
@@ -24,6 +26,8 @@ from .combine_parallel import CombineParallelBatchMatmul, CombineParallelDense
 from .dead_code import DeadCodeElimination
 from .dynamic_to_static import DynamicToStatic
 from .eliminate_common_subexpr import EliminateCommonSubexpr
+from .fast_math import FastMath
+from .flatten_atrous_conv import FlattenAtrousConv
 from .fold_constant import FoldConstant
 from .fold_scale_axis import FoldScaleAxis
 from .infer_type import InferType
@@ -38,6 +42,7 @@ def optimization_passes() -> list[Pass]:
     return [
         InferType(),
         SimplifyInference(),
+        FlattenAtrousConv(),
         DynamicToStatic(),
         FoldConstant(),
         FoldScaleAxis(),
@@ -45,6 +50,7 @@ def optimization_passes() -> list[Pass]:
         EliminateCommonSubexpr(),
         CombineParallelDense(min_num_branches=3),
         CombineParallelBatchMatmul(min_num_branches=3),
+        FastMath(),
         FoldConstant(),
         DeadCodeElimination(),
         InferType(),

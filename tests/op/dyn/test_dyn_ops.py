@@ -163,3 +163,41 @@ def test_derived_shape_functions_agree_with_inferred_types():
                 assert got == shapes_of_type(node.checked_type), node.op.name
                 checked += 1
     assert checked > 100
+
+
+def test_dyn_tile_takes_float_reps_as_integers():
+    import numpy as np
+
+    from relaykit import relay
+
+    x = relay.var("x", shape=(2, 3))
+    r = relay.var("reps", shape=(3,), dtype="float32")
+    f = relay.Function([x, r], relay.tile(x, r))
+    xd = np.arange(6, dtype="float32").reshape(2, 3)
+    out = relay.create_executor("debug").evaluate(f)(xd, np.array([3.0, 2.0, 1.0], "float32"))
+    np.testing.assert_array_equal(out.numpy(), np.tile(xd, (3, 2, 1)))
+
+
+def test_dyn_upsampling_with_run_time_scales_matches_repeat():
+    import numpy as np
+
+    from relaykit import relay
+
+    x = relay.var("x", shape=(1, 2, 3, 4))
+    sh = relay.var("sh", shape=(), dtype="float32")
+    call = relay.nn.upsampling(x, sh, 2.0)
+    assert call.op.name == "dyn.nn.upsampling"
+    f = relay.Function([x, sh], call)
+    xd = np.arange(24, dtype="float32").reshape(1, 2, 3, 4)
+    for kind in ("debug", "vm"):
+        out = relay.create_executor(kind).evaluate(f)(xd, np.array(3.0, "float32"))
+        want = xd.repeat(3, axis=2).repeat(2, axis=3)  # nearest neighbour, integer scales
+        np.testing.assert_array_equal(out.numpy(), want)
+    d = relay.var("d", shape=(), dtype="float32")
+    v = relay.var("v", shape=(1, 1, 2, 2, 2))
+    f3 = relay.Function(
+        [v, d], relay.nn.upsampling3d(v, d, 1.0, 2.0, coordinate_transformation_mode="asymmetric")
+    )
+    vd = np.arange(8, dtype="float32").reshape(1, 1, 2, 2, 2)
+    out3 = relay.create_executor("debug").evaluate(f3)(vd, np.array(2.0, "float32"))
+    np.testing.assert_array_equal(out3.numpy(), vd.repeat(2, axis=2).repeat(2, axis=4))

@@ -374,7 +374,8 @@ def _max_pool2d(
     oh, ow = o.shape[2], o.shape[3]
     eh = max(0, (oh - 1) * sh + (kh - 1) * dh + 1 - (h + pt + pb))  # ceil_mode's extra rows
     ew = max(0, (ow - 1) * sw + (kw - 1) * dw + 1 - (wd + pl + pr))
-    xp, steps = _padded(x, (pt, pl, pb + eh, pr + ew), -np.inf, scratch)
+    # padding holds the dtype's lowest finite value (TVM's min_value), as the NumPy kernel
+    xp, steps = _padded(x, (pt, pl, pb + eh, pr + ew), np.finfo(x.dtype).min, scratch)
     taps = [v for _, _, v in _taps(xp, (kh, kw), (sh, sw), (dh, dw), (oh, ow))]
     steps.append(functools.partial(np.copyto, o, taps[0]))
     steps.extend(functools.partial(np.maximum, o, t, out=o) for t in taps[1:])

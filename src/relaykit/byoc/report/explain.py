@@ -188,7 +188,7 @@ def _label_calls(func: Function, start: int, spans: dict[int, str]) -> tuple[Fun
             and (type(new.op) is Op or composite_name(new.op) is not None)
         ):
             labelled = Call(
-                new.op, new.args, new.attrs, new.type_args, Span(_SOURCE, counter[0] + 1, 0)
+                new.op, new.args, new.attrs, new.type_args, Span(_SOURCE, counter[0] + 1, column=0)
             )
             source = span_text(old)
             if source is not None:

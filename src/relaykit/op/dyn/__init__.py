@@ -42,6 +42,7 @@ from .nn import dropout, matmul
 from .reduce import REDUCTIONS, cumulative, reduce, sum_
 from .shape_ops import one_hot
 from .signal import dft, stft, window
+from .sparse import sparse_to_dense
 from .tensor import full, ones, zeros
 from .transform import (
     as_dynamic,
@@ -70,6 +71,7 @@ __all__ = [
     "one_hot",
     "ones",
     "reshape",
+    "sparse_to_dense",
     "squeeze",
     "static_equivalent",
     "strided_slice",

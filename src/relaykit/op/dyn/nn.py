@@ -1,6 +1,7 @@
 """``relay.op.dyn.nn``: ``dyn.nn.pad`` with run-time pad widths, and the dynamic twins of
-``nn.matmul`` (``dyn.matmul``, broadcasting over ``?`` dimensions) and ``nn.dropout``
-(``dyn.dropout``, ONNX's, with a run-time ratio and training mode)."""
+``nn.matmul`` (``dyn.matmul``, broadcasting over ``?`` dimensions), ``nn.dropout``
+(``dyn.dropout``, ONNX's, with a run-time ratio and training mode) and ``nn.upsampling`` /
+``nn.upsampling3d`` (``dyn.nn.upsampling*``, run-time scales)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from relaykit.op.define import TypeRelError, make_call
 
 from ._base import define_dyn_op, unknown
 
-__all__ = ["dropout", "dropout_ref", "matmul", "pad"]
+__all__ = ["dropout", "dropout_ref", "matmul", "pad", "upsampling", "upsampling3d"]
 
 
 def _pad_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
@@ -153,3 +154,118 @@ define_dyn_op(
 def matmul(a: Expr, b: Expr) -> Call:
     """NumPy ``matmul`` of ``a`` and ``b``, whose dimensions may be ``?``."""
     return make_call("dyn.matmul", [a, b])
+
+
+# -- dyn.nn.upsampling, dyn.nn.upsampling3d: run-time scales --------------------------------------
+
+
+def _scaled_axes(layout: str, axes: str) -> list[int]:
+    return [layout.index(a) for a in axes]
+
+
+def _upsampling_rel(axes: str) -> Any:
+    def rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+        data = tensor_arg(arg_types, 0, "data")
+        for i, name in enumerate(axes, start=1):
+            scale = tensor_arg(arg_types, i, f"scale_{name.lower()}")
+            if scale.ndim != 0:
+                raise TypeRelError(f"scale_{name.lower()} must be a scalar, got {scale}")
+        layout = str(attrs.layout)
+        if len(layout) != data.ndim or any(a not in layout for a in axes):
+            raise TypeRelError(f"layout {layout!r} does not describe {data}")
+        shape = list(data.shape)
+        for i in _scaled_axes(layout, axes):
+            shape[i] = AnyDim()
+        return TensorType(tuple(shape), data.dtype)
+
+    return rel
+
+
+def _scales(values: Sequence[Any], names: str) -> dict[str, float]:
+    return {
+        f"scale_{n.lower()}": float(np.asarray(v).reshape(-1)[0])
+        for n, v in zip(names, values, strict=True)
+    }
+
+
+def _upsampling_convert(v: Sequence[Any], a: Attrs) -> tuple[list[Any], dict[str, Any]]:
+    opts = {"layout": a.layout, "method": a.method, "align_corners": bool(a.align_corners)}
+    return [v[0]], {**_scales(v[1:], "HW"), **opts}
+
+
+def _upsampling3d_convert(v: Sequence[Any], a: Attrs) -> tuple[list[Any], dict[str, Any]]:
+    opts = {
+        "layout": a.layout,
+        "method": a.method,
+        "coordinate_transformation_mode": a.coordinate_transformation_mode,
+    }
+    return [v[0]], {**_scales(v[1:], "DHW"), **opts}
+
+
+define_dyn_op(
+    "dyn.nn.upsampling",
+    3,
+    _upsampling_rel("HW"),
+    static="nn.upsampling",
+    convert=_upsampling_convert,
+    attrs={"layout": "NCHW", "method": "nearest_neighbor", "align_corners": False},
+    attrs_type_key="relay.attrs.UpSamplingAttrs",
+    value_inputs=(1, 2),
+    doc="nn.upsampling with run-time scale_h and scale_w (float scalars).",
+)
+define_dyn_op(
+    "dyn.nn.upsampling3d",
+    4,
+    _upsampling_rel("DHW"),
+    static="nn.upsampling3d",
+    convert=_upsampling3d_convert,
+    attrs={
+        "layout": "NCDHW",
+        "method": "nearest_neighbor",
+        "coordinate_transformation_mode": "half_pixel",
+    },
+    attrs_type_key="relay.attrs.UpSampling3DAttrs",
+    value_inputs=(1, 2, 3),
+    doc="nn.upsampling3d with run-time scale_d, scale_h and scale_w (float scalars).",
+)
+
+
+def _scale_expr(scale: Any) -> Expr:
+    return scale if isinstance(scale, Expr) else Constant(np.asarray(scale, dtype="float32"))
+
+
+def upsampling(
+    data: Expr,
+    scale_h: Any,
+    scale_w: Any,
+    layout: str = "NCHW",
+    method: str = "nearest_neighbor",
+    align_corners: bool = False,
+) -> Call:
+    """``nn.upsampling`` with scales given as expressions (float scalars) at run time."""
+    return make_call(
+        "dyn.nn.upsampling",
+        [data, _scale_expr(scale_h), _scale_expr(scale_w)],
+        layout=layout,
+        method=method,
+        align_corners=bool(align_corners),
+    )
+
+
+def upsampling3d(
+    data: Expr,
+    scale_d: Any,
+    scale_h: Any,
+    scale_w: Any,
+    layout: str = "NCDHW",
+    method: str = "nearest_neighbor",
+    coordinate_transformation_mode: str = "half_pixel",
+) -> Call:
+    """``nn.upsampling3d`` with scales given as expressions (float scalars) at run time."""
+    return make_call(
+        "dyn.nn.upsampling3d",
+        [data, *(_scale_expr(s) for s in (scale_d, scale_h, scale_w))],
+        layout=layout,
+        method=method,
+        coordinate_transformation_mode=coordinate_transformation_mode,
+    )

@@ -88,7 +88,11 @@ def broadcast_to(data: Expr, shape: Expr) -> Call:
 
 def _tile_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     data = tensor_arg(arg_types, 0, "data")
-    return TensorType(unknown(max(data.ndim, shape_input(arg_types, 1, "reps"))), data.dtype)
+    reps = tensor_arg(arg_types, 1, "reps")
+    if reps.ndim != 1 or not isinstance(reps.shape[0], int):
+        raise TypeRelError(f"reps must be a 1-D tensor of static length, got {reps}")
+    # TVM accepts reps of any numeric dtype (float reps are truncated to integers)
+    return TensorType(unknown(max(data.ndim, reps.shape[0])), data.dtype)
 
 
 define_dyn_op(

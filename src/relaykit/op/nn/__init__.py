@@ -6,7 +6,7 @@ relations, reference kernels, input solvers and constructors:
 - :mod:`.convolution`: ``conv1d``, ``conv2d``, ``conv3d`` and their transposes;
 - :mod:`.deformable_conv2d`: ``deformable_conv2d``;
 - :mod:`.pooling`: max, average, global and adaptive pooling, 2-D and 3-D;
-- :mod:`.adaptive_pool1d`: adaptive average and max pooling of 1-D signals;
+- :mod:`.adaptive_pooling`: global and adaptive pooling of 1-D and 3-D data;
 - :mod:`.linear`: ``dense``, ``matmul``, ``batch_matmul``, ``bias_add``;
 - :mod:`.activation`: ``relu``, ``leaky_relu``, ``prelu``, ``gelu``, ``softmax``,
   ``log_softmax``;
@@ -33,6 +33,7 @@ from __future__ import annotations
 from .activation import (
     cross_entropy,
     cross_entropy_with_logits,
+    fast_softmax,
     gelu,
     leaky_relu,
     log_softmax,
@@ -40,7 +41,15 @@ from .activation import (
     relu,
     softmax,
 )
-from .adaptive_pool1d import adaptive_avg_pool1d, adaptive_max_pool1d
+from .adaptive_pooling import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool3d,
+    adaptive_max_pool1d,
+    adaptive_max_pool3d,
+    global_avg_pool1d,
+    global_max_pool1d,
+)
+from .conv2d_nchwc import contrib_conv2d_nchwc
 from .convolution import (
     conv1d,
     conv1d_transpose,
@@ -84,6 +93,7 @@ __all__ = [
     "conv1d_transpose",
     "conv3d",
     "conv3d_transpose",
+    "contrib_conv2d_nchwc",
     "dense",
     "matmul",
     "batch_matmul",
@@ -93,14 +103,19 @@ __all__ = [
     "prelu",
     "softmax",
     "log_softmax",
+    "fast_softmax",
     "max_pool2d",
     "avg_pool2d",
     "global_avg_pool2d",
     "global_max_pool2d",
-    "adaptive_avg_pool1d",
-    "adaptive_max_pool1d",
     "adaptive_avg_pool2d",
     "adaptive_max_pool2d",
+    "adaptive_avg_pool1d",
+    "adaptive_max_pool1d",
+    "adaptive_avg_pool3d",
+    "adaptive_max_pool3d",
+    "global_avg_pool1d",
+    "global_max_pool1d",
     "batch_norm",
     "layer_norm",
     "dropout",

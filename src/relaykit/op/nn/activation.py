@@ -38,6 +38,7 @@ __all__ = [
     "prelu",
     "gelu",
     "softmax",
+    "fast_softmax",
     "log_softmax",
     "cross_entropy",
     "cross_entropy_with_logits",
@@ -175,7 +176,11 @@ def log_softmax_kernel(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray
         return as_out(shifted - lse, x.dtype)
 
 
-for _name, _kernel in (("nn.softmax", softmax_kernel), ("nn.log_softmax", log_softmax_kernel)):
+for _name, _kernel in (
+    ("nn.softmax", softmax_kernel),
+    ("nn.fast_softmax", softmax_kernel),  # FastMath's form (TVM approximates its exp)
+    ("nn.log_softmax", log_softmax_kernel),
+):
     define_op(
         _name,
         num_inputs=1,
@@ -193,6 +198,12 @@ del _name, _kernel
 def softmax(data: Expr, axis: int = -1) -> Call:
     """``exp(x) / sum(exp(x))`` along ``axis``."""
     return make_call("nn.softmax", [data], axis=int(axis))
+
+
+def fast_softmax(data: Expr, axis: int = -1) -> Call:
+    """``softmax`` as FastMath writes it (TVM's with an approximate ``exp``; relaykit
+    computes it exactly)."""
+    return make_call("nn.fast_softmax", [data], axis=int(axis))
 
 
 def log_softmax(data: Expr, axis: int = -1) -> Call:

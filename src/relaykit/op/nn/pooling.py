@@ -4,7 +4,7 @@
 ``nn.avg_pool1d``: each one's schema,
 type relation, reference kernel and constructor.
 
-The 2-D pools follow TVM's ``ceil_mode`` rule; the 3-D pools (NCDHW) PyTorch's and ONNX's:
+The 2-D pools follow TVM's ``ceil_mode`` rule; the 3-D pools (NCDHW or NDHWC) PyTorch's and ONNX's:
 the last window must start inside the input or its leading padding.
 
 ``nn.max_pool2d_with_argmax`` also returns where each maximum came from, as ONNX's
@@ -31,7 +31,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.expr import Call, Expr, TupleWrapper
 from relaykit.ir.types import TensorType, TupleType, Type
-from relaykit.op._numeric import as_out, lowest_value
+from relaykit.op._numeric import as_out, lowest_finite, lowest_value
 from relaykit.op._relations import tensor_arg
 from relaykit.op.define import OpPattern, TypeRelError, define_op, make_call, no_default
 
@@ -112,7 +112,7 @@ def max_pool2d_kernel(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
     x = to_canonical(data, attrs.layout, "NCHW")
     (kh, kw), strides, dil, (pt, pl, pb, pr), (eh, ew), out_hw = _pool2d_geometry(x.shape, attrs)
     xp = np.pad(
-        x, ((0, 0), (0, 0), (pt, pb + eh), (pl, pr + ew)), constant_values=lowest_value(x.dtype)
+        x, ((0, 0), (0, 0), (pt, pb + eh), (pl, pr + ew)), constant_values=lowest_finite(x.dtype)
     )
     out = windows(xp, kh, kw, strides, dil, out_hw).max(axis=(-2, -1))
     return as_out(from_canonical(out, "NCHW", attrs.out_layout or attrs.layout), data.dtype)
@@ -491,12 +491,28 @@ def _pool3d_geometry(shape: Sequence[int], attrs: Attrs) -> list[tuple[int, ...]
     return [k, s, d, p, out]
 
 
+_LAYOUTS_3D = ("NCDHW", "NDHWC")
+
+
+def _pool3d_layouts(attrs: Attrs) -> tuple[str, str]:
+    layout = str(attrs.layout)
+    out_layout = str(getattr(attrs, "out_layout", "") or layout)
+    if layout not in _LAYOUTS_3D or out_layout not in _LAYOUTS_3D:
+        raise TypeRelError(f"3-D pooling takes NCDHW or NDHWC tensors, got layout {layout!r}")
+    return layout, out_layout
+
+
 def _pool3d_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     data = tensor_arg(arg_types, 0, "data")
-    if data.ndim != 5 or attrs.layout != "NCDHW":
-        raise TypeRelError(f"3-D pooling takes an NCDHW tensor, got {data} ({attrs.layout})")
-    out = _pool3d_geometry(data.shape, attrs)[4]
-    return TensorType(data.shape[:2] + out, data.dtype)
+    layout, out_layout = _pool3d_layouts(attrs)
+    if data.ndim != 5:
+        raise TypeRelError(f"3-D pooling takes a 5-D tensor, got {data} ({layout})")
+    dims = dict(zip(layout, data.shape, strict=True))
+    canonical = tuple(dims[a] for a in "NCDHW")
+    out = dict(
+        zip("NCDHW", canonical[:2] + tuple(_pool3d_geometry(canonical, attrs)[4]), strict=True)
+    )
+    return TensorType(tuple(out[a] for a in out_layout), data.dtype)
 
 
 def _windows_nd(x: np.ndarray, k, s, d, out) -> np.ndarray:
@@ -511,7 +527,11 @@ def _windows_nd(x: np.ndarray, k, s, d, out) -> np.ndarray:
 
 def _pool3d_kernel(kind: str) -> Any:
     def compute(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
-        x = inputs[0]
+        layout, out_layout = _pool3d_layouts(attrs)
+        out = ncdhw(to_canonical(inputs[0], layout, "NCDHW"), attrs)
+        return np.ascontiguousarray(from_canonical(out, "NCDHW", out_layout))
+
+    def ncdhw(x: np.ndarray, attrs: Attrs) -> np.ndarray:
         k, s, d, p, out = _pool3d_geometry(x.shape, attrs)
         r = len(k)
         extra = [
@@ -521,8 +541,7 @@ def _pool3d_kernel(kind: str) -> Any:
         width = [(0, 0), (0, 0)] + [(p[i], p[r + i] + extra[i]) for i in range(r)]
         axes = tuple(range(-r, 0))
         if kind == "max":
-            low = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
-            padded = np.pad(x, width, constant_values=low)
+            padded = np.pad(x, width, constant_values=lowest_finite(x.dtype))
             return as_out(_windows_nd(padded, k, s, d, out).max(axis=axes), x.dtype)
         acc = x.astype(np.float64)
         sums = _windows_nd(np.pad(acc, width), k, s, d, out).sum(axis=axes)
@@ -558,7 +577,7 @@ define_op(
     type_rel=_pool3d_rel,
     compute=_pool3d_kernel("max"),
     pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
-    doc="3-D max pooling (NCDHW).",
+    doc="3-D max pooling (NCDHW or NDHWC).",
 )
 
 define_op(
@@ -569,7 +588,7 @@ define_op(
     type_rel=_pool3d_rel,
     compute=_pool3d_kernel("avg"),
     pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
-    doc="3-D average pooling (NCDHW).",
+    doc="3-D average pooling (NCDHW or NDHWC).",
 )
 
 

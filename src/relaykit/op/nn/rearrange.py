@@ -54,8 +54,8 @@ __all__ = [
 def pad_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     data = tensor_arg(arg_types, 0, "data")
     value = tensor_arg(arg_types, 1, "pad_value")
-    if value.shape != ():
-        raise TypeRelError(f"pad_value must be a scalar, got {value}")
+    if value.shape not in ((), (1,)):
+        raise TypeRelError(f"pad_value must be a scalar (or hold one value), got {value}")
     width = attrs.pad_width
     if width is None or len(width) != data.ndim:
         raise TypeRelError(
@@ -67,23 +67,33 @@ def pad_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
         )
     shape = []
     for axis, (dim, pw) in enumerate(zip(data.shape, width, strict=True)):
-        if len(pw) != 2 or any(not isinstance(p, int) or p < 0 for p in pw):
-            raise TypeRelError(f"pad_width[{axis}] must be two non-negative integers, got {pw!r}")
+        if len(pw) != 2 or any(not isinstance(p, int) for p in pw):
+            raise TypeRelError(f"pad_width[{axis}] must be two integers, got {pw!r}")
         if attrs.pad_mode == "reflect" and static(dim) and max(pw) >= dim:
             raise TypeRelError(
                 f"reflect padding {pw} on axis {axis} must be smaller than its size {dim}"
             )
         if attrs.pad_mode == "edge" and max(pw) > 0 and dim == 0:
             raise TypeRelError(f"cannot edge-pad the empty axis {axis}")
-        shape.append(dim + pw[0] + pw[1])
+        out = dim + pw[0] + pw[1]
+        if static(out) and out < 0:  # negative widths crop (as in TVM), at most the whole axis
+            raise TypeRelError(f"pad_width[{axis}] = {pw} crops more than the {dim} of axis {axis}")
+        shape.append(out)
     return TensorType(shape, data.dtype)
 
 
 def pad_kernel(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+    """Negative widths crop first; the positive ones then pad."""
     data, value = inputs
-    width = [tuple(p) for p in attrs.pad_width]
+    width = [tuple(int(v) for v in p) for p in attrs.pad_width]
+    crop = tuple(
+        slice(max(-b, 0), n - max(-a, 0)) for (b, a), n in zip(width, data.shape, strict=True)
+    )
+    data = data[crop]
+    width = [(max(b, 0), max(a, 0)) for b, a in width]
     if attrs.pad_mode == "constant":
-        out = np.pad(data, width, mode="constant", constant_values=value.astype(data.dtype))
+        fill = np.asarray(value).reshape(()).astype(data.dtype)
+        out = np.pad(data, width, mode="constant", constant_values=fill)
     else:
         out = np.pad(data, width, mode=attrs.pad_mode)
     return as_out(out, data.dtype)
@@ -105,7 +115,8 @@ def pad(data: Expr, pad_width: Any, pad_value: Any = 0, pad_mode: str = "constan
     """Pad each axis by ``pad_width[axis] = (before, after)``.
 
     ``pad_value`` is a scalar expression (a number becomes a constant), used
-    when ``pad_mode="constant"``; ``"edge"`` and ``"reflect"`` ignore it.
+    when ``pad_mode="constant"``; ``"edge"`` and ``"reflect"`` ignore it. A negative
+    width crops that many elements from that side (as in TVM).
 
     >>> from relaykit import relay
     >>> pad(relay.var("x", shape=(2, 2)), ((1, 1), (0, 2))).attrs.pad_width

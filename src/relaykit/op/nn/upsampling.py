@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 
 from relaykit.ir.attrs import Attrs
-from relaykit.ir.expr import Call, Expr
+from relaykit.ir.expr import Call, Constant, Expr
 from relaykit.ir.op import default_registry
 from relaykit.ir.types import AnyDim, TensorType, Type
-from relaykit.op._relations import static, tensor_arg
+from relaykit.op._relations import static, static_value, tensor_arg
 from relaykit.op.define import OpPattern, TypeRelError, define_op, make_attrs, make_call
 
 __all__ = ["upsampling", "upsampling3d"]
@@ -130,6 +130,11 @@ define_op(
 )
 
 
+def _scale_expr(scale: Any) -> Expr:
+    """A scale as a float32 scalar expression (numbers become constants)."""
+    return scale if isinstance(scale, Expr) else Constant(np.asarray(scale, dtype="float32"))
+
+
 def upsampling(
     data: Expr,
     scale_h: float = 1,
@@ -138,7 +143,18 @@ def upsampling(
     method: str = "nearest_neighbor",
     align_corners: bool = False,
 ) -> Call:
-    """``data`` (NCHW or NHWC) upsampled: each of H and W times its scale, rounded."""
+    """``data`` (NCHW or NHWC) upsampled: each of H and W times its scale, rounded.
+    A scale given as a relay expression (known at run time) makes ``dyn.nn.upsampling``."""
+    sh, sw = static_value(scale_h), static_value(scale_w)
+    if isinstance(sh, Expr) or isinstance(sw, Expr):
+        return make_call(
+            "dyn.nn.upsampling",
+            [data, _scale_expr(sh), _scale_expr(sw)],
+            layout=layout,
+            method=method,
+            align_corners=bool(align_corners),
+        )
+    scale_h, scale_w = sh, sw
     return make_call(
         "nn.upsampling",
         [data],
@@ -159,7 +175,18 @@ def upsampling3d(
     method: str = "nearest_neighbor",
     coordinate_transformation_mode: str = "half_pixel",
 ) -> Call:
-    """``data`` (NCDHW or NDHWC) upsampled: each of D, H and W times its scale, rounded."""
+    """``data`` (NCDHW or NDHWC) upsampled: each of D, H and W times its scale, rounded.
+    A scale given as a relay expression (known at run time) makes ``dyn.nn.upsampling3d``."""
+    scales = [static_value(s) for s in (scale_d, scale_h, scale_w)]
+    if any(isinstance(s, Expr) for s in scales):
+        return make_call(
+            "dyn.nn.upsampling3d",
+            [data, *(_scale_expr(s) for s in scales)],
+            layout=layout,
+            method=method,
+            coordinate_transformation_mode=coordinate_transformation_mode,
+        )
+    scale_d, scale_h, scale_w = scales
     return make_call(
         "nn.upsampling3d",
         [data],

@@ -6,12 +6,21 @@
 ['x']
 """
 
+from relaykit.byoc.annotated_regions import AnnotatedRegionSet
+from relaykit.ir.kind_check import check_kind
+from relaykit.ir.match_coverage import unmatched_cases
 from relaykit.quantize.calibration_data import get_calibration_data
+from relaykit.transform.basic_block import check_basic_block_normal_form
 from relaykit.transform.call_graph import CallGraph
+from relaykit.transform.extract import (
+    extract_fused_functions,
+    extract_intermdeiate_expr,
+    extract_intermediate_expr,
+)
 from relaykit.transform.fake_quantization import list_fake_quantized_op_freqs
 from relaykit.transform.op_count import get_total_mac_number, list_op_freqs
 
-from . import call_graph, feature
+from . import _ffi_api, call_graph, feature
 from .analysis import (
     all_type_vars,
     all_vars,
@@ -27,8 +36,16 @@ from .feature import Feature, detect_feature
 
 __all__ = [
     "list_fake_quantized_op_freqs",
+    "AnnotatedRegionSet",
     "CallGraph",
+    "_ffi_api",
+    "check_kind",
+    "check_basic_block_normal_form",
+    "unmatched_cases",
     "call_graph",
+    "extract_fused_functions",
+    "extract_intermdeiate_expr",
+    "extract_intermediate_expr",
     "get_total_mac_number",
     "list_op_freqs",
     "all_type_vars",

@@ -1,16 +1,5 @@
-"""``tvm.relay.analysis.annotated_regions``: not in relaykit.
+"""``tvm.relay.analysis.annotated_regions``: :mod:`relaykit.byoc.annotated_regions`."""
 
-In TVM: TVM's AnnotatedRegionSet object (relaykit.byoc.regions finds the regions for the
-partitioner). The module imports so that scripts naming it load; each of TVM's names
-here raises :class:`~relaykit.errors.UnsupportedFeatureError` when used.
-"""
+from relaykit.byoc.annotated_regions import AnnotatedRegion, AnnotatedRegionSet
 
-from relaykit.relay._facade import NOT_YET, module_getattr, unsupported
-
-_NAMES: list[str] = [
-    "AnnotatedRegionSet",
-]  # fmt: skip
-
-__all__ = list(_NAMES)
-globals().update(unsupported(__name__, _NAMES, NOT_YET))
-__getattr__ = module_getattr(__name__, NOT_YET)
+__all__ = ["AnnotatedRegion", "AnnotatedRegionSet"]

@@ -27,6 +27,7 @@ from relaykit.ir.expr import (
 from relaykit.ir.functor import children, post_order
 from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op
+from relaykit.ir.ref import RefCreate, RefRead, RefWrite
 
 __all__ = ["Feature", "detect_feature"]
 
@@ -68,6 +69,9 @@ _NODE_FEATURES: dict[type, Feature] = {
     If: Feature.fIf,
     Constructor: Feature.fConstructor,
     Match: Feature.fMatch,
+    RefCreate: Feature.fRefCreate,
+    RefRead: Feature.fRefRead,
+    RefWrite: Feature.fRefWrite,
 }
 _ATOMS = (Var, GlobalVar, Constant, Op, Constructor)
 

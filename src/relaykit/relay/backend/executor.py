@@ -18,12 +18,12 @@ class Executor(KindWithOptions):
 
     what: ClassVar[str] = "executor"
     kinds: ClassVar = {
-        "graph": {"link-params": bool},
+        "graph": {"link-params": (bool, False)},
         "aot": {
-            "link-params": bool,
-            "unpacked-api": bool,
-            "interface-api": str,
-            "workspace-byte-alignment": int,
-            "constant-byte-alignment": int,
+            "link-params": (bool, False),
+            "unpacked-api": (bool, False),
+            "interface-api": (str, "packed"),
+            "workspace-byte-alignment": (int, 16),
+            "constant-byte-alignment": (int, 16),
         },
     }

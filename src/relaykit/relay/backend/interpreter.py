@@ -6,6 +6,14 @@
 """
 
 from relaykit.execution.interpreter import Executor, Interpreter, create_executor, evaluate
-from relaykit.runtime.container import ADT
+from relaykit.runtime.container import ADT, ConstructorValue, RefValue
 
-__all__ = ["Executor", "Interpreter", "create_executor", "evaluate", "ADT"]
+__all__ = [
+    "Executor",
+    "Interpreter",
+    "create_executor",
+    "evaluate",
+    "ADT",
+    "ConstructorValue",
+    "RefValue",
+]

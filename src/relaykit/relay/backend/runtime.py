@@ -17,4 +17,4 @@ class Runtime(KindWithOptions):
     """TVM's ``Runtime``: ``cpp`` (relaykit's) or ``crt``."""
 
     what: ClassVar[str] = "runtime"
-    kinds: ClassVar = {"cpp": {"system-lib": bool}, "crt": {"system-lib": bool}}
+    kinds: ClassVar = {"cpp": {"system-lib": (bool, False)}, "crt": {"system-lib": (bool, False)}}

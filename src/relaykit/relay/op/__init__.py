@@ -1,6 +1,16 @@
-"""``tvm.relay.op``: the operators (:mod:`relaykit.op`) under TVM's module paths."""
+"""``tvm.relay.op``: the operators (:mod:`relaykit.op`) under TVM's module paths.
+
+As in TVM, ``relay.op.const`` is also here (TVM's operator modules import it).
+
+>>> from relaykit.relay import op
+>>> op.const(1, dtype="int8").data.dtype
+'int8'
+"""
 
 import relaykit.op as _impl
+from relaykit.ir.expr import const
 from relaykit.relay._facade import forward
 
-__all__, __getattr__, __dir__ = forward(_impl)
+__all__, _forward_getattr, __dir__ = forward(_impl)
+__all__ = [*__all__, "const"]
+__getattr__ = _forward_getattr

@@ -40,4 +40,16 @@ __all__ = sorted(
 for _name in __all__:
     sys.modules.setdefault(f"{__name__}.{_name}", globals()[_name])
 
-__all__ += ["enabled_targets"]
+from . import nat, py_converter  # noqa: E402 - TVM's modules, re-exported as TVM does
+from .nat import count, make_nat_expr, make_nat_value  # noqa: E402
+from .py_converter import run_as_python  # noqa: E402
+
+__all__ += [
+    "enabled_targets",
+    "nat",
+    "py_converter",
+    "count",
+    "make_nat_expr",
+    "make_nat_value",
+    "run_as_python",
+]

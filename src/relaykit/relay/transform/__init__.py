@@ -23,6 +23,7 @@ from relaykit.transform.fuse_ops import FuseOps
 from relaykit.transform.legalize import AlterOpLayout, CanonicalizeOps, Legalize
 from relaykit.transform.mixed_precision import ToMixedPrecision
 from relaykit.transform.simplify_expr import SimplifyExpr
+from relaykit.tuning import CollagePartition
 
 from . import mixed_precision
 
@@ -43,6 +44,7 @@ __all__ = [
     "AnnotateTarget",
     "MergeCompilerRegions",
     "PartitionGraph",
+    "CollagePartition",
     "BackwardFoldScaleAxis",
     "ForwardFoldScaleAxis",
     "AnnotateSpans",

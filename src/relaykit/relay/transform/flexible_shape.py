@@ -1,15 +1,10 @@
-"""``tvm.relay.transform.flexible_shape``: not in relaykit.
+"""``tvm.relay.transform.flexible_shape``: :mod:`relaykit.transform.flexible_shape`."""
 
-In TVM: FlexibleShapeDispatch. The module imports so that scripts naming it load; each
-of TVM's names here raises :class:`~relaykit.errors.UnsupportedFeatureError` when used.
-"""
+from relaykit.transform.flexible_shape import (
+    FlexibleShapeDispatch,
+    flexible_dispatch,
+    override_shape,
+    specialize_body,
+)
 
-from relaykit.relay._facade import NOT_YET, module_getattr, unsupported
-
-_NAMES: list[str] = [
-    "FlexibleShapeDispatch", "flexible_dispatch", "override_shape", "specialize_body",
-]  # fmt: skip
-
-__all__ = list(_NAMES)
-globals().update(unsupported(__name__, _NAMES, NOT_YET))
-__getattr__ = module_getattr(__name__, NOT_YET)
+__all__ = ["FlexibleShapeDispatch", "flexible_dispatch", "override_shape", "specialize_body"]

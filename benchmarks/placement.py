@@ -1,0 +1,213 @@
+"""Measured placement against every single-backend placement, on models no test uses.
+
+    python benchmarks/placement.py                                  # all models, 2 threads
+    python benchmarks/placement.py --models resnet50 --targets dnnl,onnxruntime,ccompiler
+    python benchmarks/placement.py --models bert,mixed --image-size 112 --log /tmp/tune.jsonl
+
+For each model: ``relaykit.tuning.place`` tunes it (the log given by ``--log`` is reused
+and extended; the tuning time is printed, and the time of a second, log-only tune), then
+every engine is built — the measured placement, each target alone by
+``partition_for`` (its rules, patterns and priorities, no measurement), and the host
+alone — and run in this one process on the same input, in interleaved bursts (each
+after a pause and one untimed run, the order alternating). Printed: median and best
+times, and each single-backend placement's median over the measured placement's
+(above 1.0: measured placement is faster), and the largest relative difference of
+every engine's output from onnxruntime running the whole model exported to ONNX.
+
+Models: ``resnet50`` and ``mobilenet`` (relay.testing workloads), ``bert`` (a
+4-layer BERT-like encoder: dense, batch_matmul, softmax, layer norm, GELU), and
+``mixed`` (a conv stem, then a tail whose operators only some backends take: layer
+norm over channels, erf, strided slices and a concatenate).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+import relaykit as tvm
+from relaykit import relay
+from relaykit.backends.onnxruntime import function_to_onnx
+from relaykit.byoc import partition_for
+from relaykit.runtime.threads import set_num_threads
+from relaykit.testing import mobilenet, resnet
+from relaykit.transform import InferType
+from relaykit.transform.bind import bind_params_by_name
+from relaykit.tuning import MeasuredCost, TuningLog, place
+
+RNG = np.random.default_rng(0)
+
+
+def _w(*shape: int, scale: float = 0.1) -> relay.Expr:
+    return relay.const((RNG.standard_normal(shape) * scale).astype("float32"))
+
+
+def _bound(mod: tvm.IRModule, params: dict) -> tvm.IRModule:
+    mod = mod.copy()
+    mod["main"] = bind_params_by_name(mod["main"], params)
+    return InferType()(mod)
+
+
+def resnet50(size: int) -> tvm.IRModule:
+    mod, params = resnet.get_workload(num_layers=50, batch_size=1, image_shape=(3, size, size))
+    return _bound(mod, params)
+
+
+def mobilenet_v2ish(size: int) -> tvm.IRModule:
+    mod, params = mobilenet.get_workload(batch_size=1, image_shape=(3, size, size))
+    return _bound(mod, params)
+
+
+def bert(
+    size: int, layers: int = 4, seq: int = 64, hidden: int = 256, heads: int = 4
+) -> tvm.IRModule:
+    x = relay.var("data", shape=(seq, hidden))
+    h = x
+    dh = hidden // heads
+    for _ in range(layers):
+
+        def proj(t: relay.Expr) -> relay.Expr:
+            return relay.nn.bias_add(relay.nn.dense(t, _w(hidden, hidden)), _w(hidden))
+
+        q, k, v = (
+            relay.transpose(relay.reshape(proj(h), (seq, heads, dh)), (1, 0, 2)) for _ in range(3)
+        )
+        att = relay.nn.softmax(relay.nn.batch_matmul(q, k) * relay.const(1 / dh**0.5))
+        ctx = relay.nn.batch_matmul(att, relay.transpose(v, (0, 2, 1)))
+        ctx = relay.reshape(relay.transpose(ctx, (1, 0, 2)), (seq, hidden))
+        h = relay.nn.layer_norm(h + proj(ctx), _w(hidden, scale=1.0), _w(hidden))
+        ff = relay.nn.gelu(
+            relay.nn.bias_add(relay.nn.dense(h, _w(4 * hidden, hidden)), _w(4 * hidden))
+        )
+        ff = relay.nn.bias_add(relay.nn.dense(ff, _w(hidden, 4 * hidden)), _w(hidden))
+        h = relay.nn.layer_norm(h + ff, _w(hidden, scale=1.0), _w(hidden))
+    return InferType()(tvm.IRModule.from_expr(relay.Function([x], h)))
+
+
+def mixed(size: int) -> tvm.IRModule:
+    x = relay.var("data", shape=(1, 3, size, size))
+    y = relay.nn.relu(relay.nn.conv2d(x, _w(32, 3, 3, 3), padding=(1, 1), strides=(2, 2)))
+    y = relay.nn.relu(relay.nn.conv2d(y, _w(32, 32, 3, 3), padding=(1, 1)))
+    y = relay.nn.layer_norm(y, _w(32, scale=1.0), _w(32), axis=1)
+    y = y * relay.erf(y)
+    a = relay.strided_slice(y, [0, 0], [1, 16])
+    b = relay.strided_slice(y, [0, 16], [1, 32])
+    y = relay.concatenate([relay.nn.relu(a), relay.sigmoid(b)], axis=1)
+    y = relay.nn.conv2d(y, _w(64, 32, 3, 3), padding=(1, 1), strides=(2, 2))
+    y = relay.nn.global_avg_pool2d(relay.nn.relu(y))
+    y = relay.nn.softmax(relay.nn.dense(relay.nn.batch_flatten(y), _w(10, 64)))
+    return InferType()(tvm.IRModule.from_expr(relay.Function([x], y)))
+
+
+MODELS: dict[str, Callable[[int], tvm.IRModule]] = {
+    "resnet50": resnet50,
+    "mobilenet": mobilenet_v2ish,
+    "bert": bert,
+    "mixed": mixed,
+}
+
+
+def _runner(part: tvm.IRModule, x: np.ndarray) -> Callable[[], np.ndarray]:
+    lib = relay.build(part, target="llvm")
+    m = tvm.contrib.graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    name = part["main"].params[0].name_hint
+    m.set_input(name, x)
+
+    def run() -> np.ndarray:
+        m.run()
+        return m.get_output(0).numpy()
+
+    return run
+
+
+def _ort_reference(mod: tvm.IRModule, x: np.ndarray, threads: int) -> np.ndarray:
+    import onnxruntime as ort
+
+    func = mod["main"].with_attr("global_symbol", "whole")
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    sess = ort.InferenceSession(function_to_onnx(func).SerializeToString(), opts)
+    return sess.run(None, {"in0": x})[0]
+
+
+def bench(name: str, args: argparse.Namespace, log_path: Path) -> None:
+    mod = MODELS[name](args.image_size)
+    shape = [int(d) for d in mod["main"].params[0].checked_type.shape]
+    x = RNG.standard_normal(shape).astype("float32")
+    targets = [t for t in args.targets.split(",") if t]
+    t0 = time.perf_counter()
+    cost = MeasuredCost(TuningLog(log_path))
+    res = place(
+        mod, targets, cost=cost, max_units=args.max_units, host_max_units=args.host_max_units
+    )
+    tune_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    again = MeasuredCost(TuningLog(log_path), measure_missing=False)
+    place(mod, targets, cost=again, max_units=args.max_units, host_max_units=args.host_max_units)
+    retune_s = time.perf_counter() - t0
+    print(
+        f"\n{name}: {len(res.graph.units)} units; tune {tune_s:.1f} s "
+        f"({cost.measurements} measured, {cost.reused} reused, {len(cost.failures)} failed); "
+        f"re-tune from the log {retune_s:.1f} s ({again.measurements} measured)"
+    )
+    engines: dict[str, Callable[[], np.ndarray]] = {"measured": _runner(res.partitioned, x)}
+    for t in targets:
+        engines[t] = _runner(partition_for(mod, t), x)
+    engines["host"] = _runner(mod, x)
+    ref = _ort_reference(mod, x, args.threads)
+    times: dict[str, list[float]] = {k: [] for k in engines}
+    names = list(engines)
+    for burst in range(args.bursts):
+        order = names if burst % 2 == 0 else names[::-1]
+        for k in order:
+            time.sleep(args.gap)
+            engines[k]()  # untimed: wakes the engine's threads
+            for _ in range(args.burst):
+                start = time.perf_counter()
+                engines[k]()
+                times[k].append(time.perf_counter() - start)
+    base = statistics.median(times["measured"])
+    head = ("engine", "median ms", "best ms", "vs measured", "rel err vs ort")
+    print(f"{head[0]:<12} {head[1]:>10} {head[2]:>9} {head[3]:>12} {head[4]:>15}")
+    for k in names:
+        med = statistics.median(times[k])
+        err = float(np.abs(engines[k]() - ref).max() / max(np.abs(ref).max(), 1e-30))
+        best = min(times[k]) * 1e3
+        print(f"{k:<12} {med * 1e3:>10.3f} {best:>9.3f} {med / base:>11.2f}x {err:>15.2e}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--models", default=",".join(MODELS))
+    p.add_argument("--targets", default="dnnl,onnxruntime,ccompiler")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--image-size", type=int, default=224)
+    p.add_argument("--log", default=None, help="tuning log (default: a temporary file)")
+    p.add_argument("--max-units", type=int, default=8)
+    p.add_argument("--host-max-units", type=int, default=4)
+    p.add_argument("--bursts", type=int, default=6)
+    p.add_argument("--burst", type=int, default=5)
+    p.add_argument("--gap", type=float, default=0.2)
+    args = p.parse_args(argv)
+    set_num_threads(args.threads)
+    log_path = Path(args.log) if args.log else Path(tempfile.mkdtemp()) / "tune.jsonl"
+    for name in args.models.split(","):
+        if name not in MODELS:
+            print(f"unknown model {name!r}; models: {', '.join(MODELS)}", file=sys.stderr)
+            return 2
+        bench(name, args, log_path)
+    print(f"\ntuning log: {log_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

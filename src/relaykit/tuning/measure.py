@@ -1,0 +1,106 @@
+"""Measuring one candidate on one target: build it alone, run it on realistic inputs.
+
+The candidate's function is partitioned with every call pinned to the target (the
+host builds it as it is), built by ``relay.build``'s machinery and run by a graph
+executor on random inputs of the right shapes and dtypes (normal floats, small
+integers). The latency is the median over ``repeat`` timings of the mean of
+``number`` runs, minus the executor's own cost per run (measured once on a one-op
+graph), so that runs placed on the host are not charged one executor each.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from relaykit.byoc.annotate import AnnotateTarget
+from relaykit.byoc.merge_regions import MergeCompilerRegions
+from relaykit.byoc.partition import PartitionGraph
+from relaykit.byoc.pins import HOST, Pin
+from relaykit.byoc.targets import configure_target, scoped_registries
+from relaykit.errors import PlacementError
+from relaykit.execution.build_module import build
+from relaykit.ir.expr import Function, Var
+from relaykit.ir.module import IRModule
+from relaykit.ir.types import TensorType
+from relaykit.op.tensor import negative
+from relaykit.transform.infer_type import InferType
+from relaykit.transform.pass_infra import Sequential
+
+__all__ = ["measure_function", "realistic_inputs", "executor_overhead"]
+
+
+def realistic_inputs(params: list[Var], seed: int = 0) -> dict[str, np.ndarray]:
+    """One array per parameter: normal floats, small non-negative integers."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for p in params:
+        ty = p.checked_type
+        if not isinstance(ty, TensorType):
+            raise PlacementError(f"parameter {p.name_hint} is {ty}, not a tensor")
+        shape = tuple(int(d) for d in ty.shape)
+        dt = np.dtype(str(ty.dtype))
+        if dt.kind == "f":
+            out[p.name_hint] = rng.standard_normal(shape).astype(dt)
+        elif dt.kind == "b":
+            out[p.name_hint] = rng.integers(0, 2, shape).astype(dt)
+        else:
+            out[p.name_hint] = rng.integers(0, 4, shape).astype(dt)
+    return out
+
+
+def _time(run: Callable[[], Any], repeat: int, budget: float) -> float:
+    run()  # warm up: sessions, engines and buffers are made on the first run
+    start = time.perf_counter()
+    run()
+    once = max(time.perf_counter() - start, 1e-7)
+    number = max(1, min(50, int(budget / once)))
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(number):
+            run()
+        samples.append((time.perf_counter() - start) / number)
+    return statistics.median(samples)
+
+
+def _built_runner(func: Function, target: str) -> Callable[[], Any]:
+    mod = InferType()(IRModule.from_expr(func))
+    if target != HOST:
+        with scoped_registries():
+            configure_target(target, min_region_ops=0, min_region_macs=0)
+            everything = Pin(predicate=lambda call: True, to=target)
+            passes = [AnnotateTarget([target], pin=[everything]), MergeCompilerRegions()]
+            mod = Sequential([*passes, PartitionGraph()], name="MeasureOne")(mod)
+    factory = build(mod, target="llvm")
+    executor = factory["default"]()
+    for name, value in realistic_inputs(list(func.params)).items():
+        executor.set_input(name, value)
+    return executor.run
+
+
+_OVERHEAD: dict[str, float] = {}
+
+
+def executor_overhead(repeat: int = 5) -> float:
+    """Seconds a graph executor spends per run around a trivial one-op graph (measured
+    once per process)."""
+    if "host" not in _OVERHEAD:
+        x = Var("x", TensorType((1,), "float32"))
+        run = _built_runner(Function([x], negative(x)), HOST)
+        _OVERHEAD["host"] = _time(run, repeat, 0.002)
+    return _OVERHEAD["host"]
+
+
+def measure_function(
+    func: Function, target: str, *, repeat: int = 3, budget: float = 0.004
+) -> float:
+    """Seconds per run of ``func`` on ``target`` (``"host"`` or a backend), the
+    executor's own overhead taken out; raises whatever building or running raises."""
+    run = _built_runner(func, target)
+    seconds = _time(run, repeat, budget)
+    return max(seconds - executor_overhead(), 1e-8)
