@@ -144,23 +144,30 @@ def bench(name: str, args: argparse.Namespace, log_path: Path) -> None:
     targets = [t for t in args.targets.split(",") if t]
     t0 = time.perf_counter()
     cost = MeasuredCost(TuningLog(log_path))
-    res = place(
-        mod, targets, cost=cost, max_units=args.max_units, host_max_units=args.host_max_units
-    )
+    try:
+        res = place(
+            mod, targets, cost=cost, max_units=args.max_units, host_max_units=args.host_max_units
+        )
+    finally:
+        cost.close()
     tune_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     again = MeasuredCost(TuningLog(log_path), measure_missing=False)
     place(mod, targets, cost=again, max_units=args.max_units, host_max_units=args.host_max_units)
     retune_s = time.perf_counter() - t0
+    print(f"built: {res.chosen}; end to end while tuning (ms): ", end="")
+    print(", ".join(f"{k} {v * 1e3:.2f}" for k, v in res.whole.items()))
     print(
         f"\n{name}: {len(res.graph.units)} units; tune {tune_s:.1f} s "
         f"({cost.measurements} measured, {cost.reused} reused, {len(cost.failures)} failed); "
         f"re-tune from the log {retune_s:.1f} s ({again.measurements} measured)"
     )
     engines: dict[str, Callable[[], np.ndarray]] = {"measured": _runner(res.partitioned, x)}
-    for t in targets:
+    compare = targets if args.compare is None else [t for t in args.compare.split(",") if t]
+    for t in (t for t in compare if t != "host"):
         engines[t] = _runner(partition_for(mod, t), x)
-    engines["host"] = _runner(mod, x)
+    if args.compare is None or "host" in compare:
+        engines["host"] = _runner(mod, x)
     ref = _ort_reference(mod, x, args.threads)
     times: dict[str, list[float]] = {k: [] for k in engines}
     names = list(engines)
@@ -194,6 +201,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--log", default=None, help="tuning log (default: a temporary file)")
     p.add_argument("--max-units", type=int, default=8)
     p.add_argument("--host-max-units", type=int, default=4)
+    p.add_argument(
+        "--compare",
+        default=None,
+        help="single-target engines to time against (default: every target and the host)",
+    )
     p.add_argument("--bursts", type=int, default=6)
     p.add_argument("--burst", type=int, default=5)
     p.add_argument("--gap", type=float, default=0.2)

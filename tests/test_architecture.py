@@ -51,7 +51,7 @@ GETATTR_ALLOWED: dict[str, str] = {
         for name in (
             "te",
             "tir/__init__",
-            "autotvm",
+            "autotvm/__init__",
             "auto_scheduler",
             "rpc",
             "script/__init__",

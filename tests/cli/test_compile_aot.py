@@ -93,7 +93,8 @@ def test_micro_build_and_run(conv_net: Path, tmp_path: Path, capsys):
 
 
 @pytest.mark.parametrize(
-    ("platform", "package"), [("host", "gcc"), ("cortex-m", "gcc-arm-none-eabi")]
+    ("platform", "package"),
+    [("host", "gcc"), ("cortex-m", "gcc-arm-none-eabi"), ("wasm", "wasi-libc")],
 )
 def test_micro_build_names_the_missing_toolchain(
     conv_net: Path, tmp_path: Path, capsys, monkeypatch, platform: str, package: str

@@ -2,7 +2,8 @@
 
 import pytest
 
-from relaykit import op
+import relaykit as tvm
+from relaykit import op, relay
 from relaykit.errors import IRError, OpNotFoundError, RelayTypeError
 from relaykit.ir import (
     Function,
@@ -109,3 +110,21 @@ def test_op_registry_tables_are_registries_that_restore():
     assert reg.ops_with_attr("num_inputs") == ["my.relu"]
     with pytest.raises(OpNotFoundError, match=r"did you mean my\.relu"):
         reg.get("my.relux")
+
+
+def test_inference_fills_call_type_args():
+    x, y = relay.var("x", shape=(10, 10)), relay.var("y", shape=(1, 10))
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.add(x, y)))
+    ty_args = mod["main"].body.type_args
+    assert [t.shape for t in ty_args] == [(10, 10), (1, 10)]
+    a = relay.TypeVar("a")
+    v = relay.var("v", a)
+    ident = relay.GlobalVar("ident")
+    f = relay.var("f", shape=(), dtype="int8")
+    mod = tvm.IRModule({ident: relay.Function([v], v, a, [a])})
+    mod["main"] = relay.Function([f], ident(f))
+    mod = relay.transform.InferType()(mod)
+    tvm.ir.assert_structural_equal(mod["main"].body.type_args, [relay.TensorType((), "int8")])
+    # a note on the call, not part of it: structural equality ignores it
+    bare = relay.Function([f], ident(f), relay.TensorType((), "int8"))
+    assert tvm.ir.structural_equal(mod["main"], bare, map_free_vars=True)

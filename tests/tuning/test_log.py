@@ -140,8 +140,16 @@ def test_measured_placement_matches_numpy(tmp_path: Path) -> None:
     x = RNG.standard_normal((2, 8)).astype("float32")
     np.testing.assert_allclose(_run(res.partitioned, x), _want(x), rtol=1e-4, atol=1e-6)
     every = [json.loads(line) for line in path.read_text().splitlines()]
-    assert {r["backend"] for r in every} == {"onnxruntime", "host"}
+    # candidates on each target, and the whole model: placed, onnxruntime alone, host alone
+    assert {r["backend"] for r in every} == {"onnxruntime", "host", "model"}
     assert all(r["latency"] > 0 for r in every)
+    # the placement, each backend alone, and the re-decided placements ("measured 1", ...)
+    # that timing the whole model may add when backend switches cost more than predicted
+    assert {"measured", "onnxruntime", "host"} <= set(res.whole)
+    assert all(
+        k.startswith("measured ") for k in set(res.whole) - {"onnxruntime", "host", "measured"}
+    )
+    assert res.whole[res.chosen] == min(res.whole.values())
 
 
 def test_build_with_log_measures_nothing(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from relaykit.execution.codegen import scoped_codegens
 from relaykit.ir.expr import Call, Tuple
 from relaykit.ir.functor import post_order
 from relaykit.runtime.module import PythonModule
-from relaykit.tuning import CallableCost, MockCostEstimator, place
+from relaykit.tuning import CallableCost, MockCostEstimator, place, search
 
 pytest.importorskip("onnxruntime", reason="placement tests use the onnxruntime backend")
 
@@ -217,3 +217,46 @@ def _check_random(nodes: Any, seed: int) -> None:
     want = _numpy_eval(nodes, a, b)
     for k, i in enumerate(outs):
         np.testing.assert_allclose(m.get_output(k).numpy(), want[i], rtol=1e-5, atol=1e-6)
+
+
+class _Batched(CallableCost):
+    """A CallableCost that also answers batches, recording each batch it is handed."""
+
+    def __init__(self, fn: Any) -> None:
+        super().__init__(fn)
+        self.batches: list[list[tuple[tuple[str, ...], str, float]]] = []
+
+    def latencies(self, jobs: list[tuple[Any, str, float]]) -> list[float]:
+        self.batches.append([(c.names, t, b) for c, t, b in jobs])
+        return [self.latency(c, t) for c, t, _ in jobs]
+
+
+def test_runs_a_target_cannot_win_are_not_measured() -> None:
+    mod, _ = _chain()  # abs, add, relu, exp
+
+    def cost(names: tuple[str, ...], target: str) -> float:
+        if target == "onnxruntime":  # exp is hopeless there; every region costs 1 + its ops
+            return 100.0 if "exp" in names else 1.0 + 0.1 * len(names)
+        return 2.0 * len(names)
+
+    src = _Batched(cost)
+    res = place(mod, ["onnxruntime"], cost=src, max_units=4, host_max_units=4)
+    asked = [job for batch in src.batches for job in batch]
+    ort_runs = {names for names, t, _ in asked if t == "onnxruntime"}
+    # exp alone was measured on onnxruntime; no longer run holding it was
+    assert ("exp",) in ort_runs
+    assert not any("exp" in names and len(names) > 1 for names in ort_runs)
+    assert ("abs", "add", "nn.relu") in ort_runs  # runs it may win still are
+    # single units come first, target by target, the host bounded by onnxruntime's time
+    assert [b[0][1] for b in src.batches[:2]] == ["onnxruntime", "host"]
+    assert all(math.isinf(bound) for _, _, bound in src.batches[0])
+    assert dict(((n, t), b) for n, t, b in src.batches[1])[(("exp",), "host")] == 100.0
+    # and the choice is still the best over everything: ort for the first three, exp on host
+    assert [(s.names, s.target) for s in res.placement.segments] == [
+        (("abs", "add", "nn.relu"), "onnxruntime"),
+        (("exp",), "host"),
+    ]
+    full = _Batched(cost)
+    unpruned = search(res.graph, ["onnxruntime"], full, max_units=4, host_max_units=4, prune=False)
+    assert math.isclose(unpruned.total, res.placement.total)
+    assert sum(map(len, full.batches)) > len(asked)

@@ -34,6 +34,7 @@ EPILOG = """\
 examples:
   relaykit tune resnet18 --targets dnnl,onnxruntime,ccompiler --log tune.jsonl
   relaykit tune model.onnx --targets onnxruntime --log tune.jsonl --threads 2
+  relaykit tune resnet50 --targets dnnl,onnxruntime --log tune.jsonl --ray-address 10.0.0.1:6379
   relaykit compile resnet18 --targets dnnl,onnxruntime,ccompiler --tuning-log tune.jsonl
 """
 
@@ -52,6 +53,13 @@ def register(sub: SubParsers) -> None:
     )
     parser.add_argument("model", help=MODEL_HELP)
     add_placement_options(parser)
+    parser.add_argument(
+        "--ray-address",
+        default=None,
+        metavar="HOST:PORT",
+        help="measure as tasks on this Ray cluster (the relaykit[ray] extra); "
+        "default: local worker processes, each pinned to its own cores",
+    )
     parser.add_argument(
         "--log",
         required=True,
@@ -130,24 +138,34 @@ def tune_model(
     max_units: int = 8,
     host_max_units: int = 4,
     progress: Any = None,
+    ray_address: str | None = None,
 ) -> tuple[CollageResult, MeasuredCost, dict[str, float]]:
-    """Place ``mod`` by measurement; also the best placement using each target alone
-    with the host (from the same measurements)."""
-    cost = MeasuredCost(log, threads=threads)
-    result = place(
-        mod,
-        targets,
-        cost=cost,
-        max_units=max_units,
-        host_max_units=host_max_units,
-        progress=progress,
-    )
-    measured, reused = cost.measurements, cost.reused
+    """Place ``mod`` by measurement (in local workers, or on the Ray cluster at
+    ``ray_address``); also the best placement using each target alone with the host,
+    from the same measurements (runs the joint search skipped count as unmeasured)."""
+    cost = MeasuredCost(log, threads=threads, ray_address=ray_address)
+    try:
+        result = place(
+            mod,
+            targets,
+            cost=cost,
+            max_units=max_units,
+            host_max_units=host_max_units,
+            progress=progress,
+        )
+    finally:
+        cost.close()
+    recorded = MeasuredCost(log, threads=threads, measure_missing=False)
     singles = {}
     for t in targets:
-        alone = search(result.graph, [t], cost, max_units=max_units, host_max_units=host_max_units)
+        alone = search(
+            result.graph,
+            [t],
+            recorded,
+            max_units=max_units,
+            host_max_units=host_max_units,
+        )
         singles[t] = alone.total
-    cost.measurements, cost.reused = measured, reused
     return result, cost, singles
 
 
@@ -165,6 +183,7 @@ def run(args: argparse.Namespace) -> int:
         max_units=args.max_units,
         host_max_units=args.host_max_units,
         progress=ProgressBar(),
+        ray_address=args.ray_address,
     )
     print(
         f"tuned {what} for {targets_label(targets)}: {len(result.graph.units)} units, "

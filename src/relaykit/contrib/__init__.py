@@ -8,3 +8,6 @@ relaykit's backends are not here: the built-in ones (``dnnl``, ``ccompiler``,
 # TVM scripts reach the executor as an attribute after `import tvm` (tvm.contrib.graph_executor);
 # it is a thin module over relaykit.execution, not a backend: loading it loads no backend.
 from . import graph_executor as graph_executor
+
+# tvm.contrib.utils.tempdir() works after `import tvm` alone in TVM scripts; it is stdlib-only
+from . import utils as utils

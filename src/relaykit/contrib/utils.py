@@ -41,6 +41,11 @@ class TempDirectory:
     def set_keep_for_debug(cls, keep: bool = True) -> None:
         cls._keep_all = bool(keep)
 
+    @property
+    def temp_dir(self) -> str:
+        """The directory's path (TVM's attribute name)."""
+        return self.path
+
     def relpath(self, name: str) -> str:
         """The path of ``name`` inside the directory (which must stay inside it)."""
         full = os.path.realpath(os.path.join(self.path, name))

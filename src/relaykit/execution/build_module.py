@@ -53,6 +53,7 @@ from relaykit.transform.bind import bind_params_by_name
 from relaykit.transform.infer_type import InferType
 from relaykit.transform.pass_infra import Pass, Sequential
 from relaykit.transform.pipeline import optimization_passes
+from relaykit.transform.remove_unused_functions import remove_unused_functions
 
 from .aot import AOTExecutorFactoryModule, build_aot
 from .codegen.registry import get_codegen
@@ -60,6 +61,7 @@ from .evaluator import describe_call
 from .fusion import fusion_of, host_passes, plan_fusion
 from .graph_executor import GraphExecutor
 from .graph_plan import GraphPlan
+from .kernel_choices import apply_choices
 from .lower import lower_to_plan
 from .memory_plan import MemoryReport, memory_report
 
@@ -419,6 +421,7 @@ def build_graph(
             "partition them to a backend that supports them"
         )
     plan.bound_params = bound
+    apply_choices(plan)  # tuned kernel choices in force (autotvm.apply_history_best)
     plan.fusion = plan_fusion(plan)  # stored in the plan: executors and artifacts reuse it
     plan.output_names = output_tensor_names(source, len(plan.heads))
     lib.constants = {k: np.asarray(v) for k, v in consts.items() if np.ndim(v) == 0}
@@ -441,6 +444,9 @@ def _optimized(
     if not isinstance(ir_mod, IRModule):
         raise BuildError(f"relay.build takes an IRModule, got {type(ir_mod).__name__}")
     mod = lift_external_functions(ir_mod.copy())
+    if "main" in mod:
+        # Only main runs: the globals it does not reach (a Prelude's, say) are not built.
+        mod = remove_unused_functions(mod)
     bound: list[str] = []
     if params:
         names = {p.name_hint for p in mod["main"].params}

@@ -5,8 +5,9 @@ Two kinds, both here:
 1. **On the IR, at build** (:func:`host_passes`, run by ``relay.build`` and the VM after
    the standard pipeline, see :func:`relaykit.execution.build_module.build_passes`): the
    idioms of :mod:`relaykit.transform.idioms` become one operator each (``FuseLayerNorm``,
-   ``FuseGelu``: one kernel instead of five to ten passes) and a transposed
-   ``nn.batch_matmul`` operand is read as it is (``FoldTransposeIntoBatchMatmul``). The
+   ``FuseGelu``: one kernel instead of five to ten passes), a transposed
+   ``nn.batch_matmul`` operand is read as it is (``FoldTransposeIntoBatchMatmul``) and a
+   quantized table is gathered before it is dequantized (``GatherBeforeDequantize``). The
    frontends already emit ``nn.gelu`` and ``nn.layer_norm``; these passes catch modules
    built by hand. The VM's fusion is this step alone: it runs operator by operator.
 2. **On the graph executor's plan** (:func:`plan_fusion`, :func:`bind_group`): epilogue
@@ -49,26 +50,39 @@ from typing import Any
 import numpy as np
 
 from relaykit.backends.host import conv as host_conv
+from relaykit.backends.host import qnn as host_qnn
+from relaykit.backends.host import qnn_ops
 from relaykit.backends.host.conv import Epilogue
 from relaykit.backends.host.kernels import Scratch, conv2d_run, dense_run
 from relaykit.execution.graph_plan import FusedGroup, GraphPlan, PlanNode
 from relaykit.transform.batch_matmul_layout import FoldTransposeIntoBatchMatmul
+from relaykit.transform.gather_quantized import GatherBeforeDequantize
 from relaykit.transform.gelu import FuseGelu
 from relaykit.transform.layer_norm import FuseLayerNorm
 from relaykit.transform.pass_infra import Pass
 
-__all__ = ["FusedGroup", "PRODUCERS", "bind_group", "fusion_of", "host_passes", "plan_fusion"]
+__all__ = [
+    "FusedGroup",
+    "PRODUCERS",
+    "QNN_PRODUCERS",
+    "bind_group",
+    "fusion_of",
+    "host_passes",
+    "plan_fusion",
+]
 
 Run = Callable[[], Any]
 
 #: Operators whose output an epilogue can follow.
 PRODUCERS = frozenset({"nn.conv2d", "nn.dense"})
+#: Integer products whose requantize epilogue fuses (:mod:`relaykit.backends.host.qnn`).
+QNN_PRODUCERS = frozenset({"qnn.conv2d", "qnn.dense", "qnn.batch_matmul"})
 _INF = float("inf")
 
 
 def host_passes() -> list[Pass]:
     """The host's fusion passes on the IR, in order (see the module docstring, 1.)."""
-    return [FuseLayerNorm(), FuseGelu(), FoldTransposeIntoBatchMatmul()]
+    return [FuseLayerNorm(), FuseGelu(), FoldTransposeIntoBatchMatmul(), GatherBeforeDequantize()]
 
 
 def _channel_axis(producer: PlanNode, ndim: int) -> int:
@@ -183,6 +197,11 @@ def plan_fusion(plan: GraphPlan) -> dict[int, FusedGroup]:
     groups: dict[int, FusedGroup] = {}
     nodes = plan.nodes
     for i, node in enumerate(nodes):
+        if node.kind == "op" and not node.view and node.name in QNN_PRODUCERS:
+            qgroup = _qnn_chain(plan, i, readers)
+            if qgroup is not None:
+                groups[i] = qgroup
+            continue
         if node.kind != "op" or node.view or node.name not in PRODUCERS:
             continue
         if len(node.outputs) != 1 or plan.entries[node.outputs[0]].dtype != "float32":
@@ -203,6 +222,101 @@ def plan_fusion(plan: GraphPlan) -> dict[int, FusedGroup]:
     return groups
 
 
+class _QnnChain:
+    """The integer chain being grown from one ``qnn.*`` product (see :func:`_qnn_chain`)."""
+
+    def __init__(self, plan: GraphPlan, producer: int) -> None:
+        self.plan = plan
+        self.producer = producer
+        node = plan.nodes[producer]
+        self.entry = node.outputs[0]
+        self.shape = plan.entries[self.entry].shape
+        self.dense = node.name == "qnn.dense"
+        self.conv = node.name == "qnn.conv2d"
+        self.members: list[int] = []
+        self.names: list[str] = []
+        self.real = 0
+        self.bias: int | None = None
+        self.stage = 0  # 0: bias or requantize next; 1: requantize next; 2: clips only
+        self.lo, self.hi = -_INF, _INF
+
+    def take(self, index: int, node: PlanNode) -> bool:
+        """Add ``node`` (a single-output operator reading the chain's entry) if it fits."""
+        out = self.plan.entries[node.outputs[0]]
+        if node.view:  # a reshape after a dense layer that keeps its last axis
+            if not (self.dense and out.shape and out.shape[-1] == self.shape[-1]):
+                return False
+            self.shape = out.shape
+        elif out.shape != self.shape or not self._step(node, out.dtype):
+            return False
+        self.members.append(index)
+        if not node.view:
+            self.names.append(node.name)
+            self.real = len(self.members)
+        self.entry = node.outputs[0]
+        return True
+
+    def _step(self, node: PlanNode, dtype: str) -> bool:
+        first = node.inputs[0] == self.entry
+        if self.stage == 0 and node.name in ("nn.bias_add", "add") and first:
+            axis = 1 if self.conv else len(self.shape) - 1
+            other = node.inputs[1]
+            oshape = self.plan.entries[other].shape
+            if node.name == "nn.bias_add":
+                ok = node.attrs.axis % len(self.shape) == axis and oshape == (self.shape[axis],)
+            else:
+                ok = _is_channel_vector(oshape, self.shape, axis)
+            if ok:
+                self.bias, self.stage = other, 1
+            return ok
+        if self.stage <= 1 and node.name == "qnn.requantize" and first:
+            ok = dtype in ("int8", "uint8")
+            self.stage = 2 if ok else self.stage
+            return ok
+        if self.stage == 2 and node.name in ("clip", "nn.relu"):
+            relu = node.name == "nn.relu"
+            lo = max(self.lo, 0.0 if relu else float(node.attrs.a_min))
+            hi = min(self.hi, _INF if relu else float(node.attrs.a_max))
+            if lo > hi:
+                return False
+            self.lo, self.hi = lo, hi
+            return True
+        return False
+
+    def group(self) -> FusedGroup | None:
+        members = tuple(self.members[: self.real])
+        if self.stage != 2 or not members:
+            return None
+        out = self.plan.nodes[members[-1]].outputs[0]
+        return FusedGroup(
+            self.producer, members, out, self.bias, None, self.lo, self.hi, tuple(self.names)
+        )
+
+
+def _qnn_chain(plan: GraphPlan, producer: int, readers: Counter[int]) -> FusedGroup | None:
+    """``qnn.conv2d | qnn.dense | qnn.batch_matmul -> [nn.bias_add | add of a per-channel
+    constant] -> qnn.requantize -> [clip]*``, the requantize required (a dense layer may
+    also be followed by reshapes that keep its last axis); the group's ``bias`` is the bias
+    entry, ``lo`` / ``hi`` the clips' bounds (the requantize is a member)."""
+    nodes = plan.nodes
+    first = nodes[producer].outputs[0]
+    if len(nodes[producer].outputs) != 1 or plan.entries[first].dtype != "int32":
+        return None
+    chain = _QnnChain(plan, producer)
+    for j in range(producer + 1, len(nodes)):
+        nxt = nodes[j]
+        if nxt.kind in ("input", "param"):
+            continue
+        reads = chain.entry in nxt.inputs
+        if nxt.kind == "op" and nxt.view and not reads:
+            continue
+        if not reads or readers[chain.entry] != 1 or nxt.kind != "op" or len(nxt.outputs) != 1:
+            break
+        if not chain.take(j, nxt):
+            break
+    return chain.group()
+
+
 def fusion_of(plan: GraphPlan) -> dict[int, FusedGroup]:
     """The fusion stored in ``plan``; a plan without one (read from an artifact made
     before plans carried it) is planned now, once, and keeps the result."""
@@ -216,6 +330,8 @@ def bind_group(
 ) -> Run | None:
     """The fused step of ``group`` on the executor's ``views``, or ``None`` when it cannot
     run fused (the nodes are then bound one by one)."""
+    if plan.nodes[group.producer].name in QNN_PRODUCERS:
+        return _bind_qnn(group, plan, views, scratch)
     if host_conv.kernels() is None:
         return None
     node = plan.nodes[group.producer]
@@ -255,3 +371,72 @@ def _apart_or_same(a: np.ndarray, b: np.ndarray) -> bool:
     if not np.may_share_memory(a, b):
         return True
     return a.ctypes.data == b.ctypes.data and a.nbytes == b.nbytes
+
+
+def _bind_qnn(
+    group: FusedGroup, plan: GraphPlan, views: Sequence[np.ndarray], scratch: Scratch
+) -> Run | None:
+    """The integer product with its bias, requantize and clips in one native step."""
+    node = plan.nodes[group.producer]
+    rq_node = next(plan.nodes[m] for m in group.members if plan.nodes[m].name == "qnn.requantize")
+    args = [views[e] for e in node.inputs]
+    y = views[group.out]
+    t = views[node.outputs[0]]
+    axis = 1 if node.name == "qnn.conv2d" else t.ndim - 1
+    channels = int(t.shape[axis])
+    params = [views[e] for e in rq_node.inputs[1:]]
+    bias = None if group.bias is None else views[group.bias]
+    target = y.reshape(t.shape)
+    if not _qnn_operands_ok(node, rq_node, args, params, bias, target, axis):
+        return None
+    rq = qnn_ops.requantize_of(rq_node.attrs, params, channels, bias, group.lo, group.hi)
+    if rq is None:
+        return None
+    if node.name == "qnn.conv2d":
+        return host_qnn.conv2d_run(node.attrs, args, target, scratch, rq)
+    if node.name == "qnn.dense":
+        return host_qnn.dense_run(args, target, scratch, rq)
+    return host_qnn.batch_matmul_run(node.attrs, args, target, scratch, rq)
+
+
+def _qnn_operands_ok(
+    node: PlanNode,
+    rq_node: PlanNode,
+    args: list[np.ndarray],
+    params: list[np.ndarray],
+    bias: np.ndarray | None,
+    y: np.ndarray,
+    axis: int,
+) -> bool:
+    """Whether the fused step can take these operands: per-tensor parameters or per
+    channel along the output's channel axis, a constant int32 bias of one value per
+    channel, constant quantization parameters, an output the product may write."""
+    channels = int(y.shape[axis])
+    sizes = [np.asarray(p).size for p in params]
+    if any(n not in (1, channels) for n in sizes):
+        return False
+    if any(n > 1 for n in sizes) and int(rq_node.attrs.axis) % y.ndim != axis:
+        return False
+    if bias is not None and (
+        bias.dtype != np.int32 or bias.size != channels or bias.flags.writeable
+    ):
+        return False
+    if y.dtype.name != str(rq_node.attrs.out_dtype) or any(a.flags.writeable for a in args[2:]):
+        return False
+    if np.may_share_memory(y, args[1]):
+        return False
+    return not np.may_share_memory(y, args[0]) or _reads_first(node, args[0], y)
+
+
+def _reads_first(node: PlanNode, x: np.ndarray, y: np.ndarray) -> bool:
+    """Whether the integer product copies all of ``x`` before writing its output (the
+    planner may give the output ``x``'s memory): im2col of one image, packed dense rows."""
+    if node.name == "qnn.dense":
+        return True
+    if node.name != "qnn.conv2d" or x.shape[0] != 1:
+        return False
+    if int(node.attrs.groups) == 1:
+        return True
+    # depthwise, one output channel per input channel, same size: channel c of the output
+    # is channel c of the input's memory, copied before it is written
+    return x.shape == y.shape and x.dtype == y.dtype and x.ctypes.data == y.ctypes.data

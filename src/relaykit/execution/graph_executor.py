@@ -177,7 +177,7 @@ class _ThreadState:
         self.steps: list[Callable[[], Any]] = []
         self.step_nodes: list[int] = []
         #: Names of the inputs this thread has not set yet.
-        self.unset: set[str] = set()
+        self.unset: set[int] = set()  # indices of the inputs not set yet
         #: Whether the last run of this thread completed (the outputs are valid).
         self.ran = False
         #: The parameter version the steps are bound to.
@@ -205,7 +205,11 @@ class GraphExecutor(Module):
         self.lib = lib
         self.device = device or cpu()
         self._input_names = plan.input_names  # a property that walks the plan: read once
-        self._input_index = {name: i for i, name in enumerate(self._input_names)}
+        # Inputs are tracked by index: several may share a name (TVM allows it), and a
+        # name then stands for the first of them.
+        self._input_index: dict[str, int] = {}
+        for i, name in enumerate(self._input_names):
+            self._input_index.setdefault(name, i)
         self._param_names = set(plan.param_names)
         self._bound = set(plan.bound_params)
         self._param_entry = {n.name: n.outputs[0] for n in plan.nodes if n.kind == "param"}
@@ -214,11 +218,7 @@ class GraphExecutor(Module):
         # The inputs something reads (an operator, a backend call or an output): run() needs
         # only these set; an input nothing reads may stay unset, as in TVM.
         read = {e for n in plan.nodes for e in n.inputs} | set(plan.heads)
-        self._read_inputs = frozenset(
-            name
-            for name, e in zip(self._input_names, self._input_entries, strict=True)
-            if e in read
-        )
+        self._read_inputs = frozenset(i for i, e in enumerate(self._input_entries) if e in read)
         self._lock = threading.Lock()
         self._local = threading.local()
         self._monitor = get_monitor()
@@ -275,7 +275,7 @@ class GraphExecutor(Module):
         first: bool = False,
     ) -> _ThreadState:
         state = _ThreadState(blocks, np.zeros(self.workspace_bytes + 64, np.uint8), first)
-        state.unset = set(self._input_names)
+        state.unset = set(range(len(self._input_entries)))
         self._bind_state(state, params, version)
         return state
 
@@ -440,7 +440,7 @@ class GraphExecutor(Module):
                 buf = state.inputs[i]
                 if value.shape == buf.shape and value.dtype == buf.dtype:
                     np.copyto(buf, value)
-                    state.unset.discard(key)
+                    state.unset.discard(i)
                     return
         copies: list[tuple[int, np.ndarray]] = []
         changed: dict[str, np.ndarray] = {}
@@ -452,10 +452,9 @@ class GraphExecutor(Module):
             )
         for k, v in params.items():
             self._check_one(k, v, False, copies, changed)
-        names = self._input_names
         for i, arr in copies:
             np.copyto(state.inputs[i], arr, casting="unsafe")  # checked: _converts_exactly
-            state.unset.discard(names[i])
+            state.unset.discard(i)
         if changed:
             self._replace_params(changed)
 
@@ -492,7 +491,7 @@ class GraphExecutor(Module):
         """Check one input (appended to ``copies``) or parameter (to ``changed``)."""
         pos = self._input_position(key)
         name = self._input_names[pos] if isinstance(pos, int) else pos
-        i = self._input_index.get(name)
+        i = pos if isinstance(pos, int) else self._input_index.get(name)
         if i is not None:
             spec = self.plan.entries[self._input_entries[i]]
             arr = _as_array(value, "input", name, spec)
@@ -563,14 +562,20 @@ class GraphExecutor(Module):
         self._monitor.tick()  # one reading per run: what a busy machine did (bench)
 
     def _unset_error(self, state: _ThreadState) -> ExecutorUsageError:
-        names = [n for n in self._input_names if n in state.unset and n in self._read_inputs]
-        if names:
-            spec = self.plan.entries[self._input_entries[self._input_index[names[0]]]]
+        missing_inputs = sorted(state.unset & self._read_inputs)
+        if missing_inputs:
+            names = [self._input_names[i] for i in missing_inputs]
+            spec = self.plan.entries[self._input_entries[missing_inputs[0]]]
+            hint = (
+                f"set_input({missing_inputs[0]}, value) (several inputs are named {names[0]!r})"
+                if self._input_names.count(names[0]) > 1
+                else f"set_input({names[0]!r}, value) or run({names[0]}=value)"
+            )
             others = f" (also not set: {', '.join(names[1:])})" if len(names) > 1 else ""
             note = "" if state.first else _THREAD_NOTE
             return ExecutorUsageError(
                 f"run() before input {names[0]!r} ({_type_str(spec)}) was set{others}: call "
-                f"set_input({names[0]!r}, value) or run({names[0]}=value) first{note}"
+                f"{hint} first{note}"
             )
         missing = sorted(self._unset_params)
         return ExecutorUsageError(

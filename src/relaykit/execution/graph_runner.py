@@ -30,12 +30,13 @@ __all__ = ["GraphRunner"]
 
 
 def _structure(ty: Type | None, flat: list[NDArray]) -> Any:
-    """Rebuild nested tuples of outputs from the flat list, following the return type."""
+    """Rebuild nested outputs from the flat list, following the return type: a tuple
+    type gives a list (as TVM's graph executor returns them)."""
     it = iter(flat)
 
     def take(t: Type | None) -> Any:
         if isinstance(t, TupleType):
-            return tuple(take(f) for f in t.fields)
+            return [take(f) for f in t.fields]
         return next(it)
 
     return take(ty)
@@ -71,7 +72,7 @@ class GraphRunner:
             raise IRError(f"evaluate needs a relay expression, got {type(expr).__name__}")
         if binds:
             func = bind(func, binds)  # type: ignore[assignment]
-        mod["main"] = _distinct_input_names(func)
+        mod["main"] = func
         factory = build(mod, target=self.target, params=self.params or None)
         if not isinstance(factory, GraphExecutorFactoryModule):  # an AOT build: no executor
             raise ExecutorUsageError("the graph executor needs a graph build, not ahead-of-time C")
@@ -83,30 +84,6 @@ class GraphRunner:
         return run
 
 
-def _distinct_input_names(func: Function) -> Function:
-    """``func`` with repeated parameter names made distinct (``x``, ``x_1``...): the
-    callable passes inputs by position, as TVM's ``evaluate()`` does, so two
-    parameters may share a name."""
-    names = [p.name_hint for p in func.params]
-    if len(set(names)) == len(names):
-        return func
-    taken = set(names)
-    seen: set[str] = set()
-    renamed: dict[Var, Var] = {}
-    for p in func.params:
-        name = p.name_hint
-        if name in seen:
-            k = 1
-            while f"{name}_{k}" in taken:
-                k += 1
-            taken.add(f"{name}_{k}")
-            renamed[p] = Var(f"{name}_{k}", p.type_annotation)
-        seen.add(name)
-    body = bind(func.body, renamed)
-    params = [renamed.get(p, p) for p in func.params]
-    return Function(params, body, func.ret_type, func.type_params, func.attrs)
-
-
 class _Callable:
     def __init__(self, executor: GraphExecutor, ret_type: Type) -> None:
         self.executor = executor
@@ -114,26 +91,29 @@ class _Callable:
         self.names = executor.plan.input_names
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Inputs by position (as TVM's ``evaluate()`` passes them, so two parameters may
+        share a name) or by name (a name stands for the first input of that name)."""
         ex = self.executor
         if len(args) > len(self.names):
             raise ExecutorUsageError(
                 f"the function takes {len(self.names)} inputs ({', '.join(self.names)}), got "
                 f"{len(args)}"
             )
-        given = dict(zip(self.names, args, strict=False))
-        wanted = set(self.names)
+        given = dict(enumerate(args))
         for k, v in kwargs.items():
-            if k not in wanted:
+            if k not in self.names:
                 continue  # as TVM: a keyword naming no input is ignored (a bound parameter)
-            if k in given:
+            i = self.names.index(k)
+            if i in given:
                 raise ExecutorUsageError(f"input {k!r} given twice (by position and by name)")
-            given[k] = v
-        missing = [n for n in self.names if n not in given]
+            given[i] = v
+        missing = [n for i, n in enumerate(self.names) if i not in given]
         if missing:
             raise ExecutorUsageError(
                 f"missing inputs: {', '.join(missing)}; the function takes {', '.join(self.names)}"
             )
-        ex.set_input(**given)
+        for i, v in sorted(given.items()):
+            ex.set_input(i, v)
         ex.run()
         flat = [ex.get_output(i) for i in range(ex.get_num_outputs())]
         return _structure(self.ret_type, flat)

@@ -45,6 +45,7 @@ from relaykit.runtime.ndarray import NDArray
 from relaykit.runtime.vm import ADT
 from relaykit.transform.bind import bind, bind_params_by_name
 from relaykit.transform.infer_type import infer_module
+from relaykit.transform.remove_unused_functions import remove_unused_functions
 
 from .evaluator import Activation, Closure, Environment, Evaluator, describe_call
 from .graph_runner import GraphRunner
@@ -169,18 +170,19 @@ def _shape_text(ty: TensorType) -> str:
 
 
 def to_runtime_value(value: Any) -> Any:
-    """Interpreter values as users see them: NDArrays, tuples of them, closures."""
+    """Interpreter values as users see them: NDArrays, tuples of them (as :class:`ADT`
+    objects with tag 0, which are tuples), constructor values, closures."""
     if isinstance(value, np.ndarray):
         return NDArray(value)
     if isinstance(value, np.generic):
         return NDArray(np.asarray(value))
-    if isinstance(value, tuple):
-        return tuple(to_runtime_value(v) for v in value)
     if isinstance(value, ConstructorValue):
-        fields = [to_runtime_value(v) for v in value.fields]
+        fields = [to_runtime_value(v) for v in value]
         return ConstructorValue(value.tag, fields, value.constructor)
     if isinstance(value, ADT):
-        return ADT(value.tag, [to_runtime_value(v) for v in value.fields])
+        return ADT(value.tag, [to_runtime_value(v) for v in value])
+    if isinstance(value, tuple):
+        return ADT(0, [to_runtime_value(v) for v in value])
     if isinstance(value, RefValue):
         return RefValue(to_runtime_value(value.value))
     return value
@@ -195,6 +197,8 @@ def from_runtime_value(value: Any) -> Any:
         return ConstructorValue(value.tag, fields, value.constructor)
     if isinstance(value, RefValue):
         return RefValue(from_runtime_value(value.value))
+    if isinstance(value, ADT) and value.tag != 0:
+        return ADT(value.tag, [from_runtime_value(v) for v in value])
     if isinstance(value, (tuple, list)):
         return tuple(from_runtime_value(v) for v in value)
     return value
@@ -267,6 +271,9 @@ class Executor:
         main_name = "__evaluate_target__"
         func = expr if isinstance(expr, Function) else Function([], expr)
         mod[main_name] = func
+        # Only what the evaluated function reaches is checked (a Prelude brings hundreds
+        # of globals the program may never call).
+        mod = remove_unused_functions(mod, [main_name])
         infer_module(mod)
         machine = Interpreter(mod)
         if isinstance(expr, Function):

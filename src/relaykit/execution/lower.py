@@ -284,13 +284,6 @@ def lower_to_plan(
     main = mod[func_name]
     low = PlanLowering(mod)
     env = {p: low.add_input(p, func_name) for p in main.params}
-    names = [p.name_hint for p in main.params]
-    dup = {n for n in names if names.count(n) > 1}
-    if dup:
-        raise BuildError(
-            f"@{func_name} has several inputs named {', '.join(sorted(dup))}; the graph executor "
-            "sets inputs by name, so give them distinct names"
-        )
     value = low.run(main.body, Activation(Environment(env), None, func_name))
     heads = _flatten(value)
     entries, nodes, heads = _drop_unused_ops(low.entries, low.nodes, heads)

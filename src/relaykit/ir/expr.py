@@ -414,6 +414,11 @@ class Call(Expr):
         _set(self, "_checked_type", None)
         _set(self, "span", span)
 
+    def _set_type_args(self, type_args: Sequence[Type]) -> None:
+        """Record the type arguments inference chose (like the checked type, a note
+        on the node: ``type_args`` takes no part in structural equality)."""
+        _set(self, "type_args", tuple(type_args))
+
 
 @node_class
 class Tuple(Expr):

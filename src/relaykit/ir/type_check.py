@@ -145,6 +145,7 @@ class TypeChecker:
         self.pending: list[Expr] = []  # nodes typed while some of their type was unknown
         self.deferred: list[tuple[Call, Op, Unknown]] = []  # op calls waiting for inputs
         self.solved: set[Var] = set()  # unannotated variables whose type was solved
+        self.call_type_args: list[tuple[Call, list[Type]]] = []  # see write_type_args
 
     # -- error reporting -------------------------------------------------------
     def fail(self, node: Expr, message: str) -> RelayTypeError:
@@ -166,6 +167,7 @@ class TypeChecker:
                 self.unify_self()
             if self.holes:
                 self.settle()
+            self.write_type_args()
         except RelayTypeError:
             # No node keeps a type with unknowns in it (a later local inference would
             # trust it).
@@ -174,6 +176,14 @@ class TypeChecker:
                     node._set_checked_type(None)
             raise
         return self.done[id(self.root)]
+
+    def write_type_args(self) -> None:
+        """Set ``type_args`` of the calls typed in this run (TVM's ``Call.type_args``): an
+        operator call's input types, a polymorphic callee's type parameters' instances."""
+        for call, types in self.call_type_args:
+            resolved = [self.resolve(t) for t in types] if self.holes else types
+            if not any(map(has_unknown, resolved)):
+                call._set_type_args(resolved)
 
     def unify_self(self) -> None:
         """Unify the type a recursive global was called at with the type of its body."""
@@ -436,7 +446,7 @@ class TypeChecker:
         ``fn (args) -> ?``)."""
         ft = self.resolve(ft)
         if type(ft) is FuncType and ft.type_params:
-            ft = self.instantiate(ft)
+            ft = self.instantiate(ft, call)
         if type(ft) is Unknown:
             ret = self.fresh(call)
             self.unify(ft, FuncType(arg_types, ret))
@@ -467,6 +477,7 @@ class TypeChecker:
             raise self.fail(call, f"operator {op.name} has no type relation")
         if arity is not None and arity >= 0 and arity != len(arg_types):
             raise self.fail(call, f"operator {op.name} takes {arity} inputs, got {len(arg_types)}")
+        self.call_type_args.append((call, arg_types))
         if self.holes:
             known = self.solve_inputs(call, op, arg_types)
             if known is None and op.get_attr("TTypeIdentity") and len(arg_types) == 1:
@@ -580,11 +591,13 @@ class TypeChecker:
         return None if None in parts else self.resolve(a)
 
     # -- unknown types ---------------------------------------------------------
-    def instantiate(self, ft: FuncType) -> FuncType:
-        """``ft`` with its type parameters replaced by fresh unknowns."""
+    def instantiate(self, ft: FuncType, call: Call | None = None) -> FuncType:
+        """``ft`` with its type parameters replaced by fresh unknowns (``call``'s type args)."""
         if not ft.type_params:
             return ft
         fresh: dict[Type, Type] = {tv: self.fresh(None) for tv in ft.type_params}
+        if call is not None:
+            self.call_type_args.append((call, list(fresh.values())))
         args = [substitute(a, fresh) for a in ft.arg_types]
         return FuncType(args, substitute(ft.ret_type, fresh))
 
@@ -820,7 +833,7 @@ def function_signature(fn: Function) -> FuncType | None:
     """The declared type of a function, if all of it is annotated (else ``None``)."""
     if fn.ret_type is None or any(p.type_annotation is None for p in fn.params):
         return None
-    return FuncType([p.type_annotation for p in fn.params], fn.ret_type)  # type: ignore[misc]
+    return FuncType([p.type_annotation for p in fn.params], fn.ret_type, fn.type_params)  # type: ignore[misc]
 
 
 def global_types(mod: GlobalScope | None) -> dict[str, FuncType]:

@@ -5,8 +5,10 @@
 rose tree ``Tree[a]`` (``Rose(a, List[Tree[a]])``) and
 the polymorphic global functions ``id``, ``compose``, ``hd``, ``tl``, ``nth``,
 ``update``, ``length``, ``map``, ``foldl``, ``foldr``, ``sum``, ``filter``,
-``concat``, ``rev`` and ``get_or_default`` (Option's value or a default). Tensor
-arrays are not provided.
+``concat``, ``rev`` and ``get_or_default`` (Option's value or a default), and the
+dynamic tensor arrays of every dtype of ``TENSOR_ARRAY_DTYPES`` (``tensor_float32_t``,
+``tensor_array_float32``...; see :mod:`relaykit.relay.tensor_array`, whose
+``StaticTensorArrayOps`` adds the fixed-shape ones).
 
 >>> import relaykit as tvm
 >>> from relaykit import relay
@@ -40,7 +42,15 @@ from relaykit.ir.module import IRModule
 from relaykit.ir.op import get_op
 from relaykit.ir.types import FuncType, TensorType, Type, TypeVar
 
-__all__ = ["Prelude"]
+from .tensor_array import (
+    TENSOR_ARRAY_DTYPES,
+    StaticTensorArrayOps,
+    TensorArrayOps,
+    get_tensor_array_shape,
+    static_name,
+)
+
+__all__ = ["Prelude", "StaticTensorArrayOps", "TensorArrayOps", "get_tensor_array_shape"]
 
 _INT = TensorType((), "int32")
 
@@ -57,23 +67,67 @@ class Prelude:
         self.load_prelude()
 
     # -- lookups (TVM's interface) ----------------------------------------------------------
+    def get_name(self, canonical: str, dtype: Any = None) -> str:
+        """The global name of ``canonical`` for ``dtype`` (``tensor_t`` -> ``tensor_<dtype>_t``,
+        others ``<canonical>_<dtype>``); ``canonical`` itself without a dtype."""
+        if dtype is None:
+            return canonical
+        if canonical == "tensor_t":
+            return f"tensor_{dtype}_t"
+        return f"{canonical}_{dtype}"
+
     def get_global_var(self, name: str, dtype: Any = None) -> GlobalVar:
-        return self.mod.get_global_var(name)
+        return self.mod.get_global_var(self.get_name(name, dtype))
 
     def get_type(self, name: str, dtype: Any = None) -> GlobalTypeVar:
-        return self.mod.get_global_type_var(name)
+        return self.mod.get_global_type_var(self.get_name(name, dtype))
 
     def get_ctor(self, ty_name: str, canonical: str, dtype: Any = None) -> Constructor:
+        name = self.get_name(canonical, dtype)
         for c in self.mod.get_type(ty_name)[1:]:
-            if c.name_hint == canonical:
+            if c.name_hint == name:
                 return c
-        raise IRError(f"type {ty_name} has no constructor {canonical}")
+        raise IRError(
+            f"type {ty_name} has no constructor {name}; its constructors are "
+            + ", ".join(c.name_hint for c in self.mod.get_type(ty_name)[1:])
+        )
+
+    def get_tensor_ctor(self, canonical: str, dtype: str) -> Constructor:
+        """The constructor ``canonical`` (``tensor0`` ... ``tensor6``, ``tensor_nil``) of
+        the dynamic tensor array of ``dtype``."""
+        return self.get_ctor(self.get_name("tensor_t", dtype), canonical, dtype)
+
+    def get_name_static(
+        self, canonical: str, dtype: str, shape: Any, batch_dim: int | None = None
+    ) -> str:
+        return static_name(canonical, dtype, shape, batch_dim)
+
+    def get_global_var_static(
+        self, canonical: str, dtype: str, shape: Any, batch_dim: int | None = None
+    ) -> GlobalVar:
+        return self.mod.get_global_var(static_name(canonical, dtype, shape, batch_dim))
+
+    def get_type_static(self, canonical: str, dtype: str, shape: Any) -> GlobalTypeVar:
+        return self.mod.get_global_type_var(static_name(canonical, dtype, shape))
+
+    def get_ctor_static(self, ty_name: str, name: str, dtype: str, shape: Any) -> Constructor:
+        type_name = static_name(ty_name, dtype, shape)
+        ctor_name = static_name(name, dtype, shape)
+        for c in self.mod.get_type(type_name)[1:]:
+            if c.name_hint == ctor_name:
+                return c
+        raise IRError(f"type {type_name} has no constructor {ctor_name}")
+
+    def get_tensor_ctor_static(self, name: str, dtype: str, shape: Any) -> Constructor:
+        return self.get_ctor_static("tensor_t", name, dtype, shape)
 
     # -- definitions ------------------------------------------------------------------------
     def load_prelude(self) -> None:
         mod = self.mod
-        if "List" in {g.name_hint for g in mod.get_global_type_vars()}:
+        types = {g.name_hint for g in mod.get_global_type_vars()}
+        if "List" in types:
             self._bind_names()
+            self._tensor_arrays(types)
             return
         a = TypeVar("a")
         lst = GlobalTypeVar("List")
@@ -107,6 +161,12 @@ class Prelude:
         ):
             define()
         self._bind_names()
+        self._tensor_arrays(set())
+
+    def _tensor_arrays(self, types: set[str]) -> None:
+        for dtype in TENSOR_ARRAY_DTYPES:
+            if self.get_name("tensor_t", dtype) not in types:
+                TensorArrayOps(self, dtype).register()
 
     def _bind_names(self) -> None:
         mod = self.mod

@@ -1,7 +1,8 @@
 """``tvm.runtime.container``: the runtime's tuple and constructor values (:class:`ADT`).
 
 The VM, the interpreter and the evaluator return tuples and constructor values as
-:class:`ADT` objects (a ``tag`` and fields), as TVM's runtime does.
+:class:`ADT` objects (a ``tag`` and fields), as TVM's runtime does; an ADT is a Python
+tuple of its fields.
 
 >>> obj = ADT(0, [1, 2])
 >>> len(obj), obj.tag, list(obj)
@@ -11,35 +12,50 @@ The VM, the interpreter and the evaluator return tuples and constructor values a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 __all__ = ["ADT", "ConstructorValue", "RefValue", "tuple_object"]
 
 
-class ADT:
+class ADT(tuple[Any, ...]):
     """A tuple or constructor value: a ``tag`` and fields (TVM's ``runtime.container.ADT``).
 
-    Tuples have tag 0. Fields are NumPy arrays, ADTs or closures inside the
-    machine; values handed to users are :class:`~relaykit.runtime.NDArray`.
+    Tuples have tag 0. An ADT is a Python tuple of its fields, so a tuple result can be
+    unpacked, indexed, sliced and compared with a tuple as before; two ADTs are equal
+    when their tags and fields are. Fields are NumPy arrays, ADTs or closures inside
+    the machine; values handed to users are :class:`~relaykit.runtime.NDArray`.
+
+    >>> ADT(0, [1, 2]) == (1, 2), ADT(3, [1]) == ADT(4, [1])
+    (True, False)
     """
 
-    __slots__ = ("fields", "tag")
+    tag: int
 
-    def __init__(self, tag: int, fields: Sequence[Any]) -> None:
-        self.tag = int(tag)
-        self.fields = list(fields)
+    def __new__(cls, tag: int, fields: Sequence[Any] = ()) -> ADT:
+        obj = super().__new__(cls, fields)
+        obj.tag = int(tag)
+        return obj
 
-    def __len__(self) -> int:
-        return len(self.fields)
+    @property
+    def fields(self) -> list[Any]:
+        """The fields, as a new list."""
+        return list(self)
 
-    def __getitem__(self, index: int) -> Any:
-        return self.fields[index]
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ADT) and other.tag != self.tag:
+            return False
+        return tuple.__eq__(self, other)
 
-    def __iter__(self) -> Any:
-        return iter(self.fields)
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = tuple.__hash__
+
+    def __getnewargs__(self) -> tuple[Any, ...]:
+        return (self.tag, tuple(self))
 
     def __repr__(self) -> str:
-        return f"ADT(tag={self.tag}, {self.fields!r})"
+        return f"ADT(tag={self.tag}, {list(self)!r})"
 
 
 class ConstructorValue(ADT):
@@ -51,15 +67,21 @@ class ConstructorValue(ADT):
     (1, [], True)
     """
 
-    __slots__ = ("constructor",)
+    constructor: Any
 
-    def __init__(self, tag: int, fields: Sequence[Any], constructor: Any = None) -> None:
-        super().__init__(tag, fields)
-        self.constructor = constructor
+    def __new__(
+        cls, tag: int, fields: Sequence[Any] = (), constructor: Any = None
+    ) -> ConstructorValue:
+        obj = cast(ConstructorValue, super().__new__(cls, tag, fields))
+        obj.constructor = constructor
+        return obj
+
+    def __getnewargs__(self) -> tuple[Any, ...]:
+        return (self.tag, tuple(self), self.constructor)
 
     def __repr__(self) -> str:
         name = getattr(self.constructor, "name_hint", f"tag {self.tag}")
-        return f"ConstructorValue({name}, {self.fields!r})"
+        return f"ConstructorValue({name}, {list(self)!r})"
 
 
 class RefValue:

@@ -66,7 +66,23 @@ __all__ = [
     "count_ops",
     "rand",
     "check_grad",
+    "assert_allclose",
 ]
+
+
+def assert_allclose(
+    actual: Any, desired: Any, rtol: float = 1e-7, atol: float = 0.0, verbose: bool = True
+) -> None:
+    """TVM's ``tvm.testing.assert_allclose``: NumPy's, on arrays or NDArrays, shapes
+    compared first (NumPy's broadcasts a scalar against an array; this refuses it).
+
+    >>> import numpy as np
+    >>> assert_allclose(array(np.ones(3, "float32")), np.ones(3), atol=1e-6)
+    """
+    got = np.asarray(actual.numpy() if isinstance(actual, NDArray) else actual)
+    want = np.asarray(desired.numpy() if isinstance(desired, NDArray) else desired)
+    np.testing.assert_equal(got.shape, want.shape, err_msg="assert_allclose: shapes differ")
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, verbose=verbose)
 
 
 def run_opt_pass(expr: Expr, opt_pass: Any, import_prelude: bool = False) -> Expr:

@@ -88,6 +88,8 @@ def _to_numpy(value: Any) -> Any:
 def _to_runtime(value: Any) -> Any:
     if isinstance(value, (np.ndarray, np.generic)):
         return NDArray(np.asarray(value))
+    if isinstance(value, ADT):
+        return type(value)(value.tag, [_to_runtime(v) for v in value])  # keeps a constructor's tag
     if isinstance(value, (tuple, list)):
         return ADT(0, [_to_runtime(v) for v in value])
     return value

@@ -11,30 +11,28 @@ decided). :func:`CollagePartition` is the same as a module pass under TVM's name
 
 from __future__ import annotations
 
+import math
 import os
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from relaykit.backends import find_backend
-from relaykit.byoc.annotate import AnnotateTarget
 from relaykit.byoc.choose import normalize_targets
 from relaykit.byoc.merge_composite import MergeComposite
-from relaykit.byoc.merge_regions import MergeCompilerRegions
-from relaykit.byoc.partition import PartitionGraph
-from relaykit.byoc.pins import HOST, Pin
-from relaykit.byoc.pipeline import optimize_for, patterns_for
-from relaykit.byoc.targets import configure_target, scoped_registries
+from relaykit.byoc.pins import HOST
+from relaykit.byoc.pipeline import optimize_for, partition_for, patterns_for
 from relaykit.errors import PlacementError
 from relaykit.execution.build_module import build
-from relaykit.ir.expr import Call, Function
+from relaykit.ir.expr import Function
 from relaykit.ir.module import IRModule
 from relaykit.transform.infer_type import InferType
 from relaykit.transform.pass_infra import ModulePass, Pass, PassContext, Sequential
 
+from .apply import apply_placement
 from .cost import CostSource, MeasuredCost, Progress, host_name
 from .log import TuningLog
-from .search import Placement, search
+from .search import Measured, Placement, choose, measure_runs
 from .units import UnitGraph, unit_graph
 
 __all__ = [
@@ -64,6 +62,11 @@ class CollageResult:
     graph: UnitGraph
     placement: Placement
     partitioned: IRModule
+    #: what ``partitioned`` is: ``"measured"`` (the placement), or the target whose own
+    #: partitioning ran faster end to end (``"host"``: nothing offloaded)
+    chosen: str = "measured"
+    #: seconds per run of the whole model, each way checked (empty when not checked)
+    whole: Mapping[str, float] = field(default_factory=dict)
 
 
 def check_placement_targets(targets: str | Sequence[str]) -> tuple[str, ...]:
@@ -96,37 +99,6 @@ def _searched(
     return Sequential(passes, name="CollagePrepare")(optimized)
 
 
-def _member_of(calls: frozenset[Call]) -> Callable[[Call], bool]:
-    def member(call: Call) -> bool:
-        return call in calls
-
-    return member
-
-
-def apply_placement(
-    searched: IRModule, graph: UnitGraph, placement: Placement, mod_name: str = "default"
-) -> IRModule:
-    """Partition ``searched`` so that every unit runs where ``placement`` put it."""
-    chosen: dict[str, set[Call]] = {}
-    for seg in placement.segments:
-        chosen.setdefault(seg.target, set()).update(
-            graph.units[i].call for i in range(seg.start, seg.stop)
-        )
-    pins = [Pin(predicate=_member_of(frozenset(calls)), to=t) for t, calls in chosen.items()]
-    targets = list(placement.targets)
-    if not targets:
-        return searched
-    with scoped_registries():
-        for t in targets:
-            configure_target(t, min_region_ops=0, min_region_macs=0)
-        passes = [
-            AnnotateTarget(targets, pin=pins),
-            MergeCompilerRegions(),
-            PartitionGraph(mod_name),
-        ]
-        return Sequential(passes, name="CollageApply")(searched)
-
-
 def place(
     mod: IRModule | Function,
     targets: str | Sequence[str],
@@ -137,13 +109,18 @@ def place(
     max_units: int = 8,
     host_max_units: int = 4,
     progress: Progress | None = None,
+    ray_address: str | None = None,
 ) -> CollageResult:
     """Measure candidates of ``mod`` on ``targets`` and the host, choose the placement of
-    least total latency and partition ``mod`` by it.
+    least total latency and partition ``mod`` by it; with a measured cost source, the
+    whole model so placed is then timed against each target's own partitioning (and the
+    host alone), and the fastest is returned (``chosen`` says which).
 
     ``cost`` defaults to measuring on this machine (:class:`MeasuredCost`) with the
     tuning log ``log`` (a path or a :class:`TuningLog`): measurements it holds are
-    reused, new ones appended.
+    reused, new ones appended. New measurements run in local worker processes pinned to
+    their own cores, or with ``ray_address`` (``"host:port"``) as tasks on that Ray
+    cluster.
 
     >>> import relaykit as tvm
     >>> from relaykit import relay
@@ -155,14 +132,99 @@ def place(
     ['onnxruntime']
     """
     names = check_placement_targets(targets)
+    own = None
     if cost is None:
-        cost = MeasuredCost(log if isinstance(log, TuningLog) else TuningLog(log))
-    searched = _searched(mod, names, params)
-    graph = unit_graph(searched["main"], names)
-    placement = search(
-        graph, names, cost, max_units=max_units, host_max_units=host_max_units, progress=progress
-    )
-    return CollageResult(searched, graph, placement, apply_placement(searched, graph, placement))
+        tlog = log if isinstance(log, TuningLog) else TuningLog(log)
+        cost = own = MeasuredCost(tlog, ray_address=ray_address)
+    try:
+        searched = _searched(mod, names, params)
+        graph = unit_graph(searched["main"], names)
+        measured = measure_runs(
+            graph,
+            names,
+            cost,
+            max_units=max_units,
+            host_max_units=host_max_units,
+            progress=progress,
+        )
+        placement = choose(graph, names, measured)
+        partitioned = apply_placement(searched, graph, placement)
+        chosen, whole = "measured", dict[str, float]()
+        if getattr(cost, "modules", None) is not None:
+            checked = _calibrated(mod, params, names, searched, graph, measured, cost, placement)
+            chosen, whole, placement, partitioned = checked
+    finally:
+        if own is not None:
+            own.close()
+    return CollageResult(searched, graph, placement, partitioned, chosen, whole)
+
+
+#: Rounds of re-deciding with the cost of a change of backend that the model measured
+#: end to end implies.
+CALIBRATION_ROUNDS = 2
+
+
+def changes(placement: Placement) -> int:
+    """How many times control passes from one target to another, starting and ending
+    on the host."""
+    count, prev = 0, HOST
+    for seg in placement.segments:
+        count += seg.target != prev
+        prev = seg.target
+    return count + (prev != HOST)
+
+
+def _calibrated(
+    mod: IRModule | Function,
+    params: Mapping[str, Any] | None,
+    names: Sequence[str],
+    searched: IRModule,
+    graph: UnitGraph,
+    measured: Measured,
+    cost: Any,
+    placement: Placement,
+) -> tuple[str, dict[str, float], Placement, IRModule]:
+    """The placement checked end to end against each target alone and the host.
+
+    Regions were timed alone; next to other backends they also pay for thread pools
+    handing over and tensors changing hands. The placed model's measured time beyond
+    its regions' sum, spread over its changes of backend, is charged per change and
+    the placement decided again (``CALIBRATION_ROUNDS`` times at most, while it
+    changes); the fastest end to end of all is returned, with every time measured."""
+    ways = {t: _alone(mod, t, params) for t in [*names, HOST]}
+    ways["measured"] = apply_placement(searched, graph, placement)
+    whole: dict[str, float] = {}
+    for name, way in ways.items():  # one by one: each bounded by the fastest before it
+        whole.update(cost.modules({name: way}, min(whole.values(), default=math.inf)))
+    placements = {"measured": placement}
+    used, name = 0.0, "measured"
+    for k in range(1, CALIBRATION_ROUNDS + 1):
+        count = changes(placement)
+        if count == 0 or not math.isfinite(whole[name]):
+            break
+        raw = placement.total - used * count
+        used = max(used, (whole[name] - raw) / count)
+        again = choose(graph, names, measured, used)
+        if [(s.start, s.stop, s.target) for s in again.segments] == [
+            (s.start, s.stop, s.target) for s in placement.segments
+        ]:
+            break
+        name, placement = f"measured {k}", again
+        placements[name] = again
+        ways[name] = apply_placement(searched, graph, again)
+        whole.update(cost.modules({name: ways[name]}, min(whole.values())))
+    best = min(whole, key=lambda k: (whole[k], k not in placements))
+    if not math.isfinite(whole[best]):
+        best = "measured"
+    return best, whole, placements.get(best, placement), ways[best]
+
+
+def _alone(mod: IRModule | Function, target: str, params: Mapping[str, Any] | None) -> IRModule:
+    """``mod`` as ``target``'s own partitioning places it (the host: as it is)."""
+    if target == HOST:
+        base = mod if isinstance(mod, IRModule) else IRModule.from_expr(mod)
+        return InferType()(optimize_for(base, [], params))
+    return partition_for(mod, target, params)
 
 
 def _config_targets(config: Any) -> list[str]:

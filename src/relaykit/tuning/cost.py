@@ -12,20 +12,24 @@ leaving a region of ``target`` that measuring the candidate alone does not show.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from relaykit._version import __version__
 from relaykit.backends import get_backend
 from relaykit.byoc.pins import HOST
 from relaykit.errors import PlacementError
+from relaykit.ir.json_save import save_json
+from relaykit.ir.module import IRModule
 from relaykit.runtime.threads import resolve_num_threads
 
 from .candidates import Candidate
 from .log import MeasureKey, Record, TuningLog, machine_fingerprint
-from .measure import measure_function
+from .ray_cluster import RayWorkers
+from .workers import InProcess, Job, LocalWorkers, Pool
 
 __all__ = [
     "CostSource",
@@ -102,13 +106,20 @@ Progress = Callable[[int, int, str], Any]
 
 
 class MeasuredCost:
-    """Latencies measured on this machine, read from and written to a :class:`TuningLog`.
+    """Latencies measured on this machine (or a Ray cluster), read from and written to a
+    :class:`TuningLog`.
 
     ``measurements`` counts the candidates actually built and timed (0 when the log has
     them all); ``reused`` those the log answered; a backend that fails is recorded with
     its error and answers ``inf``. With ``measure_missing=False`` (a build from a log) a
     candidate the log lacks answers ``inf`` and is counted in ``missing``, unmeasured.
     Region calls cost nothing extra: measuring a region alone already times its call.
+
+    Where jobs run: ``measure`` (a callable ``(func, target, repeat=, budget=)``, for
+    tests) runs them in this process; else ``ray_address`` sends them to a Ray cluster
+    (:class:`.ray_cluster.RayWorkers`); else local worker processes pinned to their own
+    cores (:class:`.workers.LocalWorkers`; ``workers=0`` measures in this process).
+    :meth:`latencies` measures a batch at once; :meth:`close` stops the workers.
     """
 
     def __init__(
@@ -118,8 +129,10 @@ class MeasuredCost:
         threads: int | None = None,
         repeat: int = 3,
         budget: float = 0.004,
-        measure: Callable[..., float] = measure_function,
+        measure: Callable[..., float] | None = None,
         measure_missing: bool = True,
+        workers: int | None = None,
+        ray_address: str | None = None,
     ) -> None:
         self.log = log if log is not None else TuningLog(None)
         self.threads = resolve_num_threads(threads)
@@ -128,38 +141,137 @@ class MeasuredCost:
         self.machine = machine_fingerprint()
         self.measure = measure
         self.measure_missing = measure_missing
+        self.workers = workers
+        self.ray_address = ray_address
         self.missing = 0
         self.measurements = 0
         self.reused = 0
+        self.lost = 0
         self.failures: list[Record] = []
+        self._pool: Pool | None = None
         self._lock = threading.Lock()
 
     def key(self, candidate: Candidate, target: str) -> MeasureKey:
         version = __version__ if target == HOST else get_backend(target).version
         return MeasureKey(candidate.key, target, version, self.threads, self.machine)
 
-    def latency(self, candidate: Candidate, target: str) -> float:
-        key = self.key(candidate, target)
-        hit = self.log.get(key)
-        if hit is not None:
-            self.reused += 1
-            return math.inf if hit.latency is None else hit.latency
-        if not self.measure_missing:
-            self.missing += 1
-            return math.inf
-        self.measurements += 1
+    def pool(self) -> Pool:
+        """Where this source's jobs run (made on first use)."""
+        if self._pool is None:
+            if self.ray_address is not None:
+                self._pool = RayWorkers(self.ray_address, self.threads)
+            elif self.workers == 0:
+                self._pool = InProcess()
+            else:
+                self._pool = LocalWorkers(self.threads, self.workers)
+        return self._pool
+
+    def _measure_here(self, cand: Candidate, target: str) -> dict[str, Any]:
+        assert self.measure is not None
         try:
-            seconds: float | None = self.measure(
-                candidate.func, target, repeat=self.repeat, budget=self.budget
-            )
-            error = None
+            seconds = self.measure(cand.func, target, repeat=self.repeat, budget=self.budget)
         except Exception as err:  # a backend that cannot build or run it is skipped
-            seconds, error = None, f"{type(err).__name__}: {err}"
-        record = Record(key, seconds, error, candidate.names)
-        if error is not None:
-            self.failures.append(record)
-        self.log.add(record)
-        return math.inf if seconds is None else seconds
+            return {"latency": None, "error": f"{type(err).__name__}: {err}"}
+        return {"latency": seconds, "error": None}
+
+    def latency(self, candidate: Candidate, target: str) -> float:
+        return self.latencies([(candidate, target, math.inf)])[0]
+
+    def latencies(self, jobs: Sequence[tuple[Candidate, str, float]]) -> list[float]:
+        """Seconds for each ``(candidate, target, bound)``: from the log, else measured
+        (all missing ones as one batch, each distinct region and target once; ``bound``
+        is the best time known for the same units, past which measuring stops early)."""
+        answers: dict[MeasureKey, float] = {}
+        todo: dict[MeasureKey, tuple[Candidate, str, float]] = {}
+        keys = []
+        for cand, target, bound in jobs:
+            key = self.key(cand, target)
+            keys.append(key)
+            if key in answers or key in todo:
+                continue
+            hit = self.log.get(key)
+            if hit is not None:
+                self.reused += 1
+                answers[key] = math.inf if hit.latency is None else hit.latency
+            elif not self.measure_missing:
+                self.missing += 1
+                answers[key] = math.inf
+            else:
+                todo[key] = (cand, target, bound)
+        if todo:
+            answers.update(self._run(todo))
+        return [answers[k] for k in keys]
+
+    def _run(self, todo: dict[MeasureKey, tuple[Candidate, str, float]]) -> dict[MeasureKey, float]:
+        if self.measure is not None:
+            results = [self._measure_here(c, t) for c, t, _ in todo.values()]
+        else:
+            specs = [
+                Job(save_json(c.func), t, self.threads, self.repeat, self.budget, b)
+                for c, t, b in todo.values()
+            ]
+            results = self.pool().map(specs)
+        out: dict[MeasureKey, float] = {}
+        for (key, (cand, _, _)), res in zip(todo.items(), results, strict=True):
+            if "lost" in res:  # the worker or node died: not measured, not logged
+                self.lost += 1
+                out[key] = math.inf
+                continue
+            self.measurements += 1
+            seconds, error = res.get("latency"), res.get("error")
+            record = Record(key, seconds, error, cand.names)
+            if error is not None:
+                self.failures.append(record)
+            self.log.add(record)
+            out[key] = math.inf if seconds is None else float(seconds)
+        return out
+
+    def modules(self, mods: Mapping[str, IRModule], bound: float = math.inf) -> dict[str, float]:
+        """Seconds per run of each whole partitioned module (``name -> module``), from the
+        log or measured as one batch (one slower than ``bound`` is timed once only);
+        ``inf`` for one that failed."""
+        keys = {name: self._module_key(mod) for name, mod in mods.items()}
+        out: dict[str, float] = {}
+        todo: list[str] = []
+        for name, key in keys.items():
+            hit = self.log.get(key)
+            if hit is not None:
+                self.reused += 1
+                out[name] = math.inf if hit.latency is None else hit.latency
+            elif not self.measure_missing:
+                self.missing += 1
+                out[name] = math.inf
+            else:
+                todo.append(name)
+        if self.measure is not None:  # a test's measure times candidates, not models
+            return {name: out.get(name, math.inf) for name in mods}
+        jobs = [
+            Job(save_json(mods[n]), n, self.threads, self.repeat, 4 * self.budget, bound, True)
+            for n in todo
+        ]
+        for name, res in zip(todo, self.pool().map(jobs), strict=True):
+            if "lost" in res:
+                self.lost += 1
+                out[name] = math.inf
+                continue
+            self.measurements += 1
+            record = Record(keys[name], res.get("latency"), res.get("error"), ("model", name))
+            if record.error is not None:
+                self.failures.append(record)
+            self.log.add(record)
+            out[name] = math.inf if record.latency is None else float(record.latency)
+        return out
+
+    def _module_key(self, mod: IRModule) -> MeasureKey:
+        text = mod.astext(show_meta_data=False)
+        region = "model-" + hashlib.sha256(text.encode()).hexdigest()[:26]
+        return MeasureKey(region, "model", __version__, self.threads, self.machine)
+
+    def close(self) -> None:
+        """Stop the worker processes (or leave the Ray cluster)."""
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
 
     def boundary(self, candidate: Candidate, target: str) -> float:
         return 0.0

@@ -62,4 +62,7 @@ def placement_table(result: CollageResult, singles: dict[str, float] | None = No
         lines.append(
             f"  {t} (with the host) alone: {format_seconds(alone)} ({ratio:.2f}x the placement)"
         )
+    if result.whole:
+        ways = ", ".join(f"{k} {format_seconds(v)}" for k, v in result.whole.items())
+        lines.append(f"  end to end: {ways}; built: {result.chosen}")
     return "\n".join(lines)

@@ -24,7 +24,7 @@ then to the earlier target in the list, the host last.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from relaykit.byoc.pins import HOST
@@ -34,7 +34,16 @@ from .candidates import Candidate, cut
 from .cost import CostSource, MockCostEstimator, Progress
 from .units import UnitGraph, unit_graph
 
-__all__ = ["Segment", "Placement", "search", "MockCostEstimator", "unit_graph"]
+__all__ = [
+    "Segment",
+    "Placement",
+    "Measured",
+    "search",
+    "measure_runs",
+    "choose",
+    "MockCostEstimator",
+    "unit_graph",
+]
 
 
 @dataclass(frozen=True)
@@ -116,6 +125,161 @@ def _runs(
     return runs
 
 
+#: Jobs handed to the cost source at once (a batch runs in parallel where it can; the
+#: progress callback hears after each batch).
+BATCH = 32
+
+Latencies = dict[tuple[int, int], dict[str, tuple[float, float]]]
+
+
+def cover(best_run: dict[tuple[int, int], float], i: int, j: int) -> float:
+    """The least time known for units ``i`` .. ``j - 1``: the best chain of measured runs
+    inside them (``best_run[(m, q)]``: the least time of run ``m`` .. ``q - 1``)."""
+    f = {i: 0.0}
+    for q in range(i + 1, j + 1):
+        f[q] = min(
+            (f[m] + best_run[(m, q)] for m in range(i, q) if (m, q) in best_run),
+            default=math.inf,
+        )
+    return f[j]
+
+
+#: The most a region is taken to gain over the two measured halves it joins, as a
+#: fraction of their sum (fused post-ops, one call, layouts kept); past that it is
+#: not measured.
+FUSION_GAIN = 0.3
+
+
+def hopeless(lat: Latencies, i: int, j: int, t: str, bound: float) -> bool:
+    """Whether ``t`` cannot win run ``i`` .. ``j - 1`` against ``bound``, the best time
+    known for the whole run, judged by the runs inside it already measured on ``t``:
+    one of them alone takes longer (a region does at least the work of any part of
+    it) or fails on ``t``; or two halves joined take so long that even a
+    ``FUSION_GAIN`` saving leaves them slower.
+
+    >>> lat = {(0, 1): {"a": (3.0, 0.0)}, (1, 2): {"a": (1.0, 0.0)}}
+    >>> hopeless(lat, 0, 2, "a", 2.5), hopeless(lat, 0, 2, "a", 3.5)
+    (True, False)
+    """
+    worst = 0.0
+    for a in range(i, j):
+        for b in range(a + 1, j + 1 if a > i else j):
+            seconds = lat.get((a, b), {}).get(t, (0.0, 0.0))[0]
+            worst = max(worst, seconds)
+    if not worst <= bound:
+        return True
+    joined = math.inf
+    for m in range(i + 1, j):
+        left, right = lat.get((i, m), {}).get(t), lat.get((m, j), {}).get(t)
+        if left is not None and right is not None:
+            joined = min(joined, sum(left) + sum(right))
+    return math.isfinite(joined) and (1 - FUSION_GAIN) * joined > bound
+
+
+def _evaluate(cost: CostSource, jobs: list[tuple[Candidate, str, float]]) -> list[float]:
+    batch = getattr(cost, "latencies", None)
+    if batch is not None:
+        return list(batch(jobs))
+    return [cost.latency(c, t) for c, t, _ in jobs]
+
+
+@dataclass
+class Measured:
+    """What :func:`_measure` has learned so far."""
+
+    lat: Latencies = field(default_factory=dict)
+    names: dict[tuple[int, int], tuple[str, ...]] = field(default_factory=dict)
+    cands: dict[tuple[int, int], Candidate] = field(default_factory=dict)
+    #: unit -> target -> seconds of that unit alone
+    single: dict[int, dict[str, float]] = field(default_factory=dict)
+    #: run -> least seconds (with boundary) over the targets measured
+    best_run: dict[tuple[int, int], float] = field(default_factory=dict)
+    done: int = 0
+
+    def bound(self, i: int, j: int) -> float:
+        if j - i == 1:
+            return min(self.single.get(i, {}).values(), default=math.inf)
+        return cover(self.best_run, i, j)
+
+    def record(self, i: int, j: int, t: str, seconds: float, boundary: float) -> None:
+        self.lat.setdefault((i, j), {})[t] = (seconds, boundary)
+        if j - i == 1:
+            self.single.setdefault(i, {})[t] = seconds
+        self.best_run[(i, j)] = min(self.best_run.get((i, j), math.inf), seconds + boundary)
+        self.done += 1
+
+
+def _measure(
+    graph: UnitGraph,
+    runs: list[tuple[int, int, list[str]]],
+    order: list[str],
+    cost: CostSource,
+    prune: bool,
+    progress: Progress | None,
+) -> Measured:
+    """The latency of every run on every target that can run it and might win it.
+
+    Runs are measured shortest first, so that a longer run is bounded by the best
+    chain of shorter ones (:func:`cover`) and skipped on a target that cannot win it
+    (:func:`hopeless`); single units go target by target, each bounded by the targets
+    before it. Each phase's jobs go to the cost source in batches.
+    """
+    total = sum(len(ok) for _, _, ok in runs)
+    m = Measured()
+    by_len: dict[int, list[tuple[int, int, list[str]]]] = {}
+    for run in runs:
+        by_len.setdefault(run[1] - run[0], []).append(run)
+    for length in sorted(by_len):
+        for phase in [[t] for t in order] if length == 1 else [order]:
+            where: list[tuple[int, int, str, float]] = []
+            for i, j, ok in by_len[length]:
+                bound = m.bound(i, j)
+                for t in (t for t in ok if t in phase):
+                    if length > 1 and prune and hopeless(m.lat, i, j, t, bound):
+                        m.done += 1
+                    else:
+                        where.append((i, j, t, bound))
+            for start in range(0, len(where), BATCH):
+                _batch(graph, cost, m, where[start : start + BATCH], total, progress)
+    return m
+
+
+def _batch(
+    graph: UnitGraph,
+    cost: CostSource,
+    m: Measured,
+    chunk: list[tuple[int, int, str, float]],
+    total: int,
+    progress: Progress | None,
+) -> None:
+    jobs = []
+    for i, j, t, bound in chunk:
+        if (i, j) not in m.cands:
+            m.cands[(i, j)] = cut(graph, i, j)
+            m.names[(i, j)] = m.cands[(i, j)].names
+        jobs.append((m.cands[(i, j)], t, bound))
+    answers = _evaluate(cost, jobs)
+    for (i, j, t, _), (cand, _, _), seconds in zip(chunk, jobs, answers, strict=True):
+        m.record(i, j, t, seconds, cost.boundary(cand, t) if math.isfinite(seconds) else 0.0)
+        if progress is not None:
+            progress(m.done, total, f"{'+'.join(cand.names[:3])} on {t}")
+
+
+def measure_runs(
+    graph: UnitGraph,
+    targets: Sequence[str],
+    cost: CostSource,
+    *,
+    max_units: int = 8,
+    host_max_units: int = 4,
+    progress: Progress | None = None,
+    prune: bool = True,
+) -> Measured:
+    """The latencies :func:`search` decides from (see :func:`_measure`)."""
+    runs = _runs(graph, targets, max(1, max_units), max(1, host_max_units))
+    return _measure(graph, runs, [*targets, HOST], cost, prune, progress)
+
+
 def search(
     graph: UnitGraph,
     targets: Sequence[str],
@@ -124,55 +288,65 @@ def search(
     max_units: int = 8,
     host_max_units: int = 4,
     progress: Progress | None = None,
+    prune: bool = True,
+    switch: Mapping[tuple[str, str], float] | float | None = None,
 ) -> Placement:
-    """The least-cost placement of ``graph``'s units on ``targets`` and the host."""
-    n = len(graph.units)
+    """The least-cost placement of ``graph``'s units on ``targets`` and the host
+    (``prune``: skip runs a target cannot win, see :func:`hopeless`; ``switch[(a, b)]``:
+    seconds lost when a region on ``b`` follows one on ``a``, or one number for every
+    change, the model's inputs and outputs being on the host; a segment's ``boundary``
+    includes it)."""
     runs = _runs(graph, targets, max(1, max_units), max(1, host_max_units))
-    total_jobs = sum(len(ok) for _, _, ok in runs)
-    done = 0
-    lat: dict[tuple[int, int], dict[str, tuple[float, float]]] = {}
-    names: dict[tuple[int, int], tuple[str, ...]] = {}
-    for i, j, ok in runs:
-        cand: Candidate = cut(graph, i, j)
-        names[(i, j)] = cand.names
-        answers: dict[str, tuple[float, float]] = {}
-        for t in ok:
-            seconds = cost.latency(cand, t)
-            answers[t] = (seconds, cost.boundary(cand, t) if math.isfinite(seconds) else 0.0)
-            done += 1
-            if progress is not None:
-                progress(done, total_jobs, f"{'+'.join(cand.names[:3])} on {t}")
-        lat[(i, j)] = answers
+    measured = _measure(graph, runs, [*targets, HOST], cost, prune, progress)
+    return choose(graph, targets, measured, switch)
+
+
+def choose(
+    graph: UnitGraph,
+    targets: Sequence[str],
+    measured: Measured,
+    switch: Mapping[tuple[str, str], float] | float | None = None,
+) -> Placement:
+    """The dynamic programme of :func:`search` over latencies already measured
+    (``switch``: per pair of targets, or one number for every change)."""
+    n = len(graph.units)
+    lat, names = measured.lat, measured.names
+    pairs = switch if isinstance(switch, Mapping) else {}
+    every = float(switch) if isinstance(switch, (int, float)) else 0.0
+
+    def hop(a: str, b: str) -> float:
+        return 0.0 if a == b else pairs.get((a, b), every)
+
     order = {t: k for k, t in enumerate([*targets, HOST])}
-    best: list[tuple[float, int, int]] = [(0.0, 0, 0)] + [(math.inf, 0, 0)] * n
-    choice: list[tuple[int, str] | None] = [None] * (n + 1)
-    by_stop: dict[int, list[tuple[int, int]]] = {}
+    # best[j][t]: (seconds, regions, target rank) of units 0..j-1 ending on target t
+    best: list[dict[str, tuple[float, int, int]]] = [{HOST: (0.0, 0, 0)}] + [{} for _ in range(n)]
+    choice: dict[tuple[int, str], tuple[int, str, float]] = {}
+    by_stop: dict[int, list[int]] = {}
     for i, j in lat:
-        by_stop.setdefault(j, []).append((i, j))
+        by_stop.setdefault(j, []).append(i)
     for j in range(1, n + 1):
-        for i, _ in by_stop.get(j, []):
-            if not math.isfinite(best[i][0]):
-                continue
-            for t, (seconds, bound) in lat[(i, j)].items():
-                total = best[i][0] + seconds + bound
-                rank = (total, best[i][1] + 1, order[t])
-                if rank < (best[j][0], best[j][1], best[j][2]):
-                    best[j] = (total, best[i][1] + 1, order[t])
-                    choice[j] = (i, t)
-    if not math.isfinite(best[n][0]):
+        for i in by_stop.get(j, []):
+            for prev, (before, regions, _) in best[i].items():
+                for t, (seconds, bound) in lat[(i, j)].items():
+                    enter = hop(prev, t)
+                    rank = (before + seconds + bound + enter, regions + 1, order[t])
+                    if rank < best[j].get(t, (math.inf, 0, 0)):
+                        best[j][t] = rank
+                        choice[(j, t)] = (i, prev, bound + enter)
+    ends = {t: (v[0] + hop(t, HOST), v[1], v[2]) for t, v in best[n].items()}
+    last = min(ends, key=lambda t: ends[t], default=None)
+    if last is None or not math.isfinite(ends[last][0]):
         raise PlacementError(
             "no placement can run every operator: each run of units failed on every target "
             "that supports it (see the tuning log's errors)"
         )
     segments: list[Segment] = []
-    j = n
+    j, t = n, last
     while j > 0:
-        picked = choice[j]
-        assert picked is not None
-        i, t = picked
-        seconds, bound = lat[(i, j)][t]
+        i, prev, bound = choice[(j, t)]
+        seconds = lat[(i, j)][t][0]
         alts = {k: v[0] for k, v in lat[(i, j)].items()}
         segments.append(Segment(i, j, t, seconds, bound, names[(i, j)], alts))
-        j = i
+        j, t = i, prev
     segments.reverse()
-    return Placement(tuple(segments), best[n][0], tuple(targets))
+    return Placement(tuple(segments), ends[last][0], tuple(targets))

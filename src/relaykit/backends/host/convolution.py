@@ -26,7 +26,13 @@ from relaykit.ir.attrs import Attrs
 from relaykit.op.nn.geometry import pad4, pair
 from relaykit.runtime.threads import get_policy
 
-__all__ = ["WINOGRAD_MAX_BYTES", "conv2d_run", "winograd_pays"]
+__all__ = [
+    "ALGORITHM_ATTR",
+    "WINOGRAD_MAX_BYTES",
+    "conv2d_run",
+    "winograd_applies",
+    "winograd_pays",
+]
 
 # -- convolution and pooling (NCHW) -------------------------------------------------------------
 
@@ -124,7 +130,12 @@ def conv2d_run(
         return _depthwise(x, w, o, pads, strides, dilation, scratch, epilogue)
     if epilogue is not None and (g != 1 or not o.flags.c_contiguous):
         return None
-    wino = _winograd(x, w, o, pads, strides, dilation, scratch, epilogue) if g == 1 else None
+    algorithm = attrs.get(ALGORITHM_ATTR, "auto")  # a tuned choice (relaykit.execution.tuning)
+    wino = (
+        _winograd(x, w, o, pads, strides, dilation, scratch, epilogue, algorithm)
+        if g == 1 and algorithm != "im2col"
+        else None
+    )
     if wino is not None:
         return wino
     steps: list[Run] = []
@@ -171,13 +182,18 @@ def _winograd(
     dilation: tuple[int, int],
     scratch: Scratch,
     epilogue: Epilogue | None,
+    algorithm: str = "auto",
 ) -> Run | None:
     """The native Winograd convolution (:func:`relaykit.backends.host.conv.winograd`) where
-    :func:`winograd_pays` and the weight is a constant (read-only: the executor's
-    parameters), else ``None``."""
+    :func:`winograd_pays` (or ``algorithm == "winograd"``, a tuned choice, and the shape
+    allows it) and the weight is a constant (read-only: the executor's parameters), else
+    ``None``."""
     if w.flags.writeable or not (x.flags.c_contiguous and o.flags.c_contiguous):
         return None
-    if not winograd_pays(x.shape, w.shape, o.shape, strides, dilation):
+    if algorithm == "winograd":
+        if not winograd_applies(x.shape, w.shape, o.shape, strides, dilation):
+            return None
+    elif not winograd_pays(x.shape, w.shape, o.shape, strides, dilation):
         return None
     policy = get_policy()
     run = host_conv.winograd(
@@ -194,6 +210,27 @@ def _winograd(
 WINOGRAD_MAX_BYTES = 64 << 20
 
 
+#: The plan-node attribute that carries a tuned algorithm: "auto" (the measured
+#: heuristic, :func:`winograd_pays`), "im2col" or "winograd".
+ALGORITHM_ATTR = "host_algorithm"
+
+
+def winograd_applies(
+    x: Sequence[int],
+    w: Sequence[int],
+    o: Sequence[int],
+    strides: tuple[int, int],
+    dilation: tuple[int, int],
+) -> bool:
+    """Whether Winograd F(2x2, 3x3) can run this convolution at all: 3x3, stride 1, no
+    dilation or groups, intermediates within :data:`WINOGRAD_MAX_BYTES`."""
+    if tuple(w[2:]) != (3, 3) or strides != (1, 1) or dilation != (1, 1) or w[1] != x[1]:
+        return False
+    n, k, oh, ow = o
+    tiles = n * ((oh + 1) // 2) * ((ow + 1) // 2)
+    return 16 * tiles * max(x[1], k) * 4 <= WINOGRAD_MAX_BYTES and ow <= _WINOGRAD_MAX_WIDTH
+
+
 def winograd_pays(
     x: Sequence[int],
     w: Sequence[int],
@@ -205,13 +242,11 @@ def winograd_pays(
     Winograd F(2x2, 3x3): 3x3, stride 1, no dilation or groups, and where it measured
     faster than im2col + GEMM (see ``docs/host_kernels.md``), intermediates within
     :data:`WINOGRAD_MAX_BYTES`."""
-    if tuple(w[2:]) != (3, 3) or strides != (1, 1) or dilation != (1, 1) or w[1] != x[1]:
+    if not winograd_applies(x, w, o, strides, dilation):
         return False
     n, k, oh, ow = o
     c = x[1]
     tiles = n * ((oh + 1) // 2) * ((ow + 1) // 2)
-    if 16 * tiles * max(c, k) * 4 > WINOGRAD_MAX_BYTES or ow > _WINOGRAD_MAX_WIDTH:
-        return False
     return (
         min(c, k) >= _WINOGRAD_MIN_CHANNELS
         and tiles >= _WINOGRAD_MIN_TILES
@@ -365,8 +400,11 @@ def _max_pool2d(
     attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch
 ) -> Run | None:
     x, o = args[0], outs[0]
-    if attrs.layout != "NCHW" or attrs.out_layout not in ("", "NCHW") or x.dtype.kind != "f":
+    if attrs.layout != "NCHW" or attrs.out_layout not in ("", "NCHW") or x.dtype.kind not in "fiu":
         return None
+    # padding holds the dtype's lowest finite value (TVM's min_value, as the NumPy
+    # kernel): it never wins; int8 models pool their integers the same way
+    low = np.finfo(x.dtype).min if x.dtype.kind == "f" else int(np.iinfo(x.dtype).min)
     kh, kw = pair(attrs.pool_size, "pool_size")
     (sh, sw), (dh, dw) = pair(attrs.strides, "strides"), pair(attrs.dilation, "dilation")
     pt, pl, pb, pr = pad4(attrs.padding)
@@ -374,8 +412,7 @@ def _max_pool2d(
     oh, ow = o.shape[2], o.shape[3]
     eh = max(0, (oh - 1) * sh + (kh - 1) * dh + 1 - (h + pt + pb))  # ceil_mode's extra rows
     ew = max(0, (ow - 1) * sw + (kw - 1) * dw + 1 - (wd + pl + pr))
-    # padding holds the dtype's lowest finite value (TVM's min_value), as the NumPy kernel
-    xp, steps = _padded(x, (pt, pl, pb + eh, pr + ew), np.finfo(x.dtype).min, scratch)
+    xp, steps = _padded(x, (pt, pl, pb + eh, pr + ew), low, scratch)
     taps = [v for _, _, v in _taps(xp, (kh, kw), (sh, sw), (dh, dw), (oh, ow))]
     steps.append(functools.partial(np.copyto, o, taps[0]))
     steps.extend(functools.partial(np.maximum, o, t, out=o) for t in taps[1:])

@@ -23,7 +23,7 @@ transposed weights and im2col tap lists are computed then, not per run.
 
 from __future__ import annotations
 
-from relaykit.backends.host import convolution, elementwise, linalg, reduction
+from relaykit.backends.host import convolution, elementwise, linalg, qnn_ops, reduction
 from relaykit.backends.host.convolution import WINOGRAD_MAX_BYTES, conv2d_run, winograd_pays
 from relaykit.backends.host.elementwise import erf_float32
 from relaykit.backends.host.linalg import dense_run, matmul_run
@@ -56,6 +56,7 @@ __all__ = [
     "kernel_registry",
     "linalg",
     "matmul_run",
+    "qnn_ops",
     "reduction",
     "register_host_kernel",
     "winograd_pays",

@@ -42,6 +42,7 @@ from relaykit.runtime.vm import Executable, VirtualMachine, VMExecutableModule
 from relaykit.transform.bind import bind_params_by_name
 from relaykit.transform.infer_type import infer_module
 from relaykit.transform.pass_infra import Sequential
+from relaykit.transform.remove_unused_functions import remove_unused_functions
 
 __all__ = ["compile", "VMCompiler", "VMExecutor", "Executable", "VirtualMachine"]
 
@@ -105,6 +106,8 @@ class VMCompiler:
         all_params = {**self.params, **(params or {})}
         mod = _bind_params(mod, all_params)
         mod = mod.copy()
+        if "main" in mod:  # as TVM's VM compiler: only what main reaches is compiled
+            mod = remove_unused_functions(mod)
         infer_module(mod)
         if _optimizable(mod):
             mod = Sequential(build_passes(), name="VMOptimize")(mod)

@@ -14,7 +14,17 @@ True
 
 from __future__ import annotations
 
-from . import ops_attention, ops_math, ops_nn, ops_tensor  # noqa: F401 - each module registers its converters
+from . import (  # noqa: F401 - each module registers its converters
+    ops_arrays,
+    ops_attention,
+    ops_layers,
+    ops_math,
+    ops_nn,
+    ops_quantized,
+    ops_quantized_decomposed,
+    ops_rnn,
+    ops_tensor,
+)
 from .exported import from_exported_program
 from .registry import CONVERTERS, require_torch
 from .torchscript import from_pytorch

@@ -21,6 +21,8 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+import numpy as np
+
 from relaykit.errors import DynamicShapeError, FrontendError
 from relaykit.ir.expr import Var
 from relaykit.ir.module import IRModule
@@ -162,10 +164,18 @@ class FxImporter:
     """Converts the ``call_function`` nodes of an FX graph; ``values`` maps each
     placeholder node to its Relay variable, constant or Python value."""
 
-    def __init__(self, graph: Any, values: dict[Any, Any], default_dtype: str = "float32"):
+    def __init__(
+        self,
+        graph: Any,
+        values: dict[Any, Any],
+        default_dtype: str = "float32",
+        constants: Mapping[Any, np.ndarray] | None = None,
+    ):
         self.graph = graph
         self.values = dict(values)
         self.default_dtype = default_dtype
+        #: the parameters' values, for converters that need a constant argument
+        self.constants = dict(constants or {})
 
     def check_supported(self, nodes: Iterable[Any]) -> None:
         report_unsupported_nodes(_unsupported(nodes), _describe, "FX graph")
@@ -187,6 +197,7 @@ class FxImporter:
         args = _normalize_args(node.target, self._arg(node.args), self._arg(node.kwargs))
         ctx = OpContext(_target_name(node.target), _describe(node), self.default_dtype)
         ctx.out_shape = _traced_shape(node)
+        ctx.constants = self.constants
         result = fn(ctx, args)
         if inplace and node.args and type(node.args[0]).__name__ == "Node":
             self.values[node.args[0]] = result
@@ -256,6 +267,7 @@ def from_exported_program(
     inputs: list[Var] = []
     param_vars: list[Var] = []
     params: dict[str, NDArray] = {}
+    constants: dict[Var, np.ndarray] = {}
     for spec in ep.graph_signature.input_specs:
         node = placeholders[spec.arg.name]
         if spec.kind == kinds.USER_INPUT:
@@ -275,6 +287,7 @@ def from_exported_program(
             values[node] = var
             param_vars.append(var)
             params[spec.target] = NDArray(arr.copy())
+            constants[var] = arr
         elif spec.kind == kinds.CONSTANT_TENSOR:
             values[node] = ep.constants[spec.target]
         else:
@@ -282,7 +295,7 @@ def from_exported_program(
                 f"exported program input {spec.arg.name!r} of kind {spec.kind.name} is not "
                 "supported"
             )
-    result = FxImporter(ep.graph, values, default_dtype).run(ep.graph_module)
+    result = FxImporter(ep.graph, values, default_dtype, constants).run(ep.graph_module)
     outs = [
         r
         for r, spec in zip(result, ep.graph_signature.output_specs, strict=True)

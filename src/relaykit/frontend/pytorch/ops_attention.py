@@ -120,7 +120,7 @@ def _sdpa(
         sk[-3], sv[-3] = sq[-3], sv[-3] * reps
     dt = ctx.dtype(q)
     lq, s, e = sq[-2], sk[-2], sq[-1]
-    batch = _broadcast(sq[:-2], sk[:-2])
+    batch = _broadcast(_broadcast(sq[:-2], sk[:-2]), sv[:-2])  # value's batch too
     nb = int(math.prod(batch))
 
     def flat(x: Expr, shape: list[int]) -> Expr:

@@ -11,6 +11,8 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from relaykit import op
 from relaykit.ir.expr import Expr
 from relaykit.op import nn
@@ -91,9 +93,8 @@ _BINARY: list[tuple[tuple[str, ...], Callable[..., Any], Callable[..., Any]]] = 
     (("le", "__le__"), op.less_equal, operator.le),
     (("gt", "__gt__"), op.greater, operator.gt),
     (("ge", "__ge__"), op.greater_equal, operator.ge),
-    (("logical_and", "__and__", "bitwise_and"), op.logical_and, operator.and_),
-    (("logical_or", "__or__", "bitwise_or"), op.logical_or, operator.or_),
-    (("remainder", "fmod"), op.floor_mod, operator.mod),
+    (("remainder",), op.floor_mod, operator.mod),
+    (("fmod",), op.trunc_mod, math.fmod),
 ]
 for _names, _relay, _py in _BINARY:
     converter(*_names)(binary(_relay, _py))
@@ -112,6 +113,8 @@ def _add(ctx: OpContext, args: list[Any]) -> Any:
     a, b = args[0], args[1]
     if isinstance(a, str) or isinstance(b, str):
         return str(a) + str(b)
+    if isinstance(a, list) and isinstance(b, list):  # TorchScript list concatenation
+        return a + b
     b = _scaled(ctx, b, args[2] if len(args) > 2 else None)
     if _is_number(a) and _is_number(b):
         return a + b
@@ -208,6 +211,17 @@ for _names, _fn in [
     (("tanh",), op.tanh),
     (("sigmoid",), op.sigmoid),
     (("erf",), op.erf),
+    (("log10",), op.log10),
+    (("sinh",), op.sinh),
+    (("cosh",), op.cosh),
+    (("asin",), op.asin),
+    (("acos",), op.acos),
+    (("atan",), op.atan),
+    (("asinh",), op.asinh),
+    (("acosh",), op.acosh),
+    (("atanh",), op.atanh),
+    (("log1p",), lambda x: op.log(op.add(x, op.ones_like(x)))),
+    (("expm1",), lambda x: op.subtract(op.exp(x), op.ones_like(x))),
     (("reciprocal",), lambda x: op.divide(op.ones_like(x), x)),
 ]:
     converter(*_names)(_float_unary(_fn))
@@ -220,8 +234,6 @@ _UNARY: list[tuple[tuple[str, ...], Callable[..., Any], Callable[..., Any] | Non
     (("round",), op.round, round),
     (("trunc",), op.trunc, math.trunc),
     (("sign",), op.sign, None),
-    (("logical_not", "__not__"), op.logical_not, operator.not_),
-    (("bitwise_not",), lambda x: op.logical_not(x), None),
     (("isnan",), op.isnan, math.isnan),
     (("isinf",), op.isinf, math.isinf),
 ]
@@ -333,9 +345,9 @@ def _elu(ctx: OpContext, args: list[Any]) -> Expr:
 
 
 @converter("where")
-def _where(ctx: OpContext, args: list[Any]) -> Expr:
-    if len(args) == 1:
-        raise ctx.fail("where(condition) (nonzero) has a data-dependent shape")
+def _where(ctx: OpContext, args: list[Any]) -> Any:
+    if len(args) == 1:  # where(condition): the indices of the nonzero elements, per axis
+        return nonzero_columns(ctx, args[0])
     cond = ctx.expr(args[0])
     if ctx.dtype(cond) != "bool":
         cond = op.cast(cond, "bool")
@@ -358,6 +370,37 @@ def _masked_fill(ctx: OpContext, args: list[Any]) -> Expr:
 @converter("type_as")
 def _type_as(ctx: OpContext, args: list[Any]) -> Expr:
     return op.cast(ctx.expr(args[0]), ctx.dtype(args[1]))
+
+
+def nonzero(ctx: OpContext, value: Any) -> Expr:
+    """``torch.nonzero``: an int64 (n, rank) tensor, n known only at run time (the VM runs it)."""
+    return op.cast(op.argwhere(ctx.expr(value)), "int64")
+
+
+def nonzero_columns(ctx: OpContext, value: Any) -> list[Expr]:
+    """``torch.nonzero(as_tuple=True)`` / ``torch.where(cond)``: one index vector per axis."""
+    idx = nonzero(ctx, value)
+    rank = ctx.ndim(value)
+    return [op.squeeze(op.strided_slice(idx, [a], [a + 1], axes=[1]), [1]) for a in range(rank)]
+
+
+@converter("nonzero")
+def _nonzero(ctx: OpContext, args: list[Any]) -> Expr:
+    return nonzero(ctx, args[0])
+
+
+@converter("nonzero_numpy")
+def _nonzero_numpy(ctx: OpContext, args: list[Any]) -> list[Expr]:
+    return nonzero_columns(ctx, args[0])
+
+
+@converter("masked_select")
+def _masked_select(ctx: OpContext, args: list[Any]) -> Expr:
+    """The elements of ``x`` where ``mask`` holds, in order (a 1-d tensor of run-time length)."""
+    x, mask = ctx.expr(args[0]), ctx.expr(args[1])
+    shape = list(np.broadcast_shapes(ctx.shape(x), ctx.shape(mask)))
+    x, mask = op.broadcast_to(x, shape), op.broadcast_to(mask, shape)
+    return op.gather_nd(x, op.transpose(nonzero(ctx, mask), [1, 0]))
 
 
 def cast_to(ctx: OpContext, value: Any, dtype: Any) -> Any:

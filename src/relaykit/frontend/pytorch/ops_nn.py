@@ -43,8 +43,8 @@ def _conv(
     x, weight = ctx.expr(x), ctx.expr(weight)
     wshape = ctx.shape(weight)
     rank = len(wshape) - 2
-    if rank not in (1, 2):
-        raise ctx.fail(f"{rank}-d convolutions are not supported (1-d and 2-d are)")
+    if rank not in (1, 2, 3):
+        raise ctx.fail(f"{rank}-d convolutions are not supported (1-d, 2-d and 3-d are)")
     kernel = list(wshape[2:])
     if isinstance(padding, str):
         if padding == "valid":
@@ -62,7 +62,10 @@ def _conv(
         kernel = [1, *kernel]
         stride, dilation, output_padding = [1, *stride], [1, *dilation], [0, *output_padding]
         padding = [0, padding[0]] if len(padding) == 1 else [0, padding[0], 0, padding[1]]
-    if transposed:
+    if rank == 3:
+        out = _conv3d(x, weight, wshape, kernel, stride, padding, dilation, transposed,
+                      output_padding, int(groups))  # fmt: skip
+    elif transposed:
         channels = wshape[1] * int(groups)
         out = nn.conv2d_transpose(
             x, weight, strides=stride, padding=padding, dilation=dilation, groups=int(groups),
@@ -79,13 +82,29 @@ def _conv(
     return op.squeeze(out, [2]) if rank == 1 else out
 
 
+def _conv3d(
+    x: Expr, weight: Expr, wshape: Any, kernel: list[int], stride: list[int],
+    padding: list[int], dilation: list[int], transposed: bool, output_padding: list[int],
+    groups: int,
+) -> Expr:  # fmt: skip
+    if transposed:
+        return nn.conv3d_transpose(
+            x, weight, strides=stride, padding=padding, dilation=dilation, groups=groups,
+            channels=wshape[1] * groups, kernel_size=kernel, output_padding=output_padding,
+        )  # fmt: skip
+    return nn.conv3d(
+        x, weight, strides=stride, padding=padding, dilation=dilation, groups=groups,
+        channels=wshape[0], kernel_size=kernel,
+    )  # fmt: skip
+
+
 @converter("_convolution", "convolution")
 def _convolution(ctx: OpContext, args: list[Any]) -> Expr:
     # (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, ...)
     return _conv(ctx, *args[:9])
 
 
-@converter("conv2d", "conv1d")
+@converter("conv2d", "conv1d", "conv3d")
 def _conv2d(ctx: OpContext, args: list[Any]) -> Expr:
     # (input, weight, bias, stride, padding, dilation, groups)
     stride, padding, dilation = _opt(args, 3, 1), _opt(args, 4, 0), _opt(args, 5, 1)
@@ -94,7 +113,7 @@ def _conv2d(ctx: OpContext, args: list[Any]) -> Expr:
     )
 
 
-@converter("conv_transpose2d", "conv_transpose1d")
+@converter("conv_transpose2d", "conv_transpose1d", "conv_transpose3d")
 def _conv_transpose(ctx: OpContext, args: list[Any]) -> Expr:
     # (input, weight, bias, stride, padding, output_padding, groups, dilation)
     x, w, b = args[0], args[1], _opt(args, 2)
@@ -273,9 +292,15 @@ def _matmul_2d(ctx: OpContext, x: Expr, w: Expr) -> Expr:
 @converter("linear")
 def _linear(ctx: OpContext, args: list[Any]) -> Expr:
     x, w = ctx.expr(args[0]), ctx.expr(args[1])
-    out = nn.dense(x, w, units=ctx.shape(w)[0])
+    # a weight vector: x @ w
+    out = matmul(ctx, x, w) if ctx.ndim(w) == 1 else nn.dense(x, w, units=ctx.shape(w)[0])
     bias = _opt(args, 2)
-    return out if bias is None else nn.bias_add(out, ctx.expr(bias), axis=-1)
+    if bias is None:
+        return out
+    bias = ctx.expr(bias)
+    if ctx.ndim(bias) == 1 and ctx.ndim(out) >= 1:
+        return nn.bias_add(out, bias, axis=-1)
+    return op.add(out, bias)
 
 
 @converter("addmm")
@@ -323,14 +348,20 @@ def matmul(ctx: OpContext, a: Any, b: Any) -> Expr:
     """``torch.matmul``: vectors, matrices and broadcast batches."""
     a, b = promote(ctx, a, b)
     sa, sb = list(ctx.shape(a)), list(ctx.shape(b))
-    if len(sa) == 1 and len(sb) == 1:
-        return op.sum(op.multiply(a, b))
+    if len(sa) == 1 and len(sb) == 1:  # (1, k) x (1, k)^T
+        k = sa[0]
+        return op.reshape(nn.dense(op.reshape(a, [1, k]), op.reshape(b, [1, k]), units=1), [])
     if len(sb) == 1:
         return op.squeeze(matmul(ctx, a, op.expand_dims(b, 1)), [-1])
     if len(sa) == 1:
         return op.squeeze(matmul(ctx, op.expand_dims(a, 0), b), [-2])
-    if len(sb) == 2:
+    if len(sb) == 2 and len(sa) == 2:
         return _matmul_2d(ctx, a, b)
+    if len(sb) == 2:  # batched x one matrix: one batch of all rows
+        rows = int(math.prod(sa[:-1]))
+        a3 = op.reshape(a, [1, rows, sa[-1]])
+        out = nn.batch_matmul(a3, op.expand_dims(b, 0), transpose_b=False)
+        return op.reshape(out, [*sa[:-1], sb[-1]])
     batch = list(_broadcast(sa[:-2], sb[:-2]))
     nb = int(math.prod(batch))
     a3 = op.reshape(op.broadcast_to(a, [*batch, *sa[-2:]]), [nb, *sa[-2:]])
@@ -413,10 +444,11 @@ def _pad(ctx: OpContext, args: list[Any]) -> Expr:
     # constant_pad_nd(input, pad, value) / pad(input, pad, mode, value)
     x = ctx.expr(args[0])
     pads = as_int_list(args[1])
+    mode = "constant"
     if len(args) > 3 or (len(args) > 2 and isinstance(args[2], str)):
         mode, value = args[2], _opt(args, 3, 0.0)
-        if mode != "constant":
-            raise ctx.fail(f"padding mode {mode!r} is not supported (constant is)")
+        if mode not in _PAD_MODES:
+            raise ctx.fail(f"padding mode {mode!r} is not supported ({', '.join(_PAD_MODES)} are)")
     else:
         value = _opt(args, 2, 0.0)
     n = ctx.ndim(x)
@@ -425,7 +457,13 @@ def _pad(ctx: OpContext, args: list[Any]) -> Expr:
         width[n - 1 - i] = [pads[2 * i], pads[2 * i + 1]]
     if any(p < 0 for w in width for p in w):
         raise ctx.fail("negative padding (cropping) is not supported")
-    return nn.pad(x, width, ctx.expr(float(value), ctx.dtype(x)))
+    if mode != "constant":
+        return nn.pad(x, width, pad_mode=_PAD_MODES[mode])
+    return nn.pad(x, width, ctx.expr(float(value or 0.0), ctx.dtype(x)))
+
+
+#: torch's padding modes -> Relay's
+_PAD_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge"}
 
 
 @converter("pixel_shuffle")

@@ -12,8 +12,10 @@ import numpy as np
 
 from relaykit import op
 from relaykit.errors import DynamicShapeError
+from relaykit.ir.analysis import free_vars
 from relaykit.ir.expr import Call, Expr, Tuple, TupleGetItem, TupleWrapper
 from relaykit.op import nn
+from relaykit.transform.fold_constant import fold_constant
 
 from .ops_math import cast_to
 from .registry import OpContext, as_int_list, const_value, converter, dtype_name
@@ -52,6 +54,16 @@ def _is_static(shape: Any) -> bool:
 def _identity(ctx: OpContext, args: list[Any]) -> Any:
     """Inference: dropout is the identity; copies and layout changes are values."""
     return args[0]
+
+
+@converter("copy_")
+def _copy_(ctx: OpContext, args: list[Any]) -> Expr:
+    """``dst.copy_(src)``: ``src`` in ``dst``'s dtype and shape (the walker writes it back)."""
+    dst = ctx.expr(args[0])
+    src = ctx.expr(args[1], ctx.dtype(dst))
+    if ctx.dtype(src) != ctx.dtype(dst):
+        src = op.cast(src, ctx.dtype(dst))
+    return op.broadcast_to(src, list(ctx.shape(dst)))
 
 
 @converter("native_dropout")
@@ -95,6 +107,10 @@ def _dim(ctx: OpContext, args: list[Any]) -> int:
 @converter("Int", "Float", "Bool", "ScalarImplicit", "item", "_local_scalar_dense")
 def _scalar(ctx: OpContext, args: list[Any]) -> Any:
     value = const_value(args[0])
+    if value is None and isinstance(args[0], Expr) and not free_vars(args[0]):
+        value = const_value(fold_constant(args[0]))  # computed from constants (sizes...)
+    if value is None and ctx.op_name.endswith("::Bool") and isinstance(args[0], Expr):
+        return op.cast(op.reshape(args[0], []), "bool")  # a run-time condition (prim::If)
     if value is None:
         raise ctx.fail("a tensor's value used as a Python number is only known at run time")
     return np.asarray(value).item()
@@ -413,8 +429,13 @@ def _select(ctx: OpContext, args: list[Any]) -> Expr:
 
 @converter("narrow", "narrow_copy")
 def _narrow(ctx: OpContext, args: list[Any]) -> Expr:
-    start = int(args[2])
-    return _slice(ctx, [args[0], args[1], start, start + int(args[3]), 1])
+    start, length = _number(ctx, args[2]), _number(ctx, args[3])
+    return _slice(ctx, [args[0], args[1], start, start + length, 1])
+
+
+def _number(ctx: OpContext, value: Any) -> int:
+    """An int argument that may arrive as a tensor computed from constants."""
+    return int(_scalar(ctx, [value]))
 
 
 @converter("index_select")
@@ -465,7 +486,15 @@ def _wrap_negative(ctx: OpContext, idx: Expr, n: int) -> Expr:
 @converter("gather")
 def _gather(ctx: OpContext, args: list[Any]) -> Expr:
     x = ctx.expr(args[0])
-    return op.gather(x, ctx.axis(x, args[1]), ctx.expr(args[2]))
+    return op.gather(x, ctx.axis(x, args[1]), index_tensor(ctx, args[2]))
+
+
+def index_tensor(ctx: OpContext, value: Any) -> Expr:
+    """An index argument as an integer tensor (a float tensor of indices is cast to int64)."""
+    index = ctx.expr(value)
+    return (
+        index if not ctx.dtype(index).startswith(("float", "bfloat")) else op.cast(index, "int64")
+    )
 
 
 @converter("embedding")
@@ -496,7 +525,7 @@ def _filled(ctx: OpContext, shape: Any, value: Any, dtype: Any) -> Expr:
     return op.full(ctx.expr(value, name), _shape_arg(ctx, shape), name)
 
 
-@converter("empty", "empty_like", "new_empty")
+@converter("empty", "empty_like")
 def _empty(ctx: OpContext, args: list[Any]) -> Expr:
     """Uninitialised memory (decompositions use it for outputs nobody reads): zeros."""
     if args and isinstance(args[0], Expr):  # empty_like(x, dtype, ...)

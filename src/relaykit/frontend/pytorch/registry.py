@@ -18,7 +18,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -73,9 +73,10 @@ def require_torch() -> Any:
 
 
 def op_key(name: str) -> str:
-    """``aten::x``, ``aten.x.overload`` and ``x`` -> ``x``."""
-    if "::" in name:
-        name = name.split("::", 1)[1]
+    """``aten::x``, ``aten.x.overload`` and ``x`` -> ``x``; other namespaces keep
+    theirs (``quantized::conv2d``)."""
+    if name.startswith("aten::"):
+        name = name[len("aten::") :]
     elif name.startswith("aten."):
         name = name.split(".")[1]
     return name
@@ -137,6 +138,9 @@ class OpContext:
         #: the output's shape as the tracer knows it (FX graphs: static sizes as ints,
         #: symbolic ones None), when it has one tensor output; else None
         self.out_shape: tuple[int | None, ...] | None = None
+        #: the values of the model's parameters, for converters that need a constant
+        #: (the scale of a quantize node stored as a buffer)
+        self.constants: Mapping[Any, np.ndarray] = {}
 
     def fail(self, message: str) -> FrontendError:
         return FrontendError(f"{self.where}: {message}")
@@ -188,7 +192,8 @@ class OpContext:
             raise self.fail("expected a tensor, got a list of tensors")
         arr = np.asarray(value)
         if dtype is None:
-            dtype = self.scalar_dtype(value) if arr.ndim == 0 else numpy_dtype_name(arr)
+            python_number = isinstance(value, (bool, int, float)) and arr.ndim == 0
+            dtype = self.scalar_dtype(value) if python_number else numpy_dtype_name(arr)
         return const(arr.astype(dtype), dtype)
 
     def axis(self, value: Any, dim: int) -> int:

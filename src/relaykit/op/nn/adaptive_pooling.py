@@ -31,7 +31,7 @@ from relaykit.op._numeric import as_out
 from relaykit.op._relations import tensor_arg
 from relaykit.op.define import OpPattern, TypeRelError, define_op, make_call
 
-from .geometry import from_canonical, to_canonical
+from .geometry import adaptive_bounds, from_canonical, to_canonical
 
 __all__ = [
     "global_max_pool1d",
@@ -84,10 +84,8 @@ def _rel(rank: int, is_global: bool) -> Callable[[Sequence[Type], Attrs], Type]:
 
 
 def _bins(x: np.ndarray, axis: int, bins: int, reduce: Any) -> np.ndarray:
-    n = x.shape[axis]
     parts = []
-    for i in range(bins):
-        lo, hi = (i * n) // bins, -((-(i + 1) * n) // bins)
+    for lo, hi in zip(*adaptive_bounds(x.shape[axis], bins), strict=True):
         parts.append(reduce(np.take(x, range(lo, hi), axis=axis), axis=axis, keepdims=True))
     return np.concatenate(parts, axis=axis)
 

@@ -50,6 +50,7 @@ __all__ = [
     "pool2d_out_size",
     "pool_out_size",
     "adaptive_output_size",
+    "adaptive_bounds",
     "windows",
 ]
 
@@ -207,6 +208,18 @@ def adaptive_output_size(output_size: Any, h: int, w: int) -> tuple[int, int]:
 
 
 # -- windows --------------------------------------------------------------------------------------
+
+
+def adaptive_bounds(size: int, bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``[start, end)`` of each of ``bins`` adaptive-pooling bins over an axis of
+    ``size``: bin ``i`` covers ``[floor(i * size / bins), ceil((i + 1) * size / bins))``
+    (PyTorch's and TVM's rule).
+
+    >>> [b.tolist() for b in adaptive_bounds(5, 2)]
+    [[0, 2], [3, 5]]
+    """
+    i = np.arange(bins)
+    return (i * size) // bins, -((-(i + 1) * size) // bins)
 
 
 def windows(

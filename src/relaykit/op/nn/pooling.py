@@ -36,6 +36,7 @@ from relaykit.op._relations import tensor_arg
 from relaykit.op.define import OpPattern, TypeRelError, define_op, make_call, no_default
 
 from .geometry import (
+    adaptive_bounds,
     adaptive_output_size,
     attr_pair,
     canonical_shape,
@@ -295,9 +296,7 @@ def adaptive_pool2d_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
 
 def _adaptive_index(size: int, out: int) -> tuple[np.ndarray, np.ndarray]:
     """Gather indices (out, kmax) of the adaptive windows and their validity mask."""
-    i = np.arange(out)
-    start = (i * size) // out
-    end = -((-(i + 1) * size) // out)
+    start, end = adaptive_bounds(size, out)
     kmax = int((end - start).max())
     idx = start[:, None] + np.arange(kmax)[None, :]
     valid = idx < end[:, None]

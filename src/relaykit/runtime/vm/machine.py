@@ -497,7 +497,7 @@ class VirtualMachine:
                 obj = regs[ins[1]]
                 if type(obj) is not ADT:
                     raise ExecutionError(f"GetField of a {type(obj).__name__} value")
-                regs[ins[3]] = obj.fields[ins[2]]
+                regs[ins[3]] = obj[ins[2]]
                 pc += 1
             elif op == GET_TAG:
                 regs[ins[2]] = regs[ins[1]].tag
