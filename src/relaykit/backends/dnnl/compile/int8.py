@@ -11,9 +11,8 @@ primitives compute it in one pass:
 - the requantize becomes the weight scales (input scale times weight scale, per output
   channel) and the output scale and zero point: the layer writes uint8 / int8 directly;
 - a ``clip`` of the requantized integers becomes an eltwise clip post-op in real units;
-- a ``qnn.add`` of the layer's result and another tensor of the output's data type
-  becomes a ``sum`` post-op (the residual's scale and zero point), accumulating into
-  the residual's buffer.
+- a ``qnn.add`` of two tensors of one shape is a ``qadd`` node (a oneDNN binary with
+  scales, rounded once), a ``clip`` after it its post-op.
 
 What is not folded runs on its own: ``qnn.quantize``, ``qnn.dequantize`` and
 ``qnn.requantize`` as ``qreorder`` nodes (oneDNN reorders with scales and zero points),
@@ -53,7 +52,7 @@ class _Lowerer(Protocol):
     def as_rank(self, t: int, ndim: int) -> int: ...
 
 
-__all__ = ["QNN_LOWER", "INT_DTYPES"]
+__all__ = ["QNN_LOWER", "INT_DTYPES", "integer_average"]
 
 INT_DTYPES = ("uint8", "int8", "int32")
 _RANGE = {"uint8": (0, 255), "int8": (-128, 127), "int32": (-(2**31), 2**31 - 1)}
@@ -96,12 +95,12 @@ def _producer(lw: _Lowerer, t: int) -> Node | None:
 
 
 def _foldable(lw: _Lowerer, expr: Expr, t: int, *stages: str) -> Node | None:
-    """The qconv / qdense node writing ``t`` in one of ``stages`` when ``expr`` (its value)
+    """The qconv / qdense / qadd node writing ``t`` in one of ``stages`` when ``expr`` (its value)
     has no other reader, else None."""
     if lw.uses.get(id(expr), 0) != 1 or t in lw.p.outputs:
         return None
     node = _producer(lw, t)
-    if node is None or node.op not in ("qconv", "qdense") or lw.qstage.get(t) not in stages:
+    if node is None or node.op not in ("qconv", "qdense", "qadd") or lw.qstage.get(t) not in stages:
         return None
     return node
 
@@ -134,6 +133,35 @@ def _qreorder(lw: _Lowerer, x: int, shape: tuple[int, ...], dtype: str, **attrs:
     out = lw.emit("qreorder", [x], shape, **{k: v for k, v in attrs.items() if v is not None})
     lw.p.dtypes[out] = dtype
     return out
+
+
+def integer_average(
+    lw: _Lowerer, expr: Expr, x: int, dtype: str, pool: Callable[[int], int]
+) -> int:
+    """An average pooling of integers ``x`` (the value of ``expr``) as the frameworks
+    define a quantized average (ONNX's DequantizeLinear, AveragePool, QuantizeLinear;
+    torch's quantized pools): the mean of the real values, rounded once, halves to even,
+    then the zero point added. The frontends give it as a requantize (or cast) of the
+    input to the result's parameters in int32, then the pool: when that conversion is
+    this pool's alone it writes float32 without its rounding and zero point, else the
+    integers are converted (exactly). ``pool(t)`` emits the float pool of ``t``. (The
+    host averages the int32 values as they come and truncates.)"""
+    node = _producer(lw, x)
+    zp = 0
+    if (
+        node is not None and node.op == "qreorder" and lw.p.dtype(x) == "int32"
+        and lw.uses.get(id(expr), 0) == 1 and x not in lw.p.outputs
+    ):  # fmt: skip
+        zp = int(node.attrs.pop("dst_zp", 0) or 0)
+        scale = node.attrs.pop("dst_scale", None)
+        if scale:
+            node.attrs["src_scale"] = [s / scale for s in node.attrs.get("src_scale", [1.0])]
+        lw.p.dtypes[x] = "float32"
+        f = x
+    else:
+        f = _qreorder(lw, x, lw.p.shapes[x], "float32")
+    pooled = pool(f)
+    return _qreorder(lw, pooled, lw.p.shapes[pooled], dtype, dst_zp=zp or None)
 
 
 # -- the layers -------------------------------------------------------------------------------
@@ -289,35 +317,27 @@ def _cast(lw: _Lowerer, call: Call, args: list[Any]) -> int:
 
 
 def _qnn_add(lw: _Lowerer, call: Call, args: list[Any]) -> int:
+    """A quantized add of two tensors of the output's shape: one ``qadd`` node (float,
+    rounded once into the output's type, as ONNX's QLinearAdd and torch's quantized add
+    compute it). Not a ``sum`` post-op of the layer before: that would skip the rounding
+    of the layer's own output, a one-step difference on many elements that grows from
+    one residual block to the next."""
     lhs, rhs = lw.tensor(args[0], "qnn.add lhs"), lw.tensor(args[1], "qnn.add rhs")
     s = [_scalar(call.args[k], "scale") for k in (2, 4, 6)]
     z = [round(_scalar(call.args[k], "zero point")) for k in (3, 5, 7)]
     shape, dtype = _shape(call), _dtype(call)
-    for mine, other, k in ((lhs, rhs, 1), (rhs, lhs, 0)):
-        node = _foldable(lw, call.args[1 - k], mine, "scaled")
-        if (
-            node is None
-            or any(p["op"] == "sum" for p in node.post)
-            or lw.p.dtype(other) != dtype
-            or lw.p.shapes[other] != shape or other == mine
-            or other in node.inputs  # the layer would write over its own input
-        ):  # fmt: skip
-            continue
-        node.attrs["dst_scale"] = s[2]
-        node.attrs.pop("dst_zp", None)
-        if z[2]:
-            node.attrs["dst_zp"] = z[2]
-        node.post.append({"op": "sum", "in": other, "scale": s[k], "zp": z[k]})
-        # it now reads `other`, perhaps written after it: it moves to the end (nothing
-        # reads its result before the add)
-        lw.p.nodes.remove(node)
-        lw.p.nodes.append(node)
-        lw.p.dtypes[mine] = dtype
-        lw.qstage[mine] = "summed"
-        lw.qparams[mine] = (s[2], z[2])
-        lw.qrange[mine] = _RANGE[dtype]
-        return mine
-    return _through_float(lw, call, "add", (lhs, rhs), s, z)
+    if dtype == "int32" or lw.p.shapes[lhs] != shape or lw.p.shapes[rhs] != shape:
+        return _through_float(lw, call, "add", (lhs, rhs), s, z)
+    attrs: dict[str, Any] = {"s0": s[0], "s1": s[1], "dst_scale": s[2]}
+    for key, zp in (("z0", z[0]), ("z1", z[1]), ("dst_zp", z[2])):
+        if zp:
+            attrs[key] = zp
+    out = lw.emit("qadd", [lhs, rhs], shape, **attrs)
+    lw.p.dtypes[out] = dtype
+    lw.qstage[out] = "scaled"
+    lw.qparams[out] = (s[2], z[2])
+    lw.qrange[out] = _RANGE[dtype]
+    return out
 
 
 def _through_float(

@@ -38,7 +38,7 @@ from relaykit.ir.types import TensorType, TupleType
 from relaykit.op.nn.geometry import pad4, pair
 from relaykit.transform.idioms import match_layer_norm
 
-from .int8 import INT_DTYPES, QNN_LOWER
+from .int8 import INT_DTYPES, QNN_LOWER, integer_average
 
 __all__ = [
     "lower_function",
@@ -458,10 +458,19 @@ def _pool(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
         raise CodegenError("dnnl: avg_pool2d counting padding with ceil_mode's extra padding")
     else:
         alg = "avg_exclude"
-    return lw.emit(
-        "pool", [x], out, alg=alg, kernel=[kh, kw], strides=[sh, sw], dilation=[dh, dw],
+    return _pool_node(
+        lw, call, x, out, alg=alg, kernel=[kh, kw], strides=[sh, sw], dilation=[dh, dw],
         pad_l=[pt, pl], pad_r=[pb + eh, pr + ew],
     )  # fmt: skip
+
+
+def _pool_node(lw: _Lowerer, call: Call, x: int, out: tuple[int, ...], **attrs: Any) -> int:
+    """A ``pool`` node; an average of integers is taken in float32 (:func:`.integer_average`)."""
+    if attrs["alg"] == "max" or lw.p.dtype(x) == "float32":
+        return lw.emit("pool", [x], out, **attrs)
+    return integer_average(
+        lw, call.args[0], x, str(cast(TensorType, call.checked_type).dtype), lambda f: lw.emit("pool", [f], out, **attrs)
+    )
 
 
 def _pool3d(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
@@ -494,8 +503,8 @@ def _global_pool(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
     x = lw.tensor(args[0], op_name(call))
     _, _, h, w = lw.p.shapes[x]
     alg = "max" if "max" in op_name(call) else "avg_exclude"
-    return lw.emit(
-        "pool", [x], _shape(call), alg=alg, kernel=[h, w], strides=[1, 1], dilation=[1, 1],
+    return _pool_node(
+        lw, call, x, _shape(call), alg=alg, kernel=[h, w], strides=[1, 1], dilation=[1, 1],
         pad_l=[0, 0], pad_r=[0, 0],
     )  # fmt: skip
 
@@ -521,8 +530,8 @@ def _adaptive_pool(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
     if h % oh or w % ow:
         raise CodegenError("dnnl: adaptive pooling whose output size does not divide the input")
     alg = "max" if "max" in op_name(call) else "avg_exclude"
-    return lw.emit(
-        "pool", [x], out, alg=alg, kernel=[h // oh, w // ow], strides=[h // oh, w // ow],
+    return _pool_node(
+        lw, call, x, out, alg=alg, kernel=[h // oh, w // ow], strides=[h // oh, w // ow],
         dilation=[1, 1], pad_l=[0, 0], pad_r=[0, 0],
     )  # fmt: skip
 
@@ -712,5 +721,7 @@ def lower_function(func: Function) -> Program:
     for k, t in enumerate(outputs):
         if t in program.inputs or program.is_constant(t):
             outputs[k] = lw.emit("reshape", [t], program.shapes[t])
+            if t in program.dtypes:  # an int8 / int32 input returned keeps its data type
+                program.dtypes[outputs[k]] = program.dtypes[t]
     program.outputs = outputs
     return program

@@ -38,6 +38,9 @@ qdense     an int8 matmul: ``weight`` (K, N), ``bias`` (1, N), the qconv attribu
 erf        the error function (the runtime's own loop; oneDNN has none)
 qreorder   a data-type conversion: ``src_scale`` (one or per channel along ``axis``),
            ``src_zp``, ``dst_scale``, ``dst_zp``
+qadd       a quantized add of two tensors of the output's shape: ``s0``, ``z0``,
+           ``s1``, ``z1``, ``dst_scale``, ``dst_zp``; computed in float, rounded once
+           (half to even); post-ops (a clip) in real units
 ========== ========================================================================
 
 >>> p = Program()

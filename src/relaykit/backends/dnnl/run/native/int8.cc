@@ -14,6 +14,11 @@
 // A "qreorder" node converts `src` to the output's data type:
 //   dst = src_scale[c] * (src - src_zp) / dst_scale + dst_zp
 // (src_scale one value, or per channel along `axis`), rounded half to even.
+// A "qadd" node adds two quantized tensors of one shape as ONNX's QLinearAdd and torch's
+// quantized add do: in float, rounded once (half to even) into the output's data type:
+//   dst = post(s0 * (a - z0) + s1 * (b - z1)) / dst_scale + dst_zp
+// (a oneDNN binary with source scales; the zero points and the output scale are linear
+// post-ops around the node's own post-ops, a clip in real units).
 
 #include "region.h"
 
@@ -36,7 +41,61 @@ std::vector<float> floats(const Json& node, const char* key) {
   return out;
 }
 
+// `md`'s layout for data type `t` (strided, or nChw{8,16}c; else plain).
+memory::desc retyped(const memory::desc& md, dt t) {
+  dims d = md.get_dims();
+  if (md.get_format_kind() == memory::format_kind::blocked) {
+    int nb = md.get_inner_nblks();
+    if (nb == 0) return memory::desc(d, t, md.get_strides());
+    auto blks = md.get_inner_blks();
+    auto idxs = md.get_inner_idxs();
+    if (d.size() == 4 && nb == 1 && idxs[0] == 1 && (blks[0] == 16 || blks[0] == 8))
+      return memory::desc(d, t, blks[0] == 16 ? tag::aBcd16b : tag::aBcd8b);
+  }
+  return memory::desc(d, t, plain_tag(d.size()));
+}
+
 }  // namespace
+
+// "qadd": a quantized add, rounded once.
+void Region::lower_qadd(const Json& node) {
+  int a = in(node, 0), b = in(node, 1), o = out(node);
+  if (dims_[a] != dims_[o] || dims_[b] != dims_[o]) throw Error("program: qadd operands differ in shape");
+  float s0 = static_cast<float>(node.at("s0").f()), s1 = static_cast<float>(node.at("s1").f());
+  float so = static_cast<float>(node.at("dst_scale").f());
+  float shift = -(s0 * static_cast<float>(node.get_i("z0", 0)) + s1 * static_cast<float>(node.get_i("z1", 0)));
+  memory::desc amd = md_of(a);
+  if (amd.get_format_kind() != memory::format_kind::blocked) amd = plain(a);
+  memory::desc bmd = retyped(amd, dtypes_[b]);
+  memory::desc dmd = retyped(amd, dtypes_[o]);
+  primitive_attr attr = base_attr();
+  std::vector<Arg> extra;
+  for (auto [scale, arg] : {std::pair<float, int>{s0, DNNL_ARG_SRC_0}, std::pair<float, int>{s1, DNNL_ARG_SRC_1}}) {
+    attr.set_scales_mask(arg, 0);
+    memory::desc md = scale_md(1);
+    extra.push_back({DNNL_ARG_ATTR_SCALES | arg, owned_const(md, &scale), md});
+  }
+  dnnl::post_ops ops;
+  std::string info;
+  if (shift != 0.f) ops.append_eltwise(algorithm::eltwise_linear, 1.f, shift);
+  if (const Json* list = node.find("post"))
+    for (const auto& p : list->items) {
+      float alpha = static_cast<float>(p.get_f("alpha", 0.0)), beta = static_cast<float>(p.get_f("beta", 0.0));
+      algorithm alg = eltwise_alg(p.at("op").s(), alpha, false);
+      ops.append_eltwise(alg, alpha, beta);
+      info += "+" + p.at("op").s();
+    }
+  ops.append_eltwise(algorithm::eltwise_linear, 1.f / so, static_cast<float>(node.get_i("dst_zp", 0)));
+  attr.set_post_ops(ops);
+  auto pd = dnnl::binary::primitive_desc(eng_, algorithm::binary_add, amd, bmd, dmd, attr);
+  int pa = version(a, amd);
+  int pb = version(b, bmd);
+  int inplace = dmd == amd ? dying(a) : -1;
+  int pdst = define(o, dmd, inplace);
+  std::vector<Arg> args = {{DNNL_ARG_SRC_0, pa, amd}, {DNNL_ARG_SRC_1, pb, bmd}, {DNNL_ARG_DST, pdst, dmd}};
+  args.insert(args.end(), extra.begin(), extra.end());
+  add_step(dnnl::binary(pd), args, "qadd t" + std::to_string(o) + " " + md_str(amd) + " " + md_str(bmd) + info, &pd);
+}
 
 // The attributes of a quantized node: scales and zero points (their memories appended
 // to `extra`), and its post-ops (in `post`).

@@ -461,6 +461,7 @@ void Region::lower_node(const Json& node) {
   else if (op == "matmul") lower_matmul(node);
   else if (op == "layer_norm") lower_layer_norm(node);
   else if (op == "qreorder") lower_qreorder(node);
+  else if (op == "qadd") lower_qadd(node);
   else if (op == "erf") lower_erf(node);
   else if (op == "qconv" || op == "qdense") lower_qweighted(node);
   else throw Error("program: unknown node op '" + op + "'");

@@ -343,6 +343,7 @@ class Region {
 
   void lower_qreorder(const Json& node);
   void lower_qweighted(const Json& node);
+  void lower_qadd(const Json& node);
   primitive_attr quant_attr(const Json& node, int wmask, Post& post, std::vector<Arg>& extra);
 
   // ---- eltwise.cc: primitives that keep their input's layout ----
