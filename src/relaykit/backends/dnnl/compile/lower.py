@@ -469,7 +469,11 @@ def _pool_node(lw: _Lowerer, call: Call, x: int, out: tuple[int, ...], **attrs: 
     if attrs["alg"] == "max" or lw.p.dtype(x) == "float32":
         return lw.emit("pool", [x], out, **attrs)
     return integer_average(
-        lw, call.args[0], x, str(cast(TensorType, call.checked_type).dtype), lambda f: lw.emit("pool", [f], out, **attrs)
+        lw,
+        call.args[0],
+        x,
+        str(cast(TensorType, call.checked_type).dtype),
+        lambda f: lw.emit("pool", [f], out, **attrs),
     )
 
 
