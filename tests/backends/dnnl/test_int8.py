@@ -1,10 +1,10 @@
 """int8 regions: QNN graphs run as oneDNN int8 primitives.
 
-References: relaykit's own QNN kernels on the host (checked against NumPy int64 in
-tests/op/qnn) for graphs written in Relay, onnxruntime for quantized ONNX models;
-int8 results must be equal on at least 99% of elements and one step off elsewhere
-(oneDNN folds each requantize into the layer's output scale, so it rounds once where
-the reference rounds twice).
+References: NumPy written in the tests, relaykit's own QNN kernels on the host
+(checked against NumPy int64 in tests/op/qnn) for graphs written in Relay, onnxruntime
+for quantized ONNX models; int8 results must be equal on at least 99% of elements and
+one step off elsewhere (a region scales in float32 as oneDNN, onnxruntime and torch do;
+the host requantizes in TVM's Q31 fixed point: they can round apart near a half).
 """
 
 from __future__ import annotations
@@ -272,3 +272,38 @@ def test_accumulator_read_twice_is_exact():
             ref[0, :, i, j] = np.einsum("chw,ochw->o", xs[0, :, i : i + 3, j : j + 3], weights)
     np.testing.assert_array_equal(g.get_output(0).numpy(), ref + (np.arange(6) * 7)[:, None, None])
     np.testing.assert_array_equal(g.get_output(1).numpy(), ref + (np.arange(6) * 3)[:, None, None])
+
+
+def test_qnn_concatenate_requantizes_each_input_inside_the_region():
+    rng = np.random.default_rng(8)
+    xs = [relay.var(f"x{k}", shape=(1, c, 5, 5), dtype="float32") for k, c in enumerate((3, 4, 2))]
+    # scale ratios with no exact halves (where float32 and float64 could round apart)
+    params = [(0.047, 120), (0.031, 7), (0.04, 128)]  # the last: the output's own
+    qs = [
+        relay.qnn.op.quantize(x, _c(s, "float32"), _c(z, "int32"), out_dtype="uint8")
+        for x, (s, z) in zip(xs, params, strict=True)
+    ]
+    cat = relay.qnn.op.concatenate(
+        qs, [_c(s, "float32") for s, _ in params], [_c(z, "int32") for _, z in params],
+        _c(0.04, "float32"), _c(128, "int32"), axis=1,
+    )  # fmt: skip
+    y = relay.qnn.op.dequantize(cat, _c(0.04, "float32"), _c(128, "int32"))
+    mod = tvm.IRModule.from_expr(relay.Function(xs, y))
+    part = partition_for_dnnl(mod)
+    assert len([gv for gv in part.get_global_vars() if gv.name_hint != "main"]) == 1
+    lib = relay.build(part, target="llvm")
+    assert any(s.startswith("concat") for s in _steps(lib))
+    values = [rng.uniform(-3, 3, (1, c, 5, 5)).astype("float32") for c in (3, 4, 2)]
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    for k, v in enumerate(values):
+        g.set_input(f"x{k}", v)
+    g.run()
+    got = g.get_output(0).numpy()
+    # NumPy: quantize each (halves to even), requantize to the output's parameters, concat
+    parts = []
+    for v, (s, z) in zip(values, params, strict=True):
+        q = np.clip(np.rint(v.astype(np.float64) / s) + z, 0, 255)
+        parts.append(np.clip(np.rint(s * (q - z) / 0.04) + 128, 0, 255))
+    want = (np.concatenate(parts, axis=1) - 128) * 0.04
+    steps = np.rint(np.abs(got - want) / 0.04)
+    assert steps.max() <= 1 and np.mean(steps == 0) >= 0.99, (steps.max(), np.mean(steps == 0))

@@ -382,6 +382,34 @@ def _qnn_batch_matmul(lw: _Lowerer, call: Call, args: list[Any]) -> int:
     return _qreorder(lw, acc, _shape(call), "int32")
 
 
+def _qnn_concatenate(lw: _Lowerer, call: Call, args: list[Any]) -> int:
+    """Each tensor requantized to the output's scale and zero point (a ``qreorder``,
+    rounded half to even, where its own differ), then one ``concat`` in the int8 type."""
+    fields = args[0]
+    if not isinstance(fields, tuple):
+        raise CodegenError("dnnl: qnn.concatenate of a non-tuple")
+    data, scales, zps = call.args[0], call.args[1], call.args[2]
+    s = [_scalar(e, "input scale") for e in scales.fields]  # type: ignore[attr-defined]
+    z = [round(_scalar(e, "input zero point")) for e in zps.fields]  # type: ignore[attr-defined]
+    out_s, out_z = (
+        _scalar(call.args[3], "output scale"),
+        round(_scalar(call.args[4], "output zero point")),
+    )
+    shape, dtype = _shape(call), _dtype(call)
+    ins = []
+    for k, v in enumerate(fields):
+        t = lw.tensor(v, "qnn.concatenate field")
+        if lw.p.dtype(t) != dtype or s[k] != out_s or z[k] != out_z:
+            t = _qreorder(
+                lw, t, _shape(data.fields[k]), dtype, src_scale=[s[k]], src_zp=z[k] or None,  # type: ignore[attr-defined]
+                dst_scale=out_s, dst_zp=out_z or None,
+            )  # fmt: skip
+        ins.append(t)
+    out = lw.emit("concat", ins, shape, axis=int(call.attrs.axis) % len(shape))
+    lw.p.dtypes[out] = dtype
+    return out
+
+
 #: QNN operator (or integer use of a float one) -> its lowering.
 QNN_LOWER: dict[str, Callable[[_Lowerer, Call, list[Any]], int]] = {
     "qnn.conv2d": _qnn_conv2d,
@@ -394,6 +422,7 @@ QNN_LOWER: dict[str, Callable[[_Lowerer, Call, list[Any]], int]] = {
     "clip": _clip,
     "qnn.mul": _qnn_mul,
     "qnn.batch_matmul": _qnn_batch_matmul,
+    "qnn.concatenate": _qnn_concatenate,
     "add": _bias_add,
     "cast": _cast,
 }

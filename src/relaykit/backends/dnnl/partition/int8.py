@@ -3,7 +3,8 @@
 The QNN operators oneDNN runs as int8 primitives (lowered by
 :mod:`relaykit.backends.dnnl.compile.int8`): ``qnn.conv2d`` and ``qnn.dense`` with
 constant symmetric int8 weights over uint8 / int8 data, ``qnn.requantize``,
-``qnn.quantize`` / ``qnn.dequantize`` (scalar zero points), ``qnn.add``; and float
+``qnn.quantize`` / ``qnn.dequantize`` (scalar zero points), ``qnn.add``,
+``qnn.concatenate``; and float
 operators on integer tensors that oneDNN runs in their data type or the lowering
 folds: pooling, reshapes, ``clip``, the int32 ``nn.bias_add`` after a quantized layer.
 
@@ -18,7 +19,7 @@ from collections.abc import Callable
 import numpy as np
 
 from relaykit.byoc import Decline, decline
-from relaykit.ir.expr import Call, Constant, Expr
+from relaykit.ir.expr import Call, Constant, Expr, Tuple
 from relaykit.ir.op import Op
 from relaykit.ir.types import TensorType
 
@@ -185,6 +186,23 @@ def _qnn_batch_matmul(call: Call) -> Verdict:
     return True
 
 
+def _qnn_concatenate(call: Call) -> Verdict:
+    """Tensors of one int8 type, each requantized to the output's parameters (constants)."""
+    data, scales, zps = call.args[0], call.args[1], call.args[2]
+    if not all(isinstance(t, Tuple) for t in (data, scales, zps)):
+        return decline("qnn.concatenate whose tensors or parameters are not tuples")
+    fields = list(data.fields)  # type: ignore[attr-defined]
+    params = [*scales.fields, *zps.fields, call.args[3], call.args[4]]  # type: ignore[attr-defined]
+    if not all(_scalar_const(p) for p in params):
+        return decline("qnn.concatenate: per-channel or computed parameters")
+    dtypes = {_dtype(f) for f in fields} | {_dtype(call)}
+    if len(dtypes) != 1 or not dtypes <= set(_ACT):
+        return decline(f"qnn.concatenate of {sorted(dtypes)}: one of uint8 / int8 throughout")
+    if not all(_static(f) and _shape_of(f) for f in [*fields, call]):
+        return decline("qnn.concatenate: dynamic shapes, scalars or a rank above 6")
+    return True
+
+
 #: QNN operator -> rule.
 QNN_RULES: dict[str, Callable[[Call], Verdict]] = {
     "qnn.conv2d": _qnn_conv2d,
@@ -195,6 +213,7 @@ QNN_RULES: dict[str, Callable[[Call], Verdict]] = {
     "qnn.add": _qnn_add,
     "qnn.mul": _qnn_add,  # the same conditions
     "qnn.batch_matmul": _qnn_batch_matmul,
+    "qnn.concatenate": _qnn_concatenate,
 }
 
 
@@ -202,6 +221,8 @@ def check_int8_call(call: Call, float_rule: Callable[[Call], Verdict] | None) ->
     """The verdict on a QNN call or a float operator on integer tensors; None for a
     float32 call or integer arithmetic int8 regions do not fold (the float rules decide)."""
     name = call.op.name if isinstance(call.op, Op) else ""
+    if name == "qnn.concatenate":  # tuple arguments: the rule checks each field
+        return _qnn_concatenate(call)
     exprs = [*call.args, call]
     rule = QNN_RULES.get(name)
     dtypes = {_dtype(e) for e in exprs if not isinstance(e, Constant)} - {""}
