@@ -307,3 +307,59 @@ def test_qnn_concatenate_requantizes_each_input_inside_the_region():
     want = (np.concatenate(parts, axis=1) - 128) * 0.04
     steps = np.rint(np.abs(got - want) / 0.04)
     assert steps.max() <= 1 and np.mean(steps == 0) >= 0.99, (steps.max(), np.mean(steps == 0))
+
+
+def _np_conv_nhwc(x: np.ndarray, w_hwio: np.ndarray, pad: int) -> np.ndarray:
+    """float64 convolution of NHWC data and an HWIO weight, stride 1."""
+    kh, kw, _, o = w_hwio.shape
+    xp = np.pad(x.astype(np.float64), ((0, 0), (pad, pad), (pad, pad), (0, 0)))
+    n, h, w = x.shape[0], xp.shape[1] - kh + 1, xp.shape[2] - kw + 1
+    out = np.zeros((n, h, w, o))
+    for i in range(kh):
+        for j in range(kw):
+            out += np.einsum("nhwc,co->nhwo", xp[:, i : i + h, j : j + w], w_hwio[i, j])
+    return out
+
+
+def test_nhwc_convolutions_run_in_the_region():
+    rng = np.random.default_rng(9)
+    x = relay.var("x", shape=(1, 6, 6, 8), dtype="uint8")
+    w = rng.integers(-20, 20, (3, 3, 8, 16)).astype("int8")
+    ws = rng.uniform(0.002, 0.004, 16).astype("float32")
+    bias = rng.integers(-300, 300, 16).astype("int32")
+    acc = relay.qnn.op.conv2d(
+        x, _c(w, "int8"), _c(5, "int32"), _c(0, "int32"), _c(0.05, "float32"), _c(ws, "float32"),
+        kernel_size=(3, 3), channels=16, padding=(1, 1), data_layout="NHWC", kernel_layout="HWIO",
+    )  # fmt: skip
+    acc = relay.nn.bias_add(acc, _c(bias, "int32"), axis=3)
+    y = relay.qnn.op.requantize(
+        acc, _c(ws * 0.05, "float32"), _c(0, "int32"), _c(0.07, "float32"), _c(3, "int32"),
+        axis=3, out_dtype="uint8",
+    )  # fmt: skip
+    f = relay.var("f", shape=(1, 6, 6, 4), dtype="float32")
+    wf = rng.standard_normal((3, 3, 4, 5)).astype("float32")
+    z = relay.nn.conv2d(f, relay.const(wf), kernel_size=(3, 3), channels=5, padding=(1, 1),
+                        data_layout="NHWC", kernel_layout="HWIO")  # fmt: skip
+    mod = tvm.IRModule.from_expr(relay.Function([x, f], relay.Tuple([y, z])))
+    part = partition_for_dnnl(mod)
+    assert all(
+        f.attrs.get("Compiler") == "dnnl" for gv, f in part.items() if gv.name_hint != "main"
+    )
+    lib = relay.build(part, target="llvm")
+    steps = _steps(lib)
+    assert any(s.startswith("qconv") for s in steps) and any(s.startswith("conv") for s in steps)
+    assert not any(s.startswith(("qreorder", "reorder")) for s in steps)  # views, folded
+    xv = rng.integers(0, 30, (1, 6, 6, 8)).astype("uint8")
+    fv = rng.standard_normal((1, 6, 6, 4)).astype("float32")
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    g.set_input("x", xv)
+    g.set_input("f", fv)
+    g.run()
+    # the input's zero point is 5: its padding counts as 5 as well (zero real values)
+    real = _np_conv_nhwc(xv.astype(np.int64) - 5, w.astype(np.float64), 1) + bias
+    want = np.clip(np.rint(real * ws.astype(np.float64) * 0.05 / 0.07) + 3, 0, 255)
+    d = np.abs(g.get_output(0).numpy().astype(np.int64) - want)
+    assert d.max() <= 1 and np.mean(d == 0) >= 0.99, (d.max(), np.mean(d == 0))
+    np.testing.assert_allclose(
+        g.get_output(1).numpy(), _np_conv_nhwc(fv, wf, 1), rtol=1e-4, atol=1e-4
+    )

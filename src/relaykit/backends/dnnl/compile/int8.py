@@ -36,6 +36,8 @@ from relaykit.ir.expr import Call, Constant, Expr
 from relaykit.ir.types import TensorType
 from relaykit.op.nn.geometry import pad4, pair
 
+from .nhwc import nhwc_view
+
 
 class _Lowerer(Protocol):
     """What these lowerings use of :mod:`.lower`'s lowerer."""
@@ -46,10 +48,12 @@ class _Lowerer(Protocol):
     qbias: dict[int, np.ndarray]
     qparams: dict[int, tuple[float, int]]
     qrange: dict[int, tuple[float, float]]
+    qview: dict[int, int]
 
     def tensor(self, v: Any, what: str) -> int: ...
     def emit(self, op: str, inputs: list[int], shape: tuple[int, ...], **attrs: Any) -> int: ...
     def as_rank(self, t: int, ndim: int) -> int: ...
+    def const(self, t: int) -> np.ndarray | None: ...
 
 
 __all__ = ["QNN_LOWER", "INT_DTYPES", "integer_average"]
@@ -99,10 +103,17 @@ def _foldable(lw: _Lowerer, expr: Expr, t: int, *stages: str) -> Node | None:
     has no other reader, else None."""
     if lw.uses.get(id(expr), 0) != 1 or t in lw.p.outputs:
         return None
-    node = _producer(lw, t)
+    node = _producer(lw, lw.qview.get(t, t))  # an NHWC layer: the NCHW node behind the view
     if node is None or node.op not in ("qconv", "qdense", "qadd") or lw.qstage.get(t) not in stages:
         return None
     return node
+
+
+def _retype(lw: _Lowerer, t: int, dtype: str) -> None:
+    """The data type a folded layer now writes, for ``t`` and the result behind its view."""
+    lw.p.dtypes[t] = dtype
+    if t in lw.qview:
+        lw.p.dtypes[lw.qview[t]] = dtype
 
 
 def _bias(lw: _Lowerer, node: Node, bias: np.ndarray) -> int:
@@ -169,12 +180,16 @@ def integer_average(
 
 def _weighted(lw: _Lowerer, call: Call, args: list[Any], conv: bool) -> int:
     x = lw.tensor(args[0], "qnn data")
+    nhwc = conv and call.attrs.data_layout == "NHWC"
     weight = call.args[1]
     if not isinstance(weight, Constant):
         raise CodegenError("dnnl: int8 weights must be constants (bind the params)")
     if np.any(_values(call.args[3], "kernel zero point") != 0):
         raise CodegenError("dnnl: int8 weights must be symmetric (kernel zero point 0)")
     wv = weight.data.numpy().astype(np.float32)
+    if nhwc:  # HWIO -> OIHW; the data seen as NCHW (a view)
+        wv = np.ascontiguousarray(wv.transpose(3, 2, 0, 1))
+        x = nhwc_view(lw, x, True)
     w = lw.p.add_constant(wv if conv else wv.T)  # qdense runs as a matmul: (K, N)
     src_zp = round(_scalar(call.args[2], "input zero point"))
     attrs: dict[str, Any] = {"weight": w, "bias": -1}
@@ -184,8 +199,14 @@ def _weighted(lw: _Lowerer, call: Call, args: list[Any], conv: bool) -> int:
         a = call.attrs
         attrs.update(strides=list(pair(a.strides)), dilation=list(pair(a.dilation)),
                      pad=list(pad4(a.padding)), groups=int(a.groups))  # fmt: skip
-    out = lw.emit("qconv" if conv else "qdense", [x], _shape(call), **attrs)
+    shape = _shape(call)
+    if nhwc:
+        shape = (shape[0], shape[3], shape[1], shape[2])
+    out = lw.emit("qconv" if conv else "qdense", [x], shape, **attrs)
     lw.p.dtypes[out] = "int32"
+    if nhwc:
+        inner, out = out, nhwc_view(lw, out, False)
+        lw.qview[out] = inner
     lw.qstage[out] = "acc"
     return out
 
@@ -217,7 +238,7 @@ def _bias_add(lw: _Lowerer, call: Call, args: list[Any]) -> int:
         total = lw.emit("binary", [f, lw.as_rank(b, len(shape))], shape, alg="add")
         return _qreorder(lw, total, shape, "int32")
     bias = call.args[1].data.numpy().astype(np.float64).reshape(-1)
-    channels = lw.p.shapes[x][1]
+    channels = lw.p.shapes[node.out][1]  # (N, C, H, W) or (M, N)
     if bias.size == 1:
         bias = np.full(channels, bias[0])
     if bias.size != channels:
@@ -245,7 +266,7 @@ def _requantize(lw: _Lowerer, call: Call, args: list[Any]) -> int:
         node.attrs["dst_scale"] = out_scale
         if out_zp:
             node.attrs["dst_zp"] = out_zp
-        lw.p.dtypes[x] = dtype
+        _retype(lw, x, dtype)
         lw.qstage[x] = "scaled"
         lw.qparams[x] = (out_scale, out_zp)
         lw.qrange[x] = _RANGE[dtype]
@@ -310,7 +331,7 @@ def _cast(lw: _Lowerer, call: Call, args: list[Any]) -> int:
     if node is not None:
         lo, hi = lw.qrange[x]
         if lo >= lo_t and hi <= hi_t:
-            lw.p.dtypes[x] = dtype
+            _retype(lw, x, dtype)
             lw.qrange[x] = (lo, hi)
             return x
     return _qreorder(lw, x, _shape(call), dtype)

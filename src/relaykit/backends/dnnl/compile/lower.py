@@ -39,6 +39,7 @@ from relaykit.op.nn.geometry import pad4, pair
 from relaykit.transform.idioms import match_layer_norm
 
 from .int8 import INT_DTYPES, QNN_LOWER, integer_average
+from .nhwc import hwio_as_oihw, nhwc_view
 
 __all__ = [
     "lower_function",
@@ -129,6 +130,8 @@ class _Lowerer:
         self.qbias: dict[int, np.ndarray] = {}
         self.qparams: dict[int, tuple[float, int]] = {}
         self.qrange: dict[int, tuple[float, float]] = {}
+        #: NHWC view of a quantized convolution's NCHW result -> that result
+        self.qview: dict[int, int] = {}
 
     # -- values ----------------------------------------------------------------------
 
@@ -218,10 +221,16 @@ def _conv2d(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
     a = call.attrs
     x, w = lw.tensor(args[0], "conv2d data"), lw.tensor(args[1], "conv2d weight")
     lw.weight(w, "conv2d")
-    return lw.emit(
-        "conv", [x], _shape(call), weight=w, bias=-1, strides=list(pair(a.strides)),
+    nhwc = a.data_layout == "NHWC"
+    out = _shape(call)
+    if nhwc:  # oneDNN's convolution on NCHW views of the NHWC tensors
+        x, w = nhwc_view(lw, x, True), hwio_as_oihw(lw, w)
+        out = (out[0], out[3], out[1], out[2])
+    y = lw.emit(
+        "conv", [x], out, weight=w, bias=-1, strides=list(pair(a.strides)),
         dilation=list(pair(a.dilation)), pad=list(pad4(a.padding)), groups=int(a.groups),
     )  # fmt: skip
+    return nhwc_view(lw, y, False) if nhwc else y
 
 
 def _conv1d(lw: _Lowerer, call: Call, args: list[Value]) -> Value:

@@ -103,9 +103,11 @@ def _weighted(call: Call) -> Verdict:
 
 def _qnn_conv2d(call: Call) -> Verdict:
     a = call.attrs
-    if a.data_layout != "NCHW" or a.kernel_layout != "OIHW" or a.out_layout not in ("", "NCHW"):
+    known = (a.data_layout, a.kernel_layout) in (("NCHW", "OIHW"), ("NHWC", "HWIO"))
+    if not known or a.out_layout not in ("", a.data_layout):
         return decline(
-            f"layout {a.data_layout}/{a.kernel_layout}: the dnnl backend takes NCHW/OIHW"
+            f"layout {a.data_layout}/{a.kernel_layout}: the dnnl backend takes NCHW/OIHW "
+            "or NHWC/HWIO"
         )
     return _weighted(call)
 

@@ -102,13 +102,13 @@ def _constant_or_true(expr: Expr, what: str) -> Verdict:
 
 def _conv2d(call: Call) -> Verdict:
     a = call.attrs
-    if a.data_layout != "NCHW" or a.kernel_layout != "OIHW":
+    if (a.data_layout, a.kernel_layout) not in (("NCHW", "OIHW"), ("NHWC", "HWIO")):
         return decline(
             f"layout {a.data_layout}/{a.kernel_layout}: the dnnl backend takes NCHW/OIHW "
-            "(oneDNN picks its own blocked layout inside the region)"
+            "or NHWC/HWIO (oneDNN picks its own blocked layout inside the region)"
         )
-    if a.out_layout not in ("", "NCHW"):
-        return decline(f"out_layout {a.out_layout}: the dnnl backend writes NCHW")
+    if a.out_layout not in ("", a.data_layout):
+        return decline(f"out_layout {a.out_layout}: the dnnl backend writes {a.data_layout}")
     if a.out_dtype not in ("", "float32", "bfloat16"):
         return decline(f"out_dtype {a.out_dtype}: the dnnl backend runs float32 only")
     return _constant_or_true(call.args[1], "weight")
