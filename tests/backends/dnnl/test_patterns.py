@@ -129,10 +129,10 @@ def test_pattern_forms_composite_and_fuses(dnnl, name, from_pattern, build, prog
 
 
 def test_pattern_check_keeps_unsupported_matches_out(dnnl):
-    """conv2d + relu in NHWC matches the pattern's shape but oneDNN rules decline it."""
-    w = relay.const(np.ones((3, 3, 8, 4), "float32"))
+    """conv2d + relu in NHWC/OHWI matches the pattern's shape but oneDNN rules decline it."""
+    w = relay.const(np.ones((4, 3, 3, 8), "float32"))
     mod = dnnl.module_of(
-        lambda x: relay.nn.relu(relay.nn.conv2d(x, w, data_layout="NHWC", kernel_layout="HWIO")),
+        lambda x: relay.nn.relu(relay.nn.conv2d(x, w, data_layout="NHWC", kernel_layout="OHWI")),
         (1, 6, 6, 8),
     )
     pmod = partition_for_dnnl(mod)

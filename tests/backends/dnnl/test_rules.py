@@ -23,16 +23,16 @@ def _call(expr_fn, *shapes, dtype="float32"):
 DECLINED = [
     ("float16", lambda x: relay.nn.relu(x), [(1, 8)], "float16", "float32 only"),
     (
-        "nhwc",
+        "nhwc_ohwi",
         lambda x: relay.nn.conv2d(
             x,
-            relay.const(np.ones((3, 3, 8, 4), "float32")),
+            relay.const(np.ones((4, 3, 3, 8), "float32")),
             data_layout="NHWC",
-            kernel_layout="HWIO",
+            kernel_layout="OHWI",
         ),
         [(1, 6, 6, 8)],
         "float32",
-        "layout NHWC/HWIO",
+        "layout NHWC/OHWI",
     ),
     (
         "var_weight",

@@ -11,6 +11,7 @@ from relaykit.backends.common import RELAYKIT_VERSION
 
 from .compile.codegen import OPTIONS_KEY, dnnl_codegen
 from .partition import optimize_for_dnnl, partition_for_dnnl, tvm_api
+from .partition.int8 import INT_OPS, QNN_RULES
 from .partition.patterns import pattern_table
 from .partition.rules import RULES, TARGET, check_call, rule_for
 from .run.library import DnnlNotFoundError, find_onednn
@@ -29,7 +30,7 @@ def _onednn_missing() -> str | None:
 
 BACKEND = Backend(
     TARGET,
-    rules={name: rule_for(name) for name in RULES},
+    rules={name: rule_for(name) for name in {*RULES, *QNN_RULES, *INT_OPS}},
     patterns=pattern_table,
     options={"config_key": OPTIONS_KEY, "num_threads": None},
     optimize=optimize_for_dnnl,

@@ -38,6 +38,9 @@ from relaykit.ir.types import TensorType, TupleType
 from relaykit.op.nn.geometry import pad4, pair
 from relaykit.transform.idioms import match_layer_norm
 
+from .int8 import INT_DTYPES, QNN_LOWER, integer_average
+from .nhwc import hwio_as_oihw, nhwc_view
+
 __all__ = [
     "lower_function",
     "op_name",
@@ -77,6 +80,28 @@ BINARY_OPS: dict[str, str] = {
 COMMUTATIVE = frozenset({"add", "multiply", "maximum", "minimum"})
 
 
+def _integer(call: Call) -> bool:
+    """Whether ``call`` reads or writes an integer tensor (an int8 region's operator)."""
+    types = [a.checked_type for a in call.args] + [call.checked_type]
+    return any(isinstance(t, TensorType) and str(t.dtype) in INT_DTYPES for t in types)
+
+
+def _count_uses(root: Expr) -> dict[int, int]:
+    uses: dict[int, int] = {id(root): 1}
+    skip = lambda n: type(n) is Function or type(n) is Op  # noqa: E731
+    for node in post_order(root, skip=skip):
+        children: list[Expr] = []
+        if isinstance(node, Call):
+            children = list(node.args)
+        elif isinstance(node, Tuple):
+            children = list(node.fields)
+        elif isinstance(node, TupleGetItem):
+            children = [node.tuple_value]
+        for c in children:
+            uses[id(c)] = uses.get(id(c), 0) + 1
+    return uses
+
+
 def op_name(call: Call) -> str:
     """The operator name of an operator call."""
     return cast(Op, call.op).name
@@ -98,6 +123,15 @@ def _along(vec: np.ndarray, axis: int, ndim: int) -> np.ndarray:
 class _Lowerer:
     def __init__(self) -> None:
         self.p = Program()
+        #: How many expressions read each expression (by id): int8 folds need one reader.
+        self.uses: dict[int, int] = {}
+        #: int8 layers (by output tensor): fold stage, int32 bias, output (scale, zero point).
+        self.qstage: dict[int, str] = {}
+        self.qbias: dict[int, np.ndarray] = {}
+        self.qparams: dict[int, tuple[float, int]] = {}
+        self.qrange: dict[int, tuple[float, float]] = {}
+        #: NHWC view of a quantized convolution's NCHW result -> that result
+        self.qview: dict[int, int] = {}
 
     # -- values ----------------------------------------------------------------------
 
@@ -153,9 +187,16 @@ class _Lowerer:
                 return self.evaluate(op.body, inner)
             if isinstance(op, Op):
                 fn = _LOWER.get(op.name)
+                if op.name in QNN_LOWER and (op.name.startswith("qnn.") or _integer(node)):
+                    fn = QNN_LOWER[op.name]
                 if fn is None:
                     raise CodegenError(f"dnnl: no lowering for operator {op.name}")
-                return fn(self, node, args)
+                value = fn(self, node, args)
+                ty = node.checked_type
+                integer = isinstance(ty, TensorType) and str(ty.dtype) in INT_DTYPES
+                if isinstance(value, int) and integer and not self.p.is_constant(value):
+                    self.p.dtypes[value] = str(cast(TensorType, ty).dtype)
+                return value
         elif isinstance(node, Var):
             try:
                 return env[node]
@@ -180,10 +221,16 @@ def _conv2d(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
     a = call.attrs
     x, w = lw.tensor(args[0], "conv2d data"), lw.tensor(args[1], "conv2d weight")
     lw.weight(w, "conv2d")
-    return lw.emit(
-        "conv", [x], _shape(call), weight=w, bias=-1, strides=list(pair(a.strides)),
+    nhwc = a.data_layout == "NHWC"
+    out = _shape(call)
+    if nhwc:  # oneDNN's convolution on NCHW views of the NHWC tensors
+        x, w = nhwc_view(lw, x, True), hwio_as_oihw(lw, w)
+        out = (out[0], out[3], out[1], out[2])
+    y = lw.emit(
+        "conv", [x], out, weight=w, bias=-1, strides=list(pair(a.strides)),
         dilation=list(pair(a.dilation)), pad=list(pad4(a.padding)), groups=int(a.groups),
     )  # fmt: skip
+    return nhwc_view(lw, y, False) if nhwc else y
 
 
 def _conv1d(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
@@ -337,6 +384,11 @@ def _eltwise(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
     return lw.emit("eltwise", [x], _shape(call), alg=alg, alpha=alpha, beta=beta)
 
 
+def _erf(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
+    """``erf``: no oneDNN algorithm; the runtime's own loop (see ``lower_erf``)."""
+    return lw.emit("erf", [lw.tensor(args[0], "erf")], _shape(call))
+
+
 def _batch_norm(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
     a = call.attrs
     x = lw.tensor(args[0], "batch_norm data")
@@ -415,10 +467,23 @@ def _pool(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
         raise CodegenError("dnnl: avg_pool2d counting padding with ceil_mode's extra padding")
     else:
         alg = "avg_exclude"
-    return lw.emit(
-        "pool", [x], out, alg=alg, kernel=[kh, kw], strides=[sh, sw], dilation=[dh, dw],
+    return _pool_node(
+        lw, call, x, out, alg=alg, kernel=[kh, kw], strides=[sh, sw], dilation=[dh, dw],
         pad_l=[pt, pl], pad_r=[pb + eh, pr + ew],
     )  # fmt: skip
+
+
+def _pool_node(lw: _Lowerer, call: Call, x: int, out: tuple[int, ...], **attrs: Any) -> int:
+    """A ``pool`` node; an average of integers is taken in float32 (:func:`.integer_average`)."""
+    if attrs["alg"] == "max" or lw.p.dtype(x) == "float32":
+        return lw.emit("pool", [x], out, **attrs)
+    return integer_average(
+        lw,
+        call.args[0],
+        x,
+        str(cast(TensorType, call.checked_type).dtype),
+        lambda f: lw.emit("pool", [f], out, **attrs),
+    )
 
 
 def _pool3d(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
@@ -451,8 +516,8 @@ def _global_pool(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
     x = lw.tensor(args[0], op_name(call))
     _, _, h, w = lw.p.shapes[x]
     alg = "max" if "max" in op_name(call) else "avg_exclude"
-    return lw.emit(
-        "pool", [x], _shape(call), alg=alg, kernel=[h, w], strides=[1, 1], dilation=[1, 1],
+    return _pool_node(
+        lw, call, x, _shape(call), alg=alg, kernel=[h, w], strides=[1, 1], dilation=[1, 1],
         pad_l=[0, 0], pad_r=[0, 0],
     )  # fmt: skip
 
@@ -478,8 +543,8 @@ def _adaptive_pool(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
     if h % oh or w % ow:
         raise CodegenError("dnnl: adaptive pooling whose output size does not divide the input")
     alg = "max" if "max" in op_name(call) else "avg_exclude"
-    return lw.emit(
-        "pool", [x], out, alg=alg, kernel=[h // oh, w // ow], strides=[h // oh, w // ow],
+    return _pool_node(
+        lw, call, x, out, alg=alg, kernel=[h // oh, w // ow], strides=[h // oh, w // ow],
         dilation=[1, 1], pad_l=[0, 0], pad_r=[0, 0],
     )  # fmt: skip
 
@@ -567,6 +632,7 @@ _LOWER: dict[str, Callable[[_Lowerer, Call, list[Value]], Value]] = {
     "squeeze": _reshape,
     "expand_dims": _reshape,
     "copy": _copy,
+    "erf": _erf,
     "transpose": _transpose,
     **{name: _eltwise for name in ELTWISE_OPS},
     **{name: _binary for name in BINARY_OPS},
@@ -649,12 +715,16 @@ def _input_value(p: Program, ty: Any, name: str) -> Value:
         return tuple(_input_value(p, f, name) for f in ty.fields)
     if not isinstance(ty, TensorType) or not ty.shape:
         raise CodegenError(f"dnnl: region input {name} must be a tensor of rank >= 1, got {ty}")
-    return p.add_input(tuple(int(d) for d in ty.shape))
+    t = p.add_input(tuple(int(d) for d in ty.shape))
+    if str(ty.dtype) in INT_DTYPES:  # (bfloat16 computes in float32)
+        p.dtypes[t] = str(ty.dtype)
+    return t
 
 
 def lower_function(func: Function) -> Program:
     """The region program of a typed ``Compiler="dnnl"`` function (before fusion)."""
     lw = _Lowerer()
+    lw.uses = _count_uses(func.body)
     env: dict[Var, Value] = {}
     for param in func.params:
         env[param] = _input_value(lw.p, param.checked_type, param.name_hint)
@@ -664,5 +734,7 @@ def lower_function(func: Function) -> Program:
     for k, t in enumerate(outputs):
         if t in program.inputs or program.is_constant(t):
             outputs[k] = lw.emit("reshape", [t], program.shapes[t])
+            if t in program.dtypes:  # an int8 / int32 input returned keeps its data type
+                program.dtypes[outputs[k]] = program.dtypes[t]
     program.outputs = outputs
     return program

@@ -57,7 +57,7 @@ TUNED_LAYOUTS = ("nhwc", "blocked")
 def fastest_build(program: Program, build: Callable[[Program], Any], winograd: bool = True) -> Any:
     """The fastest region ``build`` makes of ``program`` (see the module docstring);
     ``winograd`` False leaves out the Winograd build."""
-    if not any(n.op == "conv" for n in program.nodes):
+    if not any(n.op in ("conv", "qconv") for n in program.nodes):
         program.layout = "blocked"
         return build(program)
     candidates = []
@@ -200,8 +200,14 @@ def fastest(regions: Sequence[DnnlRegion], budget: float = 1.0) -> DnnlRegion:
     if len(regions) == 1 or len({tuple(r.steps()) for r in regions}) == 1:
         return regions[0]
     rng = np.random.default_rng(0)
-    inputs = [rng.standard_normal(s).astype(np.float32) for s in regions[0].input_shapes]
-    outs = [[np.empty(s, np.float32) for s in r.output_shapes] for r in regions]
+    inputs = [
+        (rng.standard_normal(s) * (1 if d.kind == "f" else 20)).astype(d)
+        for s, d in zip(regions[0].input_shapes, regions[0].input_dtypes, strict=True)
+    ]
+    outs = [
+        [np.empty(s, d) for s, d in zip(r.output_shapes, r.output_dtypes, strict=True)]
+        for r in regions
+    ]
     calls = [r.bind(inputs, o, adaptive=False) for r, o in zip(regions, outs, strict=True)]
     t = time.perf_counter()
     for call in calls:

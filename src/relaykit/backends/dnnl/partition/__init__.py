@@ -107,7 +107,15 @@ class MaterializeWeightFills(FunctionPass):
 
 def pre_partition_passes() -> list[Pass]:
     """The optimisations run before partitioning (those this relaykit provides)."""
-    passes: list[Pass] = [transform.InferType()]
+    # quantize / dequantize around float operators (ONNX QDQ, torch) become QNN operators
+    # first, so quantized layers run as oneDNN int8 primitives
+    # and quantized constants (a layer norm's dequantized gamma and beta, the quantized
+    # scalars of GELU) fold to constants, so the float patterns see them
+    passes: list[Pass] = [
+        transform.InferType(),
+        transform.FakeQuantizationToInteger(),
+        transform.FoldConstant(fold_qnn=True),
+    ]
     for name in ("SimplifyInference", "FoldConstant", "FoldScaleAxis", "FoldConstant"):
         cls = getattr(transform, name, None)
         if cls is not None:

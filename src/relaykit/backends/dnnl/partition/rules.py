@@ -33,6 +33,8 @@ from relaykit.ir.expr import Call, Constant, Expr
 from relaykit.ir.types import TensorType, TupleType, Type
 from relaykit.op.nn.geometry import pad4, pair
 
+from .int8 import check_int8_call
+
 __all__ = ["RULES", "check_call", "rule_for", "TARGET"]
 
 TARGET = "dnnl"
@@ -100,13 +102,13 @@ def _constant_or_true(expr: Expr, what: str) -> Verdict:
 
 def _conv2d(call: Call) -> Verdict:
     a = call.attrs
-    if a.data_layout != "NCHW" or a.kernel_layout != "OIHW":
+    if (a.data_layout, a.kernel_layout) not in (("NCHW", "OIHW"), ("NHWC", "HWIO")):
         return decline(
             f"layout {a.data_layout}/{a.kernel_layout}: the dnnl backend takes NCHW/OIHW "
-            "(oneDNN picks its own blocked layout inside the region)"
+            "or NHWC/HWIO (oneDNN picks its own blocked layout inside the region)"
         )
-    if a.out_layout not in ("", "NCHW"):
-        return decline(f"out_layout {a.out_layout}: the dnnl backend writes NCHW")
+    if a.out_layout not in ("", a.data_layout):
+        return decline(f"out_layout {a.out_layout}: the dnnl backend writes {a.data_layout}")
     if a.out_dtype not in ("", "float32", "bfloat16"):
         return decline(f"out_dtype {a.out_dtype}: the dnnl backend runs float32 only")
     return _constant_or_true(call.args[1], "weight")
@@ -298,6 +300,7 @@ RULES: dict[str, Callable[[Call], Verdict]] = {
     "expand_dims": _always,
     "transpose": _always,
     "copy": _always,
+    "erf": _always,
     **_ELTWISE_RULES,
     **{name: _binary for name in BINARY_OPS},
 }
@@ -306,6 +309,9 @@ RULES: dict[str, Callable[[Call], Verdict]] = {
 def check_call(call: Call) -> Verdict:
     """What the dnnl backend says about one typed operator call."""
     rule = RULES.get(op_name(call))
+    verdict = check_int8_call(call, rule)
+    if verdict is not None:
+        return verdict
     if rule is None:
         return decline(f"{op_name(call)} has no oneDNN primitive in this backend")
     reason = _check_tensors(call)

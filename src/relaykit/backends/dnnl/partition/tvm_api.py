@@ -20,7 +20,7 @@ keeps the graph: relaykit's dnnl codegen takes grouped convolutions in Relay's
 ``OIHW`` layout and lets oneDNN choose blocked layouts inside each region, so the
 layout hooks keep the operator as it is (``None``, the hooks' "no change") and the
 layout queries answer the plain layouts relaykit's regions exchange. relaykit has no
-QNN operators, so there is nothing for :func:`legalize_qnn_for_dnnl` to rewrite.
+QNN chains into oneDNN attributes itself, so :func:`legalize_qnn_for_dnnl` keeps the graph.
 
 >>> import relaykit as tvm
 >>> from relaykit import relay
@@ -343,8 +343,10 @@ def rewrite_dense_bias_gelu_reshape_last(mod: IRModule) -> IRModule:
 
 
 def legalize_qnn_for_dnnl(mod: IRModule) -> IRModule:
-    """TVM rewrote ``qnn.conv2d`` / ``qnn.dense`` chains for oneDNN here. relaykit has no
-    QNN operators, so a module cannot hold any: ``mod`` is returned as it is."""
+    """TVM rewrote ``qnn.conv2d`` / ``qnn.dense`` chains here into integer layers with
+    float post-ops (the input zero point folded into the bias) for its codegen to map
+    onto oneDNN attributes. relaykit's dnnl codegen folds the QNN chains itself
+    (:mod:`relaykit.backends.dnnl.compile.int8`), so ``mod`` is returned as it is."""
     if not isinstance(mod, IRModule):
         raise IRError(f"legalize_qnn_for_dnnl takes an IRModule, got {type(mod).__name__}")
     return mod

@@ -50,7 +50,9 @@ class DnnlModule(Module):
 
         def call(*args: Any) -> None:
             outs = list(args[n_in:])
-            if all(np.asarray(o).dtype == np.float32 for o in outs):
+            if all(
+                np.asarray(o).dtype == d for o, d in zip(outs, region.output_dtypes, strict=True)
+            ):
                 region.run(args[:n_in], out=outs)
                 return
             # bfloat16 boundaries: the region computes in float32 and rounds its results
@@ -66,7 +68,12 @@ class DnnlModule(Module):
         self, name: str, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray]
     ) -> Callable[[], Any]:
         region = self.regions.get(name)
-        if region is None or any(a.dtype != np.float32 for a in (*inputs, *outputs)):
+        if region is None or any(
+            a.dtype != d
+            for a, d in zip(
+                (*inputs, *outputs), (*region.input_dtypes, *region.output_dtypes), strict=True
+            )
+        ):
             return super().bind_function(name, inputs, outputs)
         return region.bind(inputs, outputs)
 

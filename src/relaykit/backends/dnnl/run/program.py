@@ -1,7 +1,8 @@
 """The region program: what the codegen hands to the native runtime.
 
-A region becomes a list of oneDNN-level nodes over numbered tensors (all
-float32, static shapes), with its constants kept as NumPy arrays. The program
+A region becomes a list of oneDNN-level nodes over numbered tensors (float32
+unless ``dtypes`` says otherwise; static shapes), with its constants kept as
+NumPy arrays. The program
 is serialised to JSON (``to_json``); the constants travel separately, in the
 order of ``constant_ids()``.
 
@@ -29,6 +30,17 @@ matmul     inputs [..., M, K] and [..., K, N] of the output's rank (broadcast ba
            dims), ``bias`` (tensor [1, ..., N] or -1); post-ops
 layer_norm ``eps``, ``weight`` (scale) and ``bias`` (shift): constants of the last
            dimension's size, or -1; normalises the last dimension
+qconv      an int8 convolution (attributes of conv, no winograd): ``wscale`` (input
+           scale times weight scale, one or per output channel), ``src_zp``,
+           ``dst_scale``, ``dst_zp``; post-ops in real units (``sum`` with ``scale``
+           and ``zp``); weights are constants of integer values
+qdense     an int8 matmul: ``weight`` (K, N), ``bias`` (1, N), the qconv attributes
+erf        the error function (the runtime's own loop; oneDNN has none)
+qreorder   a data-type conversion: ``src_scale`` (one or per channel along ``axis``),
+           ``src_zp``, ``dst_scale``, ``dst_zp``
+qadd       a quantized add of two tensors of the output's shape: ``s0``, ``z0``,
+           ``s1``, ``z1``, ``dst_scale``, ``dst_zp``; computed in float, rounded once
+           (half to even); post-ops (a clip) in real units
 ========== ========================================================================
 
 >>> p = Program()
@@ -87,7 +99,8 @@ class Node:
 
 @dataclass
 class Program:
-    """A region as oneDNN-level nodes over numbered float32 tensors."""
+    """A region as oneDNN-level nodes over numbered tensors (float32 unless ``dtypes``
+    says otherwise: uint8, int8, int32 in int8 regions)."""
 
     shapes: list[tuple[int, ...]] = field(default_factory=list)
     inputs: list[int] = field(default_factory=list)
@@ -96,6 +109,12 @@ class Program:
     nodes: list[Node] = field(default_factory=list)
     #: Activation layout of convolutions: "any" (oneDNN chooses), "nhwc" or "blocked".
     layout: str = "any"
+    #: Data type of each tensor (float32 unless set: int8 regions have uint8, int8, int32).
+    dtypes: dict[int, str] = field(default_factory=dict)
+
+    def dtype(self, t: int) -> str:
+        """The data type of tensor ``t``."""
+        return self.dtypes.get(t, "float32")
 
     def copy(self) -> Program:
         """A copy to edit: its own nodes, shapes, inputs, outputs and constants table; the
@@ -110,6 +129,7 @@ class Program:
                 for n in self.nodes
             ],
             layout=self.layout,
+            dtypes=dict(self.dtypes),
         )
 
     def new_tensor(self, shape: tuple[int, ...]) -> int:
@@ -147,6 +167,7 @@ class Program:
             "version": FORMAT_VERSION,
             "layout": self.layout,
             "tensors": [list(s) for s in self.shapes],
+            **({"dtypes": [self.dtype(t) for t in range(len(self.shapes))]} if self.dtypes else {}),
             "inputs": list(self.inputs),
             "outputs": list(self.outputs),
             "constants": self.constant_ids(),

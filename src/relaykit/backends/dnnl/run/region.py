@@ -96,6 +96,10 @@ class DnnlRegion:
             shapes = [tuple(int(d) for d in s) for s in doc["tensors"]]
             self.input_shapes = [shapes[t] for t in doc["inputs"]]
             self.output_shapes = [shapes[t] for t in doc["outputs"]]
+            dtypes = doc.get("dtypes") or ["float32"] * len(shapes)
+            #: Data types of the inputs and outputs (float32 but at int8 region borders).
+            self.input_dtypes = [np.dtype(dtypes[t]) for t in doc["inputs"]]
+            self.output_dtypes = [np.dtype(dtypes[t]) for t in doc["outputs"]]
             const_shapes = [shapes[t] for t in doc["constants"]]
             #: The activation layout the region was built with ("nhwc", "blocked", "any").
             self.layout = str(doc.get("layout", "any"))
@@ -172,10 +176,12 @@ class DnnlRegion:
                 f"dnnl region {self.name!r} takes {self._n_in} inputs, got {len(inputs)}"
             )
         arrays = []
-        for k, (x, shape) in enumerate(zip(inputs, self.input_shapes, strict=True)):
+        for k, (x, shape, dtype) in enumerate(
+            zip(inputs, self.input_shapes, self.input_dtypes, strict=True)
+        ):
             a = np.asarray(x)
-            if a.dtype != np.float32 or not a.flags.c_contiguous:
-                a = np.ascontiguousarray(a, dtype=np.float32)
+            if a.dtype != dtype or not a.flags.c_contiguous:
+                a = np.ascontiguousarray(a, dtype=dtype)
             if a.shape != shape:
                 raise BackendExecutionError(
                     f"input {k} of dnnl region {self.name!r} has shape {a.shape}, expected {shape}"
@@ -185,13 +191,18 @@ class DnnlRegion:
 
     def _alloc_outputs(self, out: Sequence[np.ndarray] | None) -> list[np.ndarray]:
         if out is None:
-            return [np.empty(s, dtype=np.float32) for s in self.output_shapes]
+            return [
+                np.empty(s, dtype=d)
+                for s, d in zip(self.output_shapes, self.output_dtypes, strict=True)
+            ]
         outs = list(out)
-        for k, (o, shape) in enumerate(zip(outs, self.output_shapes, strict=True)):
-            if o.dtype != np.float32 or o.shape != shape or not o.flags.c_contiguous:
+        for k, (o, shape, dtype) in enumerate(
+            zip(outs, self.output_shapes, self.output_dtypes, strict=True)
+        ):
+            if o.dtype != dtype or o.shape != shape or not o.flags.c_contiguous:
                 raise BackendExecutionError(
                     f"output buffer {k} of dnnl region {self.name!r} must be a C-contiguous "
-                    f"float32 array of shape {shape}"
+                    f"{dtype} array of shape {shape}"
                 )
         return outs
 
@@ -245,7 +256,8 @@ class DnnlRegion:
         arrays = self._check_inputs(inputs)
         if any(a is not b for a, b in zip(arrays, inputs, strict=True)):
             raise BackendExecutionError(
-                f"dnnl region {self.name!r} binds to C-contiguous float32 input arrays only"
+                f"dnnl region {self.name!r} binds to C-contiguous input arrays of its data "
+                "types only"
             )
         outs = self._alloc_outputs(outputs)
         return BoundRegion(self, arrays, outs, adaptive)

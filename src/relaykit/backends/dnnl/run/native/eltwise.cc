@@ -3,6 +3,8 @@
 
 #include "region.h"
 
+#include <cmath>
+
 namespace rk {
 
 // ReLU keeps NaN (as NumPy's maximum and relaykit's host do): oneDNN's relu kernels
@@ -65,20 +67,20 @@ memory::desc Region::follow(int t) const { return md_of(t); }
 
 // A `d`-shaped layout in the same format as `md` (nchw, nhwc or nChw{8,16}c), or any.
 memory::desc Region::like(const memory::desc& md, const dims& d) {
-  memory::desc anyd(d, dt::f32, tag::any);
+  memory::desc anyd(d, md.get_data_type(), tag::any);
   if (md.get_format_kind() != memory::format_kind::blocked || md.get_ndims() != 4 || d.size() != 4)
     return anyd;
   auto strides = md.get_strides();
   int nb = md.get_inner_nblks();
   if (nb == 0) {
-    if (strides[1] == 1 && strides[3] >= strides[1]) return memory::desc(d, dt::f32, tag::acdb);
-    if (strides[3] == 1 && strides[2] <= strides[1]) return memory::desc(d, dt::f32, tag::abcd);
+    if (strides[1] == 1 && strides[3] >= strides[1]) return memory::desc(d, md.get_data_type(), tag::acdb);
+    if (strides[3] == 1 && strides[2] <= strides[1]) return memory::desc(d, md.get_data_type(), tag::abcd);
     return anyd;
   }
   auto blks = md.get_inner_blks();
   auto idxs = md.get_inner_idxs();
-  if (nb == 1 && idxs[0] == 1 && blks[0] == 16) return memory::desc(d, dt::f32, tag::aBcd16b);
-  if (nb == 1 && idxs[0] == 1 && blks[0] == 8) return memory::desc(d, dt::f32, tag::aBcd8b);
+  if (nb == 1 && idxs[0] == 1 && blks[0] == 16) return memory::desc(d, md.get_data_type(), tag::aBcd16b);
+  if (nb == 1 && idxs[0] == 1 && blks[0] == 8) return memory::desc(d, md.get_data_type(), tag::aBcd8b);
   return anyd;
 }
 
@@ -105,7 +107,7 @@ void Region::lower_pool(const Json& node) {
     } catch (const dnnl::error&) {
     }
   }
-  if (!done) pd = make(memory::desc(dims_[o], dt::f32, tag::any));
+  if (!done) pd = make(memory::desc(dims_[o], dtypes_[o], tag::any));
   int ps = version(src, pd.src_desc());
   int pdst = define(o, pd.dst_desc());
   add_step(dnnl::pooling_forward(pd),
@@ -168,11 +170,11 @@ void Region::lower_concat(const Json& node) {
   // Prefer the inputs' common layout for the output, so consumers need no reorder.
   dnnl::concat::primitive_desc pd;
   try {
-    memory::desc want = memory::desc(dims_[o], dt::f32, tag::any);
+    memory::desc want = memory::desc(dims_[o], dtypes_[o], tag::any);
     pd = dnnl::concat::primitive_desc(eng_, want, axis, mds, base_attr());
   } catch (const dnnl::error&) {
-    for (auto& md : mds) md = plain_md(md.get_dims());
-    pd = dnnl::concat::primitive_desc(eng_, plain_md(dims_[o]), axis, mds, base_attr());
+    for (auto& md : mds) md = memory::desc(md.get_dims(), md.get_data_type(), plain_tag(md.get_ndims()));
+    pd = dnnl::concat::primitive_desc(eng_, plain(o), axis, mds, base_attr());
   }
   std::vector<Arg> args;
   for (size_t k = 0; k < ins.size(); ++k) {
@@ -209,6 +211,25 @@ void Region::lower_shuffle(const Json& node) {
   }
   add_step(dnnl::shuffle_forward(pd), {{DNNL_ARG_SRC, ps, md}, {DNNL_ARG_DST, pdst, md}},
            "shuffle t" + std::to_string(o) + " " + md_str(md), &pd);
+}
+
+// "erf": oneDNN has no such algorithm; relaykit's own loop over the plain tensor
+// (quantized encoders compute GELU as dequantize, erf, quantize around it).
+void Region::lower_erf(const Json& node) {
+  int src = in(node, 0), o = out(node);
+  memory::desc md = plain(src);
+  int ps = version(src, md);
+  int po = define(o, plain(o));
+  long long n = 1;
+  for (auto d : dims_[o]) n *= d;
+  add_step(primitive(), {{DNNL_ARG_SRC, ps, md}, {DNNL_ARG_DST, po, plain(o)}},
+           "erf t" + std::to_string(o) + " " + md_str(md));
+  steps_.back().kernel = [n](const ExecArgs& a) {
+    const float* x = static_cast<const float*>(arg_data(a, DNNL_ARG_SRC));
+    float* y = static_cast<float*>(arg_data(a, DNNL_ARG_DST));
+#pragma omp parallel for if (n >= kSmallStepElems) schedule(static)
+    for (long long i = 0; i < n; ++i) y[i] = std::erf(x[i]);
+  };
 }
 
 }  // namespace rk

@@ -26,6 +26,20 @@ memory::desc plain_md(const dims& d) { return memory::desc(d, dt::f32, plain_tag
 
 dims to_dims(const std::vector<long long>& v) { return dims(v.begin(), v.end()); }
 
+dt dtype_of(const std::string& name) {
+  if (name == "float32") return dt::f32;
+  if (name == "uint8") return dt::u8;
+  if (name == "int8") return dt::s8;
+  if (name == "int32") return dt::s32;
+  throw Error("program: unknown dtype '" + name + "'");
+}
+
+int Region::owned_const(const memory::desc& md, const void* data) {
+  const char* bytes = static_cast<const char*>(data);
+  owned_.emplace_back(bytes, bytes + md.get_size());
+  return new_phys(md, Kind::Const, -1, owned_.back().data());
+}
+
 std::string md_str(const memory::desc& md) {
   // A short description of a memory layout: dims, strides and inner blocks.
   std::string s;
@@ -74,6 +88,11 @@ void Region::load(const Json& prog, void* const* consts, int nconsts) {
   if (layout_ != "any" && layout_ != "nhwc" && layout_ != "blocked")
     throw Error("program: unknown layout '" + layout_ + "'");
   for (const auto& t : prog.at("tensors").items) dims_.push_back(to_dims(t.ints()));
+  dtypes_.assign(dims_.size(), dt::f32);
+  if (const Json* types = prog.find("dtypes")) {
+    if (types->items.size() != dims_.size()) throw Error("program: dtypes and tensors differ in length");
+    for (size_t t = 0; t < dims_.size(); ++t) dtypes_[t] = dtype_of(types->items[t].s());
+  }
   size_t n = dims_.size();
   versions_.assign(n, {});
   last_use_.assign(n, -1);
@@ -83,7 +102,7 @@ void Region::load(const Json& prog, void* const* consts, int nconsts) {
   auto inputs = prog.at("inputs").ints();
   for (size_t k = 0; k < inputs.size(); ++k) {
     int t = checked(inputs[k]);
-    versions_[t].push_back(new_phys(plain_md(dims_[t]), Kind::Input, static_cast<int>(k)));
+    versions_[t].push_back(new_phys(plain(t), Kind::Input, static_cast<int>(k)));
   }
   auto cids = prog.at("constants").ints();
   if (static_cast<int>(cids.size()) != nconsts)
@@ -91,7 +110,7 @@ void Region::load(const Json& prog, void* const* consts, int nconsts) {
                 std::to_string(nconsts));
   for (size_t k = 0; k < cids.size(); ++k) {
     int t = checked(cids[k]);
-    versions_[t].push_back(new_phys(plain_md(dims_[t]), Kind::Const, -1, consts[k]));
+    versions_[t].push_back(new_phys(plain(t), Kind::Const, -1, consts[k]));
   }
   for (long long o : prog.at("outputs").ints()) {
     outputs_.push_back(checked(o));
@@ -128,7 +147,7 @@ void Region::plan_concats(const std::vector<Json>& nodes) {
     if (node.at("op").s() != "concat" || node.at("axis").i() != 1) continue;
     int o = checked(node.at("out").i());
     const dims& od = dims_[o];
-    if (od.size() != 4 || od[0] != 1 || is_output_[o]) continue;
+    if (od.size() != 4 || od[0] != 1 || is_output_[o] || dtypes_[o] != dt::f32) continue;
     auto ins = node.at("in").ints();
     bool ok = true;
     for (long long t : ins) {
@@ -251,7 +270,7 @@ int Region::define(int t, const memory::desc& md, int inplace) {
     pending_copies_.emplace_back(p, view);
     return p;
   }
-  if (is_output_[t] && md == plain_md(dims_[t]) && output_count(t) == 1) {
+  if (is_output_[t] && md == plain(t) && output_count(t) == 1) {
     p = new_phys(md, Kind::Output, output_index(t));
   } else {
     p = new_phys(md, Kind::Internal);
@@ -319,7 +338,9 @@ Region::Post Region::post_ops_of(const Json& node, const dims& dst_dims, int lif
     if (op == "sum") {
       if (post.sum_tensor >= 0) throw Error("program: two sum post-ops");
       post.sum_tensor = checked(p.at("in").i());
-      post.ops.append_sum(1.f);
+      // int8 nodes: the residual's scale and zero point (its values are read as integers)
+      post.ops.append_sum(static_cast<float>(p.get_f("scale", 1.0)),
+                          static_cast<int32_t>(p.get_i("zp", 0)));
     } else if (op == "dw") {
       // oneDNN's 1x1 + depthwise fusion: the depthwise 3x3 (padding 1) convolution reads
       // the 1x1's output rows as they are made, never the whole tensor.
@@ -331,7 +352,7 @@ Region::Post Region::post_ops_of(const Json& node, const dims& dst_dims, int lif
                          p.at("stride").i(), 1);
     } else if (op.rfind("binary_", 0) == 0) {
       int t = checked(p.at("in").i());
-      memory::desc md = is_const(t) ? plain_md(dims_[t]) : md_of(t);
+      memory::desc md = is_const(t) ? plain(t) : md_of(t);
       if (md.get_dims().size() != dst_dims.size())
         throw Error("program: binary post-op operand rank differs from its node's output");
       memory::desc seen = lifted(md, lift);
@@ -355,7 +376,7 @@ int Region::define_with_sum(int out, const memory::desc& dst_md, int residual) {
   int dead = dying(residual);
   // define() writes a region output straight into the caller's buffer (no alias): the
   // residual must then be copied there first, as below.
-  bool direct_output = is_output_[out] && dst_md == plain_md(dims_[out]) && output_count(out) == 1;
+  bool direct_output = is_output_[out] && dst_md == plain(out) && output_count(out) == 1;
   if (concat_parent_[out] < 0 && !direct_output && dead >= 0 && phys_[dead].md == dst_md)
     return define(out, dst_md, dead);
   int p = define(out, dst_md);
@@ -376,7 +397,8 @@ long long Region::node_work(const Json& node) const {
     return n;
   };
   int o = out(node);
-  if (op == "conv" || op == "conv_nd" || op == "deconv" || op == "dense") {
+  if (op == "conv" || op == "conv_nd" || op == "deconv" || op == "dense" || op == "qconv" ||
+      op == "qdense") {
     int w = checked(node.at("weight").i());
     long long k = 1;
     for (size_t i = 1; i < dims_[w].size(); ++i) k *= dims_[w][i];
@@ -390,7 +412,8 @@ long long Region::node_work(const Json& node) const {
 
 bool Region::small_node(const Json& node) const {
   const std::string& op = node.at("op").s();
-  bool macs = op == "conv" || op == "conv_nd" || op == "deconv" || op == "dense" || op == "matmul";
+  bool macs = op == "conv" || op == "conv_nd" || op == "deconv" || op == "dense" || op == "matmul" ||
+              op == "qconv" || op == "qdense";
   return node_work(node) < (macs ? kSmallStepMacs : kSmallStepElems);
 }
 
@@ -437,6 +460,10 @@ void Region::lower_node(const Json& node) {
   else if (op == "transpose") lower_transpose(node);
   else if (op == "matmul") lower_matmul(node);
   else if (op == "layer_norm") lower_layer_norm(node);
+  else if (op == "qreorder") lower_qreorder(node);
+  else if (op == "qadd") lower_qadd(node);
+  else if (op == "erf") lower_erf(node);
+  else if (op == "qconv" || op == "qdense") lower_qweighted(node);
   else throw Error("program: unknown node op '" + op + "'");
   for (auto [from, to] : pending_copies_) {
     auto pd = dnnl::reorder::primitive_desc(eng_, phys_[from].md, eng_, phys_[to].md, base_attr());
@@ -454,10 +481,10 @@ void Region::finish_outputs() {
     for (int p : versions_[t])
       if (phys_[p].kind == Kind::Output && phys_[p].ext == static_cast<int>(k)) direct = true;
     if (direct) continue;
-    memory::desc pmd = plain_md(dims_[t]);
+    memory::desc pmd = plain(t);
     int src = primary(t);
     int p = new_phys(pmd, Kind::Output, static_cast<int>(k));
-    long long n = static_cast<long long>(pmd.get_size() / sizeof(float));
+    long long n = static_cast<long long>(pmd.get_size() / memory::data_type_size(pmd.get_data_type()));
     build_steps(n < kSmallStepElems, [&] {
       auto pd = dnnl::reorder::primitive_desc(eng_, phys_[src].md, eng_, pmd, base_attr());
       add_step(dnnl::reorder(pd), {{DNNL_ARG_FROM, src, phys_[src].md}, {DNNL_ARG_TO, p, pmd}},

@@ -70,6 +70,7 @@ using dt = memory::data_type;
 tag plain_tag(size_t ndims);
 memory::desc plain_md(const dims& d);
 dims to_dims(const std::vector<long long>& v);
+dt dtype_of(const std::string& name);  // program dtype name -> oneDNN's
 std::string md_str(const memory::desc& md);
 
 // eltwise.cc: oneDNN's algorithm for a program's eltwise or binary name (see there for
@@ -195,6 +196,8 @@ class Region {
   stream strm_;
   int nthreads_;
   std::vector<dims> dims_;                 // logical tensor -> dims
+  std::vector<dt> dtypes_;                 // logical tensor -> data type (f32 unless int8 regions)
+  std::vector<std::vector<char>> owned_;   // data of owned_const constants
   std::vector<std::vector<int>> versions_;  // logical tensor -> physical tensors (first = primary)
   std::vector<int> last_use_;              // logical tensor -> index of the last node reading it
   // Views (reshapes, transposes) share their source's buffer: tensors sharing one are a
@@ -257,6 +260,10 @@ class Region {
     return versions_[t][0];
   }
   const memory::desc& md_of(int t) const { return phys_[primary(t)].md; }
+  // The plain (row-major) layout of logical tensor `t`, in its data type.
+  memory::desc plain(int t) const { return memory::desc(dims_[t], dtypes_[t], plain_tag(dims_[t].size())); }
+  // A small constant the region owns (scales, zero points of int8 primitives).
+  int owned_const(const memory::desc& md, const void* data);
   bool is_const(int t) const { return phys_[primary(t)].kind == Kind::Const; }
   int add_step(primitive prim, std::vector<Arg> args, std::string info,
                const dnnl::primitive_desc_base* pd = nullptr);
@@ -332,6 +339,13 @@ class Region {
   bool flat_matrix(int t) const;
   void lower_matmul(const Json& node);
 
+  // ---- int8.cc: quantized primitives ----
+
+  void lower_qreorder(const Json& node);
+  void lower_qweighted(const Json& node);
+  void lower_qadd(const Json& node);
+  primitive_attr quant_attr(const Json& node, int wmask, Post& post, std::vector<Arg>& extra);
+
   // ---- eltwise.cc: primitives that keep their input's layout ----
 
   memory::desc follow(int t) const;
@@ -341,6 +355,7 @@ class Region {
   void lower_binary(const Json& node);
   void lower_concat(const Json& node);
   void lower_shuffle(const Json& node);
+  void lower_erf(const Json& node);
 
   // ---- norm.cc: normalisations ----
 

@@ -9,7 +9,7 @@ namespace rk {
 // reorder with layout `to` (same bytes as the plain layout of `o`).
 void Region::copy_step(int src_phys, const memory::desc& from, int o, const memory::desc& to,
                        const std::string& what) {
-  int pdst = define(o, plain_md(dims_[o]));
+  int pdst = define(o, plain(o));
   auto pd = dnnl::reorder::primitive_desc(eng_, from, eng_, to, base_attr());
   add_step(dnnl::reorder(pd), {{DNNL_ARG_FROM, src_phys, from}, {DNNL_ARG_TO, pdst, to}},
            what + " t" + std::to_string(o), &pd);
@@ -70,7 +70,7 @@ void Region::define_view(int o, int src, int ps, const memory::desc& md) {
 
 void Region::lower_reshape(const Json& node) {
   int src = in(node, 0), o = out(node);
-  memory::desc pmd = plain_md(dims_[src]);
+  memory::desc pmd = plain(src);
   if (!views_allowed(src, o)) {
     int ps = version(src, pmd);
     copy_step(ps, pmd, o, pmd, "reshape");
@@ -79,10 +79,10 @@ void Region::lower_reshape(const Json& node) {
   const memory::desc& have = md_of(src);
   dims ns;
   if (is_strided(have) && reshape_strides(dims_[src], have.get_strides(), dims_[o], ns)) {
-    define_view(o, src, primary(src), memory::desc(dims_[o], dt::f32, ns));
+    define_view(o, src, primary(src), memory::desc(dims_[o], dtypes_[o], ns));
     return;
   }
-  define_view(o, src, version(src, pmd), plain_md(dims_[o]));
+  define_view(o, src, version(src, pmd), plain(o));
 }
 
 void Region::lower_transpose(const Json& node) {
@@ -92,19 +92,19 @@ void Region::lower_transpose(const Json& node) {
   if (perm.size() != sd.size()) throw Error("program: transpose permutation has the wrong rank");
   const memory::desc& have = md_of(src);
   bool strided = is_strided(have);
-  int ps = strided ? primary(src) : version(src, plain_md(sd));
+  int ps = strided ? primary(src) : version(src, plain(src));
   dims st = strided ? have.get_strides() : plain_strides(sd);
   dims vd(sd.size()), vs(sd.size());
   for (size_t i = 0; i < perm.size(); ++i) {
     vd[i] = sd[checked_axis(perm[i], sd.size())];
     vs[i] = st[perm[i]];
   }
-  memory::desc view(vd, dt::f32, vs);
+  memory::desc view(vd, dtypes_[src], vs);
   if (views_allowed(src, o)) {
     define_view(o, src, ps, view);
     return;
   }
-  copy_step(ps, view, o, plain_md(vd), "transpose");
+  copy_step(ps, view, o, plain(o), "transpose");
 }
 
 size_t Region::checked_axis(long long a, size_t ndims) {

@@ -1,0 +1,252 @@
+// Quantized primitives (see region.h): int8 convolutions and inner products with their
+// scales and zero points as oneDNN attributes, and the reorders that quantize,
+// dequantize and requantize between data types.
+//
+// A "qconv" / "qdense" node reads u8 or s8 activations and s8 weights (constants of
+// integer values, reordered once into oneDNN's int8 layout, with the compensation its
+// kernels need) and computes, in oneDNN's order,
+//   dst = post_ops(wscale[c] * sum((src - src_zp) * w) + bias[c]) / dst_scale + dst_zp
+// rounded and saturated to the output's data type (u8, s8, s32 or f32): `wscale` is the
+// input's scale times the weight's (per output channel or one), `bias` already in real
+// units. Requantization is thus the output scale, ReLU / clip are eltwise post-ops in
+// real units, and a residual quantized add is a sum post-op (scale and zero point of
+// the residual) accumulating into the residual's buffer.
+// A "qreorder" node converts `src` to the output's data type:
+//   dst = src_scale[c] * (src - src_zp) / dst_scale + dst_zp
+// (src_scale one value, or per channel along `axis`), rounded half to even.
+// A "qadd" node adds two quantized tensors of one shape as ONNX's QLinearAdd and torch's
+// quantized add do: in float, rounded once (half to even) into the output's data type:
+//   dst = post(s0 * (a - z0) + s1 * (b - z1)) / dst_scale + dst_zp
+// (a oneDNN binary with source scales; the zero points and the output scale are linear
+// post-ops around the node's own post-ops, a clip in real units).
+
+#include "region.h"
+
+namespace rk {
+
+namespace {
+
+memory::desc scale_md(size_t n) { return memory::desc({static_cast<long long>(n)}, dt::f32, tag::a); }
+memory::desc zp_md() { return memory::desc({1}, dt::s32, tag::a); }
+
+std::vector<float> floats(const Json& node, const char* key) {
+  std::vector<float> out;
+  if (const Json* v = node.find(key)) {
+    if (v->kind == Json::Num) {
+      out.push_back(static_cast<float>(v->f()));
+    } else {
+      for (const auto& x : v->items) out.push_back(static_cast<float>(x.f()));
+    }
+  }
+  return out;
+}
+
+// `md`'s layout for data type `t` (strided, or nChw{8,16}c; else plain).
+memory::desc retyped(const memory::desc& md, dt t) {
+  dims d = md.get_dims();
+  if (md.get_format_kind() == memory::format_kind::blocked) {
+    int nb = md.get_inner_nblks();
+    if (nb == 0) return memory::desc(d, t, md.get_strides());
+    auto blks = md.get_inner_blks();
+    auto idxs = md.get_inner_idxs();
+    if (d.size() == 4 && nb == 1 && idxs[0] == 1 && (blks[0] == 16 || blks[0] == 8))
+      return memory::desc(d, t, blks[0] == 16 ? tag::aBcd16b : tag::aBcd8b);
+  }
+  return memory::desc(d, t, plain_tag(d.size()));
+}
+
+}  // namespace
+
+// "qadd": a quantized add, rounded once.
+void Region::lower_qadd(const Json& node) {
+  int a = in(node, 0), b = in(node, 1), o = out(node);
+  if (dims_[a] != dims_[o] || dims_[b] != dims_[o]) throw Error("program: qadd operands differ in shape");
+  float s0 = static_cast<float>(node.at("s0").f()), s1 = static_cast<float>(node.at("s1").f());
+  float so = static_cast<float>(node.at("dst_scale").f());
+  float shift = -(s0 * static_cast<float>(node.get_i("z0", 0)) + s1 * static_cast<float>(node.get_i("z1", 0)));
+  memory::desc amd = md_of(a);
+  if (amd.get_format_kind() != memory::format_kind::blocked) amd = plain(a);
+  memory::desc bmd = retyped(amd, dtypes_[b]);
+  memory::desc dmd = retyped(amd, dtypes_[o]);
+  primitive_attr attr = base_attr();
+  std::vector<Arg> extra;
+  for (auto [scale, arg] : {std::pair<float, int>{s0, DNNL_ARG_SRC_0}, std::pair<float, int>{s1, DNNL_ARG_SRC_1}}) {
+    attr.set_scales_mask(arg, 0);
+    memory::desc md = scale_md(1);
+    extra.push_back({DNNL_ARG_ATTR_SCALES | arg, owned_const(md, &scale), md});
+  }
+  dnnl::post_ops ops;
+  std::string info;
+  if (shift != 0.f) ops.append_eltwise(algorithm::eltwise_linear, 1.f, shift);
+  if (const Json* list = node.find("post"))
+    for (const auto& p : list->items) {
+      float alpha = static_cast<float>(p.get_f("alpha", 0.0)), beta = static_cast<float>(p.get_f("beta", 0.0));
+      algorithm alg = eltwise_alg(p.at("op").s(), alpha, false);
+      ops.append_eltwise(alg, alpha, beta);
+      info += "+" + p.at("op").s();
+    }
+  ops.append_eltwise(algorithm::eltwise_linear, 1.f / so, static_cast<float>(node.get_i("dst_zp", 0)));
+  attr.set_post_ops(ops);
+  auto pd = dnnl::binary::primitive_desc(eng_, algorithm::binary_add, amd, bmd, dmd, attr);
+  int pa = version(a, amd);
+  int pb = version(b, bmd);
+  int inplace = dmd == amd ? dying(a) : -1;
+  int pdst = define(o, dmd, inplace);
+  std::vector<Arg> args = {{DNNL_ARG_SRC_0, pa, amd}, {DNNL_ARG_SRC_1, pb, bmd}, {DNNL_ARG_DST, pdst, dmd}};
+  args.insert(args.end(), extra.begin(), extra.end());
+  add_step(dnnl::binary(pd), args, "qadd t" + std::to_string(o) + " " + md_str(amd) + " " + md_str(bmd) + info, &pd);
+}
+
+// The attributes of a quantized node: scales and zero points (their memories appended
+// to `extra`), and its post-ops (in `post`).
+primitive_attr Region::quant_attr(const Json& node, int wmask, Post& post, std::vector<Arg>& extra) {
+  primitive_attr attr = base_attr();
+  std::vector<float> wscale = floats(node, "wscale");
+  if (!wscale.empty()) {
+    attr.set_scales_mask(DNNL_ARG_WEIGHTS, wscale.size() > 1 ? wmask : 0);
+    memory::desc md = scale_md(wscale.size());
+    extra.push_back({DNNL_ARG_ATTR_SCALES | DNNL_ARG_WEIGHTS, owned_const(md, wscale.data()), md});
+  }
+  std::vector<float> dscale = floats(node, "dst_scale");
+  if (!dscale.empty()) {
+    attr.set_scales_mask(DNNL_ARG_DST, 0);
+    memory::desc md = scale_md(1);
+    extra.push_back({DNNL_ARG_ATTR_SCALES | DNNL_ARG_DST, owned_const(md, dscale.data()), md});
+  }
+  for (auto [key, arg] : {std::pair<const char*, int>{"src_zp", DNNL_ARG_SRC},
+                          std::pair<const char*, int>{"dst_zp", DNNL_ARG_DST}}) {
+    int32_t zp = static_cast<int32_t>(node.get_i(key, 0));
+    if (zp == 0) continue;
+    attr.set_zero_points_mask(arg, 0);
+    extra.push_back({DNNL_ARG_ATTR_ZERO_POINTS | arg, owned_const(zp_md(), &zp), zp_md()});
+  }
+  int o = out(node);
+  post = post_ops_of(node, dims_[o], 0, false);
+  attr.set_post_ops(post.ops);
+  return attr;
+}
+
+// "qconv" and "qdense": an int8 convolution or inner product.
+void Region::lower_qweighted(const Json& node) {
+  bool conv = node.at("op").s() == "qconv";
+  int src = in(node, 0), w = checked(node.at("weight").i()), o = out(node);
+  long long b = node.get_i("bias", -1);
+  long long groups = conv ? node.get_i("groups", 1) : 1;
+  dims wd = conv ? grouped_weight_dims(w, groups) : dims_[w];
+  Post post;
+  std::vector<Arg> extra;
+  int wmask = conv ? (groups > 1 ? 3 : 1) : 2;  // qdense: weights (K, N), per N
+  primitive_attr attr = quant_attr(node, wmask, post, extra);
+  memory::desc bias_md = b >= 0 ? plain(checked(b)) : memory::desc();
+  memory::desc wany(wd, dt::s8, tag::any);
+  std::string what;
+  primitive prim;
+  std::vector<Arg> args;
+  if (conv) {
+    dims strides = to_dims(node.at("strides").ints());
+    dims dil = dnnl_dilation(node);
+    auto pad = node.at("pad").ints();
+    dims pad_l = {pad[0], pad[1]}, pad_r = {pad[2], pad[3]};
+    auto make = [&](const memory::desc& s, const memory::desc& d) {
+      return dnnl::convolution_forward::primitive_desc(
+          eng_, prop_kind::forward_inference, algorithm::convolution_direct, s, wany, bias_md, d,
+          strides, dil, pad_l, pad_r, attr);
+    };
+    // The program's layout (nhwc unless "blocked": oneDNN's int8 kernels are fastest
+    // channels-last on most layers), kept from one layer to the next; else oneDNN's choice.
+    tag t = layout_ == "blocked" ? tag::aBcd16b : tag::acdb;
+    dnnl::convolution_forward::primitive_desc pd;
+    bool done = false;
+    // the input's own layout first (no reorder), unless it is a region input
+    std::vector<memory::desc> tries;
+    memory::desc have = md_of(src);
+    if (phys_[primary(src)].kind == Kind::Internal && is_strided(have) == (t == tag::acdb))
+      tries.push_back(have);
+    tries.push_back(memory::desc(dims_[src], dtypes_[src], t));
+    for (const memory::desc& s : tries) {
+      if (done) break;
+      try {
+        pd = make(s, memory::desc(dims_[o], dtypes_[o], t));
+        done = fast(pd);
+      } catch (const dnnl::error&) {
+      }
+    }
+    if (!done)
+      pd = make(memory::desc(dims_[src], dtypes_[src], tag::any), memory::desc(dims_[o], dtypes_[o], tag::any));
+    args = weighted_args(pd, src, w, wd, o, post, b, bias_md);
+    prim = dnnl::convolution_forward(pd);
+    what = "qconv t" + std::to_string(o) + " " + md_str(pd.src_desc()) + " w=" + md_str(pd.weights_desc()) +
+           " -> " + md_str(pd.dst_desc()) + post.info;
+    args.insert(args.end(), extra.begin(), extra.end());
+    add_step(prim, args, what, &pd);
+    return;
+  }
+  // dense: the input read as a plain (N, K) matrix (a reorder first if it is not one)
+  dims sd = dims_[src];
+  long long k = 1;
+  for (size_t i = 1; i < sd.size(); ++i) k *= sd[i];
+  if (dims_[w].size() != 2 || dims_[w][0] != k || dims_[o].size() != 2)
+    throw Error("program: qdense weight does not match its input");
+  // a matmul (the inner product takes no zero points): (M, K) x (K, N) + bias (1, N)
+  memory::desc s2({sd[0], k}, dtypes_[src], tag::ab);
+  auto pd = dnnl::matmul::primitive_desc(eng_, s2, wany, bias_md, plain(o), attr);
+  int ps = version(src, plain(src));
+  int pw = weight_version(w, dims_[w], pd.weights_desc());
+  int pdst = post.sum_tensor >= 0 ? define_with_sum(o, pd.dst_desc(), post.sum_tensor) : define(o, pd.dst_desc());
+  args = {{DNNL_ARG_SRC, ps, s2}, {DNNL_ARG_WEIGHTS, pw, pd.weights_desc()}, {DNNL_ARG_DST, pdst, pd.dst_desc()}};
+  if (b >= 0) args.push_back({DNNL_ARG_BIAS, version(checked(b), bias_md), bias_md});
+  args.insert(args.end(), post.args.begin(), post.args.end());
+  args.insert(args.end(), extra.begin(), extra.end());
+  add_step(dnnl::matmul(pd), args,
+           "qdense t" + std::to_string(o) + " " + md_str(s2) + " w=" + md_str(pd.weights_desc()) + post.info, &pd);
+}
+
+// "qreorder": quantize, dequantize or requantize; the output keeps the input's layout
+// (a plain 4-D input entering the region becomes nhwc, as the int8 convolutions read it).
+void Region::lower_qreorder(const Json& node) {
+  int src = in(node, 0), o = out(node);
+  memory::desc have = md_of(src);  // a copy: owned_const below grows phys_
+  memory::desc dst;
+  if (is_strided(have)) {
+    bool entering = phys_[primary(src)].kind != Kind::Internal;
+    if (dims_[o].size() == 4 && entering && dtypes_[o] != dt::f32)
+      dst = memory::desc(dims_[o], dtypes_[o], tag::acdb);
+    else
+      dst = memory::desc(dims_[o], dtypes_[o], have.get_strides());
+  } else {
+    memory::desc l = like(have, dims_[o]);
+    dst = l.get_format_kind() == memory::format_kind::blocked && l.get_inner_nblks() > 0
+              ? memory::desc(dims_[o], dtypes_[o], l.get_inner_blks()[0] == 16 ? tag::aBcd16b : tag::aBcd8b)
+              : plain(o);
+  }
+  primitive_attr attr = base_attr();
+  std::vector<Arg> extra;
+  std::vector<float> sscale = floats(node, "src_scale");
+  if (!sscale.empty()) {
+    int axis = static_cast<int>(node.get_i("axis", 1));
+    attr.set_scales_mask(DNNL_ARG_SRC, sscale.size() > 1 ? (1 << axis) : 0);
+    memory::desc md = scale_md(sscale.size());
+    extra.push_back({DNNL_ARG_ATTR_SCALES | DNNL_ARG_SRC, owned_const(md, sscale.data()), md});
+  }
+  std::vector<float> dscale = floats(node, "dst_scale");
+  if (!dscale.empty()) {
+    attr.set_scales_mask(DNNL_ARG_DST, 0);
+    memory::desc md = scale_md(1);
+    extra.push_back({DNNL_ARG_ATTR_SCALES | DNNL_ARG_DST, owned_const(md, dscale.data()), md});
+  }
+  for (auto [key, arg] : {std::pair<const char*, int>{"src_zp", DNNL_ARG_SRC},
+                          std::pair<const char*, int>{"dst_zp", DNNL_ARG_DST}}) {
+    int32_t zp = static_cast<int32_t>(node.get_i(key, 0));
+    if (zp == 0) continue;
+    attr.set_zero_points_mask(arg, 0);
+    extra.push_back({DNNL_ARG_ATTR_ZERO_POINTS | arg, owned_const(zp_md(), &zp), zp_md()});
+  }
+  int ps = primary(src);
+  auto pd = dnnl::reorder::primitive_desc(eng_, have, eng_, dst, attr);
+  int p = define(o, dst);
+  std::vector<Arg> args = {{DNNL_ARG_FROM, ps, have}, {DNNL_ARG_TO, p, dst}};
+  args.insert(args.end(), extra.begin(), extra.end());
+  add_step(dnnl::reorder(pd), args, "qreorder t" + std::to_string(o) + " " + md_str(have) + " -> " + md_str(dst), &pd);
+}
+
+}  // namespace rk
