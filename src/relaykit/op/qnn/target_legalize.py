@@ -13,8 +13,7 @@ On CUDA both operands become int8 (Vulkan: one dtype). Each rewrite computes the
 same int32 results. With no target in scope, or another kind (``c``), the operators
 stay as they are.
 
->>> from relaykit.op.define import make_attrs
-from relaykit.target import Target
+>>> from relaykit.target import Target
 >>> _fast_int8_x86(Target("llvm -mcpu=cascadelake")), _fast_int8_x86(Target("llvm"))
 (True, False)
 """
