@@ -32,7 +32,7 @@ from relaykit.transform.pass_infra import ModulePass, Pass, PassContext, Sequent
 from .apply import apply_placement
 from .cost import CostSource, MeasuredCost, Progress, host_name
 from .log import TuningLog
-from .search import Measured, Placement, choose, measure_runs
+from .search import Measured, Placement, measure_runs, refine
 from .units import UnitGraph, unit_graph
 
 __all__ = [
@@ -147,7 +147,7 @@ def place(
             host_max_units=host_max_units,
             progress=progress,
         )
-        placement = choose(graph, names, measured)
+        placement = refine(graph, names, measured, cost, progress=progress)
         partitioned = apply_placement(searched, graph, placement)
         chosen, whole = "measured", dict[str, float]()
         if getattr(cost, "modules", None) is not None:
@@ -204,7 +204,7 @@ def _calibrated(
             break
         raw = placement.total - used * count
         used = max(used, (whole[name] - raw) / count)
-        again = choose(graph, names, measured, used)
+        again = refine(graph, names, measured, cost, switch=used)
         if [(s.start, s.stop, s.target) for s in again.segments] == [
             (s.start, s.stop, s.target) for s in placement.segments
         ]:
