@@ -38,7 +38,7 @@ from relaykit.errors import PlacementError
 
 from .candidates import Candidate, cut
 from .cost import CostSource, MockCostEstimator, Progress
-from .units import Unit, UnitGraph, unit_graph
+from .units import UnitGraph, unit_graph
 
 __all__ = [
     "Segment",
@@ -180,9 +180,11 @@ def merged_runs(graph: UnitGraph, placement: Placement) -> list[tuple[int, int, 
     when that backend can run every unit between (it then makes one region of them, with
     one call and no boundary, where the placement has several).
 
+    >>> from relaykit.tuning.units import Unit
     >>> seg = lambda i, j, t: Segment(i, j, t, 1.0, 0.0, ())
     >>> graph = UnitGraph(None, [Unit(k, None, "op", frozenset({"a", "host"})) for k in range(4)])
-    >>> merged_runs(graph, Placement((seg(0, 1, "a"), seg(1, 2, "host"), seg(2, 4, "a")), 3.0, ("a",)))
+    >>> placed = Placement((seg(0, 1, "a"), seg(1, 2, "host"), seg(2, 4, "a")), 3.0, ("a",))
+    >>> merged_runs(graph, placed)
     [(0, 4, ['a'])]
     """
     segs = placement.segments
