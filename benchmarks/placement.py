@@ -274,6 +274,13 @@ def bench(name: str, args: argparse.Namespace, log_path: Path) -> None:
         err = float(np.abs(engines[k]() - ref).max() / max(np.abs(ref).max(), 1e-30))
         best = min(times[k]) * 1e3
         print(f"{k:<12} {med * 1e3:>10.3f} {best:>9.3f} {med / base:>11.2f}x {err:>15.2e}")
+    singles = {k: statistics.median(v) for k, v in times.items() if k != "measured"}
+    if singles:
+        top = min(singles, key=lambda k: singles[k])
+        print(
+            f"best single-backend placement: {top}; it over measured: "
+            f"{singles[top] / base:.2f}x (medians)"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
