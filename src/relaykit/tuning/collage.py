@@ -193,9 +193,7 @@ def _calibrated(
     changes); the fastest end to end of all is returned, with every time measured."""
     ways = {t: _alone(mod, t, params) for t in [*names, HOST]}
     ways["measured"] = apply_placement(searched, graph, placement)
-    whole: dict[str, float] = {}
-    for name, way in ways.items():  # one by one: each bounded by the fastest before it
-        whole.update(cost.modules({name: way}, min(whole.values(), default=math.inf)))
+    whole: dict[str, float] = dict(cost.modules(ways))  # together, in interleaved rounds
     placements = {"measured": placement}
     used, name = 0.0, "measured"
     for k in range(1, CALIBRATION_ROUNDS + 1):
@@ -212,7 +210,7 @@ def _calibrated(
         name, placement = f"measured {k}", again
         placements[name] = again
         ways[name] = apply_placement(searched, graph, again)
-        whole.update(cost.modules({name: ways[name]}, min(whole.values())))
+        whole.update(cost.modules({name: ways[name]}))
     best = min(whole, key=lambda k: (whole[k], k not in placements))
     if not math.isfinite(whole[best]):
         best = "measured"
