@@ -241,7 +241,8 @@ def bench(name: str, args: argparse.Namespace, log_path: Path) -> None:
     again = MeasuredCost(TuningLog(log_path), measure_missing=False)
     place(mod, targets, cost=again, max_units=args.max_units, host_max_units=args.host_max_units)
     retune_s = time.perf_counter() - t0
-    print(f"built: {res.chosen}; end to end while tuning (ms): ", end="")
+    same = "" if res.chosen.startswith("measured") else f" (the same module as {res.chosen} alone)"
+    print(f"built: {res.chosen}{same}; end to end while tuning (ms): ", end="")
     print(", ".join(f"{k} {v * 1e3:.2f}" for k, v in res.whole.items()))
     print(
         f"\n{name}: {len(res.graph.units)} units; tune {tune_s:.1f} s "

@@ -30,7 +30,13 @@ from relaykit.runtime.c_module import TensorSpec, array_caller, check_arrays
 from relaykit.runtime.module import Module, ModuleBlob
 from relaykit.runtime.threads import resolve_num_threads
 
-__all__ = ["OnnxRuntimeModule", "SPINNING_ENV", "import_onnxruntime", "onnxruntime_version", "spinning"]
+__all__ = [
+    "OnnxRuntimeModule",
+    "SPINNING_ENV",
+    "import_onnxruntime",
+    "onnxruntime_version",
+    "spinning",
+]
 
 
 def import_onnxruntime() -> Any:
