@@ -9,7 +9,7 @@ and extended; the tuning time is printed, and the time of a second, log-only tun
 every engine is built — the measured placement, each target alone by
 ``partition_for`` (its rules, patterns and priorities, no measurement), and the host
 alone — and run in this one process on the same input, in interleaved bursts (each
-after a pause and one untimed run, the order alternating). Printed: median and best
+after a pause and one untimed run, in a new random order each round). Printed: median and best
 times, and each single-backend placement's median over the measured placement's
 (above 1.0: measured placement is faster), and the largest relative difference of
 every engine's output from onnxruntime running the whole model exported to ONNX.
@@ -258,8 +258,9 @@ def bench(name: str, args: argparse.Namespace, log_path: Path) -> None:
     ref = _ort_reference(mod, x, args.threads)
     times: dict[str, list[float]] = {k: [] for k in engines}
     names = list(engines)
-    for burst in range(args.bursts):
-        order = names if burst % 2 == 0 else names[::-1]
+    shuffle = np.random.default_rng(1)
+    for _ in range(args.bursts):
+        order = [names[k] for k in shuffle.permutation(len(names))]
         for k in order:
             time.sleep(args.gap)
             engines[k]()  # untimed: wakes the engine's threads
