@@ -105,6 +105,10 @@ class CallableCost:
 Progress = Callable[[int, int, str], Any]
 
 
+#: Seconds of timed runs (at least one) per whole model in each interleaved round.
+MODULE_BUDGET = 0.1
+
+
 class MeasuredCost:
     """Latencies measured on this machine (or a Ray cluster), read from and written to a
     :class:`TuningLog`.
@@ -247,9 +251,7 @@ class MeasuredCost:
         if self.measure is not None or not todo:  # a test's measure times candidates only
             return {name: out.get(name, math.inf) for name in mods}
         spec = tuple(save_json(mods[n]) for n in todo)
-        job = Job(
-            "", "models", self.threads, self.repeat, 4 * self.budget, whole=True, modules=spec
-        )
+        job = Job("", "models", self.threads, self.repeat, MODULE_BUDGET, whole=True, modules=spec)
         res = self.pool().map([job])[0]
         if "lost" in res:
             self.lost += len(todo)

@@ -137,8 +137,9 @@ def measure_module(
     return _time(executor.run, repeat, budget, bound)
 
 
-#: Interleaved rounds :func:`measure_modules` times each module in.
-MODULE_ROUNDS = 3
+#: Interleaved rounds :func:`measure_modules` times each module in (enough calls for a
+#: backend's own adaptation to load, such as the dnnl runtime's serial builds, to settle).
+MODULE_ROUNDS = 6
 
 
 def _module_runner(mod: IRModule) -> Callable[[], Any]:
@@ -157,7 +158,7 @@ def _burst(run: Callable[[], Any], budget: float) -> float:
     run()
     once = max(time.perf_counter() - start, 1e-7)
     number = max(1, min(50, int(budget / once)) - 1)
-    if number == 1:
+    if number == 1 and once > budget:
         return once
     start = time.perf_counter()
     for _ in range(number):
