@@ -20,7 +20,8 @@ from relaykit.execution.codegen import scoped_codegens
 from relaykit.ir.expr import Call, Tuple
 from relaykit.ir.functor import post_order
 from relaykit.runtime.module import PythonModule
-from relaykit.tuning import CallableCost, MockCostEstimator, place, search
+from relaykit.tuning import CallableCost, MockCostEstimator, Placement, Segment, place, search
+from relaykit.tuning.search import maximal_runs, merged_runs
 
 pytest.importorskip("onnxruntime", reason="placement tests use the onnxruntime backend")
 
@@ -130,6 +131,74 @@ def test_unknown_backend_is_a_typed_error() -> None:
     mod, _ = _chain()
     with pytest.raises(PlacementError, match="unknown backend 'nowhere'"):
         place(mod, ["onnxruntime", "nowhere"], cost=MockCostEstimator({"host": 1}))
+
+
+def _long_chain() -> tuple[Any, np.ndarray]:
+    """abs, add, relu, exp, negative, sign: onnxruntime exports all but sign."""
+    x = relay.var("x", shape=(2, 3))
+    body = relay.sign(relay.negative(relay.exp(relay.nn.relu(relay.abs(x) + relay.const(1.0)))))
+    mod = tvm.IRModule.from_expr(relay.Function([x], body))
+    return mod, np.array([[-1.0, 2.0, 0.5], [3.0, -0.25, 0.0]], "float32")
+
+
+def test_a_region_as_large_as_the_backend_supports_is_a_candidate() -> None:
+    mod, x = _long_chain()
+
+    # A region on onnxruntime costs one call (2.0) and little per unit; the host 1.0 a unit.
+    def cost(names: tuple[str, ...], target: str) -> float:
+        return 2.0 + 0.1 * len(names) if target == "onnxruntime" else 1.0 * len(names)
+
+    # Runs of at most two units: three onnxruntime regions (6.6) lose to the host (6.0),
+    # but onnxruntime's longest run (five units, one call) wins.
+    res = place(mod, ["onnxruntime"], cost=CallableCost(cost), max_units=2, host_max_units=2)
+    got = [(s.start, s.stop, s.target) for s in res.placement.segments]
+    assert got == [(0, 5, "onnxruntime"), (5, 6, "host")]
+    assert math.isclose(res.placement.total, 3.5)
+    want = np.sign(-_want(x))
+    np.testing.assert_allclose(_run(res.partitioned, x), want, rtol=1e-5)
+
+
+def test_neighbouring_regions_on_one_target_are_measured_as_one() -> None:
+    mod, x = _long_chain()
+
+    def cost(names: tuple[str, ...], target: str) -> float:
+        if target == "onnxruntime":  # any region holding negative is slow there
+            return 50.0 if "negative" in names else 1.0 + 0.1 * len(names)
+        return 1.0 * len(names)
+
+    src = _Batched(cost)
+    res = place(mod, ["onnxruntime"], cost=src, max_units=2, host_max_units=2)
+    got = [(s.start, s.stop, s.target) for s in res.placement.segments]
+    # First [abs, add] and [relu, exp] on onnxruntime (1.2 each); then the two as one
+    # region, measured after that choice, won (1.4 against 2.4).
+    assert got == [(0, 4, "onnxruntime"), (4, 6, "host")]
+    assert math.isclose(res.placement.total, 3.4)
+    asked = [[(names, t) for names, t, _ in batch] for batch in src.batches]
+    merged = (("abs", "add", "nn.relu", "exp"), "onnxruntime")
+    assert merged in asked[-1] and not any(merged in batch for batch in asked[:-1])
+    want = np.sign(-_want(x))
+    np.testing.assert_allclose(_run(res.partitioned, x), want, rtol=1e-5)
+
+
+def test_merged_runs_bridge_regions_the_target_could_also_run() -> None:
+    mod, _ = _long_chain()
+
+    def cost(names: tuple[str, ...], target: str) -> float:
+        return 1.0 * len(names)
+
+    res = place(mod, ["onnxruntime"], cost=CallableCost(cost), max_units=1, host_max_units=1)
+    graph = res.graph
+    seg = lambda i, j, t: Segment(i, j, t, 1.0, 0.0, ())  # noqa: E731
+    ort, host = "onnxruntime", "host"
+    placed = Placement(
+        (seg(0, 1, ort), seg(1, 2, host), seg(2, 3, ort), seg(3, 5, ort), seg(5, 6, host)),
+        5.0,
+        (ort,),
+    )
+    # from each onnxruntime region to the next and to the last one reachable on it;
+    # never across sign (unit 5), which onnxruntime cannot run
+    assert merged_runs(graph, placed) == [(0, 3, [ort]), (0, 5, [ort]), (2, 5, [ort])]
+    assert maximal_runs(graph, [ort]) == [(0, 5, [ort])]
 
 
 # -- random graphs: no cycle, same values as NumPy -------------------------------------------

@@ -32,7 +32,7 @@ from relaykit.transform.pass_infra import ModulePass, Pass, PassContext, Sequent
 from .apply import apply_placement
 from .cost import CostSource, MeasuredCost, Progress, host_name
 from .log import TuningLog
-from .search import Measured, Placement, choose, measure_runs
+from .search import Measured, Placement, measure_runs, refine
 from .units import UnitGraph, unit_graph
 
 __all__ = [
@@ -147,7 +147,7 @@ def place(
             host_max_units=host_max_units,
             progress=progress,
         )
-        placement = choose(graph, names, measured)
+        placement = refine(graph, names, measured, cost, progress=progress)
         partitioned = apply_placement(searched, graph, placement)
         chosen, whole = "measured", dict[str, float]()
         if getattr(cost, "modules", None) is not None:
@@ -193,9 +193,7 @@ def _calibrated(
     changes); the fastest end to end of all is returned, with every time measured."""
     ways = {t: _alone(mod, t, params) for t in [*names, HOST]}
     ways["measured"] = apply_placement(searched, graph, placement)
-    whole: dict[str, float] = {}
-    for name, way in ways.items():  # one by one: each bounded by the fastest before it
-        whole.update(cost.modules({name: way}, min(whole.values(), default=math.inf)))
+    whole: dict[str, float] = dict(cost.modules(ways))  # together, in interleaved rounds
     placements = {"measured": placement}
     used, name = 0.0, "measured"
     for k in range(1, CALIBRATION_ROUNDS + 1):
@@ -204,7 +202,7 @@ def _calibrated(
             break
         raw = placement.total - used * count
         used = max(used, (whole[name] - raw) / count)
-        again = choose(graph, names, measured, used)
+        again = refine(graph, names, measured, cost, switch=used)
         if [(s.start, s.stop, s.target) for s in again.segments] == [
             (s.start, s.stop, s.target) for s in placement.segments
         ]:
@@ -212,7 +210,7 @@ def _calibrated(
         name, placement = f"measured {k}", again
         placements[name] = again
         ways[name] = apply_placement(searched, graph, again)
-        whole.update(cost.modules({name: ways[name]}, min(whole.values())))
+        whole.update(cost.modules({name: ways[name]}))
     best = min(whole, key=lambda k: (whole[k], k not in placements))
     if not math.isfinite(whole[best]):
         best = "measured"

@@ -105,6 +105,10 @@ class CallableCost:
 Progress = Callable[[int, int, str], Any]
 
 
+#: Seconds of timed runs (at least one) per whole model in each interleaved round.
+MODULE_BUDGET = 0.1
+
+
 class MeasuredCost:
     """Latencies measured on this machine (or a Ray cluster), read from and written to a
     :class:`TuningLog`.
@@ -226,10 +230,11 @@ class MeasuredCost:
             out[key] = math.inf if seconds is None else float(seconds)
         return out
 
-    def modules(self, mods: Mapping[str, IRModule], bound: float = math.inf) -> dict[str, float]:
+    def modules(self, mods: Mapping[str, IRModule]) -> dict[str, float]:
         """Seconds per run of each whole partitioned module (``name -> module``), from the
-        log or measured as one batch (one slower than ``bound`` is timed once only);
-        ``inf`` for one that failed."""
+        log or measured together as one job: built in one worker and timed in
+        interleaved rounds (:func:`.measure.measure_modules`), so that they are compared
+        under the same load; ``inf`` for one that failed."""
         keys = {name: self._module_key(mod) for name, mod in mods.items()}
         out: dict[str, float] = {}
         todo: list[str] = []
@@ -243,19 +248,18 @@ class MeasuredCost:
                 out[name] = math.inf
             else:
                 todo.append(name)
-        if self.measure is not None:  # a test's measure times candidates, not models
+        if self.measure is not None or not todo:  # a test's measure times candidates only
             return {name: out.get(name, math.inf) for name in mods}
-        jobs = [
-            Job(save_json(mods[n]), n, self.threads, self.repeat, 4 * self.budget, bound, True)
-            for n in todo
-        ]
-        for name, res in zip(todo, self.pool().map(jobs), strict=True):
-            if "lost" in res:
-                self.lost += 1
-                out[name] = math.inf
-                continue
+        spec = tuple(save_json(mods[n]) for n in todo)
+        job = Job("", "models", self.threads, self.repeat, MODULE_BUDGET, whole=True, modules=spec)
+        res = self.pool().map([job])[0]
+        if "lost" in res:
+            self.lost += len(todo)
+            out.update({name: math.inf for name in todo})
+            return out
+        for k, name in enumerate(todo):
             self.measurements += 1
-            record = Record(keys[name], res.get("latency"), res.get("error"), ("model", name))
+            record = Record(keys[name], res["latencies"][k], res["errors"][k], ("model", name))
             if record.error is not None:
                 self.failures.append(record)
             self.log.add(record)

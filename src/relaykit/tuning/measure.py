@@ -11,6 +11,7 @@ charged one executor each.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -31,7 +32,13 @@ from relaykit.op.tensor import negative
 from relaykit.transform.infer_type import InferType
 from relaykit.transform.pass_infra import Sequential
 
-__all__ = ["measure_function", "measure_module", "realistic_inputs", "executor_overhead"]
+__all__ = [
+    "measure_function",
+    "measure_module",
+    "measure_modules",
+    "realistic_inputs",
+    "executor_overhead",
+]
 
 
 def realistic_inputs(params: list[Var], seed: int = 0) -> dict[str, np.ndarray]:
@@ -128,3 +135,69 @@ def measure_module(
     for name, value in realistic_inputs(list(mod["main"].params)).items():
         executor.set_input(name, value)
     return _time(executor.run, repeat, budget, bound)
+
+
+#: Interleaved rounds :func:`measure_modules` times each module in (enough calls for a
+#: backend's own adaptation to load, such as the dnnl runtime's serial builds, to settle).
+MODULE_ROUNDS = 6
+
+
+def _module_runner(mod: IRModule) -> Callable[[], Any]:
+    mod = InferType()(mod)
+    executor = build(mod, target="llvm")["default"]()
+    for name, value in realistic_inputs(list(mod["main"].params)).items():
+        executor.set_input(name, value)
+    return executor.run
+
+
+def _burst(run: Callable[[], Any], budget: float) -> float:
+    """One untimed run (it wakes the module's thread pools), then the mean of a burst of
+    runs filling about ``budget`` seconds."""
+    run()
+    start = time.perf_counter()
+    run()
+    once = max(time.perf_counter() - start, 1e-7)
+    number = max(1, min(50, int(budget / once)) - 1)
+    if number == 1 and once > budget:
+        return once
+    start = time.perf_counter()
+    for _ in range(number):
+        run()
+    return min(once, (time.perf_counter() - start) / number)
+
+
+def measure_modules(
+    mods: list[IRModule], *, rounds: int = MODULE_ROUNDS, budget: float = 0.016
+) -> list[float | str]:
+    """Seconds per run of each whole (partitioned) module, all built in this process and
+    timed in ``rounds`` interleaved rounds (the order alternating, each module a burst per
+    round, the least burst kept), so that a change of load on the machine touches every
+    module alike; a module slower than ``HOPELESS`` times the fastest after the first round
+    is not timed again. A module that fails to build or run answers its error (a str).
+
+    >>> import relaykit as tvm
+    >>> from relaykit import relay
+    >>> x = relay.var("x", shape=(64,))
+    >>> mods = [tvm.IRModule.from_expr(relay.Function([x], f(x))) for f in (relay.exp, relay.abs)]
+    >>> [isinstance(s, float) and s > 0 for s in measure_modules(mods, rounds=2, budget=0.001)]
+    [True, True]
+    """
+    out: list[float | str] = []
+    runs: dict[int, Callable[[], Any]] = {}
+    for k, mod in enumerate(mods):
+        try:
+            runs[k] = _module_runner(mod)
+            out.append(math.inf)
+        except Exception as err:  # recorded, not raised: the others are still timed
+            out.append(f"{type(err).__name__}: {err}")
+    for r in range(max(1, rounds)):
+        fastest = min((v for v in out if isinstance(v, float)), default=math.inf)
+        for k in sorted(runs, reverse=r % 2 == 1):
+            now = out[k]
+            if not isinstance(now, float) or (r > 0 and now > HOPELESS * fastest):
+                continue
+            try:
+                out[k] = min(now, _burst(runs[k], budget))
+            except Exception as err:
+                out[k] = f"{type(err).__name__}: {err}"
+    return out

@@ -1,14 +1,20 @@
 """The placement of least total latency, by dynamic programming over the units' order.
 
 Units are in a topological order; a region is a contiguous run of it (convex, so
-no placement has a cycle between regions). For every connected run of at most
-``max_units`` units (``host_max_units`` on the host) and every target that can
-run all of it, the cost source gives a latency and a boundary cost; then
+no placement has a cycle between regions). The candidates: every connected run of at
+most ``max_units`` units (``host_max_units`` on the host) on every target that can run
+all of it, and, per target, every longest run of units it can run (the region as large
+as the backend supports, :func:`maximal_runs`). The cost source gives each a latency
+and a boundary cost; then
 
     best[j] = min over i < j and targets t of best[i] + latency(i..j, t) + boundary(i..j, t)
 
 and the choices behind ``best[n]`` are the placement. Ties go to the fewer regions,
-then to the earlier target in the list, the host last.
+then to the earlier target in the list, the host last. Neighbouring regions a
+placement puts on one target (or on either side of regions that target could also
+run) are then offered to it as one region (:func:`merged_runs`: one call, one session
+or program, no boundary between them), measured against their parts, and the
+placement decided again, for a few rounds (:func:`refine`).
 
 >>> import relaykit as tvm
 >>> from relaykit import relay
@@ -40,6 +46,9 @@ __all__ = [
     "Measured",
     "search",
     "measure_runs",
+    "maximal_runs",
+    "merged_runs",
+    "refine",
     "choose",
     "MockCostEstimator",
     "unit_graph",
@@ -122,7 +131,78 @@ def _runs(
             ]
             if ok:
                 runs.append((i, j, ok))
-    return runs
+    return _union(runs, maximal_runs(graph, targets))
+
+
+def _union(*lists: list[tuple[int, int, list[str]]]) -> list[tuple[int, int, list[str]]]:
+    """The runs of ``lists`` with one entry per ``(start, stop)``, its targets united in
+    first-seen order."""
+    merged: dict[tuple[int, int], list[str]] = {}
+    for runs in lists:
+        for i, j, ok in runs:
+            have = merged.setdefault((i, j), [])
+            have.extend(t for t in ok if t not in have)
+    return [(i, j, ok) for (i, j), ok in merged.items()]
+
+
+def maximal_runs(graph: UnitGraph, targets: Sequence[str]) -> list[tuple[int, int, list[str]]]:
+    """Per target (not the host), each longest run of consecutive units it can run all of,
+    when longer than one unit: the region as large as the backend supports, whatever
+    ``max_units`` says (a contiguous run of a topological order is convex).
+
+    >>> import relaykit as tvm
+    >>> from relaykit import relay
+    >>> from relaykit.transform import InferType
+    >>> x = relay.var("x", shape=(4,))
+    >>> mod = InferType()(tvm.IRModule.from_expr(relay.exp(relay.nn.relu(relay.abs(x)))))
+    >>> maximal_runs(unit_graph(mod["main"], ["onnxruntime"]), ["onnxruntime"])
+    [(0, 3, ['onnxruntime'])]
+    """
+    out = []
+    n = len(graph.units)
+    for t in targets:
+        if t == HOST:
+            continue
+        i = 0
+        while i < n:
+            j = i
+            while j < n and t in graph.units[j].targets:
+                j += 1
+            if j - i > 1:
+                out.append((i, j, [t]))
+            i = j + 1 if j == i else j
+    return out
+
+
+def merged_runs(graph: UnitGraph, placement: Placement) -> list[tuple[int, int, list[str]]]:
+    """Runs joining regions of ``placement`` onto one target: for each region on a backend,
+    the run from it to the next region on the same backend, and to the last such region,
+    when that backend can run every unit between (it then makes one region of them, with
+    one call and no boundary, where the placement has several).
+
+    >>> from relaykit.tuning.units import Unit
+    >>> seg = lambda i, j, t: Segment(i, j, t, 1.0, 0.0, ())
+    >>> graph = UnitGraph(None, [Unit(k, None, "op", frozenset({"a", "host"})) for k in range(4)])
+    >>> placed = Placement((seg(0, 1, "a"), seg(1, 2, "host"), seg(2, 4, "a")), 3.0, ("a",))
+    >>> merged_runs(graph, placed)
+    [(0, 4, ['a'])]
+    """
+    segs = placement.segments
+    out: list[tuple[int, int, list[str]]] = []
+    for a, first in enumerate(segs):
+        t = first.target
+        if t == HOST:
+            continue
+        later = []
+        for b in range(a + 1, len(segs)):
+            seg = segs[b]
+            if not all(t in graph.units[u].targets for u in range(seg.start, seg.stop)):
+                break
+            if seg.target == t:
+                later.append(seg.stop)
+        for stop in {later[0], later[-1]} if later else ():
+            out.append((first.start, stop, [t]))
+    return sorted(out)
 
 
 #: Jobs handed to the cost source at once (a batch runs in parallel where it can; the
@@ -216,6 +296,7 @@ def _measure(
     cost: CostSource,
     prune: bool,
     progress: Progress | None,
+    m: Measured | None = None,
 ) -> Measured:
     """The latency of every run on every target that can run it and might win it.
 
@@ -224,8 +305,8 @@ def _measure(
     (:func:`hopeless`); single units go target by target, each bounded by the targets
     before it. Each phase's jobs go to the cost source in batches.
     """
-    total = sum(len(ok) for _, _, ok in runs)
-    m = Measured()
+    m = Measured() if m is None else m
+    total = m.done + sum(len(ok) for _, _, ok in runs)
     by_len: dict[int, list[tuple[int, int, list[str]]]] = {}
     for run in runs:
         by_len.setdefault(run[1] - run[0], []).append(run)
@@ -298,7 +379,45 @@ def search(
     includes it)."""
     runs = _runs(graph, targets, max(1, max_units), max(1, host_max_units))
     measured = _measure(graph, runs, [*targets, HOST], cost, prune, progress)
-    return choose(graph, targets, measured, switch)
+    return refine(graph, targets, measured, cost, prune=prune, progress=progress, switch=switch)
+
+
+#: Rounds of offering a placement's neighbouring regions on one target as one region.
+MERGE_ROUNDS = 4
+
+
+def refine(
+    graph: UnitGraph,
+    targets: Sequence[str],
+    measured: Measured,
+    cost: CostSource,
+    *,
+    rounds: int = MERGE_ROUNDS,
+    prune: bool = True,
+    progress: Progress | None = None,
+    switch: Mapping[tuple[str, str], float] | float | None = None,
+) -> Placement:
+    """The placement :func:`choose` makes, improved: its neighbouring regions that one
+    target could run as one (:func:`merged_runs`) are measured there (unless a part of
+    them already shows that target cannot win, see :func:`hopeless`) and the placement
+    chosen again, until no new run is offered or after ``rounds`` rounds. ``measured``
+    gains the new latencies."""
+    placement = choose(graph, targets, measured, switch)
+    tried = {(i, j, t) for (i, j), by in measured.lat.items() for t in by}
+    order = [*targets, HOST]
+    for _ in range(rounds):
+        new = [
+            (i, j, [t])
+            for i, j, ok in merged_runs(graph, placement)
+            for t in ok
+            if (i, j, t) not in tried
+        ]
+        if not new:
+            break
+        tried.update((i, j, ok[0]) for i, j, ok in new)
+        _measure(graph, new, order, cost, prune, progress, measured)
+        placement = choose(graph, targets, measured, switch)
+    return placement
 
 
 def choose(

@@ -33,7 +33,7 @@ from relaykit.ir.json_load import load_json
 from relaykit.runtime.threads import set_num_threads
 
 from .log import machine_fingerprint
-from .measure import measure_function, measure_module
+from .measure import measure_function, measure_module, measure_modules
 
 __all__ = ["Job", "Pool", "InProcess", "LocalWorkers", "run_job", "core_groups", "serve"]
 
@@ -43,7 +43,9 @@ class Job:
     """One candidate to measure on one target: ``func_json`` is ``save_json`` of its
     typed function; ``bound`` (seconds, ``inf`` for none) lets a hopeless candidate stop
     after one timed run. With ``whole``, ``func_json`` is a partitioned module, built as
-    it is (``target`` only names it)."""
+    it is (``target`` only names it); with ``modules`` (partitioned modules as JSON),
+    they are timed together in interleaved rounds and the answer holds ``latencies``
+    and ``errors``, one per module."""
 
     func_json: str
     target: str
@@ -52,6 +54,7 @@ class Job:
     budget: float = 0.004
     bound: float = float("inf")
     whole: bool = False
+    modules: tuple[str, ...] = ()
 
 
 class Pool(Protocol):
@@ -70,6 +73,13 @@ def run_job(job: Job | dict[str, Any]) -> dict[str, Any]:
     spec = job if isinstance(job, Job) else Job(**job)
     set_num_threads(spec.threads)
     machine = machine_fingerprint()
+    if spec.modules:
+        got = measure_modules([load_json(m) for m in spec.modules], budget=spec.budget)
+        return {
+            "latencies": [v if isinstance(v, float) else None for v in got],
+            "errors": [v if isinstance(v, str) else None for v in got],
+            "machine": machine,
+        }
     try:
         node = load_json(spec.func_json)
         if spec.whole:

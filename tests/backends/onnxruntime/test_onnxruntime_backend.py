@@ -225,3 +225,23 @@ def test_codegen_names_an_operator_it_cannot_export() -> None:
     )["main"].with_attr("global_symbol", "r1")
     with pytest.raises(CodegenError, match="argsort"):
         get_backend("onnxruntime").codegen(bad)
+
+
+@pytest.mark.parametrize(("env", "want"), [(None, "0"), ("1", "1"), ("0", "0")])
+def test_idle_worker_threads_spin_only_when_asked(
+    env: str | None, want: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from relaykit.backends.onnxruntime.runtime import SPINNING_ENV, OnnxRuntimeModule
+
+    if env is None:
+        monkeypatch.delenv(SPINNING_ENV, raising=False)
+    else:
+        monkeypatch.setenv(SPINNING_ENV, env)
+    x = _rand(3, 4)
+    outs, part = _run_on_ort(lambda v: relay.exp(relay.nn.relu(v)), {"x": x})
+    np.testing.assert_allclose(outs[0], np.exp(np.maximum(x.astype(np.float64), 0)), rtol=1e-5)
+    lib = relay.build(part, target="llvm")
+    mods = [m for m in lib.get_lib().imported_modules if isinstance(m, OnnxRuntimeModule)]
+    assert len(mods) == 1
+    opts = mods[0].session.get_session_options()
+    assert opts.get_session_config_entry("session.intra_op.allow_spinning") == want
