@@ -20,7 +20,7 @@ an unfused ``qnn.add`` through float32. Weights travel as float32 constants hold
 their integer values (the runtime reorders them once into oneDNN's int8 layout).
 
 >>> sorted(QNN_LOWER)[:3]
-['clip', 'nn.bias_add', 'qnn.add']
+['add', 'cast', 'clip']
 """
 
 from __future__ import annotations

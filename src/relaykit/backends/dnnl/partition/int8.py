@@ -9,7 +9,7 @@ operators on integer tensors that oneDNN runs in their data type or the lowering
 folds: pooling, reshapes, ``clip``, the int32 ``nn.bias_add`` after a quantized layer.
 
 >>> sorted(QNN_RULES)[:2]
-['qnn.add', 'qnn.conv2d']
+['qnn.add', 'qnn.batch_matmul']
 """
 
 from __future__ import annotations
