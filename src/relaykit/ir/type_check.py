@@ -728,9 +728,14 @@ class TypeChecker:
         for node in self.pending:
             t = self.resolve(done[id(node)])
             left = unknowns(t)
-            if left:
-                where = left[0].origin or node
-                raise self.fail(where, self.unsolved(left[0], "nothing determines it"))
+            if left and all(u.origin is None for u in left):
+                # a type parameter of a polymorphic callee nothing constrains (``Nil()``
+                # of a list never looked into): it stays incomplete, as TVM leaves it
+                t = incomplete_unknowns(t)
+            elif left:
+                where = next(u for u in left if u.origin is not None).origin or node
+                hole = next(u for u in left if u.origin is not None)
+                raise self.fail(where, self.unsolved(hole, "nothing determines it"))
             done[id(node)] = t
             node._set_checked_type(t)
 
@@ -800,6 +805,23 @@ def unknowns(t: Type) -> list[Unknown]:
     if tt is RefType:
         return unknowns(t.value)  # type: ignore[attr-defined]
     return []
+
+
+def incomplete_unknowns(t: Type) -> Type:
+    """``t`` with each unknown replaced by a plain :class:`IncompleteType`."""
+    tt = type(t)
+    if tt is Unknown:
+        return IncompleteType()
+    if tt is TupleType:
+        return TupleType([incomplete_unknowns(f) for f in t.fields])  # type: ignore[attr-defined]
+    if tt is FuncType:
+        args = [incomplete_unknowns(a) for a in t.arg_types]  # type: ignore[attr-defined]
+        return FuncType(args, incomplete_unknowns(t.ret_type), t.type_params)  # type: ignore[attr-defined]
+    if tt is TypeCall:
+        return TypeCall(t.func, [incomplete_unknowns(a) for a in t.args])  # type: ignore[attr-defined]
+    if tt is RefType:
+        return RefType(incomplete_unknowns(t.value))  # type: ignore[attr-defined]
+    return t
 
 
 def substitute(t: Type, mapping: Mapping[Type, Type]) -> Type:
