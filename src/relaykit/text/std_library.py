@@ -160,7 +160,8 @@ def @unfoldl[A, B](%f: fn (A) -> Option[(A, B)], %seed: A) -> List[B] {
 /* f applied to every member of a rose tree */
 def @tmap[A, B](%f: fn (A) -> B, %t: Tree[A]) -> Tree[B] {
   match (%t) {
-    Rose(%v, %children) => Rose(%f(%v), @map(fn (%c: Tree[A]) -> Tree[B] { @tmap(%f, %c) }, %children)),
+    Rose(%v, %children) =>
+      Rose(%f(%v), @map(fn (%c: Tree[A]) -> Tree[B] { @tmap(%f, %c) }, %children)),
   }
 }
 
