@@ -270,6 +270,15 @@ class TypeChecker:
                 raise self.fail(
                     let, f"let %{let.var.name_hint} is annotated {ann} but bound to {vt}"
                 )
+        prev = self.var_env.get(let.var)
+        if prev is not None and prev is not vt:
+            # the value used the variable (a recursive function): the same type
+            if self.unify(prev, vt) is None:
+                raise self.fail(
+                    let, f"let %{let.var.name_hint} is used as {prev} but bound to {vt}"
+                )
+            vt = self.resolve(vt)
+            self.solved.discard(let.var)
         self.var_env[let.var] = vt
         self.finish(let.var, vt)
 

@@ -31,6 +31,7 @@ from .inline import Inline
 from .lambda_lift import LambdaLift, lambda_lift
 from .lazy_gradient_init import LazyGradientInit, lazy_gradient_init
 from .legalize import AlterOpLayout, Legalize
+from .partial_eval import PartialEvaluate, partial_evaluate
 from .pass_infra import (
     FunctionPass,
     ModulePass,
@@ -105,6 +106,8 @@ __all__ = [
     "CombineParallelConv2D",
     "combine_parallel_conv2d",
     "DefuseOps",
+    "PartialEvaluate",
+    "partial_evaluate",
     "defuse_ops",
     "DivToMul",
     "div_to_mul",
