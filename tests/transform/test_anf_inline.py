@@ -17,7 +17,7 @@ def _diamond():
 
 def test_anf_binds_each_call_once_in_order():
     fn, x = _diamond()
-    v1, v2, v3 = relay.var("v1"), relay.var("v2"), relay.var("v3")
+    v1, v2, v3 = (relay.Var(n, relay.IncompleteType()) for n in ("v1", "v2", "v3"))
     expected = relay.Function(
         [x],
         relay.Let(

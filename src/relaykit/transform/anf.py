@@ -44,14 +44,15 @@ from relaykit.ir.functor import children, post_order
 from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op
 from relaykit.ir.ref import RefCreate, RefRead, RefWrite
+from relaykit.ir.types import IncompleteType
 
 from ._let_inline import remove_lets
 from .pass_infra import ModulePass, PassContext
 
 __all__ = ["ToANormalForm", "ToGraphNormalForm", "to_a_normal_form", "to_graph_normal_form"]
 
-_ATOMS = (Var, Constant, GlobalVar, Op, Function)
-_BOUND = (Call, Tuple, TupleGetItem, If, Let, Match, RefCreate, RefRead, RefWrite)
+_ATOMS = (Var, GlobalVar, Op, Function)
+_BOUND = (Constant, Call, Tuple, TupleGetItem, If, Let, Match, RefCreate, RefRead, RefWrite)
 
 
 def _scope_nodes(root: Expr) -> list[Expr]:
@@ -118,7 +119,7 @@ class _ANormalizer:
 
     def fresh(self) -> Var:
         self.counter += 1
-        return Var(f"x{self.counter}")
+        return Var(f"x{self.counter}", IncompleteType())
 
     def rebuilt(self, node: Expr, atom: dict[Expr, Expr]) -> Expr:
         """``node`` with its children replaced by their atoms / converted scopes."""
