@@ -49,6 +49,7 @@ from .pipeline import optimization_passes, optimization_pipeline, optimize
 from .remove_unused_functions import RemoveUnusedFunctions, remove_unused_functions
 from .simplify_expr import SimplifyExpr, simplify_expr
 from .simplify_inference import SimplifyInference, simplify_inference
+from .to_cps import to_cps, un_cps
 
 __all__ = [
     "FakeQuantizationToInteger",
@@ -107,6 +108,8 @@ __all__ = [
     "combine_parallel_conv2d",
     "DefuseOps",
     "PartialEvaluate",
+    "to_cps",
+    "un_cps",
     "partial_evaluate",
     "defuse_ops",
     "DivToMul",
