@@ -13,6 +13,7 @@ from .combine_parallel import (
 )
 from .combine_parallel_conv2d import CombineParallelConv2D, combine_parallel_conv2d
 from .dead_code import DeadCodeElimination, dead_code_elimination
+from .defunctionalization import Defunctionalization
 from .defuse_ops import DefuseOps, defuse_ops
 from .div_to_mul import DivToMul, div_to_mul
 from .dynamic_to_static import DynamicToStatic, dynamic_to_static
@@ -108,6 +109,7 @@ __all__ = [
     "combine_parallel_conv2d",
     "DefuseOps",
     "PartialEvaluate",
+    "Defunctionalization",
     "to_cps",
     "un_cps",
     "partial_evaluate",
