@@ -41,6 +41,7 @@ for _name in __all__:
     sys.modules.setdefault(f"{__name__}.{_name}", globals()[_name])
 
 from relaykit.relay.prelude import Prelude  # noqa: E402 - re-exported as TVM does
+
 from . import nat, py_converter  # noqa: E402 - TVM's modules, re-exported as TVM does
 from .nat import count, make_nat_expr, make_nat_value  # noqa: E402
 from .py_converter import run_as_python  # noqa: E402
