@@ -82,7 +82,10 @@ class TypeMap:
     def tensor_type(self, a: TensorType, b: TensorType) -> bool:
         if a.dtype != b.dtype or len(a.shape) != len(b.shape):
             return False
-        return all(x == y or self.dim(x, y) for x, y in zip(a.shape, b.shape, strict=True))
+        return all(
+            self.dim(x, y) if isinstance(x, PrimExpr) or isinstance(y, PrimExpr) else x == y
+            for x, y in zip(a.shape, b.shape, strict=True)
+        )
 
     def dim(self, a: Any, b: Any) -> bool:
         """Two symbolic dimensions equal once their shape variables are matched (as TVM
@@ -106,7 +109,7 @@ class TypeMap:
                         for t in rest
                         if t[1] == coeff
                         and len(t[0]) == len(mono)
-                        and all(x == y or self.dim(x, y) for x, y in zip(mono, t[0], strict=True))
+                        and all(self.dim(x, y) for x, y in zip(mono, t[0], strict=True))
                     ),
                     None,
                 )
@@ -114,7 +117,9 @@ class TypeMap:
                     return False
                 rest.remove(hit)
             return True
-        return isinstance(a, PrimExpr) and isinstance(b, PrimExpr) and a == b
+        if isinstance(a, PrimExpr) and isinstance(b, PrimExpr):
+            return a == b
+        return bool(a == b)  # ints (a monomial's atoms may be plain numbers)
 
     def relation(self, a: TypeRelation, b: TypeRelation) -> bool:
         same = a.func == b.func and a.num_inputs == b.num_inputs and a.attrs == b.attrs
