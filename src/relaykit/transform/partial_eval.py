@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from relaykit.errors import IRError
 from relaykit.ir.adt import (
     Clause,
     Constructor,
@@ -185,7 +186,7 @@ class _Evaluator:
             return self.residual_function(k)
         if isinstance(k, Constructor | Op):
             return k
-        raise AssertionError(f"no residual for {k!r}")  # pragma: no cover
+        raise IRError(f"PartialEvaluate: no residual form for {k!r}")  # pragma: no cover
 
     def dynamic(self, value: Expr, hint: str = "x") -> PV:
         return PV(None, self.emit(value, hint))
@@ -205,7 +206,7 @@ class _Evaluator:
             return PV(None, e) if _opaque(e) else PV(Closure(e, dict(env)))
         rule = _RULES.get(t)
         if rule is None:  # pragma: no cover - every expression kind has a rule
-            raise AssertionError(f"PartialEvaluate: unexpected {t.__name__}")
+            raise IRError(f"PartialEvaluate: unexpected {t.__name__}")
         return rule(self, e, env)
 
     def eval_tuple(self, e: Tuple, env: dict[Var, PV]) -> PV:
