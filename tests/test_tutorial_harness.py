@@ -68,3 +68,36 @@ def test_run_records_the_failing_cell_and_continues(tmp_path):
     )
     summary = (out / "summary.md").read_text()
     assert "| demo.py | 3/4 | cell 2: NameError: name 'undefined_name' is not defined" in summary
+
+
+def test_standins_label_dict_and_mxnet_records(tmp_path):
+    import mxnet_standin
+    import numpy as np
+    from standins import _image_records, _label_dict
+
+    _label_dict(str(tmp_path / "labels.txt"))
+    labels = eval((tmp_path / "labels.txt").read_text())  # the tutorials eval it
+    assert len(labels) == 1000 and labels[281] == "class 281"
+
+    _image_records(str(tmp_path / "val.rec"), count=3, size=256)
+    mean, std = (123.68, 116.779, 103.939), (58.393, 57.12, 57.375)
+    it = mxnet_standin.io.ImageRecordIter(
+        path_imgrec=str(tmp_path / "val.rec"),
+        batch_size=1,
+        data_shape=(3, 224, 224),
+        resize=256,
+        mean_r=mean[0],
+        mean_g=mean[1],
+        mean_b=mean[2],
+        std_r=std[0],
+        std_g=std[1],
+        std_b=std[2],
+    )
+    batches = list(it)
+    assert len(batches) == 3
+    with np.load(tmp_path / "val.rec") as records:
+        image = records["images"][0].astype(np.float64)  # 256x256: resize keeps it
+    expected = ((image[16:240, 16:240] - mean) / std).transpose(2, 0, 1)
+    got = batches[0].data[0].asnumpy()
+    assert got.shape == (1, 3, 224, 224) and got.dtype == np.float32
+    np.testing.assert_allclose(got[0], expected, rtol=1e-4, atol=1e-4)

@@ -18,12 +18,41 @@ import numpy as np
 
 __all__ = ["populate", "SUBSTITUTIONS"]
 
-# Source-level replacements of the calls that fetch pretrained weights, per
-# tutorial: the same architecture, random weights. Nothing else is changed.
+# Source-level replacements, per tutorial, of what fetches: pretrained weights become
+# random ones (same architecture), a fetch into the working folder a copy from the
+# cache; deploy_quantized's MXNet fetches are served by mxnet_standin.py.
+_RANDOM_WEIGHTS = [("(pretrained=True)", "(weights=None)")]
 SUBSTITUTIONS: dict[str, list[tuple[str, str]]] = {
-    "from_pytorch.py": [("(pretrained=True)", "(weights=None)")],
+    "from_pytorch.py": _RANDOM_WEIGHTS,
+    "deploy_model_on_rasp.py": _RANDOM_WEIGHTS,
+    "deploy_model_on_nano.py": _RANDOM_WEIGHTS,
+    "deploy_model_on_adreno.py": [
+        *_RANDOM_WEIGHTS,
+        # its label file is fetched into the working folder: copy the stand-in there
+        (
+            "download.download(join(categ_url, categ_fn), categ_fn)",
+            "__import__('shutil').copy(download_testdata(join(categ_url, categ_fn), "
+            "'imagenet1000_clsid_to_human.txt', module='data'), categ_fn)",
+        ),
+    ],
+    "deploy_model_on_adreno_tvmc.py": _RANDOM_WEIGHTS,
+    "deploy_prequantized.py": _RANDOM_WEIGHTS,
     "deploy_object_detection_pytorch.py": [
         ("model_func(pretrained=True)", "model_func(weights=None, weights_backbone=None)")
+    ],
+    # MXNet (not installable here) only fetched the model and the calibration
+    # records: a local stand-in serves both (mxnet_standin.py), the same ResNet-18
+    # v1 architecture through the PyTorch frontend; the tutorial targets CUDA, this
+    # machine has no GPU, so it runs on the host.
+    "deploy_quantized.py": [
+        ("import mxnet as mx\n", "import mxnet_standin as mx\n"),
+        ("from mxnet import gluon\n", "from mxnet_standin import gluon\n"),
+        (
+            'relay.frontend.from_mxnet(gluon_model, {"data": data_shape})',
+            "relay.frontend.from_pytorch("
+            'mx.trace(gluon_model, data_shape), [("data", data_shape)])',
+        ),
+        ('target = "cuda"', 'target = "llvm"'),
     ],
 }
 
@@ -46,6 +75,21 @@ def _png(path: str, height: int, width: int, seed: int = 0) -> None:
 def _lines(path: str, make: Callable[[int], str], count: int = 1000) -> None:
     with open(path, "w") as f:
         f.writelines(make(i) + "\n" for i in range(count))
+
+
+def _label_dict(path: str, count: int = 1000) -> None:
+    """A Python dict literal ``{id: 'name', ...}`` (the tutorials ``eval`` it)."""
+    with open(path, "w") as f:
+        f.write(repr({i: f"class {i}" for i in range(count)}))
+
+
+def _image_records(path: str, count: int = 16, size: int = 256) -> None:
+    """Random uint8 HWC images with labels, read back by ``mxnet_standin.io``."""
+    rng = np.random.default_rng(4)
+    images = rng.integers(0, 256, size=(count, size, size, 3), dtype=np.uint8)
+    labels = rng.integers(0, 1000, size=count).astype(np.float32)
+    with open(path, "wb") as f:
+        np.savez(f, images=images, labels=labels)
 
 
 def _super_resolution(path: str) -> None:
@@ -115,9 +159,12 @@ _FILES: dict[tuple[str, str], Callable[[str], None]] = {
     ("data", "cat.png"): lambda p: _png(p, 256, 256, 1),
     ("data", "imagenet_cat.png"): lambda p: _png(p, 256, 256, 2),
     ("data", "test_street_small.jpg"): lambda p: _png(p, 300, 400, 3),
+    ("data", "elephant-299.jpg"): lambda p: _png(p, 299, 299, 5),
     ("data", "imagenet_synsets.txt"): lambda p: _lines(p, lambda i: f"n{i:08d} class {i}"),
     ("data", "imagenet_classes.txt"): lambda p: _lines(p, lambda i: f"n{i:08d}"),
     ("data", "synset.txt"): lambda p: _lines(p, lambda i: f"n{i:08d} class {i}"),
+    ("data", "imagenet1000_clsid_to_human.txt"): _label_dict,
+    ("", "val_256_q90.rec"): _image_records,
 }
 
 

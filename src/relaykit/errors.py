@@ -224,7 +224,14 @@ class UnsupportedFeatureError(RelayKitError, AttributeError):
 
 
 # -- executors (issue 15) ---------------------------------------------------------------------
-__all__ += ["ExecutorUsageError"]
+__all__ += ["ExecutorUsageError", "PipelineConfigError"]
+
+
+class PipelineConfigError(ExecutionError):
+    """A pipeline executor's configuration is wrong: an interface name or output index
+    its module does not have, a connection of the wrong kind (an input feeding something,
+    a module feeding itself or the pipeline's inputs), or one that closes a cycle. The
+    message names the connection."""
 
 
 class ExecutorUsageError(ExecutionError):

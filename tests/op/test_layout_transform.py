@@ -7,6 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
+import relaykit as tvm
 from relaykit import relay
 from relaykit.errors import ArgumentError
 from relaykit.op import TypeRelError
@@ -38,3 +39,17 @@ def test_bad_layouts_are_reported(rel, tvar):
         rel(relay.layout_transform(tvar("x", (1, 6, 2, 2)), "NCHW", "NCHW4c"))
     with pytest.raises(TypeRelError, match="same axes"):
         rel(relay.layout_transform(tvar("x", (1, 6, 2, 2)), "NCHW", "NCDW"))
+
+
+def test_an_axis_blocked_twice_splits_most_significant_block_first() -> None:
+    w = np.arange(128 * 64 * 3 * 3, dtype="float32").reshape(128, 64, 3, 3)
+    x = relay.var("x", shape=w.shape)
+    y = relay.layout_transform(x, "OIHW", "OHWI16i64o2i")
+    mod = tvm.IRModule.from_expr(relay.Function([x], y))
+    got = relay.create_executor("debug", mod=mod).evaluate()(w).numpy()
+    assert got.shape == (2, 3, 3, 2, 16, 64, 2)
+    # element (o, i, h, w) sits at [o // 64, h, w, i // 32, (i % 32) // 2, o % 64, i % 2]
+    o, i, h, ww = np.meshgrid(*(np.arange(n) for n in w.shape), indexing="ij")
+    want = np.empty_like(got)
+    want[o // 64, h, ww, i // 32, (i % 32) // 2, o % 64, i % 2] = w
+    np.testing.assert_array_equal(got, want)

@@ -54,6 +54,7 @@ from .pipeline import (
 )
 from .report.explain import OpReport, Report, explain
 from .rules import Decline, RuleError, Verdict, check_op, decline
+from .sub_graph import CapturePostDfsIndexInSpans, PartitionForTesting, SubGraph, SubGraphConfig
 from .targets import TargetSpec, configure_target, get_target_spec, scoped_registries
 
 __all__ = [
@@ -68,6 +69,10 @@ __all__ = [
     "AnnotateTarget",
     "MergeCompilerRegions",
     "PartitionGraph",
+    "CapturePostDfsIndexInSpans",
+    "PartitionForTesting",
+    "SubGraph",
+    "SubGraphConfig",
     "partition_for",
     "partitioner",
     "partition_passes",

@@ -161,7 +161,7 @@ class GraphExecutorFactoryModule(Module):
     ) -> None:
         super().__init__()
         self.plan = plan
-        self.params = {k: np.asarray(v) for k, v in params.items()}
+        self.param_arrays = {k: np.asarray(v) for k, v in params.items()}
         self.mod_name = mod_name
         self.target = target
         self.imported_modules = [lib]
@@ -180,12 +180,18 @@ class GraphExecutorFactoryModule(Module):
     def get_lib(self) -> Module:
         return self.lib
 
+    @property
+    def params(self) -> dict[str, NDArray]:
+        """The build's parameters as TVM gives them (``NDArray``s; the NumPy arrays are
+        ``param_arrays``)."""
+        return self.get_params()
+
     def get_params(self) -> dict[str, NDArray]:
-        return {k: NDArray(v) for k, v in self.params.items()}
+        return {k: NDArray(v) for k, v in self.param_arrays.items()}
 
     def create(self, device: Device | None = None) -> GraphExecutor:
         """A new executor for this build (its own buffers; parameters shared read-only)."""
-        return GraphExecutor(self.plan, self.lib, self.params, device)
+        return GraphExecutor(self.plan, self.lib, self.param_arrays, device)
 
     def memory_report(self) -> MemoryReport:
         """Intermediate memory with and without the plan (workspace not included)."""
@@ -206,7 +212,7 @@ class GraphExecutorFactoryModule(Module):
             self.type_key,
             meta={"mod_name": self.mod_name, "target": self.target},
             files={"graph.json": self.graph_json.encode()},
-            arrays=dict(self.params),
+            arrays=dict(self.param_arrays),
             provider=__name__,
         )
 
@@ -229,7 +235,8 @@ class GraphExecutorFactoryModule(Module):
     def __repr__(self) -> str:
         return (
             f"GraphExecutorFactoryModule({self.plan.num_steps} steps, "
-            f"{len(self.params)} params, imports={[m.type_key for m in self.lib.imported_modules]})"
+            f"{len(self.param_arrays)} params, "
+            f"imports={[m.type_key for m in self.lib.imported_modules]})"
         )
 
 

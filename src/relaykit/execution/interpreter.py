@@ -303,16 +303,21 @@ class _CallableFunction:
         values: dict[Var, Any] = {}
         for p, a in zip(params, args, strict=False):
             values[p] = a
-        by_name = {p.name_hint: p for p in params[len(args) :]}
+        # as TVM: each parameter takes the keyword of its name (parameters sharing a name
+        # share the value)
+        by_name: dict[str, list[Var]] = {}
+        for p in params[len(args) :]:
+            by_name.setdefault(p.name_hint, []).append(p)
         ignored = []
         for k, v in kwargs.items():
-            param = by_name.get(k)
-            if param is None:
+            named = by_name.get(k)
+            if named is None:
                 if k in self.param_names:
                     raise ExecutionError(f"input {k!r} given twice (by position and by name)")
                 ignored.append(k)  # as TVM: a keyword naming no input is ignored
                 continue
-            values[param] = v
+            for param in named:
+                values[param] = v
         missing = [p.name_hint for p in params if p not in values]
         if missing:
             note = "".join(f"; unknown input {k!r} was ignored" for k in ignored)

@@ -20,6 +20,7 @@ from . import annotation, dyn, image, nn  # dyn: the dynamic operators (relay.op
 from . import device as device
 from . import indexing as indexing
 from . import linalg as linalg
+from . import masking as masking
 from . import ml as ml
 from . import moments as moments
 from . import op as op  # TVM's relay.op.op: defining operators, register_* helpers
@@ -40,6 +41,8 @@ from .indexing import __all__ as _indexing_all
 from .layout import layout_transform
 from .linalg import *  # noqa: F403
 from .linalg import __all__ as _linalg_all
+from .masking import *  # noqa: F403
+from .masking import __all__ as _masking_all
 from .moments import *  # noqa: F403
 from .moments import __all__ as _moments_all
 from .op import register_alter_op_layout as register_alter_op_layout
@@ -47,6 +50,7 @@ from .op import register_broadcast_schedule as register_broadcast_schedule
 from .op import register_compute as register_compute
 from .op import register_convert_op_layout as register_convert_op_layout
 from .op import register_gradient as register_gradient
+from .op import register_infer_correct_layout as register_infer_correct_layout
 from .op import register_injective_schedule as register_injective_schedule
 from .op import register_legalize as register_legalize
 from .op import register_mixed_precision_conversion as register_mixed_precision_conversion
@@ -88,6 +92,7 @@ __all__ = [
     *_tensor_all,
     *_indexing_all,
     *_linalg_all,
+    *_masking_all,
     *_transform_all,
     *_reduce_all,
     *_moments_all,

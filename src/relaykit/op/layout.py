@@ -29,7 +29,13 @@ from relaykit.ir.types import TensorType, Type
 from ._relations import static, tensor_arg
 from .define import OpPattern, TypeRelError, define_op, make_call
 
-__all__ = ["layout_transform", "transform_layout", "parse_layout"]
+__all__ = [
+    "layout_transform",
+    "transform_layout",
+    "parse_layout",
+    "primal_sizes",
+    "blocked_shape",
+]
 
 _AXIS = re.compile(r"(\d*)([A-Za-z])")
 
@@ -52,10 +58,9 @@ def parse_layout(layout: str) -> list[tuple[str, int]]:
     if pos != len(layout) or not layout:
         raise ArgumentError(f"layout {layout!r} is not a sequence of axes such as NCHW or NCHW4c")
     primal = [a for a, f in axes if not f]
-    blocked = [a.upper() for a, f in axes if f]
-    if len(set(primal)) != len(primal) or len(set(blocked)) != len(blocked):
+    if len(set(primal)) != len(primal):
         raise ArgumentError(f"layout {layout!r} names an axis twice")
-    if any(b not in primal for b in blocked):
+    if any(a.upper() not in primal for a, f in axes if f):
         raise ArgumentError(f"layout {layout!r} blocks an axis it does not have")
     return axes
 
@@ -73,11 +78,32 @@ def _primal_sizes(shape: Sequence[Any], layout: str) -> dict[str, Any]:
     return sizes
 
 
+def primal_sizes(shape: Sequence[Any], layout: str) -> dict[str, Any]:
+    """The size of each primal axis of a tensor of ``shape`` laid out as ``layout``
+    (blocks multiplied back in): ``(1, 4, 8, 8, 16)`` in ``NCHW16c`` has ``C`` = 64."""
+    return _primal_sizes(shape, layout)
+
+
+def blocked_shape(sizes: dict[str, Any], layout: str) -> tuple[Any, ...]:
+    """The shape in ``layout`` of a tensor whose primal axes have ``sizes``."""
+    return _dst_shape(sizes, layout)
+
+
+def _factors(axes: list[tuple[str, int]]) -> dict[str, int]:
+    """Per primal letter, the product of its blocks (an axis may be blocked twice:
+    ``OIHW16i2i`` splits I into I/32, 16 and 2, most significant first)."""
+    out: dict[str, int] = {}
+    for a, f in axes:
+        if f:
+            out[a.upper()] = out.get(a.upper(), 1) * f
+    return out
+
+
 def _dst_shape(sizes: dict[str, Any], dst: str) -> tuple[Any, ...]:
     axes = parse_layout(dst)
     if sorted(a for a, f in axes if not f) != sorted(sizes):
         raise TypeRelError(f"layout {dst} does not have the same axes as {sorted(sizes)}")
-    blocks = {a.upper(): f for a, f in axes if f}
+    blocks = _factors(axes)
     shape: list[Any] = []
     for letter, factor in axes:
         if factor:
@@ -103,22 +129,22 @@ def transform_layout(data: np.ndarray, src: str, dst: str) -> np.ndarray:
         order.append(src_axes.index((letter, 0)))
         order.extend(i for i, (a, f) in enumerate(src_axes) if f and a.upper() == letter)
     plain = data.transpose(order).reshape([sizes[a] for a in primal])
-    # to dst: primal axes in dst's order, each blocked one split, then dst's axis order
+    # to dst: primal axes in dst's order, each blocked one split (its blocks in dst's
+    # order, the first most significant), then dst's axis order
     dst_primal = [a for a, f in dst_axes if not f]
     plain = plain.transpose([primal.index(a) for a in dst_primal])
-    blocks = {a.upper(): f for a, f in dst_axes if f}
+    blocks = _factors(dst_axes)
     split_shape: list[int] = []
-    split_names: list[tuple[str, int]] = []
+    split_pos: list[int] = []  # for each split axis, its position in dst
     for letter in dst_primal:
-        block = blocks.get(letter, 0)
-        if block:
-            split_shape += [sizes[letter] // block, block]
-            split_names += [(letter, 0), (letter.lower(), block)]
-        else:
-            split_shape.append(sizes[letter])
-            split_names.append((letter, 0))
+        split_shape.append(sizes[letter] // blocks.get(letter, 1))
+        split_pos.append(dst_axes.index((letter, 0)))
+        for i, (a, f) in enumerate(dst_axes):
+            if f and a.upper() == letter:
+                split_shape.append(f)
+                split_pos.append(i)
     split = plain.reshape(split_shape)
-    return np.ascontiguousarray(split.transpose([split_names.index(ax) for ax in dst_axes]))
+    return np.ascontiguousarray(split.transpose([split_pos.index(i) for i in range(len(dst_axes))]))
 
 
 def _layout_transform_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:

@@ -43,6 +43,7 @@ __all__ = [
     "register_reduce_schedule",
     "register_alter_op_layout",
     "register_convert_op_layout",
+    "register_infer_correct_layout",
     "register_legalize",
     "register_shape_func",
     "register_gradient",
@@ -131,6 +132,7 @@ register_broadcast_schedule = _schedule("broadcast")
 register_reduce_schedule = _schedule("reduce")
 register_alter_op_layout = _setter("FTVMAlterOpLayout")
 register_convert_op_layout = _setter("FTVMConvertOpLayout")
+register_infer_correct_layout = _setter("FInferCorrectLayout")
 register_legalize = _setter("FTVMLegalize")
 register_gradient = _setter("FPrimalGradient")
 register_mixed_precision_conversion = _setter("FTVMMixedPrecisionConversionType")

@@ -456,8 +456,7 @@ def _where_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     y = tensor_arg(arg_types, 2, "y")
     if x.dtype != y.dtype:
         raise TypeRelError(f"x and y must have the same dtype, got {x} and {y}")
-    if cond.dtype not in _BOOL_OR_INT:
-        raise TypeRelError(f"condition must be a bool tensor, got {cond}")
+    # as TVM, a condition of any dtype is true where it is nonzero
     shape = broadcast_shape(broadcast_shape(cond.shape, x.shape), y.shape)
     return TensorType(shape, x.dtype)
 
@@ -475,7 +474,8 @@ define_op(
 
 
 def where(condition: Expr, x: Expr, y: Expr) -> Call:
-    """Elements of ``x`` where ``condition`` is true, else of ``y`` (all three broadcast).
+    """Elements of ``x`` where ``condition`` is true (nonzero, for a non-bool condition),
+    else of ``y`` (all three broadcast).
 
     >>> from relaykit import relay
     >>> c, a = relay.var("c", shape=(3,), dtype="bool"), relay.var("a", shape=(3,))

@@ -26,7 +26,10 @@ from .op import register_gradient
 from .reduce import sum as _sum
 from .shape_like import broadcast_to_like, collapse_sum_like, reshape_like
 from .tensor import (
+    add,
     cast,
+    cos,
+    cosh,
     divide,
     exp,
     greater,
@@ -36,6 +39,9 @@ from .tensor import (
     ones_like,
     power,
     sign,
+    sin,
+    sinh,
+    sqrt,
     subtract,
     where,
     zeros_like,
@@ -133,6 +139,42 @@ def _sigmoid_grad(call: Call, g: Expr) -> list[Expr]:
 @_grad("abs")
 def _abs_grad(call: Call, g: Expr) -> list[Expr]:
     return [multiply(g, sign(call.args[0]))]
+
+
+def _unary(name: str, dydx: Callable[[Expr, Expr], Expr]) -> None:
+    """Register ``d f(x) = g * dydx(x, f(x))`` for the elementwise operator ``name``."""
+
+    def grad(call: Call, g: Expr) -> list[Expr]:
+        return [multiply(g, dydx(call.args[0], call))]
+
+    _grad(name)(grad)
+
+
+def _one(x: Expr) -> Expr:
+    return ones_like(x)
+
+
+def _inv(e: Expr) -> Expr:
+    return divide(ones_like(e), e)
+
+
+_unary("sin", lambda x, y: cos(x))
+_unary("cos", lambda x, y: negative(sin(x)))
+_unary("tan", lambda x, y: _inv(multiply(cos(x), cos(x))))
+_unary("sinh", lambda x, y: cosh(x))
+_unary("cosh", lambda x, y: sinh(x))
+_unary("atan", lambda x, y: _inv(add(_one(x), multiply(x, x))))
+_unary("asin", lambda x, y: _inv(sqrt(subtract(_one(x), multiply(x, x)))))
+_unary("acos", lambda x, y: negative(_inv(sqrt(subtract(_one(x), multiply(x, x))))))
+_unary("asinh", lambda x, y: _inv(sqrt(add(multiply(x, x), _one(x)))))
+_unary("acosh", lambda x, y: _inv(sqrt(subtract(multiply(x, x), _one(x)))))
+_unary("atanh", lambda x, y: _inv(subtract(_one(x), multiply(x, x))))
+_unary("log2", lambda x, y: _inv(multiply(x, _scalar(float(np.log(2.0)), x))))
+_unary("log10", lambda x, y: _inv(multiply(x, _scalar(float(np.log(10.0)), x))))
+_unary("rsqrt", lambda x, y: multiply(_scalar(-0.5, x), divide(y, x)))
+# d erf(x) = 2 / sqrt(pi) * exp(-x^2)
+_TWO_OVER_SQRT_PI = 2.0 / float(np.sqrt(np.pi))
+_unary("erf", lambda x, y: multiply(_scalar(_TWO_OVER_SQRT_PI, x), exp(negative(multiply(x, x)))))
 
 
 @_grad("nn.relu")

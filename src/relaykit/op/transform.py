@@ -510,7 +510,9 @@ def _slices(shape: tuple[int, ...], attrs: Attrs) -> tuple[tuple[slice, ...], tu
     strides = attrs.strides or (1,)
     axes = attrs.axes
     if axes is None:
-        axes = tuple(range(len(begin)))
+        # TVM slices every axis that begin, end or strides names; the missing bounds
+        # take their defaults (the whole axis)
+        axes = tuple(range(min(ndim, max(len(begin), len(end), len(attrs.strides or ())))))
         if len(begin) > ndim:
             raise TypeRelError(f"strided_slice begin {begin} is longer than the rank {ndim}")
     else:
@@ -521,7 +523,7 @@ def _slices(shape: tuple[int, ...], attrs: Attrs) -> tuple[tuple[slice, ...], tu
     out: list[Any] = list(shape)
     for k, a in enumerate(axes):
         dim = shape[a]
-        b = begin[k]
+        b = begin[k] if k < len(begin) else None
         e = end[k] if k < len(end) else None
         s = strides[k] if k < len(strides) else 1
         if attrs.slice_mode == "size":

@@ -32,6 +32,9 @@ from .ndarray import (
 from .object import Object
 from .params import load_param_dict, save_param_dict
 from .registry import get_global_func, list_global_func_names, register_func
+from .threads import config_threadpool
+
+register_func("runtime.config_threadpool", config_threadpool, override=True)
 
 __all__ = [
     "save_param_dict",

@@ -67,6 +67,7 @@ __all__ = [
     "get_policy",
     "resolve_num_threads",
     "set_num_threads",
+    "config_threadpool",
 ]
 
 #: Environment variable with the thread budget of the process.
@@ -382,3 +383,14 @@ def resolve_num_threads(num_threads: int | None = None) -> int:
     if num_threads is not None:
         return check_count(num_threads, "num_threads")
     return _POLICY.total
+
+
+def config_threadpool(mode: int = 0, nthreads: int = 0) -> None:
+    """TVM's global function ``runtime.config_threadpool(mode, nthreads)``: ``nthreads``
+    > 0 sets the thread budget (as :func:`set_num_threads`), 0 restores the default.
+    ``mode`` (TVM's big/little core affinity) is accepted; relaykit does not pin threads
+    to cores, so every mode uses all of the budget."""
+    n = int(nthreads)
+    if n < 0:
+        raise ArgumentError(f"config_threadpool: nthreads must be >= 0, got {n}")
+    set_num_threads(n or None)

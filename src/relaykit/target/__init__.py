@@ -8,6 +8,7 @@ The implementation is :mod:`relaykit.target.target` (TVM's module path);
 """
 
 from . import codegen, target
+from .compilation_config import CompilationConfig, make_compilation_config
 from .target import (
     HOST_KINDS,
     Target,
@@ -23,4 +24,5 @@ from .target import (
 __all__ = [
     "Target", "TargetKind", "VirtualDevice", "list_kinds", "HOST_KINDS",
     "arm_cpu", "cuda", "rocm", "mali", "codegen", "target",
+    "CompilationConfig", "make_compilation_config",
 ]  # fmt: skip

@@ -117,8 +117,27 @@ _KINDS: dict[str, TargetKind] = {
         # BYOC compilers TVM registers as target kinds, so that a Target can carry the
         # options of an external codegen: Target({"kind": "ccompiler", "header": ...})
         _kind("ccompiler", (), {"header": _STR}),
+        _kind(
+            "cutlass",
+            (),
+            {
+                "sm": _INT,
+                "use_3xtf32": _BOOL,
+                "split_k_slices": _LIST,
+                "profile_all_alignments": _BOOL,
+                "find_first_valid": _BOOL,
+                "use_multiprocessing": _BOOL,
+                "threads": _INT,
+                "use_fast_math": _BOOL,
+                "tmp_dir": _STR,
+            },
+        ),
     )
 }
+
+#: The CUDA architecture a cuda target gets when none is given: TVM asks the first GPU
+#: and falls back to sm_50 without one, and relaykit never has one.
+_DEFAULT_CUDA_ARCH = "sm_50"
 
 # TVM's historical aliases
 _ALIASES = {"cpu": "llvm", "x86": "llvm", "gpu": "cuda"}
@@ -254,6 +273,10 @@ class Target:
                 f"unknown target kind {name!r}{more} (known: {', '.join(list_kinds())})"
             )
         converted = {k: _convert(kind, k, v) for k, v in attrs.items() if k != "host"}
+        if kind.name == "cuda":
+            arch = converted.setdefault("arch", _DEFAULT_CUDA_ARCH)
+            if not str(arch).startswith("sm_"):
+                raise ArgumentError(f"a cuda target's -arch is sm_XY (e.g. sm_80), got {arch!r}")
         keys = converted.pop("keys", ())
         self.kind = kind
         self.keys = tuple(dict.fromkeys((*keys, *kind.default_keys)))
@@ -268,6 +291,11 @@ class Target:
     @property
     def mattr(self) -> tuple[str, ...]:
         return tuple(self.attrs.get("mattr", ()))
+
+    @property
+    def arch(self) -> str:
+        """The CUDA architecture (``sm_80``), or ``""`` for other kinds."""
+        return str(self.attrs.get("arch", ""))
 
     @property
     def model(self) -> str:

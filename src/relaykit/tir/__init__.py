@@ -21,6 +21,7 @@ from typing import Any as _Typing
 from typing import NoReturn
 
 from relaykit.errors import UnsupportedFeatureError
+from relaykit.ir.layout import Layout, layout
 from relaykit.ir.symbolic import (
     Any,
     Dim,
@@ -44,6 +45,8 @@ __all__ = [
     "Any",
     "Dim",
     "IntImm",
+    "Layout",
+    "layout",
     "FloatImm",
     "PrimExpr",
     "SizeVar",

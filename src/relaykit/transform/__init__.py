@@ -4,14 +4,11 @@ from .anf import ToANormalForm, ToGraphNormalForm, to_a_normal_form, to_graph_no
 from .basic_block import ToBasicBlockNormalForm, to_basic_block_normal_form
 from .bind import bind, bind_params_by_name
 from .call_graph import CallGraph
+from .canonicalize_cast import CanonicalizeCast, canonicalize_cast
 from .change_batch import ChangeBatch, change_batch
-from .combine_parallel import (
-    CombineParallelBatchMatmul,
-    CombineParallelDense,
-    combine_parallel_batch_matmul,
-    combine_parallel_dense,
-)
+from .combine_parallel import CombineParallelBatchMatmul, combine_parallel_batch_matmul
 from .combine_parallel_conv2d import CombineParallelConv2D, combine_parallel_conv2d
+from .combine_parallel_dense import CombineParallelDense, combine_parallel_dense
 from .dead_code import DeadCodeElimination, dead_code_elimination
 from .defunctionalization import Defunctionalization
 from .defuse_ops import DefuseOps, defuse_ops
@@ -30,8 +27,9 @@ from .gradient import gradient
 from .infer_type import InferType, InferTypeLocal, infer_module, infer_type
 from .inline import Inline
 from .lambda_lift import LambdaLift, lambda_lift
+from .layout import AlterOpLayout, ConvertLayout, LayoutConfig
 from .lazy_gradient_init import LazyGradientInit, lazy_gradient_init
-from .legalize import AlterOpLayout, Legalize
+from .legalize import Legalize
 from .partial_eval import PartialEvaluate, partial_evaluate
 from .pass_infra import (
     FunctionPass,
@@ -89,6 +87,8 @@ __all__ = [
     "forward_fold_scale_axis",
     "gradient",
     "CombineParallelDense",
+    "CanonicalizeCast",
+    "canonicalize_cast",
     "CombineParallelBatchMatmul",
     "combine_parallel_dense",
     "combine_parallel_batch_matmul",
@@ -100,6 +100,8 @@ __all__ = [
     "to_graph_normal_form",
     "Inline",
     "Legalize",
+    "ConvertLayout",
+    "LayoutConfig",
     "AlterOpLayout",
     "optimization_passes",
     "optimization_pipeline",

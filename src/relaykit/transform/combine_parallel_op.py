@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from relaykit import op
+from relaykit.errors import IRError
 from relaykit.ir.expr import Call, Expr, checked_type_or_none
 from relaykit.ir.functor import children, post_order, rewrite_post_order
 from relaykit.ir.op import Op, default_registry
@@ -47,6 +48,52 @@ class Combiner:
     def channel_pos(self, call: Call) -> int:
         """The channel axis of ``call``'s output."""
         raise NotImplementedError
+
+    def follows(self, call: Call) -> bool:
+        """Whether ``call`` may continue a branch (elementwise or broadcast)."""
+        return _elementwise(call)
+
+    def next_pos(self, call: Call, pos: int) -> int:
+        """The channel axis of ``call``'s output, given the one of its branch input."""
+        return pos
+
+    def arg_compatible(self, call: Call, first: Call, index: int, pos: int) -> bool:
+        """Whether argument ``index`` of ``call`` merges with the first branch's."""
+        ta, tb = _tensor(call.args[index]), _tensor(first.args[index])
+        if ta is None or tb is None or ta.dtype != tb.dtype or len(ta.shape) != len(tb.shape):
+            return False
+        axis = _arg_axis(call, index, pos)
+        if axis is None or _arg_axis(first, index, pos) != axis:
+            return False
+        return all(
+            k == axis or structural_equal(ta.shape[k], tb.shape[k]) for k in range(len(ta.shape))
+        )
+
+    def merge_arg(self, calls: Sequence[Call], index: int, pos: int) -> Expr:
+        """Argument ``index`` of the merged follower, from the branches' ``calls``."""
+        first = calls[0]
+        axis = _arg_axis(first, index, pos)
+        if axis is None:
+            raise IRError(f"argument {index} of {first.op} does not carry the channels")
+        rank = len(_tensor(first.args[index]).shape)  # type: ignore[union-attr]
+        cat_axis = axis - rank if self.negative_arg_axis else axis
+        return op.concatenate([c.args[index] for c in calls], axis=cat_axis)
+
+    def outputs(self, merged: Expr, lasts: Sequence[Call], pos: int) -> list[Expr]:
+        """Each branch's result cut from ``merged`` (``lasts``: the branches' last calls)."""
+        out: list[Expr] = []
+        offset = 0
+        for last in lasts:
+            width = _tensor(last).shape[pos]  # type: ignore[union-attr]
+            begin = [0] * pos + [offset]
+            end = [-1] * pos + [width]
+            out.append(
+                op.strided_slice(
+                    merged, begin=begin, end=end, strides=[1] * (pos + 1), slice_mode="size"
+                )
+            )
+            offset += int(width)
+        return out
 
 
 def _tensor(e: Expr) -> TensorType | None:
@@ -81,7 +128,7 @@ def _branches(expr: Expr, combiner: Combiner) -> list[list[list[Call]]]:
         while True:
             consumers = uses.get(id(branch[-1]), [])
             nxt = consumers[0] if len(consumers) == 1 else None
-            if type(nxt) is not Call or not _elementwise(nxt):
+            if type(nxt) is not Call or not combiner.follows(nxt):
                 break
             branch.append(nxt)
         groups.setdefault((id(root.args[0]), key), []).append(branch)
@@ -99,7 +146,7 @@ def _arg_axis(call: Call, index: int, channel_pos: int) -> int | None:
     return axis
 
 
-def _level_ok(group: list[list[Call]], depth: int, channel_pos: int) -> bool:
+def _level_ok(group: list[list[Call]], depth: int, pos: int, combiner: Combiner) -> bool:
     first = group[0][depth]
     parent = next((i for i, a in enumerate(first.args) if a is group[0][depth - 1]), None)
     if parent is None:
@@ -114,56 +161,41 @@ def _level_ok(group: list[list[Call]], depth: int, channel_pos: int) -> bool:
         ):
             return False
         for i in range(len(call.args)):
-            if i == parent:
-                continue
-            ta, tb = _tensor(call.args[i]), _tensor(first.args[i])
-            if ta is None or tb is None or ta.dtype != tb.dtype or len(ta.shape) != len(tb.shape):
-                return False
-            axis = _arg_axis(call, i, channel_pos)
-            if axis is None or _arg_axis(first, i, channel_pos) != axis:
-                return False
-            if any(
-                k != axis and not structural_equal(ta.shape[k], tb.shape[k])
-                for k in range(len(ta.shape))
-            ):
+            if i != parent and not combiner.arg_compatible(call, first, i, pos):
                 return False
     return True
 
 
 def combine_parallel(expr: Expr, combiner: Combiner, min_num_branches: int) -> Expr:
-    """``expr`` with each group of at least ``min_num_branches`` parallel branches merged."""
-    infer_type(expr)
-    replace: dict[Expr, Expr] = {}
-    for group in _branches(expr, combiner):
-        if len(group) < min_num_branches:
-            continue
-        merged: Expr = combiner.merge([b[0] for b in group])
-        pos = combiner.channel_pos(group[0][0])
-        depth = 1
-        while all(len(b) > depth for b in group) and _level_ok(group, depth, pos):
-            first = group[0][depth]
-            args: list[Expr] = []
-            for i, arg in enumerate(first.args):
-                if arg is group[0][depth - 1]:
-                    args.append(merged)
-                    continue
-                axis = _arg_axis(first, i, pos)
-                assert axis is not None  # checked by _level_ok
-                rank = len(_tensor(arg).shape)  # type: ignore[union-attr]
-                cat_axis = axis - rank if combiner.negative_arg_axis else axis
-                args.append(op.concatenate([b[depth].args[i] for b in group], axis=cat_axis))
-            merged = Call(first.op, args, first.attrs)
-            depth += 1
-        offset = 0
-        for branch in group:
-            last = branch[depth - 1]
-            width = _tensor(last).shape[pos]  # type: ignore[union-attr]
-            begin = [0] * pos + [offset]
-            end = [-1] * pos + [width]
-            replace[last] = op.strided_slice(
-                merged, begin=begin, end=end, strides=[1] * (pos + 1), slice_mode="size"
-            )
-            offset += int(width)
-    if not replace:
-        return expr
+    """``expr`` with each group of at least ``min_num_branches`` parallel branches merged.
+
+    One group at a time, the earliest first, so that a group whose input is another
+    group's result sees that result already merged."""
+    while True:
+        infer_type(expr)
+        group = next((g for g in _branches(expr, combiner) if len(g) >= min_num_branches), None)
+        if group is None:
+            return expr
+        expr = _combine_group(expr, group, combiner)
+
+
+def _combine_group(expr: Expr, group: list[list[Call]], combiner: Combiner) -> Expr:
+    merged: Expr = combiner.merge([b[0] for b in group])
+    pos = combiner.channel_pos(group[0][0])
+    depth = 1
+    while all(len(b) > depth for b in group):
+        next_pos = combiner.next_pos(group[0][depth], pos)
+        if not _level_ok(group, depth, next_pos, combiner):
+            break
+        pos = next_pos
+        first = group[0][depth]
+        calls = [b[depth] for b in group]
+        args: list[Expr] = [
+            merged if arg is group[0][depth - 1] else combiner.merge_arg(calls, i, pos)
+            for i, arg in enumerate(first.args)
+        ]
+        merged = Call(first.op, args, first.attrs)
+        depth += 1
+    lasts = [b[depth - 1] for b in group]
+    replace: dict[Expr, Expr] = dict(zip(lasts, combiner.outputs(merged, lasts, pos), strict=True))
     return rewrite_post_order(expr, lambda new, old: replace.get(old))

@@ -207,6 +207,14 @@ def _rebuild_chain(new: Expr, old: Expr, scale: _Scale, base: Expr, divide: bool
     return out
 
 
+def _weight_takes(old_layer: Expr, scale: _Scale) -> bool:
+    """Whether the layer's weight has the scale's dtype (after a mixed-precision
+    conversion it may not: scaling float16 weights by a float32 scale would change the
+    arithmetic, so such a scale is left where it is)."""
+    w_ty = checked_type_or_none(old_layer.args[1])  # type: ignore[attr-defined]
+    return isinstance(w_ty, TensorType) and w_ty.dtype == scale.values.dtype.name
+
+
 def _scaled_weight(layer: Call, old_layer: Call, scale: _Scale, w_axis: int) -> Call:
     weight = layer.args[1]
     w_rank = _rank(old_layer.args[1]) or 0
@@ -236,6 +244,8 @@ def fold_scale_axis(expr: Expr, mod: IRModule | None = None) -> Expr:
                 continue
             axes = _layer_axes(probe)
             if axes is None or (scale.axis is not None and axes[0] != scale.axis):
+                continue
+            if not _weight_takes(probe, scale):
                 continue
             return _fold_backward(node_new, node_old, probe, scale, axes[1])
         return None
@@ -278,6 +288,8 @@ def forward_fold_scale_axis(expr: Expr, mod: IRModule | None = None) -> Expr:
         for k in (1, 0):
             scale = _scale_of(probe.args[k], probe.args[1 - k])
             if scale is None or (scale.axis is not None and scale.axis != channel):
+                continue
+            if not _weight_takes(old, scale):
                 continue
             link = data_old
             while link is not probe and link is not None:

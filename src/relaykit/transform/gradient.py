@@ -2,7 +2,9 @@
 
 ``gradient(fn)`` returns a function of the same parameters whose result is
 ``(fn(...), (d out / d p for each parameter p))``, where the gradient is that of
-the sum of all outputs (the output's adjoint is ``ones_like(out)``). Each
+the sum of the output's elements (its adjoint is ``ones_like(out)``). For a tuple
+output, TVM's two modes differ and relaykit follows each: ``first_order`` sums every
+field, ``higher_order`` (the default) only the first field (recursively). Each
 operator's gradient comes from its ``FPrimalGradient`` attribute (see
 :mod:`relaykit.op.tensor_grad`; add more with ``register_gradient``).
 
@@ -10,9 +12,9 @@ The gradient is computed first-order, over dataflow graphs (calls of operators,
 tuples, projections, constants): every forward value is computed once and shared
 by the backward expressions. TVM's ``mode="higher_order"`` (which also
 differentiates through closures and control flow) gives the same result on such
-graphs; ``let`` bindings of values are read as those values, shared by their uses;
-functions with ``if``, closures or calls of other functions raise
-:class:`~relaykit.errors.UnsupportedFeatureError`.
+graphs (but for the seeding of tuple outputs, above); ``let`` bindings of values
+are read as those values, shared by their uses; functions with ``if``, closures or
+calls of other functions raise :class:`~relaykit.errors.UnsupportedFeatureError`.
 
 >>> from relaykit import relay
 >>> x = relay.var("x", shape=(3,))
@@ -35,7 +37,7 @@ from relaykit.ir.functor import post_order
 from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op
 from relaykit.ir.types import TupleType
-from relaykit.op import tensor_grad, transform_grad  # register the operators' gradients
+from relaykit.op import nn_grad, tensor_grad, transform_grad  # register the operators' gradients
 from relaykit.op.tensor import add, ones_like, zeros_like
 
 from ._let_inline import remove_lets
@@ -44,7 +46,7 @@ from .infer_type import infer_type
 __all__ = ["gradient", "GRADIENT_MODES"]
 
 GRADIENT_MODES = ("higher_order", "first_order")
-_ = tensor_grad, transform_grad
+_ = nn_grad, tensor_grad, transform_grad
 
 
 def _fields_of(g: Expr, n: int) -> list[Expr]:
@@ -98,9 +100,14 @@ def _zeros_of(e: Expr, ty: Any) -> Expr:
     return zeros_like(e)
 
 
-def _seed(e: Expr, ty: Any) -> Any:
+def _seed(e: Expr, ty: Any, first_only: bool) -> Any:
+    """The output's adjoint: ones for every tensor (``first_order``), or, as TVM's
+    higher-order mode seeds a tuple, ones for its first field (recursively) only."""
     if isinstance(ty, TupleType):
-        return [_seed(TupleGetItem(e, i), f) for i, f in enumerate(ty.fields)]
+        return [
+            _seed(TupleGetItem(e, i), f, first_only) if i == 0 or not first_only else None
+            for i, f in enumerate(ty.fields)
+        ]
     return ones_like(e)
 
 
@@ -135,7 +142,7 @@ def gradient(expr: Expr, mod: IRModule | None = None, mode: str = "higher_order"
     for node in order:
         _check_node(node)
     adj = _Adjoints()
-    adj.add(body, _seed(body, body.checked_type))
+    adj.add(body, _seed(body, body.checked_type, mode == "higher_order"))
     for node in reversed(order):
         g = adj.adj.get(node)
         if g is None:

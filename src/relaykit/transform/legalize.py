@@ -1,19 +1,15 @@
-"""Operator-hook passes: ``Legalize``, ``AlterOpLayout`` and ``CanonicalizeOps``.
+"""Operator-hook passes: ``Legalize`` and ``CanonicalizeOps`` (``AlterOpLayout``, which
+also moves layouts, is in :mod:`relaykit.transform.layout`).
 
-``Legalize`` and ``AlterOpLayout`` call a per-operator hook (an attribute of the
-operator, as TVM's ``FTVMLegalize`` and ``FTVMAlterOpLayout``) on every call of that
+``Legalize`` calls a per-operator hook (an attribute of the
+operator, TVM's ``FTVMLegalize``) on every call of that
 operator and put the expression it returns in the call's place; a hook returning
 ``None`` keeps the call. The hooks are registered with
-``relay.op.register_legalize`` / ``register_alter_op_layout`` or, for the span of a
+``relay.op.register_legalize`` or, for the span of a
 ``with`` block, ``relay.testing.temp_op_attr.TempOpAttr``.
 
 - ``Legalize`` hooks get ``(attrs, inputs, types)``: the call's attributes, its
   (rewritten) arguments and the types of the arguments followed by the output type.
-- ``AlterOpLayout`` hooks get ``(attrs, inputs, tinfos, out_type)``: the argument
-  types in ``tinfos``. relaykit does not propagate layouts between operators (TVM
-  inserts ``layout_transform`` calls around an operator whose layout changed), so a
-  replacement must have the type of the call it replaces; one that does not raises
-  :class:`~relaykit.errors.IRError` naming the operator.
 
 ``CanonicalizeOps`` writes ``nn.bias_add(x, b, axis)`` as
 ``add(x, expand_dims(b, axis=1, num_newaxis=ndim - axis - 1))``, the form TVM's pass
@@ -38,10 +34,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from relaykit.errors import IRError
 from relaykit.ir.expr import Call, Expr, Function, checked_type_or_none
 from relaykit.ir.op import Op, default_registry
-from relaykit.ir.structural import structural_equal
 from relaykit.ir.types import TensorType
 from relaykit.op import add, expand_dims
 
@@ -51,10 +45,8 @@ from .pass_infra import FunctionPass
 
 __all__ = [
     "Legalize",
-    "AlterOpLayout",
     "CanonicalizeOps",
     "legalize",
-    "alter_op_layout",
     "canonicalize_ops",
 ]
 
@@ -104,31 +96,6 @@ def legalize(expr: Expr, key: str = "FTVMLegalize") -> Expr:
     return _run_hooks(expr, key, invoke)
 
 
-def alter_op_layout(expr: Expr) -> Expr:
-    """``expr`` with each call replaced by its operator's ``FTVMAlterOpLayout`` hook's
-    result, which must have the call's type (see the module docs)."""
-
-    def invoke(hook: Callable[..., Any], new: Call, old: Call) -> Expr | None:
-        out_type = checked_type_or_none(old)
-        out = hook(new.attrs, list(new.args), _arg_types(old), out_type)
-        if not isinstance(out, Expr):
-            return None
-        got = checked_type_or_none(out) if out.has_checked_type else None
-        if got is None:
-            infer_type(out)
-            got = checked_type_or_none(out)
-        if out_type is not None and not structural_equal(got, out_type):
-            raise IRError(
-                f"the FTVMAlterOpLayout hook of {new.op.name} returned an expression of type "  # type: ignore[attr-defined]
-                f"{got} for a call of type {out_type}: relaykit does not insert layout "
-                "transforms, so the hook must keep the output layout (return None to keep "
-                "the call, or add the layout_transform to what it returns)"
-            )
-        return out
-
-    return _run_hooks(expr, "FTVMAlterOpLayout", invoke)
-
-
 def canonicalize_ops(expr: Expr) -> Expr:
     """``expr`` with ``nn.bias_add`` written as ``add`` of the expanded bias."""
     _typed(expr)
@@ -164,17 +131,6 @@ class Legalize(FunctionPass):
             lambda fn, mod, ctx: _keep_function(legalize(fn, key), fn),
             opt_level=1,
             name="Legalize",
-        )
-
-
-class AlterOpLayout(FunctionPass):
-    """``relay.transform.AlterOpLayout()`` (opt_level 3): see the module docs."""
-
-    def __init__(self) -> None:
-        super().__init__(
-            lambda fn, mod, ctx: _keep_function(alter_op_layout(fn), fn),
-            opt_level=3,
-            name="AlterOpLayout",
         )
 
 

@@ -6,7 +6,8 @@ As TVM's pass of that name, each operator is in one of three groups:
   mixed type and the operator computes in it (``out_dtype`` set to the
   accumulation type the operator's rule gives);
 - *follow* (element-wise arithmetic, activations, pooling, shape operators): computes
-  in the mixed type when all its float arguments already are, else in float32;
+  in the mixed type when all its float arguments already are (variables and constants
+  count, as they can be cast), else in float32;
 - *never* (everything else, e.g. ``exp``, ``softmax``, reductions, ``erf``): float
   arguments are cast back to their original type.
 
@@ -17,7 +18,9 @@ attribute (``relay.op.register_mixed_precision_conversion``: a function
 lists below. Casts are shared: a value is cast to a type once, and a cast of a cast
 back to the first type is the original value. The function's result stays in the
 mixed type unless the pass config ``relay.ToMixedPrecision.keep_orig_output_dtype``
-is true. Only float32 values are converted; other dtypes are left alone.
+is true. Only float32 values are converted; other dtypes are left alone. An operator
+whose constant attributes do not fit the mixed type (``clip`` bounds beyond float16's
+65504) stays in float32. A ``let``-bound variable takes its converted value's type.
 
 >>> from relaykit import relay
 >>> from relaykit.ir import IRModule
@@ -34,7 +37,17 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from relaykit.errors import ArgumentError
-from relaykit.ir.expr import Call, Expr, Function, Tuple, TupleGetItem, checked_type_or_none
+from relaykit.ir.expr import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    Let,
+    Tuple,
+    TupleGetItem,
+    Var,
+    checked_type_or_none,
+)
 from relaykit.ir.functor import post_order, rebuild
 from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op, default_registry
@@ -149,6 +162,18 @@ DEFAULT_FOLLOW_LIST = frozenset(
 
 _ORIGINAL = "float32"
 
+#: The largest finite value of each mixed type: an operator whose constant attributes
+#: (``clip``'s bounds) lie outside it stays in float32.
+_MAX_FINITE = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38}
+
+
+def _attrs_fit(call: Call, mixed: str) -> bool:
+    """Whether ``call``'s constant attributes are representable in ``mixed``."""
+    bound = _MAX_FINITE.get(mixed)
+    if bound is None or call.attrs is None or call.op.name != "clip":  # type: ignore[attr-defined]
+        return True
+    return -bound <= float(call.attrs.a_min) and float(call.attrs.a_max) <= bound
+
 
 def _category(call: Call, mixed: str) -> tuple[int, str, str]:
     """(group, accumulation dtype, output dtype) of ``call``."""
@@ -221,8 +246,14 @@ class _Converter:
         group, acc, out_dtype = _category(call, self.mixed)
         mixed = self.mixed
         if group == MIXED_PRECISION_FOLLOW:
-            ok = all(_all_mixed(self.type_of(a), mixed) for a in call.args)
+            # variables and constants can always be cast, so they do not hold an op back
+            ok = all(
+                isinstance(a, (Var, Constant)) or _all_mixed(self.type_of(a), mixed)
+                for a in call.args
+            )
             group = MIXED_PRECISION_ALWAYS if ok else MIXED_PRECISION_NEVER
+        if group == MIXED_PRECISION_ALWAYS and not _attrs_fit(call, mixed):
+            group = MIXED_PRECISION_NEVER
         if group == MIXED_PRECISION_NEVER:
             args = [self.cast_to(a, _ORIGINAL, lambda d: d == mixed) for a in call.args]
             new = Call(call.op, args, call.attrs, call.type_args, call.span)
@@ -241,6 +272,8 @@ class _Converter:
 
     def convert(self, fn: Function, keep_output: bool) -> Function:
         memo: dict[Expr, Expr] = {}
+        # a let-bound variable takes the type of its converted value (so its uses see it)
+        let_value = {n.var: n.value for n in post_order(fn.body) if type(n) is Let}
 
         def skip(node: Expr) -> bool:
             if node in memo:
@@ -250,15 +283,39 @@ class _Converter:
                 return True
             return False
 
-        for node in post_order(fn.body, skip=skip):
-            rebuilt = rebuild(node, memo.__getitem__)
-            if type(rebuilt) is Call and type(rebuilt.op) is Op:
-                out = self.convert_call(rebuilt)
-            else:
-                out = rebuilt
-                if out is not node:
+        def run(root: Expr) -> None:
+            for node in post_order(root, skip=skip):
+                if node in memo:
+                    continue
+                if type(node) is Var and node in let_value:
+                    memo[node] = node  # a recursive binding sees the variable unchanged
+                    run(let_value[node])
+                    ty = self.type_of(memo[let_value[node]])
+                    same = ty is None or ty == checked_type_or_none(node)
+                    memo[node] = node if same else Var(node.name_hint, ty, node.span)
+                    if not same:
+                        infer_type_local(memo[node])
+                    continue
+                rebuilt = rebuild(node, memo.__getitem__)
+                if type(rebuilt) is Function and rebuilt is not node:
+                    # an inner function's result type follows its converted body
+                    rebuilt = rebuilt.with_fields(ret_type=None)
+                if type(rebuilt) is Call and type(rebuilt.op) is Op:
+                    out = self.convert_call(rebuilt)
+                elif type(rebuilt) is Call and type(rebuilt.op) is Function:
+                    # a function's signature is kept: its arguments go back to float32
+                    back = [
+                        self.cast_to(a, _ORIGINAL, lambda d: d == self.mixed) for a in rebuilt.args
+                    ]
+                    out = Call(rebuilt.op, back, rebuilt.attrs, rebuilt.type_args, rebuilt.span)
                     infer_type_local(out)
-            memo[node] = out
+                else:
+                    out = rebuilt
+                    if out is not node:
+                        infer_type_local(out)
+                memo[node] = out
+
+        run(fn.body)
         body = memo.get(fn.body, fn.body)
         if keep_output:
             body = self.cast_to(body, _ORIGINAL, lambda d: d == self.mixed)

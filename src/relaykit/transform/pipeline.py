@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from relaykit.ir.module import IRModule
 
-from .combine_parallel import CombineParallelBatchMatmul, CombineParallelDense
+from .combine_parallel import CombineParallelBatchMatmul
+from .combine_parallel_dense import CombineParallelDense
 from .dead_code import DeadCodeElimination
 from .dynamic_to_static import DynamicToStatic
 from .eliminate_common_subexpr import EliminateCommonSubexpr
@@ -48,7 +49,7 @@ def optimization_passes() -> list[Pass]:
         FoldScaleAxis(),
         FoldConstant(),
         EliminateCommonSubexpr(),
-        CombineParallelDense(min_num_branches=3),
+        CombineParallelDense(min_num_branches=3, to_batch=False),
         CombineParallelBatchMatmul(min_num_branches=3),
         FastMath(),
         FoldConstant(),

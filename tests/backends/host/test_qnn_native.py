@@ -55,6 +55,8 @@ def requant_ref(acc, in_scale, in_zp, out_scale, out_zp, dtype, rounding="UPWARD
             rnd = np.int64(1) << (total - 1)
             if rounding == "TONEAREST":
                 rnd = np.where(x >= 0, rnd, rnd - 1)
+            elif rounding == "TONEAREST_EVEN":  # a half goes up only from an odd quotient
+                rnd = rnd - 1 + ((x >> total) & 1)
             v = ((x + rnd) >> total).astype(np.int32).astype(np.int64)
         out[tuple(sl)] = v + out_zp
     info = np.iinfo(dtype)
@@ -250,8 +252,53 @@ def test_batch_matmul_int32_alone():
 # -- elementwise ---------------------------------------------------------------------------
 
 
+def requant_float_ref(acc, in_scale, out_scale, out_zp, dtype, axis=1):
+    """onnxruntime's requantization: ``rint(float32(acc) * float32(in / out)) + zp``."""
+    acc = np.asarray(acc, np.int64)
+    shape = [1] * acc.ndim
+    shape[axis] = -1
+    ratio = (np.asarray(in_scale, np.float64) / np.float64(out_scale)).astype(np.float32)
+    v = acc.astype(np.float32) * ratio.reshape(shape if ratio.size > 1 else ())
+    info = np.iinfo(dtype)
+    return np.clip(np.rint(v).astype(np.int64) + out_zp, info.min, info.max).astype(dtype)
+
+
+@pytest.mark.parametrize("xd,wd", [("uint8", "int8"), ("int8", "int8")])
+def test_dense_requantize_in_float32_as_onnxruntime(xd, wd):
+    m, k, n = 33, 70, 40
+    x, w = qvals(xd, (m, k)), qvals(wd, (n, k))
+    xzp = 128 if xd == "uint8" else 0
+    ws = RNG.uniform(0.001, 0.01, size=n).astype("float32")
+    xv = relay.var("x", shape=(m, k), dtype=xd)
+    y = relay.qnn.op.dense(
+        xv, c(w), c(xzp, "int32"), c(0, "int32"), c(0.03, "float32"), c(ws), units=n
+    )
+    y = relay.qnn.op.requantize(
+        y, c(np.float32(0.03) * ws), c(0, "int32"), c(np.float32(0.11)), c(5, "int32"),
+        axis=1, out_dtype="int8", rounding="TONEAREST_EVEN", compute_dtype="float32",
+    )  # fmt: skip
+    got, _ = run_graph(y, {"x": x})
+    acc = (x.astype(np.int64) - xzp) @ w.astype(np.int64).T
+    want = requant_float_ref(acc, np.float32(0.03) * ws, np.float32(0.11), 5, "int8")
+    np.testing.assert_array_equal(got, want)
+    assert (
+        host_qnn.requant_params(
+            n,
+            None,
+            np.float32(0.03) * ws,
+            0,
+            np.float32(0.11),
+            5,
+            "TONEAREST_EVEN",
+            "int8",
+            compute_dtype="float32",
+        ).mode
+        == 3
+    )  # fmt: skip  (the native epilogue, not the reference kernel)
+
+
 @pytest.mark.parametrize("in_dtype", ["int32", "int8", "uint8"])
-@pytest.mark.parametrize("rounding", ["UPWARD", "TONEAREST"])
+@pytest.mark.parametrize("rounding", ["UPWARD", "TONEAREST", "TONEAREST_EVEN"])
 def test_requantize_alone(in_dtype, rounding):
     x = (
         qvals(in_dtype, (2, 4, 5, 6))

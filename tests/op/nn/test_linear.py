@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from relaykit import op, relay
+from relaykit.errors import RelayTypeError
 from relaykit.ir import IRModule, TensorType
 from relaykit.op import TypeRelError, nn
 from relaykit.transform import InferType
@@ -102,3 +103,20 @@ def test_bias_add(run, rel, tvar):
         rel(nn.bias_add(tvar("x", (2, 3)), tvar("b", (4,))))
     with pytest.raises(TypeRelError, match="bias_add axis 2 is out of range"):
         rel(nn.bias_add(tvar("x", (2, 3)), tvar("b", (3,)), axis=2))
+
+
+def test_batch_matmul_mixed_integer_dtypes_with_out_dtype():
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 255, (2, 3, 5)).astype("uint8")
+    b = rng.integers(-128, 127, (2, 4, 5)).astype("int8")
+    x = relay.var("x", shape=a.shape, dtype="uint8")
+    y = relay.var("y", shape=b.shape, dtype="int8")
+    mod = IRModule.from_expr(relay.Function([x, y], relay.nn.batch_matmul(x, y, out_dtype="int32")))
+    out = relay.create_executor("debug", mod=mod).evaluate()(a, b).numpy()
+    want = np.einsum("bmk,bnk->bmn", a.astype(np.int64), b.astype(np.int64))
+    np.testing.assert_array_equal(out, want)
+    assert out.dtype == "int32"
+    with pytest.raises(RelayTypeError, match="dtype"):
+        relay.transform.InferType()(
+            IRModule.from_expr(relay.Function([x, y], relay.nn.batch_matmul(x, y)))
+        )

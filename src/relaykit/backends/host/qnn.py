@@ -131,11 +131,13 @@ class Requant:
     lo: int
     hi: int
     ident: bool
-    tonearest: bool
+    #: how the product rounds: 0 halves up, 1 halves away from zero, 2 halves to even (Q31
+    #: fixed point), 3 in float32 halves to even (``mult`` then holds the scale's bits)
+    mode: int
     kind: int
 
     def tail(self) -> list[int]:
-        return [self.ozp, self.lo, self.hi, int(self.ident), int(self.tonearest), self.kind]
+        return [self.ozp, self.lo, self.hi, int(self.ident), self.mode, self.kind]
 
     def ptrs(self) -> list[np.ndarray]:
         return [self.add, self.mult, self.lsh, self.rsh]
@@ -148,11 +150,15 @@ def _channels(v: Any, c: int) -> np.ndarray | None:
     return flat if flat.size == c else None
 
 
+#: the epilogue's rounding codes (``Requant.mode``) of the fixed-point modes
+_MODES = {"UPWARD": 0, "TONEAREST": 1, "TONEAREST_EVEN": 2}
+
+
 def plain(c: int) -> Requant:
     """No requantize: the int32 sums plus ``add`` as they are."""
     z = np.zeros(c, np.int32)
     lo, hi = qrange("int32")
-    return Requant(z, z, z, z, 0, lo, hi, True, False, 2)
+    return Requant(z, z, z, z, 0, lo, hi, True, 0, 2)
 
 
 def requant_params(
@@ -166,11 +172,17 @@ def requant_params(
     out_dtype: str,
     lo: float = -np.inf,
     hi: float = np.inf,
+    compute_dtype: str = "int64",
 ) -> Requant | None:
     """The epilogue of ``qnn.requantize`` over ``c`` channels (parameters scalars or one
     per channel) after an int32 ``bias`` (or none), clamped to ``[lo, hi]`` (integral
-    bounds) as well; ``None`` when the native epilogue cannot compute it exactly."""
-    if out_dtype not in _KIND or rounding not in ("UPWARD", "TONEAREST"):
+    bounds) as well; ``None`` when the native epilogue cannot compute it exactly (in
+    float32 it computes ``TONEAREST_EVEN`` only, TVM's modes add the zero point first)."""
+    if out_dtype not in _KIND or rounding not in _MODES:
+        return None
+    if compute_dtype not in ("int64", "float32"):
+        return None
+    if compute_dtype == "float32" and rounding != "TONEAREST_EVEN":
         return None
     isc = np.asarray(in_scale, np.float32).reshape(-1)
     osc = np.asarray(out_scale, np.float32).reshape(-1)
@@ -191,6 +203,13 @@ def requant_params(
     add = ((b - izp) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
     ident = isc.size == 1 and osc.size == 1 and isc[0] == osc[0]
     ratio = np.broadcast_to(isc.astype(np.float64) / osc.astype(np.float64), (c,))
+    if compute_dtype == "float32":
+        bits = np.ascontiguousarray(ratio.astype(np.float32)).view(np.int32)
+        z = np.zeros(c, np.int32)
+        return Requant(
+            np.ascontiguousarray(add), bits, z, z, int(ozp[0]), lo_i, hi_i, bool(ident), 3,
+            _KIND[out_dtype],
+        )  # fmt: skip
     pairs = [fixed_point(float(r)) for r in ratio]
     mult = np.array([p[0] for p in pairs], np.int64)
     shift = np.array([p[1] for p in pairs], np.int64)
@@ -200,7 +219,7 @@ def requant_params(
     return Requant(
         np.ascontiguousarray(add), mult.astype(np.int32), lsh.astype(np.int32),
         rsh.astype(np.int32), int(ozp[0]), lo_i, hi_i, bool(ident),
-        rounding == "TONEAREST", _KIND[out_dtype],
+        _MODES[rounding], _KIND[out_dtype],
     )  # fmt: skip
 
 
@@ -314,7 +333,10 @@ def _conv_gemm(
     zr = (wz + wshift).astype(np.int32)
     zc = np.full(npix, zx + xshift, np.int32)
     cols = scratch.take((kp * npix,), np.uint8)
-    csum = scratch.take((npix,), np.int32) if np.any(zr != 0) else None
+    # the request may not depend on the zero points' values: a zero point that is a graph
+    # input is measured with placeholder values and bound with the real ones
+    csum_buf = scratch.take((npix,), np.int32)
+    csum = csum_buf if np.any(zr != 0) else None
     isz = out.itemsize
     sh, sw, _, _, dh, dw = steps
     hp, wp = (oh - 1) * sh + (kh - 1) * dh + 1, (ow - 1) * sw + (kw - 1) * dw + 1
@@ -428,7 +450,8 @@ def dense_run(
         cols = scratch.take((kp * np_,), np.uint8)
         csum = scratch.take((np_,), np.int32)
     rows = scratch.take((m * kp,), np.uint8)
-    rsum = scratch.take((m,), np.int32) if need_rsum else None
+    rsum_buf = scratch.take((m,), np.int32)  # value-independent request, as in _conv_gemm
+    rsum = rsum_buf if need_rsum else None
     pr = _ptrs(x2, rows, rsum)
     sr = np.array([m, k, k, kp, xflip, 0], np.int64)
     dynamic = not _const(izp)

@@ -81,12 +81,15 @@ def requantize_of(
     """The native epilogue of a ``qnn.requantize`` call (its attributes, its constant
     ``[input_scale, input_zero_point, output_scale, output_zero_point]``) over
     ``channels``, after ``bias`` and before the clamp ``[lo, hi]``."""
-    if resolve_compute_dtype(attrs.compute_dtype) != "int64" or not hq._const(*params):
+    if not hq._const(*params):
         return None
     isc, izp, osc, ozp = params
     rounding = resolve_rounding(attrs.rounding)
     out_dtype = str(attrs.out_dtype)
-    return hq.requant_params(channels, bias, isc, izp, osc, ozp, rounding, out_dtype, lo, hi)
+    compute = resolve_compute_dtype(attrs.compute_dtype)
+    return hq.requant_params(
+        channels, bias, isc, izp, osc, ozp, rounding, out_dtype, lo, hi, compute
+    )
 
 
 @register_host_kernel("qnn.requantize")

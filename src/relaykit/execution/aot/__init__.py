@@ -8,7 +8,17 @@ operator (:data:`~relaykit.execution.aot.emit.c_emitters`); ``tvm.micro.
 export_model_library_format`` writes the Model Library Format (:mod:`.module`).
 """
 
-from . import elementwise, layout, linalg, nn  # noqa: F401  (register the C emitters)
+from . import (  # noqa: F401  (register the C emitters)
+    einsum,
+    elementwise,
+    indexing,
+    layout,
+    linalg,
+    nn,
+    resample,
+    sorting,
+    spatial,
+)
 from .build import build_aot
 from .emit import CBuf, KernelContext, c_emitters, register_c_emitter
 from .module import AOTExecutorFactoryModule, export_model_library_format, mlf_metadata

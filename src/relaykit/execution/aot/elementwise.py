@@ -40,6 +40,8 @@ UNARY: dict[str, Expr1] = {
     "trunc": _fn("trunc"),
     "exp": _fn("exp"),
     "log": _fn("log"),
+    "log2": _fn("log2"),
+    "log10": _fn("log10"),
     "sqrt": _fn("sqrt"),
     "rsqrt": lambda x, dt, ctx: f"{_one(dt)} / {ctx.math_fn('sqrt', dt)}({x})",
     "sigmoid": lambda x, dt, ctx: f"{_one(dt)} / ({_one(dt)} + {ctx.math_fn('exp', dt)}(-({x})))",

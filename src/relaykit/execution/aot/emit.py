@@ -105,6 +105,14 @@ class KernelContext:
         self.table_bytes += max(len(values), 1) * (4 if ctype == "int32_t" else 8)
         return name
 
+    def float_table(self, values: Sequence[float], hint: str) -> str:
+        """Declare a constant ``double`` table; returns its C name."""
+        name = f"{self.prefix}_{hint}{len(self.tables)}"
+        body = ", ".join(c_float(float(v), "float64") for v in values) or "0"
+        self.tables.append(f"static const double {name}[{max(len(values), 1)}] = {{{body}}};")
+        self.table_bytes += max(len(values), 1) * 8
+        return name
+
     def math_fn(self, name: str, dtype: str) -> str:
         """The C math function ``name`` for ``dtype`` (``expf`` for float32)."""
         return name + "f" if dtype == "float32" else name

@@ -7,8 +7,10 @@ pixels over the panel's rows in registers (GCC's and Clang's vector types; other
 compilers get the same loops on a local array, with constant trip counts). ``tvmgen_dense`` is
 ``x @ w.T`` with 4 x 16 partial sums per block of weight rows, for the same reason.
 On x86-64 Linux with GCC or Clang they are also compiled for AVX2 and chosen at load
-time (``target_clones``); elsewhere they are plain C99. ``-DTVMGEN_NO_VECTOR`` and
-``-DTVMGEN_NO_CLONES`` turn the vector types and the clones off.
+time (``target_clones``), and the GEMM panel has a fused multiply-add version (AVX2 and
+FMA intrinsics, chosen when the processor has them: C99 does not let the compiler fuse
+``a * b + c`` itself); elsewhere they are plain C99. ``-DTVMGEN_NO_VECTOR`` and
+``-DTVMGEN_NO_CLONES`` turn the vector types and the x86 versions off.
 """
 
 from __future__ import annotations
@@ -29,6 +31,61 @@ typedef float tvmgen_v8 __attribute__((vector_size(32)));
 #endif
 """
 
+_GEMM_FMA = r"""
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(TVMGEN_NO_CLONES) && \
+    !defined(TVMGEN_NO_VECTOR)
+#define TVMGEN_FMA 1
+#include <immintrin.h>
+/* tvmgen_gemm_panel with fused multiply-adds, for x86-64 processors that have them
+   (C99 does not let the compiler fuse a * b + c on its own). */
+__attribute__((target("avx2,fma")))
+static void tvmgen_gemm_panel_fma(const float *restrict a, int64_t lda, int64_t M,
+                                  const float *restrict panel, int64_t K,
+                                  float *restrict y, int64_t ldy, int64_t nb) {
+  for (int64_t o0 = 0; o0 < M; o0 += 6) {
+    const int64_t mr = M - o0 < 6 ? M - o0 : 6;
+    const float *wr[6];
+    for (int64_t r = 0; r < 6; ++r) wr[r] = a + (o0 + (r < mr ? r : 0)) * lda;
+    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+    __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+    for (int64_t k = 0; k < K; ++k) {
+      const __m256 b0 = _mm256_loadu_ps(panel + k * 16);
+      const __m256 b1 = _mm256_loadu_ps(panel + k * 16 + 8);
+      __m256 av = _mm256_broadcast_ss(wr[0] + k);
+      c00 = _mm256_fmadd_ps(av, b0, c00); c01 = _mm256_fmadd_ps(av, b1, c01);
+      av = _mm256_broadcast_ss(wr[1] + k);
+      c10 = _mm256_fmadd_ps(av, b0, c10); c11 = _mm256_fmadd_ps(av, b1, c11);
+      av = _mm256_broadcast_ss(wr[2] + k);
+      c20 = _mm256_fmadd_ps(av, b0, c20); c21 = _mm256_fmadd_ps(av, b1, c21);
+      av = _mm256_broadcast_ss(wr[3] + k);
+      c30 = _mm256_fmadd_ps(av, b0, c30); c31 = _mm256_fmadd_ps(av, b1, c31);
+      av = _mm256_broadcast_ss(wr[4] + k);
+      c40 = _mm256_fmadd_ps(av, b0, c40); c41 = _mm256_fmadd_ps(av, b1, c41);
+      av = _mm256_broadcast_ss(wr[5] + k);
+      c50 = _mm256_fmadd_ps(av, b0, c50); c51 = _mm256_fmadd_ps(av, b1, c51);
+    }
+    float out[6][16];
+    _mm256_storeu_ps(out[0], c00); _mm256_storeu_ps(out[0] + 8, c01);
+    _mm256_storeu_ps(out[1], c10); _mm256_storeu_ps(out[1] + 8, c11);
+    _mm256_storeu_ps(out[2], c20); _mm256_storeu_ps(out[2] + 8, c21);
+    _mm256_storeu_ps(out[3], c30); _mm256_storeu_ps(out[3] + 8, c31);
+    _mm256_storeu_ps(out[4], c40); _mm256_storeu_ps(out[4] + 8, c41);
+    _mm256_storeu_ps(out[5], c50); _mm256_storeu_ps(out[5] + 8, c51);
+    for (int64_t r = 0; r < mr; ++r) memcpy(y + (o0 + r) * ldy, out[r], nb * sizeof(float));
+  }
+}
+
+static int tvmgen_has_fma(void) {
+  static int known = -1;
+  if (known < 0) {
+    __builtin_cpu_init();
+    known = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  }
+  return known;
+}
+#endif
+"""
+
 _GEMM = r"""
 /* y[r * ldy + q] = sum_k a[r * lda + k] * panel[k * 16 + q] for r < M, q < nb: blocks of
    6 rows x 16 columns accumulated over K in registers (GCC/Clang vector types), else in
@@ -37,6 +94,12 @@ TVMGEN_CLONES
 static void tvmgen_gemm_panel(const float *restrict a, int64_t lda, int64_t M,
                               const float *restrict panel, int64_t K, float *restrict y,
                               int64_t ldy, int64_t nb) {
+#ifdef TVMGEN_FMA
+  if (tvmgen_has_fma()) {
+    tvmgen_gemm_panel_fma(a, lda, M, panel, K, y, ldy, nb);
+    return;
+  }
+#endif
   for (int64_t o0 = 0; o0 < M; o0 += 6) {
     const int64_t mr = M - o0 < 6 ? M - o0 : 6;
     const float *wr[6];
@@ -101,11 +164,27 @@ static void tvmgen_conv2d_nchw(const float *restrict x, const float *restrict w,
         iw0[q] = ow * sw - pl;
         if (++ow == OW) { ow = 0; ++oh; }
       }
+      /* 16 pixels of one output row: each tap reads 16 evenly spaced inputs of one row */
+      const int one_row = nb == 16 && j0 % OW + 16 <= OW;
       for (int64_t c = 0; c < cg; ++c)
         for (int64_t i = 0; i < KH; ++i)
           for (int64_t j = 0; j < KW; ++j) {
             float *row = panel + ((c * KH + i) * KW + j) * 16;
             const float *xc = xg + c * H * W;
+            const int64_t h1 = ih0[0] + i * dh, w1 = iw0[0] + j * dw;
+            if (one_row && (h1 < 0 || h1 >= H)) {
+              memset(row, 0, 16 * sizeof(float));
+              continue;
+            }
+            if (one_row && w1 >= 0 && w1 + 15 * sw < W) {
+              const float *src = xc + h1 * W + w1;
+              if (sw == 1) {
+                memcpy(row, src, 16 * sizeof(float));
+              } else {
+                for (int64_t q = 0; q < 16; ++q) row[q] = src[q * sw];
+              }
+              continue;
+            }
             for (int64_t q = 0; q < 16; ++q) {
               const int64_t ih = ih0[q] + i * dh, iw = iw0[q] + j * dw;
               row[q] = (ih >= 0 && ih < H && iw >= 0 && iw < W) ? xc[ih * W + iw] : 0.0f;
@@ -183,7 +262,7 @@ static void tvmgen_dense(const float *restrict x, const float *restrict w, float
 
 #: Helper name -> C text.
 HELPERS: dict[str, str] = {
-    "tvmgen_gemm_panel": _GEMM,
+    "tvmgen_gemm_panel": _GEMM_FMA + _GEMM,
     "tvmgen_conv2d_nchw": _CONV,
     "tvmgen_dense": _DENSE,
     "tvmgen_dense_panels": _DENSE_PANELS,

@@ -14,9 +14,10 @@ import math
 
 import numpy as np
 
+from relaykit.ir.attrs import Attrs
 from relaykit.ir.op import default_registry
 
-from .emit import KernelContext, contiguous_strides, nd_loop, register_c_emitter
+from .emit import KernelContext, c_float, contiguous_strides, nd_loop, register_c_emitter
 
 __all__ = ["GATHER_OPS"]
 
@@ -40,7 +41,12 @@ GATHER_OPS = (
     "annotation.stop_fusion",
     "reshape_like",
     "broadcast_to_like",
-    "collapse_sum_like",
+    "contrib_reverse_reshape",
+    "sliding_window",
+    "slice_like",
+    "nn.batch_to_space_nd",
+    "nn.space_to_batch_nd",
+    "vision.yolo_reorg",
 )
 
 
@@ -52,9 +58,10 @@ def _index_maps(ctx: KernelContext) -> list[np.ndarray]:
     args: list[np.ndarray] = [idx]
     for extra in ctx.ins[1:]:  # pad value or a *_like shape source: only its shape counts
         args.append(np.full(extra.shape, -1, dtype=np.int64))
-    if ctx.node.name == "collapse_sum_like":
-        raise ctx.error("collapse_sum_like adds elements; it has no C lowering as a copy")
-    out = compute(args, ctx.attrs)
+    attrs = ctx.attrs
+    if ctx.node.name == "nn.space_to_batch_nd":  # its pad value is an attribute: mark pads -1
+        attrs = Attrs({**dict(attrs.items()), "pad_value": -1}, attrs.type_key)
+    out = compute(args, attrs)
     outs = list(out) if isinstance(out, (tuple, list)) else [out]
     maps = [np.asarray(o, dtype=np.int64).reshape(-1) for o in outs]
     for m, buf in zip(maps, ctx.outs, strict=True):
@@ -105,6 +112,8 @@ def emit_gather(ctx: KernelContext) -> None:
     broadcast), as ``memmove`` runs when rows are long, else through an index table."""
     x = ctx.ins[0]
     pad = "a1[0]" if ctx.node.name == "nn.pad" else "0"
+    if ctx.node.name == "nn.space_to_batch_nd":
+        pad = c_float(float(ctx.attrs["pad_value"]), "float64")
     for k, (m, o) in enumerate(zip(_index_maps(ctx), ctx.outs, strict=True)):
         runs = _runs(m)
         aff = _affine(m, o.shape) if len(runs) > 1 else None
@@ -183,3 +192,23 @@ def _take(ctx: KernelContext) -> None:
         f"{inner * item});"
     )
     ctx.line("}")
+
+
+@register_c_emitter("stack")
+def _stack(ctx: KernelContext) -> None:
+    o = ctx.outs[0]
+    axis = int(ctx.attrs["axis"]) % len(o.shape)
+    outer = math.prod(o.shape[:axis])
+    inner = math.prod(o.shape[axis + 1 :])
+    item = np.dtype(o.dtype).itemsize
+    for i in range(len(ctx.ins)):
+        if inner:
+            dst, src = f"o0 + p * {len(ctx.ins) * inner} + {i * inner}", f"a{i} + p * {inner}"
+            ctx.line(f"for (int64_t p = 0; p < {outer}; ++p) memcpy({dst}, {src}, {inner * item});")
+
+
+@register_c_emitter("zeros", "ones", "full", "full_like")
+def _fill(ctx: KernelContext) -> None:
+    o = ctx.outs[0]
+    value = {"zeros": "0", "ones": "1", "full": "a0[0]", "full_like": "a1[0]"}[ctx.node.name]
+    ctx.line(f"for (int64_t i = 0; i < {o.size}; ++i) o0[i] = ({o.ctype}){value};")

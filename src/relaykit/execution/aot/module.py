@@ -25,6 +25,7 @@ from relaykit.errors import ArtifactError
 from relaykit.runtime.module import Module
 from relaykit.runtime.params import save_param_dict
 
+from .codesize import CodeSizes, measure_code_sizes
 from .program import AOTProgram
 
 __all__ = ["AOTExecutorFactoryModule", "export_model_library_format", "mlf_metadata"]
@@ -54,6 +55,15 @@ class AOTExecutorFactoryModule(Module):
         self.relay_text = relay_text
         self.target = target
         self.executor_options = dict(executor_options or {})
+        self._code_sizes: CodeSizes | None = None
+
+    @property
+    def code_sizes(self) -> CodeSizes:
+        """Code bytes measured by compiling the C (:mod:`.codesize`; once, then kept)."""
+        if self._code_sizes is None:
+            p = self.program
+            self._code_sizes = measure_code_sizes(p.sources, f"tvmgen_{p.mod_name}.h", p.header)
+        return self._code_sizes
 
     @property
     def mod_name(self) -> str:
@@ -95,7 +105,10 @@ def mlf_metadata(module: AOTExecutorFactoryModule) -> dict[str, Any]:
     """The ``metadata.json`` of ``module`` (TVM's MLF layout, version 7)."""
     p = module.program
     name = p.mod_name
+    code = module.code_sizes
+    listed = {f.name for f in p.functions}
     main = {
+        "code_size_bytes": code.total,
         "constants_size_bytes": p.constants_bytes,
         "device": 1,
         "inputs": {
@@ -112,6 +125,7 @@ def mlf_metadata(module: AOTExecutorFactoryModule) -> dict[str, Any]:
     ops = [
         {
             "function_name": f.name,
+            "code_size_bytes": code.functions.get(f.name),
             "workspace": [
                 {
                     "device": 1,
@@ -141,6 +155,12 @@ def mlf_metadata(module: AOTExecutorFactoryModule) -> dict[str, Any]:
                 "outputs": {n: {"shape": list(s), "dtype": d} for n, s, d in p.outputs},
                 "workspace_size_bytes": p.workspace_bytes,
                 "constants_size_bytes": p.constants_bytes,
+                "code_size_bytes": code.total,
+                "code_size_method": code.method,
+                # helpers several functions call (the GEMM panel, backend regions' kernels)
+                "code_size_shared_functions": {
+                    k: v for k, v in sorted(code.functions.items()) if k not in listed
+                },
             }
         },
         "version": MLF_VERSION,

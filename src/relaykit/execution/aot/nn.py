@@ -12,6 +12,7 @@ from relaykit.op.nn.geometry import pad4, pair
 
 from .emit import (
     KernelContext,
+    broadcast_strides,
     c_float,
     contiguous_strides,
     nd_loop,
@@ -26,7 +27,7 @@ def _split(shape: tuple[int, ...], axis: int) -> tuple[int, int, int]:
     return math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1 :])
 
 
-@register_c_emitter("nn.softmax", "nn.log_softmax")
+@register_c_emitter("nn.softmax", "nn.fast_softmax", "nn.log_softmax")
 def _softmax(ctx: KernelContext) -> None:
     o = ctx.outs[0]
     outer, n, inner = _split(o.shape, int(ctx.attrs["axis"]))
@@ -204,4 +205,77 @@ def _global_pool(ctx: KernelContext) -> None:
     if not is_max:
         ctx.line(f"  acc /= ({t}){g['H'] * g['W']};")
     ctx.line(f"  o0[n * {g['oN']} + c * {g['oC']}] = acc;")
+    ctx.line("}")
+
+
+@register_c_emitter("variance")
+def _variance(ctx: KernelContext) -> None:
+    """Sum of squared deviations from the given mean (broadcast), over the count
+    (less one when ``unbiased``)."""
+    x, mean, o = ctx.ins[0], ctx.ins[1], ctx.outs[0]
+    axes = _reduce_axes(ctx, len(x.shape))
+    kept = [d for d in range(len(x.shape)) if d not in axes]
+    out_strides = [0] * len(x.shape)
+    for d, s in zip(kept, contiguous_strides([x.shape[d] for d in kept]), strict=True):
+        out_strides[d] = s
+    ctx.line(f"for (int64_t i = 0; i < {o.size}; ++i) o0[i] = 0;")
+    nd_loop(
+        ctx,
+        x.shape,
+        [out_strides, contiguous_strides(x.shape), broadcast_strides(mean.shape, x.shape)],
+        lambda ix: f"{{ const {o.ctype} d = a0[{ix[1]}] - a1[{ix[2]}]; o0[{ix[0]}] += d * d; }}",
+    )
+    count = math.prod(x.shape[d] for d in axes) - (1 if ctx.attrs.get("unbiased") else 0)
+    ctx.line(f"for (int64_t i = 0; i < {o.size}; ++i) o0[i] /= ({o.ctype}){count};")
+
+
+@register_c_emitter("nn.l2_normalize")
+def _l2_normalize(ctx: KernelContext) -> None:
+    """``x / sqrt(max(sum(x * x), eps))``: the sums in scratch, then one pass."""
+    x, o = ctx.ins[0], ctx.outs[0]
+    axis = ctx.attrs.get("axis")
+    axes = list(range(len(x.shape))) if not axis else sorted(int(a) % len(x.shape) for a in axis)
+    kept = [d for d in range(len(x.shape)) if d not in axes]
+    sums = [0] * len(x.shape)
+    for d, s in zip(kept, contiguous_strides([x.shape[d] for d in kept]), strict=True):
+        sums[d] = s
+    n = math.prod(x.shape[d] for d in kept)
+    ctx.scratch_bytes = max(n, 1) * 8
+    eps = c_float(float(ctx.attrs["eps"]), "float64")
+    ctx.line("double *sq = (double *)sc;")
+    ctx.line(f"for (int64_t i = 0; i < {n}; ++i) sq[i] = 0;")
+    full = contiguous_strides(x.shape)
+    nd_loop(
+        ctx, x.shape, [sums, full], lambda ix: f"sq[{ix[0]}] += (double)a0[{ix[1]}] * a0[{ix[1]}];"
+    )
+    ctx.line(
+        f"for (int64_t i = 0; i < {n}; ++i) sq[i] = 1.0 / sqrt(sq[i] > {eps} ? sq[i] : {eps});"
+    )
+    nd_loop(
+        ctx,
+        x.shape,
+        [full, full, sums],
+        lambda ix: f"o0[{ix[0]}] = ({o.ctype})(a0[{ix[1]}] * sq[{ix[2]}]);",
+    )
+
+
+@register_c_emitter("nn.lrn")
+def _lrn(ctx: KernelContext) -> None:
+    """``x / (bias + alpha / size * sum of x^2 over the window along axis) ^ beta``."""
+    o = ctx.outs[0]
+    outer, n, inner = _split(o.shape, int(ctx.attrs["axis"]))
+    size = int(ctx.attrs["size"])
+    lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2
+    bias, alpha, beta = (c_float(float(ctx.attrs[k]), "float64") for k in ("bias", "alpha", "beta"))
+    ctx.line(f"for (int64_t p = 0; p < {outer}; ++p)")
+    ctx.line(f"for (int64_t q = 0; q < {inner}; ++q)")
+    ctx.line(f"for (int64_t i = 0; i < {n}; ++i) {{")
+    ctx.line(f"  const int64_t b = p * {n * inner} + q;")
+    ctx.line("  double s = 0;")
+    ctx.line(f"  for (int64_t j = i - {lo}; j <= i + {hi}; ++j)")
+    ctx.line(f"    if (j >= 0 && j < {n}) s += (double)a0[b + j * {inner}] * a0[b + j * {inner}];")
+    ctx.line(
+        f"  o0[b + i * {inner}] = ({o.ctype})(a0[b + i * {inner}] / "
+        f"pow({bias} + {alpha} / {size} * s, {beta}));"
+    )
     ctx.line("}")

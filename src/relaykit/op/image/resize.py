@@ -35,7 +35,15 @@ from relaykit.op import _numeric as num
 from relaykit.op._relations import INT_DTYPES, static_value, tensor_arg
 from relaykit.op.define import OpPattern, TypeRelError, define_op, make_call
 
-__all__ = ["resize", "resize1d", "resize2d", "resize3d", "axis_weights", "crop_and_resize"]
+__all__ = [
+    "resize",
+    "resize1d",
+    "resize2d",
+    "resize3d",
+    "axis_weights",
+    "resize_nd_attrs",
+    "crop_and_resize",
+]
 
 _METHODS = ("nearest", "linear", "cubic")
 _ROUNDING = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
@@ -261,7 +269,7 @@ def _spatial_axes(layout: str, rank: int) -> list[int]:
     return [i for i, c in enumerate(layout) if c in "DHW"]
 
 
-def _resize_nd_attrs(attrs: Attrs, shape: Sequence[int], rank: int) -> Attrs:
+def resize_nd_attrs(attrs: Attrs, shape: Sequence[int], rank: int) -> Attrs:
     """The N-d ``image.resize`` attributes equivalent to a TVM ``resizeKd`` call."""
     axes = _spatial_axes(attrs.layout, rank)
     size: list[Any] = list(shape)
@@ -312,11 +320,11 @@ def _make_resize_kd(rank: int) -> tuple[Callable[..., Type], Callable[..., np.nd
             raise TypeRelError(
                 f"resize{rank}d size must be {rank} non-negative integers, got {size}"
             )
-        nd = _resize_nd_attrs(attrs, data.shape, rank)
+        nd = resize_nd_attrs(attrs, data.shape, rank)
         return TensorType(nd.size, attrs.out_dtype or data.dtype)
 
     def kernel(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
-        out = _resize_kernel([inputs[0]], _resize_nd_attrs(attrs, inputs[0].shape, rank))
+        out = _resize_kernel([inputs[0]], resize_nd_attrs(attrs, inputs[0].shape, rank))
         return out.astype(attrs.out_dtype, copy=False) if attrs.out_dtype else out
 
     return rel, kernel

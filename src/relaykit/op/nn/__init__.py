@@ -12,6 +12,9 @@ relations, reference kernels, input solvers and constructors:
   ``log_softmax``;
 - :mod:`.normalization`: ``batch_norm``, ``layer_norm``, ``lrn``;
 - :mod:`.dropout`: ``dropout``;
+- :mod:`.loss`: ``nll_loss``;
+- :mod:`.sparse`: ``sparse_dense`` and ``sparse_conv2d`` (a block-sparse weight);
+- :mod:`.grad_ops`: ``max_pool2d_grad``, ``avg_pool2d_grad``, ``conv2d_backward_weight``;
 - :mod:`.rearrange`: ``pad``, ``batch_flatten`` and the block rearrangements.
 
 :mod:`.geometry` holds the layout, window and output-size helpers the families, the
@@ -63,7 +66,9 @@ from .convolution import (
 from .deformable_conv2d import deformable_conv2d
 from .dropout import dropout, dropout_raw
 from .geometry import get_pad_tuple2d
+from .grad_ops import avg_pool2d_grad, conv2d_backward_weight, max_pool2d_grad
 from .linear import batch_matmul, bias_add, dense, matmul
+from .loss import nll_loss
 from .normalization import batch_norm, l2_normalize, layer_norm, lrn
 from .pooling import (
     adaptive_avg_pool2d,
@@ -86,6 +91,7 @@ from .rearrange import (
     space_to_batch_nd,
     space_to_depth,
 )
+from .sparse import sparse_conv2d, sparse_dense
 from .upsampling import upsampling, upsampling3d
 
 __all__ = [
@@ -142,5 +148,11 @@ __all__ = [
     "max_pool1d",
     "avg_pool1d",
     "cross_entropy",
+    "nll_loss",
+    "sparse_conv2d",
+    "sparse_dense",
+    "max_pool2d_grad",
+    "avg_pool2d_grad",
+    "conv2d_backward_weight",
     "cross_entropy_with_logits",
 ]

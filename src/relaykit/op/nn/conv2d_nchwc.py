@@ -1,6 +1,8 @@
 """``nn.contrib_conv2d_NCHWc``: 2-D convolution in blocked layouts, the form TVM's x86
 schedules use: data ``NCHW{c}c`` (channels split into blocks of ``c``, the block last),
-kernel ``OIHW{i}i{o}o``, output ``NCHW{oc}c``.
+kernel ``OIHW{i}i{o}o``, output ``NCHW{oc}c``. Any other kernel layout on the primal axes
+``OIHW`` (``OIHW4o``, as TVM's ConvertLayout writes) is accepted too, the output then in
+the data layout.
 
 The kernel unblocks data and weights to ``NCHW`` / ``OIHW``, runs ``nn.conv2d``'s and
 blocks the result again; ``channels`` and ``kernel_size`` are checked against the weight.
@@ -30,7 +32,7 @@ from relaykit.ir.types import TensorType, Type
 from relaykit.op._relations import static, tensor_arg
 from relaykit.op.define import OpPattern, TypeRelError, define_op, make_attrs, make_call
 
-from .convolution import conv2d_kernel
+from .convolution import conv2d_kernel, conv2d_rel
 from .geometry import conv_out_size, get_pad_tuple2d, pad4, pair
 
 __all__ = ["contrib_conv2d_nchwc"]
@@ -45,10 +47,24 @@ def _block(layout: str, pattern: str, what: str) -> tuple[int, ...]:
     return tuple(int(g) for g in m.groups())
 
 
+def _general_kernel_layout(attrs: Attrs) -> bool:
+    """A kernel layout other than ``OIHW{i}i{o}o`` (``OIHW4o``, ``OIHW``...): the
+    convolution is then nn.conv2d's in these layouts, the output in ``data_layout``."""
+    return re.fullmatch(r"OIHW(\d+)i(\d+)o", str(attrs.kernel_layout)) is None
+
+
+def _as_conv2d(attrs: Attrs) -> Attrs:
+    given = dict(attrs)
+    given["out_layout"] = attrs.out_layout or attrs.data_layout
+    return make_attrs(default_registry.get("nn.conv2d"), given)
+
+
 def _nchwc_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     data = tensor_arg(arg_types, 0, "data")
     weight = tensor_arg(arg_types, 1, "weight")
     (ic,) = _block(attrs.data_layout, r"NCHW(\d+)c", "data_layout")
+    if _general_kernel_layout(attrs):
+        return conv2d_rel(arg_types, _as_conv2d(attrs))
     bi, bo = _block(attrs.kernel_layout, r"OIHW(\d+)i(\d+)o", "kernel_layout")
     (oc,) = _block(attrs.out_layout or f"NCHW{bo}c", r"NCHW(\d+)c", "out_layout")
     if data.ndim != 5 or weight.ndim != 6:
@@ -80,6 +96,8 @@ def _nchwc_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
 
 
 def _nchwc_kernel(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+    if _general_kernel_layout(attrs):
+        return conv2d_kernel(inputs, _as_conv2d(attrs))
     data, weight = inputs
     n, c_outer, h, w, ic = data.shape
     o_outer, i_outer, kh, kw, bi, bo = weight.shape

@@ -54,7 +54,6 @@ from .geometry import (
     conv_out_size,
     from_canonical,
     get_pad_tuple2d,
-    layout_perm,
     pad4,
     pair,
     to_canonical,
@@ -280,9 +279,7 @@ def conv2d_solve(arg_types: Sequence[Type], attrs: Attrs) -> Solved:
     if data is None or not isinstance(arg_types[1], IncompleteType):
         return list(arg_types)
     kh, kw = _kernel_hw(attrs, "nn.conv2d")
-    if data.ndim != 4:
-        raise TypeRelError(f"data must be a 4-D tensor in layout {attrs.data_layout}, got {data}")
-    c = data.shape[layout_perm(attrs.data_layout, "NCHW")[1]]
+    c = canonical_shape(data, attrs.data_layout, "NCHW", "data")[1]
     groups = attrs.groups
     if not isinstance(groups, int) or groups < 1 or c % groups:
         raise TypeRelError(f"groups={groups!r} must be a positive divisor of the {c} channels")
@@ -299,9 +296,7 @@ def conv2d_transpose_solve(arg_types: Sequence[Type], attrs: Attrs) -> Solved:
     if data is None or not isinstance(arg_types[1], IncompleteType):
         return list(arg_types)
     kh, kw = _kernel_hw(attrs, "nn.conv2d_transpose")
-    if data.ndim != 4:
-        raise TypeRelError(f"data must be a 4-D tensor in layout {attrs.data_layout}, got {data}")
-    c = data.shape[layout_perm(attrs.data_layout, "NCHW")[1]]
+    c = canonical_shape(data, attrs.data_layout, "NCHW", "data")[1]
     groups = attrs.groups
     if not isinstance(groups, int) or groups < 1 or attrs.channels % groups:
         raise TypeRelError(

@@ -35,6 +35,7 @@ from relaykit.errors import AttrError
 from relaykit.ir.types import TensorType
 from relaykit.op._relations import static
 from relaykit.op.define import TypeRelError
+from relaykit.op.layout import blocked_shape, primal_sizes, transform_layout
 
 __all__ = [
     "layout_perm",
@@ -68,14 +69,28 @@ def layout_perm(layout: str, canonical: str) -> tuple[int, ...]:
     return tuple(layout.index(c) for c in canonical)
 
 
+def _blocked(layout: str, canonical: str) -> bool:
+    """Whether ``layout`` splits blocks off ``canonical``'s axes (``NCHW16c``)."""
+    if not any(ch.isdigit() for ch in layout):
+        return False
+    primal = "".join(ch for ch in layout if ch.isupper())
+    layout_perm(primal, canonical)
+    return True
+
+
 def to_layout(shape: Sequence[int], canonical: str, layout: str) -> tuple[int, ...]:
-    """A shape given in ``canonical`` order rearranged into ``layout``."""
+    """A shape given in ``canonical`` order rearranged into ``layout`` (blocks split)."""
+    if _blocked(layout, canonical):
+        return blocked_shape(dict(zip(canonical, shape, strict=True)), layout)
     layout_perm(layout, canonical)
     return tuple(shape[canonical.index(c)] for c in layout)
 
 
 def canonical_shape(t: TensorType, layout: str, canonical: str, what: str) -> tuple[Any, ...]:
     """The shape of ``t`` (in ``layout``) in ``canonical`` order; ``what`` names ``t``."""
+    if _blocked(layout, canonical):
+        sizes = primal_sizes(t.shape, layout)
+        return tuple(sizes[c] for c in canonical)
     if t.ndim != len(canonical):
         raise TypeRelError(
             f"{what} must be a {len(canonical)}-D tensor in layout {layout}, got {t}"
@@ -86,12 +101,16 @@ def canonical_shape(t: TensorType, layout: str, canonical: str, what: str) -> tu
 
 def to_canonical(x: np.ndarray, layout: str, canonical: str) -> np.ndarray:
     """The array ``x`` (in ``layout``) transposed to ``canonical`` order (a view)."""
+    if _blocked(layout, canonical):
+        return transform_layout(x, layout, canonical)
     perm = layout_perm(layout, canonical)
     return x if perm == tuple(range(x.ndim)) else np.transpose(x, perm)
 
 
 def from_canonical(x: np.ndarray, canonical: str, layout: str) -> np.ndarray:
     """The array ``x`` (in ``canonical`` order) transposed to ``layout``, contiguous."""
+    if _blocked(layout, canonical):
+        return transform_layout(x, canonical, layout)
     perm = tuple(canonical.index(c) for c in layout)
     return x if perm == tuple(range(x.ndim)) else np.ascontiguousarray(np.transpose(x, perm))
 

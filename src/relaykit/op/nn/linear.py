@@ -243,7 +243,8 @@ def batch_matmul_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     b = tensor_arg(arg_types, 1, "tensor_b")
     if a.ndim != 3 or b.ndim != 3:
         raise TypeRelError(f"batch_matmul needs two 3-D tensors, got {a} and {b}")
-    same_dtype(a, b, "tensor_a and tensor_b")
+    if not (attrs.out_dtype and is_int(a.dtype) and is_int(b.dtype)):
+        same_dtype(a, b, "tensor_a and tensor_b")  # mixed integers (u8 x i8) need out_dtype
     ba, m, ka = (a.shape[0], a.shape[2], a.shape[1]) if attrs.transpose_a else a.shape
     bb, kb, nn = (b.shape[0], b.shape[2], b.shape[1]) if attrs.transpose_b else b.shape
     if differ(ka, kb):

@@ -24,8 +24,9 @@ from relaykit.ir.op import default_registry
 from relaykit.ir.types import AnyDim, TensorType, Type
 from relaykit.op._relations import static, static_value, tensor_arg
 from relaykit.op.define import OpPattern, TypeRelError, define_op, make_attrs, make_call
+from relaykit.op.layout import parse_layout, transform_layout
 
-__all__ = ["upsampling", "upsampling3d"]
+__all__ = ["upsampling", "upsampling3d", "upsampling_resize_attrs"]
 
 #: method name of each upsampling -> the image resize method it computes with
 _METHODS_2D = {"nearest_neighbor": "nearest_neighbor", "bilinear": "linear", "bicubic": "cubic"}
@@ -38,10 +39,18 @@ def _scales(attrs: Attrs, rank: int) -> tuple[float, ...]:
     return tuple(float(getattr(attrs, n)) for n in names)
 
 
+def _primal(layout: str) -> str:
+    """The layout without its channel blocks (``NCHW16c`` -> ``NCHW``)."""
+    return "".join(ch for ch in layout if ch.isupper())
+
+
 def _out_shape(data: TensorType, attrs: Attrs, rank: int, what: str) -> tuple[Any, ...]:
-    if data.ndim != rank + 2:
-        raise TypeRelError(f"{what} takes a {rank + 2}-d tensor, got {data}")
-    if attrs.layout not in _LAYOUTS[rank]:
+    blocks = len(parse_layout(attrs.layout)) - len(_primal(attrs.layout))
+    if data.ndim != rank + 2 + blocks:
+        raise TypeRelError(f"{what} takes a {rank + 2 + blocks}-d tensor, got {data}")
+    if any(ch in attrs.layout for ch in "dhw"):
+        raise TypeRelError(f"{what} cannot scale a blocked spatial axis ({attrs.layout})")
+    if _primal(attrs.layout) not in _LAYOUTS[rank]:
         raise TypeRelError(
             f"{what} layout must be one of {', '.join(_LAYOUTS[rank])}, got {attrs.layout!r}"
         )
@@ -60,7 +69,8 @@ def _out_shape(data: TensorType, attrs: Attrs, rank: int, what: str) -> tuple[An
     return tuple(shape)
 
 
-def _resize_attrs(attrs: Attrs, shape: tuple[int, ...], rank: int) -> Attrs:
+def upsampling_resize_attrs(attrs: Attrs, shape: tuple[int, ...], rank: int) -> Attrs:
+    """The ``image.resize{rank}d`` attributes computing this upsampling to ``shape``."""
     axes = [i for i, c in enumerate(attrs.layout) if c in "DHW"]
     if rank == 2:
         method = _METHODS_2D[attrs.method]
@@ -85,9 +95,14 @@ def _make(rank: int, what: str) -> tuple[Any, Any]:
 
     def kernel(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
         x = inputs[0]
+        layout, primal = attrs.layout, _primal(attrs.layout)
+        if layout != primal:  # blocked channels: resize in the primal layout
+            x = transform_layout(x, layout, primal)
+            attrs = attrs.with_updates(layout=primal)
         shape = _out_shape(TensorType(x.shape, x.dtype.name), attrs, rank, what)
         resize = default_registry.get_attr(f"image.resize{rank}d", "FCompute")
-        return resize([x], _resize_attrs(attrs, shape, rank))
+        out = resize([x], upsampling_resize_attrs(attrs, shape, rank))
+        return out if layout == primal else transform_layout(out, primal, layout)
 
     return rel, kernel
 

@@ -15,8 +15,10 @@ True
 
 from . import canonicalize as canonicalize
 from . import legalize as legalize
+from . import target_legalize as target_legalize
 from .activation import softmax
 from .binary import add, mul, subtract
+from .config import RequantizeConfig, current_requantize_config, requantize_config
 from .convolution import conv2d, conv2d_transpose
 from .dense_pack import contrib_dense_pack
 from .linear import batch_matmul, dense
@@ -35,6 +37,9 @@ __all__ = [
     "quantize",
     "dequantize",
     "requantize",
+    "requantize_config",
+    "current_requantize_config",
+    "RequantizeConfig",
     "simulated_quantize",
     "simulated_dequantize",
     "add",

@@ -48,7 +48,9 @@ __all__ = [
 ]
 
 QUANT_DTYPES = ("int8", "uint8", "int16", "uint16", "int32")
-ROUNDINGS = ("UPWARD", "TONEAREST")
+#: ``qnn.requantize``'s rounding modes: TVM's two, and halves to even (relaykit's addition:
+#: ONNX's QLinearConv/QLinearMatMul and onnxruntime scale in float32 and round so).
+ROUNDINGS = ("UPWARD", "TONEAREST", "TONEAREST_EVEN")
 
 
 def qrange(dtype: str) -> tuple[int, int]:
@@ -86,7 +88,12 @@ def fixed_point_multiply(x: np.ndarray, multiplier: Any, rounding: str) -> np.nd
     total = np.maximum(-shift, 0) + 31
     v = np.left_shift(v, left) * mult
     pos = np.left_shift(np.int64(1), total - 1)
-    rnd = pos if rounding == "UPWARD" else np.where(v >= 0, pos, pos - 1)
+    if rounding == "UPWARD":
+        rnd = pos
+    elif rounding == "TONEAREST_EVEN":  # a half goes up when the quotient is odd
+        rnd = pos - 1 + (np.right_shift(v, total) & 1)
+    else:
+        rnd = np.where(v >= 0, pos, pos - 1)
     return np.right_shift(v + rnd, total).astype(np.int32)
 
 
@@ -135,7 +142,10 @@ def requantize_values(
     compute_dtype: str,
     out_dtype: str,
 ) -> np.ndarray:
-    """TVM's requantize on NumPy arrays, step for step as the canonical form computes it."""
+    """TVM's requantize on NumPy arrays, step for step as the canonical form computes it.
+
+    In float, TVM adds the output zero point before rounding; ``TONEAREST_EVEN`` rounds
+    first, as onnxruntime's requantization does (``round(acc * scale) + zero_point``)."""
     nd = max(np.ndim(x), 1)
     izp = channel_shape(in_zp, nd, axis).astype(np.int64)
     ozp = channel_shape(out_zp, nd, axis).astype(np.int64)
@@ -145,8 +155,12 @@ def requantize_values(
     if compute_dtype in ("float32", "float64"):
         ft = np.dtype(compute_dtype)
         mult = channel_shape(isc.astype(np.float64) / osc.astype(np.float64), nd, axis)
-        v = (np.asarray(x).astype(ft) - izp.astype(ft)) * mult.astype(ft) + ozp.astype(ft)
-        return np.asarray(np.clip(rint(v), lo, hi).astype(out_dtype))
+        v = (np.asarray(x).astype(ft) - izp.astype(ft)) * mult.astype(ft)
+        if rounding == "TONEAREST_EVEN":
+            v = rint(v, rounding) + ozp.astype(ft)
+        else:
+            v = rint(v + ozp.astype(ft), rounding)
+        return np.asarray(np.clip(v, lo, hi).astype(out_dtype))
     v = (np.asarray(x).astype(np.int64) - izp).astype(np.int32)
     per_tensor = isc.size == 1 and osc.size == 1
     if not (per_tensor and isc[0] == osc[0]):

@@ -93,6 +93,10 @@ def fixed_point_expr(t: Expr, multiplier: np.ndarray, rounding: str) -> Expr:
     pos = np.left_shift(np.int64(1), total - 1)
     if rounding == "UPWARD":
         rnd: Expr = _c(pos, "int64")
+    elif rounding == "TONEAREST_EVEN":
+        quotient = make_call("right_shift", [v, _c(total, "int64")])
+        odd = make_call("bitwise_and", [quotient, _c(1, "int64")])
+        rnd = make_call("add", [odd, _c(pos - 1, "int64")])
     else:
         ge = make_call("greater_equal", [v, _c(0, "int64")])
         rnd = make_call("where", [ge, _c(pos, "int64"), _c(pos - 1, "int64")])
@@ -121,11 +125,14 @@ def requantize_expr(
     ozp_b = channel_shape(ozp, nd, axis)
     if compute_dtype in ("float32", "float64"):
         ft = compute_dtype
-        v = make_call("cast", [x], dtype=ft)
+        v: Expr = make_call("cast", [x], dtype=ft)
         v = make_call("subtract", [v, _c(izp_b, ft)])
         v = make_call("multiply", [v, _c(mult, ft)])
-        v = make_call("add", [v, _c(ozp_b, ft)])
-        return _clip_cast(rint_expr(v, ft), out_dtype)
+        if rounding == "TONEAREST_EVEN":
+            v = make_call("add", [rint_expr(v, ft, rounding), _c(ozp_b, ft)])
+        else:
+            v = rint_expr(make_call("add", [v, _c(ozp_b, ft)]), ft, rounding)
+        return _clip_cast(v, out_dtype)
     t: Expr = make_call("subtract", [make_call("cast", [x], dtype="int32"), _c(izp_b, "int32")])
     if not (isc.size == 1 and osc.size == 1 and isc[0] == osc[0]):
         t = fixed_point_expr(t, np.asarray(mult, np.float64), rounding)

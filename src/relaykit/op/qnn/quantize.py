@@ -6,7 +6,8 @@
 - ``qnn.dequantize(q, s, z)`` = ``s * (q - z)``;
 - ``qnn.requantize`` moves ``q`` from one scale and zero point to others with TVM's
   integer arithmetic: a Q31 fixed-point multiplier in int64, rounded ``UPWARD`` (the
-  default) or ``TONEAREST``, or in ``compute_dtype`` ``float32`` / ``float64``;
+  default), ``TONEAREST`` or ``TONEAREST_EVEN`` (relaykit's addition, onnxruntime's
+  rounding), or in ``compute_dtype`` ``float32`` / ``float64``;
 - ``qnn.simulated_quantize`` / ``simulated_dequantize`` do the same in float, the target
   dtype a run-time code (``SQNN_DTYPE_TO_CODE``).
 
@@ -48,6 +49,7 @@ from ._common import (
     runtime_qparams,
     static_dtype,
 )
+from .config import current_requantize_config
 
 __all__ = [
     "quantize",
@@ -200,15 +202,16 @@ def dequantize(
 
 
 def resolve_rounding(rounding: Any) -> str:
-    """``"None"`` (TVM's default) is ``UPWARD``."""
+    """``"None"`` is the configured rounding (:func:`.config.requantize_config`; TVM's
+    default ``UPWARD``)."""
     r = str(rounding)
-    return "UPWARD" if r in ("None", "") else r
+    return current_requantize_config().rounding if r in ("None", "") else r
 
 
 def resolve_compute_dtype(compute_dtype: Any) -> str:
-    """``"None"`` (TVM's default) is ``int64``."""
+    """``"None"`` is the configured compute dtype (TVM's default ``int64``)."""
     c = str(compute_dtype)
-    return "int64" if c in ("None", "") else c
+    return current_requantize_config().compute_dtype if c in ("None", "") else c
 
 
 def _requantize_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
@@ -269,7 +272,8 @@ def requantize(
     """TVM's ``relay.qnn.op.requantize``."""
     if resolve_rounding(rounding) not in ROUNDINGS:
         raise AttrError(
-            f"qnn.requantize: rounding must be UPWARD, TONEAREST or None, got {rounding!r}"
+            "qnn.requantize: rounding must be UPWARD, TONEAREST, TONEAREST_EVEN or None, "
+            f"got {rounding!r}"
         )
     if resolve_compute_dtype(compute_dtype) not in ("int64", "float32", "float64"):
         raise AttrError(

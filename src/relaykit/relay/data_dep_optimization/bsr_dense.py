@@ -1,16 +1,25 @@
-"""``tvm.relay.data_dep_optimization.bsr_dense``: not in relaykit.
+"""``tvm.relay.data_dep_optimization.bsr_dense``: dense layers with sparse weights to
+``nn.sparse_dense`` (:mod:`relaykit.transform.dense_to_sparse`).
 
-In TVM: data-dependent (sparse) optimizations. The module imports so that scripts naming
-it load; each of TVM's names here raises
-:class:`~relaykit.errors.UnsupportedFeatureError` when used.
+``convert(func, params, blocksize, sparsity_threshold)`` returns ``(new_func, new_params)``.
 """
 
-from relaykit.relay._facade import NOT_YET, module_getattr, unsupported
+from __future__ import annotations
 
-_NAMES: list[str] = [
-    "convert",
-]  # fmt: skip
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-__all__ = list(_NAMES)
-globals().update(unsupported(__name__, _NAMES, NOT_YET))
-__getattr__ = module_getattr(__name__, NOT_YET)
+from relaykit.ir.expr import Function
+from relaykit.transform.dense_to_sparse import dense_to_sparse
+
+__all__ = ["convert"]
+
+
+def convert(
+    func: Function,
+    params: Mapping[str, Any],
+    blocksize: Sequence[int] = (16, 1),
+    sparsity_threshold: float = 0.85,
+) -> tuple[Function, dict[str, Any]]:
+    """TVM's ``bsr_dense.convert``: dense layers over weights in ``params``."""
+    return dense_to_sparse(func, params, blocksize, sparsity_threshold)

@@ -14,13 +14,20 @@ True
 from typing import Any
 
 import relaykit.transform
-from relaykit.byoc import AnnotateTarget, MergeCompilerRegions, MergeComposite, PartitionGraph
+from relaykit.byoc import (
+    AnnotateTarget,
+    CapturePostDfsIndexInSpans,
+    MergeCompilerRegions,
+    MergeComposite,
+    PartitionGraph,
+)
 from relaykit.errors import IRError
 from relaykit.text.spans import AnnotateSpans
 from relaykit.transform import *  # noqa: F403 - every pass and the pass infrastructure
 from relaykit.transform import FoldScaleAxis
 from relaykit.transform.fuse_ops import FuseOps
-from relaykit.transform.legalize import AlterOpLayout, CanonicalizeOps, Legalize
+from relaykit.transform.layout import AlterOpLayout
+from relaykit.transform.legalize import CanonicalizeOps, Legalize
 from relaykit.transform.mixed_precision import ToMixedPrecision
 from relaykit.transform.simplify_expr import SimplifyExpr
 from relaykit.tuning import CollagePartition
@@ -45,6 +52,7 @@ __all__ = [
     "MergeCompilerRegions",
     "PartitionGraph",
     "CollagePartition",
+    "CapturePostDfsIndexInSpans",
     "BackwardFoldScaleAxis",
     "ForwardFoldScaleAxis",
     "AnnotateSpans",

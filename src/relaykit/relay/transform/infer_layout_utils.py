@@ -1,16 +1,5 @@
-"""``tvm.relay.transform.infer_layout_utils``: not in relaykit.
+"""``tvm.relay.transform.infer_layout_utils``: the answer type of a layout rule."""
 
-In TVM: InferCorrectLayoutOutput. The module imports so that scripts naming it load;
-each of TVM's names here raises :class:`~relaykit.errors.UnsupportedFeatureError` when
-used.
-"""
+from relaykit.transform.layout import InferCorrectLayoutOutput
 
-from relaykit.relay._facade import NOT_YET, module_getattr, unsupported
-
-_NAMES: list[str] = [
-    "InferCorrectLayoutOutput",
-]  # fmt: skip
-
-__all__ = list(_NAMES)
-globals().update(unsupported(__name__, _NAMES, NOT_YET))
-__getattr__ = module_getattr(__name__, NOT_YET)
+__all__ = ["InferCorrectLayoutOutput"]

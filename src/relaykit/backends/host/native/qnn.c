@@ -21,6 +21,8 @@
  *   v = acc + add[c]                               (bias - input zero point, int32)
  *   v = (v << lsh[c]) * mult[c] rounded >> rsh[c]  (int64; skipped when ident)
  *   v = clamp(v + ozp, lo, hi)                     (lo, hi: the dtype's range and clips)
+ * or, in float (mode 3): v = clamp(rint((float)v * scale[c]) + ozp, lo, hi), the float32
+ * scale's bits stored in mult[c] (onnxruntime's requantization, halves to even).
  */
 #include <stdint.h>
 #include <string.h>
@@ -43,8 +45,26 @@ int64_t rk_q_vnni(void) {
 
 /* -- the requantize epilogue ------------------------------------------------------------ */
 
-/* e: ozp, lo, hi, ident, tonearest, kind (0 int8, 1 uint8, 2 int32). The loops read the
- * parameters into locals first (the output, bytes, may alias anything) so they vectorise. */
+/* e: ozp, lo, hi, ident, mode, kind (0 int8, 1 uint8, 2 int32). mode: how the product
+ * rounds, 0 halves up, 1 halves away from zero, 2 halves to even (Q31 fixed point), 3 in
+ * float32, halves to even. The loops read the parameters into locals first (the output,
+ * bytes, may alias anything) so they vectorise. */
+static inline float rk_q_f32(int32_t bits) {
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+#define RK_Q_EPI_FIXED(T, ADD, MULT, LSH, RSH, ROUND)                                      \
+    for (int64_t i = 0; i < n; i++) {                                                      \
+        int32_t v = (int32_t)((uint32_t)acc[i] + (uint32_t)(ADD));                         \
+        int64_t x = (int64_t)((uint64_t)(int64_t)v << (LSH)) * (int64_t)(MULT);            \
+        x += ROUND;                                                                        \
+        int32_t r = (int32_t)((int64_t)(int32_t)(x >> (RSH)) + ozp);                       \
+        r = r < lo ? lo : r;                                                               \
+        o[i] = (T)(r > hi ? hi : r);                                                       \
+    }
+
 #define RK_Q_EPI_BODY(T, ADD, MULT, LSH, RSH)                                              \
     do {                                                                                   \
         T *o = (T *)out;                                                                   \
@@ -55,15 +75,23 @@ int64_t rk_q_vnni(void) {
                 r = r < lo ? lo : r;                                                       \
                 o[i] = (T)(r > hi ? hi : r);                                               \
             }                                                                              \
-        } else {                                                                           \
+        } else if (tn == 3) {                                                              \
+            const float flo = (float)((int64_t)lo - ozp), fhi = (float)((int64_t)hi - ozp); \
             for (int64_t i = 0; i < n; i++) {                                              \
                 int32_t v = (int32_t)((uint32_t)acc[i] + (uint32_t)(ADD));                 \
-                int64_t x = (int64_t)((uint64_t)(int64_t)v << (LSH)) * (int64_t)(MULT);    \
-                x += ((int64_t)1 << ((RSH) - 1)) - (tn & (int64_t)(x < 0));                \
-                int32_t r = (int32_t)((int64_t)(int32_t)(x >> (RSH)) + ozp);               \
+                float f = (float)v * rk_q_f32(MULT);                                       \
+                f = f < flo ? flo : f;                                                     \
+                f = f > fhi ? fhi : f;                                                     \
+                int32_t r = (int32_t)((int64_t)rintf(f) + ozp);                            \
                 r = r < lo ? lo : r;                                                       \
                 o[i] = (T)(r > hi ? hi : r);                                               \
             }                                                                              \
+        } else if (tn == 2) {                                                              \
+            RK_Q_EPI_FIXED(T, ADD, MULT, LSH, RSH,                                         \
+                           ((int64_t)1 << ((RSH) - 1)) - 1 + ((x >> (RSH)) & 1))           \
+        } else {                                                                           \
+            RK_Q_EPI_FIXED(T, ADD, MULT, LSH, RSH,                                         \
+                           ((int64_t)1 << ((RSH) - 1)) - (tn & (int64_t)(x < 0)))          \
         }                                                                                  \
     } while (0)
 
@@ -166,7 +194,7 @@ RK_TILE(rk_q_tile_rs, int8_t, uint8_t)
  * p: R, P, rsum (int32[M] or 0), csum (int32[N] or 0), zr (int32[M]), zc (int32[N]),
  *    add, mult, lsh, rsh (int32, per channel: rows when chan_rows, else columns), out
  * s: M, N, K, Kp, Np, ldc, rows_unsigned, chan_rows, RB, CB, ntasks_cols,
- *    ozp, lo, hi, ident, tonearest, kind */
+ *    ozp, lo, hi, ident, mode, kind */
 typedef struct {
     const uintptr_t *p;
     const int64_t *s;
@@ -376,7 +404,7 @@ void rk_q_im2col_run(const uintptr_t *p, const int64_t *s, int64_t nthreads) {
 /* One image; output channel oc reads input channel oc / mult.
  * p: x, w (OC x KH x KW bytes), out, add, mult, lsh, rsh, wzp (int32[OC]), scratch
  * s: C, H, W, OC, KH, KW, OH, OW, sh, sw, pt, pl, dh, dw, x_signed, w_signed, xzp,
- *    nblocks, scratch bytes per block, chmult, ozp, lo, hi, ident, tonearest, kind
+ *    nblocks, scratch bytes per block, chmult, ozp, lo, hi, ident, mode, kind
  * The scratch of a block: the shifted channel (int16, zero padded, in column phases) and
  * a row of int32. */
 typedef struct {
@@ -499,7 +527,7 @@ void rk_q_dw_run(const uintptr_t *p, const int64_t *s, int64_t nthreads) {
 
 /* requantize of int32 or (u)int8 x[outer][C][inner] with per-channel parameters (C = 1:
  * per tensor). p: x, out, add, mult, lsh, rsh   s: outer, C, inner, in_kind (0 s8, 1 u8,
- * 2 s32), ozp, lo, hi, ident, tonearest, kind. Tasks: (outer, channel) rows. */
+ * 2 s32), ozp, lo, hi, ident, mode, kind. Tasks: (outer, channel) rows. */
 typedef struct {
     const uintptr_t *p;
     const int64_t *s;

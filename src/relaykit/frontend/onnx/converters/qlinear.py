@@ -30,9 +30,12 @@ from .quant_params import QParams, const_qparams, is_const
 
 __all__: list[str] = []
 
-#: how the requantization of an int32 accumulator rounds (halves away from zero, the
-#: closest of TVM's modes to onnxruntime's halves-to-even float rounding)
-ROUNDING = "TONEAREST"
+#: how the requantization of an int32 accumulator is computed: as ONNX specifies it and
+#: onnxruntime's kernels do it, ``round(float32(acc) * scale) + zero_point`` with the
+#: float32 ``x_scale * w_scale / y_scale``, halves to even (TVM's Q31 fixed point rounds
+#: one step apart on about one value in ten thousand, and the steps compound over layers)
+ROUNDING = "TONEAREST_EVEN"
+COMPUTE = "float32"
 
 
 # -- QNN forms --------------------------------------------------------------------------------
@@ -48,6 +51,7 @@ def _requantize(acc: Expr, in_scale: np.ndarray, out: QParams, axis: int, dtype:
         out.zero_point,
         axis=axis,
         rounding=ROUNDING,
+        compute_dtype=COMPUTE,
         out_dtype=dtype,
     )
 
