@@ -71,6 +71,15 @@ class ArgumentError(RelayKitError, TypeError):
     where integers are needed, ...)."""
 
 
+class TargetError(ArgumentError, ValueError):
+    """A target names an attribute its kind does not have (TVM raises ValueError there;
+    older target options such as ``-runtime`` or ``-executor`` moved to ``Runtime`` and
+    ``Executor``)."""
+
+
+__all__ += ["TargetError"]
+
+
 class StructuralMismatchError(RelayKitError, AssertionError):
     """Raised by ``assert_structural_equal``; the message names the first mismatching path."""
 

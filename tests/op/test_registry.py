@@ -52,7 +52,7 @@ def test_patterns_follow_tvm():
     assert op.get("reshape").get_attr("TOpPattern") == OpPattern.INJECTIVE
     assert op.get("sum").get_attr("TOpPattern") == OpPattern.COMM_REDUCE
     assert op.get("nn.conv2d").get_attr("TOpPattern") == OpPattern.OUT_ELEMWISE_FUSABLE
-    assert op.get("nn.softmax").get_attr("TOpPattern") == OpPattern.OPAQUE
+    assert op.get("nn.softmax").get_attr("TOpPattern") == OpPattern.OUT_ELEMWISE_FUSABLE
 
 
 def test_all_lists_are_accurate():

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from relaykit import relay
-from relaykit.errors import IRError
 from relaykit.ir import GlobalVar, IRModule, assert_structural_equal
 from relaykit.transform import Inline, ToANormalForm, ToGraphNormalForm, to_a_normal_form
 
@@ -19,7 +17,7 @@ def _diamond():
 
 def test_anf_binds_each_call_once_in_order():
     fn, x = _diamond()
-    v1, v2, v3 = relay.var("v1"), relay.var("v2"), relay.var("v3")
+    v1, v2, v3 = (relay.Var(n, relay.IncompleteType()) for n in ("v1", "v2", "v3"))
     expected = relay.Function(
         [x],
         relay.Let(
@@ -68,13 +66,20 @@ def test_inline_substitutes_and_removes_callee():
     assert_structural_equal(out["main"], expected, map_free_vars=True)
 
 
-def test_inline_rejects_recursion():
-    x = relay.var("x", shape=())
+def test_inline_leaves_a_recursive_function_alone():
+    x = relay.var("x", shape=(), dtype="int32")
     mod = IRModule()
     f = GlobalVar("f")
-    mod[f] = relay.Function([x], f(x), ret_type=relay.TensorType((), "float32")).with_attr(
+    body = relay.If(
+        relay.equal(x, relay.const(0)), x, relay.add(x, f(relay.subtract(x, relay.const(1))))
+    )
+    mod[f] = relay.Function([x], body, ret_type=relay.TensorType((), "int32")).with_attr(
         "Inline", 1
     )
-    mod["main"] = relay.Function([x], f(x))
-    with pytest.raises(IRError, match="recursive"):
-        Inline()(mod)
+    y = relay.var("y", shape=(), dtype="int32")
+    mod["main"] = relay.Function([y], f(y))
+    out = Inline()(mod)
+    assert [gv.name_hint for gv in out.get_global_vars()] == ["f", "main"]
+    assert out["main"].body.op.name_hint == "f"
+    run = relay.create_executor(mod=out).evaluate()
+    assert int(run(np.array(4, "int32")).numpy()) == 4 + 3 + 2 + 1

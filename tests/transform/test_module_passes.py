@@ -91,15 +91,21 @@ def test_lambda_lift_closure_and_recursion_run_the_same():
     np.testing.assert_allclose(_run(lifted, data), _run(mod, data))
 
 
-def test_inline_keeps_a_global_used_as_a_value():
+def test_inline_turns_a_global_used_as_a_value_into_the_function():
     x, y = relay.var("x", shape=(2,)), relay.var("y", shape=(2,))
     mod = IRModule()
     g = GlobalVar("g")
     mod[g] = relay.Function([x], x + x).with_attr("Inline", 1)
-    mod["main"] = relay.Function([y], relay.Tuple([g(y), g]))
+    mod["main"] = relay.Function([y], relay.Tuple([g(y), relay.Call(g, [y + y])]))
+    pick = relay.var("p", "bool")
+    mod["choose"] = relay.Function([pick, y], relay.Call(relay.If(pick, g, g), [y]))
     out = transform.Inline()(mod)
-    assert out.contains_global_var("g")
+    assert not out.contains_global_var("g")
     assert out["main"].body.fields[0].op.name == "add"
+    assert isinstance(out["choose"].body.op.true_branch, relay.Function)
+    data = np.arange(2, dtype="float32")
+    run = relay.create_executor(mod=out).evaluate(out.get_global_var("choose"))
+    np.testing.assert_allclose(run(np.array(True), data).numpy(), data * 2)
 
 
 def test_eta_expand_global_var():

@@ -209,6 +209,12 @@ def _convert_input(
 ) -> Any:
     if isinstance(value, NDArray):
         value = value.numpy()
+    elif isinstance(value, Constant):  # a Relay constant as an argument (as TVM takes it)
+        value = value.data.numpy()
+    if isinstance(value, ADT) and not isinstance(value, ConstructorValue) and value.tag == 0:
+        value = tuple(value)  # a runtime tuple
+    if type(value) is tuple and not isinstance(ty, TupleType):  # a tuple for a type var
+        return tuple(_convert_input(v, None, f"{name}.{i}", env) for i, v in enumerate(value))
     if isinstance(ty, TupleType):
         if not isinstance(value, (tuple, list)) or len(value) != len(ty.fields):
             raise ExecutionError(f"input %{name} expects a tuple of type {ty}, got {value!r}")

@@ -169,6 +169,15 @@ class ExprVisitor(ExprFunctor):
 
     visit_var = visit_constant = visit_global_var = visit_op = _leaf
     visit_call = visit_tuple = visit_tuple_getitem = visit_function = _visit_children
+
+    def visit(self, expr: Expr) -> Any:
+        # A node met again while its own visit is under way (a visitor that walks into
+        # the module's function of a global from inside it): already being visited, as
+        # TVM's ExprVisitor counts it.
+        if self.memo_map.get(expr, None) is ExprFunctor._PENDING:
+            return None
+        return super().visit(expr)
+
     visit_let = visit_if = _visit_children
     visit_ref_create = visit_ref_read = visit_ref_write = _visit_children
     visit_constructor = _leaf

@@ -164,7 +164,7 @@ def _type_fields(node: Any) -> dict[str, Any]:
 
 
 def _other_fields(node: Any) -> dict[str, Any]:
-    if type(node) is Span:
+    if isinstance(node, Span):
         return {
             "source_name": _SourceName(str(node.source_name)) if node.source_name else None,
             "line": node.line,
@@ -294,6 +294,8 @@ class _Writer:
             name = str(self.ref(value.name_hint))
             return {"type_key": key, "attrs": {"dtype": value.dtype, "name": name, "span": "0"}}
         type_key = _TYPE_KEYS.get(type(value))
+        if type_key is None and isinstance(value, Span):  # a parser's span is a span
+            type_key = "Span"
         if type_key is None:
             raise ArgumentError(f"save_json cannot write a {type(value).__name__} value")
         out: dict[str, str] = {}

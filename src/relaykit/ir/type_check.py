@@ -69,8 +69,8 @@ from .types import (
     TensorType,
     TupleType,
     Type,
-    TypeVar,
 )
+from .unknowns import Unknown, has_unknown, incomplete_unknowns, substitute, unknowns
 
 __all__ = [
     "GlobalScope",
@@ -270,6 +270,15 @@ class TypeChecker:
                 raise self.fail(
                     let, f"let %{let.var.name_hint} is annotated {ann} but bound to {vt}"
                 )
+        prev = self.var_env.get(let.var)
+        if prev is not None and prev is not vt:
+            # the value used the variable (a recursive function): the same type
+            if self.unify(prev, vt) is None:
+                raise self.fail(
+                    let, f"let %{let.var.name_hint} is used as {prev} but bound to {vt}"
+                )
+            vt = self.resolve(vt)
+            self.solved.discard(let.var)
         self.var_env[let.var] = vt
         self.finish(let.var, vt)
 
@@ -728,9 +737,14 @@ class TypeChecker:
         for node in self.pending:
             t = self.resolve(done[id(node)])
             left = unknowns(t)
-            if left:
-                where = left[0].origin or node
-                raise self.fail(where, self.unsolved(left[0], "nothing determines it"))
+            if left and all(u.origin is None for u in left):
+                # a type parameter of a polymorphic callee nothing constrains (``Nil()``
+                # of a list never looked into): it stays incomplete, as TVM leaves it
+                t = incomplete_unknowns(t)
+            elif left:
+                where = next(u for u in left if u.origin is not None).origin or node
+                hole = next(u for u in left if u.origin is not None)
+                raise self.fail(where, self.unsolved(hole, "nothing determines it"))
             done[id(node)] = t
             node._set_checked_type(t)
 
@@ -746,22 +760,6 @@ class TypeChecker:
         if origin is None:
             return f"cannot infer a type parameter of a polymorphic function: {why}"
         return f"cannot infer the type of this {type(origin).__name__}: {why}"
-
-
-class Unknown(IncompleteType):
-    """An unknown type of one run of the checker, standing for the type of ``origin``
-    until unification solves it. Unlike :class:`IncompleteType` values, each unknown
-    is equal only to itself."""
-
-    __slots__ = ("origin",)
-    origin: Expr | None
-
-    def __init__(self, origin: Expr | None) -> None:
-        object.__setattr__(self, "kind", 0)
-        object.__setattr__(self, "origin", origin)
-
-    __eq__ = object.__eq__
-    __hash__ = object.__hash__
 
 
 def unify_dims(a: Any, b: Any) -> Any:
@@ -783,45 +781,6 @@ def unify_tensor_types(a: TensorType, b: TensorType) -> TensorType | None:
     if any(d is None for d in dims):
         return None
     return TensorType(dims, a.dtype)
-
-
-def unknowns(t: Type) -> list[Unknown]:
-    """The unknowns inside ``t``, outermost first."""
-    tt = type(t)
-    if tt is Unknown:
-        return [t]  # type: ignore[list-item]
-    if tt is TupleType:
-        return [u for f in t.fields for u in unknowns(f)]  # type: ignore[attr-defined]
-    if tt is FuncType:
-        parts = (*t.arg_types, t.ret_type)  # type: ignore[attr-defined]
-        return [u for p in parts for u in unknowns(p)]
-    if tt is TypeCall:
-        return [u for a in t.args for u in unknowns(a)]  # type: ignore[attr-defined]
-    if tt is RefType:
-        return unknowns(t.value)  # type: ignore[attr-defined]
-    return []
-
-
-def substitute(t: Type, mapping: Mapping[Type, Type]) -> Type:
-    """``t`` with the type variables of ``mapping`` replaced."""
-    tt = type(t)
-    if tt is TypeVar:
-        return mapping.get(t, t)
-    if tt is TupleType:
-        return TupleType([substitute(f, mapping) for f in t.fields])  # type: ignore[attr-defined]
-    if tt is FuncType:
-        inner = {k: v for k, v in mapping.items() if k not in t.type_params}  # type: ignore[attr-defined]
-        args = [substitute(a, inner) for a in t.arg_types]  # type: ignore[attr-defined]
-        return FuncType(args, substitute(t.ret_type, inner), t.type_params)  # type: ignore[attr-defined]
-    if tt is TypeCall:
-        return TypeCall(t.func, [substitute(a, mapping) for a in t.args])  # type: ignore[attr-defined]
-    if tt is RefType:
-        return RefType(substitute(t.value, mapping))  # type: ignore[attr-defined]
-    return t
-
-
-def has_unknown(t: Type) -> bool:
-    return bool(unknowns(t))
 
 
 def _calls_untyped_literal(call: Call) -> bool:

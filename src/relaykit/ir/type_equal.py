@@ -19,7 +19,9 @@ from __future__ import annotations
 from typing import Any
 
 from .adt import GlobalTypeVar, TypeCall
-from .types import FuncType, RefType, TupleType, Type, TypeRelation, TypeVar
+from .symbolic import PrimExpr, SymExpr
+from .symbolic import Var as SymVar
+from .types import FuncType, RefType, TensorType, TupleType, Type, TypeRelation, TypeVar
 
 __all__ = ["TypeMap", "type_shape_key"]
 
@@ -31,6 +33,9 @@ class TypeMap:
         self.map_free_vars = map_free_vars
         self.lmap: dict[TypeVar, TypeVar] = {}
         self.rmap: dict[TypeVar, TypeVar] = {}
+        # shape variables (te.var / te.size_var) matched so far, by id, both ways
+        self.ldims: dict[int, SymVar] = {}
+        self.rdims: dict[int, SymVar] = {}
 
     def bind(self, lhs: Any, rhs: Any) -> bool:
         """Bind two sequences of type parameters position by position."""
@@ -74,6 +79,48 @@ class TypeMap:
             and self.all_equal(a.type_constraints, b.type_constraints)
         )
 
+    def tensor_type(self, a: TensorType, b: TensorType) -> bool:
+        if a.dtype != b.dtype or len(a.shape) != len(b.shape):
+            return False
+        return all(
+            self.dim(x, y) if isinstance(x, PrimExpr) or isinstance(y, PrimExpr) else x == y
+            for x, y in zip(a.shape, b.shape, strict=True)
+        )
+
+    def dim(self, a: Any, b: Any) -> bool:
+        """Two symbolic dimensions equal once their shape variables are matched (as TVM
+        matches the size variables of two functions' parameter types on first sight)."""
+        if isinstance(a, SymVar) and isinstance(b, SymVar):
+            seen_l, seen_r = self.ldims.get(id(a)), self.rdims.get(id(b))
+            if seen_l is None and seen_r is None:
+                if a.dtype != b.dtype:
+                    return False
+                self.ldims[id(a)], self.rdims[id(b)] = b, a
+                return True
+            return seen_l is b and seen_r is a
+        if isinstance(a, SymExpr) and isinstance(b, SymExpr):
+            if len(a.terms) != len(b.terms):
+                return False
+            rest = list(b.terms)
+            for mono, coeff in a.terms:
+                hit = next(
+                    (
+                        t
+                        for t in rest
+                        if t[1] == coeff
+                        and len(t[0]) == len(mono)
+                        and all(self.dim(x, y) for x, y in zip(mono, t[0], strict=True))
+                    ),
+                    None,
+                )
+                if hit is None:
+                    return False
+                rest.remove(hit)
+            return True
+        if isinstance(a, PrimExpr) and isinstance(b, PrimExpr):
+            return a == b
+        return bool(a == b)  # ints (a monomial's atoms may be plain numbers)
+
     def relation(self, a: TypeRelation, b: TypeRelation) -> bool:
         same = a.func == b.func and a.num_inputs == b.num_inputs and a.attrs == b.attrs
         return same and self.all_equal(a.args, b.args)
@@ -87,6 +134,7 @@ _RULES: dict[type, Any] = {
     TypeCall: lambda m, a, b: m.equal(a.func, b.func) and m.all_equal(a.args, b.args),
     FuncType: TypeMap.func_type,
     TypeRelation: TypeMap.relation,
+    TensorType: TypeMap.tensor_type,
 }
 
 

@@ -65,12 +65,13 @@ class MissingDtypeError(IRError, MissingDependencyError):
     """A dtype that needs the optional ``ml_dtypes`` package, which is not installed."""
 
 
-_TVM_BARE = {"int": "int32", "uint": "uint32", "float": "float32"}
+_TVM_BARE = {"int": "int32", "uint": "uint32", "float": "float32", "uint1": "bool"}
 
 
 def check_dtype(dtype: Any) -> str:
     """Normalise a dtype (string, NumPy dtype or type) to its canonical name. The bare
-    names ``"int"``, ``"uint"`` and ``"float"`` are 32-bit, as in TVM (not NumPy's 64)."""
+    names ``"int"``, ``"uint"`` and ``"float"`` are 32-bit, as in TVM (not NumPy's 64), and
+    ``"uint1"`` (TVM's one-bit unsigned integer) is ``bool``."""
     if isinstance(dtype, str) and dtype in DTYPES:
         return dtype
     if isinstance(dtype, str) and dtype in _TVM_BARE:

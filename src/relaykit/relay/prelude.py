@@ -5,7 +5,9 @@
 rose tree ``Tree[a]`` (``Rose(a, List[Tree[a]])``) and
 the polymorphic global functions ``id``, ``compose``, ``hd``, ``tl``, ``nth``,
 ``update``, ``length``, ``map``, ``foldl``, ``foldr``, ``sum``, ``filter``,
-``concat``, ``rev`` and ``get_or_default`` (Option's value or a default), and the
+``concat``, ``rev``, ``get_or_default`` (Option's value or a default), ``flip``,
+``foldr1``, ``zip``, ``map_accumr``, ``map_accuml``, ``unfoldr``, ``unfoldl``,
+``tmap`` and ``size`` (over rose trees) and ``iterate``, and the
 dynamic tensor arrays of every dtype of ``TENSOR_ARRAY_DTYPES`` (``tensor_float32_t``,
 ``tensor_array_float32``...; see :mod:`relaykit.relay.tensor_array`, whose
 ``StaticTensorArrayOps`` adds the fixed-shape ones).
@@ -41,6 +43,7 @@ from relaykit.ir.hooks import register_std_file
 from relaykit.ir.module import IRModule
 from relaykit.ir.op import get_op
 from relaykit.ir.types import FuncType, TensorType, Type, TypeVar
+from relaykit.text.std_library import PRELUDE_LISTS, load_std_text
 
 from .tensor_array import (
     TENSOR_ARRAY_DTYPES,
@@ -78,6 +81,8 @@ class Prelude:
 
     def get_global_var(self, name: str, dtype: Any = None) -> GlobalVar:
         return self.mod.get_global_var(self.get_name(name, dtype))
+
+    get_var = get_global_var
 
     def get_type(self, name: str, dtype: Any = None) -> GlobalTypeVar:
         return self.mod.get_global_type_var(self.get_name(name, dtype))
@@ -160,6 +165,7 @@ class Prelude:
             self._get_or_default,
         ):
             define()
+        load_std_text(mod, PRELUDE_LISTS, "prelude.rly", "foldr1")
         self._bind_names()
         self._tensor_arrays(set())
 

@@ -24,7 +24,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from relaykit.errors import ArgumentError
+from relaykit.errors import ArgumentError, TargetError
 
 __all__ = [
     "Target", "TargetKind", "VirtualDevice", "list_kinds", "HOST_KINDS",
@@ -57,12 +57,6 @@ _CPU: dict[str, str] = {
     "num-cores": _INT,
     "opt-level": _INT,
     "fast-math": _BOOL,
-    "link-params": _BOOL,
-    "interface-api": _STR,
-    "unpacked-api": _BOOL,
-    "system-lib": _BOOL,
-    "runtime": _STR,
-    "executor": _STR,
     "march": _STR,
     "constants-byte-alignment": _INT,
     "workspace-byte-alignment": _INT,
@@ -157,12 +151,28 @@ def list_kinds() -> list[str]:
     return sorted(_KINDS)
 
 
+#: Target options TVM moved to ``Executor``/``Runtime`` (and rejects in targets).
+_MOVED = {
+    "runtime": "runtime=Runtime(...)",
+    "system-lib": 'runtime=Runtime("cpp", {"system-lib": True})',
+    "executor": 'executor=Executor("aot")',
+    "interface-api": 'executor=Executor("aot", {"interface-api": "c"})',
+    "unpacked-api": 'executor=Executor("aot", {"unpacked-api": True})',
+    "link-params": 'executor=Executor("graph", {"link-params": True})',
+}
+
+
 def _convert(kind: TargetKind, key: str, value: Any) -> Any:
     typ = kind.schema.get(key)
+    if typ is None and key in _MOVED:
+        raise TargetError(
+            f"Cannot recognize '-{key}' in a target: it is not a target option since TVM "
+            f"0.9; pass {_MOVED[key]} to relay.build instead"
+        )
     if typ is None:
         hint = difflib.get_close_matches(key, list(kind.schema), n=1)
         more = f"; did you mean -{hint[0]}?" if hint else ""
-        raise ArgumentError(f"target kind {kind.name!r} has no attribute -{key}{more}")
+        raise TargetError(f"target kind {kind.name!r} has no attribute -{key}{more}")
     if typ == _LIST:
         if isinstance(value, str):
             return tuple(v for v in value.split(",") if v)

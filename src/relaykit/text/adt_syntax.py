@@ -204,7 +204,7 @@ class AdtSyntax(TokenReader):
             lhs = self.pattern()
             self.expect("=", " (the '=>' of a match clause)")
             self.expect(">", " (the '=>' of a match clause)")
-            rhs = self.body("}") if self.accept("{") else self.parse_expr()
+            rhs = self.body("}") if self.accept("{") else self.body(None)
         finally:
             self.close_scope()
         return Clause(lhs, rhs, span=self.span_from(start))

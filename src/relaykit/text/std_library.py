@@ -22,7 +22,7 @@ from relaykit.ir.module import IRModule
 
 from .parser import parse
 
-__all__ = ["NAT", "GRADIENT", "load_std_text"]
+__all__ = ["NAT", "GRADIENT", "PRELUDE_LISTS", "load_std_text"]
 
 NAT = """
 #[version = "0.0.5"]
@@ -101,10 +101,94 @@ def @FromGradCell[T](%g: GradCell[T]) -> T {
 """
 
 
+PRELUDE_LISTS = """
+#[version = "0.0.5"]
+/* f with its two arguments swapped */
+def @flip[A, B, C](%f: fn (A, B) -> C) -> fn (B, A) -> C {
+  fn (%b: B, %a: A) -> C { %f(%a, %b) }
+}
+
+/* the right fold of a non-empty list, its last element the start */
+def @foldr1[A](%f: fn (A, A) -> A, %xs: List[A]) -> A {
+  match (%xs) {
+    Cons(%x, Nil) => %x,
+    Cons(%x, %rest) => %f(%x, @foldr1(%f, %rest)),
+  }
+}
+
+/* pairs of the elements of two lists, as long as the shorter one */
+def @zip[A, B](%xs: List[A], %ys: List[B]) -> List[(A, B)] {
+  match ((%xs, %ys)) {
+    (Cons(%x, %xr), Cons(%y, %yr)) => Cons((%x, %y), @zip(%xr, %yr)),
+    _ => Nil,
+  }
+}
+
+/* map with an accumulator threaded from the right; outputs in input order */
+def @map_accumr[A, B, C](%f: fn (A, B) -> (A, C), %init: A, %xs: List[B]) -> (A, List[C]) {
+  match (%xs) {
+    Nil => (%init, Nil),
+    Cons(%x, %rest) => {
+      let %r = @map_accumr(%f, %init, %rest);
+      let %s = %f(%r.0, %x);
+      (%s.0, Cons(%s.1, %r.1))
+    },
+  }
+}
+
+/* map with an accumulator threaded from the left; outputs consed, so last first */
+def @map_accuml[A, B, C](%f: fn (A, B) -> (A, C), %init: A, %xs: List[B]) -> (A, List[C]) {
+  @foldl(fn (%acc: (A, List[C]), %x: B) -> (A, List[C]) {
+    let %s = %f(%acc.0, %x);
+    (%s.0, Cons(%s.1, %acc.1))
+  }, (%init, Nil), %xs)
+}
+
+/* the list produced by f from a seed until f gives None, first output first */
+def @unfoldr[A, B](%f: fn (A) -> Option[(A, B)], %seed: A) -> List[B] {
+  match (%f(%seed)) {
+    Some(%p) => Cons(%p.1, @unfoldr(%f, %p.0)),
+    None => Nil,
+  }
+}
+
+/* the list produced by f from a seed until f gives None, last output first */
+def @unfoldl[A, B](%f: fn (A) -> Option[(A, B)], %seed: A) -> List[B] {
+  @rev(@unfoldr(%f, %seed))
+}
+
+/* f applied to every member of a rose tree */
+def @tmap[A, B](%f: fn (A) -> B, %t: Tree[A]) -> Tree[B] {
+  match (%t) {
+    Rose(%v, %children) =>
+      Rose(%f(%v), @map(fn (%c: Tree[A]) -> Tree[B] { @tmap(%f, %c) }, %children)),
+  }
+}
+
+/* the number of members of a rose tree */
+def @size[A](%t: Tree[A]) -> int32 {
+  match (%t) {
+    Rose(_, %children) => add(1, @sum(@map(fn (%c: Tree[A]) -> int32 { @size(%c) }, %children))),
+  }
+}
+
+/* the function applying f n times (n >= 0) */
+def @iterate[A](%f: fn (A) -> A, %n: int32) -> fn (A) -> A {
+  if (equal(%n, 0)) {
+    @id
+  } else {
+    @compose(%f, @iterate(%f, subtract(%n, 1)))
+  }
+}
+"""
+
+
 def load_std_text(mod: IRModule, text: str, name: str, defines: str) -> None:
     """Parse ``text`` with ``mod``'s definitions in scope and add what it defines to
-    ``mod`` (nothing if ``mod`` already has the type ``defines``)."""
+    ``mod`` (nothing if ``mod`` already has a type or a global function ``defines``)."""
     if any(g.name_hint == defines for g in mod.get_global_type_vars()):
+        return
+    if any(g.name_hint == defines for g in mod.get_global_vars()):
         return
     out = parse(text, name, init_module=mod)
     for gtv, data in out.type_definitions.items():

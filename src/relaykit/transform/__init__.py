@@ -10,6 +10,7 @@ from .combine_parallel import CombineParallelBatchMatmul, combine_parallel_batch
 from .combine_parallel_conv2d import CombineParallelConv2D, combine_parallel_conv2d
 from .combine_parallel_dense import CombineParallelDense, combine_parallel_dense
 from .dead_code import DeadCodeElimination, dead_code_elimination
+from .defunctionalization import Defunctionalization
 from .defuse_ops import DefuseOps, defuse_ops
 from .div_to_mul import DivToMul, div_to_mul
 from .dynamic_to_static import DynamicToStatic, dynamic_to_static
@@ -29,6 +30,7 @@ from .lambda_lift import LambdaLift, lambda_lift
 from .layout import AlterOpLayout, ConvertLayout, LayoutConfig
 from .lazy_gradient_init import LazyGradientInit, lazy_gradient_init
 from .legalize import Legalize
+from .partial_eval import PartialEvaluate, partial_evaluate
 from .pass_infra import (
     FunctionPass,
     ModulePass,
@@ -46,6 +48,7 @@ from .pipeline import optimization_passes, optimization_pipeline, optimize
 from .remove_unused_functions import RemoveUnusedFunctions, remove_unused_functions
 from .simplify_expr import SimplifyExpr, simplify_expr
 from .simplify_inference import SimplifyInference, simplify_inference
+from .to_cps import to_cps, un_cps
 
 __all__ = [
     "FakeQuantizationToInteger",
@@ -107,6 +110,11 @@ __all__ = [
     "CombineParallelConv2D",
     "combine_parallel_conv2d",
     "DefuseOps",
+    "PartialEvaluate",
+    "Defunctionalization",
+    "to_cps",
+    "un_cps",
+    "partial_evaluate",
     "defuse_ops",
     "DivToMul",
     "div_to_mul",

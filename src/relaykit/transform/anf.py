@@ -4,7 +4,7 @@ A-normal form binds every operator call, tuple and projection to a ``let``
 variable, in an order where each binding comes after what it uses, so the
 program reads as a sequence of steps. Graph normal form is the opposite: every
 ``let`` is inlined and sharing is expressed by reusing nodes. Each function
-body (and each ``if`` branch) is its own scope: a computation is bound in the
+body (and each ``if`` branch and ``match`` clause) is its own scope: a computation is bound in the
 scope that holds it, so nothing moves into or out of a branch or a closure.
 Both directions are one walk over the graph.
 
@@ -27,6 +27,7 @@ True
 
 from __future__ import annotations
 
+from relaykit.ir.adt import Match
 from relaykit.ir.expr import (
     Call,
     Constant,
@@ -42,14 +43,16 @@ from relaykit.ir.expr import (
 from relaykit.ir.functor import children, post_order
 from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op
+from relaykit.ir.ref import RefCreate, RefRead, RefWrite
+from relaykit.ir.types import IncompleteType
 
 from ._let_inline import remove_lets
 from .pass_infra import ModulePass, PassContext
 
 __all__ = ["ToANormalForm", "ToGraphNormalForm", "to_a_normal_form", "to_graph_normal_form"]
 
-_ATOMS = (Var, Constant, GlobalVar, Op, Function)
-_BOUND = (Call, Tuple, TupleGetItem, If, Let)
+_ATOMS = (Var, GlobalVar, Op, Function)
+_BOUND = (Constant, Call, Tuple, TupleGetItem, If, Let, Match, RefCreate, RefRead, RefWrite)
 
 
 def _scope_nodes(root: Expr) -> list[Expr]:
@@ -73,6 +76,8 @@ def _scope_nodes(root: Expr) -> list[Expr]:
         stack.append((node, True))
         if type(node) is If:
             kids: tuple[Expr, ...] = (node.cond,)
+        elif type(node) is Match:
+            kids = (node.data,)
         elif type(node) is Let or type(node) is Function:
             kids = ()
         else:
@@ -90,6 +95,8 @@ def _scopes_inner_first(expr: Expr) -> list[Expr]:
             scopes.append(node.body)
         elif type(node) is If:
             scopes.extend((node.true_branch, node.false_branch))
+        elif type(node) is Match:
+            scopes.extend(c.rhs for c in node.clauses)
         elif type(node) is Let:
             scopes.extend((node.value, node.body))
     if type(expr) is not Function:
@@ -112,7 +119,7 @@ class _ANormalizer:
 
     def fresh(self) -> Var:
         self.counter += 1
-        return Var(f"x{self.counter}")
+        return Var(f"x{self.counter}", IncompleteType())
 
     def rebuilt(self, node: Expr, atom: dict[Expr, Expr]) -> Expr:
         """``node`` with its children replaced by their atoms / converted scopes."""
@@ -139,6 +146,15 @@ class _ANormalizer:
             )
         if type(node) is Let:
             return node.with_fields(value=converted[node.value], body=converted[node.body])
+        if type(node) is Match:
+            clauses = [c.with_fields(rhs=converted[c.rhs]) for c in node.clauses]
+            return node.with_fields(data=get(node.data), clauses=clauses)
+        if type(node) is RefCreate:
+            return node.with_fields(value=get(node.value))
+        if type(node) is RefRead:
+            return node.with_fields(ref=get(node.ref))
+        if type(node) is RefWrite:
+            return node.with_fields(ref=get(node.ref), value=get(node.value))
         return node
 
     def convert(self, scope: Expr) -> None:

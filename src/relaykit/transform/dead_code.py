@@ -45,6 +45,18 @@ def dead_code_elimination(expr: Expr, inline_once: bool = False) -> Expr:
     dead. Inlining never moves a value into a nested function (that would run it
     once per call instead of once).
     """
+    while True:
+        out = _eliminate_once(expr, inline_once)
+        if out is expr or _let_count(out) == _let_count(expr):
+            return out
+        expr = out  # a binding whose only uses were dead may be dead now
+
+
+def _let_count(expr: Expr) -> int:
+    return sum(1 for node in post_order(expr) if type(node) is Let)
+
+
+def _eliminate_once(expr: Expr, inline_once: bool) -> Expr:
     uses = use_counts(expr)
     captured = _captured(expr) if inline_once else set()
 

@@ -1,5 +1,7 @@
-"""``DefuseOps``: undo ``FuseOps`` — each call of a fused (``Primitive``) function is
-replaced by the function's body with its parameters bound to the call's arguments.
+"""``DefuseOps``: undo ``FuseOps`` — each call of a function literal (a fused
+``Primitive`` one or any other, as in TVM) is replaced by the function's body with its
+parameters bound to the call's arguments. Functions for a backend (``Compiler``) or
+composite patterns (``Composite``) stay whole.
 
 One post-order rewrite; ``DefuseOps(FuseOps(f))`` is ``f`` again (structurally).
 
@@ -26,11 +28,13 @@ __all__ = ["DefuseOps", "defuse_ops"]
 
 
 def defuse_ops(expr: Expr) -> Expr:
-    """``expr`` with every call of a ``Primitive`` function inlined."""
+    """``expr`` with every call of a function literal inlined (see the module docs)."""
 
     def post(new: Expr, old: Expr) -> Expr | None:
-        if type(new) is Call and type(new.op) is Function and new.op.attrs.get("Primitive"):
+        if type(new) is Call and type(new.op) is Function:
             fn = new.op
+            if fn.attrs.get("Compiler") or fn.attrs.get("Composite"):
+                return None
             return bind(fn.body, dict(zip(fn.params, new.args, strict=True)))
         return None
 

@@ -4,10 +4,12 @@ A function handed to a backend (``Compiler`` attribute) is inlined as TVM does: 
 call sites call the function itself (a function literal), which stays whole for the
 backend, instead of its body.
 
-Callees are inlined before callers, so chains of inlinable functions flatten
-completely; an inlined function that nothing refers to any more is removed from
-the module (``main`` is always kept; one still used as a value stays). A
-recursive function marked ``Inline`` is an error.
+As in TVM, a function marked ``Inline`` is inlined where it is referred to when it
+is not recursive and refers to no other global (after its own callees were
+inlined, callees first): a call becomes the body with the arguments bound, a use
+as a value becomes the function itself. Functions nothing referred to (entry
+functions such as ``main``) stay; an inlinable function inlined everywhere it was
+referred to is removed. A recursive function keeps its ``Inline`` mark unused.
 
 >>> from relaykit import relay
 >>> from relaykit.ir import IRModule, GlobalVar
@@ -30,6 +32,7 @@ from relaykit.ir.functor import post_order, rewrite_post_order
 from relaykit.ir.module import IRModule
 
 from .bind import bind
+from .call_graph import CallGraph
 from .infer_type import infer_module
 from .pass_infra import ModulePass, PassContext
 
@@ -41,93 +44,96 @@ def _inlinable(fn: Function) -> bool:
     return bool(value)
 
 
+def _kept_whole(fn: Function) -> bool:
+    """A backend's (``Compiler``) or external function: inlined as a function literal."""
+    return "Compiler" in fn.attrs or bool(fn.attrs.get("Extern"))
+
+
 def inline_calls(expr: Expr, bodies: dict[str, Function]) -> Expr:
-    """``expr`` with each ``@g(args)`` whose ``g`` is in ``bodies`` replaced by the body."""
+    """``expr`` with each reference to a global in ``bodies`` inlined: ``@g(args)``
+    becomes the body with ``args`` bound, a use of ``@g`` as a value the function."""
+    literals = {
+        name: Function(fn.params, fn.body, fn.ret_type, fn.type_params, fn.attrs)
+        for name, fn in bodies.items()
+    }
+    names = {id(f): n for n, f in literals.items()}
 
     def post(new: Expr, old: Expr) -> Expr | None:
-        if type(new) is Call and type(new.op) is GlobalVar:
-            fn = bodies.get(new.op.name_hint)
-            if fn is not None:
-                if len(fn.params) != len(new.args):
-                    raise IRError(
-                        f"@{new.op.name_hint} takes {len(fn.params)} arguments, "
-                        f"called with {len(new.args)}"
-                    )
-                if "Compiler" in fn.attrs:  # as TVM: a backend's function stays a function
-                    return Call(fn, new.args, span=new.span)
-                return bind(fn.body, dict(zip(fn.params, new.args, strict=True)))
+        if type(new) is GlobalVar and new.name_hint in literals:
+            return literals[new.name_hint]
+        if type(new) is Call and id(new.op) in names:
+            fn = bodies[names[id(new.op)]]
+            if _kept_whole(fn):  # as TVM: a backend's function stays a function
+                return None
+            if len(fn.params) != len(new.args):
+                raise IRError(
+                    f"@{names[id(new.op)]} takes {len(fn.params)} arguments, "
+                    f"called with {len(new.args)}"
+                )
+            return bind(fn.body, dict(zip(fn.params, new.args, strict=True)))
         return None
 
     return rewrite_post_order(expr, post)
 
 
-def _order(mod: IRModule, names: list[str]) -> list[str]:
-    """Inlinable functions, callees first; a cycle among them is an error."""
-    state: dict[str, int] = {}
-    order: list[str] = []
-    wanted = set(names)
-    for start in names:
-        stack = [(start, False)]
-        while stack:
-            name, ready = stack.pop()
-            if ready:
-                state[name] = 2
-                order.append(name)
-                continue
-            if state.get(name) == 2:
-                continue
-            if state.get(name) == 1:
-                raise IRError(f"@{name} is marked Inline but is recursive; it cannot be inlined")
-            state[name] = 1
-            stack.append((name, True))
-            for gv in mod.global_refs(name):
-                if gv.name_hint in wanted and state.get(gv.name_hint) != 2:
-                    if state.get(gv.name_hint) == 1:
-                        raise IRError(
-                            f"@{gv.name_hint} is marked Inline but is recursive; "
-                            "it cannot be inlined"
-                        )
-                    stack.append((gv.name_hint, False))
-    return order
+def _refs(fn: Expr) -> set[str]:
+    return {n.name_hint for n in post_order(fn) if type(n) is GlobalVar}
 
 
 class Inline(ModulePass):
-    """``relay.transform.Inline()`` (opt_level 1)."""
+    """``relay.transform.Inline()`` (opt_level 1): see the module docs."""
 
     def __init__(self) -> None:
         super().__init__(self._transform, opt_level=1, name="Inline")
 
     @staticmethod
     def _transform(mod: IRModule, ctx: PassContext) -> IRModule:
-        names = [gv.name_hint for gv, fn in mod.items() if _inlinable(fn)]
-        if not names:
+        funcs = {gv.name_hint: fn for gv, fn in mod.items() if isinstance(fn, Function)}
+        if not any(_inlinable(fn) for fn in funcs.values()):
             return mod
-        bodies: dict[str, Function] = {}
-        for name in _order(mod, names):
-            fn = mod[name]
-            new = inline_calls(fn, bodies)
-            bodies[name] = new if isinstance(new, Function) else fn
-        kept: dict[str, Function] = {}
-        for gv, fn in mod.items():
-            if gv.name_hint in bodies and gv.name_hint != "main":
-                continue
-            new = inline_calls(fn, bodies)
-            kept[gv.name_hint] = new if isinstance(new, Function) else fn
-        # an inlined function still referred to as a value (not called) stays
-        pending = list(kept.values())
-        while pending:
-            for node in post_order(pending.pop()):
-                if type(node) is not GlobalVar:
-                    continue
-                name = node.name_hint
-                if name in bodies and name not in kept:
-                    kept[name] = bodies[name]
-                    pending.append(bodies[name])
+        graph = CallGraph(mod)
+        recursive = {name for name in funcs if graph.is_recursive(name)}
+        referred = {r for fn in funcs.values() for r in _refs(fn)}
+        done: dict[str, Function] = {}
+        inlinable: dict[str, Function] = {}
+        for name in _callees_first(funcs):
+            fn = funcs[name]
+            new = inline_calls(fn, {g: inlinable[g] for g in _refs(fn) if g in inlinable})
+            fn = new if isinstance(new, Function) else fn
+            done[name] = fn
+            if _inlinable(fn) and name not in recursive and not _refs(fn):
+                inlinable[name] = fn
         out = mod.copy()
+        still = {r for fn in done.values() for r in _refs(fn)}
         for gv in mod.get_global_vars():
-            if gv.name_hint in kept:
-                out._add(gv, kept[gv.name_hint])
-            else:
+            name = gv.name_hint
+            if name in inlinable and name in referred and name not in still:
                 out.remove(gv)
+            elif name in done:
+                out._add(gv, done[name])
         infer_module(out)
         return out
+
+
+def _callees_first(funcs: dict[str, Function]) -> list[str]:
+    """The functions in an order where callees come before their callers (cycles broken
+    at the first function met)."""
+    order: list[str] = []
+    state: dict[str, int] = {}
+    for start in funcs:
+        stack = [(start, False)]
+        while stack:
+            name, ready = stack.pop()
+            if ready:
+                if state.get(name) != 2:
+                    state[name] = 2
+                    order.append(name)
+                continue
+            if state.get(name):
+                continue
+            state[name] = 1
+            stack.append((name, True))
+            for callee in sorted(_refs(funcs[name])):
+                if callee in funcs and not state.get(callee):
+                    stack.append((callee, False))
+    return order

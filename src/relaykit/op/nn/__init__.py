@@ -33,6 +33,8 @@ operands.
 
 from __future__ import annotations
 
+from relaykit.ir.expr import Constant  # TVM's relay.nn re-exports it
+
 from .activation import (
     cross_entropy,
     cross_entropy_with_logits,
@@ -93,6 +95,7 @@ from .sparse import sparse_conv2d, sparse_dense
 from .upsampling import upsampling, upsampling3d
 
 __all__ = [
+    "Constant",
     "conv2d",
     "conv2d_transpose",
     "conv1d",

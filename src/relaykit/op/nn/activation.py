@@ -188,7 +188,7 @@ for _name, _kernel in (
         attrs_type_key="relay.attrs.SoftmaxAttrs",
         type_rel=softmax_rel,
         compute=_kernel,
-        pattern=OpPattern.OPAQUE,
+        pattern=OpPattern.OUT_ELEMWISE_FUSABLE,  # as TVM: elementwise consumers fuse in
         doc=f"{_name[3:]} along an axis.",
     )
 

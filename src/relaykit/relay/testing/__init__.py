@@ -40,6 +40,8 @@ __all__ = sorted(
 for _name in __all__:
     sys.modules.setdefault(f"{__name__}.{_name}", globals()[_name])
 
+from relaykit.relay.prelude import Prelude  # noqa: E402 - re-exported as TVM does
+
 from . import nat, py_converter  # noqa: E402 - TVM's modules, re-exported as TVM does
 from .nat import count, make_nat_expr, make_nat_value  # noqa: E402
 from .py_converter import run_as_python  # noqa: E402
@@ -52,4 +54,5 @@ __all__ += [
     "make_nat_expr",
     "make_nat_value",
     "run_as_python",
+    "Prelude",
 ]
