@@ -15,8 +15,8 @@ Both directions are one walk over the graph.
 >>> mod = ToANormalForm()(IRModule.from_expr(relay.Function([x], y + y)))
 >>> print(mod["main"])
 fn (%x: Tensor[(2), float32]) -> Tensor[(2), float32] {
-  let %x1: Tensor[(2), float32] = exp(%x) /* ty=Tensor[(2), float32] */;
-  let %x2: Tensor[(2), float32] = add(%x1, %x1) /* ty=Tensor[(2), float32] */;
+  let %x1: ? = exp(%x) /* ty=Tensor[(2), float32] */;
+  let %x2: ? = add(%x1, %x1) /* ty=Tensor[(2), float32] */;
   %x2
 }
 >>> graph = ToGraphNormalForm()(mod)
