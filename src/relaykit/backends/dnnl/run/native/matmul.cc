@@ -42,15 +42,27 @@ void Region::lower_dense(const Json& node) {
     return;
   }
   // Keep the input's layout when the primitive accepts it (no reorder), else let it choose.
+  // A strided view (a transposed tensor folded into the dense) that only oneDNN's
+  // reference kernel takes is reordered instead: the reference inner product of a BERT
+  // block's output projection over (64, 4, 64) took 44 ms, the reorder and brgemm 0.03.
   dnnl::inner_product_forward::primitive_desc pd;
+  bool have = false;
   try {
     pd = dnnl::inner_product_forward::primitive_desc(eng_, prop_kind::forward_inference,
                                                      md_of(src), any(wd), bias_md,
                                                      any(dims_[o]), attr);
+    have = true;
   } catch (const dnnl::error&) {
-    pd = dnnl::inner_product_forward::primitive_desc(eng_, prop_kind::forward_inference,
-                                                     any(sd), any(wd), bias_md,
-                                                     any(dims_[o]), attr);
+  }
+  if (!have || impl_name(pd) == "ref") {
+    try {
+      auto chosen = dnnl::inner_product_forward::primitive_desc(
+          eng_, prop_kind::forward_inference, any(sd), any(wd), bias_md, any(dims_[o]), attr);
+      if (!have || impl_name(chosen) != "ref") pd = chosen;
+      have = true;
+    } catch (const dnnl::error&) {
+      if (!have) throw;
+    }
   }
   std::vector<Arg> args = weighted_args(pd, src, w, wd, o, post, b, bias_md);
   add_step(dnnl::inner_product_forward(pd), args,
