@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -36,6 +36,7 @@ __all__ = [
     "measure_function",
     "measure_module",
     "measure_modules",
+    "time_runs",
     "realistic_inputs",
     "executor_overhead",
 ]
@@ -140,6 +141,14 @@ def measure_module(
 #: Interleaved rounds :func:`measure_modules` times each module in (enough calls for a
 #: backend's own adaptation to load, such as the dnnl runtime's serial builds, to settle).
 MODULE_ROUNDS = 6
+#: Untimed calls of each module before the first round: a module's first calls pay
+#: one-time costs (oneDNN primitives and weight reorders, onnxruntime sessions, thread
+#: pools started, a backend's adaptation to load) that its later runs never see again.
+WARMUP_CALLS = 2
+#: Rounds a module is timed in before it may be judged hopeless and left out: one burst
+#: alone is no verdict (a one-time cost or a moment of load elsewhere can make it 50x
+#: slow), and a module left out after it keeps that burst as its time.
+CONFIRM_ROUNDS = 3
 
 
 def _module_runner(mod: IRModule) -> Callable[[], Any]:
@@ -150,30 +159,76 @@ def _module_runner(mod: IRModule) -> Callable[[], Any]:
     return executor.run
 
 
-def _burst(run: Callable[[], Any], budget: float) -> float:
-    """One untimed run (it wakes the module's thread pools), then the mean of a burst of
-    runs filling about ``budget`` seconds."""
+def _burst(
+    run: Callable[[], Any], budget: float, clock: Callable[[], float] = time.perf_counter
+) -> float:
+    """One untimed run (it wakes the module's thread pools), then the least of one timed
+    run and the mean of a burst of runs filling about ``budget`` seconds (at least one
+    more run, so that no single call decides)."""
     run()
-    start = time.perf_counter()
+    start = clock()
     run()
-    once = max(time.perf_counter() - start, 1e-7)
+    once = max(clock() - start, 1e-7)
     number = max(1, min(50, int(budget / once)) - 1)
-    if number == 1 and once > budget:
-        return once
-    start = time.perf_counter()
+    start = clock()
     for _ in range(number):
         run()
-    return min(once, (time.perf_counter() - start) / number)
+    return min(once, max(clock() - start, 1e-7) / number)
+
+
+def time_runs(
+    runs: Mapping[int, Callable[[], Any]],
+    *,
+    rounds: int = MODULE_ROUNDS,
+    budget: float = 0.016,
+    clock: Callable[[], float] = time.perf_counter,
+) -> dict[int, float | str]:
+    """Seconds per call of each of ``runs`` (key -> callable), timed as
+    :func:`measure_modules` describes, by ``clock``; a callable that raises answers its
+    error (a str).
+
+    >>> t = [0.0]
+    >>> def run(cost):
+    ...     def call(): t[0] += cost
+    ...     return call
+    >>> got = time_runs({0: run(0.002), 1: run(0.5)}, rounds=4, budget=0.01, clock=lambda: t[0])
+    >>> round(got[0], 6), round(got[1], 6)
+    (0.002, 0.5)
+    """
+    out: dict[int, float | str] = {}
+    timed = dict.fromkeys(runs, 0)
+    for k, run in runs.items():
+        try:
+            for _ in range(WARMUP_CALLS):
+                run()
+            out[k] = math.inf
+        except Exception as err:
+            out[k] = f"{type(err).__name__}: {err}"
+    for r in range(max(1, rounds)):
+        fastest = min((v for v in out.values() if isinstance(v, float)), default=math.inf)
+        for k in sorted(runs, reverse=r % 2 == 1):
+            now = out[k]
+            if not isinstance(now, float):
+                continue
+            if timed[k] >= CONFIRM_ROUNDS and now > HOPELESS * fastest:
+                continue
+            try:
+                out[k] = min(now, _burst(runs[k], budget, clock))
+                timed[k] += 1
+            except Exception as err:
+                out[k] = f"{type(err).__name__}: {err}"
+    return out
 
 
 def measure_modules(
     mods: list[IRModule], *, rounds: int = MODULE_ROUNDS, budget: float = 0.016
 ) -> list[float | str]:
     """Seconds per run of each whole (partitioned) module, all built in this process and
-    timed in ``rounds`` interleaved rounds (the order alternating, each module a burst per
-    round, the least burst kept), so that a change of load on the machine touches every
-    module alike; a module slower than ``HOPELESS`` times the fastest after the first round
-    is not timed again. A module that fails to build or run answers its error (a str).
+    timed in ``rounds`` interleaved rounds (each module first run ``WARMUP_CALLS`` times
+    untimed, then, the order alternating, a burst per round, the least burst kept), so
+    that a change of load on the machine touches every module alike; a module timed in
+    ``CONFIRM_ROUNDS`` rounds and still slower than ``HOPELESS`` times the fastest is not
+    timed again. A module that fails to build or run answers its error (a str).
 
     >>> import relaykit as tvm
     >>> from relaykit import relay
@@ -190,14 +245,6 @@ def measure_modules(
             out.append(math.inf)
         except Exception as err:  # recorded, not raised: the others are still timed
             out.append(f"{type(err).__name__}: {err}")
-    for r in range(max(1, rounds)):
-        fastest = min((v for v in out if isinstance(v, float)), default=math.inf)
-        for k in sorted(runs, reverse=r % 2 == 1):
-            now = out[k]
-            if not isinstance(now, float) or (r > 0 and now > HOPELESS * fastest):
-                continue
-            try:
-                out[k] = min(now, _burst(runs[k], budget))
-            except Exception as err:
-                out[k] = f"{type(err).__name__}: {err}"
+    for k, value in time_runs(runs, rounds=rounds, budget=budget).items():
+        out[k] = value
     return out
