@@ -11,6 +11,7 @@ import pytest
 
 from relaykit.runtime.contention import (
     BUSY_SHARE,
+    MACHINE_STALE,
     MACHINE_WINDOW,
     OTHERS_BUSY,
     WINDOW,
@@ -218,3 +219,31 @@ def test_the_real_clock_reads_this_thread():
     sum(range(200_000))
     later = schedstat_clock()
     assert later is not None and later[0] > reading[0] and later[1] >= reading[1]
+
+
+def test_a_pause_tells_nothing_about_the_load_now():
+    # a tuning worker idles while its driver works (another process on the cores), then
+    # its first calls must not read that past work as the machine's load now
+    c = _Clocks(others=1.0)
+    load = MachineLoad(clock=c.machine, now=lambda: c.wall)
+    load.sample()
+    c.step(MACHINE_STALE + 4.0, 0.0, 0.0)  # a pause; the driver used a core throughout
+    load.sample()
+    assert load.others is None
+    c.others = 0.0  # the driver now waits for the worker's answer
+    c.step(MACHINE_WINDOW, MACHINE_WINDOW, 0.0)
+    load.sample()
+    assert load.others == pytest.approx(0.0)
+
+
+def test_a_pause_does_not_turn_a_waiting_thread_busy():
+    c = _Clocks(others=1.0)
+    m = c.monitor()
+    m.tick()
+    c.step(5.0, 0.0, 0.0)  # idle between jobs while another process ran
+    m.tick()
+    c.others = 0.0
+    for _ in range(4):  # the first window after it: the thread waited behind its own pools
+        c.step(WINDOW / 2, WINDOW / 4, WINDOW / 8)
+        m.tick()
+    assert not m.busy

@@ -48,6 +48,7 @@ __all__ = [
     "OTHERS_BUSY",
     "OTHERS_QUIET",
     "MACHINE_WINDOW",
+    "MACHINE_STALE",
     "ContentionMonitor",
     "ContentionStats",
     "MachineLoad",
@@ -77,6 +78,10 @@ OTHERS_QUIET = 0.15
 #: Shortest window over which other processes' CPU use is measured (seconds): the
 #: kernel counts CPU time in ticks (10 ms), so shorter windows would be noise.
 MACHINE_WINDOW = 0.25
+#: A machine window longer than this (seconds: the process made no call for a while)
+#: tells what other processes did during the pause, not now -- a tuning worker's idle
+#: wait spans its driver's own work --, so it is dropped unmeasured and a new one opened.
+MACHINE_STALE = 1.0
 
 
 def adaptive_enabled() -> bool:
@@ -167,9 +172,10 @@ def machine_clock() -> tuple[float, float] | None:
 class MachineLoad:
     """Cores' worth of CPU used by other processes over the last window of at least
     :data:`MACHINE_WINDOW` seconds; :meth:`sample` advances it (cheap to call often),
-    :attr:`others` is the last measurement (None before the first or without
-    ``/proc``). ``clock`` gives (busy seconds, own seconds) as :func:`machine_clock`
-    does, ``now`` the wall clock: tests pass fakes.
+    :attr:`others` is the last measurement (None before the first, after a window
+    longer than :data:`MACHINE_STALE`, or without ``/proc``). ``clock`` gives (busy
+    seconds, own seconds) as :func:`machine_clock` does, ``now`` the wall clock: tests
+    pass fakes.
 
     >>> t = [0.0]; clocks = [(10.0, 4.0)]
     >>> load = MachineLoad(clock=lambda: clocks[0], now=lambda: t[0])
@@ -184,10 +190,12 @@ class MachineLoad:
         clock: Callable[[], tuple[float, float] | None] | None = None,
         now: Callable[[], float] = time.perf_counter,
         window: float = MACHINE_WINDOW,
+        stale: float = MACHINE_STALE,
     ) -> None:
         self._clock = clock if clock is not None else machine_clock
         self._now = now
         self._window = window
+        self._stale = max(stale, window)
         self._lock = threading.Lock()
         self._start: tuple[float, float, float] | None = None
         self._broken = False
@@ -213,7 +221,9 @@ class MachineLoad:
             if reading is None:
                 self._broken = True
                 return
-            if start is not None:
+            if start is not None and now - start[0] > self._stale:
+                self.others = None  # a pause: what others did then is not known now
+            elif start is not None:
                 busy, own = reading[0] - start[1], reading[1] - start[2]
                 self.others = max(0.0, busy - own) / (now - start[0])
             self._start = (now, reading[0], reading[1])
