@@ -363,3 +363,33 @@ def test_nhwc_convolutions_run_in_the_region():
     np.testing.assert_allclose(
         g.get_output(1).numpy(), _np_conv_nhwc(fv, wf, 1), rtol=1e-4, atol=1e-4
     )
+
+
+def test_quantized_embedding_table_is_gathered_before_it_is_dequantized():
+    """take(dequantize(int8 table), ids): the rows are gathered first, so no region
+    dequantizes the whole table on every run (a region without inputs)."""
+    rng = np.random.default_rng(3)
+    table = rng.integers(0, 256, (5000, 64)).astype("uint8")
+    ids = relay.var("ids", shape=(1, 16), dtype="int64")
+    deq = relay.qnn.op.dequantize(_c(table, "uint8"), _c(0.02, "float32"), _c(128, "int32"))
+    emb = relay.take(deq, ids, axis=0)
+    q = relay.qnn.op.quantize(emb, _c(0.03, "float32"), _c(120, "int32"), out_dtype="uint8")
+    out = relay.qnn.op.dequantize(relay.clip(q, 120, 255), _c(0.03, "float32"), _c(120, "int32"))
+    # a table too large to fold (the limit lowered here to keep the test small)
+    with tvm.transform.PassContext(config={"relay.FoldConstant.max_bytes": 1 << 16}):
+        mod = partition_for_dnnl(tvm.IRModule.from_expr(relay.Function([ids], out)))
+    regions = [gv for gv in mod.get_global_vars() if gv.name_hint != "main"]
+    assert all(mod[gv].params for gv in regions), "a region without inputs recomputes a constant"
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm")
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    x = rng.integers(0, 5000, (1, 16)).astype("int64")
+    g.set_input("ids", x)
+    g.run()
+    f = (table[x].astype(np.float64) - 128) * 0.02
+    want_q = np.clip(np.round(f / 0.03) + 120, 120, 255)  # ties are rare: f is on a 0.02 grid
+    want = (want_q - 120) * 0.03
+    got = g.get_output(0).numpy()
+    assert got.shape == (1, 16, 64)
+    assert np.mean(np.abs(got - want) < 1e-5) >= 0.99
+    assert np.max(np.abs(got - want)) <= 0.03 + 1e-5
