@@ -393,3 +393,29 @@ def test_quantized_embedding_table_is_gathered_before_it_is_dequantized():
     assert got.shape == (1, 16, 64)
     assert np.mean(np.abs(got - want) < 1e-5) >= 0.99
     assert np.max(np.abs(got - want)) <= 0.03 + 1e-5
+
+
+def test_qnn_add_of_a_broadcast_bias_is_one_qadd_step():
+    """qnn.add(bias constant (N,), x (B, M, N)), as a QDQ encoder adds its quantized bias
+    after a dense: one oneDNN binary that broadcasts the bias (no dequantize, float add,
+    quantize), equal to NumPy's float64 within one step."""
+    rng = np.random.default_rng(5)
+    x = relay.var("x", shape=(2, 6, 40), dtype="float32")
+    q = relay.qnn.op.quantize(x, _c(0.05, "float32"), _c(120, "int32"), out_dtype="uint8")
+    bias = rng.integers(0, 256, 40).astype("uint8")
+    s = relay.qnn.op.add(
+        _c(bias, "uint8"), q, _c(0.0137, "float32"), _c(128, "int32"), _c(0.05, "float32"),
+        _c(120, "int32"), _c(0.0611, "float32"), _c(125, "int32"),
+    )  # fmt: skip
+    out = relay.qnn.op.dequantize(s, _c(0.0611, "float32"), _c(125, "int32"))
+    mod = partition_for_dnnl(tvm.IRModule.from_expr(relay.Function([x], out)))
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm")
+    steps = _steps(lib)
+    assert any(st.startswith("qadd") for st in steps), steps
+    assert not any(st.startswith("binary") for st in steps), steps
+    xv = rng.uniform(-6, 6, (2, 6, 40)).astype("float32")
+    qx = np.clip(np.rint(xv.astype(np.float64) / 0.05) + 120, 0, 255)
+    real = 0.0137 * (bias.astype(np.float64) - 128) + 0.05 * (qx - 120)
+    want = (np.clip(np.rint(real / 0.0611) + 125, 0, 255) - 125) * 0.0611
+    _within_one_step(_run(lib, xv), want, 0.0611)

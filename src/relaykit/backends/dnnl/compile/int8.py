@@ -11,8 +11,9 @@ primitives compute it in one pass:
 - the requantize becomes the weight scales (input scale times weight scale, per output
   channel) and the output scale and zero point: the layer writes uint8 / int8 directly;
 - a ``clip`` of the requantized integers becomes an eltwise clip post-op in real units;
-- a ``qnn.add`` of two tensors of one shape is a ``qadd`` node (a oneDNN binary with
-  scales, rounded once), a ``clip`` after it its post-op.
+- a ``qnn.add`` is a ``qadd`` node (a oneDNN binary with scales, rounded once; the
+  second operand may broadcast, as a quantized bias does), a ``clip`` after it its
+  post-op.
 
 What is not folded runs on its own: ``qnn.quantize``, ``qnn.dequantize`` and
 ``qnn.requantize`` as ``qreorder`` nodes (oneDNN reorders with scales and zero points),
@@ -338,7 +339,8 @@ def _cast(lw: _Lowerer, call: Call, args: list[Any]) -> int:
 
 
 def _qnn_add(lw: _Lowerer, call: Call, args: list[Any]) -> int:
-    """A quantized add of two tensors of the output's shape: one ``qadd`` node (float,
+    """A quantized add (one operand of the output's shape, the other the same or
+    broadcasting to it): one ``qadd`` node (float,
     rounded once into the output's type, as ONNX's QLinearAdd and torch's quantized add
     compute it). Not a ``sum`` post-op of the layer before: that would skip the rounding
     of the layer's own output, a one-step difference on many elements that grows from
@@ -347,8 +349,12 @@ def _qnn_add(lw: _Lowerer, call: Call, args: list[Any]) -> int:
     s = [_scalar(call.args[k], "scale") for k in (2, 4, 6)]
     z = [round(_scalar(call.args[k], "zero point")) for k in (3, 5, 7)]
     shape, dtype = _shape(call), _dtype(call)
-    if dtype == "int32" or lw.p.shapes[lhs] != shape or lw.p.shapes[rhs] != shape:
+    if lw.p.shapes[lhs] != shape:  # the operand of the output's shape first (add commutes)
+        lhs, rhs, s, z = rhs, lhs, [s[1], s[0], s[2]], [z[1], z[0], z[2]]
+    if dtype == "int32" or lw.p.shapes[lhs] != shape or len(lw.p.shapes[rhs]) > len(shape):
         return _through_float(lw, call, "add", (lhs, rhs), s, z)
+    # a broadcast operand (a quantized bias): the binary broadcasts it, rounded once
+    rhs = lw.as_rank(rhs, len(shape))
     attrs: dict[str, Any] = {"s0": s[0], "s1": s[1], "dst_scale": s[2]}
     for key, zp in (("z0", z[0]), ("z1", z[1]), ("dst_zp", z[2])):
         if zp:
