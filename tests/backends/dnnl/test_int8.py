@@ -419,3 +419,33 @@ def test_qnn_add_of_a_broadcast_bias_is_one_qadd_step():
     real = 0.0137 * (bias.astype(np.float64) - 128) + 0.05 * (qx - 120)
     want = (np.clip(np.rint(real / 0.0611) + 125, 0, 255) - 125) * 0.0611
     _within_one_step(_run(lib, xv), want, 0.0611)
+
+
+def test_requantize_after_a_reshaped_dense_is_the_dense_output_scale():
+    """qnn.dense on (tokens, features), reshaped to (1, tokens, units), then requantize
+    (an encoder's projection): the qdense writes uint8 itself (no int32 result and
+    requantizing reorder after it), equal to NumPy's int64 / float64 within one step."""
+    rng = np.random.default_rng(6)
+    x = relay.var("x", shape=(1, 16, 32), dtype="float32")
+    q = relay.qnn.op.quantize(x, _c(0.05, "float32"), _c(120, "int32"), out_dtype="uint8")
+    w = rng.integers(-127, 128, (24, 32)).astype("int8")
+    acc = relay.qnn.op.dense(
+        relay.reshape(q, (-1, 32)), _c(w, "int8"), _c(120, "int32"), _c(0, "int32"),
+        _c(0.05, "float32"), _c(0.0031, "float32"), units=24,
+    )  # fmt: skip
+    acc = relay.reshape(acc, (1, 16, 24))
+    r = relay.qnn.op.requantize(
+        acc, _c(0.05 * 0.0031, "float32"), _c(0, "int32"), _c(0.173, "float32"),
+        _c(128, "int32"), out_dtype="uint8",
+    )  # fmt: skip
+    out = relay.qnn.op.dequantize(r, _c(0.173, "float32"), _c(128, "int32"))
+    mod = partition_for_dnnl(tvm.IRModule.from_expr(relay.Function([x], out)))
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm")
+    steps = [st.split(" ")[0] for st in _steps(lib)]
+    assert steps.count("qreorder") == 2, steps  # the input's quantize, the dequantize
+    xv = rng.uniform(-6, 6, (1, 16, 32)).astype("float32")
+    qx = np.clip(np.rint(xv.astype(np.float64) / 0.05) + 120, 0, 255).reshape(16, 32)
+    a = (qx.astype(np.int64) - 120) @ w.astype(np.int64).T
+    want_q = np.clip(np.rint(a * (0.05 * 0.0031) / 0.173) + 128, 0, 255)
+    _within_one_step(_run(lib, xv), ((want_q - 128) * 0.173).reshape(1, 16, 24), 0.173)

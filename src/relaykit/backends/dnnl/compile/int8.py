@@ -57,7 +57,7 @@ class _Lowerer(Protocol):
     def const(self, t: int) -> np.ndarray | None: ...
 
 
-__all__ = ["QNN_LOWER", "INT_DTYPES", "integer_average"]
+__all__ = ["QNN_LOWER", "INT_DTYPES", "integer_average", "reshape_view"]
 
 INT_DTYPES = ("uint8", "int8", "int32")
 _RANGE = {"uint8": (0, 255), "int8": (-128, 127), "int32": (-(2**31), 2**31 - 1)}
@@ -212,6 +212,25 @@ def _weighted(lw: _Lowerer, call: Call, args: list[Any], conv: bool) -> int:
     return out
 
 
+def reshape_view(lw: _Lowerer, source: Expr, x: int, out: int) -> None:
+    """Let the folds reach a ``qdense`` through a reshape of its int32 result that keeps
+    the last axis (an encoder's dense runs on (tokens, features), its result is read as
+    (batch, tokens, features)): ``out`` becomes a view of ``x``, as an NHWC view of a
+    ``qconv`` is, so the requantize after it is the layer's output scales."""
+    stage = lw.qstage.get(x)
+    if stage not in ("acc", "biased") or x in lw.qview or x in lw.p.outputs:
+        return
+    node = _producer(lw, x)
+    if lw.uses.get(id(source), 0) != 1 or node is None or node.op != "qdense":
+        return
+    if lw.p.shapes[x][-1] != lw.p.shapes[out][-1]:
+        return
+    lw.qview[out] = x
+    lw.qstage[out] = stage
+    if x in lw.qbias:
+        lw.qbias[out] = lw.qbias[x]
+
+
 def _qnn_conv2d(lw: _Lowerer, call: Call, args: list[Any]) -> int:
     return _weighted(lw, call, args, conv=True)
 
@@ -258,6 +277,10 @@ def _requantize(lw: _Lowerer, call: Call, args: list[Any]) -> int:
     out_zp = round(_scalar(call.args[4], "output zero point"))
     dtype = str(call.attrs.out_dtype)
     node = _foldable(lw, call.args[0], x, "acc") or _foldable(lw, call.args[0], x, "biased")
+    ndim = len(_shape(call))
+    if node is not None and node.op == "qdense" and in_scale.size > 1:
+        if int(call.attrs.axis) % ndim != ndim - 1:  # per-channel scales on another axis
+            node = None
     if node is not None and in_zp == 0:
         node.attrs["wscale"] = [float(s) for s in in_scale]
         bias = lw.qbias.get(x)
