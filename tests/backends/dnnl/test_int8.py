@@ -449,3 +449,32 @@ def test_requantize_after_a_reshaped_dense_is_the_dense_output_scale():
     a = (qx.astype(np.int64) - 120) @ w.astype(np.int64).T
     want_q = np.clip(np.rint(a * (0.05 * 0.0031) / 0.173) + 128, 0, 255)
     _within_one_step(_run(lib, xv), ((want_q - 128) * 0.173).reshape(1, 16, 24), 0.173)
+
+
+def test_qnn_mul_by_a_scalar_constant_is_one_reorder():
+    """qnn.mul by a quantized positive scalar (an encoder's 1/sqrt(d) on the queries,
+    GELU's 0.5): one requantizing reorder, not dequantize, multiply, quantize; equal to
+    NumPy's float64 within one step. A negative factor keeps the float path, also right."""
+    rng = np.random.default_rng(7)
+    x = relay.var("x", shape=(2, 8, 24), dtype="float32")
+    q = relay.qnn.op.quantize(x, _c(0.05, "float32"), _c(120, "int32"), out_dtype="uint8")
+    outs = []
+    for value, zp in ((200, 0), (3, 100)):  # factors 0.0137 * 200 and 0.0137 * (3 - 100)
+        m = relay.qnn.op.mul(
+            q, _c(value, "uint8"), _c(0.05, "float32"), _c(120, "int32"),
+            _c(0.0137, "float32"), _c(zp, "int32"), _c(0.0611, "float32"), _c(125, "int32"),
+        )  # fmt: skip
+        outs.append(relay.qnn.op.dequantize(m, _c(0.0611, "float32"), _c(125, "int32")))
+    mod = partition_for_dnnl(tvm.IRModule.from_expr(relay.Function([x], relay.Tuple(outs))))
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm")
+    steps = [st.split(" ")[0] for st in _steps(lib)]
+    assert steps.count("binary_mul") + steps.count("linear") == 1, steps  # the negative one
+    xv = rng.uniform(-6, 6, (2, 8, 24)).astype("float32")
+    qx = np.clip(np.rint(xv.astype(np.float64) / 0.05) + 120, 0, 255)
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    g.set_input("x", xv)
+    g.run()
+    for i, factor in enumerate((0.0137 * 200, 0.0137 * (3 - 100))):
+        want_q = np.clip(np.rint(0.05 * (qx - 120) * factor / 0.0611) + 125, 0, 255)
+        _within_one_step(g.get_output(i).numpy(), (want_q - 125) * 0.0611, 0.0611)

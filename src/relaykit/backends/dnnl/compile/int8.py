@@ -407,9 +407,20 @@ def _through_float(
 
 
 def _qnn_mul(lw: _Lowerer, call: Call, args: list[Any]) -> int:
+    """A quantized multiply: by a positive scalar constant (an encoder's 1/sqrt(d), GELU's
+    0.5) one ``qreorder`` whose scale carries the factor (rounded once, as a float
+    multiply then quantize rounds); otherwise through float."""
     xs = (lw.tensor(args[0], "qnn.mul lhs"), lw.tensor(args[1], "qnn.mul rhs"))
     s = [_scalar(call.args[k], "scale") for k in (2, 4, 6)]
     z = [round(_scalar(call.args[k], "zero point")) for k in (3, 5, 7)]
+    for k in (0, 1):  # by a positive scalar constant: one requantizing reorder
+        c, shape = lw.const(xs[1 - k]), _shape(call)
+        if c is None or c.size != 1 or lw.p.shapes[xs[k]] != shape:
+            continue
+        factor = s[1 - k] * (float(c.reshape(-1)[0]) - z[1 - k])
+        if factor > 0:
+            return _qreorder(lw, xs[k], shape, _dtype(call), src_scale=[s[k] * factor],
+                             src_zp=z[k] or None, dst_scale=s[2], dst_zp=z[2] or None)  # fmt: skip
     return _through_float(lw, call, "mul", xs, s, z)
 
 
