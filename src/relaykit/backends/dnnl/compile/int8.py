@@ -278,9 +278,9 @@ def _requantize(lw: _Lowerer, call: Call, args: list[Any]) -> int:
     dtype = str(call.attrs.out_dtype)
     node = _foldable(lw, call.args[0], x, "acc") or _foldable(lw, call.args[0], x, "biased")
     ndim = len(_shape(call))
-    if node is not None and node.op == "qdense" and in_scale.size > 1:
-        if int(call.attrs.axis) % ndim != ndim - 1:  # per-channel scales on another axis
-            node = None
+    per_channel_elsewhere = in_scale.size > 1 and int(call.attrs.axis) % ndim != ndim - 1
+    if node is not None and node.op == "qdense" and per_channel_elsewhere:
+        node = None  # a dense's scales are per output feature (its last axis)
     if node is not None and in_zp == 0:
         node.attrs["wscale"] = [float(s) for s in in_scale]
         bias = lw.qbias.get(x)
