@@ -363,3 +363,118 @@ def test_nhwc_convolutions_run_in_the_region():
     np.testing.assert_allclose(
         g.get_output(1).numpy(), _np_conv_nhwc(fv, wf, 1), rtol=1e-4, atol=1e-4
     )
+
+
+def test_quantized_embedding_table_is_gathered_before_it_is_dequantized():
+    """take(dequantize(int8 table), ids): the rows are gathered first, so no region
+    dequantizes the whole table on every run (a region without inputs)."""
+    rng = np.random.default_rng(3)
+    table = rng.integers(0, 256, (5000, 64)).astype("uint8")
+    ids = relay.var("ids", shape=(1, 16), dtype="int64")
+    deq = relay.qnn.op.dequantize(_c(table, "uint8"), _c(0.02, "float32"), _c(128, "int32"))
+    emb = relay.take(deq, ids, axis=0)
+    q = relay.qnn.op.quantize(emb, _c(0.03, "float32"), _c(120, "int32"), out_dtype="uint8")
+    out = relay.qnn.op.dequantize(relay.clip(q, 120, 255), _c(0.03, "float32"), _c(120, "int32"))
+    # a table too large to fold (the limit lowered here to keep the test small)
+    with tvm.transform.PassContext(config={"relay.FoldConstant.max_bytes": 1 << 16}):
+        mod = partition_for_dnnl(tvm.IRModule.from_expr(relay.Function([ids], out)))
+    regions = [gv for gv in mod.get_global_vars() if gv.name_hint != "main"]
+    assert all(mod[gv].params for gv in regions), "a region without inputs recomputes a constant"
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm")
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    x = rng.integers(0, 5000, (1, 16)).astype("int64")
+    g.set_input("ids", x)
+    g.run()
+    f = (table[x].astype(np.float64) - 128) * 0.02
+    want_q = np.clip(np.round(f / 0.03) + 120, 120, 255)  # ties are rare: f is on a 0.02 grid
+    want = (want_q - 120) * 0.03
+    got = g.get_output(0).numpy()
+    assert got.shape == (1, 16, 64)
+    assert np.mean(np.abs(got - want) < 1e-5) >= 0.99
+    assert np.max(np.abs(got - want)) <= 0.03 + 1e-5
+
+
+def test_qnn_add_of_a_broadcast_bias_is_one_qadd_step():
+    """qnn.add(bias constant (N,), x (B, M, N)), as a QDQ encoder adds its quantized bias
+    after a dense: one oneDNN binary that broadcasts the bias (no dequantize, float add,
+    quantize), equal to NumPy's float64 within one step."""
+    rng = np.random.default_rng(5)
+    x = relay.var("x", shape=(2, 6, 40), dtype="float32")
+    q = relay.qnn.op.quantize(x, _c(0.05, "float32"), _c(120, "int32"), out_dtype="uint8")
+    bias = rng.integers(0, 256, 40).astype("uint8")
+    s = relay.qnn.op.add(
+        _c(bias, "uint8"), q, _c(0.0137, "float32"), _c(128, "int32"), _c(0.05, "float32"),
+        _c(120, "int32"), _c(0.0611, "float32"), _c(125, "int32"),
+    )  # fmt: skip
+    out = relay.qnn.op.dequantize(s, _c(0.0611, "float32"), _c(125, "int32"))
+    mod = partition_for_dnnl(tvm.IRModule.from_expr(relay.Function([x], out)))
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm")
+    steps = _steps(lib)
+    assert any(st.startswith("qadd") for st in steps), steps
+    assert not any(st.startswith("binary") for st in steps), steps
+    xv = rng.uniform(-6, 6, (2, 6, 40)).astype("float32")
+    qx = np.clip(np.rint(xv.astype(np.float64) / 0.05) + 120, 0, 255)
+    real = 0.0137 * (bias.astype(np.float64) - 128) + 0.05 * (qx - 120)
+    want = (np.clip(np.rint(real / 0.0611) + 125, 0, 255) - 125) * 0.0611
+    _within_one_step(_run(lib, xv), want, 0.0611)
+
+
+def test_requantize_after_a_reshaped_dense_is_the_dense_output_scale():
+    """qnn.dense on (tokens, features), reshaped to (1, tokens, units), then requantize
+    (an encoder's projection): the qdense writes uint8 itself (no int32 result and
+    requantizing reorder after it), equal to NumPy's int64 / float64 within one step."""
+    rng = np.random.default_rng(6)
+    x = relay.var("x", shape=(1, 16, 32), dtype="float32")
+    q = relay.qnn.op.quantize(x, _c(0.05, "float32"), _c(120, "int32"), out_dtype="uint8")
+    w = rng.integers(-127, 128, (24, 32)).astype("int8")
+    acc = relay.qnn.op.dense(
+        relay.reshape(q, (-1, 32)), _c(w, "int8"), _c(120, "int32"), _c(0, "int32"),
+        _c(0.05, "float32"), _c(0.0031, "float32"), units=24,
+    )  # fmt: skip
+    acc = relay.reshape(acc, (1, 16, 24))
+    r = relay.qnn.op.requantize(
+        acc, _c(0.05 * 0.0031, "float32"), _c(0, "int32"), _c(0.173, "float32"),
+        _c(128, "int32"), out_dtype="uint8",
+    )  # fmt: skip
+    out = relay.qnn.op.dequantize(r, _c(0.173, "float32"), _c(128, "int32"))
+    mod = partition_for_dnnl(tvm.IRModule.from_expr(relay.Function([x], out)))
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm")
+    steps = [st.split(" ")[0] for st in _steps(lib)]
+    assert steps.count("qreorder") == 2, steps  # the input's quantize, the dequantize
+    xv = rng.uniform(-6, 6, (1, 16, 32)).astype("float32")
+    qx = np.clip(np.rint(xv.astype(np.float64) / 0.05) + 120, 0, 255).reshape(16, 32)
+    a = (qx.astype(np.int64) - 120) @ w.astype(np.int64).T
+    want_q = np.clip(np.rint(a * (0.05 * 0.0031) / 0.173) + 128, 0, 255)
+    _within_one_step(_run(lib, xv), ((want_q - 128) * 0.173).reshape(1, 16, 24), 0.173)
+
+
+def test_qnn_mul_by_a_scalar_constant_is_one_reorder():
+    """qnn.mul by a quantized positive scalar (an encoder's 1/sqrt(d) on the queries,
+    GELU's 0.5): one requantizing reorder, not dequantize, multiply, quantize; equal to
+    NumPy's float64 within one step. A negative factor keeps the float path, also right."""
+    rng = np.random.default_rng(7)
+    x = relay.var("x", shape=(2, 8, 24), dtype="float32")
+    q = relay.qnn.op.quantize(x, _c(0.05, "float32"), _c(120, "int32"), out_dtype="uint8")
+    outs = []
+    for value, zp in ((200, 0), (3, 100)):  # factors 0.0137 * 200 and 0.0137 * (3 - 100)
+        m = relay.qnn.op.mul(
+            q, _c(value, "uint8"), _c(0.05, "float32"), _c(120, "int32"),
+            _c(0.0137, "float32"), _c(zp, "int32"), _c(0.0611, "float32"), _c(125, "int32"),
+        )  # fmt: skip
+        outs.append(relay.qnn.op.dequantize(m, _c(0.0611, "float32"), _c(125, "int32")))
+    mod = partition_for_dnnl(tvm.IRModule.from_expr(relay.Function([x], relay.Tuple(outs))))
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm")
+    steps = [st.split(" ")[0] for st in _steps(lib)]
+    assert steps.count("binary_mul") + steps.count("linear") == 1, steps  # the negative one
+    xv = rng.uniform(-6, 6, (2, 8, 24)).astype("float32")
+    qx = np.clip(np.rint(xv.astype(np.float64) / 0.05) + 120, 0, 255)
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    g.set_input("x", xv)
+    g.run()
+    for i, factor in enumerate((0.0137 * 200, 0.0137 * (3 - 100))):
+        want_q = np.clip(np.rint(0.05 * (qx - 120) * factor / 0.0611) + 125, 0, 255)
+        _within_one_step(g.get_output(i).numpy(), (want_q - 125) * 0.0611, 0.0611)

@@ -170,3 +170,24 @@ def test_multiple_outputs_and_shared_tensors(dnnl):
 
     mod = dnnl.module_of(body, N4)
     dnnl.check(mod, None, dnnl.random_inputs(mod))
+
+
+def test_erf_matches_float64_over_its_whole_range(dnnl):
+    """The region's vectorized erf (a quantized encoder's GELU) against math.erf in
+    float64: small and large arguments, the switch at 0.5, saturation, infinities, NaN."""
+    import math
+
+    x = relay.var("x", shape=(4096,))
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.erf(x)))
+    mod = partition_for(mod, "dnnl")
+    assert len(dnnl.dnnl_functions(mod)) == 1
+    special = [0.0, -0.0, 1e-30, -1e-8, 1e-3, 0.4999, 0.5, 0.50001, -0.7, 3.99, 4.0, 4.01,
+               10.0, -10.0, np.inf, -np.inf, np.nan]  # fmt: skip
+    v = np.concatenate([special, np.linspace(-6, 6, 4096 - len(special))]).astype("float32")
+    (got,) = dnnl.run_lib(dnnl.build(mod), {"x": v})
+    want = np.array([math.erf(float(a)) for a in v])
+    assert np.isnan(got[len(special) - 1])
+    ok = ~np.isnan(want)
+    err = np.abs(got[ok] - want[ok])
+    assert np.all(err <= 1e-6 * np.abs(want[ok]) + 1e-37)
+    assert got[special.index(np.inf)] == 1.0 and got[special.index(-np.inf)] == -1.0

@@ -11,8 +11,9 @@ primitives compute it in one pass:
 - the requantize becomes the weight scales (input scale times weight scale, per output
   channel) and the output scale and zero point: the layer writes uint8 / int8 directly;
 - a ``clip`` of the requantized integers becomes an eltwise clip post-op in real units;
-- a ``qnn.add`` of two tensors of one shape is a ``qadd`` node (a oneDNN binary with
-  scales, rounded once), a ``clip`` after it its post-op.
+- a ``qnn.add`` is a ``qadd`` node (a oneDNN binary with scales, rounded once; the
+  second operand may broadcast, as a quantized bias does), a ``clip`` after it its
+  post-op.
 
 What is not folded runs on its own: ``qnn.quantize``, ``qnn.dequantize`` and
 ``qnn.requantize`` as ``qreorder`` nodes (oneDNN reorders with scales and zero points),
@@ -56,7 +57,7 @@ class _Lowerer(Protocol):
     def const(self, t: int) -> np.ndarray | None: ...
 
 
-__all__ = ["QNN_LOWER", "INT_DTYPES", "integer_average"]
+__all__ = ["QNN_LOWER", "INT_DTYPES", "integer_average", "reshape_view"]
 
 INT_DTYPES = ("uint8", "int8", "int32")
 _RANGE = {"uint8": (0, 255), "int8": (-128, 127), "int32": (-(2**31), 2**31 - 1)}
@@ -211,6 +212,25 @@ def _weighted(lw: _Lowerer, call: Call, args: list[Any], conv: bool) -> int:
     return out
 
 
+def reshape_view(lw: _Lowerer, source: Expr, x: int, out: int) -> None:
+    """Let the folds reach a ``qdense`` through a reshape of its int32 result that keeps
+    the last axis (an encoder's dense runs on (tokens, features), its result is read as
+    (batch, tokens, features)): ``out`` becomes a view of ``x``, as an NHWC view of a
+    ``qconv`` is, so the requantize after it is the layer's output scales."""
+    stage = lw.qstage.get(x)
+    if stage not in ("acc", "biased") or x in lw.qview or x in lw.p.outputs:
+        return
+    node = _producer(lw, x)
+    if lw.uses.get(id(source), 0) != 1 or node is None or node.op != "qdense":
+        return
+    if lw.p.shapes[x][-1] != lw.p.shapes[out][-1]:
+        return
+    lw.qview[out] = x
+    lw.qstage[out] = stage
+    if x in lw.qbias:
+        lw.qbias[out] = lw.qbias[x]
+
+
 def _qnn_conv2d(lw: _Lowerer, call: Call, args: list[Any]) -> int:
     return _weighted(lw, call, args, conv=True)
 
@@ -257,6 +277,10 @@ def _requantize(lw: _Lowerer, call: Call, args: list[Any]) -> int:
     out_zp = round(_scalar(call.args[4], "output zero point"))
     dtype = str(call.attrs.out_dtype)
     node = _foldable(lw, call.args[0], x, "acc") or _foldable(lw, call.args[0], x, "biased")
+    ndim = len(_shape(call))
+    per_channel_elsewhere = in_scale.size > 1 and int(call.attrs.axis) % ndim != ndim - 1
+    if node is not None and node.op == "qdense" and per_channel_elsewhere:
+        node = None  # a dense's scales are per output feature (its last axis)
     if node is not None and in_zp == 0:
         node.attrs["wscale"] = [float(s) for s in in_scale]
         bias = lw.qbias.get(x)
@@ -338,7 +362,8 @@ def _cast(lw: _Lowerer, call: Call, args: list[Any]) -> int:
 
 
 def _qnn_add(lw: _Lowerer, call: Call, args: list[Any]) -> int:
-    """A quantized add of two tensors of the output's shape: one ``qadd`` node (float,
+    """A quantized add (one operand of the output's shape, the other the same or
+    broadcasting to it): one ``qadd`` node (float,
     rounded once into the output's type, as ONNX's QLinearAdd and torch's quantized add
     compute it). Not a ``sum`` post-op of the layer before: that would skip the rounding
     of the layer's own output, a one-step difference on many elements that grows from
@@ -347,8 +372,12 @@ def _qnn_add(lw: _Lowerer, call: Call, args: list[Any]) -> int:
     s = [_scalar(call.args[k], "scale") for k in (2, 4, 6)]
     z = [round(_scalar(call.args[k], "zero point")) for k in (3, 5, 7)]
     shape, dtype = _shape(call), _dtype(call)
-    if dtype == "int32" or lw.p.shapes[lhs] != shape or lw.p.shapes[rhs] != shape:
+    if lw.p.shapes[lhs] != shape:  # the operand of the output's shape first (add commutes)
+        lhs, rhs, s, z = rhs, lhs, [s[1], s[0], s[2]], [z[1], z[0], z[2]]
+    if dtype == "int32" or lw.p.shapes[lhs] != shape or len(lw.p.shapes[rhs]) > len(shape):
         return _through_float(lw, call, "add", (lhs, rhs), s, z)
+    # a broadcast operand (a quantized bias): the binary broadcasts it, rounded once
+    rhs = lw.as_rank(rhs, len(shape))
     attrs: dict[str, Any] = {"s0": s[0], "s1": s[1], "dst_scale": s[2]}
     for key, zp in (("z0", z[0]), ("z1", z[1]), ("dst_zp", z[2])):
         if zp:
@@ -378,9 +407,20 @@ def _through_float(
 
 
 def _qnn_mul(lw: _Lowerer, call: Call, args: list[Any]) -> int:
+    """A quantized multiply: by a positive scalar constant (an encoder's 1/sqrt(d), GELU's
+    0.5) one ``qreorder`` whose scale carries the factor (rounded once, as a float
+    multiply then quantize rounds); otherwise through float."""
     xs = (lw.tensor(args[0], "qnn.mul lhs"), lw.tensor(args[1], "qnn.mul rhs"))
     s = [_scalar(call.args[k], "scale") for k in (2, 4, 6)]
     z = [round(_scalar(call.args[k], "zero point")) for k in (3, 5, 7)]
+    for k in (0, 1):  # by a positive scalar constant: one requantizing reorder
+        c, shape = lw.const(xs[1 - k]), _shape(call)
+        if c is None or c.size != 1 or lw.p.shapes[xs[k]] != shape:
+            continue
+        factor = s[1 - k] * (float(c.reshape(-1)[0]) - z[1 - k])
+        if factor > 0:
+            return _qreorder(lw, xs[k], shape, _dtype(call), src_scale=[s[k] * factor],
+                             src_zp=z[k] or None, dst_scale=s[2], dst_zp=z[2] or None)  # fmt: skip
     return _through_float(lw, call, "mul", xs, s, z)
 
 

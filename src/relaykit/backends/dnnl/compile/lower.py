@@ -38,7 +38,7 @@ from relaykit.ir.types import TensorType, TupleType
 from relaykit.op.nn.geometry import pad4, pair
 from relaykit.transform.idioms import match_layer_norm
 
-from .int8 import INT_DTYPES, QNN_LOWER, integer_average
+from .int8 import INT_DTYPES, QNN_LOWER, integer_average, reshape_view
 from .nhwc import hwio_as_oihw, nhwc_view
 
 __all__ = [
@@ -576,7 +576,9 @@ def _reshape(lw: _Lowerer, call: Call, args: list[Value]) -> Value:
     c = lw.const(x)
     if c is not None:
         return lw.p.add_constant(c.reshape(out))
-    return lw.emit("reshape", [x], out)
+    view = lw.emit("reshape", [x], out)
+    reshape_view(lw, call.args[0], x, view)  # an int8 dense's folds reach through it
+    return view
 
 
 def _copy(lw: _Lowerer, call: Call, args: list[Value]) -> Value:

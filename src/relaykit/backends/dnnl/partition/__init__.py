@@ -35,6 +35,7 @@ from relaykit.ir.functor import rewrite_post_order
 from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op
 from relaykit.transform.bind import bind_params_by_name
+from relaykit.transform.gather_quantized import GatherBeforeDequantize
 from relaykit.transform.pass_infra import FunctionPass, Pass, PassContext, Sequential
 
 from .rules import TARGET
@@ -114,6 +115,10 @@ def pre_partition_passes() -> list[Pass]:
     passes: list[Pass] = [
         transform.InferType(),
         transform.FakeQuantizationToInteger(),
+        # a quantized embedding table is gathered before it is dequantized: otherwise
+        # the whole table (too large to fold) is dequantized on every run
+        GatherBeforeDequantize(),
+        transform.InferType(),
         transform.FoldConstant(fold_qnn=True),
     ]
     for name in ("SimplifyInference", "FoldConstant", "FoldScaleAxis", "FoldConstant"):

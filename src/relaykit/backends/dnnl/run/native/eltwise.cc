@@ -4,6 +4,8 @@
 #include "region.h"
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 namespace rk {
 
@@ -214,7 +216,59 @@ void Region::lower_shuffle(const Json& node) {
 }
 
 // "erf": oneDNN has no such algorithm; relaykit's own loop over the plain tensor
-// (quantized encoders compute GELU as dequantize, erf, quantize around it).
+// (quantized encoders compute GELU as dequantize, erf, quantize around it). std::erf is
+// a scalar call (0.5 ms on BERT's 128x3072 activations); this form vectorizes: a Taylor
+// polynomial below 0.5, above it Abramowitz & Stegun 7.1.26 (absolute error < 1.5e-7)
+// with a Cephes-style exp, saturating at |x| >= 4 (erf(4) rounds to 1 in float).
+namespace {
+inline float exp_nonpositive(float z) {  // e^z for z in [-16, 0]
+  // round to nearest by the 1.5 * 2^23 trick (no libm call, so the loop vectorizes)
+  float n = (z * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  float r = z - n * 0.693359375f;
+  r -= n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return p * scale;
+}
+
+inline float fast_erf(float x) {
+  float a = std::fabs(x);
+  a = a > 4.0f ? 4.0f : a;  // NaN stays NaN
+  float a2 = a * a;
+  // 2/sqrt(pi) * (a - a^3/3 + a^5/10 - a^7/42 + a^9/216 - a^11/1320 + a^13/9360)
+  float taylor = -1.0f / 9360.0f;
+  taylor = taylor * a2 + 1.0f / 1320.0f;
+  taylor = taylor * a2 - 1.0f / 216.0f;
+  taylor = taylor * a2 + 1.0f / 42.0f;
+  taylor = taylor * a2 - 1.0f / 10.0f;
+  taylor = taylor * a2 + 1.0f / 3.0f;
+  taylor = a * (1.0f - a2 * taylor) * 1.12837916709551257f;
+  float t = 1.0f / (1.0f + 0.3275911f * a);
+  float q = 1.061405429f;
+  q = q * t - 1.453152027f;
+  q = q * t + 1.421413741f;
+  q = q * t - 0.284496736f;
+  q = q * t + 0.254829592f;
+  float tail = 1.0f - q * t * exp_nonpositive(-a2);
+  float y = a < 0.5f ? taylor : tail;
+  return std::copysign(y, x);
+}
+
+// one clone per ISA, chosen at load time as the fp32 kernels are
+__attribute__((target_clones("avx512f", "avx2", "default"))) void erf_span(
+    const float* x, float* y, long long n) {
+  for (long long i = 0; i < n; ++i) y[i] = fast_erf(x[i]);
+}
+}  // namespace
+
 void Region::lower_erf(const Json& node) {
   int src = in(node, 0), o = out(node);
   memory::desc md = plain(src);
@@ -227,8 +281,10 @@ void Region::lower_erf(const Json& node) {
   steps_.back().kernel = [n](const ExecArgs& a) {
     const float* x = static_cast<const float*>(arg_data(a, DNNL_ARG_SRC));
     float* y = static_cast<float*>(arg_data(a, DNNL_ARG_DST));
+    const long long chunk = 4096, chunks = (n + chunk - 1) / chunk;
 #pragma omp parallel for if (n >= kSmallStepElems) schedule(static)
-    for (long long i = 0; i < n; ++i) y[i] = std::erf(x[i]);
+    for (long long c = 0; c < chunks; ++c)
+      erf_span(x + c * chunk, y + c * chunk, std::min(chunk, n - c * chunk));
   };
 }
 

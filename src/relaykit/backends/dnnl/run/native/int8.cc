@@ -60,13 +60,18 @@ memory::desc retyped(const memory::desc& md, dt t) {
 // "qadd": a quantized add, rounded once.
 void Region::lower_qadd(const Json& node) {
   int a = in(node, 0), b = in(node, 1), o = out(node);
-  if (dims_[a] != dims_[o] || dims_[b] != dims_[o]) throw Error("program: qadd operands differ in shape");
+  // the second operand has the output's shape or broadcasts to it (a quantized bias)
+  bool broadcast = dims_[b] != dims_[o];
+  if (dims_[a] != dims_[o] || dims_[b].size() != dims_[o].size())
+    throw Error("program: qadd operands differ in shape");
+  for (size_t i = 0; broadcast && i < dims_[o].size(); ++i)
+    if (dims_[b][i] != dims_[o][i] && dims_[b][i] != 1) throw Error("program: qadd operand does not broadcast");
   float s0 = static_cast<float>(node.at("s0").f()), s1 = static_cast<float>(node.at("s1").f());
   float so = static_cast<float>(node.at("dst_scale").f());
   float shift = -(s0 * static_cast<float>(node.get_i("z0", 0)) + s1 * static_cast<float>(node.get_i("z1", 0)));
   memory::desc amd = md_of(a);
-  if (amd.get_format_kind() != memory::format_kind::blocked) amd = plain(a);
-  memory::desc bmd = retyped(amd, dtypes_[b]);
+  if (broadcast || amd.get_format_kind() != memory::format_kind::blocked) amd = plain(a);
+  memory::desc bmd = broadcast ? plain(b) : retyped(amd, dtypes_[b]);
   memory::desc dmd = retyped(amd, dtypes_[o]);
   primitive_attr attr = base_attr();
   std::vector<Arg> extra;
