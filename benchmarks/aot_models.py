@@ -40,6 +40,10 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _torch_models import mobilenetv2, resnet18
+
 MAIN = r"""
 #define _POSIX_C_SOURCE 199309L
 #include <stdio.h>
@@ -78,7 +82,7 @@ int main(int argc, char **argv) {
 _PRINT_FMT = {"float32": ("float", "%.9g", "(double)"), "int64": ("int64_t", "%lld", "(long long)")}
 
 
-def _models():  # noqa: C901 - one nested class per model
+def _models():
     import torch
 
     nn = torch.nn
@@ -93,74 +97,6 @@ def _models():  # noqa: C901 - one nested class per model
 
         def forward(self, x):
             return self.net(x)
-
-    class Block(nn.Module):
-        def __init__(self, cin, cout, stride):
-            super().__init__()
-            self.c1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
-            self.b1 = nn.BatchNorm2d(cout)
-            self.c2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
-            self.b2 = nn.BatchNorm2d(cout)
-            self.down = None
-            if stride != 1 or cin != cout:
-                self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
-                                          nn.BatchNorm2d(cout))  # fmt: skip
-
-        def forward(self, x):
-            y = torch.relu(self.b1(self.c1(x)))
-            y = self.b2(self.c2(y))
-            return torch.relu(y + (x if self.down is None else self.down(x)))
-
-    class ResNet18(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.stem = nn.Sequential(nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64),
-                                      nn.ReLU(), nn.MaxPool2d(3, 2, 1))  # fmt: skip
-            layers, cin = [], 64
-            for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
-                layers += [Block(cin, cout, stride), Block(cout, cout, 1)]
-                cin = cout
-            self.layers = nn.Sequential(*layers)
-            self.fc = nn.Linear(512, 1000)
-
-        def forward(self, x):
-            y = nn.functional.adaptive_avg_pool2d(self.layers(self.stem(x)), 1)
-            return self.fc(torch.flatten(y, 1))
-
-    def cbr(cin, cout, k, s, groups=1):
-        return [nn.Conv2d(cin, cout, k, s, k // 2, groups=groups, bias=False),
-                nn.BatchNorm2d(cout), nn.ReLU6()]  # fmt: skip
-
-    class Inverted(nn.Module):
-        def __init__(self, cin, cout, stride, expand):
-            super().__init__()
-            hid = cin * expand
-            layers = cbr(cin, hid, 1, 1) if expand != 1 else []
-            layers += cbr(hid, hid, 3, stride, groups=hid)
-            layers += [nn.Conv2d(hid, cout, 1, bias=False), nn.BatchNorm2d(cout)]
-            self.conv = nn.Sequential(*layers)
-            self.res = stride == 1 and cin == cout
-
-        def forward(self, x):
-            return x + self.conv(x) if self.res else self.conv(x)
-
-    class MobileNetV2(nn.Module):
-        def __init__(self):
-            super().__init__()
-            cfg = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2),
-                   (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1)]  # fmt: skip
-            layers, cin = cbr(3, 32, 3, 2), 32
-            for t, c, n, s in cfg:
-                for i in range(n):
-                    layers.append(Inverted(cin, c, s if i == 0 else 1, t))
-                    cin = c
-            layers += cbr(cin, 1280, 1, 1)
-            self.features = nn.Sequential(*layers)
-            self.classifier = nn.Linear(1280, 1000)
-
-        def forward(self, x):
-            y = nn.functional.adaptive_avg_pool2d(self.features(x), 1)
-            return self.classifier(torch.flatten(y, 1))
 
     class Bert(nn.Module):
         def __init__(self, vocab=1000, d=256, layers=4, seq=128):
@@ -202,8 +138,8 @@ def _models():  # noqa: C901 - one nested class per model
 
     return {
         "mlp": (MLP, [(1, 784)], None),
-        "resnet18": (ResNet18, [(1, 3, 224, 224)], None),
-        "mobilenet_v2": (MobileNetV2, [(1, 3, 224, 224)], None),
+        "resnet18": (resnet18, [(1, 3, 224, 224)], None),
+        "mobilenet_v2": (mobilenetv2, [(1, 3, 224, 224)], None),
         "bert_like": (Bert, [(1, 128)], ids),
         "ccompiler_cnn": (PartCNN, [(1, 3, 32, 32)], None),
     }

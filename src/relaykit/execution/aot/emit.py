@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from relaykit.errors import CodegenError
+from relaykit.execution.codegen.c_source import C_TYPES
 from relaykit.execution.graph_plan import PlanNode
 from relaykit.ir.attrs import Attrs
 from relaykit.registry import Registry
@@ -36,20 +37,6 @@ __all__ = [
     "nd_loop",
     "c_float",
 ]
-
-C_TYPES: dict[str, str] = {
-    "float32": "float",
-    "float64": "double",
-    "int8": "int8_t",
-    "int16": "int16_t",
-    "int32": "int32_t",
-    "int64": "int64_t",
-    "uint8": "uint8_t",
-    "uint16": "uint16_t",
-    "uint32": "uint32_t",
-    "uint64": "uint64_t",
-    "bool": "uint8_t",
-}
 
 
 @dataclass(frozen=True)
