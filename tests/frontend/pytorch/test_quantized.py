@@ -334,6 +334,14 @@ class TwoBranch(nn.Module):
         return self.mul.mul(self.cat.cat([a, b], 1), self.cat.cat([b, a], 1))
 
 
+def _affine_layer_norm(width: int) -> nn.LayerNorm:
+    ln = nn.LayerNorm(width)
+    with torch.no_grad():
+        ln.weight.uniform_(0.5, 1.5)
+        ln.bias.uniform_(-0.5, 0.5)
+    return ln
+
+
 def _seq(*mods: nn.Module) -> nn.Sequential:
     return nn.Sequential(*mods)
 
@@ -390,6 +398,12 @@ MODULES = {
         (1, 3, 16, 16),
     ),
     "cat_mul": (TwoBranch, None, (1, 3, 16, 16)),
+    "layer_norm": (lambda: _seq(_affine_layer_norm(16)), None, (2, 5, 16)),
+    "matmul": (
+        lambda: Functional(lambda f, x: f.matmul(x, x.transpose(-1, -2))),
+        None,
+        (2, 6, 16),
+    ),
 }
 
 

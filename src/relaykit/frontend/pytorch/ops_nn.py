@@ -207,8 +207,9 @@ def _native_bn_any(ctx: OpContext, args: list[Any]) -> list[Any]:
     return [_batch_norm(ctx, args[0], args[1], args[2], args[3], args[4], args[7]), None, None]
 
 
-def _layer_norm(ctx: OpContext, args: list[Any]) -> tuple[Expr, Expr, Expr]:
-    # (input, normalized_shape, weight, bias, eps)
+def layer_norm(ctx: OpContext, args: list[Any]) -> tuple[Expr, Expr, Expr]:
+    """``aten::layer_norm``'s (output, mean, 1/std) from (input, normalized_shape, weight,
+    bias, eps)."""
     x = ctx.expr(args[0])
     shape, dt = ctx.shape(x), ctx.dtype(x)
     norm = as_int_list(args[1])
@@ -232,12 +233,12 @@ def _layer_norm(ctx: OpContext, args: list[Any]) -> tuple[Expr, Expr, Expr]:
 
 @converter("layer_norm")
 def _layer_norm_op(ctx: OpContext, args: list[Any]) -> Expr:
-    return _layer_norm(ctx, args)[0]
+    return layer_norm(ctx, args)[0]
 
 
 @converter("native_layer_norm")
 def _native_layer_norm(ctx: OpContext, args: list[Any]) -> list[Expr]:
-    return list(_layer_norm(ctx, args))
+    return list(layer_norm(ctx, args))
 
 
 def _group_norm(ctx: OpContext, x: Any, groups: int, w: Any, b: Any, eps: float) -> Expr:

@@ -24,6 +24,7 @@ from relaykit.ir.expr import Constant, Expr, Var, const
 from relaykit.op import nn, qnn
 from relaykit.transform.fold_constant import fold_constant
 
+from .ops_nn import layer_norm, matmul
 from .quantized import (
     EVEN,
     PackedParams,
@@ -443,3 +444,27 @@ converter(
     "quantized::batch_norm",
     "quantized::batch_norm_relu",
 )(_batch_norm)
+
+
+@converter("quantized::layer_norm")
+def _layer_norm(ctx: OpContext, args: list[Any]) -> QTensor:
+    """(input, normalized_shape, weight, bias, eps, output_scale, output_zero_point): torch
+    normalizes the dequantized input in float and quantizes the result once."""
+    x = _q(ctx, args[0])
+
+    def norm(v: Expr) -> Expr:
+        return layer_norm(ctx, [v, args[1], args[2], args[3], args[4]])[0]
+
+    return _float_unary(ctx, x, norm, args[5], args[6])
+
+
+@converter("quantized::matmul")
+def _qmatmul(ctx: OpContext, args: list[Any]) -> QTensor:
+    """(a, b, output_scale, output_zero_point): on CPUs without Ruy torch multiplies the
+    dequantized operands in float and quantizes the product once; so does this (and
+    FakeQuantizationToInteger turns it into ``qnn.batch_matmul`` when wanted)."""
+    a, b = _q(ctx, args[0], "first input"), _q(ctx, args[1], "second input")
+    if a.dtype != b.dtype:
+        raise ctx.fail(f"quantized::matmul of {a.dtype} and {b.dtype}: torch requires one dtype")
+    s, z = _out(args[2], args[3])
+    return quantize(matmul(ctx, dequantize(a), dequantize(b)), s, z, a.dtype)
