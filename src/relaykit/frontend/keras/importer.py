@@ -53,9 +53,11 @@ def from_keras(
     first, as TVM's ``from_keras`` does; ``"NHWC"`` keeps Keras's channels-last layout.
     Returns ``(mod, params)``: the weights are parameters of ``main``.
 
-    >>> import keras  # doctest: +SKIP
-    >>> model = keras.Sequential([keras.Input((8, 8, 3)), keras.layers.Conv2D(4, 3)])  # doctest: +SKIP
-    >>> mod, params = from_keras(model, {"input_layer": (1, 3, 8, 8)})  # doctest: +SKIP
+    >>> import keras
+    >>> model = keras.Sequential([keras.Input((8, 8, 3)), keras.layers.Conv2D(4, 3)])
+    >>> mod, params = from_keras(model, {"input_layer": (1, 3, 8, 8)})
+    >>> mod["main"].params[0].checked_type.shape
+    (1, 3, 8, 8)
     """
     keras = require_keras()
     if not isinstance(model, keras.Model):
@@ -138,7 +140,8 @@ def _check_supported(keras: Any, graph: Any) -> None:
         )
     raise UnsupportedOpError(
         f"the Keras model {graph.name!r} uses {len(missing)} layer type"
-        f"{'s' if len(missing) > 1 else ''} relaykit cannot convert:\n" + "\n".join(lines)
+        f"{'s' if len(missing) > 1 else ''} relaykit cannot convert:\n"
+        + "\n".join(lines)
         + "\nrewrite the model without them (relaykit.frontend.keras.supported_layers() "
         "lists what converts)",
         missing,
@@ -164,7 +167,7 @@ def _inputs(
         )
     variables: list[Var] = []
     exprs: list[Expr] = []
-    for tensor, name in zip(tensors, names):
+    for tensor, name in zip(tensors, names, strict=False):
         declared = tuple(tensor.shape)
         rank = len(declared)
         flip = channels_first and rank in (4, 5)
@@ -202,7 +205,7 @@ def _convert(keras: Any, ctx: LayerContext, graph: Any, inputs: list[Expr]) -> l
         raise FrontendError(
             f"model {graph.name!r} takes {len(graph.inputs)} inputs, it was given {len(inputs)}"
         )
-    for tensor, expr in zip(graph.inputs, inputs):
+    for tensor, expr in zip(graph.inputs, inputs, strict=False):
         env[id(tensor)] = expr
     for node in _nodes(graph):
         if node.is_input:
@@ -217,20 +220,26 @@ def _convert(keras: Any, ctx: LayerContext, graph: Any, inputs: list[Expr]) -> l
             ctx.layer = operation
             with _naming(operation):
                 if isinstance(operation, keras.layers.Layer):
-                    result = LAYERS[type(operation).__name__](ctx, operation, _flatten(args), kwargs)
+                    result = LAYERS[type(operation).__name__](
+                        ctx, operation, _flatten(args), kwargs
+                    )
                 else:
-                    result = OPERATIONS[type(operation).__name__](ctx, operation, list(args), kwargs)
+                    result = OPERATIONS[type(operation).__name__](
+                        ctx, operation, list(args), kwargs
+                    )
             outs = _flatten([result])
         if len(outs) != len(node.outputs):
             raise FrontendError(
                 f"{describe(operation)}: converted to {len(outs)} outputs, Keras has "
                 f"{len(node.outputs)}"
             )
-        for tensor, expr in zip(node.outputs, outs):
+        for tensor, expr in zip(node.outputs, outs, strict=False):
             env[id(tensor)] = expr
     missing = [t.name for t in graph.outputs if id(t) not in env]
     if missing:
-        raise FrontendError(f"model {graph.name!r}: outputs {missing} are not reached from its inputs")
+        raise FrontendError(
+            f"model {graph.name!r}: outputs {missing} are not reached from its inputs"
+        )
     return [env[id(t)] for t in graph.outputs]
 
 

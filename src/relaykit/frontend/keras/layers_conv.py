@@ -21,7 +21,14 @@ from relaykit.op import nn
 
 from .activations import apply_activation
 from .registry import LayerContext, as_tuple, layer_converter, weight_array
-from .spatial import DATA_LAYOUT, KERNEL_LAYOUT, channels_last, flat_pads, padding_pairs, spatial_rank
+from .spatial import (
+    DATA_LAYOUT,
+    KERNEL_LAYOUT,
+    channels_last,
+    flat_pads,
+    padding_pairs,
+    spatial_rank,
+)
 
 __all__: list[str] = []
 

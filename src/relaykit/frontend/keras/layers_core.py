@@ -136,7 +136,9 @@ def _rescaling(ctx: LayerContext, layer: Any, inputs: list[Expr], kwargs: Kwargs
     scale = np.asarray(layer.scale, dtype="float32")
     offset = np.asarray(layer.offset, dtype="float32")
     out = op.multiply(x, ctx.weight("scale", scale) if scale.ndim else ctx.scalar(float(scale), x))
-    return op.add(out, ctx.weight("offset", offset) if offset.ndim else ctx.scalar(float(offset), x))
+    return op.add(
+        out, ctx.weight("offset", offset) if offset.ndim else ctx.scalar(float(offset), x)
+    )
 
 
 @layer_converter("Flatten")

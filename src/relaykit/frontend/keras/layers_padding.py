@@ -26,7 +26,9 @@ def _pairs(value: Any, n: int) -> list[tuple[int, int]]:
         return [(int(items[0]), int(items[1]))]
     out = []
     for item in items:
-        out.append((int(item), int(item)) if isinstance(item, int) else (int(item[0]), int(item[1])))
+        out.append(
+            (int(item), int(item)) if isinstance(item, int) else (int(item[0]), int(item[1]))
+        )
     return out
 
 
@@ -50,7 +52,7 @@ def _cropping(ctx: LayerContext, layer: Any, inputs: list[Expr], kwargs: Kwargs)
         shape = ctx.shape(x)
         begin = [0, *(p[0] for p in pairs), 0]
         end = [shape[0], *(shape[i + 1] - pairs[i][1] for i in range(n)), shape[-1]]
-        if any(e <= b for b, e in zip(begin, end)):
+        if any(e <= b for b, e in zip(begin, end, strict=False)):
             raise ctx.fail(f"cropping {pairs} leaves nothing of an input of shape {shape}")
         return op.strided_slice(x, begin, end)
 

@@ -43,7 +43,9 @@ def to_channels_first(mod: IRModule) -> IRModule:
         return passes(mod)
 
 
-def lift_params(mod: IRModule, names: Mapping[Constant, str]) -> tuple[IRModule, dict[str, NDArray]]:
+def lift_params(
+    mod: IRModule, names: Mapping[Constant, str]
+) -> tuple[IRModule, dict[str, NDArray]]:
     """``main`` with each constant of more than one element made a parameter (named
     ``names[c]`` when the constant is a layer's weight as it was read, else
     ``_param_<n>``), and the values of those parameters."""

@@ -51,9 +51,9 @@ def padding_pairs(
     if padding == "valid":
         return [(0, 0)] * len(sizes)
     if padding == "same":
-        return [same_pads(*args) for args in zip(sizes, window, strides, dilation)]
+        return [same_pads(*args) for args in zip(sizes, window, strides, dilation, strict=False)]
     if padding == "causal":  # Conv1D: everything before
-        return [((k - 1) * d, 0) for k, d in zip(window, dilation)]
+        return [((k - 1) * d, 0) for k, d in zip(window, dilation, strict=False)]
     raise ctx.fail(f"padding {padding!r} is not supported (valid, same, causal)")
 
 
