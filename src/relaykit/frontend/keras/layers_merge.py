@@ -88,13 +88,13 @@ _BINARY: dict[str, Callable[[Expr, Expr], Expr]] = {
 }
 
 
-def _operand(ctx: LayerContext, value: Any, like: Expr) -> Expr:
+def _operand(ctx: LayerContext, value: Any, like: Expr, position: int) -> Expr:
     if isinstance(value, Expr):
         return value
     arr = np.asarray(value)
     if arr.ndim == 0:
         return ctx.scalar(float(arr), like)
-    return ctx.weight("constant", arr.astype(ctx.dtype(like)))
+    return ctx.weight(f"operand{position}", arr.astype(ctx.dtype(like)))
 
 
 @operation_converter(*_BINARY)
@@ -103,7 +103,8 @@ def _binary_op(ctx: LayerContext, operation: Any, inputs: list[Any], kwargs: Kwa
         raise ctx.fail(f"expected 2 operands, got {len(inputs)}")
     a, b = inputs
     like = a if isinstance(a, Expr) else b
-    return _BINARY[type(operation).__name__](_operand(ctx, a, like), _operand(ctx, b, like))
+    fn = _BINARY[type(operation).__name__]
+    return fn(_operand(ctx, a, like, 0), _operand(ctx, b, like, 1))
 
 
 @operation_converter("Negative")

@@ -96,6 +96,8 @@ class LayerContext:
         self.layer: Any = None
         #: constant -> the parameter name it gets in ``params`` (``<layer>.<weight>``)
         self.weight_names: dict[Constant, str] = {}
+        # (layer, weight name) -> its constant: a layer used twice has one set of weights
+        self._weights: dict[tuple[int, str], Constant] = {}
 
     @property
     def where(self) -> str:
@@ -134,12 +136,17 @@ class LayerContext:
 
     def weight(self, name: str, value: Any = None) -> Constant:
         """The layer's weight ``name`` (its attribute, e.g. ``kernel``), or ``value``
-        given as an array, as a constant named ``<layer>.<name>``."""
+        given as an array (what the layer computes from its weights), as a constant named
+        ``<layer>.<name>``; the same constant each time the layer is used."""
+        key = (id(self.layer), name)
+        if key in self._weights:
+            return self._weights[key]
         arr = weight_array(self.layer, name) if value is None else np.asarray(value)
         if arr.dtype == np.float64:
             arr = arr.astype(np.float32)
         c = const(np.ascontiguousarray(arr), str(arr.dtype))
         self.weight_names[c] = f"{self.layer.name}.{name}"
+        self._weights[key] = c
         return c
 
     def config(self, key: str, default: Any = None) -> Any:
