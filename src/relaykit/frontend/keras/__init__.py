@@ -21,6 +21,7 @@ from . import (  # noqa: F401 - each module registers its converters
     layers_merge,
     layers_padding,
     layers_pooling,
+    layers_rnn,
 )
 from .importer import from_keras
 from .registry import LAYERS, OPERATIONS, require_keras
