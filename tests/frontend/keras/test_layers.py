@@ -196,3 +196,24 @@ def test_embedding() -> None:
     model = randomize(keras.Model(inp, L.Flatten()(x)))
     ids = np.random.default_rng(0).integers(0, 10, (3, 6)).astype("int32")
     check(model, [ids])
+
+
+def test_keras_ops_between_layers() -> None:
+    ops = keras.ops
+    x, y = keras.Input((4, 6)), keras.Input((6, 3))
+    outs = [
+        x @ y,
+        ops.reshape(x, (-1, 24)),
+        ops.transpose(x, (0, 2, 1)),
+        ops.concatenate([x, -x], axis=1),
+        ops.mean(x, axis=1, keepdims=True),
+        ops.sum(x, axis=-1),
+        ops.max(x, axis=1),
+        ops.relu(x) + ops.sigmoid(x) * ops.tanh(x),
+        ops.exp(x) / 2 - ops.sqrt(ops.abs(x)) + ops.square(x) ** 2,
+        ops.squeeze(ops.expand_dims(x, 1), 1),
+        ops.softmax(x, axis=1),
+        ops.matmul(ops.reshape(x, (-1, 24)), np.ones((24, 2), "float32")),
+    ]
+    model = keras.Model([x, y], outs)
+    check(model, [rand(2, 4, 6), rand(2, 6, 3, seed=2)], layouts=("NHWC",))

@@ -22,6 +22,7 @@ from . import (  # noqa: F401 - each module registers its converters
     layers_padding,
     layers_pooling,
     layers_rnn,
+    operations,
 )
 from .importer import from_keras
 from .registry import LAYERS, OPERATIONS, require_keras

@@ -1,7 +1,5 @@
-"""Converters of Keras's merge layers (``Add``, ``Subtract``, ``Multiply``,
-``Average``, ``Maximum``, ``Minimum``, ``Concatenate``, ``Dot``) and of the
-elementwise ``keras.ops`` a functional model records when tensors are combined with
-Python operators (``x + y``, ``x * 0.5``)."""
+"""Converters of Keras's merge layers: ``Add``, ``Subtract``, ``Multiply``,
+``Average``, ``Maximum``, ``Minimum``, ``Concatenate``, ``Dot``."""
 
 from __future__ import annotations
 
@@ -15,7 +13,7 @@ from relaykit import op
 from relaykit.ir.expr import Expr
 from relaykit.op import nn
 
-from .registry import LayerContext, layer_converter, operation_converter
+from .registry import LayerContext, layer_converter
 
 __all__: list[str] = []
 
@@ -74,39 +72,3 @@ def _dot(ctx: LayerContext, layer: Any, inputs: list[Expr], kwargs: Kwargs) -> E
         f"Dot of inputs of rank {nx} and {ny} over axes {pair} is not supported "
         "(rank 2 with rank 2, or rank 3 with rank 3 over axes 1 or 2)"
     )
-
-
-_BINARY: dict[str, Callable[[Expr, Expr], Expr]] = {
-    "Add": op.add,
-    "Subtract": op.subtract,
-    "Multiply": op.multiply,
-    "Divide": op.divide,
-    "TrueDivide": op.divide,
-    "Maximum": op.maximum,
-    "Minimum": op.minimum,
-    "Power": op.power,
-}
-
-
-def _operand(ctx: LayerContext, value: Any, like: Expr, position: int) -> Expr:
-    if isinstance(value, Expr):
-        return value
-    arr = np.asarray(value)
-    if arr.ndim == 0:
-        return ctx.scalar(float(arr), like)
-    return ctx.weight(f"operand{position}", arr.astype(ctx.dtype(like)))
-
-
-@operation_converter(*_BINARY)
-def _binary_op(ctx: LayerContext, operation: Any, inputs: list[Any], kwargs: Kwargs) -> Expr:
-    if len(inputs) != 2:
-        raise ctx.fail(f"expected 2 operands, got {len(inputs)}")
-    a, b = inputs
-    like = a if isinstance(a, Expr) else b
-    fn = _BINARY[type(operation).__name__]
-    return fn(_operand(ctx, a, like, 0), _operand(ctx, b, like, 1))
-
-
-@operation_converter("Negative")
-def _negative(ctx: LayerContext, operation: Any, inputs: list[Any], kwargs: Kwargs) -> Expr:
-    return op.negative(inputs[0])
