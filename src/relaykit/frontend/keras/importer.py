@@ -84,7 +84,7 @@ def from_keras(
     body = results[0] if len(results) == 1 else Tuple(results)
     mod = InferType()(IRModule.from_expr(Function(variables, body)))
     if channels_first:
-        mod = to_channels_first(mod)
+        mod = to_channels_first(mod, ctx.weight_names)
     return lift_params(mod, ctx.weight_names)
 
 
