@@ -217,3 +217,29 @@ def test_keras_ops_between_layers() -> None:
     ]
     model = keras.Model([x, y], outs)
     check(model, [rand(2, 4, 6), rand(2, 6, 3, seed=2)], layouts=("NHWC",))
+
+
+def _adapted_normalization(invert: bool) -> Any:
+    layer = L.Normalization(invert=invert)
+    layer.adapt(rand(16, 4, 4, 3, seed=5) * 3 + 1)
+    return layer
+
+
+MORE = {
+    "groupnorm": ((4, 4, 6), L.GroupNormalization(groups=3)),
+    "groupnorm_axis1": ((6, 5), L.GroupNormalization(groups=2, axis=1, center=False)),
+    "normalization": ((4, 4, 3), _adapted_normalization(False)),
+    "normalization_invert": ((4, 4, 3), _adapted_normalization(True)),
+    "resizing_bilinear": ((6, 8, 3), L.Resizing(9, 5)),
+    "resizing_nearest": ((6, 8, 3), L.Resizing(9, 5, interpolation="nearest")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MORE))
+def test_group_normalization_normalization_and_resizing(name: str) -> None:
+    shape, layer = MORE[name]
+    model = one_layer(shape, layer) if "norm" in name and "group" in name else None
+    if model is None:  # adapted statistics and resizing have no random weights to set
+        inp = keras.Input(shape)
+        model = keras.Model(inp, layer(inp))
+    check(model, [rand(2, *shape)])

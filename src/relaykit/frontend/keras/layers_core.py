@@ -167,3 +167,44 @@ def _permute(ctx: LayerContext, layer: Any, inputs: list[Expr], kwargs: Kwargs) 
 def _repeat_vector(ctx: LayerContext, layer: Any, inputs: list[Expr], kwargs: Kwargs) -> Expr:
     # (N, d) -> (N, n, d)
     return op.repeat(op.expand_dims(inputs[0], 1), int(layer.n), 1)
+
+
+@layer_converter("GroupNormalization")
+def _group_norm(ctx: LayerContext, layer: Any, inputs: list[Expr], kwargs: Kwargs) -> Expr:
+    # the channel axis split into (groups, channels / groups); statistics over each group
+    x = inputs[0]
+    shape = ctx.shape(x)
+    axis = int(layer.axis) % len(shape)
+    groups = int(layer.groups)
+    grouped = [*shape[:axis], groups, shape[axis] // groups, *shape[axis + 1 :]]
+    g = op.reshape(x, grouped)
+    axes = [d for d in range(1, len(grouped)) if d != axis]
+    mean = op.mean(g, axes, keepdims=True)
+    var = op.variance(g, axes, keepdims=True)
+    out = op.multiply(op.subtract(g, mean), op.rsqrt(op.add(var, ctx.scalar(layer.epsilon, x))))
+    bshape = [1] * len(grouped)
+    bshape[axis], bshape[axis + 1] = groups, shape[axis] // groups
+    if layer.scale:
+        out = op.multiply(out, ctx.weight("gamma", weight_array(layer, "gamma").reshape(bshape)))
+    if layer.center:
+        out = op.add(out, ctx.weight("beta", weight_array(layer, "beta").reshape(bshape)))
+    return op.reshape(out, list(shape))
+
+
+@layer_converter("Normalization")
+def _normalization(ctx: LayerContext, layer: Any, inputs: list[Expr], kwargs: Kwargs) -> Expr:
+    # (x - mean) / max(sqrt(variance), epsilon), or its inverse
+    import keras
+
+    x = inputs[0]
+    if not ctx.dtype(x).startswith("float"):
+        x = op.cast(x, "float32")
+    mean = weight_array(layer, "mean").astype("float32")
+    std = np.maximum(np.sqrt(weight_array(layer, "variance")), keras.config.epsilon())
+    if layer.invert:
+        return op.add(
+            op.multiply(x, ctx.weight("std", std.astype("float32"))), ctx.weight("mean", mean)
+        )
+    return op.divide(
+        op.subtract(x, ctx.weight("mean", mean)), ctx.weight("std", std.astype("float32"))
+    )

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from relaykit import op
-from relaykit.ir.expr import Expr
+from relaykit.ir.expr import Expr, const
 from relaykit.op import image, nn
 
 from .registry import LayerContext, as_tuple, layer_converter
@@ -78,5 +80,34 @@ def _upsampling(ctx: LayerContext, layer: Any, inputs: list[Expr], kwargs: Kwarg
             if s != 1:
                 x = op.repeat(x, s, axis)
         return x
+
+    return channels_last(ctx, inputs[0], fn)
+
+
+_RESIZE_METHODS = {"bilinear": "linear", "nearest": "nearest_neighbor"}
+
+
+@layer_converter("Resizing")
+def _resizing(ctx: LayerContext, layer: Any, inputs: list[Expr], kwargs: Kwargs) -> Expr:
+    method = _RESIZE_METHODS.get(layer.interpolation)
+    if method is None or layer.crop_to_aspect_ratio or layer.pad_to_aspect_ratio:
+        raise ctx.fail(
+            f"Resizing with interpolation {layer.interpolation!r}, crop_to_aspect_ratio="
+            f"{layer.crop_to_aspect_ratio}, pad_to_aspect_ratio={layer.pad_to_aspect_ratio} "
+            "is not supported (bilinear or nearest, without crop or pad)"
+        )
+    size = (int(layer.height), int(layer.width))
+
+    def fn(x: Expr) -> Expr:
+        if not ctx.dtype(x).startswith("float"):
+            x = op.cast(x, "float32")
+        if method == "nearest_neighbor":
+            # TensorFlow's nearest: output i reads input floor((i + 0.5) * in / out)
+            shape = ctx.shape(x)
+            for axis, out in ((1, size[0]), (2, size[1])):
+                src = np.floor((np.arange(out) + 0.5) * shape[axis] / out).astype("int32")
+                x = op.take(x, const(np.minimum(src, shape[axis] - 1), "int32"), axis=axis)
+            return x
+        return image.resize2d(x, size, layout="NHWC", method=method)
 
     return channels_last(ctx, inputs[0], fn)
