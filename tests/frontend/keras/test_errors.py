@@ -87,3 +87,13 @@ def test_a_subclassed_model_is_refused() -> None:
 def test_a_sequential_without_input_shape() -> None:
     with pytest.raises(FrontendError, match="no input shape"):
         from_keras(keras.Sequential([L.Dense(3)]))
+
+
+def test_a_quantized_layer_is_refused() -> None:
+    inp = keras.Input((8,))
+    model = keras.Model(inp, L.Dense(4, name="q")(inp))
+    model.quantize("int8")
+    with pytest.raises(
+        UnsupportedOpError, match=r"Dense quantized to int8: 1 layer \(first: 'q'\)"
+    ):
+        from_keras(model)

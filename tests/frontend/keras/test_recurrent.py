@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 
 from .conftest import check, keras, rand, randomize
@@ -47,3 +48,22 @@ def test_initial_state_from_inputs() -> None:
 def test_time_distributed_conv_in_nchw() -> None:
     model = _model((3, 6, 6, 2), L.TimeDistributed(L.Conv2D(3, 3, padding="same")))
     check(model, [rand(2, 3, 6, 6, 2)])
+
+
+MASKED = {
+    "lstm": lambda: L.LSTM(3, return_sequences=True),
+    "gru_last": lambda: L.GRU(3),
+    "rnn_backwards_state": lambda: L.SimpleRNN(2, go_backwards=True, return_state=True),
+    "bidirectional": lambda: L.Bidirectional(L.LSTM(2, return_sequences=True)),
+    "average": lambda: L.GlobalAveragePooling1D(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MASKED))
+def test_masked_steps(name: str) -> None:
+    # mask_zero embeddings: the zero ids are padding the layers skip
+    inp = keras.Input((6,), dtype="int32")
+    x = L.Embedding(7, 4, mask_zero=True)(inp)
+    model = randomize(keras.Model(inp, MASKED[name]()(x)))
+    ids = np.array([[3, 1, 0, 0, 2, 0], [0, 5, 6, 1, 0, 0]], dtype="int32")
+    check(model, [ids], layouts=("NHWC",))

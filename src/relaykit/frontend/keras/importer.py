@@ -40,6 +40,7 @@ _HINTS = {
     "layers (or keras.ops in a functional model)",
     "TFSMLayer": "a TFSMLayer wraps a TensorFlow SavedModel: import that with from_tensorflow",
 }
+_QUANTIZED_HINT = "convert the float model (before model.quantize(...))"
 
 
 def from_keras(
@@ -124,16 +125,19 @@ def _check_supported(keras: Any, graph: Any) -> None:
                 stack.append(_graph(operation))
                 continue
             table = LAYERS if isinstance(operation, keras.layers.Layer) else OPERATIONS
-            if name in table:
+            mode = getattr(operation, "quantization_mode", None)
+            if name in table and mode is None:
                 continue
             label = name if table is LAYERS else f"keras.ops {name}"
+            if mode is not None:  # weights stored as int8/float8 with their scales
+                label = f"{name} quantized to {mode}"
             count, first = missing.get(label, (0, operation.name))
             missing[label] = (count + 1, first)
     if not missing:
         return
     lines = []
     for label, (count, first) in sorted(missing.items()):
-        hint = _HINTS.get(label)
+        hint = _QUANTIZED_HINT if " quantized to " in label else _HINTS.get(label)
         lines.append(
             f"  {label}: {count} layer{'s' if count > 1 else ''} (first: {first!r})"
             + (f" - {hint}" if hint else "")

@@ -46,11 +46,12 @@ def _pool(ctx: LayerContext, layer: Any, inputs: list[Expr], kwargs: Kwargs) -> 
     "GlobalMaxPooling1D", "GlobalMaxPooling2D", "GlobalMaxPooling3D",
 )  # fmt: skip
 def _global_pool(ctx: LayerContext, layer: Any, inputs: list[Expr], kwargs: Kwargs) -> Expr:
-    if kwargs.get("mask") is not None:
-        raise ctx.fail("global pooling with a mask is not supported")
     n = spatial_rank(layer)
     is_max = "Max" in type(layer).__name__
     keepdims = bool(getattr(layer, "keepdims", False))
+    mask = kwargs.get("mask")
+    if mask is not None:
+        return _masked_average(ctx, layer, inputs[0], mask, keepdims)
 
     def fn(x: Expr) -> Expr:
         shape = ctx.shape(x)
@@ -68,3 +69,13 @@ def _global_pool(ctx: LayerContext, layer: Any, inputs: list[Expr], kwargs: Kwar
         nd = ctx.ndim(x)
         x = op.transpose(x, [0, *range(2, nd), 1])
     return fn(x)
+
+
+def _masked_average(ctx: LayerContext, layer: Any, x: Expr, mask: Any, keepdims: bool) -> Expr:
+    """GlobalAveragePooling1D over the unmasked steps only."""
+    if not isinstance(mask, Expr) or type(layer).__name__ != "GlobalAveragePooling1D":
+        raise ctx.fail("a mask is supported by GlobalAveragePooling1D only")
+    steps = 1 if getattr(layer, "data_format", "channels_last") == "channels_last" else 2
+    weights = op.expand_dims(op.cast(mask, ctx.dtype(x)), 3 - steps)
+    total = op.sum(op.multiply(x, weights), [steps], keepdims=keepdims)
+    return op.divide(total, op.sum(weights, [steps], keepdims=keepdims))

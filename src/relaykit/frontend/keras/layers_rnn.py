@@ -4,8 +4,9 @@
 A recurrent layer is unrolled over its (static) number of steps: the input
 projection of every step is one dense product, then each step adds the recurrent
 projection of the previous state. ``return_sequences``, ``return_state``,
-``go_backwards`` and initial states given at the call are honoured; masks and
-stateful layers are refused.
+``go_backwards``, initial states given at the call and masks (``mask_zero=True``
+embeddings: a masked step keeps the states and repeats the previous output, as Keras
+does) are honoured; stateful layers are refused.
 """
 
 from __future__ import annotations
@@ -93,7 +94,9 @@ def _input_bias(cell: Any) -> np.ndarray | None:
     return bias[0] if bias.ndim == 2 else bias  # GRU(reset_after): (input, recurrent)
 
 
-def _run(ctx: LayerContext, layer: Any, x: Expr, initial: list[Expr]) -> list[Expr]:
+def _run(
+    ctx: LayerContext, layer: Any, x: Expr, initial: list[Expr], mask: Expr | None = None
+) -> list[Expr]:
     """The layer's outputs: the output (sequence or last), then the states if asked."""
     kind = type(layer).__name__
     step, n_states = _STEPS[kind]
@@ -113,18 +116,38 @@ def _run(ctx: LayerContext, layer: Any, x: Expr, initial: list[Expr]) -> list[Ex
         zeros = op.zeros((n, cell.units), ctx.dtype(x))
         states = [zeros] * n_states
     order = range(steps - 1, -1, -1) if layer.go_backwards else range(steps)
-    outputs = []
+    outputs: list[Expr] = []
+    zeros_out = op.zeros((n, cell.units), ctx.dtype(x))
     for t in order:
         xt = op.squeeze(op.strided_slice(xw, [t], [t + 1], axes=[1]), [1])
-        states = step(ctx, cell, xt, states)
-        outputs.append(states[0])
+        new = step(ctx, cell, xt, states)
+        if mask is None:
+            states = new
+            outputs.append(new[0])
+            continue
+        keep = op.strided_slice(mask, [t], [t + 1], axes=[1])  # (N, 1): step t is real
+        outputs.append(op.where(keep, new[0], outputs[-1] if outputs else zeros_out))
+        states = [op.where(keep, s_new, s_old) for s_new, s_old in zip(new, states, strict=True)]
+    if mask is not None and getattr(layer, "zero_output_for_mask", False):
+        # masked steps (the last one too) give zeros
+        outputs = [
+            op.where(op.strided_slice(mask, [t], [t + 1], axes=[1]), o, zeros_out)
+            for t, o in zip(order, outputs, strict=True)
+        ]
     out = op.stack(outputs, 1) if layer.return_sequences else outputs[-1]
     return [out, *states] if layer.return_state else [out]
 
 
+def _mask(ctx: LayerContext, kwargs: Kwargs) -> Expr | None:
+    mask = kwargs.get("mask")
+    if mask is None:
+        return None
+    if not isinstance(mask, Expr):
+        raise ctx.fail("the mask of a recurrent layer must be a tensor")
+    return mask if ctx.dtype(mask) == "bool" else op.cast(mask, "bool")
+
+
 def _recurrent_inputs(ctx: LayerContext, inputs: list[Expr], kwargs: Kwargs) -> list[Expr]:
-    if kwargs.get("mask") is not None:
-        raise ctx.fail("recurrent layers with a mask are not supported")
     initial = kwargs.get("initial_state")
     states = list(inputs[1:])
     if isinstance(initial, Expr):
@@ -136,7 +159,7 @@ def _recurrent_inputs(ctx: LayerContext, inputs: list[Expr], kwargs: Kwargs) -> 
 
 @layer_converter("SimpleRNN", "LSTM", "GRU")
 def _recurrent(ctx: LayerContext, layer: Any, inputs: list[Expr], kwargs: Kwargs) -> list[Expr]:
-    return _run(ctx, layer, inputs[0], _recurrent_inputs(ctx, inputs, kwargs))
+    return _run(ctx, layer, inputs[0], _recurrent_inputs(ctx, inputs, kwargs), _mask(ctx, kwargs))
 
 
 @layer_converter("Bidirectional")
@@ -151,7 +174,7 @@ def _bidirectional(ctx: LayerContext, layer: Any, inputs: list[Expr], kwargs: Kw
         if type(sub).__name__ not in _STEPS:
             raise ctx.fail(f"Bidirectional over {type(sub).__name__} is not supported")
         ctx.layer = sub
-        outs.append(_run(ctx, sub, inputs[0], states))
+        outs.append(_run(ctx, sub, inputs[0], states, _mask(ctx, kwargs)))
     ctx.layer = layer
     (y, *fstates), (y_rev, *bstates) = outs
     if layer.return_sequences:

@@ -31,6 +31,14 @@ _BINARY: dict[str, Callable[[Expr, Expr], Expr]] = {
     "Maximum": op.maximum,
     "Minimum": op.minimum,
     "Power": op.power,
+    "Equal": op.equal,
+    "NotEqual": op.not_equal,
+    "Greater": op.greater,
+    "GreaterEqual": op.greater_equal,
+    "Less": op.less,
+    "LessEqual": op.less_equal,
+    "LogicalAnd": op.logical_and,
+    "LogicalOr": op.logical_or,
 }
 
 
@@ -55,6 +63,7 @@ def _binary(ctx: LayerContext, operation: Any, args: list[Any], kwargs: Kwargs) 
 
 _UNARY: dict[str, Callable[[Expr], Expr]] = {
     "Negative": op.negative,
+    "LogicalNot": op.logical_not,
     "Relu": nn.relu,
     "Sigmoid": op.sigmoid,
     "Tanh": op.tanh,
