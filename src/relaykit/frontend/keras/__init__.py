@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from . import (  # noqa: F401 - each module registers its converters
     activations,
+    layers_attention,
     layers_conv,
     layers_core,
     layers_merge,
