@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
+
+from relaykit.errors import FrontendError
+from relaykit.frontend.keras import from_keras
 
 from .conftest import check, keras, rand, randomize
 
@@ -54,3 +58,27 @@ def test_a_fully_masked_row_with_scores() -> None:
     mask = np.ones((1, 3, 3), bool)
     mask[0, 2] = False
     check(model, [rand(1, 3, 4), mask], layouts=("NHWC",))
+
+
+def test_dot_concat_and_additive_attention_layers() -> None:
+    q, v, k = keras.Input((3, 4)), keras.Input((5, 4)), keras.Input((5, 4))
+    outs = [
+        L.Attention()([q, v]),
+        L.Attention(use_scale=True)([q, v, k], use_causal_mask=True),
+        L.Attention(score_mode="concat", use_scale=True)([q, v]),
+        L.AdditiveAttention()([q, v, k]),
+        *L.AdditiveAttention(use_scale=False)([q, v], return_attention_scores=True),
+    ]
+    model = randomize(keras.Model([q, v, k], outs))
+    check(model, [rand(2, 3, 4), rand(2, 5, 4, seed=2), rand(2, 5, 4, seed=3)], layouts=("NHWC",))
+
+
+def test_masks_keras_passes_implicitly_are_refused() -> None:
+    qi, vi = keras.Input((4,), dtype="int32"), keras.Input((5,), dtype="int32")
+    emb = L.Embedding(9, 6, mask_zero=True)
+    out = L.Attention(name="att")([emb(qi), emb(vi)])
+    model = randomize(keras.Model([qi, vi], out))
+    with pytest.raises(
+        FrontendError, match=r"layer 'att' \(Attention\): its inputs carry Keras masks"
+    ):
+        from_keras(model)

@@ -11,6 +11,7 @@ converted.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -222,6 +223,7 @@ def _convert(keras: Any, ctx: LayerContext, graph: Any, inputs: list[Expr]) -> l
                 outs = _convert(keras, ctx, _graph(operation), _flatten(args))
         else:
             ctx.layer = operation
+            _check_masks(operation, node, kwargs)
             with _naming(operation):
                 if isinstance(operation, keras.layers.Layer):
                     result = LAYERS[type(operation).__name__](
@@ -245,6 +247,30 @@ def _convert(keras: Any, ctx: LayerContext, graph: Any, inputs: list[Expr]) -> l
             f"model {graph.name!r}: outputs {missing} are not reached from its inputs"
         )
     return [env[id(t)] for t in graph.outputs]
+
+
+def _check_masks(layer: Any, node: Any, kwargs: dict[str, Any]) -> None:
+    """Refuse a layer whose inputs carry Keras masks that the model does not record.
+
+    Keras hands a layer the masks of its inputs (``mask_zero=True``, ``Masking``)
+    implicitly; a functional model records them as call arguments only for some
+    layers (a recurrent layer's ``mask=``). A layer that takes masks but whose masks
+    went unrecorded would be converted as if unmasked."""
+    call = getattr(layer, "call", None)
+    try:
+        params = set(inspect.signature(call).parameters) if call is not None else set()
+    except (TypeError, ValueError):
+        return
+    takes = {p for p in params if p == "mask" or p in ("query_mask", "value_mask", "key_mask")}
+    if not takes or any(kwargs.get(p) is not None for p in takes):
+        return
+    if any(getattr(t, "_keras_mask", None) is not None for t in node.input_tensors):
+        raise FrontendError(
+            f"{describe(layer)}: its inputs carry Keras masks (from mask_zero=True or "
+            "Masking) that Keras passes to it implicitly and the model does not record; "
+            "relaykit converts recorded masks only (recurrent layers, "
+            "GlobalAveragePooling1D): pass the mask explicitly or drop it"
+        )
 
 
 def _substitute(keras: Any, value: Any, env: dict[int, Expr]) -> Any:

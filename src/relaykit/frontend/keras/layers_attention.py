@@ -1,4 +1,5 @@
-"""Converters of ``EinsumDense`` and ``MultiHeadAttention``.
+"""Converters of ``EinsumDense``, ``MultiHeadAttention``, ``Attention`` (dot or
+concat scores) and ``AdditiveAttention``.
 
 ``MultiHeadAttention`` is converted from the layer's own pieces: its query, key, value
 and output projections (``EinsumDense`` sub-layers) and the einsum equations it built
@@ -17,6 +18,7 @@ import numpy as np
 
 from relaykit import op
 from relaykit.ir.expr import Expr, const
+from relaykit.op import nn
 
 from .activations import apply_activation
 from .registry import LayerContext, layer_converter, weight_array
@@ -99,3 +101,40 @@ def _multi_head_attention(
     out = op.einsum([attention, v], str(layer._combine_equation))
     out = _einsum_dense(ctx, layer._output_dense, out, "output.")
     return [out, attention] if scores_asked else [out]
+
+
+def _scores(ctx: LayerContext, layer: Any, q: Expr, k: Expr) -> Expr:
+    """``Attention`` / ``AdditiveAttention`` scores of shape (batch, Tq, Tv)."""
+    additive = type(layer).__name__ == "AdditiveAttention"
+    if not additive and layer.score_mode == "dot":
+        scores = nn.batch_matmul(q, k, transpose_b=True)
+        if layer.scale is not None:
+            scores = op.multiply(scores, ctx.weight("scale"))
+        return scores
+    pair = op.add(op.expand_dims(q, -2), op.expand_dims(k, -3))  # (B, Tq, Tv, dim)
+    if additive:
+        t = op.tanh(pair)
+        return op.sum(op.multiply(ctx.weight("scale"), t) if layer.use_scale else t, [-1])
+    if layer.scale is not None:
+        pair = op.multiply(ctx.weight("scale"), pair)
+    return op.multiply(ctx.weight("concat_score_weight"), op.sum(op.tanh(pair), [-1]))
+
+
+@layer_converter("Attention", "AdditiveAttention")
+def _attention(ctx: LayerContext, layer: Any, inputs: list[Expr], kwargs: Kwargs) -> list[Expr]:
+    q, v = inputs[0], inputs[1]
+    k = inputs[2] if len(inputs) > 2 else v
+    masks = kwargs.get("mask") or [None, None]
+    q_mask, v_mask = _as_bool(ctx, masks[0]), _as_bool(ctx, masks[1])
+    scores = _scores(ctx, layer, q, k)
+    keep = None if v_mask is None else op.expand_dims(v_mask, -2)
+    if kwargs.get("use_causal_mask"):
+        tq, tv = ctx.shape(scores)[-2:]
+        keep = _and(keep, const(np.tril(np.ones((tq, tv), dtype=bool))[None], "bool"))
+    if keep is not None:  # masked scores lowered by 1e9, as Keras does
+        scores = op.where(keep, scores, op.subtract(scores, ctx.scalar(1e9, scores)))
+    weights = nn.softmax(scores, axis=-1)
+    out = nn.batch_matmul(weights, v, transpose_b=False)
+    if q_mask is not None:
+        out = op.where(op.expand_dims(q_mask, -1), out, ctx.scalar(0.0, out))
+    return [out, weights] if kwargs.get("return_attention_scores") else [out]
