@@ -91,7 +91,7 @@ def _multi_head_attention(
         scores = op.where(mask, scores, ctx.scalar(-1e9, scores))
     shifted = op.subtract(scores, op.max(scores, axes, keepdims=True))
     e = op.exp(shifted)
-    attention = op.divide(e, op.sum(e, axes, keepdims=True))
+    attention: Expr = op.divide(e, op.sum(e, axes, keepdims=True))
     # Keras's fused path (no dropout, no scores asked, one attention axis) leaves a fully
     # masked row uniform; its explicit path zeroes it
     scores_asked = bool(kwargs.get("return_attention_scores"))
@@ -127,7 +127,7 @@ def _attention(ctx: LayerContext, layer: Any, inputs: list[Expr], kwargs: Kwargs
     masks = kwargs.get("mask") or [None, None]
     q_mask, v_mask = _as_bool(ctx, masks[0]), _as_bool(ctx, masks[1])
     scores = _scores(ctx, layer, q, k)
-    keep = None if v_mask is None else op.expand_dims(v_mask, -2)
+    keep: Expr | None = None if v_mask is None else op.expand_dims(v_mask, -2)
     if kwargs.get("use_causal_mask"):
         tq, tv = ctx.shape(scores)[-2:]
         keep = _and(keep, const(np.tril(np.ones((tq, tv), dtype=bool))[None], "bool"))
