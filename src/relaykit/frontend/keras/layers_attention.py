@@ -98,7 +98,7 @@ def _multi_head_attention(
     fused = not (layer._dropout > 0.0 or scores_asked or ctx.ndim(q) != 4)
     if mask is not None and not fused:
         attention = op.where(mask, attention, ctx.scalar(0.0, attention))
-    out = op.einsum([attention, v], str(layer._combine_equation))
+    out: Expr = op.einsum([attention, v], str(layer._combine_equation))
     out = _einsum_dense(ctx, layer._output_dense, out, "output.")
     return [out, attention] if scores_asked else [out]
 
