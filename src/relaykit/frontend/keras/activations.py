@@ -123,6 +123,8 @@ def _relu(ctx: LayerContext, layer: Any, inputs: list[Expr], kwargs: dict[str, A
     slope = float(ctx.config("negative_slope", 0.0) or 0.0)
     threshold = float(ctx.config("threshold", 0.0) or 0.0)
     if slope == 0.0 and threshold == 0.0:
+        if max_value is not None:  # ReLU6 and its kin: one clip
+            return op.clip(x, 0.0, float(max_value))
         out = nn.relu(x)
     else:
         t = ctx.scalar(threshold, x)

@@ -62,6 +62,11 @@ def from_keras(
     (1, 3, 8, 8)
     """
     keras = require_keras()
+    if type(model).__module__.startswith(("tf_keras", "tensorflow.python.keras", "keras.engine")):
+        raise ArgumentError(
+            f"{type(model).__name__} is a Keras 2 model: relaykit reads Keras 3 models; save it "
+            "(model.save('m.h5')) and load it with Keras 3 (keras.models.load_model)"
+        )
     if not isinstance(model, keras.Model):
         raise ArgumentError(
             f"from_keras expects a keras.Model (functional or Sequential), got "
