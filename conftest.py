@@ -18,6 +18,7 @@ SRC = Path(__file__).resolve().parent / "src" / "relaykit"
 #: Modules that import an optional dependency at module level, by the extra providing it.
 NEEDS = {
     "frontend/onnx_backend.py": "onnx",
+    "frontend/keras/importer.py": "keras",
 }
 
 

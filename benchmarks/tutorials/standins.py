@@ -168,6 +168,11 @@ _FILES: dict[tuple[str, str], Callable[[str], None]] = {
 }
 
 
+from standins_keras import FILES as _KERAS_FILES  # noqa: E402 - Keras's weights files
+
+_FILES.update(_KERAS_FILES)
+
+
 def populate(cache: str) -> list[str]:
     """Write every stand-in missing under ``cache``; the paths that could not be made."""
     failed = []
