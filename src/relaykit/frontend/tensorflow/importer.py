@@ -255,7 +255,7 @@ class GraphImporter:
         passed = all(any(o is e for e in inputs) for o in outs)
         known = [self._known_value(e) for e in inputs]
         if inputs and not passed and all(v is not None for v in known):
-            consts: list[Expr] = [Constant(np.ascontiguousarray(v)) for v in known]  # type: ignore[arg-type]
+            consts: list[Expr] = [Constant(np.array(v, order="C")) for v in known]
             folded = [fold_constant(o) for o in self._run(node, attrs, consts)]
             if all(isinstance(f, Constant) for f in folded):
                 outs = folded

@@ -196,9 +196,8 @@ def _resize(ctx: NodeContext, method: str) -> Expr:
     align, half = bool(ctx.attr("align_corners", False)), bool(ctx.attr("half_pixel_centers", False))
     if align:
         mode, rounding = "align_corners", "round_prefer_ceil"
-    elif half:
-        mode = "half_pixel" if method == "linear" else "tf_half_pixel_for_nn"
-        rounding = "floor"
+    elif half:  # nearest: floor((i + 0.5) * scale), i.e. half-pixel rounded up at .5
+        mode, rounding = "half_pixel", "round_prefer_ceil"
     else:
         mode, rounding = "asymmetric", "floor"
     x = ctx.inputs[0]
