@@ -70,12 +70,13 @@ class GraphImporter:
     def __init__(
         self,
         graph: Any,
-        layout: str,
+        layout: str | None,
         shape: Mapping[str, Sequence[int]] | None,
         outputs: Sequence[str] | None,
         config: Mapping[str, Any] | None,
     ) -> None:
         self.graph = _as_graph_def(graph)
+        layout = layout or "NHWC"  # TVM's tutorials pass None for the default
         if layout not in ("NHWC", "NCHW"):
             raise FrontendError(f"layout must be 'NHWC' or 'NCHW', got {layout!r}")
         self.layout = layout
@@ -299,7 +300,7 @@ class GraphImporter:
 
 def from_tensorflow(
     graph: Any,
-    layout: str = "NHWC",
+    layout: str | None = "NHWC",
     shape: Mapping[str, Sequence[int]] | None = None,
     outputs: Sequence[str] | None = None,
     convert_config: Mapping[str, Any] | None = None,

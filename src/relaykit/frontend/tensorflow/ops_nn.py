@@ -156,6 +156,16 @@ def _fused_batch_norm(ctx: NodeContext) -> list[Expr]:
     return outs + [var] if ctx.op == "FusedBatchNormV3" else outs
 
 
+@converter("BatchNormWithGlobalNormalization")
+def _global_batch_norm(ctx: NodeContext) -> Expr:
+    x, mean, var, beta, gamma = ctx.inputs[:5]
+    return nn.batch_norm(
+        x, gamma, beta, mean, var, axis=ctx.ndim(0) - 1,
+        epsilon=float(ctx.attr("variance_epsilon", 1e-3)),
+        scale=bool(ctx.attr("scale_after_normalization", True)),
+    )[0]
+
+
 def _pool(ctx: NodeContext, kind: str) -> Expr:
     fmt = _format(ctx)
     xs = ctx.shape(0)
