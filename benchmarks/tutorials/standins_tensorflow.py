@@ -32,20 +32,21 @@ def _inception_graph(path: str) -> None:
         value = rng.normal(0, np.sqrt(2.0 / fan_in), size=shape).astype("float32")
         return tf.constant(value, name=name)
 
-    def conv(x: tf.Tensor, k: int, out: int, name: str, stride: int = 1,
-             padding: str = "SAME") -> tf.Tensor:
+    def conv(
+        x: tf.Tensor, k: int, out: int, name: str, stride: int = 1, padding: str = "SAME"
+    ) -> tf.Tensor:
         with tf.name_scope(name):
             w = weight([k, k, int(x.shape[-1]), out], "conv2d_params")
             y = tf.nn.conv2d(x, w, [1, stride, stride, 1], padding, name="Conv2D")
             mean = tf.constant(rng.normal(0, 0.1, out).astype("float32"), name="moving_mean")
-            var = tf.constant(rng.uniform(0.5, 1.5, out).astype("float32"),
-                              name="moving_variance")
+            var = tf.constant(rng.uniform(0.5, 1.5, out).astype("float32"), name="moving_variance")
             beta = tf.constant(rng.normal(0, 0.1, out).astype("float32"), name="beta")
             gamma = tf.constant(rng.uniform(0.8, 1.2, out).astype("float32"), name="gamma")
             # the original's BatchNormWithGlobalNormalization cannot be built by today's
             # TensorFlow: its successor, the fused inference batch norm, stands in
-            y, _, _ = v1.nn.fused_batch_norm(y, gamma, beta, mean, var, epsilon=1e-3,
-                                             is_training=False, name="batchnorm")
+            y, _, _ = v1.nn.fused_batch_norm(
+                y, gamma, beta, mean, var, epsilon=1e-3, is_training=False, name="batchnorm"
+            )
             return tf.nn.relu(y, name="CONV")
 
     with graph.as_default():
@@ -53,8 +54,9 @@ def _inception_graph(path: str) -> None:
         image = tf.io.decode_jpeg(contents, channels=3, name="DecodeJpeg")
         x = tf.cast(image, tf.float32, name="Cast")
         x = tf.expand_dims(x, 0, name="ExpandDims")
-        x = v1.image.resize_bilinear(x, tf.constant([299, 299], name="ResizeBilinear/size"),
-                                     name="ResizeBilinear")
+        x = v1.image.resize_bilinear(
+            x, tf.constant([299, 299], name="ResizeBilinear/size"), name="ResizeBilinear"
+        )
         x = tf.subtract(x, 128.0, name="Sub")
         x = tf.multiply(x, 1.0 / 128.0, name="Mul")
         x = conv(x, 3, 32, "conv", stride=2, padding="VALID")
@@ -65,20 +67,23 @@ def _inception_graph(path: str) -> None:
         with tf.name_scope("mixed"):
             b1 = conv(x, 1, 16, "conv")
             b2 = conv(conv(x, 1, 12, "tower/conv"), 5, 16, "tower/conv_1")
-            b3 = conv(conv(conv(x, 1, 16, "tower_1/conv"), 3, 24, "tower_1/conv_1"), 3, 24,
-                      "tower_1/conv_2")
-            b4 = conv(tf.nn.avg_pool2d(x, 3, 1, "SAME", name="tower_2/pool"), 1, 8,
-                      "tower_2/conv")
-            x = tf.raw_ops.Concat(concat_dim=tf.constant(3), values=[b1, b2, b3, b4],
-                                  name="join")
+            b3 = conv(
+                conv(conv(x, 1, 16, "tower_1/conv"), 3, 24, "tower_1/conv_1"),
+                3,
+                24,
+                "tower_1/conv_2",
+            )
+            b4 = conv(tf.nn.avg_pool2d(x, 3, 1, "SAME", name="tower_2/pool"), 1, 8, "tower_2/conv")
+            x = tf.raw_ops.Concat(concat_dim=tf.constant(3), values=[b1, b2, b3, b4], name="join")
         x = conv(x, 3, 64, "mixed_1/conv", stride=2)
         size = int(x.shape[1])
         x = tf.nn.avg_pool2d(x, size, 1, "VALID", name="pool_3")
         x = tf.reshape(x, [-1, 64], name="pool_3/_reshape")
         with tf.name_scope("softmax"):
             logits = tf.matmul(x, weight([64, _CLASSES], "weights"), name="logits/MatMul")
-            logits = tf.add(logits, tf.constant(np.zeros(_CLASSES, "float32"), name="biases"),
-                            name="logits")
+            logits = tf.add(
+                logits, tf.constant(np.zeros(_CLASSES, "float32"), name="biases"), name="logits"
+            )
         out = tf.nn.softmax(logits)
     graph_def = graph.as_graph_def(add_shapes=True)
     for node in graph_def.node:  # the original's name ("softmax" is taken by the scope)

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -51,8 +51,11 @@ def compare(
     with tf.compat.v1.Session(graph=graph) as sess:
         want = sess.run(names, {f"{k}:0": v for k, v in feeds.items()})
     mod, params = from_tensorflow(
-        graph.as_graph_def(), layout=layout, shape={k: v.shape for k, v in feeds.items()},
-        outputs=names, convert_config=config,
+        graph.as_graph_def(),
+        layout=layout,
+        shape={k: v.shape for k, v in feeds.items()},
+        outputs=names,
+        convert_config=config,
     )
     got = run_relay(mod, params, feeds)
     assert len(got) == len(want)

@@ -90,8 +90,10 @@ def _v1_graph() -> tuple[Any, Any]:
     graph = tf.Graph()
     with graph.as_default():
         x = v1.placeholder(tf.float32, [None, 4], name="x")
-        h = tf.nn.relu(tf.matmul(x, tf.constant(rng.normal(size=(4, 3)).astype("float32"),
-                                                name="w")) + 1.0, name="hidden")
+        h = tf.nn.relu(
+            tf.matmul(x, tf.constant(rng.normal(size=(4, 3)).astype("float32"), name="w")) + 1.0,
+            name="hidden",
+        )
         tf.tanh(h, name="out")
     return graph, graph.as_graph_def()
 
@@ -108,7 +110,7 @@ def test_params_are_named_consts_and_last_node_is_the_output(relay_run: Any) -> 
 
 
 def test_shape_cuts_the_graph_at_a_named_node(relay_run: Any) -> None:
-    graph, graph_def = _v1_graph()
+    _, graph_def = _v1_graph()
     mod, params = from_tensorflow(graph_def, shape={"hidden": (2, 3)}, outputs=["out:0"])
     assert [p.name_hint for p in mod["main"].params] == ["hidden"] and not params
     data = rng.normal(size=(2, 3)).astype("float32")
@@ -200,8 +202,10 @@ def test_testing_helpers(tmp_path: Any) -> None:
     from relaykit.relay.testing import tf as tf_testing
 
     labels = tmp_path / "map.pbtxt"
-    labels.write_text('entry {\n  target_class: 3\n  target_class_string: "n01"\n}\n'
-                      'entry {\n  target_class: 7\n  target_class_string: "n02"\n}\n')
+    labels.write_text(
+        'entry {\n  target_class: 3\n  target_class_string: "n01"\n}\n'
+        'entry {\n  target_class: 7\n  target_class_string: "n02"\n}\n'
+    )
     uids = tmp_path / "uids.txt"
     uids.write_text("n01\tgoldfish, Carassius auratus\nn02\tcock\nn03\then\n")
     lookup = tf_testing.NodeLookup(label_lookup_path=str(labels), uid_lookup_path=str(uids))
@@ -214,4 +218,6 @@ def test_testing_helpers(tmp_path: Any) -> None:
         shaped = tf_testing.AddShapesToGraphDef(sess, "out")
     assert all("_output_shapes" in n.attr for n in shaped.node)
     assert [a.tolist() for a in tf_testing.vmobj_to_list((np.ones(2), [np.zeros(1)]))] == [
-        [1.0, 1.0], [0.0]]
+        [1.0, 1.0],
+        [0.0],
+    ]

@@ -101,12 +101,13 @@ def tensor_to_numpy(tensor: Any, where: str = "the graph") -> np.ndarray:
     size = int(np.prod(shape)) if shape else 1
     if dtype == "string":
         vals = list(tensor.string_val)
-        arr = np.empty(len(vals), dtype=object)
-        arr[:] = vals
-        return _fill(arr, size, where).reshape(shape)
+        strings = np.empty(len(vals), dtype=object)
+        strings[:] = vals
+        return _fill(strings, size, where).reshape(shape)
     if dtype in ("resource", "variant"):
         raise FrontendError(f"{where}: a {dtype} constant cannot be imported")
     np_dtype = np.dtype("uint16") if dtype == "bfloat16" else np.dtype(dtype)
+    arr: Any
     if tensor.tensor_content:
         arr = np.frombuffer(tensor.tensor_content, dtype=np_dtype).copy()
     elif dtype == "bfloat16":
@@ -141,6 +142,23 @@ def _shape_value(shape: Any) -> list[int] | None:
     return [int(d.size) for d in shape.dim]
 
 
+def _list_value(lst: Any, where: str) -> list[Any]:
+    for field in ("s", "i", "f", "b", "type", "shape", "tensor"):
+        items = list(getattr(lst, field))
+        if not items:
+            continue
+        if field == "s":
+            return [s.decode("utf-8", errors="replace") for s in items]
+        if field == "type":
+            return [tf_dtype_name(t, where) for t in items]
+        if field == "shape":
+            return [_shape_value(s) for s in items]
+        if field == "tensor":
+            return [tensor_to_numpy(t, where) for t in items]
+        return items
+    return []
+
+
 def attr_value(value: Any, where: str = "the graph") -> Any:
     """One ``AttrValue`` as a Python value: strings decoded, types as dtype names,
     shapes as lists (None for an unknown rank, -1 for an unknown size), tensors as
@@ -159,21 +177,7 @@ def attr_value(value: Any, where: str = "the graph") -> Any:
     if kind == "func":
         return value.func.name
     if kind == "list":
-        lst = value.list
-        for field in ("s", "i", "f", "b", "type", "shape", "tensor"):
-            items = list(getattr(lst, field))
-            if not items:
-                continue
-            if field == "s":
-                return [s.decode("utf-8", errors="replace") for s in items]
-            if field == "type":
-                return [tf_dtype_name(t, where) for t in items]
-            if field == "shape":
-                return [_shape_value(s) for s in items]
-            if field == "tensor":
-                return [tensor_to_numpy(t, where) for t in items]
-            return items
-        return []
+        return _list_value(value.list, where)
     return None
 
 

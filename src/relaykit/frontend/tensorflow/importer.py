@@ -160,12 +160,16 @@ class GraphImporter:
             first.setdefault(node.op, name)
         if not counts:
             return
-        lines = [f"  {op}: {n} node{'s' if n > 1 else ''} (first: {first[op]})" for op, n in
-                 counts.most_common()]
+        lines = [
+            f"  {op}: {n} node{'s' if n > 1 else ''} (first: {first[op]})"
+            for op, n in counts.most_common()
+        ]
         hint = "supply the graph's inputs by name in shape= to skip what feeds them"
         if set(counts) & _NOT_FROZEN:
-            hint = ("the graph is not frozen: freeze it (convert_variables_to_constants, or "
-                    "convert_variables_to_constants_v2 for a tf.function)")
+            hint = (
+                "the graph is not frozen: freeze it (convert_variables_to_constants, or "
+                "convert_variables_to_constants_v2 for a tf.function)"
+            )
         raise UnsupportedOpError(
             f"the TensorFlow graph uses {len(counts)} operator{'s' if len(counts) > 1 else ''} "
             "relaykit cannot convert:\n" + "\n".join(lines) + f"\n{hint}",
@@ -177,6 +181,7 @@ class GraphImporter:
         dtype = next((attrs[k] for k in _DTYPE_ATTRS if isinstance(attrs.get(k), str)), None)
         if dtype is None or dtype == "string":
             dtype = "uint8"  # an encoded image fed decoded (TVM's convention)
+        dims: Any
         if node.name in self.shape:
             dims = self.shape[node.name]
         else:

@@ -22,8 +22,16 @@ __all__: list[str] = []
 
 
 @converter(
-    "Identity", "StopGradient", "PreventGradient", "Snapshot", "CheckNumerics", "EnsureShape",
-    "DecodeJpeg", "DecodePng", "DecodeImage", "DecodeBmp",
+    "Identity",
+    "StopGradient",
+    "PreventGradient",
+    "Snapshot",
+    "CheckNumerics",
+    "EnsureShape",
+    "DecodeJpeg",
+    "DecodePng",
+    "DecodeImage",
+    "DecodeBmp",
 )
 def _identity(ctx: NodeContext) -> Expr:
     return ctx.inputs[0]
@@ -162,10 +170,15 @@ def _strided_slice(ctx: NodeContext) -> Expr:
     shape = ctx.shape(0)
     begin, end = ctx.ints(1, "begin"), ctx.ints(2, "end")
     strides = ctx.ints(3, "strides") if len(ctx.inputs) > 3 else [1] * len(begin)
-    masks = {k: int(ctx.attr(k, 0)) for k in
-             ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")}
-    consumed = sum(1 for i in range(len(begin))
-                   if not _bits(masks["new_axis_mask"], i) and not _bits(masks["ellipsis_mask"], i))
+    masks = {
+        k: int(ctx.attr(k, 0))
+        for k in ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
+    }
+    consumed = sum(
+        1
+        for i in range(len(begin))
+        if not _bits(masks["new_axis_mask"], i) and not _bits(masks["ellipsis_mask"], i)
+    )
     out, dim, final = ctx.inputs[0], 0, []
     for i in range(len(begin)):
         if _bits(masks["ellipsis_mask"], i):
@@ -185,8 +198,11 @@ def _strided_slice(ctx: NodeContext) -> Expr:
                 raise ctx.fail(f"index {begin[i]} is out of range for axis {dim} of size {n}")
             out = op.strided_slice(out, [idx], [idx + 1], axes=[dim])
         else:
-            sl = slice(None if _bits(masks["begin_mask"], i) else begin[i],
-                       None if _bits(masks["end_mask"], i) else end[i], strides[i])
+            sl = slice(
+                None if _bits(masks["begin_mask"], i) else begin[i],
+                None if _bits(masks["end_mask"], i) else end[i],
+                strides[i],
+            )
             out, length = _slice_axis(out, sl, n, dim)
             final.append(length)
         dim += 1

@@ -42,7 +42,11 @@ def _spatial(ctx: NodeContext, key: str, fmt: str, default: int = 1) -> list[int
 
 
 def _padding(
-    ctx: NodeContext, fmt: str, size: list[int], kernel: list[int], strides: list[int],
+    ctx: NodeContext,
+    fmt: str,
+    size: list[int],
+    kernel: list[int],
+    strides: list[int],
     dilation: list[int],
 ) -> list[int]:
     """``(top, left, bottom, right)``."""
@@ -98,8 +102,16 @@ def _conv2d(ctx: NodeContext) -> Expr:
     else:
         kernel_layout = "HWOI" if depthwise else "HWIO"
     out = nn.conv2d(
-        x, w, strides=strides, padding=pad, dilation=dilation, groups=groups,
-        channels=channels, kernel_size=[kh, kw], data_layout=layout, kernel_layout=kernel_layout,
+        x,
+        w,
+        strides=strides,
+        padding=pad,
+        dilation=dilation,
+        groups=groups,
+        channels=channels,
+        kernel_size=[kh, kw],
+        data_layout=layout,
+        kernel_layout=kernel_layout,
     )
     return op.transpose(out, _TO_NHWC) if flipped else out
 
@@ -128,8 +140,15 @@ def _conv2d_transpose(ctx: NodeContext) -> Expr:
         if not 0 <= extra[i] < max(strides[i], dilation[i]):
             raise ctx.fail(f"input_sizes {out_size} do not fit the input {xs} and the kernel")
     out = nn.conv2d_transpose(
-        x, op.transpose(w, [3, 2, 0, 1]), strides=strides, padding=pad, dilation=dilation,
-        channels=cout, kernel_size=[kh, kw], data_layout="NCHW", kernel_layout="IOHW",
+        x,
+        op.transpose(w, [3, 2, 0, 1]),
+        strides=strides,
+        padding=pad,
+        dilation=dilation,
+        channels=cout,
+        kernel_size=[kh, kw],
+        data_layout="NCHW",
+        kernel_layout="IOHW",
         output_padding=extra,
     )
     return op.transpose(out, _TO_NHWC) if fmt == "NHWC" else out
@@ -153,14 +172,19 @@ def _fused_batch_norm(ctx: NodeContext) -> list[Expr]:
         var = op.variance(x, axis=reduce)
     y = nn.batch_norm(x, scale, offset, mean, var, axis=axis, epsilon=eps)[0]
     outs = [y, mean, var, mean, var]
-    return outs + [var] if ctx.op == "FusedBatchNormV3" else outs
+    return [*outs, var] if ctx.op == "FusedBatchNormV3" else outs
 
 
 @converter("BatchNormWithGlobalNormalization")
 def _global_batch_norm(ctx: NodeContext) -> Expr:
     x, mean, var, beta, gamma = ctx.inputs[:5]
     return nn.batch_norm(
-        x, gamma, beta, mean, var, axis=ctx.ndim(0) - 1,
+        x,
+        gamma,
+        beta,
+        mean,
+        var,
+        axis=ctx.ndim(0) - 1,
         epsilon=float(ctx.attr("variance_epsilon", 1e-3)),
         scale=bool(ctx.attr("scale_after_normalization", True)),
     )[0]
@@ -177,8 +201,7 @@ def _pool(ctx: NodeContext, kind: str) -> Expr:
     if kind == "max":
         out = nn.max_pool2d(x, kernel, strides, padding=pad, layout=layout)
     else:
-        out = nn.avg_pool2d(x, kernel, strides, padding=pad, layout=layout,
-                            count_include_pad=False)
+        out = nn.avg_pool2d(x, kernel, strides, padding=pad, layout=layout, count_include_pad=False)
     return op.transpose(out, _TO_NHWC) if flipped else out
 
 
@@ -197,13 +220,22 @@ def _lrn(ctx: NodeContext) -> Expr:
     radius = int(ctx.attr("depth_radius", 5))
     size = 2 * radius + 1
     # relay's lrn divides alpha by the window size; TensorFlow's does not
-    return nn.lrn(ctx.inputs[0], size=size, axis=ctx.ndim(0) - 1, bias=float(ctx.attr("bias", 1.0)),
-                  alpha=float(ctx.attr("alpha", 1.0)) * size, beta=float(ctx.attr("beta", 0.5)))
+    return nn.lrn(
+        ctx.inputs[0],
+        size=size,
+        axis=ctx.ndim(0) - 1,
+        bias=float(ctx.attr("bias", 1.0)),
+        alpha=float(ctx.attr("alpha", 1.0)) * size,
+        beta=float(ctx.attr("beta", 0.5)),
+    )
 
 
 def _resize(ctx: NodeContext, method: str) -> Expr:
     size = ctx.ints(1, "the output size")
-    align, half = bool(ctx.attr("align_corners", False)), bool(ctx.attr("half_pixel_centers", False))
+    align, half = (
+        bool(ctx.attr("align_corners", False)),
+        bool(ctx.attr("half_pixel_centers", False)),
+    )
     if align:
         mode, rounding = "align_corners", "round_prefer_ceil"
     elif half:  # nearest: floor((i + 0.5) * scale), i.e. half-pixel rounded up at .5
@@ -215,7 +247,11 @@ def _resize(ctx: NodeContext, method: str) -> Expr:
     if method == "linear" and dtype != "float32":
         x = op.cast(x, "float32")  # TensorFlow's bilinear resize returns float32
     return image.resize2d(
-        x, size, layout="NHWC", method=method, coordinate_transformation_mode=mode,
+        x,
+        size,
+        layout="NHWC",
+        method=method,
+        coordinate_transformation_mode=mode,
         rounding_method=rounding if method == "nearest_neighbor" else "",
     )
 
@@ -257,7 +293,7 @@ def _mirror_pad(ctx: NodeContext) -> Expr:
     out = ctx.inputs[0]
     shape = ctx.shape(0)
     for axis, (before, after) in enumerate(widths):
-        parts = []
+        parts: list[Expr] = []
         if before:
             head = op.strided_slice(out, [0], [before], axes=[axis])
             parts.append(op.reverse(head, axis))

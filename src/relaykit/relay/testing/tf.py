@@ -50,9 +50,9 @@ def _tf() -> Any:
     return tf
 
 
-def ProcessGraphDefParam(graph_def: Any) -> Any:  # noqa: N802 - TVM's name
+def ProcessGraphDefParam(graph_def: Any) -> Any:
     """``graph_def`` as a ``GraphDef`` (a duck-typed message is copied into one)."""
-    from tensorflow.core.framework import graph_pb2  # type: ignore[import-not-found]
+    from tensorflow.core.framework import graph_pb2
 
     if isinstance(graph_def, graph_pb2.GraphDef):
         return graph_def
@@ -86,7 +86,7 @@ def vmobj_to_list(o: Any) -> list[np.ndarray]:
     raise FrontendError(f"cannot turn a {type(o).__name__} into a list of arrays")
 
 
-def AddShapesToGraphDef(session: Any, out_node: Any) -> Any:  # noqa: N802 - TVM's name
+def AddShapesToGraphDef(session: Any, out_node: Any) -> Any:
     """The session's graph frozen at ``out_node`` (a name or a list), each node carrying
     its output shapes (``_output_shapes``)."""
     tf = _tf()
@@ -101,14 +101,17 @@ class NodeLookup:
     ``target_class_string``) and the synset file
     (``imagenet_synset_to_human_label_map.txt``: ``uid<TAB>name`` lines)."""
 
-    def __init__(self, label_lookup_path: str | None = None,
-                 uid_lookup_path: str | None = None) -> None:
+    def __init__(
+        self, label_lookup_path: str | None = None, uid_lookup_path: str | None = None
+    ) -> None:
         self.node_lookup = self.load(label_lookup_path, uid_lookup_path)
 
     def load(self, label_lookup_path: str | None, uid_lookup_path: str | None) -> dict[int, str]:
         """Class id -> name."""
-        for what, path in (("uid_lookup_path", uid_lookup_path),
-                           ("label_lookup_path", label_lookup_path)):
+        for what, path in (
+            ("uid_lookup_path", uid_lookup_path),
+            ("label_lookup_path", label_lookup_path),
+        ):
             if not path:
                 raise FrontendError(f"NodeLookup needs {what}")
         uid_to_human: dict[str, str] = {}
@@ -143,8 +146,9 @@ class NodeLookup:
         return self.node_lookup.get(int(node_id), "")
 
 
-def get_workload(model_path: str, model_sub_path: str | None = None,
-                 inputs_dict: Any = None, output: Any = None) -> Any:
+def get_workload(
+    model_path: str, model_sub_path: str | None = None, inputs_dict: Any = None, output: Any = None
+) -> Any:
     """The frozen ``GraphDef`` stored at ``model_path`` (joined with ``model_sub_path``)."""
     import os
 
