@@ -67,6 +67,22 @@ CASES: list[tuple[str, Any, dict[str, np.ndarray]]] = [
         {"x": f32(4, 5, lo=-3, hi=3)},
     ),
     (
+        "more_unary",
+        lambda x: [
+            tf.math.erfc(x),
+            tf.math.expm1(x),
+            tf.math.log1p(tf.abs(x)),
+            tf.round(x * 4),
+            tf.clip_by_value(x, -0.3, 0.4),
+            tf.tan(x),
+            tf.atan(x),
+            tf.math.cumsum(x, 1),
+            tf.math.cumprod(x, 0, reverse=True),
+            tf.math.cumsum(x, -1, exclusive=True, reverse=True),
+        ],
+        {"x": np.concatenate([f32(3, 4), np.array([[0.125, 0.375, -0.125, 0.625]], "float32")])},
+    ),
+    (
         "compare_select",
         lambda x, y: [tf.where(x > y, x, y), v1.where(x > 0, x, y)],
         {"x": f32(3, 4), "y": f32(3, 4)},
@@ -276,6 +292,14 @@ CASES: list[tuple[str, Any, dict[str, np.ndarray]]] = [
         "where_const",
         lambda x: tf.gather(x, tf.reshape(tf.where([True, False, True]), [-1])),
         {"x": f32(3, 2)},
+    ),
+    (
+        "broadcast",
+        lambda x, y: [
+            tf.broadcast_to(x, tf.broadcast_dynamic_shape(tf.shape(x), tf.shape(y))),
+            tf.broadcast_to(y, [2, 3, 4]),
+        ],
+        {"x": f32(3, 1), "y": f32(1, 4)},
     ),
     (
         "identity_addn",

@@ -242,6 +242,16 @@ def _broadcast_to(ctx: NodeContext) -> Expr:
     return op.broadcast_to(ctx.inputs[0], ctx.ints(1, "the shape"))
 
 
+@converter("BroadcastArgs")
+def _broadcast_args(ctx: NodeContext) -> Expr:
+    shapes = [tuple(ctx.ints(i, f"shape {i}")) for i in range(2)]
+    try:
+        out = np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise ctx.fail(f"the shapes {shapes[0]} and {shapes[1]} do not broadcast") from None
+    return const(np.array(out, dtype=ctx.dtype(0)))
+
+
 @converter("GatherV2", "Gather", "ResourceGather")
 def _gather(ctx: NodeContext) -> Expr:
     rank = ctx.ndim(0)

@@ -53,6 +53,8 @@ _UNARY: dict[str, Callable[[Expr], Expr]] = {
     "Ceil": op.ceil,
     "Sin": op.sin,
     "Cos": op.cos,
+    "Tan": op.tan,
+    "Atan": op.atan,
     "Erf": op.erf,
     "Sign": op.sign,
     "LogicalNot": op.logical_not,
@@ -93,6 +95,54 @@ def _square(ctx: NodeContext) -> Expr:
 @converter("Reciprocal", "Inv")
 def _reciprocal(ctx: NodeContext) -> Expr:
     return op.divide(_scalar(ctx, 1.0), ctx.inputs[0])
+
+
+@converter("Erfc")
+def _erfc(ctx: NodeContext) -> Expr:
+    return op.subtract(_scalar(ctx, 1.0), op.erf(ctx.inputs[0]))
+
+
+@converter("Expm1")
+def _expm1(ctx: NodeContext) -> Expr:
+    return op.subtract(op.exp(ctx.inputs[0]), _scalar(ctx, 1.0))
+
+
+@converter("Log1p")
+def _log1p(ctx: NodeContext) -> Expr:
+    return op.log(op.add(ctx.inputs[0], _scalar(ctx, 1.0)))
+
+
+@converter("Round")
+def _round(ctx: NodeContext) -> Expr:
+    """Half to even, as TensorFlow rounds (relay's round goes half away from zero)."""
+    x = ctx.inputs[0]
+    if not ctx.dtype(0).startswith(("float", "bfloat")):
+        return x
+    f = op.floor(x)
+    diff = op.subtract(x, f)
+    half = op.add(f, op.floor_mod(f, _scalar(ctx, 2.0)))
+    up = op.add(f, _scalar(ctx, 1.0))
+    return op.where(
+        op.greater(diff, _scalar(ctx, 0.5)), up, op.where(op.less(diff, _scalar(ctx, 0.5)), f, half)
+    )
+
+
+@converter("ClipByValue")
+def _clip_by_value(ctx: NodeContext) -> Expr:
+    return op.minimum(op.maximum(ctx.inputs[0], ctx.inputs[1]), ctx.inputs[2])
+
+
+@converter("Cumsum", "Cumprod")
+def _cumulative(ctx: NodeContext) -> Expr:
+    x = ctx.inputs[0]
+    axis = ctx.axis(ctx.ints(1, "the axis")[0], ctx.ndim(0))
+    reverse = bool(ctx.attr("reverse", False))
+    exclusive = bool(ctx.attr("exclusive", False))
+    fn = op.cumsum if ctx.op == "Cumsum" else op.cumprod
+    if reverse:
+        x = op.reverse(x, axis)
+    out = fn(x, axis=axis, exclusive=exclusive)
+    return op.reverse(out, axis) if reverse else out
 
 
 @converter("Relu6")
