@@ -302,6 +302,19 @@ CASES: list[tuple[str, Any, dict[str, np.ndarray]]] = [
         {"x": f32(3, 1), "y": f32(1, 4)},
     ),
     (
+        "space_batch",
+        lambda x: [
+            tf.space_to_batch_nd(x, [2, 2], [[1, 0], [0, 1]]),
+            tf.batch_to_space(
+                tf.space_to_batch_nd(x, [3, 3], [[0, 0], [0, 0]]), [3, 3], [[1, 0], [0, 2]]
+            ),
+            tf.nn.depth_to_space(tf.tile(x, [1, 1, 1, 2]), 2),
+            tf.nn.space_to_depth(x[:, 1:, 1:], 2),
+        ],
+        {"x": IMG},
+    ),
+    ("topk", lambda x: list(tf.math.top_k(x, 3)), {"x": f32(4, 9)}),
+    (
         "identity_addn",
         lambda x: [tf.identity(x), tf.stop_gradient(x), tf.add_n([x, x, x])],
         {"x": f32(2, 2)},

@@ -300,6 +300,15 @@ def _one_hot(ctx: NodeContext) -> Expr:
     return op.one_hot(ctx.inputs[0], ctx.inputs[2], ctx.inputs[3], depth, axis, ctx.dtype(2))
 
 
+@converter("TopKV2")
+def _topk(ctx: NodeContext) -> list[Expr]:
+    k = ctx.ints(1, "k")[0]
+    out = op.topk(
+        ctx.inputs[0], k=k, axis=-1, ret_type="both", dtype=ctx.attr("index_type", "int32")
+    )
+    return [out[0], out[1]]
+
+
 @converter("Select")
 def _select(ctx: NodeContext) -> Expr:
     cond, x, y = ctx.inputs[:3]

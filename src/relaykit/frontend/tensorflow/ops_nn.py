@@ -266,6 +266,35 @@ def _resize_nearest(ctx: NodeContext) -> Expr:
     return _resize(ctx, "nearest_neighbor")
 
 
+# -- space and batch rearrangements ------------------------------------------------------
+def _pairs(ctx: NodeContext, i: int, what: str) -> list[list[int]]:
+    pairs = np.asarray(ctx.value(i, what)).reshape(-1, 2)
+    return [[int(a), int(b)] for a, b in pairs]
+
+
+@converter("SpaceToBatchND")
+def _space_to_batch(ctx: NodeContext) -> Expr:
+    block = ctx.ints(1, "the block shape")
+    return nn.space_to_batch_nd(ctx.inputs[0], block, _pairs(ctx, 2, "the paddings"))
+
+
+@converter("BatchToSpaceND")
+def _batch_to_space(ctx: NodeContext) -> Expr:
+    block = ctx.ints(1, "the block shape")
+    return nn.batch_to_space_nd(ctx.inputs[0], block, _pairs(ctx, 2, "the crops"))
+
+
+@converter("DepthToSpace")
+def _depth_to_space(ctx: NodeContext) -> Expr:
+    size = int(ctx.attr("block_size"))
+    return nn.depth_to_space(ctx.inputs[0], size, layout=_format(ctx), mode="DCR")
+
+
+@converter("SpaceToDepth")
+def _space_to_depth(ctx: NodeContext) -> Expr:
+    return nn.space_to_depth(ctx.inputs[0], int(ctx.attr("block_size")), layout=_format(ctx))
+
+
 # -- padding -------------------------------------------------------------------------------
 def _pad_widths(ctx: NodeContext) -> list[list[int]]:
     pads = np.asarray(ctx.value(1, "the paddings")).reshape(-1, 2)

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from relaykit.errors import FrontendError, MissingDependencyError
-from relaykit.relay._facade import FRAMEWORK, module_getattr, unsupported
+from relaykit.relay._facade import module_getattr, unsupported
 
 _UNSUPPORTED: list[str] = [
     "PTBSmallConfig", "do_tf_sample", "get_config", "get_workload_official", "get_workload_ptb",
@@ -35,8 +35,12 @@ __all__ = [
     "vmobj_to_list",
     *_UNSUPPORTED,
 ]
-globals().update(unsupported(__name__, _UNSUPPORTED, FRAMEWORK))
-__getattr__ = module_getattr(__name__, FRAMEWORK)
+_WHY = (
+    "TVM's PTB language-model and official-model helpers download pretrained models; build "
+    "or load the model with TensorFlow, freeze it and use relay.frontend.from_tensorflow"
+)
+globals().update(unsupported(__name__, _UNSUPPORTED, _WHY))
+__getattr__ = module_getattr(__name__, _WHY)
 
 
 def _tf() -> Any:
