@@ -225,3 +225,25 @@ def test_testing_helpers(tmp_path: Any) -> None:
         [1.0, 1.0],
         [0.0],
     ]
+
+
+def test_function_calls_are_converted_in_place(relay_run: Any) -> None:
+    """An unfrozen TF2 graph calling nested functions (PartitionedCall): each call's
+    body converted with its arguments bound; outputs read by argument name (TopKV2's
+    ``indices``, a function's second result) land on the right tensor."""
+
+    @tf.function
+    def inner(a: Any, b: Any) -> Any:
+        top = tf.math.top_k(a, 2)
+        return tf.nn.relu(a @ b), tf.cast(top.indices, tf.float32) + top.values
+
+    @tf.function
+    def outer(x: Any) -> Any:
+        y, t = inner(x, tf.ones([4, 3]) * 0.5)
+        return tf.reduce_sum(y, 1, keepdims=True) * t
+
+    graph_def = outer.get_concrete_function(tf.TensorSpec([2, 4])).graph.as_graph_def()
+    assert any(n.op.endswith("PartitionedCall") for n in graph_def.node)
+    data = rng.normal(size=(2, 4)).astype("float32")
+    mod, params = from_tensorflow(graph_def, shape={"x": (2, 4)})
+    _close(relay_run(mod, params, {"x": data})[0], outer(data).numpy())

@@ -33,6 +33,7 @@ from relaykit.runtime.ndarray import NDArray
 from relaykit.transform.fold_constant import fold_constant
 from relaykit.transform.infer_type import InferType
 
+from .functions import CALL_OPS, function_graph
 from .graphdef import node_attrs, split_input, tensor_to_numpy
 from .registry import CONVERTERS, NodeContext
 
@@ -96,6 +97,14 @@ class GraphImporter:
         self.known: dict[Expr, np.ndarray] = {}
         self.inputs: list[Var] = []
         self.params: dict[str, NDArray] = {}
+        #: names bound before the walk (a function's arguments) and the prefix of the
+        #: parameters made here (a function's call node)
+        self.bound: set[str] = set()
+        self.prefix = ""
+        library = getattr(self.graph, "library", None)
+        self.functions: dict[str, Any] = {
+            f.signature.name: f for f in (library.function if library is not None else [])
+        }
 
     # -- the walk ------------------------------------------------------------------
     def _output_refs(self) -> list[tuple[str, int | None]]:
@@ -106,7 +115,7 @@ class GraphImporter:
         refs: list[tuple[str, int | None]] = []
         for name in self.outputs:
             parsed = split_input(name)
-            if parsed is None or parsed[0] not in self.nodes:
+            if parsed is None or (parsed[0] not in self.nodes and parsed[0] not in self.bound):
                 raise FrontendError(f"output {name!r} is not a node of the graph")
             refs.append((parsed[0], parsed[1] if ":" in name else None))
         return refs
@@ -118,7 +127,7 @@ class GraphImporter:
         """The nodes the roots depend on, each after its inputs (explicit stack)."""
         state: dict[str, int] = {}
         order: list[str] = []
-        stack: list[tuple[str, bool]] = [(r, False) for r in reversed(roots)]
+        stack = [(r, False) for r in reversed(roots) if r not in self.bound]
         while stack:
             name, done = stack.pop()
             if done:
@@ -137,6 +146,8 @@ class GraphImporter:
                 if parsed is None:
                     continue
                 src = parsed[0]
+                if src in self.bound:
+                    continue
                 if src not in self.nodes:
                     raise FrontendError(f"node {name!r} reads {ref!r}, which is not in the graph")
                 if state.get(src) == 1:
@@ -154,7 +165,7 @@ class GraphImporter:
         first: dict[str, str] = {}
         for name in order:
             node = self.nodes[name]
-            if self._is_cut(name) or node.op in CONVERTERS:
+            if self._is_cut(name) or node.op in CONVERTERS or node.op in CALL_OPS:
                 continue
             counts[node.op] += 1
             first.setdefault(node.op, name)
@@ -203,9 +214,10 @@ class GraphImporter:
             raise FrontendError(f"node {node.name!r} (Const): complex constants are not supported")
         if arr.ndim == 0:
             return Constant(np.array(arr))
-        var = Var(node.name, TensorType(arr.shape, arr.dtype.name if arr.dtype != bool else "bool"))
+        name = self.prefix + node.name
+        var = Var(name, TensorType(arr.shape, arr.dtype.name if arr.dtype != bool else "bool"))
         self.known[var] = arr
-        self.params[node.name] = NDArray(np.ascontiguousarray(arr))
+        self.params[name] = NDArray(np.ascontiguousarray(arr))
         return var
 
     # -- conversion ----------------------------------------------------------------
@@ -257,6 +269,9 @@ class GraphImporter:
             self.values[name] = [self._const(node, attrs)]
             return
         inputs = self._input_exprs(node)
+        if node.op in CALL_OPS:
+            self.values[name] = list(self._call(node, attrs, inputs))
+            return
         outs = self._run(node, attrs, inputs)
         passed = all(any(o is e for e in inputs) for o in outs)
         known = [self._known_value(e) for e in inputs]
@@ -272,7 +287,38 @@ class GraphImporter:
             return expr.data.numpy()
         return self.known.get(expr)
 
-    def _output_expr(self, refs: list[tuple[str, int | None]]) -> Expr:
+    def _call(self, node: Any, attrs: dict[str, Any], inputs: list[Expr]) -> list[Expr]:
+        """The called function converted in place, its arguments bound to ``inputs``."""
+        fdef = self.functions.get(attrs.get("f", ""))
+        if fdef is None:
+            raise FrontendError(
+                f"node {node.name!r} ({node.op}) calls {attrs.get('f')!r}, which is not in the "
+                "graph's function library"
+            )
+        graph, args, rets = function_graph(fdef, getattr(self.graph, "library", None))
+        if len(args) != len(inputs):
+            raise FrontendError(
+                f"node {node.name!r} ({node.op}) passes {len(inputs)} inputs to "
+                f"{fdef.signature.name!r}, which takes {len(args)}"
+            )
+        child = GraphImporter(graph, self.layout, None, rets, self.config)
+        child.prefix = f"{self.prefix}{node.name}/"
+        child.known, child.params, child.functions = self.known, self.params, self.functions
+        for arg, expr in zip(args, inputs, strict=True):
+            child.values[arg] = [expr]
+            child.bound.add(arg)
+        return child.convert()
+
+    def convert(self) -> list[Expr]:
+        """The outputs' expressions (every node they depend on converted)."""
+        refs = self._output_refs()
+        order = self._order([name for name, _ in refs if name not in self.bound])
+        self._check_supported(order)
+        for name in order:
+            self._convert(name)
+        return self._output_exprs(refs)
+
+    def _output_exprs(self, refs: list[tuple[str, int | None]]) -> list[Expr]:
         outs: list[Expr] = []
         for name, idx in refs:
             values = self.values[name]
@@ -283,17 +329,13 @@ class GraphImporter:
                 if v is None:
                     raise FrontendError(f"output {name!r} is a string constant")
                 outs.append(v)
-        if not outs:
-            raise FrontendError(f"the output node(s) {[r[0] for r in refs]} produce no tensor")
-        return outs[0] if len(outs) == 1 else Tuple(outs)
+        return outs
 
     def run(self) -> tuple[IRModule, dict[str, NDArray]]:
-        refs = self._output_refs()
-        order = self._order([name for name, _ in refs])
-        self._check_supported(order)
-        for name in order:
-            self._convert(name)
-        body = self._output_expr(refs)
+        outs = self.convert()
+        if not outs:
+            raise FrontendError("the graph's output node produces no tensor; name outputs=")
+        body = outs[0] if len(outs) == 1 else Tuple(outs)
         used = set(free_vars(body))
         position = {n.name: i for i, n in enumerate(self.graph.node)}
         inputs = sorted((v for v in self.inputs if v in used), key=lambda v: position[v.name_hint])
