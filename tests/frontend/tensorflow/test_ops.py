@@ -315,6 +315,46 @@ CASES: list[tuple[str, Any, dict[str, np.ndarray]]] = [
     ),
     ("topk", lambda x: list(tf.math.top_k(x, 3)), {"x": f32(4, 9)}),
     (
+        "int_math",
+        lambda a, b: [
+            a // b,
+            a % b,
+            tf.truncatediv(a, b),
+            tf.truncatemod(a, b),
+            tf.raw_ops.Mod(x=a, y=b),
+            tf.raw_ops.Div(x=a, y=b),
+        ],
+        {"a": np.array([[7, -7, 9, -3]], "int32"), "b": np.array([2, 3, -4, 5], "int32")},
+    ),
+    (
+        "gather_nd_onehot",
+        lambda x, i: [
+            tf.gather_nd(x, [[0, 1], [2, 3]]),
+            tf.gather_nd(x, [[1]]),
+            tf.one_hot(i, 5),
+            tf.one_hot(i, 4, 2.0, -1.0, axis=0),
+        ],
+        {"x": f32(3, 4, 2), "i": np.array([3, 0, 1], dtype="int32")},
+    ),
+    (
+        "reverse_rank_concat",
+        lambda x, y: [
+            tf.reverse(x, [0, -1]),
+            tf.rank(x) + 1,
+            tf.raw_ops.Concat(concat_dim=1, values=[x, y]),
+        ],
+        {"x": f32(2, 3), "y": f32(2, 3)},
+    ),
+    (
+        "band_part",
+        lambda x: [
+            tf.linalg.band_part(x, 1, 0),
+            tf.linalg.band_part(x, -1, 2),
+            tf.linalg.band_part(x, 0, -1),
+        ],
+        {"x": f32(2, 4, 5)},
+    ),
+    (
         "identity_addn",
         lambda x: [tf.identity(x), tf.stop_gradient(x), tf.add_n([x, x, x])],
         {"x": f32(2, 2)},

@@ -300,6 +300,22 @@ def _one_hot(ctx: NodeContext) -> Expr:
     return op.one_hot(ctx.inputs[0], ctx.inputs[2], ctx.inputs[3], depth, axis, ctx.dtype(2))
 
 
+@converter("MatrixBandPart")
+def _matrix_band_part(ctx: NodeContext) -> Expr:
+    """Keep the band ``-lower <= j - i <= upper`` of the last two axes (negative: all)."""
+    shape = ctx.shape(0)
+    lower, upper = ctx.ints(1, "num_lower")[0], ctx.ints(2, "num_upper")[0]
+    i = np.arange(shape[-2])[:, None]
+    j = np.arange(shape[-1])[None, :]
+    keep = np.ones((shape[-2], shape[-1]), dtype=bool)
+    if lower >= 0:
+        keep &= i - j <= lower
+    if upper >= 0:
+        keep &= j - i <= upper
+    x = ctx.inputs[0]
+    return op.where(const(keep), x, op.zeros_like(x))
+
+
 @converter("TopKV2")
 def _topk(ctx: NodeContext) -> list[Expr]:
     k = ctx.ints(1, "k")[0]

@@ -26,6 +26,8 @@ _BINARY: dict[str, Callable[[Expr, Expr], Expr]] = {
     "FloorDiv": op.floor_divide,
     "FloorMod": op.floor_mod,
     "TruncateDiv": op.trunc_divide,
+    "Mod": op.trunc_mod,
+    "TruncateMod": op.trunc_mod,
     "Maximum": op.maximum,
     "Minimum": op.minimum,
     "Pow": op.power,
