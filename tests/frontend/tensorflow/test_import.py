@@ -111,7 +111,7 @@ def test_params_are_named_consts_and_last_node_is_the_output(relay_run: Any) -> 
 
 def test_shape_cuts_the_graph_at_a_named_node(relay_run: Any) -> None:
     _, graph_def = _v1_graph()
-    mod, params = from_tensorflow(graph_def, shape={"hidden": (2, 3)}, outputs=["out:0"])
+    mod, params = from_tensorflow(graph_def, shape={"hidden:0": (2, 3)}, outputs=["out:0"])
     assert [p.name_hint for p in mod["main"].params] == ["hidden"] and not params
     data = rng.normal(size=(2, 3)).astype("float32")
     _close(relay_run(mod, params, {"hidden": data})[0], np.tanh(data))

@@ -81,7 +81,10 @@ class GraphImporter:
         if layout not in ("NHWC", "NCHW"):
             raise FrontendError(f"layout must be 'NHWC' or 'NCHW', got {layout!r}")
         self.layout = layout
-        self.shape = {k: [int(d) for d in v] for k, v in (shape or {}).items()}
+        # "name:0" (the tensor) names the node "name" as well
+        self.shape = {
+            k[:-2] if k.endswith(":0") else k: [int(d) for d in v] for k, v in (shape or {}).items()
+        }
         self.outputs = list(outputs) if outputs is not None else None
         self.config = {**_DEFAULT_CONFIG, **dict(config or {})}
         self.nodes: dict[str, Any] = {}
@@ -91,7 +94,7 @@ class GraphImporter:
         if unknown:
             raise FrontendError(
                 f"shape names {unknown}, which are not nodes of the graph; name the inputs "
-                "by node name (without ':0')"
+                "by node name"
             )
         self.values: dict[str, list[Expr | None]] = {}
         self.known: dict[Expr, np.ndarray] = {}
