@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from relaykit import op
+from relaykit.frontend.onnx.converters.common import resolve_pads
 from relaykit.ir.expr import Expr, const
 from relaykit.op import image, nn
 
@@ -22,18 +23,6 @@ from .registry import NodeContext, converter
 __all__: list[str] = []
 
 _TO_NCHW, _TO_NHWC = [0, 3, 1, 2], [0, 2, 3, 1]
-
-
-def same_pad(size: int, kernel: int, stride: int, dilation: int = 1) -> tuple[int, int]:
-    """TensorFlow's ``"SAME"`` padding of one spatial axis, ``(before, after)``.
-
-    >>> same_pad(5, 3, 2), same_pad(4, 3, 2)
-    ((1, 1), (0, 1))
-    """
-    eff = (kernel - 1) * dilation + 1
-    out = -(-size // stride)
-    total = max((out - 1) * stride + eff - size, 0)
-    return total // 2, total - total // 2
 
 
 def _spatial(ctx: NodeContext, key: str, fmt: str, default: int = 1) -> list[int]:
@@ -53,11 +42,8 @@ def _padding(
     mode = ctx.attr("padding", "VALID")
     if mode == "VALID":
         return [0, 0, 0, 0]
-    if mode == "SAME":
-        (t, b), (left, r) = (
-            same_pad(size[i], kernel[i], strides[i], dilation[i]) for i in range(2)
-        )
-        return [t, left, b, r]
+    if mode == "SAME":  # ONNX's SAME_UPPER: the odd pixel at the end
+        return list(resolve_pads("SAME_UPPER", size, kernel, strides, dilation, ()))
     if mode == "EXPLICIT":
         p = [int(v) for v in ctx.attr("explicit_paddings")]
         h, w = (1, 2) if fmt == "NHWC" else (2, 3)
