@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from relaykit.errors import DynamicShapeError, FrontendError, UnsupportedOpError
+from relaykit.errors import DynamicShapeError, FrontendError, RelayKitError, UnsupportedOpError
 from relaykit.ir.analysis import free_vars
 from relaykit.ir.expr import Constant, Expr, Function, Tuple, TupleWrapper, Var
 from relaykit.ir.module import IRModule
@@ -43,7 +43,7 @@ __all__ = ["from_tensorflow", "supported_ops"]
 _DTYPE_ATTRS = ("dtype", "T", "DstT", "out_type", "Tout")
 #: TVM's convert_config defaults
 _DEFAULT_CONFIG = {"use_dense": True, "use_nt_batch_matmul": True}
-#: ops of TensorFlow 1 control flow and stateful variables: a frozen graph has none
+#: variable ops: a frozen graph has none
 _NOT_FROZEN = {"Variable", "VariableV2", "VarHandleOp", "ReadVariableOp", "Assign"}
 _SOURCES = {"Const", "Placeholder", "PlaceholderWithDefault"}
 
@@ -247,7 +247,12 @@ class GraphImporter:
 
     def _run(self, node: Any, attrs: dict[str, Any], inputs: list[Expr]) -> list[Expr]:
         ctx = NodeContext(node, attrs, inputs, self.known, self.layout, self.config)
-        out = CONVERTERS[node.op](ctx)
+        try:
+            out = CONVERTERS[node.op](ctx)
+        except FrontendError:
+            raise
+        except RelayKitError as err:  # an operator refusing its arguments
+            raise ctx.fail(str(err).split("\n", 1)[0]) from None
         if isinstance(out, TupleWrapper):
             out = [out[i] for i in range(out.size)]
         outs = list(out) if isinstance(out, (list, tuple)) else [out]
