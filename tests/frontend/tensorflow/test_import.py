@@ -247,3 +247,24 @@ def test_function_calls_are_converted_in_place(relay_run: Any) -> None:
     data = rng.normal(size=(2, 4)).astype("float32")
     mod, params = from_tensorflow(graph_def, shape={"x": (2, 4)})
     _close(relay_run(mod, params, {"x": data})[0], outer(data).numpy())
+
+
+def test_conditionals_choose_a_branch_or_become_relay_if() -> None:
+    """``tf.cond`` in a TF2 function graph (StatelessIf): a condition known at import
+    picks its branch; one computed from an input becomes a Relay ``if`` (run on the VM)."""
+    import relaykit as tvm
+    from relaykit import relay
+
+    @tf.function
+    def f(x: Any) -> Any:
+        static = tf.cond(tf.shape(x)[0] > 1, lambda: x * 2.0, lambda: x - 1.0)
+        return tf.cond(tf.reduce_sum(x) > 0, lambda: static + 1.0, lambda: tf.tanh(static))
+
+    graph_def = f.get_concrete_function(tf.TensorSpec([2, 3])).graph.as_graph_def()
+    assert any(n.op in ("If", "StatelessIf") for n in graph_def.node)
+    mod, params = from_tensorflow(graph_def, shape={"x": (2, 3)})
+    assert str(mod).count("if (") == 1  # the shape test was decided at import
+    run = relay.create_executor("vm", mod=mod, target="llvm", device=tvm.cpu()).evaluate()
+    for sign in (1.0, -1.0):
+        data = (sign * np.abs(rng.normal(size=(2, 3)))).astype("float32")
+        _close(run(data, **params).numpy(), f(data).numpy())

@@ -1,4 +1,5 @@
-"""Function calls of TF2 graphs (``PartitionedCall``, ``StatefulPartitionedCall``):
+"""Function calls of TF2 graphs (``PartitionedCall``, ``StatefulPartitionedCall``, and
+the branches of ``If``/``StatelessIf``):
 the called ``FunctionDef`` of the graph's library as a graph of its own, which the
 importer converts in place of the call (its arguments bound to the call's inputs).
 
@@ -22,9 +23,11 @@ from relaykit.errors import FrontendError
 
 from .graphdef import node_attrs
 
-__all__ = ["CALL_OPS", "FunctionGraph", "flat_reference", "function_graph"]
+__all__ = ["CALL_OPS", "COND_OPS", "FunctionGraph", "flat_reference", "function_graph"]
 
 CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
+#: conditionals whose branches are functions of the library
+COND_OPS = frozenset({"If", "StatelessIf"})
 
 
 class FunctionGraph:

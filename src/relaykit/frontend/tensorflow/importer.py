@@ -25,15 +25,25 @@ import numpy as np
 
 from relaykit.errors import DynamicShapeError, FrontendError, RelayKitError, UnsupportedOpError
 from relaykit.ir.analysis import free_vars
-from relaykit.ir.expr import Constant, Expr, Function, Tuple, TupleWrapper, Var
+from relaykit.ir.expr import (
+    Constant,
+    Expr,
+    Function,
+    If,
+    Tuple,
+    TupleGetItem,
+    TupleWrapper,
+    Var,
+)
 from relaykit.ir.module import IRModule
 from relaykit.ir.type_check import infer_type_local
 from relaykit.ir.types import TensorType
+from relaykit.op import not_equal as op_not_equal
 from relaykit.runtime.ndarray import NDArray
 from relaykit.transform.fold_constant import fold_constant
 from relaykit.transform.infer_type import InferType
 
-from .functions import CALL_OPS, function_graph
+from .functions import CALL_OPS, COND_OPS, function_graph
 from .graphdef import node_attrs, split_input, tensor_to_numpy
 from .registry import CONVERTERS, NodeContext
 
@@ -168,7 +178,7 @@ class GraphImporter:
         first: dict[str, str] = {}
         for name in order:
             node = self.nodes[name]
-            if self._is_cut(name) or node.op in CONVERTERS or node.op in CALL_OPS:
+            if self._is_cut(name) or node.op in CONVERTERS or node.op in CALL_OPS | COND_OPS:
                 continue
             counts[node.op] += 1
             first.setdefault(node.op, name)
@@ -278,7 +288,10 @@ class GraphImporter:
             return
         inputs = self._input_exprs(node)
         if node.op in CALL_OPS:
-            self.values[name] = list(self._call(node, attrs, inputs))
+            self.values[name] = list(self._call(node, attrs.get("f", ""), inputs))
+            return
+        if node.op in COND_OPS:
+            self.values[name] = list(self._cond(node, attrs, inputs))
             return
         outs = self._run(node, attrs, inputs)
         passed = all(any(o is e for e in inputs) for o in outs)
@@ -295,12 +308,33 @@ class GraphImporter:
             return expr.data.numpy()
         return self.known.get(expr)
 
-    def _call(self, node: Any, attrs: dict[str, Any], inputs: list[Expr]) -> list[Expr]:
-        """The called function converted in place, its arguments bound to ``inputs``."""
-        fdef = self.functions.get(attrs.get("f", ""))
+    def _cond(self, node: Any, attrs: dict[str, Any], inputs: list[Expr]) -> list[Expr]:
+        """``If``/``StatelessIf``: the branch chosen at import when the condition is known,
+        else a Relay ``if`` over both branches (run it with the VM)."""
+        cond, args = inputs[0], inputs[1:]
+        value = self._known_value(cond)
+        if value is not None:
+            branch = "then_branch" if np.asarray(value).any() else "else_branch"
+            return self._call(node, attrs.get(branch, ""), args)
+        then = self._call(node, attrs.get("then_branch", ""), args, "then/")
+        other = self._call(node, attrs.get("else_branch", ""), args, "else/")
+        ty = infer_type_local(cond)
+        if not isinstance(ty, TensorType) or ty.shape != ():
+            raise FrontendError(
+                f"node {node.name!r} ({node.op}): the condition has the type {ty}; relaykit "
+                "takes a scalar condition"
+            )
+        if ty.dtype != "bool":
+            cond = op_not_equal(cond, Constant(np.zeros((), dtype=ty.dtype)))
+        chosen = If(cond, Tuple(then), Tuple(other))
+        return [TupleGetItem(chosen, i) for i in range(len(then))]
+
+    def _call(self, node: Any, fname: str, inputs: list[Expr], scope: str = "") -> list[Expr]:
+        """The function ``fname`` converted in place, its arguments bound to ``inputs``."""
+        fdef = self.functions.get(fname)
         if fdef is None:
             raise FrontendError(
-                f"node {node.name!r} ({node.op}) calls {attrs.get('f')!r}, which is not in the "
+                f"node {node.name!r} ({node.op}) calls {fname!r}, which is not in the "
                 "graph's function library"
             )
         graph, args, rets = function_graph(fdef, getattr(self.graph, "library", None))
@@ -310,7 +344,7 @@ class GraphImporter:
                 f"{fdef.signature.name!r}, which takes {len(args)}"
             )
         child = GraphImporter(graph, self.layout, None, rets, self.config)
-        child.prefix = f"{self.prefix}{node.name}/"
+        child.prefix = f"{self.prefix}{node.name}/{scope}"
         child.known, child.params, child.functions = self.known, self.params, self.functions
         for arg, expr in zip(args, inputs, strict=True):
             child.values[arg] = [expr]
