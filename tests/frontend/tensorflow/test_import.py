@@ -268,3 +268,40 @@ def test_conditionals_choose_a_branch_or_become_relay_if() -> None:
     for sign in (1.0, -1.0):
         data = (sign * np.abs(rng.normal(size=(2, 3)))).astype("float32")
         _close(run(data, **params).numpy(), f(data).numpy())
+
+
+def test_frozen_conditionals(relay_run: Any) -> None:
+    """Freezing lowers tf.cond to Switch/Merge: a predicate known at import takes its
+    branch; a run-time one asks for ``lower_control_flow=False``, which keeps an If."""
+    w = tf.Variable(rng.normal(size=(3, 3)).astype("float32"))
+
+    def f(x: Any) -> Any:
+        y = tf.cond(tf.shape(x)[1] == 3, lambda: x @ w, lambda: x[:, :3])
+        return tf.cond(tf.reduce_sum(y) > 0, lambda: y + 1.0, lambda: y * 2.0)
+
+    concrete = tf.function(f).get_concrete_function(tf.TensorSpec([2, 3]))
+    lowered = convert_variables_to_constants_v2(concrete).graph.as_graph_def()
+    assert {"Switch", "Merge"} <= {n.op for n in lowered.node}
+    with pytest.raises(UnsupportedOpError, match="lower_control_flow=False"):
+        from_tensorflow(lowered, shape={"x": (2, 3)})
+
+    def g(x: Any) -> Any:
+        return tf.cond(tf.shape(x)[1] == 3, lambda: tf.nn.relu(x @ w), lambda: x[:, :3])
+
+    concrete = tf.function(g).get_concrete_function(tf.TensorSpec([2, 3]))
+    lowered = convert_variables_to_constants_v2(concrete).graph.as_graph_def()
+    assert "Switch" in {n.op for n in lowered.node}
+    data = rng.normal(size=(2, 3)).astype("float32")
+    mod, params = from_tensorflow(lowered, shape={"x": (2, 3)})
+    assert "if (" not in str(mod)
+    _close(relay_run(mod, params, {"x": data})[0], g(data).numpy())
+
+    kept = convert_variables_to_constants_v2(
+        tf.function(f).get_concrete_function(tf.TensorSpec([2, 3])), lower_control_flow=False
+    ).graph.as_graph_def()
+    mod, params = from_tensorflow(kept, shape={"x": (2, 3)})
+    import relaykit as tvm
+    from relaykit import relay
+
+    run = relay.create_executor("vm", mod=mod, target="llvm", device=tvm.cpu()).evaluate()
+    _close(run(data, **params).numpy(), f(data).numpy())

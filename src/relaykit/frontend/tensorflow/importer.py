@@ -56,6 +56,20 @@ _DEFAULT_CONFIG = {"use_dense": True, "use_nt_batch_matmul": True}
 #: variable ops: a frozen graph has none
 _NOT_FROZEN = {"Variable", "VariableV2", "VarHandleOp", "ReadVariableOp", "Assign"}
 _SOURCES = {"Const", "Placeholder", "PlaceholderWithDefault"}
+#: TensorFlow 1 conditionals (what freezing lowers tf.cond to), taken on known predicates
+_SWITCHING = {"Switch", "Merge"}
+
+
+class _Dead:
+    """The value of a branch a ``Switch`` does not take (and of all that reads it)."""
+
+    def __repr__(self) -> str:
+        return "<dead branch>"
+
+
+DEAD = _Dead()
+#: the outputs of a node on a branch not taken
+_DEAD_NODE: list[Any] = []
 
 
 def supported_ops() -> list[str]:
@@ -106,7 +120,9 @@ class GraphImporter:
                 f"shape names {unknown}, which are not nodes of the graph; name the inputs "
                 "by node name"
             )
-        self.values: dict[str, list[Expr | None]] = {}
+        #: a node's outputs: expressions (None: a string constant; DEAD: a branch not
+        #: taken), or _DEAD_NODE
+        self.values: dict[str, list[Any]] = {}
         self.known: dict[Expr, np.ndarray] = {}
         self.inputs: list[Var] = []
         self.params: dict[str, NDArray] = {}
@@ -178,7 +194,8 @@ class GraphImporter:
         first: dict[str, str] = {}
         for name in order:
             node = self.nodes[name]
-            if self._is_cut(name) or node.op in CONVERTERS or node.op in CALL_OPS | COND_OPS:
+            handled = CALL_OPS | COND_OPS | _SWITCHING
+            if self._is_cut(name) or node.op in CONVERTERS or node.op in handled:
                 continue
             counts[node.op] += 1
             first.setdefault(node.op, name)
@@ -234,14 +251,17 @@ class GraphImporter:
         return var
 
     # -- conversion ----------------------------------------------------------------
-    def _input_exprs(self, node: Any) -> list[Expr]:
-        exprs: list[Expr] = []
+    def _input_exprs(self, node: Any) -> list[Any]:
+        exprs: list[Any] = []
         for ref in node.input:
             parsed = split_input(ref)
             if parsed is None:
                 continue
             src, idx = parsed
             outs = self.values[src]
+            if outs is _DEAD_NODE:
+                exprs.append(DEAD)
+                continue
             if idx >= len(outs):
                 raise FrontendError(
                     f"node {node.name!r} reads output {idx} of {src!r}, which has {len(outs)}"
@@ -287,6 +307,17 @@ class GraphImporter:
             self.values[name] = [self._const(node, attrs)]
             return
         inputs = self._input_exprs(node)
+        if node.op == "Merge":  # the input of the branch taken, and its index
+            live = [(i, e) for i, e in enumerate(inputs) if e is not DEAD]
+            first = [live[0][1], Constant(np.array(live[0][0], dtype="int32"))] if live else None
+            self.values[name] = first or _DEAD_NODE
+            return
+        if any(e is DEAD for e in inputs):
+            self.values[name] = _DEAD_NODE
+            return
+        if node.op == "Switch":
+            self.values[name] = self._switch(node, inputs)
+            return
         if node.op in CALL_OPS:
             self.values[name] = list(self._call(node, attrs.get("f", ""), inputs))
             return
@@ -307,6 +338,19 @@ class GraphImporter:
         if isinstance(expr, Constant):
             return expr.data.numpy()
         return self.known.get(expr)
+
+    def _switch(self, node: Any, inputs: list[Expr]) -> list[Any]:
+        """``[output_false, output_true]``: the data on the side the predicate takes."""
+        pred = self._known_value(inputs[1])
+        if pred is None:
+            raise UnsupportedOpError(
+                f"node {node.name!r} (Switch) branches on a value computed at run time "
+                "(TensorFlow 1 control flow, which freezing makes of tf.cond); freeze with "
+                "convert_variables_to_constants_v2(func, lower_control_flow=False) to keep "
+                "conditionals as If, which relaykit imports",
+                {"Switch": (1, node.name)},
+            )
+        return [DEAD, inputs[0]] if np.asarray(pred).any() else [inputs[0], DEAD]
 
     def _cond(self, node: Any, attrs: dict[str, Any], inputs: list[Expr]) -> list[Expr]:
         """``If``/``StatelessIf``: the branch chosen at import when the condition is known,
@@ -365,6 +409,8 @@ class GraphImporter:
         for name, idx in refs:
             values = self.values[name]
             chosen = values if idx is None else values[idx : idx + 1]
+            if values is _DEAD_NODE or any(v is DEAD for v in chosen):
+                raise FrontendError(f"output {name!r} is on a branch the graph does not take")
             if idx is not None and idx >= len(values):
                 raise FrontendError(f"output {name}:{idx}: the node has {len(values)} outputs")
             for v in chosen:
