@@ -189,6 +189,19 @@ CASES: list[tuple[str, Any, dict[str, np.ndarray]]] = [
         ],
         {"x": IMG},
     ),
+    (
+        "3d",
+        lambda x: [
+            tf.nn.conv3d(x, w32(3, 2, 3, 3, 4), [1, 1, 2, 1, 1], "SAME"),
+            tf.nn.conv3d(
+                x, w32(2, 3, 3, 3, 2), [1, 1, 1, 2, 1], "VALID", dilations=[1, 2, 1, 1, 1]
+            ),
+            tf.nn.max_pool3d(x, 2, 2, "SAME"),
+            tf.nn.avg_pool3d(x, [3, 2, 2], 1, "SAME"),
+            tf.nn.avg_pool3d(x, 2, [1, 2, 2], "VALID"),
+        ],
+        {"x": f32(1, 5, 6, 7, 3)},
+    ),
     ("lrn", lambda x: tf.nn.local_response_normalization(x, 2, 1.0, 0.1, 0.75), {"x": IMG}),
     (
         "resize",

@@ -252,7 +252,7 @@ def _broadcast_args(ctx: NodeContext) -> Expr:
     return const(np.array(out, dtype=ctx.dtype(0)))
 
 
-@converter("GatherV2", "Gather", "ResourceGather")
+@converter("GatherV2", "Gather")
 def _gather(ctx: NodeContext) -> Expr:
     rank = ctx.ndim(0)
     axis = ctx.axis(ctx.ints(2, "the axis")[0], rank) if ctx.op == "GatherV2" else 0

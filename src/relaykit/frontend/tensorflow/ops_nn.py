@@ -252,6 +252,62 @@ def _resize_nearest(ctx: NodeContext) -> Expr:
     return _resize(ctx, "nearest_neighbor")
 
 
+# -- 3-d (NDHWC) ---------------------------------------------------------------------------
+def _spatial3d(ctx: NodeContext, key: str) -> list[int]:
+    if ctx.attr("data_format", "NDHWC") != "NDHWC":
+        raise ctx.fail(f"data_format {ctx.attr('data_format')!r} is not supported (NDHWC is)")
+    vals = ctx.attr(key) or [1] * 5
+    return [int(v) for v in vals[1:4]]
+
+
+def _pads3d(
+    ctx: NodeContext, size: list[int], kernel: list[int], strides: list[int], dilation: list[int]
+) -> list[int]:
+    mode = ctx.attr("padding", "VALID")
+    if mode == "SAME":
+        return list(resolve_pads("SAME_UPPER", size, kernel, strides, dilation, ()))
+    if mode == "VALID":
+        return [0] * 6
+    raise ctx.fail(f"padding {mode!r} is not supported (VALID, SAME are)")
+
+
+@converter("Conv3D")
+def _conv3d(ctx: NodeContext) -> Expr:
+    xs, ws = ctx.shape(0), ctx.shape(1)
+    strides, dilation = _spatial3d(ctx, "strides"), _spatial3d(ctx, "dilations")
+    pad = _pads3d(ctx, xs[1:4], ws[:3], strides, dilation)
+    x = op.transpose(ctx.inputs[0], [0, 4, 1, 2, 3])
+    w = op.transpose(ctx.inputs[1], [4, 3, 0, 1, 2])  # DHWIO -> OIDHW
+    out = nn.conv3d(
+        x,
+        w,
+        strides=strides,
+        padding=pad,
+        dilation=dilation,
+        groups=xs[4] // ws[3],
+        channels=ws[4],
+        kernel_size=ws[:3],
+    )
+    return op.transpose(out, [0, 2, 3, 4, 1])
+
+
+def _pool3d(ctx: NodeContext, fn: Any, **extra: Any) -> Expr:
+    xs = ctx.shape(0)
+    kernel, strides = _spatial3d(ctx, "ksize"), _spatial3d(ctx, "strides")
+    pad = _pads3d(ctx, xs[1:4], kernel, strides, [1, 1, 1])
+    return fn(ctx.inputs[0], kernel, strides, padding=pad, layout="NDHWC", **extra)
+
+
+@converter("MaxPool3D")
+def _max_pool3d(ctx: NodeContext) -> Expr:
+    return _pool3d(ctx, nn.max_pool3d)
+
+
+@converter("AvgPool3D")
+def _avg_pool3d(ctx: NodeContext) -> Expr:
+    return _pool3d(ctx, nn.avg_pool3d, count_include_pad=False)
+
+
 # -- space and batch rearrangements ------------------------------------------------------
 def _pairs(ctx: NodeContext, i: int, what: str) -> list[list[int]]:
     pairs = np.asarray(ctx.value(i, what)).reshape(-1, 2)
