@@ -202,6 +202,20 @@ CASES: list[tuple[str, Any, dict[str, np.ndarray]]] = [
         ],
         {"x": f32(1, 5, 6, 7, 3)},
     ),
+    (
+        "fake_quant",
+        lambda x: [
+            tf.quantization.fake_quant_with_min_max_args(x, -1.3, 2.1),
+            tf.quantization.fake_quant_with_min_max_args(
+                x, -0.8, 0.9, num_bits=4, narrow_range=True
+            ),
+            tf.quantization.fake_quant_with_min_max_vars(x, tf.constant(-1.0), tf.constant(1.7)),
+            tf.quantization.fake_quant_with_min_max_vars_per_channel(
+                x, tf.constant([-1.0, -0.5, -2.0, 0.1]), tf.constant([1.0, 1.5, 0.3, 2.0])
+            ),
+        ],
+        {"x": f32(2, 5, 4, lo=-2.5, hi=2.5)},
+    ),
     ("lrn", lambda x: tf.nn.local_response_normalization(x, 2, 1.0, 0.1, 0.75), {"x": IMG}),
     (
         "resize",

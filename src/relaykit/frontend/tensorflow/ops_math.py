@@ -147,6 +147,37 @@ def _cumulative(ctx: NodeContext) -> Expr:
     return op.reverse(out, axis) if reverse else out
 
 
+def _fake_quant(ctx: NodeContext, lo: np.ndarray, hi: np.ndarray) -> Expr:
+    """TensorFlow's fake quantisation in float: the range nudged so that zero is exact,
+    values clamped to it and rounded to the ``2**num_bits`` levels."""
+    bits, narrow = int(ctx.attr("num_bits", 8)), bool(ctx.attr("narrow_range", False))
+    f32 = np.float32  # the nudging is computed in float32, as TensorFlow does
+    qmin, qmax = f32(1.0 if narrow else 0.0), f32(2**bits - 1)
+    lo, hi = np.asarray(lo, f32), np.asarray(hi, f32)
+    scale = (hi - lo) / (qmax - qmin)
+    zero = np.clip(np.floor(qmin - lo / scale + f32(0.5)), qmin, qmax)  # half away from 0
+    nlo, nhi = (qmin - zero) * scale, (qmax - zero) * scale
+    dtype = ctx.dtype(0)
+
+    def c(v: np.ndarray) -> Expr:
+        return const(np.asarray(v, dtype=dtype))
+
+    x = op.minimum(op.maximum(ctx.inputs[0], c(nlo)), c(nhi))
+    steps = op.floor(op.add(op.divide(op.subtract(x, c(nlo)), c(scale)), c(np.array(0.5))))
+    return op.add(op.multiply(steps, c(scale)), c(nlo))
+
+
+@converter("FakeQuantWithMinMaxArgs")
+def _fake_quant_args(ctx: NodeContext) -> Expr:
+    lo, hi = float(ctx.attr("min", -6.0)), float(ctx.attr("max", 6.0))
+    return _fake_quant(ctx, np.array(lo), np.array(hi))
+
+
+@converter("FakeQuantWithMinMaxVars", "FakeQuantWithMinMaxVarsPerChannel")
+def _fake_quant_vars(ctx: NodeContext) -> Expr:
+    return _fake_quant(ctx, ctx.value(1, "min"), ctx.value(2, "max"))
+
+
 @converter("Relu6")
 def _relu6(ctx: NodeContext) -> Expr:
     return op.clip(ctx.inputs[0], 0.0, 6.0)
