@@ -305,3 +305,26 @@ def test_frozen_conditionals(relay_run: Any) -> None:
 
     run = relay.create_executor("vm", mod=mod, target="llvm", device=tvm.cpu()).evaluate()
     _close(run(data, **params).numpy(), f(data).numpy())
+
+
+def test_tfparser_reads_pb_files_and_saved_models(tmp_path: Any, relay_run: Any) -> None:
+    from relaykit.relay.frontend.tensorflow_parser import TFParser
+
+    _, graph_def = _v1_graph()
+    (tmp_path / "m.pb").write_bytes(graph_def.SerializeToString())
+    parsed = TFParser(str(tmp_path / "m.pb")).parse()
+    assert [n.name for n in parsed.node] == [n.name for n in graph_def.node]
+
+    module = tf.Module()
+    module.w = tf.Variable(rng.normal(size=(4, 2)).astype("float32"))
+    module.f = tf.function(
+        lambda x: {"y": tf.nn.softmax(x @ module.w)}, input_signature=[tf.TensorSpec([3, 4])]
+    )
+    tf.saved_model.save(module, str(tmp_path / "saved"), signatures=module.f)
+    frozen = TFParser(str(tmp_path / "saved")).parse()
+    inputs = [n.name for n in frozen.node if n.op == "Placeholder"]
+    mod, params = from_tensorflow(frozen, shape={inputs[0]: (3, 4)})
+    data = rng.normal(size=(3, 4)).astype("float32")
+    _close(relay_run(mod, params, {inputs[0]: data})[0], module.f(data)["y"].numpy())
+    with pytest.raises(FrontendError, match="no such TensorFlow model"):
+        TFParser(str(tmp_path / "missing.pb")).parse()

@@ -6,6 +6,8 @@ does not import TensorFlow.
 - :mod:`.importer`: :func:`from_tensorflow`, the graph walk;
 - :mod:`.graphdef`: element types, tensor values, attributes, input references;
 - :mod:`.registry`: the converter table and what a converter may ask;
+- :mod:`.functions`: function calls and the branches of conditionals;
+- :mod:`.parser`: ``TFParser``, a ``.pb`` file or a SavedModel read as a frozen GraphDef;
 - :mod:`.ops_math`, :mod:`.ops_nn`, :mod:`.ops_array`: the converters by family.
 
 >>> from relaykit.frontend.tensorflow import supported_ops
