@@ -91,11 +91,11 @@ def test_from_import_statements() -> None:
 
 
 def test_out_of_scope_names_raise_typed_errors() -> None:
-    from relaykit.relay.frontend import from_tensorflow
+    from relaykit.relay.frontend import from_caffe
     from relaykit.relay.op.strategy.x86 import conv2d_strategy_cpu
     from relaykit.relay.testing.resnet_3d import get_workload
 
-    for name in (from_tensorflow, conv2d_strategy_cpu, get_workload):
+    for name in (from_caffe, conv2d_strategy_cpu, get_workload):
         with pytest.raises(UnsupportedFeatureError, match="not available in relaykit"):
             name()
     from relaykit.relay.backend.contrib.uma.backend import UMABackend

@@ -167,6 +167,10 @@ _FILES: dict[tuple[str, str], Callable[[str], None]] = {
     ("", "val_256_q90.rec"): _image_records,
 }
 
+from standins_tensorflow import FILES as _TENSORFLOW_FILES  # noqa: E402 (from_tensorflow's)
+
+_FILES.update(_TENSORFLOW_FILES)
+
 
 from standins_keras import FILES as _KERAS_FILES  # noqa: E402 - Keras's weights files
 

@@ -10,6 +10,7 @@ from relaykit.errors import DynamicShapeError, FrontendError, UnsupportedOpError
 from .keras import from_keras
 from .onnx import from_onnx, load_model
 from .pytorch import from_exported_program, from_pytorch
+from .tensorflow import from_tensorflow
 
 __all__ = [
     "from_onnx",
@@ -17,6 +18,7 @@ __all__ = [
     "from_pytorch",
     "from_exported_program",
     "from_keras",
+    "from_tensorflow",
     "FrontendError",
     "UnsupportedOpError",
     "DynamicShapeError",

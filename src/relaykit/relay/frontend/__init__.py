@@ -14,6 +14,7 @@ from relaykit.frontend import (
     from_keras,
     from_onnx,
     from_pytorch,
+    from_tensorflow,
     load_model,
 )
 from relaykit.relay._facade import FRAMEWORK, unsupported
@@ -21,7 +22,7 @@ from relaykit.relay._facade import FRAMEWORK, unsupported
 #: TVM's importers of other frameworks: each raises UnsupportedFeatureError when called
 _OTHER_FRAMEWORKS = [
     "from_caffe", "from_caffe2", "from_coreml", "from_darknet", "from_mxnet",
-    "from_oneflow", "from_paddle", "from_tensorflow", "from_tflite",
+    "from_oneflow", "from_paddle", "from_tflite",
 ]  # fmt: skip
 globals().update(unsupported(__name__, _OTHER_FRAMEWORKS, FRAMEWORK))
 
@@ -31,6 +32,7 @@ __all__ = [
     "from_pytorch",
     "from_exported_program",
     "from_keras",
+    "from_tensorflow",
     "FrontendError",
     "UnsupportedOpError",
     "DynamicShapeError",

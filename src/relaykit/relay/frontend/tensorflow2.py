@@ -1,16 +1,7 @@
-"""``tvm.relay.frontend.tensorflow2``: not in relaykit.
+"""``tvm.relay.frontend.tensorflow2``: TVM's importer of TF2 graphs, here the same
+importer as ``relay.frontend.tensorflow`` (:mod:`relaykit.frontend.tensorflow`): give
+it the graph of a function frozen with ``convert_variables_to_constants_v2``."""
 
-In TVM: TVM's tensorflow2 importer. The module imports so that scripts naming it load;
-each of TVM's names here raises :class:`~relaykit.errors.UnsupportedFeatureError` when
-used.
-"""
+from relaykit.frontend.tensorflow import from_tensorflow
 
-from relaykit.relay._facade import FRAMEWORK, module_getattr, unsupported
-
-_NAMES: list[str] = [
-    "from_tensorflow",
-]  # fmt: skip
-
-__all__ = list(_NAMES)
-globals().update(unsupported(__name__, _NAMES, FRAMEWORK))
-__getattr__ = module_getattr(__name__, FRAMEWORK)
+__all__ = ["from_tensorflow"]

@@ -1,16 +1,6 @@
-"""``tvm.relay.frontend.tensorflow_parser``: not in relaykit.
+"""``tvm.relay.frontend.tensorflow_parser``: ``TFParser``, a TensorFlow model on disk
+as a frozen GraphDef (:mod:`relaykit.frontend.tensorflow.parser`)."""
 
-In TVM: TVM's tensorflow_parser importer. The module imports so that scripts naming it
-load; each of TVM's names here raises :class:`~relaykit.errors.UnsupportedFeatureError`
-when used.
-"""
+from relaykit.frontend.tensorflow.parser import TFParser
 
-from relaykit.relay._facade import FRAMEWORK, module_getattr, unsupported
-
-_NAMES: list[str] = [
-    "TFParser",
-]  # fmt: skip
-
-__all__ = list(_NAMES)
-globals().update(unsupported(__name__, _NAMES, FRAMEWORK))
-__getattr__ = module_getattr(__name__, FRAMEWORK)
+__all__ = ["TFParser"]
