@@ -127,11 +127,12 @@ void rk_q_epi_row(const int32_t *acc, int64_t n, const int32_t *add, const int32
 
 #define RK_MR 4
 #define RK_NR 32
+#define RK_BLOCK (64 * 128) /* RB x CB of a task at most (qnn.py: _RB, _CB) */
 
 #ifdef __AVX512VNNI__
 #define RK_TILE(NAME, FIRST, SECOND)                                                       \
     static void NAME(const uint8_t *const *r, const uint8_t *P, int64_t Np, int64_t K4,    \
-                     int32_t *tile) {                                                      \
+                     int32_t *tile, int64_t ld) {                                          \
         __m512i c00 = _mm512_setzero_si512(), c01 = _mm512_setzero_si512();                \
         __m512i c10 = _mm512_setzero_si512(), c11 = _mm512_setzero_si512();                \
         __m512i c20 = _mm512_setzero_si512(), c21 = _mm512_setzero_si512();                \
@@ -160,13 +161,13 @@ void rk_q_epi_row(const int32_t *acc, int64_t n, const int32_t *add, const int32
             c31 = _mm512_dpbusd_epi32(c31, FIRST(a, b1), SECOND(a, b1));                   \
         }                                                                                  \
         _mm512_storeu_si512((void *)(tile + 0), c00);                                      \
-        _mm512_storeu_si512((void *)(tile + 16), c01);                                     \
-        _mm512_storeu_si512((void *)(tile + 32), c10);                                     \
-        _mm512_storeu_si512((void *)(tile + 48), c11);                                     \
-        _mm512_storeu_si512((void *)(tile + 64), c20);                                     \
-        _mm512_storeu_si512((void *)(tile + 80), c21);                                     \
-        _mm512_storeu_si512((void *)(tile + 96), c30);                                     \
-        _mm512_storeu_si512((void *)(tile + 112), c31);                                    \
+        _mm512_storeu_si512((void *)(tile + 0 + 16), c01);                                     \
+        _mm512_storeu_si512((void *)(tile + 1 * ld), c10);                                     \
+        _mm512_storeu_si512((void *)(tile + 1 * ld + 16), c11);                                     \
+        _mm512_storeu_si512((void *)(tile + 2 * ld), c20);                                     \
+        _mm512_storeu_si512((void *)(tile + 2 * ld + 16), c21);                                     \
+        _mm512_storeu_si512((void *)(tile + 3 * ld), c30);                                     \
+        _mm512_storeu_si512((void *)(tile + 3 * ld + 16), c31);                                    \
     }
 #define RK_ROWS(a, b) (a)
 #define RK_COLS(a, b) (b)
@@ -176,14 +177,15 @@ RK_TILE(rk_q_tile_rs, RK_COLS, RK_ROWS)
 #else
 #define RK_TILE(NAME, RT, CT)                                                              \
     static void NAME(const uint8_t *const *r, const uint8_t *P, int64_t Np, int64_t K4,    \
-                     int32_t *tile) {                                                      \
-        for (int i = 0; i < RK_MR * RK_NR; i++) tile[i] = 0;                               \
+                     int32_t *tile, int64_t ld) {                                          \
+        for (int m = 0; m < RK_MR; m++)                                                    \
+            for (int n = 0; n < RK_NR; n++) tile[m * ld + n] = 0;                          \
         for (int64_t k = 0; k < K4; k++) {                                                 \
             const CT *pp = (const CT *)(P + k * Np * 4);                                   \
             for (int m = 0; m < RK_MR; m++) {                                              \
                 const RT *rr = (const RT *)(r[m] + 4 * k);                                 \
                 const int32_t a0 = rr[0], a1 = rr[1], a2 = rr[2], a3 = rr[3];              \
-                int32_t *t = tile + m * RK_NR;                                             \
+                int32_t *t = tile + m * ld;                                                \
                 for (int n = 0; n < RK_NR; n++)                                            \
                     t[n] += a0 * pp[4 * n] + a1 * pp[4 * n + 1] + a2 * pp[4 * n + 2] +     \
                             a3 * pp[4 * n + 3];                                            \
@@ -222,36 +224,46 @@ static void rk_q_gemm_task(const void *arg, int64_t task) {
     uint8_t *out = (uint8_t *)p[10];
     const int64_t m0 = (task / tcols) * RB, n0 = (task % tcols) * CB;
     const int64_t m1 = m0 + RB < M ? m0 + RB : M, n1 = n0 + CB < N ? n0 + CB : N;
-    int32_t tile[RK_MR * RK_NR] __attribute__((aligned(64)));
+    /* the block's sums (rows of CB, at most RK_BLOCK), then per row the zero points'
+     * terms and the epilogue over the block's columns at once */
+    int32_t blk[RK_BLOCK] __attribute__((aligned(64)));
     for (int64_t nb = n0; nb < n1; nb += RK_NR) {
-        const int64_t nn = n1 - nb < RK_NR ? n1 - nb : RK_NR;
         for (int64_t mb = m0; mb < m1; mb += RK_MR) {
             const int64_t mm = m1 - mb < RK_MR ? m1 - mb : RK_MR;
             const uint8_t *rows[RK_MR];
             for (int64_t i = 0; i < RK_MR; i++) rows[i] = R + (mb + (i < mm ? i : 0)) * Kp;
-            if (ru) rk_q_tile_ru(rows, P + nb * 4, Np, Kp / 4, tile);
-            else rk_q_tile_rs(rows, P + nb * 4, Np, Kp / 4, tile);
-            for (int64_t i = 0; i < mm; i++) {
-                const int64_t m = mb + i;
-                int32_t *t = tile + i * RK_NR;
-                /* S - zm csum[n] - zc[n] rs + K zm zc[n] = S - zm csum[n] + zc[n] d */
-                const int32_t zm = zr[m], rs = rsum ? rsum[m] : 0;
-                const int32_t d = (int32_t)((uint32_t)K * (uint32_t)zm - (uint32_t)rs);
-                const int32_t *zcn = zc + nb;
-                if (csum) {
-                    const int32_t *cs = csum + nb;
-                    for (int64_t j = 0; j < nn; j++)
-                        t[j] = (int32_t)((uint32_t)t[j] + (uint32_t)zcn[j] * (uint32_t)d -
-                                         (uint32_t)zm * (uint32_t)cs[j]);
-                } else if (d != 0) {
-                    for (int64_t j = 0; j < nn; j++)
-                        t[j] = (int32_t)((uint32_t)t[j] + (uint32_t)zcn[j] * (uint32_t)d);
-                }
-                uint8_t *o = out + (m * ldc + nb) * isz;
-                if (chan_rows) rk_q_epi(t, nn, add + m, mult + m, lsh + m, rsh + m, 0, e, o);
-                else rk_q_epi(t, nn, add + nb, mult + nb, lsh + nb, rsh + nb, 1, e, o);
+            int32_t *t = blk + (mb - m0) * CB + (nb - n0);
+            if (mm == RK_MR) {
+                if (ru) rk_q_tile_ru(rows, P + nb * 4, Np, Kp / 4, t, CB);
+                else rk_q_tile_rs(rows, P + nb * 4, Np, Kp / 4, t, CB);
+            } else { /* the last rows: a whole tile aside, its real rows copied */
+                int32_t tile[RK_MR * RK_NR] __attribute__((aligned(64)));
+                if (ru) rk_q_tile_ru(rows, P + nb * 4, Np, Kp / 4, tile, RK_NR);
+                else rk_q_tile_rs(rows, P + nb * 4, Np, Kp / 4, tile, RK_NR);
+                for (int64_t i = 0; i < mm; i++)
+                    memcpy(t + i * CB, tile + i * RK_NR, RK_NR * sizeof(int32_t));
             }
         }
+    }
+    const int64_t nn = n1 - n0;
+    for (int64_t m = m0; m < m1; m++) {
+        int32_t *t = blk + (m - m0) * CB;
+        /* S - zm csum[n] - zc[n] rs + K zm zc[n] = S - zm csum[n] + zc[n] d */
+        const int32_t zm = zr[m], rs = rsum ? rsum[m] : 0;
+        const int32_t d = (int32_t)((uint32_t)K * (uint32_t)zm - (uint32_t)rs);
+        const int32_t *zcn = zc + n0;
+        if (csum) {
+            const int32_t *cs = csum + n0;
+            for (int64_t j = 0; j < nn; j++)
+                t[j] = (int32_t)((uint32_t)t[j] + (uint32_t)zcn[j] * (uint32_t)d -
+                                 (uint32_t)zm * (uint32_t)cs[j]);
+        } else if (d != 0) {
+            for (int64_t j = 0; j < nn; j++)
+                t[j] = (int32_t)((uint32_t)t[j] + (uint32_t)zcn[j] * (uint32_t)d);
+        }
+        uint8_t *o = out + (m * ldc + n0) * isz;
+        if (chan_rows) rk_q_epi(t, nn, add + m, mult + m, lsh + m, rsh + m, 0, e, o);
+        else rk_q_epi(t, nn, add + n0, mult + n0, lsh + n0, rsh + n0, 1, e, o);
     }
 }
 
@@ -347,6 +359,19 @@ static void rk_q_pad_task(const void *arg, int64_t c) {
     }
 }
 
+static void rk_q_csum_row(const uint8_t *P, int32_t *csum, int64_t Kp, int64_t Np,
+                          int64_t OW, int64_t oy) {
+    for (int64_t ox = 0; ox < OW; ox++) {
+        int32_t sum = 0;
+        const uint8_t *d = P + (oy * OW + ox) * 4;
+        for (int64_t k4 = 0; k4 < Kp / 4; k4++) {
+            const uint8_t *q = d + k4 * Np * 4;
+            sum += q[0] + q[1] + q[2] + q[3];
+        }
+        csum[oy * OW + ox] = sum;
+    }
+}
+
 static void rk_q_im2col_task(const void *arg, int64_t oy) {
     const rk_q_col_job *job = (const rk_q_col_job *)arg;
     const int64_t *s = job->s;
@@ -386,21 +411,63 @@ static void rk_q_im2col_task(const void *arg, int64_t oy) {
             }
         }
     }
-    if (csum) {
-        for (int64_t ox = 0; ox < OW; ox++) {
-            int32_t sum = 0;
-            const uint8_t *d = P + (oy * OW + ox) * 4;
-            for (int64_t k4 = 0; k4 < Kp / 4; k4++) {
-                const uint8_t *q = d + k4 * Np * 4;
-                sum += q[0] + q[1] + q[2] + q[3];
-            }
-            csum[oy * OW + ox] = sum;
+    if (csum) rk_q_csum_row(P, csum, Kp, Np, OW, oy);
+}
+
+/* 1x1, stride 1, no padding: the image is already the columns' k-rows; four channel
+ * rows interleaved into 32-bit words per pixel, task = one group of four channels */
+static void rk_q_pw_task(const void *arg, int64_t k4) {
+    const rk_q_col_job *job = (const rk_q_col_job *)arg;
+    const int64_t *s = job->s;
+    const uint8_t *x = (const uint8_t *)job->p[0];
+    uint8_t *P = (uint8_t *)job->p[1];
+    const int64_t C = s[0], HW = s[1] * s[2], Np = s[14];
+    const uint8_t flip = (uint8_t)s[16];
+    uint8_t *d = P + k4 * Np * 4;
+    const uint8_t *r[4];
+    int full = 1;
+    for (int q = 0; q < 4; q++) {
+        const int64_t c = 4 * k4 + q;
+        r[q] = c < C ? x + c * HW : 0;
+        full &= c < C;
+    }
+    int64_t i = 0;
+#ifdef __AVX512F__
+    if (full) {
+        const __m128i f = _mm_set1_epi8((char)flip);
+        for (; i + 16 <= HW; i += 16) {
+            const __m128i a = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(r[0] + i)), f);
+            const __m128i b = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(r[1] + i)), f);
+            const __m128i c = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(r[2] + i)), f);
+            const __m128i e = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(r[3] + i)), f);
+            const __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);
+            const __m128i ce0 = _mm_unpacklo_epi8(c, e), ce1 = _mm_unpackhi_epi8(c, e);
+            __m128i *o = (__m128i *)(d + 4 * i);
+            _mm_storeu_si128(o, _mm_unpacklo_epi16(ab0, ce0));
+            _mm_storeu_si128(o + 1, _mm_unpackhi_epi16(ab0, ce0));
+            _mm_storeu_si128(o + 2, _mm_unpacklo_epi16(ab1, ce1));
+            _mm_storeu_si128(o + 3, _mm_unpackhi_epi16(ab1, ce1));
         }
     }
+#endif
+    for (; i < HW; i++)
+        for (int q = 0; q < 4; q++) d[4 * i + q] = r[q] ? r[q][i] ^ flip : 0;
+}
+
+static void rk_q_csum_task(const void *arg, int64_t oy) {
+    const rk_q_col_job *job = (const rk_q_col_job *)arg;
+    const int64_t *s = job->s;
+    rk_q_csum_row((const uint8_t *)job->p[1], (int32_t *)job->p[2], s[13], s[14], s[6], oy);
 }
 
 void rk_q_im2col_run(const uintptr_t *p, const int64_t *s, int64_t nthreads) {
     rk_q_col_job job = {p, s};
+    if (s[3] == 1 && s[4] == 1 && s[7] == 1 && s[8] == 1 && s[9] == 0 && s[10] == 0 &&
+        s[5] == s[1] && s[6] == s[2]) {
+        rk_parallel_tasks(rk_q_pw_task, &job, s[13] / 4, nthreads);
+        if (p[2]) rk_parallel_tasks(rk_q_csum_task, &job, s[5], nthreads);
+        return;
+    }
     rk_parallel_tasks(rk_q_pad_task, &job, s[0], nthreads);
     rk_parallel_tasks(rk_q_im2col_task, &job, s[5], nthreads);
 }
