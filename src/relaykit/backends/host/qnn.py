@@ -329,7 +329,11 @@ def _conv_gemm(
     xflip, xshift = _stored(x.dtype, True)
     rows = np.empty((oc, kp), np.uint8)
     rsum = np.empty(oc, np.int32)
-    pr = _ptrs(w, rows, rsum)
+    # k = (i, j, c) when the channels come in fours: the columns are then packed four
+    # channel rows at a time (native/qnn.c, rk_q_taps_task), else k = (c, i, j)
+    order = int(c % 4 == 0)
+    wk = np.ascontiguousarray(w.transpose(0, 2, 3, 1)) if order else w
+    pr = _ptrs(wk, rows, rsum)
     sr = np.array([oc, k, k, kp, wflip, 1], np.int64)
     lib.rk_q_pack_rows(_P(pr.ctypes.data), _P(sr.ctypes.data))
     zr = (wz + wshift).astype(np.int32)
@@ -345,13 +349,13 @@ def _conv_gemm(
     xp = scratch.take((c * hp * wp,), np.uint8)
     pim = _ptrs(x, cols, csum, xp)
     sim = np.array(
-        [c, h, wd, kh, kw, oh, ow, *steps, kp, npix, zx + xshift, xflip, hp, wp], np.int64
+        [c, h, wd, kh, kw, oh, ow, *steps, kp, npix, zx + xshift, xflip, hp, wp, order], np.int64
     )
     pg = _ptrs(rows, cols, rsum if zx + xshift else None, csum, zr, zc, *rq.ptrs(), out)
     sg = np.array(_gemm_sizes(oc, oh * ow, k, oh * ow, False, True, rq), np.int64)
     policy = get_policy()
     x_img, o_img = c * h * wd * x.itemsize, oc * oh * ow * isz
-    keep = (x, w, out, rows, rsum, zr, zc, cols, csum, rq, pim, sim, pg, sg, xp)
+    keep = (x, w, wk, out, rows, rsum, zr, zc, cols, csum, rq, pim, sim, pg, sg, xp)
 
     work = oc * k * oh * ow
 

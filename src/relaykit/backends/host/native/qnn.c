@@ -372,8 +372,10 @@ void rk_q_pack_cols(const uintptr_t *p, const int64_t *s) {
  * per channel (xp[C][Hp][Wp], the border the stored input zero point), so every row of
  * taps is a plain (strided) read; then each output row's four taps of a group are read
  * together and stored as one 32-bit word per pixel. csum per pixel (unsigned bytes) when
- * p[2]. p: x, P, csum, xp (scratch)
- * s: C, H, W, KH, KW, OH, OW, sh, sw, pt, pl, dh, dw, Kp, Np, pad, flip, Hp, Wp */
+ * p[2]. With order 1 (C a multiple of 4) k = (i, j, c) instead: four channels of a tap.
+ * 1x1 stride-1 layers without padding read the image itself (k = c).
+ * p: x, P, csum, xp (scratch)
+ * s: C, H, W, KH, KW, OH, OW, sh, sw, pt, pl, dh, dw, Kp, Np, pad, flip, Hp, Wp, order */
 typedef struct {
     const uintptr_t *p;
     const int64_t *s;
@@ -458,6 +460,29 @@ static void rk_q_im2col_task(const void *arg, int64_t oy) {
     if (csum) rk_q_csum_row(P, csum, Kp, Np, OW, oy);
 }
 
+/* n pixels of four byte rows (^ flip) as n 32-bit words at d */
+static void rk_q_interleave4(const uint8_t *const *r, int64_t n, uint8_t flip, uint8_t *d) {
+    int64_t i = 0;
+#ifdef __AVX512F__
+    const __m128i f = _mm_set1_epi8((char)flip);
+    for (; i + 16 <= n; i += 16) {
+        const __m128i a = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(r[0] + i)), f);
+        const __m128i b = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(r[1] + i)), f);
+        const __m128i c = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(r[2] + i)), f);
+        const __m128i e = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(r[3] + i)), f);
+        const __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);
+        const __m128i ce0 = _mm_unpacklo_epi8(c, e), ce1 = _mm_unpackhi_epi8(c, e);
+        __m128i *o = (__m128i *)(d + 4 * i);
+        _mm_storeu_si128(o, _mm_unpacklo_epi16(ab0, ce0));
+        _mm_storeu_si128(o + 1, _mm_unpackhi_epi16(ab0, ce0));
+        _mm_storeu_si128(o + 2, _mm_unpacklo_epi16(ab1, ce1));
+        _mm_storeu_si128(o + 3, _mm_unpackhi_epi16(ab1, ce1));
+    }
+#endif
+    for (; i < n; i++)
+        for (int q = 0; q < 4; q++) d[4 * i + q] = r[q][i] ^ flip;
+}
+
 /* 1x1, stride 1, no padding: the image is already the columns' k-rows; four channel
  * rows interleaved into 32-bit words per pixel, task = one group of four channels */
 static void rk_q_pw_task(const void *arg, int64_t k4) {
@@ -468,34 +493,49 @@ static void rk_q_pw_task(const void *arg, int64_t k4) {
     const int64_t C = s[0], HW = s[1] * s[2], Np = s[14];
     const uint8_t flip = (uint8_t)s[16];
     uint8_t *d = P + k4 * Np * 4;
-    const uint8_t *r[4];
-    int full = 1;
-    for (int q = 0; q < 4; q++) {
-        const int64_t c = 4 * k4 + q;
-        r[q] = c < C ? x + c * HW : 0;
-        full &= c < C;
+    if (4 * k4 + 3 < C) {
+        const uint8_t *r[4] = {x + 4 * k4 * HW, x + (4 * k4 + 1) * HW, x + (4 * k4 + 2) * HW,
+                               x + (4 * k4 + 3) * HW};
+        rk_q_interleave4(r, HW, flip, d);
+        return;
     }
-    int64_t i = 0;
-#ifdef __AVX512F__
-    if (full) {
-        const __m128i f = _mm_set1_epi8((char)flip);
-        for (; i + 16 <= HW; i += 16) {
-            const __m128i a = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(r[0] + i)), f);
-            const __m128i b = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(r[1] + i)), f);
-            const __m128i c = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(r[2] + i)), f);
-            const __m128i e = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(r[3] + i)), f);
-            const __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);
-            const __m128i ce0 = _mm_unpacklo_epi8(c, e), ce1 = _mm_unpackhi_epi8(c, e);
-            __m128i *o = (__m128i *)(d + 4 * i);
-            _mm_storeu_si128(o, _mm_unpacklo_epi16(ab0, ce0));
-            _mm_storeu_si128(o + 1, _mm_unpackhi_epi16(ab0, ce0));
-            _mm_storeu_si128(o + 2, _mm_unpacklo_epi16(ab1, ce1));
-            _mm_storeu_si128(o + 3, _mm_unpackhi_epi16(ab1, ce1));
+    for (int64_t i = 0; i < HW; i++)
+        for (int q = 0; q < 4; q++) {
+            const int64_t c = 4 * k4 + q;
+            d[4 * i + q] = c < C ? x[c * HW + i] ^ flip : 0;
         }
-    }
-#endif
-    for (; i < HW; i++)
-        for (int q = 0; q < 4; q++) d[4 * i + q] = r[q] ? r[q][i] ^ flip : 0;
+}
+
+/* k = (i, j, c), C a multiple of 4: a group is four channels of one tap, so a row of
+ * pixels is four rows of the padded planes interleaved (unit stride: in vectors) */
+static void rk_q_taps_task(const void *arg, int64_t oy) {
+    const rk_q_col_job *job = (const rk_q_col_job *)arg;
+    const int64_t *s = job->s;
+    uint8_t *P = (uint8_t *)job->p[1];
+    const uint8_t *xp = (const uint8_t *)job->p[3];
+    const int64_t C = s[0], KH = s[3], KW = s[4], OW = s[6];
+    const int64_t sh = s[7], sw = s[8], dh = s[11], dw = s[12];
+    const int64_t Np = s[14], Hp = s[17], Wp = s[18];
+    for (int64_t i = 0; i < KH; i++)
+        for (int64_t j = 0; j < KW; j++)
+            for (int64_t c = 0; c < C; c += 4) {
+                const int64_t k4 = ((i * KW + j) * C + c) / 4;
+                const uint8_t *r[4];
+                for (int q = 0; q < 4; q++)
+                    r[q] = xp + ((c + q) * Hp + oy * sh + i * dh) * Wp + j * dw;
+                uint8_t *d = P + k4 * Np * 4 + oy * OW * 4;
+                if (sw == 1) {
+                    rk_q_interleave4(r, OW, 0, d);
+                } else {
+                    uint32_t *d32 = (uint32_t *)d;
+                    for (int64_t ox = 0; ox < OW; ox++) {
+                        const int64_t a = ox * sw;
+                        d32[ox] = (uint32_t)r[0][a] | ((uint32_t)r[1][a] << 8) |
+                                  ((uint32_t)r[2][a] << 16) | ((uint32_t)r[3][a] << 24);
+                    }
+                }
+            }
+    if (job->p[2]) rk_q_csum_row(P, (int32_t *)job->p[2], s[13], Np, OW, oy);
 }
 
 static void rk_q_csum_task(const void *arg, int64_t oy) {
@@ -513,7 +553,7 @@ void rk_q_im2col_run(const uintptr_t *p, const int64_t *s, int64_t nthreads) {
         return;
     }
     rk_parallel_tasks(rk_q_pad_task, &job, s[0], nthreads);
-    rk_parallel_tasks(rk_q_im2col_task, &job, s[5], nthreads);
+    rk_parallel_tasks(s[19] ? rk_q_taps_task : rk_q_im2col_task, &job, s[5], nthreads);
 }
 
 /* -- elementwise ------------------------------------------------------------------------ */
