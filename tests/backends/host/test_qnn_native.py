@@ -656,3 +656,20 @@ def test_pointwise_convolution_packing(xd, channels, hw):
     got, _ = run_graph(y, {"x": x})
     acc = conv_ref(x, w, xzp, wzp, (1, 1), (0, 0, 0, 0), 1)
     np.testing.assert_array_equal(got, requant_ref(acc, 0.0002, 0, 0.05, -3, "int8", "TONEAREST"))
+
+
+@pytest.mark.parametrize("dtype", ["int32", "uint8", "int8"])
+def test_global_avg_pool2d_integers(dtype):
+    """The mean of integer pixels truncated toward zero, as the reference kernel gives it
+    (sum over the count in float64, cast), with sums far past int32 per channel."""
+    info = np.iinfo(dtype)
+    x = RNG.integers(info.min, info.max, size=(2, 5, 7, 9), dtype=np.int64).astype(dtype)
+    if info.min < 0:  # a negative mean that is not whole: truncated, not floored
+        x[0, 0] = -3
+        x[0, 0, 0, 0] = -4
+    xv = relay.var("x", shape=x.shape, dtype=dtype)
+    got, _ = run_graph(relay.nn.global_avg_pool2d(xv), {"x": x})
+    total = x.astype(np.int64).sum(axis=(2, 3), keepdims=True)
+    want = np.trunc(total / 63.0).astype(dtype)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)

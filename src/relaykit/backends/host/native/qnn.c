@@ -243,8 +243,9 @@ RK_TILE(rk_q_tile_rs, int8_t, uint8_t)
 /* -- the fused product ------------------------------------------------------------------ */
 
 /* C[M, N] = R P with zero points, then the epilogue, into out (row stride ldc, items).
- * p: R, P, rsum (int32[M] or 0), csum (int32[N] or 0), zr (int32[M]), zc (int32[N]),
- *    add, mult, lsh, rsh (int32, per channel: rows when chan_rows, else columns), out
+ * p: R, P, rsum (int32[M] or 0), csum (int32[N] or 0), zr (int32[M]), zc (int32[N], all
+ *    equal when chan_rows), add, mult, lsh, rsh (int32, per channel: rows when chan_rows,
+ *    else columns), out
  * s: M, N, K, Kp, Np, ldc, rows_unsigned, chan_rows, RB, CB, ntasks_cols,
  *    ozp, lo, hi, ident, mode, kind */
 typedef struct {
@@ -301,6 +302,12 @@ static void rk_q_gemm_task(const void *arg, int64_t task) {
             for (int64_t j = 0; j < nn; j++)
                 t[j] = (int32_t)((uint32_t)t[j] + (uint32_t)zcn[j] * (uint32_t)d -
                                  (uint32_t)zm * (uint32_t)cs[j]);
+        } else if (d != 0 && chan_rows) {
+            /* a convolution's columns share one zero point: the term joins the row's
+             * epilogue constant instead of a pass of its own */
+            const int32_t a = (int32_t)((uint32_t)add[m] + (uint32_t)zcn[0] * (uint32_t)d);
+            rk_q_epi(t, nn, &a, mult + m, lsh + m, rsh + m, 0, e, out + (m * ldc + n0) * isz);
+            continue;
         } else if (d != 0) {
             for (int64_t j = 0; j < nn; j++)
                 t[j] = (int32_t)((uint32_t)t[j] + (uint32_t)zcn[j] * (uint32_t)d);
