@@ -673,3 +673,49 @@ def test_global_avg_pool2d_integers(dtype):
     want = np.trunc(total / 63.0).astype(dtype)
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
+
+
+POOL_CASES = [
+    # shape, pool, strides, dilation, pads (t, l, b, r), ceil_mode
+    ((2, 3, 9, 10), (3, 3), (2, 2), (1, 1), (1, 1, 1, 1), False),
+    ((1, 4, 11, 7), (2, 3), (1, 2), (1, 1), (0, 1, 1, 0), True),
+    ((1, 2, 13, 12), (3, 2), (2, 3), (2, 2), (2, 0, 1, 2), True),
+    ((1, 1, 5, 40), (1, 4), (1, 1), (1, 3), (0, 0, 0, 0), False),
+]
+
+
+@pytest.mark.parametrize("case", POOL_CASES)
+@pytest.mark.parametrize("dtype", ["uint8", "int8"])
+def test_max_pool2d_bytes_native(case, dtype, monkeypatch):
+    """The native byte max pool (strides, dilation, asymmetric padding, ceil mode) against
+    NumPy: padding and the extra rows of ceil mode hold the dtype's minimum."""
+    from relaykit.backends.host import qnn_ops
+
+    shape, pool, strides, dil, pads, ceil = case
+    x = qvals(dtype, shape)
+    x.reshape(-1)[::7] = np.iinfo(dtype).min  # minima inside the image too
+    used = []
+    real = qnn_ops.max_pool2d_run
+    monkeypatch.setattr(qnn_ops, "max_pool2d_run", lambda *a: used.append(real(*a)) or used[-1])
+    xv = relay.var("x", shape=shape, dtype=dtype)
+    y = relay.nn.max_pool2d(
+        xv, pool_size=pool, strides=strides, dilation=dil, padding=pads, ceil_mode=ceil
+    )
+    got, _ = run_graph(y, {"x": x})
+    lo = np.iinfo(dtype).min
+    (kh, kw), (sh, sw), (dh, dw) = pool, strides, dil
+    pt, pl, pb, pr = pads
+    oh, ow = got.shape[2:]
+    ext_h = (oh - 1) * sh + (kh - 1) * dh + 1
+    ext_w = (ow - 1) * sw + (kw - 1) * dw + 1
+    xp = np.full((*shape[:2], max(ext_h, shape[2] + pt + pb), max(ext_w, shape[3] + pl + pr)), lo)
+    xp[:, :, pt : pt + shape[2], pl : pl + shape[3]] = x
+    want = np.full((*shape[:2], oh, ow), lo, np.int64)
+    for i in range(kh):
+        for j in range(kw):
+            a, b = i * dh, j * dw
+            want = np.maximum(
+                want, xp[:, :, a : a + sh * (oh - 1) + 1 : sh, b : b + sw * (ow - 1) + 1 : sw]
+            )
+    np.testing.assert_array_equal(got, want.astype(dtype))
+    assert used and used[-1] is not None

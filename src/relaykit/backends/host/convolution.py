@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from relaykit.backends.host import conv as host_conv
-from relaykit.backends.host import winograd_math
+from relaykit.backends.host import qnn_ops, winograd_math
 from relaykit.backends.host.conv import Epilogue
 from relaykit.backends.host.linalg import MAX_BLOCKS, blocks, matmul_run
 from relaykit.backends.host.table import (
@@ -408,6 +408,9 @@ def _max_pool2d(
     kh, kw = pair(attrs.pool_size, "pool_size")
     (sh, sw), (dh, dw) = pair(attrs.strides, "strides"), pair(attrs.dilation, "dilation")
     pt, pl, pb, pr = pad4(attrs.padding)
+    native = qnn_ops.max_pool2d_run(x, o, (kh, kw), (sh, sw), (dh, dw), (pt, pl))
+    if native is not None:
+        return native
     _, _, h, wd = x.shape
     oh, ow = o.shape[2], o.shape[3]
     eh = max(0, (oh - 1) * sh + (kh - 1) * dh + 1 - (h + pt + pb))  # ceil_mode's extra rows

@@ -64,6 +64,7 @@ _SIGNATURES: dict[str, host_native.Signature] = {
     "rk_q_quant_run": _RUN,
     "rk_q_dequant_run": _RUN,
     "rk_q_binary_run": _RUN,
+    "rk_q_maxpool_run": _RUN,
     "rk_q_pack_rows": (None, [_P, _P]),
     "rk_q_pack_cols": (None, [_P, _P]),
 }
