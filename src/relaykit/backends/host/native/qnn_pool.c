@@ -23,6 +23,14 @@ typedef struct {
     const int64_t *s;
 } rk_qp_job;
 
+static void rk_qp_rowmax(uint8_t *restrict d, const uint8_t *restrict src, int64_t n,
+                         uint8_t flip) {
+    for (int64_t q = 0; q < n; q++) {
+        const uint8_t v = src[q] ^ flip;
+        d[q] = v > d[q] ? v : d[q];
+    }
+}
+
 static void rk_qp_task(const void *arg, int64_t t) {
     const rk_qp_job *job = (const rk_qp_job *)arg;
     const int64_t *s = job->s;
@@ -40,23 +48,20 @@ static void rk_qp_task(const void *arg, int64_t t) {
         for (int64_t i = 0; i < KH; i++) {
             const int64_t iy = oy * sh + i * dh - pt;
             if (iy < 0 || iy >= H || n <= 0) continue;
-            const uint8_t *src = x + iy * W;
-            uint8_t *d = r + left;
-            for (int64_t q = 0; q < n; q++) {
-                const uint8_t v = src[q] ^ flip;
-                d[q] = v > d[q] ? v : d[q];
+            rk_qp_rowmax(r + left, x + iy * W, n, flip);
+        }
+        /* the taps reach (OW - 1) * sw + (KW - 1) * dw = Wp - 1 at most */
+        uint8_t *restrict orow = o + oy * OW;
+        for (int64_t ox = 0; ox < OW; ox++) orow[ox] = r[ox * sw];
+        for (int64_t j = 1; j < KW; j++) {
+            const uint8_t *restrict rj = r + j * dw;
+            for (int64_t ox = 0; ox < OW; ox++) {
+                const uint8_t v = rj[ox * sw];
+                orow[ox] = v > orow[ox] ? v : orow[ox];
             }
         }
-        uint8_t *orow = o + oy * OW;
-        for (int64_t ox = 0; ox < OW; ox++) {
-            uint8_t best = 0;
-            for (int64_t j = 0; j < KW; j++) {
-                const int64_t q = ox * sw + j * dw;
-                const uint8_t v = q < Wp ? r[q] : 0;
-                best = v > best ? v : best;
-            }
-            orow[ox] = best ^ flip;
-        }
+        if (flip)
+            for (int64_t ox = 0; ox < OW; ox++) orow[ox] ^= flip;
     }
 }
 
