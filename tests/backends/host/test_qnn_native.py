@@ -135,6 +135,8 @@ CONV_CASES = [
     # channels in fours: k = (tap, channel), unit and wider strides
     ("int8", "int8", (1, 8, 11, 13), 12, (3, 3), (2, 2), (1, 0, 1, 2), 1, True),
     ("uint8", "int8", (2, 12, 19, 21), 5, (3, 2), (1, 1), (1, 1, 0, 1), 1, False),
+    ("uint8", "int8", (1, 4, 9, 70), 6, (3, 3), (2, 2), (1, 1, 1, 1), 1, False),
+    ("int8", "int8", (1, 8, 5, 66), 4, (1, 1), (2, 2), (0, 0, 0, 0), 1, True),
 ]
 
 

@@ -490,6 +490,33 @@ static void rk_q_interleave4(const uint8_t *const *r, int64_t n, uint8_t flip, u
         for (int q = 0; q < 4; q++) d[4 * i + q] = r[q][i] ^ flip;
 }
 
+/* as rk_q_interleave4 (no flip), reading every second byte of the rows */
+static void rk_q_interleave4_s2(const uint8_t *const *r, int64_t n, uint8_t *d) {
+    int64_t i = 0;
+#ifdef __AVX512F__
+    const __m128i lo = _mm_set1_epi16(0x00FF);
+    /* 16 pixels read 31 bytes of a row: the last group stops 16 pixels short of n so
+     * the 32-byte loads stay inside the row's padded plane */
+    for (; i + 16 < n; i += 16) {
+        __m128i v[4];
+        for (int q = 0; q < 4; q++) {
+            const __m128i a = _mm_loadu_si128((const __m128i *)(r[q] + 2 * i));
+            const __m128i b = _mm_loadu_si128((const __m128i *)(r[q] + 2 * i + 16));
+            v[q] = _mm_packus_epi16(_mm_and_si128(a, lo), _mm_and_si128(b, lo));
+        }
+        const __m128i ab0 = _mm_unpacklo_epi8(v[0], v[1]), ab1 = _mm_unpackhi_epi8(v[0], v[1]);
+        const __m128i ce0 = _mm_unpacklo_epi8(v[2], v[3]), ce1 = _mm_unpackhi_epi8(v[2], v[3]);
+        __m128i *o = (__m128i *)(d + 4 * i);
+        _mm_storeu_si128(o, _mm_unpacklo_epi16(ab0, ce0));
+        _mm_storeu_si128(o + 1, _mm_unpackhi_epi16(ab0, ce0));
+        _mm_storeu_si128(o + 2, _mm_unpacklo_epi16(ab1, ce1));
+        _mm_storeu_si128(o + 3, _mm_unpackhi_epi16(ab1, ce1));
+    }
+#endif
+    for (; i < n; i++)
+        for (int q = 0; q < 4; q++) d[4 * i + q] = r[q][2 * i];
+}
+
 /* 1x1, stride 1, no padding: the image is already the columns' k-rows; four channel
  * rows interleaved into 32-bit words per pixel, task = one group of four channels */
 static void rk_q_pw_task(const void *arg, int64_t k4) {
@@ -533,6 +560,8 @@ static void rk_q_taps_task(const void *arg, int64_t oy) {
                 uint8_t *d = P + k4 * Np * 4 + oy * OW * 4;
                 if (sw == 1) {
                     rk_q_interleave4(r, OW, 0, d);
+                } else if (sw == 2) {
+                    rk_q_interleave4_s2(r, OW, d);
                 } else {
                     uint32_t *d32 = (uint32_t *)d;
                     for (int64_t ox = 0; ox < OW; ox++) {
