@@ -132,6 +132,11 @@ CONV_CASES = [
     ("uint8", "int8", (1, 12, 11, 11), 12, (3, 3), (1, 1), (1, 1, 1, 1), 12, False),
     ("uint8", "int8", (2, 8, 14, 14), 8, (3, 3), (2, 2), (1, 1, 1, 1), 8, True),
     ("int8", "uint8", (1, 4, 9, 8), 8, (5, 5), (1, 2), (2, 2, 2, 2), 4, True),
+    # channels in fours: k = (tap, channel), unit and wider strides
+    ("int8", "int8", (1, 8, 11, 13), 12, (3, 3), (2, 2), (1, 0, 1, 2), 1, True),
+    ("uint8", "int8", (2, 12, 19, 21), 5, (3, 2), (1, 1), (1, 1, 0, 1), 1, False),
+    ("uint8", "int8", (1, 4, 9, 70), 6, (3, 3), (2, 2), (1, 1, 1, 1), 1, False),
+    ("int8", "int8", (1, 8, 5, 66), 4, (1, 1), (2, 2), (0, 0, 0, 0), 1, True),
 ]
 
 
@@ -503,3 +508,216 @@ def test_fused_int8_chain_survives_export(tmp_path):
     want = requant_ref(acc, 0.0005, 0, 0.3, 5, "int8")
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(m.get_output(0).numpy(), want)
+
+
+# -- the byte depthwise kernel, the 1x1 packing, the vector epilogue -----------------------
+
+DW8_CASES = [
+    # x dtype, shape, channel multiplier, kernel, strides, pads, dilation, w zp per channel
+    ("uint8", (1, 16, 13, 19), 1, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), False),
+    ("int8", (1, 9, 17, 33), 1, (3, 3), (2, 2), (0, 1, 1, 0), (1, 1), True),
+    ("uint8", (2, 5, 12, 40), 2, (2, 4), (1, 2), (1, 2, 0, 1), (2, 3), True),
+    ("int8", (1, 3, 30, 9), 3, (5, 1), (3, 1), (2, 0, 2, 0), (1, 1), False),
+]
+
+
+@pytest.mark.parametrize("case", DW8_CASES)
+@pytest.mark.parametrize("rounding", ["UPWARD", "TONEAREST", "TONEAREST_EVEN"])
+def test_depthwise_byte_kernel(case, rounding, monkeypatch):
+    """Depthwise convolutions the byte kernel takes (kernel rows of up to four taps, the
+    weights minus their zero point within int8), against int64 NumPy; the kernel is used."""
+    xd, shape, mult, ks, strides, pads, dil, per_channel = case
+    c_in = shape[1]
+    oc = c_in * mult
+    x = qvals(xd, shape)
+    info = np.iinfo(xd)
+    xzp = int(RNG.integers(info.min // 2, info.max // 2))
+    wzp = RNG.integers(-20, 20, size=oc).astype("int32") if per_channel else np.int32(0)
+    w = RNG.integers(-100, 100, (oc, 1, *ks)) + np.asarray(wzp).reshape(-1, 1, 1, 1)
+    w = w.astype("int8")
+    bias = RNG.integers(-3000, 3000, size=oc).astype("int32")
+    ws = RNG.uniform(0.002, 0.01, size=oc).astype("float32")
+    osc = np.float32(0.3)
+    used = []
+    real = host_qnn._conv_dw8
+
+    def spy(*args, **kwargs):
+        run = real(*args, **kwargs)
+        used.append(run is not None)
+        return run
+
+    monkeypatch.setattr(host_qnn, "_conv_dw8", spy)
+    xv = relay.var("x", shape=shape, dtype=xd)
+    y = relay.qnn.op.conv2d(
+        xv, c(w), c(xzp, "int32"), c(wzp, "int32"), c(0.02, "float32"), c(ws), kernel_size=ks,
+        channels=oc, strides=strides, padding=pads, dilation=dil, groups=c_in,
+    )  # fmt: skip
+    y = relay.nn.bias_add(y, c(bias))
+    y = relay.qnn.op.requantize(
+        y, c(np.float32(0.02) * ws), c(0, "int32"), c(osc), c(5, "int32"), axis=1,
+        rounding=rounding, out_dtype="uint8",
+    )  # fmt: skip
+    got, _ = run_graph(y, {"x": x})
+    acc = dw_ref(x, w, xzp, wzp, strides, pads, dil, mult) + bias.reshape(1, -1, 1, 1)
+    want = requant_ref(acc, np.float32(0.02) * ws, 0, osc, 5, "uint8", rounding)
+    np.testing.assert_array_equal(got, want)
+    assert used and all(used) == bool(host_qnn.kernels().rk_q_dw8_ok())
+
+
+def dw_ref(x, w, xzp, wzp, strides, pads, dil, mult):
+    """Depthwise convolution with dilation and a channel multiplier, int64."""
+    xs = x.astype(np.int64) - xzp
+    ws = w.astype(np.int64) - np.asarray(wzp, np.int64).reshape(-1, 1, 1, 1)
+    pt, pl, pb, pr = pads
+    xp = np.pad(xs, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
+    n, _, h, wd = xp.shape
+    oc, _, kh, kw = w.shape
+    (sh, sw), (dh, dw) = strides, dil
+    oh, ow = (h - (kh - 1) * dh - 1) // sh + 1, (wd - (kw - 1) * dw - 1) // sw + 1
+    out = np.zeros((n, oc, oh, ow), np.int64)
+    for o in range(oc):
+        for i in range(kh):
+            for j in range(kw):
+                a, b = i * dh, j * dw
+                patch = xp[
+                    :, o // mult, a : a + sh * (oh - 1) + 1 : sh, b : b + sw * (ow - 1) + 1 : sw
+                ]
+                out[:, o] += patch * ws[o, 0, i, j]
+    return out
+
+
+def test_depthwise_weights_outside_int8_take_the_int16_kernel(monkeypatch):
+    """uint8 weights far from their zero point do not fit the byte kernel: same results."""
+    x, w = qvals("uint8", (1, 4, 9, 9)), qvals("uint8", (4, 1, 3, 3))
+    w[0, 0, 0, 0], w[1, 0, 1, 1] = 255, 0
+    xv = relay.var("x", shape=x.shape, dtype="uint8")
+    y = relay.qnn.op.conv2d(
+        xv, c(w), c(7, "int32"), c(100, "int32"), c(0.02, "float32"), c(0.01, "float32"),
+        kernel_size=(3, 3), channels=4, padding=(1, 1), groups=4,
+    )  # fmt: skip
+    y = relay.qnn.op.requantize(
+        y, c(np.float32(0.0002)), c(0, "int32"), c(np.float32(0.1)), c(3, "int32"),
+        out_dtype="int8",
+    )  # fmt: skip
+    got, _ = run_graph(y, {"x": x})
+    acc = conv_ref(x, w, 7, 100, (1, 1), (1, 1, 1, 1), 4)
+    np.testing.assert_array_equal(got, requant_ref(acc, 0.0002, 0, 0.1, 3, "int8"))
+    assert host_qnn._dw8_weights(w, np.full(4, 100)) is None
+
+
+def test_strided_depthwise_over_its_input_memory():
+    """A stride-2 depthwise layer between 1x1 layers: the planner may give its (smaller)
+    output the input's memory; results stay exact and the layer stays fused."""
+    x = qvals("uint8", (1, 8, 12, 12))
+    w1, wd, w2 = (
+        qvals("int8", (8, 8, 1, 1)),
+        qvals("int8", (8, 1, 3, 3)),
+        qvals("int8", (8, 8, 1, 1)),
+    )
+    xv = relay.var("x", shape=x.shape, dtype="uint8")
+
+    def layer(v, w, groups, strides):
+        y = relay.qnn.op.conv2d(
+            v, c(w), c(128, "int32"), c(0, "int32"), c(0.05, "float32"), c(0.01, "float32"),
+            kernel_size=w.shape[2:], channels=8, padding=(w.shape[2] // 2,) * 2,
+            groups=groups, strides=strides,
+        )  # fmt: skip
+        return relay.qnn.op.requantize(
+            y, c(np.float32(0.0005)), c(0, "int32"), c(np.float32(0.2)), c(128, "int32"),
+            out_dtype="uint8",
+        )  # fmt: skip
+
+    y = layer(layer(layer(xv, w1, 1, (1, 1)), wd, 8, (2, 2)), w2, 1, (1, 1))
+    got, lib = run_graph(y, {"x": x})
+    want = x
+    for w, g, s, p in ((w1, 1, (1, 1), 0), (wd, 8, (2, 2), 1), (w2, 1, (1, 1), 0)):
+        acc = conv_ref(want, w, 128, 0, s, (p,) * 4, g)
+        want = requant_ref(acc, 0.0005, 0, 0.2, 128, "uint8")
+    np.testing.assert_array_equal(got, want)
+    assert len(lib.plan.fusion) == 3
+
+
+@pytest.mark.parametrize("xd", ["uint8", "int8"])
+@pytest.mark.parametrize("channels, hw", [(6, (5, 7)), (16, (8, 8)), (13, (11, 3))])
+def test_pointwise_convolution_packing(xd, channels, hw):
+    """1x1 stride-1 convolutions pack their columns from the image directly (channels not
+    a multiple of four, pixels not of sixteen, a weight zero point per channel)."""
+    x = qvals(xd, (1, channels, *hw))
+    w = qvals("int8", (20, channels, 1, 1))
+    wzp = RNG.integers(-10, 10, size=20).astype("int32")
+    xzp = 11
+    xv = relay.var("x", shape=x.shape, dtype=xd)
+    y = relay.qnn.op.conv2d(
+        xv, c(w), c(xzp, "int32"), c(wzp), c(0.02, "float32"), c(0.01, "float32"),
+        kernel_size=(1, 1), channels=20,
+    )  # fmt: skip
+    y = relay.qnn.op.requantize(
+        y, c(np.float32(0.0002)), c(0, "int32"), c(np.float32(0.05)), c(-3, "int32"),
+        rounding="TONEAREST", out_dtype="int8",
+    )  # fmt: skip
+    got, _ = run_graph(y, {"x": x})
+    acc = conv_ref(x, w, xzp, wzp, (1, 1), (0, 0, 0, 0), 1)
+    np.testing.assert_array_equal(got, requant_ref(acc, 0.0002, 0, 0.05, -3, "int8", "TONEAREST"))
+
+
+@pytest.mark.parametrize("dtype", ["int32", "uint8", "int8"])
+def test_global_avg_pool2d_integers(dtype):
+    """The mean of integer pixels truncated toward zero, as the reference kernel gives it
+    (sum over the count in float64, cast), with sums far past int32 per channel."""
+    info = np.iinfo(dtype)
+    x = RNG.integers(info.min, info.max, size=(2, 5, 7, 9), dtype=np.int64).astype(dtype)
+    if info.min < 0:  # a negative mean that is not whole: truncated, not floored
+        x[0, 0] = -3
+        x[0, 0, 0, 0] = -4
+    xv = relay.var("x", shape=x.shape, dtype=dtype)
+    got, _ = run_graph(relay.nn.global_avg_pool2d(xv), {"x": x})
+    total = x.astype(np.int64).sum(axis=(2, 3), keepdims=True)
+    want = np.trunc(total / 63.0).astype(dtype)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+
+
+POOL_CASES = [
+    # shape, pool, strides, dilation, pads (t, l, b, r), ceil_mode
+    ((2, 3, 9, 10), (3, 3), (2, 2), (1, 1), (1, 1, 1, 1), False),
+    ((1, 4, 11, 7), (2, 3), (1, 2), (1, 1), (0, 1, 1, 0), True),
+    ((1, 2, 13, 12), (3, 2), (2, 3), (2, 2), (2, 0, 1, 2), True),
+    ((1, 1, 5, 40), (1, 4), (1, 1), (1, 3), (0, 0, 0, 0), False),
+]
+
+
+@pytest.mark.parametrize("case", POOL_CASES)
+@pytest.mark.parametrize("dtype", ["uint8", "int8"])
+def test_max_pool2d_bytes_native(case, dtype, monkeypatch):
+    """The native byte max pool (strides, dilation, asymmetric padding, ceil mode) against
+    NumPy: padding and the extra rows of ceil mode hold the dtype's minimum."""
+    from relaykit.backends.host import qnn_ops
+
+    shape, pool, strides, dil, pads, ceil = case
+    x = qvals(dtype, shape)
+    x.reshape(-1)[::7] = np.iinfo(dtype).min  # minima inside the image too
+    used = []
+    real = qnn_ops.max_pool2d_run
+    monkeypatch.setattr(qnn_ops, "max_pool2d_run", lambda *a: used.append(real(*a)) or used[-1])
+    xv = relay.var("x", shape=shape, dtype=dtype)
+    y = relay.nn.max_pool2d(
+        xv, pool_size=pool, strides=strides, dilation=dil, padding=pads, ceil_mode=ceil
+    )
+    got, _ = run_graph(y, {"x": x})
+    lo = np.iinfo(dtype).min
+    (kh, kw), (sh, sw), (dh, dw) = pool, strides, dil
+    pt, pl, pb, pr = pads
+    oh, ow = got.shape[2:]
+    ext_h = (oh - 1) * sh + (kh - 1) * dh + 1
+    ext_w = (ow - 1) * sw + (kw - 1) * dw + 1
+    xp = np.full((*shape[:2], max(ext_h, shape[2] + pt + pb), max(ext_w, shape[3] + pl + pr)), lo)
+    xp[:, :, pt : pt + shape[2], pl : pl + shape[3]] = x
+    want = np.full((*shape[:2], oh, ow), lo, np.int64)
+    for i in range(kh):
+        for j in range(kw):
+            a, b = i * dh, j * dw
+            want = np.maximum(
+                want, xp[:, :, a : a + sh * (oh - 1) + 1 : sh, b : b + sw * (ow - 1) + 1 : sw]
+            )
+    np.testing.assert_array_equal(got, want.astype(dtype))
+    assert used and used[-1] is not None

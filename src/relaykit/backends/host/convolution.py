@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from relaykit.backends.host import conv as host_conv
-from relaykit.backends.host import winograd_math
+from relaykit.backends.host import qnn_ops, winograd_math
 from relaykit.backends.host.conv import Epilogue
 from relaykit.backends.host.linalg import MAX_BLOCKS, blocks, matmul_run
 from relaykit.backends.host.table import (
@@ -408,6 +408,9 @@ def _max_pool2d(
     kh, kw = pair(attrs.pool_size, "pool_size")
     (sh, sw), (dh, dw) = pair(attrs.strides, "strides"), pair(attrs.dilation, "dilation")
     pt, pl, pb, pr = pad4(attrs.padding)
+    native = qnn_ops.max_pool2d_run(x, o, (kh, kw), (sh, sw), (dh, dw), (pt, pl))
+    if native is not None:
+        return native
     _, _, h, wd = x.shape
     oh, ow = o.shape[2], o.shape[3]
     eh = max(0, (oh - 1) * sh + (kh - 1) * dh + 1 - (h + pt + pb))  # ceil_mode's extra rows
@@ -430,6 +433,26 @@ def _global_avg_pool2d(
 ) -> Run | None:
     if attrs.layout != "NCHW" or attrs.out_layout not in ("", "NCHW"):
         return None
-    if args[0].dtype.kind != "f":
+    x, out = args[0], outs[0]
+    if x.dtype.kind in "iu" and x.itemsize <= 4 and x.shape[2] * x.shape[3] < 1 << 21:
+        return _global_avg_int(x, out, scratch)
+    if x.dtype.kind != "f":
         return None
-    return functools.partial(np.mean, args[0], axis=(2, 3), keepdims=True, out=outs[0])
+    return functools.partial(np.mean, x, axis=(2, 3), keepdims=True, out=out)
+
+
+def _global_avg_int(x: np.ndarray, out: np.ndarray, scratch: Scratch) -> Run:
+    """The mean of integers as the reference computes it (``np.mean``: the float64 sum over
+    the count, truncated to the dtype), the sum taken exactly in int64 first (below 2**53
+    for 32-bit values and fewer than 2**21 pixels, so its float64 is the same)."""
+    shape = (x.shape[0], x.shape[1], 1, 1)
+    total = scratch.take(shape, np.int64)
+    mean = scratch.take(shape, np.float64)
+    count = x.shape[2] * x.shape[3]
+
+    def run() -> None:
+        np.sum(x, axis=(2, 3), keepdims=True, dtype=np.int64, out=total)
+        np.divide(total, count, out=mean)
+        np.copyto(out, mean, casting="unsafe")
+
+    return run

@@ -58,10 +58,13 @@ _SIGNATURES: dict[str, host_native.Signature] = {
     "rk_q_gemm_run": _RUN,
     "rk_q_im2col_run": _RUN,
     "rk_q_dw_run": _RUN,
+    "rk_q_dw8_run": _RUN,
+    "rk_q_dw8_ok": (ctypes.c_int64, []),
     "rk_q_requant_run": _RUN,
     "rk_q_quant_run": _RUN,
     "rk_q_dequant_run": _RUN,
     "rk_q_binary_run": _RUN,
+    "rk_q_maxpool_run": _RUN,
     "rk_q_pack_rows": (None, [_P, _P]),
     "rk_q_pack_cols": (None, [_P, _P]),
 }
@@ -327,7 +330,11 @@ def _conv_gemm(
     xflip, xshift = _stored(x.dtype, True)
     rows = np.empty((oc, kp), np.uint8)
     rsum = np.empty(oc, np.int32)
-    pr = _ptrs(w, rows, rsum)
+    # k = (i, j, c) when the channels come in fours: the columns are then packed four
+    # channel rows at a time (native/qnn.c, rk_q_taps_task), else k = (c, i, j)
+    order = int(c % 4 == 0)
+    wk = np.ascontiguousarray(w.transpose(0, 2, 3, 1)) if order else w
+    pr = _ptrs(wk, rows, rsum)
     sr = np.array([oc, k, k, kp, wflip, 1], np.int64)
     lib.rk_q_pack_rows(_P(pr.ctypes.data), _P(sr.ctypes.data))
     zr = (wz + wshift).astype(np.int32)
@@ -343,13 +350,13 @@ def _conv_gemm(
     xp = scratch.take((c * hp * wp,), np.uint8)
     pim = _ptrs(x, cols, csum, xp)
     sim = np.array(
-        [c, h, wd, kh, kw, oh, ow, *steps, kp, npix, zx + xshift, xflip, hp, wp], np.int64
+        [c, h, wd, kh, kw, oh, ow, *steps, kp, npix, zx + xshift, xflip, hp, wp, order], np.int64
     )
     pg = _ptrs(rows, cols, rsum if zx + xshift else None, csum, zr, zc, *rq.ptrs(), out)
     sg = np.array(_gemm_sizes(oc, oh * ow, k, oh * ow, False, True, rq), np.int64)
     policy = get_policy()
     x_img, o_img = c * h * wd * x.itemsize, oc * oh * ow * isz
-    keep = (x, w, out, rows, rsum, zr, zc, cols, csum, rq, pim, sim, pg, sg, xp)
+    keep = (x, w, wk, out, rows, rsum, zr, zc, cols, csum, rq, pim, sim, pg, sg, xp)
 
     work = oc * k * oh * ow
 
@@ -367,6 +374,104 @@ def _conv_gemm(
 
 
 def _conv_dw(
+    lib: Any,
+    x: np.ndarray,
+    w: np.ndarray,
+    out: np.ndarray,
+    scratch: Scratch,
+    rq: Requant,
+    zx: int,
+    wz: np.ndarray,
+    geo: tuple[int, int, int, int],
+    steps: tuple[int, int, int, int, int, int],
+) -> Run:
+    """Depthwise: the byte kernel (``rk_q_dw8_run``) where it applies, else the int16 one.
+    An output that overlaps the input other than channel for channel (the planner may give
+    a strided layer's output the input's memory) is written to scratch, then copied."""
+    tmp = None
+    if np.may_share_memory(out, x) and not (
+        out.shape == x.shape and out.dtype == x.dtype and address(out) == address(x)
+    ):
+        tmp = scratch.take(out.shape, out.dtype)
+    target = out if tmp is None else tmp
+    run = _conv_dw8(lib, x, w, target, scratch, rq, zx, wz, geo, steps)
+    if run is None:
+        run = _conv_dw16(lib, x, w, target, scratch, rq, zx, wz, geo, steps)
+    if tmp is None:
+        return run
+    return functools.partial(_then_copy, run, tmp, out)
+
+
+def _then_copy(run: Run, src: np.ndarray, dst: np.ndarray) -> None:
+    run()
+    np.copyto(dst, src)
+
+
+def _dw8_weights(w: np.ndarray, wz: np.ndarray) -> np.ndarray | None:
+    """``w - wz`` as int8 ``[OC, KH, 4]`` (zero past the kernel's width), or ``None`` when
+    a value does not fit int8 or the kernel is wider than 4."""
+    oc, _, kh, kw = w.shape
+    if kw > 4 or kh > 16:
+        return None
+    d = w.astype(np.int64).reshape(oc, kh, kw) - wz.astype(np.int64).reshape(-1, 1, 1)
+    if d.min() < -128 or d.max() > 127:
+        return None
+    w4 = np.zeros((oc, kh, 4), np.int8)
+    w4[:, :, :kw] = d
+    return w4
+
+
+def _conv_dw8(
+    lib: Any,
+    x: np.ndarray,
+    w: np.ndarray,
+    out: np.ndarray,
+    scratch: Scratch,
+    rq: Requant,
+    zx: int,
+    wz: np.ndarray,
+    geo: tuple[int, int, int, int],
+    steps: tuple[int, int, int, int, int, int],
+) -> Run | None:
+    kh, kw, oh, ow = geo
+    sh, sw, _, _, dh, dw = steps
+    if not lib.rk_q_dw8_ok() or 15 * sw + (kw - 1) * dw > 63:
+        return None
+    w4 = _dw8_weights(w, wz)
+    if w4 is None:
+        return None
+    n, c, h, wd = x.shape
+    oc = w.shape[0]
+    flip, shift = _stored(x.dtype, True)
+    zs = zx + shift  # the stored input zero point: the plane's padding
+    # sum (x' - zs) w' = sum x' w' - zs * sum w': the second part joins the epilogue's add
+    wsum = w4.astype(np.int64).reshape(oc, -1).sum(axis=1)
+    add = ((rq.add.astype(np.int64) - zs * wsum) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+    hp, wp = (oh - 1) * sh + (kh - 1) * dh + 1, (ow - 1) * sw + (kw - 1) * dw + 1
+    per_block = -(-(hp * wp + 64 + 64 + (oh * ow + 16) * 4) // 64) * 64
+    nblocks = min(oc, 16)
+    area = scratch.take((nblocks * per_block,), np.uint8)
+    p = _ptrs(x, w4, out, add, rq.mult, rq.lsh, rq.rsh, area)
+    s = [c, h, wd, oc, kh, kw, oh, ow, *steps, flip, zs, nblocks, per_block, oc // c, wp, hp,
+         *rq.tail()]  # fmt: skip
+    sa = np.array(s, np.int64)
+    policy = get_policy()
+    x_img, o_img = c * h * wd * x.itemsize, oc * oh * ow * out.itemsize
+    work = oc * oh * ow * kh * 4
+
+    def run() -> None:
+        threads = threads_for(policy, work)
+        for i in range(n):
+            p[0] = address(x) + i * x_img
+            p[2] = address(out) + i * o_img
+            lib.rk_q_dw8_run(_P(p.ctypes.data), _P(sa.ctypes.data), threads)
+
+    run.keep = (x, w4, out, add, area, rq, p, sa)  # type: ignore[attr-defined]
+    policy.ensure_applied()
+    return run
+
+
+def _conv_dw16(
     lib: Any,
     x: np.ndarray,
     w: np.ndarray,

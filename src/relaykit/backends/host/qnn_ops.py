@@ -23,7 +23,7 @@ from relaykit.ir.attrs import Attrs
 from relaykit.op.qnn._common import qrange
 from relaykit.op.qnn.quantize import resolve_compute_dtype, resolve_rounding
 
-__all__ = ["requantize_of"]
+__all__ = ["max_pool2d_run", "requantize_of"]
 
 _BYTES = ("int8", "uint8")
 
@@ -245,3 +245,34 @@ def _add(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch
 @register_host_kernel("qnn.mul")
 def _mul(attrs: Attrs, args: list[Any], outs: list[np.ndarray], scratch: Scratch) -> Run | None:
     return _binary("qnn.mul", args, outs[0])
+
+
+#: the widest padded row the native byte max pool takes (``native/qnn_pool.c``)
+_POOL_WMAX = 4096
+
+
+def max_pool2d_run(
+    x: np.ndarray,
+    out: np.ndarray,
+    pool: tuple[int, int],
+    strides: tuple[int, int],
+    dilation: tuple[int, int],
+    pads: tuple[int, int],
+) -> Run | None:
+    """``nn.max_pool2d`` of int8 / uint8 NCHW ``x`` into ``out`` (padding and ceil mode's
+    extra rows hold the dtype's minimum), or ``None`` when the native kernel cannot."""
+    lib = hq.kernels()
+    if lib is None or x.dtype.name not in _BYTES or x.ndim != 4 or out.dtype != x.dtype:
+        return None
+    if not (x.flags.c_contiguous and out.flags.c_contiguous):
+        return None
+    (kh, kw), (sh, sw), (dh, dw), (pt, pl) = pool, strides, dilation, pads
+    n, c, h, w = x.shape
+    oh, ow = out.shape[2], out.shape[3]
+    wp = (ow - 1) * sw + (kw - 1) * dw + 1
+    if wp > _POOL_WMAX:
+        return None
+    flip = 0x80 if x.dtype == np.int8 else 0
+    sizes = [n * c, h, w, kh, kw, oh, ow, sh, sw, pt, pl, dh, dw, flip, 0, wp]
+    p = hq._ptrs(x, out)
+    return hq._call(lib.rk_q_maxpool_run, p, sizes, (x, out), x.size)

@@ -105,6 +105,43 @@ static inline float rk_q_f32(int32_t bits) {
         }                                                                                  \
     } while (0)
 
+#if defined(__AVX512BW__) && defined(__AVX512VL__)
+/* The common case in vectors: one channel's parameters, no left shift (the multiplier
+ * below 1), fixed point, bytes out. (v * mult) of 16 lanes is two 32 x 32 -> 64-bit
+ * products (even and odd lanes), rounded as the mode says, shifted, and the low 32 bits
+ * kept, as the scalar loop does. */
+static void rk_q_epi_vec(const int32_t *acc, int64_t n, int32_t add, int32_t mult, int32_t rsh,
+                         const int64_t *e, void *out) {
+    const __m512i va = _mm512_set1_epi32(add), vm = _mm512_set1_epi32(mult);
+    const __m512i vz = _mm512_set1_epi32((int32_t)e[0]);
+    const __m512i vlo = _mm512_set1_epi32((int32_t)e[1]), vhi = _mm512_set1_epi32((int32_t)e[2]);
+    const int64_t mode = e[4];
+    const __m512i half = _mm512_set1_epi64(((int64_t)1 << (rsh - 1)) - (mode == 2));
+    const __m128i cnt = _mm_cvtsi32_si128(rsh);
+    const __m512i one = _mm512_set1_epi64(1);
+    uint8_t *o = (uint8_t *)out;
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 k = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+        const __m512i v = _mm512_add_epi32(_mm512_maskz_loadu_epi32(k, acc + i), va);
+        __m512i x0 = _mm512_mul_epi32(v, vm);
+        __m512i x1 = _mm512_mul_epi32(_mm512_srli_epi64(v, 32), vm);
+        if (mode == 1) { /* halves away from zero: one less below zero */
+            x0 = _mm512_add_epi64(x0, _mm512_srai_epi64(x0, 63));
+            x1 = _mm512_add_epi64(x1, _mm512_srai_epi64(x1, 63));
+        } else if (mode == 2) { /* halves to even: the quotient's low bit */
+            x0 = _mm512_add_epi64(x0, _mm512_and_si512(_mm512_sra_epi64(x0, cnt), one));
+            x1 = _mm512_add_epi64(x1, _mm512_and_si512(_mm512_sra_epi64(x1, cnt), one));
+        }
+        x0 = _mm512_sra_epi64(_mm512_add_epi64(x0, half), cnt);
+        x1 = _mm512_sra_epi64(_mm512_add_epi64(x1, half), cnt);
+        __m512i r = _mm512_mask_blend_epi32((__mmask16)0xAAAA, x0, _mm512_slli_epi64(x1, 32));
+        r = _mm512_add_epi32(r, vz);
+        r = _mm512_min_epi32(_mm512_max_epi32(r, vlo), vhi);
+        _mm_mask_storeu_epi8(o + i, k, _mm512_cvtepi32_epi8(r));
+    }
+}
+#endif
+
 /* n results of acc into out; channel parameters at add[0] (cstep 0) or add[i] (cstep 1) */
 static void rk_q_epi(const int32_t *acc, int64_t n, const int32_t *add, const int32_t *mult,
                      const int32_t *lsh, const int32_t *rsh, int64_t cstep, const int64_t *e,
@@ -112,20 +149,34 @@ static void rk_q_epi(const int32_t *acc, int64_t n, const int32_t *add, const in
     const int64_t ozp = e[0], tn = e[4];
     const int32_t lo = (int32_t)e[1], hi = (int32_t)e[2];
     const int ident = (int)e[3];
+#if defined(__AVX512BW__) && defined(__AVX512VL__)
+    if (cstep == 0 && !ident && tn <= 2 && e[5] != 2 && lsh[0] == 0 && rsh[0] >= 1 &&
+        rsh[0] <= 62) {
+        rk_q_epi_vec(acc, n, add[0], mult[0], rsh[0], e, out);
+        return;
+    }
+#endif
     if (e[5] == 0) RK_Q_EPI_KIND(int8_t);
     else if (e[5] == 1) RK_Q_EPI_KIND(uint8_t);
     else RK_Q_EPI_KIND(int32_t);
+}
+
+/* the epilogue for the other integer kernels (qnn_dw.c) */
+void rk_q_epi_row(const int32_t *acc, int64_t n, const int32_t *add, const int32_t *mult,
+                  const int32_t *lsh, const int32_t *rsh, const int64_t *e, void *out) {
+    rk_q_epi(acc, n, add, mult, lsh, rsh, 0, e, out);
 }
 
 /* -- the 4 x 32 product tile ------------------------------------------------------------ */
 
 #define RK_MR 4
 #define RK_NR 32
+#define RK_BLOCK (64 * 128) /* RB x CB of a task at most (qnn.py: _RB, _CB) */
 
 #ifdef __AVX512VNNI__
 #define RK_TILE(NAME, FIRST, SECOND)                                                       \
     static void NAME(const uint8_t *const *r, const uint8_t *P, int64_t Np, int64_t K4,    \
-                     int32_t *tile) {                                                      \
+                     int32_t *tile, int64_t ld) {                                          \
         __m512i c00 = _mm512_setzero_si512(), c01 = _mm512_setzero_si512();                \
         __m512i c10 = _mm512_setzero_si512(), c11 = _mm512_setzero_si512();                \
         __m512i c20 = _mm512_setzero_si512(), c21 = _mm512_setzero_si512();                \
@@ -154,13 +205,13 @@ static void rk_q_epi(const int32_t *acc, int64_t n, const int32_t *add, const in
             c31 = _mm512_dpbusd_epi32(c31, FIRST(a, b1), SECOND(a, b1));                   \
         }                                                                                  \
         _mm512_storeu_si512((void *)(tile + 0), c00);                                      \
-        _mm512_storeu_si512((void *)(tile + 16), c01);                                     \
-        _mm512_storeu_si512((void *)(tile + 32), c10);                                     \
-        _mm512_storeu_si512((void *)(tile + 48), c11);                                     \
-        _mm512_storeu_si512((void *)(tile + 64), c20);                                     \
-        _mm512_storeu_si512((void *)(tile + 80), c21);                                     \
-        _mm512_storeu_si512((void *)(tile + 96), c30);                                     \
-        _mm512_storeu_si512((void *)(tile + 112), c31);                                    \
+        _mm512_storeu_si512((void *)(tile + 0 + 16), c01);                                     \
+        _mm512_storeu_si512((void *)(tile + 1 * ld), c10);                                     \
+        _mm512_storeu_si512((void *)(tile + 1 * ld + 16), c11);                                     \
+        _mm512_storeu_si512((void *)(tile + 2 * ld), c20);                                     \
+        _mm512_storeu_si512((void *)(tile + 2 * ld + 16), c21);                                     \
+        _mm512_storeu_si512((void *)(tile + 3 * ld), c30);                                     \
+        _mm512_storeu_si512((void *)(tile + 3 * ld + 16), c31);                                    \
     }
 #define RK_ROWS(a, b) (a)
 #define RK_COLS(a, b) (b)
@@ -170,14 +221,15 @@ RK_TILE(rk_q_tile_rs, RK_COLS, RK_ROWS)
 #else
 #define RK_TILE(NAME, RT, CT)                                                              \
     static void NAME(const uint8_t *const *r, const uint8_t *P, int64_t Np, int64_t K4,    \
-                     int32_t *tile) {                                                      \
-        for (int i = 0; i < RK_MR * RK_NR; i++) tile[i] = 0;                               \
+                     int32_t *tile, int64_t ld) {                                          \
+        for (int m = 0; m < RK_MR; m++)                                                    \
+            for (int n = 0; n < RK_NR; n++) tile[m * ld + n] = 0;                          \
         for (int64_t k = 0; k < K4; k++) {                                                 \
             const CT *pp = (const CT *)(P + k * Np * 4);                                   \
             for (int m = 0; m < RK_MR; m++) {                                              \
                 const RT *rr = (const RT *)(r[m] + 4 * k);                                 \
                 const int32_t a0 = rr[0], a1 = rr[1], a2 = rr[2], a3 = rr[3];              \
-                int32_t *t = tile + m * RK_NR;                                             \
+                int32_t *t = tile + m * ld;                                                \
                 for (int n = 0; n < RK_NR; n++)                                            \
                     t[n] += a0 * pp[4 * n] + a1 * pp[4 * n + 1] + a2 * pp[4 * n + 2] +     \
                             a3 * pp[4 * n + 3];                                            \
@@ -191,8 +243,9 @@ RK_TILE(rk_q_tile_rs, int8_t, uint8_t)
 /* -- the fused product ------------------------------------------------------------------ */
 
 /* C[M, N] = R P with zero points, then the epilogue, into out (row stride ldc, items).
- * p: R, P, rsum (int32[M] or 0), csum (int32[N] or 0), zr (int32[M]), zc (int32[N]),
- *    add, mult, lsh, rsh (int32, per channel: rows when chan_rows, else columns), out
+ * p: R, P, rsum (int32[M] or 0), csum (int32[N] or 0), zr (int32[M]), zc (int32[N], all
+ *    equal when chan_rows), add, mult, lsh, rsh (int32, per channel: rows when chan_rows,
+ *    else columns), out
  * s: M, N, K, Kp, Np, ldc, rows_unsigned, chan_rows, RB, CB, ntasks_cols,
  *    ozp, lo, hi, ident, mode, kind */
 typedef struct {
@@ -216,36 +269,52 @@ static void rk_q_gemm_task(const void *arg, int64_t task) {
     uint8_t *out = (uint8_t *)p[10];
     const int64_t m0 = (task / tcols) * RB, n0 = (task % tcols) * CB;
     const int64_t m1 = m0 + RB < M ? m0 + RB : M, n1 = n0 + CB < N ? n0 + CB : N;
-    int32_t tile[RK_MR * RK_NR] __attribute__((aligned(64)));
+    /* the block's sums (rows of CB, at most RK_BLOCK), then per row the zero points'
+     * terms and the epilogue over the block's columns at once */
+    int32_t blk[RK_BLOCK] __attribute__((aligned(64)));
     for (int64_t nb = n0; nb < n1; nb += RK_NR) {
-        const int64_t nn = n1 - nb < RK_NR ? n1 - nb : RK_NR;
         for (int64_t mb = m0; mb < m1; mb += RK_MR) {
             const int64_t mm = m1 - mb < RK_MR ? m1 - mb : RK_MR;
             const uint8_t *rows[RK_MR];
             for (int64_t i = 0; i < RK_MR; i++) rows[i] = R + (mb + (i < mm ? i : 0)) * Kp;
-            if (ru) rk_q_tile_ru(rows, P + nb * 4, Np, Kp / 4, tile);
-            else rk_q_tile_rs(rows, P + nb * 4, Np, Kp / 4, tile);
-            for (int64_t i = 0; i < mm; i++) {
-                const int64_t m = mb + i;
-                int32_t *t = tile + i * RK_NR;
-                /* S - zm csum[n] - zc[n] rs + K zm zc[n] = S - zm csum[n] + zc[n] d */
-                const int32_t zm = zr[m], rs = rsum ? rsum[m] : 0;
-                const int32_t d = (int32_t)((uint32_t)K * (uint32_t)zm - (uint32_t)rs);
-                const int32_t *zcn = zc + nb;
-                if (csum) {
-                    const int32_t *cs = csum + nb;
-                    for (int64_t j = 0; j < nn; j++)
-                        t[j] = (int32_t)((uint32_t)t[j] + (uint32_t)zcn[j] * (uint32_t)d -
-                                         (uint32_t)zm * (uint32_t)cs[j]);
-                } else if (d != 0) {
-                    for (int64_t j = 0; j < nn; j++)
-                        t[j] = (int32_t)((uint32_t)t[j] + (uint32_t)zcn[j] * (uint32_t)d);
-                }
-                uint8_t *o = out + (m * ldc + nb) * isz;
-                if (chan_rows) rk_q_epi(t, nn, add + m, mult + m, lsh + m, rsh + m, 0, e, o);
-                else rk_q_epi(t, nn, add + nb, mult + nb, lsh + nb, rsh + nb, 1, e, o);
+            int32_t *t = blk + (mb - m0) * CB + (nb - n0);
+            if (mm == RK_MR) {
+                if (ru) rk_q_tile_ru(rows, P + nb * 4, Np, Kp / 4, t, CB);
+                else rk_q_tile_rs(rows, P + nb * 4, Np, Kp / 4, t, CB);
+            } else { /* the last rows: a whole tile aside, its real rows copied */
+                int32_t tile[RK_MR * RK_NR] __attribute__((aligned(64)));
+                if (ru) rk_q_tile_ru(rows, P + nb * 4, Np, Kp / 4, tile, RK_NR);
+                else rk_q_tile_rs(rows, P + nb * 4, Np, Kp / 4, tile, RK_NR);
+                for (int64_t i = 0; i < mm; i++)
+                    memcpy(t + i * CB, tile + i * RK_NR, RK_NR * sizeof(int32_t));
             }
         }
+    }
+    const int64_t nn = n1 - n0;
+    for (int64_t m = m0; m < m1; m++) {
+        int32_t *t = blk + (m - m0) * CB;
+        /* S - zm csum[n] - zc[n] rs + K zm zc[n] = S - zm csum[n] + zc[n] d */
+        const int32_t zm = zr[m], rs = rsum ? rsum[m] : 0;
+        const int32_t d = (int32_t)((uint32_t)K * (uint32_t)zm - (uint32_t)rs);
+        const int32_t *zcn = zc + n0;
+        if (csum) {
+            const int32_t *cs = csum + n0;
+            for (int64_t j = 0; j < nn; j++)
+                t[j] = (int32_t)((uint32_t)t[j] + (uint32_t)zcn[j] * (uint32_t)d -
+                                 (uint32_t)zm * (uint32_t)cs[j]);
+        } else if (d != 0 && chan_rows) {
+            /* a convolution's columns share one zero point: the term joins the row's
+             * epilogue constant instead of a pass of its own */
+            const int32_t a = (int32_t)((uint32_t)add[m] + (uint32_t)zcn[0] * (uint32_t)d);
+            rk_q_epi(t, nn, &a, mult + m, lsh + m, rsh + m, 0, e, out + (m * ldc + n0) * isz);
+            continue;
+        } else if (d != 0) {
+            for (int64_t j = 0; j < nn; j++)
+                t[j] = (int32_t)((uint32_t)t[j] + (uint32_t)zcn[j] * (uint32_t)d);
+        }
+        uint8_t *o = out + (m * ldc + n0) * isz;
+        if (chan_rows) rk_q_epi(t, nn, add + m, mult + m, lsh + m, rsh + m, 0, e, o);
+        else rk_q_epi(t, nn, add + n0, mult + n0, lsh + n0, rsh + n0, 1, e, o);
     }
 }
 
@@ -310,8 +379,10 @@ void rk_q_pack_cols(const uintptr_t *p, const int64_t *s) {
  * per channel (xp[C][Hp][Wp], the border the stored input zero point), so every row of
  * taps is a plain (strided) read; then each output row's four taps of a group are read
  * together and stored as one 32-bit word per pixel. csum per pixel (unsigned bytes) when
- * p[2]. p: x, P, csum, xp (scratch)
- * s: C, H, W, KH, KW, OH, OW, sh, sw, pt, pl, dh, dw, Kp, Np, pad, flip, Hp, Wp */
+ * p[2]. With order 1 (C a multiple of 4) k = (i, j, c) instead: four channels of a tap.
+ * 1x1 stride-1 layers without padding read the image itself (k = c).
+ * p: x, P, csum, xp (scratch)
+ * s: C, H, W, KH, KW, OH, OW, sh, sw, pt, pl, dh, dw, Kp, Np, pad, flip, Hp, Wp, order */
 typedef struct {
     const uintptr_t *p;
     const int64_t *s;
@@ -338,6 +409,19 @@ static void rk_q_pad_task(const void *arg, int64_t c) {
         const uint8_t *r = x + iy * W;
         for (int64_t i = 0; i < n; i++) d[left + i] = r[i] ^ flip;
         memset(d + left + n, pad, (size_t)right);
+    }
+}
+
+static void rk_q_csum_row(const uint8_t *P, int32_t *csum, int64_t Kp, int64_t Np,
+                          int64_t OW, int64_t oy) {
+    for (int64_t ox = 0; ox < OW; ox++) {
+        int32_t sum = 0;
+        const uint8_t *d = P + (oy * OW + ox) * 4;
+        for (int64_t k4 = 0; k4 < Kp / 4; k4++) {
+            const uint8_t *q = d + k4 * Np * 4;
+            sum += q[0] + q[1] + q[2] + q[3];
+        }
+        csum[oy * OW + ox] = sum;
     }
 }
 
@@ -380,147 +464,132 @@ static void rk_q_im2col_task(const void *arg, int64_t oy) {
             }
         }
     }
-    if (csum) {
-        for (int64_t ox = 0; ox < OW; ox++) {
-            int32_t sum = 0;
-            const uint8_t *d = P + (oy * OW + ox) * 4;
-            for (int64_t k4 = 0; k4 < Kp / 4; k4++) {
-                const uint8_t *q = d + k4 * Np * 4;
-                sum += q[0] + q[1] + q[2] + q[3];
-            }
-            csum[oy * OW + ox] = sum;
-        }
+    if (csum) rk_q_csum_row(P, csum, Kp, Np, OW, oy);
+}
+
+/* n pixels of four byte rows (^ flip) as n 32-bit words at d */
+static void rk_q_interleave4(const uint8_t *const *r, int64_t n, uint8_t flip, uint8_t *d) {
+    int64_t i = 0;
+#ifdef __AVX512F__
+    const __m128i f = _mm_set1_epi8((char)flip);
+    for (; i + 16 <= n; i += 16) {
+        const __m128i a = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(r[0] + i)), f);
+        const __m128i b = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(r[1] + i)), f);
+        const __m128i c = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(r[2] + i)), f);
+        const __m128i e = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(r[3] + i)), f);
+        const __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);
+        const __m128i ce0 = _mm_unpacklo_epi8(c, e), ce1 = _mm_unpackhi_epi8(c, e);
+        __m128i *o = (__m128i *)(d + 4 * i);
+        _mm_storeu_si128(o, _mm_unpacklo_epi16(ab0, ce0));
+        _mm_storeu_si128(o + 1, _mm_unpackhi_epi16(ab0, ce0));
+        _mm_storeu_si128(o + 2, _mm_unpacklo_epi16(ab1, ce1));
+        _mm_storeu_si128(o + 3, _mm_unpackhi_epi16(ab1, ce1));
     }
+#endif
+    for (; i < n; i++)
+        for (int q = 0; q < 4; q++) d[4 * i + q] = r[q][i] ^ flip;
+}
+
+/* as rk_q_interleave4 (no flip), reading every second byte of the rows */
+static void rk_q_interleave4_s2(const uint8_t *const *r, int64_t n, uint8_t *d) {
+    int64_t i = 0;
+#ifdef __AVX512F__
+    const __m128i lo = _mm_set1_epi16(0x00FF);
+    /* 16 pixels read 31 bytes of a row: the last group stops 16 pixels short of n so
+     * the 32-byte loads stay inside the row's padded plane */
+    for (; i + 16 < n; i += 16) {
+        __m128i v[4];
+        for (int q = 0; q < 4; q++) {
+            const __m128i a = _mm_loadu_si128((const __m128i *)(r[q] + 2 * i));
+            const __m128i b = _mm_loadu_si128((const __m128i *)(r[q] + 2 * i + 16));
+            v[q] = _mm_packus_epi16(_mm_and_si128(a, lo), _mm_and_si128(b, lo));
+        }
+        const __m128i ab0 = _mm_unpacklo_epi8(v[0], v[1]), ab1 = _mm_unpackhi_epi8(v[0], v[1]);
+        const __m128i ce0 = _mm_unpacklo_epi8(v[2], v[3]), ce1 = _mm_unpackhi_epi8(v[2], v[3]);
+        __m128i *o = (__m128i *)(d + 4 * i);
+        _mm_storeu_si128(o, _mm_unpacklo_epi16(ab0, ce0));
+        _mm_storeu_si128(o + 1, _mm_unpackhi_epi16(ab0, ce0));
+        _mm_storeu_si128(o + 2, _mm_unpacklo_epi16(ab1, ce1));
+        _mm_storeu_si128(o + 3, _mm_unpackhi_epi16(ab1, ce1));
+    }
+#endif
+    for (; i < n; i++)
+        for (int q = 0; q < 4; q++) d[4 * i + q] = r[q][2 * i];
+}
+
+/* 1x1, stride 1, no padding: the image is already the columns' k-rows; four channel
+ * rows interleaved into 32-bit words per pixel, task = one group of four channels */
+static void rk_q_pw_task(const void *arg, int64_t k4) {
+    const rk_q_col_job *job = (const rk_q_col_job *)arg;
+    const int64_t *s = job->s;
+    const uint8_t *x = (const uint8_t *)job->p[0];
+    uint8_t *P = (uint8_t *)job->p[1];
+    const int64_t C = s[0], HW = s[1] * s[2], Np = s[14];
+    const uint8_t flip = (uint8_t)s[16];
+    uint8_t *d = P + k4 * Np * 4;
+    if (4 * k4 + 3 < C) {
+        const uint8_t *r[4] = {x + 4 * k4 * HW, x + (4 * k4 + 1) * HW, x + (4 * k4 + 2) * HW,
+                               x + (4 * k4 + 3) * HW};
+        rk_q_interleave4(r, HW, flip, d);
+        return;
+    }
+    for (int64_t i = 0; i < HW; i++)
+        for (int q = 0; q < 4; q++) {
+            const int64_t c = 4 * k4 + q;
+            d[4 * i + q] = c < C ? x[c * HW + i] ^ flip : 0;
+        }
+}
+
+/* k = (i, j, c), C a multiple of 4: a group is four channels of one tap, so a row of
+ * pixels is four rows of the padded planes interleaved (unit stride: in vectors) */
+static void rk_q_taps_task(const void *arg, int64_t oy) {
+    const rk_q_col_job *job = (const rk_q_col_job *)arg;
+    const int64_t *s = job->s;
+    uint8_t *P = (uint8_t *)job->p[1];
+    const uint8_t *xp = (const uint8_t *)job->p[3];
+    const int64_t C = s[0], KH = s[3], KW = s[4], OW = s[6];
+    const int64_t sh = s[7], sw = s[8], dh = s[11], dw = s[12];
+    const int64_t Np = s[14], Hp = s[17], Wp = s[18];
+    for (int64_t i = 0; i < KH; i++)
+        for (int64_t j = 0; j < KW; j++)
+            for (int64_t c = 0; c < C; c += 4) {
+                const int64_t k4 = ((i * KW + j) * C + c) / 4;
+                const uint8_t *r[4];
+                for (int q = 0; q < 4; q++)
+                    r[q] = xp + ((c + q) * Hp + oy * sh + i * dh) * Wp + j * dw;
+                uint8_t *d = P + k4 * Np * 4 + oy * OW * 4;
+                if (sw == 1) {
+                    rk_q_interleave4(r, OW, 0, d);
+                } else if (sw == 2) {
+                    rk_q_interleave4_s2(r, OW, d);
+                } else {
+                    uint32_t *d32 = (uint32_t *)d;
+                    for (int64_t ox = 0; ox < OW; ox++) {
+                        const int64_t a = ox * sw;
+                        d32[ox] = (uint32_t)r[0][a] | ((uint32_t)r[1][a] << 8) |
+                                  ((uint32_t)r[2][a] << 16) | ((uint32_t)r[3][a] << 24);
+                    }
+                }
+            }
+    if (job->p[2]) rk_q_csum_row(P, (int32_t *)job->p[2], s[13], Np, OW, oy);
+}
+
+static void rk_q_csum_task(const void *arg, int64_t oy) {
+    const rk_q_col_job *job = (const rk_q_col_job *)arg;
+    const int64_t *s = job->s;
+    rk_q_csum_row((const uint8_t *)job->p[1], (int32_t *)job->p[2], s[13], s[14], s[6], oy);
 }
 
 void rk_q_im2col_run(const uintptr_t *p, const int64_t *s, int64_t nthreads) {
     rk_q_col_job job = {p, s};
-    rk_parallel_tasks(rk_q_pad_task, &job, s[0], nthreads);
-    rk_parallel_tasks(rk_q_im2col_task, &job, s[5], nthreads);
-}
-
-/* -- depthwise convolution -------------------------------------------------------------- */
-
-/* One image; output channel oc reads input channel oc / mult.
- * p: x, w (OC x KH x KW bytes), out, add, mult, lsh, rsh, wzp (int32[OC]), scratch
- * s: C, H, W, OC, KH, KW, OH, OW, sh, sw, pt, pl, dh, dw, x_signed, w_signed, xzp,
- *    nblocks, scratch bytes per block, chmult, ozp, lo, hi, ident, mode, kind
- * The scratch of a block: the shifted channel (int16, zero padded, in column phases) and
- * a row of int32. */
-typedef struct {
-    const uintptr_t *p;
-    const int64_t *s;
-} rk_q_dw_job;
-
-static void rk_q_dw_task(const void *arg, int64_t b) {
-    const rk_q_dw_job *job = (const rk_q_dw_job *)arg;
-    const uintptr_t *p = job->p;
-    const int64_t *s = job->s;
-    const int64_t H = s[1], W = s[2], OC = s[3], KH = s[4], KW = s[5], OH = s[6], OW = s[7];
-    const int64_t sh = s[8], sw = s[9], pt = s[10], pl = s[11], dh = s[12], dw = s[13];
-    const int64_t xs = s[14], ws = s[15], xzp = s[16], nb = s[17], chm = s[19];
-    const int64_t *e = s + 20;
-    const int64_t isz = e[5] == 2 ? 4 : 1;
-    const uint8_t *x = (const uint8_t *)p[0], *w = (const uint8_t *)p[1];
-    const int32_t *add = (const int32_t *)p[3], *mult = (const int32_t *)p[4];
-    const int32_t *lsh = (const int32_t *)p[5], *rsh = (const int32_t *)p[6];
-    const int32_t *wzp = (const int32_t *)p[7];
-    const int64_t Hp = (OH - 1) * sh + (KH - 1) * dh + 1, Wp = (OW - 1) * sw + (KW - 1) * dw + 1;
-    /* the channel, shifted to int16 and zero padded, split into sh x sw phases: phase
-     * (fy, fx), row r, column q holds padded pixel (r * sh + fy, q * sw + fx). Tap (i, j)
-     * of output (oy, ox) is then one phase at flat index oy * Q + ox + c(i, j): each tap
-     * is one unit-stride pass over OH * Q outputs (the Q - OW extra columns of each row
-     * are computed and dropped; the phases have a spare row for their reads). */
-    const int64_t Q = (Wp + sw - 1) / sw, R = (Hp + sh - 1) / sh + 1;
-    const int64_t span = OH * Q;
-    int16_t *plane = (int16_t *)(p[8] + (uintptr_t)(b * s[18]));
-    int32_t *acc = (int32_t *)(((uintptr_t)(plane + sh * sw * R * Q + 32) + 63) & ~(uintptr_t)63);
-    int16_t taps[64];
-    int64_t toff[64];
-    for (int64_t i = 0; i < KH; i++)
-        for (int64_t j = 0; j < KW; j++) {
-            const int64_t fy = (i * dh) % sh, fx = (j * dw) % sw;
-            toff[i * KW + j] = (fy * sw + fx) * R * Q + ((i * dh) / sh) * Q + (j * dw) / sw;
-        }
-    const int64_t o0 = OC * b / nb, o1 = OC * (b + 1) / nb;
-    int64_t loaded = -1;
-    for (int64_t oc = o0; oc < o1; oc++) {
-        const int64_t c = oc / chm;
-        if (c != loaded) {
-            const uint8_t *src = x + c * H * W;
-            for (int64_t fy = 0; fy < sh; fy++)
-                for (int64_t fx = 0; fx < sw; fx++) {
-                    int64_t qlo = pl - fx > 0 ? (pl - fx + sw - 1) / sw : 0;
-                    int64_t qhi = W + pl - fx > 0 ? (W + pl - fx + sw - 1) / sw : 0;
-                    if (qhi > Q) qhi = Q;
-                    if (qlo > qhi) qlo = qhi;
-                    int16_t *ph = plane + (fy * sw + fx) * R * Q;
-                    for (int64_t r = 0; r < R; r++) {
-                        const int64_t iy = r * sh + fy - pt;
-                        int16_t *d = ph + r * Q;
-                        if (iy < 0 || iy >= H) {
-                            for (int64_t q = 0; q < Q; q++) d[q] = 0;
-                            continue;
-                        }
-                        const uint8_t *row = src + iy * W + fx - pl;
-                        for (int64_t q = 0; q < qlo; q++) d[q] = 0;
-                        if (xs) {
-                            for (int64_t q = qlo; q < qhi; q++)
-                                d[q] = (int16_t)((int32_t)(int8_t)row[q * sw] - (int32_t)xzp);
-                        } else {
-                            for (int64_t q = qlo; q < qhi; q++)
-                                d[q] = (int16_t)((int32_t)row[q * sw] - (int32_t)xzp);
-                        }
-                        for (int64_t q = qhi; q < Q; q++) d[q] = 0;
-                    }
-                }
-            loaded = c;
-        }
-        for (int64_t t = 0; t < KH * KW; t++) {
-            const uint8_t v = w[oc * KH * KW + t];
-            taps[t] = (int16_t)((ws ? (int32_t)(int8_t)v : (int32_t)v) - wzp[oc]);
-        }
-        /* 16 outputs at a time, all taps summed in registers (the reads may run up to 15
-         * elements past the span: the scratch has that slack, the results are dropped) */
-        const int64_t nt = KH * KW;
-        int32_t tw[64];
-        const int16_t *tr[64];
-        for (int64_t t = 0; t < nt; t++) {
-            tw[t] = taps[t];
-            tr[t] = plane + toff[t];
-        }
-#ifdef __AVX512F__
-        for (int64_t k = 0; k < span; k += 16) {
-            __m512i a = _mm512_setzero_si512();
-            for (int64_t t = 0; t < nt; t++) {
-                const __m256i r16 = _mm256_loadu_si256((const __m256i *)(tr[t] + k));
-                const __m512i r32 = _mm512_cvtepi16_epi32(r16);
-                a = _mm512_add_epi32(a, _mm512_mullo_epi32(r32, _mm512_set1_epi32(tw[t])));
-            }
-            _mm512_storeu_si512((void *)(acc + k), a);
-        }
-#else
-        for (int64_t k = 0; k < span; k += 16) {
-            int32_t a[16];
-            for (int kk = 0; kk < 16; kk++) a[kk] = 0;
-            for (int64_t t = 0; t < nt; t++) {
-                const int16_t *r = tr[t] + k;
-                const int32_t tv = tw[t];
-                for (int kk = 0; kk < 16; kk++) a[kk] += tv * (int32_t)r[kk];
-            }
-            for (int kk = 0; kk < 16; kk++) acc[k + kk] = a[kk];
-        }
-#endif
-        uint8_t *o = (uint8_t *)p[2] + oc * OH * OW * isz;
-        for (int64_t oy = 0; oy < OH; oy++)
-            rk_q_epi(acc + oy * Q, OW, add + oc, mult + oc, lsh + oc, rsh + oc, 0, e,
-                     o + oy * OW * isz);
+    if (s[3] == 1 && s[4] == 1 && s[7] == 1 && s[8] == 1 && s[9] == 0 && s[10] == 0 &&
+        s[5] == s[1] && s[6] == s[2]) {
+        rk_parallel_tasks(rk_q_pw_task, &job, s[13] / 4, nthreads);
+        if (p[2]) rk_parallel_tasks(rk_q_csum_task, &job, s[5], nthreads);
+        return;
     }
-}
-
-void rk_q_dw_run(const uintptr_t *p, const int64_t *s, int64_t nthreads) {
-    rk_q_dw_job job = {p, s};
-    rk_parallel_tasks(rk_q_dw_task, &job, s[17], nthreads);
+    rk_parallel_tasks(rk_q_pad_task, &job, s[0], nthreads);
+    rk_parallel_tasks(s[19] ? rk_q_taps_task : rk_q_im2col_task, &job, s[5], nthreads);
 }
 
 /* -- elementwise ------------------------------------------------------------------------ */
