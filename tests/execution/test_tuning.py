@@ -140,6 +140,8 @@ def test_autotvm_refusals_are_typed():
     with pytest.raises(ArgumentError, match="loss_type"):
         autotvm.tuner.XGBTuner(autotvm.task.extract_from_program(*_conv_net())[0], loss_type="x")
     assert not hasattr(autotvm, "register_topi_compute")
+    with pytest.raises(UnsupportedFeatureError, match="remote device over RPC.*LocalRunner"):
+        autotvm.RPCRunner("rk3399", host="127.0.0.1", port=9190)
 
 
 def test_auto_scheduler_flow(tmp_path):
