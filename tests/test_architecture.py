@@ -53,6 +53,8 @@ GETATTR_ALLOWED: dict[str, str] = {
             "tir/__init__",
             "autotvm/__init__",
             "auto_scheduler",
+            "meta_schedule",
+            "contrib/torch",
             "rpc",
             "script/__init__",
             "script/tir",

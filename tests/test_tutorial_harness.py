@@ -101,3 +101,47 @@ def test_standins_label_dict_and_mxnet_records(tmp_path):
     got = batches[0].data[0].asnumpy()
     assert got.shape == (1, 3, 224, 224) and got.dtype == np.float32
     np.testing.assert_allclose(got[0], expected, rtol=1e-4, atol=1e-4)
+
+
+def test_cells_run_under_the_scripts_path_and_lines(tmp_path):
+    """As sphinx-gallery runs them: a script finds files beside it through
+    ``inspect.getfile`` (TVM's pipeline tutorial does), and errors name its own lines."""
+    sep = "#" * 30
+    script = "\n".join(
+        [
+            "import inspect, os",
+            sep,
+            "here = os.path.dirname(inspect.getfile(lambda: None))",
+            "assert here == os.path.dirname(__file__), (here, __file__)",
+            sep,
+            "",
+            "missing_name",
+            "",
+        ]
+    )
+    (tmp_path / "paths.py").write_text(script)
+    out = tmp_path / "out"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [os.path.join(HARNESS, "..", "..", "src"), env.get("PYTHONPATH", "")]
+    )
+    subprocess.run(
+        [
+            sys.executable,
+            os.path.join(HARNESS, "run.py"),
+            str(tmp_path / "paths.py"),
+            "--out",
+            str(out),
+            "--cache",
+            str(tmp_path / "cache"),
+        ],
+        check=True,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    summary = (out / "summary.md").read_text()
+    assert (
+        "| paths.py | 2/3 | cell 2: NameError: name 'missing_name' is not defined [paths.py:7]"
+        in summary
+    )

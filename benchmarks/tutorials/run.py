@@ -54,7 +54,8 @@ def run_one(path: str, cache: str, timeout: int) -> dict:
     os.environ["RELAYKIT_OFFLINE"] = "1"
     os.environ.setdefault("MPLBACKEND", "Agg")
     os.chdir(tempfile.mkdtemp(prefix="tutorial-"))
-    namespace: dict = {"__name__": "__main__", "__file__": os.path.abspath(path)}
+    script = os.path.abspath(path)
+    namespace: dict = {"__name__": "__main__", "__file__": script}
     records = []
     signal.signal(signal.SIGALRM, _alarm)
     for cell in split_cells(source):
@@ -64,12 +65,19 @@ def run_one(path: str, cache: str, timeout: int) -> dict:
         error = None
         signal.alarm(timeout)
         try:
-            exec(compile(cell.code, f"{name}:cell{cell.index}", "exec"), namespace)
+            # compiled under the script's own path and line numbers, as sphinx-gallery does:
+            # scripts find files beside them (inspect.getfile, __file__) and tracebacks
+            # point at the script's lines
+            code = "\n" * (cell.line - 1) + cell.code
+            exec(compile(code, script, "exec"), namespace)
         except BaseException as exc:  # a cell's failure is the result being recorded
             if isinstance(exc, KeyboardInterrupt):
                 raise
             tb = traceback.extract_tb(exc.__traceback__)
-            where = f"{tb[-1].filename}:{tb[-1].lineno}" if tb else ""
+            where = ""
+            if tb:
+                where = tb[-1].filename if tb[-1].filename != script else name
+                where = f"{where}:{tb[-1].lineno}"
             error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
             error = f"{error[:300]} [{where}]"
         finally:

@@ -142,6 +142,15 @@ def test_other_targets_are_refused():
         relay.build(relay.Function([x], x + x), target="cuda")
 
 
+def test_target_lists_build_on_the_host_or_name_the_foreign_target():
+    x = relay.var("x", shape=(2,))
+    f = relay.Function([x], x + x)
+    assert relay.build(f, target=["llvm", "c"]).plan.num_steps == 1
+    cuda = tvm.target.Target("cuda", host=tvm.target.Target("llvm"))
+    with pytest.raises(BuildError, match=r"target 'cuda' \(one of the 2 targets given\)"):
+        relay.build(f, target=["llvm", cuda])
+
+
 def test_control_flow_needs_the_vm():
     x = relay.var("x", shape=(), dtype="bool")
     f = relay.Function([x], relay.If(x, relay.const(1.0), relay.const(2.0)))

@@ -140,6 +140,8 @@ def test_autotvm_refusals_are_typed():
     with pytest.raises(ArgumentError, match="loss_type"):
         autotvm.tuner.XGBTuner(autotvm.task.extract_from_program(*_conv_net())[0], loss_type="x")
     assert not hasattr(autotvm, "register_topi_compute")
+    with pytest.raises(UnsupportedFeatureError, match="remote device over RPC.*LocalRunner"):
+        autotvm.RPCRunner("rk3399", host="127.0.0.1", port=9190)
 
 
 def test_auto_scheduler_flow(tmp_path):
@@ -174,3 +176,20 @@ def test_tvm_schedule_records_are_ignored_with_a_warning(tmp_path):
     (tmp_path / "bad.log").write_text("not json\n")
     with pytest.raises(ArgumentError, match="bad.log:1"):
         load_records(str(tmp_path / "bad.log"))
+
+
+def test_extraction_leaves_out_regions_a_backend_runs():
+    from relaykit.backends.status import best_available
+    from relaykit.byoc.pipeline import partition_for
+
+    if best_available(("dnnl",))[0] is None:
+        pytest.skip("partitioning for dnnl needs oneDNN (relaykit[dnnl])")
+    mod, params = _conv_net()
+    host = extract_workloads(mod, params, ops=["nn.conv2d"])
+    assert len(host) == 2
+    mod["main"] = relay.build_module.bind_params_by_name(mod["main"], params)
+    with tvm.transform.PassContext(opt_level=3):
+        partitioned = partition_for(mod, ["dnnl"])
+    assert any(f.attrs and f.attrs.get("Compiler") for f in partitioned.functions.values())
+    # every conv2d now runs in dnnl's regions: none is left for the host kernels to tune
+    assert extract_workloads(partitioned, {}, ops=["nn.conv2d"]) == []

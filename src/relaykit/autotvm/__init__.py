@@ -87,5 +87,15 @@ def apply_history_best(
     return ApplyHistoryBest(records)
 
 
+#: what to say for the names that measure on another machine
+REMOTE_INSTEAD = (
+    "measuring on a remote device over RPC is out of scope: relaykit builds for and measures "
+    "on the host it runs on; use autotvm.LocalRunner(number, repeat, ...) on the target machine"
+)
+
+
 def __getattr__(name: str) -> NoReturn:
-    raise UnsupportedFeatureError.for_name("tvm.autotvm", name, INSTEAD)
+    remote = name.startswith("RPC") or name == "request_remote"
+    raise UnsupportedFeatureError.for_name(
+        "tvm.autotvm", name, REMOTE_INSTEAD if remote else INSTEAD
+    )

@@ -282,14 +282,33 @@ def _host_target(target: Any) -> str:
         values = list(target.values())
         if len(values) == 1:
             return _host_target(values[0])
-    text = str(getattr(target, "kind", target))
-    kind = text.split()[0] if text.split() else ""
-    if kind in HOST_TARGETS:
+    if isinstance(target, (list, tuple)) and target:  # TVM's heterogeneous target list
+        for one in target:
+            if _target_kind(one) not in HOST_TARGETS:
+                raise BuildError(
+                    f"target {_target_text(one)!r} (one of the {len(target)} targets given) "
+                    f"is not available: {_HOST_ONLY}"
+                )
+        return _host_target(target[0])
+    text = _target_text(target)
+    if _target_kind(target) in HOST_TARGETS:
         return text
-    raise BuildError(
-        f"target {text!r} is not available: relaykit builds for the host CPU; use 'llvm', "
-        "'c' or 'cpu', or 'host' (backends such as DNNL are chosen by partitioning, not by target)"
-    )
+    raise BuildError(f"target {text!r} is not available: {_HOST_ONLY}")
+
+
+_HOST_ONLY = (
+    "relaykit builds for the host CPU; use 'llvm', 'c' or 'cpu', or 'host' (backends such as "
+    "DNNL are chosen by partitioning, not by target)"
+)
+
+
+def _target_text(target: Any) -> str:
+    return str(getattr(target, "kind", target))
+
+
+def _target_kind(target: Any) -> str:
+    words = _target_text(target).split()
+    return words[0] if words else ""
 
 
 def compile_external_functions(mod: IRModule) -> list[Module]:

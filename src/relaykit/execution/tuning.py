@@ -133,10 +133,14 @@ def extract_workloads(
             f"extract tasks from an IRModule or a relay.Function, not {type(mod).__name__}"
         )
     if params:
-        mod = IRModule.from_expr(bind_params_by_name(mod["main"], dict(params)))
+        bound = mod.copy()  # a partitioned module keeps its external functions
+        bound["main"] = bind_params_by_name(mod["main"], dict(params))
+        mod = bound
     mod = Sequential(build_passes(), name="RelayBuild")(mod)
     seen: dict[str, Workload] = {}
     for fn in mod.functions.values():
+        if fn.attrs and fn.attrs.get("Compiler"):
+            continue  # a backend's region: its kernels are not the host's
         for node in post_order(fn):
             if not (isinstance(node, Call) and isinstance(node.op, Op) and node.op.name in wanted):
                 continue

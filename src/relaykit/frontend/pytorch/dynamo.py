@@ -24,12 +24,9 @@ group, so ``backend="relaykit"`` works after ``import torch`` alone.
 
 from __future__ import annotations
 
-import contextlib
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
-
-import numpy as np
 
 from relaykit.backends.status import best_available
 from relaykit.byoc.pipeline import partition_for
@@ -50,6 +47,9 @@ from relaykit.transform.pass_infra import PassContext
 from .common import build_module
 from .exported import FxImporter, static_shape
 from .registry import OpContext, dtype_name, require_torch
+from .tensors import as_numpy as _as_numpy
+from .tensors import as_tensor as _as_tensor
+from .tensors import torch_threads_kept as _torch_threads_kept
 
 torch = require_torch()
 
@@ -78,19 +78,6 @@ KEPT_OPS = (
 
 class RelayKitFallbackWarning(UserWarning):
     """A graph ran eagerly because relaykit could not compile it (the message says why)."""
-
-
-@contextlib.contextmanager
-def _torch_threads_kept() -> Iterator[None]:
-    """Keep torch's intra-op thread count as it was: relaykit's thread policy shares the
-    cores between its backends by setting the OpenMP/BLAS thread counts, which torch
-    (and dynamo, which checks global state while tracing) would otherwise see change."""
-    n = torch.get_num_threads()
-    try:
-        yield
-    finally:
-        if torch.get_num_threads() != n:
-            torch.set_num_threads(n)
 
 
 def _aten_graph(gm: Any, inputs: Sequence[Any]) -> Any:
@@ -149,27 +136,6 @@ class _Plan:
         return [
             _as_tensor(ex.get_output(o).numpy()) if isinstance(o, int) else o for o in self.outputs
         ]
-
-
-def _as_numpy(tensor: Any) -> np.ndarray:
-    """A CPU tensor as a NumPy array sharing its memory (DLPack), copied only when it
-    is not contiguous or DLPack cannot carry its dtype."""
-    t = tensor.detach()
-    if not t.is_contiguous():
-        t = t.contiguous()
-    try:
-        return np.from_dlpack(t)
-    except (BufferError, TypeError, RuntimeError):  # e.g. bfloat16: no NumPy dtype
-        return t.numpy()
-
-
-def _as_tensor(array: np.ndarray) -> Any:
-    """A NumPy array as a tensor sharing its memory (DLPack; the array is the
-    executor's fresh copy of an output, so nobody else writes it)."""
-    try:
-        return torch.from_dlpack(array)
-    except (BufferError, TypeError, RuntimeError):
-        return torch.from_numpy(array)
 
 
 class CompiledGraph:
