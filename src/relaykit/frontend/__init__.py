@@ -7,6 +7,7 @@ True
 
 from relaykit.errors import DynamicShapeError, FrontendError, UnsupportedOpError
 
+from .coreml import from_coreml
 from .onnx import from_onnx, load_model
 from .pytorch import from_exported_program, from_pytorch
 
@@ -15,6 +16,7 @@ __all__ = [
     "load_model",
     "from_pytorch",
     "from_exported_program",
+    "from_coreml",
     "FrontendError",
     "UnsupportedOpError",
     "DynamicShapeError",

@@ -1,0 +1,107 @@
+"""The table of Core ML layer converters and what each converter is given.
+
+A converter takes the layer's parameter message (``layer.convolution``,
+``layer.activation``...), its input expressions and a :class:`LayerContext`, and
+returns one expression (or one per output of the layer). Converters are keyed by
+the name of the layer in the ``NeuralNetworkLayer.layer`` oneof (``"convolution"``,
+``"innerProduct"``...), the name the model's spec shows.
+
+>>> from relaykit.frontend.coreml.registry import CONVERTERS
+>>> "convolution" in CONVERTERS
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from relaykit.errors import FrontendError, RelayKitError
+from relaykit.ir.expr import Expr, TupleWrapper, Var, const
+from relaykit.ir.type_check import infer_type_local
+from relaykit.ir.types import TensorType
+from relaykit.registry import Registry
+
+__all__ = ["CONVERTERS", "Converter", "LayerContext", "converter", "weights"]
+
+
+class LayerContext:
+    """What a converter may ask while one layer is converted: the layer's name, the
+    shapes of expressions, and new parameters (weights become ``params`` entries)."""
+
+    def __init__(self, params: dict[str, np.ndarray], param_vars: list[Var]) -> None:
+        self.layer = ""
+        self.kind = ""
+        self._params = params
+        self._param_vars = param_vars
+
+    def fail(self, message: str) -> FrontendError:
+        """An error naming the layer being converted."""
+        return FrontendError(f"Core ML layer {self.layer!r} ({self.kind}): {message}")
+
+    def shape(self, expr: Expr) -> tuple[int, ...]:
+        """The static shape of ``expr``."""
+        if isinstance(expr, TupleWrapper):
+            expr = expr[0]
+        try:
+            ty = infer_type_local(expr)
+        except RelayKitError as err:
+            raise self.fail(str(err).split("\n", 1)[0]) from None
+        if not isinstance(ty, TensorType):
+            raise self.fail(f"expected a tensor input, got a value of type {ty}")
+        return tuple(int(d) for d in ty.shape)
+
+    def param(self, suffix: str, value: Any, shape: Sequence[int] | None = None) -> Var:
+        """A float32 parameter named ``<layer>_<suffix>`` holding ``value``."""
+        array = np.asarray(value, dtype=np.float32)
+        if shape is not None:
+            if array.size != int(np.prod(shape)):
+                raise self.fail(
+                    f"its {suffix} holds {array.size} values, the layer needs "
+                    f"{int(np.prod(shape))} (shape {list(shape)})"
+                )
+            array = array.reshape(tuple(shape))
+        name = f"{self.layer}_{suffix}"
+        while name in self._params:
+            name += "_"
+        self._params[name] = array
+        var = Var(name, TensorType(array.shape, "float32"))
+        self._param_vars.append(var)
+        return var
+
+    @staticmethod
+    def scalar(value: float) -> Expr:
+        """A float32 scalar constant."""
+        return const(float(value), "float32")
+
+
+Converter = Callable[[LayerContext, Any, list[Expr]], Any]
+
+CONVERTERS: Registry[str, Converter] = Registry("Core ML layer converter")
+
+
+def converter(*names: str) -> Callable[[Converter], Converter]:
+    """Register the decorated function for every layer kind in ``names``."""
+
+    def decorate(fn: Converter) -> Converter:
+        for name in names:
+            CONVERTERS.register(name, fn)
+        return fn
+
+    return decorate
+
+
+def weights(ctx: LayerContext, message: Any, what: str) -> np.ndarray:
+    """The float values of a ``WeightParams`` message (float32 or float16 storage)."""
+    if len(message.floatValue):
+        return np.asarray(message.floatValue, dtype=np.float32)
+    if len(message.float16Value):
+        return np.frombuffer(message.float16Value, dtype=np.float16).astype(np.float32)
+    if len(message.rawValue) or len(message.int8RawValue):
+        raise ctx.fail(
+            f"its {what} are quantized, which relaykit does not import; save the model "
+            "with float weights"
+        )
+    return np.zeros(0, dtype=np.float32)
