@@ -383,3 +383,11 @@ def test_mvn(rng):
     centred = x - x.mean((2, 3), keepdims=True)
     want = centred / (np.sqrt((centred**2).mean((2, 3), keepdims=True)) + 1e-5)
     check(_one_layer(add), {"data": x}, want)
+
+
+def test_pooling_include_last_pixel(rng):
+    def add(b):
+        b.add_pooling("pool", 3, 3, 2, 2, "MAX", "INCLUDE_LAST_PIXEL", "data", "out")
+
+    x = _x(rng)  # 7 x 6: the last column window is partial (Caffe's ceil rounding)
+    check(_one_layer(add), {"data": x}, pool2d(x, "max", (3, 3), (2, 2), (0, 0, 0, 1)))
