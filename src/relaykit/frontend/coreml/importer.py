@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from relaykit import op
-from relaykit.errors import FrontendError, MissingDependencyError
-from relaykit.frontend.pytorch.common import build_module, converting, report_unsupported_nodes
+from relaykit.errors import FrontendError, MissingDependencyError, UnsupportedOpError
+from relaykit.frontend.pytorch.common import build_module, converting
 from relaykit.ir.expr import Expr, TupleWrapper, Var
 from relaykit.ir.module import IRModule
 from relaykit.ir.types import TensorType
@@ -33,6 +33,7 @@ _NETWORKS = ("neuralNetwork", "neuralNetworkClassifier", "neuralNetworkRegressor
 # ImageFeatureType.ColorSpace: GRAYSCALE, RGB, BGR, GRAYSCALE_FLOAT16
 _CHANNELS = {10: 1, 20: 3, 30: 3, 40: 1}
 _RGB = 20
+_EXACT_ARRAY_MAPPING = 1  # NeuralNetworkMultiArrayShapeMapping: arrays keep their rank
 
 
 def require_coremltools() -> Any:
@@ -60,7 +61,7 @@ def _spec(model: Any) -> Any:
     )
 
 
-def _input_shape(feature: Any, shape: Mapping[str, Sequence[int]] | None) -> list[int]:
+def _input_shape(feature: Any, shape: Mapping[str, Sequence[int]] | None, exact: bool) -> list[int]:
     if shape is not None and feature.name in shape:
         return [int(d) for d in shape[feature.name]]
     kind = feature.type.WhichOneof("Type")
@@ -70,6 +71,8 @@ def _input_shape(feature: Any, shape: Mapping[str, Sequence[int]] | None) -> lis
         return [1, channels, int(image.height), int(image.width)]
     if kind == "multiArrayType":
         dims = [int(d) for d in feature.type.multiArrayType.shape]
+        if exact and dims:  # the network's arrays have exactly the declared shape
+            return dims
         if len(dims) == 1:  # [C]: Core ML's rank-5 blob [1, 1, C, 1, 1]
             return [1, dims[0], 1, 1]
         if len(dims) == 3:  # [C, H, W]
@@ -148,6 +151,25 @@ def _outputs(spec: Any, network_kind: str, values: dict[str, Expr]) -> list[Expr
     return outs
 
 
+def _check_supported(layers: Any) -> None:
+    """One :class:`UnsupportedOpError` listing every layer kind no converter takes."""
+    found: dict[str, tuple[int, str]] = {}
+    for layer in layers:
+        kind = layer.WhichOneof("layer") or "(empty)"
+        if kind not in CONVERTERS:
+            count, first = found.get(kind, (0, repr(layer.name)))
+            found[kind] = (count + 1, first)
+    if found:
+        lines = [f"  {kind}: {n} layer{'s' if n > 1 else ''} (first: {first})"
+                 for kind, (n, first) in sorted(found.items())]  # fmt: skip
+        raise UnsupportedOpError(
+            f"the Core ML model uses {len(found)} layer kind{'s' if len(found) > 1 else ''} "
+            "relaykit cannot convert:\n" + "\n".join(lines) + "\nsupported layers: "
+            "relaykit.frontend.coreml.supported_layers()",
+            found,
+        )
+
+
 def from_coreml(
     model: Any, shape: Mapping[str, Sequence[int]] | None = None
 ) -> tuple[IRModule, dict[str, NDArray]]:
@@ -161,16 +183,13 @@ def from_coreml(
             "convert_to='neuralnetwork'"
         )
     network = getattr(spec, kind)
-    report_unsupported_nodes(
-        ((layer.WhichOneof("layer") or "?", layer) for layer in network.layers
-         if layer.WhichOneof("layer") not in CONVERTERS),
-        lambda layer: repr(layer.name), "Core ML model",
-    )  # fmt: skip
+    _check_supported(network.layers)
+    exact = network.arrayInputShapeMapping == _EXACT_ARRAY_MAPPING
     params: dict[str, np.ndarray] = {}
     param_vars: list[Var] = []
     ctx = LayerContext(params, param_vars)
     inputs = [
-        Var(f.name, TensorType(tuple(_input_shape(f, shape)), "float32"))
+        Var(f.name, TensorType(tuple(_input_shape(f, shape, exact)), "float32"))
         for f in spec.description.input
     ]
     values: dict[str, Expr] = {v.name_hint: v for v in inputs}

@@ -7,6 +7,7 @@ Like TVM, an inner product and a softmax over a ``[N, C, 1, 1]`` blob give
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -122,18 +123,28 @@ def _mvn(ctx: LayerContext, p: Any, inputs: list[Expr]) -> Expr:
 
 @converter("innerProduct")
 def _inner_product(ctx: LayerContext, p: Any, inputs: list[Expr]) -> Expr:
+    """Rank 1-3: over the last axis; rank 4: over C*H*W (``[N, out]``, TVM's shape);
+    rank 5: over C*H*W of each ``[Seq, B]``."""
     x = inputs[0]
     shape = ctx.shape(x)
-    if len(shape) > 2:
-        if any(d != 1 for d in shape[2:]):
-            raise ctx.fail(f"the input {list(shape)} must be [N, C, 1, 1] (flatten it first)")
-        x = nn.batch_flatten(x)
     out_ch, in_ch = int(p.outputChannels), int(p.inputChannels)
+    if len(shape) >= 4:
+        lead = shape[:-3]
+        flat = op.reshape(x, [math.prod(lead), math.prod(shape[-3:])])
+    else:
+        lead = shape[:-1]
+        flat = op.reshape(x, [math.prod(lead), shape[-1]]) if len(shape) != 2 else x
+    if int(math.prod(shape)) // max(math.prod(lead), 1) != in_ch:
+        raise ctx.fail(f"the input {list(shape)} does not hold {in_ch} input channels per row")
     weight = ctx.param("weight", weights(ctx, p.weights, "weights"), [out_ch, in_ch])
-    out = nn.dense(x, weight, units=out_ch)
+    out = nn.dense(flat, weight, units=out_ch)
     if p.hasBias:
         out = nn.bias_add(out, ctx.param("bias", weights(ctx, p.bias, "bias"), [out_ch]))
-    return out
+    if len(shape) == 4:
+        return out
+    if len(shape) == 5:
+        return op.reshape(out, [*lead, out_ch, 1, 1])
+    return op.reshape(out, [*lead, out_ch]) if len(shape) != 2 else out
 
 
 @converter("embedding")

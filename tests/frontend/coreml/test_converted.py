@@ -1,0 +1,72 @@
+"""PyTorch models converted by coremltools to NeuralNetwork models (the rank-N layers
+of spec version 4+), imported with from_coreml and compared with torch on the same
+weights."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from .conftest import ct, run_coreml
+
+torch = pytest.importorskip("torch", reason="these models are converted from PyTorch")
+nn = torch.nn
+
+
+def _convert_and_check(model, *examples, atol=1e-5):
+    model = model.eval()
+    traced = torch.jit.trace(model, examples)
+    inputs = [ct.TensorType(name=f"x{i}", shape=x.shape) for i, x in enumerate(examples)]
+    mlmodel = ct.convert(traced, inputs=inputs, convert_to="neuralnetwork")
+    feeds = {f"x{i}": x.numpy() for i, x in enumerate(examples)}
+    with torch.no_grad():
+        want = model(*examples)
+    wants = list(want) if isinstance(want, tuple) else [want]
+    got = run_coreml(mlmodel, feeds)
+    assert len(got) == len(wants)
+    for g, w in zip(got, wants, strict=True):
+        np.testing.assert_allclose(g.reshape(w.shape), w.numpy(), rtol=1e-4, atol=atol)
+    return mlmodel
+
+
+def test_cnn():
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(8, 8, 3, groups=8, padding=1), nn.Hardsigmoid(), nn.Upsample(scale_factor=2),
+        nn.ConvTranspose2d(8, 4, 2, stride=2), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+        nn.Linear(4, 5), nn.Softmax(-1),
+    )  # fmt: skip
+    with torch.no_grad():
+        model[1].running_mean.uniform_(-1, 1)
+        model[1].running_var.uniform_(0.5, 2)
+    spec = _convert_and_check(model, torch.randn(1, 3, 16, 16)).get_spec()
+    kinds = {layer.WhichOneof("layer") for layer in spec.neuralNetwork.layers}
+    assert {"convolution", "pooling", "upsample", "innerProduct"} <= kinds
+
+
+class _Attention(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(16)
+        self.qkv = nn.Linear(16, 48)
+        self.out = nn.Linear(16, 16)
+
+    def forward(self, x, mask):
+        q, k, v = self.qkv(self.norm(x)).chunk(3, dim=-1)
+        q = q.reshape(2, 5, 2, 8).transpose(1, 2)
+        k = k.reshape(2, 5, 2, 8).transpose(1, 2)
+        v = v.reshape(2, 5, 2, 8).transpose(1, 2)
+        scores = q @ k.transpose(-1, -2) / 8**0.5 + mask
+        y = (scores.softmax(-1) @ v).transpose(1, 2).reshape(2, 5, 16)
+        y = torch.nn.functional.gelu(self.out(y))
+        return x + y, y.mean(dim=1).clamp(-0.1, 0.1)
+
+
+def test_attention_block():
+    torch.manual_seed(1)
+    mask = torch.zeros(2, 1, 5, 5)
+    mask[..., 3:] = -1e4
+    spec = _convert_and_check(_Attention(), torch.randn(2, 5, 16), mask, atol=1e-4).get_spec()
+    kinds = {layer.WhichOneof("layer") for layer in spec.neuralNetwork.layers}
+    assert {"batchedMatmul", "gelu", "softmaxND", "splitND", "transpose", "mvn"} <= kinds
