@@ -70,3 +70,23 @@ def test_attention_block():
     spec = _convert_and_check(_Attention(), torch.randn(2, 5, 16), mask, atol=1e-4).get_spec()
     kinds = {layer.WhichOneof("layer") for layer in spec.neuralNetwork.layers}
     assert {"batchedMatmul", "gelu", "softmaxND", "splitND", "transpose", "mvn"} <= kinds
+
+
+class _Tensors(nn.Module):
+    def forward(self, x, y):
+        a = x[:, 1:4, ::2]  # static slice
+        b = torch.cat([a, a * 2], dim=1).unsqueeze(1).squeeze(1)
+        c = torch.nn.functional.pad(b, (1, 2), value=0.5)
+        d = torch.where(c > 0.2, c, -c)
+        e = torch.stack([d, d + 1], dim=0).sum(0)
+        f = e.repeat(1, 2, 1)
+        g = torch.index_select(y, 1, torch.tensor([2, 0, 1]))
+        h = torch.argmax(y, dim=-1).float()
+        return f, g, h, (x >= 0).float() * (y.max(dim=1, keepdim=True)[0] < 1).float()
+
+
+def test_tensor_layers():
+    torch.manual_seed(2)
+    model = _convert_and_check(_Tensors(), torch.randn(2, 6, 7), torch.randn(2, 3, 7))
+    kinds = {layer.WhichOneof("layer") for layer in model.get_spec().neuralNetwork.layers}
+    assert {"slice", "concatND", "stack", "tile", "gather", "argMax", "whereBroadcastable"} <= kinds

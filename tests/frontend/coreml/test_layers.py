@@ -391,3 +391,13 @@ def test_pooling_include_last_pixel(rng):
 
     x = _x(rng)  # 7 x 6: the last column window is partial (Caffe's ceil rounding)
     check(_one_layer(add), {"data": x}, pool2d(x, "max", (3, 3), (2, 2), (0, 0, 0, 1)))
+
+
+def test_slice_negative_end_and_stride(rng):
+    def add(b):
+        b.add_slice("s", "data", "s", "width", start_index=1, end_index=-1, stride=2)
+        layer = b.add_slice("c", "s", "out", "channel", start_index=0, end_index=4)
+        layer.slice.startIndex = -3  # the spec allows it, the builder does not
+
+    x = _x(rng)
+    check(_one_layer(add), {"data": x}, x[:, :, :, 1:-1:2][:, -3:4].astype(np.float64))

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from relaykit import op
-from relaykit.ir.expr import Expr
+from relaykit.ir.expr import Constant, Expr, const
 from relaykit.op import nn
 
 from .registry import Converter, LayerContext, converter, weights
@@ -319,3 +319,70 @@ converter("logicalNot")(lambda ctx, p, inputs: _as_float(op.logical_not(_truth(i
 def _where(ctx: LayerContext, p: Any, inputs: list[Expr]) -> Expr:
     cond, a, b = inputs
     return op.where(_truth(cond), a, b)
+
+
+@converter("sliceBySize")
+def _slice_by_size(ctx: LayerContext, p: Any, inputs: list[Expr]) -> Expr:
+    x, start = inputs
+    if not isinstance(start, Constant):
+        raise ctx.fail("the start must be a constant (a loadConstantND before the layer)")
+    first = int(np.asarray(start.data.numpy()).reshape(-1)[0])
+    shape = ctx.shape(x)
+    axis = int(p.axis) % len(shape)
+    begin, end = [0] * len(shape), list(shape)
+    begin[axis] = first
+    end[axis] = shape[axis] if p.size < 0 else first + int(p.size)
+    return op.strided_slice(x, begin=begin, end=end)
+
+
+converter("broadcastToStatic")(
+    lambda ctx, p, inputs: op.broadcast_to(inputs[0], [int(d) for d in p.targetShape])
+)
+converter("broadcastToLike")(
+    lambda ctx, p, inputs: op.broadcast_to(inputs[0], list(ctx.shape(inputs[1])))
+)
+converter("reshapeLike")(lambda ctx, p, inputs: op.reshape(inputs[0], list(ctx.shape(inputs[1]))))
+converter("getShape")(
+    lambda ctx, p, inputs: const(np.asarray(ctx.shape(inputs[0]), dtype=np.float32))
+)
+converter("reverse")(
+    lambda ctx, p, inputs: _reverse(ctx, inputs[0], [bool(r) for r in p.reverseDim])
+)
+
+
+def _reverse(ctx: LayerContext, x: Expr, dims: list[bool]) -> Expr:
+    for axis, flip in enumerate(dims):
+        if flip:
+            x = op.reverse(x, axis=axis)
+    return x
+
+
+@converter("gatherAlongAxis")
+def _gather_along_axis(ctx: LayerContext, p: Any, inputs: list[Expr]) -> Expr:
+    data, index = inputs
+    return op.gather(data, int(p.axis), op.cast(index, "int32"))
+
+
+@converter("embeddingND")
+def _embedding_nd(ctx: LayerContext, p: Any, inputs: list[Expr]) -> Expr:
+    """Indices ``[..., 1]`` -> ``[..., embeddingSize]``."""
+    x = inputs[0]
+    vocab, size = int(p.vocabSize), int(p.embeddingSize)
+    table = weights(ctx, p.weights, "weights").reshape(size, vocab).T
+    rows = ctx.param("table", table, [vocab, size])
+    shape = ctx.shape(x)
+    index = op.cast(op.reshape(x, list(shape[:-1]) or [1]), "int32")
+    out = op.take(rows, index, axis=0)
+    if p.hasBias:
+        out = op.add(out, ctx.param("bias", weights(ctx, p.bias, "bias"), [size]))
+    return out
+
+
+@converter("cumSum")
+def _cumsum(ctx: LayerContext, p: Any, inputs: list[Expr]) -> Expr:
+    x = inputs[0]
+    axis = int(p.axis)
+    if p.reverse:
+        x = op.reverse(x, axis=axis)
+    out = op.cumsum(x, axis=axis, exclusive=bool(p.excludeFinalSum))
+    return op.reverse(out, axis=axis) if p.reverse else out

@@ -128,6 +128,7 @@ def _inner_product(ctx: LayerContext, p: Any, inputs: list[Expr]) -> Expr:
     x = inputs[0]
     shape = ctx.shape(x)
     out_ch, in_ch = int(p.outputChannels), int(p.inputChannels)
+    flat: Expr
     if len(shape) >= 4:
         lead = shape[:-3]
         flat = op.reshape(x, [math.prod(lead), math.prod(shape[-3:])])

@@ -241,3 +241,22 @@ def _broadcastable(fn: _Binary) -> Converter:
 
 for _name, _bin in _BROADCASTABLE.items():
     converter(_name)(_broadcastable(_bin))
+
+
+@converter("slice")
+def _slice(ctx: LayerContext, p: Any, inputs: list[Expr]) -> Expr:
+    """``[startIndex, endIndex)`` with a step along C, H or W (-3, -2, -1); a negative
+    index counts from the end (-1 is the last element)."""
+    x = inputs[0]
+    shape = ctx.shape(x)
+    axis = len(shape) - 3 + int(p.axis)
+    if axis < 0:
+        raise ctx.fail(f"slicing axis {p.axis} needs a rank of at least {3 - int(p.axis)}")
+    dim = shape[axis]
+    start, end = int(p.startIndex), int(p.endIndex)
+    start, end = start + dim if start < 0 else start, end + dim if end < 0 else end
+    begin, stop = [0] * len(shape), list(shape)
+    begin[axis], stop[axis] = start, min(end, dim)
+    steps = [1] * len(shape)
+    steps[axis] = int(p.stride) or 1
+    return op.strided_slice(x, begin=begin, end=stop, strides=steps)
