@@ -401,3 +401,23 @@ def test_slice_negative_end_and_stride(rng):
 
     x = _x(rng)
     check(_one_layer(add), {"data": x}, x[:, :, :, 1:-1:2][:, -3:4].astype(np.float64))
+
+
+def test_channel_layers_on_an_unbatched_blob(rng):
+    """Given a [C, H, W] shape, channel layers work on axis -3 (Core ML's channel)."""
+    c = SHAPE[0]
+    gamma, beta = rng.standard_normal(c), rng.standard_normal(c)
+
+    def add(b):
+        b.add_split("split", "data", ["s0", "s1"])
+        b.add_elementwise("cat", ["s1", "s0"], "cat", "CONCAT")
+        b.add_batchnorm("bn", c, gamma.astype(np.float32), beta.astype(np.float32),
+                        np.zeros(c, np.float32), np.ones(c, np.float32), "cat", "bn",
+                        epsilon=1e-5)  # fmt: skip
+        b.add_softmax("sm", "bn", "out")
+
+    x = rng.standard_normal(SHAPE).astype(np.float32)
+    cat = np.concatenate([x[2:], x[:2]]).astype(np.float64)
+    bn = cat / np.sqrt(1 + 1e-5) * gamma.reshape(c, 1, 1) + beta.reshape(c, 1, 1)
+    (got,) = run_coreml(_one_layer(add).spec, {"data": x}, shape={"data": SHAPE})
+    np.testing.assert_allclose(got, softmax(bn, axis=0), rtol=1e-4, atol=1e-6)

@@ -24,10 +24,11 @@ __all__: list[str] = []
 def _channel_vector(ctx: LayerContext, values: np.ndarray, x: Expr, what: str) -> Expr:
     """``values`` (one value, or one per channel) as a constant broadcasting over NCHW."""
     shape = ctx.shape(x)
-    channels = shape[1] if len(shape) > 1 else 1
+    axis = ctx.channel_axis(x)
+    channels = shape[axis]
     if values.size not in (1, channels):
         raise ctx.fail(f"{what} has {values.size} values; the input has {channels} channels")
-    return ctx.param(what, values, [values.size] + [1] * (len(shape) - 2))
+    return ctx.param(what, values, [values.size] + [1] * (len(shape) - axis - 1))
 
 
 def _softplus(x: Expr) -> Expr:
@@ -40,10 +41,11 @@ def _weighted_activation(ctx: LayerContext, kind: str, par: Any, x: Expr) -> Exp
     """PReLU and parametric softplus: parameters per channel (or one for all)."""
     if kind == "PReLU":
         alpha = weights(ctx, par.alpha, "alpha")
-        channels = ctx.shape(x)[1]
+        axis = ctx.channel_axis(x)
+        channels = ctx.shape(x)[axis]
         if alpha.size == 1:
             alpha = np.full(channels, alpha[0], dtype=np.float32)
-        return nn.prelu(x, ctx.param("alpha", alpha, [channels]), axis=1)
+        return nn.prelu(x, ctx.param("alpha", alpha, [channels]), axis=axis)
     scale = _channel_vector(ctx, weights(ctx, par.alpha, "alpha"), x, "alpha")
     slope = _channel_vector(ctx, weights(ctx, par.beta, "beta"), x, "beta")
     return op.multiply(scale, _softplus(op.multiply(slope, x)))
@@ -95,19 +97,21 @@ def _moments(x: Expr, axes: list[int]) -> tuple[Expr, Expr]:
 @converter("batchnorm")
 def _batchnorm(ctx: LayerContext, p: Any, inputs: list[Expr]) -> Expr:
     x = inputs[0]
-    channels = int(p.channels) or ctx.shape(x)[1]
+    axis = ctx.channel_axis(x)
+    channels = int(p.channels) or ctx.shape(x)[axis]
     gamma = ctx.param("gamma", weights(ctx, p.gamma, "gamma"), [channels])
     beta = ctx.param("beta", weights(ctx, p.beta, "beta"), [channels])
     if p.computeMeanVar or p.instanceNormalization:
         rank = len(ctx.shape(x))
-        axes = list(range(2, rank)) if p.instanceNormalization else [0, *range(2, rank)]
+        spatial = list(range(axis + 1, rank))
+        axes = spatial if p.instanceNormalization else [*range(axis), *spatial]
         centred, var = _moments(x, axes)
         norm = op.divide(centred, op.sqrt(op.add(var, ctx.scalar(p.epsilon))))
-        shape = [channels] + [1] * (rank - 2)
+        shape = [channels] + [1] * (rank - axis - 1)
         return op.add(op.multiply(norm, op.reshape(gamma, shape)), op.reshape(beta, shape))
     mean = ctx.param("mean", weights(ctx, p.mean, "mean"), [channels])
     var = ctx.param("variance", weights(ctx, p.variance, "variance"), [channels])
-    return nn.batch_norm(x, gamma, beta, mean, var, axis=1, epsilon=float(p.epsilon))[0]
+    return nn.batch_norm(x, gamma, beta, mean, var, axis=axis, epsilon=float(p.epsilon))[0]
 
 
 @converter("mvn")
@@ -166,7 +170,7 @@ def _embedding(ctx: LayerContext, p: Any, inputs: list[Expr]) -> Expr:
 def _softmax(ctx: LayerContext, p: Any, inputs: list[Expr]) -> Expr:
     x = inputs[0]
     shape = ctx.shape(x)
-    out = nn.softmax(x, axis=1 if len(shape) > 1 else 0)
+    out = nn.softmax(x, axis=ctx.channel_axis(x))
     if len(shape) > 2 and all(d == 1 for d in shape[2:]):
         out = nn.batch_flatten(out)
     return out
@@ -174,15 +178,16 @@ def _softmax(ctx: LayerContext, p: Any, inputs: list[Expr]) -> Expr:
 
 @converter("lrn")
 def _lrn(ctx: LayerContext, p: Any, inputs: list[Expr]) -> Expr:
+    x = inputs[0]
     return nn.lrn(
-        inputs[0], size=int(p.localSize), axis=1, bias=float(p.k), alpha=float(p.alpha),
-        beta=float(p.beta),
+        x, size=int(p.localSize), axis=ctx.channel_axis(x), bias=float(p.k),
+        alpha=float(p.alpha), beta=float(p.beta),
     )  # fmt: skip
 
 
 @converter("l2normalize")
 def _l2normalize(ctx: LayerContext, p: Any, inputs: list[Expr]) -> Expr:
     x = inputs[0]
-    axes = list(range(1, len(ctx.shape(x))))
+    axes = list(range(ctx.channel_axis(x), len(ctx.shape(x))))
     total = op.sum(op.multiply(x, x), axis=axes, keepdims=True)
     return op.divide(x, op.sqrt(op.add(total, ctx.scalar(p.epsilon))))

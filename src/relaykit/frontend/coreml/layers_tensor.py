@@ -55,26 +55,30 @@ def _dot(ctx: LayerContext, p: Any, inputs: list[Expr]) -> Expr:
     if len(inputs) != 2:
         raise ctx.fail(f"a dot product takes 2 inputs, got {len(inputs)}")
     a, b = inputs
-    out = op.sum(op.multiply(a, b), axis=1, keepdims=True)
+    axis = ctx.channel_axis(a)
+    out = op.sum(op.multiply(a, b), axis=axis, keepdims=True)
     if p.cosineSimilarity:
-        norm_a = op.sqrt(op.sum(op.multiply(a, a), axis=1, keepdims=True))
-        norm_b = op.sqrt(op.sum(op.multiply(b, b), axis=1, keepdims=True))
+        norm_a = op.sqrt(op.sum(op.multiply(a, a), axis=axis, keepdims=True))
+        norm_b = op.sqrt(op.sum(op.multiply(b, b), axis=axis, keepdims=True))
         out = op.divide(out, op.multiply(norm_a, norm_b))
     return out
 
 
 @converter("concat")
 def _concat(ctx: LayerContext, p: Any, inputs: list[Expr]) -> Expr:
-    return op.concatenate(inputs, axis=0 if p.sequenceConcat else 1)
+    if p.sequenceConcat:  # the sequence axis: the first of a rank-5 blob, the batch here
+        return op.concatenate(inputs, axis=0)
+    return op.concatenate(inputs, axis=ctx.channel_axis(inputs[0]))
 
 
 @converter("split")
 def _split(ctx: LayerContext, p: Any, inputs: list[Expr]) -> list[Expr]:
     parts = int(p.nOutputs) or 1
-    channels = ctx.shape(inputs[0])[1]
+    axis = ctx.channel_axis(inputs[0])
+    channels = ctx.shape(inputs[0])[axis]
     if channels % parts:
         raise ctx.fail(f"{channels} channels do not split into {parts} equal parts")
-    pieces = op.split(inputs[0], parts, axis=1)
+    pieces = op.split(inputs[0], parts, axis=axis)
     return [pieces[i] for i in range(parts)]
 
 

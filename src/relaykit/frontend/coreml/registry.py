@@ -53,6 +53,11 @@ class LayerContext:
             raise self.fail(f"expected a tensor input, got a value of type {ty}")
         return tuple(int(d) for d in ty.shape)
 
+    def channel_axis(self, expr: Expr) -> int:
+        """Core ML's channel axis: -3 of a ``[..., C, H, W]`` blob, 1 of ``[N, C]``."""
+        rank = len(self.shape(expr))
+        return rank - 3 if rank >= 3 else min(rank - 1, 1)
+
     def param(self, suffix: str, value: Any, shape: Sequence[int] | None = None) -> Var:
         """A float32 parameter named ``<layer>_<suffix>`` holding ``value``."""
         array = np.asarray(value, dtype=np.float32)
