@@ -90,3 +90,44 @@ def test_tensor_layers():
     model = _convert_and_check(_Tensors(), torch.randn(2, 6, 7), torch.randn(2, 3, 7))
     kinds = {layer.WhichOneof("layer") for layer in model.get_spec().neuralNetwork.layers}
     assert {"slice", "concatND", "stack", "tile", "gather", "argMax", "whereBroadcastable"} <= kinds
+
+
+class _Resample(nn.Module):
+    def forward(self, x):
+        f = torch.nn.functional
+        return (
+            f.pixel_shuffle(x, 2),
+            f.interpolate(x, size=(5, 7), mode="bilinear", align_corners=True),
+            f.interpolate(x, size=(5, 7), mode="bilinear", align_corners=False),
+            torch.topk(x.reshape(1, -1), 3)[0],
+        )
+
+
+def test_pixel_shuffle_fractional_bilinear_topk():
+    torch.manual_seed(3)
+    model = _convert_and_check(_Resample(), torch.randn(1, 8, 4, 6))
+    kinds = {layer.WhichOneof("layer") for layer in model.get_spec().neuralNetwork.layers}
+    assert {"reorganizeData", "upsample", "topK"} <= kinds
+
+
+def test_space_to_depth_and_resize_bilinear(rng):
+    from .conftest import check, network
+
+    def add(b):
+        b.add_reorganize_data("s2d", "data", "s2d", mode="SPACE_TO_DEPTH", block_size=2)
+        b.add_reorganize_data("d2s", "data", "d2s", mode="DEPTH_TO_SPACE", block_size=2)
+        b.add_resize_bilinear("rb", "data", "rb", 3, 9, mode="ALIGN_ENDPOINTS_MODE")
+
+    x = rng.standard_normal((1, 4, 4, 6)).astype(np.float32)
+    # TensorFlow's order: output channel (row offset * 2 + column offset) * C + c
+    s2d = x.reshape(1, 4, 2, 2, 3, 2).transpose(0, 3, 5, 1, 2, 4).reshape(1, 16, 2, 3)
+    d2s = x.reshape(1, 2, 2, 1, 4, 6).transpose(0, 3, 4, 1, 5, 2).reshape(1, 1, 8, 12)
+    ys, xs = np.linspace(0, 3, 3), np.linspace(0, 5, 9)
+    y0, x0 = np.floor(ys).astype(int), np.floor(xs).astype(int)
+    y1, x1 = np.minimum(y0 + 1, 3), np.minimum(x0 + 1, 5)
+    fy, fx = (ys - y0)[:, None], (xs - x0)[None, :]
+    xd = x.astype(np.float64)
+    rows = xd[:, :, y0] * (1 - fy) + xd[:, :, y1] * fy
+    rb = rows[..., x0] * (1 - fx) + rows[..., x1] * fx
+    builder = network([("data", (4, 4, 6))], ["s2d", "d2s", "rb"], add)
+    check(builder, {"data": x}, [s2d.astype(np.float64), d2s.astype(np.float64), rb])

@@ -85,14 +85,17 @@ def test_unsupported_layers_are_listed_together():
     from relaykit import relay
 
     def add(b):
-        b.add_reorganize_data("s2d", "data", "s2d", mode="SPACE_TO_DEPTH", block_size=2)
-        b.add_sequence_repeat("rep", 2, "s2d", "out")
+        b.add_sequence_repeat("rep", 2, "data", "rep")
+        b.add_sequence_repeat("rep2", 2, "rep", "rep2")
+        layer = b.nn_spec.layers.add()  # a custom layer, as a model with one carries it
+        layer.name, layer.custom.className = "mine", "MyLayer"
+        layer.input.append("rep2")
+        layer.output.append("out")
 
     builder = network([("data", (4, 6, 6))], ["out"], add)
-    with pytest.raises(UnsupportedOpError, match="reorganizeData") as err:
+    with pytest.raises(UnsupportedOpError, match="sequenceRepeat: 2 layers") as err:
         relay.frontend.from_coreml(builder.spec)
-    assert set(err.value.ops) == {"reorganizeData", "sequenceRepeat"}
-    assert err.value.ops["reorganizeData"] == (1, "'s2d'")
+    assert err.value.ops == {"sequenceRepeat": (2, "'rep'"), "custom": (1, "'mine'")}
 
 
 def test_errors_name_the_layer_or_the_model_kind(rng):

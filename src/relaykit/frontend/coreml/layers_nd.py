@@ -386,3 +386,27 @@ def _cumsum(ctx: LayerContext, p: Any, inputs: list[Expr]) -> Expr:
         x = op.reverse(x, axis=axis)
     out = op.cumsum(x, axis=axis, exclusive=bool(p.excludeFinalSum))
     return op.reverse(out, axis=axis) if p.reverse else out
+
+
+@converter("topK")
+def _topk(ctx: LayerContext, p: Any, inputs: list[Expr]) -> list[Expr]:
+    """Values and indices (as floats) of the K largest (or smallest) along ``axis``."""
+    if len(inputs) > 1:
+        raise ctx.fail("K given as a second input is not supported (only the stored K)")
+    out = op.topk(inputs[0], k=int(p.K), axis=int(p.axis), is_ascend=bool(p.useBottomK))
+    return [out[0], op.cast(out[1], "float32")]
+
+
+@converter("oneHot")
+def _one_hot(ctx: LayerContext, p: Any, inputs: list[Expr]) -> Expr:
+    if len(inputs) > 1:
+        raise ctx.fail("the vector size given as a second input is not supported")
+    index = op.cast(inputs[0], "int32")
+    on, off = ctx.scalar(p.onValue), ctx.scalar(p.offValue)
+    return op.one_hot(index, on, off, int(p.oneHotVectorSize), int(p.axis), "float32")
+
+
+@converter("rangeStatic")
+def _range_static(ctx: LayerContext, p: Any, inputs: list[Expr]) -> Expr:
+    values = np.arange(p.startValue, p.endValue, p.stepSizeValue, dtype=np.float32)
+    return const(values)

@@ -190,4 +190,46 @@ def _upsample(ctx: LayerContext, p: Any, inputs: list[Expr]) -> Expr:
     mode = _LINEAR_MODES.get(int(p.linearUpsampleMode))
     if mode is None:
         raise ctx.fail(f"linearUpsampleMode {p.linearUpsampleMode} is not supported")
+    if mode == "asymmetric" and any(f != int(f) for f in factors):
+        raise ctx.fail("the DEFAULT bilinear mode needs whole scaling factors (Core ML's rule)")
+    return image.resize2d(x, size, method="linear", coordinate_transformation_mode=mode)
+
+
+_SPACE_TO_DEPTH, _DEPTH_TO_SPACE, _PIXEL_SHUFFLE = 0, 1, 2
+
+
+@converter("reorganizeData")
+def _reorganize_data(ctx: LayerContext, p: Any, inputs: list[Expr]) -> Expr:
+    """Space-to-depth and depth-to-space in TensorFlow's channel order (``DCR``), pixel
+    shuffle in PyTorch's (``CRD``)."""
+    x, block = inputs[0], int(p.blockSize)
+    if block < 2:
+        raise ctx.fail(f"blockSize must be 2 or more, got {block}")
+    if p.mode == _SPACE_TO_DEPTH:
+        return nn.space_to_depth(x, block)
+    return nn.depth_to_space(x, block, mode="CRD" if p.mode == _PIXEL_SHUFFLE else "DCR")
+
+
+_ALIGN_ENDPOINTS = (0, 1)  # ResizeBilinearLayerParams' STRICT_ALIGN_ / ALIGN_ENDPOINTS_MODE
+_UPSAMPLE_MODE = 2
+
+
+@converter("resizeBilinear")
+def _resize_bilinear(ctx: LayerContext, p: Any, inputs: list[Expr]) -> Expr:
+    """Align-endpoints modes: ``align_corners``; the upsample mode at whole factors:
+    grid point ``i / factor`` (``asymmetric``)."""
+    x = inputs[0]
+    size = [int(v) for v in p.targetSize] or [1, 1]
+    method = int(p.mode.samplingMethod)
+    if method in _ALIGN_ENDPOINTS:
+        mode = "align_corners"
+    elif method == _UPSAMPLE_MODE and all(
+        out % size_in == 0 for out, size_in in zip(size, ctx.shape(x)[-2:], strict=True)
+    ):
+        mode = "asymmetric"
+    else:
+        raise ctx.fail(
+            f"sampling mode {method} to {size} is not supported (the align-endpoints modes "
+            "are, and the upsample mode at whole factors)"
+        )
     return image.resize2d(x, size, method="linear", coordinate_transformation_mode=mode)
