@@ -113,3 +113,36 @@ def test_errors_name_the_layer_or_the_model_kind(rng):
         relay.frontend.from_coreml(spec)
     with pytest.raises(FrontendError, match="MLModel"):
         relay.frontend.from_coreml([1, 2])
+
+
+@pytest.mark.parametrize(("bits", "mode"), [(8, "linear"), (4, "linear"), (3, "linear_lut")])
+def test_quantized_weights(rng, bits, mode):
+    import copy
+
+    from coremltools.models.neural_network import quantization_utils as qu
+
+    from .numpy_ref import conv2d
+
+    weight = rng.standard_normal((6, 3, 3, 3)).astype(np.float32)
+    fc = rng.standard_normal((4, 6 * 5 * 4)).astype(np.float32)
+
+    def add(b):
+        b.add_convolution("conv", 3, 6, 3, 3, 1, 1, "valid", 1, weight.transpose(2, 3, 1, 0),
+                          None, False, input_name="data", output_name="conv")  # fmt: skip
+        b.add_flatten("flat", 0, "conv", "flat")
+        b.add_inner_product("fc", fc, None, 6 * 5 * 4, 4, False, "flat", "out")
+
+    builder = network([("data", (3, 7, 6))], ["out"], add)
+    quantized = qu.quantize_weights(ct.models.MLModel(builder.spec), bits, mode).get_spec()
+    assert len(quantized.neuralNetwork.layers[0].convolution.weights.rawValue) > 0
+    # coremltools' own dequantization gives the reference weights
+    plain = copy.deepcopy(quantized)
+    qu._dequantize_nn_spec(plain.neuralNetwork)
+    layers = plain.neuralNetwork.layers
+    w = np.asarray(layers[0].convolution.weights.floatValue).reshape(6, 3, 3, 3)
+    f = np.asarray(layers[2].innerProduct.weights.floatValue).reshape(4, -1)
+    assert not np.array_equal(w, weight)  # the quantization changed them
+    x = rng.standard_normal((1, 3, 7, 6)).astype(np.float32)
+    want = conv2d(x, w, None, (1, 1), (0, 0, 0, 0)).reshape(1, -1) @ f.T
+    (got,) = run_coreml(quantized, {"data": x})
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

@@ -141,7 +141,8 @@ def _inner_product(ctx: LayerContext, p: Any, inputs: list[Expr]) -> Expr:
         flat = op.reshape(x, [math.prod(lead), shape[-1]]) if len(shape) != 2 else x
     if int(math.prod(shape)) // max(math.prod(lead), 1) != in_ch:
         raise ctx.fail(f"the input {list(shape)} does not hold {in_ch} input channels per row")
-    weight = ctx.param("weight", weights(ctx, p.weights, "weights"), [out_ch, in_ch])
+    w = weights(ctx, p.weights, "weights", [out_ch, in_ch])
+    weight = ctx.param("weight", w, [out_ch, in_ch])
     out = nn.dense(flat, weight, units=out_ch)
     if p.hasBias:
         out = nn.bias_add(out, ctx.param("bias", weights(ctx, p.bias, "bias"), [out_ch]))
@@ -156,7 +157,7 @@ def _inner_product(ctx: LayerContext, p: Any, inputs: list[Expr]) -> Expr:
 def _embedding(ctx: LayerContext, p: Any, inputs: list[Expr]) -> Expr:
     x = inputs[0]
     out_ch, vocab = int(p.outputChannels), int(p.inputDim)
-    table = weights(ctx, p.weights, "weights").reshape(out_ch, vocab).T
+    table = weights(ctx, p.weights, "weights", [out_ch, vocab]).reshape(out_ch, vocab).T
     rows = ctx.param("table", table, [vocab, out_ch])
     batch = ctx.shape(x)[0]
     index = op.cast(op.reshape(x, [batch]), "int32")

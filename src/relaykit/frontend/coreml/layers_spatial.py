@@ -76,8 +76,8 @@ def _convolution(ctx: LayerContext, p: Any, inputs: list[Expr]) -> Expr:
     dilation = [int(d) for d in p.dilationFactor] or [1, 1]
     groups = int(p.nGroups) or 1
     out_ch, kernel_ch = int(p.outputChannels), int(p.kernelChannels)
-    w = weights(ctx, p.weights, "weights")
     if p.isDeconvolution:
+        w = weights(ctx, p.weights, "weights", [kernel_ch, out_ch // groups, *kernel], axis=1)
         if p.WhichOneof("ConvolutionPaddingType") == "same":
             raise ctx.fail("a deconvolution with 'same' padding is not supported; use 'valid'")
         weight = ctx.param("weight", w, [kernel_ch, out_ch // groups, *kernel])
@@ -98,6 +98,7 @@ def _convolution(ctx: LayerContext, p: Any, inputs: list[Expr]) -> Expr:
             groups=groups, channels=out_ch, kernel_size=kernel, output_padding=extra,
         )  # fmt: skip
     else:
+        w = weights(ctx, p.weights, "weights", [out_ch, kernel_ch, *kernel])
         weight = ctx.param("weight", w, [out_ch, kernel_ch, *kernel])
         effective = [d * (k - 1) + 1 for d, k in zip(dilation, kernel, strict=True)]
         padding = _window_padding(ctx, p, x, effective, strides)

@@ -98,15 +98,57 @@ def converter(*names: str) -> Callable[[Converter], Converter]:
     return decorate
 
 
-def weights(ctx: LayerContext, message: Any, what: str) -> np.ndarray:
-    """The float values of a ``WeightParams`` message (float32 or float16 storage)."""
+def weights(
+    ctx: LayerContext,
+    message: Any,
+    what: str,
+    shape: Sequence[int] | None = None,
+    axis: int = 0,
+) -> np.ndarray:
+    """The float values of a ``WeightParams`` message: float32, float16, or quantized to
+    1-8 bits (linear, per tensor or per channel along ``axis`` of ``shape``, or through
+    a lookup table), dequantized here."""
     if len(message.floatValue):
         return np.asarray(message.floatValue, dtype=np.float32)
     if len(message.float16Value):
         return np.frombuffer(message.float16Value, dtype=np.float16).astype(np.float32)
-    if len(message.rawValue) or len(message.int8RawValue):
-        raise ctx.fail(
-            f"its {what} are quantized, which relaykit does not import; save the model "
-            "with float weights"
-        )
+    if len(message.int8RawValue):
+        codes = np.frombuffer(message.int8RawValue, dtype=np.int8).astype(np.float64)
+        return _dequantize(ctx, message.quantization, codes, what, shape, axis)
+    if len(message.rawValue):
+        bits = int(message.quantization.numberOfBits)
+        if not 1 <= bits <= 8:
+            raise ctx.fail(f"its {what} are raw bytes with no 1-8 bit quantization")
+        packed = np.frombuffer(message.rawValue, dtype=np.uint8)
+        count = int(np.prod(shape)) if shape is not None else packed.size * 8 // bits
+        stream = np.unpackbits(packed)[: count * bits].reshape(count, bits)  # MSB first
+        codes = stream.astype(np.int64) @ (1 << np.arange(bits - 1, -1, -1))
+        return _dequantize(ctx, message.quantization, codes.astype(np.float64), what, shape, axis)
     return np.zeros(0, dtype=np.float32)
+
+
+def _dequantize(
+    ctx: LayerContext,
+    quant: Any,
+    codes: np.ndarray,
+    what: str,
+    shape: Sequence[int] | None,
+    axis: int,
+) -> np.ndarray:
+    kind = quant.WhichOneof("QuantizationType")
+    if kind == "lookupTableQuantization":
+        table = np.asarray(quant.lookupTableQuantization.floatValue, dtype=np.float64)
+        return table[codes.astype(np.int64)].astype(np.float32)
+    if kind != "linearQuantization":
+        raise ctx.fail(f"its {what} are quantized without a scale or a lookup table")
+    scale = np.asarray(quant.linearQuantization.scale, dtype=np.float64)
+    bias = np.asarray(quant.linearQuantization.bias, dtype=np.float64)
+    if bias.size == 0:
+        bias = np.zeros_like(scale)
+    if scale.size <= 1:
+        return (codes * scale.reshape(-1)[:1].sum() + bias.reshape(-1)[:1].sum()).astype(np.float32)
+    dims = list(shape) if shape is not None else [scale.size, -1]
+    grid = codes.reshape(dims)
+    view = [1] * grid.ndim
+    view[axis] = scale.size
+    return (grid * scale.reshape(view) + bias.reshape(view)).reshape(-1).astype(np.float32)
