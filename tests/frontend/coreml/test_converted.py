@@ -131,3 +131,20 @@ def test_space_to_depth_and_resize_bilinear(rng):
     rb = rows[..., x0] * (1 - fx) + rows[..., x1] * fx
     builder = network([("data", (4, 4, 6))], ["s2d", "d2s", "rb"], add)
     check(builder, {"data": x}, [s2d.astype(np.float64), d2s.astype(np.float64), rb])
+
+
+class _Lstm(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lstm = nn.LSTM(4, 5)
+
+    def forward(self, x):
+        y, (h, c) = self.lstm(x)
+        return y, h, c
+
+
+def test_lstm():
+    torch.manual_seed(4)
+    model = _convert_and_check(_Lstm(), torch.randn(6, 2, 4))
+    kinds = {layer.WhichOneof("layer") for layer in model.get_spec().neuralNetwork.layers}
+    assert "uniDirectionalLSTM" in kinds

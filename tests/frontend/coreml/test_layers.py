@@ -421,3 +421,27 @@ def test_channel_layers_on_an_unbatched_blob(rng):
     bn = cat / np.sqrt(1 + 1e-5) * gamma.reshape(c, 1, 1) + beta.reshape(c, 1, 1)
     (got,) = run_coreml(_one_layer(add).spec, {"data": x}, shape={"data": SHAPE})
     np.testing.assert_allclose(got, softmax(bn, axis=0), rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("output_all", [True, False])
+def test_simple_recurrent(rng, output_all):
+    seq, size, hidden = 5, 3, 4
+    w_x = rng.standard_normal((hidden, size)).astype(np.float32)
+    w_h = rng.standard_normal((hidden, hidden)).astype(np.float32) * 0.5
+    bias = rng.standard_normal(hidden).astype(np.float32)
+
+    def add(b):
+        b.add_simple_rnn("rnn", w_h, w_x, bias, hidden, size, "TANH", ["data", "h0"],
+                         ["y", "h"], output_all=output_all)  # fmt: skip
+
+    builder = network([("data", (size, 1, 1)), ("h0", (hidden, 1, 1))], ["y", "h"], add)
+    x = rng.standard_normal((seq, size, 1, 1)).astype(np.float32)
+    h0 = rng.standard_normal((1, hidden, 1, 1)).astype(np.float32)
+    h, states = h0.reshape(1, hidden).astype(np.float64), []
+    for t in range(seq):
+        h = np.tanh(x[t].reshape(1, size) @ w_x.T + h @ w_h.T + bias)
+        states.append(h)
+    y = np.stack(states) if output_all else states[-1][None]
+    got = run_coreml(builder.spec, {"data": x, "h0": h0}, shape={"data": x.shape, "h0": h0.shape})
+    np.testing.assert_allclose(got[0], y.reshape(-1, hidden, 1, 1), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(got[1], h.reshape(1, hidden, 1, 1), rtol=1e-4, atol=1e-5)

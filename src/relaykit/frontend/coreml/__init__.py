@@ -18,7 +18,13 @@ from typing import Any
 from relaykit.ir.module import IRModule
 from relaykit.runtime.ndarray import NDArray
 
-from . import layers_nd, layers_nn, layers_spatial, layers_tensor  # noqa: F401 - they register
+from . import (  # noqa: F401 - each module registers its converters
+    layers_nd,
+    layers_nn,
+    layers_recurrent,
+    layers_spatial,
+    layers_tensor,
+)
 from .importer import from_coreml as _from_coreml
 from .importer import require_coremltools
 from .registry import CONVERTERS

@@ -18,7 +18,7 @@ from relaykit.op import nn
 
 from .registry import LayerContext, converter, weights
 
-__all__: list[str] = []
+__all__ = ["activation_expr"]
 
 
 def _channel_vector(ctx: LayerContext, values: np.ndarray, x: Expr, what: str) -> Expr:
@@ -51,7 +51,7 @@ def _weighted_activation(ctx: LayerContext, kind: str, par: Any, x: Expr) -> Exp
     return op.multiply(scale, _softplus(op.multiply(slope, x)))
 
 
-def _activation(ctx: LayerContext, p: Any, x: Expr) -> Expr:  # noqa: PLR0911
+def activation_expr(ctx: LayerContext, p: Any, x: Expr) -> Expr:  # noqa: PLR0911
     kind = p.WhichOneof("NonlinearityType")
     if kind is None:
         raise ctx.fail("the activation names no function")
@@ -85,7 +85,7 @@ def _activation(ctx: LayerContext, p: Any, x: Expr) -> Expr:  # noqa: PLR0911
     raise ctx.fail(f"activation {kind!r} is not supported")
 
 
-converter("activation")(lambda ctx, p, inputs: _activation(ctx, p, inputs[0]))
+converter("activation")(lambda ctx, p, inputs: activation_expr(ctx, p, inputs[0]))
 
 
 def _moments(x: Expr, axes: list[int]) -> tuple[Expr, Expr]:
