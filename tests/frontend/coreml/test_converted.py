@@ -148,3 +148,20 @@ def test_lstm():
     model = _convert_and_check(_Lstm(), torch.randn(6, 2, 4))
     kinds = {layer.WhichOneof("layer") for layer in model.get_spec().neuralNetwork.layers}
     assert "uniDirectionalLSTM" in kinds
+
+
+class _BiLstm(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lstm = nn.LSTM(4, 5, bidirectional=True)
+
+    def forward(self, x):
+        y, (h, c) = self.lstm(x)
+        return y, h, c
+
+
+def test_bidirectional_lstm():
+    torch.manual_seed(5)
+    model = _convert_and_check(_BiLstm(), torch.randn(6, 2, 4))
+    kinds = {layer.WhichOneof("layer") for layer in model.get_spec().neuralNetwork.layers}
+    assert "biDirectionalLSTM" in kinds

@@ -1,5 +1,5 @@
 """Converters of Core ML's recurrent layers, unrolled over the (static) sequence:
-``uniDirectionalLSTM`` and ``simpleRecurrent``.
+``uniDirectionalLSTM``, ``biDirectionalLSTM`` and ``simpleRecurrent``.
 
 The input is ``[Seq, Batch, In, 1, 1]`` (or ``[Seq, In, 1, 1]``: one sequence, the
 NCHW form of Core ML's rank-5 blob); the outputs keep that rank: the sequence of
@@ -69,18 +69,25 @@ def _activation(ctx: LayerContext, params: Any) -> Callable[[Expr], Expr]:
 def _outputs(
     ctx: LayerContext, hs: list[Expr], states: list[Expr], shape: list[int], p: Any, hidden: int
 ) -> list[Expr]:
+    """The sequence output (every step, or the last) and the final states."""
     seq = op.stack(hs, axis=0) if p.sequenceOutput else op.expand_dims(hs[-1], 0)
     y = _blob(ctx, seq, shape, len(hs) if p.sequenceOutput else 1, hidden)
     return [y, *(_blob(ctx, op.expand_dims(s, 0), shape, 1, hidden) for s in states)]
 
 
-@converter("uniDirectionalLSTM")
-def _lstm(ctx: LayerContext, p: Any, inputs: list[Expr]) -> list[Expr]:
-    if p.reverseInput:
-        raise ctx.fail("reverseInput LSTMs are not supported")
-    size, hidden = int(p.inputVectorSize), int(p.outputVectorSize)
-    xs, seq, batch, shape = _sequence(ctx, inputs[0], size)
-    wp, lp = p.weightParams, p.params
+def _unroll_lstm(
+    ctx: LayerContext,
+    xs: Expr,
+    sizes: tuple[int, int, int, int],
+    wp: Any,
+    lp: Any,
+    activations: Any,
+    state: tuple[Expr, Expr],
+    tag: str = "",
+) -> tuple[list[Expr], Expr, Expr]:
+    """Run one LSTM over ``xs`` ``[Seq, Batch, In]``: the hidden state of each step (in
+    the order the steps ran) and the final ``h`` and ``c``."""
+    seq, batch, size, hidden = sizes
     gates = ("inputGate", "forgetGate", "blockInput", "outputGate")
     w = np.concatenate([_matrix(ctx, getattr(wp, f"{g}WeightMatrix"), g, hidden, size)
                         for g in gates])  # fmt: skip
@@ -92,17 +99,18 @@ def _lstm(ctx: LayerContext, p: Any, inputs: list[Expr]) -> list[Expr]:
                             for g in gates])  # fmt: skip
     if lp.forgetBias:
         b[hidden : 2 * hidden] += 1.0
-    gate, cell_in, cell_out = (_activation(ctx, a) for a in p.activations)
-    wx = nn.dense(op.reshape(xs, [seq * batch, size]), ctx.param("w", w, [4 * hidden, size]))
-    wx = op.reshape(op.add(wx, ctx.param("b", b, [4 * hidden])), [seq, batch, 4 * hidden])
-    rec = ctx.param("r", r, [4 * hidden, hidden])
+    gate, cell_in, cell_out = (_activation(ctx, a) for a in activations)
+    flat = op.reshape(xs, [seq * batch, size])
+    wx = nn.dense(flat, ctx.param(f"w{tag}", w, [4 * hidden, size]))
+    wx = op.add(wx, ctx.param(f"b{tag}", b, [4 * hidden]))
+    wx = op.reshape(wx, [seq, batch, 4 * hidden])
+    rec = ctx.param(f"r{tag}", r, [4 * hidden, hidden])
     peep = None
     if lp.hasPeepholeVectors:
-        peep = [ctx.param(f"p_{g}", weights(ctx, getattr(wp, f"{g}PeepholeVector"), g,
-                                            [hidden]), [hidden])
+        peep = [ctx.param(f"p{tag}_{g}", weights(ctx, getattr(wp, f"{g}PeepholeVector"), g,
+                                                 [hidden]), [hidden])
                 for g in ("inputGate", "forgetGate", "outputGate")]  # fmt: skip
-    h: Expr = _state(ctx, inputs, 1, batch, hidden)
-    c: Expr = _state(ctx, inputs, 2, batch, hidden)
+    h, c = state
     clip = float(lp.cellClipThreshold) or 50000.0
     hs: list[Expr] = []
     for t in range(seq):
@@ -110,19 +118,53 @@ def _lstm(ctx: LayerContext, p: Any, inputs: list[Expr]) -> list[Expr]:
         parts = op.split(pre, 4, axis=1)
         i_pre: Expr = parts[0]
         f_pre: Expr = parts[1]
-        z_pre: Expr = parts[2]
         o_pre: Expr = parts[3]
         if peep is not None:
             i_pre = op.add(i_pre, op.multiply(peep[0], c))
             f_pre = op.add(f_pre, op.multiply(peep[1], c))
         f = gate(f_pre)
         i = op.subtract(ctx.scalar(1.0), f) if lp.coupledInputAndForgetGate else gate(i_pre)
-        c = op.clip(op.add(op.multiply(f, c), op.multiply(i, cell_in(z_pre))), -clip, clip)
+        c = op.clip(op.add(op.multiply(f, c), op.multiply(i, cell_in(parts[2]))), -clip, clip)
         if peep is not None:
             o_pre = op.add(o_pre, op.multiply(peep[2], c))
         h = op.multiply(gate(o_pre), cell_out(c))
         hs.append(h)
-    return _outputs(ctx, hs, [h, c], shape, lp, hidden)
+    return hs, h, c
+
+
+@converter("uniDirectionalLSTM")
+def _lstm(ctx: LayerContext, p: Any, inputs: list[Expr]) -> list[Expr]:
+    size, hidden = int(p.inputVectorSize), int(p.outputVectorSize)
+    if p.reverseInput:
+        raise ctx.fail("reverseInput LSTMs are not supported (biDirectionalLSTM is)")
+    xs, seq, batch, shape = _sequence(ctx, inputs[0], size)
+    state = (_state(ctx, inputs, 1, batch, hidden), _state(ctx, inputs, 2, batch, hidden))
+    hs, h, c = _unroll_lstm(
+        ctx, xs, (seq, batch, size, hidden), p.weightParams, p.params, p.activations, state
+    )
+    return _outputs(ctx, hs, [h, c], shape, p.params, hidden)
+
+
+@converter("biDirectionalLSTM")
+def _bilstm(ctx: LayerContext, p: Any, inputs: list[Expr]) -> list[Expr]:
+    """A forward and a backward LSTM; the sequence output concatenates their states at
+    each position (``[..., 2 * Hidden, 1, 1]``); the final states are four outputs."""
+    size, hidden = int(p.inputVectorSize), int(p.outputVectorSize)
+    if len(p.weightParams) != 2:
+        raise ctx.fail(f"it needs 2 weight sets (forward, backward), has {len(p.weightParams)}")
+    xs, seq, batch, shape = _sequence(ctx, inputs[0], size)
+    sizes = (seq, batch, size, hidden)
+    fwd_state = (_state(ctx, inputs, 1, batch, hidden), _state(ctx, inputs, 2, batch, hidden))
+    bwd_state = (_state(ctx, inputs, 3, batch, hidden), _state(ctx, inputs, 4, batch, hidden))
+    fwd, hf, cf = _unroll_lstm(ctx, xs, sizes, p.weightParams[0], p.params,
+                               p.activationsForwardLSTM, fwd_state, "_fwd")  # fmt: skip
+    bwd, hb, cb = _unroll_lstm(ctx, op.reverse(xs, axis=0), sizes, p.weightParams[1],
+                               p.params, p.activationsBackwardLSTM, bwd_state, "_bwd")  # fmt: skip
+    both: list[Expr] = [op.concatenate([a, b], axis=1) for a, b in zip(fwd, bwd[::-1], strict=True)]
+    if not p.params.sequenceOutput:
+        both = [op.concatenate([fwd[-1], bwd[-1]], axis=1)]
+    out = _outputs(ctx, both, [], shape, p.params, 2 * hidden)
+    return out + [_blob(ctx, op.expand_dims(s, 0), shape, 1, hidden) for s in (hf, cf, hb, cb)]
 
 
 @converter("simpleRecurrent")
