@@ -166,6 +166,7 @@ _FILES: dict[tuple[str, str], Callable[[str], None]] = {
     ("data", "imagenet1000_clsid_to_human.txt"): _label_dict,
     ("", "val_256_q90.rec"): _image_records,
 }
+_FILES.update(__import__("standins_coreml").FILES)
 
 from standins_tensorflow import FILES as _TENSORFLOW_FILES  # noqa: E402 (from_tensorflow's)
 

@@ -7,6 +7,7 @@ True
 
 from relaykit.errors import DynamicShapeError, FrontendError, UnsupportedOpError
 
+from .coreml import from_coreml
 from .keras import from_keras
 from .onnx import from_onnx, load_model
 from .pytorch import from_exported_program, from_pytorch
@@ -19,6 +20,7 @@ __all__ = [
     "from_exported_program",
     "from_keras",
     "from_tensorflow",
+    "from_coreml",
     "FrontendError",
     "UnsupportedOpError",
     "DynamicShapeError",

@@ -17,12 +17,13 @@ from relaykit.frontend import (
     from_tensorflow,
     load_model,
 )
+from relaykit.frontend.coreml import from_coreml
 from relaykit.relay._facade import FRAMEWORK, unsupported
 
 #: TVM's importers of other frameworks: each raises UnsupportedFeatureError when called
 _OTHER_FRAMEWORKS = [
-    "from_caffe", "from_caffe2", "from_coreml", "from_darknet", "from_mxnet",
-    "from_oneflow", "from_paddle", "from_tflite",
+    "from_caffe", "from_caffe2", "from_darknet", "from_mxnet", "from_oneflow",
+    "from_paddle", "from_tflite",
 ]  # fmt: skip
 globals().update(unsupported(__name__, _OTHER_FRAMEWORKS, FRAMEWORK))
 
@@ -33,6 +34,7 @@ __all__ = [
     "from_exported_program",
     "from_keras",
     "from_tensorflow",
+    "from_coreml",
     "FrontendError",
     "UnsupportedOpError",
     "DynamicShapeError",
