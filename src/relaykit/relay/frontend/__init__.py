@@ -10,6 +10,7 @@ from relaykit.frontend import (
     DynamicShapeError,
     FrontendError,
     UnsupportedOpError,
+    from_coreml,
     from_exported_program,
     from_keras,
     from_onnx,
@@ -17,7 +18,6 @@ from relaykit.frontend import (
     from_tensorflow,
     load_model,
 )
-from relaykit.frontend.coreml import from_coreml
 from relaykit.relay._facade import FRAMEWORK, unsupported
 
 #: TVM's importers of other frameworks: each raises UnsupportedFeatureError when called
