@@ -8,6 +8,7 @@ True
 from relaykit.errors import DynamicShapeError, FrontendError, UnsupportedOpError
 
 from .onnx import from_onnx, load_model
+from .paddle import from_paddle
 from .pytorch import from_exported_program, from_pytorch
 
 __all__ = [
@@ -15,6 +16,7 @@ __all__ = [
     "load_model",
     "from_pytorch",
     "from_exported_program",
+    "from_paddle",
     "FrontendError",
     "UnsupportedOpError",
     "DynamicShapeError",

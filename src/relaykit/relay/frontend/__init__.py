@@ -15,12 +15,13 @@ from relaykit.frontend import (
     from_pytorch,
     load_model,
 )
+from relaykit.frontend.paddle import from_paddle
 from relaykit.relay._facade import FRAMEWORK, unsupported
 
 #: TVM's importers of other frameworks: each raises UnsupportedFeatureError when called
 _OTHER_FRAMEWORKS = [
     "from_caffe", "from_caffe2", "from_coreml", "from_darknet", "from_keras", "from_mxnet",
-    "from_oneflow", "from_paddle", "from_tensorflow", "from_tflite",
+    "from_oneflow", "from_tensorflow", "from_tflite",
 ]  # fmt: skip
 globals().update(unsupported(__name__, _OTHER_FRAMEWORKS, FRAMEWORK))
 
@@ -29,6 +30,7 @@ __all__ = [
     "load_model",
     "from_pytorch",
     "from_exported_program",
+    "from_paddle",
     "FrontendError",
     "UnsupportedOpError",
     "DynamicShapeError",

@@ -1,0 +1,177 @@
+"""``from_paddle``: a PaddlePaddle model (a ``paddle.jit.load`` layer or a static
+program) to a Relay module and its parameters.
+
+The program is read into one plain form (:mod:`.program`), then each op goes through
+the converter table (:mod:`.registry`) in program order. Every op without a converter
+is reported at once, before anything is converted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from relaykit.errors import FrontendError
+from relaykit.frontend.pytorch.common import build_module, converting, report_unsupported_nodes
+from relaykit.ir.expr import Expr, TupleWrapper, Var
+from relaykit.ir.module import IRModule
+from relaykit.ir.types import TensorType
+from relaykit.runtime.ndarray import NDArray
+
+from . import ops_math, ops_nn, ops_tensor  # noqa: F401 - each registers its converters
+from .program import Graph, PaddleOp, read_layer, read_program
+from .registry import CONVERTERS, OpContext
+
+__all__ = ["from_paddle"]
+
+# builtin ops of PIR that only regroup values
+_GROUPING = ("builtin.combine", "builtin.split", "builtin.slice")
+
+
+def _require_paddle() -> Any:
+    from relaykit.errors import MissingDependencyError
+
+    try:
+        import paddle
+    except ImportError:
+        raise MissingDependencyError(
+            "the PaddlePaddle frontend needs paddle: pip install 'relaykit[paddle]' "
+            "(paddlepaddle==3.3.1)"
+        ) from None
+    return paddle
+
+
+def _read(model: Any, scope: Any) -> Graph:
+    paddle = _require_paddle()
+    if isinstance(model, paddle.nn.Layer):
+        if not hasattr(model, "program") or not hasattr(model, "_program_holder_dict"):
+            raise FrontendError(
+                f"from_paddle takes a layer loaded by paddle.jit.load, not a "
+                f"{type(model).__name__}: save it with paddle.jit.save(layer, path, "
+                "input_spec=[...]) and load it with paddle.jit.load(path)"
+            )
+        return read_layer(model)
+    if hasattr(model, "global_block"):
+        return read_program(model, scope if scope is not None else paddle.static.global_scope())
+    raise FrontendError(
+        f"from_paddle takes a paddle.jit.TranslatedLayer or a static Program, not a "
+        f"{type(model).__name__}"
+    )
+
+
+def _main_slot(op: PaddleOp) -> str:
+    for slot in ("out", "output", "y"):
+        if op.outputs.get(slot):
+            return slot
+    return next(iter(op.outputs), "")
+
+
+def _bind(op: PaddleOp, result: Any, values: dict[str, Any]) -> None:
+    if isinstance(result, dict):
+        for slot, value in result.items():
+            for key in op.outputs.get(slot, [])[:1]:
+                values[key] = value
+        return
+    keys = op.outputs.get(_main_slot(op), [])
+    if isinstance(result, list) and len(keys) > 1:
+        for key, value in zip(keys, result, strict=False):
+            values[key] = value
+    elif keys:
+        values[keys[0]] = result
+
+
+def _group(op: PaddleOp, values: dict[str, Any]) -> None:
+    ins = [values[k] for keys in op.inputs.values() for k in keys]
+    outs = [k for keys in op.outputs.values() for k in keys]
+    if op.raw == "builtin.combine":
+        values[outs[0]] = list(ins)
+    elif op.raw == "builtin.split":
+        for key, value in zip(outs, ins[0], strict=False):
+            values[key] = value
+    else:  # builtin.slice
+        values[outs[0]] = ins[0][int(op.attrs["index"])]
+
+
+def _feed_var(feed: Any, shape_dict: Mapping[str, Sequence[int]] | None) -> Var:
+    shape = tuple(feed.shape)
+    if shape_dict is not None and feed.name in shape_dict:
+        given = tuple(int(d) for d in shape_dict[feed.name])
+        if len(given) != len(shape) or any(
+            s not in (-1, g) for s, g in zip(shape, given, strict=True)
+        ):
+            raise FrontendError(
+                f"shape_dict gives input {feed.name!r} the shape {list(given)}, but the "
+                f"model declares {list(shape)} (-1: any size)"
+            )
+        shape = given
+    if any(d < 0 for d in shape):
+        raise FrontendError(
+            f"input {feed.name!r} has the shape {list(shape)} with unknown (-1) sizes: give "
+            f"its shape in shape_dict, e.g. shape_dict={{{feed.name!r}: [1, ...]}}"
+        )
+    return Var(feed.name, TensorType(shape, feed.dtype))
+
+
+def convert_graph(
+    graph: Graph, shape_dict: Mapping[str, Sequence[int]] | None = None
+) -> tuple[IRModule, dict[str, NDArray]]:
+    """The Relay module and parameters of a program read by :mod:`.program`."""
+    if shape_dict is not None:
+        unknown = sorted(set(shape_dict) - {f.name for f in graph.feeds})
+        if unknown:
+            raise FrontendError(
+                f"shape_dict names {unknown}, which are not inputs of the model (its inputs: "
+                f"{[f.name for f in graph.feeds]})"
+            )
+    report_unsupported_nodes(
+        ((op.raw, op) for op in graph.ops if op.raw not in _GROUPING and op.type not in CONVERTERS),
+        PaddleOp.describe,
+        "PaddlePaddle model",
+    )
+    values: dict[str, Any] = {}
+    inputs = [_feed_var(feed, shape_dict) for feed in graph.feeds]
+    for feed, var in zip(graph.feeds, inputs, strict=True):
+        values[feed.key] = var
+    param_vars: list[Var] = []
+    params: dict[str, NDArray] = {}
+    for key, (name, arr) in graph.params.items():
+        var = Var(name, TensorType(arr.shape, "bool" if arr.dtype == bool else arr.dtype.name))
+        values[key] = var
+        param_vars.append(var)
+        params[name] = NDArray(arr.copy())
+    for op in graph.ops:
+        if op.raw in _GROUPING:
+            _group(op, values)
+            continue
+        with converting(op, PaddleOp.describe):
+            _bind(op, CONVERTERS[op.type](OpContext(op, values)), values)
+    outputs = []
+    for key in graph.fetches:
+        if key not in values:
+            raise FrontendError(f"the model's output {key} is not computed by any op")
+        value = values[key]
+        outputs.append(value[0] if isinstance(value, TupleWrapper) else value)
+    result: Expr | list[Expr] = outputs[0] if len(outputs) == 1 else outputs
+    mod = build_module(result, inputs, param_vars, "the PaddlePaddle model")
+    used = {v.name_hint for v in mod["main"].params}
+    return mod, {k: v for k, v in params.items() if k in used}
+
+
+def from_paddle(
+    program_or_layer: Any,
+    shape_dict: Mapping[str, Sequence[int]] | None = None,
+    scope: Any = None,
+) -> tuple[IRModule, dict[str, NDArray]]:
+    """A PaddlePaddle model as a Relay module and its parameters (TVM's signature).
+
+    ``program_or_layer`` is a layer from ``paddle.jit.load`` or a static program from
+    ``paddle.static.load_inference_model`` (its parameters read from ``scope``, by
+    default paddle's global scope); either IR works, Paddle 3's PIR (``.json``) or
+    the ProgramDesc of ``.pdmodel`` files. ``shape_dict`` maps input names to shapes
+    and is needed for inputs saved with unknown (-1) sizes.
+
+    >>> import paddle  # doctest: +SKIP
+    >>> layer = paddle.jit.load("resnet50/model")  # doctest: +SKIP
+    >>> mod, params = from_paddle(layer, {"inputs": [1, 3, 224, 224]})  # doctest: +SKIP
+    """
+    return convert_graph(_read(program_or_layer, scope), shape_dict)

@@ -1,0 +1,378 @@
+"""Converters of Paddle's neural-network ops: convolutions, pooling, normalisation,
+softmax, dropout, resizing and the activations.
+
+Paddle's ``paddings`` come as ``[h, w]`` or ``[top, bottom, left, right]``, and
+``padding_algorithm`` may be ``SAME`` or ``VALID`` (computed here from the input
+size); Relay's 2-d padding is ``(top, left, bottom, right)``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from relaykit import op
+from relaykit.ir.expr import Expr
+from relaykit.op import image, nn
+
+from .registry import OpContext, converter
+
+__all__: list[str] = []
+
+
+def _pads(
+    ctx: OpContext,
+    in_size: tuple[int, ...],
+    kernel: list[int],
+    strides: list[int],
+    dilations: list[int],
+) -> list[int]:
+    """Relay ``(before..., after...)`` padding of a 2-d window op."""
+    algorithm = str(ctx.attr("padding_algorithm", default="EXPLICIT")).upper()
+    rank = len(kernel)
+    if algorithm == "VALID":
+        return [0] * (2 * rank)
+    if algorithm == "SAME":
+        before, after = [], []
+        for n, k, s, d in zip(in_size, kernel, strides, dilations, strict=True):
+            out = math.ceil(n / s)
+            total = max((out - 1) * s + (k - 1) * d + 1 - n, 0)
+            before.append(total // 2)
+            after.append(total - total // 2)
+        return before + after
+    pads = [int(p) for p in ctx.attr("paddings", default=[0] * rank)]
+    if len(pads) == rank:
+        return pads + pads
+    if len(pads) == 2 * rank:  # [d0_before, d0_after, d1_before, d1_after]
+        return pads[0::2] + pads[1::2]
+    raise ctx.fail(f"paddings {pads} do not fit a {rank}-d window")
+
+
+def _to_nchw(ctx: OpContext, x: Expr, key: str = "data_format") -> tuple[Expr, bool]:
+    layout = str(ctx.attr(key, "data_layout", default="NCHW"))
+    if layout in ("NHWC", "NLC", "NDHWC"):
+        n = ctx.ndim(x)
+        return op.transpose(x, [0, n - 1, *range(1, n - 1)]), True
+    return x, False
+
+
+def _from_nchw(x: Expr, nhwc: bool, ndim: int) -> Expr:
+    return op.transpose(x, [0, *range(2, ndim), 1]) if nhwc else x
+
+
+@converter("conv2d", "depthwise_conv2d", "conv3d")
+def _conv(ctx: OpContext) -> Expr:
+    x, nhwc = _to_nchw(ctx, ctx.input("input"))
+    weight = ctx.input("filter")
+    wshape = ctx.shape(weight)
+    rank = len(wshape) - 2
+    kernel = list(wshape[2:])
+    strides = [int(s) for s in ctx.attr("strides", default=[1] * rank)]
+    dilations = [int(d) for d in ctx.attr("dilations", default=[1] * rank)]
+    groups = int(ctx.attr("groups", default=1))
+    pads = _pads(ctx, ctx.shape(x)[2:], kernel, strides, dilations)
+    make = nn.conv3d if rank == 3 else nn.conv2d
+    out = make(
+        x, weight, strides=strides, padding=pads, dilation=dilations, groups=groups,
+        channels=wshape[0], kernel_size=kernel,
+    )  # fmt: skip
+    if ctx.has("bias"):
+        out = nn.bias_add(out, ctx.input("bias"), axis=1)
+    return _from_nchw(out, nhwc, rank + 2)
+
+
+@converter("conv2d_transpose", "depthwise_conv2d_transpose")
+def _conv_transpose(ctx: OpContext) -> Expr:
+    x, nhwc = _to_nchw(ctx, ctx.input("x", "input"))
+    weight = ctx.input("filter")
+    wshape = ctx.shape(weight)
+    kernel = list(wshape[2:])
+    strides = [int(s) for s in ctx.attr("strides", default=[1, 1])]
+    dilations = [int(d) for d in ctx.attr("dilations", default=[1, 1])]
+    groups = int(ctx.attr("groups", default=1))
+    if str(ctx.attr("padding_algorithm", default="EXPLICIT")).upper() == "SAME":
+        raise ctx.fail("padding_algorithm SAME is not supported for transposed convolutions")
+    pads = _pads(ctx, ctx.shape(x)[2:], kernel, strides, dilations)
+    output_padding = [int(p) for p in ctx.attr("output_padding", default=[]) or [0, 0]]
+    out = nn.conv2d_transpose(
+        x, weight, strides=strides, padding=pads, dilation=dilations, groups=groups,
+        channels=wshape[1] * groups, kernel_size=kernel, kernel_layout="IOHW",
+        output_padding=output_padding,
+    )  # fmt: skip
+    return _from_nchw(out, nhwc, 4)
+
+
+@converter("batch_norm")
+def _batch_norm(ctx: OpContext) -> Expr:
+    x = ctx.input("x")
+    layout = str(ctx.attr("data_layout", "data_format", default="NCHW"))
+    axis = ctx.ndim(x) - 1 if layout in ("NHWC", "NLC", "NDHWC") else 1
+    out = nn.batch_norm(
+        x, ctx.input("scale"), ctx.input("bias"), ctx.input("mean"), ctx.input("variance"),
+        axis=axis, epsilon=float(ctx.attr("epsilon", default=1e-5)),
+    )  # fmt: skip
+    return out[0]
+
+
+@converter("layer_norm")
+def _layer_norm(ctx: OpContext) -> Expr:
+    x = ctx.input("x")
+    shape = ctx.shape(x)
+    begin = ctx.axis(ctx.attr("begin_norm_axis", default=1), len(shape))
+    eps = float(ctx.attr("epsilon", default=1e-5))
+    scale, bias = ctx.optional("scale"), ctx.optional("bias")
+    if begin == len(shape) - 1:
+        dtype = ctx.dtype(x)
+        gamma = scale if scale is not None else ctx.const([1.0] * shape[-1], dtype)
+        beta = bias if bias is not None else ctx.const([0.0] * shape[-1], dtype)
+        return nn.layer_norm(x, gamma, beta, axis=-1, epsilon=eps)
+    axes = list(range(begin, len(shape)))
+    mean = op.mean(x, axes, keepdims=True)
+    var = op.variance(x, axes, keepdims=True, unbiased=False)
+    eps_const = ctx.const(eps, ctx.dtype(x))
+    out = op.divide(op.subtract(x, mean), op.sqrt(op.add(var, eps_const)))
+    if scale is not None:
+        out = op.multiply(out, op.reshape(scale, list(shape[begin:])))
+    if bias is not None:
+        out = op.add(out, op.reshape(bias, list(shape[begin:])))
+    return out
+
+
+@converter("pool2d")
+def _pool2d(ctx: OpContext) -> Expr:
+    x, nhwc = _to_nchw(ctx, ctx.input("x"))
+    kind = str(ctx.attr("pooling_type", default="max"))
+    if kind not in ("max", "avg"):
+        raise ctx.fail(f"pooling_type {kind!r} is not supported (max and avg are)")
+    ksize = [int(k) for k in ctx.values(("kernel_size",), ("ksize",))]
+    in_hw = ctx.shape(x)[2:]
+    if bool(ctx.attr("global_pooling", default=False)) or (
+        bool(ctx.attr("adaptive", default=False)) and ksize == [1, 1]
+    ):
+        out = nn.global_max_pool2d(x) if kind == "max" else nn.global_avg_pool2d(x)
+    elif bool(ctx.attr("adaptive", default=False)):
+        make = nn.adaptive_max_pool2d if kind == "max" else nn.adaptive_avg_pool2d
+        out = make(x, output_size=ksize)
+    else:
+        strides = [int(s) for s in ctx.attr("strides", default=[1, 1])]
+        pads = _pads(ctx, in_hw, ksize, strides, [1, 1])
+        ceil_mode = bool(ctx.attr("ceil_mode", default=False))
+        if kind == "max":
+            out = nn.max_pool2d(
+                x, pool_size=ksize, strides=strides, padding=pads, ceil_mode=ceil_mode
+            )
+        else:
+            out = nn.avg_pool2d(
+                x, pool_size=ksize, strides=strides, padding=pads, ceil_mode=ceil_mode,
+                count_include_pad=not bool(ctx.attr("exclusive", default=True)),
+            )  # fmt: skip
+    return _from_nchw(out, nhwc, 4)
+
+
+@converter("softmax", "log_softmax")
+def _softmax(ctx: OpContext) -> Expr:
+    x = ctx.input("x")
+    axis = ctx.axis(ctx.attr("axis", default=-1), ctx.ndim(x))
+    return nn.softmax(x, axis) if ctx.type == "softmax" else nn.log_softmax(x, axis)
+
+
+@converter("dropout")
+def _dropout(ctx: OpContext) -> Expr:
+    x = ctx.input("x")
+    mode = str(ctx.attr("dropout_implementation", "mode", default="downgrade_in_infer"))
+    if mode == "upscale_in_train":
+        return x
+    p = ctx.attr("dropout_prob", "p", default=0.5)
+    p = float(p.item() if hasattr(p, "item") else p)
+    return op.multiply(x, ctx.const(1.0 - p, ctx.dtype(x)))
+
+
+# -- resizing -------------------------------------------------------------------------------
+_METHODS = {
+    "nearest_interp": "nearest_neighbor",
+    "bilinear_interp": "linear",
+    "bicubic_interp": "cubic",
+}
+
+
+@converter(*_METHODS)
+def _interpolate(ctx: OpContext) -> Expr:
+    x, nhwc = _to_nchw(ctx, ctx.input("x"), "data_format")
+    if nhwc is False:
+        x, nhwc = _to_nchw(ctx, x, "data_layout")
+    in_h, in_w = ctx.shape(x)[2:]
+    size = ctx.values(("out_size", "outsize", "size_tensor", "sizetensor"), (), default=None)
+    if size is None:
+        out_h, out_w = int(ctx.attr("out_h", default=-1)), int(ctx.attr("out_w", default=-1))
+        if out_h <= 0 or out_w <= 0:
+            scale = ctx.values(("scale_tensor", "scale"), ("scale",), default=[])
+            scale = [float(s) for s in (scale if isinstance(scale, list) else [scale])]
+            if not scale or scale[0] <= 0:
+                raise ctx.fail("has neither an output size nor a scale")
+            sh, sw = (scale[0], scale[0]) if len(scale) == 1 else (scale[0], scale[1])
+            out_h, out_w = int(in_h * sh), int(in_w * sw)
+        size = [out_h, out_w]
+    method = _METHODS[ctx.type]
+    align_corners = bool(ctx.attr("align_corners", default=False))
+    rounding = ""
+    if method == "nearest_neighbor":
+        mode = "align_corners" if align_corners else "asymmetric"
+        rounding = "round" if align_corners else "floor"
+    elif align_corners:
+        mode = "align_corners"
+    elif method == "linear" and int(ctx.attr("align_mode", default=1)) == 1:
+        mode = "asymmetric"
+    else:
+        mode = "half_pixel"
+    out = image.resize2d(
+        x, [int(s) for s in size], layout="NCHW", method=method,
+        coordinate_transformation_mode=mode, rounding_method=rounding, cubic_alpha=-0.75,
+    )  # fmt: skip
+    return _from_nchw(out, nhwc, 4)
+
+
+# -- activations ----------------------------------------------------------------------------
+def _scalar(ctx: OpContext, value: float, like: Expr) -> Expr:
+    return ctx.const(value, ctx.dtype(like))
+
+
+@converter("relu")
+def _relu(ctx: OpContext) -> Expr:
+    return nn.relu(ctx.input("x"))
+
+
+@converter("relu6")
+def _relu6(ctx: OpContext) -> Expr:
+    return op.clip(ctx.input("x"), 0.0, float(ctx.attr("threshold", default=6.0)))
+
+
+@converter("gelu")
+def _gelu(ctx: OpContext) -> Expr:
+    x = ctx.input("x")
+    if bool(ctx.attr("approximate", default=False)):
+        inner = op.multiply(
+            _scalar(ctx, math.sqrt(2.0 / math.pi), x),
+            op.add(x, op.multiply(_scalar(ctx, 0.044715, x), op.power(x, _scalar(ctx, 3.0, x)))),
+        )
+        half = op.multiply(_scalar(ctx, 0.5, x), x)
+        return op.multiply(half, op.add(_scalar(ctx, 1.0, x), op.tanh(inner)))
+    erf = op.erf(op.multiply(x, _scalar(ctx, 1.0 / math.sqrt(2.0), x)))
+    return op.multiply(op.multiply(x, _scalar(ctx, 0.5, x)), op.add(_scalar(ctx, 1.0, x), erf))
+
+
+@converter("hardswish")
+def _hardswish(ctx: OpContext) -> Expr:
+    x = ctx.input("x")
+    threshold = float(ctx.attr("threshold", default=6.0))
+    scale = float(ctx.attr("scale", default=6.0))
+    offset = float(ctx.attr("offset", default=3.0))
+    gate = op.clip(op.add(x, _scalar(ctx, offset, x)), 0.0, threshold)
+    return op.divide(op.multiply(x, gate), _scalar(ctx, scale, x))
+
+
+@converter("hardsigmoid")
+def _hardsigmoid(ctx: OpContext) -> Expr:
+    x = ctx.input("x")
+    slope = float(ctx.attr("slope", default=0.1666667))
+    offset = float(ctx.attr("offset", default=0.5))
+    return op.clip(op.add(op.multiply(x, _scalar(ctx, slope, x)), _scalar(ctx, offset, x)), 0, 1)
+
+
+@converter("leaky_relu")
+def _leaky_relu(ctx: OpContext) -> Expr:
+    alpha = float(ctx.attr("negative_slope", "alpha", default=0.02))
+    return nn.leaky_relu(ctx.input("x"), alpha)
+
+
+@converter("swish", "silu")
+def _swish(ctx: OpContext) -> Expr:
+    x = ctx.input("x")
+    beta = float(ctx.attr("beta", default=1.0))
+    inner = x if beta == 1.0 else op.multiply(x, _scalar(ctx, beta, x))
+    return op.multiply(x, op.sigmoid(inner))
+
+
+@converter("elu")
+def _elu(ctx: OpContext) -> Expr:
+    x = ctx.input("x")
+    alpha = _scalar(ctx, float(ctx.attr("alpha", default=1.0)), x)
+    neg = op.multiply(alpha, op.subtract(op.exp(x), _scalar(ctx, 1.0, x)))
+    return op.where(op.greater(x, _scalar(ctx, 0.0, x)), x, neg)
+
+
+@converter("softplus")
+def _softplus(ctx: OpContext) -> Expr:
+    x = ctx.input("x")
+    beta = float(ctx.attr("beta", default=1.0))
+    threshold = float(ctx.attr("threshold", default=20.0))
+    bx = op.multiply(x, _scalar(ctx, beta, x))
+    soft = op.divide(op.log(op.add(op.exp(bx), _scalar(ctx, 1.0, x))), _scalar(ctx, beta, x))
+    return op.where(op.greater(bx, _scalar(ctx, threshold, x)), x, soft)
+
+
+@converter("mish")
+def _mish(ctx: OpContext) -> Expr:
+    x = ctx.input("x")
+    soft = op.log(op.add(op.exp(x), _scalar(ctx, 1.0, x)))
+    return op.multiply(x, op.tanh(soft))
+
+
+@converter("prelu")
+def _prelu(ctx: OpContext) -> Expr:
+    x, alpha = ctx.input("x"), ctx.input("alpha")
+    mode = str(ctx.attr("mode", default="all"))
+    shape = ctx.shape(x)
+    if mode == "all":
+        alpha = op.reshape(alpha, [])
+    elif mode == "channel":
+        nhwc = str(ctx.attr("data_format", default="NCHW")) in ("NHWC", "NLC", "NDHWC")
+        axis = len(shape) - 1 if nhwc else 1
+        alpha = op.reshape(alpha, [-1] + [1] * (len(shape) - 1 - axis))
+    else:  # "element": one slope per element of a sample
+        alpha = op.reshape(alpha, list(shape[1:]))
+    neg = op.multiply(alpha, x)
+    return op.where(op.greater(x, _scalar(ctx, 0.0, x)), x, neg)
+
+
+def _unary(fn: Any) -> Any:
+    def convert(ctx: OpContext) -> Expr:
+        return fn(ctx.input("x"))
+
+    return convert
+
+
+for _name, _fn in {
+    "sigmoid": op.sigmoid,
+    "tanh": op.tanh,
+    "exp": op.exp,
+    "log": op.log,
+    "sqrt": op.sqrt,
+    "rsqrt": op.rsqrt,
+    "abs": op.abs,
+    "floor": op.floor,
+    "ceil": op.ceil,
+    "round": op.round,
+    "sin": op.sin,
+    "cos": op.cos,
+    "erf": op.erf,
+    "sign": op.sign,
+    "logical_not": op.logical_not,
+}.items():
+    converter(_name)(_unary(_fn))
+
+
+@converter("square")
+def _square(ctx: OpContext) -> Expr:
+    x = ctx.input("x")
+    return op.multiply(x, x)
+
+
+@converter("reciprocal")
+def _reciprocal(ctx: OpContext) -> Expr:
+    x = ctx.input("x")
+    return op.divide(_scalar(ctx, 1.0, x), x)
+
+
+@converter("logsigmoid")
+def _logsigmoid(ctx: OpContext) -> Expr:
+    return op.log(op.sigmoid(ctx.input("x")))
