@@ -1,0 +1,163 @@
+"""``from_paddle`` on layers saved by ``paddle.jit.save`` and loaded by
+``paddle.jit.load`` (Paddle 3's PIR programs), compared with the loaded layer's own
+output."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+paddle = pytest.importorskip("paddle", reason="the PaddlePaddle frontend tests need paddle")
+nn, F = paddle.nn, paddle.nn.functional
+
+RNG = np.random.default_rng(0)
+
+
+def _image(*shape: int) -> np.ndarray:
+    return RNG.standard_normal(shape).astype("float32")
+
+
+class _ConvNet(nn.Layer):
+    """ResNet / MobileNet building blocks: conv + BN + ReLU, max pool, a residual add,
+    depthwise conv, ReLU6, hardswish, avg pools, flatten, linear, softmax."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Conv2D(3, 8, 3, stride=2, padding=1, bias_attr=False)
+        self.bn = nn.BatchNorm2D(8)
+        self.conv = nn.Conv2D(8, 8, 3, padding=1)
+        self.dw = nn.Conv2D(8, 8, 3, padding=1, groups=8)
+        self.pw = nn.Conv2D(8, 16, 1)
+        self.bn2 = nn.BatchNorm2D(16)
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):  # type: ignore[no-untyped-def]
+        x = F.relu(self.bn(self.stem(x)))
+        x = F.max_pool2d(x, 3, stride=2, padding=1)
+        x = x + F.relu(self.conv(x))
+        x = F.relu6(self.dw(x))
+        x = F.hardswish(self.bn2(self.pw(x)))
+        x = F.avg_pool2d(x, 2, stride=1, padding=1, exclusive=True)
+        x = F.adaptive_avg_pool2d(x, 1)
+        x = paddle.flatten(x, 1)
+        return F.softmax(self.fc(x), axis=-1)
+
+
+def test_convnet_operators(tmp_path: Path, check: Any) -> None:
+    layer = _ConvNet()
+    for bn in (layer.bn, layer.bn2):  # running statistics that are not the defaults
+        bn._mean.set_value(paddle.rand(bn._mean.shape))
+        bn._variance.set_value(paddle.rand(bn._variance.shape) + 0.5)
+    mod, params = check(layer, {"x": _image(2, 3, 16, 16)}, tmp_path)
+    assert params and all(isinstance(k, str) for k in params)
+    assert "nn.conv2d" in mod.astext()
+
+
+def test_resnet18_from_the_model_zoo(tmp_path: Path, check: Any) -> None:
+    layer = paddle.vision.models.resnet18(num_classes=10)
+    check(layer, {"inputs": _image(1, 3, 64, 64)}, tmp_path, rtol=1e-4)
+
+
+class _Encoder(nn.Layer):
+    """A transformer-ish block: layer norm, matmuls with transposes, reshape/transpose,
+    split, concat, gelu, sigmoid, scale, mean, dropout in eval mode."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(16)
+        self.qkv = nn.Linear(16, 48)
+        self.out = nn.Linear(16, 16)
+        self.drop = nn.Dropout(0.3)
+
+    def forward(self, x):  # type: ignore[no-untyped-def]
+        b, t = x.shape[0], x.shape[1]
+        h = self.norm(x)
+        q, k, v = paddle.split(self.qkv(h), 3, axis=-1)
+        q = q.reshape([b, t, 2, 8]).transpose([0, 2, 1, 3])
+        k = k.reshape([b, t, 2, 8]).transpose([0, 2, 1, 3])
+        v = v.reshape([b, t, 2, 8]).transpose([0, 2, 1, 3])
+        att = F.softmax(paddle.matmul(q, k, transpose_y=True) * 0.35, axis=-1)
+        o = paddle.matmul(att, v).transpose([0, 2, 1, 3]).reshape([b, t, 16])
+        y = x + self.drop(self.out(o))
+        y = F.gelu(y) + F.gelu(y, approximate=True) * F.sigmoid(y)
+        return paddle.concat([y, y.mean(axis=1, keepdim=True)], axis=1)
+
+
+def test_encoder_operators(tmp_path: Path, check: Any) -> None:
+    check(_Encoder(), {"x": _image(2, 5, 16)}, tmp_path)
+
+
+class _Indexing(nn.Layer):
+    def forward(self, x, idx):  # type: ignore[no-untyped-def]
+        a = x[:, 1:3, ::2]  # slice / strided_slice
+        b = paddle.gather(x, idx, axis=1)
+        c = paddle.unsqueeze(paddle.squeeze(x[:, :1], axis=1), axis=[0, 3])
+        d = paddle.cast(paddle.sum(x, axis=[1, 2]), "float64")
+        e = paddle.stack([x[:, 0], x[:, 1]], axis=1).max(axis=-1)
+        return a, b, c, d, paddle.clip(e, -0.5, 0.5), x[:, -1]
+
+
+def test_indexing_and_reductions(tmp_path: Path, check: Any) -> None:
+    feeds = {"x": _image(2, 4, 6), "idx": np.array([3, 0, 2], dtype="int64")}
+    check(_Indexing(), feeds, tmp_path)
+
+
+class _Resize(nn.Layer):
+    def forward(self, x):  # type: ignore[no-untyped-def]
+        return (
+            F.interpolate(x, scale_factor=2, mode="nearest"),
+            F.interpolate(x, size=[7, 9], mode="bilinear", align_corners=False),
+            F.interpolate(x, size=[7, 9], mode="bilinear", align_corners=True),
+            F.interpolate(x, size=[3, 4], mode="bilinear", align_corners=False, align_mode=1),
+            F.interpolate(x, size=[9, 11], mode="bicubic", align_corners=False),
+        )
+
+
+def test_interpolate_modes(tmp_path: Path, check: Any) -> None:
+    check(_Resize(), {"x": _image(1, 2, 5, 6)}, tmp_path)
+
+
+class _Activations(nn.Layer):
+    def __init__(self) -> None:
+        super().__init__()
+        self.prelu = nn.PReLU(3, 0.2)
+
+    def forward(self, x):  # type: ignore[no-untyped-def]
+        return paddle.concat(
+            [
+                F.leaky_relu(x, 0.1), F.elu(x), F.silu(x), F.hardsigmoid(x), F.softplus(x),
+                F.mish(x), self.prelu(x), paddle.tanh(x), paddle.exp(x) - paddle.abs(x),
+                paddle.sqrt(paddle.abs(x) + 1) * paddle.rsqrt(paddle.abs(x) + 1),
+                paddle.pow(x, 2.0), F.log_softmax(x, axis=1),
+            ],
+            axis=1,
+        )  # fmt: skip
+
+
+def test_activations(tmp_path: Path, check: Any) -> None:
+    check(_Activations(), {"x": _image(2, 3, 4, 4)}, tmp_path)
+
+
+class _Shapes(nn.Layer):
+    def __init__(self) -> None:
+        super().__init__()
+        self.convt = nn.Conv2DTranspose(3, 2, 3, stride=2, padding=1, output_padding=1)
+        self.same = nn.Conv2D(3, 4, 3, stride=2, padding="SAME")
+        self.nhwc = nn.Conv2D(3, 4, 3, padding=1, data_format="NHWC")
+        self.emb = nn.Embedding(10, 4, padding_idx=0)
+
+    def forward(self, x, ids):  # type: ignore[no-untyped-def]
+        t = self.convt(x)
+        s = self.same(x)
+        h = self.nhwc(x.transpose([0, 2, 3, 1]))
+        e = self.emb(ids)
+        big = paddle.expand(x[:, :1], [2, 3, 5, 5]) + paddle.tile(x[:, 1:2], [1, 3, 1, 1])
+        return t, s, h, e, big, paddle.flatten(x, 2, 3)
+
+
+def test_transposed_same_nhwc_embedding(tmp_path: Path, check: Any) -> None:
+    feeds = {"x": _image(2, 3, 5, 5), "ids": np.array([[0, 3, 9]], dtype="int64")}
+    check(_Shapes(), feeds, tmp_path)
