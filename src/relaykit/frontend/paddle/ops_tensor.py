@@ -192,7 +192,7 @@ def _tile(ctx: OpContext) -> Expr:
     return op.tile(ctx.input("x"), reps)
 
 
-@converter("assign", "share_data", "memcpy", "identity_loss")
+@converter("assign", "share_data", "memcpy")
 def _assign(ctx: OpContext) -> Expr:
     return ctx.input("x")
 
