@@ -64,6 +64,7 @@ def check_layer(
     want = loaded(*[paddle.to_tensor(v) for v in feeds.values()])
     want = list(want) if isinstance(want, (list, tuple)) else [want]
     mod, params = relay.frontend.from_paddle(loaded, {k: v.shape for k, v in feeds.items()})
+    assert [p.name_hint for p in mod["main"].params] == list(feeds)  # weights are constants
     assert_close(run_relay(mod, params, feeds), want, rtol)
     return mod, params
 
@@ -77,6 +78,12 @@ def _seeded() -> None:
 def check() -> Any:
     """:func:`check_layer`."""
     return check_layer
+
+
+@pytest.fixture(scope="session")
+def saved() -> Any:
+    """:func:`save_load`."""
+    return save_load
 
 
 @pytest.fixture(scope="session")

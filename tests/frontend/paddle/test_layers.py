@@ -56,6 +56,27 @@ def test_convnet_operators(tmp_path: Path, check: Any) -> None:
     assert "nn.conv2d" in mod.astext()
 
 
+def test_weights_are_constants_and_params_name_them(
+    tmp_path: Path, relay_run: Any, saved: Any
+) -> None:
+    """As TVM's importer: main takes the inputs only; params maps Paddle's parameter
+    names to their values, and building with or without them gives the same result."""
+    from relaykit import relay
+
+    loaded = saved(nn.Linear(4, 3), [("x", [2, 4], "float32")], tmp_path)
+    mod, params = relay.frontend.from_paddle(loaded)
+    weight = {p.name: p.numpy() for p in loaded.parameters()}
+    assert sorted(params) == sorted(weight)
+    for name, value in weight.items():
+        np.testing.assert_array_equal(params[name].numpy(), value)
+    x = _image(2, 4)
+    want = x.astype("float64") @ next(v for v in weight.values() if v.ndim == 2)
+    want += next(v for v in weight.values() if v.ndim == 1)
+    for given in (params, {}):
+        (got,) = relay_run(mod, given, {"x": x})
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
 def test_resnet18_from_the_model_zoo(tmp_path: Path, check: Any) -> None:
     layer = paddle.vision.models.resnet18(num_classes=10)
     check(layer, {"inputs": _image(1, 3, 64, 64)}, tmp_path, rtol=1e-4)

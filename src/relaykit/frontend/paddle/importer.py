@@ -13,7 +13,7 @@ from typing import Any
 
 from relaykit.errors import FrontendError
 from relaykit.frontend.pytorch.common import build_module, converting, report_unsupported_nodes
-from relaykit.ir.expr import Expr, TupleWrapper, Var
+from relaykit.ir.expr import Expr, TupleWrapper, Var, const
 from relaykit.ir.module import IRModule
 from relaykit.ir.types import TensorType
 from relaykit.runtime.ndarray import NDArray
@@ -132,12 +132,12 @@ def convert_graph(
     inputs = [_feed_var(feed, shape_dict) for feed in graph.feeds]
     for feed, var in zip(graph.feeds, inputs, strict=True):
         values[feed.key] = var
-    param_vars: list[Var] = []
+    # the weights are constants of main, as TVM's importer makes them; params also
+    # lists them by name (building with them is harmless: no parameter has those names)
     params: dict[str, NDArray] = {}
     for key, (name, arr) in graph.params.items():
-        var = Var(name, TensorType(arr.shape, "bool" if arr.dtype == bool else arr.dtype.name))
-        values[key] = var
-        param_vars.append(var)
+        dtype = "bool" if arr.dtype == bool else arr.dtype.name
+        values[key] = const(arr.copy(), dtype)
         params[name] = NDArray(arr.copy())
     for op in graph.ops:
         if op.raw in _GROUPING:
@@ -152,9 +152,7 @@ def convert_graph(
         value = values[key]
         outputs.append(value[0] if isinstance(value, TupleWrapper) else value)
     result: Expr | list[Expr] = outputs[0] if len(outputs) == 1 else outputs
-    mod = build_module(result, inputs, param_vars, "the PaddlePaddle model")
-    used = {v.name_hint for v in mod["main"].params}
-    return mod, {k: v for k, v in params.items() if k in used}
+    return build_module(result, inputs, [], "the PaddlePaddle model"), params
 
 
 def from_paddle(
@@ -165,10 +163,12 @@ def from_paddle(
     """A PaddlePaddle model as a Relay module and its parameters (TVM's signature).
 
     ``program_or_layer`` is a layer from ``paddle.jit.load`` or a static program from
-    ``paddle.static.load_inference_model`` (its parameters read from ``scope``, by
-    default paddle's global scope); either IR works, Paddle 3's PIR (``.json``) or
-    the ProgramDesc of ``.pdmodel`` files. ``shape_dict`` maps input names to shapes
-    and is needed for inputs saved with unknown (-1) sizes.
+    ``paddle.static.load_inference_model`` (its parameters read from ``scope``: a
+    paddle scope, by default the global one, or a dict of name -> array); either IR
+    works, Paddle 3's PIR (``.json``) or the ProgramDesc of ``.pdmodel`` files.
+    ``shape_dict`` maps input names to shapes and is needed for inputs saved with
+    unknown (-1) sizes. As in TVM, the weights are constants of ``main`` and
+    ``params`` holds them by their Paddle names.
 
     >>> import paddle  # doctest: +SKIP
     >>> layer = paddle.jit.load("resnet50/model")  # doctest: +SKIP

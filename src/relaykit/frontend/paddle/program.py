@@ -248,6 +248,11 @@ def _read_programdesc(
 # -- entry points ---------------------------------------------------------------------------
 def _scope_lookup(scope: Any) -> Any:
     def lookup(name: str) -> np.ndarray:
+        if isinstance(scope, dict):
+            if name not in scope:
+                raise FrontendError(f"parameter {name!r} of the program is not in the scope dict")
+            value = scope[name]
+            return np.asarray(value.numpy() if hasattr(value, "numpy") else value)
         var = scope.find_var(name)
         if var is None:
             raise FrontendError(
