@@ -31,7 +31,8 @@ def test_every_unsupported_op_is_listed_with_its_count(tmp_path: Path) -> None:
     with pytest.raises(UnsupportedOpError) as info:
         relay.frontend.from_paddle(loaded)
     text = str(info.value)
-    assert "pd_op.det: 2 nodes" in text and "pd_op.trace: 1 node" in text
+    assert "pd_op.det: 2 ops (first: paddle op pd_op.det (op " in text
+    assert "pd_op.trace: 1 op (first" in text and "CONVERTERS" in text
 
 
 def test_unknown_input_size_asks_for_shape_dict(tmp_path: Path) -> None:

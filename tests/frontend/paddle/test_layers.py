@@ -182,3 +182,62 @@ class _Shapes(nn.Layer):
 def test_transposed_same_nhwc_embedding(tmp_path: Path, check: Any) -> None:
     feeds = {"x": _image(2, 3, 5, 5), "ids": np.array([[0, 3, 9]], dtype="int64")}
     check(_Shapes(), feeds, tmp_path)
+
+
+class _DynamicBatch(nn.Layer):
+    """Saved with unknown sizes: shapes read with ``x.shape`` become ``shape64`` /
+    ``slice`` / ``stack`` ops, which fold to constants once ``shape_dict`` fixes them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+
+    def forward(self, x):  # type: ignore[no-untyped-def]
+        b, t = x.shape[0], x.shape[1]
+        y = self.fc(x).reshape([b, t, 2, 8]).transpose([0, 2, 1, 3]).reshape([b, 2, -1])
+        z = paddle.zeros([b, 3]) + paddle.ones_like(x[:, 0, :3])
+        values, indices = paddle.topk(x, 2)
+        smallest = paddle.topk(x, 3, axis=1, largest=False)[0]
+        return y, z, paddle.arange(0, t, 1, dtype="int64"), values, indices, smallest
+
+
+def test_unknown_sizes_fixed_by_shape_dict(tmp_path: Path, relay_run: Any, saved: Any) -> None:
+    from relaykit import relay
+
+    loaded = saved(_DynamicBatch(), [("x", [None, None, 16], "float32")], tmp_path)
+    x = _image(2, 5, 16)
+    want = loaded(paddle.to_tensor(x))
+    mod, params = relay.frontend.from_paddle(loaded, {"x": x.shape})
+    got = relay_run(mod, params, {"x": x})
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-6)
+        assert g.dtype == w.numpy().dtype
+
+
+class _Norms(nn.Layer):
+    def __init__(self) -> None:
+        super().__init__()
+        self.gn = nn.GroupNorm(2, 4)
+        self.inorm = nn.InstanceNorm2D(4)
+        self.shuffle = nn.PixelShuffle(2)
+
+    def forward(self, x, a, b):  # type: ignore[no-untyped-def]
+        return (
+            self.gn(x),
+            self.inorm(x),
+            self.shuffle(x),
+            F.pad(x, [1, 2, 0, 1], mode="constant", value=0.5),
+            F.pad(x, [1, 1, 2, 0], mode="reflect"),
+            F.pad(x, [0, 1, 1, 0], mode="replicate"),
+            paddle.logsumexp(x, axis=[2, 3]),
+            paddle.norm(x, p=2, axis=1),
+            paddle.bmm(a, b),
+            paddle.addmm(a[0], a[1], b[1], beta=0.5, alpha=2.0),
+            paddle.log1p(paddle.abs(x)) + paddle.tan(x * 0.1),
+        )
+
+
+def test_group_instance_norm_padding_and_more_math(tmp_path: Path, check: Any) -> None:
+    feeds = {"x": _image(2, 4, 4, 5), "a": _image(2, 3, 3), "b": _image(2, 3, 3)}
+    check(_Norms(), feeds, tmp_path)

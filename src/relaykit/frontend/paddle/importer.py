@@ -8,15 +8,17 @@ is reported at once, before anything is converted.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from relaykit.errors import FrontendError
-from relaykit.frontend.pytorch.common import build_module, converting, report_unsupported_nodes
-from relaykit.ir.expr import Expr, TupleWrapper, Var, const
+from relaykit.errors import FrontendError, UnsupportedOpError
+from relaykit.frontend.pytorch.common import build_module, converting
+from relaykit.ir.expr import Constant, Expr, TupleWrapper, Var, const
 from relaykit.ir.module import IRModule
 from relaykit.ir.types import TensorType
 from relaykit.runtime.ndarray import NDArray
+from relaykit.transform.fold_constant import fold_constant
 
 from . import ops_math, ops_nn, ops_tensor  # noqa: F401 - each registers its converters
 from .program import Graph, PaddleOp, read_layer, read_program
@@ -92,6 +94,48 @@ def _group(op: PaddleOp, values: dict[str, Any]) -> None:
         values[outs[0]] = ins[0][int(op.attrs["index"])]
 
 
+def _report_unsupported(graph: Graph) -> None:
+    """One error listing every op without a converter, with its count and first use."""
+    counts: Counter[str] = Counter()
+    first: dict[str, str] = {}
+    for op in graph.ops:
+        if op.raw in _GROUPING or op.type in CONVERTERS:
+            continue
+        counts[op.raw] += 1
+        first.setdefault(op.raw, op.describe())
+    if not counts:
+        return
+    lines = [
+        f"  {name}: {n} op{'s' if n > 1 else ''} (first: {first[name]})"
+        for name, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
+    raise UnsupportedOpError(
+        f"the PaddlePaddle model uses {len(counts)} operator{'s' if len(counts) > 1 else ''} "
+        "relaykit cannot convert:\n" + "\n".join(lines) + "\nregister a converter for each "
+        "(relaykit.frontend.paddle.CONVERTERS, keyed by the op name without 'pd_op.') or "
+        "rewrite the model to avoid them",
+        {k: (counts[k], first[k]) for k in counts},
+    )
+
+
+def _all_constant(op: PaddleOp, values: dict[str, Any]) -> bool:
+    found = [values.get(k) for keys in op.inputs.values() for k in keys]
+    flat = [v for f in found for v in (f if isinstance(f, list) else [f])]
+    return bool(flat) and all(isinstance(v, Constant) for v in flat)
+
+
+def _fold(result: Any) -> Any:
+    if isinstance(result, TupleWrapper):
+        return result
+    if isinstance(result, Expr):
+        return fold_constant(result)
+    if isinstance(result, list):
+        return [_fold(r) for r in result]
+    if isinstance(result, dict):
+        return {k: _fold(v) for k, v in result.items()}
+    return result
+
+
 def _feed_var(feed: Any, shape_dict: Mapping[str, Sequence[int]] | None) -> Var:
     shape = tuple(feed.shape)
     if shape_dict is not None and feed.name in shape_dict:
@@ -123,11 +167,7 @@ def convert_graph(
                 f"shape_dict names {unknown}, which are not inputs of the model (its inputs: "
                 f"{[f.name for f in graph.feeds]})"
             )
-    report_unsupported_nodes(
-        ((op.raw, op) for op in graph.ops if op.raw not in _GROUPING and op.type not in CONVERTERS),
-        PaddleOp.describe,
-        "PaddlePaddle model",
-    )
+    _report_unsupported(graph)
     values: dict[str, Any] = {}
     inputs = [_feed_var(feed, shape_dict) for feed in graph.feeds]
     for feed, var in zip(graph.feeds, inputs, strict=True):
@@ -144,15 +184,18 @@ def convert_graph(
             _group(op, values)
             continue
         with converting(op, PaddleOp.describe):
-            _bind(op, CONVERTERS[op.type](OpContext(op, values)), values)
+            result = CONVERTERS[op.type](OpContext(op, values))
+            if _all_constant(op, values):  # shape arithmetic: later ops read its values
+                result = _fold(result)
+            _bind(op, result, values)
     outputs = []
     for key in graph.fetches:
         if key not in values:
             raise FrontendError(f"the model's output {key} is not computed by any op")
         value = values[key]
         outputs.append(value[0] if isinstance(value, TupleWrapper) else value)
-    result: Expr | list[Expr] = outputs[0] if len(outputs) == 1 else outputs
-    return build_module(result, inputs, [], "the PaddlePaddle model"), params
+    body: Expr | list[Expr] = outputs[0] if len(outputs) == 1 else outputs
+    return build_module(body, inputs, [], "the PaddlePaddle model"), params
 
 
 def from_paddle(

@@ -215,3 +215,97 @@ def _cumsum(ctx: OpContext) -> Expr:
         axis = ctx.axis(axis, ctx.ndim(x))
         return op.reverse(op.cumsum(op.reverse(x, axis), axis, exclusive=exclusive), axis)
     return op.cumsum(x, ctx.axis(axis, ctx.ndim(x)), exclusive=exclusive)
+
+
+def _unary(fn: Any) -> Any:
+    def convert(ctx: OpContext) -> Expr:
+        return fn(ctx.input("x"))
+
+    return convert
+
+
+for _name, _fn in {
+    "tan": op.tan,
+    "acos": op.acos,
+    "asin": op.asin,
+    "atan": op.atan,
+    "sinh": op.sinh,
+    "cosh": op.cosh,
+    "log2": op.log2,
+    "log10": op.log10,
+    "isinf": op.isinf,
+    "isnan": op.isnan,
+    "isfinite": op.isfinite,
+}.items():
+    converter(_name)(_unary(_fn))
+
+
+@converter("log1p")
+def _log1p(ctx: OpContext) -> Expr:
+    x = ctx.input("x")
+    return op.log(op.add(x, ctx.const(1.0, ctx.dtype(x))))
+
+
+@converter("logsumexp")
+def _logsumexp(ctx: OpContext) -> Expr:
+    x = ctx.input("x")
+    n = ctx.ndim(x)
+    axes = ctx.values(("axis",), ("axis",), default=[])
+    axes = [axes] if isinstance(axes, (int, float)) else list(axes)
+    if bool(ctx.attr("reduce_all", default=False)) or not axes:
+        axes = list(range(n))
+    keep = bool(ctx.attr("keepdim", default=False))
+    return op.logsumexp(x, [ctx.axis(a, n) for a in axes], keepdims=keep)
+
+
+@converter("p_norm")
+def _p_norm(ctx: OpContext) -> Expr:
+    x = ctx.input("x")
+    n = ctx.ndim(x)
+    p = float(ctx.attr("porder", default=2.0))
+    keep = bool(ctx.attr("keepdim", default=False))
+    axes = list(range(n)) if bool(ctx.attr("asvector", default=False)) else None
+    if axes is None:
+        axes = [ctx.axis(ctx.attr("axis", default=-1), n)]
+    a = op.abs(x)
+    if p == float("inf"):
+        return op.max(a, axes, keepdims=keep)
+    if p == float("-inf"):
+        return op.min(a, axes, keepdims=keep)
+    if p == 0:
+        nonzero = op.cast(op.not_equal(x, ctx.const(0, ctx.dtype(x))), ctx.dtype(x))
+        return op.sum(nonzero, axes, keepdims=keep)
+    powered = op.sum(op.power(a, ctx.const(p, ctx.dtype(x))), axes, keepdims=keep)
+    return op.power(powered, ctx.const(1.0 / p, ctx.dtype(x)))
+
+
+@converter("bmm")
+def _bmm(ctx: OpContext) -> Expr:
+    return _matmul(ctx, ctx.input("x"), ctx.input("y"), False, False)
+
+
+@converter("dot")
+def _dot(ctx: OpContext) -> Expr:
+    x, y = ctx.input("x"), ctx.input("y")
+    return op.sum(op.multiply(x, y), [ctx.ndim(x) - 1])
+
+
+@converter("addmm")
+def _addmm(ctx: OpContext) -> Expr:
+    x = ctx.input("x")
+    dtype = ctx.dtype(x)
+    alpha = ctx.const(float(ctx.attr("alpha", "Alpha", default=1.0)), dtype)
+    beta = ctx.const(float(ctx.attr("beta", "Beta", default=1.0)), dtype)
+    prod = _matmul(ctx, x, ctx.input("y"), False, False)
+    return op.add(op.multiply(beta, ctx.input("input")), op.multiply(alpha, prod))
+
+
+@converter("topk")
+def _topk(ctx: OpContext) -> dict[str, Expr]:
+    x = ctx.input("x")
+    k = ctx.values(("k",), ("k",))
+    k = int(k[0] if isinstance(k, list) else k)
+    axis = ctx.axis(ctx.attr("axis", default=-1), ctx.ndim(x))
+    largest = bool(ctx.attr("largest", default=True))
+    values, indices = op.topk(x, k, axis, "both", is_ascend=not largest, dtype="int64")
+    return {"out": values, "indices": indices}

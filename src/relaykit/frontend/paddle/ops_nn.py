@@ -376,3 +376,76 @@ def _reciprocal(ctx: OpContext) -> Expr:
 @converter("logsigmoid")
 def _logsigmoid(ctx: OpContext) -> Expr:
     return op.log(op.sigmoid(ctx.input("x")))
+
+
+# -- normalisation over groups, padding, pixel shuffle --------------------------------------
+def _group_normalise(ctx: OpContext, x: Expr, groups: int, eps: float) -> Expr:
+    """``x`` (N, C, ...) normalised over each group of ``C // groups`` channels."""
+    shape = ctx.shape(x)
+    grouped = op.reshape(x, [shape[0], groups, -1])
+    mean = op.mean(grouped, [2], keepdims=True)
+    var = op.variance(grouped, [2], keepdims=True, unbiased=False)
+    eps_const = ctx.const(eps, ctx.dtype(x))
+    out = op.divide(op.subtract(grouped, mean), op.sqrt(op.add(var, eps_const)))
+    return op.reshape(out, list(shape))
+
+
+def _affine(ctx: OpContext, out: Expr, ndim: int) -> Expr:
+    trailing = [1] * (ndim - 2)
+    if ctx.has("scale"):
+        out = op.multiply(out, op.reshape(ctx.input("scale"), [-1, *trailing]))
+    if ctx.has("bias"):
+        out = op.add(out, op.reshape(ctx.input("bias"), [-1, *trailing]))
+    return out
+
+
+@converter("group_norm")
+def _group_norm(ctx: OpContext) -> Expr:
+    x, nhwc = _to_nchw(ctx, ctx.input("x"), "data_format")
+    eps = float(ctx.attr("epsilon", default=1e-5))
+    out = _group_normalise(ctx, x, int(ctx.attr("groups")), eps)
+    return _from_nchw(_affine(ctx, out, ctx.ndim(x)), nhwc, ctx.ndim(x))
+
+
+@converter("instance_norm")
+def _instance_norm(ctx: OpContext) -> Expr:
+    x = ctx.input("x")
+    eps = float(ctx.attr("epsilon", default=1e-5))
+    out = _group_normalise(ctx, x, ctx.shape(x)[1], eps)
+    return _affine(ctx, out, ctx.ndim(x))
+
+
+_PAD_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "edge": "edge"}
+
+
+@converter("pad3d", "pad2d", "pad")
+def _pad(ctx: OpContext) -> Expr:
+    x = ctx.input("x")
+    n = ctx.ndim(x)
+    pads = [int(p) for p in ctx.values(("paddings",), ("paddings",))]
+    mode = str(ctx.attr("mode", default="constant"))
+    if mode not in _PAD_MODES:
+        raise ctx.fail(f"padding mode {mode!r} is not supported (constant, reflect, replicate)")
+    value = ctx.values(("pad_value",), ("pad_value", "value"), default=0.0)
+    value = float(value[0] if isinstance(value, list) else value)
+    if ctx.type == "pad":  # [d0_before, d0_after, d1_before, ...] over every dim
+        width = [[pads[2 * i], pads[2 * i + 1]] for i in range(n)]
+    else:
+        layout = str(ctx.attr("data_format", default="NCDHW" if n == 5 else "NCHW"))
+        channels_last = layout.endswith("C")
+        spatial = list(range(1, n - 1)) if channels_last else list(range(2, n))
+        width = [[0, 0] for _ in range(n)]
+        if ctx.type == "pad2d":  # [top, bottom, left, right]
+            pairs = [pads[0:2], pads[2:4]]
+        else:  # [left, right, top, bottom, front, back]: the last spatial dim first
+            pairs = [pads[2 * i : 2 * i + 2] for i in range(len(pads) // 2)][::-1]
+        for axis, pair in zip(spatial[-len(pairs) :], pairs[-len(spatial) :], strict=True):
+            width[axis] = list(pair)
+    return nn.pad(x, width, pad_value=value, pad_mode=_PAD_MODES[mode])
+
+
+@converter("pixel_shuffle")
+def _pixel_shuffle(ctx: OpContext) -> Expr:
+    x, nhwc = _to_nchw(ctx, ctx.input("x"), "data_format")
+    out = nn.depth_to_space(x, int(ctx.attr("upscale_factor")), mode="CRD")
+    return _from_nchw(out, nhwc, 4)

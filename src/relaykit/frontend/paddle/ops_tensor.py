@@ -270,3 +270,35 @@ def _arange(ctx: OpContext) -> Expr:
     start, end, step = (b[0] if isinstance(b, list) else b for b in bounds)
     dtype = ctx.dtype_name(ctx.attr("dtype", default="int64"))
     return ctx.const(np.arange(start, end, step), dtype)
+
+
+@converter("full_with_tensor")
+def _full_with_tensor(ctx: OpContext) -> Expr:
+    shape = _int_list(ctx.values(("shape",), ("shape",)))
+    value = ctx.values(("value",), ("value",))
+    value = value[0] if isinstance(value, list) else value
+    dtype = ctx.dtype_name(ctx.attr("dtype", default="float32"))
+    return ctx.const(np.full(shape, value), dtype)
+
+
+@converter("fill_constant_batch_size_like")
+def _fill_batch_like(ctx: OpContext) -> Expr:
+    x = ctx.input("input")
+    shape = _int_list(ctx.attr("shape"))
+    shape[int(ctx.attr("output_dim_idx", default=0))] = ctx.shape(x)[
+        int(ctx.attr("input_dim_idx", default=0))
+    ]
+    value = float(ctx.attr("str_value", default="") or ctx.attr("value", default=0.0))
+    return ctx.const(np.full(shape, value), ctx.dtype_name(ctx.attr("dtype")))
+
+
+@converter("numel", "size")
+def _numel(ctx: OpContext) -> Expr:
+    return ctx.const(int(np.prod(ctx.shape(ctx.input("x", "input")))), "int64")
+
+
+@converter("lookup_table")
+def _lookup_table(ctx: OpContext) -> Expr:
+    """The first embedding op: ids carry a trailing dimension of 1."""
+    ids = ctx.input("ids")
+    return op.take(ctx.input("w"), op.squeeze(ids, [ctx.ndim(ids) - 1]), axis=0)

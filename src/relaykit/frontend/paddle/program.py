@@ -64,6 +64,11 @@ _OLD_NAMES = {
     "arg_min": "argmin",
     "less_than": "less_than",
     "fill_any_like": "full_like",
+    "expand_as_v2": "expand_as",
+    "floor_mod": "remainder",
+    "isinf_v2": "isinf",
+    "isnan_v2": "isnan",
+    "isfinite_v2": "isfinite",
 }
 
 
@@ -89,10 +94,20 @@ class PaddleOp:
     inputs: dict[str, list[str]]
     outputs: dict[str, list[str]]
     attrs: dict[str, Any]
+    #: the op's position in the program's global block
+    index: int = -1
+    #: ProgramDesc: the variable names of the outputs, for messages
+    named: bool = False
 
     def describe(self) -> str:
+        where = [f"op {self.index} of the program"]
+        layer = self.attrs.get("struct_name")
+        if layer:
+            where.append(f"in layer {layer}")
         outs = [k for keys in self.outputs.values() for k in keys][:1]
-        return f"paddle op {self.raw}" + (f" (output {outs[0]})" if outs else "")
+        if self.named and outs:
+            where.append(f"output {outs[0]}")
+        return f"paddle op {self.raw} ({', '.join(where)})"
 
 
 @dataclass
@@ -160,7 +175,7 @@ def _read_pir(program: Any, lookup: Any) -> Graph:
     fetches: list[str] = []
     fetched: set[str] = set()
     params: dict[str, tuple[str, np.ndarray]] = {}
-    for op in program.global_block().ops:
+    for index, op in enumerate(program.global_block().ops):
         raw = op.name()
         attrs = dict(op.attrs())
         if raw.startswith("pd_op."):
@@ -194,7 +209,7 @@ def _read_pir(program: Any, lookup: Any) -> Graph:
                 fetched.add(name)
                 fetches.extend(inputs.get("0", inputs.get("x", [])))
             continue
-        ops.append(PaddleOp(canonical_op(raw), raw, inputs, outputs, attrs))
+        ops.append(PaddleOp(canonical_op(raw), raw, inputs, outputs, attrs, index))
     return Graph(ops, feeds, fetches, params, "pir")
 
 
@@ -219,7 +234,7 @@ def _read_programdesc(
     feeds = list(feed_names or [])
     fetches = list(fetch_names or [])
     used: set[str] = set()
-    for op in block.ops:
+    for index, op in enumerate(block.ops):
         if op.type == "feed":
             if feed_names is None:
                 feeds.append(op.output("Out")[0])
@@ -232,7 +247,8 @@ def _read_programdesc(
         outputs = {slot.lower(): list(op.output(slot)) for slot in op.output_names}
         for keys in inputs.values():
             used.update(keys)
-        ops.append(PaddleOp(canonical_op(op.type), op.type, inputs, outputs, _old_attrs(op)))
+        attrs = _old_attrs(op)
+        ops.append(PaddleOp(canonical_op(op.type), op.type, inputs, outputs, attrs, index, True))
     params: dict[str, tuple[str, np.ndarray]] = {}
     for name in sorted(used):
         var = block._find_var_recursive(name)
