@@ -21,7 +21,12 @@ def save_load(layer: Any, specs: Sequence[tuple[str, Sequence[int], str]], path:
     spec = [paddle.static.InputSpec(list(shape), dtype, name) for name, shape, dtype in specs]
     prefix = str(path / "model")
     paddle.jit.save(layer, prefix, input_spec=spec)
-    return paddle.jit.load(prefix)
+    loaded = paddle.jit.load(prefix)
+    # with FLAGS_enable_pir_api=0 (test_programs.py runs some of these tests so) the
+    # program is a ProgramDesc
+    pir = paddle.framework.use_pir_api()
+    assert type(loaded).__name__ == ("PirTranslatedLayer" if pir else "TranslatedLayer")
+    return loaded
 
 
 def run_relay(mod: Any, params: dict[str, Any], feeds: dict[str, np.ndarray]) -> list[np.ndarray]:

@@ -82,6 +82,12 @@ def test_resnet18_from_the_model_zoo(tmp_path: Path, check: Any) -> None:
     check(layer, {"inputs": _image(1, 3, 64, 64)}, tmp_path, rtol=1e-4)
 
 
+def test_mobilenet_v2_from_the_model_zoo(tmp_path: Path, check: Any) -> None:
+    """Depthwise convolutions, ReLU6, dropout before the classifier."""
+    layer = paddle.vision.models.mobilenet_v2(scale=0.25, num_classes=7)
+    check(layer, {"inputs": _image(1, 3, 32, 32)}, tmp_path, rtol=1e-4)
+
+
 class _Encoder(nn.Layer):
     """A transformer-ish block: layer norm, matmuls with transposes, reshape/transpose,
     split, concat, gelu, sigmoid, scale, mean, dropout in eval mode."""
