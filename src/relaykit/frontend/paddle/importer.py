@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from relaykit.errors import FrontendError, UnsupportedOpError
+from relaykit.errors import FrontendError, MissingDependencyError, UnsupportedOpError
 from relaykit.frontend.pytorch.common import build_module, converting
 from relaykit.ir.expr import Constant, Expr, TupleWrapper, Var, const
 from relaykit.ir.module import IRModule
@@ -31,8 +31,6 @@ _GROUPING = ("builtin.combine", "builtin.split", "builtin.slice")
 
 
 def _require_paddle() -> Any:
-    from relaykit.errors import MissingDependencyError
-
     try:
         import paddle
     except ImportError:
