@@ -163,11 +163,20 @@ def _cast(ctx: OpContext) -> Expr:
 
 @converter("clip")
 def _clip(ctx: OpContext) -> Expr:
-    lo = ctx.values(("min",), ("min",), default=-np.inf)
-    hi = ctx.values(("max",), ("max",), default=np.inf)
-    lo = float(lo[0] if isinstance(lo, list) else lo)
-    hi = float(hi[0] if isinstance(hi, list) else hi)
-    return op.clip(ctx.input("x"), lo, hi)
+    x = ctx.input("x")
+    bounds: list[Any] = []
+    for name, default in (("min", -np.inf), ("max", np.inf)):
+        bound = ctx.optional(name)
+        if bound is not None and ctx.constant(bound) is None:  # a bound given as an input
+            bounds.append(op.reshape(op.cast(bound, ctx.dtype(x)), []))
+            continue
+        value = ctx.values((name,), (name,), default=default)
+        bounds.append(float(value[0] if isinstance(value, list) else value))
+    lo, hi = bounds
+    if isinstance(lo, float) and isinstance(hi, float):
+        return op.clip(x, lo, hi)
+    out = x if isinstance(lo, float) and lo == -np.inf else op.maximum(x, ctx.expr(lo, x))
+    return out if isinstance(hi, float) and hi == np.inf else op.minimum(out, ctx.expr(hi, x))
 
 
 @converter("pow")
@@ -309,3 +318,48 @@ def _topk(ctx: OpContext) -> dict[str, Expr]:
     largest = bool(ctx.attr("largest", default=True))
     values, indices = op.topk(x, k, axis, "both", is_ascend=not largest, dtype="int64")
     return {"out": values, "indices": indices}
+
+
+@converter("expm1")
+def _expm1(ctx: OpContext) -> Expr:
+    x = ctx.input("x")
+    return op.subtract(op.exp(x), ctx.const(1.0, ctx.dtype(x)))
+
+
+@converter("trunc")
+def _trunc(ctx: OpContext) -> Expr:
+    return op.trunc(ctx.input("input", "x"))
+
+
+@converter("mv")
+def _mv(ctx: OpContext) -> Expr:
+    return _matmul(ctx, ctx.input("x"), ctx.input("vec"), False, False)
+
+
+@converter("dist")
+def _dist(ctx: OpContext) -> Expr:
+    x, y = ctx.input("x"), ctx.input("y")
+    diff = op.abs(op.subtract(x, y))
+    n = len(np.broadcast_shapes(ctx.shape(x), ctx.shape(y)))
+    axes = list(range(n))
+    p = float(ctx.attr("p", default=2.0))
+    dtype = ctx.dtype(x)
+    if p == float("inf"):
+        return op.max(diff, axes)
+    if p == float("-inf"):
+        return op.min(diff, axes)
+    if p == 0:
+        return op.sum(op.cast(op.not_equal(diff, ctx.const(0, dtype)), dtype), axes)
+    total = op.sum(op.power(diff, ctx.const(p, dtype)), axes)
+    return op.power(total, ctx.const(1.0 / p, dtype))
+
+
+@converter("argsort")
+def _argsort(ctx: OpContext) -> dict[str, Expr]:
+    x = ctx.input("x")
+    axis = ctx.axis(ctx.attr("axis", default=-1), ctx.ndim(x))
+    ascend = not bool(ctx.attr("descending", default=False))
+    return {
+        "out": op.sort(x, axis, is_ascend=ascend),
+        "indices": op.argsort(x, axis, is_ascend=ascend, dtype="int64"),
+    }

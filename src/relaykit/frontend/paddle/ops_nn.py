@@ -26,31 +26,32 @@ def _pads(
     kernel: list[int],
     strides: list[int],
     dilations: list[int],
-) -> list[int]:
-    """Relay ``(before..., after...)`` padding of a 2-d window op."""
+) -> tuple[list[int], list[int]]:
+    """Relay ``(before..., after...)`` padding of a window op, and its dilations:
+    ``SAME`` pads so that the output is ``ceil(size / stride)`` and, as Paddle does,
+    drops the dilation."""
     algorithm = str(ctx.attr("padding_algorithm", default="EXPLICIT")).upper()
     rank = len(kernel)
     if algorithm == "VALID":
-        return [0] * (2 * rank)
+        return [0] * (2 * rank), dilations
     if algorithm == "SAME":
         before, after = [], []
-        for n, k, s, d in zip(in_size, kernel, strides, dilations, strict=True):
-            out = math.ceil(n / s)
-            total = max((out - 1) * s + (k - 1) * d + 1 - n, 0)
+        for n, k, s in zip(in_size, kernel, strides, strict=True):
+            total = max((math.ceil(n / s) - 1) * s + k - n, 0)
             before.append(total // 2)
             after.append(total - total // 2)
-        return before + after
+        return before + after, [1] * rank
     pads = [int(p) for p in ctx.attr("paddings", default=[0] * rank)]
     if len(pads) == rank:
-        return pads + pads
+        return pads + pads, dilations
     if len(pads) == 2 * rank:  # [d0_before, d0_after, d1_before, d1_after]
-        return pads[0::2] + pads[1::2]
+        return pads[0::2] + pads[1::2], dilations
     raise ctx.fail(f"paddings {pads} do not fit a {rank}-d window")
 
 
 def _to_nchw(ctx: OpContext, x: Expr, key: str = "data_format") -> tuple[Expr, bool]:
     layout = str(ctx.attr(key, "data_layout", default="NCHW"))
-    if layout in ("NHWC", "NLC", "NDHWC"):
+    if layout in ("NHWC", "NLC", "NDHWC", "NWC"):
         n = ctx.ndim(x)
         return op.transpose(x, [0, n - 1, *range(1, n - 1)]), True
     return x, False
@@ -70,7 +71,7 @@ def _conv(ctx: OpContext) -> Expr:
     strides = [int(s) for s in ctx.attr("strides", default=[1] * rank)]
     dilations = [int(d) for d in ctx.attr("dilations", default=[1] * rank)]
     groups = int(ctx.attr("groups", default=1))
-    pads = _pads(ctx, ctx.shape(x)[2:], kernel, strides, dilations)
+    pads, dilations = _pads(ctx, ctx.shape(x)[2:], kernel, strides, dilations)
     make = nn.conv3d if rank == 3 else nn.conv2d
     out = make(
         x, weight, strides=strides, padding=pads, dilation=dilations, groups=groups,
@@ -90,9 +91,7 @@ def _conv_transpose(ctx: OpContext) -> Expr:
     strides = [int(s) for s in ctx.attr("strides", default=[1, 1])]
     dilations = [int(d) for d in ctx.attr("dilations", default=[1, 1])]
     groups = int(ctx.attr("groups", default=1))
-    if str(ctx.attr("padding_algorithm", default="EXPLICIT")).upper() == "SAME":
-        raise ctx.fail("padding_algorithm SAME is not supported for transposed convolutions")
-    pads = _pads(ctx, ctx.shape(x)[2:], kernel, strides, dilations)
+    pads, dilations = _pads(ctx, ctx.shape(x)[2:], kernel, strides, dilations)
     output_padding = [int(p) for p in ctx.attr("output_padding", default=[]) or [0, 0]]
     out = nn.conv2d_transpose(
         x, weight, strides=strides, padding=pads, dilation=dilations, groups=groups,
@@ -138,35 +137,39 @@ def _layer_norm(ctx: OpContext) -> Expr:
     return out
 
 
-@converter("pool2d")
-def _pool2d(ctx: OpContext) -> Expr:
+_POOLS = {
+    2: (nn.max_pool2d, nn.avg_pool2d, nn.adaptive_max_pool2d, nn.adaptive_avg_pool2d),
+    3: (nn.max_pool3d, nn.avg_pool3d, nn.adaptive_max_pool3d, nn.adaptive_avg_pool3d),
+}
+
+
+@converter("pool2d", "pool3d")
+def _pool(ctx: OpContext) -> Expr:
     x, nhwc = _to_nchw(ctx, ctx.input("x"))
+    rank = ctx.ndim(x) - 2
     kind = str(ctx.attr("pooling_type", default="max"))
     if kind not in ("max", "avg"):
         raise ctx.fail(f"pooling_type {kind!r} is not supported (max and avg are)")
-    ksize = [int(k) for k in ctx.values(("kernel_size",), ("ksize",))]
-    in_hw = ctx.shape(x)[2:]
-    if bool(ctx.attr("global_pooling", default=False)) or (
-        bool(ctx.attr("adaptive", default=False)) and ksize == [1, 1]
-    ):
-        out = nn.global_max_pool2d(x) if kind == "max" else nn.global_avg_pool2d(x)
-    elif bool(ctx.attr("adaptive", default=False)):
-        make = nn.adaptive_max_pool2d if kind == "max" else nn.adaptive_avg_pool2d
-        out = make(x, output_size=ksize)
+    max_pool, avg_pool, adaptive_max, adaptive_avg = _POOLS[rank]
+    ksize = [int(k) for k in ctx.values(("kernel_size",), ("ksize", "kernel_size"))]
+    if bool(ctx.attr("global_pooling", default=False)):
+        ksize, adaptive = [1] * rank, True
     else:
-        strides = [int(s) for s in ctx.attr("strides", default=[1, 1])]
-        pads = _pads(ctx, in_hw, ksize, strides, [1, 1])
+        adaptive = bool(ctx.attr("adaptive", default=False))
+    if adaptive:
+        out = (adaptive_max if kind == "max" else adaptive_avg)(x, output_size=ksize)
+    else:
+        strides = [int(s) for s in ctx.attr("strides", default=[1] * rank)]
+        pads, _ = _pads(ctx, ctx.shape(x)[2:], ksize, strides, [1] * rank)
         ceil_mode = bool(ctx.attr("ceil_mode", default=False))
         if kind == "max":
-            out = nn.max_pool2d(
-                x, pool_size=ksize, strides=strides, padding=pads, ceil_mode=ceil_mode
-            )
+            out = max_pool(x, pool_size=ksize, strides=strides, padding=pads, ceil_mode=ceil_mode)
         else:
-            out = nn.avg_pool2d(
+            out = avg_pool(
                 x, pool_size=ksize, strides=strides, padding=pads, ceil_mode=ceil_mode,
                 count_include_pad=not bool(ctx.attr("exclusive", default=True)),
             )  # fmt: skip
-    return _from_nchw(out, nhwc, 4)
+    return _from_nchw(out, nhwc, rank + 2)
 
 
 @converter("softmax", "log_softmax")
@@ -182,8 +185,8 @@ def _dropout(ctx: OpContext) -> Expr:
     mode = str(ctx.attr("dropout_implementation", "mode", default="downgrade_in_infer"))
     if mode == "upscale_in_train":
         return x
-    p = ctx.attr("dropout_prob", "p", default=0.5)
-    p = float(p.item() if hasattr(p, "item") else p)
+    p = ctx.values(("p",), ("dropout_prob", "p"), default=0.5)
+    p = float(p[0] if isinstance(p, list) else p.item() if hasattr(p, "item") else p)
     return op.multiply(x, ctx.const(1.0 - p, ctx.dtype(x)))
 
 
@@ -449,3 +452,103 @@ def _pixel_shuffle(ctx: OpContext) -> Expr:
     x, nhwc = _to_nchw(ctx, ctx.input("x"), "data_format")
     out = nn.depth_to_space(x, int(ctx.attr("upscale_factor")), mode="CRD")
     return _from_nchw(out, nhwc, 4)
+
+
+# -- shrinking and clamping activations -----------------------------------------------------
+def _where_greater(ctx: OpContext, x: Expr, threshold: float, then: Expr, other: Expr) -> Expr:
+    return op.where(op.greater(x, _scalar(ctx, threshold, x)), then, other)
+
+
+@converter("hardshrink")
+def _hardshrink(ctx: OpContext) -> Expr:
+    x = ctx.input("x")
+    t = float(ctx.attr("threshold", default=0.5))
+    return _where_greater(ctx, op.abs(x), t, x, op.zeros_like(x))
+
+
+@converter("softshrink")
+def _softshrink(ctx: OpContext) -> Expr:
+    x = ctx.input("x")
+    t = float(ctx.attr("threshold", "lambda", default=0.5))
+    low = op.where(op.less(x, _scalar(ctx, -t, x)), op.add(x, _scalar(ctx, t, x)), op.zeros_like(x))
+    return _where_greater(ctx, x, t, op.subtract(x, _scalar(ctx, t, x)), low)
+
+
+@converter("tanh_shrink")
+def _tanh_shrink(ctx: OpContext) -> Expr:
+    x = ctx.input("x")
+    return op.subtract(x, op.tanh(x))
+
+
+@converter("thresholded_relu")
+def _thresholded_relu(ctx: OpContext) -> Expr:
+    x = ctx.input("x")
+    t = float(ctx.attr("threshold", default=1.0))
+    fill = _scalar(ctx, float(ctx.attr("value", default=0.0)), x)
+    return _where_greater(ctx, x, t, x, op.multiply(op.ones_like(x), fill))
+
+
+@converter("selu")
+def _selu(ctx: OpContext) -> Expr:
+    x = ctx.input("x")
+    alpha = _scalar(ctx, float(ctx.attr("alpha", default=1.6732632423543772)), x)
+    scale = _scalar(ctx, float(ctx.attr("scale", default=1.0507009873554805)), x)
+    neg = op.multiply(alpha, op.subtract(op.exp(x), _scalar(ctx, 1.0, x)))
+    return op.multiply(scale, _where_greater(ctx, x, 0.0, x, neg))
+
+
+@converter("softsign")
+def _softsign(ctx: OpContext) -> Expr:
+    x = ctx.input("x")
+    return op.divide(x, op.add(_scalar(ctx, 1.0, x), op.abs(x)))
+
+
+@converter("hardtanh", "brelu")
+def _hardtanh(ctx: OpContext) -> Expr:
+    lo, hi = float(ctx.attr("t_min", default=-1.0)), float(ctx.attr("t_max", default=1.0))
+    return op.clip(ctx.input("x"), lo, hi)
+
+
+@converter("grid_sample")
+def _grid_sample(ctx: OpContext) -> Expr:
+    x, grid = ctx.input("x"), ctx.input("grid")
+    if ctx.ndim(x) != 4:
+        raise ctx.fail("only 4-d grid_sample is supported")
+    mode = str(ctx.attr("mode", default="bilinear"))
+    method = {"bilinear": "bilinear", "nearest": "nearest"}.get(mode)
+    if method is None:
+        raise ctx.fail(f"grid_sample mode {mode!r} is not supported (bilinear, nearest)")
+    return image.grid_sample(
+        x, op.transpose(grid, [0, 3, 1, 2]), method=method,
+        padding_mode=str(ctx.attr("padding_mode", default="zeros")),
+        align_corners=bool(ctx.attr("align_corners", default=True)),
+    )  # fmt: skip
+
+
+@converter("norm")
+def _l2_norm(ctx: OpContext) -> dict[str, Expr]:
+    """ProgramDesc's ``norm``: ``x`` over its L2 norm along ``axis``."""
+    x = ctx.input("x")
+    axis = ctx.axis(ctx.attr("axis", default=-1), ctx.ndim(x))
+    eps = _scalar(ctx, float(ctx.attr("epsilon", default=1e-10)), x)
+    norm = op.sqrt(op.add(op.sum(op.multiply(x, x), [axis], keepdims=True), eps))
+    return {"out": op.divide(x, norm), "norm": norm}
+
+
+@converter("cross_entropy_with_softmax")
+def _softmax_cross_entropy(ctx: OpContext) -> dict[str, Expr]:
+    logits, label = ctx.input("input", "logits"), ctx.input("label")
+    n = ctx.ndim(logits)
+    axis = ctx.axis(ctx.attr("axis", default=-1), n)
+    use_softmax = bool(ctx.attr("use_softmax", default=True))
+    prob = nn.softmax(logits, axis) if use_softmax else logits
+    log_prob = nn.log_softmax(logits, axis) if use_softmax else op.log(logits)
+    if bool(ctx.attr("soft_label", default=False)):
+        loss = op.negative(op.sum(op.multiply(label, log_prob), [axis], keepdims=True))
+    else:
+        index = op.cast(label, "int64")
+        ignore = int(ctx.attr("ignore_index", default=-100))
+        keep = op.not_equal(index, ctx.const(ignore, "int64"))
+        picked = op.gather(log_prob, axis, op.where(keep, index, op.zeros_like(index)))
+        loss = op.where(keep, op.negative(picked), op.zeros_like(picked))
+    return {"softmax": prob, "loss": loss}

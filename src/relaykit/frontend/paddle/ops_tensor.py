@@ -78,6 +78,8 @@ def _split(ctx: OpContext) -> list[Expr]:
     if -1 in sections:
         known = sum(s for s in sections if s != -1)
         sections = [size - known if s == -1 else s for s in sections]
+    if len(sections) == 1:
+        return [x]
     cuts = list(np.cumsum(sections)[:-1])
     out = op.split(x, [int(c) for c in cuts], axis)
     return [out[i] for i in range(len(sections))]
@@ -88,6 +90,8 @@ def _unbind(ctx: OpContext) -> list[Expr]:
     x = ctx.input("x")
     shape = ctx.shape(x)
     axis = ctx.axis(ctx.attr("axis", default=0), len(shape))
+    if shape[axis] == 1:
+        return [op.squeeze(x, [axis])]
     parts = op.split(x, shape[axis], axis)
     return [op.squeeze(parts[i], [axis]) for i in range(shape[axis])]
 
@@ -115,24 +119,29 @@ def _unsqueeze(ctx: OpContext) -> Expr:
     return op.reshape(x, shape)
 
 
-def _slice(ctx: OpContext, x: Expr, strides: list[int] | None) -> Expr:
-    shape = ctx.shape(x)
+def _region(
+    ctx: OpContext, shape: tuple[int, ...], steps: list[int] | None
+) -> tuple[list[int], list[int], list[int], list[int]]:
+    """Full-rank ``begin, end, strides`` of the op's ``axes``/``starts``/``ends``,
+    clamped as Python slicing clamps (Paddle does the same), and the region's sizes."""
     axes = [ctx.axis(a, len(shape)) for a in _int_list(ctx.attr("axes"))]
     starts = _int_list(ctx.values(("starts", "startstensor", "startstensorlist"), ("starts",)))
     ends = _int_list(ctx.values(("ends", "endstensor", "endstensorlist"), ("ends",)))
-    steps = strides or [1] * len(axes)
-    begin, end, step = [0] * len(shape), list(shape), [1] * len(shape)
+    steps = steps or [1] * len(axes)
+    begin, end, step, sizes = [0] * len(shape), list(shape), [1] * len(shape), list(shape)
     for a, s, e, st in zip(axes, starts, ends, steps, strict=True):
         n = shape[a]
-        # paddle clamps out-of-range bounds like Python slicing does
         start, stop, _ = slice(s, e, st).indices(n)
-        if st < 0 and e < -n:
-            stop = -1
-        begin[a], end[a], step[a] = start, stop, st
+        sizes[a] = len(range(start, stop, st))
+        # going backwards through index 0: Relay reads an end of -(n + 1) as "before 0"
+        begin[a], end[a], step[a] = start, (-(n + 1) if stop == -1 else stop), st
+    return begin, end, step, sizes
+
+
+def _slice(ctx: OpContext, x: Expr, strides: list[int] | None) -> Expr:
+    shape = ctx.shape(x)
+    begin, end, step, _ = _region(ctx, shape, strides)
     out = op.strided_slice(x, begin, end, step)
-    for a, st in zip(axes, steps, strict=True):  # the reference's end of -1 going backwards
-        if st < 0 and end[a] == -1:
-            raise ctx.fail("a negative-stride slice through index 0 is not supported")
     decrease = [ctx.axis(a, len(shape)) for a in _int_list(ctx.attr("decrease_axis", default=[]))]
     return op.squeeze(out, decrease) if decrease else out
 
@@ -302,3 +311,120 @@ def _lookup_table(ctx: OpContext) -> Expr:
     """The first embedding op: ids carry a trailing dimension of 1."""
     ids = ctx.input("ids")
     return op.take(ctx.input("w"), op.squeeze(ids, [ctx.ndim(ids) - 1]), axis=0)
+
+
+@converter("flip")
+def _flip(ctx: OpContext) -> Expr:
+    x = ctx.input("x")
+    for axis in _int_list(ctx.attr("axis", "dims")):
+        x = op.reverse(x, ctx.axis(axis, ctx.ndim(x)))
+    return x
+
+
+@converter("one_hot")
+def _one_hot(ctx: OpContext) -> Expr:
+    x = ctx.input("x")
+    depth = _int_list(ctx.values(("num_classes", "depth_tensor"), ("depth",)))[0]
+    on, off = ctx.const(1.0, "float32"), ctx.const(0.0, "float32")
+    return op.one_hot(x, on, off, depth, -1, "float32")
+
+
+@converter("take_along_axis")
+def _take_along_axis(ctx: OpContext) -> Expr:
+    arr, indices = ctx.input("arr", "input"), ctx.input("indices", "index")
+    shape = list(ctx.shape(arr))
+    axis = ctx.axis(ctx.attr("axis", "Axis"), len(shape))
+    shape[axis] = ctx.shape(indices)[axis]
+    return op.gather(arr, axis, op.broadcast_to(indices, shape))
+
+
+@converter("scatter")
+def _scatter(ctx: OpContext) -> Expr:
+    x, index, updates = ctx.input("x"), ctx.input("index", "ids"), ctx.input("updates")
+    ushape = ctx.shape(updates)
+    rows = op.reshape(index, [-1, *([1] * (len(ushape) - 1))])
+    rows = op.broadcast_to(rows, list(ushape))
+    if bool(ctx.attr("overwrite", default=True)):
+        return op.scatter_elements(x, rows, updates, 0)
+    cleared = op.scatter_elements(x, rows, op.zeros_like(updates), 0)
+    return op.scatter_elements(cleared, rows, updates, 0, reduction="add")
+
+
+@converter("meshgrid")
+def _meshgrid(ctx: OpContext) -> list[Expr]:
+    xs = ctx.inputs("inputs", "x")
+    grids = op.meshgrid(xs, indexing="ij")
+    return [grids[i] for i in range(len(xs))]
+
+
+@converter("eye")
+def _eye(ctx: OpContext) -> Expr:
+    rows = _int_list(ctx.values(("num_rows",), ("num_rows",)))[0]
+    cols = _int_list(ctx.values(("num_columns",), ("num_columns",), default=-1))[0]
+    cols = rows if cols < 0 else cols
+    return ctx.const(np.eye(rows, cols), ctx.dtype_name(ctx.attr("dtype", default="float32")))
+
+
+@converter("linspace")
+def _linspace(ctx: OpContext) -> Expr:
+    start = ctx.values(("start",), (), default=None)
+    stop = ctx.values(("stop",), (), default=None)
+    num = ctx.values(("number", "num"), (), default=None)
+    if start is None or stop is None or num is None:
+        raise ctx.fail("linspace with bounds computed at run time is not supported")
+    dtype = ctx.dtype_name(ctx.attr("dtype", default="float32"))
+    # as Paddle computes it: the bounds converted to the output dtype first (integers
+    # truncate), the first half stepping from the start and the rest back from the
+    # stop in double, each value converted again
+    integer = not dtype.startswith("float")
+    first, last = (float(np.trunc(v[0])) if integer else float(v[0]) for v in (start, stop))
+    n = int(num[0])
+    if n == 1:
+        return ctx.const([first], dtype)
+    step = (last - first) / (n - 1)
+    values = [first + step * i if i < n // 2 else last - step * (n - 1 - i) for i in range(n)]
+    return ctx.const(np.trunc(values) if integer else values, dtype)
+
+
+@converter("zeros_like", "ones_like")
+def _zeros_like(ctx: OpContext) -> Expr:
+    x = ctx.input("x")
+    return op.zeros_like(x) if ctx.type == "zeros_like" else op.ones_like(x)
+
+
+@converter("scatter_nd_add")
+def _scatter_nd_add(ctx: OpContext) -> Expr:
+    index = ctx.input("index")
+    n = ctx.ndim(index)
+    moved = op.transpose(index, [n - 1, *range(n - 1)])
+    return op.scatter_nd(ctx.input("x"), moved, ctx.input("updates"), reduction="add")
+
+
+@converter("set_value", "set_value_with_tensor")
+def _set_value(ctx: OpContext) -> Expr:
+    """``x[slices] = value``: the value (a tensor, or the op's list of numbers)
+    broadcast over the slice."""
+    x = ctx.input("x", "input")
+    shape = ctx.shape(x)
+    steps = _int_list(
+        ctx.values(("steps", "stepstensor", "stepstensorlist"), ("steps",), default=[])
+    )
+    begin, end, step, region = _region(ctx, shape, steps or None)
+    value: Expr
+    if ctx.has("values", "valuetensor"):
+        value = op.cast(ctx.input("values", "valuetensor"), ctx.dtype(x))
+    else:
+        numbers = None
+        for name in ("values", "fp32_values", "fp64_values", "int32_values", "int64_values",
+                     "bool_values"):  # fmt: skip
+            found = ctx.attr(name, default=None)
+            if found:
+                numbers = [v.item() if hasattr(v, "item") else v for v in found]
+                break
+        if numbers is None:
+            raise ctx.fail("has no value to set")
+        vshape = _int_list(ctx.attr("shape", default=[len(numbers)]))
+        value = ctx.const(np.asarray(numbers).reshape(vshape), ctx.dtype(x))
+    value = op.broadcast_to(value, region)
+    index = [ctx.const(v, "int64") for v in (begin, end, step)]
+    return op.strided_set(x, value, index[0], index[1], index[2])

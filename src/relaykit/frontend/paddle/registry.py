@@ -156,6 +156,10 @@ class OpContext:
             return np.asarray(expr.data.numpy())
         return None
 
+    def expr(self, value: Any, like: Expr) -> Expr:
+        """``value`` (an expression, or a number as a constant of ``like``'s dtype)."""
+        return value if isinstance(value, Expr) else self.const(value, self.dtype(like))
+
     @staticmethod
     def const(value: Any, dtype: str) -> Expr:
         return const(np.asarray(value).astype(dtype), dtype)
