@@ -247,3 +247,82 @@ class _Norms(nn.Layer):
 def test_group_instance_norm_padding_and_more_math(tmp_path: Path, check: Any) -> None:
     feeds = {"x": _image(2, 4, 4, 5), "a": _image(2, 3, 3), "b": _image(2, 3, 3)}
     check(_Norms(), feeds, tmp_path)
+
+
+class _PaddingRules(nn.Layer):
+    """Paddle's own rules: ``SAME`` ignores the dilation; a transposed ``SAME``
+    convolution; 3-d convolution and pooling; the dropout probability of
+    ``downscale_in_infer``; clip bounds given as tensors."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.same = nn.Conv2D(3, 4, 3, stride=2, padding="SAME", dilation=3)
+        self.convt = nn.Conv2DTranspose(3, 2, 3, stride=3, padding="SAME")
+        self.conv3d = nn.Conv3D(3, 2, 2, padding=1)
+
+    def forward(self, x, lo):  # type: ignore[no-untyped-def]
+        v = x.unsqueeze(2)
+        return (
+            self.same(x),
+            self.convt(x),
+            F.avg_pool3d(self.conv3d(v), 2, stride=1, padding=1),
+            F.max_pool3d(v, 1),
+            F.dropout(x, 0.1, training=False, mode="downscale_in_infer"),
+            paddle.clip(x, min=lo, max=0.5),
+        )
+
+
+def test_paddle_padding_rules_and_tensor_bounds(tmp_path: Path, check: Any) -> None:
+    feeds = {"x": _image(1, 3, 7, 7), "lo": np.array([-0.3], dtype="float32")}
+    check(_PaddingRules(), feeds, tmp_path)
+
+
+class _Assignments(nn.Layer):
+    """``x[...] = v`` (set_value with numbers and with a tensor), linspace, flip,
+    argsort, one_hot, take_along_axis, scatter, meshgrid, eye, unstack of one."""
+
+    def forward(self, x, u, idx):  # type: ignore[no-untyped-def]
+        y = x + 1
+        y[3:] = 3.0
+        y[1:4] = u
+        y[0] = -1.0
+        y[:, 1:2] = y[:, 0:1] * 2
+        order = paddle.argsort(x, axis=1, descending=True)
+        return (
+            y,
+            paddle.linspace(-2.5, 31.6, 13, "int32"),
+            paddle.linspace(0.5, 2.0, 4, "float32"),
+            paddle.flip(x, [0, 1]),
+            order,
+            paddle.take_along_axis(x, order, 1),
+            F.one_hot(idx, 4),
+            paddle.scatter(x, idx[:2], u[:2]),
+            paddle.scatter(x, paddle.to_tensor([1, 1]), u[:2], overwrite=False),
+            paddle.meshgrid(x[0], x[1, :2])[1],
+            paddle.eye(3, 2),
+            paddle.unstack(x[:1], axis=0)[0],
+        )
+
+
+def test_assignments_and_constant_makers(tmp_path: Path, check: Any) -> None:
+    feeds = {
+        "x": _image(5, 3),
+        "u": _image(3, 3),
+        "idx": np.array([2, 0, 3], dtype="int64"),
+    }
+    check(_Assignments(), feeds, tmp_path)
+
+
+class _MoreActivations(nn.Layer):
+    def forward(self, x, label):  # type: ignore[no-untyped-def]
+        loss = F.softmax_with_cross_entropy(x, label)
+        return (
+            F.hardshrink(x, 0.3), F.softshrink(x, 0.2), F.tanhshrink(x),
+            F.thresholded_relu(x, 0.4), F.selu(x), F.softsign(x), F.hardtanh(x, -0.5, 0.6),
+            F.log_sigmoid(x), paddle.expm1(x), paddle.trunc(x * 3), loss,
+        )  # fmt: skip
+
+
+def test_more_activations_and_softmax_cross_entropy(tmp_path: Path, check: Any) -> None:
+    feeds = {"x": _image(4, 5), "label": np.array([[1], [4], [0], [2]], dtype="int64")}
+    check(_MoreActivations(), feeds, tmp_path)

@@ -20,7 +20,7 @@ from relaykit.ir.types import TensorType
 from relaykit.runtime.ndarray import NDArray
 from relaykit.transform.fold_constant import fold_constant
 
-from . import ops_math, ops_nn, ops_tensor  # noqa: F401 - each registers its converters
+from . import ops_activation, ops_math, ops_nn, ops_tensor  # noqa: F401 - each registers its converters
 from .program import Graph, PaddleOp, read_layer, read_program
 from .registry import CONVERTERS, OpContext
 

@@ -234,6 +234,21 @@ def _unary(fn: Any) -> Any:
 
 
 for _name, _fn in {
+    "sigmoid": op.sigmoid,
+    "tanh": op.tanh,
+    "exp": op.exp,
+    "log": op.log,
+    "sqrt": op.sqrt,
+    "rsqrt": op.rsqrt,
+    "abs": op.abs,
+    "floor": op.floor,
+    "ceil": op.ceil,
+    "round": op.round,
+    "sin": op.sin,
+    "cos": op.cos,
+    "erf": op.erf,
+    "sign": op.sign,
+    "logical_not": op.logical_not,
     "tan": op.tan,
     "acos": op.acos,
     "asin": op.asin,
