@@ -326,3 +326,21 @@ class _MoreActivations(nn.Layer):
 def test_more_activations_and_softmax_cross_entropy(tmp_path: Path, check: Any) -> None:
     feeds = {"x": _image(4, 5), "label": np.array([[1], [4], [0], [2]], dtype="int64")}
     check(_MoreActivations(), feeds, tmp_path)
+
+
+class _Recurrent(nn.Layer):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lstm = nn.LSTM(4, 3, num_layers=2, direction="bidirect")
+        self.gru = nn.GRU(6, 2)
+        self.rnn = nn.SimpleRNN(2, 3, activation="relu")
+
+    def forward(self, x):  # type: ignore[no-untyped-def]
+        y, (h, c) = self.lstm(x)
+        z, hg = self.gru(y)
+        r, hr = self.rnn(z)
+        return y, h, c, z, hg, r, hr
+
+
+def test_lstm_gru_simple_rnn(tmp_path: Path, check: Any) -> None:
+    check(_Recurrent(), {"x": _image(2, 5, 4)}, tmp_path)

@@ -20,7 +20,13 @@ from relaykit.ir.types import TensorType
 from relaykit.runtime.ndarray import NDArray
 from relaykit.transform.fold_constant import fold_constant
 
-from . import ops_activation, ops_math, ops_nn, ops_tensor  # noqa: F401 - each registers its converters
+from . import (  # noqa: F401 - each registers its converters
+    ops_activation,
+    ops_math,
+    ops_nn,
+    ops_rnn,
+    ops_tensor,
+)
 from .program import Graph, PaddleOp, read_layer, read_program
 from .registry import CONVERTERS, OpContext
 
@@ -69,8 +75,11 @@ def _main_slot(op: PaddleOp) -> str:
 def _bind(op: PaddleOp, result: Any, values: dict[str, Any]) -> None:
     if isinstance(result, dict):
         for slot, value in result.items():
-            for key in op.outputs.get(slot, [])[:1]:
-                values[key] = value
+            keys = op.outputs.get(slot, [])
+            if isinstance(value, list) and len(keys) > 1:  # a list slot (ProgramDesc)
+                values.update(zip(keys, value, strict=False))
+            elif keys:
+                values[keys[0]] = value
         return
     keys = op.outputs.get(_main_slot(op), [])
     if isinstance(result, list) and len(keys) > 1:

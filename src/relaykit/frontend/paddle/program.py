@@ -160,6 +160,18 @@ def dtype_name(value: Any) -> str:
     raise FrontendError(f"paddle dtype {value!r} is not one relaykit supports")
 
 
+def _plain(value: Any) -> Any:
+    """An attribute value with Paddle's scalar wrappers (``Scalar``, NumPy scalars)
+    turned into Python numbers, in lists too."""
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if type(value).__name__ == "Scalar" and callable(getattr(value, "value", None)):
+        return value.value()
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
 # -- PIR ------------------------------------------------------------------------------------
 def _is_pir(program: Any) -> bool:
     return "pir" in type(program).__module__.split(".")
@@ -182,7 +194,7 @@ def _read_pir(program: Any, lookup: Any) -> Graph:
     params: dict[str, tuple[str, np.ndarray]] = {}
     for index, op in enumerate(program.global_block().ops):
         raw = op.name()
-        attrs = dict(op.attrs())
+        attrs = {k: _plain(v) for k, v in op.attrs().items()}
         if raw.startswith("pd_op."):
             in_names = list(op.get_input_names())
             out_names = list(op.get_output_names())
@@ -225,7 +237,7 @@ def _old_attrs(op: Any) -> dict[str, Any]:
         if name.startswith("op_") or name in ("with_quant_attr", "use_cudnn", "use_mkldnn"):
             continue
         try:
-            attrs[name] = op.attr(name)
+            attrs[name] = _plain(op.attr(name))
         except (ValueError, TypeError, RuntimeError):  # block attributes (control flow)
             attrs[name] = None
     return attrs
