@@ -344,3 +344,23 @@ class _Recurrent(nn.Layer):
 
 def test_lstm_gru_simple_rnn(tmp_path: Path, check: Any) -> None:
     check(_Recurrent(), {"x": _image(2, 5, 4)}, tmp_path)
+
+
+class _RoiAlign(nn.Layer):
+    def forward(self, x, boxes, boxes_num):  # type: ignore[no-untyped-def]
+        ops = paddle.vision.ops
+        return (
+            ops.roi_align(x, boxes, boxes_num, 3, 1.0, -1, False),
+            ops.roi_align(x, boxes, boxes_num, (2, 3), 0.5, 2, True),
+        )
+
+
+def test_roi_align_over_two_images(tmp_path: Path, check: Any) -> None:
+    corner = RNG.uniform(0, 8, size=(4, 2))
+    boxes = np.concatenate([corner, corner + RNG.uniform(2, 6, size=(4, 2))], 1)
+    feeds = {
+        "x": _image(2, 3, 12, 12),
+        "boxes": boxes.astype("float32"),
+        "boxes_num": np.array([1, 3], dtype="int32"),
+    }
+    check(_RoiAlign(), feeds, tmp_path)

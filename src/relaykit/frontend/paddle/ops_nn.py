@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from relaykit import op
 from relaykit.ir.expr import Expr
-from relaykit.op import image, nn
+from relaykit.op import image, nn, vision
 
 from .registry import OpContext, converter
 
@@ -350,3 +352,29 @@ def _softmax_cross_entropy(ctx: OpContext) -> dict[str, Expr]:
         picked = op.gather(log_prob, axis, op.where(keep, index, op.zeros_like(index)))
         loss = op.where(keep, op.negative(picked), op.zeros_like(picked))
     return {"softmax": prob, "loss": loss}
+
+
+@converter("roi_align")
+def _roi_align(ctx: OpContext) -> Expr:
+    """``paddle.vision.ops.roi_align``: boxes ``[R, 4]`` grouped by image through
+    ``boxes_num``; Relay's rois carry each box's image index first."""
+    x, boxes = ctx.input("x"), ctx.input("boxes", "rois")
+    count = ctx.shape(boxes)[0]
+    dtype = ctx.dtype(boxes)
+    image: Expr
+    if ctx.has("boxes_num", "roisnum"):
+        ends = op.cumsum(op.cast(ctx.input("boxes_num", "roisnum"), "int64"), 0)
+        index = ctx.const(np.arange(count).reshape(count, 1), "int64")
+        # a box's image is the number of images whose boxes all come before it
+        image = op.sum(op.cast(op.greater_equal(index, op.expand_dims(ends, 0)), dtype), [1])
+    else:
+        image = ctx.const(np.zeros(count), dtype)
+    rois = op.concatenate([op.expand_dims(image, 1), boxes], 1)
+    return vision.roi_align(
+        x, rois,
+        pooled_size=[int(ctx.attr("pooled_height", default=1)),
+                     int(ctx.attr("pooled_width", default=1))],
+        spatial_scale=float(ctx.attr("spatial_scale", default=1.0)),
+        sample_ratio=int(ctx.attr("sampling_ratio", default=-1)),
+        aligned=bool(ctx.attr("aligned", default=False)),
+    )  # fmt: skip
