@@ -364,3 +364,22 @@ def test_roi_align_over_two_images(tmp_path: Path, check: Any) -> None:
         "boxes_num": np.array([1, 3], dtype="int32"),
     }
     check(_RoiAlign(), feeds, tmp_path)
+
+
+class _GridSample(nn.Layer):
+    def forward(self, x, grid, v, grid3):  # type: ignore[no-untyped-def]
+        return (
+            F.grid_sample(x, grid, mode="bilinear", padding_mode="zeros", align_corners=True),
+            F.grid_sample(x, grid, mode="nearest", padding_mode="border", align_corners=False),
+            F.grid_sample(v, grid3, mode="bilinear", align_corners=False),
+        )
+
+
+def test_grid_sample_4d_and_5d(tmp_path: Path, check: Any) -> None:
+    feeds = {
+        "x": _image(1, 2, 5, 6),
+        "grid": RNG.uniform(-1.1, 1.1, size=(1, 3, 4, 2)).astype("float32"),
+        "v": _image(1, 2, 3, 4, 5),
+        "grid3": RNG.uniform(-1, 1, size=(1, 2, 3, 2, 3)).astype("float32"),
+    }
+    check(_GridSample(), feeds, tmp_path)

@@ -311,15 +311,18 @@ def _pixel_shuffle(ctx: OpContext) -> Expr:
 
 @converter("grid_sample")
 def _grid_sample(ctx: OpContext) -> Expr:
+    """``x`` sampled at ``grid`` (``[N, H, W, 2]``, or ``[N, D, H, W, 3]`` for 5-d
+    input); Relay takes the grid's coordinates as its second axis."""
     x, grid = ctx.input("x"), ctx.input("grid")
-    if ctx.ndim(x) != 4:
-        raise ctx.fail("only 4-d grid_sample is supported")
+    n = ctx.ndim(x)
+    if n not in (4, 5):
+        raise ctx.fail(f"grid_sample of a {n}-d input is not supported (4-d and 5-d are)")
     mode = str(ctx.attr("mode", default="bilinear"))
-    method = {"bilinear": "bilinear", "nearest": "nearest"}.get(mode)
-    if method is None:
+    if mode not in ("bilinear", "nearest"):
         raise ctx.fail(f"grid_sample mode {mode!r} is not supported (bilinear, nearest)")
     return image.grid_sample(
-        x, op.transpose(grid, [0, 3, 1, 2]), method=method,
+        x, op.transpose(grid, [0, n - 1, *range(1, n - 1)]), method=mode,
+        layout="NCHW" if n == 4 else "NCDHW",
         padding_mode=str(ctx.attr("padding_mode", default="zeros")),
         align_corners=bool(ctx.attr("align_corners", default=True)),
     )  # fmt: skip
