@@ -78,6 +78,8 @@ def test_standins_label_dict_and_mxnet_records(tmp_path):
     _label_dict(str(tmp_path / "labels.txt"))
     labels = eval((tmp_path / "labels.txt").read_text())  # the tutorials eval it
     assert len(labels) == 1000 and labels[281] == "class 281"
+    # one entry a line, as in the original file (from_paddle.py indexes its lines)
+    assert (tmp_path / "labels.txt").read_text().splitlines()[281] == " 281: 'class 281',"
 
     _image_records(str(tmp_path / "val.rec"), count=3, size=256)
     mean, std = (123.68, 116.779, 103.939), (58.393, 57.12, 57.375)

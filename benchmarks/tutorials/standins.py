@@ -78,9 +78,10 @@ def _lines(path: str, make: Callable[[int], str], count: int = 1000) -> None:
 
 
 def _label_dict(path: str, count: int = 1000) -> None:
-    """A Python dict literal ``{id: 'name', ...}`` (the tutorials ``eval`` it)."""
+    """A Python dict literal ``{id: 'name', ...}``, one entry a line like the original
+    (the tutorials ``eval`` it, or index its lines)."""
     with open(path, "w") as f:
-        f.write(repr({i: f"class {i}" for i in range(count)}))
+        f.write("{" + ",\n ".join(f"{i}: {f'class {i}'!r}" for i in range(count)) + "}")
 
 
 def _image_records(path: str, count: int = 16, size: int = 256) -> None:
@@ -166,16 +167,9 @@ _FILES: dict[tuple[str, str], Callable[[str], None]] = {
     ("data", "imagenet1000_clsid_to_human.txt"): _label_dict,
     ("", "val_256_q90.rec"): _image_records,
 }
-_FILES.update(__import__("standins_coreml").FILES)
-
-from standins_tensorflow import FILES as _TENSORFLOW_FILES  # noqa: E402 (from_tensorflow's)
-
-_FILES.update(_TENSORFLOW_FILES)
-
-
-from standins_keras import FILES as _KERAS_FILES  # noqa: E402 - Keras's weights files
-
-_FILES.update(_KERAS_FILES)
+# each framework's tutorials have their own stand-in module beside this one
+for _name in ("standins_coreml", "standins_tensorflow", "standins_keras", "standins_paddle"):
+    _FILES.update(__import__(_name).FILES)
 
 
 def populate(cache: str) -> list[str]:

@@ -10,6 +10,7 @@ from relaykit.errors import DynamicShapeError, FrontendError, UnsupportedOpError
 from .coreml import from_coreml
 from .keras import from_keras
 from .onnx import from_onnx, load_model
+from .paddle import from_paddle
 from .pytorch import from_exported_program, from_pytorch
 from .tensorflow import from_tensorflow
 
@@ -21,6 +22,7 @@ __all__ = [
     "from_keras",
     "from_tensorflow",
     "from_coreml",
+    "from_paddle",
     "FrontendError",
     "UnsupportedOpError",
     "DynamicShapeError",

@@ -18,12 +18,13 @@ from relaykit.frontend import (
     from_tensorflow,
     load_model,
 )
+from relaykit.frontend.paddle import from_paddle
 from relaykit.relay._facade import FRAMEWORK, unsupported
 
 #: TVM's importers of other frameworks: each raises UnsupportedFeatureError when called
 _OTHER_FRAMEWORKS = [
     "from_caffe", "from_caffe2", "from_darknet", "from_mxnet", "from_oneflow",
-    "from_paddle", "from_tflite",
+    "from_tflite",
 ]  # fmt: skip
 globals().update(unsupported(__name__, _OTHER_FRAMEWORKS, FRAMEWORK))
 
@@ -35,6 +36,7 @@ __all__ = [
     "from_keras",
     "from_tensorflow",
     "from_coreml",
+    "from_paddle",
     "FrontendError",
     "UnsupportedOpError",
     "DynamicShapeError",

@@ -1,16 +1,6 @@
-"""``tvm.relay.frontend.paddlepaddle``: not in relaykit.
+"""``tvm.relay.frontend.paddlepaddle``: :mod:`relaykit.frontend.paddle` under TVM's module path."""
 
-In TVM: TVM's paddlepaddle importer. The module imports so that scripts naming it load;
-each of TVM's names here raises :class:`~relaykit.errors.UnsupportedFeatureError` when
-used.
-"""
+import relaykit.frontend.paddle as _impl
+from relaykit.relay._facade import forward
 
-from relaykit.relay._facade import FRAMEWORK, module_getattr, unsupported
-
-_NAMES: list[str] = [
-    "from_paddle",
-]  # fmt: skip
-
-__all__ = list(_NAMES)
-globals().update(unsupported(__name__, _NAMES, FRAMEWORK))
-__getattr__ = module_getattr(__name__, FRAMEWORK)
+__all__, __getattr__, __dir__ = forward(_impl)
