@@ -166,6 +166,7 @@ _FILES: dict[tuple[str, str], Callable[[str], None]] = {
     ("data", "imagenet1000_clsid_to_human.txt"): _label_dict,
     ("", "val_256_q90.rec"): _image_records,
 }
+_FILES.update(__import__("standins_tflite").FILES)  # the TFLite tutorials' models
 
 
 def populate(cache: str) -> list[str]:

@@ -9,12 +9,14 @@ from relaykit.errors import DynamicShapeError, FrontendError, UnsupportedOpError
 
 from .onnx import from_onnx, load_model
 from .pytorch import from_exported_program, from_pytorch
+from .tflite import from_tflite
 
 __all__ = [
     "from_onnx",
     "load_model",
     "from_pytorch",
     "from_exported_program",
+    "from_tflite",
     "FrontendError",
     "UnsupportedOpError",
     "DynamicShapeError",

@@ -43,8 +43,8 @@ def _nearest(ctx: OpContext) -> Expr:
     half = bool(opts.HalfPixelCenters())
     if align:
         mode, rounding = "align_corners", "round_prefer_ceil"
-    elif half:
-        mode, rounding = "tf_half_pixel_for_nn", "floor"
+    elif half:  # TensorFlow's floor((i + 0.5) * scale): half_pixel, halves rounded up
+        mode, rounding = "half_pixel", "round_prefer_ceil"
     else:
         mode, rounding = "asymmetric", "floor"
     return op.image.resize2d(

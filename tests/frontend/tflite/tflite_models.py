@@ -1,0 +1,145 @@
+"""Small TensorFlow models for the TFLite frontend tests, converted by TensorFlow's own
+TFLite converter (float, or full-integer quantized with a representative dataset), and
+run by TensorFlow's TFLite interpreter as the reference."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import tensorflow as tf  # noqa: E402
+
+L = tf.keras.layers
+
+
+def cnn() -> Any:
+    """Convolutions (SAME / VALID, strided, dilated, depthwise with a multiplier), pools,
+    residual add, concatenation, mean, dense and softmax."""
+    tf.keras.utils.set_random_seed(0)
+    inp = tf.keras.Input((12, 12, 3), batch_size=1)
+    y = L.Conv2D(8, 3, padding="same", activation="relu")(inp)
+    a = L.DepthwiseConv2D(3, strides=2, padding="same", depth_multiplier=2)(y)
+    a = L.ReLU(6.0)(a)
+    b = L.Conv2D(16, 3, strides=2, padding="same", dilation_rate=1)(y)
+    y = L.Add()([a, b])
+    c = L.Conv2D(4, 3, padding="valid", dilation_rate=2)(y)
+    d = L.AveragePooling2D(2, strides=1, padding="same")(y)
+    e = L.MaxPooling2D(3, strides=2, padding="valid")(y)
+    y = L.Concatenate()([L.GlobalAveragePooling2D()(c), L.GlobalAveragePooling2D()(d)])
+    y = L.Concatenate()([y, L.Flatten()(e)])
+    y = L.Dense(10, activation="relu")(y)
+    y = L.Dense(6)(y)
+    return tf.keras.Model(inp, L.Softmax()(y))
+
+
+def shapes() -> Any:
+    """A tf.function over data movement and elementwise operators."""
+    rng = np.random.default_rng(1)
+    w = tf.constant(rng.uniform(-1, 1, (4, 8)).astype(np.float32))
+
+    @tf.function(input_signature=[tf.TensorSpec((1, 6, 6, 4), tf.float32)])
+    def f(x: Any) -> Any:
+        p = tf.pad(x, [[0, 0], [1, 2], [2, 1], [0, 0]])
+        t = tf.transpose(p, [0, 2, 1, 3])
+        s = t[:, 1:8:2, ::-1, 1:3]
+        r = tf.image.resize(x, (9, 9), method="bilinear")
+        n = tf.image.resize(x, (12, 12), method="nearest")
+        q = tf.reshape(r, (1, 81, 4))
+        a, b = tf.split(x, 2, axis=3)
+        g = tf.gather(tf.reshape(x, (36, 4)), [3, 0, 5], axis=0)
+        m = tf.matmul(tf.reshape(x, (6, 6, 4)), tf.broadcast_to(w, (6, 4, 8)))
+        act = tf.nn.relu6(a * 3.0) - tf.sigmoid(b) + tf.tanh(a) / 2.0
+        act = act + tf.nn.leaky_relu(b, 0.2) * tf.nn.relu(a - b)
+        return (
+            tf.reduce_mean(s, axis=[1, 2])
+            + tf.reduce_mean(q, axis=1)[:, :2]
+            + tf.reduce_mean(n, axis=[1, 2])[:, 2:]
+            + tf.reduce_mean(act, axis=[1, 2]) * tf.reduce_sum(g) / 10.0
+            + tf.slice(tf.reshape(m, (1, 288)), [0, 7], [1, 2])
+        )
+
+    return f
+
+
+def deconv() -> Any:
+    """Transposed convolution, PReLU, hard swish, nearest upsampling."""
+    tf.keras.utils.set_random_seed(2)
+    inp = tf.keras.Input((6, 6, 4), batch_size=1)
+    y = L.Conv2DTranspose(6, 3, strides=2, padding="same")(inp)
+    y = L.PReLU(shared_axes=[1, 2])(y)
+    y = L.Conv2D(4, 1)(y)
+    y = L.Activation(tf.keras.activations.hard_swish)(y)
+    y = L.UpSampling2D(2)(y)
+    y = L.Conv2DTranspose(3, 2, strides=2, padding="valid")(y)
+    return tf.keras.Model(inp, y)
+
+
+MODELS: dict[str, Callable[[], Any]] = {"cnn": cnn, "shapes": shapes, "deconv": deconv}
+
+
+def input_shape(model: Any) -> tuple[int, ...]:
+    if isinstance(model, tf.keras.Model):
+        return tuple(int(d) for d in model.inputs[0].shape)
+    return tuple(int(d) for d in model.input_signature[0].shape)
+
+
+def convert(model: Any, quantized: str | None = None) -> bytes:
+    """The .tflite bytes of ``model``: float, or full-integer quantized with ``quantized``
+    ("int8" / "uint8") as the type of its input and output."""
+    if isinstance(model, tf.keras.Model):
+        converter = tf.lite.TFLiteConverter.from_keras_model(model)
+    else:
+        converter = tf.lite.TFLiteConverter.from_concrete_functions(
+            [model.get_concrete_function()], model
+        )
+    if quantized:
+        shape = input_shape(model)
+        rng = np.random.default_rng(0)
+
+        def representative() -> Any:
+            for _ in range(8):
+                yield [rng.uniform(-1, 1, size=shape).astype(np.float32)]
+
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]
+        converter.representative_dataset = representative
+        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+        converter.inference_input_type = getattr(tf, quantized)
+        converter.inference_output_type = getattr(tf, quantized)
+    return converter.convert()
+
+
+def example_input(buf: bytes, seed: int = 3) -> tuple[str, np.ndarray]:
+    """The name of the model's input and an input for it (quantized if the input is)."""
+    interp = tf.lite.Interpreter(model_content=buf)
+    d = interp.get_input_details()[0]
+    x = np.random.default_rng(seed).uniform(-1, 1, size=tuple(d["shape"])).astype(np.float32)
+    if d["dtype"] != np.float32:
+        scale, zp = d["quantization"]
+        info = np.iinfo(d["dtype"])
+        x = np.clip(np.round(x / scale + zp), info.min, info.max).astype(d["dtype"])
+    return str(d["name"]), x
+
+
+def tflite_run(buf: bytes, x: np.ndarray) -> np.ndarray:
+    """The model's first output computed by TensorFlow's TFLite interpreter."""
+    interp = tf.lite.Interpreter(model_content=buf)
+    interp.allocate_tensors()
+    interp.set_tensor(interp.get_input_details()[0]["index"], x)
+    interp.invoke()
+    return interp.get_tensor(interp.get_output_details()[0]["index"])
+
+
+def operators(buf: bytes) -> set[str]:
+    """The builtin operator names the model uses."""
+    import tflite
+    from tflite.utils import BUILTIN_OPCODE2NAME
+
+    model = tflite.Model.GetRootAsModel(buf, 0)
+    codes = [model.OperatorCodes(i) for i in range(model.OperatorCodesLength())]
+    return {
+        BUILTIN_OPCODE2NAME[max(c.DeprecatedBuiltinCode(), c.BuiltinCode())] for c in codes
+    }
