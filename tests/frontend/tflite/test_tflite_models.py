@@ -14,7 +14,7 @@ from relaykit import relay
 from relaykit.ir.expr import Call
 from relaykit.ir.functor import post_order
 
-MODELS = ["cnn", "shapes", "deconv"]
+MODELS = ["cnn", "shapes", "deconv", "matmul"]
 
 
 def _op_counts(mod) -> Counter:
@@ -48,7 +48,9 @@ def test_quantized_model_matches_the_interpreter(name, quantized, tfl, tflite_mo
         pytest.skip("uint8 input and output are checked on one model (the cnn) to keep it fast")
     buf = tflite_model(name, quantized)
     input_name, x = tfl.example_input(buf)
-    want = tfl.tflite_run(buf, x)
+    # TFLite's optimized int8 BATCH_MATMUL drops the right operand's zero point; its
+    # reference kernel (the operator's definition) applies it, as relaykit does
+    want = tfl.tflite_run(buf, x, reference=name == "matmul")
     mod, params = relay.frontend.from_tflite(buf, {input_name: x.shape}, {input_name: quantized})
     counts = _op_counts(mod)
     used = tfl.operators(buf)
@@ -58,6 +60,8 @@ def test_quantized_model_matches_the_interpreter(name, quantized, tfl, tflite_mo
         assert counts["qnn.dense"] >= 1
     if "TRANSPOSE_CONV" in used:
         assert counts["qnn.conv2d_transpose"] >= 1
+    if "BATCH_MATMUL" in used:
+        assert counts["qnn.batch_matmul"] >= 1
     assert counts["qnn.requantize"] >= 1
     assert counts["nn.conv2d"] == 0 and counts["nn.dense"] == 0, "no float convolution"
     got = relay_build_run(mod, params, input_name, x)
@@ -78,10 +82,30 @@ def test_quantized_model_runs_with_dnnl(tfl, tflite_model, relay_build_run, dnnl
     _check_quantized(relay_build_run(part, params, input_name, x), want)
 
 
+@pytest.mark.parametrize("variant", ["int8-float", "float16"])
+def test_float_io_variants_match_the_interpreter(variant, tfl, tflite_model, relay_build_run):
+    """Full-integer quantized with float input and output (QUANTIZE and DEQUANTIZE at
+    the edges), and float16 weights (DEQUANTIZE of constants, widened at import)."""
+    buf = tflite_model("cnn", variant)
+    assert "DEQUANTIZE" in tfl.operators(buf)
+    input_name, x = tfl.example_input(buf)
+    want = tfl.tflite_run(buf, x)
+    mod, params = relay.frontend.from_tflite(buf, {input_name: x.shape}, {input_name: "float32"})
+    got = relay_build_run(mod, params, input_name, x)
+    if variant == "float16":
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    else:  # the output's quantization step
+        assert _op_counts(mod)["qnn.conv2d"] >= 1
+        step = float(np.abs(np.diff(np.unique(want))).min())
+        assert np.abs(got - want).max() <= step * 1.01
+
+
 def test_the_models_cover_the_converters(tfl, tflite_model):
     used: set[str] = set()
     for name in MODELS:
         used |= tfl.operators(tflite_model(name, None)) | tfl.operators(tflite_model(name, "int8"))
+    used |= tfl.operators(tflite_model("cnn", "uint8"))
+    used |= tfl.operators(tflite_model("cnn", "int8-float"))
     for op in (
         "CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "FULLY_CONNECTED", "AVERAGE_POOL_2D",
         "MAX_POOL_2D", "MEAN", "RESHAPE", "SOFTMAX", "LOGISTIC", "TANH", "RELU6", "LEAKY_RELU",

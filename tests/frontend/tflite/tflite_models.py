@@ -38,29 +38,25 @@ def cnn() -> Any:
 
 def shapes() -> Any:
     """A tf.function over data movement and elementwise operators."""
-    rng = np.random.default_rng(1)
-    w = tf.constant(rng.uniform(-1, 1, (4, 8)).astype(np.float32))
-
     @tf.function(input_signature=[tf.TensorSpec((1, 6, 6, 4), tf.float32)])
     def f(x: Any) -> Any:
         p = tf.pad(x, [[0, 0], [1, 2], [2, 1], [0, 0]])
         t = tf.transpose(p, [0, 2, 1, 3])
-        s = t[:, 1:8:2, ::-1, 1:3]
+        s = tf.nn.relu6(t[:, 1:8:2, ::-1, 1:3])
         r = tf.image.resize(x, (9, 9), method="bilinear")
         n = tf.image.resize(x, (12, 12), method="nearest")
         q = tf.reshape(r, (1, 81, 4))
         a, b = tf.split(x, 2, axis=3)
         g = tf.gather(tf.reshape(x, (36, 4)), [3, 0, 5], axis=0)
-        m = tf.matmul(tf.reshape(x, (6, 6, 4)), tf.broadcast_to(w, (6, 4, 8)))
         act = tf.nn.relu6(a * 3.0) - tf.sigmoid(b) + tf.tanh(a) / 2.0
         act = act + tf.nn.leaky_relu(b, 0.2) * tf.nn.relu(a - b)
-        return (
-            tf.reduce_mean(s, axis=[1, 2])
-            + tf.reduce_mean(q, axis=1)[:, :2]
-            + tf.reduce_mean(n, axis=[1, 2])[:, 2:]
+        means = (
+            tf.reduce_mean(q, axis=1)[:, :2]
             + tf.reduce_mean(act, axis=[1, 2]) * tf.reduce_sum(g) / 10.0
-            + tf.slice(tf.reshape(m, (1, 288)), [0, 7], [1, 2])
+            + tf.slice(tf.reshape(x, (1, 144)), [0, 7], [1, 2])
         )
+        parts = [s, n[:, ::2, ::3, :], g, means]
+        return tf.concat([tf.reshape(v, (1, -1)) for v in parts], axis=1)
 
     return f
 
@@ -78,7 +74,17 @@ def deconv() -> Any:
     return tf.keras.Model(inp, y)
 
 
-MODELS: dict[str, Callable[[], Any]] = {"cnn": cnn, "shapes": shapes, "deconv": deconv}
+def matmul() -> Any:
+    """A batched matrix product of two activations (the right one transposed)."""
+
+    @tf.function(input_signature=[tf.TensorSpec((2, 3, 5, 4), tf.float32)])
+    def f(x: Any) -> Any:
+        return tf.matmul(x, tf.nn.relu(x) - 0.25, transpose_b=True)
+
+    return f
+
+
+MODELS: dict[str, Callable[[], Any]] = {"cnn": cnn, "shapes": shapes, "deconv": deconv, "matmul": matmul}
 
 
 def input_shape(model: Any) -> tuple[int, ...]:
@@ -88,15 +94,19 @@ def input_shape(model: Any) -> tuple[int, ...]:
 
 
 def convert(model: Any, quantized: str | None = None) -> bytes:
-    """The .tflite bytes of ``model``: float, or full-integer quantized with ``quantized``
-    ("int8" / "uint8") as the type of its input and output."""
+    """The .tflite bytes of ``model``: float; full-integer quantized with ``quantized``
+    ("int8" / "uint8") as the type of its input and output, or float input and output
+    ("int8-float"); or with float16 weights ("float16")."""
     if isinstance(model, tf.keras.Model):
         converter = tf.lite.TFLiteConverter.from_keras_model(model)
     else:
         converter = tf.lite.TFLiteConverter.from_concrete_functions(
             [model.get_concrete_function()], model
         )
-    if quantized:
+    if quantized == "float16":
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]
+        converter.target_spec.supported_types = [tf.float16]
+    elif quantized:
         shape = input_shape(model)
         rng = np.random.default_rng(0)
 
@@ -107,8 +117,9 @@ def convert(model: Any, quantized: str | None = None) -> bytes:
         converter.optimizations = [tf.lite.Optimize.DEFAULT]
         converter.representative_dataset = representative
         converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-        converter.inference_input_type = getattr(tf, quantized)
-        converter.inference_output_type = getattr(tf, quantized)
+        if quantized != "int8-float":
+            converter.inference_input_type = getattr(tf, quantized)
+            converter.inference_output_type = getattr(tf, quantized)
     return converter.convert()
 
 
@@ -124,9 +135,12 @@ def example_input(buf: bytes, seed: int = 3) -> tuple[str, np.ndarray]:
     return str(d["name"]), x
 
 
-def tflite_run(buf: bytes, x: np.ndarray) -> np.ndarray:
-    """The model's first output computed by TensorFlow's TFLite interpreter."""
-    interp = tf.lite.Interpreter(model_content=buf)
+def tflite_run(buf: bytes, x: np.ndarray, reference: bool = False) -> np.ndarray:
+    """The model's first output computed by TensorFlow's TFLite interpreter (with its
+    reference kernels when ``reference``)."""
+    resolver = tf.lite.experimental.OpResolverType
+    kind = resolver.BUILTIN_REF if reference else resolver.AUTO
+    interp = tf.lite.Interpreter(model_content=buf, experimental_op_resolver_type=kind)
     interp.allocate_tensors()
     interp.set_tensor(interp.get_input_details()[0]["index"], x)
     interp.invoke()

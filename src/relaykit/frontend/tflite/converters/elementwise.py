@@ -2,20 +2,27 @@
 ``DIV`` with fused activations, comparisons, unary math, ``RELU`` and its variants,
 ``LOGISTIC``, ``TANH``, ``SOFTMAX``, ``HARD_SWISH``, ``LEAKY_RELU``, ``PRELU``).
 
-Quantized ``ADD`` / ``SUB`` / ``MUL`` become ``qnn.add`` / ``qnn.subtract`` /
-``qnn.mul``; ``RELU`` and its variants with equal input and output parameters a clip in
-the quantized domain; the other quantized operators compute in float32 between a
-dequantize and a quantize.
+Quantized operators follow TFLite's integer kernels. ``ADD`` and ``SUB`` rescale both
+operands to a common scale 2^20 times finer than the larger input scale (int32, with
+``qnn.requantize``), add, and requantize the sum once to the output, as TFLite does (a
+``qnn.add`` rounds each operand to the output scale first, which differs from TFLite by
+one step on a good share of the elements). ``MUL`` is ``qnn.mul`` (one rounding, as
+TFLite's), ``LEAKY_RELU`` a requantize of each sign with its own multiplier, ``RELU`` and
+its variants with equal input and output parameters a clip in the quantized domain; the
+other quantized operators compute in float32 between a dequantize and a quantize.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from relaykit import op
 from relaykit.frontend.tflite.quantized import (
+    COMPUTE,
+    ROUNDING,
     activation_bounds,
     dequantize,
     is_quantized,
@@ -32,7 +39,8 @@ from .common import fused_activation
 
 __all__: list[str] = []
 
-_QNN_BINARY = {"ADD": op.qnn.add, "SUB": op.qnn.subtract, "MUL": op.qnn.mul}
+#: TFLite's left shift of the operands of a quantized ADD / SUB (int16: 15)
+_LEFT_SHIFT = {"int8": 20, "uint8": 20, "int16": 15}
 _FLOAT_BINARY: dict[str, Callable[[Expr, Expr], Expr]] = {
     "ADD": op.add,
     "SUB": op.subtract,
@@ -80,8 +88,10 @@ def _binary(ctx: OpContext) -> Expr:
     a, b = ctx.expr(0), ctx.expr(1)
     code = _activation_code(ctx)
     ta, tb, out = ctx.tensor(0), ctx.tensor(1), ctx.outputs[0]
-    if is_quantized(ta) and ctx.name in _QNN_BINARY:
-        y = _QNN_BINARY[ctx.name](
+    if is_quantized(ta) and ctx.name in ("ADD", "SUB"):
+        return fused_activation(ctx, _add_sub(ctx, a, b), code)
+    if is_quantized(ta) and ctx.name == "MUL":
+        y = op.qnn.mul(
             a,
             b,
             scale_const(ctx, ta),
@@ -99,6 +109,42 @@ def _binary(ctx: OpContext) -> Expr:
     if is_quantized(ta) and not order:  # comparisons of quantized tensors
         return _FLOAT_BINARY[ctx.name](dequantize(ctx, a, ta), dequantize(ctx, b, tb))
     return fused_activation(ctx, _FLOAT_BINARY[ctx.name](a, b), code)
+
+
+def _requantize_to(ctx: OpContext, x: Expr, t_in: Any, scale: Any, zp: Any, dtype: str) -> Expr:
+    return op.qnn.requantize(
+        x,
+        scale_const(ctx, t_in),
+        zero_point_const(ctx, t_in),
+        scale,
+        zp,
+        rounding=ROUNDING,
+        compute_dtype=COMPUTE,
+        out_dtype=dtype,
+    )
+
+
+def _add_sub(ctx: OpContext, a: Expr, b: Expr) -> Expr:
+    """TFLite's quantized ADD / SUB: both operands in int32 at a fine common scale, one
+    rounding to the output."""
+    ta, tb, out = ctx.tensor(0), ctx.tensor(1), ctx.outputs[0]
+    sa = float(scale_const(ctx, ta).data.numpy().max())
+    sb = float(scale_const(ctx, tb).data.numpy().max())
+    fine = np.float32(2.0 * max(sa, sb) / (1 << _LEFT_SHIFT.get(out.dtype, 20)))
+    mid, zero = Constant(np.array(fine, np.float32)), Constant(np.array(0, np.int32))
+    ra = _requantize_to(ctx, a, ta, mid, zero, "int32")
+    rb = _requantize_to(ctx, b, tb, mid, zero, "int32")
+    total = op.add(ra, rb) if ctx.name == "ADD" else op.subtract(ra, rb)
+    return op.qnn.requantize(
+        total,
+        mid,
+        zero,
+        scale_const(ctx, out),
+        zero_point_const(ctx, out),
+        rounding=ROUNDING,
+        compute_dtype=COMPUTE,
+        out_dtype=out.dtype,
+    )
 
 
 def _float_unary(fn: Callable[[Expr], Expr]) -> Callable[[OpContext], Expr]:
@@ -169,7 +215,25 @@ def _relu(ctx: OpContext) -> Expr:
 @converter("LEAKY_RELU")
 def _leaky_relu(ctx: OpContext) -> Expr:
     alpha = float(ctx.options("LeakyReluOptions").Alpha())
-    return through_float(ctx, lambda v: op.nn.leaky_relu(v, alpha))
+    t, out = ctx.tensor(0), ctx.outputs[0]
+    if not is_quantized(t) or not alpha > 0:
+        return through_float(ctx, lambda v: op.nn.leaky_relu(v, alpha))
+    # TFLite: each sign requantized with its own multiplier (1 and alpha)
+    x = ctx.expr(0)
+    s_out, z_out = scale_const(ctx, out), zero_point_const(ctx, out)
+    pos = _requantize_to(ctx, x, t, s_out, z_out, out.dtype)
+    s_neg = Constant((scale_const(ctx, t).data.numpy() * np.float32(alpha)).astype(np.float32))
+    neg = op.qnn.requantize(
+        x,
+        s_neg,
+        zero_point_const(ctx, t),
+        s_out,
+        z_out,
+        rounding=ROUNDING,
+        compute_dtype=COMPUTE,
+        out_dtype=out.dtype,
+    )
+    return op.where(op.greater_equal(x, op.cast(zero_point_const(ctx, t), t.dtype)), pos, neg)
 
 
 @converter("PRELU")
