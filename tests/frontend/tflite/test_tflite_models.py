@@ -19,7 +19,9 @@ MODELS = ["cnn", "shapes", "deconv", "matmul"]
 
 def _op_counts(mod) -> Counter:
     return Counter(
-        n.op.name for n in post_order(mod["main"].body) if isinstance(n, Call) and hasattr(n.op, "name")
+        n.op.name
+        for n in post_order(mod["main"].body)
+        if isinstance(n, Call) and hasattr(n.op, "name")
     )
 
 
@@ -43,7 +45,9 @@ def _check_quantized(got: np.ndarray, want: np.ndarray) -> None:
 
 @pytest.mark.parametrize("quantized", ["int8", "uint8"])
 @pytest.mark.parametrize("name", MODELS)
-def test_quantized_model_matches_the_interpreter(name, quantized, tfl, tflite_model, relay_build_run):
+def test_quantized_model_matches_the_interpreter(
+    name, quantized, tfl, tflite_model, relay_build_run
+):
     if name != "cnn" and quantized == "uint8":
         pytest.skip("uint8 input and output are checked on one model (the cnn) to keep it fast")
     buf = tflite_model(name, quantized)

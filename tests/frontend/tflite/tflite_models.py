@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-import tensorflow as tf  # noqa: E402
+import tensorflow as tf
 
 L = tf.keras.layers
 
@@ -38,6 +38,7 @@ def cnn() -> Any:
 
 def shapes() -> Any:
     """A tf.function over data movement and elementwise operators."""
+
     @tf.function(input_signature=[tf.TensorSpec((1, 6, 6, 4), tf.float32)])
     def f(x: Any) -> Any:
         p = tf.pad(x, [[0, 0], [1, 2], [2, 1], [0, 0]])
@@ -84,7 +85,12 @@ def matmul() -> Any:
     return f
 
 
-MODELS: dict[str, Callable[[], Any]] = {"cnn": cnn, "shapes": shapes, "deconv": deconv, "matmul": matmul}
+MODELS: dict[str, Callable[[], Any]] = {
+    "cnn": cnn,
+    "shapes": shapes,
+    "deconv": deconv,
+    "matmul": matmul,
+}
 
 
 def input_shape(model: Any) -> tuple[int, ...]:
@@ -154,6 +160,4 @@ def operators(buf: bytes) -> set[str]:
 
     model = tflite.Model.GetRootAsModel(buf, 0)
     codes = [model.OperatorCodes(i) for i in range(model.OperatorCodesLength())]
-    return {
-        BUILTIN_OPCODE2NAME[max(c.DeprecatedBuiltinCode(), c.BuiltinCode())] for c in codes
-    }
+    return {BUILTIN_OPCODE2NAME[max(c.DeprecatedBuiltinCode(), c.BuiltinCode())] for c in codes}

@@ -164,7 +164,7 @@ class OperatorConverter:
                 f"TFLite operator {i} ({name}): its converter gave {len(values)} values for "
                 f"{len(outputs)} outputs"
             )
-        for t, v in zip(outputs, values):
+        for t, v in zip(outputs, values, strict=True):
             self.exp_tab.set_expr(t.index, v)
 
 

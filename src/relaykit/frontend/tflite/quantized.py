@@ -70,12 +70,12 @@ def zero_point_const(ctx: OpContext, t: TensorInfo) -> Constant:
     z = np.asarray(_quant(ctx, t).zero_point, np.int64).reshape(-1)
     if z.size > 1 and np.all(z == z[0]):
         z = z[:1]
-    return Constant(z.astype(np.int32).reshape(-1) if z.size > 1 else z.astype(np.int32).reshape(()))
+    return Constant(
+        z.astype(np.int32).reshape(-1) if z.size > 1 else z.astype(np.int32).reshape(())
+    )
 
 
-def requantize(
-    ctx: OpContext, acc: Expr, in_scale: np.ndarray, out: TensorInfo, axis: int
-) -> Expr:
+def requantize(ctx: OpContext, acc: Expr, in_scale: np.ndarray, out: TensorInfo, axis: int) -> Expr:
     """The int32 ``acc`` (scale ``in_scale``, zero point 0) in ``out``'s quantization."""
     s = np.asarray(in_scale, np.float32)
     return op.qnn.requantize(

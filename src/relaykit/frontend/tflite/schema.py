@@ -146,8 +146,8 @@ def _quant(tensor: Any) -> QuantInfo | None:
     q = tensor.Quantization()
     if q is None or q.ScaleLength() == 0:
         return None
-    scale = np.asarray(q.ScaleAsNumpy(), np.float32).reshape(-1)
-    zp = (
+    scale: np.ndarray = np.asarray(q.ScaleAsNumpy(), np.float32).reshape(-1)
+    zp: np.ndarray = (
         np.asarray(q.ZeroPointAsNumpy(), np.int64).reshape(-1)
         if q.ZeroPointLength()
         else np.zeros(scale.shape, np.int64)

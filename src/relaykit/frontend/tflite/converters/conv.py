@@ -9,6 +9,8 @@ parameters (per output channel for per-axis weights) and the fused activation as
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from relaykit import op
@@ -33,10 +35,10 @@ def _weight_scale(ctx: OpContext, index: int) -> np.ndarray:
     return np.asarray(q.scale, np.float32)
 
 
-def _in_scale(ctx: OpContext) -> np.ndarray:
-    q = ctx.tensor(0).quant
-    assert q is not None  # checked by is_quantized
-    return np.asarray(q.scale, np.float32).reshape(()) * _weight_scale(ctx, 1)
+def _in_scale(ctx: OpContext, data: int = 0) -> np.ndarray:
+    """The scale of the int32 accumulator: data scale times (per-channel) weight scale."""
+    s = scale_const(ctx, ctx.tensor(data)).data.numpy()
+    return np.asarray(s, np.float32).reshape(()) * _weight_scale(ctx, 1)
 
 
 def _bias(ctx: OpContext, acc: Expr, axis: int, quantized: bool) -> Expr:
@@ -58,20 +60,22 @@ def _quantized_conv_out(ctx: OpContext, acc: Expr, code: int) -> Expr:
     return fused_activation(ctx, y, code)
 
 
-def _conv_attrs(ctx: OpContext, opts: object, kernel: tuple[int, int]) -> dict:
-    strides = (int(opts.StrideH()), int(opts.StrideW()))  # type: ignore[attr-defined]
-    dil = (int(opts.DilationHFactor()), int(opts.DilationWFactor()))  # type: ignore[attr-defined]
+def _conv_attrs(ctx: OpContext, opts: Any, kernel: tuple[int, int]) -> dict[str, Any]:
+    strides = (int(opts.StrideH()), int(opts.StrideW()))
+    dil = (int(opts.DilationHFactor()), int(opts.DilationWFactor()))
     h, w = ctx.tensor(0).shape[1:3]
-    pad = padding_of(opts.Padding(), (h, w), kernel, strides, dil)  # type: ignore[attr-defined]
+    pad = padding_of(opts.Padding(), (h, w), kernel, strides, dil)
     return {"strides": strides, "dilation": dil, "padding": pad, "kernel_size": kernel}
 
 
-def _conv(ctx: OpContext, weight: np.ndarray, groups: int, code: int, attrs: dict) -> Expr:
+def _conv(
+    ctx: OpContext, weight: np.ndarray, groups: int, code: int, attrs: dict[str, Any]
+) -> Expr:
     """NHWC ``x`` by the HWIO ``weight``, float or quantized."""
     x = ctx.expr(0)
     channels = int(weight.shape[3])
     w = Constant(np.ascontiguousarray(weight))
-    common = dict(
+    common: dict[str, Any] = dict(
         channels=channels, groups=groups, data_layout="NHWC", kernel_layout="HWIO", **attrs
     )
     if is_quantized(ctx.tensor(0)):
@@ -118,7 +122,7 @@ def _transpose_conv(ctx: OpContext) -> Expr:
     opts = ctx.options("TransposeConvOptions")
     out_shape = [int(v) for v in ctx.value(0, "output shape")]
     ohwi = ctx.value(1, "weight")
-    o, kh, kw, i = (int(d) for d in ohwi.shape)
+    o, kh, kw, _i = (int(d) for d in ohwi.shape)
     x = ctx.expr(2)
     xt = ctx.tensor(2)
     h, w = xt.shape[1:3]
@@ -130,7 +134,7 @@ def _transpose_conv(ctx: OpContext) -> Expr:
     extra = (oh - (full[0] - total[0]), ow - (full[1] - total[1]))
     # relay's NHWC transposed convolution takes an IOHW kernel
     iohw = Constant(np.ascontiguousarray(ohwi.transpose(3, 0, 1, 2)))
-    attrs = dict(
+    attrs: dict[str, Any] = dict(
         channels=o,
         kernel_size=(kh, kw),
         strides=strides,
@@ -154,9 +158,7 @@ def _transpose_conv(ctx: OpContext) -> Expr:
         )
         if ctx.has_input(bias_index):
             acc = op.nn.bias_add(acc, ctx.expr(bias_index), axis=3)
-        assert xt.quant is not None
-        in_scale = np.asarray(xt.quant.scale, np.float32).reshape(()) * _weight_scale(ctx, 1)
-        y = requantize(ctx, acc, in_scale, ctx.outputs[0], 3)
+        y = requantize(ctx, acc, _in_scale(ctx, 2), ctx.outputs[0], 3)
         return fused_activation(ctx, y, code)
     y = op.nn.conv2d_transpose(x, iohw, **attrs)
     if ctx.has_input(bias_index):
@@ -174,9 +176,10 @@ def _fully_connected(ctx: OpContext) -> Expr:
     rows = int(np.prod(shape)) // k
     x2 = x if (len(shape) == 2 and shape[1] == k) else op.reshape(x, (rows, k))
     code = opts.FusedActivationFunction()
+    y: Expr
     if is_quantized(ctx.tensor(0)):
         wt = ctx.tensor(1)
-        acc = op.qnn.dense(
+        acc: Expr = op.qnn.dense(
             x2,
             w,
             zero_point_const(ctx, ctx.tensor(0)),

@@ -90,6 +90,7 @@ def _binary(ctx: OpContext) -> Expr:
     ta, tb, out = ctx.tensor(0), ctx.tensor(1), ctx.outputs[0]
     if is_quantized(ta) and ctx.name in ("ADD", "SUB"):
         return fused_activation(ctx, _add_sub(ctx, a, b), code)
+    y: Expr
     if is_quantized(ta) and ctx.name == "MUL":
         y = op.qnn.mul(
             a,

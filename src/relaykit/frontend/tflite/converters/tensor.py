@@ -11,6 +11,7 @@ the same parameters); ``CONCATENATION`` of inputs with different parameters beco
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -116,12 +117,12 @@ def _transpose(ctx: OpContext) -> Expr:
 
 
 def _slice_bounds(
-    shape: Sequence[int], begin: list[int], end: list[int], strides: list[int], opts: object
+    shape: Sequence[int], begin: list[int], end: list[int], strides: list[int], opts: Any
 ) -> tuple[list[int], list[int], list[int]]:
     """Begin / end / stride per axis with TFLite's begin and end masks applied."""
-    bmask = int(opts.BeginMask())  # type: ignore[attr-defined]
-    emask = int(opts.EndMask())  # type: ignore[attr-defined]
-    smask = int(opts.ShrinkAxisMask())  # type: ignore[attr-defined]
+    bmask = int(opts.BeginMask())
+    emask = int(opts.EndMask())
+    smask = int(opts.ShrinkAxisMask())
     b, e = list(begin), list(end)
     for i, dim in enumerate(shape[: len(b)]):
         forward = strides[i] > 0
