@@ -43,11 +43,13 @@ HOST_LAYOUTS: dict[str, list[str]] = {
 
 
 def _has_nhwc_convolution(fn: Function) -> bool:
-    for node in post_order(fn.body):
-        if isinstance(node, Call) and isinstance(node.op, Op) and node.op.name in HOST_LAYOUTS:
-            if str(node.attrs.data_layout) == "NHWC":
-                return True
-    return False
+    return any(
+        isinstance(node, Call)
+        and isinstance(node.op, Op)
+        and node.op.name in HOST_LAYOUTS
+        and str(node.attrs.data_layout) == "NHWC"
+        for node in post_order(fn.body)
+    )
 
 
 class ConvolutionsToNCHW(FunctionPass):
