@@ -61,6 +61,19 @@ def _normalise_batchnorms(model: object, images: np.ndarray) -> None:
         layer.set_weights([gamma, beta, x.mean(axis=(0, 1, 2)), x.var(axis=(0, 1, 2)) + 1e-3])
 
 
+def _spread_logits(model: object, images: np.ndarray, std: float = 4.0) -> None:
+    """Scale the classifier's weights so its logits spread like a trained model's (a
+    standard deviation of ``std``): a random one scores every class alike, and the
+    quantized softmax then ties on almost all of them."""
+    import tensorflow as tf
+
+    last = [layer for layer in model.layers if layer.get_weights()][-1]  # type: ignore[attr-defined]
+    logits = tf.keras.Model(model.inputs, last.output)  # type: ignore[attr-defined]
+    spread = float(np.asarray(logits(images, training=False)).std())
+    kernel, *rest = last.get_weights()
+    last.set_weights([kernel * (std / max(spread, 1e-6)), *rest])
+
+
 def _keras_tflite(make: Callable[[], object], quantized: bool) -> bytes:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     import tensorflow as tf
@@ -69,6 +82,7 @@ def _keras_tflite(make: Callable[[], object], quantized: bool) -> bytes:
     model = make()
     images = np.random.default_rng(1).uniform(-1, 1, size=(2, *_SHAPE)).astype(np.float32)
     _normalise_batchnorms(model, images)
+    _spread_logits(model, images)
     converter = tf.lite.TFLiteConverter.from_keras_model(model)
     if quantized:
         rng = np.random.default_rng(0)
