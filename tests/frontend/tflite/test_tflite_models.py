@@ -104,6 +104,24 @@ def test_float_io_variants_match_the_interpreter(variant, tfl, tflite_model, rel
         assert np.abs(got - want).max() <= step * 1.01
 
 
+def test_dynamic_range_quantized_model_runs_in_float(tfl, tflite_model, relay_build_run):
+    """int8 weights on float activations: the weights are dequantized at import and the
+    model runs in float; TFLite's hybrid kernels quantize the activations on the fly, so
+    they agree to within that quantization (a few percent of the output's range)."""
+    name = "cnn"  # (TFLite leaves weights under 1024 elements in float)
+    buf = tflite_model(name, "dynamic")
+    assert 9 in tfl.constant_dtypes(buf), "the model holds int8 weights"
+    input_name, x = tfl.example_input(buf)
+    want = tfl.tflite_run(buf, x)
+    mod, params = relay.frontend.from_tflite(buf, {input_name: x.shape}, {input_name: "float32"})
+    got = relay_build_run(mod, params, input_name, x)
+    float_buf = tflite_model(name, None)
+    exact = tfl.tflite_run(float_buf, x)
+    scale = float(np.abs(exact).max())
+    assert np.abs(got - want).max() <= 0.05 * scale
+    assert np.abs(got - exact).max() <= 0.05 * scale
+
+
 def test_the_models_cover_the_converters(tfl, tflite_model):
     used: set[str] = set()
     for name in MODELS:

@@ -102,7 +102,8 @@ def input_shape(model: Any) -> tuple[int, ...]:
 def convert(model: Any, quantized: str | None = None) -> bytes:
     """The .tflite bytes of ``model``: float; full-integer quantized with ``quantized``
     ("int8" / "uint8") as the type of its input and output, or float input and output
-    ("int8-float"); or with float16 weights ("float16")."""
+    ("int8-float"); with float16 weights ("float16"); or with int8 weights only
+    ("dynamic": dynamic-range quantization, TFLite's hybrid kernels)."""
     if isinstance(model, tf.keras.Model):
         converter = tf.lite.TFLiteConverter.from_keras_model(model)
     else:
@@ -112,6 +113,8 @@ def convert(model: Any, quantized: str | None = None) -> bytes:
     if quantized == "float16":
         converter.optimizations = [tf.lite.Optimize.DEFAULT]
         converter.target_spec.supported_types = [tf.float16]
+    elif quantized == "dynamic":
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]
     elif quantized:
         shape = input_shape(model)
         rng = np.random.default_rng(0)
@@ -161,3 +164,17 @@ def operators(buf: bytes) -> set[str]:
     model = tflite.Model.GetRootAsModel(buf, 0)
     codes = [model.OperatorCodes(i) for i in range(model.OperatorCodesLength())]
     return {BUILTIN_OPCODE2NAME[max(c.DeprecatedBuiltinCode(), c.BuiltinCode())] for c in codes}
+
+
+def constant_dtypes(buf: bytes) -> set[int]:
+    """The TFLite element type codes of the model's constant tensors (9: int8)."""
+    import tflite
+
+    model = tflite.Model.GetRootAsModel(buf, 0)
+    graph = model.Subgraphs(0)
+    out = set()
+    for i in range(graph.TensorsLength()):
+        t = graph.Tensors(i)
+        if model.Buffers(t.Buffer()).DataLength():
+            out.add(int(t.Type()))
+    return out

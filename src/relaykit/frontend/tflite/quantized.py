@@ -27,6 +27,7 @@ from .schema import QuantInfo, TensorInfo
 
 __all__ = [
     "QUANTIZED_DTYPES",
+    "dequantize_array",
     "ROUNDING",
     "activation_bounds",
     "dequantize",
@@ -127,6 +128,31 @@ def quantize(ctx: OpContext, x: Expr, t: TensorInfo) -> Expr:
     return op.qnn.quantize(
         x, scale_const(ctx, t), zero_point_const(ctx, t), axis=q.axis, out_dtype=t.dtype
     )
+
+
+def dequantize_array(t: TensorInfo) -> np.ndarray:
+    """The float32 values of the quantized constant ``t`` (per-axis along its axis)."""
+    if t.data is None or t.quant is None:
+        raise ValueError(f"tensor '{t.name}' is not a quantized constant")
+    q = t.quant
+    scale = np.asarray(q.scale, np.float32)
+    zp = np.asarray(q.zero_point, np.float32)
+    if scale.size > 1:
+        shape = [1] * t.data.ndim
+        shape[q.axis] = -1
+        scale, zp = scale.reshape(shape), zp.reshape(shape)
+    return ((t.data.astype(np.float32) - zp) * scale).astype(np.float32)
+
+
+def float_weight(ctx: OpContext, index: int, data_index: int = 0) -> np.ndarray:
+    """The constant weight ``index`` of an operator; dequantized when the weight is
+    quantized but the data is float (a dynamic-range / hybrid model, whose int8 weights
+    TFLite's hybrid kernels apply to float activations)."""
+    w = ctx.value(index, "weight")
+    t = ctx.tensor(index)
+    if is_quantized(t) and not is_quantized(ctx.tensor(data_index)):
+        return dequantize_array(t)
+    return w
 
 
 def through_float(ctx: OpContext, fn: Callable[[Expr], Expr], index: int = 0) -> Expr:

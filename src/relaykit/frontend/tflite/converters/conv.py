@@ -15,6 +15,7 @@ import numpy as np
 
 from relaykit import op
 from relaykit.frontend.tflite.quantized import (
+    float_weight,
     is_quantized,
     requantize,
     scale_const,
@@ -97,7 +98,7 @@ def _conv(
 @converter("CONV_2D")
 def _conv2d(ctx: OpContext) -> Expr:
     opts = ctx.options("Conv2DOptions")
-    ohwi = ctx.value(1, "weight")
+    ohwi = float_weight(ctx, 1)
     kernel = (int(ohwi.shape[1]), int(ohwi.shape[2]))
     in_c = ctx.tensor(0).shape[3]
     groups = max(1, in_c // int(ohwi.shape[3]))
@@ -108,7 +109,7 @@ def _conv2d(ctx: OpContext) -> Expr:
 @converter("DEPTHWISE_CONV_2D")
 def _depthwise(ctx: OpContext) -> Expr:
     opts = ctx.options("DepthwiseConv2DOptions")
-    w = ctx.value(1, "weight")  # [1, KH, KW, C * multiplier]
+    w = float_weight(ctx, 1)  # [1, KH, KW, C * multiplier]
     kernel = (int(w.shape[1]), int(w.shape[2]))
     in_c = ctx.tensor(0).shape[3]
     hwio = w.reshape(kernel[0], kernel[1], 1, w.shape[3])
@@ -121,7 +122,7 @@ def _transpose_conv(ctx: OpContext) -> Expr:
     """Inputs: output shape, weight ``[O, KH, KW, I]``, data, optional bias."""
     opts = ctx.options("TransposeConvOptions")
     out_shape = [int(v) for v in ctx.value(0, "output shape")]
-    ohwi = ctx.value(1, "weight")
+    ohwi = float_weight(ctx, 1, data_index=2)
     o, kh, kw, _i = (int(d) for d in ohwi.shape)
     x = ctx.expr(2)
     xt = ctx.tensor(2)
@@ -172,6 +173,8 @@ def _fully_connected(ctx: OpContext) -> Expr:
     x = ctx.expr(0)
     shape = ctx.shape(x)
     w = ctx.expr(1)  # [units, K]
+    if ctx.is_const(1) and not is_quantized(ctx.tensor(0)):
+        w = Constant(float_weight(ctx, 1))
     units, k = (int(d) for d in ctx.tensor(1).shape)
     rows = int(np.prod(shape)) // k
     x2 = x if (len(shape) == 2 and shape[1] == k) else op.reshape(x, (rows, k))
@@ -203,6 +206,8 @@ def _fully_connected(ctx: OpContext) -> Expr:
 def _batch_matmul(ctx: OpContext) -> Expr:
     opts = ctx.options("BatchMatMulOptions")
     a, b = ctx.expr(0), ctx.expr(1)
+    if ctx.is_const(1) and not is_quantized(ctx.tensor(0)):
+        b = Constant(float_weight(ctx, 1))
     if bool(opts.AdjX()):
         a = op.transpose(a, (*range(len(ctx.shape(a)) - 2), -1, -2))
     if bool(opts.AdjY()):

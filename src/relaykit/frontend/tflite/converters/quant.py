@@ -12,6 +12,7 @@ from relaykit.frontend.tflite.quantized import (
     COMPUTE,
     ROUNDING,
     dequantize,
+    dequantize_array,
     is_quantized,
     quantize,
     scale_const,
@@ -53,14 +54,7 @@ def _dequantize(ctx: OpContext) -> Expr:
     if t.quant is None:
         raise ctx.fail(f"its input '{t.name}' ({t.dtype}) carries no quantization parameters")
     if t.data is not None:  # a quantized constant (weights of a hybrid model): at import
-        q = t.quant
-        scale = np.asarray(q.scale, np.float32)
-        zp = np.asarray(q.zero_point, np.float32)
-        if scale.size > 1:
-            shape = [1] * t.data.ndim
-            shape[q.axis] = -1
-            scale, zp = scale.reshape(shape), zp.reshape(shape)
-        return Constant(((t.data.astype(np.float32) - zp) * scale).astype(np.float32))
+        return Constant(dequantize_array(t))
     return dequantize(ctx, ctx.expr(0), t)
 
 
