@@ -72,6 +72,18 @@ def test_quantized_model_matches_the_interpreter(
     _check_quantized(got, want)
 
 
+def test_uint8_quantization_aware_model_matches_the_interpreter(tfl, tflite_model, relay_build_run):
+    buf = tflite_model("uint8_qat", None)
+    assert 9 not in tfl.constant_dtypes(buf) and 3 in tfl.constant_dtypes(buf), "uint8 weights"
+    input_name, x = tfl.example_input(buf)
+    assert x.dtype == np.uint8
+    want = tfl.tflite_run(buf, x)
+    mod, params = relay.frontend.from_tflite(buf, {input_name: x.shape}, {input_name: "uint8"})
+    counts = _op_counts(mod)
+    assert counts["qnn.conv2d"] == 2 and counts["nn.conv2d"] == 0
+    _check_quantized(relay_build_run(mod, params, input_name, x), want)
+
+
 def test_quantized_model_runs_with_dnnl(tfl, tflite_model, relay_build_run, dnnl_available):
     if not dnnl_available:
         pytest.skip("oneDNN is not installed")

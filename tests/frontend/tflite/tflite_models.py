@@ -85,11 +85,38 @@ def matmul() -> Any:
     return f
 
 
+def uint8_qat() -> bytes:
+    """A TF1-style quantization-aware graph (fake-quant nodes) converted with uint8
+    inference, as the hosted uint8 models were made: uint8 tensors and weights with zero
+    points throughout (convolution, depthwise, average pool, add, softmax)."""
+    tf1 = tf.compat.v1
+    fq = tf.quantization.fake_quant_with_min_max_args
+    rng = np.random.default_rng(4)
+    graph = tf1.Graph()
+    with graph.as_default():
+        x = tf1.placeholder(tf.float32, (1, 8, 8, 3), name="input")
+        w = fq(tf.constant(rng.uniform(-1, 1, (3, 3, 3, 4)).astype(np.float32)), -1.0, 1.0)
+        b = tf.constant(rng.uniform(-0.5, 0.5, 4).astype(np.float32))
+        y = fq(tf.nn.relu6(tf.nn.conv2d(fq(x, -1.0, 1.0), w, 1, "SAME") + b), 0.0, 6.0)
+        dw = fq(tf.constant(rng.uniform(-1, 1, (3, 3, 4, 1)).astype(np.float32)), -1.0, 0.8)
+        z = fq(tf.nn.depthwise_conv2d(y, dw, [1, 2, 2, 1], "SAME"), -8.0, 8.0)
+        a = fq(z + fq(tf.nn.avg_pool2d(y, 2, 2, "VALID"), 0.0, 6.0), -10.0, 10.0)
+        flat = tf.reshape(a, (1, -1))
+        soft = fq(tf.nn.softmax(flat * 0.3), 0.0, 1.0)
+        out = fq(tf.concat([fq(flat * 0.1, -1.0, 1.0), soft], axis=1), -1.0, 1.0)
+        with tf1.Session(graph=graph) as sess:
+            converter = tf1.lite.TFLiteConverter.from_session(sess, [x], [out])
+            converter.inference_type = tf.uint8
+            converter.quantized_input_stats = {"input": (127.5, 127.5)}
+            return converter.convert()
+
+
 MODELS: dict[str, Callable[[], Any]] = {
     "cnn": cnn,
     "shapes": shapes,
     "deconv": deconv,
     "matmul": matmul,
+    "uint8_qat": uint8_qat,
 }
 
 
@@ -100,6 +127,8 @@ def input_shape(model: Any) -> tuple[int, ...]:
 
 
 def convert(model: Any, quantized: str | None = None) -> bytes:
+    if isinstance(model, bytes):  # converted by its maker
+        return model
     """The .tflite bytes of ``model``: float; full-integer quantized with ``quantized``
     ("int8" / "uint8") as the type of its input and output, or float input and output
     ("int8-float"); with float16 weights ("float16"); or with int8 weights only
