@@ -25,7 +25,7 @@ def _op_counts(mod) -> Counter:
     )
 
 
-@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("name", [*MODELS, "misc"])
 def test_float_model_matches_the_interpreter(name, tfl, tflite_model, relay_build_run):
     buf = tflite_model(name, None)
     input_name, x = tfl.example_input(buf)
@@ -138,13 +138,15 @@ def test_the_models_cover_the_converters(tfl, tflite_model):
     used: set[str] = set()
     for name in MODELS:
         used |= tfl.operators(tflite_model(name, None)) | tfl.operators(tflite_model(name, "int8"))
-    used |= tfl.operators(tflite_model("cnn", "uint8"))
+    used |= tfl.operators(tflite_model("cnn", "uint8")) | tfl.operators(tflite_model("misc"))
     used |= tfl.operators(tflite_model("cnn", "int8-float"))
-    for op in (
+    wanted = {
         "CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "FULLY_CONNECTED", "AVERAGE_POOL_2D",
         "MAX_POOL_2D", "MEAN", "RESHAPE", "SOFTMAX", "LOGISTIC", "TANH", "RELU6", "LEAKY_RELU",
         "HARD_SWISH", "PRELU", "ADD", "SUB", "MUL", "CONCATENATION", "PAD", "RESIZE_BILINEAR",
         "RESIZE_NEAREST_NEIGHBOR", "TRANSPOSE", "STRIDED_SLICE", "SLICE", "SPLIT", "GATHER",
-        "BATCH_MATMUL", "QUANTIZE", "DEQUANTIZE",
-    ):  # fmt: skip
-        assert op in used, op
+        "BATCH_MATMUL", "QUANTIZE", "DEQUANTIZE", "MIRROR_PAD", "SPLIT_V", "PACK", "UNPACK",
+        "TILE", "DEPTH_TO_SPACE", "SPACE_TO_DEPTH", "ARG_MAX", "MAXIMUM", "MINIMUM", "GREATER",
+        "CAST",
+    }  # fmt: skip
+    assert not wanted - used, sorted(wanted - used)

@@ -75,6 +75,33 @@ def deconv() -> Any:
     return tf.keras.Model(inp, y)
 
 
+def misc() -> Any:
+    """Less common data movement and selection operators (float)."""
+
+    @tf.function(input_signature=[tf.TensorSpec((1, 4, 4, 8), tf.float32)])
+    def f(x: Any) -> Any:
+        m = tf.pad(x, [[0, 0], [1, 1], [2, 0], [0, 0]], mode="REFLECT")
+        d = tf.nn.space_to_depth(tf.nn.depth_to_space(x, 2), 2)
+        a, b, c = tf.split(x, [2, 5, 1], axis=3)
+        u = tf.unstack(tf.stack([a[..., 0], b[..., 1], c[..., 0]], axis=1), axis=1)
+        t = tf.tile(tf.expand_dims(tf.squeeze(c, axis=3), 1), [1, 2, 1, 1])
+        arg = tf.cast(tf.argmax(x, axis=3), tf.float32)
+        sel = tf.where(x > 0.2, tf.maximum(x, 0.5), tf.minimum(x, -0.5))
+        return tf.concat(
+            [
+                tf.reshape(m, (1, -1)),
+                tf.reshape(d, (1, -1)),
+                tf.reshape(u[1] - u[0] * u[2], (1, -1)),
+                tf.reshape(t, (1, -1)),
+                tf.reshape(arg, (1, -1)),
+                tf.reshape(sel, (1, -1)),
+            ],
+            axis=1,
+        )
+
+    return f
+
+
 def matmul() -> Any:
     """A batched matrix product of two activations (the right one transposed)."""
 
@@ -116,6 +143,7 @@ MODELS: dict[str, Callable[[], Any]] = {
     "shapes": shapes,
     "deconv": deconv,
     "matmul": matmul,
+    "misc": misc,
     "uint8_qat": uint8_qat,
 }
 

@@ -191,6 +191,11 @@ def _abs(ctx: OpContext) -> Expr:
     return op.abs(ctx.expr(0))
 
 
+@converter("SELECT", "SELECT_V2")
+def _select(ctx: OpContext) -> Expr:
+    return op.where(ctx.expr(0), ctx.expr(1), ctx.expr(2))
+
+
 @converter("LOGICAL_NOT")
 def _logical_not(ctx: OpContext) -> Expr:
     return op.logical_not(ctx.expr(0))
