@@ -15,7 +15,6 @@ model is read.
 True
 """
 
-from .importer import ExprTable, OperatorConverter, from_tflite
-from .registry import supported_ops
+from .importer import ExprTable, OperatorConverter, from_tflite, supported_ops
 
 __all__ = ["from_tflite", "OperatorConverter", "ExprTable", "supported_ops"]

@@ -24,7 +24,12 @@ from . import converters as _converters  # noqa: F401  (fills the converter tabl
 from .registry import CONVERTERS, OpContext
 from .schema import TensorInfo, operator_name, read_tensor, root_model
 
-__all__ = ["ExprTable", "OperatorConverter", "from_tflite"]
+__all__ = ["ExprTable", "OperatorConverter", "from_tflite", "supported_ops"]
+
+
+def supported_ops() -> list[str]:
+    """The builtin TFLite operators ``from_tflite`` converts."""
+    return sorted(CONVERTERS)
 
 
 class ExprTable:

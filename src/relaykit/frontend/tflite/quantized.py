@@ -20,6 +20,7 @@ from collections.abc import Callable
 import numpy as np
 
 from relaykit import op
+from relaykit.errors import FrontendError
 from relaykit.ir.expr import Constant, Expr
 
 from .registry import OpContext
@@ -133,7 +134,7 @@ def quantize(ctx: OpContext, x: Expr, t: TensorInfo) -> Expr:
 def dequantize_array(t: TensorInfo) -> np.ndarray:
     """The float32 values of the quantized constant ``t`` (per-axis along its axis)."""
     if t.data is None or t.quant is None:
-        raise ValueError(f"tensor '{t.name}' is not a quantized constant")
+        raise FrontendError(f"TFLite tensor '{t.name}' is not a quantized constant")
     q = t.quant
     scale = np.asarray(q.scale, np.float32)
     zp = np.asarray(q.zero_point, np.float32)

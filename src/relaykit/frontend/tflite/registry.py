@@ -5,6 +5,7 @@ A converter is one function per builtin operator name, registered with
 output tensors, their Relay values, its builtin options) and returns the Relay value of
 each output (one expression, or a list for several outputs).
 
+>>> from relaykit.frontend.tflite import supported_ops
 >>> "CONV_2D" in supported_ops()
 True
 """
@@ -23,7 +24,7 @@ from relaykit.ir.types import TensorType
 
 from .schema import TensorInfo, read_options
 
-__all__ = ["CONVERTERS", "Converter", "OpContext", "converter", "supported_ops"]
+__all__ = ["CONVERTERS", "Converter", "OpContext", "converter"]
 
 Converter = Callable[["OpContext"], "Expr | Sequence[Expr]"]
 
@@ -40,13 +41,6 @@ def converter(*names: str) -> Callable[[Converter], Converter]:
         return fn
 
     return register
-
-
-def supported_ops() -> list[str]:
-    """The builtin TFLite operators ``from_tflite`` converts."""
-    from . import converters as _converters  # noqa: F401  (fills the table)
-
-    return sorted(CONVERTERS)
 
 
 class OpContext:
