@@ -24,6 +24,7 @@ touched.
 
 from __future__ import annotations
 
+from relaykit.errors import RelayKitError
 from relaykit.ir.expr import Call, Function
 from relaykit.ir.functor import post_order
 from relaykit.ir.module import IRModule
@@ -62,5 +63,8 @@ class ConvolutionsToNCHW(FunctionPass):
     def _transform(fn: Function, mod: IRModule, ctx: PassContext) -> Function:
         if not _has_nhwc_convolution(fn):
             return fn
-        out = fold_constant(convert_layout(fn, HOST_LAYOUTS, mod), mod)
+        try:
+            out = fold_constant(convert_layout(fn, HOST_LAYOUTS, mod), mod)
+        except RelayKitError:  # an operator without a layout rule: NHWC stays, only slower
+            return fn
         return out if isinstance(out, Function) else fn
