@@ -90,12 +90,11 @@ def activation_name(code: int) -> str:
 
 def operator_name(model: Any, op: Any) -> str:
     """The builtin name of ``op`` (``CONV_2D``), or ``CUSTOM:<code>`` for a custom op."""
-    tflite = import_tflite()
+    import_tflite()
+    names = importlib.import_module("tflite.utils").BUILTIN_OPCODE2NAME
     code = model.OperatorCodes(op.OpcodeIndex())
+    # operators numbered above 127 are in builtin_code; older files use the deprecated field
     builtin = max(int(code.DeprecatedBuiltinCode()), int(code.BuiltinCode()))
-    names = tflite.utils.BUILTIN_OPCODE2NAME if hasattr(tflite, "utils") else {}
-    if not names:
-        names = importlib.import_module("tflite.utils").BUILTIN_OPCODE2NAME
     name = names.get(builtin, f"BUILTIN_{builtin}")
     if name == "CUSTOM":
         custom = code.CustomCode()
