@@ -13,6 +13,12 @@ from pathlib import Path
 import pytest
 from _pytest.doctest import DoctestModule
 
+# PaddlePaddle 3.3's native library crashes the process (a segmentation fault) when it is
+# loaded after TensorFlow's; loaded first, both work. Test processes run frameworks' tests in
+# any order, so paddle, when installed, is imported before anything can import TensorFlow.
+if importlib.util.find_spec("paddle") is not None:
+    import paddle  # noqa: F401
+
 SRC = Path(__file__).resolve().parent / "src" / "relaykit"
 
 #: Modules that import an optional dependency at module level, by the extra providing it.

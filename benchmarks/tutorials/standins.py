@@ -168,7 +168,13 @@ _FILES: dict[tuple[str, str], Callable[[str], None]] = {
     ("", "val_256_q90.rec"): _image_records,
 }
 # each framework's tutorials have their own stand-in module beside this one
-for _name in ("standins_coreml", "standins_tensorflow", "standins_keras", "standins_paddle"):
+for _name in (
+    "standins_coreml",
+    "standins_tensorflow",
+    "standins_keras",
+    "standins_paddle",
+    "standins_tflite",
+):
     _FILES.update(__import__(_name).FILES)
 
 

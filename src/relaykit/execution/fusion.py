@@ -6,8 +6,10 @@ Two kinds, both here:
    the standard pipeline, see :func:`relaykit.execution.build_module.build_passes`): the
    idioms of :mod:`relaykit.transform.idioms` become one operator each (``FuseLayerNorm``,
    ``FuseGelu``: one kernel instead of five to ten passes), a transposed
-   ``nn.batch_matmul`` operand is read as it is (``FoldTransposeIntoBatchMatmul``) and a
-   quantized table is gathered before it is dequantized (``GatherBeforeDequantize``). The
+   ``nn.batch_matmul`` operand is read as it is (``FoldTransposeIntoBatchMatmul``), a
+   quantized table is gathered before it is dequantized (``GatherBeforeDequantize``) and
+   NHWC convolutions take the NCHW layout of the native kernels (``ConvolutionsToNCHW``,
+   opt_level 3). The
    frontends already emit ``nn.gelu`` and ``nn.layer_norm``; these passes catch modules
    built by hand. The VM's fusion is this step alone: it runs operator by operator.
 2. **On the graph executor's plan** (:func:`plan_fusion`, :func:`bind_group`): epilogue
@@ -59,6 +61,7 @@ from relaykit.transform.batch_matmul_layout import FoldTransposeIntoBatchMatmul
 from relaykit.transform.gather_quantized import GatherBeforeDequantize
 from relaykit.transform.gelu import FuseGelu
 from relaykit.transform.layer_norm import FuseLayerNorm
+from relaykit.transform.nchw_convolutions import ConvolutionsToNCHW
 from relaykit.transform.pass_infra import Pass
 
 __all__ = [
@@ -82,7 +85,13 @@ _INF = float("inf")
 
 def host_passes() -> list[Pass]:
     """The host's fusion passes on the IR, in order (see the module docstring, 1.)."""
-    return [FuseLayerNorm(), FuseGelu(), FoldTransposeIntoBatchMatmul(), GatherBeforeDequantize()]
+    return [
+        FuseLayerNorm(),
+        FuseGelu(),
+        FoldTransposeIntoBatchMatmul(),
+        GatherBeforeDequantize(),
+        ConvolutionsToNCHW(),
+    ]
 
 
 def _channel_axis(producer: PlanNode, ndim: int) -> int:

@@ -13,6 +13,7 @@ from .onnx import from_onnx, load_model
 from .paddle import from_paddle
 from .pytorch import from_exported_program, from_pytorch
 from .tensorflow import from_tensorflow
+from .tflite import from_tflite
 
 __all__ = [
     "from_onnx",
@@ -23,6 +24,7 @@ __all__ = [
     "from_tensorflow",
     "from_coreml",
     "from_paddle",
+    "from_tflite",
     "FrontendError",
     "UnsupportedOpError",
     "DynamicShapeError",

@@ -1,15 +1,6 @@
-"""``tvm.relay.frontend.tflite``: not in relaykit.
+"""``tvm.relay.frontend.tflite``: :mod:`relaykit.frontend.tflite` under TVM's module path."""
 
-In TVM: TVM's tflite importer. The module imports so that scripts naming it load; each
-of TVM's names here raises :class:`~relaykit.errors.UnsupportedFeatureError` when used.
-"""
+import relaykit.frontend.tflite as _impl
+from relaykit.relay._facade import forward
 
-from relaykit.relay._facade import FRAMEWORK, module_getattr, unsupported
-
-_NAMES: list[str] = [
-    "from_tflite",
-]  # fmt: skip
-
-__all__ = list(_NAMES)
-globals().update(unsupported(__name__, _NAMES, FRAMEWORK))
-__getattr__ = module_getattr(__name__, FRAMEWORK)
+__all__, __getattr__, __dir__ = forward(_impl)

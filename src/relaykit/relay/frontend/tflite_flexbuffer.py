@@ -1,16 +1,7 @@
-"""``tvm.relay.frontend.tflite_flexbuffer``: not in relaykit.
+"""``tvm.relay.frontend.tflite_flexbuffer``: :mod:`relaykit.frontend.tflite.flexbuffer`
+under TVM's module path."""
 
-In TVM: TVM's tflite_flexbuffer importer. The module imports so that scripts naming it
-load; each of TVM's names here raises :class:`~relaykit.errors.UnsupportedFeatureError`
-when used.
-"""
+import relaykit.frontend.tflite.flexbuffer as _impl
+from relaykit.relay._facade import forward
 
-from relaykit.relay._facade import FRAMEWORK, module_getattr, unsupported
-
-_NAMES: list[str] = [
-    "BitWidth", "FlexBufferDecoder", "FlexBufferType",
-]  # fmt: skip
-
-__all__ = list(_NAMES)
-globals().update(unsupported(__name__, _NAMES, FRAMEWORK))
-__getattr__ = module_getattr(__name__, FRAMEWORK)
+__all__, __getattr__, __dir__ = forward(_impl)
