@@ -11,8 +11,8 @@ torch (the ``torch`` extra).
 >>> import torch
 >>> from relaykit.contrib.torch import optimize_torch
 >>> fast = optimize_torch(torch.nn.ReLU(), torch.randn(3), max_trials_global=0)
->>> fast(torch.tensor([-1.0, 0.0, 2.0])).tolist()
-[0.0, 0.0, 2.0]
+>>> fast(torch.tensor([-1.0, 0.5, 2.0])).tolist()
+[0.0, 0.5, 2.0]
 """
 
 from __future__ import annotations
