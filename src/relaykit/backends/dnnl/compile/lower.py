@@ -38,6 +38,7 @@ from relaykit.ir.types import TensorType, TupleType
 from relaykit.op.nn.geometry import pad4, pair
 from relaykit.transform.idioms import match_layer_norm
 
+from .dynamic import DYNAMIC_COMPOSITES
 from .int8 import INT_DTYPES, QNN_LOWER, integer_average, reshape_view
 from .nhwc import hwio_as_oihw, nhwc_view
 
@@ -699,6 +700,7 @@ COMPOSITES: dict[str, Callable[[_Lowerer, Function, list[Value]], Value]] = {
     "dnnl.layer_norm": _layer_norm_composite,
     "dnnl.gelu_erf": _gelu_composite("gelu_erf"),
     "dnnl.gelu_tanh": _gelu_composite("gelu_tanh"),
+    **DYNAMIC_COMPOSITES,
 }
 
 

@@ -142,6 +142,8 @@ void Region::lower_qweighted(const Json& node) {
   std::vector<Arg> extra;
   int wmask = conv ? (groups > 1 ? 3 : 1) : 2;  // qdense: weights (K, N), per N
   primitive_attr attr = quant_attr(node, wmask, post, extra);
+  // a second input: the source scale and zero point computed at run time (dynamic.cc)
+  if (!conv && node.at("in").ints().size() > 1) runtime_qparams(in(node, 1), attr, extra);
   memory::desc bias_md = b >= 0 ? plain(checked(b)) : memory::desc();
   memory::desc wany(wd, dt::s8, tag::any);
   std::string what;

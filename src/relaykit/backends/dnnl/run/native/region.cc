@@ -463,6 +463,8 @@ void Region::lower_node(const Json& node) {
   else if (op == "qreorder") lower_qreorder(node);
   else if (op == "qadd") lower_qadd(node);
   else if (op == "erf") lower_erf(node);
+  else if (op == "dynparams") lower_dynparams(node);
+  else if (op == "dynquant") lower_dynquant(node);
   else if (op == "qconv" || op == "qdense") lower_qweighted(node);
   else throw Error("program: unknown node op '" + op + "'");
   for (auto [from, to] : pending_copies_) {
