@@ -346,6 +346,7 @@ class Region {
   void lower_qreorder(const Json& node);
   void lower_qweighted(const Json& node);
   void lower_qadd(const Json& node);
+  void lower_qmatmul(const Json& node);
   primitive_attr quant_attr(const Json& node, int wmask, Post& post, std::vector<Arg>& extra);
 
   // ---- dynamic.cc: quantization parameters computed at run time ----
