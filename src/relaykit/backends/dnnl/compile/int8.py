@@ -57,7 +57,7 @@ class _Lowerer(Protocol):
     def const(self, t: int) -> np.ndarray | None: ...
 
 
-__all__ = ["QNN_LOWER", "INT_DTYPES", "integer_average", "reshape_view"]
+__all__ = ["QNN_LOWER", "INT_DTYPES", "integer_average", "reshape_view", "fold_operand_shifts"]
 
 INT_DTYPES = ("uint8", "int8", "int32")
 _RANGE = {"uint8": (0, 255), "int8": (-128, 127), "int32": (-(2**31), 2**31 - 1)}
@@ -505,3 +505,44 @@ QNN_LOWER: dict[str, Callable[[_Lowerer, Call, list[Any]], int]] = {
     "add": _bias_add,
     "cast": _cast,
 }
+
+
+def fold_operand_shifts(p: Program) -> None:
+    """A ``qmatmul``'s uint8 second operand is shifted into int8 by a reorder
+    (``src_zp`` 128); when the tensor reaches it only through views from a ``qreorder``
+    or ``qadd`` that no one else reads, that node writes int8 with its zero point less
+    128 instead (the same integers, shifted: saturating to [0, 255] then shifting equals
+    saturating to [-128, 127] after it), and the shift disappears."""
+    readers: dict[int, int] = {}
+    for n in p.nodes:
+        for t in n.reads():
+            readers[t] = readers.get(t, 0) + 1
+    for t in p.outputs:
+        readers[t] = readers.get(t, 0) + 2  # never retyped
+    writer = {n.out: n for n in p.nodes}
+    drop: set[int] = set()
+    for n in p.nodes:
+        if n.op != "qmatmul" or len(n.inputs) < 2:
+            continue
+        shift = writer.get(n.inputs[1])
+        if shift is None or shift.op != "qreorder" or shift.attrs != {"src_zp": 128}:
+            continue
+        if readers.get(shift.out, 0) != 1 or p.dtype(shift.out) != "int8":
+            continue
+        chain, cur = [], shift.inputs[0]
+        node = writer.get(cur)
+        while node is not None and node.op in ("reshape", "transpose") and readers.get(cur) == 1:
+            chain.append(cur)
+            cur = node.inputs[0]
+            node = writer.get(cur)
+        if node is None or node.op not in ("qreorder", "qadd") or readers.get(cur) != 1:
+            continue
+        if p.dtype(cur) != "uint8" or "dst_scale" not in node.attrs:
+            continue
+        node.attrs["dst_zp"] = int(node.attrs.get("dst_zp", 0)) - 128
+        for t in [cur, *chain]:
+            p.dtypes[t] = "int8"
+        n.inputs[1] = shift.inputs[0]
+        drop.add(id(shift))
+    if drop:
+        p.nodes = [n for n in p.nodes if id(n) not in drop]
