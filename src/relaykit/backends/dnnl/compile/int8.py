@@ -57,7 +57,8 @@ class _Lowerer(Protocol):
     def const(self, t: int) -> np.ndarray | None: ...
 
 
-__all__ = ["QNN_LOWER", "INT_DTYPES", "integer_average", "reshape_view", "fold_operand_shifts"]
+__all__ = ["QNN_LOWER", "INT_DTYPES", "integer_average", "reshape_view", "fold_operand_shifts",
+           "fold_softmax_quantize"]
 
 INT_DTYPES = ("uint8", "int8", "int32")
 _RANGE = {"uint8": (0, 255), "int8": (-128, 127), "int32": (-(2**31), 2**31 - 1)}
@@ -544,5 +545,31 @@ def fold_operand_shifts(p: Program) -> None:
             p.dtypes[t] = "int8"
         n.inputs[1] = shift.inputs[0]
         drop.add(id(shift))
+    if drop:
+        p.nodes = [n for n in p.nodes if id(n) not in drop]
+
+
+def fold_softmax_quantize(p: Program) -> None:
+    """A softmax whose float result only a quantize (a ``qreorder`` with an output scale
+    and no zero point: a softmax's range [0, 1] is quantized so) reads writes the
+    integers itself: oneDNN's softmax takes an int8 destination and its scale, rounds
+    once as the reorder did, and the reorder disappears."""
+    readers: dict[int, list[Node]] = {}
+    for n in p.nodes:
+        for t in n.reads():
+            readers.setdefault(t, []).append(n)
+    drop: set[int] = set()
+    for n in p.nodes:
+        if n.op != "softmax" or n.post or n.out in p.outputs or p.dtype(n.out) != "float32":
+            continue
+        users = readers.get(n.out, [])
+        if len(users) != 1 or users[0].op != "qreorder":
+            continue
+        q = users[0]
+        if set(q.attrs) != {"dst_scale"} or p.dtype(q.out) not in ("uint8", "int8"):
+            continue
+        n.attrs["dst_scale"] = q.attrs["dst_scale"]
+        n.out = q.out
+        drop.add(id(q))
     if drop:
         p.nodes = [n for n in p.nodes if id(n) not in drop]

@@ -39,7 +39,14 @@ from relaykit.op.nn.geometry import pad4, pair
 from relaykit.transform.idioms import match_layer_norm
 
 from .dynamic import DYNAMIC_COMPOSITES
-from .int8 import INT_DTYPES, QNN_LOWER, fold_operand_shifts, integer_average, reshape_view
+from .int8 import (
+    INT_DTYPES,
+    QNN_LOWER,
+    fold_operand_shifts,
+    fold_softmax_quantize,
+    integer_average,
+    reshape_view,
+)
 from .nhwc import hwio_as_oihw, nhwc_view
 
 __all__ = [
@@ -742,4 +749,5 @@ def lower_function(func: Function) -> Program:
                 program.dtypes[outputs[k]] = program.dtypes[t]
     program.outputs = outputs
     fold_operand_shifts(program)
+    fold_softmax_quantize(program)
     return program

@@ -4,27 +4,44 @@
 
 namespace rk {
 
+// A softmax writing integers (`dst_scale`: the quantize after it, folded) reads float32
+// and rounds its result once into the output's data type.
 void Region::lower_softmax(const Json& node) {
   int src = in(node, 0), o = out(node);
   int axis = static_cast<int>(node.at("axis").i());
   bool log = node.get_i("log", 0) != 0;
+  algorithm alg = log ? algorithm::softmax_log : algorithm::softmax_accurate;
   memory::desc md = follow(src);
-  dnnl::softmax_forward::primitive_desc pd;
-  try {
-    pd = dnnl::softmax_forward::primitive_desc(
-        eng_, prop_kind::forward_inference, log ? algorithm::softmax_log : algorithm::softmax_accurate,
-        md, md, axis, base_attr());
-    if (impl_name(pd) == "ref" && !(md == plain_md(dims_[src]))) throw dnnl::error(dnnl_unimplemented, "ref");
-  } catch (const dnnl::error&) {
-    md = plain_md(dims_[src]);
-    pd = dnnl::softmax_forward::primitive_desc(
-        eng_, prop_kind::forward_inference, log ? algorithm::softmax_log : algorithm::softmax_accurate,
-        md, md, axis, base_attr());
+  primitive_attr attr = base_attr();
+  std::vector<Arg> extra;
+  if (const Json* s = node.find("dst_scale")) {
+    float scale = static_cast<float>(s->f());
+    attr.set_scales_mask(DNNL_ARG_DST, 0);
+    memory::desc smd({1}, dt::f32, tag::a);
+    extra.push_back({DNNL_ARG_ATTR_SCALES | DNNL_ARG_DST, owned_const(smd, &scale), smd});
   }
+  dnnl::softmax_forward::primitive_desc pd;
+  if (dtypes_[o] != dt::f32) {  // integers out: plain layouts
+    md = plain_md(dims_[src]);
+    pd = dnnl::softmax_forward::primitive_desc(eng_, prop_kind::forward_inference, alg, md, plain(o), axis, attr);
+  } else {
+    try {
+      pd = dnnl::softmax_forward::primitive_desc(eng_, prop_kind::forward_inference, alg, md, md, axis, attr);
+      if (impl_name(pd) == "ref" && !(md == plain_md(dims_[src]))) throw dnnl::error(dnnl_unimplemented, "ref");
+    } catch (const dnnl::error&) {
+      md = plain_md(dims_[src]);
+      pd = dnnl::softmax_forward::primitive_desc(eng_, prop_kind::forward_inference, alg, md, md, axis, attr);
+    }
+  }
+  memory::desc dmd = pd.dst_desc();
   int ps = version(src, md);
-  int pdst = define(o, md, dying(src));
-  add_step(dnnl::softmax_forward(pd), {{DNNL_ARG_SRC, ps, md}, {DNNL_ARG_DST, pdst, md}},
-           std::string(log ? "log_softmax" : "softmax") + " t" + std::to_string(o) + " " + md_str(md), &pd);
+  int pdst = define(o, dmd, dmd == md ? dying(src) : -1);
+  std::vector<Arg> args = {{DNNL_ARG_SRC, ps, md}, {DNNL_ARG_DST, pdst, dmd}};
+  args.insert(args.end(), extra.begin(), extra.end());
+  add_step(dnnl::softmax_forward(pd), args,
+           std::string(log ? "log_softmax" : "softmax") + " t" + std::to_string(o) + " " + md_str(md) +
+               (dtypes_[o] == dt::f32 ? "" : " -> int8"),
+           &pd);
 }
 
 void Region::lower_lrn(const Json& node) {
