@@ -58,7 +58,7 @@ class _Lowerer(Protocol):
 
 
 __all__ = ["QNN_LOWER", "INT_DTYPES", "integer_average", "reshape_view", "fold_operand_shifts",
-           "fold_softmax_quantize"]
+           "fold_softmax_quantize", "fold_layer_norm_quantization"]
 
 INT_DTYPES = ("uint8", "int8", "int32")
 _RANGE = {"uint8": (0, 255), "int8": (-128, 127), "int32": (-(2**31), 2**31 - 1)}
@@ -569,6 +569,63 @@ def fold_softmax_quantize(p: Program) -> None:
         if set(q.attrs) != {"dst_scale"} or p.dtype(q.out) not in ("uint8", "int8"):
             continue
         n.attrs["dst_scale"] = q.attrs["dst_scale"]
+        n.out = q.out
+        drop.add(id(q))
+    if drop:
+        p.nodes = [n for n in p.nodes if id(n) not in drop]
+
+
+def fold_layer_norm_quantization(p: Program) -> None:
+    """A layer norm between a dequantize and a quantize reads and writes the integers
+    itself (oneDNN's layer normalisation takes uint8 / int8 source and destination):
+
+    - its input: a layer norm is unchanged by a shift of its input and by a positive
+      scale once epsilon scales too, so ``LN(s * (q - z), eps) = LN(q, eps / s**2)``:
+      the dequantize disappears (the integers are exact in float32);
+    - its output: the quantize's scale becomes the primitive's destination scale and its
+      zero point a shift of beta (``round(y / s) + z = round((y + z * s) / s)``, equal
+      but where float32's rounding of the sum moves a value across a half).
+    """
+    readers: dict[int, list[Node]] = {}
+    for n in p.nodes:
+        for t in n.reads():
+            readers.setdefault(t, []).append(n)
+    writer = {n.out: n for n in p.nodes}
+    drop: set[int] = set()
+
+    def only_reader(t: int, op: str) -> Node | None:
+        users = readers.get(t, [])
+        if len(users) != 1 or users[0].op != op or t in p.outputs:
+            return None
+        return users[0]
+
+    for n in p.nodes:
+        if n.op != "layer_norm" or n.post:
+            continue
+        deq = writer.get(n.inputs[0])
+        if (
+            deq is not None and deq.op == "qreorder" and only_reader(deq.out, "layer_norm") is n
+            and set(deq.attrs) <= {"src_scale", "src_zp", "axis"}
+            and len(deq.attrs.get("src_scale") or [1.0]) == 1
+            and float((deq.attrs.get("src_scale") or [1.0])[0]) > 0
+            and p.dtype(deq.inputs[0]) in ("uint8", "int8")
+        ):  # fmt: skip
+            s = float((deq.attrs.get("src_scale") or [1.0])[0])
+            n.attrs["eps"] = float(n.attrs["eps"]) / (s * s)
+            n.inputs[0] = deq.inputs[0]
+            drop.add(id(deq))
+        q = only_reader(n.out, "qreorder")
+        if q is None or not set(q.attrs) <= {"dst_scale", "dst_zp"} or "dst_scale" not in q.attrs:
+            continue
+        if p.dtype(q.out) not in ("uint8", "int8") or p.dtype(n.out) != "float32":
+            continue
+        scale, zp = float(q.attrs["dst_scale"]), int(q.attrs.get("dst_zp", 0))
+        if zp:
+            c = p.shapes[n.out][-1]
+            beta = p.constants.get(n.attrs.get("bias", -1))
+            shifted = (np.zeros(c) if beta is None else beta.astype(np.float64)) + zp * scale
+            n.attrs["bias"] = p.add_constant(shifted.astype(np.float32))
+        n.attrs["dst_scale"] = scale
         n.out = q.out
         drop.add(id(q))
     if drop:

@@ -42,6 +42,7 @@ from .dynamic import DYNAMIC_COMPOSITES
 from .int8 import (
     INT_DTYPES,
     QNN_LOWER,
+    fold_layer_norm_quantization,
     fold_operand_shifts,
     fold_softmax_quantize,
     integer_average,
@@ -750,4 +751,5 @@ def lower_function(func: Function) -> Program:
     program.outputs = outputs
     fold_operand_shifts(program)
     fold_softmax_quantize(program)
+    fold_layer_norm_quantization(program)
     return program
