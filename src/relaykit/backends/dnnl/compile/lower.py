@@ -39,15 +39,8 @@ from relaykit.op.nn.geometry import pad4, pair
 from relaykit.transform.idioms import match_layer_norm
 
 from .dynamic import DYNAMIC_COMPOSITES
-from .int8 import (
-    INT_DTYPES,
-    QNN_LOWER,
-    fold_layer_norm_quantization,
-    fold_operand_shifts,
-    fold_softmax_quantize,
-    integer_average,
-    reshape_view,
-)
+from .int8 import INT_DTYPES, QNN_LOWER, integer_average, reshape_view
+from .int8_folds import fold_int8
 from .nhwc import hwio_as_oihw, nhwc_view
 
 __all__ = [
@@ -749,7 +742,5 @@ def lower_function(func: Function) -> Program:
             if t in program.dtypes:  # an int8 / int32 input returned keeps its data type
                 program.dtypes[outputs[k]] = program.dtypes[t]
     program.outputs = outputs
-    fold_operand_shifts(program)
-    fold_softmax_quantize(program)
-    fold_layer_norm_quantization(program)
+    fold_int8(program)
     return program

@@ -1,0 +1,273 @@
+"""Folds on a lowered int8 region program: quantization steps merged into the
+primitives around them, where oneDNN computes the same integers (or the same but where
+float32 rounds a value across a half, as noted on each).
+
+They run once the whole region is lowered (:func:`fold_int8`), when every reader of
+each tensor is known: a node is changed only when the tensor it writes has no other
+reader and is not a region output.
+
+>>> from relaykit.backends.dnnl.run.program import Program
+>>> p = Program()
+>>> fold_int8(p) is p
+True
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from relaykit.backends.dnnl.run.program import Node, Program
+
+__all__ = ["fold_int8"]
+
+_INT8 = ("uint8", "int8")
+
+
+def _readers(p: Program) -> dict[int, list[Node]]:
+    readers: dict[int, list[Node]] = {}
+    for n in p.nodes:
+        for t in n.reads():
+            readers.setdefault(t, []).append(n)
+    return readers
+
+
+def _rename(p: Program, old: int, new: int) -> None:
+    """Every read of tensor ``old`` reads ``new`` instead."""
+    for n in p.nodes:
+        n.inputs = [new if t == old else t for t in n.inputs]
+        for q in n.post:
+            if q.get("in") == old:
+                q["in"] = new
+
+
+def _scalar_scale(attrs: dict, key: str) -> float | None:
+    v = attrs.get(key)
+    if v is None:
+        return 1.0
+    v = v if isinstance(v, list) else [v]
+    return float(v[0]) if len(v) == 1 else None
+
+
+def _identity_requantize(p: Program) -> None:
+    """A requantize between one integer type whose scales differ by so little that no
+    integer moves (``|s_in / s_out - 1| * 256 < 1/4``, same zero point: a quantized
+    multiply by a constant that the output scale undoes, as an encoder's ``1/sqrt(d)``
+    and GELU's ``0.5`` often are) is the identity: its readers read its input. A
+    per-tensor dequantize's ``axis`` is dropped too, so equal ones merge."""
+    for n in p.nodes:
+        if n.op == "qreorder" and "axis" in n.attrs and len(n.attrs.get("src_scale") or []) <= 1:
+            del n.attrs["axis"]
+    drop: set[int] = set()
+    for n in p.nodes:
+        if n.op != "qreorder" or n.out in p.outputs or set(n.attrs) - {
+            "src_scale", "src_zp", "dst_scale", "dst_zp"
+        }:
+            continue
+        src = n.inputs[0]
+        if p.dtype(src) != p.dtype(n.out) or p.dtype(src) not in _INT8:
+            continue
+        s_in, s_out = _scalar_scale(n.attrs, "src_scale"), _scalar_scale(n.attrs, "dst_scale")
+        if s_in is None or s_out is None or s_out <= 0:
+            continue
+        if int(n.attrs.get("src_zp", 0)) != int(n.attrs.get("dst_zp", 0)):
+            continue
+        if abs(s_in / s_out - 1.0) * 256 >= 0.25:
+            continue
+        _rename(p, n.out, src)
+        drop.add(id(n))
+    if drop:
+        p.nodes = [n for n in p.nodes if id(n) not in drop]
+
+
+def _dense_bias_add(p: Program) -> None:
+    """A quantized bias added to a qdense's integers (a ``qadd`` of a constant
+    broadcasting along the output features, through reshapes: each quantized
+    ``MatMul`` and its ``Add`` in a QDQ encoder) as post-ops of the qdense, rounded as
+    the two steps round: the dense's rounding and saturation (``round``, then ``clip``
+    to the integer range less its zero point), then ``s0 * q + s1 * (b - z1)`` with the
+    bias a constant operand, and the add's output scale and zero point as the dense's.
+    Equal to the two steps but where float32 rounds the sum across a half."""
+    readers = _readers(p)
+    writer = {n.out: n for n in p.nodes}
+    drop: set[int] = set()
+    for add in p.nodes:
+        if add.op != "qadd" or add.post or add.out in p.outputs:
+            continue
+        a, b = add.inputs
+        bias = p.constants.get(b)
+        if bias is None:
+            continue
+        chain, cur = [], a
+        node = writer.get(cur)
+        while node is not None and node.op == "reshape" and len(readers.get(cur, [])) == 1:
+            chain.append(cur)
+            cur = node.inputs[0]
+            node = writer.get(cur)
+        if node is None or node.op != "qdense" or node.post or len(readers.get(cur, [])) != 1:
+            continue
+        if cur in p.outputs or "dst_scale" not in node.attrs or p.dtype(cur) not in _INT8:
+            continue
+        units = p.shapes[cur][-1]
+        if bias.size not in (1, units) or any(d != 1 for d in bias.shape[:-1]):
+            continue
+        if float(add.attrs.get("s0", 0)) <= 0 or p.shapes[a] != p.shapes[add.out]:
+            continue
+        lo, hi = (0, 255) if p.dtype(cur) == "uint8" else (-128, 127)
+        z = int(node.attrs.get("dst_zp", 0))
+        if int(add.attrs.get("z0", 0)) != z or float(add.attrs["s0"]) != float(node.attrs["dst_scale"]):
+            continue
+        s0, s1 = float(add.attrs["s0"]), float(add.attrs["s1"])
+        shift = s1 * (np.broadcast_to(bias.reshape(-1), (units,)).astype(np.float64) - int(add.attrs.get("z1", 0)))
+        node.post = [
+            {"op": "linear", "alpha": 1.0 / s0, "beta": 0.0},
+            {"op": "round"},
+            {"op": "clip", "alpha": float(lo - z), "beta": float(hi - z)},
+            {"op": "linear", "alpha": s0, "beta": 0.0},
+            {"op": "binary_add", "in": p.add_constant(shift.astype(np.float32).reshape(1, units))},
+        ]
+        node.attrs["dst_scale"] = float(add.attrs["dst_scale"])
+        zp = int(add.attrs.get("dst_zp", 0))
+        if zp:
+            node.attrs["dst_zp"] = zp
+        else:
+            node.attrs.pop("dst_zp", None)
+        for t in [cur, *chain]:
+            p.dtypes[t] = p.dtype(add.out)
+        _rename(p, add.out, a)
+        drop.add(id(add))
+    if drop:
+        p.nodes = [n for n in p.nodes if id(n) not in drop]
+
+
+def _operand_shifts(p: Program) -> None:
+    """A ``qmatmul``'s uint8 second operand is shifted into int8 by a reorder
+    (``src_zp`` 128); when the tensor reaches it only through views from a ``qreorder``
+    or ``qadd`` that no one else reads, that node writes int8 with its zero point less
+    128 instead (the same integers, shifted: saturating to [0, 255] then shifting equals
+    saturating to [-128, 127] after it), and the shift disappears."""
+    readers: dict[int, int] = {}
+    for n in p.nodes:
+        for t in n.reads():
+            readers[t] = readers.get(t, 0) + 1
+    for t in p.outputs:
+        readers[t] = readers.get(t, 0) + 2  # never retyped
+    writer = {n.out: n for n in p.nodes}
+    drop: set[int] = set()
+    for n in p.nodes:
+        if n.op != "qmatmul" or len(n.inputs) < 2:
+            continue
+        shift = writer.get(n.inputs[1])
+        if shift is None or shift.op != "qreorder" or shift.attrs != {"src_zp": 128}:
+            continue
+        if readers.get(shift.out, 0) != 1 or p.dtype(shift.out) != "int8":
+            continue
+        chain, cur = [], shift.inputs[0]
+        node = writer.get(cur)
+        while node is not None and node.op in ("reshape", "transpose") and readers.get(cur) == 1:
+            chain.append(cur)
+            cur = node.inputs[0]
+            node = writer.get(cur)
+        if node is None or node.op not in ("qreorder", "qadd") or readers.get(cur) != 1:
+            continue
+        if p.dtype(cur) != "uint8" or "dst_scale" not in node.attrs:
+            continue
+        node.attrs["dst_zp"] = int(node.attrs.get("dst_zp", 0)) - 128
+        for t in [cur, *chain]:
+            p.dtypes[t] = "int8"
+        n.inputs[1] = shift.inputs[0]
+        drop.add(id(shift))
+    if drop:
+        p.nodes = [n for n in p.nodes if id(n) not in drop]
+
+
+def _softmax_quantize(p: Program) -> None:
+    """A softmax whose float result only a quantize (a ``qreorder`` with an output scale
+    and no zero point: a softmax's range [0, 1] is quantized so) reads writes the
+    integers itself: oneDNN's softmax takes an int8 destination and its scale, rounds
+    once as the reorder did, and the reorder disappears."""
+    readers: dict[int, list[Node]] = {}
+    for n in p.nodes:
+        for t in n.reads():
+            readers.setdefault(t, []).append(n)
+    drop: set[int] = set()
+    for n in p.nodes:
+        if n.op != "softmax" or n.post or n.out in p.outputs or p.dtype(n.out) != "float32":
+            continue
+        users = readers.get(n.out, [])
+        if len(users) != 1 or users[0].op != "qreorder":
+            continue
+        q = users[0]
+        if set(q.attrs) != {"dst_scale"} or p.dtype(q.out) not in ("uint8", "int8"):
+            continue
+        n.attrs["dst_scale"] = q.attrs["dst_scale"]
+        n.out = q.out
+        drop.add(id(q))
+    if drop:
+        p.nodes = [n for n in p.nodes if id(n) not in drop]
+
+
+def _layer_norm_quantization(p: Program) -> None:
+    """A layer norm between a dequantize and a quantize reads and writes the integers
+    itself (oneDNN's layer normalisation takes uint8 / int8 source and destination):
+
+    - its input: a layer norm is unchanged by a shift of its input and by a positive
+      scale once epsilon scales too, so ``LN(s * (q - z), eps) = LN(q, eps / s**2)``:
+      the dequantize disappears (the integers are exact in float32);
+    - its output: the quantize's scale becomes the primitive's destination scale and its
+      zero point a shift of beta (``round(y / s) + z = round((y + z * s) / s)``, equal
+      but where float32's rounding of the sum moves a value across a half).
+    """
+    readers: dict[int, list[Node]] = {}
+    for n in p.nodes:
+        for t in n.reads():
+            readers.setdefault(t, []).append(n)
+    writer = {n.out: n for n in p.nodes}
+    drop: set[int] = set()
+
+    def only_reader(t: int, op: str) -> Node | None:
+        users = readers.get(t, [])
+        if len(users) != 1 or users[0].op != op or t in p.outputs:
+            return None
+        return users[0]
+
+    for n in p.nodes:
+        if n.op != "layer_norm" or n.post:
+            continue
+        deq = writer.get(n.inputs[0])
+        if (
+            deq is not None and deq.op == "qreorder" and only_reader(deq.out, "layer_norm") is n
+            and set(deq.attrs) <= {"src_scale", "src_zp", "axis"}
+            and len(deq.attrs.get("src_scale") or [1.0]) == 1
+            and float((deq.attrs.get("src_scale") or [1.0])[0]) > 0
+            and p.dtype(deq.inputs[0]) in ("uint8", "int8")
+        ):  # fmt: skip
+            s = float((deq.attrs.get("src_scale") or [1.0])[0])
+            n.attrs["eps"] = float(n.attrs["eps"]) / (s * s)
+            n.inputs[0] = deq.inputs[0]
+            drop.add(id(deq))
+        q = only_reader(n.out, "qreorder")
+        if q is None or not set(q.attrs) <= {"dst_scale", "dst_zp"} or "dst_scale" not in q.attrs:
+            continue
+        if p.dtype(q.out) not in ("uint8", "int8") or p.dtype(n.out) != "float32":
+            continue
+        scale, zp = float(q.attrs["dst_scale"]), int(q.attrs.get("dst_zp", 0))
+        if zp:
+            c = p.shapes[n.out][-1]
+            beta = p.constants.get(n.attrs.get("bias", -1))
+            shifted = (np.zeros(c) if beta is None else beta.astype(np.float64)) + zp * scale
+            n.attrs["bias"] = p.add_constant(shifted.astype(np.float32))
+        n.attrs["dst_scale"] = scale
+        n.out = q.out
+        drop.add(id(q))
+    if drop:
+        p.nodes = [n for n in p.nodes if id(n) not in drop]
+
+
+def fold_int8(p: Program) -> Program:
+    """Every fold of this module on ``p`` (in place); returns ``p``."""
+    _identity_requantize(p)
+    _operand_shifts(p)
+    _dense_bias_add(p)
+    _softmax_quantize(p)
+    _layer_norm_quantization(p)
+    return p
