@@ -75,6 +75,16 @@ __all__ = [
 _POST_PRODUCERS = frozenset({"conv", "dense", "binary", "matmul"})
 
 
+def _float_qdense(p: Program, node: Node) -> bool:
+    """An int8 matmul writing float32 (a dynamically quantized dense: its scales are
+    applied before post-ops, so they see the float result as after a dense)."""
+    return node.op == "qdense" and p.dtype(node.out) == "float32" and "dst_scale" not in node.attrs
+
+
+def _post_producer(p: Program, node: Node | None) -> bool:
+    return node is not None and (node.op in _POST_PRODUCERS or _float_qdense(p, node))
+
+
 class _Graph:
     """Producers and readers of a program's tensors, kept up to date by the passes."""
 
@@ -293,7 +303,7 @@ def fuse_post_ops(p: Program) -> None:
             continue
         if c.op == "eltwise":
             prod = g.producer.get(c.inputs[0])
-            if prod is not None and prod.op in _POST_PRODUCERS and g.sole_reader(c.inputs[0]) is c:
+            if _post_producer(p, prod) and g.sole_reader(c.inputs[0]) is c:
                 spec = {"op": c.attrs["alg"]}
                 for key in ("alpha", "beta"):
                     if c.attrs.get(key):
@@ -318,7 +328,7 @@ def _fuse_binary(g: _Graph, c: Node) -> None:
             prod = g.producer.get(t)
             if (
                 prod is not None
-                and prod.op in ("conv", "dense")
+                and (prod.op in ("conv", "dense") or _float_qdense(p, prod))
                 and g.sole_reader(t) is c
                 and not any(q["op"] == "sum" for q in prod.post)
                 and not p.is_constant(other)
@@ -335,7 +345,7 @@ def _fuse_binary(g: _Graph, c: Node) -> None:
             g.absorb(prod, c, move=True)
             return
     prod = g.producer.get(a)
-    if prod is None or prod.op not in _POST_PRODUCERS or g.sole_reader(a) is not c or a == b:
+    if prod is None or not _post_producer(p, prod) or g.sole_reader(a) is not c or a == b:
         return
     prod.post.append({"op": "binary_" + alg, "in": b})
     g.absorb(prod, c, move=True)

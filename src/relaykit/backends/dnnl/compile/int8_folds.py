@@ -139,6 +139,39 @@ def _dense_bias_add(p: Program) -> None:
         p.nodes = [n for n in p.nodes if id(n) not in drop]
 
 
+def _float_dense_scale(p: Program) -> None:
+    """A multiply by a scalar constant of a dynamically quantized dense's float result,
+    through reshapes and transposes (an encoder's ``1 / sqrt(head size)`` on its query
+    and key): the factor joins the dense's weight scales and its bias."""
+    readers = _readers(p)
+    writer = {n.out: n for n in p.nodes}
+    drop: set[int] = set()
+    for mul in p.nodes:
+        if mul.op != "binary" or mul.attrs.get("alg") != "mul" or mul.post:
+            continue
+        c = p.constants.get(mul.inputs[1])
+        if c is None or c.size != 1 or p.shapes[mul.inputs[0]] != p.shapes[mul.out]:
+            continue
+        cur = mul.inputs[0]
+        node = writer.get(cur)
+        while node is not None and node.op in ("reshape", "transpose") and len(readers.get(cur, [])) == 1:
+            cur = node.inputs[0]
+            node = writer.get(cur)
+        if node is None or node.op != "qdense" or node.post or len(readers.get(cur, [])) != 1:
+            continue
+        if cur in p.outputs or p.dtype(cur) != "float32" or "dst_scale" in node.attrs:
+            continue
+        factor = float(c.reshape(()))
+        node.attrs["wscale"] = [float(w) * factor for w in node.attrs.get("wscale", [1.0])]
+        b = node.attrs.get("bias", -1)
+        if b >= 0:
+            node.attrs["bias"] = p.add_constant(p.constants[b].astype(np.float64) * factor)
+        _rename(p, mul.out, mul.inputs[0])
+        drop.add(id(mul))
+    if drop:
+        p.nodes = [n for n in p.nodes if id(n) not in drop]
+
+
 def _operand_shifts(p: Program) -> None:
     """A ``qmatmul``'s uint8 second operand is shifted into int8 by a reorder
     (``src_zp`` 128); when the tensor reaches it only through views from a ``qreorder``
@@ -266,6 +299,7 @@ def _layer_norm_quantization(p: Program) -> None:
 def fold_int8(p: Program) -> Program:
     """Every fold of this module on ``p`` (in place); returns ``p``."""
     _identity_requantize(p)
+    _float_dense_scale(p)
     _operand_shifts(p)
     _dense_bias_add(p)
     _softmax_quantize(p)
