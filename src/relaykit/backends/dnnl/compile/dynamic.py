@@ -76,11 +76,12 @@ def _dense(lw: _Lowerer, func: Function, args: list[Any]) -> Any:
     q = lw.tensor(args[0], "dynamic_dense data")
     params = lw.tensor(args[1], "dynamic_dense parameters")
     scale = func.params[1]
-    nodes = list(post_order(func.body, skip=lambda n: type(n) is Function))
-    dense = next((n for n in nodes if _name(n) == "qnn.dense"), None)
+    calls = [n for n in post_order(func.body, skip=lambda n: type(n) is Function) if _name(n)]
+    dense = next((n for n in calls if _name(n) == "qnn.dense"), None)
     factor = next(
-        (n for n in nodes if _name(n) == "multiply" and any(a is scale for a in n.args)), None
-    )  # fmt: skip
+        (n for n in calls if _name(n) == "multiply" and any(a is scale for a in n.args)),  # type: ignore[attr-defined]
+        None,
+    )
     if dense is None or factor is None:
         raise CodegenError("dnnl: a dynamic_dense composite without its dense or scale")
     w = dense.args[1]  # type: ignore[attr-defined]

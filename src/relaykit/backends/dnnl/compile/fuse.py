@@ -81,8 +81,8 @@ def _float_qdense(p: Program, node: Node) -> bool:
     return node.op == "qdense" and p.dtype(node.out) == "float32" and "dst_scale" not in node.attrs
 
 
-def _post_producer(p: Program, node: Node | None) -> bool:
-    return node is not None and (node.op in _POST_PRODUCERS or _float_qdense(p, node))
+def _post_producer(p: Program, node: Node) -> bool:
+    return node.op in _POST_PRODUCERS or _float_qdense(p, node)
 
 
 class _Graph:
@@ -303,7 +303,7 @@ def fuse_post_ops(p: Program) -> None:
             continue
         if c.op == "eltwise":
             prod = g.producer.get(c.inputs[0])
-            if _post_producer(p, prod) and g.sole_reader(c.inputs[0]) is c:
+            if prod is not None and _post_producer(p, prod) and g.sole_reader(c.inputs[0]) is c:
                 spec = {"op": c.attrs["alg"]}
                 for key in ("alpha", "beta"):
                     if c.attrs.get(key):

@@ -505,4 +505,3 @@ QNN_LOWER: dict[str, Callable[[_Lowerer, Call, list[Any]], int]] = {
     "add": _bias_add,
     "cast": _cast,
 }
-

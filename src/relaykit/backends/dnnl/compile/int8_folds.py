@@ -59,9 +59,11 @@ def _identity_requantize(p: Program) -> None:
             del n.attrs["axis"]
     drop: set[int] = set()
     for n in p.nodes:
-        if n.op != "qreorder" or n.out in p.outputs or set(n.attrs) - {
-            "src_scale", "src_zp", "dst_scale", "dst_zp"
-        }:
+        if (
+            n.op != "qreorder"
+            or n.out in p.outputs
+            or set(n.attrs) - {"src_scale", "src_zp", "dst_scale", "dst_zp"}
+        ):
             continue
         src = n.inputs[0]
         if p.dtype(src) != p.dtype(n.out) or p.dtype(src) not in _INT8:
@@ -114,10 +116,15 @@ def _dense_bias_add(p: Program) -> None:
             continue
         lo, hi = (0, 255) if p.dtype(cur) == "uint8" else (-128, 127)
         z = int(node.attrs.get("dst_zp", 0))
-        if int(add.attrs.get("z0", 0)) != z or float(add.attrs["s0"]) != float(node.attrs["dst_scale"]):
+        if int(add.attrs.get("z0", 0)) != z or float(add.attrs["s0"]) != float(
+            node.attrs["dst_scale"]
+        ):
             continue
         s0, s1 = float(add.attrs["s0"]), float(add.attrs["s1"])
-        shift = s1 * (np.broadcast_to(bias.reshape(-1), (units,)).astype(np.float64) - int(add.attrs.get("z1", 0)))
+        shift = s1 * (
+            np.broadcast_to(bias.reshape(-1), (units,)).astype(np.float64)
+            - int(add.attrs.get("z1", 0))
+        )
         node.post = [
             {"op": "linear", "alpha": 1.0 / s0, "beta": 0.0},
             {"op": "round"},
@@ -154,7 +161,11 @@ def _float_dense_scale(p: Program) -> None:
             continue
         cur = mul.inputs[0]
         node = writer.get(cur)
-        while node is not None and node.op in ("reshape", "transpose") and len(readers.get(cur, [])) == 1:
+        while (
+            node is not None
+            and node.op in ("reshape", "transpose")
+            and len(readers.get(cur, [])) == 1
+        ):
             cur = node.inputs[0]
             node = writer.get(cur)
         if node is None or node.op != "qdense" or node.post or len(readers.get(cur, [])) != 1:

@@ -50,7 +50,6 @@ __all__ = [
 ]
 
 
-
 def _name(e: Expr) -> str:
     return e.op.name if type(e) is Call and type(e.op) is Op else ""
 
@@ -128,57 +127,84 @@ class _Dense:
     zp_nodes: set[int]  # those reading the zero point
 
 
-def match_dynamic_quantize(q: Expr) -> _Quantization | None:
-    """The importer's ``DynamicQuantizeLinear`` ending in ``q`` (a ``qnn.quantize`` to
-    uint8 with computed parameters), else None."""
+def _quantize_parts(q: Expr) -> tuple[Call, Expr, Expr, Expr] | None:
+    """``(call, x, scale, zero point)`` of a ``qnn.quantize`` of a static float32 tensor
+    to uint8, rounding halves to even, with computed parameters."""
     call = _call(q, "qnn.quantize", 3)
     if call is None or isinstance(call.args[1], Constant):
         return None
     a = call.attrs
-    if str(a.out_dtype) != "uint8" or str(a.get("rounding", "")) != "TONEAREST_EVEN":
-        return None
-    x, safe, zp32 = call.args
+    x = call.args[0]
     ty = x.checked_type if x.has_checked_type else None
-    if not (isinstance(ty, TensorType) and str(ty.dtype) == "float32" and ty.is_static):
-        return None
-    if not ty.shape:
-        return None
+    ok = (
+        str(a.out_dtype) == "uint8" and str(a.get("rounding", "")) == "TONEAREST_EVEN"
+        and isinstance(ty, TensorType) and str(ty.dtype) == "float32" and ty.is_static
+        and len(ty.shape) > 0
+    )  # fmt: skip
+    return (call, x, call.args[1], call.args[2]) if ok else None
+
+
+def _scale_parts(safe: Expr, x: Expr) -> tuple[Expr, Expr] | None:
+    """``(scale, lo)`` of ``where(scale == 0, 1, scale)`` with ``scale = (max(max(x), 0)
+    - min(min(x), 0)) / 255`` and ``lo = min(min(x), 0)``."""
     where = _call(safe, "where", 3)
     if where is None or not _is_value(where.args[1], 1.0):
         return None
     scale = where.args[2]
     eq = _call(where.args[0], "equal", 2)
-    if eq is None or eq.args[0] is not scale or not _is_value(eq.args[1], 0.0):
-        return None
     div = _call(scale, "divide", 2)
-    if div is None or not _is_value(div.args[1], 255.0):
-        return None
-    span = _call(div.args[0], "subtract", 2)
-    if span is None:
+    span = _call(div.args[0], "subtract", 2) if div is not None else None
+    if eq is None or span is None or eq.args[0] is not scale:
         return None
     hi, lo = _call(span.args[0], "maximum", 2), _call(span.args[1], "minimum", 2)
-    if hi is None or lo is None or not _is_value(hi.args[1], 0.0) or not _is_value(lo.args[1], 0.0):
-        return None
-    if not (_full_reduce(hi.args[0], "max", x) and _full_reduce(lo.args[0], "min", x)):
-        return None
+    ok = (
+        _is_value(eq.args[1], 0.0) and _is_value(div.args[1], 255.0)  # type: ignore[union-attr]
+        and hi is not None and lo is not None
+        and _is_value(hi.args[1], 0.0) and _is_value(lo.args[1], 0.0)
+        and _full_reduce(hi.args[0], "max", x) and _full_reduce(lo.args[0], "min", x)
+    )  # fmt: skip
+    return (scale, lo) if ok else None  # type: ignore[return-value]
+
+
+def _zero_point_of(zp32: Expr, lo: Expr, safe: Expr) -> Expr | None:
+    """The uint8 zero point ``saturate(round(0 - lo / safe))`` that ``zp32`` (its int32
+    cast) reads, else None."""
     to_i32 = _call(zp32, "cast", 1)
-    zp = to_i32.args[0] if to_i32 is not None and str(to_i32.attrs.dtype) == "int32" else None
-    to_u8 = _call(zp, "cast", 1) if zp is not None else None
-    if to_u8 is None or str(to_u8.attrs.dtype) != "uint8":
+    if to_i32 is None or str(to_i32.attrs.dtype) != "int32":
         return None
-    clip = _call(to_u8.args[0], "clip", 1)
-    if clip is None or float(clip.attrs.a_min) != 0.0 or float(clip.attrs.a_max) != 255.0:
+    zp = to_i32.args[0]
+    to_u8 = _call(zp, "cast", 1)
+    clip = _call(to_u8.args[0], "clip", 1) if to_u8 is not None else None
+    if clip is None or str(to_u8.attrs.dtype) != "uint8":  # type: ignore[union-attr]
+        return None
+    if float(clip.attrs.a_min) != 0.0 or float(clip.attrs.a_max) != 255.0:
         return None
     v = _call_round_input(clip.args[0])
     neg = _call(v, "subtract", 2) if v is not None else None
-    if neg is None or not _is_value(neg.args[0], 0.0):
+    ratio = _call(neg.args[1], "divide", 2) if neg is not None else None
+    ok = (
+        ratio is not None and _is_value(neg.args[0], 0.0)  # type: ignore[union-attr]
+        and ratio.args[0] is lo and ratio.args[1] is safe
+        and _is_round_half_even(clip.args[0], v)  # type: ignore[arg-type]
+    )  # fmt: skip
+    return zp if ok else None
+
+
+def match_dynamic_quantize(q: Expr) -> _Quantization | None:
+    """The importer's ``DynamicQuantizeLinear`` ending in ``q`` (a ``qnn.quantize`` to
+    uint8 with computed parameters), else None."""
+    parts = _quantize_parts(q)
+    if parts is None:
         return None
-    ratio = _call(neg.args[1], "divide", 2)
-    if ratio is None or ratio.args[0] is not lo or ratio.args[1] is not safe:
+    call, x, safe, zp32 = parts
+    scale_lo = _scale_parts(safe, x)
+    if scale_lo is None:
         return None
-    if not _is_round_half_even(clip.args[0], v):  # type: ignore[arg-type]
+    scale, lo = scale_lo
+    zp = _zero_point_of(zp32, lo, safe)
+    if zp is None:
         return None
-    match = _Quantization(x, call, scale, zp)  # type: ignore[arg-type]
+    match = _Quantization(x, call, scale, zp)
     stop = {id(x)}
     for node in post_order(RTuple([call, scale, zp]), skip=lambda n: id(n) in stop):
         if not isinstance(node, (Constant, RTuple)):
@@ -219,69 +245,77 @@ def _only_user(e: Expr, users: dict[int, list[Expr]]) -> Expr | None:
     return u[0] if len(u) == 1 else None
 
 
-def _match_dense(
-    d: Expr, m: _Quantization, users: dict[int, list[Expr]]
-) -> _Dense | None:
-    """A ``qnn.dense`` of ``m``'s result (or a reshape of it) with its zero point and
-    unit scales, then [reshape], cast to float32, times ``scale * weight_scale``, [+ bias]."""
+def _dense_head(d: Expr, m: _Quantization) -> tuple[Call, set[int]] | None:
+    """A ``qnn.dense`` of ``m``'s result (or a reshape of it) by constant symmetric int8
+    weights, reading ``m``'s zero point (through a reshape and an int32 cast), unit
+    scales: the call and the expressions reading the zero point."""
     dense = _call(d, "qnn.dense", 6)
     if dense is None:
         return None
     data, w, zp, wzp, s_in, s_w = dense.args
-    if not (data is m.q or (_name(data) == "reshape" and data.args[0] is m.q)):  # type: ignore[attr-defined]
-        return None
-    if not isinstance(w, Constant):
-        return None
-    wv = w.data.numpy()
-    if str(wv.dtype) != "int8" or wv.ndim != 2:
-        return None
-    if not (_is_value(wzp, 0.0) and _is_value(s_in, 1.0) and _is_value(s_w, 1.0)):
-        return None
-    if str(dense.attrs.get("out_dtype", "int32")) not in ("", "int32"):
-        return None
+    wv = w.data.numpy() if isinstance(w, Constant) else None
+    ok = (
+        (data is m.q or (_name(data) == "reshape" and data.args[0] is m.q))  # type: ignore[attr-defined]
+        and wv is not None and str(wv.dtype) == "int8" and wv.ndim == 2
+        and _is_value(wzp, 0.0) and _is_value(s_in, 1.0) and _is_value(s_w, 1.0)
+        and str(dense.attrs.get("out_dtype", "int32")) in ("", "int32")
+    )  # fmt: skip
     cast = _call(zp, "cast", 1)
-    if cast is None or str(cast.attrs.dtype) != "int32":
+    if not ok or cast is None or str(cast.attrs.dtype) != "int32":
         return None
     zp_nodes = {id(cast)}
     inner = cast.args[0]
     if _name(inner) == "reshape":
         zp_nodes.add(id(inner))
         inner = inner.args[0]  # type: ignore[attr-defined]
-    if inner is not m.zero_point:
-        return None
-    nodes = {id(dense)} | zp_nodes
-    cur: Expr = dense
-    nxt = _only_user(cur, users)
+    return (dense, zp_nodes) if inner is m.zero_point else None
+
+
+def _dense_tail(
+    dense: Call, m: _Quantization, users: dict[int, list[Expr]], units: int
+) -> tuple[Expr, set[int]] | None:
+    """From ``dense``: [reshape keeping the last axis], cast to float32, times
+    ``m.scale * weight_scale``, [+ bias]: the last expression and the chain's."""
+    nodes: set[int] = set()
+    nxt = _only_user(dense, users)
     if nxt is not None and _name(nxt) == "reshape":
         ty = nxt.checked_type
-        if not isinstance(ty, TensorType) or int(ty.shape[-1]) != int(wv.shape[0]):
+        if not isinstance(ty, TensorType) or int(ty.shape[-1]) != units:
             return None
         nodes.add(id(nxt))
-        cur, nxt = nxt, _only_user(nxt, users)
+        nxt = _only_user(nxt, users)
     to_f = _call(nxt, "cast", 1) if nxt is not None else None
-    if to_f is None or str(to_f.attrs.dtype) != "float32":
+    mul = _only_user(to_f, users) if to_f is not None else None
+    if mul is None or _name(mul) != "multiply" or str(to_f.attrs.dtype) != "float32":  # type: ignore[union-attr]
         return None
-    nodes.add(id(to_f))
-    mul = _only_user(to_f, users)
-    if _name(mul) != "multiply":
-        return None
-    factor = mul.args[1] if mul.args[0] is to_f else mul.args[0]  # type: ignore[union-attr]
+    factor = mul.args[1] if mul.args[0] is to_f else mul.args[0]  # type: ignore[attr-defined]
     fm = _call(factor, "multiply", 2)
     if fm is None or _only_user(fm, users) is not mul:
         return None
     ws = fm.args[1] if fm.args[0] is m.scale else fm.args[0] if fm.args[1] is m.scale else None
-    units = int(wv.shape[0])
     if not isinstance(ws, Constant) or not _vector(ws.data.numpy(), units):
         return None
-    nodes |= {id(mul), id(fm)}  # type: ignore[arg-type]
-    root: Expr = mul  # type: ignore[assignment]
-    add = _only_user(mul, users)  # type: ignore[arg-type]
-    if _name(add) == "add":
-        bias = add.args[0] if add.args[1] is mul else add.args[1]  # type: ignore[union-attr]
+    nodes |= {id(to_f), id(mul), id(fm)}
+    add = _only_user(mul, users)
+    if add is not None and _name(add) == "add":
+        bias = add.args[0] if add.args[1] is mul else add.args[1]  # type: ignore[attr-defined]
         if isinstance(bias, Constant) and _vector(bias.data.numpy(), units):
-            nodes.add(id(add))
-            root = add  # type: ignore[assignment]
-    return _Dense(root, nodes, zp_nodes)
+            return add, nodes | {id(add)}
+    return mul, nodes
+
+
+def _match_dense(d: Expr, m: _Quantization, users: dict[int, list[Expr]]) -> _Dense | None:
+    """A ``MatMulInteger`` chain reading ``m`` from ``d`` (see the two parts above)."""
+    head = _dense_head(d, m)
+    if head is None:
+        return None
+    dense, zp_nodes = head
+    units = int(dense.args[1].data.numpy().shape[0])  # type: ignore[attr-defined]
+    tail = _dense_tail(dense, m, users, units)
+    if tail is None:
+        return None
+    root, nodes = tail
+    return _Dense(root, nodes | zp_nodes | {id(dense)}, zp_nodes)
 
 
 def _closed(m: _Quantization, users: dict[int, list[Expr]]) -> bool:
@@ -343,7 +377,11 @@ def group_dynamic_quantization(fn: Function) -> Function:
             ret = TupleType([m.q.checked_type, m.scale.checked_type, m.zero_point.checked_type])
             f = _composite([xp], body, DYNAMIC_QUANTIZE).with_fields(ret_type=ret)
             call = Call(f, [x])
-            got = calls[id(m)] = (TupleGetItem(call, 0), TupleGetItem(call, 1), TupleGetItem(call, 2))
+            got = calls[id(m)] = (
+                TupleGetItem(call, 0),
+                TupleGetItem(call, 1),
+                TupleGetItem(call, 2),
+            )
         return got
 
     def post(new: Expr, old: Expr) -> Expr | None:
