@@ -67,6 +67,7 @@ __all__ = [
     "sink_reshapes",
     "collapse_reshapes",
     "fold_matmul_bias",
+    "matmul_output_layout",
     "scale_to_linear",
     "minmax_to_clip",
     "fuse_depthwise",
@@ -476,6 +477,42 @@ def collapse_reshapes(p: Program) -> None:
             rename[n.out] = n.inputs[0]
 
 
+def matmul_output_layout(p: Program) -> None:
+    """A batched matmul [B, M, N] whose result is split along B and transposed before
+    anything reads it (attention's P V: heads then tokens, read as tokens then heads)
+    writes in the layout that makes the transposed tensor contiguous
+    (``dst_strides``), so the reshapes and the transpose after it are views, not a
+    reorder (the runtime falls back to a plain result where oneDNN has no kernel)."""
+    g = _Graph(p)
+    for n in p.nodes:
+        if n.op not in ("matmul", "qmatmul") or len(p.shapes[n.out]) != 3:
+            continue
+        if any(q["op"] == "sum" for q in n.post):
+            continue
+        r = g.sole_reader(n.out)
+        t = g.sole_reader(r.out) if r is not None and r.op == "reshape" else None
+        if t is None or t.op != "transpose" or t.out in g.outputs:
+            continue
+        b, m, k = p.shapes[n.out]
+        d = p.shapes[r.out]  # type: ignore[union-attr]
+        perm = [int(x) for x in t.attrs["perm"]]
+        if len(d) < 3 or tuple(d[-2:]) != (m, k) or perm[-1] != len(d) - 1:
+            continue
+        shape = p.shapes[t.out]
+        contiguous = [1] * len(shape)
+        for i in range(len(shape) - 2, -1, -1):
+            contiguous[i] = contiguous[i + 1] * shape[i + 1]
+        strides = [0] * len(d)
+        for i, axis in enumerate(perm):
+            strides[axis] = contiguous[i]
+        batch = len(d) - 2
+        if any(d[j] != 1 and strides[j] != d[j + 1] * strides[j + 1] for j in range(batch - 1)):
+            continue  # the batch axes do not make one stride (unit axes have none)
+        if strides == [contiguous[i] for i in range(len(d))] or b == 1:
+            continue  # already plain
+        n.attrs["dst_strides"] = [strides[batch - 1], strides[batch], strides[batch + 1]]
+
+
 def fold_matmul_bias(p: Program) -> None:
     """A constant vector added along the last axis of a matmul becomes its bias."""
     g = _Graph(p)
@@ -636,4 +673,5 @@ def optimize(p: Program) -> Program:
     fold_channel_shuffle(p)
     fuse_post_ops(p)
     eliminate_dead(p)
+    matmul_output_layout(p)
     return p

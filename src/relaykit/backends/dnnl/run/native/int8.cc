@@ -230,16 +230,21 @@ void Region::lower_qmatmul(const Json& node) {
     memory::desc md = md_of(t);
     return !plain_only && is_strided(md) ? md : plain(t);
   };
+  // "dst_strides": the layout in which the transpose after it is a plain view
+  std::vector<memory::desc> dsts;
+  if (const Json* st = node.find("dst_strides")) dsts.push_back(memory::desc(dims_[o], dtypes_[o], to_dims(st->ints())));
+  dsts.push_back(plain(o));
   dnnl::matmul::primitive_desc pd;
   bool done = false;
-  for (bool plain_only : {false, true}) {
-    if (done) break;
-    try {
-      pd = dnnl::matmul::primitive_desc(eng_, operand(a, plain_only), operand(b, plain_only), plain(o), attr);
-      done = plain_only || impl_name(pd) != "ref";
-    } catch (const dnnl::error&) {
+  for (const memory::desc& dst : dsts)
+    for (bool plain_only : {false, true}) {
+      if (done) break;
+      try {
+        pd = dnnl::matmul::primitive_desc(eng_, operand(a, plain_only), operand(b, plain_only), dst, attr);
+        done = (plain_only && dst == plain(o)) || impl_name(pd) != "ref";
+      } catch (const dnnl::error&) {
+      }
     }
-  }
   if (!done) throw Error("program: oneDNN has no int8 matmul for node t" + std::to_string(o));
   int pa = version(a, pd.src_desc());
   int pb = version(b, pd.weights_desc());
