@@ -287,3 +287,17 @@ def test_dynamic_encoder_is_one_region_but_its_gathers(encoder):
     want = qm.ort_run(model, feeds)
     for g, w in zip(got, want, strict=True):
         assert float(np.abs(g - w).max()) <= 1e-4 * float(np.abs(w).max())
+
+
+def test_exported_dynamic_and_int8_matmul_regions_load_and_run_alike(tmp_path):
+    """The new nodes (dynparams, dynquant, qdense with run-time parameters, qmatmul)
+    travel in an exported module and load with ``allow_native=False``."""
+    model, *_ = _dynamic_dense_model(units=8, depth=16, per_channel=True)
+    mod, params = relay.frontend.from_onnx(model)
+    lib = relay.build(partition_for_dnnl(mod, params), target="llvm")
+    path = str(tmp_path / "dyn.rk")
+    lib.export_library(path)
+    x = np.random.default_rng(11).standard_normal((2, 6, 16)).astype(np.float32)
+    loaded = tvm.runtime.load_module(path, allow_native=False)
+    for got, want in zip(_run(loaded, {"x": x}), _run(lib, {"x": x}), strict=True):
+        np.testing.assert_array_equal(got, want)
