@@ -258,6 +258,8 @@ def test_qdq_encoder_folds_quantization_into_its_primitives(encoder):
     assert not any(s.startswith("matmul") for s in steps)
     softmax = [s for s in steps if s.startswith("softmax")]
     assert softmax and all("-> int8" in s for s in softmax)
+    erf = [s for s in steps if s.startswith("erf")]  # GELU's erf quantizes its result
+    assert erf and all("-> int8" in s for s in erf)
     # bias adds are the denses' post-ops; layer norms read and write integers
     dense_bias = [s for s in steps if s.startswith("qdense") and "binary_add" in s]
     assert len(dense_bias) >= 12

@@ -183,6 +183,85 @@ def _float_dense_scale(p: Program) -> None:
         p.nodes = [n for n in p.nodes if id(n) not in drop]
 
 
+def _dequantize_quantize(p: Program) -> None:
+    """A dequantize read only by a quantize back to the same type, scale and zero point
+    (a QDQ model's DequantizeLinear / QuantizeLinear pair at a region's entry) is the
+    identity: ``(q - z) * s / s`` rounds back to ``q - z``."""
+    readers = _readers(p)
+    writer = {n.out: n for n in p.nodes}
+    drop: set[int] = set()
+    for q in p.nodes:
+        if q.op != "qreorder" or set(q.attrs) - {"dst_scale", "dst_zp"} or q.out in p.outputs:
+            continue
+        d = writer.get(q.inputs[0])
+        if d is None or d.op != "qreorder" or set(d.attrs) - {"src_scale", "src_zp"}:
+            continue
+        if len(readers.get(d.out, [])) != 1 or d.out in p.outputs:
+            continue
+        same = (
+            p.dtype(d.inputs[0]) == p.dtype(q.out) in _INT8
+            and _scalar_scale(d.attrs, "src_scale") == float(q.attrs.get("dst_scale") or 0)
+            and int(d.attrs.get("src_zp", 0)) == int(q.attrs.get("dst_zp", 0))
+        )
+        if same:
+            _rename(p, q.out, d.inputs[0])
+            drop |= {id(d), id(q)}
+    if drop:
+        p.nodes = [n for n in p.nodes if id(n) not in drop]
+
+
+def _erf_steps(p: Program) -> None:
+    """The steps around the runtime's ``erf`` in a quantized GELU: a scalar multiply
+    (or division) before it is its ``alpha``; a quantize after it (scale and zero point
+    only) its integer output."""
+    readers = _readers(p)
+    writer = {n.out: n for n in p.nodes}
+    drop: set[int] = set()
+    for e in p.nodes:
+        if e.op != "erf":
+            continue
+        s = writer.get(e.inputs[0])
+        factor = None
+        if (
+            s is not None
+            and s.op == "binary"
+            and not s.post
+            and s.attrs.get("alg") in ("mul", "div")
+        ):
+            c = p.constants.get(s.inputs[1])
+            if c is not None and c.size == 1 and float(c.reshape(())) != 0:
+                v = float(c.reshape(()))
+                factor = v if s.attrs["alg"] == "mul" else 1.0 / v
+        elif (
+            s is not None and s.op == "eltwise" and s.attrs.get("alg") == "linear"
+            and not s.post and not s.attrs.get("beta")
+        ):  # fmt: skip
+            factor = float(s.attrs.get("alpha", 1.0))
+        if factor is not None and len(readers.get(s.out, [])) == 1 and s.out not in p.outputs:  # type: ignore[union-attr]
+            e.attrs["alpha"] = float(e.attrs.get("alpha", 1.0)) * factor
+            e.inputs = [s.inputs[0]]  # type: ignore[union-attr]
+            drop.add(id(s))
+        users = readers.get(e.out, [])
+        if len(users) != 1 or e.out in p.outputs or p.dtype(e.out) != "float32":
+            continue
+        q = users[0]
+        if (
+            q.op != "qreorder"
+            or "dst_scale" not in q.attrs
+            or set(q.attrs) - {"dst_scale", "dst_zp"}
+        ):
+            continue
+        if p.dtype(q.out) not in _INT8:
+            continue
+        e.attrs["dst_scale"] = float(q.attrs["dst_scale"])
+        if q.attrs.get("dst_zp"):
+            e.attrs["dst_zp"] = int(q.attrs["dst_zp"])
+        e.out = q.out
+        drop.add(id(q))
+    if drop:
+        p.nodes = [n for n in p.nodes if id(n) not in drop]
+
+
 def _operand_shifts(p: Program) -> None:
     """A ``qmatmul``'s uint8 second operand is shifted into int8 by a reorder
     (``src_zp`` 128); when the tensor reaches it only through views from a ``qreorder``
@@ -310,6 +389,8 @@ def _layer_norm_quantization(p: Program) -> None:
 def fold_int8(p: Program) -> Program:
     """Every fold of this module on ``p`` (in place); returns ``p``."""
     _identity_requantize(p)
+    _dequantize_quantize(p)
+    _erf_steps(p)
     _float_dense_scale(p)
     _operand_shifts(p)
     _dense_bias_add(p)

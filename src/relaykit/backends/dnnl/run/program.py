@@ -44,7 +44,8 @@ dynparams  a float32 tensor's dynamic quantization parameters (ONNX's
            DynamicQuantizeLinear) into an int32 [2]: the scale's float32 bits, the
            zero point
 dynquant   inputs x (float32) and its ``dynparams``: x quantized to uint8
-erf        the error function (the runtime's own loop; oneDNN has none)
+erf        the error function (the runtime's own loop; oneDNN has none): ``alpha``
+           scales the input first; ``dst_scale`` / ``dst_zp``: quantized output
 qreorder   a data-type conversion: ``src_scale`` (one or per channel along ``axis``),
            ``src_zp``, ``dst_scale``, ``dst_zp``
 qadd       a quantized add of two tensors of the output's shape: ``s0``, ``z0``,
