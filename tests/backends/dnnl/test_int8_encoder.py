@@ -260,6 +260,8 @@ def test_qdq_encoder_folds_quantization_into_its_primitives(encoder):
     assert softmax and all("-> int8" in s for s in softmax)
     erf = [s for s in steps if s.startswith("erf")]  # GELU's erf quantizes its result
     assert erf and all("-> int8" in s for s in erf)
+    # P V is written heads-interleaved: the transpose before the output dense is a view
+    assert not any(s.startswith("reorder") for s in steps)
     # bias adds are the denses' post-ops; layer norms read and write integers
     dense_bias = [s for s in steps if s.startswith("qdense") and "binary_add" in s]
     assert len(dense_bias) >= 12
@@ -285,6 +287,10 @@ def test_dynamic_encoder_is_one_region_but_its_gathers(encoder):
     steps = _steps(lib)
     assert sum(s.startswith("qdense") for s in steps) == 13  # every MatMulInteger
     assert sum(s.startswith("dynparams") for s in steps) == 9  # every DynamicQuantizeLinear
+    assert not any(s.startswith("reorder") for s in steps)
+    # 1/sqrt(d) joined the query and key denses' scales: only the mask's arithmetic
+    # (1, 1, 1, tokens) is left as linear steps
+    assert all(s.split()[2].startswith("1x1x1x") for s in steps if s.startswith("linear"))
     got = _run(lib, feeds)
     want = qm.ort_run(model, feeds)
     for g, w in zip(got, want, strict=True):
