@@ -265,7 +265,8 @@ def test_qdq_encoder_folds_quantization_into_its_primitives(encoder):
     # bias adds are the denses' post-ops; layer norms read and write integers
     dense_bias = [s for s in steps if s.startswith("qdense") and "binary_add" in s]
     assert len(dense_bias) >= 12
-    assert sum(s.startswith("qadd") for s in steps) <= 10
+    # the residual adds after the attention output and FFN denses are their post-ops too
+    assert sum(s.startswith("qadd") for s in steps) <= 6
     want_plain = qm.ort_run(plain, feeds)
     out = _run(lib, feeds)
     problems = qm.compare(out, want_plain, qm.ort_run(plain, feeds, optimize=True),

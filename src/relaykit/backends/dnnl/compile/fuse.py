@@ -404,6 +404,8 @@ def _reshaped(p: Program, t: int, shape: tuple[int, ...], extra: list[Node]) -> 
     if c is not None:
         return p.add_constant(c.reshape(shape))
     out = p.new_tensor(shape)
+    if t in p.dtypes:  # an integer tensor stays one
+        p.dtypes[out] = p.dtypes[t]
     extra.append(Node("reshape", [t], out))
     return out
 
@@ -429,6 +431,8 @@ def _sink_round(p: Program, pinned: set[int]) -> bool:
         if new is None:
             continue
         new.out = p.new_tensor(p.shapes[n.inputs[0]])
+        if c.out in p.dtypes:  # the node's integer output type comes along
+            p.dtypes[new.out] = p.dtypes[c.out]
         # c becomes the reshape back; the rewritten node runs where c ran.
         c.op, c.inputs, c.attrs, c.post = "reshape", [new.out], {}, []
         before[id(c)] = [*extra, new]

@@ -146,6 +146,94 @@ def _dense_bias_add(p: Program) -> None:
         p.nodes = [n for n in p.nodes if id(n) not in drop]
 
 
+def _dense_behind(
+    p: Program, t: int, readers: dict[int, list[Node]], writer: dict[int, Node]
+) -> tuple[Node, int, list[int]] | None:
+    """The qdense writing integers that ``t`` is (through reshapes read only there):
+    the node, the tensor it writes and the reshapes' tensors; None if another step
+    reads one of them."""
+    chain, cur = [], t
+    node = writer.get(cur)
+    while node is not None and node.op == "reshape" and len(readers.get(cur, [])) == 1:
+        chain.append(cur)
+        cur = node.inputs[0]
+        node = writer.get(cur)
+    if node is None or node.op != "qdense" or len(readers.get(cur, [])) != 1:
+        return None
+    if cur in p.outputs or "dst_scale" not in node.attrs or p.dtype(cur) not in _INT8:
+        return None
+    return node, cur, chain
+
+
+def _dense_residual_add(p: Program) -> None:
+    """A residual ``qadd`` of a qdense's integers (through reshapes) and a tensor made
+    before that dense, as post-ops of the dense, rounded as the two steps round: the
+    dense's own rounding and saturation, then ``s_d * (q - z_d) + s_r * (r - z_r)``
+    (the residual read as a binary operand, in the residual's units), and the add's
+    output scale and zero point as the dense's. Equal to the two steps but where
+    float32 rounds the sum across a half."""
+    readers = _readers(p)
+    writer = {n.out: n for n in p.nodes}
+    index = {id(n): i for i, n in enumerate(p.nodes)}
+    before: dict[int, Node] = {}
+    drop: set[int] = set()
+    for add in p.nodes:
+        if add.op != "qadd" or add.post or add.out in p.outputs or p.dtype(add.out) not in _INT8:
+            continue
+        if any(p.is_constant(t) or p.shapes[t] != p.shapes[add.out] for t in add.inputs):
+            continue
+        for k in (0, 1):
+            x, r = add.inputs[k], add.inputs[1 - k]
+            found = _dense_behind(p, x, readers, writer)
+            made = writer.get(r)
+            if found is None or (made is not None and index[id(made)] > index[id(found[0])]):
+                continue  # no such dense, or the residual is made after it
+            node, cur, chain = found
+            if any("in" in q and not p.is_constant(q["in"]) for q in node.post):
+                continue  # the dense already reads another tensor
+            s_d, z_d = float(node.attrs["dst_scale"]), int(node.attrs.get("dst_zp", 0))
+            s_r, z_r = float(add.attrs[f"s{1 - k}"]), int(add.attrs.get(f"z{1 - k}", 0))
+            if (float(add.attrs[f"s{k}"]), int(add.attrs.get(f"z{k}", 0))) != (s_d, z_d):
+                continue
+            lo, hi = (0, 255) if p.dtype(cur) == "uint8" else (-128, 127)
+            r2 = p.new_tensor(p.shapes[cur])
+            p.dtypes[r2] = p.dtype(r)
+            before[id(node)] = Node("reshape", [r], r2)
+            node.post = [
+                *node.post,
+                {"op": "linear", "alpha": 1.0 / s_d, "beta": 0.0},
+                {"op": "round"},
+                {"op": "clip", "alpha": float(lo - z_d), "beta": float(hi - z_d)},
+                {"op": "linear", "alpha": s_d / s_r, "beta": float(-z_r)},
+                {"op": "binary_add", "in": r2},
+                {"op": "linear", "alpha": s_r, "beta": 0.0},
+            ]
+            _take_output_params(p, node, add, [cur, *chain])
+            _rename(p, add.out, x)
+            drop.add(id(add))
+            break
+    if drop:
+        nodes: list[Node] = []
+        for n in p.nodes:
+            if id(n) in before:
+                nodes.append(before[id(n)])
+            if id(n) not in drop:
+                nodes.append(n)
+        p.nodes = nodes
+
+
+def _take_output_params(p: Program, node: Node, add: Node, tensors: list[int]) -> None:
+    """``node`` now writes ``add``'s result: its output scale, zero point and type."""
+    node.attrs["dst_scale"] = float(add.attrs["dst_scale"])
+    zp = int(add.attrs.get("dst_zp", 0))
+    if zp:
+        node.attrs["dst_zp"] = zp
+    else:
+        node.attrs.pop("dst_zp", None)
+    for t in tensors:
+        p.dtypes[t] = p.dtype(add.out)
+
+
 def _float_dense_scale(p: Program) -> None:
     """A multiply by a scalar constant of a dynamically quantized dense's float result,
     through reshapes and transposes (an encoder's ``1 / sqrt(head size)`` on its query
@@ -394,6 +482,7 @@ def fold_int8(p: Program) -> Program:
     _float_dense_scale(p)
     _operand_shifts(p)
     _dense_bias_add(p)
+    _dense_residual_add(p)
     _softmax_quantize(p)
     _layer_norm_quantization(p)
     return p
