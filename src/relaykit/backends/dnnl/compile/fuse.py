@@ -67,12 +67,23 @@ __all__ = [
     "sink_reshapes",
     "collapse_reshapes",
     "fold_matmul_bias",
+    "matmul_output_layout",
     "scale_to_linear",
     "minmax_to_clip",
     "fuse_depthwise",
 ]
 
 _POST_PRODUCERS = frozenset({"conv", "dense", "binary", "matmul"})
+
+
+def _float_qdense(p: Program, node: Node) -> bool:
+    """An int8 matmul writing float32 (a dynamically quantized dense: its scales are
+    applied before post-ops, so they see the float result as after a dense)."""
+    return node.op == "qdense" and p.dtype(node.out) == "float32" and "dst_scale" not in node.attrs
+
+
+def _post_producer(p: Program, node: Node) -> bool:
+    return node.op in _POST_PRODUCERS or _float_qdense(p, node)
 
 
 class _Graph:
@@ -293,7 +304,7 @@ def fuse_post_ops(p: Program) -> None:
             continue
         if c.op == "eltwise":
             prod = g.producer.get(c.inputs[0])
-            if prod is not None and prod.op in _POST_PRODUCERS and g.sole_reader(c.inputs[0]) is c:
+            if prod is not None and _post_producer(p, prod) and g.sole_reader(c.inputs[0]) is c:
                 spec = {"op": c.attrs["alg"]}
                 for key in ("alpha", "beta"):
                     if c.attrs.get(key):
@@ -318,7 +329,7 @@ def _fuse_binary(g: _Graph, c: Node) -> None:
             prod = g.producer.get(t)
             if (
                 prod is not None
-                and prod.op in ("conv", "dense")
+                and (prod.op in ("conv", "dense") or _float_qdense(p, prod))
                 and g.sole_reader(t) is c
                 and not any(q["op"] == "sum" for q in prod.post)
                 and not p.is_constant(other)
@@ -335,7 +346,7 @@ def _fuse_binary(g: _Graph, c: Node) -> None:
             g.absorb(prod, c, move=True)
             return
     prod = g.producer.get(a)
-    if prod is None or prod.op not in _POST_PRODUCERS or g.sole_reader(a) is not c or a == b:
+    if prod is None or not _post_producer(p, prod) or g.sole_reader(a) is not c or a == b:
         return
     prod.post.append({"op": "binary_" + alg, "in": b})
     g.absorb(prod, c, move=True)
@@ -393,6 +404,8 @@ def _reshaped(p: Program, t: int, shape: tuple[int, ...], extra: list[Node]) -> 
     if c is not None:
         return p.add_constant(c.reshape(shape))
     out = p.new_tensor(shape)
+    if t in p.dtypes:  # an integer tensor stays one
+        p.dtypes[out] = p.dtypes[t]
     extra.append(Node("reshape", [t], out))
     return out
 
@@ -418,6 +431,8 @@ def _sink_round(p: Program, pinned: set[int]) -> bool:
         if new is None:
             continue
         new.out = p.new_tensor(p.shapes[n.inputs[0]])
+        if c.out in p.dtypes:  # the node's integer output type comes along
+            p.dtypes[new.out] = p.dtypes[c.out]
         # c becomes the reshape back; the rewritten node runs where c ran.
         c.op, c.inputs, c.attrs, c.post = "reshape", [new.out], {}, []
         before[id(c)] = [*extra, new]
@@ -464,6 +479,42 @@ def collapse_reshapes(p: Program) -> None:
             src = producer.get(n.inputs[0])
         if p.shapes[n.inputs[0]] == p.shapes[n.out] and n.out not in outputs:
             rename[n.out] = n.inputs[0]
+
+
+def matmul_output_layout(p: Program) -> None:
+    """A batched matmul [B, M, N] whose result is split along B and transposed before
+    anything reads it (attention's P V: heads then tokens, read as tokens then heads)
+    writes in the layout that makes the transposed tensor contiguous
+    (``dst_strides``), so the reshapes and the transpose after it are views, not a
+    reorder (the runtime falls back to a plain result where oneDNN has no kernel)."""
+    g = _Graph(p)
+    for n in p.nodes:
+        if n.op not in ("matmul", "qmatmul") or len(p.shapes[n.out]) != 3:
+            continue
+        if any(q["op"] == "sum" for q in n.post):
+            continue
+        r = g.sole_reader(n.out)
+        t = g.sole_reader(r.out) if r is not None and r.op == "reshape" else None
+        if t is None or t.op != "transpose" or t.out in g.outputs:
+            continue
+        b, m, k = p.shapes[n.out]
+        d = p.shapes[r.out]  # type: ignore[union-attr]
+        perm = [int(x) for x in t.attrs["perm"]]
+        if len(d) < 3 or tuple(d[-2:]) != (m, k) or perm[-1] != len(d) - 1:
+            continue
+        shape = p.shapes[t.out]
+        contiguous = [1] * len(shape)
+        for i in range(len(shape) - 2, -1, -1):
+            contiguous[i] = contiguous[i + 1] * shape[i + 1]
+        strides = [0] * len(d)
+        for i, axis in enumerate(perm):
+            strides[axis] = contiguous[i]
+        batch = len(d) - 2
+        if any(d[j] != 1 and strides[j] != d[j + 1] * strides[j + 1] for j in range(batch - 1)):
+            continue  # the batch axes do not make one stride (unit axes have none)
+        if strides == [contiguous[i] for i in range(len(d))] or b == 1:
+            continue  # already plain
+        n.attrs["dst_strides"] = [strides[batch - 1], strides[batch], strides[batch + 1]]
 
 
 def fold_matmul_bias(p: Program) -> None:
@@ -626,4 +677,5 @@ def optimize(p: Program) -> Program:
     fold_channel_shuffle(p)
     fuse_post_ops(p)
     eliminate_dead(p)
+    matmul_output_layout(p)
     return p

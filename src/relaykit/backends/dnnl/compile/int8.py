@@ -99,13 +99,17 @@ def _producer(lw: _Lowerer, t: int) -> Node | None:
     return None
 
 
+#: Nodes a requantize, clip or cast after them folds into.
+_FOLDING = ("qconv", "qdense", "qadd", "qmatmul")
+
+
 def _foldable(lw: _Lowerer, expr: Expr, t: int, *stages: str) -> Node | None:
     """The qconv / qdense / qadd node writing ``t`` in one of ``stages`` when ``expr`` (its value)
     has no other reader, else None."""
     if lw.uses.get(id(expr), 0) != 1 or t in lw.p.outputs:
         return None
     node = _producer(lw, lw.qview.get(t, t))  # an NHWC layer: the NCHW node behind the view
-    if node is None or node.op not in ("qconv", "qdense", "qadd") or lw.qstage.get(t) not in stages:
+    if node is None or node.op not in _FOLDING or lw.qstage.get(t) not in stages:
         return None
     return node
 
@@ -221,7 +225,7 @@ def reshape_view(lw: _Lowerer, source: Expr, x: int, out: int) -> None:
     if stage not in ("acc", "biased") or x in lw.qview or x in lw.p.outputs:
         return
     node = _producer(lw, x)
-    if lw.uses.get(id(source), 0) != 1 or node is None or node.op != "qdense":
+    if lw.uses.get(id(source), 0) != 1 or node is None or node.op not in ("qdense", "qmatmul"):
         return
     if lw.p.shapes[x][-1] != lw.p.shapes[out][-1]:
         return
@@ -281,6 +285,8 @@ def _requantize(lw: _Lowerer, call: Call, args: list[Any]) -> int:
     per_channel_elsewhere = in_scale.size > 1 and int(call.attrs.axis) % ndim != ndim - 1
     if node is not None and node.op == "qdense" and per_channel_elsewhere:
         node = None  # a dense's scales are per output feature (its last axis)
+    if node is not None and node.op == "qmatmul" and in_scale.size > 1:
+        node = None  # one scale for a matmul of two activations
     if node is not None and in_zp == 0:
         node.attrs["wscale"] = [float(s) for s in in_scale]
         bias = lw.qbias.get(x)
@@ -425,22 +431,34 @@ def _qnn_mul(lw: _Lowerer, call: Call, args: list[Any]) -> int:
 
 
 def _qnn_batch_matmul(lw: _Lowerer, call: Call, args: list[Any]) -> int:
-    """The int32 accumulator of a quantized batched matmul: the operands less their zero
-    points, multiplied in float32 (exact while the sums stay below 2**24: the rules
-    check the depth), converted to int32."""
+    """A quantized batched matmul (attention's Q K^T and P V) as a oneDNN int8 matmul
+    (``qmatmul``): the zero points as its attributes, int32 accumulation; a requantize
+    after it (through a reshape that keeps the last axis) folds into its output scales
+    as a qdense's does. oneDNN's int8 matmul takes int8 weights: a uint8 second operand
+    is shifted by 128 into int8 (one exact reorder) and its zero point with it."""
     a, b = lw.tensor(args[0], "qnn.batch_matmul lhs"), lw.tensor(args[1], "qnn.batch_matmul rhs")
     za = round(_scalar(call.args[2], "lhs zero point"))
     zb = round(_scalar(call.args[3], "rhs zero point"))
-    fa = _qreorder(lw, a, lw.p.shapes[a], "float32", src_zp=za or None)
-    fb = _qreorder(lw, b, lw.p.shapes[b], "float32", src_zp=zb or None)
     if call.attrs.transpose_a:
-        ba, k, m = lw.p.shapes[fa]
-        fa = lw.emit("transpose", [fa], (ba, m, k), perm=[0, 2, 1])
+        ba, k, m = lw.p.shapes[a]
+        a = lw.emit("transpose", [a], (ba, m, k), perm=[0, 2, 1])
+        lw.p.dtypes[a] = _dtype(call.args[0])
     if call.attrs.transpose_b:
-        bb, n, k = lw.p.shapes[fb]
-        fb = lw.emit("transpose", [fb], (bb, k, n), perm=[0, 2, 1])
-    acc = lw.emit("matmul", [fa, fb], _shape(call), bias=-1)
-    return _qreorder(lw, acc, _shape(call), "int32")
+        bb, n, k = lw.p.shapes[b]
+        b = lw.emit("transpose", [b], (bb, k, n), perm=[0, 2, 1])
+        lw.p.dtypes[b] = _dtype(call.args[1])
+    if lw.p.dtype(b) == "uint8":
+        b = _qreorder(lw, b, lw.p.shapes[b], "int8", src_zp=128)
+        zb -= 128
+    attrs: dict[str, Any] = {}
+    if za:
+        attrs["src_zp"] = za
+    if zb:
+        attrs["wei_zp"] = zb
+    out = lw.emit("qmatmul", [a, b], _shape(call), **attrs)
+    lw.p.dtypes[out] = "int32"
+    lw.qstage[out] = "acc"
+    return out
 
 
 def _qnn_concatenate(lw: _Lowerer, call: Call, args: list[Any]) -> int:

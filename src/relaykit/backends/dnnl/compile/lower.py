@@ -38,7 +38,9 @@ from relaykit.ir.types import TensorType, TupleType
 from relaykit.op.nn.geometry import pad4, pair
 from relaykit.transform.idioms import match_layer_norm
 
+from .dynamic import DYNAMIC_COMPOSITES
 from .int8 import INT_DTYPES, QNN_LOWER, integer_average, reshape_view
+from .int8_folds import fold_int8
 from .nhwc import hwio_as_oihw, nhwc_view
 
 __all__ = [
@@ -699,6 +701,7 @@ COMPOSITES: dict[str, Callable[[_Lowerer, Function, list[Value]], Value]] = {
     "dnnl.layer_norm": _layer_norm_composite,
     "dnnl.gelu_erf": _gelu_composite("gelu_erf"),
     "dnnl.gelu_tanh": _gelu_composite("gelu_tanh"),
+    **DYNAMIC_COMPOSITES,
 }
 
 
@@ -739,4 +742,5 @@ def lower_function(func: Function) -> Program:
             if t in program.dtypes:  # an int8 / int32 input returned keeps its data type
                 program.dtypes[outputs[k]] = program.dtypes[t]
     program.outputs = outputs
+    fold_int8(program)
     return program

@@ -38,6 +38,7 @@ from relaykit.transform.bind import bind_params_by_name
 from relaykit.transform.gather_quantized import GatherBeforeDequantize
 from relaykit.transform.pass_infra import FunctionPass, Pass, PassContext, Sequential
 
+from .dynamic import GroupDynamicQuantization
 from .rules import TARGET
 
 __all__ = [
@@ -126,6 +127,9 @@ def pre_partition_passes() -> list[Pass]:
         if cls is not None:
             passes.append(cls())
     passes += [transform.InferType(), MaterializeWeightFills(), transform.InferType()]
+    # dynamic quantization (scales computed at run time) as composites the codegen
+    # lowers to a range step and int8 matmuls reading that scale and zero point
+    passes += [GroupDynamicQuantization(), transform.InferType()]
     return passes
 
 

@@ -179,10 +179,10 @@ def _qnn_batch_matmul(call: Call) -> Verdict:
     if not isinstance(lhs, TensorType) or len(lhs.shape) != 3:
         return decline("qnn.batch_matmul of other than 3-D operands")
     depth = int(lhs.shape[1] if call.attrs.transpose_a else lhs.shape[2])
-    if depth * 255 * 255 >= 2**24:
-        return decline(
-            f"qnn.batch_matmul of depth {depth}: its int32 sums could exceed float32's exact range"
-        )
+    if depth * 256 * 256 >= 2**31:
+        return decline(f"qnn.batch_matmul of depth {depth}: its sums could exceed int32")
+    if _dtype(call.args[0]) not in _ACT or _dtype(call.args[1]) not in _ACT:
+        return decline("qnn.batch_matmul of other than uint8 / int8 operands")
     if str(call.attrs.out_dtype) not in ("", "int32"):
         return decline(f"out_dtype {call.attrs.out_dtype}: the accumulator is int32")
     return True

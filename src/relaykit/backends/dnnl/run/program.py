@@ -20,7 +20,7 @@ pool       ``alg`` (max / avg_include / avg_exclude), ``kernel``, ``strides``,
 eltwise    ``alg``, ``alpha``, ``beta``
 binary     ``alg`` (add / sub / mul / div / max / min); input 1 broadcasts
 concat     ``axis``
-softmax    ``axis``, ``log``
+softmax    ``axis``, ``log``; ``dst_scale``: writes the output's integer type
 lrn        ``size``, ``alpha``, ``beta``, ``k``
 shuffle    ``axis``, ``group``
 reshape    (output shape is the tensor's shape); a view of the input (no copy) when
@@ -29,13 +29,23 @@ transpose  ``perm``; a view of the input (its strides permuted)
 matmul     inputs [..., M, K] and [..., K, N] of the output's rank (broadcast batch
            dims), ``bias`` (tensor [1, ..., N] or -1); post-ops
 layer_norm ``eps``, ``weight`` (scale) and ``bias`` (shift): constants of the last
-           dimension's size, or -1; normalises the last dimension
+           dimension's size, or -1; normalises the last dimension; integer input
+           and output allowed (``dst_scale`` for an integer output)
 qconv      an int8 convolution (attributes of conv, no winograd): ``wscale`` (input
            scale times weight scale, one or per output channel), ``src_zp``,
            ``dst_scale``, ``dst_zp``; post-ops in real units (``sum`` with ``scale``
            and ``zp``); weights are constants of integer values
-qdense     an int8 matmul: ``weight`` (K, N), ``bias`` (1, N), the qconv attributes
-erf        the error function (the runtime's own loop; oneDNN has none)
+qdense     an int8 matmul: ``weight`` (K, N), ``bias`` (1, N), the qconv attributes;
+           a second input (a ``dynparams`` result): the source scale and zero
+           point read at run time
+qmatmul    an int8 batched matmul of two tensors [..., M, K] x [..., K, N] (the
+           second int8): ``src_zp``, ``wei_zp``, ``wscale``, ``dst_scale``, ``dst_zp``
+dynparams  a float32 tensor's dynamic quantization parameters (ONNX's
+           DynamicQuantizeLinear) into an int32 [2]: the scale's float32 bits, the
+           zero point
+dynquant   inputs x (float32) and its ``dynparams``: x quantized to uint8
+erf        the error function (the runtime's own loop; oneDNN has none): ``alpha``
+           scales the input first; ``dst_scale`` / ``dst_zp``: quantized output
 qreorder   a data-type conversion: ``src_scale`` (one or per channel along ``axis``),
            ``src_zp``, ``dst_scale``, ``dst_zp``
 qadd       a quantized add of two tensors of the output's shape: ``s0``, ``z0``,

@@ -269,6 +269,24 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void erf_span(
 }
 }  // namespace
 
+// y = saturate(round(x / scale) + zp), halves to even (GELU's quantized erf).
+namespace {
+__attribute__((target_clones("avx512f", "avx2", "default"))) void erf_quantize_u8(
+    const float* x, long long n, float scale, float zp, uint8_t* y) {
+  for (long long i = 0; i < n; ++i)
+    y[i] = static_cast<uint8_t>(std::min(std::max(std::nearbyint(x[i] / scale) + zp, 0.f), 255.f));
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void erf_quantize_s8(
+    const float* x, long long n, float scale, float zp, int8_t* y) {
+  for (long long i = 0; i < n; ++i)
+    y[i] = static_cast<int8_t>(std::min(std::max(std::nearbyint(x[i] / scale) + zp, -128.f), 127.f));
+}
+}  // namespace
+
+// "alpha" scales the input first (GELU's x / sqrt(2)); "dst_scale" / "dst_zp": the
+// result quantized to the output's integer type (halves to even, dividing as
+// QuantizeLinear does), the quantize after it folded.
 void Region::lower_erf(const Json& node) {
   int src = in(node, 0), o = out(node);
   memory::desc md = plain(src);
@@ -276,15 +294,33 @@ void Region::lower_erf(const Json& node) {
   int po = define(o, plain(o));
   long long n = 1;
   for (auto d : dims_[o]) n *= d;
+  float alpha = static_cast<float>(node.get_f("alpha", 1.0));
+  float dscale = static_cast<float>(node.get_f("dst_scale", 0.0));
+  float dzp = static_cast<float>(node.get_i("dst_zp", 0));
+  dt odt = dtypes_[o];
+  if ((odt == dt::f32) != (dscale == 0.f)) throw Error("program: erf's dst_scale and output type disagree");
   add_step(primitive(), {{DNNL_ARG_SRC, ps, md}, {DNNL_ARG_DST, po, plain(o)}},
-           "erf t" + std::to_string(o) + " " + md_str(md));
-  steps_.back().kernel = [n](const ExecArgs& a) {
+           "erf t" + std::to_string(o) + " " + md_str(md) + (odt == dt::f32 ? "" : " -> int8"));
+  steps_.back().kernel = [n, alpha, dscale, dzp, odt](const ExecArgs& a) {
     const float* x = static_cast<const float*>(arg_data(a, DNNL_ARG_SRC));
-    float* y = static_cast<float*>(arg_data(a, DNNL_ARG_DST));
+    void* y = arg_data(a, DNNL_ARG_DST);
     const long long chunk = 4096, chunks = (n + chunk - 1) / chunk;
+    bool plain_erf = alpha == 1.f && odt == dt::f32;
 #pragma omp parallel for if (n >= kSmallStepElems) schedule(static)
-    for (long long c = 0; c < chunks; ++c)
-      erf_span(x + c * chunk, y + c * chunk, std::min(chunk, n - c * chunk));
+    for (long long c = 0; c < chunks; ++c) {
+      long long m = std::min(chunk, n - c * chunk);
+      const float* xc = x + c * chunk;
+      if (plain_erf) {
+        erf_span(xc, static_cast<float*>(y) + c * chunk, m);
+        continue;
+      }
+      float buf[4096];
+      for (long long i = 0; i < m; ++i) buf[i] = alpha * xc[i];
+      float* out = odt == dt::f32 ? static_cast<float*>(y) + c * chunk : buf;
+      erf_span(buf, out, m);
+      if (odt == dt::u8) erf_quantize_u8(buf, m, dscale, dzp, static_cast<uint8_t*>(y) + c * chunk);
+      if (odt == dt::s8) erf_quantize_s8(buf, m, dscale, dzp, static_cast<int8_t*>(y) + c * chunk);
+    }
   };
 }
 

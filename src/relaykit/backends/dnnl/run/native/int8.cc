@@ -142,6 +142,8 @@ void Region::lower_qweighted(const Json& node) {
   std::vector<Arg> extra;
   int wmask = conv ? (groups > 1 ? 3 : 1) : 2;  // qdense: weights (K, N), per N
   primitive_attr attr = quant_attr(node, wmask, post, extra);
+  // a second input: the source scale and zero point computed at run time (dynamic.cc)
+  if (!conv && node.at("in").ints().size() > 1) runtime_qparams(in(node, 1), attr, extra);
   memory::desc bias_md = b >= 0 ? plain(checked(b)) : memory::desc();
   memory::desc wany(wd, dt::s8, tag::any);
   std::string what;
@@ -204,6 +206,57 @@ void Region::lower_qweighted(const Json& node) {
   args.insert(args.end(), extra.begin(), extra.end());
   add_step(dnnl::matmul(pd), args,
            "qdense t" + std::to_string(o) + " " + md_str(s2) + " w=" + md_str(pd.weights_desc()) + post.info, &pd);
+}
+
+// "qmatmul": a batched int8 matmul of two computed tensors (attention's Q K^T and P V):
+// in [..., M, K] (u8 / s8, any strides: transposes are views) and [..., K, N] (s8: the
+// lowering shifts a u8 operand by 128 into s8 and its zero point with it), zero points
+// `src_zp` and `wei_zp`, scales and post-ops as a qdense's; int32 accumulation.
+void Region::lower_qmatmul(const Json& node) {
+  int a = in(node, 0), b = in(node, 1), o = out(node);
+  size_t rank = dims_[o].size();
+  if (dims_[a].size() != rank || dims_[b].size() != rank || rank < 2)
+    throw Error("program: qmatmul operands must have the output's rank (>= 2)");
+  if (dtypes_[b] != dt::s8) throw Error("program: qmatmul's second operand must be s8");
+  Post post;
+  std::vector<Arg> extra;
+  primitive_attr attr = quant_attr(node, 0, post, extra);
+  int32_t wzp = static_cast<int32_t>(node.get_i("wei_zp", 0));
+  if (wzp != 0) {
+    attr.set_zero_points_mask(DNNL_ARG_WEIGHTS, 0);
+    extra.push_back({DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_WEIGHTS, owned_const(zp_md(), &wzp), zp_md()});
+  }
+  auto operand = [&](int t, bool plain_only) {
+    memory::desc md = md_of(t);
+    return !plain_only && is_strided(md) ? md : plain(t);
+  };
+  // "dst_strides": the layout in which the transpose after it is a plain view
+  std::vector<memory::desc> dsts;
+  if (const Json* st = node.find("dst_strides")) dsts.push_back(memory::desc(dims_[o], dtypes_[o], to_dims(st->ints())));
+  dsts.push_back(plain(o));
+  dnnl::matmul::primitive_desc pd;
+  bool done = false;
+  for (const memory::desc& dst : dsts)
+    for (bool plain_only : {false, true}) {
+      if (done) break;
+      try {
+        pd = dnnl::matmul::primitive_desc(eng_, operand(a, plain_only), operand(b, plain_only), dst, attr);
+        done = (plain_only && dst == plain(o)) || impl_name(pd) != "ref";
+      } catch (const dnnl::error&) {
+      }
+    }
+  if (!done) throw Error("program: oneDNN has no int8 matmul for node t" + std::to_string(o));
+  int pa = version(a, pd.src_desc());
+  int pb = version(b, pd.weights_desc());
+  int pdst = define(o, pd.dst_desc());
+  std::vector<Arg> args = {{DNNL_ARG_SRC, pa, pd.src_desc()}, {DNNL_ARG_WEIGHTS, pb, pd.weights_desc()},
+                           {DNNL_ARG_DST, pdst, pd.dst_desc()}};
+  args.insert(args.end(), post.args.begin(), post.args.end());
+  args.insert(args.end(), extra.begin(), extra.end());
+  add_step(dnnl::matmul(pd), args,
+           "qmatmul t" + std::to_string(o) + " " + md_str(pd.src_desc()) + " w=" + md_str(pd.weights_desc()) +
+               " -> " + md_str(pd.dst_desc()) + post.info,
+           &pd);
 }
 
 // "qreorder": quantize, dequantize or requantize; the output keeps the input's layout

@@ -101,6 +101,10 @@ void Region::lower_matmul(const Json& node) {
   };
   memory::desc bias_md = bias >= 0 ? plain_md(dims_[checked(bias)]) : memory::desc();
   memory::desc dst_md = plain_md(dims_[o]);
+  // "dst_strides": the layout in which the transpose after it is a plain view (tried
+  // first; a plain result if oneDNN has no fast kernel for it)
+  memory::desc strided_dst;
+  if (const Json* st = node.find("dst_strides")) strided_dst = memory::desc(dims_[o], dt::f32, to_dims(st->ints()));
   struct Choice {
     dnnl::matmul::primitive_desc pd;
     Post post;
@@ -128,6 +132,14 @@ void Region::lower_matmul(const Json& node) {
   // takes as plain copies, as they are then lifted; the reference kernel as the last resort.
   Choice c;
   bool done = false;
+  if (!strided_dst.is_zero()) {
+    memory::desc keep = dst_md;
+    dst_md = strided_dst;
+    for (bool plain : {false, true})
+      for (int lift : {0, 1})
+        if (!done) done = make(plain, lift, c, false);
+    if (!done) dst_md = keep;
+  }
   for (bool plain : {false, true})
     for (int lift : {0, 1})
       if (!done) done = make(plain, lift, c, false);

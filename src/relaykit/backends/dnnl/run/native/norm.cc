@@ -4,27 +4,44 @@
 
 namespace rk {
 
+// A softmax writing integers (`dst_scale`: the quantize after it, folded) reads float32
+// and rounds its result once into the output's data type.
 void Region::lower_softmax(const Json& node) {
   int src = in(node, 0), o = out(node);
   int axis = static_cast<int>(node.at("axis").i());
   bool log = node.get_i("log", 0) != 0;
+  algorithm alg = log ? algorithm::softmax_log : algorithm::softmax_accurate;
   memory::desc md = follow(src);
-  dnnl::softmax_forward::primitive_desc pd;
-  try {
-    pd = dnnl::softmax_forward::primitive_desc(
-        eng_, prop_kind::forward_inference, log ? algorithm::softmax_log : algorithm::softmax_accurate,
-        md, md, axis, base_attr());
-    if (impl_name(pd) == "ref" && !(md == plain_md(dims_[src]))) throw dnnl::error(dnnl_unimplemented, "ref");
-  } catch (const dnnl::error&) {
-    md = plain_md(dims_[src]);
-    pd = dnnl::softmax_forward::primitive_desc(
-        eng_, prop_kind::forward_inference, log ? algorithm::softmax_log : algorithm::softmax_accurate,
-        md, md, axis, base_attr());
+  primitive_attr attr = base_attr();
+  std::vector<Arg> extra;
+  if (const Json* s = node.find("dst_scale")) {
+    float scale = static_cast<float>(s->f());
+    attr.set_scales_mask(DNNL_ARG_DST, 0);
+    memory::desc smd({1}, dt::f32, tag::a);
+    extra.push_back({DNNL_ARG_ATTR_SCALES | DNNL_ARG_DST, owned_const(smd, &scale), smd});
   }
+  dnnl::softmax_forward::primitive_desc pd;
+  if (dtypes_[o] != dt::f32) {  // integers out: plain layouts
+    md = plain_md(dims_[src]);
+    pd = dnnl::softmax_forward::primitive_desc(eng_, prop_kind::forward_inference, alg, md, plain(o), axis, attr);
+  } else {
+    try {
+      pd = dnnl::softmax_forward::primitive_desc(eng_, prop_kind::forward_inference, alg, md, md, axis, attr);
+      if (impl_name(pd) == "ref" && !(md == plain_md(dims_[src]))) throw dnnl::error(dnnl_unimplemented, "ref");
+    } catch (const dnnl::error&) {
+      md = plain_md(dims_[src]);
+      pd = dnnl::softmax_forward::primitive_desc(eng_, prop_kind::forward_inference, alg, md, md, axis, attr);
+    }
+  }
+  memory::desc dmd = pd.dst_desc();
   int ps = version(src, md);
-  int pdst = define(o, md, dying(src));
-  add_step(dnnl::softmax_forward(pd), {{DNNL_ARG_SRC, ps, md}, {DNNL_ARG_DST, pdst, md}},
-           std::string(log ? "log_softmax" : "softmax") + " t" + std::to_string(o) + " " + md_str(md), &pd);
+  int pdst = define(o, dmd, dmd == md ? dying(src) : -1);
+  std::vector<Arg> args = {{DNNL_ARG_SRC, ps, md}, {DNNL_ARG_DST, pdst, dmd}};
+  args.insert(args.end(), extra.begin(), extra.end());
+  add_step(dnnl::softmax_forward(pd), args,
+           std::string(log ? "log_softmax" : "softmax") + " t" + std::to_string(o) + " " + md_str(md) +
+               (dtypes_[o] == dt::f32 ? "" : " -> int8"),
+           &pd);
 }
 
 void Region::lower_lrn(const Json& node) {
@@ -48,24 +65,35 @@ memory::desc Region::last_dense(int t) {
     auto st = md.get_strides();
     if (!st.empty() && st.back() == 1) return md;
   }
-  return plain_md(dims_[t]);
+  return plain(t);
 }
 
 // Layer normalisation over the innermost dimension, with optional scale and shift
-// ("weight" and "bias": constants of that dimension's size).
+// ("weight" and "bias": constants of that dimension's size). The source and destination
+// may be integers (a dequantize before it and a quantize after it folded: "eps" already
+// scaled, "dst_scale" the quantize's scale, its zero point in the shift).
 void Region::lower_layer_norm(const Json& node) {
   int src = in(node, 0), o = out(node);
   long long scale = node.get_i("weight", -1), shift = node.get_i("bias", -1);
   float eps = static_cast<float>(node.at("eps").f());
   memory::desc md = last_dense(src);
+  memory::desc dmd = dtypes_[o] == dtypes_[src] ? md : memory::desc(md.get_dims(), dtypes_[o], md.get_strides());
   auto flags = dnnl::normalization_flags::none;
   if (scale >= 0) flags |= dnnl::normalization_flags::use_scale;
   if (shift >= 0) flags |= dnnl::normalization_flags::use_shift;
+  primitive_attr attr = base_attr();
+  std::vector<Arg> extra;
+  if (const Json* s = node.find("dst_scale")) {
+    float ds = static_cast<float>(s->f());
+    attr.set_scales_mask(DNNL_ARG_DST, 0);
+    memory::desc smd({1}, dt::f32, tag::a);
+    extra.push_back({DNNL_ARG_ATTR_SCALES | DNNL_ARG_DST, owned_const(smd, &ds), smd});
+  }
   auto pd = dnnl::layer_normalization_forward::primitive_desc(
-      eng_, prop_kind::forward_inference, md, md, eps, flags, base_attr());
+      eng_, prop_kind::forward_inference, md, dmd, eps, flags, attr);
   int ps = version(src, md);
-  int pdst = define(o, md, dying(src));
-  std::vector<Arg> args = {{DNNL_ARG_SRC, ps, md}, {DNNL_ARG_DST, pdst, md}};
+  int pdst = define(o, dmd, dmd == md ? dying(src) : -1);
+  std::vector<Arg> args = {{DNNL_ARG_SRC, ps, md}, {DNNL_ARG_DST, pdst, dmd}};
   memory::desc cmd = plain_md({dims_[src].back()});
   for (auto [t, arg] : {std::pair<long long, int>{scale, DNNL_ARG_SCALE}, {shift, DNNL_ARG_SHIFT}}) {
     if (t < 0) continue;
@@ -74,8 +102,9 @@ void Region::lower_layer_norm(const Json& node) {
       throw Error("program: layer_norm scale and shift must be constants of the last dim's size");
     args.push_back({arg, version(c, cmd), cmd});
   }
+  args.insert(args.end(), extra.begin(), extra.end());
   add_step(dnnl::layer_normalization_forward(pd), args,
-           "layer_norm t" + std::to_string(o) + " " + md_str(md), &pd);
+           "layer_norm t" + std::to_string(o) + " " + md_str(md) + (dmd == md ? "" : " -> " + md_str(dmd)), &pd);
 }
 
 }  // namespace rk

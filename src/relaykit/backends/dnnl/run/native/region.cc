@@ -404,7 +404,7 @@ long long Region::node_work(const Json& node) const {
     for (size_t i = 1; i < dims_[w].size(); ++i) k *= dims_[w][i];
     return elems(o) * k;
   }
-  if (op == "matmul") return elems(o) * dims_[in(node, 0)].back();
+  if (op == "matmul" || op == "qmatmul") return elems(o) * dims_[in(node, 0)].back();
   long long most = elems(o);
   for (long long t : node.at("in").ints()) most = std::max(most, elems(checked(t)));
   return most;
@@ -413,7 +413,7 @@ long long Region::node_work(const Json& node) const {
 bool Region::small_node(const Json& node) const {
   const std::string& op = node.at("op").s();
   bool macs = op == "conv" || op == "conv_nd" || op == "deconv" || op == "dense" || op == "matmul" ||
-              op == "qconv" || op == "qdense";
+              op == "qconv" || op == "qdense" || op == "qmatmul";
   return node_work(node) < (macs ? kSmallStepMacs : kSmallStepElems);
 }
 
@@ -463,6 +463,9 @@ void Region::lower_node(const Json& node) {
   else if (op == "qreorder") lower_qreorder(node);
   else if (op == "qadd") lower_qadd(node);
   else if (op == "erf") lower_erf(node);
+  else if (op == "qmatmul") lower_qmatmul(node);
+  else if (op == "dynparams") lower_dynparams(node);
+  else if (op == "dynquant") lower_dynquant(node);
   else if (op == "qconv" || op == "qdense") lower_qweighted(node);
   else throw Error("program: unknown node op '" + op + "'");
   for (auto [from, to] : pending_copies_) {

@@ -22,6 +22,8 @@
 //   conv.cc           convolutions: direct, Winograd (winograd.h), 1x1 + depthwise,
 //                     N-d and transposed
 //   matmul.cc         inner product (dense) and batched matmul
+//   int8.cc           quantized primitives: int8 convolution / matmul, quantizing reorders
+//   dynamic.cc        dynamic quantization: scale and zero point computed at run time
 //   eltwise.cc        eltwise and binary (and their algorithm tables), pooling,
 //                     concatenation, shuffle: primitives that keep their input's layout
 //   norm.cc           softmax, LRN, layer normalisation
@@ -344,7 +346,14 @@ class Region {
   void lower_qreorder(const Json& node);
   void lower_qweighted(const Json& node);
   void lower_qadd(const Json& node);
+  void lower_qmatmul(const Json& node);
   primitive_attr quant_attr(const Json& node, int wmask, Post& post, std::vector<Arg>& extra);
+
+  // ---- dynamic.cc: quantization parameters computed at run time ----
+
+  void lower_dynparams(const Json& node);
+  void lower_dynquant(const Json& node);
+  void runtime_qparams(int t, primitive_attr& attr, std::vector<Arg>& extra);
 
   // ---- eltwise.cc: primitives that keep their input's layout ----
 
