@@ -71,9 +71,9 @@ def test_quantized_model_matches_onnxruntime(
         assert counts[qop] >= n, f"{qop}: {counts[qop]} calls, expected at least {n}"
     mm = _onnx_counts(model)["QLinearMatMul"] + _onnx_counts(model)["MatMulInteger"]
     assert counts["qnn.dense"] + counts["qnn.batch_matmul"] >= mm + _onnx_counts(model)["QGemm"]
-    # no float arithmetic stands in for quantization: ONNX's rounding chain (halves to
-    # even, one trunc) is left only where DynamicQuantizeLinear rounds its computed zero point
-    assert counts["trunc"] == _onnx_counts(model)["DynamicQuantizeLinear"]
+    # no float arithmetic stands in for quantization: ONNX's rounding chain (one floor)
+    # is left only where DynamicQuantizeLinear rounds its computed zero point
+    assert counts["floor"] == _onnx_counts(model)["DynamicQuantizeLinear"]
 
     problems = qm.compare(relay_build_run(mod, params, feeds), want, want_opt, names)
     assert not problems, "host: " + "; ".join(problems[:5])

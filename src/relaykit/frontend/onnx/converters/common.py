@@ -17,7 +17,6 @@ import numpy as np
 from relaykit import op
 from relaykit.frontend.onnx.registry import NodeContext
 from relaykit.ir.expr import Constant, Expr
-from relaykit.op.qnn.canonicalize import rint_expr
 
 __all__ = [
     "static_reshape",
@@ -103,5 +102,10 @@ def static_reshape(x: Expr, shape: Sequence[int]) -> Expr:
 
 
 def round_half_to_even(ctx: NodeContext, x: Expr) -> Expr:
-    """ONNX's rounding (halves to the even neighbour): the QNN lowering's own builder."""
-    return rint_expr(x, ctx.dtype(x), "TONEAREST_EVEN")
+    """ONNX's rounding (halves to the even neighbour), built from ``floor``."""
+    dt = ctx.dtype(x)
+    half, one, two = scalar(0.5, dt), scalar(1, dt), scalar(2, dt)
+    f = op.floor(op.add(x, half))
+    tie = op.equal(op.subtract(f, x), half)
+    odd = op.not_equal(op.floor_mod(f, two), scalar(0, dt))
+    return op.where(op.logical_and(tie, odd), op.subtract(f, one), f)
