@@ -21,6 +21,7 @@ from relaykit.errors import FrontendError
 from relaykit.ir.expr import Constant, Expr
 from relaykit.ir.type_check import infer_type_local
 from relaykit.ir.types import TensorType
+from relaykit.registry import Registry
 
 from .schema import TensorInfo, read_options
 
@@ -29,7 +30,7 @@ __all__ = ["CONVERTERS", "Converter", "OpContext", "converter"]
 Converter = Callable[["OpContext"], "Expr | Sequence[Expr]"]
 
 #: builtin operator name -> converter
-CONVERTERS: dict[str, Converter] = {}
+CONVERTERS: Registry[str, Converter] = Registry("TFLite op converter")
 
 
 def converter(*names: str) -> Callable[[Converter], Converter]:
@@ -37,7 +38,7 @@ def converter(*names: str) -> Callable[[Converter], Converter]:
 
     def register(fn: Converter) -> Converter:
         for name in names:
-            CONVERTERS[name] = fn
+            CONVERTERS.register(name, fn)
         return fn
 
     return register
