@@ -92,6 +92,8 @@ def test_bad_calls_name_what_was_wrong():
         optimize_torch(model, np.zeros((1, 3, 8, 8)))
     with pytest.raises(ArgumentError, match="max_trials_global must be a count"):
         optimize_torch(model, x, max_trials_global=-1)
+    with pytest.raises(ArgumentError, match="unexpected keyword argument.*max_trial_global"):
+        optimize_torch(model, x, max_trial_global=0)  # misspelt: refused, not ignored
     with pytest.raises(BuildError, match="cuda"):
         optimize_torch(model, x, target="cuda", max_trials_global=0, targets=[])
     fast = optimize_torch(model, x, max_trials_global=0, targets=[])

@@ -55,6 +55,23 @@ __all__ = ["GraphExecutorFactoryWrapper", "optimize_torch", "tune_host_kernels"]
 
 #: the tuning log written in ``work_dir``
 LOG_NAME = "relaykit_tuning.jsonl"
+#: TVM's other ``optimize_torch`` keywords (v0.19): accepted so that TVM scripts run,
+#: unused; any other keyword is refused, so that a misspelt option is not ignored
+_META_SCHEDULE_OPTIONS = frozenset(
+    {
+        "builder",
+        "cost_model",
+        "database",
+        "max_trials_per_task",
+        "measure_callbacks",
+        "num_trials_per_iter",
+        "runner",
+        "seed",
+        "space",
+        "strategy",
+        "task_scheduler",
+    }
+)
 
 
 def _load(artifact: bytes) -> Any:
@@ -217,8 +234,16 @@ def optimize_torch(
     ``targets``: the backends to partition for (default: dnnl when installed, else the
     host kernels alone). TVM's other
     MetaSchedule options (``builder``, ``runner``, ``cost_model``, ``strategy``...) are
-    accepted and unused: relaykit generates no schedules to search.
+    accepted and unused: relaykit generates no schedules to search; any other keyword
+    is an :class:`~relaykit.errors.ArgumentError`.
     """
+    unknown = sorted(set(meta_schedule_options) - _META_SCHEDULE_OPTIONS)
+    if unknown:
+        raise ArgumentError(
+            f"optimize_torch got unexpected keyword argument(s) {', '.join(unknown)}; "
+            f"TVM's MetaSchedule options it accepts (and ignores) are "
+            f"{', '.join(sorted(_META_SCHEDULE_OPTIONS))}"
+        )
     inputs = _example_list(example_inputs)
     if tuning_config is not None and max_trials_global is None:
         max_trials_global = getattr(tuning_config, "max_trials_global", None)
