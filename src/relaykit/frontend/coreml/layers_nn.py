@@ -52,6 +52,9 @@ def _weighted_activation(ctx: LayerContext, kind: str, par: Any, x: Expr) -> Exp
 
 
 def activation_expr(ctx: LayerContext, p: Any, x: Expr) -> Expr:  # noqa: PLR0911
+    """``x`` through the Core ML ``ActivationParams`` ``p`` (the function its
+    ``NonlinearityType`` names, with its alpha / beta / weights); shared by the
+    ``activation`` layer and the recurrent layers' gate activations."""
     kind = p.WhichOneof("NonlinearityType")
     if kind is None:
         raise ctx.fail("the activation names no function")

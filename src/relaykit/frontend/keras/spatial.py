@@ -12,7 +12,15 @@ from relaykit.ir.expr import Expr
 
 from .registry import LayerContext
 
-__all__ = ["DATA_LAYOUT", "KERNEL_LAYOUT", "channels_last", "flat_pads", "same_pads"]
+__all__ = [
+    "DATA_LAYOUT",
+    "KERNEL_LAYOUT",
+    "channels_last",
+    "flat_pads",
+    "padding_pairs",
+    "same_pads",
+    "spatial_rank",
+]
 
 #: spatial rank -> channels-last data layout
 DATA_LAYOUT = {1: "NWC", 2: "NHWC", 3: "NDHWC"}
