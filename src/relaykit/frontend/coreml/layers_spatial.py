@@ -13,6 +13,7 @@ import math
 from typing import Any
 
 from relaykit import op
+from relaykit.frontend.common import same_pads
 from relaykit.ir.expr import Expr
 from relaykit.op import image, nn
 
@@ -29,10 +30,7 @@ def same_padding(size: int, kernel: int, stride: int, top_left_heavy: bool) -> t
     >>> same_padding(224, 3, 2, False)
     (0, 1)
     """
-    out = math.ceil(size / stride)
-    total = max((out - 1) * stride + kernel - size, 0)
-    small = total // 2
-    return (total - small, small) if top_left_heavy else (small, total - small)
+    return same_pads(size, kernel, stride, odd_at_end=not top_left_heavy)
 
 
 def _border(amounts: Any) -> tuple[int, int, int, int]:

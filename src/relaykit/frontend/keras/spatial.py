@@ -1,6 +1,7 @@
 """What the convolution and pooling converters share: Keras's ``"same"`` padding as
-explicit pads, the channels-last layout names of each rank, and channels-first
-layers run through channels-last ones."""
+explicit pads (:func:`~relaykit.frontend.common.same_pads`, re-exported here), the
+channels-last layout names of each rank, and channels-first layers run through
+channels-last ones."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from relaykit import op
+from relaykit.frontend.common import same_pads
 from relaykit.ir.expr import Expr
 
 from .registry import LayerContext
@@ -26,19 +28,6 @@ __all__ = [
 DATA_LAYOUT = {1: "NWC", 2: "NHWC", 3: "NDHWC"}
 #: spatial rank -> Keras's kernel layout
 KERNEL_LAYOUT = {1: "WIO", 2: "HWIO", 3: "DHWIO"}
-
-
-def same_pads(size: int, window: int, stride: int, dilation: int = 1) -> tuple[int, int]:
-    """The (before, after) pads of Keras's (TensorFlow's) ``"same"`` padding: the output
-    has ``ceil(size / stride)`` positions and the odd pad goes after.
-
-    >>> same_pads(7, 3, 2), same_pads(8, 3, 2), same_pads(5, 1, 1)
-    ((1, 1), (0, 1), (0, 0))
-    """
-    span = (window - 1) * dilation + 1
-    out = -(-size // stride)
-    total = max((out - 1) * stride + span - size, 0)
-    return total // 2, total - total // 2
 
 
 def flat_pads(pairs: list[tuple[int, int]]) -> list[int]:

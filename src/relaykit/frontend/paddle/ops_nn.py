@@ -9,11 +9,10 @@ size); Relay's 2-d padding is ``(top, left, bottom, right)``.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from relaykit import op
+from relaykit.frontend.common import same_pads
 from relaykit.ir.expr import Expr
 from relaykit.op import image, nn, vision
 
@@ -37,12 +36,8 @@ def _pads(
     if algorithm == "VALID":
         return [0] * (2 * rank), dilations
     if algorithm == "SAME":
-        before, after = [], []
-        for n, k, s in zip(in_size, kernel, strides, strict=True):
-            total = max((math.ceil(n / s) - 1) * s + k - n, 0)
-            before.append(total // 2)
-            after.append(total - total // 2)
-        return before + after, [1] * rank
+        pairs = [same_pads(n, k, s) for n, k, s in zip(in_size, kernel, strides, strict=True)]
+        return [p[0] for p in pairs] + [p[1] for p in pairs], [1] * rank
     pads = [int(p) for p in ctx.attr("paddings", default=[0] * rank)]
     if len(pads) == rank:
         return pads + pads, dilations

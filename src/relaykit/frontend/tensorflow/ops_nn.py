@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from relaykit import op
-from relaykit.frontend.onnx.converters.common import resolve_pads
+from relaykit.frontend.common import same_pads
 from relaykit.ir.expr import Expr, const
 from relaykit.op import image, nn
 
@@ -42,8 +42,11 @@ def _padding(
     mode = ctx.attr("padding", "VALID")
     if mode == "VALID":
         return [0, 0, 0, 0]
-    if mode == "SAME":  # ONNX's SAME_UPPER: the odd pixel at the end
-        return list(resolve_pads("SAME_UPPER", size, kernel, strides, dilation, ()))
+    if mode == "SAME":  # the odd pixel at the end
+        (top, bottom), (left, right) = (
+            same_pads(*axis) for axis in zip(size, kernel, strides, dilation, strict=False)
+        )
+        return [top, left, bottom, right]
     if mode == "EXPLICIT":
         p = [int(v) for v in ctx.attr("explicit_paddings")]
         h, w = (1, 2) if fmt == "NHWC" else (2, 3)
@@ -265,7 +268,8 @@ def _pads3d(
 ) -> list[int]:
     mode = ctx.attr("padding", "VALID")
     if mode == "SAME":
-        return list(resolve_pads("SAME_UPPER", size, kernel, strides, dilation, ()))
+        pairs = [same_pads(*axis) for axis in zip(size, kernel, strides, dilation, strict=False)]
+        return [p[0] for p in pairs] + [p[1] for p in pairs]
     if mode == "VALID":
         return [0] * 6
     raise ctx.fail(f"padding {mode!r} is not supported (VALID, SAME are)")

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from relaykit import op
-from relaykit.frontend.onnx.converters.common import resolve_pads
+from relaykit.frontend.common import same_pads
 from relaykit.frontend.tflite.quantized import (
     activation_bounds,
     dequantize,
@@ -38,9 +38,13 @@ def padding_of(
 ) -> tuple[int, int, int, int]:
     """``(top, left, bottom, right)`` of TFLite's ``Padding`` (0 SAME, 1 VALID): SAME
     puts the odd pixel at the end, as TensorFlow does."""
-    mode = "SAME_UPPER" if int(code) == _SAME else "VALID"
-    p = resolve_pads(mode, tuple(in_sizes), tuple(kernel), tuple(strides), tuple(dilations), ())
-    return (int(p[0]), int(p[1]), int(p[2]), int(p[3]))
+    if int(code) != _SAME:
+        return (0, 0, 0, 0)
+    (top, bottom), (left, right) = (
+        same_pads(int(n), int(k), int(s), int(d))
+        for n, k, s, d in zip(in_sizes, kernel, strides, dilations, strict=False)
+    )
+    return (top, left, bottom, right)
 
 
 def fused_activation(ctx: OpContext, x: Expr, code: int) -> Expr:
