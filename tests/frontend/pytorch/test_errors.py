@@ -101,3 +101,13 @@ def test_import_relaykit_does_not_import_torch():
     code = "import sys, relaykit, relaykit.frontend; print('torch' in sys.modules)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.stdout.strip() == "False", proc.stderr
+
+
+def test_a_converter_that_fails_gives_a_frontend_error_naming_the_node() -> None:
+    def broken(inputs, input_types):
+        raise TypeError("boom")
+
+    script = torch.jit.trace(torch.nn.ReLU(), torch.randn(2))
+    with pytest.raises(FrontendError, match=r"relu.*TypeError: boom") as info:
+        from_pytorch(script, [("x", (2,))], custom_convert_map={"aten::relu": broken})
+    assert isinstance(info.value.__cause__, TypeError)

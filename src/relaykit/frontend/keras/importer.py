@@ -317,3 +317,8 @@ def _naming(layer: Any) -> Iterator[None]:
         if where in str(err):
             raise
         raise FrontendError(f"{where}: {err}") from err
+    except Exception as err:  # a converter's own failure still names the layer
+        raise FrontendError(
+            f"{where}: its conversion failed ({type(err).__name__}: {err}); this is a bug in "
+            "the converter or a case it does not handle: please report it with the model"
+        ) from err

@@ -59,7 +59,9 @@ def report_unsupported_nodes(
 def converting(node: _Node, describe: Callable[[_Node], str]) -> Iterator[None]:
     """Errors raised while ``node`` is converted name it: a :class:`RelayKitError` becomes
     a :class:`FrontendError` that starts with ``describe(node)`` (an
-    :class:`UnsupportedOpError`, or an error that already starts so, passes as it is)."""
+    :class:`UnsupportedOpError`, or an error that already starts so, passes as it is), and
+    any other exception (a converter's own bug) a :class:`FrontendError` naming the node,
+    chained to it."""
     try:
         yield
     except UnsupportedOpError:
@@ -69,6 +71,11 @@ def converting(node: _Node, describe: Callable[[_Node], str]) -> Iterator[None]:
         if str(err).startswith(where):
             raise
         raise FrontendError(f"{where}: {err}") from err
+    except Exception as err:  # a converter's own failure still names the node it was on
+        raise FrontendError(
+            f"{describe(node)}: its conversion failed ({type(err).__name__}: {err}); this is a "
+            "bug in the converter or a case it does not handle: please report it with the model"
+        ) from err
 
 
 def output_expr(value: Any, what: str) -> Expr:

@@ -283,6 +283,11 @@ class GraphImporter:
             raise
         except RelayKitError as err:  # an operator refusing its arguments
             raise ctx.fail(str(err).split("\n", 1)[0]) from None
+        except Exception as err:  # a converter's own failure still names the node
+            raise ctx.fail(
+                f"its conversion failed ({type(err).__name__}: {err}); this is a bug in the "
+                "converter or a case it does not handle: please report it with the graph"
+            ) from err
         if isinstance(out, TupleWrapper):
             out = [out[i] for i in range(out.size)]
         outs = list(out) if isinstance(out, (list, tuple)) else [out]
