@@ -19,7 +19,7 @@ import numpy as np
 
 from relaykit import op
 from relaykit.errors import FrontendError, MissingDependencyError, UnsupportedOpError
-from relaykit.frontend.pytorch.common import build_module, converting
+from relaykit.frontend.common import build_module, converting
 from relaykit.ir.expr import Expr, TupleWrapper, Var
 from relaykit.ir.module import IRModule
 from relaykit.ir.types import TensorType

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from relaykit.errors import FrontendError, MissingDependencyError, UnsupportedOpError
-from relaykit.frontend.pytorch.common import build_module, converting
+from relaykit.frontend.common import build_module, converting
 from relaykit.ir.expr import Constant, Expr, TupleWrapper, Var, const
 from relaykit.ir.module import IRModule
 from relaykit.ir.types import TensorType
