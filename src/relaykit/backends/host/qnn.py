@@ -440,7 +440,7 @@ def _conv_dw8(
     w4 = _dw8_weights(w, wz)
     if w4 is None:
         return None
-    n, c, h, wd = x.shape
+    _, c, h, wd = x.shape
     oc = w.shape[0]
     flip, shift = _stored(x.dtype, True)
     zs = zx + shift  # the stored input zero point: the plane's padding
@@ -455,20 +455,8 @@ def _conv_dw8(
     s = [c, h, wd, oc, kh, kw, oh, ow, *steps, flip, zs, nblocks, per_block, oc // c, wp, hp,
          *rq.tail()]  # fmt: skip
     sa = np.array(s, np.int64)
-    policy = get_policy()
-    x_img, o_img = c * h * wd * x.itemsize, oc * oh * ow * out.itemsize
     work = oc * oh * ow * kh * 4
-
-    def run() -> None:
-        threads = threads_for(policy, work)
-        for i in range(n):
-            p[0] = address(x) + i * x_img
-            p[2] = address(out) + i * o_img
-            lib.rk_q_dw8_run(_P(p.ctypes.data), _P(sa.ctypes.data), threads)
-
-    run.keep = (x, w4, out, add, area, rq, p, sa)  # type: ignore[attr-defined]
-    policy.ensure_applied()
-    return run
+    return _per_image(lib.rk_q_dw8_run, x, out, p, sa, work, (w4, add, area, rq))
 
 
 def _conv_dw16(
@@ -483,7 +471,7 @@ def _conv_dw16(
     geo: tuple[int, int, int, int],
     steps: tuple[int, int, int, int, int, int],
 ) -> Run:
-    n, c, h, wd = x.shape
+    _, c, h, wd = x.shape
     oc = w.shape[0]
     kh, kw, oh, ow = geo
     sh, sw, _, _, dh, dw = steps
@@ -497,19 +485,33 @@ def _conv_dw16(
     s = [c, h, wd, oc, kh, kw, oh, ow, *steps, int(x.dtype == np.int8), int(w.dtype == np.int8),
          zx, nblocks, per_block, oc // c, *rq.tail()]  # fmt: skip
     sa = np.array(s, np.int64)
-    policy = get_policy()
-    x_img, o_img = c * h * wd * x.itemsize, oc * oh * ow * out.itemsize
-
     work = oc * oh * ow * kh * kw * 8  # int16 taps: slower per multiply-add than VNNI
+    return _per_image(lib.rk_q_dw_run, x, out, p, sa, work, (w, wzp, area, rq))
+
+
+def _per_image(
+    kernel: Any,
+    x: np.ndarray,
+    out: np.ndarray,
+    p: np.ndarray,
+    sa: np.ndarray,
+    work: int,
+    keep: tuple[Any, ...],
+) -> Run:
+    """A run calling ``kernel(pointers, sizes, threads)`` once per image of the batch, the
+    input and output pointers (``p[0]``, ``p[2]``) moved to that image; ``keep`` holds
+    what the pointers point into alive."""
+    policy = get_policy()
+    x_img, o_img = x[0].nbytes, out[0].nbytes
 
     def run() -> None:
         threads = threads_for(policy, work)
-        for i in range(n):
+        for i in range(x.shape[0]):
             p[0] = address(x) + i * x_img
             p[2] = address(out) + i * o_img
-            lib.rk_q_dw_run(_P(p.ctypes.data), _P(sa.ctypes.data), threads)
+            kernel(_P(p.ctypes.data), _P(sa.ctypes.data), threads)
 
-    run.keep = (x, w, out, wzp, area, rq, p, sa)  # type: ignore[attr-defined]
+    run.keep = (x, out, p, sa, *keep)  # type: ignore[attr-defined]
     policy.ensure_applied()
     return run
 

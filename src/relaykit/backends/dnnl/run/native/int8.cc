@@ -102,16 +102,11 @@ void Region::lower_qadd(const Json& node) {
   add_step(dnnl::binary(pd), args, "qadd t" + std::to_string(o) + " " + md_str(amd) + " " + md_str(bmd) + info, &pd);
 }
 
-// The attributes of a quantized node: scales and zero points (their memories appended
-// to `extra`), and its post-ops (in `post`).
-primitive_attr Region::quant_attr(const Json& node, int wmask, Post& post, std::vector<Arg>& extra) {
-  primitive_attr attr = base_attr();
-  std::vector<float> wscale = floats(node, "wscale");
-  if (!wscale.empty()) {
-    attr.set_scales_mask(DNNL_ARG_WEIGHTS, wscale.size() > 1 ? wmask : 0);
-    memory::desc md = scale_md(wscale.size());
-    extra.push_back({DNNL_ARG_ATTR_SCALES | DNNL_ARG_WEIGHTS, owned_const(md, wscale.data()), md});
-  }
+// The destination scale ("dst_scale") and the source and destination zero points
+// ("src_zp", "dst_zp"; 0 is none) of a quantized node as attributes, their memories
+// appended to `extra`.
+void Region::dst_scale_and_zero_points(const Json& node, primitive_attr& attr,
+                                       std::vector<Arg>& extra) {
   std::vector<float> dscale = floats(node, "dst_scale");
   if (!dscale.empty()) {
     attr.set_scales_mask(DNNL_ARG_DST, 0);
@@ -125,6 +120,19 @@ primitive_attr Region::quant_attr(const Json& node, int wmask, Post& post, std::
     attr.set_zero_points_mask(arg, 0);
     extra.push_back({DNNL_ARG_ATTR_ZERO_POINTS | arg, owned_const(zp_md(), &zp), zp_md()});
   }
+}
+
+// The attributes of a quantized node: scales and zero points (their memories appended
+// to `extra`), and its post-ops (in `post`).
+primitive_attr Region::quant_attr(const Json& node, int wmask, Post& post, std::vector<Arg>& extra) {
+  primitive_attr attr = base_attr();
+  std::vector<float> wscale = floats(node, "wscale");
+  if (!wscale.empty()) {
+    attr.set_scales_mask(DNNL_ARG_WEIGHTS, wscale.size() > 1 ? wmask : 0);
+    memory::desc md = scale_md(wscale.size());
+    extra.push_back({DNNL_ARG_ATTR_SCALES | DNNL_ARG_WEIGHTS, owned_const(md, wscale.data()), md});
+  }
+  dst_scale_and_zero_points(node, attr, extra);
   int o = out(node);
   post = post_ops_of(node, dims_[o], 0, false);
   attr.set_post_ops(post.ops);
@@ -286,19 +294,7 @@ void Region::lower_qreorder(const Json& node) {
     memory::desc md = scale_md(sscale.size());
     extra.push_back({DNNL_ARG_ATTR_SCALES | DNNL_ARG_SRC, owned_const(md, sscale.data()), md});
   }
-  std::vector<float> dscale = floats(node, "dst_scale");
-  if (!dscale.empty()) {
-    attr.set_scales_mask(DNNL_ARG_DST, 0);
-    memory::desc md = scale_md(1);
-    extra.push_back({DNNL_ARG_ATTR_SCALES | DNNL_ARG_DST, owned_const(md, dscale.data()), md});
-  }
-  for (auto [key, arg] : {std::pair<const char*, int>{"src_zp", DNNL_ARG_SRC},
-                          std::pair<const char*, int>{"dst_zp", DNNL_ARG_DST}}) {
-    int32_t zp = static_cast<int32_t>(node.get_i(key, 0));
-    if (zp == 0) continue;
-    attr.set_zero_points_mask(arg, 0);
-    extra.push_back({DNNL_ARG_ATTR_ZERO_POINTS | arg, owned_const(zp_md(), &zp), zp_md()});
-  }
+  dst_scale_and_zero_points(node, attr, extra);
   int ps = primary(src);
   auto pd = dnnl::reorder::primitive_desc(eng_, have, eng_, dst, attr);
   int p = define(o, dst);

@@ -348,6 +348,7 @@ class Region {
   void lower_qadd(const Json& node);
   void lower_qmatmul(const Json& node);
   primitive_attr quant_attr(const Json& node, int wmask, Post& post, std::vector<Arg>& extra);
+  void dst_scale_and_zero_points(const Json& node, primitive_attr& attr, std::vector<Arg>& extra);
 
   // ---- dynamic.cc: quantization parameters computed at run time ----
 
