@@ -139,9 +139,42 @@ def test_add_of_two_scales_and_a_constant() -> None:
     y = relay.add(dq(a, 0.1, 2), dq(b, 0.3, -1))
     y = relay.multiply(y, relay.const(2.0))
     _, out = rewrite(q(y, 0.25))
-    assert {"qnn.add", "qnn.mul"} <= ops(out)
+    assert {"qnn.requantize", "add", "qnn.mul"} <= ops(out)
     real = (0.1 * (ad.astype(np.float64) - 2) + 0.3 * (bd.astype(np.float64) + 1)) * 2.0
     within_one_step(run(out, ad, bd), quantize_ref(real, 0.25, 0, "int8"))
+
+
+@pytest.mark.parametrize("op", ["add", "subtract"])
+def test_add_of_two_scales_rounds_once_as_the_float_graph(op: str) -> None:
+    # a residual add of a model (scales of calibration): the float graph rounds the exact
+    # sum once; rounding each operand to the result's step first (qnn.add) would be one
+    # step off on about a third of the elements
+    ad = RNG.integers(0, 256, size=(4, 4096)).astype("uint8")
+    bd = RNG.integers(0, 256, size=(4, 4096)).astype("uint8")
+    sa, za, sb, zb, so, zo = 0.0213, 3, 0.0371, 130, 0.0467, 61
+    a = relay.var("a", shape=ad.shape, dtype="uint8")
+    b = relay.var("b", shape=bd.shape, dtype="uint8")
+    fn = getattr(relay, op)
+    _, out = rewrite(q(fn(dq(a, sa, za), dq(b, sb, zb)), so, zo, "uint8"))
+    assert "qnn.add" not in ops(out) and "qnn.subtract" not in ops(out)
+    real = getattr(np, op)(
+        sa * (ad.astype(np.float64) - za), sb * (bd.astype(np.float64) - zb)
+    )
+    want = quantize_ref(real, so, zo, "uint8")
+    got = run(out, ad, bd)
+    assert np.mean(got == want) > 0.9999
+    within_one_step(got, want)
+
+
+def test_add_whose_operands_move_exactly_stays_qnn_add() -> None:
+    ad = RNG.integers(-60, 60, size=(64,)).astype("int8")
+    bd = RNG.integers(-60, 60, size=(64,)).astype("int8")
+    a = relay.var("a", shape=ad.shape, dtype="int8")
+    b = relay.var("b", shape=bd.shape, dtype="int8")
+    _, out = rewrite(q(relay.add(dq(a, 0.2), dq(b, 0.4)), 0.2))
+    assert "qnn.add" in ops(out)
+    real = 0.2 * ad.astype(np.float64) + 0.4 * bd.astype(np.float64)
+    np.testing.assert_array_equal(run(out, ad, bd), quantize_ref(real, 0.2, 0, "int8"))
 
 
 def test_concatenate_requantizes_each_input() -> None:

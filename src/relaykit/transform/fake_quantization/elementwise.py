@@ -1,5 +1,6 @@
-"""Rules of elementwise operators: ``add`` / ``subtract`` / ``multiply`` (``qnn.add``...),
-``minimum`` / ``maximum`` (both sides brought to one scale), the QNN unary operators
+"""Rules of elementwise operators: ``add`` / ``subtract`` / ``multiply`` (``qnn.add``...;
+an add or subtract whose operands do not move to the result's scale exactly is rounded
+once, see :func:`rounded_once`), ``minimum`` / ``maximum`` (both sides brought to one scale), the QNN unary operators
 (``exp``, ``tanh``, ``sigmoid``...), ``nn.relu`` and ``clip`` (bounds quantized),
 ``nn.leaky_relu``."""
 
@@ -25,7 +26,14 @@ from .registry import (
     same_affine,
 )
 
-__all__ = ["binary_types", "qnn_binary_rule", "identity_binary_rule", "unary_rule"]
+__all__ = [
+    "binary_types",
+    "fine_shift",
+    "qnn_binary_rule",
+    "identity_binary_rule",
+    "rounded_once",
+    "unary_rule",
+]
 
 
 def binary_types(
@@ -64,10 +72,63 @@ def _is_scalar(e: Expr) -> bool:
 
 _QNN_BINARY = {"add": "qnn.add", "subtract": "qnn.subtract", "multiply": "qnn.mul"}
 
+#: Most bits below the result's step kept by the int32 sums of :func:`rounded_once`.
+_FINE_BITS = 20
+
+
+def _scalar_value(e: Expr) -> float | None:
+    value = fold(e)
+    if isinstance(value, Constant) and value.data.numpy().size == 1:
+        return float(value.data.numpy().reshape(-1)[0])
+    return None
+
+
+def fine_shift(ratio: float, terms: int = 2) -> int:
+    """The ``k`` for which ``terms`` values of 8 bits, each scaled by ``ratio * 2**k``,
+    still sum inside int32 (at most :data:`_FINE_BITS`; 0 when none does).
+
+    >>> fine_shift(1.0), fine_shift(100.0), fine_shift(1e9)
+    (20, 14, 0)
+    """
+    if not ratio > 0:
+        return 0
+    room = 2.0**30 / (256.0 * terms * ratio)
+    return max(0, min(_FINE_BITS, int(np.floor(np.log2(room))))) if room >= 1 else 0
+
+
+def rounded_once(
+    name: str, left: Expr, right: Expr, lt: TensorAffineType, rt: TensorAffineType,
+    out_t: TensorAffineType,
+) -> Expr | None:  # fmt: skip
+    """``add`` / ``subtract`` of two quantized tensors rounded once, as the float graph
+    it replaces rounds: each operand requantized to int32 at a step ``2**k`` times finer
+    than the result's (exact to ``2**-k`` of a step), summed, then requantized to the
+    result. ``qnn.add`` (TVM's form, kept when it is exact: both operands' scales whole
+    multiples of the result's) rounds each operand to the result's step first, one step
+    off the float result on a large share of the elements. None where ``qnn.add`` is
+    exact or no finer step fits int32."""
+    so = _scalar_value(out_t.scale)
+    scales = [_scalar_value(lt.scale), _scalar_value(rt.scale)]
+    if so is None or so <= 0 or any(s is None for s in scales):
+        return None
+    ratios = [float(s) / so for s in scales if s is not None]
+    if all(abs(r - round(r)) <= 1e-6 * r and round(r) >= 1 for r in ratios):
+        return None  # each operand moves to the result's step exactly: qnn.add rounds once
+    k = fine_shift(max(ratios))
+    if k < 8:
+        return None
+    fine = const(np.float32(so / 2.0**k), "float32")
+    zero = const(np.int32(0), "int32")
+    a = requantize(left, lt.scale, lt.zero_point, fine, zero, out_dtype="int32")
+    b = requantize(right, rt.scale, rt.zero_point, fine, zero, out_dtype="int32")
+    total = make_call(name, [a, b])
+    return requantize(total, fine, zero, out_t.scale, out_t.zero_point, out_dtype=lt.dtype)
+
 
 def qnn_binary_rule(expr: Call, type_map: dict[Expr, Any]) -> list[Any]:
     """``add`` / ``subtract`` / ``multiply`` -> ``qnn.add`` / ``qnn.subtract`` / ``qnn.mul``
-    (a bias-like int32 add of equal parameters stays a plain ``add``)."""
+    (a bias-like int32 add of equal parameters stays a plain ``add``; an 8-bit add or
+    subtract ``qnn.add`` would round twice is :func:`rounded_once`)."""
     left, right, left_t, right_t, out_t = binary_types(expr, type_map)
     name = op_name(expr)
     z = fold(out_t.zero_point)
@@ -83,6 +144,13 @@ def qnn_binary_rule(expr: Call, type_map: dict[Expr, Any]) -> list[Any]:
         return [tensor.add(left, right), left_t]
     if not (_is_scalar(out_t.scale) and _is_scalar(out_t.zero_point)):
         raise IRError(f"{name}: the output scale and zero point must be scalars")
+    once = None
+    if name != "multiply" and left_t.dtype in ("int8", "uint8") and not per_channel_pair(
+        left_t, right_t
+    ):
+        once = rounded_once(name, left, right, left_t, right_t, out_t)
+    if once is not None:
+        return [once, TensorAffineType(out_t.scale, out_t.zero_point, left_t.dtype, -1)]
     out = make_call(
         _QNN_BINARY[name],
         [
@@ -99,6 +167,11 @@ def qnn_binary_rule(expr: Call, type_map: dict[Expr, Any]) -> list[Any]:
         rhs_axis=right_t.axis,
     )
     return [out, TensorAffineType(out_t.scale, out_t.zero_point, left_t.dtype, -1)]
+
+
+def per_channel_pair(lt: TensorAffineType, rt: TensorAffineType) -> bool:
+    """Whether either operand has more than one scale."""
+    return not (_is_scalar(lt.scale) and _is_scalar(rt.scale))
 
 
 def _to(x: Expr, t: TensorAffineType, out_t: TensorAffineType) -> Expr:

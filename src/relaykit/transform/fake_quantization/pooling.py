@@ -1,6 +1,7 @@
 """Rules of averaging operators: ``nn.avg_pool2d`` (``qnn.avg_pool2d``),
-``nn.global_avg_pool2d`` and ``nn.adaptive_avg_pool1d/2d`` (the input requantized to the
-result's parameters in int32, then averaged), ``mean`` (an int32 sum requantized, so
+``nn.global_avg_pool2d`` and ``nn.adaptive_avg_pool1d/2d`` (the input requantized in
+int32 to a step ``2**k`` times finer than the result's, averaged, then requantized to the
+result: one rounding that matters, as the float graph has), ``mean`` (an int32 sum requantized, so
 the one rounding is the final one), and the optional ``nn.softmax`` (``qnn.softmax``)."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from relaykit.ir.expr import Call, Constant, Expr, const
 from relaykit.op.define import make_call
 from relaykit.op.qnn import avg_pool2d, requantize, softmax
 
+from .elementwise import fine_shift
 from .layout import per_channel
 from .registry import (
     fold,
@@ -53,11 +55,47 @@ def avg_pool2d_rule(expr: Call, type_map: dict[Expr, Any]) -> list[Any]:
     return [out, TensorAffineType(out_t.scale, out_t.zero_point, t.dtype, out_t.axis)]
 
 
+def _scalar(e: Expr) -> float | None:
+    value = fold(e)
+    if isinstance(value, Constant) and value.data.numpy().size == 1:
+        return float(value.data.numpy().reshape(-1)[0])
+    return None
+
+
+def _fine_pool(expr: Call, t: TensorAffineType, out_t: TensorAffineType) -> Expr | None:
+    """The pool of the input requantized to int32 at the result's step / ``2**k`` (the sum
+    of a window still inside int32), then requantized to the result's parameters; None
+    for per-channel or computed parameters, or when no finer step fits."""
+    s, so = _scalar(t.scale), _scalar(out_t.scale)
+    if s is None or so is None or so <= 0 or _scalar(out_t.zero_point) is None:
+        return None
+    try:
+        size = int(np.prod([int(d) for d in infer_shape(expr.args[0])]))
+        pooled_size = max(int(np.prod([int(d) for d in infer_shape(expr)])), 1)
+    except TypeError:  # a dynamic dimension: the window is not known
+        return None
+    window = 2 * -(-size // pooled_size)  # adaptive windows may overlap: twice the mean
+    k = fine_shift(s / so, terms=window)
+    if k < 8:
+        return None
+    fine = const(np.float32(so / 2.0**k), "float32")
+    zero = const(np.int32(0), "int32")
+    arg = requantize(expr.args[0], t.scale, t.zero_point, fine, zero, out_dtype="int32")
+    pooled = make_call(op_name(expr), [arg], **{k: expr.attrs[k] for k in expr.attrs})
+    return requantize(pooled, fine, zero, out_t.scale, out_t.zero_point, out_dtype=t.dtype)
+
+
 def int32_pool_rule(expr: Call, type_map: dict[Expr, Any]) -> list[Any]:
-    """The input requantized to the result's parameters in int32, then pooled."""
+    """8-bit inputs: :func:`_fine_pool` (an int32 average of the values themselves
+    truncates, and a requantize to the result's step first rounds twice); otherwise the
+    input requantized to the result's parameters in int32, then pooled."""
     arg = expr.args[0]
     t: TensorAffineType = type_map[arg]
     out_t: TensorAffineType = type_map[expr]
+    if t.dtype in ("int8", "uint8"):
+        fine = _fine_pool(expr, t, out_t)
+        if fine is not None:
+            return [fine, TensorAffineType(out_t.scale, out_t.zero_point, t.dtype, -1)]
     if same_affine(t, TensorAffineType(out_t.scale, out_t.zero_point, t.dtype)):
         arg = make_call("cast", [arg], dtype="int32")
     else:
