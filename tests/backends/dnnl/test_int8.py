@@ -478,3 +478,41 @@ def test_qnn_mul_by_a_scalar_constant_is_one_reorder():
     for i, factor in enumerate((0.0137 * 200, 0.0137 * (3 - 100))):
         want_q = np.clip(np.rint(0.05 * (qx - 120) * factor / 0.0611) + 125, 0, 255)
         _within_one_step(g.get_output(i).numpy(), (want_q - 125) * 0.0611, 0.0611)
+
+
+def test_fake_quantized_residual_add_is_one_qadd_rounded_once():
+    """dequantize -> add -> relu -> quantize of two uint8 tensors in different scales, as a
+    QDQ residual block writes it: FakeQuantizationToInteger rounds the sum once (int32
+    operands in a fine step, one requantize); the region runs it as one qadd writing uint8
+    (no int32 reorders left), equal to NumPy's float64 rounding on >= 99.9% of elements."""
+    rng = np.random.default_rng(8)
+    shape = (1, 16, 20, 20)
+    xa = relay.var("a", shape=shape, dtype="float32")
+    xb = relay.var("b", shape=shape, dtype="float32")
+    qa = relay.qnn.op.quantize(xa, _c(0.031, "float32"), _c(7, "int32"), out_dtype="uint8")
+    qb = relay.qnn.op.quantize(xb, _c(0.047, "float32"), _c(131, "int32"), out_dtype="uint8")
+    fa = relay.qnn.op.dequantize(qa, _c(0.031, "float32"), _c(7, "int32"))
+    fb = relay.qnn.op.dequantize(qb, _c(0.047, "float32"), _c(131, "int32"))
+    y = relay.qnn.op.quantize(
+        relay.nn.relu(relay.add(fa, fb)), _c(0.0533, "float32"), _c(0, "int32"),
+        out_dtype="uint8",
+    )  # fmt: skip
+    out = relay.qnn.op.dequantize(y, _c(0.0533, "float32"), _c(0, "int32"))
+    mod = partition_for_dnnl(tvm.IRModule.from_expr(relay.Function([xa, xb], out)))
+    assert sum(1 for gv in mod.get_global_vars() if gv.name_hint != "main") == 1
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm")
+    steps = _steps(lib)
+    assert sum(st.startswith("qadd") for st in steps) == 1, steps
+    assert not any("s32" in st for st in steps), steps
+    av = rng.uniform(-0.2, 7.5, shape).astype("float32")
+    bv = rng.uniform(-6, 5.5, shape).astype("float32")
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    g.run(a=av, b=bv)
+    got = np.rint(g.get_output(0).numpy().astype(np.float64) / 0.0533)
+    ia = np.clip(np.rint(av.astype(np.float64) / 0.031) + 7, 0, 255)
+    ib = np.clip(np.rint(bv.astype(np.float64) / 0.047) + 131, 0, 255)
+    real = np.maximum(0.031 * (ia - 7) + 0.047 * (ib - 131), 0.0)
+    want = np.clip(np.rint(real / 0.0533), 0, 255)
+    assert np.abs(got - want).max() <= 1
+    assert np.mean(got == want) >= 0.999

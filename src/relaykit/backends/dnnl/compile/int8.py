@@ -243,8 +243,67 @@ def _qnn_dense(lw: _Lowerer, call: Call, args: list[Any]) -> int:
     return _weighted(lw, call, args, conv=False)
 
 
+def _wide_operands(call: Call) -> bool:
+    """An int32 add of a requantized tensor and another (or an int32 constant): not a
+    layer's accumulator plus its bias."""
+    kinds = [
+        "q" if isinstance(a, Call) and op_name_of(a) == "qnn.requantize" else
+        "c" if isinstance(a, Constant) else "x"
+        for a in call.args
+    ]  # fmt: skip
+    return "x" not in kinds and "q" in kinds
+
+
+def _wide_add(lw: _Lowerer, call: Call, args: list[Any]) -> int:
+    """An int32 ``add`` of two 8-bit tensors each requantized to int32 at one fine step
+    (FakeQuantizationToInteger's add rounded once): one ``qadd`` of the 8-bit tensors
+    writing int32 in that step (float, rounded once; the requantizes stay for other
+    readers, else they are dropped as dead). A requantize after it makes the qadd write
+    its own output instead (:func:`_requantize`)."""
+    sources, s, z, step = [], [], [], None
+    for expr, v in zip(call.args, args, strict=True):
+        if isinstance(expr, Constant):  # int32 in the fine step (a bias): after the other
+            continue
+        node = _producer(lw, lw.tensor(v, "add operand"))
+        scales = node.attrs.get("src_scale", []) if node is not None else []
+        if node is None or node.op != "qreorder" or len(scales) != 1 or node.attrs.get("dst_zp"):
+            raise CodegenError("dnnl: an int32 add of operands that are not requantized 8-bit")
+        if step is not None and node.attrs["dst_scale"] != step:
+            raise CodegenError("dnnl: an int32 add of operands in two different steps")
+        step = float(node.attrs["dst_scale"])
+        sources.append(node.inputs[0])
+        s.append(float(scales[0]))
+        z.append(int(node.attrs.get("src_zp") or 0))
+    if step is None:
+        raise CodegenError("dnnl: an int32 add of two constants")
+    for expr, v in zip(call.args, args, strict=True):
+        if isinstance(expr, Constant):  # values in the step itself, as float32
+            sources.append(lw.tensor(v, "add operand"))
+            s.append(step)
+            z.append(0)
+    shape = _shape(call)
+    a, b = sources
+    if lw.p.shapes[a] != shape:  # the operand of the output's shape first (add commutes)
+        a, b, s, z = b, a, [s[1], s[0]], [z[1], z[0]]
+    if lw.p.shapes[a] != shape or len(lw.p.shapes[b]) > len(shape):
+        raise CodegenError("dnnl: an int32 add where neither operand has the result's shape")
+    attrs: dict[str, Any] = {"s0": s[0], "s1": s[1], "dst_scale": step}
+    for key, zp in (("z0", z[0]), ("z1", z[1])):
+        if zp:
+            attrs[key] = zp
+    out = lw.emit("qadd", [a, lw.as_rank(b, len(shape))], shape, **attrs)
+    lw.p.dtypes[out] = "int32"
+    lw.qstage[out] = "wide"
+    lw.qparams[out] = (float(step or 1.0), 0)
+    lw.qrange[out] = _RANGE["int32"]
+    return out
+
+
 def _bias_add(lw: _Lowerer, call: Call, args: list[Any]) -> int:
-    """``nn.bias_add``, or ``add`` of a constant (per channel), on a layer's accumulator."""
+    """``nn.bias_add``, or ``add`` of a constant (per channel), on a layer's accumulator;
+    an ``add`` of two requantized 8-bit tensors is :func:`_wide_add`."""
+    if op_name_of(call) == "add" and _wide_operands(call):
+        return _wide_add(lw, call, args)
     x = lw.tensor(args[0], "bias_add data")
     node = _foldable(lw, call.args[0], x, "acc")
     if not isinstance(call.args[1], Constant):
@@ -280,6 +339,17 @@ def _requantize(lw: _Lowerer, call: Call, args: list[Any]) -> int:
     out_scale = _scalar(call.args[3], "output scale")
     out_zp = round(_scalar(call.args[4], "output zero point"))
     dtype = str(call.attrs.out_dtype)
+    wide = _foldable(lw, call.args[0], x, "wide")
+    if wide is not None and in_zp == 0 and in_scale.size == 1:
+        if float(in_scale[0]) == float(wide.attrs["dst_scale"]):  # the qadd writes this
+            wide.attrs["dst_scale"] = out_scale
+            if out_zp:
+                wide.attrs["dst_zp"] = out_zp
+            _retype(lw, x, dtype)
+            lw.qstage[x] = "scaled"
+            lw.qparams[x] = (out_scale, out_zp)
+            lw.qrange[x] = _RANGE[dtype]
+            return x
     node = _foldable(lw, call.args[0], x, "acc") or _foldable(lw, call.args[0], x, "biased")
     ndim = len(_shape(call))
     per_channel_elsewhere = in_scale.size > 1 and int(call.attrs.axis) % ndim != ndim - 1
@@ -330,9 +400,21 @@ def _dequantize(lw: _Lowerer, call: Call, args: list[Any]) -> int:
 
 
 def _clip(lw: _Lowerer, call: Call, args: list[Any]) -> int:
+    return _clipped(lw, call, args, float(call.attrs.a_min), float(call.attrs.a_max))
+
+
+def _bound(lw: _Lowerer, call: Call, args: list[Any]) -> int:
+    """``maximum`` / ``minimum`` of integers and a scalar constant (a relu at the zero
+    point, as FakeQuantizationToInteger writes it): a clip."""
+    c = _scalar(call.args[1], "bound")
+    if op_name_of(call) == "maximum":
+        return _clipped(lw, call, args, c, float(_RANGE[_dtype(call)][1]))
+    return _clipped(lw, call, args, float(_RANGE[_dtype(call)][0]), c)
+
+
+def _clipped(lw: _Lowerer, call: Call, args: list[Any], lo: float, hi: float) -> int:
     x = lw.tensor(args[0], "clip data")
     dtype = _dtype(call)
-    lo, hi = float(call.attrs.a_min), float(call.attrs.a_max)
     node = _foldable(lw, call.args[0], x, "scaled", "summed")
     if node is not None:
         lo_t, hi_t = lw.qrange[x]
@@ -499,6 +581,8 @@ QNN_LOWER: dict[str, Callable[[_Lowerer, Call, list[Any]], int]] = {
     "qnn.add": _qnn_add,
     "nn.bias_add": _bias_add,
     "clip": _clip,
+    "maximum": _bound,
+    "minimum": _bound,
     "qnn.mul": _qnn_mul,
     "qnn.batch_matmul": _qnn_batch_matmul,
     "qnn.concatenate": _qnn_concatenate,

@@ -15,6 +15,7 @@ folds: pooling, reshapes, ``clip``, the int32 ``nn.bias_add`` after a quantized 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 
@@ -41,6 +42,8 @@ INT_OPS: dict[str, tuple[str, ...]] = {
     "squeeze": ("uint8", "int8", "int32"),
     "expand_dims": ("uint8", "int8", "int32"),
     "clip": ("uint8", "int8", "int32"),
+    "maximum": ("uint8", "int8"),
+    "minimum": ("uint8", "int8"),
     "nn.bias_add": ("int32",),
     "add": ("int32",),
     "cast": ("uint8", "int8", "int32"),
@@ -219,6 +222,18 @@ QNN_RULES: dict[str, Callable[[Call], Verdict]] = {
 }
 
 
+def _wide(expr: Expr) -> bool:
+    """A ``qnn.requantize`` of an 8-bit tensor to int32 with zero output zero point and
+    scalar constant parameters (an operand of an add rounded once)."""
+    if not (isinstance(expr, Call) and isinstance(expr.op, Op)):
+        return False
+    if expr.op.name != "qnn.requantize" or _dtype(expr) != "int32":
+        return False
+    if _dtype(expr.args[0]) not in _ACT or not all(_scalar_const(a) for a in expr.args[1:]):
+        return False
+    return not np.any(cast(Constant, expr.args[4]).data.numpy())
+
+
 def check_int8_call(call: Call, float_rule: Callable[[Call], Verdict] | None) -> Verdict | None:
     """The verdict on a QNN call or a float operator on integer tensors; None for a
     float32 call or integer arithmetic int8 regions do not fold (the float rules decide)."""
@@ -245,6 +260,14 @@ def check_int8_call(call: Call, float_rule: Callable[[Call], Verdict] | None) ->
         return decline(f"{name} on {sorted(dtypes)} tensors: no int8 primitive in this backend")
     if name == "cast":
         return _int_cast(call)
+    if name in ("maximum", "minimum"):  # a relu at the zero point: a clip
+        if not (_scalar_const(call.args[1]) and _dtype(call.args[0]) == _dtype(call)):
+            return decline(f"{name} of two tensors: only a bound (a scalar constant) is taken")
+        return True
+    if name == "add" and any(_wide(a) for a in call.args) and all(
+        _wide(a) or (_const(a) and _dtype(a) == "int32") for a in call.args
+    ):
+        return True  # an 8-bit add rounded once (FakeQuantizationToInteger): one qadd
     if name in ("nn.bias_add", "add"):
         src = call.args[0]
         producer = src.op.name if isinstance(src, Call) and isinstance(src.op, Op) else ""
