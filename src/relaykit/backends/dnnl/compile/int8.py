@@ -257,8 +257,8 @@ def _wide_operands(call: Call) -> bool:
 def _wide_add(lw: _Lowerer, call: Call, args: list[Any]) -> int:
     """An int32 ``add`` of two 8-bit tensors each requantized to int32 at one fine step
     (FakeQuantizationToInteger's add rounded once): one ``qadd`` of the 8-bit tensors
-    writing int32 in that step (float, rounded once; the requantizes stay for other
-    readers, else they are dropped as dead). A requantize after it makes the qadd write
+    writing int32 in that step (float, rounded once; a requantize read elsewhere too
+    stays, else it is dropped). A requantize after it makes the qadd write
     its own output instead (:func:`_requantize`)."""
     sources, s, z, step = [], [], [], None
     for expr, v in zip(call.args, args, strict=True):
@@ -271,6 +271,8 @@ def _wide_add(lw: _Lowerer, call: Call, args: list[Any]) -> int:
         if step is not None and node.attrs["dst_scale"] != step:
             raise CodegenError("dnnl: an int32 add of operands in two different steps")
         step = float(node.attrs["dst_scale"])
+        if lw.uses.get(id(expr), 0) == 1 and node.out not in lw.p.outputs:
+            lw.p.nodes.remove(node)  # read by this add alone: the qadd reads its source
         sources.append(node.inputs[0])
         s.append(float(scales[0]))
         z.append(int(node.attrs.get("src_zp") or 0))
