@@ -58,6 +58,13 @@ def check(qm: Any, path: Path, feeds: dict, threads: int, dnnl: bool) -> str:
     engine = _bench.relaykit_engine(model.SerializeToString(), feeds, threads, dnnl=dnnl)
     got = engine.run()
     final = qm.compare(got[:n_out], want[:n_out], want_opt[:n_out], names[:n_out])
+    norms = []  # the relative L2 error of each output, and onnxruntime's own (optimized)
+    for g, w, wo in zip(got[:n_out], want[:n_out], want_opt[:n_out], strict=True):
+        if w.dtype.kind == "f" and w.size:
+            size = max(float(np.linalg.norm(w.astype(np.float64))), 1e-30)
+            own = float(np.linalg.norm(wo.astype(np.float64) - w)) / size
+            norms.append(f"{float(np.linalg.norm(g.astype(np.float64) - w)) / size:.1e}"
+                         f" (ort {own:.1e})")  # fmt: skip
     shares, steps, strict = [], [], 0
     for g, w in zip(got[n_out:], want[n_out:], strict=True):
         d = np.abs(g.astype(np.int64) - w.astype(np.int64))
@@ -70,7 +77,8 @@ def check(qm: Any, path: Path, feeds: dict, threads: int, dnnl: bool) -> str:
             f"; {strict}/{len(shares)} quantized tensors >= 99% equal and <= 1 step off, "
             f"lowest {min(shares):.2%} equal, largest step {max(steps)}"
         )
-    return ("outputs ok" if not final else "OUTPUTS DIFFER: " + "; ".join(final)) + inner
+    rel = f"; relative L2 error {', '.join(norms)}" if norms else ""
+    return ("outputs ok" if not final else "OUTPUTS DIFFER: " + "; ".join(final)) + rel + inner
 
 
 def main() -> None:
