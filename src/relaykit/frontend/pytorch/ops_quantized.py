@@ -313,7 +313,7 @@ def _binary(ctx: OpContext, args: list[Any]) -> QTensor:
     """torch adds (multiplies) the dequantized inputs in float and quantizes the result
     once; two ``qnn.add`` requantizations would round twice and differ from torch on a
     fifth of the elements, so the float form is emitted (FakeQuantizationToInteger turns
-    it into ``qnn.add``/``qnn.mul`` when wanted)."""
+    it into integer operators that also round once, or ``qnn.mul``)."""
     a, b = _q(ctx, args[0], "first input"), _q(ctx, args[1], "second input")
     s, z = _out(args[2], args[3])
     fn = op.multiply if "mul" in ctx.op_name else op.add

@@ -58,8 +58,8 @@ def _through_float(ctx: NodeContext, x: Expr, xq: QParams, yq: QParams, fn: Any)
 def _binary(name: str) -> Any:
     """``QLinearAdd`` / ``QLinearMul``: onnxruntime rounds once, from the exact float sum or
     product, so they are dequantize -> add / multiply -> quantize (as TVM's frontend
-    imports them; folding the chain into ``qnn.add`` / ``qnn.mul``, which round each input
-    to the output scale first, is left to FakeQuantizationToInteger)."""
+    imports them; FakeQuantizationToInteger turns the chain into integer operators that
+    round once, or ``qnn.mul``)."""
 
     def convert(
         ctx: NodeContext,
