@@ -157,9 +157,7 @@ def test_add_of_two_scales_rounds_once_as_the_float_graph(op: str) -> None:
     fn = getattr(relay, op)
     _, out = rewrite(q(fn(dq(a, sa, za), dq(b, sb, zb)), so, zo, "uint8"))
     assert "qnn.add" not in ops(out) and "qnn.subtract" not in ops(out)
-    real = getattr(np, op)(
-        sa * (ad.astype(np.float64) - za), sb * (bd.astype(np.float64) - zb)
-    )
+    real = getattr(np, op)(sa * (ad.astype(np.float64) - za), sb * (bd.astype(np.float64) - zb))
     want = quantize_ref(real, so, zo, "uint8")
     got = run(out, ad, bd)
     assert np.mean(got == want) > 0.9999

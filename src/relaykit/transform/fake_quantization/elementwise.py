@@ -1,6 +1,7 @@
 """Rules of elementwise operators: ``add`` / ``subtract`` / ``multiply`` (``qnn.add``...;
 an add or subtract whose operands do not move to the result's scale exactly is rounded
-once, see :func:`rounded_once`), ``minimum`` / ``maximum`` (both sides brought to one scale), the QNN unary operators
+once, see :func:`rounded_once`), ``minimum`` / ``maximum`` (both sides brought to one
+scale), the QNN unary operators
 (``exp``, ``tanh``, ``sigmoid``...), ``nn.relu`` and ``clip`` (bounds quantized),
 ``nn.leaky_relu``."""
 
@@ -24,6 +25,7 @@ from .registry import (
     op_name,
     register_fake_quantization_to_integer,
     same_affine,
+    scalar_value,
 )
 
 __all__ = [
@@ -76,13 +78,6 @@ _QNN_BINARY = {"add": "qnn.add", "subtract": "qnn.subtract", "multiply": "qnn.mu
 _FINE_BITS = 20
 
 
-def _scalar_value(e: Expr) -> float | None:
-    value = fold(e)
-    if isinstance(value, Constant) and value.data.numpy().size == 1:
-        return float(value.data.numpy().reshape(-1)[0])
-    return None
-
-
 def fine_shift(ratio: float, terms: int = 2) -> int:
     """The ``k`` for which ``terms`` values of 8 bits, each scaled by ``ratio * 2**k``,
     still sum inside int32 (at most :data:`_FINE_BITS`; 0 when none does).
@@ -107,8 +102,8 @@ def rounded_once(
     multiples of the result's) rounds each operand to the result's step first, one step
     off the float result on a large share of the elements. None where ``qnn.add`` is
     exact or no finer step fits int32."""
-    so = _scalar_value(out_t.scale)
-    scales = [_scalar_value(lt.scale), _scalar_value(rt.scale)]
+    so = scalar_value(out_t.scale)
+    scales = [scalar_value(lt.scale), scalar_value(rt.scale)]
     if so is None or so <= 0 or any(s is None for s in scales):
         return None
     ratios = [float(s) / so for s in scales if s is not None]
@@ -145,8 +140,10 @@ def qnn_binary_rule(expr: Call, type_map: dict[Expr, Any]) -> list[Any]:
     if not (_is_scalar(out_t.scale) and _is_scalar(out_t.zero_point)):
         raise IRError(f"{name}: the output scale and zero point must be scalars")
     once = None
-    if name != "multiply" and left_t.dtype in ("int8", "uint8") and not per_channel_pair(
-        left_t, right_t
+    if (
+        name != "multiply"
+        and left_t.dtype in ("int8", "uint8")
+        and not per_channel_pair(left_t, right_t)
     ):
         once = rounded_once(name, left, right, left_t, right_t, out_t)
     if once is not None:

@@ -25,6 +25,7 @@ from .registry import (
     register_fake_quantization_to_integer,
     register_optional_fake_quantization_to_integer,
     same_affine,
+    scalar_value,
 )
 
 __all__ = ["avg_pool2d_rule", "int32_pool_rule", "mean_rule", "softmax_rule"]
@@ -55,19 +56,12 @@ def avg_pool2d_rule(expr: Call, type_map: dict[Expr, Any]) -> list[Any]:
     return [out, TensorAffineType(out_t.scale, out_t.zero_point, t.dtype, out_t.axis)]
 
 
-def _scalar(e: Expr) -> float | None:
-    value = fold(e)
-    if isinstance(value, Constant) and value.data.numpy().size == 1:
-        return float(value.data.numpy().reshape(-1)[0])
-    return None
-
-
 def _fine_pool(expr: Call, t: TensorAffineType, out_t: TensorAffineType) -> Expr | None:
     """The pool of the input requantized to int32 at the result's step / ``2**k`` (the sum
     of a window still inside int32), then requantized to the result's parameters; None
     for per-channel or computed parameters, or when no finer step fits."""
-    s, so = _scalar(t.scale), _scalar(out_t.scale)
-    if s is None or so is None or so <= 0 or _scalar(out_t.zero_point) is None:
+    s, so = scalar_value(t.scale), scalar_value(out_t.scale)
+    if s is None or so is None or so <= 0 or scalar_value(out_t.zero_point) is None:
         return None
     try:
         size = int(np.prod([int(d) for d in infer_shape(expr.args[0])]))

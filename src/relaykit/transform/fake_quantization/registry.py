@@ -45,6 +45,7 @@ __all__ = [
     "get_zeros",
     "tensor_type",
     "infer_shape",
+    "scalar_value",
 ]
 
 FQ2I_ATTR = "FTVMFakeQuantizationToInteger"
@@ -134,6 +135,12 @@ def fold(expr: Expr) -> Expr:
 def _value(expr: Expr) -> np.ndarray | None:
     folded = fold(expr)
     return folded.data.numpy() if isinstance(folded, Constant) else None
+
+
+def scalar_value(expr: Expr) -> float | None:
+    """The value of ``expr`` when it folds to a constant of one element, else None."""
+    value = _value(expr)
+    return float(value.reshape(-1)[0]) if value is not None and value.size == 1 else None
 
 
 def approx_equal(x: Expr, y: Expr) -> bool:

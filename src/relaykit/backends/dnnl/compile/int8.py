@@ -342,16 +342,18 @@ def _requantize(lw: _Lowerer, call: Call, args: list[Any]) -> int:
     out_zp = round(_scalar(call.args[4], "output zero point"))
     dtype = str(call.attrs.out_dtype)
     wide = _foldable(lw, call.args[0], x, "wide")
-    if wide is not None and in_zp == 0 and in_scale.size == 1:
-        if float(in_scale[0]) == float(wide.attrs["dst_scale"]):  # the qadd writes this
-            wide.attrs["dst_scale"] = out_scale
-            if out_zp:
-                wide.attrs["dst_zp"] = out_zp
-            _retype(lw, x, dtype)
-            lw.qstage[x] = "scaled"
-            lw.qparams[x] = (out_scale, out_zp)
-            lw.qrange[x] = _RANGE[dtype]
-            return x
+    if (
+        wide is not None and in_zp == 0 and in_scale.size == 1
+        and float(in_scale[0]) == float(wide.attrs["dst_scale"])
+    ):  # fmt: skip
+        wide.attrs["dst_scale"] = out_scale  # the qadd writes this requantize's output
+        if out_zp:
+            wide.attrs["dst_zp"] = out_zp
+        _retype(lw, x, dtype)
+        lw.qstage[x] = "scaled"
+        lw.qparams[x] = (out_scale, out_zp)
+        lw.qrange[x] = _RANGE[dtype]
+        return x
     node = _foldable(lw, call.args[0], x, "acc") or _foldable(lw, call.args[0], x, "biased")
     ndim = len(_shape(call))
     per_channel_elsewhere = in_scale.size > 1 and int(call.attrs.axis) % ndim != ndim - 1

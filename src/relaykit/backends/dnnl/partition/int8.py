@@ -234,6 +234,38 @@ def _wide(expr: Expr) -> bool:
     return not np.any(cast(Constant, expr.args[4]).data.numpy())
 
 
+def _bound(call: Call) -> Verdict:
+    """``maximum`` / ``minimum`` of integers and a scalar constant (a relu at the zero
+    point): a clip."""
+    if not (_scalar_const(call.args[1]) and _dtype(call.args[0]) == _dtype(call)):
+        return decline(f"{call.op} of two tensors: only a bound (a scalar constant) is taken")
+    return True
+
+
+def _int_add(call: Call) -> Verdict | None:
+    """An int32 ``add``: an 8-bit add rounded once (FakeQuantizationToInteger: requantized
+    operands, maybe an int32 constant; one qadd), or a layer's bias."""
+    if any(_wide(a) for a in call.args) and all(
+        _wide(a) or (_const(a) and _dtype(a) == "int32") for a in call.args
+    ):
+        return True
+    src = call.args[0]
+    producer = src.op.name if isinstance(src, Call) and isinstance(src.op, Op) else ""
+    if producer not in ("qnn.conv2d", "qnn.dense") or not isinstance(call.args[1], Constant):
+        return None  # integer arithmetic of its own: the float rules decline it
+    return True
+
+
+#: Integer operators with a rule of their own (after the data-type check).
+_INT_RULES: dict[str, Callable[[Call], Verdict | None]] = {
+    "cast": _int_cast,
+    "maximum": _bound,
+    "minimum": _bound,
+    "nn.bias_add": _int_add,
+    "add": _int_add,
+}
+
+
 def check_int8_call(call: Call, float_rule: Callable[[Call], Verdict] | None) -> Verdict | None:
     """The verdict on a QNN call or a float operator on integer tensors; None for a
     float32 call or integer arithmetic int8 regions do not fold (the float rules decide)."""
@@ -258,20 +290,6 @@ def check_int8_call(call: Call, float_rule: Callable[[Call], Verdict] | None) ->
     allowed = INT_OPS[name]
     if not dtypes <= set(allowed):
         return decline(f"{name} on {sorted(dtypes)} tensors: no int8 primitive in this backend")
-    if name == "cast":
-        return _int_cast(call)
-    if name in ("maximum", "minimum"):  # a relu at the zero point: a clip
-        if not (_scalar_const(call.args[1]) and _dtype(call.args[0]) == _dtype(call)):
-            return decline(f"{name} of two tensors: only a bound (a scalar constant) is taken")
-        return True
-    if name == "add" and any(_wide(a) for a in call.args) and all(
-        _wide(a) or (_const(a) and _dtype(a) == "int32") for a in call.args
-    ):
-        return True  # an 8-bit add rounded once (FakeQuantizationToInteger): one qadd
-    if name in ("nn.bias_add", "add"):
-        src = call.args[0]
-        producer = src.op.name if isinstance(src, Call) and isinstance(src.op, Op) else ""
-        if producer not in ("qnn.conv2d", "qnn.dense") or not isinstance(call.args[1], Constant):
-            return None  # integer arithmetic of its own: the float rules decline it
-        return True
+    if name in _INT_RULES:
+        return _INT_RULES[name](call)
     return True if float_rule is None else float_rule(call)
