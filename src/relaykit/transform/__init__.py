@@ -48,6 +48,7 @@ from .pipeline import optimization_passes, optimization_pipeline, optimize
 from .remove_unused_functions import RemoveUnusedFunctions, remove_unused_functions
 from .simplify_expr import SimplifyExpr, simplify_expr
 from .simplify_inference import SimplifyInference, simplify_inference
+from .split_args import SplitArgs, split_args
 from .to_cps import to_cps, un_cps
 
 __all__ = [
@@ -117,6 +118,8 @@ __all__ = [
     "partial_evaluate",
     "defuse_ops",
     "DivToMul",
+    "SplitArgs",
+    "split_args",
     "div_to_mul",
     "FlattenAtrousConv",
     "flatten_atrous_conv",
