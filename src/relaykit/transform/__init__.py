@@ -8,12 +8,12 @@ from .canonicalize_cast import CanonicalizeCast, canonicalize_cast
 from .change_batch import ChangeBatch, change_batch
 from .combine_parallel import CombineParallelBatchMatmul, combine_parallel_batch_matmul
 from .combine_parallel_conv2d import CombineParallelConv2D, combine_parallel_conv2d
+from .combine_parallel_dense import CombineParallelDense, combine_parallel_dense
 from .compiler_functions import (
     InlineCompilerFunctionsBoundTo,
     MarkCompilerFunctionsAsExtern,
     OutlineCompilerFunctionsWithExistingGlobalSymbols,
 )
-from .combine_parallel_dense import CombineParallelDense, combine_parallel_dense
 from .dead_code import DeadCodeElimination, dead_code_elimination
 from .defunctionalization import Defunctionalization
 from .defuse_ops import DefuseOps, defuse_ops

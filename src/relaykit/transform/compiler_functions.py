@@ -159,7 +159,12 @@ def _inline_composites(body: Expr) -> Expr:
                     "InlineCompilerFunctionsBoundTo: a compiler function calls a function "
                     "literal that is not a Composite; only composites can be inlined"
                 )
-            return bind(fn.body, dict(zip(fn.params, new.args)))
+            if len(fn.params) != len(new.args):
+                raise IRError(
+                    f"composite {fn.attrs['Composite']!r} takes {len(fn.params)} arguments, "
+                    f"called with {len(new.args)}"
+                )
+            return bind(fn.body, dict(zip(fn.params, new.args, strict=True)))
         return None
 
     return rewrite_post_order(body, post)
@@ -193,7 +198,7 @@ def InlineCompilerFunctionsBoundTo(global_vars: Iterable[GlobalVar]) -> ModulePa
                             f"@{new.op.name_hint} takes {len(fn.params)} arguments, "
                             f"called with {len(new.args)}"
                         )
-                    return bind(fn.body, dict(zip(fn.params, new.args)))
+                    return bind(fn.body, dict(zip(fn.params, new.args, strict=True)))
             return None
 
         out = mod.copy()

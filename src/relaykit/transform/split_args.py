@@ -56,7 +56,7 @@ def _outputs(typ: Type | None) -> int:
 def _split(tup: Tuple, fields: list[Expr], sizes: list[int], axis: int, limit: int) -> Expr:
     group: list[Expr] = []
     used = 0
-    for field, size in zip(fields, sizes):
+    for field, size in zip(fields, sizes, strict=True):
         if used + size > limit:
             joined = concatenate(stop_fusion(tup.with_fields(fields=tuple(group))), axis)
             group, used = [joined], size
