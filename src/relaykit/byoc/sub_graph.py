@@ -53,6 +53,9 @@ __all__ = [
     "SubGraphConfig",
     "NestedSubGraph",
     "partition_sub_graph",
+    "extract_function",
+    "rewrite_sub_graphs",
+    "can_inline",
     "PartitionForTesting",
     "CapturePostDfsIndexInSpans",
     "capture_post_dfs_index_in_spans",
@@ -172,16 +175,15 @@ def _substitute(expr: Expr, replace: Mapping[Expr, Expr]) -> Expr:
     return visit(expr)
 
 
-def _rewrite(
+def _extract(
     graph: IndexedGraph,
-    expr: Expr,
     inside: frozenset[int],
     attrs: Mapping[str, Any] | None,
     nested: Sequence[NestedSubGraph],
-) -> Expr:
-    """``expr`` (``graph``'s expression, or one rewritten from it upstream of ``inside``)
-    with the sub-graph ``inside`` cut out: as a call of a function with ``attrs``, or
-    re-expressed in place when ``attrs`` is None (only its nested sub-graphs are cut)."""
+) -> tuple[Expr, dict[Expr, Expr]]:
+    """The sub-graph ``inside`` cut out of ``graph``: the function carrying ``attrs`` (or,
+    when ``attrs`` is None, its body re-expressed with only the nested sub-graphs cut),
+    and what each of its exits is replaced by where it is used."""
     nodes = graph.nodes
     memo: dict[Expr, Expr] = {}
     params: list[Var] = []
@@ -203,6 +205,8 @@ def _rewrite(
         var = param_of.get(e)
         if var is None:
             ty = e.checked_type if e.has_checked_type else None  # nodes built by a rewrite
+            if ty is None and isinstance(e, Var):
+                ty = e.type_annotation  # a parameter of an enclosing cut-out function
             var = Var(f"FunctionVar_{len(params)}", ty)
             param_of[e] = var
             params.append(var)
@@ -229,17 +233,49 @@ def _rewrite(
         ):
             body = _rewrite(inner, body, sub.inside, sub.attrs, sub.nested)
     if attrs is not None:
-        result: Expr = Call(Function(params, body, attrs=dict(attrs)), args)
+        func = Function(params, body, attrs=dict(attrs))
+        result: Expr = Call(func, args)
         if len(exits) == 1:
-            replace = {exits[0]: result}
-        else:
-            replace = {e: TupleGetItem(result, k) for k, e in enumerate(exits)}
-    elif len(exits) == 1:
-        replace = {exits[0]: body}
-    else:
-        assert isinstance(body, Tuple)
-        replace = {e: body.fields[k] for k, e in enumerate(exits)}
+            return func, {exits[0]: result}
+        return func, {e: TupleGetItem(result, k) for k, e in enumerate(exits)}
+    if len(exits) == 1:
+        return body, {exits[0]: body}
+    assert isinstance(body, Tuple)
+    return body, {e: body.fields[k] for k, e in enumerate(exits)}
+
+
+def _rewrite(
+    graph: IndexedGraph,
+    expr: Expr,
+    inside: frozenset[int],
+    attrs: Mapping[str, Any] | None,
+    nested: Sequence[NestedSubGraph],
+) -> Expr:
+    """``expr`` (``graph``'s expression, or one rewritten from it upstream of ``inside``)
+    with the sub-graph ``inside`` cut out: as a call of a function with ``attrs``, or
+    re-expressed in place when ``attrs`` is None (only its nested sub-graphs are cut)."""
+    _, replace = _extract(graph, inside, attrs, nested)
     return _substitute(expr, replace)
+
+
+def extract_function(graph: IndexedGraph, sub: NestedSubGraph) -> Function:
+    """The nested sub-graph ``sub`` of ``graph`` cut out as a function with its attributes
+    (its parameters the inputs in the order met walking back from the last exit, its
+    nested sub-graphs cut out inside it), without changing ``graph``'s expression."""
+    func, _ = _extract(graph, sub.inside, dict(sub.attrs), sub.nested)
+    assert isinstance(func, Function)
+    return func
+
+
+def rewrite_sub_graphs(graph: IndexedGraph, subs: Sequence[NestedSubGraph]) -> Expr:
+    """``graph``'s expression with each of the disjoint sub-graphs ``subs`` cut out as a
+    call of a function with its attributes (TVM's ``SubGraph::ParallelRewrite``): the
+    sub-graph ending last in post-order is cut first, so every node an upstream one
+    needs is still where it was."""
+    result = graph.root
+    for sub in sorted(subs, key=lambda s: max(s.inside), reverse=True):
+        result = _rewrite(graph, result, sub.inside, sub.attrs, sub.nested)
+    return result
 
 
 def _move(sub: NestedSubGraph, moved: Mapping[int, int]) -> NestedSubGraph:
