@@ -64,7 +64,11 @@ __all__ = [
 ]
 
 ELEMWISE, BROADCAST, INJECTIVE = OpPattern.ELEMWISE, OpPattern.BROADCAST, OpPattern.INJECTIVE
-COMM_REDUCE, FUSABLE, OPAQUE = OpPattern.COMM_REDUCE, OpPattern.OUT_ELEMWISE_FUSABLE, OpPattern.OPAQUE
+COMM_REDUCE, FUSABLE, OPAQUE = (
+    OpPattern.COMM_REDUCE,
+    OpPattern.OUT_ELEMWISE_FUSABLE,
+    OpPattern.OPAQUE,
+)
 
 #: Operators that compute nothing and stay with the host.
 _SPECIAL = ("shape_of", "vm.shape_of", "device_copy", "on_device")
@@ -87,16 +91,32 @@ def _all_tensors(typ: Any) -> bool:
     return isinstance(typ, TupleType) and all(isinstance(f, TensorType) for f in typ.fields)
 
 
+#: How the nodes that are neither calls nor values are named in labels.
+_LABELS: dict[type, Callable[[Any], str]] = {
+    Var: lambda e: f"%{e.name_hint}",
+    GlobalVar: lambda e: f"@{e.name_hint}",
+    Op: lambda e: f"`{e.name}",
+    Constructor: lambda e: f"`{e.name_hint}",
+    Function: lambda e: "fn",
+    Let: lambda e: "let",
+    If: lambda e: "if",
+}
+
+
+def _call_kind_and_label(call: Call) -> tuple[int, str]:
+    if isinstance(call.op, Op):
+        kind = default_registry.get_attr(call.op.name, "TOpPattern")
+        return (OPAQUE if kind is None else int(kind)), call.op.name
+    if isinstance(call.op, Function):
+        kind = call.op.attrs.get("TOpPattern")
+        return (OPAQUE, "call_fun") if kind is None else (int(kind), "call_prim")
+    return OPAQUE, "call_any"
+
+
 def kind_and_label(expr: Expr) -> tuple[int, str]:
     """How one node fuses (its ``TOpPattern``) and how it is named in labels."""
     if isinstance(expr, Call):
-        if isinstance(expr.op, Op):
-            kind = default_registry.get_attr(expr.op.name, "TOpPattern")
-            return (OPAQUE if kind is None else int(kind)), expr.op.name
-        if isinstance(expr.op, Function):
-            kind = expr.op.attrs.get("TOpPattern")
-            return (OPAQUE, "call_fun") if kind is None else (int(kind), "call_prim")
-        return OPAQUE, "call_any"
+        return _call_kind_and_label(expr)
     if isinstance(expr, Constant):
         return ELEMWISE, "scalar" if expr.data.numpy().ndim == 0 else "const"
     if isinstance(expr, Tuple):
@@ -104,21 +124,8 @@ def kind_and_label(expr: Expr) -> tuple[int, str]:
     if isinstance(expr, TupleGetItem):
         inner = checked_type_or_none(expr.tuple_value)
         return (INJECTIVE if _all_tensors(inner) else OPAQUE), "proj"
-    if isinstance(expr, Var):
-        return OPAQUE, f"%{expr.name_hint}"
-    if isinstance(expr, GlobalVar):
-        return OPAQUE, f"@{expr.name_hint}"
-    if isinstance(expr, Op):
-        return OPAQUE, f"`{expr.name}"
-    if isinstance(expr, Constructor):
-        return OPAQUE, f"`{expr.name_hint}"
-    if isinstance(expr, Function):
-        return OPAQUE, "fn"
-    if isinstance(expr, Let):
-        return OPAQUE, "let"
-    if isinstance(expr, If):
-        return OPAQUE, "if"
-    return OPAQUE, type(expr).__name__.lower()
+    name = _LABELS.get(type(expr))
+    return OPAQUE, name(expr) if name is not None else type(expr).__name__.lower()
 
 
 def must_be_lowered(expr: Expr) -> bool:
@@ -310,7 +317,11 @@ class CandidateSet:
 # -- combiner rules -------------------------------------------------------------------------------
 
 KindRule = tuple[int, int]  # (most upstream kind, most downstream kind)
-FUSE_OPS_RULES: tuple[KindRule, ...] = ((FUSABLE, BROADCAST), (BROADCAST, COMM_REDUCE), (INJECTIVE, INJECTIVE))
+FUSE_OPS_RULES: tuple[KindRule, ...] = (
+    (FUSABLE, BROADCAST),
+    (BROADCAST, COMM_REDUCE),
+    (INJECTIVE, INJECTIVE),
+)
 ANY_FUSION_RULES: tuple[KindRule, ...] = ((FUSABLE, FUSABLE),)
 
 
@@ -356,7 +367,7 @@ def _combine_tuple_args(df: Dataflow, cs: CandidateSet) -> None:
                 if not producers:
                     unions = []
                     break
-                unions = [u + [p] for p in producers for u in unions]
+                unions = [[*u, p] for p in producers for u in unions]
             for u in unions:
                 if len(u) <= 2:
                     continue
@@ -432,7 +443,7 @@ def _pattern_candidates(
 ) -> list[Candidate]:
     out = []
     matcher = DFPatternMatcher(df.func, df.graph)
-    for i, node in enumerate(df.graph.nodes):
+    for node in df.graph.nodes:
         if not matcher.match(pattern, node):
             continue
         if check is not None and not check(node):

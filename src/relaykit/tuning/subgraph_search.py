@@ -148,9 +148,7 @@ def _outline(func: Function, cache: NameCache, mod: IRModule) -> Function:
     return out
 
 
-def estimate(
-    df: Dataflow, candidate: Candidate, estimator: Estimator, cache: NameCache
-) -> float:
+def estimate(df: Dataflow, candidate: Candidate, estimator: Estimator, cache: NameCache) -> float:
     """The cost of ``candidate`` (estimated once per distinct function)."""
     if candidate.cost is not None:
         return candidate.cost
@@ -278,7 +276,9 @@ def collage_partition(
     functions: Mapping[GlobalVar, Function] = dict(typed.items())
     for gv, fn in functions.items():
         if _optimizable(fn):
-            out.update_func(gv, partition_function(fn, specs, estimator, cache, tvm_depth, byoc_depth))
+            out.update_func(
+                gv, partition_function(fn, specs, estimator, cache, tvm_depth, byoc_depth)
+            )
     for gv, fn in list(out.items()):
         if _optimizable(fn):
             out.update_func(gv, _outline(fn, cache, out))

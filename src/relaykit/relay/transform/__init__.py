@@ -14,6 +14,7 @@ True
 import sys
 from typing import Any
 
+import relaykit.relay.op.contrib  # the module pattern tables are read from (by name)
 import relaykit.transform
 from relaykit.byoc import (
     AnnotateTarget,
@@ -32,8 +33,6 @@ from relaykit.transform.legalize import CanonicalizeOps, Legalize
 from relaykit.transform.mixed_precision import ToMixedPrecision
 from relaykit.transform.simplify_expr import SimplifyExpr
 from relaykit.tuning import CollagePartition as _collage_partition
-
-import relaykit.relay.op.contrib  # noqa: E402,F401 - the module pattern tables are read from
 
 from . import mixed_precision
 
