@@ -35,6 +35,7 @@ from .lambda_lift import LambdaLift, lambda_lift
 from .layout import AlterOpLayout, ConvertLayout, LayoutConfig
 from .lazy_gradient_init import LazyGradientInit, lazy_gradient_init
 from .legalize import Legalize
+from .manifest_lifetimes import ManifestLifetimes, manifest_lifetimes
 from .partial_eval import PartialEvaluate, partial_evaluate
 from .pass_infra import (
     FunctionPass,
@@ -123,6 +124,8 @@ __all__ = [
     "partial_evaluate",
     "defuse_ops",
     "DivToMul",
+    "ManifestLifetimes",
+    "manifest_lifetimes",
     "InlineCompilerFunctionsBoundTo",
     "MarkCompilerFunctionsAsExtern",
     "OutlineCompilerFunctionsWithExistingGlobalSymbols",
