@@ -1,4 +1,4 @@
-"""SplitArgs: concatenates past a kernel's argument limit become chains that fit."""
+"""Kernel argument limits (Target.max_function_args): SplitArgs chains concatenates, FuseOps stops fusing."""
 
 from __future__ import annotations
 
@@ -66,3 +66,27 @@ def test_target_max_function_args() -> None:
     assert tvm.target.Target("metal").max_function_args == 31
     assert tvm.target.Target("cuda").max_function_args == 0
     assert tvm.target.Target("opencl -max_function_args=16").max_function_args == 16
+
+
+@pytest.mark.parametrize("target,limit", [("opencl", 128), ("metal", 31)])
+def test_fuse_ops_keeps_kernels_within_the_target_argument_limit(target: str, limit: int) -> None:
+    # sum of exp(x_i + 1) over 60 inputs: one fused kernel would take 60 buffers plus its
+    # output, past Metal's 31; each fused function must take at most limit - 1 inputs
+    xs = [relay.var(f"x{i}", shape=(2, 3)) for i in range(60)]
+    terms = [relay.exp(relay.add(x, relay.const(1.0))) for x in xs]
+    total = terms[0]
+    for t in terms[1:]:
+        total = relay.add(total, t)
+    mod = InferType()(IRModule.from_expr(relay.Function(xs, total)))
+    with tvm.target.Target(target):
+        fused = relay.transform.FuseOps(fuse_opt_level=2)(mod)
+    prims = [
+        n.op
+        for n in post_order(fused["main"].body)
+        if isinstance(n, Call) and isinstance(n.op, relay.Function)
+    ]
+    assert max(len(p.params) for p in prims) <= limit - 1
+    assert (len(prims) == 1) == (limit > 61)  # opencl fits it all in one kernel
+    data = [np.full((2, 3), 0.01 * i, "float32") for i in range(60)]
+    got = relay.create_executor("debug", mod=fused).evaluate()(*data).numpy()
+    np.testing.assert_allclose(got, sum(np.exp(d.astype("float64") + 1) for d in data), rtol=1e-5)
