@@ -1,4 +1,4 @@
-"""Kernel argument limits (Target.max_function_args): SplitArgs chains concatenates, FuseOps stops fusing."""
+"""Kernel argument limits (Target.max_function_args): SplitArgs and FuseOps."""
 
 from __future__ import annotations
 
