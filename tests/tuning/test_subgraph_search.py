@@ -150,3 +150,25 @@ def test_a_codegen_without_patterns_or_backend_is_named() -> None:
         )
         with pytest.raises(PlacementError, match="'nolib' has no pattern table"):
             pass_(InferType()(_diamond()))
+
+
+def test_fusion_style_no_fusion_keeps_one_pattern_per_candidate() -> None:
+    # with NoFusion, mylib's candidates are its single matches: the three relus are three
+    # estimates of 100, against llvm's 99 each; with the default (any fusion) one function
+    # of all three (100 + 90 + 81) wins
+    x = relay.var("x", shape=(4, 4))
+    mod = IRModule.from_expr(relay.Function([x], relay.nn.relu(relay.nn.relu(relay.nn.relu(x)))))
+    cfg = {
+        "relay.collage.tvm_max_depth": 1,
+        "relay.collage.byoc_max_depth": 3,
+        "relay.collage.byoc_fusion_style": ["mylib.NoFusion"],
+    }
+    with tvm.transform.PassContext(config=cfg):
+        out = CollagePartition(
+            ["llvm", "mylib"], MockCostEstimator({"llvm": 99, "mylib": 100}), pattern_table=_table
+        )(InferType()(mod))
+    assert _externals(out) == {}
+    with tvm.transform.PassContext(config={**cfg, "relay.collage.byoc_fusion_style": ["x"]}):
+        bad = CollagePartition(["llvm", "mylib"], MockCostEstimator({}), pattern_table=_table)
+        with pytest.raises(PlacementError, match="byoc_fusion_style"):
+            bad(InferType()(mod))

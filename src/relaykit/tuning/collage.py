@@ -36,6 +36,7 @@ from .apply import apply_placement
 from .cost import CostSource, MeasuredCost, Progress, host_name
 from .log import TuningLog
 from .search import Measured, Placement, measure_runs, refine
+from .subgraph_rules import DEFAULT_FUSION_STYLES, FUSION_STYLES
 from .subgraph_search import Spec, collage_partition
 from .units import UnitGraph, unit_graph
 
@@ -56,6 +57,7 @@ __all__ = [
 MAX_UNITS_KEY = "relay.collage.byoc_max_depth"
 HOST_MAX_UNITS_KEY = "relay.collage.tvm_max_depth"
 TUNING_LOG_KEY = "relay.collage.tuning_log"
+FUSION_STYLE_KEY = "relay.collage.byoc_fusion_style"
 
 
 @dataclass(frozen=True)
@@ -253,11 +255,28 @@ def _is_compiler(name: str) -> bool:
     return name in list_kinds() and bool(Target(name).keys)
 
 
-def collage_specs(config: Any, pattern_table: PatternTables | None = None) -> list[Spec]:
+def _fusion_styles(entries: Any) -> dict[str, str]:
+    styles = dict(DEFAULT_FUSION_STYLES)
+    for entry in entries or ():
+        compiler, dot, style = str(entry).partition(".")
+        if not dot or style not in FUSION_STYLES:
+            raise PlacementError(
+                f"relay.collage.byoc_fusion_style entry {str(entry)!r} is not "
+                f"'<compiler>.<style>' with a style among {sorted(FUSION_STYLES)}"
+            )
+        styles[compiler] = style
+    return styles
+
+
+def collage_specs(
+    config: Any, pattern_table: PatternTables | None = None, fusion_styles: Any = None
+) -> list[Spec]:
     """The specs Collage's search gathers from ``config``: one per target (a compiler
     kind, or an external codegen with its pattern table or, lacking one, its backend's
-    rules), then the host's."""
+    rules, unioned by its fusion style: ``fusion_styles`` holds TVM's
+    ``"<compiler>.<NoFusion|TVMFusion|ArbitraryFusion>"`` entries), then the host's."""
     lookup = pattern_table if pattern_table is not None else get_pattern_table
+    styles = _fusion_styles(fusion_styles)
     specs = []
     for name in dict.fromkeys(_config_targets(config)):
         if _is_compiler(name):
@@ -274,7 +293,9 @@ def collage_specs(config: Any, pattern_table: PatternTables | None = None) -> li
         def accepts(call: Call, name: str = name) -> bool:
             return check_op(call, name).accepted
 
-        specs.append(Spec(name, True, table, accepts if backend is not None else None))
+        fusion = FUSION_STYLES[styles.get(name, "ArbitraryFusion")]
+        rules = accepts if backend is not None else None
+        specs.append(Spec(name, True, table, rules, fusion=fusion))
     host = getattr(getattr(config, "host_target", None), "kind", None)
     specs.append(Spec(str(getattr(host, "name", "llvm")), external=False, host=True))
     return specs
@@ -302,7 +323,7 @@ def CollagePartition(
         if cost_estimator is not None and hasattr(cost_estimator, "estimate"):
             return collage_partition(
                 mod,
-                collage_specs(config, pattern_table),
+                collage_specs(config, pattern_table, cfg.get(FUSION_STYLE_KEY)),
                 cost_estimator,  # type: ignore[arg-type]
                 tvm_depth=int(cfg.get(HOST_MAX_UNITS_KEY, 3)),
                 byoc_depth=int(cfg.get(MAX_UNITS_KEY, 3)),

@@ -61,6 +61,8 @@ __all__ = [
     "disjoint_union",
     "are_touching",
     "union_labels",
+    "FUSION_STYLES",
+    "DEFAULT_FUSION_STYLES",
 ]
 
 ELEMWISE, BROADCAST, INJECTIVE = OpPattern.ELEMWISE, OpPattern.BROADCAST, OpPattern.INJECTIVE
@@ -323,6 +325,18 @@ FUSE_OPS_RULES: tuple[KindRule, ...] = (
     (INJECTIVE, INJECTIVE),
 )
 ANY_FUSION_RULES: tuple[KindRule, ...] = ((FUSABLE, FUSABLE),)
+
+#: How an external codegen's candidates may be unioned (``relay.collage.byoc_fusion_style``
+#: entries ``"<compiler>.<style>"``): not at all, by ``FuseOps``' rules, or any touching ones.
+FUSION_STYLES: dict[str, tuple[KindRule, ...]] = {
+    "NoFusion": (),
+    "TVMFusion": FUSE_OPS_RULES,
+    "ArbitraryFusion": ANY_FUSION_RULES,
+}
+#: The style of codegens that fuse nothing themselves (or only as ``FuseOps`` does).
+DEFAULT_FUSION_STYLES = {
+    "cutlass": "NoFusion", "cublas": "NoFusion", "cudnn": "NoFusion", "tensorrt": "TVMFusion",
+}  # fmt: skip
 
 
 def _combine_simple(df: Dataflow, cs: CandidateSet, rules: Sequence[KindRule], depth: int) -> None:

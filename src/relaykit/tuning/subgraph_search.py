@@ -33,6 +33,7 @@ from relaykit.ir.structural import structural_equal, structural_hash
 from relaykit.transform.infer_type import InferType
 
 from .subgraph_rules import (
+    ANY_FUSION_RULES,
     Candidate,
     CandidateSet,
     Dataflow,
@@ -69,12 +70,14 @@ class Spec:
         table: Sequence[tuple[Any, ...]] | None = None,
         accepts: Callable[[Call], bool] | None = None,
         host: bool = False,
+        fusion: Sequence[tuple[int, int]] = ANY_FUSION_RULES,
     ) -> None:
         self.target = target
         self.external = external
         self.table = table
         self.accepts = accepts
         self.host = host
+        self.fusion = tuple(fusion)
         self.name = HOST_SPEC if host else target if external else f"tvm_{target}"
 
     def candidates(self, df: Dataflow, tvm_depth: int, byoc_depth: int) -> list[Candidate]:
@@ -82,7 +85,7 @@ class Spec:
             return host_candidates(df, self.name, self.target)
         if self.external:
             return external_candidates(
-                df, self.name, self.target, self.table, self.accepts, byoc_depth
+                df, self.name, self.target, self.table, self.accepts, byoc_depth, self.fusion
             )
         return compiler_candidates(df, self.name, self.target, tvm_depth)
 
