@@ -108,13 +108,14 @@ class SubGraph:
         self.exit = frozenset(
             i for i in self.inside if i == n - 1 or any(j not in self.inside for j in outs[i])
         )
-        outside = [i for i in range(n) if i not in self.inside]
+        # the neighbours of the inside nodes (not a scan of the graph: sub-graphs are many)
         self.input = frozenset(
-            i
-            for i in outside
-            if any(j in self.inside for j in outs[i]) and not can_inline(nodes[i])
+            j
+            for i in self.inside
+            for j in ins[i]
+            if j not in self.inside and not can_inline(nodes[j])
         )
-        self.output = frozenset(i for i in outside if any(j in self.inside for j in ins[i]))
+        self.output = frozenset(j for i in self.inside for j in outs[i] if j not in self.inside)
 
     def downstream_of(self, index: int) -> set[int]:
         """Every node reachable from node ``index`` through its users (itself included)."""

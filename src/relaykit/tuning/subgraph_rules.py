@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from relaykit.byoc.sub_graph import NestedSubGraph, SubGraph, SubGraphConfig, can_inline
@@ -174,7 +174,7 @@ class Dataflow:
         return kind, "+".join(labels)
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class Candidate:
     """A sub-graph a spec could run: the nodes ``inside``, how they fuse (``kind``), their
     ``label`` (the names of their nodes), the nested sub-graphs they are cut into, and
@@ -187,7 +187,7 @@ class Candidate:
     label: str
     nested: tuple[NestedSubGraph, ...] = ()
     rule_name: str = ""
-    cost: float | None = field(default=None, compare=False)
+    cost: float | None = None
 
     @property
     def key(self) -> tuple[Any, ...]:

@@ -161,7 +161,7 @@ def estimate(df: Dataflow, candidate: Candidate, estimator: Estimator, cache: Na
         mod = IRModule()
         mod.update_func(GlobalVar("main"), _outline(func, cache, mod))
         cell[0] = float(estimator.estimate(mod, candidate.target))
-    object.__setattr__(candidate, "cost", cell[0])  # a cache on a frozen record
+    candidate.cost = cell[0]
     return cell[0]
 
 
