@@ -172,3 +172,20 @@ def test_fusion_style_no_fusion_keeps_one_pattern_per_candidate() -> None:
         bad = CollagePartition(["llvm", "mylib"], MockCostEstimator({}), pattern_table=_table)
         with pytest.raises(PlacementError, match="byoc_fusion_style"):
             bad(InferType()(mod))
+
+
+def test_a_deep_chain_needs_no_recursion() -> None:
+    # 1,200 operators in a chain (past Python's recursion limit): every fifth is abs, which
+    # mylib cannot run; each four relus between (candidates of at most three, merged once
+    # chosen) become calls of one shared mylib function
+    x = relay.var("x", shape=(2,))
+    y = x
+    for i in range(1200):
+        y = relay.nn.relu(y) if i % 5 else relay.abs(y)
+    out = _collage(IRModule.from_expr(relay.Function([x], y)), {"llvm": 2, "mylib": 1})
+    ext = _externals(out)
+    assert list(ext) == ["collage_mylib"]
+    assert _ops(ext["collage_mylib"]) == ["nn.relu"] * 4
+    calls = [n for n in post_order(out["main"].body) if isinstance(n, Call)]
+    assert sum(isinstance(c.op, GlobalVar) for c in calls) == 240
+    assert sum(getattr(c.op, "name", "") == "abs" for c in calls) == 240
