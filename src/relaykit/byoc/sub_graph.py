@@ -41,7 +41,7 @@ from relaykit.dataflow_pattern.graph import IndexedGraph
 from relaykit.errors import ArgumentError
 from relaykit.ir.adt import Constructor
 from relaykit.ir.expr import Call, Constant, Expr, Function, Span, Tuple, TupleGetItem, Var
-from relaykit.ir.functor import rebuild
+from relaykit.ir.functor import children, post_order, rebuild
 from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op
 from relaykit.runtime.registry import register_func
@@ -53,6 +53,9 @@ __all__ = [
     "SubGraphConfig",
     "NestedSubGraph",
     "partition_sub_graph",
+    "extract_function",
+    "rewrite_sub_graphs",
+    "can_inline",
     "PartitionForTesting",
     "CapturePostDfsIndexInSpans",
     "capture_post_dfs_index_in_spans",
@@ -105,13 +108,14 @@ class SubGraph:
         self.exit = frozenset(
             i for i in self.inside if i == n - 1 or any(j not in self.inside for j in outs[i])
         )
-        outside = [i for i in range(n) if i not in self.inside]
+        # the neighbours of the inside nodes (not a scan of the graph: sub-graphs are many)
         self.input = frozenset(
-            i
-            for i in outside
-            if any(j in self.inside for j in outs[i]) and not can_inline(nodes[i])
+            j
+            for i in self.inside
+            for j in ins[i]
+            if j not in self.inside and not can_inline(nodes[j])
         )
-        self.output = frozenset(i for i in outside if any(j in self.inside for j in ins[i]))
+        self.output = frozenset(j for i in self.inside for j in outs[i] if j not in self.inside)
 
     def downstream_of(self, index: int) -> set[int]:
         """Every node reachable from node ``index`` through its users (itself included)."""
@@ -157,57 +161,96 @@ class SubGraph:
 
 def _substitute(expr: Expr, replace: Mapping[Expr, Expr]) -> Expr:
     """``expr`` with every node that is a key of ``replace`` (by identity) replaced."""
+    if expr in replace:
+        return replace[expr]
     memo: dict[Expr, Expr] = {}
 
-    def visit(e: Expr) -> Expr:
-        hit = replace.get(e)
-        if hit is not None:
-            return hit
-        done = memo.get(e)
-        if done is None:
-            done = rebuild(e, visit)
-            memo[e] = done
-        return done
+    def new(child: Expr) -> Expr:
+        hit = replace.get(child)
+        return hit if hit is not None else memo[child]
 
-    return visit(expr)
+    for node in post_order(expr, skip=lambda n: n in replace):
+        memo[node] = rebuild(node, new)
+    return memo[expr]
 
 
-def _rewrite(
+class _Cutter:
+    """Rebuilds the nodes ``inside`` a sub-graph of ``graph``; with ``attrs`` (a function
+    to be), each outside node it reads becomes a parameter, in the order first met."""
+
+    def __init__(
+        self, graph: IndexedGraph, inside: frozenset[int], attrs: Mapping[str, Any] | None
+    ) -> None:
+        self.graph = graph
+        self.inside = inside
+        self.attrs = attrs
+        self.memo: dict[Expr, Expr] = {}
+        self.params: list[Var] = []
+        self.args: list[Expr] = []
+        self.param_of: dict[Expr, Var] = {}
+
+    def is_inside(self, e: Expr) -> bool:
+        return self.graph.index[e] in self.inside
+
+    def outside(self, e: Expr) -> Expr:
+        if self.attrs is None or can_inline(e):
+            return e
+        var = self.param_of.get(e)
+        if var is None:
+            ty = e.checked_type if e.has_checked_type else None  # nodes built by a rewrite
+            if ty is None and isinstance(e, Var):
+                ty = e.type_annotation  # a parameter of an enclosing cut-out function
+            var = Var(f"FunctionVar_{len(self.params)}", ty)
+            self.param_of[e] = var
+            self.params.append(var)
+            self.args.append(e)
+        return var
+
+    def lookup(self, e: Expr) -> Expr:
+        return self.memo[e] if self.is_inside(e) else self.outside(e)
+
+    def visit(self, root: Expr) -> Expr:
+        """``root`` rebuilt, children first and left to right (an explicit stack, so the
+        depth of the graph does not matter)."""
+        if not self.is_inside(root):
+            return self.outside(root)
+        memo = self.memo
+        stack: list[tuple[Expr, int]] = [(root, 0)]
+        while stack:
+            e, k = stack[-1]
+            if k == 0 and e in memo:
+                stack.pop()
+                continue
+            if isinstance(e, Function) and e.attrs.get("Primitive"):
+                memo[e] = e
+                stack.pop()
+                continue
+            kids = children(e)
+            if k < len(kids):
+                stack[-1] = (e, k + 1)
+                child = kids[k]
+                if not self.is_inside(child):
+                    self.outside(child)
+                elif child not in memo:
+                    stack.append((child, 0))
+                continue
+            memo[e] = rebuild(e, self.lookup)
+            stack.pop()
+        return memo[root]
+
+
+def _extract(
     graph: IndexedGraph,
-    expr: Expr,
     inside: frozenset[int],
     attrs: Mapping[str, Any] | None,
     nested: Sequence[NestedSubGraph],
-) -> Expr:
-    """``expr`` (``graph``'s expression, or one rewritten from it upstream of ``inside``)
-    with the sub-graph ``inside`` cut out: as a call of a function with ``attrs``, or
-    re-expressed in place when ``attrs`` is None (only its nested sub-graphs are cut)."""
+) -> tuple[Expr, dict[Expr, Expr]]:
+    """The sub-graph ``inside`` cut out of ``graph``: the function carrying ``attrs`` (or,
+    when ``attrs`` is None, its body re-expressed with only the nested sub-graphs cut),
+    and what each of its exits is replaced by where it is used."""
     nodes = graph.nodes
-    memo: dict[Expr, Expr] = {}
-    params: list[Var] = []
-    args: list[Expr] = []
-    param_of: dict[Expr, Var] = {}
-
-    def visit(e: Expr) -> Expr:
-        if graph.index[e] in inside:
-            done = memo.get(e)
-            if done is None:
-                if isinstance(e, Function) and e.attrs.get("Primitive"):
-                    done = e
-                else:
-                    done = rebuild(e, visit)
-                memo[e] = done
-            return done
-        if attrs is None or can_inline(e):
-            return e
-        var = param_of.get(e)
-        if var is None:
-            ty = e.checked_type if e.has_checked_type else None  # nodes built by a rewrite
-            var = Var(f"FunctionVar_{len(params)}", ty)
-            param_of[e] = var
-            params.append(var)
-            args.append(e)
-        return var
+    cut = _Cutter(graph, inside, attrs)
+    memo, params, args, visit = cut.memo, cut.params, cut.args, cut.visit
 
     last = len(nodes) - 1
     exits: list[Expr] = []
@@ -229,17 +272,49 @@ def _rewrite(
         ):
             body = _rewrite(inner, body, sub.inside, sub.attrs, sub.nested)
     if attrs is not None:
-        result: Expr = Call(Function(params, body, attrs=dict(attrs)), args)
+        func = Function(params, body, attrs=dict(attrs))
+        result: Expr = Call(func, args)
         if len(exits) == 1:
-            replace = {exits[0]: result}
-        else:
-            replace = {e: TupleGetItem(result, k) for k, e in enumerate(exits)}
-    elif len(exits) == 1:
-        replace = {exits[0]: body}
-    else:
-        assert isinstance(body, Tuple)
-        replace = {e: body.fields[k] for k, e in enumerate(exits)}
+            return func, {exits[0]: result}
+        return func, {e: TupleGetItem(result, k) for k, e in enumerate(exits)}
+    if len(exits) == 1:
+        return body, {exits[0]: body}
+    assert isinstance(body, Tuple)
+    return body, {e: body.fields[k] for k, e in enumerate(exits)}
+
+
+def _rewrite(
+    graph: IndexedGraph,
+    expr: Expr,
+    inside: frozenset[int],
+    attrs: Mapping[str, Any] | None,
+    nested: Sequence[NestedSubGraph],
+) -> Expr:
+    """``expr`` (``graph``'s expression, or one rewritten from it upstream of ``inside``)
+    with the sub-graph ``inside`` cut out: as a call of a function with ``attrs``, or
+    re-expressed in place when ``attrs`` is None (only its nested sub-graphs are cut)."""
+    _, replace = _extract(graph, inside, attrs, nested)
     return _substitute(expr, replace)
+
+
+def extract_function(graph: IndexedGraph, sub: NestedSubGraph) -> Function:
+    """The nested sub-graph ``sub`` of ``graph`` cut out as a function with its attributes
+    (its parameters the inputs in the order met walking back from the last exit, its
+    nested sub-graphs cut out inside it), without changing ``graph``'s expression."""
+    func, _ = _extract(graph, sub.inside, dict(sub.attrs), sub.nested)
+    assert isinstance(func, Function)
+    return func
+
+
+def rewrite_sub_graphs(graph: IndexedGraph, subs: Sequence[NestedSubGraph]) -> Expr:
+    """``graph``'s expression with each of the disjoint sub-graphs ``subs`` cut out as a
+    call of a function with its attributes (TVM's ``SubGraph::ParallelRewrite``): the
+    sub-graph ending last in post-order is cut first, so every node an upstream one
+    needs is still where it was."""
+    result = graph.root
+    for sub in sorted(subs, key=lambda s: max(s.inside), reverse=True):
+        result = _rewrite(graph, result, sub.inside, sub.attrs, sub.nested)
+    return result
 
 
 def _move(sub: NestedSubGraph, moved: Mapping[int, int]) -> NestedSubGraph:
@@ -331,21 +406,15 @@ def capture_post_dfs_index_in_spans(mod: IRModule) -> IRModule:
             continue
         graph = IndexedGraph(fn)
         memo: dict[Expr, Expr] = {}
-
-        def visit(e: Expr, graph: IndexedGraph = graph, memo: dict[Expr, Expr] = memo) -> Expr:
-            done = memo.get(e)
-            if done is not None:
-                return done
-            done = rebuild(e, visit)
+        for e in post_order(fn):  # children first, without recursion
+            done = rebuild(e, memo.__getitem__)
             if isinstance(e, _SPANNED):
                 i = graph.index[e]
                 dom = graph.dom_parent[i]
                 span = Span(f"index:{i}:{dom if dom >= 0 else i}", 1)
                 done = done.with_fields(span=span) if done is e else _with_span(done, span)
             memo[e] = done
-            return done
-
-        funcs[gv] = visit(fn)
+        funcs[gv] = memo[fn]
     typed = all(f.has_checked_type for _, f in mod.items())
     out = mod.copy()
     for gv, new in funcs.items():

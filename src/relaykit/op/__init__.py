@@ -21,6 +21,7 @@ from . import device as device
 from . import indexing as indexing
 from . import linalg as linalg
 from . import masking as masking
+from . import memory as memory  # memory.kill (ManifestLifetimes)
 from . import ml as ml
 from . import moments as moments
 from . import op as op  # TVM's relay.op.op: defining operators, register_* helpers

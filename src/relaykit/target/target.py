@@ -21,7 +21,7 @@ import difflib
 import shlex
 from collections.abc import Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from relaykit.errors import ArgumentError, TargetError
@@ -79,6 +79,7 @@ _GPU: dict[str, str] = {
     "supports_float16": _BOOL,
     "supports_int8": _BOOL,
     "texture_spatial_limit": _INT,
+    "max_function_args": _INT,
 }
 
 
@@ -89,13 +90,20 @@ class TargetKind:
     name: str
     default_keys: tuple[str, ...]
     schema: Mapping[str, str]
+    #: values of attributes the target does not set (TVM's attribute defaults)
+    defaults: Mapping[str, Any] = field(default_factory=dict)
 
     def __str__(self) -> str:
         return self.name
 
 
-def _kind(name: str, keys: tuple[str, ...], own: Mapping[str, str]) -> TargetKind:
-    return TargetKind(name, keys, {**_COMMON, **own})
+def _kind(
+    name: str,
+    keys: tuple[str, ...],
+    own: Mapping[str, str],
+    defaults: Mapping[str, Any] | None = None,
+) -> TargetKind:
+    return TargetKind(name, keys, {**_COMMON, **own}, dict(defaults or {}))
 
 
 _KINDS: dict[str, TargetKind] = {
@@ -106,9 +114,10 @@ _KINDS: dict[str, TargetKind] = {
         _kind("cuda", ("cuda", "gpu"), _GPU),
         _kind("nvptx", ("cuda", "gpu"), _GPU),
         _kind("rocm", ("rocm", "gpu"), _GPU),
-        _kind("opencl", ("opencl", "gpu"), _GPU),
+        # kernels on OpenCL and Metal take a limited number of arguments
+        _kind("opencl", ("opencl", "gpu"), _GPU, {"max_function_args": 128}),
         _kind("vulkan", ("vulkan", "gpu"), _GPU),
-        _kind("metal", ("metal", "gpu"), _GPU),
+        _kind("metal", ("metal", "gpu"), _GPU, {"max_function_args": 31}),
         _kind("webgpu", ("webgpu", "gpu"), _GPU),
         _kind("hexagon", ("hexagon",), _CPU),
         _kind("ext_dev", ("ext_dev",), {}),
@@ -117,6 +126,9 @@ _KINDS: dict[str, TargetKind] = {
         # BYOC compilers TVM registers as target kinds, so that a Target can carry the
         # options of an external codegen: Target({"kind": "ccompiler", "header": ...})
         _kind("ccompiler", (), {"header": _STR}),
+        # TVM's example of a codegen reached through target hooks (tests of Collage
+        # and of external codegen name it)
+        _kind("example_target_hook", (), {"example_attribute": _INT}),
         _kind(
             "cutlass",
             (),
@@ -304,6 +316,13 @@ class Target:
     @property
     def libs(self) -> tuple[str, ...]:
         return tuple(self.attrs.get("libs", ()))
+
+    @property
+    def max_function_args(self) -> int:
+        """The most arguments a kernel may take on this target (0: no limit), as
+        ``relay.transform.SplitArgs`` takes it."""
+        default = self.kind.defaults.get("max_function_args", 0)
+        return int(self.attrs.get("max_function_args", default))
 
     @property
     def is_host(self) -> bool:

@@ -9,6 +9,11 @@ from .change_batch import ChangeBatch, change_batch
 from .combine_parallel import CombineParallelBatchMatmul, combine_parallel_batch_matmul
 from .combine_parallel_conv2d import CombineParallelConv2D, combine_parallel_conv2d
 from .combine_parallel_dense import CombineParallelDense, combine_parallel_dense
+from .compiler_functions import (
+    InlineCompilerFunctionsBoundTo,
+    MarkCompilerFunctionsAsExtern,
+    OutlineCompilerFunctionsWithExistingGlobalSymbols,
+)
 from .dead_code import DeadCodeElimination, dead_code_elimination
 from .defunctionalization import Defunctionalization
 from .defuse_ops import DefuseOps, defuse_ops
@@ -30,6 +35,7 @@ from .lambda_lift import LambdaLift, lambda_lift
 from .layout import AlterOpLayout, ConvertLayout, LayoutConfig
 from .lazy_gradient_init import LazyGradientInit, lazy_gradient_init
 from .legalize import Legalize
+from .manifest_lifetimes import ManifestLifetimes, manifest_lifetimes
 from .partial_eval import PartialEvaluate, partial_evaluate
 from .pass_infra import (
     FunctionPass,
@@ -48,6 +54,7 @@ from .pipeline import optimization_passes, optimization_pipeline, optimize
 from .remove_unused_functions import RemoveUnusedFunctions, remove_unused_functions
 from .simplify_expr import SimplifyExpr, simplify_expr
 from .simplify_inference import SimplifyInference, simplify_inference
+from .split_args import SplitArgs, split_args
 from .to_cps import to_cps, un_cps
 
 __all__ = [
@@ -117,6 +124,13 @@ __all__ = [
     "partial_evaluate",
     "defuse_ops",
     "DivToMul",
+    "ManifestLifetimes",
+    "manifest_lifetimes",
+    "InlineCompilerFunctionsBoundTo",
+    "MarkCompilerFunctionsAsExtern",
+    "OutlineCompilerFunctionsWithExistingGlobalSymbols",
+    "SplitArgs",
+    "split_args",
     "div_to_mul",
     "FlattenAtrousConv",
     "flatten_atrous_conv",

@@ -56,7 +56,9 @@ from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op, default_registry
 from relaykit.ir.types import TensorType, Type
 from relaykit.op.define import OpPattern
+from relaykit.target import Target
 
+from .fuse_args import ArgCounter, initial_args
 from .infer_type import InferType
 from .pass_infra import Pass, PassContext, PassInfo
 
@@ -230,6 +232,7 @@ class _Groups:
         self.pattern = list(g.pattern)
         self.size = [1] * n
         self.anchor = [p == _OUT_FUSABLE for p in g.pattern]
+        self.args = [initial_args(node) for node in g.nodes]
 
     def find(self, i: int) -> int:
         root = i
@@ -244,6 +247,7 @@ class _Groups:
         if c == p:
             return
         self.size[p] += self.size[c]
+        self.args[p] += self.args[c]
         self.up[c] = p
         if self.anchor[c]:
             self.anchor[p] = True
@@ -251,11 +255,12 @@ class _Groups:
 
 
 class _Partitioner:
-    def __init__(self, g: _Graph, max_depth: int) -> None:
+    def __init__(self, g: _Graph, max_depth: int, max_args: int = 0) -> None:
         self.g = g
         self.tree = _DomTree(g)
         self.groups = _Groups(g)
         self.max_depth = max_depth
+        self.args = ArgCounter(g, self.groups, max_args)
 
     def _path_ok(self, src: int, sink: int, cond: Any) -> bool:
         g, groups = self.g, self.groups
@@ -274,6 +279,10 @@ class _Partitioner:
 
     def _commit(self, src: int, sink: int) -> None:
         g, groups = self.g, self.groups
+        waiting = self.args.postpone
+        if waiting is not None:  # an input of the consumer is not counted yet
+            self.args.postponed.setdefault(waiting, []).append(src)
+            return
         target = sink
         seen: set[int] = set()
         stack = [src]
@@ -310,14 +319,29 @@ class _Partitioner:
     def _visit(self, i: int, phase: int) -> None:
         """Try to fuse node ``i`` into its post-dominator, by the rules of ``phase``."""
         groups, parent = self.groups, self.tree.parent[i]
+        self.args.postpone = None
+        self._resume(i)
         # The patterns of the nodes' own group records, as TVM reads them.
         if groups.pattern[i] == _OPAQUE or parent is None:
             return
         if self._count_with(i, parent) > self.max_depth:
             return
+        if self.args.too_many(i):
+            return
         cond = self._phase2_rule(i, parent) if phase == 2 else self._rule(i, parent, phase)
         if cond is not None and self._path_ok(i, parent, cond):
             self._commit(i, parent)
+
+    def _resume(self, i: int) -> None:
+        """Fuse the producers whose fusion into ``i`` waited for ``i``'s inputs to be
+        counted, when ``i``'s arguments now fit."""
+        waiting = self.args.postponed.pop(i, ())
+        for src in waiting:
+            if self.args.count(i, postpone=False) > self.args.limit(i):
+                continue
+            sink = self.tree.parent[src]
+            if sink is not None and not self.groups.anchor[sink]:
+                self._commit(src, sink)
 
     def _phase2_rule(self, i: int, parent: int) -> Any:
         """Phase 2: elementwise/injective nodes join a tuple that an injective
@@ -464,13 +488,16 @@ def _operands(e: Expr) -> list[Expr]:
     return []
 
 
-def fuse_ops(func: Function, opt_level: int = 2, max_depth: int = _DEFAULT_MAX_DEPTH) -> Function:
+def fuse_ops(
+    func: Function, opt_level: int = 2, max_depth: int = _DEFAULT_MAX_DEPTH, max_args: int = 0
+) -> Function:
     """``func`` (type-checked) with its operators grouped into ``Primitive`` functions
-    (see the module docstring); ``func`` itself when it is primitive or external."""
+    (see the module docstring); ``func`` itself when it is primitive or external.
+    ``max_args`` (0: no limit) bounds the kernel arguments of one function."""
     if _is_primitive(func):
         return func
     g = _Graph(func.body, func.params)
-    groups = _Partitioner(g, max_depth).run(opt_level)
+    groups = _Partitioner(g, max_depth, max_args).run(opt_level)
     body = _Rewriter(g, groups).run(func.body)
     if body is func.body:
         return func
@@ -480,7 +507,9 @@ def fuse_ops(func: Function, opt_level: int = 2, max_depth: int = _DEFAULT_MAX_D
 class FuseOps(Pass):
     """``relay.transform.FuseOps(fuse_opt_level=-1)``: TVM's operator fusion (see the module
     docstring). ``fuse_opt_level=-1`` takes the PassContext's opt_level; the PassContext
-    option ``"relay.FuseOps.max_depth"`` bounds the operators of one function (256)."""
+    option ``"relay.FuseOps.max_depth"`` bounds the operators of one function (256), and the
+    current target's ``max_function_args`` (``with Target("opencl"):``) its kernel
+    arguments (:mod:`.fuse_args`)."""
 
     def __init__(self, fuse_opt_level: int = -1) -> None:
         self.fuse_opt_level = int(fuse_opt_level)
@@ -489,11 +518,13 @@ class FuseOps(Pass):
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         level = ctx.opt_level if self.fuse_opt_level == -1 else self.fuse_opt_level
         depth = int(ctx.config.get(MAX_DEPTH_KEY) or _DEFAULT_MAX_DEPTH)
+        target = Target.current()
+        max_args = 0 if target is None else target.max_function_args
         mod = InferType()(mod)
         out = mod.copy()
         changed = False
         for gv, fn in mod.items():
-            new = fuse_ops(fn, level, depth)
+            new = fuse_ops(fn, level, depth, max_args)
             if new is not fn:
                 out[gv] = new
                 changed = True

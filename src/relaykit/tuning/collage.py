@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,10 +22,13 @@ from relaykit.byoc.choose import normalize_targets
 from relaykit.byoc.merge_composite import MergeComposite
 from relaykit.byoc.pins import HOST
 from relaykit.byoc.pipeline import optimize_for, partition_for, patterns_for
+from relaykit.byoc.rules import check_op
 from relaykit.errors import PlacementError
 from relaykit.execution.build_module import build
-from relaykit.ir.expr import Function
+from relaykit.ir.expr import Call, Function
 from relaykit.ir.module import IRModule
+from relaykit.op.contrib import get_pattern_table
+from relaykit.target import Target, list_kinds
 from relaykit.transform.infer_type import InferType
 from relaykit.transform.pass_infra import ModulePass, Pass, PassContext, Sequential
 
@@ -33,6 +36,8 @@ from .apply import apply_placement
 from .cost import CostSource, MeasuredCost, Progress, host_name
 from .log import TuningLog
 from .search import Measured, Placement, measure_runs, refine
+from .subgraph_rules import DEFAULT_FUSION_STYLES, FUSION_STYLES
+from .subgraph_search import Spec, collage_partition
 from .units import UnitGraph, unit_graph
 
 __all__ = [
@@ -42,6 +47,7 @@ __all__ = [
     "build_with_log",
     "check_placement_targets",
     "CollagePartition",
+    "collage_specs",
     "MAX_UNITS_KEY",
     "HOST_MAX_UNITS_KEY",
     "TUNING_LOG_KEY",
@@ -51,6 +57,7 @@ __all__ = [
 MAX_UNITS_KEY = "relay.collage.byoc_max_depth"
 HOST_MAX_UNITS_KEY = "relay.collage.tvm_max_depth"
 TUNING_LOG_KEY = "relay.collage.tuning_log"
+FUSION_STYLE_KEY = "relay.collage.byoc_fusion_style"
 
 
 @dataclass(frozen=True)
@@ -238,16 +245,89 @@ def _config_targets(config: Any) -> list[str]:
     return out
 
 
-def CollagePartition(config: Any, cost_estimator: CostSource | None = None) -> Pass:
+#: ``pattern_table(name)``: the pattern table of an external codegen, or None.
+PatternTables = Callable[[str], Any]
+
+
+def _is_compiler(name: str) -> bool:
+    """Whether target kind ``name`` is a compiler (``llvm``, ``cuda``...) rather than an
+    external codegen (``ccompiler``, a backend...)."""
+    return name in list_kinds() and bool(Target(name).keys)
+
+
+def _fusion_styles(entries: Any) -> dict[str, str]:
+    styles = dict(DEFAULT_FUSION_STYLES)
+    for entry in entries or ():
+        compiler, dot, style = str(entry).partition(".")
+        if not dot or style not in FUSION_STYLES:
+            raise PlacementError(
+                f"relay.collage.byoc_fusion_style entry {str(entry)!r} is not "
+                f"'<compiler>.<style>' with a style among {sorted(FUSION_STYLES)}"
+            )
+        styles[compiler] = style
+    return styles
+
+
+def collage_specs(
+    config: Any, pattern_table: PatternTables | None = None, fusion_styles: Any = None
+) -> list[Spec]:
+    """The specs Collage's search gathers from ``config``: one per target (a compiler
+    kind, or an external codegen with its pattern table or, lacking one, its backend's
+    rules, unioned by its fusion style: ``fusion_styles`` holds TVM's
+    ``"<compiler>.<NoFusion|TVMFusion|ArbitraryFusion>"`` entries), then the host's."""
+    lookup = pattern_table if pattern_table is not None else get_pattern_table
+    styles = _fusion_styles(fusion_styles)
+    specs = []
+    for name in dict.fromkeys(_config_targets(config)):
+        if _is_compiler(name):
+            specs.append(Spec(name, external=False))
+            continue
+        table = lookup(name)
+        backend = find_backend(name)
+        if table is None and backend is None:
+            raise PlacementError(
+                f"target {name!r} has no pattern table and no backend: register one with "
+                "relay.op.contrib.register_pattern_table or name a known backend"
+            )
+
+        def accepts(call: Call, name: str = name) -> bool:
+            return check_op(call, name).accepted
+
+        fusion = FUSION_STYLES[styles.get(name, "ArbitraryFusion")]
+        rules = accepts if backend is not None else None
+        specs.append(Spec(name, True, table, rules, fusion=fusion))
+    host = getattr(getattr(config, "host_target", None), "kind", None)
+    specs.append(Spec(str(getattr(host, "name", "llvm")), external=False, host=True))
+    return specs
+
+
+def CollagePartition(
+    config: Any,
+    cost_estimator: CostSource | None = None,
+    pattern_table: PatternTables | None = None,
+) -> Pass:
     """TVM's ``relay.transform.CollagePartition(config, cost_estimator=None)``: a module
-    pass placing ``main`` by :func:`place` on the targets of ``config`` (a compilation
-    config, or a list of targets; the host's names are the host). Depths and the tuning
-    log come from the ``PassContext`` config (``relay.collage.byoc_max_depth``,
-    ``relay.collage.tvm_max_depth``, ``relay.collage.tuning_log``)."""
+    pass placing ``main`` on the targets of ``config`` (a compilation config, or a list of
+    targets; the host's names are the host). Depths and the tuning log come from the
+    ``PassContext`` config (``relay.collage.byoc_max_depth``,
+    ``relay.collage.tvm_max_depth``, ``relay.collage.tuning_log``).
+
+    With an estimator answering ``estimate(mod, target)`` (TVM's interface, as
+    ``MockCostEstimator`` does) this is TVM's search over sub-graphs
+    (:mod:`.subgraph_search`): functions ``collage_<target>_<ops>``; otherwise the
+    placement is measured by :func:`place`."""
     targets = _config_targets(config)
 
     def run(mod: IRModule, ctx: PassContext) -> IRModule:
         cfg = ctx.config
+        if cost_estimator is not None and hasattr(cost_estimator, "estimate"):
+            return collage_partition(
+                mod,
+                collage_specs(config, pattern_table, cfg.get(FUSION_STYLE_KEY)),
+                cost_estimator,  # type: ignore[arg-type]
+                tvm_depth=int(cfg.get(HOST_MAX_UNITS_KEY, 3)),
+                byoc_depth=int(cfg.get(MAX_UNITS_KEY, 3)),
+            )
         result = place(
             mod,
             targets,

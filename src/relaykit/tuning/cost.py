@@ -22,8 +22,11 @@ from relaykit._version import __version__
 from relaykit.backends import get_backend
 from relaykit.byoc.pins import HOST
 from relaykit.errors import PlacementError
+from relaykit.ir.expr import Call
+from relaykit.ir.functor import post_order
 from relaykit.ir.json_save import save_json
 from relaykit.ir.module import IRModule
+from relaykit.ir.op import Op
 from relaykit.runtime.threads import resolve_num_threads
 
 from .candidates import Candidate
@@ -77,6 +80,29 @@ class MockCostEstimator:
 
     def boundary(self, candidate: Candidate, target: str) -> float:
         return 0.0
+
+    def estimate(self, mod: IRModule, target: Any) -> float:
+        """TVM's estimate of a module cut out by Collage's search: each operator call of
+        each function costs the target's number, times 0.9 for every call before it in
+        the same function (the benefit of fusing them)."""
+        self.estimates += 1
+        if self.max_estimates and self.estimates > self.max_estimates:
+            raise PlacementError(
+                f"more than {self.max_estimates} distinct candidates were estimated"
+            )
+        name = str(getattr(getattr(target, "kind", None), "name", target))
+        op_cost = self.target_cost(name)
+        total = 0.0
+        for _, fn in mod.items():
+            calls = sum(
+                1 for n in post_order(fn.body) if isinstance(n, Call) and isinstance(n.op, Op)
+            )
+            total += sum(op_cost * FUSION_BENEFIT**k for k in range(calls))
+        return total
+
+
+#: How much cheaper each further operator call of one function is in ``estimate``.
+FUSION_BENEFIT = 0.9
 
 
 class CallableCost:

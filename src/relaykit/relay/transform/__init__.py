@@ -11,8 +11,10 @@ facade module is where the two meet.
 True
 """
 
+import sys
 from typing import Any
 
+import relaykit.relay.op.contrib  # the module pattern tables are read from (by name)
 import relaykit.transform
 from relaykit.byoc import (
     AnnotateTarget,
@@ -30,9 +32,23 @@ from relaykit.transform.layout import AlterOpLayout
 from relaykit.transform.legalize import CanonicalizeOps, Legalize
 from relaykit.transform.mixed_precision import ToMixedPrecision
 from relaykit.transform.simplify_expr import SimplifyExpr
-from relaykit.tuning import CollagePartition
+from relaykit.tuning import CollagePartition as _collage_partition
 
 from . import mixed_precision
+
+_CONTRIB = "relaykit.relay.op.contrib"
+
+
+def CollagePartition(config: Any, cost_estimator: Any = None) -> relaykit.transform.Pass:
+    """TVM's ``relay.transform.CollagePartition`` (:func:`relaykit.tuning.CollagePartition`):
+    external codegens' pattern tables are looked up through ``relay.op.contrib``
+    when the pass runs, as TVM does."""
+
+    def pattern_table(name: str) -> Any:
+        # the facade module, so that a table patched or registered there is seen
+        return sys.modules[_CONTRIB].get_pattern_table(name)
+
+    return _collage_partition(config, cost_estimator, pattern_table)
 
 
 def BackwardFoldScaleAxis() -> FoldScaleAxis:
