@@ -9,11 +9,11 @@ The implementation is :mod:`relaykit.target.target` (TVM's module path);
 
 from . import codegen, target
 from .compilation_config import CompilationConfig, make_compilation_config
+from .virtual_device import VirtualDevice
 from .target import (
     HOST_KINDS,
     Target,
     TargetKind,
-    VirtualDevice,
     arm_cpu,
     cuda,
     list_kinds,
