@@ -500,7 +500,7 @@ class Function(Expr):
     ret_type: Type | None = data_field(optional=True)
     type_params: tuple[Any, ...] = data_field(compare=False)
     attrs: Attrs = data_field()
-    virtual_device_: VirtualDevice = data_field(keyword="virtual_device")
+    virtual_device_: VirtualDevice = data_field(keyword="virtual_device", compare=False)
 
     def __init__(
         self,

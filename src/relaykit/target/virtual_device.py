@@ -157,9 +157,9 @@ class VirtualDevice:
 
     @property
     def is_fully_constrained(self) -> bool:
-        """The device type, id and target are fixed (the memory scope may stay open)."""
-        return self.device_type_int != -1 and self.virtual_device_id != -1 and (
-            self.target is not None
+        """The id, target and memory scope are all fixed (the target fixes the type)."""
+        return self.target is not None and self.virtual_device_id != -1 and bool(
+            self.memory_scope
         )
 
     def __bool__(self) -> bool:

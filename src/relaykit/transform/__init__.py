@@ -31,6 +31,7 @@ from .layout import AlterOpLayout, ConvertLayout, LayoutConfig
 from .lazy_gradient_init import LazyGradientInit, lazy_gradient_init
 from .legalize import Legalize
 from .partial_eval import PartialEvaluate, partial_evaluate
+from .plan_devices import PlanDevices, plan_devices
 from .pass_infra import (
     FunctionPass,
     ModulePass,
@@ -44,6 +45,7 @@ from .pass_infra import (
     module_pass,
     pass_instrument,
 )
+from .device_map import recover_virtual_device_map
 from .pipeline import optimization_passes, optimization_pipeline, optimize
 from .remove_unused_functions import RemoveUnusedFunctions, remove_unused_functions
 from .simplify_expr import SimplifyExpr, simplify_expr
@@ -51,6 +53,9 @@ from .simplify_inference import SimplifyInference, simplify_inference
 from .to_cps import to_cps, un_cps
 
 __all__ = [
+    "PlanDevices",
+    "plan_devices",
+    "recover_virtual_device_map",
     "FakeQuantizationToInteger",
     "fake_quantization_to_integer",
     "DynamicToStatic",

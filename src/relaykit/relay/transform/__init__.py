@@ -35,6 +35,12 @@ from relaykit.tuning import CollagePartition
 from . import mixed_precision
 
 
+def RecoverVirtualDeviceMap(mod: Any, expr: Any) -> dict[Any, Any]:
+    """TVM's ``relay.transform.RecoverVirtualDeviceMap(mod, expr)`` (a global function
+    there): the planned virtual device of each sub-expression of ``expr``."""
+    return relaykit.transform.recover_virtual_device_map(mod, expr)
+
+
 def BackwardFoldScaleAxis() -> FoldScaleAxis:
     """TVM's backward half of ``FoldScaleAxis`` (scales after a layer)."""
     return FoldScaleAxis("backward")
@@ -55,6 +61,7 @@ __all__ = [
     "CapturePostDfsIndexInSpans",
     "BackwardFoldScaleAxis",
     "ForwardFoldScaleAxis",
+    "RecoverVirtualDeviceMap",
     "AnnotateSpans",
     "FuseOps",
     "Legalize",
