@@ -20,8 +20,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-
-
 from relaykit.ir.adt import GlobalTypeVar, TypeCall
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.expr import Call, Constant, Expr
@@ -110,7 +108,11 @@ register_stateful("memory.kill", True)
 
 
 def alloc_storage(
-    size: Expr, shape: Expr, alignment: Expr, virtual_device: Any = None, dtype_hint: str = "float32"
+    size: Expr,
+    shape: Expr,
+    alignment: Expr,
+    virtual_device: Any = None,
+    dtype_hint: str = "float32",
 ) -> Call:
     """``memory.alloc_storage``: ``size`` bytes aligned to ``alignment`` on ``virtual_device``."""
     vd = FULLY_UNCONSTRAINED if virtual_device is None else as_virtual_device(virtual_device)
@@ -146,6 +148,3 @@ def alloc_tensor(
 def kill(x: Expr) -> Call:
     """``memory.kill``: release ``x``."""
     return make_call("memory.kill", [x])
-
-
-

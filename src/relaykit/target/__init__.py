@@ -9,7 +9,6 @@ The implementation is :mod:`relaykit.target.target` (TVM's module path);
 
 from . import codegen, target
 from .compilation_config import CompilationConfig, make_compilation_config
-from .virtual_device import VirtualDevice
 from .target import (
     HOST_KINDS,
     Target,
@@ -20,6 +19,7 @@ from .target import (
     mali,
     rocm,
 )
+from .virtual_device import VirtualDevice
 
 __all__ = [
     "Target", "TargetKind", "VirtualDevice", "list_kinds", "HOST_KINDS",

@@ -75,7 +75,9 @@ class CompilationConfig:
         for t in self.primitive_targets:
             if device_type_of_target(t) == device_type:
                 return t
-        kinds = ", ".join(f"{t.kind.name} ({device_type_of_target(t)})" for t in self.primitive_targets)
+        kinds = ", ".join(
+            f"{t.kind.name} ({device_type_of_target(t)})" for t in self.primitive_targets
+        )
         raise ArgumentError(
             f"no target of the build runs on device type {device_type}; the targets are "
             f"{kinds}: add a target for that device, or place the value elsewhere"

@@ -158,9 +158,7 @@ class VirtualDevice:
     @property
     def is_fully_constrained(self) -> bool:
         """The id, target and memory scope are all fixed (the target fixes the type)."""
-        return self.target is not None and self.virtual_device_id != -1 and bool(
-            self.memory_scope
-        )
+        return self.target is not None and self.virtual_device_id != -1 and bool(self.memory_scope)
 
     def __bool__(self) -> bool:
         return not self.is_fully_unconstrained

@@ -172,8 +172,9 @@ class _Parser(AdtSyntax):
     def new_var(self, tok: Token, ty: Type | None, virtual_device: Any = None) -> Var:
         if virtual_device is not None and not isinstance(virtual_device, VirtualDevice):
             raise self.error(
-                tok, f"the virtual device of {tok[1]} must be meta[VirtualDevice][i], "
-                f"got {virtual_device!r}"
+                tok,
+                f"the virtual device of {tok[1]} must be meta[VirtualDevice][i], "
+                f"got {virtual_device!r}",
             )
         return Var(tok[1][1:], ty, span=self.token_span(tok), virtual_device=virtual_device)
 
@@ -447,7 +448,12 @@ class _Parser(AdtSyntax):
         try:
             params, attrs, vd = _placement_attrs(params, attrs)
             return Function(
-                params, body, ret, attrs=attrs or None, span=self.span_from(start), virtual_device=vd
+                params,
+                body,
+                ret,
+                attrs=attrs or None,
+                span=self.span_from(start),
+                virtual_device=vd,
             )
         except IRError as err:
             raise self.error(start, str(err)) from None

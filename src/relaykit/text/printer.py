@@ -56,9 +56,9 @@ from relaykit.ir.functor import post_order
 from relaykit.ir.hooks import install_printer
 from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op
-from relaykit.target import VirtualDevice
 from relaykit.ir.ref import RefCreate, RefRead, RefWrite
 from relaykit.ir.types import Type
+from relaykit.target import VirtualDevice
 
 from .literals import attr_text, scalar_text
 from .metadata import dump_metadata

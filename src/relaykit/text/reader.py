@@ -252,8 +252,9 @@ class TokenReader:
             key = self.next()
             if key[0] != "IDENT" or key[1] != "virtual_device":
                 raise self.error(
-                    key, f"expected virtual_device=... but found {describe(key)} (a variable's "
-                    "only attribute is its virtual device)"
+                    key,
+                    f"expected virtual_device=... but found {describe(key)} (a variable's "
+                    "only attribute is its virtual device)",
                 )
             self.expect("=", " after virtual_device")
             attrs[key[1]] = self.attr_value()

@@ -12,6 +12,7 @@ from .combine_parallel_dense import CombineParallelDense, combine_parallel_dense
 from .dead_code import DeadCodeElimination, dead_code_elimination
 from .defunctionalization import Defunctionalization
 from .defuse_ops import DefuseOps, defuse_ops
+from .device_map import recover_virtual_device_map
 from .div_to_mul import DivToMul, div_to_mul
 from .dynamic_to_static import DynamicToStatic, dynamic_to_static
 from .eliminate_common_subexpr import EliminateCommonSubexpr, eliminate_common_subexpr
@@ -31,7 +32,6 @@ from .layout import AlterOpLayout, ConvertLayout, LayoutConfig
 from .lazy_gradient_init import LazyGradientInit, lazy_gradient_init
 from .legalize import Legalize
 from .partial_eval import PartialEvaluate, partial_evaluate
-from .plan_devices import PlanDevices, plan_devices
 from .pass_infra import (
     FunctionPass,
     ModulePass,
@@ -45,8 +45,8 @@ from .pass_infra import (
     module_pass,
     pass_instrument,
 )
-from .device_map import recover_virtual_device_map
 from .pipeline import optimization_passes, optimization_pipeline, optimize
+from .plan_devices import PlanDevices, plan_devices
 from .remove_unused_functions import RemoveUnusedFunctions, remove_unused_functions
 from .simplify_expr import SimplifyExpr, simplify_expr
 from .simplify_inference import SimplifyInference, simplify_inference

@@ -25,13 +25,15 @@ fixed to the build's host device.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from relaykit.errors import DevicePlanningError
 from relaykit.ir.adt import Constructor
-from relaykit.ir.expr import Call, Expr, GlobalVar
+from relaykit.ir.expr import Call, Expr, Function, GlobalVar
+from relaykit.ir.fields import CHILDREN_OF
 from relaykit.ir.hooks import has_printer as printer_hook_installed
 from relaykit.ir.hooks import printer_hook
+from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op
 from relaykit.ir.types import FuncType, Type
 from relaykit.target import CompilationConfig, VirtualDevice
@@ -41,7 +43,52 @@ from relaykit.target.virtual_device import (
     join_virtual_devices,
 )
 
-__all__ = ["DeviceDomain", "DeviceDomains", "on_device_props", "device_copy_props"]
+__all__ = [
+    "DeviceDomain",
+    "DeviceDomains",
+    "on_device_props",
+    "device_copy_props",
+    "is_primitive",
+    "optimizable_functions",
+    "walk_outside_primitives",
+    "describe_expr",
+]
+
+
+def is_primitive(fn: Function) -> bool:
+    return bool(fn.attrs.get("Primitive", 0))
+
+
+def optimizable_functions(mod: IRModule) -> Iterator[tuple[GlobalVar, Function]]:
+    """The module's Relay functions that device planning looks into (not those for an
+    external compiler)."""
+    for gv, fn in mod.functions.items():
+        if not isinstance(fn, Function):
+            continue
+        if fn.attrs.get("Compiler") or fn.attrs.get("Extern") or fn.attrs.get("SkipOptimization"):
+            continue
+        yield gv, fn
+
+
+def walk_outside_primitives(root: Expr) -> Iterator[Expr]:
+    """Every node under ``root`` once, children first, not entering primitive functions."""
+    seen: set[int] = set()
+    stack: list[tuple[Expr, bool]] = [(root, False)]
+    keep: list[Expr] = []
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            yield node
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        keep.append(node)
+        stack.append((node, True))
+        if type(node) is Function and is_primitive(node):
+            stack.extend((p, False) for p in reversed(node.params))
+            continue
+        stack.extend((c, False) for c in reversed(CHILDREN_OF[type(node)](node)))
 
 
 class DeviceDomain:

@@ -277,9 +277,7 @@ PLACEMENT_OPS = frozenset({"on_device", "device_copy"})
 def _placed_constant(e: Expr) -> Expr | None:
     """``e`` when it is a constant or tuple, the constant inside ``on_device`` wrappers,
     else None."""
-    while (
-        type(e) is Call and type(e.op) is Op and e.op.name == "on_device" and len(e.args) == 1
-    ):
+    while type(e) is Call and type(e.op) is Op and e.op.name == "on_device" and len(e.args) == 1:
         e = e.args[0]
     return e if type(e) is Constant or type(e) is Tuple else None
 
