@@ -391,10 +391,10 @@ class Var(Expr):
         _set(self, "span", span)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name == "virtual_device_":  # TVM scripts assign it; see set_virtual_device
+        if name == "virtual_device_":  # TVM scripts assign it (the one mutable field)
             _set(self, name, as_virtual_device_field(value, f"%{self.name_hint}"))
             return
-        super().__setattr__(name, value)
+        Expr.__setattr__(self, name, value)
 
     def virtual_device(self) -> VirtualDevice:
         """Where the variable's value lives (fully unconstrained when unknown)."""
@@ -528,10 +528,10 @@ class Function(Expr):
         _set(self, "span", span)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name == "virtual_device_":  # TVM scripts assign it; see set_virtual_device
+        if name == "virtual_device_":  # TVM scripts assign it (the one mutable field)
             _set(self, name, as_virtual_device_field(value, "a function"))
             return
-        super().__setattr__(name, value)
+        Expr.__setattr__(self, name, value)
 
     def virtual_device(self) -> VirtualDevice:
         """Where the function's result lives (fully unconstrained when unknown)."""

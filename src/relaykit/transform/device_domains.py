@@ -429,14 +429,29 @@ def _short(vd: VirtualDevice) -> str:
     return " ".join(parts)
 
 
-def describe_expr(expr: Expr, width: int = 100) -> str:
-    """A one-line description of ``expr`` for messages: its kind and printed text."""
+def describe_expr(expr: Expr, width: int = 80) -> str:
+    """A short description of ``expr`` for messages: ``the call of @f``, ``%x``, or its
+    kind and the start of its text (with where it came from, when the text had a span)."""
+    where = f" (at {expr.span})" if getattr(expr, "span", None) is not None else ""
+    if isinstance(expr, Call):
+        op = expr.op
+        if isinstance(op, Op):
+            name = op.name
+        elif isinstance(op, GlobalVar):
+            name = f"@{op.name_hint}"
+        else:
+            name = "a local function"
+        return f"the call of {name}{where}"
+    if isinstance(expr, GlobalVar):
+        return f"@{expr.name_hint}"
+    if type(expr).__name__ == "Var":
+        return f"%{getattr(expr, 'name_hint', '')}{where}"
     if printer_hook_installed():
         text = " ".join(printer_hook().astext(expr, show_meta_data=False).split())
         if len(text) > width:
             text = text[: width - 3] + "..."
-        return f"{type(expr).__name__} `{text}`"
-    return type(expr).__name__
+        return f"{type(expr).__name__} `{text}`{where}"
+    return f"a {type(expr).__name__}{where}"
 
 
 def _checked_type(expr: Expr) -> Type | None:
