@@ -188,7 +188,9 @@ def test_primitive_function_bodies_are_not_planned():
     mod = _parse(
         """
         def @main(%d: Tensor[(3), float32]) {
-          %0 = fn (%a, Primitive=1) { on_device(negative(%a), virtual_device=meta[VirtualDevice][0]) };
+          %0 = fn (%a, Primitive=1) {
+            on_device(negative(%a), virtual_device=meta[VirtualDevice][0])
+          };
           %0(%d)
         }"""
     )
