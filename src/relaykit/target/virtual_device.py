@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from relaykit.errors import ArgumentError
+from relaykit.errors import ArgumentError, ImmutableError
 
 from .target import Target
 
@@ -133,7 +133,7 @@ class VirtualDevice:
         return vd
 
     def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError("a VirtualDevice is a value: make a new one instead")
+        raise ImmutableError("a VirtualDevice is a value: make a new one instead")
 
     @property
     def device_type(self) -> int:

@@ -40,6 +40,7 @@ from relaykit.ir.expr import (
     Tuple,
     TupleGetItem,
     Var,
+    checked_type_or_none,
 )
 from relaykit.ir.fields import CHILDREN_OF
 from relaykit.ir.module import IRModule
@@ -94,11 +95,13 @@ def _function(node: Function, d: DeviceDomains) -> None:
     fd = d.domain_for(node)
     d.unify_expr(node.body, fd.result)
     if node.virtual_device_:
-        d.unify_expr(node.body, d.for_virtual_device(node.body._checked_type, node.virtual_device_))
+        d.unify_expr(
+            node.body, d.for_virtual_device(checked_type_or_none(node.body), node.virtual_device_)
+        )
     for i, p in enumerate(node.params):
         d.unify_expr(p, d.lookup(fd).param(i))
         if p.virtual_device_:
-            d.unify_expr(p, d.for_virtual_device(p._checked_type, p.virtual_device_))
+            d.unify_expr(p, d.for_virtual_device(checked_type_or_none(p), p.virtual_device_))
 
 
 def _tuple(node: Tuple, d: DeviceDomains) -> None:

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from relaykit.errors import DevicePlanningError
 from relaykit.ir.adt import Constructor
-from relaykit.ir.expr import Call, Expr, Function, GlobalVar
+from relaykit.ir.expr import Call, Expr, Function, GlobalVar, checked_type_or_none
 from relaykit.ir.fields import CHILDREN_OF
 from relaykit.ir.hooks import has_printer as printer_hook_installed
 from relaykit.ir.hooks import printer_hook
@@ -455,4 +455,4 @@ def describe_expr(expr: Expr, width: int = 80) -> str:
 
 
 def _checked_type(expr: Expr) -> Type | None:
-    return expr._checked_type
+    return checked_type_or_none(expr)

@@ -38,7 +38,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from relaykit.errors import DevicePlanningError
-from relaykit.ir.expr import Call, Expr, Function, GlobalVar, Let, TupleGetItem
+from relaykit.ir.expr import (
+    Call,
+    Expr,
+    Function,
+    GlobalVar,
+    Let,
+    TupleGetItem,
+    checked_type_or_none,
+)
 from relaykit.ir.fields import CHILDREN_OF
 from relaykit.ir.functor import rebuild
 from relaykit.ir.module import IRModule
@@ -199,9 +207,11 @@ def _type_in(mod: IRModule) -> Callable[[Expr], Type | None]:
             try:
                 fn = mod[expr.name_hint]
             except (KeyError, ValueError, LookupError):
-                return expr._checked_type
-            return fn._checked_type if isinstance(fn, Function) else expr._checked_type
-        return expr._checked_type
+                return checked_type_or_none(expr)
+            return (
+                checked_type_or_none(fn) if isinstance(fn, Function) else checked_type_or_none(expr)
+            )
+        return checked_type_or_none(expr)
 
     return type_of
 
