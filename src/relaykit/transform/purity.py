@@ -78,7 +78,7 @@ class Purity:
     def analyse(self, root: Expr) -> list[Let]:
         """Analyse every node under ``root`` (children first); the lets met, in order."""
         ev = self.ev
-        lets = [n for n in post_order(root, skip=lambda n: n in ev) if type(n) is Let]
+        lets = [n for n in post_order(root, skip=lambda n: n in ev) if isinstance(n, Let)]
         value_of: dict[int, Let] = {}
         for let in lets:
             self.var_call.setdefault(let.var, False)  # a recursive function: pure meanwhile
@@ -87,9 +87,9 @@ class Purity:
             if type(node) is Clause:
                 continue
             ev[node], self.call[node] = self._node(node)
-            let = value_of.get(id(node))
-            if let is not None:  # uses of the variable come later, in the let's body
-                self.var_call[let.var] = self.call[node]
+            binder = value_of.get(id(node))
+            if binder is not None:  # uses of the variable come later, in the let's body
+                self.var_call[binder.var] = self.call[node]
         return lets
 
     def _node(self, node: Expr) -> tuple[bool, bool]:  # noqa: PLR0911 - one case per kind
