@@ -12,7 +12,7 @@ it collects: two virtual devices *join* when every field they both fix agrees.
 >>> joined = join_virtual_devices(a, b)
 >>> joined.device_type, joined.target.kind.name, joined.memory_scope
 (1, 'llvm', 'global')
->>> join_virtual_devices(a, VirtualDevice(memory_scope="texture")) is None
+>>> join_virtual_devices(joined, VirtualDevice(memory_scope="texture")) is None
 True
 >>> VirtualDevice().is_fully_unconstrained
 True

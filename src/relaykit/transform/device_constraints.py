@@ -15,7 +15,7 @@ variable to its let's device.
 >>> from relaykit import relay
 >>> x = relay.var("x", shape=(2,))
 >>> mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([x], x + x)))
->>> domains = DeviceDomains(tvm.target.make_compilation_config(None, ["llvm"]))
+>>> domains = DeviceDomains(tvm.target.make_compilation_config(None, ["llvm"]), mod)
 >>> collect_constraints(mod, domains)
 >>> apply_defaults(mod, domains)
 >>> domains.result_virtual_device(domains.domain_for(mod["main"])).device_type

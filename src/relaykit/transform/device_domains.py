@@ -150,10 +150,13 @@ class DeviceDomains:
     """The domains of one module's expressions and the union-find over them."""
 
     def __init__(
-        self, config: CompilationConfig, type_of: Callable[[Expr], Type | None] | None = None
+        self,
+        config: CompilationConfig,
+        mod: IRModule | None = None,
+        type_of: Callable[[Expr], Type | None] | None = None,
     ) -> None:
         self.config = config
-        self._type_of = type_of or _checked_type
+        self._type_of = type_of or _types_in(mod)
         self._equiv: dict[int, DeviceDomain] = {}  # id(domain) -> a domain it was unified into
         self._keep: list[DeviceDomain] = []  # keeps unified-away domains alive (ids stay unique)
         self._fixed: dict[VirtualDevice, DeviceDomain] = {}
@@ -454,5 +457,17 @@ def describe_expr(expr: Expr, width: int = 80) -> str:
     return f"a {type(expr).__name__}{where}"
 
 
-def _checked_type(expr: Expr) -> Type | None:
-    return checked_type_or_none(expr)
+def _types_in(mod: IRModule | None) -> Callable[[Expr], Type | None]:
+    """Checked types, a global's being its function's in ``mod``."""
+
+    def type_of(expr: Expr) -> Type | None:
+        if isinstance(expr, GlobalVar) and mod is not None:
+            try:
+                fn = mod[expr.name_hint]
+            except (KeyError, LookupError, ValueError):
+                return checked_type_or_none(expr)
+            if isinstance(fn, Function):
+                return checked_type_or_none(fn)
+        return checked_type_or_none(expr)
+
+    return type_of

@@ -42,15 +42,12 @@ from relaykit.ir.expr import (
     Call,
     Expr,
     Function,
-    GlobalVar,
     Let,
     TupleGetItem,
-    checked_type_or_none,
 )
 from relaykit.ir.fields import CHILDREN_OF
 from relaykit.ir.functor import rebuild
 from relaykit.ir.module import IRModule
-from relaykit.ir.types import Type
 from relaykit.op.device import device_copy, on_device
 from relaykit.target import CompilationConfig, VirtualDevice
 from relaykit.target.virtual_device import FULLY_UNCONSTRAINED, join_virtual_devices
@@ -199,23 +196,6 @@ class _Conflicts:
         return _rebuild_all(fn, step)
 
 
-def _type_in(mod: IRModule) -> Callable[[Expr], Type | None]:
-    """Checked types, a global's being its function's."""
-
-    def type_of(expr: Expr) -> Type | None:
-        if type(expr) is GlobalVar:
-            try:
-                fn = mod[expr.name_hint]
-            except (KeyError, ValueError, LookupError):
-                return checked_type_or_none(expr)
-            return (
-                checked_type_or_none(fn) if isinstance(fn, Function) else checked_type_or_none(expr)
-            )
-        return checked_type_or_none(expr)
-
-    return type_of
-
-
 # -- the pass ---------------------------------------------------------------------------------
 def _each_function(mod: IRModule, fn: object) -> IRModule:
     out = mod.copy()
@@ -236,7 +216,7 @@ def plan_devices(mod: IRModule, config: CompilationConfig) -> IRModule:
     conflicts.finish()
     mod = _each_function(mod, conflicts.rewrite)
     mod = InferType()(mod)
-    domains = DeviceDomains(config, _type_in(mod))
+    domains = DeviceDomains(config, mod)
     collect_constraints(mod, domains)
     apply_defaults(mod, domains)
     capture = DeviceCapture(domains)
