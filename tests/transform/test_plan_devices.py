@@ -268,3 +268,33 @@ def test_shape_operands_stay_on_the_host():
     shape_arg = got["main"].body.args[1]
     assert shape_arg.op.name == "on_device" and shape_arg.attrs.virtual_device == host
     assert got["main"].params[0].virtual_device_ == GPU
+
+
+def test_a_free_on_device_lets_devices_flow_and_allows_a_copy():
+    got = _plan(
+        _parse(
+            """
+        def @on_b(%x {virtual_device=meta[VirtualDevice][3]}: Tensor[(3), float32],
+                  virtual_device=meta[VirtualDevice][3]) -> Tensor[(3), float32] {
+          %x
+        }
+        def @main(%a: Tensor[(3), float32],
+                  %b {virtual_device=meta[VirtualDevice][2]}: Tensor[(3), float32],
+                  virtual_device=meta[VirtualDevice][3]) {
+          %0 = @on_b(on_device(%a, virtual_device=meta[VirtualDevice][0], constrain_body=False));
+          %1 = @on_b(on_device(%b, virtual_device=meta[VirtualDevice][0], constrain_body=False));
+          add(%0, %1)
+        }"""
+        ),
+        _config(("llvm",), 1),
+    )
+    main = got["main"]
+    assert main.params[0].virtual_device_ == SCOPE_B  # %a took @on_b's scope: no copy
+    assert main.params[1].virtual_device_ == SCOPE_A
+    second = main.body.args[1].args[0]
+    assert second.op.name == "device_copy"
+    assert (second.attrs.src_virtual_device, second.attrs.dst_virtual_device) == (
+        SCOPE_A,
+        SCOPE_B,
+    )
+    assert main.body.args[0].args[0] is main.params[0]

@@ -159,6 +159,8 @@ class DeviceDomains:
         self._type_of = type_of or _types_in(mod)
         self._equiv: dict[int, DeviceDomain] = {}  # id(domain) -> a domain it was unified into
         self._keep: list[DeviceDomain] = []  # keeps unified-away domains alive (ids stay unique)
+        # while a unification may be undone: (key, previous value or None) of each write
+        self._journal: list[tuple[int, DeviceDomain | None]] | None = None
         self._fixed: dict[VirtualDevice, DeviceDomain] = {}
         self._expr: dict[object, DeviceDomain] = {}
         self._callee: dict[int, DeviceDomain] = {}
@@ -200,7 +202,7 @@ class DeviceDomains:
             root = self._equiv[id(root)]
         while domain is not root:  # path compression
             nxt = self._equiv[id(domain)]
-            self._equiv[id(domain)] = root
+            self._set(id(domain), root)
             domain = nxt
         return root
 
@@ -237,7 +239,7 @@ class DeviceDomains:
             return None
         for d in (lhs, rhs):
             if d is not joined:
-                self._equiv[id(d)] = joined
+                self._set(id(d), joined)
                 self._keep.append(d)
         return joined
 
@@ -251,11 +253,10 @@ class DeviceDomains:
             self.unify_collapsed(first, d) for d in other.args_and_result
         )  # nested functions collapse too
 
-    def snapshot(self) -> dict[int, DeviceDomain]:
-        return dict(self._equiv)
-
-    def restore(self, snap: dict[int, DeviceDomain]) -> None:
-        self._equiv = snap
+    def _set(self, key: int, domain: DeviceDomain) -> None:
+        if self._journal is not None:
+            self._journal.append((key, self._equiv.get(key)))
+        self._equiv[key] = domain
 
     # -- domains of expressions -----------------------------------------------------
     def _key(self, expr: Expr) -> object:
@@ -356,12 +357,20 @@ class DeviceDomains:
             raise self._contradiction(expr, actual, expected)
 
     def optional_unify_exprs(self, lhs: Expr, rhs: Expr) -> None:
-        """Unify when the devices agree; otherwise leave both as they were."""
-        snap = self.snapshot()
-        kept = len(self._keep)
-        if self.unify(self.domain_for(lhs), self.domain_for(rhs)) is None:
-            self.restore(snap)
-            del self._keep[kept:]
+        """Unify when the devices agree; otherwise leave both as they were (the writes
+        of the failed attempt are undone from a journal: no copy of the whole table)."""
+        a, b = self.domain_for(lhs), self.domain_for(rhs)
+        self._journal = []
+        try:
+            ok = self.unify(a, b) is not None
+            if not ok:
+                for key, old in reversed(self._journal):
+                    if old is None:
+                        del self._equiv[key]
+                    else:
+                        self._equiv[key] = old
+        finally:
+            self._journal = None
 
     def _contradiction(
         self, expr: Expr, actual: DeviceDomain, expected: DeviceDomain
