@@ -298,3 +298,18 @@ def test_a_free_on_device_lets_devices_flow_and_allows_a_copy():
         SCOPE_B,
     )
     assert main.body.args[0].args[0] is main.params[0]
+
+
+def test_function_on_device_places_parameters_and_result():
+    x, y = relay.var("x", shape=(3,)), relay.var("y", shape=(3,))
+    f = relay.annotation.function_on_device(
+        relay.Function([x, y], relay.negative(x)), ["cpu", tvm.cuda()], "cpu"
+    )
+    assert f.body.args[0] is f.params[0]  # uses follow the annotated parameter
+    got = _plan(tvm.IRModule.from_expr(f))["main"]
+    assert [p.virtual_device_ for p in got.params] == [CPU, GPU]
+    assert got.virtual_device_ == CPU
+    # a parameter declared on one device but computed with another is a contradiction
+    g = relay.annotation.function_on_device(relay.Function([x, y], x + y), ["cpu", "cuda"], "cpu")
+    with pytest.raises(DevicePlanningError, match=r"contradictory devices for %y: .*cpu.*cuda"):
+        _plan(tvm.IRModule.from_expr(g))

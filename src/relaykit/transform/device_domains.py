@@ -376,9 +376,10 @@ class DeviceDomains:
         self, expr: Expr, actual: DeviceDomain, expected: DeviceDomain
     ) -> DevicePlanningError:
         return DevicePlanningError(
-            f"contradictory devices for {describe_expr(expr)}: it is on {self.show(actual)} "
-            f"but is used on {self.show(expected)}. Remove one of the on_device/device_copy "
-            "annotations that disagree, or insert a device_copy between them",
+            f"contradictory devices for {describe_expr(expr)}: one constraint puts it on "
+            f"{self.show(actual)}, another on {self.show(expected)}. Remove one of the "
+            "on_device annotations or virtual devices that disagree, or insert a device_copy "
+            "between the two uses",
             expr=expr,
         )
 
