@@ -26,6 +26,7 @@ from relaykit.errors import IRError
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.expr import Call, Expr, Function
 from relaykit.ir.functor import rewrite_post_order
+from relaykit.ir.op import register_op_attr
 from relaykit.ir.types import Type
 from relaykit.runtime.ndarray import Device, device
 from relaykit.target import Target, VirtualDevice
@@ -78,6 +79,12 @@ define_op(
     pattern=OpPattern.OPAQUE,
     doc="The value copied from one virtual device to another.",
 )
+
+
+for _name in ("on_device", "device_copy"):
+    # the type is the body's, known or not yet (a function-typed body of an ``if``)
+    register_op_attr(_name, "TTypeIdentity", True)
+del _name
 
 
 def on_device(
