@@ -313,3 +313,17 @@ class TuningLogWarning(UserWarning):
 class PlacementError(RelayKitError, ValueError):
     """Measured placement cannot run as asked: an unknown target, a backend that is
     not available, or no placement that every unit's targets can run."""
+
+
+# -- device planning --------------------------------------------------------------------------
+__all__ += ["DevicePlanningError"]
+
+
+class DevicePlanningError(IRError):
+    """``relay.transform.PlanDevices`` met device constraints that contradict each
+    other (an ``on_device`` or ``device_copy`` that disagrees with another about where
+    a value lives). ``expr`` is the expression whose devices disagree, when known."""
+
+    def __init__(self, message: str, expr: object = None) -> None:
+        super().__init__(message)
+        self.expr = expr

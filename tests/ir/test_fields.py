@@ -53,10 +53,13 @@ def _samples():
 
 def test_fields_are_declared_in_constructor_order():
     assert Call._fields == ("op", "args", "attrs", "type_args")
-    assert Function._fields == ("params", "body", "ret_type", "type_params", "attrs")
+    # virtual_device_ is a keyword field (the constructor's virtual_device=), so last
+    assert Function._fields == (
+        "params", "body", "ret_type", "type_params", "attrs", "virtual_device_"
+    )  # fmt: skip
     assert Let._fields == ("var", "value", "body")
     assert TupleGetItem._fields == ("tuple_value", "index")
-    assert Var._fields == ("name_hint", "type_annotation")
+    assert Var._fields == ("name_hint", "type_annotation", "virtual_device_")
     for cls in NODE_CLASSES:
         # the slots are the declared fields: no second spelling of the layout
         assert set(cls._fields) <= set(cls.__slots__) | {"name"}, cls

@@ -35,3 +35,28 @@ def test_placement_markers_keep_values_and_types():
     for kind in ("debug", "vm", "graph"):
         out = relay.create_executor(kind, mod=mod).evaluate()(xd)
         np.testing.assert_array_equal(out.numpy(), xd * xd)
+
+
+def test_a_placed_function_value_takes_its_type_from_its_use():
+    # the if's functions have untyped parameters: only the call %h(%z) says what they are
+    mod = tvm.relay.parse(
+        """
+        #[version = "0.0.5"]
+        def @main(%c: bool, %y: Tensor[(2), float32], %z: Tensor[(2), float32]) {
+          let %f = fn (%a) { add(%a, %y) };
+          let %g = fn (%b) { subtract(%b, %y) };
+          let %h = on_device(if (%c) { %f } else { %g }, virtual_device=meta[VirtualDevice][0]);
+          %h(%z)
+        }""",
+        "from_string",
+        None,
+        {"VirtualDevice": [VirtualDevice(tvm.cpu())]},
+    )
+    assert str(mod["main"].body.var.checked_type) == (
+        "fn (Tensor[(2), float32]) -> Tensor[(2), float32]"
+    )
+    y = np.array([1.0, 2.0], "float32")
+    z = np.array([5.0, 7.0], "float32")
+    run = relay.create_executor("debug", mod=mod).evaluate()
+    np.testing.assert_array_equal(run(np.bool_(True), y, z).numpy(), z.astype("float64") + y)
+    np.testing.assert_array_equal(run(np.bool_(False), y, z).numpy(), z.astype("float64") - y)

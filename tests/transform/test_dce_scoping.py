@@ -86,3 +86,32 @@ def test_virtual_device_and_import_from_std():
     assert [c.name_hint for c in mod.get_type("List")[1:]] == ["Cons", "Nil"]
     with pytest.raises(UnsupportedFeatureError, match="has core.rly, prelude.rly"):
         mod.import_from_std("missing.rly")
+
+
+def test_bindings_with_side_effects_stay_and_are_not_inlined():
+    core = IRModule()
+    core.import_from_std("core.rly")
+    mod = relay.parse(
+        """
+        def @f(%r: ref(int32)) -> int32 {
+          let %v = ref_read(%r);
+          let %u = ref_write(%r, add(%v, 1));
+          %v
+        }
+        def @main() -> int32 {
+          let %r = ref(0);
+          let %y = @f(%r);
+          let %z = @f(%r);
+          let %dead = add(1, 2);
+          %z
+        }""",
+        "from_string",
+        core,
+    )
+    out = relay.transform.DeadCodeElimination(inline_once=True)(relay.transform.InferType()(mod))
+    assert sorted(_lets(out["main"])) == ["r", "y", "z"]  # @f writes a reference
+    assert sorted(_lets(out["f"])) == ["u", "v"]
+    # TVM's ignore_impurity drops and inlines them anyway: main becomes @f(ref(0))
+    loose = relay.transform.DeadCodeElimination(inline_once=True, ignore_impurity=True)
+    body = loose(relay.transform.InferType()(mod))["main"].body
+    assert body.op.name_hint == "f" and isinstance(body.args[0], relay.RefCreate)

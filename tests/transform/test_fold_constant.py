@@ -141,3 +141,23 @@ def test_shape_queries_of_static_tensors_fold_to_constants():
     d = relay.var("d", shape=(relay.Any(), 3))
     kept = FoldConstant()(tvm.IRModule.from_expr(relay.Function([d], relay.shape_of(d))))
     assert kept["main"].body.op.name == "shape_of"
+
+
+def test_constants_placed_by_on_device_fold_and_travel_with_their_annotation():
+    c = np.array([1.0, 2.0], dtype="float32")
+    x = relay.var("x", shape=(2,))
+
+    def placed(e):
+        return relay.annotation.on_device(e, tvm.cpu(), constrain_result=True)
+
+    t1 = relay.var("t1")
+    t2 = relay.var("t2")
+    body = relay.Let(t1, placed(relay.const(c)), relay.Let(t2, placed(t1 + t1), placed(t2 * x)))
+    mod = tvm.IRModule.from_expr(relay.Function([x], body))
+    got = relay.transform.FoldConstant()(relay.transform.InferType()(mod))["main"].body
+    # the lets are gone; the folded constant keeps the on_device of its binding
+    assert got.op.name == "on_device"
+    mul = got.args[0]
+    placed_const = mul.args[0]
+    assert placed_const.op.name == "on_device"
+    np.testing.assert_array_equal(placed_const.args[0].data.numpy(), c.astype("float64") * 2)

@@ -392,13 +392,14 @@ register_func("relay.collage.PartitionForTesting", PartitionForTesting, override
 
 # -- spans -----------------------------------------------------------------------------------------
 
-_SPANNED = (Call, Tuple, TupleGetItem, Constant, Function)
+_SPANNED = (Call, Tuple, TupleGetItem, Constant, Function, Var)
 
 
 def capture_post_dfs_index_in_spans(mod: IRModule) -> IRModule:
-    """``mod`` with each call, tuple, projection, constant and function of each function
-    carrying a span named ``index:<post-order index>:<index of its post-dominator>`` (the
-    indexes of :class:`SubGraph`), so that printing the module shows them."""
+    """``mod`` with each call, tuple, projection, constant, variable and function of each
+    function carrying a span named ``index:<post-order index>:<index of its
+    post-dominator>`` (the indexes of :class:`SubGraph`), so that printing the module shows
+    them; as in TVM, the span's line is the index and its column the dominator's."""
     funcs = {}
     for gv, fn in mod.items():
         if not isinstance(fn, Function):
@@ -411,7 +412,8 @@ def capture_post_dfs_index_in_spans(mod: IRModule) -> IRModule:
             if isinstance(e, _SPANNED):
                 i = graph.index[e]
                 dom = graph.dom_parent[i]
-                span = Span(f"index:{i}:{dom if dom >= 0 else i}", 1)
+                dom_i = dom if dom >= 0 else i
+                span = Span(f"index:{i}:{dom_i}", i, i, dom_i, dom_i)
                 done = done.with_fields(span=span) if done is e else _with_span(done, span)
             memo[e] = done
         funcs[gv] = memo[fn]

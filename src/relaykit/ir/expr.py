@@ -24,6 +24,7 @@ import numpy as np
 
 from relaykit.errors import ImmutableError, IRError, IRIndexError, TypeNotInferredError
 from relaykit.runtime.ndarray import NDArray, array
+from relaykit.target.virtual_device import FULLY_UNCONSTRAINED, VirtualDevice
 
 from .attrs import Attrs
 from .fields import (
@@ -339,6 +340,21 @@ def _as_expr_list(values: Any, where: str) -> tuple[Expr, ...]:
     return tuple(_as_expr(v, f"{where}[{i}]") for i, v in enumerate(values))
 
 
+def as_virtual_device_field(value: Any, what: str) -> VirtualDevice:
+    """The virtual device a ``virtual_device_`` field holds: ``None`` is the fully
+    unconstrained one, a ``Device`` (``tvm.cpu()``) a device without a target."""
+    if value is None:
+        return FULLY_UNCONSTRAINED
+    if isinstance(value, VirtualDevice):
+        return value
+    if hasattr(value, "device_type") and hasattr(value, "device_id"):
+        return VirtualDevice(value)
+    raise IRError(
+        f"the virtual device of {what} must be a VirtualDevice or a device such as "
+        f"tvm.cpu(), got {type(value).__name__}"
+    )
+
+
 def _as_attrs(attrs: Any) -> Attrs:
     if attrs is None:
         return _EMPTY_ATTRS
@@ -355,9 +371,14 @@ class Var(Expr):
 
     name_hint: str = data_field()
     type_annotation: Type | None = data_field(optional=True)
+    virtual_device_: VirtualDevice = data_field(keyword="virtual_device")
 
     def __init__(
-        self, name_hint: str, type_annotation: Type | None = None, span: Span | None = None
+        self,
+        name_hint: str,
+        type_annotation: Type | None = None,
+        span: Span | None = None,
+        virtual_device: Any = None,
     ):
         if type_annotation is not None and not isinstance(type_annotation, Type):
             raise IRError(
@@ -365,8 +386,19 @@ class Var(Expr):
             )
         _set(self, "name_hint", str(name_hint))
         _set(self, "type_annotation", type_annotation)
+        _set(self, "virtual_device_", as_virtual_device_field(virtual_device, f"%{name_hint}"))
         _set(self, "_checked_type", None)
         _set(self, "span", span)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "virtual_device_":  # TVM scripts assign it (the one mutable field)
+            _set(self, name, as_virtual_device_field(value, f"%{self.name_hint}"))
+            return
+        Expr.__setattr__(self, name, value)
+
+    def virtual_device(self) -> VirtualDevice:
+        """Where the variable's value lives (fully unconstrained when unknown)."""
+        return self.virtual_device_
 
     @property
     def vid(self) -> Var:  # TVM spells the name as var.vid.name_hint
@@ -468,6 +500,7 @@ class Function(Expr):
     ret_type: Type | None = data_field(optional=True)
     type_params: tuple[Any, ...] = data_field(compare=False)
     attrs: Attrs = data_field()
+    virtual_device_: VirtualDevice = data_field(keyword="virtual_device", compare=False)
 
     def __init__(
         self,
@@ -477,6 +510,7 @@ class Function(Expr):
         type_params: Sequence[Any] | None = None,
         attrs: Any = None,
         span: Span | None = None,
+        virtual_device: Any = None,
     ) -> None:
         ps = tuple(params)
         for i, p in enumerate(ps):
@@ -489,8 +523,19 @@ class Function(Expr):
         _set(self, "ret_type", ret_type)
         _set(self, "type_params", tuple(type_params or ()))
         _set(self, "attrs", _as_attrs(attrs))
+        _set(self, "virtual_device_", as_virtual_device_field(virtual_device, "a function"))
         _set(self, "_checked_type", None)
         _set(self, "span", span)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "virtual_device_":  # TVM scripts assign it (the one mutable field)
+            _set(self, name, as_virtual_device_field(value, "a function"))
+            return
+        Expr.__setattr__(self, name, value)
+
+    def virtual_device(self) -> VirtualDevice:
+        """Where the function's result lives (fully unconstrained when unknown)."""
+        return self.virtual_device_
 
     def __call__(self, *args: Any) -> Call:
         """``fn(a, b)`` builds ``Call(fn, [a, b])``."""

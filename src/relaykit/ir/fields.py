@@ -61,10 +61,16 @@ DATA = "data"
 class FieldSpec:
     """One declared field: its name (filled in by :func:`node_class`) and kind."""
 
-    __slots__ = ("name", "kind", "optional", "compare", "binds", "is_child", "is_sequence")
+    __slots__ = (
+        "name", "kind", "optional", "compare", "binds", "is_child", "is_sequence", "keyword"
+    )  # fmt: skip
 
-    def __init__(self, kind: str, optional: bool, compare: bool, binds: bool) -> None:
+    def __init__(
+        self, kind: str, optional: bool, compare: bool, binds: bool, keyword: str = ""
+    ) -> None:
         self.name = ""
+        #: the constructor's keyword for the field ("" when it is passed by position)
+        self.keyword = keyword
         self.kind = kind
         self.optional = optional
         self.compare = compare
@@ -87,11 +93,12 @@ def children_field(*, binds: bool = False) -> Any:
     return FieldSpec(CHILDREN, optional=False, compare=True, binds=binds)
 
 
-def data_field(*, optional: bool = False, compare: bool = True) -> Any:
+def data_field(*, optional: bool = False, compare: bool = True, keyword: str = "") -> Any:
     """A field holding a value that is not an expression. ``optional``: ``None`` is a
     meaningful value (so ``with_fields(x=None)`` sets it). ``compare=False``: structural
-    equality and hashing ignore it."""
-    return FieldSpec(DATA, optional=optional, compare=compare, binds=False)
+    equality and hashing ignore it. ``keyword``: the constructor takes the field by
+    this keyword rather than by position (such fields come last)."""
+    return FieldSpec(DATA, optional=optional, compare=compare, binds=False, keyword=keyword)
 
 
 #: node class -> its children accessor, for the traversal hot paths
@@ -161,7 +168,7 @@ def _rebuild_source(layout: tuple[FieldSpec, ...]) -> str | None:
             same.append(f"all(map(_is, n_{n}, o_{n}))")
             args.append(f"n_{n}")
         else:
-            args.append(f"e.{n}")
+            args.append(f"{f.keyword}=e.{n}" if f.keyword else f"e.{n}")
     lines.append(f"    if {' and '.join(same)}:")
     lines.append("        return e")
     lines.append(f"    return type(e)({', '.join(args)}, span=e.span)")
@@ -206,7 +213,7 @@ def _with_fields_source(layout: tuple[FieldSpec, ...]) -> str:
             lines.append("        changed = True")
     lines.append("    if not changed:")
     lines.append("        return self")
-    args = ", ".join(f.name for f in layout)
+    args = ", ".join(f"{f.keyword}={f.name}" if f.keyword else f.name for f in layout)
     lines.append(f"    return type(self)({args}, span=self.span if span is ... else span)")
     return "\n".join(lines) + "\n"
 

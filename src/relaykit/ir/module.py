@@ -180,12 +180,10 @@ class IRModule:
         """Add the definitions of one of Relay's standard-library files (TVM's
         ``IRModule.import_from_std``): ``prelude.rly`` (lists, options, trees),
         ``nat.rly`` (Peano naturals; needs the Prelude), ``gradient.rly`` and
-        ``core.rly`` (which declares nothing relaykit needs). Importing a file twice
-        adds nothing the second time.
+        ``core.rly`` (the ``Storage`` type of the memory operators). Importing a file
+        twice adds nothing the second time.
         """
         name = str(file_to_import).rsplit("/", 1)[-1]
-        if name == "core.rly":
-            return
         loader = std_file_loader(name)
         if loader is None:
             raise UnsupportedFeatureError(

@@ -148,6 +148,8 @@ class _Comparison:
             raise _Mismatch(idx, f"free variables %{lhs.name_hint} and %{rhs.name_hint} differ")
         if not self.data_eq(lhs.type_annotation, rhs.type_annotation):
             raise _Mismatch(idx, f"type annotation {lhs.type_annotation} vs {rhs.type_annotation}")
+        if lhs.virtual_device_ != rhs.virtual_device_:
+            raise _Mismatch(idx, f"virtual device {lhs.virtual_device_} vs {rhs.virtual_device_}")
 
     def compare_constant(self, lhs: Constant, rhs: Constant, idx: int) -> None:
         if not _same_array(lhs.data, rhs.data):
@@ -178,6 +180,13 @@ class _Comparison:
                 raise _Mismatch(
                     len(records) - 1,
                     f"parameter %{lp.name_hint}: {lp.type_annotation} vs {rp.type_annotation}",
+                )
+            if lp.virtual_device_ != rp.virtual_device_:
+                records.append((idx, where))
+                raise _Mismatch(
+                    len(records) - 1,
+                    f"variable %{lp.name_hint}: virtual device {lp.virtual_device_} vs "
+                    f"{rp.virtual_device_}",
                 )
             lmap[lp], rmap[rp] = rp, lp
 

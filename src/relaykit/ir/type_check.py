@@ -854,7 +854,9 @@ def _fill_types(fn: Function, solved: set[Var] | frozenset[Var] = frozenset()) -
             ty = var._checked_type
             if ty is None or (var.type_annotation is not None and var not in solved):
                 return var
-            done = renamed[var] = Var(var.name_hint, ty, var.span)
+            done = renamed[var] = Var(
+                var.name_hint, ty, var.span, virtual_device=var.virtual_device_
+            )
             done._set_checked_type(ty)
         return done
 

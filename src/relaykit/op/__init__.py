@@ -21,7 +21,7 @@ from . import device as device
 from . import indexing as indexing
 from . import linalg as linalg
 from . import masking as masking
-from . import memory as memory  # memory.kill (ManifestLifetimes)
+from . import memory as memory  # memory.alloc_storage, alloc_tensor, kill
 from . import ml as ml
 from . import moments as moments
 from . import op as op  # TVM's relay.op.op: defining operators, register_* helpers
@@ -34,6 +34,7 @@ from . import sparse as sparse
 from . import tensor as tensor
 from . import transform as transform
 from . import vision as vision
+from . import vm as vm  # vm.shape_of, vm.reshape_tensor
 from .debug import debug
 from .define import OpPattern, TypeRelError, define_op, make_call
 from .device import device_copy, on_device

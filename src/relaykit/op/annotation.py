@@ -24,9 +24,17 @@ from relaykit.ir.op import register_op_attr
 from relaykit.ir.types import Type
 
 from .define import OpPattern, TypeRelError, define_op, make_call, no_default
-from .device import on_device
+from .device import function_on_device, on_device
 
-__all__ = ["stop_fusion", "compiler_begin", "compiler_end", "checkpoint", "cast_hint", "on_device"]
+__all__ = [
+    "stop_fusion",
+    "compiler_begin",
+    "compiler_end",
+    "checkpoint",
+    "cast_hint",
+    "on_device",
+    "function_on_device",
+]
 
 
 def _identity_any_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:

@@ -22,15 +22,18 @@ from typing import Any
 
 import numpy as np
 
+from relaykit.errors import IRError
 from relaykit.ir.attrs import Attrs
-from relaykit.ir.expr import Call, Expr
+from relaykit.ir.expr import Call, Expr, Function
+from relaykit.ir.functor import rewrite_post_order
+from relaykit.ir.op import register_op_attr
 from relaykit.ir.types import Type
 from relaykit.runtime.ndarray import Device, device
 from relaykit.target import Target, VirtualDevice
 
 from .define import OpPattern, TypeRelError, define_op, make_call
 
-__all__ = ["on_device", "device_copy", "as_virtual_device"]
+__all__ = ["on_device", "device_copy", "as_virtual_device", "function_on_device"]
 
 
 def as_virtual_device(where: Any) -> VirtualDevice:
@@ -78,6 +81,12 @@ define_op(
 )
 
 
+for _name in ("on_device", "device_copy"):
+    # the type is the body's, known or not yet (a function-typed body of an ``if``)
+    register_op_attr(_name, "TTypeIdentity", True)
+del _name
+
+
 def on_device(
     body: Expr, virtual_device: Any, constrain_result: bool = False, constrain_body: bool = True
 ) -> Call:
@@ -104,4 +113,38 @@ def device_copy(data: Expr, src_device: Any, dst_device: Any) -> Call:
         [data],
         src_virtual_device=as_virtual_device(src_device),
         dst_virtual_device=as_virtual_device(dst_device),
+    )
+
+
+def function_on_device(
+    function: Function, param_devices: Sequence[Any], result_device: Any
+) -> Function:
+    """``function`` with its parameters on ``param_devices`` and its result on
+    ``result_device`` (names, devices or virtual devices), TVM's
+    ``relay.annotation.function_on_device``; ``PlanDevices`` takes them as constraints.
+
+    >>> from relaykit import relay
+    >>> x = relay.var("x", shape=(2,))
+    >>> f = function_on_device(relay.Function([x], x + x), ["cpu"], "cpu")
+    >>> f.params[0].virtual_device_.device_type, f.body.args[0] is f.params[0]
+    (1, True)
+    """
+    if not isinstance(function, Function):
+        raise IRError(f"function_on_device takes a relay Function, got {type(function).__name__}")
+    devices = list(param_devices)
+    if len(devices) != len(function.params):
+        raise IRError(
+            f"function_on_device: {len(devices)} devices for {len(function.params)} parameters; "
+            "give one device per parameter"
+        )
+    mapping: dict[Expr, Expr] = {}
+    params = []
+    for p, d in zip(function.params, devices, strict=True):
+        q = p.with_fields(virtual_device_=as_virtual_device(d))
+        if q is not p:
+            mapping[p] = q
+        params.append(q)
+    body = rewrite_post_order(function.body, lambda new, old: None, memo=dict(mapping))
+    return function.with_fields(
+        params=params, body=body, virtual_device_=as_virtual_device(result_device)
     )

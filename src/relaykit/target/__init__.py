@@ -13,13 +13,13 @@ from .target import (
     HOST_KINDS,
     Target,
     TargetKind,
-    VirtualDevice,
     arm_cpu,
     cuda,
     list_kinds,
     mali,
     rocm,
 )
+from .virtual_device import VirtualDevice
 
 __all__ = [
     "Target", "TargetKind", "VirtualDevice", "list_kinds", "HOST_KINDS",

@@ -27,7 +27,7 @@ from typing import Any
 from relaykit.errors import ArgumentError, TargetError
 
 __all__ = [
-    "Target", "TargetKind", "VirtualDevice", "list_kinds", "HOST_KINDS",
+    "Target", "TargetKind", "list_kinds", "HOST_KINDS",
     "arm_cpu", "cuda", "rocm", "mali",
 ]  # fmt: skip
 
@@ -412,53 +412,3 @@ def rocm(model: str = "unknown", options: str = "") -> Target:
 def mali(model: str = "unknown", options: str = "") -> Target:
     """TVM's ``tvm.target.mali`` (parses; relaykit does not build for GPUs)."""
     return Target(f"opencl -device=mali -model={model} {options}".strip())
-
-
-#: DLPack's device-type codes (TVM's ``Device.device_type`` integers), by device name.
-DEVICE_TYPE_CODES: dict[str, int] = {
-    "cpu": 1, "cuda": 2, "cuda_host": 3, "opencl": 4, "vulkan": 7, "metal": 8, "vpi": 9,
-    "rocm": 10, "rocm_host": 11, "ext_dev": 12, "cuda_managed": 13, "oneapi": 14,
-    "webgpu": 15, "hexagon": 16,
-}  # fmt: skip
-
-
-class VirtualDevice:
-    """Where a value lives (TVM's ``tvm.target.VirtualDevice``): a device, a target, a memory scope.
-
-    relaykit runs everything on the host CPU, so a virtual device is a record that
-    scripts and ``on_device`` / ``memory.*`` annotations can carry; it does not move
-    data. ``device`` is a :class:`~relaykit.runtime.ndarray.Device` (or ``None``).
-
-    >>> vd = VirtualDevice(None, Target("llvm"))
-    >>> vd.target.kind.name, vd.memory_scope
-    ('llvm', '')
-    """
-
-    def __init__(
-        self, device: Any = None, target: Target | str | None = None, memory_scope: str = ""
-    ) -> None:
-        self.device_type = str(getattr(device, "device_type", "")) if device is not None else ""
-        self.virtual_device_id = int(getattr(device, "device_id", 0)) if device is not None else -1
-        self.target = Target(target) if isinstance(target, str) else target
-        self.memory_scope = str(memory_scope)
-
-    @property
-    def device_type_int(self) -> int:
-        """The DLPack code of the device type (1 cpu, 2 cuda, 4 opencl...), -1 for none."""
-        return DEVICE_TYPE_CODES.get(self.device_type, -1)
-
-    def _key(self) -> tuple[Any, ...]:
-        return (self.device_type, self.virtual_device_id, str(self.target), self.memory_scope)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, VirtualDevice) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return (
-            f"VirtualDevice(device_type={self.device_type!r}, "
-            f"virtual_device_id={self.virtual_device_id}, target={self.target}, "
-            f"memory_scope={self.memory_scope!r})"
-        )

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from relaykit.ir.types import DTYPES
+from relaykit.target import Target, VirtualDevice
 
 __all__ = ["dump_metadata", "load_metadata", "MetadataError"]
 
@@ -67,11 +68,46 @@ def _encode(array: np.ndarray) -> str:
     return json.dumps(entry)
 
 
-def dump_metadata(sections: Mapping[str, Sequence[np.ndarray]]) -> str:
-    """The JSON text of the metadata section, one entry per line."""
+def _encode_virtual_device(vd: VirtualDevice) -> str:
+    target = vd.target
+    host = target.host if target is not None else None
+    entry = {
+        "device_type": vd.device_type_int,
+        "virtual_device_id": vd.virtual_device_id,
+        "target": None if target is None else str(target),
+        "target_host": None if host is None else str(host),
+        "memory_scope": vd.memory_scope,
+    }
+    return json.dumps(entry)
+
+
+def _decode_virtual_device(entry: Any, where: str) -> VirtualDevice:
+    if not isinstance(entry, dict):
+        raise MetadataError(f"{where} must be an object with device_type, target, ...")
+    dev, vid = entry.get("device_type", -1), entry.get("virtual_device_id", -1)
+    target, host = entry.get("target"), entry.get("target_host")
+    scope = entry.get("memory_scope", "")
+    if not (isinstance(dev, int) and isinstance(vid, int) and isinstance(scope, str)):
+        raise MetadataError(f"{where}: device_type and virtual_device_id must be integers")
+    for name, text in (("target", target), ("target_host", host)):
+        if text is not None and not isinstance(text, str):
+            raise MetadataError(f"{where}: {name} must be a target string or null")
+    try:
+        tgt = None if target is None else Target(target, host)
+    except ValueError as err:
+        raise MetadataError(f"{where}: bad target ({err})") from None
+    return VirtualDevice.make(dev, vid, tgt, scope)
+
+
+def dump_metadata(sections: Mapping[str, Sequence[Any]]) -> str:
+    """The JSON text of the metadata section, one entry per line (tensors for
+    ``relay.Constant``, virtual devices for ``VirtualDevice``)."""
     parts = []
     for kind, arrays in sections.items():
-        body = ",\n".join("  " + _encode(np.asarray(a)) for a in arrays)
+        if kind == "VirtualDevice":
+            body = ",\n".join("  " + _encode_virtual_device(vd) for vd in arrays)
+        else:
+            body = ",\n".join("  " + _encode(np.asarray(a)) for a in arrays)
         parts.append(f"{json.dumps(kind)}: [\n{body}\n]")
     return "{" + ",\n".join(parts) + "}"
 
@@ -115,7 +151,7 @@ def _decode(entry: Any, where: str) -> np.ndarray:
     return array.astype(DTYPES[dtype])  # native byte order, writable copy
 
 
-def load_metadata(text: str) -> dict[str, list[np.ndarray]]:
+def load_metadata(text: str) -> dict[str, list[Any]]:
     """Parse a metadata section written by :func:`dump_metadata`.
 
     Raises :class:`MetadataError` (with a reason) on anything else.
@@ -133,9 +169,10 @@ def load_metadata(text: str) -> dict[str, list[np.ndarray]]:
         raise MetadataError(f"metadata is not valid JSON: {err}") from None
     if not isinstance(doc, dict):
         raise MetadataError("metadata must be a JSON object mapping kinds to lists")
-    out: dict[str, list[np.ndarray]] = {}
+    out: dict[str, list[Any]] = {}
     for kind, entries in doc.items():
         if not isinstance(entries, list):
             raise MetadataError(f"metadata[{kind!r}] must be a list")
-        out[kind] = [_decode(e, f"meta[{kind}][{i}]") for i, e in enumerate(entries)]
+        decode = _decode_virtual_device if kind == "VirtualDevice" else _decode
+        out[kind] = [decode(e, f"meta[{kind}][{i}]") for i, e in enumerate(entries)]
     return out

@@ -57,6 +57,7 @@ from relaykit.ir.op import Op, OpRegistry, default_registry
 from relaykit.ir.ref import RefCreate, RefRead, RefWrite
 from relaykit.ir.types import Type
 from relaykit.runtime.ndarray import NDArray
+from relaykit.target import VirtualDevice
 from relaykit.transform.infer_type import infer_module
 
 from .adt_syntax import AdtSyntax
@@ -168,8 +169,14 @@ class _Parser(AdtSyntax):
         self.scopes[-1].append(name)
         self.longest_name = max(self.longest_name, len(name))
 
-    def new_var(self, tok: Token, ty: Type | None) -> Var:
-        return Var(tok[1][1:], ty, span=self.token_span(tok))
+    def new_var(self, tok: Token, ty: Type | None, virtual_device: Any = None) -> Var:
+        if virtual_device is not None and not isinstance(virtual_device, VirtualDevice):
+            raise self.error(
+                tok,
+                f"the virtual device of {tok[1]} must be meta[VirtualDevice][i], "
+                f"got {virtual_device!r}",
+            )
+        return Var(tok[1][1:], ty, span=self.token_span(tok), virtual_device=virtual_device)
 
     def global_var(self, tok: Token) -> GlobalVar:
         name = tok[1][1:]
@@ -398,8 +405,9 @@ class _Parser(AdtSyntax):
             if tok[0] == "LOCAL":
                 if attrs:
                     raise self.error(tok, "parameters must come before attributes")
+                vd = self.var_attrs().get("virtual_device")
                 ty = self.annotation()
-                var = self.new_var(tok, ty)
+                var = self.new_var(tok, ty, vd)
                 self.define(tok, var)
                 params.append(var)
             elif tok[0] == "IDENT" and self.at("="):
@@ -438,7 +446,15 @@ class _Parser(AdtSyntax):
             self.close_scope()
             self.fn_depth -= 1
         try:
-            return Function(params, body, ret, attrs=attrs or None, span=self.span_from(start))
+            params, attrs, vd = _placement_attrs(params, attrs)
+            return Function(
+                params,
+                body,
+                ret,
+                attrs=attrs or None,
+                span=self.span_from(start),
+                virtual_device=vd,
+            )
         except IRError as err:
             raise self.error(start, str(err)) from None
 
@@ -478,17 +494,18 @@ class _Parser(AdtSyntax):
                             f"expected a variable like %x after 'let' but "
                             f"found {describe(var_tok)}",
                         )
+                    vd = self.var_attrs().get("virtual_device")
                     ty = self.annotation()
                     self.expect("=", f" after let {var_tok[1]}")
                     if self.at("fn"):
                         # a let-bound function sees itself (recursion), as in TVM
-                        var = self.new_var(var_tok, ty)
+                        var = self.new_var(var_tok, ty, vd)
                         self.open_scope()
                         self.define(var_tok, var)
                         value = self.parse_expr()
                     else:
                         value = self.parse_expr()
-                        var = self.new_var(var_tok, ty)
+                        var = self.new_var(var_tok, ty, vd)
                         self.open_scope()
                         self.define(var_tok, var)
                     self.expect(";", " after the let value")
@@ -597,6 +614,31 @@ _WORD_EXPRS: dict[str, Any] = {
 }
 
 _CHECKED = (str, float)  # schema defaults whose kind an attribute value must have
+
+
+def _placement_attrs(
+    params: list[Var], attrs: dict[str, Any]
+) -> tuple[list[Var], dict[str, Any], Any]:
+    """The function's ``virtual_device=`` attribute taken out as its result device; the
+    older ``param_virtual_devices`` / ``result_virtual_device`` attributes (written by
+    earlier TVM releases) become the parameters' and the result's virtual devices."""
+    vd = attrs.pop("virtual_device", None)
+    result_vd = attrs.pop("result_virtual_device", None)
+    if vd is None:
+        vd = result_vd
+    param_vds = attrs.pop("param_virtual_devices", None)
+    for v in (vd, *(param_vds or ())):
+        if v is not None and not isinstance(v, VirtualDevice):
+            raise IRError(f"a function's virtual devices must be meta[VirtualDevice][i], got {v!r}")
+    if param_vds is not None:
+        if len(param_vds) != len(params):
+            raise IRError(
+                f"param_virtual_devices has {len(param_vds)} entries for {len(params)} parameters"
+            )
+        for p, d in zip(params, param_vds, strict=True):
+            if not p.virtual_device_:
+                p.virtual_device_ = d  # the parser's own new variable: the body already uses it
+    return params, attrs, vd
 
 
 def _attr_kind_error(default: Any, value: Any) -> str:

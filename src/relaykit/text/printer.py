@@ -58,6 +58,7 @@ from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op
 from relaykit.ir.ref import RefCreate, RefRead, RefWrite
 from relaykit.ir.types import Type
+from relaykit.target import VirtualDevice
 
 from .literals import attr_text, scalar_text
 from .metadata import dump_metadata
@@ -203,6 +204,8 @@ class _Context:
         self.mark = mark
         self.meta: list[Any] = []  # Constant nodes, in order of first use
         self.meta_index: dict[Constant, int] = {}
+        self.vds: list[VirtualDevice] = []  # virtual devices, in order of first use
+        self.vd_index: dict[VirtualDevice, int] = {}
         self.global_names: dict[str, str] = {}
         self.used_globals: set[str] = set()
         self.op_notes: dict[Op, str] = {}
@@ -225,6 +228,18 @@ class _Context:
             i = self.meta_index[const] = len(self.meta)
             self.meta.append(const)
         return f"meta[relay.Constant][{i}]"
+
+    def attr(self, value: Any) -> str:
+        """An attribute value as text; virtual devices go to the metadata."""
+        if isinstance(value, VirtualDevice):
+            i = self.vd_index.get(value)
+            if i is None:
+                i = self.vd_index[value] = len(self.vds)
+                self.vds.append(value)
+            return f"meta[VirtualDevice][{i}]"
+        if isinstance(value, (tuple, list)) and any(isinstance(v, VirtualDevice) for v in value):
+            return "[" + ", ".join(self.attr(v) for v in value) + "]"
+        return attr_text(value)
 
 
 class _DefPrinter:
@@ -268,6 +283,8 @@ class _DefPrinter:
 
     def var_decl(self, var: Var) -> str:
         text = "%" + self.alloc(var)
+        if var.virtual_device_:
+            text += f" {{virtual_device={self.ctx.attr(var.virtual_device_)}}}"
         if var is self.ctx.mark:
             text += _MARK
         if var.type_annotation is not None:
@@ -386,8 +403,8 @@ class _DefPrinter:
             if key in attrs and (
                 key in required or not _same(attrs[key], normalize_attr_value(default))
             ):
-                out.append(f"{key}={attr_text(attrs[key])}")
-        out.extend(f"{k}={attr_text(v)}" for k, v in attrs.items() if k not in schema)
+                out.append(f"{key}={self.ctx.attr(attrs[key])}")
+        out.extend(f"{k}={self.ctx.attr(v)}" for k, v in attrs.items() if k not in schema)
         type_key = getattr(attrs, "type_key", "DictAttrs")
         if not isinstance(op, Op) and type_key != "DictAttrs":
             out.append(f"attrs_type_key={attr_text(type_key)}")  # as TVM prints it
@@ -395,7 +412,9 @@ class _DefPrinter:
 
     def function_head(self, fn: Function) -> str:
         params = [self.var_decl(p) for p in fn.params]
-        params.extend(f"{k}={attr_text(v)}" for k, v in fn.attrs.items())
+        if fn.virtual_device_:
+            params.append(f"virtual_device={self.ctx.attr(fn.virtual_device_)}")
+        params.extend(f"{k}={self.ctx.attr(v)}" for k, v in fn.attrs.items())
         ret = f" -> {fn.ret_type}" if fn.ret_type is not None else ""
         tps = f"[{', '.join(map(str, fn.type_params))}]" if fn.type_params else ""
         if fn is self.root and self.def_name is not None:
@@ -599,10 +618,15 @@ def astext(node: Any, show_meta_data: bool = True, annotate: Annotate | None = N
     ctx = _Context(annotate, None)
     out: list[str] = [f'#[version = "{VERSION}"]'] if show_meta_data else []
     _print_lines(node, ctx, out)
-    if ctx.meta:
+    if ctx.meta or ctx.vds:
         if show_meta_data:
+            sections: dict[str, list[Any]] = {}
+            if ctx.meta:
+                sections["relay.Constant"] = [c.data.numpy() for c in ctx.meta]
+            if ctx.vds:
+                sections["VirtualDevice"] = list(ctx.vds)
             out.append("#[metadata]")
-            out.append(dump_metadata({"relay.Constant": [c.data.numpy() for c in ctx.meta]}))
+            out.append(dump_metadata(sections))
         else:
             out.append(_META_OMITTED)
     return "\n".join(out)

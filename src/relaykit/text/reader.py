@@ -32,6 +32,7 @@ from relaykit.ir.types import (
     Type,
 )
 from relaykit.runtime.ndarray import NDArray
+from relaykit.target import VirtualDevice
 
 from .literals import SUFFIX_DTYPE, float_text, unquote
 from .metadata import MetadataError, load_metadata
@@ -89,6 +90,7 @@ class TokenReader:
         self.meta_consts: dict[int, Constant] = {}
         self.dim_vars: dict[str, SizeVar] = {}
         self.meta_arrays: list[np.ndarray] | None = None
+        self.meta_vds: list[VirtualDevice] | None = None
         if meta is not None:
             self.load_meta(*meta)
 
@@ -158,6 +160,8 @@ class TokenReader:
             at = offset + err.pos if err.pos is not None else offset
             raise self.src.error(at, 1, f"bad metadata section: {err}") from None
         self.meta_arrays = sections.get("relay.Constant", [])
+        if "VirtualDevice" in sections:
+            self.meta_vds = list(sections["VirtualDevice"])
 
     def use_meta_table(self, table: Any) -> None:
         """Take the constants of a metadata table given as Python objects
@@ -165,9 +169,19 @@ class TokenReader:
         if not isinstance(table, Mapping):
             raise ParseError(f"the metadata table must be a dict, got {type(table).__name__}")
         for key, values in table.items():
+            if key == "VirtualDevice":
+                for i, value in enumerate(values):
+                    if not isinstance(value, VirtualDevice):
+                        raise ParseError(
+                            f"metadata VirtualDevice[{i}] must be a tvm.target.VirtualDevice, "
+                            f"got {type(value).__name__}"
+                        )
+                self.meta_vds = list(values)
+                continue
             if key != "relay.Constant":
                 raise ParseError(
-                    f"the metadata table can hold only relay.Constant entries, got {key!r}"
+                    f"the metadata table can hold relay.Constant and VirtualDevice entries, "
+                    f"got {key!r}"
                 )
             for i, value in enumerate(values):
                 if not isinstance(value, Constant):
@@ -179,21 +193,75 @@ class TokenReader:
 
     def meta_ref(self) -> Constant:
         start = self.next()  # 'meta'
-        self.expect("[", " after 'meta'")
-        kind_tok = self.next()
+        kind_tok, idx_tok, index = self.meta_index(start)
         if kind_tok[1] != "relay.Constant":
             raise self.error(
                 kind_tok,
                 f"expected relay.Constant but found {describe(kind_tok)} "
-                "(only constants can be stored in the metadata)",
+                "(an expression can refer only to constants in the metadata)",
+            )
+        return self.meta_constant(start, idx_tok, index)
+
+    def meta_index(self, start: Token) -> tuple[Token, Token, int]:
+        """``[kind][index]`` after ``meta``: the kind and index tokens and the index."""
+        self.expect("[", " after 'meta'")
+        kind_tok = self.next()
+        if kind_tok[1] not in ("relay.Constant", "VirtualDevice"):
+            raise self.error(
+                kind_tok,
+                f"expected relay.Constant or VirtualDevice but found {describe(kind_tok)} "
+                "(the metadata holds constants and virtual devices)",
             )
         self.expect("]")
         self.expect("[")
         idx_tok = self.next()
         if idx_tok[0] != "NUMBER" or not idx_tok[1].isdigit():
-            raise self.error(idx_tok, f"expected a constant index but found {describe(idx_tok)}")
+            raise self.error(idx_tok, f"expected a metadata index but found {describe(idx_tok)}")
         self.expect("]")
-        index = self.integer(idx_tok, idx_tok[1])
+        return kind_tok, idx_tok, self.integer(idx_tok, idx_tok[1])
+
+    def meta_attr(self, start: Token) -> Any:
+        """``meta[VirtualDevice][i]`` or ``meta[relay.Constant][i]`` as an attribute value."""
+        kind_tok, idx_tok, index = self.meta_index(start)
+        if kind_tok[1] == "relay.Constant":
+            return self.meta_constant(start, idx_tok, index)
+        if self.meta_vds is None:
+            raise self.error(
+                idx_tok,
+                f"meta[VirtualDevice][{index}] is used but no virtual devices were given: "
+                "pass them in the metadata table ({'VirtualDevice': [...]})",
+            )
+        if index >= len(self.meta_vds):
+            raise self.error(
+                idx_tok,
+                f"meta[VirtualDevice][{index}] does not exist: the metadata holds "
+                f"{len(self.meta_vds)} virtual devices",
+            )
+        return self.meta_vds[index]
+
+    def var_attrs(self) -> dict[str, Any]:
+        """``{key=value, ...}`` after a variable (TVM writes ``{virtual_device=...}``)."""
+        attrs: dict[str, Any] = {}
+        if not self.at("{"):
+            return attrs
+        tok = self.next()
+        self.enter(tok, "variable attributes")
+        while not self.accept("}"):
+            if attrs:
+                self.expect(",", " or '}' in the variable's attributes")
+            key = self.next()
+            if key[0] != "IDENT" or key[1] != "virtual_device":
+                raise self.error(
+                    key,
+                    f"expected virtual_device=... but found {describe(key)} (a variable's "
+                    "only attribute is its virtual device)",
+                )
+            self.expect("=", " after virtual_device")
+            attrs[key[1]] = self.attr_value()
+        self.nesting -= 1
+        return attrs
+
+    def meta_constant(self, start: Token, idx_tok: Token, index: int) -> Constant:
         const = self.meta_consts.get(index)
         if const is not None:
             return const
@@ -387,6 +455,8 @@ class TokenReader:
             return self.string(tok)
         if kind == "IDENT" and text in ("True", "False", "None"):
             return {"True": True, "False": False, "None": None}[text]
+        if kind == "IDENT" and text == "meta" and self.at("["):
+            return self.meta_attr(tok)
         if kind == "PUNCT" and text in "[(":
             closer = "]" if text == "[" else ")"
             self.enter(tok, "attribute values")

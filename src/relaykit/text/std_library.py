@@ -200,6 +200,12 @@ def load_std_text(mod: IRModule, text: str, name: str, defines: str) -> None:
             mod._set_checked(gv.name_hint, fn)
 
 
+#: ``core.rly``: the ``Storage`` type of the memory dialect (``memory.alloc_storage``).
+CORE = """#[version = "0.0.5"]
+extern type Storage
+"""
+
+register_std_file("core.rly", lambda mod: load_std_text(mod, CORE, "core.rly", "Storage"))
 register_std_file("nat.rly", lambda mod: load_std_text(mod, NAT, "nat.rly", "nat"))
 register_std_file(
     "gradient.rly", lambda mod: load_std_text(mod, GRADIENT, "gradient.rly", "GradCell")

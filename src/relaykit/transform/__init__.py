@@ -17,6 +17,7 @@ from .compiler_functions import (
 from .dead_code import DeadCodeElimination, dead_code_elimination
 from .defunctionalization import Defunctionalization
 from .defuse_ops import DefuseOps, defuse_ops
+from .device_map import recover_virtual_device_map
 from .div_to_mul import DivToMul, div_to_mul
 from .dynamic_to_static import DynamicToStatic, dynamic_to_static
 from .eliminate_common_subexpr import EliminateCommonSubexpr, eliminate_common_subexpr
@@ -51,6 +52,7 @@ from .pass_infra import (
     pass_instrument,
 )
 from .pipeline import optimization_passes, optimization_pipeline, optimize
+from .plan_devices import PlanDevices, plan_devices
 from .remove_unused_functions import RemoveUnusedFunctions, remove_unused_functions
 from .simplify_expr import SimplifyExpr, simplify_expr
 from .simplify_inference import SimplifyInference, simplify_inference
@@ -58,6 +60,9 @@ from .split_args import SplitArgs, split_args
 from .to_cps import to_cps, un_cps
 
 __all__ = [
+    "PlanDevices",
+    "plan_devices",
+    "recover_virtual_device_map",
     "FakeQuantizationToInteger",
     "fake_quantization_to_integer",
     "DynamicToStatic",

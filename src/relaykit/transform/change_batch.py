@@ -46,7 +46,13 @@ def change_batch(mod: IRModule, data: Mapping[Var, int], batch_size: int = 16) -
             if not -len(shape) <= axis < len(shape):
                 raise ArgumentError(f"ChangeBatch: axis {axis} is out of range for {ty}")
             shape[axis] = int(batch_size)
-            params.append(Var(p.name_hint, TensorType(tuple(shape), ty.dtype)))
+            params.append(
+                Var(
+                    p.name_hint,
+                    TensorType(tuple(shape), ty.dtype),
+                    virtual_device=p.virtual_device_,
+                )
+            )
         else:
             params.append(p)
     body = bind(main.body, dict(zip(main.params, params, strict=True)))

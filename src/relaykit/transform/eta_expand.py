@@ -36,7 +36,14 @@ def _expand_global(gv: GlobalVar, mod: IRModule) -> Expr:
     if not mod.contains_global_var(gv.name_hint):
         return gv
     fn = mod[gv]
-    params = [Var(p.name_hint, p.type_annotation or checked_type_or_none(p)) for p in fn.params]
+    params = [
+        Var(
+            p.name_hint,
+            p.type_annotation or checked_type_or_none(p),
+            virtual_device=p.virtual_device_,
+        )
+        for p in fn.params
+    ]
     ret = fn.ret_type
     ty = checked_type_or_none(fn)
     if ret is None and isinstance(ty, FuncType):

@@ -237,13 +237,16 @@ def _fold_call(new: Call, old: Call, limit: int, macs: int, fold_qnn: bool) -> E
         return None
     if not fold_qnn and op.name.startswith("qnn."):
         return None
-    if op.name in NEVER_FOLDED or op.get_attr("TOpIsStateful"):
+    if op.name in NEVER_FOLDED or op.name in PLACEMENT_OPS or op.get_attr("TOpIsStateful"):
         return None
     kernel = op.get_attr("FCompute")
     if kernel is None:
         return None
     if any(type(a) is not Constant and type(a) is not Tuple for a in new.args):
-        return None
+        stripped = [_placed_constant(a) for a in new.args]
+        if any(a is None for a in stripped):
+            return None
+        new = new.with_fields(args=stripped)  # constants placed by on_device fold too
     # decide from the type, before the kernel allocates anything
     ty = _result_type(new, old)
     size = largest_tensor_bytes(ty)
@@ -264,6 +267,19 @@ def _fold_call(new: Call, old: Call, limit: int, macs: int, fold_qnn: bool) -> E
     if not _matches(out, ty):
         return None
     return _as_expr(out)
+
+
+#: placement markers: never folded themselves (an ``on_device`` around a constant keeps
+#: saying where the constant lives), but looked through when their body is a constant
+PLACEMENT_OPS = frozenset({"on_device", "device_copy"})
+
+
+def _placed_constant(e: Expr) -> Expr | None:
+    """``e`` when it is a constant or tuple, the constant inside ``on_device`` wrappers,
+    else None."""
+    while type(e) is Call and type(e.op) is Op and e.op.name == "on_device" and len(e.args) == 1:
+        e = e.args[0]
+    return e if type(e) is Constant or type(e) is Tuple else None
 
 
 #: operators that read only their input's shape: folded when it is static (as TVM's
@@ -343,8 +359,8 @@ def _fold_walk(expr: Expr, post: Callable[[Expr, Expr], Expr | None]) -> Expr:
         out = post(rebuilt, node)
         result = memo[node] = rebuilt if out is None else out
         var = let_var_of.get(node)
-        if var is not None and type(result) is Constant:
-            bound[var] = result
+        if var is not None and type(_placed_constant(result)) is Constant:
+            bound[var] = result  # inlined with its on_device, as TVM does
     return memo[expr]
 
 

@@ -292,7 +292,11 @@ class _Converter:
                     run(let_value[node])
                     ty = self.type_of(memo[let_value[node]])
                     same = ty is None or ty == checked_type_or_none(node)
-                    memo[node] = node if same else Var(node.name_hint, ty, node.span)
+                    memo[node] = (
+                        node
+                        if same
+                        else Var(node.name_hint, ty, node.span, virtual_device=node.virtual_device_)
+                    )
                     if not same:
                         infer_type_local(memo[node])
                     continue

@@ -11,6 +11,9 @@ import relaykit.op as _impl
 from relaykit.ir.expr import const
 from relaykit.relay._facade import forward
 
+from . import memory as memory  # TVM's packages (relay.op.memory.memory), not
+from . import vm as vm  # relaykit.op's modules of the same names
+
 __all__, _forward_getattr, __dir__ = forward(_impl)
 __all__ = [*__all__, "const"]
 __getattr__ = _forward_getattr

@@ -51,6 +51,12 @@ def CollagePartition(config: Any, cost_estimator: Any = None) -> relaykit.transf
     return _collage_partition(config, cost_estimator, pattern_table)
 
 
+def RecoverVirtualDeviceMap(mod: Any, expr: Any) -> dict[Any, Any]:
+    """TVM's ``relay.transform.RecoverVirtualDeviceMap(mod, expr)`` (a global function
+    there): the planned virtual device of each sub-expression of ``expr``."""
+    return relaykit.transform.recover_virtual_device_map(mod, expr)
+
+
 def BackwardFoldScaleAxis() -> FoldScaleAxis:
     """TVM's backward half of ``FoldScaleAxis`` (scales after a layer)."""
     return FoldScaleAxis("backward")
@@ -71,6 +77,7 @@ __all__ = [
     "CapturePostDfsIndexInSpans",
     "BackwardFoldScaleAxis",
     "ForwardFoldScaleAxis",
+    "RecoverVirtualDeviceMap",
     "AnnotateSpans",
     "FuseOps",
     "Legalize",

@@ -1,17 +1,15 @@
-"""``tvm.relay.op.memory.memory``: not in relaykit.
+"""``tvm.relay.op.memory.memory``: the explicit-memory operators.
 
-In TVM: the explicit-memory operators (alloc_storage, alloc_tensor). The module imports
-so that scripts naming it load; each of TVM's names here raises
-:class:`~relaykit.errors.UnsupportedFeatureError` when used.
+``alloc_storage``, ``alloc_tensor`` and ``kill`` are :mod:`relaykit.op.memory`'s
+(their types need the ``Storage`` type of ``core.rly``); TVM's tuple-type helpers
+(``flatten_tuple_type``...) raise :class:`~relaykit.errors.UnsupportedFeatureError`.
 """
 
+from relaykit.op.memory import alloc_storage, alloc_tensor, kill
 from relaykit.relay._facade import NOT_YET, module_getattr, unsupported
 
-_NAMES: list[str] = [
-    "alloc_storage", "alloc_tensor", "flatten_tuple_type", "from_tuple_type",
-    "to_tuple_type",
-]  # fmt: skip
+_NAMES: list[str] = ["flatten_tuple_type", "from_tuple_type", "to_tuple_type"]
 
-__all__ = list(_NAMES)
+__all__ = ["alloc_storage", "alloc_tensor", "kill", *_NAMES]
 globals().update(unsupported(__name__, _NAMES, NOT_YET))
 __getattr__ = module_getattr(__name__, NOT_YET)

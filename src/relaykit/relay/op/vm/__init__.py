@@ -1,16 +1,17 @@
-"""``tvm.relay.op.vm``: not in relaykit.
+"""``tvm.relay.op.vm``: the VM dialect's shape operators.
 
-In TVM: the VM dialect operators (invoke_tvm_op, shape_func...). The module imports so
-that scripts naming it load; each of TVM's names here raises
-:class:`~relaykit.errors.UnsupportedFeatureError` when used.
+``shape_of`` and ``reshape_tensor`` are :mod:`relaykit.op.vm`'s; ``invoke_tvm_op`` and
+``shape_func`` (which call lowered TIR functions) raise
+:class:`~relaykit.errors.UnsupportedFeatureError`.
 """
 
+from relaykit.op.vm import reshape_tensor, shape_of
 from relaykit.relay._facade import NOT_YET, module_getattr, unsupported
 
-_NAMES: list[str] = [
-    "invoke_tvm_op", "reshape_tensor", "shape_func", "shape_of",
-]  # fmt: skip
+from . import vm as vm  # TVM's relay.op.vm.vm
 
-__all__ = list(_NAMES)
+_NAMES: list[str] = ["invoke_tvm_op", "shape_func"]
+
+__all__ = ["reshape_tensor", "shape_of", *_NAMES]
 globals().update(unsupported(__name__, _NAMES, NOT_YET))
 __getattr__ = module_getattr(__name__, NOT_YET)
