@@ -354,7 +354,8 @@ KNOWN_GAPS = {
     "fixed_point_multiply", "image.affine_grid", "image.crop_and_resize", "image.dilation2d",
     "image.grid_sample", "ml.tfidf_vectorizer", "nn.batch_norm",
     "nn.contrib_conv2d_NCHWc", "nn.cross_entropy", "nn.cross_entropy_with_logits",
-    "memory.kill", "nn.deformable_conv2d", "nn.dropout",
+    "memory.alloc_storage", "memory.alloc_tensor", "memory.kill", "nn.deformable_conv2d",
+    "nn.dropout", "vm.reshape_tensor", "vm.shape_of",  # the VM's memory dialect
     "on_device", "reinterpret", "relay.op.annotation.simulated_quantize",
     "segment_sum", "sparse_fill_empty_rows",
     "sparse_reshape", "sparse_to_dense", "stft", "strided_set", "unique",
