@@ -33,6 +33,7 @@ from relaykit.transform.simplify_expr import SimplifyExpr
 from relaykit.tuning import CollagePartition
 
 from . import mixed_precision
+from .recast import recast  # the function, as in TVM (it hides the module's name)
 
 
 def BackwardFoldScaleAxis() -> FoldScaleAxis:
@@ -64,6 +65,7 @@ __all__ = [
     "ToMixedPrecision",
     "build_config",
     "mixed_precision",
+    "recast",
 ]
 
 
