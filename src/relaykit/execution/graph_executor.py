@@ -95,12 +95,15 @@ def _converts_exactly(arr: np.ndarray, want: np.dtype) -> bool:
     """Whether an input array may be stored as ``want``: a cast within one kind (float to
     float, int to int), or integers of another signedness or width whose every value
     ``want`` holds (TVM converts ``int64`` data for a ``uint8`` input; values that would
-    wrap around are refused, never changed)."""
+    wrap around are refused, never changed), or floats that are all whole numbers ``want``
+    holds (TVM converts ``2.0`` for an ``int32`` input; ``2.5`` is refused, not truncated)."""
     if np.can_cast(arr.dtype, want, "same_kind"):
         return True
-    if arr.dtype.kind in "iu" and want.kind in "iu":
+    if arr.dtype.kind in "iuf" and want.kind in "iu":
         if arr.size == 0:
             return True
+        if arr.dtype.kind == "f" and not np.all(np.isfinite(arr) & (np.trunc(arr) == arr)):
+            return False
         info = np.iinfo(want)
         return bool(info.min <= arr.min() and arr.max() <= info.max)
     return False
