@@ -26,7 +26,7 @@ operands.
 >>> w = relay.var("w", shape=(16, 3, 3, 3))
 >>> y = conv2d(x, w, padding=1, channels=16, kernel_size=3)
 >>> y.attrs.padding, y.attrs.kernel_size
-((1, 1, 1, 1), (3, 3))
+([1, 1, 1, 1], [3, 3])
 >>> batch_norm(y, *[relay.var(n, shape=(16,)) for n in "abcd"])[0].index
 0
 """

@@ -22,7 +22,7 @@ checked against.
 >>> w = relay.var("w", shape=(16, 3, 3, 3))
 >>> y = conv2d(x, w, padding=1, channels=16, kernel_size=3)
 >>> y.attrs.padding, y.attrs.kernel_size
-((1, 1, 1, 1), (3, 3))
+([1, 1, 1, 1], [3, 3])
 >>> import numpy as np
 >>> x = np.arange(5, dtype="float32").reshape(1, 1, 5)
 >>> w = np.ones((1, 1, 3), "float32")

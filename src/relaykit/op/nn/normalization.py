@@ -215,7 +215,7 @@ def l2_normalize(data: Expr, eps: float, axis: Any = None) -> Call:
 
     >>> from relaykit import relay
     >>> l2_normalize(relay.var("x", shape=(2, 3)), 1e-12, axis=[1]).attrs.axis
-    (1,)
+    [1]
     """
     ax = None if axis is None else tuple(int(a) for a in axis)
     return make_call("nn.l2_normalize", [data], eps=float(eps), axis=ax)
