@@ -376,3 +376,19 @@ def test_operators_without_c_lowering_are_the_known_gaps():
     missing = {n for n in runnable if n not in c_emitters}
     assert missing - KNOWN_GAPS == set(), "new operators without C: add a lowering"
     assert KNOWN_GAPS - missing == set(), "these gained a C lowering: drop them from the list"
+
+
+@pytest.mark.parametrize("rank", [1, 2, 3])
+def test_depthwise_weight_with_a_channel_multiplier(aot, tmp_path, rank):
+    # TVM's (C, M, *K) weight for groups == C: filter c*M + m is weight[c, m]
+    c, mult = 4, 3
+    size = (7, 6, 5)[:rank]
+    x = relay.var("x", shape=(1, c, *size))
+    w = _f32(c, mult, *(3,) * rank)
+    conv = {1: relay.nn.conv1d, 2: relay.nn.conv2d, 3: relay.nn.conv3d}[rank]
+    y = conv(x, relay.const(w), groups=c, channels=c * mult, kernel_size=(3,) * rank, padding=1)
+    data = _f32(1, c, *size)
+    grouped = w.reshape(c * mult, 1, *w.shape[2:])
+    want = _conv_ref(data, grouped, (1,) * rank, (1,) * (2 * rank), (1,) * rank, c)
+    (got,), *_ = aot(_model([x], y), None, [data], [(want.shape, "float32")], tmp_path)
+    _close(got, want)

@@ -38,7 +38,19 @@ from relaykit.op.define import TypeRelError
 from .geometry import canonical_shape, to_layout
 from .operands import Solved, fill_input, known_data
 
-__all__ = ["conv_weight_solver", "depthwise_multiplier", "grouped_weight"]
+__all__ = [
+    "MULTIPLIER_DECLINE",
+    "conv_weight_solver",
+    "depthwise_multiplier",
+    "grouped_weight",
+    "has_multiplier_weight",
+]
+
+#: Why a backend that takes grouped weights only declines :func:`has_multiplier_weight`.
+MULTIPLIER_DECLINE = (
+    "TVM's depthwise weight with a channel multiplier (C, M, ...): this backend takes the "
+    "grouped weight (C*M, 1, ...)"
+)
 
 
 def depthwise_multiplier(c: Any, o: Any, i: Any, groups: Any, channels: Any) -> int | None:
@@ -64,6 +76,21 @@ def grouped_weight(w: np.ndarray, c: int, groups: int, channels: Any) -> np.ndar
     if m is None:
         return w
     return w.reshape(o * m, 1, *w.shape[2:])
+
+
+def has_multiplier_weight(data: Type, weight: Type, attrs: Attrs) -> bool:
+    """Whether a forward convolution of ``data`` by ``weight`` (typed) with ``attrs``
+    uses TVM's depthwise weight with a channel multiplier (see :func:`depthwise_multiplier`)."""
+    if not isinstance(data, TensorType) or not isinstance(weight, TensorType):
+        return False
+    layout, kernel_layout = str(attrs.data_layout), str(attrs.kernel_layout)
+    if len(layout) != data.ndim or len(kernel_layout) != weight.ndim:
+        return False  # blocked layouts: not this form
+    if "C" not in layout or "O" not in kernel_layout or "I" not in kernel_layout:
+        return False
+    c = data.shape[layout.index("C")]
+    o, i = weight.shape[kernel_layout.index("O")], weight.shape[kernel_layout.index("I")]
+    return depthwise_multiplier(c, o, i, attrs.groups, attrs.get("channels")) is not None
 
 
 def _sizes(value: Any, n: int) -> tuple[int, ...]:
