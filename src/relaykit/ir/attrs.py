@@ -23,7 +23,7 @@ from relaykit.errors import AttrError, ImmutableError
 __all__ = ["Array", "Attrs", "DictAttrs", "normalize_attr_value", "make_node"]
 
 
-class Array(tuple):  # type: ignore[type-arg]
+class Array(tuple[Any, ...]):
     """A list-valued attribute: a tuple (hashable, equal to the same values as a tuple)
     that prints as TVM's ``Array`` does.
 

@@ -78,7 +78,7 @@ def grouped_weight(w: np.ndarray, c: int, groups: int, channels: Any) -> np.ndar
     return w.reshape(o * m, 1, *w.shape[2:])
 
 
-def has_multiplier_weight(data: Type, weight: Type, attrs: Attrs) -> bool:
+def has_multiplier_weight(data: Type | None, weight: Type | None, attrs: Attrs) -> bool:
     """Whether a forward convolution of ``data`` by ``weight`` (typed) with ``attrs``
     uses TVM's depthwise weight with a channel multiplier (see :func:`depthwise_multiplier`)."""
     if not isinstance(data, TensorType) or not isinstance(weight, TensorType):
