@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DTYPES", "ML_DTYPES"]
+__all__ = ["DTYPES", "ML_DTYPES", "converts_exactly"]
 
 #: The element types relaykit knows, with their NumPy equivalents.
 DTYPES: dict[str, np.dtype[Any]] = {
@@ -61,3 +61,26 @@ def _register_ml_dtypes() -> None:
 
 
 _register_ml_dtypes()
+
+
+def converts_exactly(arr: np.ndarray, want: Any) -> bool:
+    """Whether an input array may be stored as ``want``: a cast within one kind (float to
+    float, int to int), or integers of another signedness or width whose every value
+    ``want`` holds (TVM converts ``int64`` data for a ``uint8`` input; values that would
+    wrap around are refused, never changed), or floats that are all whole numbers ``want``
+    holds (TVM converts ``2.0`` for an ``int32`` input; ``2.5`` is refused, not truncated).
+
+    >>> converts_exactly(np.array([2.0, -1.0]), "int32"), converts_exactly(np.array([2.5]), "int32")
+    (True, False)
+    """
+    want = np.dtype(want)
+    if np.can_cast(arr.dtype, want, "same_kind"):
+        return True
+    if arr.dtype.kind in "iuf" and want.kind in "iu":
+        if arr.size == 0:
+            return True
+        if arr.dtype.kind == "f" and not np.all(np.isfinite(arr) & (np.trunc(arr) == arr)):
+            return False
+        info = np.iinfo(want)
+        return bool(info.min <= arr.min() and arr.max() <= info.max)
+    return False

@@ -114,3 +114,14 @@ def test_100k_chain_evaluates():
         y = op.nn.relu(y)
     out = run(Function([x], y), np.array([-1, 0, 1, 2], "float32"))
     np.testing.assert_array_equal(out.numpy(), [0, 0, 1, 2])
+
+
+def test_an_int_input_takes_whole_floats_and_refuses_fractions():
+    x = relay.var("x", shape=(3,), dtype="int32")
+    mod = tvm.IRModule.from_expr(relay.Function([x], x + x))
+    run = relay.create_executor("debug", mod=mod).evaluate()
+    got = run(np.array([1.0, -2.0, 3.0])).numpy()
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, [2, -4, 6])
+    with pytest.raises(ExecutionError, match="got an array of dtype float64"):
+        run(np.array([1.0, 2.5, 3.0]))

@@ -14,7 +14,12 @@ import pytest
 import relaykit as tvm
 from relaykit import relay
 from relaykit.backends import ccompiler
-from relaykit.errors import ArtifactCorruptError, ArtifactError, ExecutionError
+from relaykit.errors import (
+    ArtifactCorruptError,
+    ArtifactError,
+    ExecutionError,
+    ExecutorUsageError,
+)
 from relaykit.relay.loops import while_loop
 from relaykit.relay.prelude import Prelude
 from relaykit.runtime.vm import ADT, VirtualMachine
@@ -402,3 +407,13 @@ def test_bytecode_format_1_still_loads_and_an_unknown_format_is_refused():
     np.testing.assert_allclose(got[0].numpy(), 2 * c)
     with pytest.raises(ArtifactCorruptError, match="unknown format"):
         relay.vm.Executable.load_exec(with_format(99), exe.lib)
+
+
+def test_an_int_input_takes_whole_floats_and_refuses_fractions():
+    x = relay.var("x", shape=(3,), dtype="int64")
+    mod = tvm.IRModule.from_expr(relay.Function([x], x * relay.const(2, "int64")))
+    got = run(mod, np.array([1.0, -2.0, 3.0])).numpy()
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, [2, -4, 6])
+    with pytest.raises(ExecutorUsageError, match="expects Tensor"):
+        run(mod, np.array([1.0, 2.5, 3.0]))

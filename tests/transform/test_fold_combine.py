@@ -168,3 +168,23 @@ def test_fold_scale_leaves_a_float32_scale_of_float16_weights():
     with PassContext(opt_level=3):
         out = _run(optimize(mod), data)
     np.testing.assert_allclose(out, ref * s, rtol=1e-2, atol=1e-2)
+
+
+def test_scales_fold_into_conv3d_in_both_directions_and_layouts():
+    for layout, kernel_layout, dshape, wshape, cshape in (
+        ("NCDHW", "OIDHW", (1, 2, 4, 4, 4), (3, 2, 3, 3, 3), (3, 1, 1, 1)),
+        ("NDHWC", "DHWIO", (1, 4, 4, 4, 2), (3, 3, 3, 2, 3), (3,)),
+    ):
+        x = relay.var("x", shape=dshape)
+        w = _const(*wshape)
+        in_shape = (2, 1, 1, 1) if layout == "NCDHW" else (2,)
+        s_in = relay.const(np.abs(RNG.standard_normal(in_shape)).astype("float32") + 0.1)
+        s_out = relay.const(np.abs(RNG.standard_normal(cshape)).astype("float32") + 0.1)
+        conv = relay.nn.conv3d(relay.multiply(x, s_in), w, padding=1, data_layout=layout,
+                               kernel_layout=kernel_layout)  # fmt: skip
+        before = relay.Function([x], relay.multiply(relay.nn.relu(conv), s_out))
+        after = fold_scale_axis(forward_fold_scale_axis(before))
+        assert after.body.op.name == "nn.relu"  # the output scale went into the weight
+        assert after.body.args[0].args[0] is x  # and so did the input scale
+        data = RNG.standard_normal(dshape).astype("float32")
+        np.testing.assert_allclose(_run(after, data), _run(before, data), rtol=1e-5, atol=1e-5)

@@ -41,6 +41,7 @@ import numpy as np
 
 from relaykit.backends.host import native as host_native
 from relaykit.backends.host.kernels import Scratch, bind_kernel
+from relaykit.dtypes import converts_exactly
 from relaykit.errors import (
     ArtifactCorruptError,
     BackendExecutionError,
@@ -89,21 +90,6 @@ def _group(values: list[np.ndarray], groups: Sequence[int]) -> list[Any]:
             out.append(values[i : i + g])
             i += g
     return out
-
-
-def _converts_exactly(arr: np.ndarray, want: np.dtype) -> bool:
-    """Whether an input array may be stored as ``want``: a cast within one kind (float to
-    float, int to int), or integers of another signedness or width whose every value
-    ``want`` holds (TVM converts ``int64`` data for a ``uint8`` input; values that would
-    wrap around are refused, never changed)."""
-    if np.can_cast(arr.dtype, want, "same_kind"):
-        return True
-    if arr.dtype.kind in "iu" and want.kind in "iu":
-        if arr.size == 0:
-            return True
-        info = np.iinfo(want)
-        return bool(info.min <= arr.min() and arr.max() <= info.max)
-    return False
 
 
 def _type_str(spec: EntrySpec) -> str:
@@ -453,7 +439,7 @@ class GraphExecutor(Module):
         for k, v in params.items():
             self._check_one(k, v, False, copies, changed)
         for i, arr in copies:
-            np.copyto(state.inputs[i], arr, casting="unsafe")  # checked: _converts_exactly
+            np.copyto(state.inputs[i], arr, casting="unsafe")  # checked: converts_exactly
             state.unset.discard(i)
         if changed:
             self._replace_params(changed)
@@ -502,7 +488,7 @@ class GraphExecutor(Module):
                     "model was built for it)"
                 )
             want = self._input_dtypes[i]
-            if arr.dtype != want and not _converts_exactly(arr, want):
+            if arr.dtype != want and not converts_exactly(arr, want):
                 raise ExecutorUsageError(
                     f"input {name!r} expects {_type_str(spec)}, got {arr.dtype}: convert it "
                     f"with .astype({spec.dtype!r}) if that is what you mean"

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from relaykit.dtypes import converts_exactly
 from relaykit.errors import ExecutionError, IRError, RelayKitError
 from relaykit.ir.expr import (
     Call,
@@ -238,7 +239,7 @@ def _convert_input(
                 + (f"; size variables bound by earlier inputs: {bound}" if bound else "")
             )
         if arr.dtype.name != ty.dtype:
-            if not isinstance(value, np.ndarray) or np.can_cast(arr.dtype, ty.dtype, "same_kind"):
+            if not isinstance(value, np.ndarray) or converts_exactly(arr, ty.dtype):
                 arr = arr.astype(ty.dtype)
             else:
                 raise ExecutionError(

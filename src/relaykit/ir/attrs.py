@@ -1,11 +1,12 @@
 """Attributes: frozen, ordered name -> value maps for operator calls and functions.
 
-Values are normalised to hashable Python values: lists become tuples, NumPy
-scalars become Python numbers, so two equal attribute sets compare and hash equal.
+Values are normalised to hashable Python values: lists become tuples (an
+:class:`Array`, which prints as TVM's ``[1, 1]``), NumPy scalars become Python
+numbers, so two equal attribute sets compare and hash equal.
 
 >>> a = Attrs({"units": 128, "strides": [1, 1]})
->>> a.units, a["strides"]
-(128, (1, 1))
+>>> a.units, a["strides"], a["strides"] == (1, 1)
+(128, [1, 1], True)
 >>> a.with_updates(units=64)["units"]
 64
 """
@@ -19,7 +20,31 @@ import numpy as np
 
 from relaykit.errors import AttrError, ImmutableError
 
-__all__ = ["Attrs", "DictAttrs", "normalize_attr_value", "make_node"]
+__all__ = ["Array", "Attrs", "DictAttrs", "normalize_attr_value", "make_node"]
+
+
+class Array(tuple[Any, ...]):
+    """A list-valued attribute: a tuple (hashable, equal to the same values as a tuple)
+    that prints as TVM's ``Array`` does.
+
+    >>> a = Array((2, 3))
+    >>> str(a), a == (2, 3), a[0]
+    ('[2, 3]', True, 2)
+    """
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "[" + ", ".join(repr(v) for v in self) + "]"
+
+    __str__ = __repr__
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with every :class:`Array` a plain tuple (for :meth:`Attrs.__repr__`)."""
+    if isinstance(value, tuple):
+        return tuple(_plain(v) for v in value)
+    return value
 
 
 def normalize_attr_value(value: Any) -> Any:
@@ -31,7 +56,7 @@ def normalize_attr_value(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         return normalize_attr_value(value.tolist())
     if isinstance(value, (list, tuple)):
-        return tuple(normalize_attr_value(v) for v in value)
+        return Array(normalize_attr_value(v) for v in value)
     if isinstance(value, Mapping):
         return Attrs(value)
     # Types and other frozen IR values are allowed as-is if hashable.
@@ -100,7 +125,7 @@ class Attrs(Mapping[str, Any]):
         return NotImplemented
 
     def __repr__(self) -> str:
-        body = ", ".join(f"{k}={v!r}" for k, v in self._items.items())
+        body = ", ".join(f"{k}={_plain(v)!r}" for k, v in self._items.items())
         return f"{self.type_key}({body})"
 
     def keys(self):
@@ -146,7 +171,7 @@ def make_node(type_key: str, **fields: Any) -> Attrs:
     attributes: a key that names another kind of node is an error.
 
     >>> make_node("relay.attrs.TestAttrs", padding=(3, 4)).padding
-    (3, 4)
+    [3, 4]
     """
     if not (type_key == "DictAttrs" or type_key.endswith("Attrs")):
         raise AttrError(

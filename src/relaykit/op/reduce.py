@@ -11,7 +11,7 @@ inputs: ``log(sum(exp(x - m))) + m`` with ``m`` the maximum over ``axis``.
 >>> from relaykit import relay
 >>> x = relay.var("x", shape=(2, 3))
 >>> sum(x, axis=1).attrs.axis
-(1,)
+[1]
 >>> argmax(x).attrs.keepdims
 False
 >>> logsumexp(x, axis=1).op.name
@@ -188,7 +188,7 @@ def argmax(
 
     >>> from relaykit import relay
     >>> argmax(relay.var("x", shape=(2, 3)), axis=1).attrs.axis
-    (1,)
+    [1]
     """
     return make_call(
         "argmax",

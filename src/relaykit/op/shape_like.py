@@ -262,7 +262,7 @@ def slice_like(data: Expr, shape_like: Expr, axes: Any = None) -> Call:
     >>> from relaykit import relay
     >>> x, y = relay.var("x", shape=(4, 5)), relay.var("y", shape=(2, 3))
     >>> slice_like(x, y, axes=[1]).attrs.axes
-    (1,)
+    [1]
     """
     ax = None if axes is None else int_tuple(axes, "axes")
     return make_call("slice_like", [data, shape_like], axes=ax)

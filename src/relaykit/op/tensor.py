@@ -558,7 +558,7 @@ def zeros(shape: Any, dtype: Any) -> Call:
     """A tensor of ``shape`` filled with zeros.
 
     >>> zeros((2, 3), "float32").attrs.shape
-    (2, 3)
+    [2, 3]
     """
     shape = static_value(shape)
     if isinstance(shape, Expr):

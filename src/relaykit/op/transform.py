@@ -4,7 +4,7 @@ concatenate, stack, split, strided_slice, take, broadcast_to, tile, repeat, reve
 >>> from relaykit import relay
 >>> x = relay.var("x", shape=(2, 3, 4))
 >>> reshape(x, (0, -1)).attrs.newshape
-(0, -1)
+[0, -1]
 >>> len(split(x, 3, axis=1))
 3
 """
@@ -184,7 +184,7 @@ def reshape(data: Expr, newshape: Any, allowzero: bool = False) -> Call:
 
     >>> from relaykit import relay
     >>> reshape(relay.var("x", shape=(2, 6)), (-1, 3)).attrs.newshape
-    (-1, 3)
+    [-1, 3]
     """
     newshape = static_value(newshape)
     if isinstance(newshape, Expr):
@@ -228,7 +228,7 @@ def transpose(data: Expr, axes: Any = None) -> Call:
 
     >>> from relaykit import relay
     >>> transpose(relay.var("x", shape=(2, 3)), (1, 0)).attrs.axes
-    (1, 0)
+    [1, 0]
     """
     return make_call("transpose", [data], axes=None if axes is None else int_tuple(axes, "axes"))
 
@@ -266,7 +266,7 @@ def squeeze(data: Expr, axis: Any = None) -> Call:
 
     >>> from relaykit import relay
     >>> squeeze(relay.var("x", shape=(1, 3, 1)), [0]).attrs.axis
-    (0,)
+    [0]
     """
     axis = static_value(axis)
     if isinstance(axis, Expr):
@@ -592,7 +592,7 @@ def strided_slice(
 
     >>> from relaykit import relay
     >>> strided_slice(relay.var("x", shape=(4, 4)), [1], [3]).attrs.strides
-    (1,)
+    [1]
     """
     begin, end, strides = (static_value(v) for v in (begin, end, strides))
     if any(isinstance(v, Expr) for v in (begin, end, strides)):

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any as _Typing
 from typing import NoReturn
 
-from relaykit.errors import UnsupportedFeatureError
+from relaykit.errors import UnsupportedFeatureError, UsageError
 from relaykit.ir.layout import Layout, layout
 from relaykit.ir.symbolic import (
     Any,
@@ -54,6 +54,7 @@ __all__ = [
     "SymExpr",
     "Var",
     "add",
+    "const",
     "evaluate",
     "floordiv",
     "floormod",
@@ -116,6 +117,28 @@ class StringImm(str):
     @property
     def value(self) -> str:
         return str(self)
+
+
+def const(value: _Typing, dtype: str | None = None, span: _Typing = None) -> IntImm | FloatImm:
+    """An immediate of ``value`` (``tvm.tir.const``): an :class:`IntImm` for a bool or an
+    integer (``"bool"`` / ``"int32"`` unless ``dtype`` says), a :class:`FloatImm` for a
+    float (``"float32"`` unless ``dtype`` says); a float ``dtype`` makes a float.
+
+    >>> const(10, "int64"), const(2.5)
+    (IntImm('int64', 10), FloatImm('float32', 2.5))
+    """
+    if dtype is None:
+        dtype = "bool" if isinstance(value, bool) else "int32" if isinstance(value, int) else ""
+        dtype = dtype or "float32"
+    dtype = str(dtype)
+    if dtype.startswith(("float", "bfloat")):
+        return FloatImm(dtype, float(value))
+    if isinstance(value, float) and not value.is_integer():
+        raise UsageError(
+            f"tvm.tir.const({value!r}, {dtype!r}): a fraction cannot be an {dtype} "
+            "immediate; give a float dtype or a whole number"
+        )
+    return IntImm(dtype, int(value))
 
 
 def __getattr__(name: str) -> NoReturn:

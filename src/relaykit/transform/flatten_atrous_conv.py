@@ -20,7 +20,7 @@ other chain is left alone. One post-order rewrite (opt_level 0, as TVM's pass).
 >>> b2s = relay.nn.batch_to_space_nd(conv, block_shape=[2, 2], crops=[[0, 1], [0, 1]])
 >>> out = FlattenAtrousConv()(IRModule.from_expr(b2s))["main"].body
 >>> out.op.name, out.attrs.dilation, out.attrs.padding
-('nn.conv2d', (2, 2), (2, 2, 2, 2))
+('nn.conv2d', [2, 2], [2, 2, 2, 2])
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ is left alone. One post-order rewrite (opt_level 0).
 >>> y = relay.nn.conv2d(relay.nn.pad(x, [[0, 0], [0, 0], [1, 1], [2, 0]]), w)
 >>> out = FoldExplicitPadding()(IRModule.from_expr(y))["main"].body
 >>> out.args[0] is x, out.attrs.padding
-(True, (1, 2, 1, 0))
+(True, [1, 2, 1, 0])
 """
 
 from __future__ import annotations

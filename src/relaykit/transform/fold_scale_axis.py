@@ -6,7 +6,7 @@ per-channel ``scale``. Two directions, as TVM's pass:
 backward
     ``multiply(chain(layer(x, W)), s)``, where ``chain`` is any sequence of a bias
     (``add``, ``subtract``, ``nn.bias_add``) and ``nn.relu`` (when every scale is
-    positive) over a ``nn.conv2d`` / ``nn.dense``, becomes
+    positive) over a ``nn.conv2d`` / ``nn.conv3d`` / ``nn.dense``, becomes
     ``chain'(layer(x, W * s))`` with each bias multiplied by ``s``;
 forward
     ``layer(chain(multiply(x, s)), W)`` becomes ``layer(chain'(x), W * s)`` with each
@@ -54,7 +54,9 @@ from .pass_infra import FunctionPass, PassContext
 __all__ = ["FoldScaleAxis", "fold_scale_axis", "forward_fold_scale_axis"]
 
 BIASES = frozenset({"add", "subtract", "nn.bias_add"})
-LAYERS = frozenset({"nn.conv2d", "nn.dense"})
+LAYERS = frozenset({"nn.conv2d", "nn.conv3d", "nn.dense"})
+#: The convolutions among LAYERS and the rank of their (unblocked) layouts.
+_CONV_RANK = {"nn.conv2d": 4, "nn.conv3d": 5}
 
 
 def _name(e: Expr) -> str:
@@ -121,10 +123,11 @@ def _layer_axes(layer: Expr) -> tuple[int, int, int] | None:
     if name == "nn.dense":
         rank = _rank(layer)
         return None if rank is None else (rank - 1, 0, 1)
-    if name == "nn.conv2d":
+    if name in _CONV_RANK:
         a = layer.attrs  # type: ignore[attr-defined]
         out_layout = a.out_layout or a.data_layout
-        if len(out_layout) != 4 or len(a.kernel_layout) != 4:
+        rank = _CONV_RANK[name]
+        if len(out_layout) != rank or len(a.kernel_layout) != rank:
             return None  # blocked layouts are not folded
         return out_layout.index("C"), a.kernel_layout.index("O"), a.kernel_layout.index("I")
     return None
@@ -273,7 +276,7 @@ def forward_fold_scale_axis(expr: Expr, mod: IRModule | None = None) -> Expr:
         if _name(new) not in LAYERS:
             return None
         axes = _layer_axes(old)
-        if axes is None or (_name(old) == "nn.conv2d" and old.attrs.groups != 1):  # type: ignore[attr-defined]
+        if axes is None or (_name(old) in _CONV_RANK and old.attrs.groups != 1):  # type: ignore[attr-defined]
             return None
         channel = axes[0]
         data_old = old.args[0]  # type: ignore[attr-defined]

@@ -77,6 +77,9 @@ _SIMPLE_CONST = frozenset({"int32", "int64", "float32", "float64", "bool"})
 
 #: The PassContext option bounding how many operators one function may hold.
 MAX_DEPTH_KEY = "relay.FuseOps.max_depth"
+#: The PassContext option keeping constants inside the functions that use them (TVM's
+#: ``link_params``) instead of passing them in as parameters.
+LINK_PARAMS_KEY = "relay.FuseOps.link_params"
 _DEFAULT_MAX_DEPTH = 256
 
 
@@ -396,9 +399,10 @@ def _type_of(e: Expr) -> Type | None:
 class _Rewriter:
     """Builds the fused program from the groups (TVM's ``FuseMutator``)."""
 
-    def __init__(self, g: _Graph, groups: _Groups) -> None:
+    def __init__(self, g: _Graph, groups: _Groups, link_params: bool = False) -> None:
         self.g = g
         self.groups = groups
+        self.link_params = link_params
         self.root = [groups.find(i) for i in range(len(g.nodes))]
         self.outer: dict[Expr, Expr] = {}
 
@@ -437,6 +441,8 @@ class _Rewriter:
 
         def external(a: Expr) -> Expr:
             new = self.out(a)
+            if self.link_params and type(new) is Constant:
+                return new
             p = param_of.get(new)
             if p is None:
                 ty = _type_of(a)
@@ -489,16 +495,21 @@ def _operands(e: Expr) -> list[Expr]:
 
 
 def fuse_ops(
-    func: Function, opt_level: int = 2, max_depth: int = _DEFAULT_MAX_DEPTH, max_args: int = 0
+    func: Function,
+    opt_level: int = 2,
+    max_depth: int = _DEFAULT_MAX_DEPTH,
+    max_args: int = 0,
+    link_params: bool = False,
 ) -> Function:
     """``func`` (type-checked) with its operators grouped into ``Primitive`` functions
     (see the module docstring); ``func`` itself when it is primitive or external.
-    ``max_args`` (0: no limit) bounds the kernel arguments of one function."""
+    ``max_args`` (0: no limit) bounds the kernel arguments of one function; with
+    ``link_params`` a constant input of a group stays in its function."""
     if _is_primitive(func):
         return func
     g = _Graph(func.body, func.params)
     groups = _Partitioner(g, max_depth, max_args).run(opt_level)
-    body = _Rewriter(g, groups).run(func.body)
+    body = _Rewriter(g, groups, link_params).run(func.body)
     if body is func.body:
         return func
     return func.with_fields(body=body)
@@ -507,9 +518,10 @@ def fuse_ops(
 class FuseOps(Pass):
     """``relay.transform.FuseOps(fuse_opt_level=-1)``: TVM's operator fusion (see the module
     docstring). ``fuse_opt_level=-1`` takes the PassContext's opt_level; the PassContext
-    option ``"relay.FuseOps.max_depth"`` bounds the operators of one function (256), and the
+    option ``"relay.FuseOps.max_depth"`` bounds the operators of one function (256), the
     current target's ``max_function_args`` (``with Target("opencl"):``) its kernel
-    arguments (:mod:`.fuse_args`)."""
+    arguments (:mod:`.fuse_args`), and ``"relay.FuseOps.link_params"`` keeps constant
+    inputs inside the functions."""
 
     def __init__(self, fuse_opt_level: int = -1) -> None:
         self.fuse_opt_level = int(fuse_opt_level)
@@ -520,11 +532,12 @@ class FuseOps(Pass):
         depth = int(ctx.config.get(MAX_DEPTH_KEY) or _DEFAULT_MAX_DEPTH)
         target = Target.current()
         max_args = 0 if target is None else target.max_function_args
+        link = bool(ctx.config.get(LINK_PARAMS_KEY) or False)
         mod = InferType()(mod)
         out = mod.copy()
         changed = False
         for gv, fn in mod.items():
-            new = fuse_ops(fn, level, depth, max_args)
+            new = fuse_ops(fn, level, depth, max_args, link)
             if new is not fn:
                 out[gv] = new
                 changed = True

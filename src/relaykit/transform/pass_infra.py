@@ -99,6 +99,7 @@ for _key, _type in (
     ("relay.backend.use_auto_scheduler", bool),
     ("relay.backend.use_meta_schedule", bool),
     ("relay.FuseOps.max_depth", int),
+    ("relay.FuseOps.link_params", bool),
     ("relay.fallback_device_type", int),
     ("relay.ToMixedPrecision.keep_orig_output_dtype", bool),
 ):

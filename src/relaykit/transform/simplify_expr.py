@@ -32,7 +32,7 @@ Functions handed to a backend and composite functions are left as they are.
 >>> y = relay.reshape(relay.reshape(x, (3, 4)), (12,)) * relay.const(1.0)
 >>> body = SimplifyExpr()(IRModule.from_expr(relay.Function([x], y)))["main"].body
 >>> body.op.name, body.args[0] is x, body.attrs.newshape
-('reshape', True, (12,))
+('reshape', True, [12])
 """
 
 from __future__ import annotations

@@ -377,3 +377,41 @@ def test_operators_without_c_lowering_are_the_known_gaps():
     missing = {n for n in runnable if n not in c_emitters}
     assert missing - KNOWN_GAPS == set(), "new operators without C: add a lowering"
     assert KNOWN_GAPS - missing == set(), "these gained a C lowering: drop them from the list"
+
+
+@pytest.mark.parametrize("rank", [1, 2, 3])
+def test_depthwise_weight_with_a_channel_multiplier(aot, tmp_path, rank):
+    # TVM's (C, M, *K) weight for groups == C: filter c*M + m is weight[c, m]
+    c, mult = 4, 3
+    size = (7, 6, 5)[:rank]
+    x = relay.var("x", shape=(1, c, *size))
+    w = _f32(c, mult, *(3,) * rank)
+    conv = {1: relay.nn.conv1d, 2: relay.nn.conv2d, 3: relay.nn.conv3d}[rank]
+    y = conv(x, relay.const(w), groups=c, channels=c * mult, kernel_size=(3,) * rank, padding=1)
+    data = _f32(1, c, *size)
+    grouped = w.reshape(c * mult, 1, *w.shape[2:])
+    want = _conv_ref(data, grouped, (1,) * rank, (1,) * (2 * rank), (1,) * rank, c)
+    (got,), *_ = aot(_model([x], y), None, [data], [(want.shape, "float32")], tmp_path)
+    _close(got, want)
+
+
+@pytest.mark.parametrize(("op", "axis"), [("instance", 1), ("instance", 3), ("group", 1)])
+def test_instance_and_group_norm(aot, tmp_path, op, axis):
+    shape = (2, 4, 3, 5) if axis == 1 else (2, 3, 5, 4)
+    c, groups = 4, 2 if op == "group" else 4
+    x = relay.var("x", shape=shape)
+    gv, bv = _f32(c), _f32(c)
+    g, b = relay.const(gv), relay.const(bv)
+    if op == "group":
+        y = relay.nn.group_norm(x, g, b, num_groups=groups, axis=axis, epsilon=1e-3)
+    else:
+        y = relay.nn.instance_norm(x, g, b, axis=axis, epsilon=1e-3)
+    data = _f32(*shape)
+    xm = np.moveaxis(data.astype(np.float64), axis, 1).reshape(2, groups, -1)
+    norm = (xm - xm.mean(axis=2, keepdims=True)) / np.sqrt(xm.var(axis=2, keepdims=True) + 1e-3)
+    norm = np.moveaxis(norm.reshape(np.moveaxis(data, axis, 1).shape), 1, axis)
+    bshape = [1] * 4
+    bshape[axis] = c
+    want = norm * gv.reshape(bshape) + bv.reshape(bshape)
+    (got,), *_ = aot(_model([x], y), None, [data], [(want.shape, "float32")], tmp_path)
+    _close(got, want)

@@ -169,9 +169,13 @@ def test_conv2d_relation_errors(dshape, wshape, kwargs, message, rel, tvar):
         rel(nn.conv2d(tvar("x", dshape), tvar("w", wshape), **kwargs))
 
 
-def test_conv2d_dtype_mismatch(rel, tvar):
-    with pytest.raises(TypeRelError, match="data and weight must have the same dtype"):
-        rel(nn.conv2d(tvar("x", (1, 3, 8, 8)), tvar("w", (4, 3, 3, 3), "float16")))
+def test_conv2d_of_different_dtypes_takes_the_data_dtype_or_out_dtype(rel, tvar):
+    # as TVM's relation: the weight's dtype does not have to be the data's
+    half = rel(nn.conv2d(tvar("x", (1, 3, 8, 8)), tvar("w", (4, 3, 3, 3), "float16")))
+    assert half == TensorType((1, 4, 6, 6), "float32")
+    call = nn.conv2d(tvar("x", (1, 3, 8, 8), "uint8"), tvar("w", (4, 3, 3, 3), "int8"),
+                     out_dtype="int32")  # fmt: skip
+    assert rel(call) == TensorType((1, 4, 6, 6), "int32")
 
 
 CONV_T_CASES = [
@@ -217,7 +221,8 @@ def test_conv2d_transpose_is_adjoint_of_conv2d(run, tvar, rng):
 
 def test_conv2d_transpose_relation_errors(rel, tvar):
     with pytest.raises(TypeRelError, match="output_padding"):
-        rel(nn.conv2d_transpose(tvar("x", (1, 2, 4, 4)), tvar("w", (2, 3, 3, 3)), output_padding=1))
+        x, w = tvar("x", (1, 2, 4, 4)), tvar("w", (2, 3, 3, 3))
+        rel(nn.conv2d_transpose(x, w, output_padding=-1))
     with pytest.raises(TypeRelError, match="data has 3 input channels but the weight"):
         rel(nn.conv2d_transpose(tvar("x", (1, 3, 4, 4)), tvar("w", (2, 3, 3, 3))))
     assert op.get("nn.conv2d_transpose").attrs_schema["kernel_layout"] == "IOHW"

@@ -16,6 +16,7 @@ from relaykit.byoc.rules import Decline, decline
 from relaykit.dataflow_pattern import is_op, wildcard
 from relaykit.ir.expr import Call, Expr, checked_type_or_none
 from relaykit.ir.types import TensorType
+from relaykit.op.nn.conv_weights import MULTIPLIER_DECLINE, has_multiplier_weight
 
 from .kernels_c import MAX_DIMS
 
@@ -71,6 +72,10 @@ def _dense(call: Call) -> Decline | bool:
 
 def _conv2d(call: Call) -> Decline | bool:
     a = call.attrs
+    if has_multiplier_weight(
+        checked_type_or_none(call.args[0]), checked_type_or_none(call.args[1]), call.attrs
+    ):
+        return decline(MULTIPLIER_DECLINE)
     if a.data_layout != "NCHW" or a.kernel_layout != "OIHW":
         return decline(f"layout {a.data_layout}/{a.kernel_layout}; ccompiler handles NCHW/OIHW")
     if a.out_layout not in ("", "NCHW"):

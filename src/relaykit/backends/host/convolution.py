@@ -23,6 +23,7 @@ from relaykit.backends.host.table import (
     sequence,
 )
 from relaykit.ir.attrs import Attrs
+from relaykit.op.nn.conv_weights import grouped_weight
 from relaykit.op.nn.geometry import pad4, pair
 from relaykit.runtime.threads import get_policy
 
@@ -118,8 +119,12 @@ def conv2d_run(
     ):
         return None
     n, c, h, wd = x.shape
-    oc, cg, kh, kw = w.shape
     g = attrs.groups
+    grouped = grouped_weight(w, c, g, attrs.get("channels"))  # TVM's depthwise (C, M, kh, kw)
+    if grouped is not w and not w.flags.c_contiguous:
+        return None  # the reshape would copy a weight the executor may refill
+    w = grouped
+    oc, cg, kh, kw = w.shape
     _, _, oh, ow = o.shape
     strides, dilation = pair(attrs.strides, "strides"), pair(attrs.dilation, "dilation")
     pads = pad4(attrs.padding)

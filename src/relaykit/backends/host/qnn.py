@@ -394,9 +394,13 @@ def _conv_dw(
     ):
         tmp = scratch.take(out.shape, out.dtype)
     target = out if tmp is None else tmp
-    run = _conv_dw8(lib, x, w, target, scratch, rq, zx, wz, geo, steps)
+    # one request for either kernel: which one applies depends on the weight's values,
+    # and the arena is measured before a weight that is a graph input has them
+    nblocks = min(w.shape[0], 16)
+    area = scratch.take((nblocks * max(_dw8_block(geo, steps), _dw16_block(geo, steps)),), np.uint8)
+    run = _conv_dw8(lib, x, w, target, area, rq, zx, wz, geo, steps)
     if run is None:
-        run = _conv_dw16(lib, x, w, target, scratch, rq, zx, wz, geo, steps)
+        run = _conv_dw16(lib, x, w, target, area, rq, zx, wz, geo, steps)
     if tmp is None:
         return run
     return functools.partial(_then_copy, run, tmp, out)
@@ -421,12 +425,29 @@ def _dw8_weights(w: np.ndarray, wz: np.ndarray) -> np.ndarray | None:
     return w4
 
 
+def _dw8_block(geo: tuple[int, int, int, int], steps: tuple[int, ...]) -> int:
+    """Bytes of scratch one channel block of the byte depthwise kernel uses."""
+    kh, kw, oh, ow = geo
+    sh, sw, _, _, dh, dw = steps
+    hp, wp = (oh - 1) * sh + (kh - 1) * dh + 1, (ow - 1) * sw + (kw - 1) * dw + 1
+    return -(-(hp * wp + 64 + 64 + (oh * ow + 16) * 4) // 64) * 64
+
+
+def _dw16_block(geo: tuple[int, int, int, int], steps: tuple[int, ...]) -> int:
+    """Bytes of scratch one channel block of the int16 depthwise kernel uses."""
+    kh, kw, oh, ow = geo
+    sh, sw, _, _, dh, dw = steps
+    hp, wp = (oh - 1) * sh + (kh - 1) * dh + 1, (ow - 1) * sw + (kw - 1) * dw + 1
+    q, r = -(-wp // sw), -(-hp // sh) + 1
+    return -(-(sh * sw * r * q * 2 + 192 + (oh * q + 16) * 4) // 64) * 64
+
+
 def _conv_dw8(
     lib: Any,
     x: np.ndarray,
     w: np.ndarray,
     out: np.ndarray,
-    scratch: Scratch,
+    area: np.ndarray,
     rq: Requant,
     zx: int,
     wz: np.ndarray,
@@ -448,9 +469,8 @@ def _conv_dw8(
     wsum = w4.astype(np.int64).reshape(oc, -1).sum(axis=1)
     add = ((rq.add.astype(np.int64) - zs * wsum) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
     hp, wp = (oh - 1) * sh + (kh - 1) * dh + 1, (ow - 1) * sw + (kw - 1) * dw + 1
-    per_block = -(-(hp * wp + 64 + 64 + (oh * ow + 16) * 4) // 64) * 64
+    per_block = _dw8_block(geo, steps)
     nblocks = min(oc, 16)
-    area = scratch.take((nblocks * per_block,), np.uint8)
     p = _ptrs(x, w4, out, add, rq.mult, rq.lsh, rq.rsh, area)
     s = [c, h, wd, oc, kh, kw, oh, ow, *steps, flip, zs, nblocks, per_block, oc // c, wp, hp,
          *rq.tail()]  # fmt: skip
@@ -464,7 +484,7 @@ def _conv_dw16(
     x: np.ndarray,
     w: np.ndarray,
     out: np.ndarray,
-    scratch: Scratch,
+    area: np.ndarray,
     rq: Requant,
     zx: int,
     wz: np.ndarray,
@@ -474,12 +494,8 @@ def _conv_dw16(
     _, c, h, wd = x.shape
     oc = w.shape[0]
     kh, kw, oh, ow = geo
-    sh, sw, _, _, dh, dw = steps
-    hp, wp = (oh - 1) * sh + (kh - 1) * dh + 1, (ow - 1) * sw + (kw - 1) * dw + 1
-    q, r = -(-wp // sw), -(-hp // sh) + 1
-    per_block = -(-(sh * sw * r * q * 2 + 192 + (oh * q + 16) * 4) // 64) * 64
+    per_block = _dw16_block(geo, steps)
     nblocks = min(oc, 16)
-    area = scratch.take((nblocks * per_block,), np.uint8)
     wzp = np.ascontiguousarray(wz, np.int32)
     p = _ptrs(x, w, out, *rq.ptrs(), wzp, area)
     s = [c, h, wd, oc, kh, kw, oh, ow, *steps, int(x.dtype == np.int8), int(w.dtype == np.int8),

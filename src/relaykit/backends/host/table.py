@@ -127,6 +127,9 @@ def _fallback(kernel: Any, attrs: Attrs, args: list[Any], outs: list[np.ndarray]
 
         def run_one() -> None:
             r = kernel(ins, attrs)
+            if isinstance(r, (tuple, list)):  # a tuple of one tensor (split into 1 section)
+                flat = _flatten(r)
+                r = flat[0] if len(flat) == 1 else r
             if not isinstance(r, np.ndarray) or r.shape != out.shape:
                 raise ExecutionError(
                     f"kernel returned {getattr(r, 'shape', type(r).__name__)}, "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from relaykit.op.nn.conv_weights import depthwise_multiplier
 from relaykit.op.nn.geometry import pad4, pair
 
 from .emit import KernelContext, contiguous_strides, register_c_emitter
@@ -123,9 +124,17 @@ def _conv2d(ctx: KernelContext) -> None:
     dh, dw = pair(a["dilation"], "dilation")
     pt, pl, _, _ = pad4(a["padding"])
     groups = int(a["groups"])
-    og = oc // groups
     xs = dict(zip("NCHW", _layout_strides(dl, x.shape, "NCHW"), strict=True))
     ws = dict(zip("OIHW", _layout_strides(kl, w.shape, "OIHW"), strict=True))
+    mult = depthwise_multiplier(c_, oc, ic_g, groups, a.get("channels"))
+    if mult is not None:  # TVM's (C, M, kh, kw): filter c*M + m is weight[c, m]
+        if ws["O"] != mult * ws["I"]:
+            raise ctx.error(
+                f"the depthwise weight with a channel multiplier in layout {kl} has no C "
+                "lowering: give it as (C*M, 1, kh, kw) or in OIHW / HWOI"
+            )
+        oc, ic_g, ws["O"] = oc * mult, 1, ws["I"]
+    og = oc // groups
     os_ = dict(zip("NCHW", _layout_strides(ol, o.shape, "NCHW"), strict=True))
     geo = (o.ctype, n_, h_, w_, oh_, ow_, kh_, kw_, ic_g, og, sh, sw, dh, dw, pt, pl, xs, ws, os_)
     panel = ic_g * kh_ * kw_

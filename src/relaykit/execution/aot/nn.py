@@ -1,4 +1,4 @@
-"""C emitters of pooling, softmax, layer normalisation and reductions.
+"""C emitters of pooling, softmax, layer / instance / group normalisation and reductions.
 
 Softmax and layer norm work on an ``outer x axis x inner`` view of the tensor; pooling
 reads the layout's strides, so NCHW and NHWC share one loop nest.
@@ -76,6 +76,40 @@ def _layer_norm(ctx: KernelContext) -> None:
     ctx.line(f"  const {t} mf = ({t})m;")
     norm = f"(x[i * {inner}] - mf) * r * {scale} + {shift}"
     ctx.line(f"  for (int64_t i = 0; i < {n}; ++i) y[i * {inner}] = {norm};")
+    ctx.line("}")
+
+
+@register_c_emitter("nn.instance_norm", "nn.group_norm")
+def _group_norm(ctx: KernelContext) -> None:
+    """Per sample and group of channels (instance norm: one channel a group), over the
+    group's channels and every other non-batch axis; sums in double."""
+    o = ctx.outs[0]
+    shape = o.shape
+    axis = int(ctx.attrs["axis"]) % len(shape)
+    if axis == 0:
+        raise ctx.error("the channel axis is the batch axis: no C lowering")
+    n_, c_ = shape[0], shape[axis]
+    p_, q_ = math.prod(shape[1:axis]), math.prod(shape[axis + 1 :])
+    groups = int(ctx.attrs["num_groups"]) if ctx.node.name == "nn.group_norm" else c_
+    per, count = c_ // groups, (c_ // groups) * p_ * q_
+    eps = c_float(float(ctx.attrs["epsilon"]), "float64")
+    t = o.ctype
+    scale = "a1[c]" if ctx.attrs["scale"] else "1"
+    shift = "a2[c]" if ctx.attrs["center"] else "0"
+    index = f"n * {p_ * c_ * q_} + p * {c_ * q_} + c * {q_} + q"
+    loops = (
+        f"for (int64_t p = 0; p < {p_}; ++p) "
+        f"for (int64_t c = g * {per}; c < (g + 1) * {per}; ++c) "
+        f"for (int64_t q = 0; q < {q_}; ++q)"
+    )
+    ctx.line(f"for (int64_t n = 0; n < {n_}; ++n)")
+    ctx.line(f"for (int64_t g = 0; g < {groups}; ++g) {{")
+    ctx.line("  double m = 0, v = 0;")
+    ctx.line(f"  {loops} m += a0[{index}];")
+    ctx.line(f"  m /= {count};")
+    ctx.line(f"  {loops} {{ double d = a0[{index}] - m; v += d * d; }}")
+    ctx.line(f"  const double r = 1.0 / sqrt(v / {count} + {eps});")
+    ctx.line(f"  {loops} o0[{index}] = ({t})((a0[{index}] - m) * r * {scale} + {shift});")
     ctx.line("}")
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from relaykit.op.nn.conv_weights import depthwise_multiplier
 from relaykit.op.nn.geometry import adaptive_bounds
 
 from .emit import CBuf, KernelContext, contiguous_strides, register_c_emitter
@@ -93,6 +94,15 @@ def _conv_nd(ctx: KernelContext) -> None:
     rank, groups = g["rank"], g["groups"]
     n_, c_ = g["xd"][:2]
     oc, icg = g["wd"][:2]
+    ws = list(g["ws"])
+    mult = depthwise_multiplier(c_, oc, icg, groups, ctx.attrs.get("channels"))
+    if mult is not None:  # TVM's (C, M, *K): filter c*M + m is weight[c, m]
+        if ws[0] != mult * ws[1]:
+            raise ctx.error(
+                f"the depthwise weight with a channel multiplier in layout {g['layouts'][1]} "
+                "has no C lowering: give it as (C*M, 1, ...) or with I right after O"
+            )
+        oc, icg, ws[0] = oc * mult, 1, ws[1]
     og = oc // groups
     k, s, d, p = g["wd"][2:], g["s"], g["d"], g["p"]
     xsp, osp = g["xd"][2:], g["od"][2:]
@@ -110,7 +120,7 @@ def _conv_nd(ctx: KernelContext) -> None:
         )
         return
     t = o.ctype
-    xs, ws, os_ = g["xs"], g["ws"], g["os"]
+    xs, os_ = g["xs"], g["os"]
     ctx.line(f"for (int64_t n = 0; n < {n_}; ++n)")
     ctx.line(f"for (int64_t g = 0; g < {groups}; ++g)")
     ctx.line(f"for (int64_t q = 0; q < {og}; ++q) {{")

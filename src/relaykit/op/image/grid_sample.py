@@ -12,7 +12,7 @@ included).
 >>> from relaykit import relay
 >>> theta = relay.var("theta", shape=(1, 2, 3))
 >>> affine_grid(theta, (4, 5)).attrs.target_shape
-(4, 5)
+[4, 5]
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ outside the image gets ``extrapolation_value``.
 >>> from relaykit import relay
 >>> x = relay.var("x", shape=(1, 1, 2, 2))
 >>> resize2d(x, size=(4, 4), method="nearest_neighbor").attrs.size
-(4, 4)
+[4, 4]
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ relations, reference kernels, input solvers and constructors:
 - :mod:`.linear`: ``dense``, ``matmul``, ``batch_matmul``, ``bias_add``;
 - :mod:`.activation`: ``relu``, ``leaky_relu``, ``prelu``, ``gelu``, ``softmax``,
   ``log_softmax``;
-- :mod:`.normalization`: ``batch_norm``, ``layer_norm``, ``lrn``;
+- :mod:`.normalization`: ``batch_norm``, ``layer_norm``, ``instance_norm``, ``group_norm``,
+  ``lrn``;
 - :mod:`.dropout`: ``dropout``;
 - :mod:`.loss`: ``nll_loss``;
 - :mod:`.sparse`: ``sparse_dense`` and ``sparse_conv2d`` (a block-sparse weight);
@@ -26,7 +27,7 @@ operands.
 >>> w = relay.var("w", shape=(16, 3, 3, 3))
 >>> y = conv2d(x, w, padding=1, channels=16, kernel_size=3)
 >>> y.attrs.padding, y.attrs.kernel_size
-((1, 1, 1, 1), (3, 3))
+([1, 1, 1, 1], [3, 3])
 >>> batch_norm(y, *[relay.var(n, shape=(16,)) for n in "abcd"])[0].index
 0
 """
@@ -69,7 +70,14 @@ from .geometry import get_pad_tuple2d
 from .grad_ops import avg_pool2d_grad, conv2d_backward_weight, max_pool2d_grad
 from .linear import batch_matmul, bias_add, dense, matmul
 from .loss import nll_loss
-from .normalization import batch_norm, l2_normalize, layer_norm, lrn
+from .normalization import (
+    batch_norm,
+    group_norm,
+    instance_norm,
+    l2_normalize,
+    layer_norm,
+    lrn,
+)
 from .pooling import (
     adaptive_avg_pool2d,
     adaptive_max_pool2d,
@@ -127,6 +135,8 @@ __all__ = [
     "global_max_pool1d",
     "batch_norm",
     "layer_norm",
+    "instance_norm",
+    "group_norm",
     "dropout",
     "dropout_raw",
     "batch_flatten",

@@ -22,7 +22,7 @@ checked against.
 >>> w = relay.var("w", shape=(16, 3, 3, 3))
 >>> y = conv2d(x, w, padding=1, channels=16, kernel_size=3)
 >>> y.attrs.padding, y.attrs.kernel_size
-((1, 1, 1, 1), (3, 3))
+([1, 1, 1, 1], [3, 3])
 >>> import numpy as np
 >>> x = np.arange(5, dtype="float32").reshape(1, 1, 5)
 >>> w = np.ones((1, 1, 3), "float32")
@@ -43,11 +43,12 @@ from numpy.lib.stride_tricks import sliding_window_view
 from relaykit.errors import AttrError
 from relaykit.ir.attrs import Attrs
 from relaykit.ir.expr import Call, Expr, Var
-from relaykit.ir.types import IncompleteType, TensorType, Type, check_dtype
+from relaykit.ir.types import TensorType, Type, check_dtype
 from relaykit.op._numeric import as_out
 from relaykit.op._relations import differ, resolve_dtype, static, tensor_arg
 from relaykit.op.define import OpPattern, TypeRelError, default_registry, define_op, make_call
 
+from .conv_weights import conv_weight_solver, depthwise_multiplier, grouped_weight
 from .geometry import (
     attr_pair,
     canonical_shape,
@@ -61,14 +62,10 @@ from .geometry import (
     windows,
 )
 from .operands import (
-    Solved,
     acc_dtype,
     dtype_attr,
-    fill_input,
-    known_data,
     opt_int,
     result_dtype,
-    same_dtype,
 )
 
 __all__ = [
@@ -118,10 +115,12 @@ def conv2d_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     weight = tensor_arg(arg_types, 1, "weight")
     n, c, h, w = canonical_shape(data, attrs.data_layout, "NCHW", "data")
     o, i, kh, kw = canonical_shape(weight, attrs.kernel_layout, "OIHW", "weight")
-    same_dtype(data, weight, "data and weight")
     groups = attrs.groups
     if not isinstance(groups, int) or groups < 1:
         raise TypeRelError(f"groups must be a positive integer, got {groups!r}")
+    m = depthwise_multiplier(c, o, i, groups, attrs.channels)
+    if m is not None:  # TVM's depthwise weight (C, M, kh, kw): C*M filters of one channel
+        o, i = o * m, 1
     if differ(c, i * groups):
         raise TypeRelError(
             f"data has {c} input channels but the weight {weight} expects {i} per group x "
@@ -150,7 +149,6 @@ def conv2d_transpose_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     weight = tensor_arg(arg_types, 1, "weight")
     n, c, h, w = canonical_shape(data, attrs.data_layout, "NCHW", "data")
     i, og, kh, kw = canonical_shape(weight, attrs.kernel_layout, "IOHW", "weight")
-    same_dtype(data, weight, "data and weight")
     groups = attrs.groups
     if not isinstance(groups, int) or groups < 1 or (static(c) and c % groups):
         raise TypeRelError(f"groups={groups!r} must be a positive divisor of the {c} channels")
@@ -166,11 +164,8 @@ def conv2d_transpose_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     sh, sw = pair(attrs.strides, "strides")
     dh, dw = pair(attrs.dilation, "dilation")
     pt, pl, pb, pr = pad4(attrs.padding)
+    # as in TVM, output_padding may exceed the stride: the extra rows and columns are zeros
     oph, opw = pair(attrs.output_padding or 0, "output_padding", minimum=0)
-    if oph >= max(sh, dh) or opw >= max(sw, dw):
-        raise TypeRelError(
-            f"output_padding {attrs.output_padding} must be smaller than the stride or the dilation"
-        )
     oh = (h - 1) * sh - pt - pb + dh * (kh - 1) + oph + 1
     ow = (w - 1) * sw - pl - pr + dw * (kw - 1) + opw + 1
     if (static(oh) and oh < 1) or (static(ow) and ow < 1):
@@ -210,6 +205,7 @@ def conv2d_kernel(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
     out_dtype = result_dtype(attrs, data)
     x = to_canonical(data, attrs.data_layout, "NCHW")
     w = to_canonical(weight, attrs.kernel_layout, "OIHW")
+    w = grouped_weight(w, x.shape[1], attrs.groups, attrs.channels)
     out = _grouped_conv(
         x,
         w,
@@ -262,52 +258,6 @@ def conv2d_transpose_kernel(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.nd
     return as_out(out, out_dtype)
 
 
-def _kernel_hw(attrs: Attrs, op: str) -> tuple[int, int]:
-    if attrs.kernel_size is None or attrs.channels is None:
-        raise TypeRelError(
-            f"cannot deduce the shape of the weight of {op}: it has no type annotation and "
-            "the call does not give both channels= and kernel_size=; give those attributes "
-            "or annotate the weight"
-        )
-    return pair(attrs.kernel_size, "kernel_size")
-
-
-def conv2d_solve(arg_types: Sequence[Type], attrs: Attrs) -> Solved:
-    """The weight of ``nn.conv2d`` from the data, ``channels``, ``kernel_size`` and
-    ``groups``: ``(channels, in_channels / groups, kh, kw)`` in ``kernel_layout``."""
-    data = known_data(arg_types)
-    if data is None or not isinstance(arg_types[1], IncompleteType):
-        return list(arg_types)
-    kh, kw = _kernel_hw(attrs, "nn.conv2d")
-    c = canonical_shape(data, attrs.data_layout, "NCHW", "data")[1]
-    groups = attrs.groups
-    if not isinstance(groups, int) or groups < 1 or c % groups:
-        raise TypeRelError(f"groups={groups!r} must be a positive divisor of the {c} channels")
-    oihw = (attrs.channels, c // groups, kh, kw)
-    return fill_input(
-        arg_types, 1, lambda: TensorType(to_layout(oihw, "OIHW", attrs.kernel_layout), data.dtype)
-    )
-
-
-def conv2d_transpose_solve(arg_types: Sequence[Type], attrs: Attrs) -> Solved:
-    """The weight of ``nn.conv2d_transpose``: ``(in_channels, channels / groups, kh, kw)``
-    in ``kernel_layout`` (``IOHW`` by default)."""
-    data = known_data(arg_types)
-    if data is None or not isinstance(arg_types[1], IncompleteType):
-        return list(arg_types)
-    kh, kw = _kernel_hw(attrs, "nn.conv2d_transpose")
-    c = canonical_shape(data, attrs.data_layout, "NCHW", "data")[1]
-    groups = attrs.groups
-    if not isinstance(groups, int) or groups < 1 or attrs.channels % groups:
-        raise TypeRelError(
-            f"groups={groups!r} must be a positive divisor of channels={attrs.channels}"
-        )
-    iohw = (c, attrs.channels // groups, kh, kw)
-    return fill_input(
-        arg_types, 1, lambda: TensorType(to_layout(iohw, "IOHW", attrs.kernel_layout), data.dtype)
-    )
-
-
 define_op(
     "nn.conv2d",
     num_inputs=2,
@@ -319,7 +269,9 @@ define_op(
     doc="2-D convolution.",
 )
 
-default_registry.set_attr("nn.conv2d", "FTypeSolveInputs", conv2d_solve)
+default_registry.set_attr(
+    "nn.conv2d", "FTypeSolveInputs", conv_weight_solver("nn.conv2d", "NCHW", "OIHW")
+)
 
 define_op(
     "nn.conv2d_transpose",
@@ -332,7 +284,11 @@ define_op(
     doc="2-D transposed convolution.",
 )
 
-default_registry.set_attr("nn.conv2d_transpose", "FTypeSolveInputs", conv2d_transpose_solve)
+default_registry.set_attr(
+    "nn.conv2d_transpose",
+    "FTypeSolveInputs",
+    conv_weight_solver("nn.conv2d_transpose", "NCHW", "IOHW"),
+)
 
 
 def conv2d(
@@ -453,8 +409,6 @@ def _nd_geometry(attrs: Attrs, n: int) -> tuple[tuple[int, ...], ...]:
 def _check_common(
     data: TensorType, weight: TensorType, attrs: Attrs, kernel: tuple[Any, ...], n: int
 ) -> int:
-    if data.dtype != weight.dtype:
-        raise TypeRelError(f"data and weight must have the same dtype, got {data} and {weight}")
     groups = attrs.groups
     if not isinstance(groups, int) or groups < 1:
         raise TypeRelError(f"groups must be a positive integer, got {groups!r}")
@@ -475,6 +429,9 @@ def _conv_rel(n: int) -> Callable[[Sequence[Type], Attrs], Type]:
         batch, c, *size = canonical_shape(data, attrs.data_layout, data_c, "data")
         o, i, *kernel = canonical_shape(weight, attrs.kernel_layout, weight_c, "weight")
         groups = _check_common(data, weight, attrs, tuple(kernel), n)
+        m = depthwise_multiplier(c, o, i, groups, attrs.channels)
+        if m is not None:  # TVM's depthwise weight (C, M, *K): C*M filters of one channel
+            o, i = o * m, 1
         if differ(c, i * groups):
             raise TypeRelError(
                 f"data has {c} input channels but the weight {weight} expects {i} per group x "
@@ -523,10 +480,8 @@ def _conv_transpose_rel(n: int) -> Callable[[Sequence[Type], Attrs], Type]:
         out_pad = _ntuple(attrs.output_padding or 0, n, "output_padding")
         out = []
         for ax in range(n):
-            if not 0 <= out_pad[ax] < max(strides[ax], dilation[ax]):
-                raise TypeRelError(
-                    f"output_padding {out_pad} must be smaller than the stride or the dilation"
-                )
+            if out_pad[ax] < 0:  # may exceed the stride, as in TVM (zeros at the end)
+                raise TypeRelError(f"output_padding {out_pad} must not be negative")
             size_ax = (
                 (size[ax] - 1) * strides[ax]
                 - padding[ax]
@@ -618,6 +573,8 @@ def conv_nd_kernel(n: int, transpose: bool) -> Callable[[Sequence[np.ndarray], A
         acc = _acc(out_dtype)
         x = to_canonical(data, attrs.data_layout, data_c).astype(acc, copy=False)
         w = to_canonical(weight, attrs.kernel_layout, weight_c).astype(acc, copy=False)
+        if not transpose:
+            w = grouped_weight(w, x.shape[1], attrs.groups, attrs.channels)
         out = _conv_backward(x, w, attrs, n) if transpose else _conv_forward(x, w, attrs, n)
         out = from_canonical(out, data_c, attrs.out_layout or attrs.data_layout)
         return as_out(out, out_dtype)
@@ -667,6 +624,11 @@ for _n in (1, 3):
         pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
         doc=f"{_n}-D convolution.",
     )
+    default_registry.set_attr(
+        f"nn.conv{_n}d",
+        "FTypeSolveInputs",
+        conv_weight_solver(f"nn.conv{_n}d", "NC" + _SPATIAL[_n], "OI" + _SPATIAL[_n]),
+    )
     define_op(
         f"nn.conv{_n}d_transpose",
         num_inputs=2,
@@ -676,6 +638,11 @@ for _n in (1, 3):
         compute=conv_nd_kernel(_n, transpose=True),
         pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
         doc=f"{_n}-D transposed convolution.",
+    )
+    default_registry.set_attr(
+        f"nn.conv{_n}d_transpose",
+        "FTypeSolveInputs",
+        conv_weight_solver(f"nn.conv{_n}d_transpose", "NC" + _SPATIAL[_n], "IO" + _SPATIAL[_n]),
     )
 
 

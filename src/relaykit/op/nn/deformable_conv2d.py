@@ -15,7 +15,7 @@ with ``HWIO``; the offset has the data's layout.
 >>> off = relay.var("off", shape=(1, 18, 8, 8))
 >>> w = relay.var("w", shape=(4, 4, 3, 3))
 >>> deformable_conv2d(x, off, w, padding=(1, 1)).attrs.padding
-(1, 1, 1, 1)
+[1, 1, 1, 1]
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ and the input ``data`` (``NCHW``), grouped convolutions included.
 >>> from relaykit import relay
 >>> dy, x = relay.var("dy", shape=(1, 4, 6, 6)), relay.var("x", shape=(1, 2, 8, 8))
 >>> conv2d_backward_weight(dy, x, kernel_size=(3, 3)).attrs.kernel_size
-(3, 3)
+[3, 3]
 """
 
 from __future__ import annotations

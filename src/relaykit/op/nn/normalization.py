@@ -1,6 +1,6 @@
-"""Normalisation: ``nn.batch_norm``, ``nn.layer_norm`` and ``nn.lrn`` (local response
-normalisation): each one's schema, type relation, reference kernel, input solver and
-constructor.
+"""Normalisation: ``nn.batch_norm``, ``nn.layer_norm``, ``nn.instance_norm``,
+``nn.group_norm`` and ``nn.lrn`` (local response normalisation): each one's schema,
+type relation, reference kernel, input solver and constructor.
 
 >>> from relaykit import relay
 >>> x = relay.var("x", shape=(1, 16, 4, 4))
@@ -33,7 +33,7 @@ from relaykit.op.define import (
 
 from .operands import channel_vectors_solve, check_vector
 
-__all__ = ["batch_norm", "layer_norm", "lrn"]
+__all__ = ["batch_norm", "group_norm", "instance_norm", "layer_norm", "lrn"]
 
 
 _NORM_ATTRS = {"axis": 1, "epsilon": 1e-5, "center": True, "scale": True}
@@ -174,6 +174,151 @@ def layer_norm(
     )
 
 
+# -- nn.instance_norm, nn.group_norm --------------------------------------------------------------
+
+
+def _norm_vectors_rel(op: str) -> Any:
+    """Data of a float dtype and ``gamma``/``beta`` vectors along ``attrs.axis``."""
+
+    def rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+        data = tensor_arg(arg_types, 0, "data")
+        if data.dtype not in FLOAT_DTYPES:
+            raise TypeRelError(f"data must be a floating-point tensor, got {data}")
+        if data.ndim < 2:
+            raise TypeRelError(f"{op} needs a batch and a channel axis, got {data}")
+        axis = normalize_axis(attrs.axis, data.ndim, f"{op} axis")
+        c = data.shape[axis]
+        if op == "group_norm":
+            groups = attrs.num_groups
+            if not isinstance(groups, int) or groups < 1 or (isinstance(c, int) and c % groups):
+                raise TypeRelError(
+                    f"num_groups={groups!r} must be a positive divisor of the {c} channels"
+                )
+        for i, name in enumerate(("gamma", "beta"), start=1):
+            check_vector(tensor_arg(arg_types, i, name), c, data.dtype, f"{name} (axis {axis})")
+        return data
+
+    return rel
+
+
+def _normalize(x: np.ndarray, axes: tuple[int, ...], eps: float) -> np.ndarray:
+    """``(x - mean) / sqrt(var + eps)`` over ``axes``, in float64."""
+    x = x.astype(np.float64)
+    mean = x.mean(axis=axes, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=axes, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps)
+
+
+def _affine(out: np.ndarray, data: np.ndarray, gamma: Any, beta: Any, attrs: Attrs, axis: int):
+    if attrs.scale:
+        out = out * _along(np.asarray(gamma, np.float64), axis, data.ndim)
+    if attrs.center:
+        out = out + _along(np.asarray(beta, np.float64), axis, data.ndim)
+    return as_out(out, data.dtype)
+
+
+def instance_norm_kernel(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+    data, gamma, beta = inputs
+    axis = attrs.axis % data.ndim
+    axes = tuple(i for i in range(1, data.ndim) if i != axis)
+    return _affine(_normalize(data, axes, attrs.epsilon), data, gamma, beta, attrs, axis)
+
+
+def group_norm_kernel(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+    data, gamma, beta = inputs
+    axis = attrs.axis % data.ndim
+    g = attrs.num_groups
+    x = np.moveaxis(data, axis, 1)
+    shape = x.shape
+    x = x.reshape(shape[0], g, shape[1] // g, *shape[2:])
+    out = _normalize(x, tuple(range(2, x.ndim)), attrs.epsilon).reshape(shape)
+    return _affine(np.moveaxis(out, 1, axis), data, gamma, beta, attrs, axis)
+
+
+define_op(
+    "nn.instance_norm",
+    num_inputs=3,
+    attrs=_NORM_ATTRS,
+    attrs_type_key="relay.attrs.InstanceNormAttrs",
+    type_rel=_norm_vectors_rel("instance_norm"),
+    compute=instance_norm_kernel,
+    pattern=OpPattern.OPAQUE,
+    doc="Instance normalisation: per sample and channel, over the other axes.",
+)
+default_registry.set_attr("nn.instance_norm", "FTypeSolveInputs", channel_vectors_solve)
+
+define_op(
+    "nn.group_norm",
+    num_inputs=3,
+    attrs={"num_groups": no_default(), **_NORM_ATTRS},
+    attrs_type_key="relay.attrs.GroupNormAttrs",
+    type_rel=_norm_vectors_rel("group_norm"),
+    compute=group_norm_kernel,
+    pattern=OpPattern.OPAQUE,
+    doc="Group normalisation: per sample and group of channels, over the group and the rest.",
+)
+default_registry.set_attr("nn.group_norm", "FTypeSolveInputs", channel_vectors_solve)
+
+
+def instance_norm(
+    data: Expr,
+    gamma: Expr,
+    beta: Expr,
+    axis: int = 1,
+    epsilon: float = 1e-5,
+    center: bool = True,
+    scale: bool = True,
+) -> Call:
+    """Instance normalisation (TVM's ``relay.nn.instance_norm``): each sample's channel
+    (``axis``) is normalised over the remaining axes, then scaled by ``gamma`` and
+    shifted by ``beta``.
+
+    >>> from relaykit import relay
+    >>> x = relay.var("x", shape=(2, 3, 4))
+    >>> instance_norm(x, relay.var("g", shape=(3,)), relay.var("b", shape=(3,))).op.name
+    'nn.instance_norm'
+    """
+    return make_call(
+        "nn.instance_norm",
+        [data, gamma, beta],
+        axis=int(axis),
+        epsilon=float(epsilon),
+        center=bool(center),
+        scale=bool(scale),
+    )
+
+
+def group_norm(
+    data: Expr,
+    gamma: Expr,
+    beta: Expr,
+    num_groups: int,
+    axis: int = 1,
+    epsilon: float = 1e-5,
+    center: bool = True,
+    scale: bool = True,
+) -> Call:
+    """Group normalisation (TVM's ``relay.nn.group_norm``): the channels (``axis``) of
+    each sample split into ``num_groups`` groups, each normalised over its channels and
+    the remaining axes, then scaled by ``gamma`` and shifted by ``beta`` per channel.
+
+    >>> from relaykit import relay
+    >>> x = relay.var("x", shape=(2, 4, 3))
+    >>> g, b = relay.var("g", shape=(4,)), relay.var("b", shape=(4,))
+    >>> group_norm(x, g, b, num_groups=2).attrs.num_groups
+    2
+    """
+    return make_call(
+        "nn.group_norm",
+        [data, gamma, beta],
+        num_groups=int(num_groups),
+        axis=int(axis),
+        epsilon=float(epsilon),
+        center=bool(center),
+        scale=bool(scale),
+    )
+
+
 # -- nn.l2_normalize ------------------------------------------------------------------------------
 
 
@@ -215,7 +360,7 @@ def l2_normalize(data: Expr, eps: float, axis: Any = None) -> Call:
 
     >>> from relaykit import relay
     >>> l2_normalize(relay.var("x", shape=(2, 3)), 1e-12, axis=[1]).attrs.axis
-    (1,)
+    [1]
     """
     ax = None if axis is None else tuple(int(a) for a in axis)
     return make_call("nn.l2_normalize", [data], eps=float(eps), axis=ax)

@@ -17,7 +17,7 @@ row-major window order does.
 >>> from relaykit import relay
 >>> x = relay.var("x", shape=(1, 1, 4, 4))
 >>> relay.nn.max_pool2d_with_argmax(x, pool_size=(2, 2), strides=(2, 2)).astuple().attrs.pool_size
-(2, 2)
+[2, 2]
 """
 
 from __future__ import annotations
@@ -196,7 +196,7 @@ def max_pool2d(
 
     >>> from relaykit import relay
     >>> max_pool2d(relay.var("x", shape=(1, 1, 4, 4)), 2, 2).attrs.pool_size
-    (2, 2)
+    [2, 2]
     """
     return make_call(
         "nn.max_pool2d",

@@ -120,7 +120,7 @@ def pad(data: Expr, pad_width: Any, pad_value: Any = 0, pad_mode: str = "constan
 
     >>> from relaykit import relay
     >>> pad(relay.var("x", shape=(2, 2)), ((1, 1), (0, 2))).attrs.pad_width
-    ((1, 1), (0, 2))
+    [[1, 1], [0, 2]]
     """
     if not isinstance(pad_value, Expr):
         pad_value = const(pad_value)

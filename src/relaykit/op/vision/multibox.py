@@ -12,7 +12,7 @@ per anchor, the best class, its score and the regressed box.
 >>> from relaykit import relay
 >>> x = relay.var("x", shape=(1, 3, 4, 4))
 >>> multibox_prior(x, sizes=(0.5, 0.25)).attrs.sizes
-(0.5, 0.25)
+[0.5, 0.25]
 """
 
 from __future__ import annotations

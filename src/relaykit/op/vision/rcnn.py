@@ -22,7 +22,7 @@ bins))`` clamped to the image, and an empty bin is 0.
 >>> x = relay.var("x", shape=(1, 3, 8, 8))
 >>> r = relay.var("r", shape=(4, 5))
 >>> roi_align(x, r, pooled_size=(2, 2)).attrs.pooled_size
-(2, 2)
+[2, 2]
 """
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ from relaykit.transform.simplify_expr import SimplifyExpr
 from relaykit.tuning import CollagePartition as _collage_partition
 
 from . import mixed_precision
+from .recast import recast  # the function, as in TVM (it hides the module's name)
 
 _CONTRIB = "relaykit.relay.op.contrib"
 
@@ -87,6 +88,7 @@ __all__ = [
     "ToMixedPrecision",
     "build_config",
     "mixed_precision",
+    "recast",
 ]
 
 

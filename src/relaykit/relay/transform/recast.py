@@ -1,15 +1,18 @@
-"""``tvm.relay.transform.recast``: not in relaykit.
+"""``tvm.relay.transform.recast``: run chosen operators in another dtype by casts around
+them (see :mod:`relaykit.transform.recast`). TVM's ``RecastMutator`` (its
+implementation class) is not provided: it raises
+:class:`~relaykit.errors.UnsupportedFeatureError` when used.
 
-In TVM: recast. The module imports so that scripts naming it load; each of TVM's names
-here raises :class:`~relaykit.errors.UnsupportedFeatureError` when used.
+>>> from relaykit import relay
+>>> relay.transform.recast is recast
+True
 """
 
 from relaykit.relay._facade import NOT_YET, module_getattr, unsupported
+from relaykit.transform.recast import recast
 
-_NAMES: list[str] = [
-    "RecastMutator", "recast",
-]  # fmt: skip
+_NOT_PROVIDED = ["RecastMutator"]
 
-__all__ = list(_NAMES)
-globals().update(unsupported(__name__, _NAMES, NOT_YET))
+__all__ = ["recast", *_NOT_PROVIDED]
+globals().update(unsupported(__name__, _NOT_PROVIDED, NOT_YET))
 __getattr__ = module_getattr(__name__, NOT_YET)

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from relaykit.dtypes import converts_exactly
 from relaykit.errors import ExecutionError, ExecutorUsageError, FunctionNotFoundError
 from relaykit.runtime.container import ADT
 from relaykit.runtime.module import PythonModule
@@ -118,7 +119,7 @@ def _from_user(value: Any, spec: Any, name: str) -> Any:
         return value
     arr = np.asarray(value)
     if tensor and dtype_name(arr.dtype) != spec["dtype"]:
-        if not isinstance(value, np.ndarray) or np.can_cast(arr.dtype, spec["dtype"], "same_kind"):
+        if not isinstance(value, np.ndarray) or converts_exactly(arr, spec["dtype"]):
             arr = arr.astype(spec["dtype"])
         else:
             raise ExecutorUsageError(

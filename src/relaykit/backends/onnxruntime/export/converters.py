@@ -16,6 +16,7 @@ import numpy as np
 from relaykit.byoc.rules import Decline, decline
 from relaykit.ir.expr import Call, Expr, checked_type_or_none
 from relaykit.ir.types import TensorType, TupleType
+from relaykit.op.nn.conv_weights import MULTIPLIER_DECLINE, has_multiplier_weight
 
 from .builder import GraphBuilder, onnx_dtype
 
@@ -192,6 +193,10 @@ def _bias_add(b: GraphBuilder, call: Call, ins: list[str]) -> list[str]:
 
 def _conv_check(call: Call) -> Decline | bool:
     a = call.attrs
+    if has_multiplier_weight(
+        checked_type_or_none(call.args[0]), checked_type_or_none(call.args[1]), call.attrs
+    ):
+        return decline(MULTIPLIER_DECLINE)
     if a.data_layout != "NCHW" or a.kernel_layout != "OIHW" or a.out_layout not in ("", "NCHW"):
         return decline(f"layout {a.data_layout}/{a.kernel_layout}; onnxruntime takes NCHW/OIHW")
     if a.out_dtype not in ("", "float32"):
