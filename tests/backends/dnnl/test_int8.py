@@ -478,3 +478,45 @@ def test_qnn_mul_by_a_scalar_constant_is_one_reorder():
     for i, factor in enumerate((0.0137 * 200, 0.0137 * (3 - 100))):
         want_q = np.clip(np.rint(0.05 * (qx - 120) * factor / 0.0611) + 125, 0, 255)
         _within_one_step(g.get_output(i).numpy(), (want_q - 125) * 0.0611, 0.0611)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "shape", "scale", "zp"),
+    [
+        ("uint8", (1, 3, 23, 29), 0.0186, 114),  # two pixel blocks, the second partial
+        ("int8", (2, 3, 8, 8), 0.0625, -3),  # a power of two: exact halves round to even
+        ("uint8", (1, 4, 9, 9), 0.0625, 0),
+    ],
+)
+def test_image_entering_the_region_is_quantized_into_nhwc_in_one_step(dtype, shape, scale, zp):
+    """The quantize of a plain NCHW image with few channels: one step writing NHWC
+    integers, as oneDNN's reorder computes them (x * (1 / scale) + zero point in float32,
+    saturated, rounded half to even)."""
+    rng = np.random.default_rng(11)
+    x = relay.var("x", shape=shape, dtype="float32")
+    q = relay.qnn.op.quantize(x, _c(scale, "float32"), _c(zp, "int32"), out_dtype=dtype)
+    c = shape[1]
+    w = rng.integers(-5, 6, (8, c, 1, 1)).astype("int8")
+    y = _qconv(q, w, scale, zp, 0.01, 0.05, 7, np.zeros(8, "int32"))
+    out = relay.qnn.op.dequantize(y, _c(0.05, "float32"), _c(7, "int32"))
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.Tuple([out, q])))
+    lib = relay.build(partition_for_dnnl(mod), target="llvm")
+    steps = _steps(lib)
+    assert sum("quantize_nchw_to_nhwc" in s for s in steps) == 1, steps
+    xv = (rng.standard_normal(shape) * 3).astype("float32")
+    flat = xv.reshape(-1)
+    flat[:40] = (rng.integers(-60, 60, 40) + 0.5) * np.float32(scale)  # halves
+    flat[40:42] = [np.inf, -np.inf]
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    g.set_input("x", xv)
+    g.run()
+    lo, hi = (0, 255) if dtype == "uint8" else (-128, 127)
+    inv = np.float32(1) / np.float32(scale)
+    v = (xv * inv).astype(np.float32) + np.float32(zp)  # float32, as oneDNN scales
+    want = np.clip(np.rint(np.clip(v, lo, hi)), lo, hi)
+    got = g.get_output(1).numpy()
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got.astype(np.int64), want.astype(np.int64))
+    # and within one step of the definition in float64 (division, not a multiply)
+    exact = np.clip(np.rint(xv.astype(np.float64) / scale) + zp, lo, hi)
+    assert np.abs(got - exact).max() <= 1
