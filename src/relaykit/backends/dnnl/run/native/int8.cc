@@ -250,6 +250,14 @@ void Region::lower_qweighted(const Json& node) {
     }
     if (!done)
       pd = make(memory::desc(dims_[src], dtypes_[src], tag::any), memory::desc(dims_[o], dtypes_[o], tag::any));
+    // "impl": the kernel the tuner measured faster for this layer (a prefix of oneDNN's
+    // implementation name), when oneDNN has it for these layouts; else its first choice.
+    if (const Json* want = node.find("impl")) {
+      auto alt = make(pd.src_desc(), pd.dst_desc());  // a fresh one: next_impl changes it
+      while (std::string(alt.impl_info_str()).rfind(want->s(), 0) != 0 && alt.next_impl()) {
+      }
+      if (std::string(alt.impl_info_str()).rfind(want->s(), 0) == 0) pd = alt;
+    }
     args = weighted_args(pd, src, w, wd, o, post, b, bias_md);
     prim = dnnl::convolution_forward(pd);
     what = "qconv t" + std::to_string(o) + " " + md_str(pd.src_desc()) + " w=" + md_str(pd.weights_desc()) +
