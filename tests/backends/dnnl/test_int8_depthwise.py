@@ -148,3 +148,78 @@ def _with_hint(p: Program) -> Program:
 def _dw_step(region: DnnlRegion, p: Program) -> str:
     (step,) = [s for s in region.steps() if s.startswith(f"qconv t{p.nodes[1].out} ")]
     return step
+
+
+def _quant_models():
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    name = "relaykit_tests_quant_models"
+    if name not in sys.modules:
+        path = (
+            Path(__file__).resolve().parent.parent.parent / "frontend" / "onnx" / "quant_models.py"
+        )
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def test_inverted_residual_block_matches_onnxruntime(tmp_path):
+    """MobileNetV2's block (1x1 expansion, depthwise 3x3, 1x1 projection, residual add)
+    quantized by onnxruntime (QDQ U8S8): one region whose projection adds the residual
+    as post-ops (no step of its own), its output within a step of onnxruntime's
+    reference (optimizations off) and equal on at least 99% of elements."""
+    torch = pytest.importorskip("torch", reason="the block is exported from torch")
+    pytest.importorskip("onnxruntime", reason="onnxruntime quantizes the block")
+    onnx = pytest.importorskip("onnx")
+    from onnx import numpy_helper
+
+    import relaykit as tvm
+    from relaykit import relay
+    from relaykit.backends.dnnl import partition_for_dnnl
+    from relaykit.contrib import graph_executor
+
+    class Block(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.expand = torch.nn.Conv2d(16, 64, 1)
+            self.dw = torch.nn.Conv2d(64, 64, 3, padding=1, groups=64)
+            self.project = torch.nn.Conv2d(64, 16, 1)
+
+        def forward(self, x):
+            y = torch.nn.functional.relu6(self.expand(x))
+            y = torch.nn.functional.relu6(self.dw(y))
+            return x + self.project(y)
+
+    torch.manual_seed(0)
+    x = torch.randn(1, 16, 28, 28)
+    with torch.no_grad():
+        torch.onnx.export(Block().eval(), (x,), str(tmp_path / "f.onnx"), opset_version=17,
+                          input_names=["x"], dynamo=False)  # fmt: skip
+    feeds = {"x": x.numpy()}
+    qm = _quant_models()
+    qm.quantize(tmp_path / "f.onnx", tmp_path / "q.onnx", "qdq_u8s8", feeds)
+    proto = onnx.load(str(tmp_path / "q.onnx"))
+    mod, params = relay.frontend.from_onnx(proto)
+    part = partition_for_dnnl(mod, params)
+    assert len([gv for gv in part.get_global_vars() if gv.name_hint != "main"]) == 1
+    lib = relay.build(part, target="llvm")
+    steps = [
+        s for m in lib.lib.imported_modules if m.type_key == "dnnl"
+        for r in m.regions.values() for s in r.steps()
+    ]  # fmt: skip
+    assert not any(s.startswith("qadd") for s in steps), steps
+    assert sum(s.startswith("qconv") and "+binary_add" in s for s in steps) == 1, steps
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    g.set_input("x", feeds["x"])
+    g.run()
+    got = g.get_output(0).numpy()
+    want = qm.ort_run(proto, feeds)[0]
+    inits = {t.name: numpy_helper.to_array(t) for t in proto.graph.initializer}
+    last = next(n for n in reversed(proto.graph.node) if n.op_type == "DequantizeLinear")
+    d = np.rint(np.abs(got.astype(np.float64) - want) / float(inits[last.input[1]]))
+    assert d.max() <= 1 and np.mean(d == 0) >= 0.99, (d.max(), np.mean(d == 0))
