@@ -172,14 +172,15 @@ def _dense_residual_add(p: Program) -> None:
     (the residual read as a binary operand, in the residual's units), and the add's
     output scale and zero point as the dense's. Equal to the two steps but where
     float32 rounds the sum across a half. So too a qconv's (MobileNetV2's projection
-    and the block's input): one step and one pass over the tensors less per block."""
+    and the block's input; ResNet's second convolution of a block, the add's ReLU
+    after it): one step and one pass over the tensors less per block."""
     readers = _readers(p)
     writer = {n.out: n for n in p.nodes}
     index = {id(n): i for i, n in enumerate(p.nodes)}
     before: dict[int, Node] = {}
     drop: set[int] = set()
     for add in p.nodes:
-        if add.op != "qadd" or add.post or add.out in p.outputs or p.dtype(add.out) not in _INT8:
+        if add.op != "qadd" or add.out in p.outputs or p.dtype(add.out) not in _INT8:
             continue
         if any(p.is_constant(t) or p.shapes[t] != p.shapes[add.out] for t in add.inputs):
             continue
@@ -210,6 +211,7 @@ def _dense_residual_add(p: Program) -> None:
                 {"op": "linear", "alpha": s_d / s_r, "beta": float(-z_r)},
                 {"op": "binary_add", "in": r2},
                 {"op": "linear", "alpha": s_r, "beta": 0.0},
+                *add.post,  # the add's own (a ReLU's clip), in real units as here
             ]
             _take_output_params(p, node, add, [cur, *chain])
             _rename(p, add.out, x)
