@@ -13,7 +13,7 @@ from relaykit.backends.dnnl.compile.tune import DIRECT_DEPTHWISE, int8_depthwise
 from relaykit.backends.dnnl.run.program import Node, Program
 from relaykit.backends.dnnl.run.region import DnnlRegion
 
-CIN, MID, COUT, HW = 8, 32, 16, 20
+CIN, MID, COUT, HW = 8, 32, 16, 56  # 56x56: a layer size the tuner tries
 X_SCALE, X_ZP = 0.05, 3
 #: (output scale, output zero point, clip of the real values or None) of each layer
 LAYERS = ((0.04, 0, (0.0, 6.0)), (0.03, 0, (0.0, 6.0)), (0.1, 128, None))
@@ -133,6 +133,14 @@ def test_tuned_build_takes_the_kernel_measured_faster(monkeypatch, direct_faster
     if not direct_faster:
         assert region is None
         return
+    small = _program(1)
+    for n in small.nodes[1:]:  # the depthwise layer made smaller than the tuner tries
+        n.attrs["strides"] = [4, 4]
+    small.shapes[small.nodes[1].out] = (1, MID, 14, 14)
+    small.shapes[small.nodes[2].out] = (1, COUT, 14, 14)
+    small.nodes[2].attrs["strides"] = [1, 1]
+    build = lambda q: DnnlRegion.from_program(q, num_threads=2)  # noqa: E731
+    assert int8_depthwise_build(small, build, build(small)) is None
     assert region is not None and DIRECT_DEPTHWISE in _dw_step(region, p)
     x = np.random.default_rng(0).integers(0, 120, (1, CIN, HW, HW)).astype(np.uint8)
     for a, b in zip(region(x), base(x), strict=True):
