@@ -12,7 +12,9 @@ fastest, so that layouts change only between stages: MobileNetV2 takes its
 112x112 stage fused and blocked, most of the rest nhwc), and once blocked with the
 3x3 convolutions that measured faster by Winograd's algorithm run so
 (:func:`.winograd.winograd_build`); it times the builds on random inputs and keeps
-the fastest. Mixing per convolution instead measured slower: the reorders eat the
+the fastest. An int8 region whose layouts build alike (oneDNN's int8 kernels run nhwc)
+is tried with oneDNN's direct kernel for its large depthwise convolutions instead
+(:func:`int8_depthwise_build`). Mixing per convolution instead measured slower: the reorders eat the
 gain.
 
 >>> from relaykit.backends.dnnl.run.program import Node, Program
