@@ -163,8 +163,10 @@ def test_onnx_qdq_model_is_one_region_within_a_step_of_onnxruntime(tmp_path, mod
     steps = _steps(lib)
     if model != "bert":
         assert sum(s.startswith("qconv") for s in steps) >= 10
-        if model == "resnet18":  # residual adds: one rounding, as QLinearAdd's
-            assert any(s.startswith("qadd") for s in steps)
+        if model != "bert":  # residual adds: post-ops of the convolution before them,
+            # rounded as the two steps round (the convolution's output, then the add's)
+            assert any("+round+clip+linear+binary_add" in s for s in steps)
+            assert not any(s.startswith("qadd") for s in steps)
     else:
         assert sum(s.startswith("qdense") for s in steps) >= 8
     g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
@@ -516,3 +518,45 @@ def test_fake_quantized_residual_add_is_one_qadd_rounded_once():
     want = np.clip(np.rint(real / 0.0533), 0, 255)
     assert np.abs(got - want).max() <= 1
     assert np.mean(got == want) >= 0.999
+
+
+@pytest.mark.parametrize(
+    ("dtype", "shape", "scale", "zp"),
+    [
+        ("uint8", (1, 3, 23, 29), 0.0186, 114),  # two pixel blocks, the second partial
+        ("int8", (2, 3, 8, 8), 0.0625, -3),  # a power of two: exact halves round to even
+        ("uint8", (1, 4, 9, 9), 0.0625, 0),
+    ],
+)
+def test_image_entering_the_region_is_quantized_into_nhwc_in_one_step(dtype, shape, scale, zp):
+    """The quantize of a plain NCHW image with few channels: one step writing NHWC
+    integers, as oneDNN's reorder computes them (x * (1 / scale) + zero point in float32,
+    saturated, rounded half to even)."""
+    rng = np.random.default_rng(11)
+    x = relay.var("x", shape=shape, dtype="float32")
+    q = relay.qnn.op.quantize(x, _c(scale, "float32"), _c(zp, "int32"), out_dtype=dtype)
+    c = shape[1]
+    w = rng.integers(-5, 6, (8, c, 1, 1)).astype("int8")
+    y = _qconv(q, w, scale, zp, 0.01, 0.05, 7, np.zeros(8, "int32"))
+    out = relay.qnn.op.dequantize(y, _c(0.05, "float32"), _c(7, "int32"))
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.Tuple([out, q])))
+    lib = relay.build(partition_for_dnnl(mod), target="llvm")
+    steps = _steps(lib)
+    assert sum("quantize_nchw_to_nhwc" in s for s in steps) == 1, steps
+    xv = (rng.standard_normal(shape) * 3).astype("float32")
+    flat = xv.reshape(-1)
+    flat[:40] = (rng.integers(-60, 60, 40) + 0.5) * np.float32(scale)  # halves
+    flat[40:42] = [np.inf, -np.inf]
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    g.set_input("x", xv)
+    g.run()
+    lo, hi = (0, 255) if dtype == "uint8" else (-128, 127)
+    inv = np.float32(1) / np.float32(scale)
+    v = (xv * inv).astype(np.float32) + np.float32(zp)  # float32, as oneDNN scales
+    want = np.clip(np.rint(np.clip(v, lo, hi)), lo, hi)
+    got = g.get_output(1).numpy()
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got.astype(np.int64), want.astype(np.int64))
+    # and within one step of the definition in float64 (division, not a multiply)
+    exact = np.clip(np.rint(xv.astype(np.float64) / scale) + zp, lo, hi)
+    assert np.abs(got - exact).max() <= 1

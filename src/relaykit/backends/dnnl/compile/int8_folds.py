@@ -149,16 +149,16 @@ def _dense_bias_add(p: Program) -> None:
 def _dense_behind(
     p: Program, t: int, readers: dict[int, list[Node]], writer: dict[int, Node]
 ) -> tuple[Node, int, list[int]] | None:
-    """The qdense writing integers that ``t`` is (through reshapes read only there):
-    the node, the tensor it writes and the reshapes' tensors; None if another step
-    reads one of them."""
+    """The qdense (or qconv) writing integers that ``t`` is (through reshapes read only
+    there): the node, the tensor it writes and the reshapes' tensors; None if another
+    step reads one of them."""
     chain, cur = [], t
     node = writer.get(cur)
     while node is not None and node.op == "reshape" and len(readers.get(cur, [])) == 1:
         chain.append(cur)
         cur = node.inputs[0]
         node = writer.get(cur)
-    if node is None or node.op != "qdense" or len(readers.get(cur, [])) != 1:
+    if node is None or node.op not in ("qdense", "qconv") or len(readers.get(cur, [])) != 1:
         return None
     if cur in p.outputs or "dst_scale" not in node.attrs or p.dtype(cur) not in _INT8:
         return None
@@ -171,14 +171,16 @@ def _dense_residual_add(p: Program) -> None:
     dense's own rounding and saturation, then ``s_d * (q - z_d) + s_r * (r - z_r)``
     (the residual read as a binary operand, in the residual's units), and the add's
     output scale and zero point as the dense's. Equal to the two steps but where
-    float32 rounds the sum across a half."""
+    float32 rounds the sum across a half. So too a qconv's (MobileNetV2's projection
+    and the block's input; ResNet's second convolution of a block, the add's ReLU
+    after it): one step and one pass over the tensors less per block."""
     readers = _readers(p)
     writer = {n.out: n for n in p.nodes}
     index = {id(n): i for i, n in enumerate(p.nodes)}
     before: dict[int, Node] = {}
     drop: set[int] = set()
     for add in p.nodes:
-        if add.op != "qadd" or add.post or add.out in p.outputs or p.dtype(add.out) not in _INT8:
+        if add.op != "qadd" or add.out in p.outputs or p.dtype(add.out) not in _INT8:
             continue
         if any(p.is_constant(t) or p.shapes[t] != p.shapes[add.out] for t in add.inputs):
             continue
@@ -196,9 +198,11 @@ def _dense_residual_add(p: Program) -> None:
             if (float(add.attrs[f"s{k}"]), int(add.attrs.get(f"z{k}", 0))) != (s_d, z_d):
                 continue
             lo, hi = (0, 255) if p.dtype(cur) == "uint8" else (-128, 127)
-            r2 = p.new_tensor(p.shapes[cur])
-            p.dtypes[r2] = p.dtype(r)
-            before[id(node)] = Node("reshape", [r], r2)
+            r2 = r
+            if p.shapes[r] != p.shapes[cur]:
+                r2 = p.new_tensor(p.shapes[cur])
+                p.dtypes[r2] = p.dtype(r)
+                before[id(node)] = Node("reshape", [r], r2)
             node.post = [
                 *node.post,
                 {"op": "linear", "alpha": 1.0 / s_d, "beta": 0.0},
@@ -207,6 +211,7 @@ def _dense_residual_add(p: Program) -> None:
                 {"op": "linear", "alpha": s_d / s_r, "beta": float(-z_r)},
                 {"op": "binary_add", "in": r2},
                 {"op": "linear", "alpha": s_r, "beta": 0.0},
+                *add.post,  # the add's own (a ReLU's clip), in real units as here
             ]
             _take_output_params(p, node, add, [cur, *chain])
             _rename(p, add.out, x)

@@ -34,7 +34,8 @@ layer_norm ``eps``, ``weight`` (scale) and ``bias`` (shift): constants of the la
 qconv      an int8 convolution (attributes of conv, no winograd): ``wscale`` (input
            scale times weight scale, one or per output channel), ``src_zp``,
            ``dst_scale``, ``dst_zp``; post-ops in real units (``sum`` with ``scale``
-           and ``zp``); weights are constants of integer values
+           and ``zp``); weights are constants of integer values; ``impl``
+           (optional): the prefix of the oneDNN kernel to take when it has one
 qdense     an int8 matmul: ``weight`` (K, N), ``bias`` (1, N), the qconv attributes;
            a second input (a ``dynparams`` result): the source scale and zero
            point read at run time

@@ -344,6 +344,8 @@ class Region {
   // ---- int8.cc: quantized primitives ----
 
   void lower_qreorder(const Json& node);
+  bool quantize_to_nhwc(const Json& node, const memory::desc& have, const memory::desc& dst, int ps,
+                        int p, const std::vector<float>& sscale);
   void lower_qweighted(const Json& node);
   void lower_qadd(const Json& node);
   void lower_qmatmul(const Json& node);
