@@ -194,6 +194,40 @@ def test_mean_has_one_rounding() -> None:
     within_one_step(run(out, xd), quantize_ref(real, 0.1, 5, "uint8"))
 
 
+def test_global_average_pool_rounds_once_as_the_float_graph() -> None:
+    # scales that do not divide: the int32 average is taken at a step finer than the
+    # result's, so the only rounding that matters is the final one, as in float
+    xd = RNG.integers(0, 256, size=(2, 16, 7, 7)).astype("uint8")
+    x = relay.var("x", shape=xd.shape, dtype="uint8")
+    si, zi, so, zo = 0.0213, 3, 0.0171, 9
+    _, out = rewrite(q(relay.nn.global_avg_pool2d(dq(x, si, zi)), so, zo, "uint8"))
+    assert "qnn.dequantize" not in ops(out) and "qnn.requantize" in ops(out)
+    real = (si * (xd.astype(np.float64) - zi)).mean(axis=(2, 3), keepdims=True)
+    want = quantize_ref(real, so, zo, "uint8")
+    got = run(out, xd)
+    assert got.shape == want.shape
+    assert np.mean(got == want) > 0.99
+    within_one_step(got, want)
+
+
+def test_adaptive_average_pool_of_overlapping_windows_matches_float64() -> None:
+    xd = RNG.integers(-128, 128, size=(1, 3, 7, 5)).astype("int8")
+    x = relay.var("x", shape=xd.shape, dtype="int8")
+    si, so = 0.037, 0.029
+    _, out = rewrite(q(relay.nn.adaptive_avg_pool2d(dq(x, si), output_size=(3, 2)), so))
+    xr = si * xd.astype(np.float64)
+    real = np.zeros((1, 3, 3, 2))
+    for i in range(3):
+        h0, h1 = (i * 7) // 3, -(-((i + 1) * 7) // 3)
+        for j in range(2):
+            w0, w1 = (j * 5) // 2, -(-((j + 1) * 5) // 2)
+            real[:, :, i, j] = xr[:, :, h0:h1, w0:w1].mean(axis=(2, 3))
+    want = quantize_ref(real, so, 0, "int8")
+    got = run(out, xd)
+    within_one_step(got, want)
+    assert np.mean(got == want) > 0.9
+
+
 def test_softmax_only_when_asked() -> None:
     x = relay.var("x", shape=(2, 5), dtype="int8")
     expr = q(relay.nn.softmax(dq(x, 0.1)), 1 / 256, -128)

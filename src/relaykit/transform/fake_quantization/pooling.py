@@ -75,7 +75,7 @@ def _fine_pool(expr: Call, t: TensorAffineType, out_t: TensorAffineType) -> Expr
     fine = const(np.float32(so / 2.0**k), "float32")
     zero = const(np.int32(0), "int32")
     arg = requantize(expr.args[0], t.scale, t.zero_point, fine, zero, out_dtype="int32")
-    pooled = make_call(op_name(expr), [arg], **{k: expr.attrs[k] for k in expr.attrs})
+    pooled = make_call(op_name(expr), [arg], **{name: expr.attrs[name] for name in expr.attrs})
     return requantize(pooled, fine, zero, out_t.scale, out_t.zero_point, out_dtype=t.dtype)
 
 
