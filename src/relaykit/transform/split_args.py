@@ -26,11 +26,11 @@ from relaykit.ir.expr import Call, Expr, Function, Tuple, checked_type_or_none
 from relaykit.ir.functor import rewrite_post_order
 from relaykit.ir.module import IRModule
 from relaykit.ir.op import Op
-from relaykit.ir.symbolic import Any
 from relaykit.ir.types import TensorType, TupleType, Type
 from relaykit.op.annotation import stop_fusion
 from relaykit.op.transform import concatenate
 
+from .fuse_args import extra_args
 from .pass_infra import FunctionPass, PassContext
 
 __all__ = ["SplitArgs", "split_args", "kernel_args"]
@@ -38,13 +38,17 @@ __all__ = ["SplitArgs", "split_args", "kernel_args"]
 
 def kernel_args(typ: Type | None, output: bool = False) -> int:
     """How many kernel arguments a tensor of type ``typ`` takes beyond its buffer: its
-    dynamic sizes and its strides (an output passes its strides only); 0 when static."""
-    if not isinstance(typ, TensorType):
-        return 0
-    dynamic = sum(1 for d in typ.shape if isinstance(d, Any))
-    if dynamic == 0:
-        return 0
-    return len(typ.shape) if output else dynamic + len(typ.shape)
+    dynamic sizes and its strides (:func:`~.fuse_args.extra_args`, as ``FuseOps``
+    counts an input); an output passes its strides only; 0 when static.
+
+    >>> from relaykit.ir.symbolic import Any
+    >>> kernel_args(TensorType((Any(), 2))), kernel_args(TensorType((Any(), 2)), output=True)
+    (3, 2)
+    """
+    inputs = extra_args(typ, strides=True)
+    if not output or inputs == 0 or not isinstance(typ, TensorType):
+        return inputs
+    return len(typ.shape)
 
 
 def _outputs(typ: Type | None) -> int:
