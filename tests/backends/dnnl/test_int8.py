@@ -163,10 +163,10 @@ def test_onnx_qdq_model_is_one_region_within_a_step_of_onnxruntime(tmp_path, mod
     steps = _steps(lib)
     if model != "bert":
         assert sum(s.startswith("qconv") for s in steps) >= 10
-        if model != "bert":  # residual adds: post-ops of the convolution before them,
-            # rounded as the two steps round (the convolution's output, then the add's)
-            assert any("+round+clip+linear+binary_add" in s for s in steps)
-            assert not any(s.startswith("qadd") for s in steps)
+        # residual adds (both models have them): post-ops of the convolution before them,
+        # rounded as the two steps round (the convolution's output, then the add's)
+        assert any("+round+clip+linear+binary_add" in s for s in steps)
+        assert not any(s.startswith("qadd") for s in steps)
     else:
         assert sum(s.startswith("qdense") for s in steps) >= 8
     g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
