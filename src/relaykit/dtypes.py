@@ -79,8 +79,12 @@ def converts_exactly(arr: np.ndarray, want: Any) -> bool:
     if arr.dtype.kind in "iuf" and want.kind in "iu":
         if arr.size == 0:
             return True
-        if arr.dtype.kind == "f" and not np.all(np.isfinite(arr) & (np.trunc(arr) == arr)):
-            return False
         info = np.iinfo(want)
+        if arr.dtype.kind == "f":
+            if not np.all(np.isfinite(arr) & (np.trunc(arr) == arr)):
+                return False
+            # float(info.max) rounds up to 2**bits for 64-bit types: compare with the
+            # power of two above it, which every float dtype holds exactly
+            return bool(info.min <= arr.min() and arr.max() < float(info.max) + 1.0)
         return bool(info.min <= arr.min() and arr.max() <= info.max)
     return False

@@ -276,6 +276,24 @@ def test_an_int_input_takes_whole_floats_and_refuses_others():
     np.testing.assert_array_equal(m.get_output(0).numpy(), [2, 4, 6])
 
 
+@pytest.mark.parametrize(
+    ("dtype", "edge"),
+    [("int64", 2.0**63), ("uint64", 2.0**64), ("int32", 2.0**31), ("uint8", 256.0)],
+)
+def test_a_whole_float_one_past_the_integer_range_is_refused(dtype, edge):
+    # float(iinfo(int64).max) is 2**63 itself: a bound compared in float would let 2**63
+    # through, and the cast would wrap it to -2**63
+    x = relay.var("x", shape=(2,), dtype=dtype)
+    lib = relay.build(relay.Function([x], x), target="llvm")
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    with pytest.raises(ExecutorUsageError, match=rf"expects {dtype}\[2\]"):
+        m.set_input("x", np.array([1.0, edge]))
+    below = np.array([0.0, edge - 2.0**11 if edge > 2.0**53 else edge - 1.0])
+    m.run(x=below)
+    np.testing.assert_array_equal(m.get_output(0).numpy(), below.astype(dtype))
+    assert int(m.get_output(0).numpy()[1]) == int(below[1])
+
+
 def test_run_refuses_an_input_never_set():
     lib = relay.build(two_input_mod(), target="llvm", params={"w": rand(4, 3)})
     m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
