@@ -43,9 +43,7 @@ def _nchw(key: str) -> Callable[[Call], Decline | bool]:
 
 def _conv2d(call: Call) -> Decline | bool:
     a = call.attrs
-    if has_multiplier_weight(
-        checked_type_or_none(call.args[0]), checked_type_or_none(call.args[1]), call.attrs
-    ):
+    if has_multiplier_weight(call):
         return decline(MULTIPLIER_DECLINE)
     if a.data_layout != "NCHW" or a.kernel_layout != "OIHW" or a.out_layout not in ("", "NCHW"):
         return decline(f"layout {a.data_layout}/{a.kernel_layout}; jsonref handles NCHW/OIHW")

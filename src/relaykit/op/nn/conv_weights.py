@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from relaykit.ir.attrs import Attrs
+from relaykit.ir.expr import Call, checked_type_or_none
 from relaykit.ir.types import IncompleteType, TensorType, Type
 from relaykit.op._relations import static
 from relaykit.op.define import TypeRelError
@@ -78,9 +79,26 @@ def grouped_weight(w: np.ndarray, c: int, groups: int, channels: Any) -> np.ndar
     return w.reshape(o * m, 1, *w.shape[2:])
 
 
-def has_multiplier_weight(data: Type | None, weight: Type | None, attrs: Attrs) -> bool:
-    """Whether a forward convolution of ``data`` by ``weight`` (typed) with ``attrs``
-    uses TVM's depthwise weight with a channel multiplier (see :func:`depthwise_multiplier`)."""
+def has_multiplier_weight(call: Call) -> bool:
+    """Whether a forward convolution ``call`` (typed) uses TVM's depthwise weight with a
+    channel multiplier (see :func:`depthwise_multiplier`); what a backend that takes
+    grouped weights only declines with :data:`MULTIPLIER_DECLINE`.
+
+    >>> from relaykit import relay
+    >>> from relaykit.ir import IRModule
+    >>> from relaykit.transform import InferType
+    >>> x = relay.var("x", shape=(1, 4, 6, 6))
+    >>> def conv(wshape):
+    ...     w = relay.var("w", shape=wshape)
+    ...     y = relay.nn.conv2d(x, w, groups=4, channels=8, kernel_size=3)
+    ...     return InferType()(IRModule.from_expr(relay.Function([x, w], y)))["main"].body
+    >>> has_multiplier_weight(conv((4, 2, 3, 3))), has_multiplier_weight(conv((8, 1, 3, 3)))
+    (True, False)
+    """
+    if len(call.args) < 2:
+        return False
+    data, weight = checked_type_or_none(call.args[0]), checked_type_or_none(call.args[1])
+    attrs = call.attrs
     if not isinstance(data, TensorType) or not isinstance(weight, TensorType):
         return False
     layout, kernel_layout = str(attrs.data_layout), str(attrs.kernel_layout)

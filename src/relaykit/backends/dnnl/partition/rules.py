@@ -29,7 +29,7 @@ import numpy as np
 
 from relaykit.backends.dnnl.compile.lower import BINARY_OPS, COMMUTATIVE, ELTWISE_OPS, op_name
 from relaykit.byoc import Decline, decline
-from relaykit.ir.expr import Call, Constant, Expr, checked_type_or_none
+from relaykit.ir.expr import Call, Constant, Expr
 from relaykit.ir.types import TensorType, TupleType, Type
 from relaykit.op.nn.conv_weights import MULTIPLIER_DECLINE, has_multiplier_weight
 from relaykit.op.nn.geometry import pad4, pair
@@ -103,9 +103,7 @@ def _constant_or_true(expr: Expr, what: str) -> Verdict:
 
 def _conv2d(call: Call) -> Verdict:
     a = call.attrs
-    if has_multiplier_weight(
-        checked_type_or_none(call.args[0]), checked_type_or_none(call.args[1]), call.attrs
-    ):
+    if has_multiplier_weight(call):
         return decline(MULTIPLIER_DECLINE)
     if (a.data_layout, a.kernel_layout) not in (("NCHW", "OIHW"), ("NHWC", "HWIO")):
         return decline(
@@ -134,9 +132,7 @@ def _conv_nd(call: Call) -> Verdict:
     rank = len(_shape(call))
     data = {4: "NCHW", 5: "NCDHW"}[rank] if rank in (4, 5) else ""
     kernel = ("IO" if "transpose" in op_name(call) else "OI") + data[2:]
-    if "transpose" not in op_name(call) and has_multiplier_weight(
-        checked_type_or_none(call.args[0]), checked_type_or_none(call.args[1]), call.attrs
-    ):
+    if "transpose" not in op_name(call) and has_multiplier_weight(call):
         return decline(MULTIPLIER_DECLINE)
     if a.data_layout != data or a.kernel_layout != kernel or a.out_layout not in ("", data):
         return decline(

@@ -193,9 +193,7 @@ def _bias_add(b: GraphBuilder, call: Call, ins: list[str]) -> list[str]:
 
 def _conv_check(call: Call) -> Decline | bool:
     a = call.attrs
-    if has_multiplier_weight(
-        checked_type_or_none(call.args[0]), checked_type_or_none(call.args[1]), call.attrs
-    ):
+    if has_multiplier_weight(call):
         return decline(MULTIPLIER_DECLINE)
     if a.data_layout != "NCHW" or a.kernel_layout != "OIHW" or a.out_layout not in ("", "NCHW"):
         return decline(f"layout {a.data_layout}/{a.kernel_layout}; onnxruntime takes NCHW/OIHW")
