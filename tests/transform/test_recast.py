@@ -8,7 +8,7 @@ import pytest
 
 import relaykit as tvm
 from relaykit import relay
-from relaykit.errors import OpNotFoundError
+from relaykit.errors import OpNotFoundError, UsageError
 from relaykit.relay.transform import recast
 
 
@@ -97,3 +97,14 @@ def test_an_unknown_operator_is_reported():
     fn, _, _ = dense_chain(1)
     with pytest.raises(OpNotFoundError, match="nn.dens"):
         recast(fn, "float16", "float16", ops=["nn.dens"])
+
+
+def test_a_layer_number_that_is_not_an_int_is_reported():
+    fn, _, _ = dense_chain(2)
+    with pytest.raises(UsageError, match="skip_layers takes layer numbers.*'last'"):
+        recast(fn, "float16", "float16", ops=["nn.dense"], skip_layers=["last"])
+    # numpy integers are layer numbers too
+    tvm.ir.assert_structural_equal(
+        recast(fn, "float16", "float16", ops=["nn.dense"], skip_layers=[np.int64(-1)]),
+        recast(fn, "float16", "float16", ops=["nn.dense"], skip_layers=[1]),
+    )

@@ -61,6 +61,12 @@ def test_a_limit_below_the_outputs_is_an_argument_error() -> None:
         SplitArgs(2)(mod)
 
 
+def test_a_limit_that_is_not_an_int_is_an_argument_error() -> None:
+    with pytest.raises(ArgumentError, match="SplitArgs takes the number of arguments.*'128'"):
+        SplitArgs("128")  # type: ignore[arg-type]
+    assert SplitArgs(np.int64(16)).max_function_args == 16
+
+
 def test_target_max_function_args() -> None:
     assert tvm.target.Target("opencl").max_function_args == 128
     assert tvm.target.Target("metal").max_function_args == 31

@@ -20,6 +20,7 @@ layers as they are; a negative number counts from the last layer.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -76,7 +77,16 @@ def recast(
         _op.get(name)  # an unknown operator is reported by name
     body = root.body if isinstance(root, Function) else root
     count, above = _layers(body, names)
-    skip = {count + s if s < 0 else s for s in skip_layers or ()}
+    skip: set[int] = set()
+    for layer in skip_layers or ():
+        try:
+            n = operator.index(layer)
+        except TypeError:
+            raise UsageError(
+                "recast: skip_layers takes layer numbers (ints, negative from the last "
+                f"layer), got {layer!r}"
+            ) from None
+        skip.add(count + n if n < 0 else n)
     infer_type(root)  # each call's dtype, for those without an out_dtype attribute
 
     def post(new: Expr, old: Expr) -> Expr | None:

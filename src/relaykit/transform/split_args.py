@@ -21,6 +21,8 @@ result and the next inputs, and so on. ``limit = 0`` leaves the program as it is
 
 from __future__ import annotations
 
+import operator
+
 from relaykit.errors import ArgumentError
 from relaykit.ir.expr import Call, Expr, Function, Tuple, checked_type_or_none
 from relaykit.ir.functor import rewrite_post_order
@@ -107,7 +109,13 @@ class SplitArgs(FunctionPass):
     """``relay.transform.SplitArgs(max_function_args)`` (opt_level 1): see the module."""
 
     def __init__(self, max_function_args: int) -> None:
-        self.max_function_args = int(max_function_args)
+        try:
+            self.max_function_args = operator.index(max_function_args)
+        except TypeError:
+            raise ArgumentError(
+                f"SplitArgs takes the number of arguments a kernel may have (an int such "
+                f"as Target.max_function_args; 0 for no limit), got {max_function_args!r}"
+            ) from None
         super().__init__(self._transform, opt_level=1, name="SplitArgs", required=("InferType",))
 
     def _transform(self, fn: Function, mod: IRModule, ctx: PassContext) -> Function:
