@@ -3,6 +3,7 @@ external codegen's patterns take; the result computes what the input did."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -15,6 +16,8 @@ from relaykit.errors import PlacementError
 from relaykit.ir import Call, Function, GlobalVar, IRModule, post_order
 from relaykit.transform import InferType, InlineCompilerFunctionsBoundTo
 from relaykit.tuning import CollagePartition, MockCostEstimator
+from relaykit.tuning.subgraph_rules import Candidate
+from relaykit.tuning.subgraph_search import search
 
 
 def _table(name: str) -> list[tuple[Any, ...]] | None:
@@ -189,3 +192,33 @@ def test_a_deep_chain_needs_no_recursion() -> None:
     calls = [n for n in post_order(out["main"].body) if isinstance(n, Call)]
     assert sum(isinstance(c.op, GlobalVar) for c in calls) == 240
     assert sum(getattr(c.op, "name", "") == "abs" for c in calls) == 240
+
+
+class _Nodes:
+    """The part of a dataflow graph the search reads: its size and node kinds."""
+
+    def __init__(self, n: int) -> None:
+        self.graph = SimpleNamespace(nodes=[relay.var(f"v{i}") for i in range(n)])
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+
+def _cand(nodes: set[int], cost: float) -> Candidate:
+    return Candidate("s", "llvm", frozenset(nodes), 0, "l", cost=cost)
+
+
+def test_a_cover_that_dead_ends_gives_way_to_one_that_does_not() -> None:
+    # the cheapest start {0, 2} leaves node 1 only a candidate {1, 2} that overlaps it;
+    # {0} then {1, 2} covers everything and is the answer, not an error
+    df = _Nodes(3)
+    cheap, alone, rest = _cand({0, 2}, 1.0), _cand({0}, 5.0), _cand({1, 2}, 1.0)
+    chosen = search(df, [cheap, alone, rest], estimator=None, cache=None)  # type: ignore[arg-type]
+    assert sorted(sorted(c.inside) for c in chosen) == [[0], [1, 2]]
+
+
+def test_no_cover_at_all_names_the_node() -> None:
+    df = _Nodes(3)
+    with pytest.raises(PlacementError, match=r"past node 1 \(Var\)"):
+        search(df, [_cand({0, 2}, 1.0), _cand({1, 2}, 1.0)], None, None)  # type: ignore[arg-type]

@@ -182,6 +182,7 @@ def search(
     }
     heap: list[tuple[float, tuple[float, ...], frozenset[int]]] = [(0.0, set_order(start), start)]
     done: set[frozenset[int]] = set()
+    stuck: int | None = None  # the first node some partial cover could not go on from
     while heap:
         cost, _, covered = heapq.heappop(heap)
         if covered in done or cost != best[covered][0]:
@@ -206,12 +207,13 @@ def search(
             if after not in best or total < best[after][0]:
                 best[after] = (total, covered, cand)
                 heapq.heappush(heap, (total, set_order(after), after))
-        if not fired:
-            raise PlacementError(
-                f"no target can run node {nxt} ({type(df.graph.nodes[nxt]).__name__}) of the "
-                "function: add a target whose rules or patterns cover it"
-            )
-    raise PlacementError("the search ended without covering the whole function")
+        if not fired and stuck is None:
+            stuck = nxt  # a dead end of this cover only: another may still go round it
+    where = "" if stuck is None else f" node {stuck} ({type(df.graph.nodes[stuck]).__name__})"
+    raise PlacementError(
+        f"no cover of the function by the candidates reaches past{where}: add a target "
+        "whose rules or patterns cover that node on its own"
+    )
 
 
 def coalesce(df: Dataflow, chosen: Sequence[Candidate]) -> list[Candidate]:
