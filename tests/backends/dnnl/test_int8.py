@@ -560,3 +560,34 @@ def test_image_entering_the_region_is_quantized_into_nhwc_in_one_step(dtype, sha
     # and within one step of the definition in float64 (division, not a multiply)
     exact = np.clip(np.rint(xv.astype(np.float64) / scale) + zp, lo, hi)
     assert np.abs(got - exact).max() <= 1
+
+
+def test_int32_add_of_operands_in_two_steps_is_declined_and_runs():
+    """An int32 add of two 8-bit tensors requantized to int32 at different steps (not
+    FakeQuantizationToInteger's one step): the int8 qadd cannot take it, so the add is
+    declined at partitioning (it used to pass and then fail the build) and the model
+    runs, equal to NumPy's integer arithmetic of the same graph."""
+    shape = (1, 4, 8, 8)
+    a = relay.var("a", shape=shape, dtype="float32")
+    b = relay.var("b", shape=shape, dtype="float32")
+    qa = relay.qnn.op.quantize(a, _c(0.03, "float32"), _c(0, "int32"), out_dtype="uint8")
+    qb = relay.qnn.op.quantize(b, _c(0.05, "float32"), _c(0, "int32"), out_dtype="uint8")
+    zero = _c(0, "int32")
+    ra = relay.qnn.op.requantize(qa, _c(0.03, "float32"), zero, _c(0.001, "float32"), zero,
+                                 out_dtype="int32")  # fmt: skip
+    rb = relay.qnn.op.requantize(qb, _c(0.05, "float32"), zero, _c(0.002, "float32"), zero,
+                                 out_dtype="int32")  # fmt: skip
+    mod = tvm.IRModule.from_expr(relay.Function([a, b], relay.add(ra, rb)))
+    part = partition_for_dnnl(mod)
+    main = part["main"].body
+    assert isinstance(main, relay.Call) and main.op.name == "add"  # the add stayed on the host
+    lib = relay.build(part, target="llvm")
+    rng = np.random.default_rng(3)
+    av = rng.uniform(0, 7, shape).astype("float32")
+    bv = rng.uniform(0, 7, shape).astype("float32")
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    g.run(a=av, b=bv)
+    ia = np.clip(np.rint(av.astype(np.float64) / 0.03), 0, 255)
+    ib = np.clip(np.rint(bv.astype(np.float64) / 0.05), 0, 255)
+    want = np.rint(ia * 30) + np.rint(ib * 25)  # exact multiples: no rounding at all
+    np.testing.assert_array_equal(g.get_output(0).numpy().astype(np.float64), want)

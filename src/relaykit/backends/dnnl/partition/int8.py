@@ -242,13 +242,30 @@ def _bound(call: Call) -> Verdict:
     return True
 
 
+def _one_step(call: Call) -> Verdict:
+    """The int32 ``add`` of requantized operands the lowering takes as one ``qadd``:
+    the operands in one step (the requantizes' output scale) and one of them of the
+    result's shape (the other broadcast to it)."""
+    steps = {
+        float(cast(Constant, a.args[3]).data.numpy().reshape(-1)[0]) for a in call.args if _wide(a)
+    }
+    if len(steps) != 1:
+        return decline(
+            f"add of int32 operands requantized to different steps {sorted(steps)}: "
+            "the int8 add takes one"
+        )
+    if not any(_shape_of(a) == _shape_of(call) for a in call.args):
+        return decline("add of int32 operands neither of which has the result's shape")
+    return True
+
+
 def _int_add(call: Call) -> Verdict | None:
     """An int32 ``add``: an 8-bit add rounded once (FakeQuantizationToInteger: requantized
     operands, maybe an int32 constant; one qadd), or a layer's bias."""
     if any(_wide(a) for a in call.args) and all(
         _wide(a) or (_const(a) and _dtype(a) == "int32") for a in call.args
     ):
-        return True
+        return _one_step(call)
     src = call.args[0]
     producer = src.op.name if isinstance(src, Call) and isinstance(src.op, Op) else ""
     if producer not in ("qnn.conv2d", "qnn.dense") or not isinstance(call.args[1], Constant):
