@@ -591,3 +591,20 @@ def test_int32_add_of_operands_in_two_steps_is_declined_and_runs():
     ib = np.clip(np.rint(bv.astype(np.float64) / 0.05), 0, 255)
     want = np.rint(ia * 30) + np.rint(ib * 25)  # exact multiples: no rounding at all
     np.testing.assert_array_equal(g.get_output(0).numpy().astype(np.float64), want)
+
+
+def test_a_bound_that_broadcasts_the_data_is_declined_and_runs():
+    """maximum of uint8 data and a constant of one value but a larger shape: not a clip
+    (the result is larger than the data), so the host runs it; it used to be taken and
+    then fail to build."""
+    a = relay.var("a", shape=(1, 4, 8, 8), dtype="float32")
+    qa = relay.qnn.op.quantize(a, _c(0.03, "float32"), _c(10, "int32"), out_dtype="uint8")
+    m = relay.maximum(qa, relay.const(np.full((2, 4, 8, 8), 10, "uint8")))
+    mod = tvm.IRModule.from_expr(relay.Function([a], m))
+    lib = relay.build(partition_for_dnnl(mod), target="llvm")
+    av = np.random.default_rng(4).uniform(-1, 7, (1, 4, 8, 8)).astype("float32")
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    g.run(a=av)
+    q = np.clip(np.rint(av.astype(np.float64) / 0.03) + 10, 0, 255)
+    want = np.broadcast_to(np.maximum(q, 10), (2, 4, 8, 8))
+    np.testing.assert_array_equal(g.get_output(0).numpy().astype(np.float64), want)

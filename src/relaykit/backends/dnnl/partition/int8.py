@@ -239,6 +239,8 @@ def _bound(call: Call) -> Verdict:
     point): a clip."""
     if not (_scalar_const(call.args[1]) and _dtype(call.args[0]) == _dtype(call)):
         return decline(f"{call.op} of two tensors: only a bound (a scalar constant) is taken")
+    if _shape_of(call.args[0]) != _shape_of(call):
+        return decline(f"{call.op} by a constant that broadcasts the data to a larger shape")
     return True
 
 
