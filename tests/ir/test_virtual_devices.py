@@ -70,3 +70,6 @@ def test_compilation_config_falls_back_and_canonicalises():
         make_compilation_config(None, ["llvm", "cuda"]).default_primitive_virtual_device.device_type
         == 1
     )
+    bad = tvm.transform.PassContext(config={"relay.fallback_device_type": "cuda"})
+    with pytest.raises(ArgumentError, match="fallback_device_type must be a DLPack device code"):
+        make_compilation_config(bad, ["llvm", "cuda"])

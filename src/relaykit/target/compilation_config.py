@@ -139,5 +139,12 @@ def make_compilation_config(ctx: Any, target: Any, target_host: Any = None) -> C
     fallback = None
     config = getattr(ctx, "config", None)
     if isinstance(config, Mapping) and config.get("relay.fallback_device_type") is not None:
-        fallback = int(config["relay.fallback_device_type"])
+        value = config["relay.fallback_device_type"]
+        try:
+            fallback = int(value)
+        except (TypeError, ValueError):
+            raise ArgumentError(
+                "the pass config relay.fallback_device_type must be a DLPack device code "
+                f"(1 cpu, 2 cuda, ...), got {value!r}"
+            ) from None
     return CompilationConfig(list(seen.values()), host, fallback)
