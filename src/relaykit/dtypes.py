@@ -64,19 +64,21 @@ _register_ml_dtypes()
 
 
 def converts_exactly(arr: np.ndarray, want: Any) -> bool:
-    """Whether an input array may be stored as ``want``: a cast within one kind (float to
-    float, int to int), or integers of another signedness or width whose every value
+    """Whether an input array may be stored as ``want``: a safe cast, a float to a
+    narrower float, or integers of another signedness or width whose every value
     ``want`` holds (TVM converts ``int64`` data for a ``uint8`` input; values that would
     wrap around are refused, never changed), or floats that are all whole numbers ``want``
     holds (TVM converts ``2.0`` for an ``int32`` input; ``2.5`` is refused, not truncated).
 
     >>> converts_exactly(np.array([2.0, -1.0]), "int32"), converts_exactly(np.array([2.5]), "int32")
     (True, False)
+    >>> converts_exactly(np.array([1, 2**40]), "int32")  # int64 that int32 cannot hold
+    False
     """
     want = np.dtype(want)
-    if np.can_cast(arr.dtype, want, "same_kind"):
+    if np.can_cast(arr.dtype, want, "safe"):
         return True
-    if arr.dtype.kind in "iuf" and want.kind in "iu":
+    if arr.dtype.kind in "iuf" and want.kind in "iu":  # narrower ints too: range-checked
         if arr.size == 0:
             return True
         info = np.iinfo(want)
@@ -87,4 +89,4 @@ def converts_exactly(arr: np.ndarray, want: Any) -> bool:
             # power of two above it, which every float dtype holds exactly
             return bool(info.min <= arr.min() and arr.max() < float(info.max) + 1.0)
         return bool(info.min <= arr.min() and arr.max() <= info.max)
-    return False
+    return bool(np.can_cast(arr.dtype, want, "same_kind"))

@@ -274,6 +274,8 @@ def test_an_int_input_takes_whole_floats_and_refuses_others():
     np.testing.assert_array_equal(m.get_output(0).numpy(), [2, -4, 6])
     m.run(x=np.array([1, 2, 3], "int64"))
     np.testing.assert_array_equal(m.get_output(0).numpy(), [2, 4, 6])
+    with pytest.raises(ExecutorUsageError, match=r"expects int32\[3\], got int64"):
+        m.set_input("x", np.array([1, 2**40, 3], "int64"))  # would wrap around in int32
 
 
 @pytest.mark.parametrize(

@@ -125,3 +125,9 @@ def test_an_int_input_takes_whole_floats_and_refuses_fractions():
     np.testing.assert_array_equal(got, [2, -4, 6])
     with pytest.raises(ExecutionError, match="got an array of dtype float64"):
         run(np.array([1.0, 2.5, 3.0]))
+    # a Python list is held to the same rule (it used to be truncated to [1, 2, 3])
+    with pytest.raises(ExecutionError, match="got an array of dtype float64"):
+        run([1.0, 2.5, 3.0])
+    with pytest.raises(ExecutionError, match="got an array of dtype int64"):
+        run([1, 2**40, 3])  # would wrap around in int32
+    np.testing.assert_array_equal(run([1, -2, 3]).numpy(), [2, -4, 6])

@@ -417,3 +417,6 @@ def test_an_int_input_takes_whole_floats_and_refuses_fractions():
     np.testing.assert_array_equal(got, [2, -4, 6])
     with pytest.raises(ExecutorUsageError, match="expects Tensor"):
         run(mod, np.array([1.0, 2.5, 3.0]))
+    with pytest.raises(ExecutorUsageError, match="expects Tensor"):
+        run(mod, [1.0, 2.5, 3.0])  # a Python list too (it used to be truncated)
+    np.testing.assert_array_equal(run(mod, [1.0, -2.0, 3.0]).numpy(), [2, -4, 6])

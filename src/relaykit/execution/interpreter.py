@@ -239,7 +239,8 @@ def _convert_input(
                 + (f"; size variables bound by earlier inputs: {bound}" if bound else "")
             )
         if arr.dtype.name != ty.dtype:
-            if not isinstance(value, np.ndarray) or converts_exactly(arr, ty.dtype):
+            loose = not isinstance(value, np.ndarray) and np.dtype(ty.dtype).kind not in "iu"
+            if loose or converts_exactly(arr, ty.dtype):  # a list's fractions are no ints
                 arr = arr.astype(ty.dtype)
             else:
                 raise ExecutionError(

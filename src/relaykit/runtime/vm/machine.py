@@ -119,7 +119,8 @@ def _from_user(value: Any, spec: Any, name: str) -> Any:
         return value
     arr = np.asarray(value)
     if tensor and dtype_name(arr.dtype) != spec["dtype"]:
-        if not isinstance(value, np.ndarray) or converts_exactly(arr, spec["dtype"]):
+        loose = not isinstance(value, np.ndarray) and np.dtype(spec["dtype"]).kind not in "iu"
+        if loose or converts_exactly(arr, spec["dtype"]):  # a list's fractions are no ints
             arr = arr.astype(spec["dtype"])
         else:
             raise ExecutorUsageError(
