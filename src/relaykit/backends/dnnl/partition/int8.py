@@ -248,9 +248,8 @@ def _one_step(call: Call) -> Verdict:
     """The int32 ``add`` of requantized operands the lowering takes as one ``qadd``:
     the operands in one step (the requantizes' output scale) and one of them of the
     result's shape (the other broadcast to it)."""
-    steps = {
-        float(cast(Constant, a.args[3]).data.numpy().reshape(-1)[0]) for a in call.args if _wide(a)
-    }
+    wides = [cast(Call, a) for a in call.args if _wide(a)]
+    steps = {float(cast(Constant, a.args[3]).data.numpy().reshape(-1)[0]) for a in wides}
     if len(steps) != 1:
         return decline(
             f"add of int32 operands requantized to different steps {sorted(steps)}: "
