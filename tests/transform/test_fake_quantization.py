@@ -319,3 +319,16 @@ def test_list_fake_quantized_op_freqs() -> None:
     y = relay.sigmoid(dq(y, 1.0))  # outside any region
     freqs = relay.analysis.list_fake_quantized_op_freqs(IRModule.from_expr(y))
     assert freqs == {"nn.dense": 2, "nn.relu": 1}
+
+
+def test_add_of_a_float_constant_rounds_the_real_sum_once() -> None:
+    # x + 0.3137 in a fake-quantized region: the constant is not rounded to x's step first
+    xd = RNG.integers(0, 256, size=(8, 512)).astype("uint8")
+    x = relay.var("x", shape=xd.shape, dtype="uint8")
+    c = np.float32(0.3137)
+    _, out = rewrite(q(relay.add(dq(x, 0.0213, 9), relay.const(c)), 0.0467, 3, "uint8"))
+    real = 0.0213 * (xd.astype(np.float64) - 9) + float(c)
+    want = quantize_ref(real, 0.0467, 3, "uint8")
+    got = run(out, xd)
+    assert np.mean(got == want) > 0.999
+    within_one_step(got, want)

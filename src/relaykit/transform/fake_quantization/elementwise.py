@@ -91,17 +91,27 @@ def fine_shift(ratio: float, terms: int = 2) -> int:
     return max(0, min(_FINE_BITS, int(np.floor(np.log2(room))))) if room >= 1 else 0
 
 
+def _float_constant(e: Expr, type_map: dict[Expr, Any]) -> np.ndarray | None:
+    """The values of a float constant operand (not a quantized tensor), else None."""
+    if type_map.get(e) is not None or not isinstance(e, Constant):
+        return None
+    value = e.data.numpy()
+    return value.astype(np.float64) if value.dtype.kind == "f" else None
+
+
 def rounded_once(
     name: str, left: Expr, right: Expr, lt: TensorAffineType, rt: TensorAffineType,
-    out_t: TensorAffineType,
+    out_t: TensorAffineType, constants: tuple[np.ndarray | None, ...] = (None, None),
 ) -> Expr | None:  # fmt: skip
     """``add`` / ``subtract`` of two quantized tensors rounded once, as the float graph
     it replaces rounds: each operand requantized to int32 at a step ``2**k`` times finer
     than the result's (exact to ``2**-k`` of a step), summed, then requantized to the
     result. ``qnn.add`` (TVM's form, kept when it is exact: both operands' scales whole
     multiples of the result's) rounds each operand to the result's step first, one step
-    off the float result on a large share of the elements. None where ``qnn.add`` is
-    exact or no finer step fits int32."""
+    off the float result on a large share of the elements. A float constant operand
+    (``constants``, its values) goes to the fine step from its real values, not rounded
+    to the other operand's parameters first. None where ``qnn.add`` is exact or no
+    finer step fits int32."""
     so = scalar_value(out_t.scale)
     scales = [scalar_value(lt.scale), scalar_value(rt.scale)]
     if so is None or so <= 0 or any(s is None for s in scales):
@@ -112,11 +122,19 @@ def rounded_once(
     k = fine_shift(max(ratios))
     if k < 8:
         return None
-    fine = const(np.float32(so / 2.0**k), "float32")
+    step = np.float32(so / 2.0**k)
+    fine = const(step, "float32")
     zero = const(np.int32(0), "int32")
-    a = requantize(left, lt.scale, lt.zero_point, fine, zero, out_dtype="int32")
-    b = requantize(right, rt.scale, rt.zero_point, fine, zero, out_dtype="int32")
-    total = make_call(name, [a, b])
+    operands = []
+    for x, t, c in ((left, lt, constants[0]), (right, rt, constants[1])):
+        if c is None:
+            operands.append(requantize(x, t.scale, t.zero_point, fine, zero, out_dtype="int32"))
+            continue
+        v = np.rint(c / float(step))
+        if not np.all(np.isfinite(v)) or np.abs(v).max(initial=0) >= 2.0**30:
+            return None  # beyond the room the fine step leaves: the quantized constant
+        operands.append(const(v.astype(np.int32), "int32"))
+    total = make_call(name, operands)
     return requantize(total, fine, zero, out_t.scale, out_t.zero_point, out_dtype=lt.dtype)
 
 
@@ -145,7 +163,8 @@ def qnn_binary_rule(expr: Call, type_map: dict[Expr, Any]) -> list[Any]:
         and left_t.dtype in ("int8", "uint8")
         and not per_channel_pair(left_t, right_t)
     ):
-        once = rounded_once(name, left, right, left_t, right_t, out_t)
+        floats = tuple(_float_constant(a, type_map) for a in expr.args)
+        once = rounded_once(name, left, right, left_t, right_t, out_t, floats)
     if once is not None:
         return [once, TensorAffineType(out_t.scale, out_t.zero_point, left_t.dtype, -1)]
     out = make_call(
