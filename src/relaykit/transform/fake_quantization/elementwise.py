@@ -125,7 +125,7 @@ def rounded_once(
     step = np.float32(so / 2.0**k)
     fine = const(step, "float32")
     zero = const(np.int32(0), "int32")
-    operands = []
+    operands: list[Expr] = []
     for x, t, c in ((left, lt, constants[0]), (right, rt, constants[1])):
         if c is None:
             operands.append(requantize(x, t.scale, t.zero_point, fine, zero, out_dtype="int32"))
